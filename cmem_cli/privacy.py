@@ -1,0 +1,237 @@
+"""Keep private text and secrets out of everything cmem stores.
+
+Every writer goes through ``Memory``, which calls :func:`scrub_record` before a record touches the database or
+the export, so nothing below has to be remembered by each command. Two layers:
+
+- ``<private>...</private>`` spans are removed (case-insensitive, across lines, nested tags counted; an unclosed
+  tag hides everything after it, because a cut-off closing tag must not leak the rest).
+- Secrets that look like provider keys, tokens, private keys, credentials in URLs or ``password=``-style
+  assignments are replaced with ``[REDACTED:<kind>]``. Users add their own patterns in the ``[privacy]`` config
+  section (``redact = ["regex", ...]``) and skip whole projects (``exclude_projects = ["glob", ...]``).
+
+Only the standard library is imported: hooks load this on every call.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from cmem_cli.errors import InvalidInput
+
+REDACTED = "[REDACTED:{kind}]"
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One secret pattern. Only the ``secret`` group is replaced when the pattern has one (so
+    ``password=hunter2`` keeps its key); ``keep`` can veto a match that is clearly not a secret."""
+
+    kind: str
+    pattern: re.Pattern[str]
+    keep: Callable[[str], bool] | None = None
+
+    def apply(self, text: str) -> str:
+        return self.pattern.sub(self._replace, text)
+
+    def _replace(self, match: re.Match[str]) -> str:
+        group = "secret" if "secret" in self.pattern.groupindex else 0
+        value = match.group(group)
+        if value is None or "[REDACTED:" in match.group(0) or (self.keep is not None and self.keep(value)):
+            return match.group(0)  # never re-redact an earlier rule's marker
+        start, end = match.span(group)
+        base = match.start(0)
+        whole = match.group(0)
+        return whole[: start - base] + REDACTED.format(kind=self.kind) + whole[end - base :]
+
+
+# --- <private> spans --------------------------------------------------------------------------------------
+
+_PRIVATE_TAG = re.compile(r"<(/?)private\b[^>]*>", re.IGNORECASE)
+
+
+def strip_private(text: str) -> str:
+    """Remove everything inside ``<private>`` tags, counting nesting; an unclosed tag drops the rest."""
+    if not text or "<" not in text:
+        return text
+    out: list[str] = []
+    depth = 0
+    pos = 0
+    for match in _PRIVATE_TAG.finditer(text):
+        closing = match.group(1) == "/"
+        if depth == 0:
+            out.append(text[pos : match.start()])
+        if closing:
+            depth = max(0, depth - 1)  # a stray closing tag is dropped, the text around it kept
+        else:
+            depth += 1
+        pos = match.end()
+    if depth == 0:
+        out.append(text[pos:])
+    return "".join(out)
+
+
+# --- secrets ----------------------------------------------------------------------------------------------
+
+_IDENTIFIER_PATH = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
+_PLACEHOLDER = re.compile(
+    r"(?:\$\{?|%\(|\{\{|<|\*{3,}|x{6,}$|\[REDACTED)|(?:none|null|nil|true|false|undefined|changeme)$",
+    re.IGNORECASE,
+)
+
+
+def _not_a_secret(value: str) -> bool:
+    """Assignment values that are references or placeholders, not credentials (``token=$TOKEN``,
+    ``password = self.password``, ``secret: null``)."""
+    return bool(_PLACEHOLDER.match(value) or _IDENTIFIER_PATH.fullmatch(value))
+
+
+# Names whose value is a credential: whole words of snake/kebab/dotted names (``DB_PASSWORD``,
+# ``api-key``, ``auth.token``) so that ``max_tokens`` or ``secretary`` are not caught.
+_KEY_WORDS = (
+    r"password|passwd|passphrase|pwd|secret|token|apikey|api[_-]key|access[_-]?key|auth[_-]?token"
+    r"|private[_-]?key|client[_-]?secret|credentials?"
+)
+_KEY_NAME = rf"(?:[A-Za-z0-9]+[_.-])*(?:{_KEY_WORDS})(?:[_.-][A-Za-z0-9]+)*"
+_CAMEL_KEY = r"[a-z][a-z0-9]*(?:Password|Passwd|Secret|Token|ApiKey|AccessKey|PrivateKey)"
+_ASSIGN = r"""["']?\s*(?::=|=>|[:=])\s*"""
+
+
+def _rule(kind: str, pattern: str, flags: int = 0, keep: Callable[[str], bool] | None = None) -> Rule:
+    return Rule(kind, re.compile(pattern, flags), keep)
+
+
+# Order matters: specific provider formats first, generic assignments last, so a key gets its precise kind.
+DEFAULT_RULES: tuple[Rule, ...] = (
+    _rule(
+        "private-key",
+        r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----.*?"
+        r"(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|\Z)",
+        re.DOTALL,
+    ),
+    _rule("anthropic-key", r"\bsk-ant-[A-Za-z0-9_-]{20,}"),
+    _rule("openai-key", r"\bsk-(?:proj-|svcacct-|admin-)?(?=[A-Za-z0-9_-]*\d)[A-Za-z0-9_-]{20,}"),
+    _rule("github-token", r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,}\b"),
+    _rule("github-token", r"\bgithub_pat_[A-Za-z0-9_]{22,}"),
+    _rule("gitlab-token", r"\bglpat-[A-Za-z0-9_-]{20,}"),
+    _rule("aws-access-key", r"\b(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}\b"),
+    _rule(
+        "aws-secret-key",
+        r"(?i:aws)[A-Za-z0-9_.-]{0,20}?(?i:secret)[A-Za-z0-9_.-]{0,20}" + _ASSIGN
+        + r"""["']?(?P<secret>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])""",
+    ),
+    _rule("slack-token", r"\bxox[abposr]-[A-Za-z0-9-]{10,}"),
+    _rule("slack-webhook", r"https://hooks\.slack\.com/services/[A-Za-z0-9/_-]{20,}"),
+    _rule("stripe-key", r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}"),
+    _rule("stripe-webhook-secret", r"\bwhsec_[A-Za-z0-9]{24,}"),
+    _rule("google-api-key", r"\bAIza[0-9A-Za-z_-]{35}"),
+    _rule("google-oauth-token", r"\bya29\.[0-9A-Za-z_-]{20,}"),
+    _rule("npm-token", r"\bnpm_[A-Za-z0-9]{36}\b"),
+    _rule("huggingface-token", r"\bhf_[A-Za-z0-9]{30,}\b"),
+    _rule("sendgrid-key", r"\bSG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}"),
+    _rule("jwt", r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
+    _rule(
+        "authorization",
+        r"(?i:authorization|proxy-authorization)" + _ASSIGN
+        + r"""["']?(?i:bearer|basic|token|digest)?\s*(?P<secret>[A-Za-z0-9._~+/=-]{8,})""",
+    ),
+    _rule("bearer-token", r"(?i:\bbearer)\s+(?P<secret>[A-Za-z0-9._~+/-]{16,}=*)"),
+    _rule("url-password", r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/@]+:(?P<secret>[^\s@/]+)@"),
+    _rule(
+        "secret",
+        rf"(?i:\b{_KEY_NAME}\b|\b{_CAMEL_KEY}\b){_ASSIGN}(?P<q>[\"'])(?P<secret>[^\"'\n]{{4,}})(?P=q)",
+        keep=_not_a_secret,
+    ),
+    _rule(
+        "secret",
+        rf"(?i:\b{_KEY_NAME}\b|\b{_CAMEL_KEY}\b){_ASSIGN}(?P<secret>[^\s\"',;&()<>{{}}\[\]]{{6,}}+)(?!\()",
+        keep=_not_a_secret,
+    ),
+)
+
+
+def redact_secrets(text: str, rules: Iterable[Rule] | None = None) -> str:
+    """Replace every secret the rules recognise with ``[REDACTED:<kind>]``."""
+    if not text:
+        return text
+    for rule in DEFAULT_RULES if rules is None else rules:
+        text = rule.apply(text)
+    return text
+
+
+def scrub(text: str, rules: Iterable[Rule] | None = None) -> str:
+    """Private spans first (they may contain secrets that must not even be redacted-in-place), then secrets."""
+    return redact_secrets(strip_private(text), rules)
+
+
+def scrub_record(record: Mapping[str, Any], rules: Iterable[Rule] | None = None) -> dict[str, Any]:
+    """A copy of ``record`` with every string, in lists and nested objects too, scrubbed."""
+    rules = tuple(DEFAULT_RULES if rules is None else rules)
+    return {key: _scrub_value(value, rules) for key, value in record.items()}
+
+
+def _scrub_value(value: Any, rules: tuple[Rule, ...]) -> Any:
+    if isinstance(value, str):
+        return scrub(value, rules)
+    if isinstance(value, list | tuple):
+        return [_scrub_value(item, rules) for item in value]
+    if isinstance(value, Mapping):
+        return {key: _scrub_value(item, rules) for key, item in value.items()}
+    return value
+
+
+# --- configuration ----------------------------------------------------------------------------------------
+
+
+def rules_from_config(section: Mapping[str, Any] | None) -> tuple[Rule, ...]:
+    """Default rules plus ``[privacy] redact``: strings (kind ``custom``) or tables ``{pattern, kind}``."""
+    extra = (section or {}).get("redact") or []
+    if isinstance(extra, str | Mapping):
+        extra = [extra]
+    if not isinstance(extra, list):
+        raise InvalidInput("config [privacy] redact must be a list of regular expressions")
+    rules = list(DEFAULT_RULES)
+    for item in extra:
+        pattern, kind = (item.get("pattern"), item.get("kind", "custom")) if isinstance(item, Mapping) else (
+            item, "custom")
+        if not isinstance(pattern, str) or not pattern or not isinstance(kind, str):
+            raise InvalidInput(f"config [privacy] redact: invalid entry {item!r}")
+        try:
+            rules.append(Rule(kind, re.compile(pattern)))
+        except re.error as exc:
+            raise InvalidInput(f"config [privacy] redact: bad regular expression {pattern!r}: {exc}") from None
+    return tuple(rules)
+
+
+def excluded_projects(section: Mapping[str, Any] | None) -> list[str]:
+    value = (section or {}).get("exclude_projects") or []
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise InvalidInput("config [privacy] exclude_projects must be a list of project names or globs")
+    return value
+
+
+def is_excluded_project(project: str | None, section: Mapping[str, Any] | None,
+                        extra: Iterable[str] = ()) -> bool:
+    """True when ``project`` matches a name or glob in ``exclude_projects`` (or ``extra``, e.g. a CLI flag)."""
+    if not project:
+        return False
+    patterns = [*excluded_projects(section), *extra]
+    return any(fnmatch.fnmatchcase(project, pattern) for pattern in patterns)
+
+
+__all__ = [
+    "DEFAULT_RULES",
+    "Rule",
+    "excluded_projects",
+    "is_excluded_project",
+    "redact_secrets",
+    "rules_from_config",
+    "scrub",
+    "scrub_record",
+    "strip_private",
+]
