@@ -1,0 +1,155 @@
+"""Reading one markdown file for the index: front matter apart from the body, a title, and a search context.
+
+Front matter is metadata, not prose: it is never part of a chunk's text (QMD embeds it, and a bare YAML block
+then outranks real content). Its title, and for cmem observations the type, project and concepts, become
+the chunk's *context*: passed to the embedder as the document title and indexed as a separate, weighted
+keyword column.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
+from pathlib import PurePosixPath
+from typing import Any
+
+CMEM_KINDS = ("observation", "summary")
+_FRONT_MATTER = re.compile(
+    r"\A(?:\ufeff)?---[ \t]*\r?\n(.*?)(?:\r?\n)?^(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.S | re.M
+)
+_H1 = re.compile(r"^ {0,3}#[ \t]+(.+?)[ \t#]*$", re.M)
+_SUMMARY_TITLE_FIELDS = ("request", "completed", "learned")
+
+
+@dataclass
+class ParsedDocument:
+    """A markdown file split into metadata and body; ``body_line`` is the file line where the body starts."""
+
+    body: str
+    body_line: int
+    title: str
+    context: str
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def kind(self) -> str | None:
+        """``observation`` / ``summary`` for cmem's own files, else None (a plain collection document)."""
+        kind = self.meta.get("cmem")
+        return kind if kind in CMEM_KINDS else None
+
+
+def content_hash(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def short_docid(collection: str, path: str) -> str:
+    """A stable 6-hex-digit handle for a document, like QMD's ``#abc123``."""
+    return hashlib.blake2b(f"{collection}\0{path}".encode(), digest_size=3).hexdigest()
+
+
+def parse_markdown(text: str, relpath: str) -> ParsedDocument:
+    """Split front matter from the body and derive title and context; broken YAML is treated as body."""
+    meta: dict[str, Any] = {}
+    body, body_line = text, 1
+    match = _FRONT_MATTER.match(text)
+    if match:
+        loaded = _load_yaml(match.group(1))
+        if loaded is not None:
+            meta = loaded
+            body = text[match.end() :]
+            body_line = 1 + text.count("\n", 0, match.end())
+    title = _title(meta, body, relpath)
+    context = _context(meta, title)
+    return ParsedDocument(body=body, body_line=body_line, title=title, context=context, meta=meta)
+
+
+def _load_yaml(block: str) -> dict[str, Any] | None:
+    import yaml  # lazy: only the indexer parses front matter
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        data = yaml.load(block, Loader=loader)  # noqa: S506 - a safe loader
+    except yaml.YAMLError:
+        return None
+    if data is None:
+        return {}
+    return data if isinstance(data, dict) else None
+
+
+def _title(meta: dict[str, Any], body: str, relpath: str) -> str:
+    value = meta.get("title")
+    if isinstance(value, str | int | float) and str(value).strip():
+        return _one_line(str(value))
+    if meta.get("cmem") == "summary":
+        for name in _SUMMARY_TITLE_FIELDS:
+            if isinstance(meta.get(name), str) and meta[name].strip():
+                return _one_line(meta[name])
+    heading = _H1.search(body)
+    if heading:
+        return _one_line(heading.group(1))
+    return PurePosixPath(relpath).stem
+
+
+def _context(meta: dict[str, Any], title: str) -> str:
+    """``title (type, project; concept, concept)`` for observations, the title alone otherwise."""
+    if meta.get("cmem") not in CMEM_KINDS:
+        return title
+    details = [str(meta[name]) for name in ("type", "project") if meta.get(name)]
+    concepts = [str(c) for c in as_list(meta.get("concepts"))]
+    inner = ", ".join(details)
+    if concepts:
+        inner = f"{inner}; {', '.join(concepts)}" if inner else ", ".join(concepts)
+    return f"{title} ({inner})" if inner else title
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())[:300]
+
+
+def as_list(value: Any) -> list[Any]:
+    if value is None:
+        return []
+    if isinstance(value, list | tuple):
+        return [v for v in value if v is not None and str(v).strip()]
+    return [value] if str(value).strip() else []
+
+
+def as_text(value: Any) -> str | None:
+    if value is None or isinstance(value, dict | list):
+        return None
+    text = str(value).strip()
+    return text or None
+
+
+def as_int(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        return int(value)
+    return None
+
+
+def as_epoch_ms(value: Any) -> int | None:
+    """YAML gives datetimes, dates or strings for ``created_at``; all become UTC epoch milliseconds."""
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return int(value)
+    if isinstance(value, datetime):
+        dt = value if value.tzinfo else value.replace(tzinfo=UTC)
+        return int(dt.timestamp() * 1000)
+    if isinstance(value, date):
+        return int(datetime(value.year, value.month, value.day, tzinfo=UTC).timestamp() * 1000)
+    if isinstance(value, str):
+        text = value.strip()
+        if text.endswith(("Z", "z")):
+            text = text[:-1] + "+00:00"
+        try:
+            return as_epoch_ms(datetime.fromisoformat(text))
+        except ValueError:
+            return None
+    return None
