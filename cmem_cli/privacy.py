@@ -162,13 +162,20 @@ def redact_secrets(text: str, rules: Iterable[Rule] | None = None) -> str:
     return text
 
 
-def scrub(text: str, rules: Iterable[Rule] | None = None) -> str:
-    """Private spans first (they may contain secrets that must not even be redacted-in-place), then secrets."""
+def scrub(text: str, rules: Iterable[Rule] | None = None, *, config: Any = None) -> str:
+    """Private spans first (they may contain secrets that must not even be redacted-in-place), then secrets.
+
+    ``config`` (a :class:`cmem_cli.config.Config`) adds the user's ``[privacy] redact`` rules."""
+    if rules is None and config is not None:
+        rules = rules_for(config)
     return redact_secrets(strip_private(text), rules)
 
 
-def scrub_record(record: Mapping[str, Any], rules: Iterable[Rule] | None = None) -> dict[str, Any]:
+def scrub_record(record: Mapping[str, Any], rules: Iterable[Rule] | None = None, *,
+                 config: Any = None) -> dict[str, Any]:
     """A copy of ``record`` with every string, in lists and nested objects too, scrubbed."""
+    if rules is None and config is not None:
+        rules = rules_for(config)
     rules = tuple(DEFAULT_RULES if rules is None else rules)
     return {key: _scrub_value(value, rules) for key, value in record.items()}
 
@@ -206,6 +213,19 @@ def rules_from_config(section: Mapping[str, Any] | None) -> tuple[Rule, ...]:
     return tuple(rules)
 
 
+_RULES_CACHE: dict[int, tuple[Any, tuple[Rule, ...]]] = {}
+
+
+def rules_for(config: Any) -> tuple[Rule, ...]:
+    """The rules for a Config (``config.section("privacy")``), compiled once per config object."""
+    cached = _RULES_CACHE.get(id(config))
+    if cached is not None and cached[0] is config:
+        return cached[1]
+    rules = rules_from_config(config.section("privacy"))
+    _RULES_CACHE[id(config)] = (config, rules)
+    return rules
+
+
 def excluded_projects(section: Mapping[str, Any] | None) -> list[str]:
     value = (section or {}).get("exclude_projects") or []
     if isinstance(value, str):
@@ -230,6 +250,7 @@ __all__ = [
     "excluded_projects",
     "is_excluded_project",
     "redact_secrets",
+    "rules_for",
     "rules_from_config",
     "scrub",
     "scrub_record",

@@ -222,3 +222,13 @@ def test_excluded_projects_match_names_and_globs() -> None:
     assert is_excluded_project("scratch-42", section)
     assert not is_excluded_project("cmem", section)
     assert is_excluded_project("cmem", {}, extra=["cmem"])
+
+
+def test_config_object_supplies_the_users_rules() -> None:
+    class FakeConfig:
+        def section(self, name: str) -> dict:
+            return {"redact": [r"INTERNAL-\d{4}"]} if name == "privacy" else {}
+
+    config = FakeConfig()
+    assert scrub("see INTERNAL-1234", config=config) == "see [REDACTED:custom]"
+    assert scrub_record({"facts": ["INTERNAL-9999"]}, config=config) == {"facts": ["[REDACTED:custom]"]}
