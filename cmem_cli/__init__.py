@@ -1,0 +1,3 @@
+"""cmem: durable local memory for AI coding agents."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,99 @@
+"""The typer application: a thin layer of commands over the library modules.
+
+Command modules register themselves on ``app`` (or a sub-app) when imported below; each keeps its heavy
+imports inside the command body so that ``cmem add`` never pays for numpy or llama.cpp.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from typing import Annotated
+
+import click
+import typer
+
+from cmem_cli import __version__
+from cmem_cli.context import set_home
+from cmem_cli.errors import EXIT_ERROR, EXIT_USAGE, CmemError
+
+app = typer.Typer(
+    name="cmem",
+    help="Durable local memory for AI coding agents: record observations, search them, drill down.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _version_callback(value: bool) -> None:
+    if value:
+        typer.echo(f"cmem {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    home: Annotated[
+        str | None,
+        typer.Option(
+            "--home", help="Data directory (default: $CMEM_HOME, else $XDG_DATA_HOME/cmem).", metavar="DIR"
+        ),
+    ] = None,
+    version: Annotated[
+        bool,
+        typer.Option("--version", "-V", callback=_version_callback, is_eager=True, help="Print the version."),
+    ] = False,
+) -> None:
+    """Durable local memory for AI coding agents."""
+    set_home(home)
+
+
+def _register_commands() -> None:
+    # Imported for their side effect of adding commands to ``app``.
+    from cmem_cli.commands import register_all
+
+    register_all(app)
+
+
+_register_commands()
+
+
+def run(args: list[str]) -> int:
+    """Run the CLI and map every failure to a one-line message and an exit code."""
+    debug = os.environ.get("CMEM_DEBUG") == "1"
+    try:
+        result = app(args, prog_name="cmem", standalone_mode=False)
+        return result if isinstance(result, int) else 0
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except click.exceptions.Abort:
+        print("cmem: aborted", file=sys.stderr)
+        return 130
+    except click.ClickException as exc:
+        exc.show()
+        return exc.exit_code if exc.exit_code else EXIT_USAGE
+    except CmemError as exc:
+        if debug:
+            raise
+        print(f"cmem: {exc.message}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("cmem: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        # `cmem search | head`: the reader went away; not an error worth reporting.
+        with contextlib.suppress(OSError):
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - silence the interpreter's flush at exit
+        return 0
+    except Exception as exc:  # a bug: say so in one line unless debugging
+        if debug:
+            raise
+        print(
+            f"cmem: internal error: {type(exc).__name__}: {exc} (set CMEM_DEBUG=1 for details)",
+            file=sys.stderr,
+        )
+        return EXIT_ERROR

@@ -1,0 +1,92 @@
+"""Shared option types and helpers for command modules (kept light: no heavy imports)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+from collections.abc import Iterator
+from typing import Annotated, Any
+
+import typer
+
+from cmem_cli.context import current_config
+from cmem_cli.errors import InvalidInput
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Output JSON (same as --format json).")]
+FormatOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--format",
+        "-f",
+        help="Output format: table, plain, json, ndjson, csv, ids, md. "
+        "Default: table on a terminal, plain (tab-separated) when piped.",
+        metavar="FORMAT",
+    ),
+]
+ProjectOpt = Annotated[str | None, typer.Option("--project", "-p", help="Project name.", metavar="NAME")]
+AgentOpt = Annotated[str | None, typer.Option("--agent", help="Agent name.", metavar="NAME")]
+SessionOpt = Annotated[str | None, typer.Option("--session", help="Session id.", metavar="ID")]
+
+
+@contextlib.contextmanager
+def open_memory() -> Iterator[Any]:
+    """The write service for this invocation's home, closed afterwards."""
+    from cmem_cli.memory import Memory
+
+    memory = Memory.open(current_config())
+    try:
+        yield memory
+    finally:
+        memory.close()
+
+
+def read_json_input(source: str) -> str:
+    """Read a JSON document from a file path or ``-`` (stdin) as text; invalid UTF-8 is an input error."""
+    try:
+        if source == "-":
+            data = sys.stdin.buffer.read()
+        else:
+            with open(source, "rb") as fh:
+                data = fh.read()
+    except FileNotFoundError:
+        raise InvalidInput(f"no such file: {source}") from None
+    except IsADirectoryError:
+        raise InvalidInput(f"{source} is a directory") from None
+    except OSError as exc:
+        raise InvalidInput(f"cannot read {source}: {exc.strerror}") from None
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InvalidInput(f"{source} is not valid UTF-8 (byte {exc.start})") from None
+
+
+def parse_json_records(text: str, source: str) -> list[tuple[int, Any]]:
+    """One JSON object, a JSON array of objects, or NDJSON: (line number, value) pairs."""
+    stripped = text.strip()
+    if not stripped:
+        raise InvalidInput(f"{source}: no JSON input")
+    try:
+        value = json.loads(stripped)
+    except json.JSONDecodeError:
+        value = None
+    else:
+        if isinstance(value, list):
+            return [(i + 1, v) for i, v in enumerate(value)]
+        return [(1, value)]
+    records = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            records.append((number, json.loads(line)))
+        except json.JSONDecodeError as exc:
+            raise InvalidInput(f"{source}: line {number}: invalid JSON: {exc.msg}") from None
+    return records
+
+
+def check_cli_text(name: str, value: str | None) -> str | None:
+    """Arguments with bytes that are not UTF-8 arrive as surrogates; reject them up front."""
+    if value is not None and any("\ud800" <= ch <= "\udfff" for ch in value):
+        raise InvalidInput(f"{name} is not valid UTF-8")
+    return value

@@ -1,0 +1,165 @@
+"""Where cmem keeps its data and what the user configured.
+
+Resolution order for the home directory: ``--home`` > ``CMEM_HOME`` > ``$XDG_DATA_HOME/cmem`` >
+``~/.local/share/cmem``. The optional config file lives at ``$CMEM_CONFIG`` or
+``$XDG_CONFIG_HOME/cmem/config.toml`` (default ``~/.config/cmem/config.toml``).
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cmem_cli.errors import InvalidInput, StorageError
+
+DEFAULT_EMBED_MODEL = "hf:ggml-org/embeddinggemma-300M-GGUF/embeddinggemma-300M-Q8_0.gguf"
+DEFAULT_RERANK_MODEL = "hf:ggml-org/Qwen3-Reranker-0.6B-Q8_0-GGUF/qwen3-reranker-0.6b-q8_0.gguf"
+
+DIR_MODE = 0o700
+FILE_MODE = 0o600
+
+
+def _xdg(var: str, fallback: str) -> Path:
+    value = os.environ.get(var)
+    return Path(value) if value else Path.home() / fallback
+
+
+def config_file_path() -> Path:
+    explicit = os.environ.get("CMEM_CONFIG")
+    if explicit:
+        return Path(explicit)
+    return _xdg("XDG_CONFIG_HOME", ".config") / "cmem" / "config.toml"
+
+
+def load_config_file(path: Path | None = None) -> dict[str, Any]:
+    """Read the TOML config; a missing file is an empty config, a broken one an error."""
+    path = path or config_file_path()
+    try:
+        with open(path, "rb") as fh:
+            return tomllib.load(fh)
+    except FileNotFoundError:
+        return {}
+    except tomllib.TOMLDecodeError as exc:
+        raise InvalidInput(f"config file {path} is not valid TOML: {exc}") from None
+    except OSError as exc:
+        raise StorageError(f"cannot read config file {path}: {exc.strerror}") from None
+
+
+def resolve_home(cli_home: str | os.PathLike[str] | None = None) -> Path:
+    if cli_home:
+        return Path(cli_home).expanduser()
+    env = os.environ.get("CMEM_HOME")
+    if env:
+        return Path(env).expanduser()
+    return _xdg("XDG_DATA_HOME", ".local/share") / "cmem"
+
+
+@dataclass
+class Config:
+    """Resolved settings for one cmem invocation."""
+
+    home: Path
+    export_dir: Path
+    embed_model: str | None = DEFAULT_EMBED_MODEL
+    rerank_model: str | None = None
+    raw: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def db_path(self) -> Path:
+        return self.home / "cmem.db"
+
+    @property
+    def index_path(self) -> Path:
+        return self.home / "index.db"
+
+    @property
+    def log_dir(self) -> Path:
+        return self.home / "logs"
+
+    @property
+    def models_dir(self) -> Path:
+        env = os.environ.get("CMEM_MODELS_DIR")
+        if env:
+            return Path(env).expanduser()
+        return _xdg("XDG_CACHE_HOME", ".cache") / "cmem" / "models"
+
+    def section(self, name: str) -> dict[str, Any]:
+        value = self.raw.get(name, {})
+        return value if isinstance(value, dict) else {}
+
+    def ensure_home(self) -> None:
+        """Create home and export directories (0700); a clear error if that is impossible."""
+        for directory in (self.home, self.export_dir):
+            try:
+                directory.mkdir(parents=True, exist_ok=True, mode=DIR_MODE)
+            except OSError as exc:
+                raise StorageError(f"cannot create {directory}: {exc.strerror}") from None
+            if not os.access(directory, os.W_OK | os.X_OK):
+                raise StorageError(f"{directory} is not writable")
+
+
+def load_config(cli_home: str | os.PathLike[str] | None = None) -> Config:
+    raw = load_config_file()
+    home = resolve_home(cli_home or raw.get("home"))
+    export_setting = raw.get("export_dir")
+    export_dir = Path(export_setting).expanduser() if export_setting else home / "export"
+    if not export_dir.is_absolute():
+        export_dir = home / export_dir
+    models = raw.get("models", {}) if isinstance(raw.get("models"), dict) else {}
+    embed = os.environ.get("CMEM_EMBED_MODEL") or models.get("embed") or DEFAULT_EMBED_MODEL
+    rerank = os.environ.get("CMEM_RERANK_MODEL") or models.get("rerank") or None
+    return Config(
+        home=home,
+        export_dir=export_dir,
+        embed_model=embed if embed != "none" else None,
+        rerank_model=rerank if rerank != "none" else None,
+        raw=raw,
+    )
+
+
+def _git_toplevel(cwd: Path) -> Path | None:
+    """Find the enclosing git repository without spawning git when possible (fast path for hooks)."""
+    for candidate in (cwd, *cwd.parents):
+        if (candidate / ".git").exists():
+            return candidate
+    return None
+
+
+def default_project(cwd: str | os.PathLike[str] | None = None) -> str:
+    """``CMEM_PROJECT`` > enclosing git repository's top directory name > directory name."""
+    env = os.environ.get("CMEM_PROJECT")
+    if env:
+        return env
+    return project_for_directory(Path(cwd) if cwd else Path.cwd())
+
+
+def project_for_directory(directory: Path) -> str:
+    directory = directory.expanduser()
+    top = _git_toplevel(directory.resolve() if directory.exists() else directory)
+    name = (top or directory).name
+    return name or "default"
+
+
+def default_agent() -> str:
+    return os.environ.get("CMEM_AGENT") or "cli"
+
+
+def default_session() -> str | None:
+    return os.environ.get("CMEM_SESSION") or None
+
+
+__all__ = [
+    "Config",
+    "DEFAULT_EMBED_MODEL",
+    "DEFAULT_RERANK_MODEL",
+    "DIR_MODE",
+    "FILE_MODE",
+    "default_agent",
+    "default_project",
+    "default_session",
+    "load_config",
+    "resolve_home",
+]

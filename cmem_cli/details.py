@@ -1,0 +1,87 @@
+"""The third retrieval layer: full details of observations, summaries and prompts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cmem_cli.retrieval import parse_ref, prompt_row, summary_row
+from cmem_cli.timeutil import to_iso
+from export import markdown
+
+
+def _observation_record(memory: Any, row: dict[str, Any]) -> dict[str, Any]:
+    record = {k: v for k, v in row.items()}
+    record["kind"] = "observation"
+    for key in ("created_at", "updated_at", "last_retrieved_at"):
+        record[key] = to_iso(record.get(key))
+    record["links"] = [
+        {"type": link["type"], "id": link["id"], "uid": link["uid"], "title": link["title"]}
+        for link in memory.store.links_from(row["id"])
+    ]
+    record["linked_from"] = [
+        {"type": link["type"], "id": link["id"], "uid": link["uid"], "title": link["title"]}
+        for link in memory.store.links_to(row["id"])
+    ]
+    return record
+
+
+def fetch_details(memory: Any, refs: list[str], *, follow_links: bool = False) -> list[dict[str, Any]]:
+    """Full records for ``refs`` (and, with ``follow_links``, their one-hop neighbours); counts retrievals."""
+    store = memory.store
+    records: list[dict[str, Any]] = []
+    seen: set[tuple[str, int]] = set()
+    observation_ids: list[int] = []
+    for ref in refs:
+        kind, number = parse_ref(ref)
+        if (kind, number) in seen:
+            continue
+        seen.add((kind, number))
+        if kind == "observation":
+            row = store.get_observation(number)
+            records.append(_observation_record(memory, row))
+            observation_ids.append(number)
+        elif kind == "summary":
+            row = store.get_summary(number)
+            records.append({**summary_row(row), **{f: row.get(f) for f in markdown.SUMMARY_FIELDS}})
+        else:
+            row = store.get_prompt(number)
+            records.append({**prompt_row(row), "text": row["text"]})
+    if follow_links:
+        for record in list(records):
+            if record["kind"] != "observation":
+                continue
+            for link in [*record["links"], *record["linked_from"]]:
+                if ("observation", link["id"]) in seen:
+                    continue
+                seen.add(("observation", link["id"]))
+                neighbour = _observation_record(memory, store.get_observation(link["id"]))
+                neighbour["via"] = {"type": link["type"], "from": record["id"]}
+                records.append(neighbour)
+                observation_ids.append(link["id"])
+    store.record_retrieval(observation_ids)
+    return records
+
+
+def render_details(record: dict[str, Any]) -> str:
+    """Markdown for one record: the same front matter and body as its export file."""
+    if record["kind"] == "observation":
+        from cmem_cli.timeutil import parse_iso
+
+        row = {**record}
+        for key in ("created_at", "updated_at"):
+            row[key] = parse_iso(record[key]) if record.get(key) else None
+        links = [{**link, "href": f"#{link['id']}"} for link in record["links"]]
+        text = markdown.render_observation(row, links)
+        if record.get("via"):
+            text = f"<!-- linked: {record['via']['type']} of #{record['via']['from']} -->\n" + text
+        return text
+    if record["kind"] == "summary":
+        from cmem_cli.timeutil import parse_iso
+
+        return markdown.render_summary(
+            {**record, "id": record["id"], "created_at": parse_iso(record["created_at"])}
+        )
+    return (
+        f"# Prompt {record['id']} (#{record['prompt_number']} of session {record['session']})\n\n"
+        f"{record['created_at']} · {record['project']} · {record['agent']}\n\n{record['text']}\n"
+    )

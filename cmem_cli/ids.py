@@ -1,0 +1,23 @@
+"""Globally unique, time-sortable ids (ULID form) so stores from several machines can merge."""
+
+from __future__ import annotations
+
+import os
+import time
+
+_CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+
+
+def new_uid(ms: int | None = None) -> str:
+    """26 characters: 48 bits of epoch milliseconds, then 80 random bits, Crockford base32."""
+    stamp = int(time.time() * 1000) if ms is None else ms
+    value = (stamp & ((1 << 48) - 1)) << 80 | int.from_bytes(os.urandom(10), "big")
+    chars = []
+    for _ in range(26):
+        chars.append(_CROCKFORD[value & 31])
+        value >>= 5
+    return "".join(reversed(chars))
+
+
+def is_uid(text: str) -> bool:
+    return len(text) == 26 and all(c in _CROCKFORD for c in text.upper())

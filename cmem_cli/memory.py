@@ -1,0 +1,433 @@
+"""The write service: every write goes to SQLite and to its markdown file, all or nothing.
+
+A write runs inside one ``BEGIN IMMEDIATE`` transaction: the row is inserted, its file is written
+atomically (temp file + rename), the row records the file's path, and only then does the transaction
+commit. If anything fails before the commit, the transaction rolls back and the new file is removed;
+files that a committed write replaced are deleted after the commit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from cmem_cli.config import Config
+from cmem_cli.errors import InvalidInput, NotFound, StorageError
+from cmem_cli.records import normalize_observation
+from cmem_cli.schema import LINK_TYPES, SESSION_STATUSES
+from cmem_cli.store import Store, estimate_tokens
+from cmem_cli.timeutil import now_ms
+from export import atomic, layout, markdown
+
+SUMMARY_LIMIT = 50_000
+
+
+def _scrubber():
+    """Privacy filter applied to every text before storage (``<private>`` blocks, secrets)."""
+    try:
+        from cmem_cli import privacy
+    except ImportError:  # pragma: no cover - privacy module ships with cmem
+        return None
+    return privacy
+
+
+class FileTransaction:
+    """Files written during one database transaction, undone if the transaction fails."""
+
+    def __init__(self, root: Path, *, fsync: bool = True):
+        self.root = root
+        self.fsync = fsync
+        self.written: list[Path] = []
+        self.to_delete: list[Path] = []
+
+    def write(self, relpath: str, text: str) -> None:
+        path = layout.resolve_inside(self.root, relpath)
+        existed = path.exists()
+        try:
+            atomic.atomic_write(path, text, fsync=self.fsync)
+        except OSError as exc:
+            raise StorageError(f"cannot write {path}: {exc.strerror}") from None
+        if not existed:
+            self.written.append(path)
+
+    def delete_after_commit(self, relpath: str | None) -> None:
+        if relpath:
+            self.to_delete.append(layout.resolve_inside(self.root, relpath))
+
+    def rollback(self) -> None:
+        for path in self.written:
+            with contextlib.suppress(OSError):
+                path.unlink()
+
+    def commit(self, keep: set[Path]) -> None:
+        for path in self.to_delete:
+            if path in keep:
+                continue
+            with contextlib.suppress(OSError):
+                path.unlink()
+                atomic.prune_empty_dirs(path.parent, self.root)
+
+
+class Memory:
+    """High-level operations used by commands, hooks and importers."""
+
+    def __init__(self, config: Config, store: Store):
+        self.config = config
+        self.store = store
+        self.privacy = _scrubber()
+
+    @classmethod
+    def open(cls, config: Config) -> Memory:
+        config.ensure_home()
+        return cls(config, Store.open(config.db_path))
+
+    def close(self) -> None:
+        self.store.close()
+
+    def __enter__(self) -> Memory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def export_root(self) -> Path:
+        return self.config.export_dir
+
+    @contextlib.contextmanager
+    def _write(self, *, fsync: bool = True) -> Iterator[FileTransaction]:
+        files = FileTransaction(self.export_root, fsync=fsync)
+        try:
+            with self.store.db.transaction():
+                yield files
+                if not fsync and files.written:
+                    atomic.sync_all()  # files durable before the rows that point at them
+        except BaseException:
+            files.rollback()
+            raise
+        files.commit(keep=set(files.written))
+
+    # -- privacy ----------------------------------------------------------------------------------------
+    def _scrub_record(self, record: dict[str, Any]) -> dict[str, Any]:
+        if self.privacy is None:
+            return record
+        return self.privacy.scrub_record(record, config=self.config)
+
+    def _scrub_text(self, text: str | None) -> str | None:
+        if text is None or self.privacy is None:
+            return text
+        return self.privacy.scrub(text, config=self.config)
+
+    # -- observations ----------------------------------------------------------------------------------
+    def prepare(self, record: Any, defaults: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Validate (and scrub) one input record without writing anything."""
+        if isinstance(record, dict):
+            record = self._scrub_record(record)
+        return normalize_observation(record, defaults=defaults)
+
+    def add_observation(self, record: Any, defaults: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Validate and store one observation; returns the stored row (with id, uid, path)."""
+        prepared = self.prepare(record, defaults)
+        with self._write() as files:
+            return self._store_observation(prepared, files)
+
+    def add_observations(self, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Store already-prepared records in one transaction (bulk import): all or none."""
+        with self._write(fsync=False) as files:
+            return [self._store_observation(r, files) for r in records]
+
+    def _store_observation(self, record: dict[str, Any], files: FileTransaction) -> dict[str, Any]:
+        store = self.store
+        if record.get("session"):
+            store.ensure_session(
+                record["session"],
+                agent=record["agent"],
+                project=record["project"],
+                at=record.get("created_at"),
+            )
+        existing = None
+        if record.get("uid"):
+            existing = store.observation_by_uid(record["uid"])
+        if existing is None and record.get("key"):
+            existing = store.observation_by_key(record["project"], record["key"])
+        if existing is not None:
+            row = store.update_observation(existing["id"], record)
+            files.delete_after_commit(existing["path"])
+        else:
+            row = store.insert_observation(record)
+        for link in record.get("links") or []:
+            target = self._resolve_link_target(link)
+            store.add_link(row["id"], target, link["type"])
+        return self._export_observation(row, files)
+
+    def _resolve_link_target(self, link: dict[str, Any]) -> int:
+        if "id" in link:
+            if self.store.find_observation(link["id"]) is None:
+                raise NotFound(f"link target {link['id']} does not exist")
+            return link["id"]
+        target = self.store.observation_by_uid(link["uid"])
+        if target is None:
+            raise NotFound(f"link target {link['uid']} does not exist")
+        return target["id"]
+
+    def _link_entries(self, row: dict[str, Any], relpath: str) -> list[dict[str, Any]]:
+        entries = []
+        base = Path(relpath).parent
+        for link in self.store.links_from(row["id"]):
+            href = ""
+            if link["path"]:
+                href = Path(_relative(link["path"], str(base))).as_posix()
+            entries.append({**link, "href": href})
+        return entries
+
+    def _export_observation(self, row: dict[str, Any], files: FileTransaction) -> dict[str, Any]:
+        relpath = layout.observation_relpath(row)
+        text = markdown.render_observation(row, self._link_entries(row, relpath))
+        files.write(relpath, text)
+        tokens = estimate_tokens(text)  # what `cmem get` prints for it
+        if relpath != row.get("path") or tokens != row.get("tokens"):
+            if row.get("path") and row["path"] != relpath:
+                files.delete_after_commit(row["path"])
+            self.store.set_observation_path(row["id"], relpath)
+            self.store.set_tokens(row["id"], tokens)
+            row["path"], row["tokens"] = relpath, tokens
+        return row
+
+    def edit_observation(self, obs_id: int, changes: dict[str, Any]) -> dict[str, Any]:
+        """Apply field changes (same names as the JSON record) and re-export."""
+        with self._write() as files:
+            current = self.store.get_observation(obs_id)
+            merged = {
+                k: current.get(k)
+                for k in (
+                    "type",
+                    "title",
+                    "subtitle",
+                    "narrative",
+                    "facts",
+                    "concepts",
+                    "files_read",
+                    "files_modified",
+                    "tools_used",
+                    "project",
+                    "session",
+                    "agent",
+                    "prompt_number",
+                    "key",
+                    "confidence",
+                    "created_at",
+                )
+            }
+            merged.update(changes)
+            prepared = normalize_observation(self._scrub_record(merged))
+            if prepared.get("key"):
+                clash = self.store.observation_by_key(prepared["project"], prepared["key"])
+                if clash is not None and clash["id"] != obs_id:
+                    raise InvalidInput(
+                        f"key {prepared['key']!r} is already used by observation {clash['id']}"
+                    )
+            row = self.store.update_observation(obs_id, prepared)
+            for link in prepared.get("links") or []:
+                self.store.add_link(obs_id, self._resolve_link_target(link), link["type"])
+            row["path"] = current["path"]
+            return self._export_observation(row, files)
+
+    def link(self, from_id: int, to_id: int, link_type: str, *, remove: bool = False) -> dict[str, Any]:
+        if link_type not in LINK_TYPES:
+            raise InvalidInput(f"unknown link type {link_type!r} (expected one of: {', '.join(LINK_TYPES)})")
+        with self._write() as files:
+            row = self.store.get_observation(from_id)
+            if remove:
+                if not self.store.remove_link(from_id, to_id, link_type):
+                    raise NotFound(f"no {link_type} link from {from_id} to {to_id}")
+            else:
+                self.store.add_link(from_id, to_id, link_type)
+            return self._export_observation(row, files)
+
+    def forget(self, obs_ids: Iterable[int]) -> list[int]:
+        """Delete observations and their files; observations that linked to them are re-exported."""
+        ids = list(dict.fromkeys(obs_ids))
+        with self._write() as files:
+            rows = [self.store.get_observation(i) for i in ids]
+            referrers = {link["id"] for i in ids for link in self.store.links_to(i)} - set(ids)
+            for row in rows:
+                self.store.delete_observation(row["id"])
+                files.delete_after_commit(row["path"])
+            for referrer in sorted(referrers):
+                self._export_observation(self.store.get_observation(referrer), files)
+        return ids
+
+    # -- sessions, prompts, summaries -------------------------------------------------------------------
+    def ensure_session(
+        self, session_id: str, *, agent: str, project: str, label: str | None = None, goal: str | None = None
+    ) -> dict[str, Any]:
+        session_id = _required_text("session id", session_id)
+        with self.store.db.transaction():
+            return self.store.ensure_session(
+                session_id,
+                agent=agent,
+                project=project,
+                label=self._scrub_text(label),
+                goal=self._scrub_text(goal),
+            )
+
+    def end_session(
+        self,
+        session_id: str,
+        *,
+        status: str = "completed",
+        outcome: str | None = None,
+        next_steps: str | None = None,
+    ) -> dict[str, Any]:
+        if status not in SESSION_STATUSES:
+            raise InvalidInput(f"unknown status {status!r} (expected one of: {', '.join(SESSION_STATUSES)})")
+        with self.store.db.transaction():
+            return self.store.end_session(
+                session_id,
+                status=status,
+                outcome=self._scrub_text(outcome),
+                next_steps=self._scrub_text(next_steps),
+            )
+
+    def add_prompt(
+        self,
+        session_id: str,
+        text: str,
+        *,
+        project: str | None = None,
+        agent: str | None = None,
+        created_at: int | None = None,
+    ) -> dict[str, Any]:
+        text = _required_text("prompt", self._scrub_text(text) or "", limit=SUMMARY_LIMIT)
+        with self.store.db.transaction():
+            session = self.store.ensure_session(
+                session_id, agent=agent or "cli", project=project or "default", at=created_at
+            )
+            number = self.store.next_prompt_number(session_id)
+            return self.store.insert_prompt(
+                session=session_id,
+                number=number,
+                text=text,
+                project=project or session["project"],
+                agent=agent or session["agent"],
+                created_at=created_at,
+            )
+
+    def add_summary(
+        self, session_id: str, fields: dict[str, Any], *, project: str | None = None, agent: str | None = None
+    ) -> dict[str, Any]:
+        from export.markdown import SUMMARY_FIELDS
+
+        unknown = set(fields) - set(SUMMARY_FIELDS) - {"created_at"}
+        if unknown:
+            raise InvalidInput(f"unknown summary field '{sorted(unknown)[0]}'")
+        values: dict[str, Any] = {}
+        for name in SUMMARY_FIELDS:
+            value = fields.get(name)
+            if value is not None:
+                if not isinstance(value, str):
+                    raise InvalidInput(f"summary field '{name}' must be a string")
+                value = self._scrub_text(_required_text(name, value, limit=SUMMARY_LIMIT, allow_empty=True))
+            values[name] = value or None
+        if not any(values.values()):
+            raise InvalidInput("a summary needs at least one of: " + ", ".join(SUMMARY_FIELDS))
+        with self._write() as files:
+            session = self.store.ensure_session(
+                session_id, agent=agent or "cli", project=project or "default"
+            )
+            row = self.store.insert_summary(
+                {
+                    **values,
+                    "session": session_id,
+                    "project": project or session["project"],
+                    "agent": agent or session["agent"],
+                    "created_at": fields.get("created_at") or now_ms(),
+                }
+            )
+            relpath = layout.summary_relpath(row)
+            files.write(relpath, markdown.render_summary(row))
+            self.store.set_summary_path(row["id"], relpath)
+            row["path"] = relpath
+            return row
+
+    # -- export maintenance ------------------------------------------------------------------------------
+    def expected_files(self) -> dict[str, str]:
+        """Every export file the database implies: relative path -> exact content."""
+        expected: dict[str, str] = {}
+        for obs_id in self.store.all_observation_ids():
+            row = self.store.get_observation(obs_id)
+            relpath = layout.observation_relpath(row)
+            expected[relpath] = markdown.render_observation(row, self._link_entries(row, relpath))
+        for summary_id in self.store.all_summary_ids():
+            row = self.store.get_summary(summary_id)
+            expected[layout.summary_relpath(row)] = markdown.render_summary(row)
+        return expected
+
+    def rebuild_export(self) -> dict[str, int]:
+        """Regenerate the export tree from the database; idempotent (unchanged files are not rewritten)."""
+        written = unchanged = removed = 0
+        with self.store.db.transaction():
+            expected = self.expected_files()
+            for obs_id in self.store.all_observation_ids():
+                row = self.store.get_observation(obs_id)
+                relpath = layout.observation_relpath(row)
+                if row["path"] != relpath:
+                    self.store.set_observation_path(obs_id, relpath)
+            for summary_id in self.store.all_summary_ids():
+                row = self.store.get_summary(summary_id)
+                relpath = layout.summary_relpath(row)
+                if row["path"] != relpath:
+                    self.store.set_summary_path(summary_id, relpath)
+            for relpath, text in expected.items():
+                path = layout.resolve_inside(self.export_root, relpath)
+                try:
+                    if path.read_text(encoding="utf-8") == text:
+                        unchanged += 1
+                        continue
+                except (OSError, UnicodeDecodeError):
+                    pass
+                atomic.atomic_write(path, text, fsync=False)
+                written += 1
+            for orphan in self.orphan_files(set(expected)):
+                orphan.unlink()
+                atomic.prune_empty_dirs(orphan.parent, self.export_root)
+                removed += 1
+            atomic.sync_all()
+        return {"written": written, "unchanged": unchanged, "removed": removed}
+
+    def orphan_files(self, expected: set[str]) -> list[Path]:
+        """cmem-generated files under the export root that no database row accounts for."""
+        orphans = []
+        if not self.export_root.exists():
+            return orphans
+        for path in sorted(self.export_root.rglob("*.md")):
+            rel = path.relative_to(self.export_root).as_posix()
+            if rel in expected:
+                continue
+            try:
+                head = path.read_text(encoding="utf-8", errors="replace")[:64]
+            except OSError:
+                continue
+            if head.startswith(("---\ncmem: observation\n", "---\ncmem: summary\n")):
+                orphans.append(path)
+        return orphans
+
+
+def _relative(target: str, base: str) -> str:
+    import os.path
+
+    return os.path.relpath(target, base or ".")
+
+
+def _required_text(name: str, value: str, *, limit: int = 2_000, allow_empty: bool = False) -> str:
+    if not isinstance(value, str):
+        raise InvalidInput(f"{name} must be a string")
+    if any("\ud800" <= ch <= "\udfff" for ch in value) or "\x00" in value:
+        raise InvalidInput(f"{name} is not valid UTF-8 text")
+    if len(value) > limit:
+        raise InvalidInput(f"{name} is too long ({len(value)} characters, limit {limit})")
+    if not value.strip() and not allow_empty:
+        raise InvalidInput(f"{name} must not be empty")
+    return value.strip()

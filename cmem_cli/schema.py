@@ -1,0 +1,187 @@
+"""The store's schema, as an append-only list of migrations (``PRAGMA user_version`` = applied count).
+
+Design notes (claude-mem's flaws fixed): one text session id, INTEGER epoch milliseconds for every time,
+file paths and concepts in their own indexed tables, contentless FTS5 tables kept in sync by triggers.
+``search_terms`` holds what the tokenizer cannot derive by itself (camelCase parts, file paths), computed
+in Python at write time, so any SQLite client can still write rows consistently.
+"""
+
+from __future__ import annotations
+
+import apsw
+
+OBSERVATION_TYPES = (
+    "decision",
+    "bugfix",
+    "feature",
+    "refactor",
+    "discovery",
+    "change",
+    "error",
+    "insight",
+    "question",
+)
+LINK_TYPES = ("caused_by", "led_to", "related", "supersedes", "reverts")
+SESSION_STATUSES = ("active", "completed", "failed", "abandoned")
+
+FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
+
+
+def _in(values: tuple[str, ...]) -> str:
+    return "(" + ", ".join(f"'{v}'" for v in values) + ")"
+
+
+V1 = f"""
+CREATE TABLE sessions (
+    id               INTEGER PRIMARY KEY,
+    session_id       TEXT NOT NULL UNIQUE,
+    agent            TEXT NOT NULL,
+    project          TEXT NOT NULL,
+    label            TEXT,
+    status           TEXT NOT NULL DEFAULT 'active' CHECK (status IN {_in(SESSION_STATUSES)}),
+    prompt_counter   INTEGER NOT NULL DEFAULT 0,
+    started_at       INTEGER NOT NULL,
+    completed_at     INTEGER,
+    last_activity_at INTEGER NOT NULL,
+    goal             TEXT,
+    outcome          TEXT,
+    next_steps       TEXT
+);
+CREATE INDEX sessions_project ON sessions (project, started_at);
+
+CREATE TABLE observations (
+    id                INTEGER PRIMARY KEY,
+    uid               TEXT NOT NULL UNIQUE,
+    type              TEXT NOT NULL CHECK (type IN {_in(OBSERVATION_TYPES)}),
+    title             TEXT NOT NULL CHECK (length(title) > 0),
+    subtitle          TEXT,
+    narrative         TEXT,
+    facts             TEXT NOT NULL DEFAULT '[]',
+    concepts          TEXT NOT NULL DEFAULT '[]',
+    files_read        TEXT NOT NULL DEFAULT '[]',
+    files_modified    TEXT NOT NULL DEFAULT '[]',
+    tools_used        TEXT NOT NULL DEFAULT '[]',
+    project           TEXT NOT NULL,
+    session           TEXT,
+    agent             TEXT NOT NULL,
+    prompt_number     INTEGER,
+    key               TEXT,
+    confidence        REAL,
+    retrieval_count   INTEGER NOT NULL DEFAULT 0,
+    last_retrieved_at INTEGER,
+    created_at        INTEGER NOT NULL,
+    updated_at        INTEGER NOT NULL,
+    tokens            INTEGER NOT NULL DEFAULT 0,
+    path              TEXT,
+    search_terms      TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX observations_created ON observations (created_at);
+CREATE INDEX observations_project_created ON observations (project, created_at);
+CREATE INDEX observations_session_created ON observations (session, created_at);
+CREATE INDEX observations_type_created ON observations (type, created_at);
+CREATE INDEX observations_agent_created ON observations (agent, created_at);
+CREATE UNIQUE INDEX observations_project_key ON observations (project, key) WHERE key IS NOT NULL;
+
+CREATE TABLE observation_files (
+    observation_id INTEGER NOT NULL REFERENCES observations (id) ON DELETE CASCADE,
+    kind           TEXT NOT NULL CHECK (kind IN ('read', 'modified')),
+    path           TEXT NOT NULL,
+    PRIMARY KEY (observation_id, kind, path)
+) WITHOUT ROWID;
+CREATE INDEX observation_files_path ON observation_files (path);
+
+CREATE TABLE observation_concepts (
+    observation_id INTEGER NOT NULL REFERENCES observations (id) ON DELETE CASCADE,
+    concept        TEXT NOT NULL,
+    PRIMARY KEY (observation_id, concept)
+) WITHOUT ROWID;
+CREATE INDEX observation_concepts_concept ON observation_concepts (concept);
+
+CREATE TABLE observation_links (
+    from_id    INTEGER NOT NULL REFERENCES observations (id) ON DELETE CASCADE,
+    to_id      INTEGER NOT NULL REFERENCES observations (id) ON DELETE CASCADE,
+    type       TEXT NOT NULL CHECK (type IN {_in(LINK_TYPES)}),
+    created_at INTEGER NOT NULL,
+    PRIMARY KEY (from_id, to_id, type)
+) WITHOUT ROWID;
+CREATE INDEX observation_links_to ON observation_links (to_id);
+
+CREATE TABLE user_prompts (
+    id            INTEGER PRIMARY KEY,
+    uid           TEXT NOT NULL UNIQUE,
+    session       TEXT NOT NULL,
+    prompt_number INTEGER NOT NULL,
+    text          TEXT NOT NULL,
+    project       TEXT NOT NULL,
+    agent         TEXT NOT NULL,
+    created_at    INTEGER NOT NULL,
+    UNIQUE (session, prompt_number)
+);
+CREATE INDEX user_prompts_project_created ON user_prompts (project, created_at);
+
+CREATE TABLE session_summaries (
+    id           INTEGER PRIMARY KEY,
+    uid          TEXT NOT NULL UNIQUE,
+    session      TEXT NOT NULL,
+    project      TEXT NOT NULL,
+    agent        TEXT NOT NULL,
+    request      TEXT,
+    investigated TEXT,
+    learned      TEXT,
+    completed    TEXT,
+    next_steps   TEXT,
+    notes        TEXT,
+    created_at   INTEGER NOT NULL,
+    path         TEXT
+);
+CREATE INDEX session_summaries_project_created ON session_summaries (project, created_at);
+CREATE INDEX session_summaries_session ON session_summaries (session, created_at);
+
+CREATE VIRTUAL TABLE observations_fts USING fts5 (
+    title, subtitle, narrative, facts, concepts, search_terms,
+    content='', contentless_delete=1, tokenize='{FTS_TOKENIZER}'
+);
+CREATE TRIGGER observations_fts_insert AFTER INSERT ON observations BEGIN
+    INSERT INTO observations_fts (rowid, title, subtitle, narrative, facts, concepts, search_terms)
+    VALUES (new.id, new.title, new.subtitle, new.narrative, new.facts, new.concepts, new.search_terms);
+END;
+CREATE TRIGGER observations_fts_delete AFTER DELETE ON observations BEGIN
+    DELETE FROM observations_fts WHERE rowid = old.id;
+END;
+CREATE TRIGGER observations_fts_update AFTER UPDATE OF title, subtitle, narrative, facts, concepts, search_terms
+ON observations BEGIN
+    DELETE FROM observations_fts WHERE rowid = old.id;
+    INSERT INTO observations_fts (rowid, title, subtitle, narrative, facts, concepts, search_terms)
+    VALUES (new.id, new.title, new.subtitle, new.narrative, new.facts, new.concepts, new.search_terms);
+END;
+
+CREATE VIRTUAL TABLE summaries_fts USING fts5 (
+    request, investigated, learned, completed, next_steps, notes,
+    content='', contentless_delete=1, tokenize='{FTS_TOKENIZER}'
+);
+CREATE TRIGGER summaries_fts_insert AFTER INSERT ON session_summaries BEGIN
+    INSERT INTO summaries_fts (rowid, request, investigated, learned, completed, next_steps, notes)
+    VALUES (new.id, new.request, new.investigated, new.learned, new.completed, new.next_steps, new.notes);
+END;
+CREATE TRIGGER summaries_fts_delete AFTER DELETE ON session_summaries BEGIN
+    DELETE FROM summaries_fts WHERE rowid = old.id;
+END;
+
+CREATE VIRTUAL TABLE prompts_fts USING fts5 (
+    text, content='', contentless_delete=1, tokenize='{FTS_TOKENIZER}'
+);
+CREATE TRIGGER prompts_fts_insert AFTER INSERT ON user_prompts BEGIN
+    INSERT INTO prompts_fts (rowid, text) VALUES (new.id, new.text);
+END;
+CREATE TRIGGER prompts_fts_delete AFTER DELETE ON user_prompts BEGIN
+    DELETE FROM prompts_fts WHERE rowid = old.id;
+END;
+"""
+
+
+def _v1(conn: apsw.Connection) -> None:
+    conn.execute(V1)
+
+
+# Append new migrations; never edit an applied one.
+MIGRATIONS = [_v1]

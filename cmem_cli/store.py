@@ -1,0 +1,531 @@
+"""The SQLite store: the source of truth for sessions, observations, prompts, summaries and links.
+
+Pure data access. It knows nothing about markdown files or the vector index; ``cmem_cli.memory`` pairs
+every write with its export file. Times are INTEGER epoch milliseconds; list fields are JSON arrays.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cmem_cli.db import Database
+from cmem_cli.errors import InvalidInput, NotFound
+from cmem_cli.ids import new_uid
+from cmem_cli.schema import MIGRATIONS
+from cmem_cli.textsearch import fts_query, search_terms
+from cmem_cli.timeutil import now_ms
+
+LIST_COLUMNS = ("facts", "concepts", "files_read", "files_modified", "tools_used")
+OBS_COLUMNS = (
+    "uid", "type", "title", "subtitle", "narrative", "facts", "concepts", "files_read", "files_modified",
+    "tools_used", "project", "session", "agent", "prompt_number", "key", "confidence", "created_at",
+    "updated_at", "tokens", "search_terms",
+)  # fmt: skip
+# BM25 column weights for observations_fts: title, subtitle, narrative, facts, concepts, search_terms.
+OBS_BM25 = "bm25(observations_fts, 10.0, 4.0, 1.0, 2.0, 3.0, 1.0)"
+SUMMARY_TEXT_FIELDS = ("request", "investigated", "learned", "completed", "next_steps", "notes")
+
+
+def estimate_tokens(text: str) -> int:
+    """The token cost shown to agents: about four characters per token, as most tokenizers average."""
+    return (len(text) + 3) // 4
+
+
+def bm25_to_score(rank: float) -> float:
+    """Map FTS5's negative BM25 to 0..1 (monotonic; 0.5 at a BM25 of 1)."""
+    strength = max(0.0, -rank)
+    return strength / (1.0 + strength)
+
+
+def _decode(row: dict[str, Any] | None) -> dict[str, Any] | None:
+    if row is None:
+        return None
+    for column in LIST_COLUMNS:
+        if column in row and isinstance(row[column], str):
+            row[column] = json.loads(row[column])
+    row.pop("search_terms", None)
+    return row
+
+
+@dataclass
+class Filters:
+    """Filters shared by search, listing and the hybrid path."""
+
+    project: str | None = None
+    types: list[str] = field(default_factory=list)
+    concepts: list[str] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
+    agent: str | None = None
+    session: str | None = None
+    since: int | None = None
+    until: int | None = None
+
+    @property
+    def observation_only(self) -> bool:
+        """Type, concept and file filters only make sense for observations."""
+        return bool(self.types or self.concepts or self.files)
+
+    def sql(self, alias: str = "o", *, observations: bool = True) -> tuple[str, list[Any]]:
+        clauses: list[str] = []
+        params: list[Any] = []
+        if self.project is not None:
+            clauses.append(f"{alias}.project = ?")
+            params.append(self.project)
+        if self.agent is not None:
+            clauses.append(f"{alias}.agent = ?")
+            params.append(self.agent)
+        if self.session is not None:
+            clauses.append(f"{alias}.session = ?")
+            params.append(self.session)
+        if self.since is not None:
+            clauses.append(f"{alias}.created_at >= ?")
+            params.append(self.since)
+        if self.until is not None:
+            clauses.append(f"{alias}.created_at <= ?")
+            params.append(self.until)
+        if observations:
+            if self.types:
+                clauses.append(f"{alias}.type IN ({', '.join('?' * len(self.types))})")
+                params.extend(self.types)
+            for concept in self.concepts:
+                clauses.append(
+                    "EXISTS (SELECT 1 FROM observation_concepts c "
+                    f"WHERE c.observation_id = {alias}.id AND c.concept = ? COLLATE NOCASE)"
+                )
+                params.append(concept)
+            for path in self.files:
+                clauses.append(
+                    "EXISTS (SELECT 1 FROM observation_files f WHERE f.observation_id = "
+                    f"{alias}.id AND (f.path = ? OR f.path LIKE ? ESCAPE '\\' OR f.path LIKE ? ESCAPE '\\'))"
+                )
+                escaped = path.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+                params.extend([path, "%/" + escaped, escaped.rstrip("/") + "/%"])
+        return (" AND ".join(clauses) or "1"), params
+
+
+class Store:
+    """Data access over one cmem database."""
+
+    def __init__(self, db: Database):
+        self.db = db
+
+    @classmethod
+    def open(cls, path: Path) -> Store:
+        db = Database(path)
+        db.migrate(MIGRATIONS)
+        return cls(db)
+
+    def close(self) -> None:
+        self.db.close()
+
+    # -- observations ------------------------------------------------------------------------------
+    def insert_observation(self, record: dict[str, Any], *, tokens: int = 0) -> dict[str, Any]:
+        """Insert a normalised record (see records.normalize_observation) inside the caller's transaction."""
+        now = now_ms()
+        row = self._row_values(record, tokens=tokens)
+        row["uid"] = record.get("uid") or new_uid(record.get("created_at") or now)
+        row["created_at"] = record.get("created_at") or now
+        row["updated_at"] = now if record.get("created_at") is None else max(now, row["created_at"])
+        columns = ", ".join(OBS_COLUMNS)
+        placeholders = ", ".join(f":{c}" for c in OBS_COLUMNS)
+        self.db.execute(f"INSERT INTO observations ({columns}) VALUES ({placeholders})", row)
+        obs_id = self.db.conn.last_insert_rowid()
+        self._write_side_tables(obs_id, record)
+        return self.get_observation(obs_id)
+
+    def update_observation(self, obs_id: int, record: dict[str, Any], *, tokens: int = 0) -> dict[str, Any]:
+        """Replace the content fields of an observation, keeping id, uid and creation time."""
+        existing = self.get_observation(obs_id)
+        row = self._row_values(record, tokens=tokens)
+        row["uid"] = existing["uid"]
+        row["created_at"] = record.get("created_at") or existing["created_at"]
+        row["updated_at"] = max(now_ms(), existing["updated_at"] + 1)
+        assignments = ", ".join(f"{c} = :{c}" for c in OBS_COLUMNS)
+        self.db.execute(f"UPDATE observations SET {assignments} WHERE id = :id", {**row, "id": obs_id})
+        self.db.execute("DELETE FROM observation_files WHERE observation_id = ?", (obs_id,))
+        self.db.execute("DELETE FROM observation_concepts WHERE observation_id = ?", (obs_id,))
+        self._write_side_tables(obs_id, record)
+        return self.get_observation(obs_id)
+
+    def set_tokens(self, obs_id: int, tokens: int) -> None:
+        self.db.execute("UPDATE observations SET tokens = ? WHERE id = ?", (tokens, obs_id))
+
+    @staticmethod
+    def _row_values(record: dict[str, Any], *, tokens: int) -> dict[str, Any]:
+        row = {c: record.get(c) for c in OBS_COLUMNS}
+        for column in LIST_COLUMNS:
+            row[column] = json.dumps(record.get(column) or [], ensure_ascii=False)
+        row["tokens"] = tokens
+        row["search_terms"] = (
+            search_terms(
+                [
+                    record.get("title"),
+                    record.get("subtitle"),
+                    record.get("narrative"),
+                    *(record.get("facts") or []),
+                    *(record.get("concepts") or []),
+                    *(record.get("files_read") or []),
+                    *(record.get("files_modified") or []),
+                ]
+            )
+            + " "
+            + " ".join([*(record.get("files_read") or []), *(record.get("files_modified") or [])])
+        )
+        return row
+
+    def _write_side_tables(self, obs_id: int, record: dict[str, Any]) -> None:
+        files = [("read", p) for p in record.get("files_read") or []] + [
+            ("modified", p) for p in record.get("files_modified") or []
+        ]
+        if files:
+            self.db.conn.executemany(
+                "INSERT OR IGNORE INTO observation_files (observation_id, kind, path) VALUES (?, ?, ?)",
+                [(obs_id, kind, path) for kind, path in files],
+            )
+        concepts = record.get("concepts") or []
+        if concepts:
+            self.db.conn.executemany(
+                "INSERT OR IGNORE INTO observation_concepts (observation_id, concept) VALUES (?, ?)",
+                [(obs_id, c) for c in concepts],
+            )
+
+    def set_observation_path(self, obs_id: int, relpath: str) -> None:
+        self.db.execute("UPDATE observations SET path = ? WHERE id = ?", (relpath, obs_id))
+
+    def get_observation(self, obs_id: int) -> dict[str, Any]:
+        row = _decode(self.db.query_one("SELECT * FROM observations WHERE id = ?", (obs_id,)))
+        if row is None:
+            raise NotFound(f"no observation with id {obs_id}")
+        return row
+
+    def find_observation(self, obs_id: int) -> dict[str, Any] | None:
+        return _decode(self.db.query_one("SELECT * FROM observations WHERE id = ?", (obs_id,)))
+
+    def observation_by_uid(self, uid: str) -> dict[str, Any] | None:
+        return _decode(self.db.query_one("SELECT * FROM observations WHERE uid = ?", (uid,)))
+
+    def observations_by_uids(self, uids: list[str]) -> dict[str, dict[str, Any]]:
+        if not uids:
+            return {}
+        marks = ", ".join("?" * len(uids))
+        rows = self.db.query(f"SELECT * FROM observations WHERE uid IN ({marks})", uids)
+        return {row["uid"]: _decode(row) for row in rows}
+
+    def observation_by_key(self, project: str, key: str) -> dict[str, Any] | None:
+        return _decode(
+            self.db.query_one("SELECT * FROM observations WHERE project = ? AND key = ?", (project, key))
+        )
+
+    def delete_observation(self, obs_id: int) -> None:
+        self.db.execute("DELETE FROM observations WHERE id = ?", (obs_id,))
+
+    def all_observation_ids(self) -> list[int]:
+        return [r[0] for r in self.db.execute("SELECT id FROM observations ORDER BY id")]
+
+    def record_retrieval(self, obs_ids: list[int]) -> None:
+        if not obs_ids:
+            return
+        with self.db.transaction():
+            self.db.conn.executemany(
+                "UPDATE observations SET retrieval_count = retrieval_count + 1, last_retrieved_at = ? "
+                "WHERE id = ?",
+                [(now_ms(), i) for i in obs_ids],
+            )
+
+    # -- links ---------------------------------------------------------------------------------------
+    def add_link(self, from_id: int, to_id: int, link_type: str) -> None:
+        if from_id == to_id:
+            raise InvalidInput("an observation cannot link to itself")
+        self.get_observation(to_id)
+        self.db.execute(
+            "INSERT OR IGNORE INTO observation_links (from_id, to_id, type, created_at) VALUES (?, ?, ?, ?)",
+            (from_id, to_id, link_type, now_ms()),
+        )
+
+    def remove_link(self, from_id: int, to_id: int, link_type: str | None = None) -> int:
+        sql = "DELETE FROM observation_links WHERE from_id = ? AND to_id = ?"
+        params: list[Any] = [from_id, to_id]
+        if link_type:
+            sql += " AND type = ?"
+            params.append(link_type)
+        self.db.execute(sql, params)
+        return self.db.conn.changes()
+
+    def links_from(self, obs_id: int) -> list[dict[str, Any]]:
+        """Outgoing links with the target's id, uid, title and export path (for files and `get --links`)."""
+        return self.db.query(
+            "SELECT l.type, o.id, o.uid, o.title, o.path FROM observation_links l "
+            "JOIN observations o ON o.id = l.to_id WHERE l.from_id = ? ORDER BY l.created_at, o.id",
+            (obs_id,),
+        )
+
+    def links_to(self, obs_id: int) -> list[dict[str, Any]]:
+        return self.db.query(
+            "SELECT l.type, o.id, o.uid, o.title, o.path FROM observation_links l "
+            "JOIN observations o ON o.id = l.from_id WHERE l.to_id = ? ORDER BY l.created_at, o.id",
+            (obs_id,),
+        )
+
+    # -- sessions --------------------------------------------------------------------------------------
+    def ensure_session(
+        self,
+        session_id: str,
+        *,
+        agent: str,
+        project: str,
+        label: str | None = None,
+        goal: str | None = None,
+        at: int | None = None,
+    ) -> dict[str, Any]:
+        """Create the session if new, else mark activity; inside the caller's transaction."""
+        when = at or now_ms()
+        self.db.execute(
+            "INSERT INTO sessions (session_id, agent, project, label, goal, started_at, last_activity_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (session_id) DO UPDATE SET "
+            "last_activity_at = max(last_activity_at, excluded.last_activity_at), "
+            "label = coalesce(excluded.label, label), goal = coalesce(excluded.goal, goal)",
+            (session_id, agent, project, label, goal, when, when),
+        )
+        return self.get_session(session_id)
+
+    def end_session(
+        self, session_id: str, *, status: str, outcome: str | None, next_steps: str | None
+    ) -> dict[str, Any]:
+        self.get_session(session_id)
+        now = now_ms()
+        self.db.execute(
+            "UPDATE sessions SET status = ?, completed_at = ?, last_activity_at = ?, "
+            "outcome = coalesce(?, outcome), next_steps = coalesce(?, next_steps) WHERE session_id = ?",
+            (status, now, now, outcome, next_steps, session_id),
+        )
+        return self.get_session(session_id)
+
+    def get_session(self, session_id: str) -> dict[str, Any]:
+        row = self.db.query_one("SELECT * FROM sessions WHERE session_id = ?", (session_id,))
+        if row is None:
+            raise NotFound(f"no session {session_id!r}")
+        return row
+
+    def list_sessions(
+        self, *, project: str | None = None, status: str | None = None, limit: int = 20
+    ) -> list[dict[str, Any]]:
+        clauses, params = [], []
+        if project:
+            clauses.append("project = ?")
+            params.append(project)
+        if status:
+            clauses.append("status = ?")
+            params.append(status)
+        where = " AND ".join(clauses) or "1"
+        return self.db.query(
+            "SELECT s.*, (SELECT count(*) FROM observations o WHERE o.session = s.session_id) AS observations "
+            f"FROM sessions s WHERE {where} ORDER BY last_activity_at DESC LIMIT ?",
+            [*params, limit],
+        )
+
+    def next_prompt_number(self, session_id: str) -> int:
+        self.db.execute(
+            "UPDATE sessions SET prompt_counter = prompt_counter + 1, last_activity_at = ? WHERE session_id = ?",
+            (now_ms(), session_id),
+        )
+        return int(self.db.scalar("SELECT prompt_counter FROM sessions WHERE session_id = ?", (session_id,)))
+
+    # -- prompts and summaries ---------------------------------------------------------------------------
+    def insert_prompt(
+        self, *, session: str, number: int, text: str, project: str, agent: str, created_at: int | None = None
+    ) -> dict[str, Any]:
+        when = created_at or now_ms()
+        self.db.execute(
+            "INSERT INTO user_prompts (uid, session, prompt_number, text, project, agent, created_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (new_uid(when), session, number, text, project, agent, when),
+        )
+        return self.db.query_one(
+            "SELECT * FROM user_prompts WHERE id = ?", (self.db.conn.last_insert_rowid(),)
+        )
+
+    def get_prompt(self, prompt_id: int) -> dict[str, Any]:
+        row = self.db.query_one("SELECT * FROM user_prompts WHERE id = ?", (prompt_id,))
+        if row is None:
+            raise NotFound(f"no prompt P{prompt_id}")
+        return row
+
+    def insert_summary(self, record: dict[str, Any]) -> dict[str, Any]:
+        when = record.get("created_at") or now_ms()
+        values = {f: record.get(f) for f in SUMMARY_TEXT_FIELDS}
+        self.db.execute(
+            "INSERT INTO session_summaries (uid, session, project, agent, request, investigated, learned, "
+            "completed, next_steps, notes, created_at) VALUES (:uid, :session, :project, :agent, :request, "
+            ":investigated, :learned, :completed, :next_steps, :notes, :created_at)",
+            {
+                **values,
+                "uid": record.get("uid") or new_uid(when),
+                "session": record["session"],
+                "project": record["project"],
+                "agent": record["agent"],
+                "created_at": when,
+            },
+        )
+        return self.get_summary(self.db.conn.last_insert_rowid())
+
+    def set_summary_path(self, summary_id: int, relpath: str) -> None:
+        self.db.execute("UPDATE session_summaries SET path = ? WHERE id = ?", (relpath, summary_id))
+
+    def get_summary(self, summary_id: int) -> dict[str, Any]:
+        row = self.db.query_one("SELECT * FROM session_summaries WHERE id = ?", (summary_id,))
+        if row is None:
+            raise NotFound(f"no summary S{summary_id}")
+        return row
+
+    def summaries(
+        self, *, session: str | None = None, project: str | None = None, limit: int = 100
+    ) -> list[dict[str, Any]]:
+        clauses, params = [], []
+        if session:
+            clauses.append("session = ?")
+            params.append(session)
+        if project:
+            clauses.append("project = ?")
+            params.append(project)
+        where = " AND ".join(clauses) or "1"
+        return self.db.query(
+            f"SELECT * FROM session_summaries WHERE {where} ORDER BY created_at DESC, id DESC LIMIT ?",
+            [*params, limit],
+        )
+
+    def all_summary_ids(self) -> list[int]:
+        return [r[0] for r in self.db.execute("SELECT id FROM session_summaries ORDER BY id")]
+
+    def delete_summary(self, summary_id: int) -> None:
+        self.db.execute("DELETE FROM session_summaries WHERE id = ?", (summary_id,))
+
+    # -- reading: search, listing, timeline ----------------------------------------------------------------
+    def search_observations(
+        self, query: str, filters: Filters, *, limit: int, offset: int = 0, order: str = "relevance"
+    ) -> list[dict[str, Any]]:
+        """Keyword search over observations; each row gets ``score`` (0..1) and ``kind``."""
+        match = fts_query(query)
+        if match is None:
+            return []
+        where, params = filters.sql("o")
+        order_sql = {
+            "relevance": "rank",
+            "newest": "o.created_at DESC, o.id DESC",
+            "oldest": "o.created_at, o.id",
+        }[order]
+        rows = self.db.query(
+            f"SELECT o.*, {OBS_BM25} AS rank FROM observations_fts JOIN observations o "
+            f"ON o.id = observations_fts.rowid WHERE observations_fts MATCH ? AND {where} "
+            f"ORDER BY {order_sql} LIMIT ? OFFSET ?",
+            [match, *params, limit, offset],
+        )
+        for row in rows:
+            _decode(row)
+            row["kind"] = "observation"
+            row["score"] = bm25_to_score(row.pop("rank"))
+        return rows
+
+    def search_summaries(self, query: str, filters: Filters, *, limit: int) -> list[dict[str, Any]]:
+        match = fts_query(query)
+        if match is None or filters.observation_only:
+            return []
+        where, params = filters.sql("s", observations=False)
+        rows = self.db.query(
+            "SELECT s.*, bm25(summaries_fts) AS rank FROM summaries_fts JOIN session_summaries s "
+            f"ON s.id = summaries_fts.rowid WHERE summaries_fts MATCH ? AND {where} ORDER BY rank LIMIT ?",
+            [match, *params, limit],
+        )
+        for row in rows:
+            row["kind"] = "summary"
+            row["score"] = bm25_to_score(row.pop("rank"))
+        return rows
+
+    def search_prompts(self, query: str, filters: Filters, *, limit: int) -> list[dict[str, Any]]:
+        match = fts_query(query)
+        if match is None or filters.observation_only:
+            return []
+        where, params = filters.sql("p", observations=False)
+        rows = self.db.query(
+            "SELECT p.*, bm25(prompts_fts) AS rank FROM prompts_fts JOIN user_prompts p "
+            f"ON p.id = prompts_fts.rowid WHERE prompts_fts MATCH ? AND {where} ORDER BY rank LIMIT ?",
+            [match, *params, limit],
+        )
+        for row in rows:
+            row["kind"] = "prompt"
+            row["score"] = bm25_to_score(row.pop("rank"))
+        return rows
+
+    def list_observations(
+        self, filters: Filters, *, limit: int, offset: int = 0, order: str = "newest"
+    ) -> list[dict[str, Any]]:
+        where, params = filters.sql("o")
+        order_sql = "o.created_at, o.id" if order == "oldest" else "o.created_at DESC, o.id DESC"
+        rows = self.db.query(
+            f"SELECT o.* FROM observations o WHERE {where} ORDER BY {order_sql} LIMIT ? OFFSET ?",
+            [*params, limit, offset],
+        )
+        for row in rows:
+            _decode(row)
+            row["kind"] = "observation"
+            row["score"] = None
+        return rows
+
+    def timeline_around(
+        self, project: str, anchor_time: int, anchor_key: tuple[str, int], *, before: int, after: int
+    ) -> list[dict[str, Any]]:
+        """Observations, prompts and summaries of ``project`` around ``anchor_time``, oldest first."""
+        union = (
+            "SELECT 'observation' AS kind, id, created_at, type, title, session, agent, tokens, uid FROM "
+            "observations WHERE project = :p "
+            "UNION ALL SELECT 'prompt', id, created_at, NULL, text, session, agent, "
+            "(length(text) + 3) / 4, uid FROM user_prompts WHERE project = :p "
+            "UNION ALL SELECT 'summary', id, created_at, NULL, coalesce(request, completed, 'Session summary'), "
+            "session, agent, (length(coalesce(request,'') || coalesce(investigated,'') || coalesce(learned,'') "
+            "|| coalesce(completed,'') || coalesce(next_steps,'') || coalesce(notes,'')) + 3) / 4, uid "
+            "FROM session_summaries WHERE project = :p"
+        )
+        kind_order = "CASE kind WHEN 'prompt' THEN 0 WHEN 'observation' THEN 1 ELSE 2 END"
+        kind, ident = anchor_key
+        anchor_rank = "CASE :k WHEN 'prompt' THEN 0 WHEN 'observation' THEN 1 ELSE 2 END"
+        params = {"p": project, "t": anchor_time, "k": kind, "i": ident}
+        earlier = self.db.query(
+            f"SELECT * FROM ({union}) WHERE (created_at, {kind_order}, id) < (:t, {anchor_rank}, :i) "
+            f"ORDER BY created_at DESC, {kind_order} DESC, id DESC LIMIT :n",
+            {**params, "n": before},
+        )
+        later = self.db.query(
+            f"SELECT * FROM ({union}) WHERE (created_at, {kind_order}, id) >= (:t, {anchor_rank}, :i) "
+            f"ORDER BY created_at, {kind_order}, id LIMIT :n",
+            {**params, "n": after + 1},
+        )
+        return list(reversed(earlier)) + later
+
+    # -- statistics ---------------------------------------------------------------------------------------
+    def stats(self) -> dict[str, Any]:
+        counts = {
+            table: int(self.db.scalar(f"SELECT count(*) FROM {table}"))
+            for table in (
+                "observations",
+                "sessions",
+                "user_prompts",
+                "session_summaries",
+                "observation_links",
+            )
+        }
+        by_type = {
+            r["type"]: r["n"]
+            for r in self.db.query(
+                "SELECT type, count(*) AS n FROM observations GROUP BY type ORDER BY n DESC, type"
+            )
+        }
+        by_project = {
+            r["project"]: r["n"]
+            for r in self.db.query(
+                "SELECT project, count(*) AS n FROM observations GROUP BY project ORDER BY n DESC, project"
+            )
+        }
+        span = self.db.query_one("SELECT min(created_at) AS first, max(created_at) AS last FROM observations")
+        return {"counts": counts, "by_type": by_type, "by_project": by_project, **(span or {})}

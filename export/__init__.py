@@ -1,0 +1,1 @@
+"""The markdown projection of the store: one front-mattered file per observation and summary."""

@@ -1,0 +1,63 @@
+"""Atomic file writes: a reader (or a crash) sees the old file or the new one, never half of one."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from pathlib import Path
+
+DIR_MODE = 0o700
+FILE_MODE = 0o600
+
+
+def ensure_dir(path: Path) -> None:
+    path.mkdir(parents=True, exist_ok=True, mode=DIR_MODE)
+
+
+def atomic_write(path: Path, text: str, *, fsync: bool = True) -> None:
+    """Write ``text`` to a temp file beside ``path``, optionally fsync it, then rename over ``path``.
+
+    Bulk writers pass ``fsync=False`` and call ``sync_all`` once at the end, which is far cheaper than
+    one fsync per file and still durable before the database commit.
+    """
+    ensure_dir(path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".md", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+            fh.write(text)
+            if fsync:
+                fh.flush()
+                os.fsync(fh.fileno())
+        os.chmod(tmp, FILE_MODE)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def sync_all() -> None:
+    """Flush every pending write to disk (used once after a bulk export)."""
+    if hasattr(os, "sync"):
+        os.sync()
+
+
+def remove_file(path: Path) -> bool:
+    """Delete ``path`` if it exists; True when something was deleted."""
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        return False
+    return True
+
+
+def prune_empty_dirs(start: Path, root: Path) -> None:
+    """Remove empty directories from ``start`` up to (not including) ``root``."""
+    current = start
+    while current != root and root in current.parents:
+        try:
+            current.rmdir()
+        except OSError:
+            return
+        current = current.parent

@@ -1,0 +1,64 @@
+"""Where each record's markdown file lives under the export root, with names safe on every filesystem.
+
+``<project>/<session or YYYY-MM-DD>/<YYYYMMDD-HHMMSS>-<slug>-<uid tail>.md``: readable, sorted by time in
+a directory listing, and unique across machines because the uid tail is random.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from datetime import UTC, datetime
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+MAX_SEGMENT = 64
+MAX_SLUG = 48
+
+
+def safe_segment(name: str | None, *, fallback: str = "_") -> str:
+    """Turn any text into one path segment: ASCII letters, digits, ``.``, ``_``, ``-``; never ``..``."""
+    if not name:
+        return fallback
+    ascii_text = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode("ascii")
+    cleaned = _UNSAFE.sub("-", ascii_text).strip("-._")
+    cleaned = re.sub(r"-{2,}", "-", cleaned)[:MAX_SEGMENT].strip("-._")
+    return cleaned or fallback
+
+
+def slugify(title: str) -> str:
+    return safe_segment(title.lower(), fallback="untitled")[:MAX_SLUG].strip("-._") or "untitled"
+
+
+def _stamp(ms: int, fmt: str) -> str:
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime(fmt)
+
+
+def _uid_tail(uid: str) -> str:
+    return uid[-8:].lower()
+
+
+def _group_dir(record: dict[str, Any]) -> str:
+    session = record.get("session")
+    return safe_segment(session) if session else _stamp(record["created_at"], "%Y-%m-%d")
+
+
+def observation_relpath(record: dict[str, Any]) -> str:
+    """Relative (POSIX) path of an observation's file under the export root."""
+    name = f"{_stamp(record['created_at'], '%Y%m%d-%H%M%S')}-{slugify(record['title'])}-{_uid_tail(record['uid'])}.md"
+    return str(PurePosixPath(safe_segment(record["project"]), _group_dir(record), name))
+
+
+def summary_relpath(record: dict[str, Any]) -> str:
+    name = f"{_stamp(record['created_at'], '%Y%m%d-%H%M%S')}-summary-{_uid_tail(record['uid'])}.md"
+    return str(PurePosixPath(safe_segment(record["project"]), _group_dir(record), name))
+
+
+def resolve_inside(root: Path, relpath: str) -> Path:
+    """Join ``relpath`` to ``root`` and refuse anything that would land outside it."""
+    candidate = (root / relpath).resolve()
+    base = root.resolve()
+    if candidate != base and base not in candidate.parents:
+        raise ValueError(f"path {relpath!r} escapes the export directory")
+    return candidate

@@ -1,0 +1,207 @@
+"""Rendering records as front-mattered markdown, and parsing such files back into records.
+
+The front matter carries every structured field as one ``key: value`` line, with values written as JSON
+(a strict subset of YAML flow syntax), so rendering is fast and needs no YAML library; parsing uses a
+real YAML parser, so hand-edited files still read back. The narrative is body text for people to read
+and edit; it ends at the ``<!-- cmem:links -->`` marker, so it may itself contain headings.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import UTC, datetime
+from typing import Any
+
+from cmem_cli.timeutil import parse_time, to_iso
+
+LINKS_MARKER = "<!-- cmem:links -->"
+OBSERVATION_KEYS = (
+    "id", "uid", "type", "title", "subtitle", "project", "session", "agent", "key", "concepts", "facts",
+    "files_read", "files_modified", "tools_used", "prompt_number", "confidence", "created_at", "updated_at",
+)  # fmt: skip
+SUMMARY_FIELDS = ("request", "investigated", "learned", "completed", "next_steps", "notes")
+SUMMARY_HEADINGS = {
+    "request": "Request",
+    "investigated": "Investigated",
+    "learned": "Learned",
+    "completed": "Completed",
+    "next_steps": "Next steps",
+    "notes": "Notes",
+}
+_PLAIN = re.compile(r"^[A-Za-z_][A-Za-z0-9_ ./-]*$")
+_YAML_WORDS = {"true", "false", "yes", "no", "on", "off", "null", "none", "~", "y", "n"}
+# Characters YAML forbids raw in a stream; JSON leaves them unescaped, so escape them ourselves.
+_NON_PRINTABLE = re.compile("[\x7f-\x84\x86-\x9f\ufeff\ufffe\uffff]")
+
+
+def _yaml_scalar(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool | int | float):
+        return json.dumps(value)
+    if isinstance(value, str):
+        if _PLAIN.match(value) and value.lower() not in _YAML_WORDS and not value.endswith(" "):
+            return value
+        quoted = json.dumps(value, ensure_ascii=False)
+        return _NON_PRINTABLE.sub(lambda m: f"\\u{ord(m.group()):04x}", quoted)
+    if isinstance(value, list):
+        return "[" + ", ".join(_yaml_scalar(v) if not isinstance(v, str) else _quoted(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {_yaml_scalar(v)}" for k, v in value.items()) + "}"
+    raise TypeError(f"cannot write {type(value).__name__} to front matter")
+
+
+def _quoted(value: str) -> str:
+    return _NON_PRINTABLE.sub(lambda m: f"\\u{ord(m.group()):04x}", json.dumps(value, ensure_ascii=False))
+
+
+def front_matter(fields: list[tuple[str, Any]]) -> str:
+    lines = ["---"]
+    for key, value in fields:
+        lines.append(f"{key}: {_quoted(value) if key.endswith('_at') and value else _yaml_scalar(value)}")
+    lines.append("---")
+    return "\n".join(lines) + "\n"
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def render_observation(record: dict[str, Any], links: list[dict[str, Any]] | None = None) -> str:
+    """The markdown file for one observation. ``links``: dicts with type, id, uid, title, relpath."""
+    fields: list[tuple[str, Any]] = [("cmem", "observation")]
+    for key in OBSERVATION_KEYS:
+        value = record.get(key)
+        if key in ("created_at", "updated_at"):
+            value = to_iso(value)
+        if value is not None and value != []:  # absent means empty: files stay short and greppable
+            fields.append((key, value))
+    if links:
+        fields.append(("links", [{"type": link["type"], "id": link["id"], "uid": link["uid"]} for link in links]))
+    parts = [front_matter(fields), f"# {_one_line(record['title'])}\n"]
+    if record.get("subtitle"):
+        parts.append(f"\n*{_one_line(record['subtitle'])}*\n")
+    if record.get("facts"):
+        parts.append("\n## Facts\n\n" + "".join(f"- {_one_line(f)}\n" for f in record["facts"]))
+    files = [("read", p) for p in record.get("files_read") or []] + [
+        ("modified", p) for p in record.get("files_modified") or []
+    ]
+    if files:
+        parts.append("\n## Files\n\n" + "".join(f"- {kind}: `{path}`\n" for kind, path in files))
+    if record.get("narrative"):
+        parts.append("\n## Narrative\n\n" + record["narrative"].rstrip("\n") + "\n")
+    if links:
+        lines = [
+            f"- {link['type']}: [{_one_line(link['title'])}]({link['href']}) (#{link['id']})\n"
+            for link in links
+        ]
+        parts.append(f"\n{LINKS_MARKER}\n## Related\n\n" + "".join(lines))
+    return "".join(parts)
+
+
+def render_summary(record: dict[str, Any]) -> str:
+    fields: list[tuple[str, Any]] = [("cmem", "summary")]
+    for key in ("id", "uid", "session", "project", "agent"):
+        fields.append((key, record.get(key)))
+    fields.append(("created_at", to_iso(record.get("created_at"))))
+    title = _one_line(record.get("request") or record.get("completed") or "Session summary")[:120]
+    fields.insert(2, ("title", f"Session summary: {title}"))
+    parts = [front_matter(fields), f"# Session summary: {title}\n"]
+    for field in SUMMARY_FIELDS:
+        if record.get(field):
+            parts.append(f"\n## {SUMMARY_HEADINGS[field]}\n\n{record[field].rstrip()}\n")
+    return "".join(parts)
+
+
+# -- parsing back -------------------------------------------------------------------------------------
+
+
+def split_front_matter(text: str) -> tuple[dict[str, Any], str]:
+    """(front matter dict, body). Files without front matter give ({}, text)."""
+    if not text.startswith("---\n"):
+        return {}, text
+    end = text.find("\n---\n", 3)
+    if end == -1:
+        if text.endswith("\n---"):
+            end = len(text) - 4
+        else:
+            return {}, text
+    import yaml  # lazy: only readers of files need a YAML parser
+
+    try:
+        meta = yaml.safe_load(text[4:end]) or {}
+    except yaml.YAMLError:
+        return {}, text
+    if not isinstance(meta, dict):
+        return {}, text
+    return meta, text[end + 5 :]
+
+
+def _time(value: Any) -> int | None:
+    if value is None or value == "":
+        return None
+    if isinstance(value, datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=UTC)
+        return int(value.timestamp() * 1000)
+    return parse_time(str(value))
+
+
+def _narrative(body: str) -> str | None:
+    start = body.find("\n## Narrative\n\n")
+    if start == -1:
+        return None
+    text = body[start + len("\n## Narrative\n\n") :]
+    end = text.find(f"\n\n{LINKS_MARKER}\n")
+    if end != -1:
+        text = text[: end + 1]
+    return text.rstrip("\n") or None
+
+
+def parse_observation(text: str) -> dict[str, Any]:
+    """Read an exported observation file back into a record (the inverse of ``render_observation``)."""
+    meta, body = split_front_matter(text)
+    if meta.get("cmem") != "observation":
+        raise ValueError("not a cmem observation file")
+    record: dict[str, Any] = {}
+    for key in OBSERVATION_KEYS:
+        value = meta.get(key)
+        if key in ("created_at", "updated_at"):
+            value = _time(value)
+        elif key in ("facts", "concepts", "files_read", "files_modified", "tools_used"):
+            value = [str(v) for v in value or []]
+        elif (
+            key in ("title", "subtitle", "project", "session", "agent", "key", "uid", "type")
+            and value is not None
+        ):
+            value = str(value)
+        record[key] = value
+    record["narrative"] = _narrative(body)
+    record["links"] = [
+        {"type": link.get("type"), "id": link.get("id"), "uid": link.get("uid")}
+        for link in meta.get("links") or []
+        if isinstance(link, dict)
+    ]
+    return record
+
+
+def parse_summary(text: str) -> dict[str, Any]:
+    meta, body = split_front_matter(text)
+    if meta.get("cmem") != "summary":
+        raise ValueError("not a cmem summary file")
+    record = {key: meta.get(key) for key in ("id", "uid", "session", "project", "agent")}
+    record["created_at"] = _time(meta.get("created_at"))
+    headings = {f"## {title}": field for field, title in SUMMARY_HEADINGS.items()}
+    current: str | None = None
+    sections: dict[str, list[str]] = {}
+    for line in body.splitlines():
+        if line in headings:
+            current = headings[line]
+            sections[current] = []
+        elif current is not None:
+            sections[current].append(line)
+    for field in SUMMARY_FIELDS:
+        lines = sections.get(field)
+        record[field] = "\n".join(lines).strip("\n") or None if lines is not None else None
+    return record

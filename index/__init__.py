@@ -1,0 +1,1 @@
+"""The derived, rebuildable search index over markdown collections (QMD-style)."""
