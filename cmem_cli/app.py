@@ -18,7 +18,7 @@ from cmem_cli import __version__
 from cmem_cli.context import set_home
 from cmem_cli.errors import EXIT_ERROR, EXIT_USAGE, CmemError
 
-app = typer.Typer(
+APP_SETTINGS = dict(
     name="cmem",
     help="Durable local memory for AI coding agents: record observations, search them, drill down.",
     no_args_is_help=True,
@@ -27,6 +27,7 @@ app = typer.Typer(
     rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
+app = typer.Typer(**APP_SETTINGS)
 
 
 def _version_callback(value: bool) -> None:
@@ -62,20 +63,48 @@ def _register_commands() -> None:
 _register_commands()
 
 
+def _command_name(args: list[str]) -> str | None:
+    """The subcommand named on the command line, skipping the root's own options."""
+    skip_next = False
+    for arg in args:
+        if skip_next:
+            skip_next = False
+        elif arg == "--home":
+            skip_next = True
+        elif not arg.startswith("-"):
+            return arg
+    return None
+
+
+def app_for(args: list[str]) -> typer.Typer:
+    """An app holding only the invoked command: typer builds every registered command's parser on each
+    call, which costs tens of milliseconds that hooks and scripts would pay on every invocation."""
+    name = _command_name(args)
+    commands = [c for c in app.registered_commands if c.name == name]
+    groups = [g for g in app.registered_groups if g.name == name]
+    if name is None or not (commands or groups):
+        return app
+    slim = typer.Typer(**APP_SETTINGS)
+    slim.registered_callback = app.registered_callback
+    slim.registered_commands = commands
+    slim.registered_groups = groups
+    return slim
+
+
 def run(args: list[str]) -> int:
     """Run the CLI and map every failure to a one-line message and an exit code."""
     debug = os.environ.get("CMEM_DEBUG") == "1"
     try:
-        result = app(args, prog_name="cmem", standalone_mode=False)
+        result = app_for(args)(args, prog_name="cmem", standalone_mode=False)
         return result if isinstance(result, int) else 0
-    except click.exceptions.Exit as exc:
+    except typer.Exit as exc:
         return exc.exit_code
-    except click.exceptions.Abort:
+    except typer.Abort:
         print("cmem: aborted", file=sys.stderr)
         return 130
-    except click.ClickException as exc:
+    except click.ClickException as exc:  # usage errors: unknown option, bad value, missing argument
         exc.show()
-        return exc.exit_code if exc.exit_code else EXIT_USAGE
+        return exc.exit_code or EXIT_USAGE
     except CmemError as exc:
         if debug:
             raise

@@ -18,7 +18,7 @@ import apsw
 
 from cmem_cli.errors import DatabaseBusy, DatabaseCorrupt, StorageError
 
-BUSY_TIMEOUT_MS = 15_000
+BUSY_TIMEOUT_MS = 15_000  # overridable with CMEM_BUSY_TIMEOUT_MS
 
 Migration = Callable[[apsw.Connection], None]
 
@@ -61,7 +61,7 @@ class Database:
             if new_file and not readonly:
                 with contextlib.suppress(OSError):
                     os.chmod(path, 0o600)
-            self.conn.setbusytimeout(BUSY_TIMEOUT_MS)
+            self.conn.set_busy_timeout(int(os.environ.get("CMEM_BUSY_TIMEOUT_MS", BUSY_TIMEOUT_MS)))
             # A corrupt or foreign file fails here, with a clear message, not deep inside a command.
             self.conn.execute("PRAGMA foreign_keys=ON")
             if not readonly:

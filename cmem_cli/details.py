@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from cmem_cli.retrieval import parse_ref, prompt_row, summary_row
-from cmem_cli.timeutil import to_iso
+from cmem_cli.timeutil import now_ms, to_iso
 from export import markdown
 
 
@@ -59,6 +59,11 @@ def fetch_details(memory: Any, refs: list[str], *, follow_links: bool = False) -
                 records.append(neighbour)
                 observation_ids.append(link["id"])
     store.record_retrieval(observation_ids)
+    now = to_iso(now_ms())
+    for record in records:  # show the counts as they are after this retrieval
+        if record["kind"] == "observation":
+            record["retrieval_count"] += 1
+            record["last_retrieved_at"] = now
     return records
 
 

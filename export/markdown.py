@@ -31,8 +31,8 @@ SUMMARY_HEADINGS = {
 }
 _PLAIN = re.compile(r"^[A-Za-z_][A-Za-z0-9_ ./-]*$")
 _YAML_WORDS = {"true", "false", "yes", "no", "on", "off", "null", "none", "~", "y", "n"}
-# Characters YAML forbids raw in a stream; JSON leaves them unescaped, so escape them ourselves.
-_NON_PRINTABLE = re.compile("[\x7f-\x84\x86-\x9f\ufeff\ufffe\uffff]")
+# Characters YAML forbids raw or folds as line breaks (NEL, LS, PS); JSON leaves them raw, so escape them.
+_NON_PRINTABLE = re.compile("[\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff\ud800-\udfff]")
 
 
 def _yaml_scalar(value: Any) -> str:

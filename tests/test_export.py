@@ -1,0 +1,178 @@
+"""The markdown projection: file layout, front matter, round trip, rebuild and doctor."""
+
+from __future__ import annotations
+
+import json
+import stat
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cmem_cli.config import load_config
+from cmem_cli.memory import Memory
+from export import layout, markdown
+
+FULL = {
+    "type": "bugfix",
+    "title": "Fix: JWT expiry \"off by 1000\"",
+    "subtitle": "exp is seconds, not ms",
+    "narrative": "We compared `exp` to Date.now().\n\n## A heading inside\n\nStill narrative.",
+    "facts": ["exp is in seconds", "yes", "2026-01-01", "colon: inside", "#hash"],
+    "concepts": ["auth", "jwt"],
+    "files_read": ["src/auth/jwt.ts"],
+    "files_modified": ["src/auth/jwt.ts", "tests/jwt.test.ts"],
+    "tools_used": ["Edit"],
+    "project": "web app/ü",
+    "session": "../../etc",
+    "agent": "claude",
+    "prompt_number": 3,
+    "key": "jwt-expiry",
+    "confidence": 0.75,
+}
+
+
+def _files(home: Path) -> list[Path]:
+    return sorted((home / "export").rglob("*.md"))
+
+
+def test_observation_file_round_trips_every_field(home):
+    with Memory.open(load_config()) as memory:
+        target = memory.add_observation({"title": "Earlier finding", "project": "web app/ü"})
+        row = memory.add_observation({**FULL, "links": [{"type": "caused_by", "id": target["id"]}]})
+        text = (home / "export" / row["path"]).read_text()
+    parsed = markdown.parse_observation(text)
+    for key in ("id", "uid", "type", "title", "subtitle", "narrative", "facts", "concepts", "files_read",
+                "files_modified", "tools_used", "project", "session", "agent", "prompt_number", "key",
+                "confidence", "created_at", "updated_at"):
+        assert parsed[key] == row[key], key
+    assert parsed["links"] == [{"type": "caused_by", "id": target["id"], "uid": target["uid"]}]
+    body = text.split("\n---\n", 1)[1]
+    assert body.startswith("# Fix: JWT expiry \"off by 1000\"\n\n*exp is seconds, not ms*\n\n## Facts\n")
+    assert "## Narrative" in body and "(#1)" in body
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    title=st.text(min_size=1, max_size=80).filter(lambda t: t.strip() and "\x00" not in t),
+    narrative=st.text(max_size=300).filter(lambda t: "\x00" not in t),
+    facts=st.lists(st.text(min_size=1, max_size=40).filter(lambda t: t.strip() and "\x00" not in t), max_size=4),
+)
+def test_front_matter_survives_arbitrary_text(title, narrative, facts):
+    from cmem_cli.records import normalize_observation
+
+    record = normalize_observation({"title": title, "narrative": narrative, "facts": facts, "project": "p"})
+    record.update(id=1, uid="01ARZ3NDEKTSV4RRFFQ69G5FAV", created_at=1_700_000_000_123, updated_at=1_700_000_000_456)
+    parsed = markdown.parse_observation(markdown.render_observation(record))
+    assert parsed["title"] == record["title"]
+    assert parsed["facts"] == record["facts"]
+    assert (parsed["narrative"] or None) == (record["narrative"].rstrip("\n") or None if record["narrative"] else None)
+
+
+def test_paths_are_safe_readable_and_unique(home):
+    with Memory.open(load_config()) as memory:
+        rows = [memory.add_observation({"title": "Same title", "project": "../../escape", "session": "/abs/olute"})
+                for _ in range(3)]
+    paths = [r["path"] for r in rows]
+    assert len(set(paths)) == 3
+    for path in paths:
+        assert ".." not in Path(path).parts and not path.startswith("/")
+        assert path.startswith("escape/abs-olute/") and "same-title" in path
+        resolved = (home / "export" / path).resolve()
+        assert (home / "export").resolve() in resolved.parents
+    assert not any(p for p in home.parent.rglob("*.md") if home not in p.parents)
+
+
+def test_safe_segment_never_escapes():
+    for name in ["..", ".", "../x", "a/b", "\\..\\", "", "   ", "CON", "x" * 500, "名前"]:
+        segment = layout.safe_segment(name)
+        assert segment and "/" not in segment and "\\" not in segment and segment not in (".", "..")
+        assert len(segment) <= layout.MAX_SEGMENT
+
+
+def test_files_and_directories_are_private(home):
+    with Memory.open(load_config()) as memory:
+        row = memory.add_observation({"title": "secret-ish", "project": "p"})
+    path = home / "export" / row["path"]
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(home.stat().st_mode) == 0o700
+    assert stat.S_IMODE((home / "cmem.db").stat().st_mode) == 0o600
+
+
+def test_edit_rewrites_the_file_and_moves_it_when_the_title_changes(cli, home):
+    cli("add", "-t", "Old title", "-p", "p")
+    (old,) = _files(home)
+    assert cli("edit", "1", "--title", "New title", "--add-fact", "added later").exit_code == 0
+    (new,) = _files(home)
+    assert new != old and "new-title" in new.name
+    parsed = markdown.parse_observation(new.read_text())
+    assert parsed["title"] == "New title" and parsed["facts"] == ["added later"]
+
+
+def test_links_are_written_to_the_linking_file_and_refreshed_on_forget(cli, home):
+    cli("add", "-t", "Root cause", "-p", "p")
+    cli("add", "-t", "Symptom", "-p", "p")
+    assert cli("link", "2", "caused_by", "1").exit_code == 0
+    symptom = next(p for p in _files(home) if "symptom" in p.name)
+    assert "caused_by: [Root cause](" in symptom.read_text()
+    assert cli("forget", "1", "--yes").exit_code == 0
+    symptom = next(p for p in _files(home) if "symptom" in p.name)
+    assert "Root cause" not in symptom.read_text()
+    assert len(_files(home)) == 1
+
+
+def test_rebuild_is_idempotent_and_restores_deleted_or_edited_files(cli, home):
+    for i in range(5):
+        cli("add", "-t", f"note {i}", "-p", "p", "--session", "s1")
+    cli("summary", "add", "--session", "s1", "--completed", "five notes")
+    before = {p: p.read_text() for p in _files(home)}
+    assert len(before) == 6
+    first = json.loads(cli("export", "--rebuild", "--json").stdout)
+    assert first == {"written": 0, "unchanged": 6, "removed": 0}
+    victim, edited = list(before)[:2]
+    victim.unlink()
+    edited.write_text("hand edited")
+    stray = home / "export" / "p" / "s1" / "stray.md"
+    stray.write_text("---\ncmem: observation\nid: 99\n---\n# gone\n")
+    notes = home / "export" / "notes.md"
+    notes.write_text("my own notes, not cmem's")
+    second = json.loads(cli("export", "--rebuild", "--json").stdout)
+    assert second == {"written": 2, "unchanged": 4, "removed": 1}
+    assert {p: p.read_text() for p in _files(home) if p != notes} == before
+    assert notes.exists()
+
+
+def test_doctor_reports_and_fixes_export_drift(cli, home):
+    cli("add", "-t", "one", "-p", "p")
+    cli("add", "-t", "two", "-p", "p")
+    assert cli("doctor").exit_code == 0
+    _files(home)[0].unlink()
+    report = cli("doctor", "--json")
+    assert report.exit_code == 1
+    checks = {c["name"]: c for c in report.json()["checks"]}
+    assert checks["missing files"]["status"] == "fail" and len(checks["missing files"]["paths"]) == 1
+    assert checks["database integrity"]["status"] == "ok"
+    assert cli("doctor", "--fix").exit_code == 0
+    assert cli("doctor").exit_code == 0
+    assert len(_files(home)) == 2
+
+
+def test_summary_file_round_trips(home):
+    with Memory.open(load_config()) as memory:
+        row = memory.add_summary("s9", {"request": "fix login", "learned": "cookies expire\n\n- twice",
+                                        "next_steps": "add a test"}, project="web")
+        text = (home / "export" / row["path"]).read_text()
+    parsed = markdown.parse_summary(text)
+    assert {k: parsed[k] for k in ("request", "learned", "next_steps", "completed")} == {
+        "request": "fix login", "learned": "cookies expire\n\n- twice", "next_steps": "add a test", "completed": None}
+    assert parsed["uid"] == row["uid"] and parsed["created_at"] == row["created_at"]
+
+
+def test_export_dir_can_be_configured(tmp_path, home, monkeypatch, cli):
+    config = tmp_path / "config.toml"
+    target = tmp_path / "elsewhere"
+    config.write_text(f'export_dir = "{target}"\n')
+    monkeypatch.setenv("CMEM_CONFIG", str(config))
+    cli("add", "-t", "goes elsewhere", "-p", "p")
+    assert len(list(target.rglob("*.md"))) == 1
+    assert not (home / "export").exists() or not list((home / "export").rglob("*.md"))
