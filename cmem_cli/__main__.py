@@ -13,6 +13,11 @@ def main(argv: list[str] | None = None) -> int:
 
         print(f"cmem {__version__}")
         return 0
+    if args[:1] == ["hook"] and not {"-h", "--help"} & set(args):
+        # Claude Code runs this on every prompt and tool call: skip typer, import only the hook runner.
+        from cmem_cli.hooks.runner import main as hook_main
+
+        return hook_main(args[1:])
     from cmem_cli.app import run
 
     return run(args)

@@ -120,7 +120,8 @@ DEFAULT_RULES: tuple[Rule, ...] = (
     _rule("aws-access-key", r"\b(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}\b"),
     _rule(
         "aws-secret-key",
-        r"(?i:aws)[A-Za-z0-9_.-]{0,20}?(?i:secret)[A-Za-z0-9_.-]{0,20}" + _ASSIGN
+        r"(?i:aws)[A-Za-z0-9_.-]{0,20}?(?i:secret)[A-Za-z0-9_.-]{0,20}"
+        + _ASSIGN
         + r"""["']?(?P<secret>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])""",
     ),
     _rule("slack-token", r"\bxox[abposr]-[A-Za-z0-9-]{10,}"),
@@ -135,7 +136,8 @@ DEFAULT_RULES: tuple[Rule, ...] = (
     _rule("jwt", r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
     _rule(
         "authorization",
-        r"(?i:authorization|proxy-authorization)" + _ASSIGN
+        r"(?i:authorization|proxy-authorization)"
+        + _ASSIGN
         + r"""["']?(?i:bearer|basic|token|digest)?\s*(?P<secret>[A-Za-z0-9._~+/=-]{8,})""",
     ),
     _rule("bearer-token", r"(?i:\bbearer)\s+(?P<secret>[A-Za-z0-9._~+/-]{16,}=*)"),
@@ -171,8 +173,9 @@ def scrub(text: str, rules: Iterable[Rule] | None = None, *, config: Any = None)
     return redact_secrets(strip_private(text), rules)
 
 
-def scrub_record(record: Mapping[str, Any], rules: Iterable[Rule] | None = None, *,
-                 config: Any = None) -> dict[str, Any]:
+def scrub_record(
+    record: Mapping[str, Any], rules: Iterable[Rule] | None = None, *, config: Any = None
+) -> dict[str, Any]:
     """A copy of ``record`` with every string, in lists and nested objects too, scrubbed."""
     if rules is None and config is not None:
         rules = rules_for(config)
@@ -202,14 +205,19 @@ def rules_from_config(section: Mapping[str, Any] | None) -> tuple[Rule, ...]:
         raise InvalidInput("config [privacy] redact must be a list of regular expressions")
     rules = list(DEFAULT_RULES)
     for item in extra:
-        pattern, kind = (item.get("pattern"), item.get("kind", "custom")) if isinstance(item, Mapping) else (
-            item, "custom")
+        pattern, kind = (
+            (item.get("pattern"), item.get("kind", "custom"))
+            if isinstance(item, Mapping)
+            else (item, "custom")
+        )
         if not isinstance(pattern, str) or not pattern or not isinstance(kind, str):
             raise InvalidInput(f"config [privacy] redact: invalid entry {item!r}")
         try:
             rules.append(Rule(kind, re.compile(pattern)))
         except re.error as exc:
-            raise InvalidInput(f"config [privacy] redact: bad regular expression {pattern!r}: {exc}") from None
+            raise InvalidInput(
+                f"config [privacy] redact: bad regular expression {pattern!r}: {exc}"
+            ) from None
     return tuple(rules)
 
 
@@ -235,8 +243,9 @@ def excluded_projects(section: Mapping[str, Any] | None) -> list[str]:
     return value
 
 
-def is_excluded_project(project: str | None, section: Mapping[str, Any] | None,
-                        extra: Iterable[str] = ()) -> bool:
+def is_excluded_project(
+    project: str | None, section: Mapping[str, Any] | None, extra: Iterable[str] = ()
+) -> bool:
     """True when ``project`` matches a name or glob in ``exclude_projects`` (or ``extra``, e.g. a CLI flag)."""
     if not project:
         return False
