@@ -15,7 +15,8 @@ from typing import Any
 
 from cmem_cli.config import Config
 from cmem_cli.errors import InvalidInput, NotFound, StorageError
-from cmem_cli.records import normalize_observation
+from cmem_cli.ids import new_uid
+from cmem_cli.records import is_valid_text, normalize_observation
 from cmem_cli.schema import LINK_TYPES, SESSION_STATUSES
 from cmem_cli.store import Store, estimate_tokens
 from cmem_cli.timeutil import now_ms
@@ -41,12 +42,16 @@ class FileTransaction:
         self.fsync = fsync
         self.written: list[Path] = []
         self.to_delete: list[Path] = []
+        self._dirs: set[Path] = set()
 
     def write(self, relpath: str, text: str) -> None:
         path = layout.resolve_inside(self.root, relpath)
         existed = path.exists()
         try:
-            atomic.atomic_write(path, text, fsync=self.fsync)
+            if path.parent not in self._dirs:
+                atomic.ensure_dir(path.parent)
+                self._dirs.add(path.parent)
+            atomic.atomic_write(path, text, fsync=self.fsync, make_dirs=False)
         except OSError as exc:
             raise StorageError(f"cannot write {path}: {exc.strerror}") from None
         if not existed:
@@ -154,9 +159,10 @@ class Memory:
             existing = store.observation_by_key(record["project"], record["key"])
         if existing is not None:
             row = store.update_observation(existing["id"], record)
-            files.delete_after_commit(existing["path"])
         else:
-            row = store.insert_observation(record)
+            created = record.get("created_at") or now_ms()
+            record = {**record, "created_at": created, "uid": record.get("uid") or new_uid(created)}
+            row = store.insert_observation(record, path=layout.observation_relpath(record))
         for link in record.get("links") or []:
             target = self._resolve_link_target(link)
             store.add_link(row["id"], target, link["type"])
@@ -183,15 +189,15 @@ class Memory:
         return entries
 
     def _export_observation(self, row: dict[str, Any], files: FileTransaction) -> dict[str, Any]:
+        """Write the row's file (moving it if its name changed) and record path and token cost."""
         relpath = layout.observation_relpath(row)
         text = markdown.render_observation(row, self._link_entries(row, relpath))
         files.write(relpath, text)
         tokens = estimate_tokens(text)  # what `cmem get` prints for it
+        if row.get("path") and row["path"] != relpath:
+            files.delete_after_commit(row["path"])
         if relpath != row.get("path") or tokens != row.get("tokens"):
-            if row.get("path") and row["path"] != relpath:
-                files.delete_after_commit(row["path"])
-            self.store.set_observation_path(row["id"], relpath)
-            self.store.set_tokens(row["id"], tokens)
+            self.store.set_export(row["id"], relpath, tokens)
             row["path"], row["tokens"] = relpath, tokens
         return row
 
@@ -374,7 +380,7 @@ class Memory:
                 row = self.store.get_observation(obs_id)
                 relpath = layout.observation_relpath(row)
                 if row["path"] != relpath:
-                    self.store.set_observation_path(obs_id, relpath)
+                    self.store.set_export(obs_id, relpath, row["tokens"])
             for summary_id in self.store.all_summary_ids():
                 row = self.store.get_summary(summary_id)
                 relpath = layout.summary_relpath(row)
@@ -424,7 +430,7 @@ def _relative(target: str, base: str) -> str:
 def _required_text(name: str, value: str, *, limit: int = 2_000, allow_empty: bool = False) -> str:
     if not isinstance(value, str):
         raise InvalidInput(f"{name} must be a string")
-    if any("\ud800" <= ch <= "\udfff" for ch in value) or "\x00" in value:
+    if not is_valid_text(value) or "\x00" in value:
         raise InvalidInput(f"{name} is not valid UTF-8 text")
     if len(value) > limit:
         raise InvalidInput(f"{name} is too long ({len(value)} characters, limit {limit})")

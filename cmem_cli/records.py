@@ -31,10 +31,19 @@ OUTPUT_ONLY_FIELDS = frozenset(
 )
 
 
+def is_valid_text(value: str) -> bool:
+    """False for lone surrogates (undecodable bytes smuggled in through argv or JSON escapes)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _check_text(field: str, value: Any, limit: int) -> str:
     if not isinstance(value, str):
         raise InvalidInput(f"field '{field}' must be a string, got {type(value).__name__}")
-    if any("\ud800" <= ch <= "\udfff" for ch in value):
+    if not is_valid_text(value):
         raise InvalidInput(f"field '{field}' is not valid UTF-8")
     if "\x00" in value:
         raise InvalidInput(f"field '{field}' contains a NUL character")

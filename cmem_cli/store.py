@@ -24,6 +24,7 @@ OBS_COLUMNS = (
     "tools_used", "project", "session", "agent", "prompt_number", "key", "confidence", "created_at",
     "updated_at", "tokens", "search_terms",
 )  # fmt: skip
+INSERT_COLUMNS = (*OBS_COLUMNS, "path")
 # BM25 column weights for observations_fts: title, subtitle, narrative, facts, concepts, search_terms.
 OBS_BM25 = "bm25(observations_fts, 10.0, 4.0, 1.0, 2.0, 3.0, 1.0)"
 SUMMARY_TEXT_FIELDS = ("request", "investigated", "learned", "completed", "next_steps", "notes")
@@ -122,19 +123,28 @@ class Store:
         self.db.close()
 
     # -- observations ------------------------------------------------------------------------------
-    def insert_observation(self, record: dict[str, Any], *, tokens: int = 0) -> dict[str, Any]:
-        """Insert a normalised record (see records.normalize_observation) inside the caller's transaction."""
+    def insert_observation(self, record: dict[str, Any], *, path: str | None = None) -> dict[str, Any]:
+        """Insert a normalised record (see records.normalize_observation) inside the caller's transaction.
+
+        ``record`` may carry ``uid`` and ``created_at``; missing ones are generated. Returns the stored row
+        (built from the inserted values rather than read back: bulk imports insert thousands at once).
+        """
         now = now_ms()
-        row = self._row_values(record, tokens=tokens)
-        row["uid"] = record.get("uid") or new_uid(record.get("created_at") or now)
+        row = self._row_values(record, tokens=0)
         row["created_at"] = record.get("created_at") or now
-        row["updated_at"] = now if record.get("created_at") is None else max(now, row["created_at"])
-        columns = ", ".join(OBS_COLUMNS)
-        placeholders = ", ".join(f":{c}" for c in OBS_COLUMNS)
+        row["uid"] = record.get("uid") or new_uid(row["created_at"])
+        row["updated_at"] = max(now, row["created_at"])
+        row["path"] = path
+        columns = ", ".join(INSERT_COLUMNS)
+        placeholders = ", ".join(f":{c}" for c in INSERT_COLUMNS)
         self.db.execute(f"INSERT INTO observations ({columns}) VALUES ({placeholders})", row)
         obs_id = self.db.conn.last_insert_rowid()
         self._write_side_tables(obs_id, record)
-        return self.get_observation(obs_id)
+        row.pop("search_terms")
+        row.update(id=obs_id, retrieval_count=0, last_retrieved_at=None)
+        for column in LIST_COLUMNS:
+            row[column] = list(record.get(column) or [])
+        return row
 
     def update_observation(self, obs_id: int, record: dict[str, Any], *, tokens: int = 0) -> dict[str, Any]:
         """Replace the content fields of an observation, keeping id, uid and creation time."""
@@ -150,8 +160,11 @@ class Store:
         self._write_side_tables(obs_id, record)
         return self.get_observation(obs_id)
 
-    def set_tokens(self, obs_id: int, tokens: int) -> None:
-        self.db.execute("UPDATE observations SET tokens = ? WHERE id = ?", (tokens, obs_id))
+    def set_export(self, obs_id: int, relpath: str, tokens: int) -> None:
+        """Record where the observation's file is and what its details cost in tokens."""
+        self.db.execute(
+            "UPDATE observations SET path = ?, tokens = ? WHERE id = ?", (relpath, tokens, obs_id)
+        )
 
     @staticmethod
     def _row_values(record: dict[str, Any], *, tokens: int) -> dict[str, Any]:
@@ -191,9 +204,6 @@ class Store:
                 "INSERT OR IGNORE INTO observation_concepts (observation_id, concept) VALUES (?, ?)",
                 [(obs_id, c) for c in concepts],
             )
-
-    def set_observation_path(self, obs_id: int, relpath: str) -> None:
-        self.db.execute("UPDATE observations SET path = ? WHERE id = ?", (relpath, obs_id))
 
     def get_observation(self, obs_id: int) -> dict[str, Any]:
         row = _decode(self.db.query_one("SELECT * FROM observations WHERE id = ?", (obs_id,)))

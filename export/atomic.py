@@ -15,13 +15,14 @@ def ensure_dir(path: Path) -> None:
     path.mkdir(parents=True, exist_ok=True, mode=DIR_MODE)
 
 
-def atomic_write(path: Path, text: str, *, fsync: bool = True) -> None:
+def atomic_write(path: Path, text: str, *, fsync: bool = True, make_dirs: bool = True) -> None:
     """Write ``text`` to a temp file beside ``path``, optionally fsync it, then rename over ``path``.
 
     Bulk writers pass ``fsync=False`` and call ``sync_all`` once at the end, which is far cheaper than
     one fsync per file and still durable before the database commit.
     """
-    ensure_dir(path.parent)
+    if make_dirs:
+        ensure_dir(path.parent)
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".md", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:

@@ -78,7 +78,9 @@ def render_observation(record: dict[str, Any], links: list[dict[str, Any]] | Non
         if value is not None and value != []:  # absent means empty: files stay short and greppable
             fields.append((key, value))
     if links:
-        fields.append(("links", [{"type": link["type"], "id": link["id"], "uid": link["uid"]} for link in links]))
+        fields.append(
+            ("links", [{"type": link["type"], "id": link["id"], "uid": link["uid"]} for link in links])
+        )
     parts = [front_matter(fields), f"# {_one_line(record['title'])}\n"]
     if record.get("subtitle"):
         parts.append(f"\n*{_one_line(record['subtitle'])}*\n")

@@ -36,7 +36,14 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     monkeypatch.setenv("CMEM_EMBED_MODEL", "none")
-    for var in ("CMEM_PROJECT", "CMEM_AGENT", "CMEM_SESSION", "CMEM_DEBUG", "CMEM_CONFIG", "CMEM_RERANK_MODEL"):
+    for var in (
+        "CMEM_PROJECT",
+        "CMEM_AGENT",
+        "CMEM_SESSION",
+        "CMEM_DEBUG",
+        "CMEM_CONFIG",
+        "CMEM_RERANK_MODEL",
+    ):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.chdir(tmp_path)
     return cmem_home
@@ -77,7 +84,9 @@ def sh(home: Path) -> Callable[..., Result]:
             env={**os.environ, **(env or {})},
             timeout=120,
         )
-        return Result(proc.returncode, proc.stdout.decode("utf-8", "replace"), proc.stderr.decode("utf-8", "replace"))
+        return Result(
+            proc.returncode, proc.stdout.decode("utf-8", "replace"), proc.stderr.decode("utf-8", "replace")
+        )
 
     return run
 

@@ -81,8 +81,12 @@ def test_invalid_utf8_in_arguments_and_files(sh, home, tmp_path):
     bad_file = tmp_path / "bad.json"
     bad_file.write_bytes(b'{"title": "caf\xe9"}')
     assert_clean_failure(sh("add", "--json", str(bad_file)), errors.EXIT_INVALID, "not valid UTF-8")
-    result = subprocess.run([sys.executable, "-m", "cmem_cli", "add", "--title", os.fsdecode(b"caf\xe9")],
-                            capture_output=True, text=True, env=os.environ)
+    result = subprocess.run(
+        [sys.executable, "-m", "cmem_cli", "add", "--title", os.fsdecode(b"caf\xe9")],
+        capture_output=True,
+        text=True,
+        env=os.environ,
+    )
     assert result.returncode == errors.EXIT_INVALID and "not valid UTF-8" in result.stderr
     assert _state(home)[0] == 0
 

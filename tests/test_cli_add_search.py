@@ -44,8 +44,29 @@ def test_files_are_searchable_by_their_name(cli):
 
 @pytest.mark.parametrize(
     "query",
-    ['"', "'", "(", ")", "*", "-", ":", "NEAR", "NEAR(a b)", "a AND", "OR", "^", "col:term", "é😀",
-     "\\", "{x}", "a -b", "title:", "   ", "\"unbalanced", "AND OR NOT"],
+    [
+        '"',
+        "'",
+        "(",
+        ")",
+        "*",
+        "-",
+        ":",
+        "NEAR",
+        "NEAR(a b)",
+        "a AND",
+        "OR",
+        "^",
+        "col:term",
+        "é😀",
+        "\\",
+        "{x}",
+        "a -b",
+        "title:",
+        "   ",
+        '"unbalanced',
+        "AND OR NOT",
+    ],
 )
 def test_no_query_text_can_break_keyword_search(cli, query):
     add(cli, "--title", "NEAR the auth module", "-p", "p")
@@ -65,19 +86,62 @@ def test_relevance_prefers_titles_and_all_terms(cli):
 
 
 def test_search_json_rows_carry_the_documented_fields(cli):
-    add(cli, "--title", "Cache warmup", "--type", "feature", "-p", "svc", "--session", "s1", "--agent", "bot",
-        "--key", "cache-policy")
+    add(
+        cli,
+        "--title",
+        "Cache warmup",
+        "--type",
+        "feature",
+        "-p",
+        "svc",
+        "--session",
+        "s1",
+        "--agent",
+        "bot",
+        "--key",
+        "cache-policy",
+    )
     (row,) = cli("search", "cache", "--json").json()
-    assert set(row) >= {"id", "uid", "type", "title", "subtitle", "project", "session", "agent", "key",
-                        "created_at", "score", "tokens", "path"}
+    assert set(row) >= {
+        "id",
+        "uid",
+        "type",
+        "title",
+        "subtitle",
+        "project",
+        "session",
+        "agent",
+        "key",
+        "created_at",
+        "score",
+        "tokens",
+        "path",
+    }
     assert (row["type"], row["project"], row["session"], row["agent"], row["key"]) == (
-        "feature", "svc", "s1", "bot", "cache-policy")
+        "feature",
+        "svc",
+        "s1",
+        "bot",
+        "cache-policy",
+    )
     assert row["created_at"].endswith("Z") and row["tokens"] > 0
     assert len(row["uid"]) == 26
 
 
 def test_filters_narrow_search_and_listing(cli):
-    add(cli, "-t", "Parser bug", "--type", "bugfix", "-p", "a", "--concept", "parsing", "--modified", "src/p.py")
+    add(
+        cli,
+        "-t",
+        "Parser bug",
+        "--type",
+        "bugfix",
+        "-p",
+        "a",
+        "--concept",
+        "parsing",
+        "--modified",
+        "src/p.py",
+    )
     add(cli, "-t", "Parser refactor", "--type", "refactor", "-p", "a", "--read", "src/lexer.py")
     add(cli, "-t", "Parser in other project", "--type", "bugfix", "-p", "b", "--agent", "claude")
     ids = lambda *a: [int(x) for x in cli("search", *a, "--format", "ids").stdout.split()]  # noqa: E731
@@ -123,8 +187,18 @@ def test_keyed_memory_replaces_the_previous_value(cli):
 
 def test_plain_output_is_tab_separated_and_stable(cli):
     records = [
-        {"title": "First\tnote", "type": "decision", "project": "alpha", "created_at": "2026-03-01T09:00:00Z"},
-        {"title": "Second note \x1b[31mred", "type": "error", "project": "alpha", "created_at": "2026-03-02T09:00:00Z"},
+        {
+            "title": "First\tnote",
+            "type": "decision",
+            "project": "alpha",
+            "created_at": "2026-03-01T09:00:00Z",
+        },
+        {
+            "title": "Second note \x1b[31mred",
+            "type": "error",
+            "project": "alpha",
+            "created_at": "2026-03-02T09:00:00Z",
+        },
     ]
     cli("add", "--json", "-", input=json.dumps(records))
     out = cli("search", "--project", "alpha").stdout
@@ -135,11 +209,20 @@ def test_plain_output_is_tab_separated_and_stable(cli):
 
 
 def test_other_formats(cli):
-    cli("add", "--json", "-", input=json.dumps(
-        {"title": "Only, one", "project": "alpha", "created_at": "2026-03-01T09:00:00Z"}))
+    cli(
+        "add",
+        "--json",
+        "-",
+        input=json.dumps({"title": "Only, one", "project": "alpha", "created_at": "2026-03-01T09:00:00Z"}),
+    )
     assert cli("search", "--format", "csv").stdout.splitlines() == [
-        "id,created_at,type,title,project,tokens", '1,2026-03-01,change,"Only, one",alpha,~54']
+        "id,created_at,type,title,project,tokens",
+        '1,2026-03-01,change,"Only, one",alpha,~54',
+    ]
     (line,) = cli("search", "--format", "ndjson").stdout.splitlines()
     assert json.loads(line)["title"] == "Only, one"
-    assert cli("search", "--format", "md").stdout.splitlines()[2] == "| 1 | 2026-03-01 | change | Only, one | alpha | ~54 |"
+    assert (
+        cli("search", "--format", "md").stdout.splitlines()[2]
+        == "| 1 | 2026-03-01 | change | Only, one | alpha | ~54 |"
+    )
     assert cli("search", "--format", "yaml").exit_code == 2

@@ -12,7 +12,8 @@ import apsw
 
 def test_eight_processes_adding_fifty_each_lose_nothing(home, tmp_path):
     script = tmp_path / "writer.py"
-    script.write_text(textwrap.dedent("""
+    script.write_text(
+        textwrap.dedent("""
         import sys
         from cmem_cli.__main__ import main
         worker = sys.argv[1]
@@ -21,9 +22,17 @@ def test_eight_processes_adding_fifty_each_lose_nothing(home, tmp_path):
                          "--fact", f"w{worker}-{i}"])
             if code != 0:
                 sys.exit(code)
-    """))
-    procs = [subprocess.Popen([sys.executable, str(script), str(w)], env=os.environ, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.PIPE) for w in range(8)]
+    """)
+    )
+    procs = [
+        subprocess.Popen(
+            [sys.executable, str(script), str(w)],
+            env=os.environ,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        for w in range(8)
+    ]
     errors = [p.communicate(timeout=300)[1] for p in procs]
     assert [p.returncode for p in procs] == [0] * 8, errors
 
@@ -35,4 +44,9 @@ def test_eight_processes_adding_fifty_each_lose_nothing(home, tmp_path):
     files = sorted(p.relative_to(home / "export").as_posix() for p in (home / "export").rglob("*.md"))
     assert files == sorted(paths)
     assert not list((home / "export").rglob(".tmp-*"))
-    assert conn.execute("SELECT count(*) FROM observations_fts WHERE observations_fts MATCH 'note'").fetchone()[0] == 400
+    assert (
+        conn.execute("SELECT count(*) FROM observations_fts WHERE observations_fts MATCH 'note'").fetchone()[
+            0
+        ]
+        == 400
+    )

@@ -15,7 +15,7 @@ from export import layout, markdown
 
 FULL = {
     "type": "bugfix",
-    "title": "Fix: JWT expiry \"off by 1000\"",
+    "title": 'Fix: JWT expiry "off by 1000"',
     "subtitle": "exp is seconds, not ms",
     "narrative": "We compared `exp` to Date.now().\n\n## A heading inside\n\nStill narrative.",
     "facts": ["exp is in seconds", "yes", "2026-01-01", "colon: inside", "#hash"],
@@ -42,13 +42,31 @@ def test_observation_file_round_trips_every_field(home):
         row = memory.add_observation({**FULL, "links": [{"type": "caused_by", "id": target["id"]}]})
         text = (home / "export" / row["path"]).read_text()
     parsed = markdown.parse_observation(text)
-    for key in ("id", "uid", "type", "title", "subtitle", "narrative", "facts", "concepts", "files_read",
-                "files_modified", "tools_used", "project", "session", "agent", "prompt_number", "key",
-                "confidence", "created_at", "updated_at"):
+    for key in (
+        "id",
+        "uid",
+        "type",
+        "title",
+        "subtitle",
+        "narrative",
+        "facts",
+        "concepts",
+        "files_read",
+        "files_modified",
+        "tools_used",
+        "project",
+        "session",
+        "agent",
+        "prompt_number",
+        "key",
+        "confidence",
+        "created_at",
+        "updated_at",
+    ):
         assert parsed[key] == row[key], key
     assert parsed["links"] == [{"type": "caused_by", "id": target["id"], "uid": target["uid"]}]
     body = text.split("\n---\n", 1)[1]
-    assert body.startswith("# Fix: JWT expiry \"off by 1000\"\n\n*exp is seconds, not ms*\n\n## Facts\n")
+    assert body.startswith('# Fix: JWT expiry "off by 1000"\n\n*exp is seconds, not ms*\n\n## Facts\n')
     assert "## Narrative" in body and "(#1)" in body
 
 
@@ -56,23 +74,33 @@ def test_observation_file_round_trips_every_field(home):
 @given(
     title=st.text(min_size=1, max_size=80).filter(lambda t: t.strip() and "\x00" not in t),
     narrative=st.text(max_size=300).filter(lambda t: "\x00" not in t),
-    facts=st.lists(st.text(min_size=1, max_size=40).filter(lambda t: t.strip() and "\x00" not in t), max_size=4),
+    facts=st.lists(
+        st.text(min_size=1, max_size=40).filter(lambda t: t.strip() and "\x00" not in t), max_size=4
+    ),
 )
 def test_front_matter_survives_arbitrary_text(title, narrative, facts):
     from cmem_cli.records import normalize_observation
 
     record = normalize_observation({"title": title, "narrative": narrative, "facts": facts, "project": "p"})
-    record.update(id=1, uid="01ARZ3NDEKTSV4RRFFQ69G5FAV", created_at=1_700_000_000_123, updated_at=1_700_000_000_456)
+    record.update(
+        id=1, uid="01ARZ3NDEKTSV4RRFFQ69G5FAV", created_at=1_700_000_000_123, updated_at=1_700_000_000_456
+    )
     parsed = markdown.parse_observation(markdown.render_observation(record))
     assert parsed["title"] == record["title"]
     assert parsed["facts"] == record["facts"]
-    assert (parsed["narrative"] or None) == (record["narrative"].rstrip("\n") or None if record["narrative"] else None)
+    assert (parsed["narrative"] or None) == (
+        record["narrative"].rstrip("\n") or None if record["narrative"] else None
+    )
 
 
 def test_paths_are_safe_readable_and_unique(home):
     with Memory.open(load_config()) as memory:
-        rows = [memory.add_observation({"title": "Same title", "project": "../../escape", "session": "/abs/olute"})
-                for _ in range(3)]
+        rows = [
+            memory.add_observation(
+                {"title": "Same title", "project": "../../escape", "session": "/abs/olute"}
+            )
+            for _ in range(3)
+        ]
     paths = [r["path"] for r in rows]
     assert len(set(paths)) == 3
     for path in paths:
@@ -159,12 +187,19 @@ def test_doctor_reports_and_fixes_export_drift(cli, home):
 
 def test_summary_file_round_trips(home):
     with Memory.open(load_config()) as memory:
-        row = memory.add_summary("s9", {"request": "fix login", "learned": "cookies expire\n\n- twice",
-                                        "next_steps": "add a test"}, project="web")
+        row = memory.add_summary(
+            "s9",
+            {"request": "fix login", "learned": "cookies expire\n\n- twice", "next_steps": "add a test"},
+            project="web",
+        )
         text = (home / "export" / row["path"]).read_text()
     parsed = markdown.parse_summary(text)
     assert {k: parsed[k] for k in ("request", "learned", "next_steps", "completed")} == {
-        "request": "fix login", "learned": "cookies expire\n\n- twice", "next_steps": "add a test", "completed": None}
+        "request": "fix login",
+        "learned": "cookies expire\n\n- twice",
+        "next_steps": "add a test",
+        "completed": None,
+    }
     assert parsed["uid"] == row["uid"] and parsed["created_at"] == row["created_at"]
 
 

@@ -9,8 +9,9 @@ from tests.conftest import REPO
 
 
 def test_generated_files_are_up_to_date():
-    result = subprocess.run([sys.executable, "scripts/generate.py", "--check"], cwd=REPO, capture_output=True,
-                            text=True)
+    result = subprocess.run(
+        [sys.executable, "scripts/generate.py", "--check"], cwd=REPO, capture_output=True, text=True
+    )
     assert result.returncode == 0, result.stderr
 
 
@@ -21,7 +22,9 @@ def test_bash_completion_completes_commands_and_options():
         COMP_WORDS=(cmem session st); COMP_CWORD=2; _cmem; echo "${{COMPREPLY[@]}}"
         COMP_WORDS=(cmem search --or); COMP_CWORD=2; _cmem; echo "${{COMPREPLY[@]}}"
     """
-    out = subprocess.run(["bash", "-c", script], capture_output=True, text=True, check=True).stdout.splitlines()
+    out = subprocess.run(
+        ["bash", "-c", script], capture_output=True, text=True, check=True
+    ).stdout.splitlines()
     assert out == ["search", "start", "--order"]
 
 

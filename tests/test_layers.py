@@ -16,9 +16,11 @@ def _day(day: int, hour: int) -> str:
 
 
 def test_timeline_orders_items_around_the_anchor_in_its_project(cli):
-    ids = _import(cli, [
-        {"title": f"step {i}", "project": "p", "created_at": _day(1 + i // 3, 8 + i)} for i in range(9)
-    ] + [{"title": "other project", "project": "q", "created_at": _day(2, 12)}])
+    ids = _import(
+        cli,
+        [{"title": f"step {i}", "project": "p", "created_at": _day(1 + i // 3, 8 + i)} for i in range(9)]
+        + [{"title": "other project", "project": "q", "created_at": _day(2, 12)}],
+    )
     result = cli("timeline", str(ids[4]), "--before", "2", "--after", "3", "--json").json()
     items = result["items"]
     assert [i["id"] for i in items] == ids[2:8]
@@ -39,15 +41,25 @@ def test_timeline_interleaves_prompts_and_summaries(cli):
 
 
 def test_timeline_by_query_uses_the_best_hit_as_anchor(cli):
-    _import(cli, [{"title": t, "project": "p", "created_at": _day(3, h)} for h, t in
-                  [(8, "setup"), (9, "postgres migration failed"), (10, "rollback")]])
+    _import(
+        cli,
+        [
+            {"title": t, "project": "p", "created_at": _day(3, h)}
+            for h, t in [(8, "setup"), (9, "postgres migration failed"), (10, "rollback")]
+        ],
+    )
     items = cli("timeline", "--query", "migration", "--json").json()["items"]
     assert [i["title"] for i in items if i["anchor"]] == ["postgres migration failed"]
 
 
 def test_timeline_plain_text_and_day_grouping(cli):
-    _import(cli, [{"title": "a", "project": "p", "created_at": _day(1, 9)},
-                  {"title": "b", "project": "p", "created_at": _day(2, 9)}])
+    _import(
+        cli,
+        [
+            {"title": "a", "project": "p", "created_at": _day(1, 9)},
+            {"title": "b", "project": "p", "created_at": _day(2, 9)},
+        ],
+    )
     plain = cli("timeline", "1").stdout.splitlines()
     assert plain == [">>\t1\t2026-05-01 09:00\tchange\ta\t~48", "\t2\t2026-05-02 09:00\tchange\tb\t~48"]
     md = cli("timeline", "1", "--format", "md").stdout
@@ -61,7 +73,10 @@ def test_get_prints_full_details_and_counts_retrievals(cli, home):
     assert "# Root cause" in out and "deadlock in pool" in out and "- pool size 1" in out
     record = cli("get", "2", "--links", "--json").json()
     assert [r["id"] for r in record] == [2, 1]
-    assert record[0]["links"][0]["type"] == "caused_by" and record[1]["via"] == {"type": "caused_by", "from": 2}
+    assert record[0]["links"][0]["type"] == "caused_by" and record[1]["via"] == {
+        "type": "caused_by",
+        "from": 2,
+    }
     again = cli("get", "1", "--json").json()[0]
     assert again["retrieval_count"] == 3 and again["last_retrieved_at"].endswith("Z")
     assert again["linked_from"][0]["id"] == 2
@@ -74,7 +89,10 @@ def test_get_escapes_terminal_control_sequences(cli):
 
 
 def test_session_lifecycle_and_prompt_numbers(cli):
-    assert cli("session", "start", "sess-1", "-p", "web", "--agent", "claude", "--goal", "fix login").exit_code == 0
+    assert (
+        cli("session", "start", "sess-1", "-p", "web", "--agent", "claude", "--goal", "fix login").exit_code
+        == 0
+    )
     assert cli("prompt", "add", "first", "--session", "sess-1").stdout.split() == ["P1", "1"]
     assert cli("prompt", "add", "second", "--session", "sess-1").stdout.split() == ["P2", "2"]
     cli("summary", "add", "--session", "sess-1", "--request", "fix login", "--next-steps", "write a test")
