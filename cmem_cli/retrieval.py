@@ -148,3 +148,117 @@ def resolve_query_anchor(store: Store, query: str, filters: Filters) -> str:
     if not hits:
         raise NotFound(f"nothing matches {query!r}")
     return str(hits[0]["id"])
+
+
+# -- hybrid search over the store and the index -----------------------------------------------------------
+
+STORE_SIGNAL = "store"
+
+
+def _signals_json(signals: dict[str, Any]) -> dict[str, Any]:
+    return {
+        name: {"rank": s.rank, "score": round(s.raw, 6), "norm": round(s.norm, 4)}
+        for name, s in signals.items()
+    }
+
+
+def document_row(hit: Any) -> dict[str, Any]:
+    """A row for a collection document (a user's notes or docs) found by the index."""
+    return {
+        "id": f"#{hit.docid}" if hit.docid else hit.key, "uid": None, "kind": "document", "type": "document",
+        "title": hit.title or hit.path, "subtitle": hit.snippet, "project": hit.collection, "session": None,
+        "agent": None, "key": None, "created_at": to_iso(hit.created_at) if hit.created_at else None,
+        "score": hit.score, "tokens": None, "path": f"{hit.collection}:{hit.path}", "line": hit.line,
+    }  # fmt: skip
+
+
+def search(
+    memory: Any,
+    query: str | None,
+    filters: Filters,
+    *,
+    limit: int = 20,
+    offset: int = 0,
+    order: str = "relevance",
+    mode: str = "auto",
+    rerank: bool | None = None,
+    min_score: float = 0.0,
+    collections: list[str] | None = None,
+    explain: bool = False,
+) -> tuple[list[dict[str, Any]], str, list[str]]:
+    """The first layer: rows, the mode actually used and notes for stderr.
+
+    Keyword hits from the store (fresh the moment a write commits, covering prompts and summaries) are fused
+    with the index's BM25 and vector hits over cmem's export tree and the user's collections. With no query
+    it lists observations by the filters. Without an index everything still works from the store alone.
+    """
+    if not query or not query.strip():
+        return (
+            keyword_search(memory.store, query, filters, limit=limit, offset=offset, order=order),
+            "list",
+            [],
+        )
+    if order not in ORDERS:
+        raise InvalidInput(f"unknown order {order!r} (expected one of: {', '.join(ORDERS)})")
+    if limit < 0 or offset < 0:
+        raise InvalidInput("--limit and --offset must not be negative")
+    store = memory.store
+    window = limit + offset
+    depth = max(window, 50)
+    observations = store.search_observations(query, filters, limit=depth)
+    summaries = store.search_summaries(query, filters, limit=depth)
+    prompts = store.search_prompts(query, filters, limit=depth)
+    by_key: dict[str, dict[str, Any]] = {}
+    ranked: list[tuple[str, float]] = []
+    for row in observations:
+        by_key[f"obs:{row['uid']}"] = observation_row(row)
+        ranked.append((f"obs:{row['uid']}", row["bm25"]))
+    for row in summaries:
+        key = f"doc:memories:{row['path']}" if row.get("path") else f"summary:{row['id']}"
+        by_key[key] = summary_row(row)
+        ranked.append((key, row["bm25"]))
+    for row in prompts:
+        by_key[f"prompt:{row['id']}"] = prompt_row(row)
+        ranked.append((f"prompt:{row['id']}", row["bm25"]))
+    ranked.sort(key=lambda item: -item[1])
+
+    from index.search import hybrid
+
+    results = hybrid(
+        memory.config,
+        query,
+        mode=mode,
+        limit=depth,
+        filters=filters,
+        collections=collections,
+        rerank=rerank,
+        extra_lists={STORE_SIGNAL: ranked},
+        min_score=min_score,
+    )
+    missing = [h.uid for h in results if h.kind == "observation" and h.uid and f"obs:{h.uid}" not in by_key]
+    found = store.observations_by_uids(missing)
+    rows: list[dict[str, Any]] = []
+    for hit in results:
+        row = by_key.get(hit.key)
+        if row is None and hit.kind == "observation" and hit.uid in found:
+            row = observation_row(found[hit.uid])
+        elif row is None and hit.kind == "summary" and hit.path:
+            row = _summary_by_path(store, hit.path)
+        elif row is None and hit.kind == "document":
+            row = document_row(hit)
+        if row is None:
+            continue  # in the index but no longer in the store (deleted since the last index run)
+        row = {**row, "score": round(hit.score, 4)}
+        if hit.line is not None and row["kind"] == "document":
+            row["line"] = hit.line
+        if explain:
+            row["signals"] = _signals_json(hit.signals)
+        rows.append(row)
+    if order != "relevance":
+        rows.sort(key=lambda r: r["created_at"] or "", reverse=order == "newest")
+    return rows[offset:window], results.mode, results.notes
+
+
+def _summary_by_path(store: Store, path: str) -> dict[str, Any] | None:
+    row = store.db.query_one("SELECT * FROM session_summaries WHERE path = ?", (path,))
+    return summary_row(row) if row else None

@@ -435,7 +435,8 @@ class Store:
         for row in rows:
             _decode(row)
             row["kind"] = "observation"
-            row["score"] = bm25_to_score(row.pop("rank"))
+            row["bm25"] = -row.pop("rank")  # FTS5 ranks lower-is-better; keep the positive strength
+            row["score"] = bm25_to_score(-row["bm25"])
         return rows
 
     def search_summaries(self, query: str, filters: Filters, *, limit: int) -> list[dict[str, Any]]:
@@ -450,7 +451,8 @@ class Store:
         )
         for row in rows:
             row["kind"] = "summary"
-            row["score"] = bm25_to_score(row.pop("rank"))
+            row["bm25"] = -row.pop("rank")  # FTS5 ranks lower-is-better; keep the positive strength
+            row["score"] = bm25_to_score(-row["bm25"])
         return rows
 
     def search_prompts(self, query: str, filters: Filters, *, limit: int) -> list[dict[str, Any]]:
@@ -465,7 +467,8 @@ class Store:
         )
         for row in rows:
             row["kind"] = "prompt"
-            row["score"] = bm25_to_score(row.pop("rank"))
+            row["bm25"] = -row.pop("rank")  # FTS5 ranks lower-is-better; keep the positive strength
+            row["score"] = bm25_to_score(-row["bm25"])
         return rows
 
     def list_observations(

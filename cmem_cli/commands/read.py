@@ -26,13 +26,17 @@ def _type_cell(row: dict[str, Any]) -> str:
     return f"{TYPE_ICONS.get(row['type'], '•')} {row['type']}"
 
 
+def _tokens(row: dict[str, Any]) -> str:
+    return f"~{row['tokens']}" if row.get("tokens") is not None else ""
+
+
 SEARCH_COLUMNS = [
     Column("id", "ID", justify="right"),
     Column("created_at", "DATE", _date),
     Column("type", "TYPE"),
     Column("title", "TITLE", max_width=72),
     Column("project", "PROJECT", max_width=20),
-    Column("tokens", "TOKENS", lambda r: f"~{r['tokens']}", justify="right"),
+    Column("tokens", "TOKENS", _tokens, justify="right"),
 ]
 # On a terminal the type gets its icon; piped output keeps the bare, stable word.
 TABLE_SEARCH_COLUMNS = [
@@ -94,22 +98,66 @@ def search(
     limit: Annotated[int, typer.Option("--limit", "-n", help="Maximum rows.")] = 20,
     offset: Annotated[int, typer.Option("--offset", help="Skip this many rows.")] = 0,
     order: Annotated[str, typer.Option("--order", help="relevance, newest or oldest.")] = "relevance",
+    mode: Annotated[
+        str,
+        typer.Option(
+            "--mode",
+            help="auto (hybrid when the index has vectors, else keyword), keyword, vector or hybrid.",
+        ),
+    ] = "auto",
+    rerank: Annotated[
+        bool | None,
+        typer.Option(
+            "--rerank/--no-rerank",
+            help="Rerank the top 20 with the reranker model (default: when one is configured).",
+        ),
+    ] = None,
+    min_score: Annotated[
+        float, typer.Option("--min-score", help="Drop hits scoring below this (0..1).")
+    ] = 0.0,
+    collection: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--collection", "-c", help="Only this collection (repeatable; 'memories' is cmem's own)."
+        ),
+    ] = None,
+    explain: Annotated[bool, typer.Option("--explain", help="Show each signal's rank and score.")] = False,
     as_json: JsonOpt = False,
     fmt: FormatOpt = None,
 ) -> None:
-    """Search memories: one compact row per hit (id, date, type, title, project, token cost)."""
-    from cmem_cli.retrieval import keyword_search
+    """Search memories and documents: one compact row per hit (id, date, type, title, project, token cost)."""
+    import sys
+
+    from cmem_cli.retrieval import search as run_search
 
     output = resolve_format(fmt, as_json)
     filters = build_filters(project, obs_type, concept, file, agent, session, since, until)
     with open_memory() as memory:
-        rows = keyword_search(memory.store, query, filters, limit=limit, offset=offset, order=order)
-    emit_rows(
-        rows,
-        TABLE_SEARCH_COLUMNS if output == "table" else SEARCH_COLUMNS,
-        output,
-        empty_message="no matches",
-    )
+        rows, _, notes = run_search(
+            memory,
+            query,
+            filters,
+            limit=limit,
+            offset=offset,
+            order=order,
+            mode=mode,
+            rerank=rerank,
+            min_score=min_score,
+            collections=collection,
+            explain=explain,
+        )
+    if mode != "auto" or explain:  # in auto mode a missing index or model is expected, not news
+        for note in notes:
+            print(f"cmem: note: {note}", file=sys.stderr)
+    columns = TABLE_SEARCH_COLUMNS if output == "table" else SEARCH_COLUMNS
+    if explain:
+        columns = [*columns, Column("signals", "WHY", _why)]
+    emit_rows(rows, columns, output, empty_message="no matches")
+
+
+def _why(row: dict[str, Any]) -> str:
+    parts = [f"{name}#{s['rank']}:{s['norm']:.2f}" for name, s in (row.get("signals") or {}).items()]
+    return " ".join(parts)
 
 
 TIMELINE_COLUMNS = [
