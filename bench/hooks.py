@@ -29,27 +29,55 @@ def command() -> list[str]:
 
 
 def payloads(event: str, session: str, cwd: str, n: int) -> dict:
-    base = {"session_id": session, "transcript_path": f"{cwd}/t.jsonl", "cwd": cwd, "hook_event_name": event,
-            "permission_mode": "default"}
+    base = {
+        "session_id": session,
+        "transcript_path": f"{cwd}/t.jsonl",
+        "cwd": cwd,
+        "hook_event_name": event,
+        "permission_mode": "default",
+    }
     if event == "SessionStart":
         return {**base, "source": "startup"}
     if event == "UserPromptSubmit":
         return {**base, "prompt": f"Refactor the parser, step {n}: keep error messages one line"}
     if event == "PostToolUse:Edit":
-        return {**base, "hook_event_name": "PostToolUse", "tool_name": "Edit", "tool_use_id": f"toolu_e{n}",
-                "tool_input": {"file_path": f"{cwd}/src/parser_{n}.py", "old_string": "def parse(x):",
-                               "new_string": "def parse(x: str) -> Node:"},
-                "tool_response": {"filePath": f"{cwd}/src/parser_{n}.py", "userModified": False}}
+        return {
+            **base,
+            "hook_event_name": "PostToolUse",
+            "tool_name": "Edit",
+            "tool_use_id": f"toolu_e{n}",
+            "tool_input": {
+                "file_path": f"{cwd}/src/parser_{n}.py",
+                "old_string": "def parse(x):",
+                "new_string": "def parse(x: str) -> Node:",
+            },
+            "tool_response": {"filePath": f"{cwd}/src/parser_{n}.py", "userModified": False},
+        }
     if event == "PostToolUse:Bash":
-        return {**base, "hook_event_name": "PostToolUse", "tool_name": "Bash", "tool_use_id": f"toolu_b{n}",
-                "tool_input": {"command": f"pytest tests/test_parser.py -k case_{n}", "description": "Run tests"},
-                "tool_response": {"stdout": "1 passed in 0.12s", "stderr": "", "interrupted": False}}
+        return {
+            **base,
+            "hook_event_name": "PostToolUse",
+            "tool_name": "Bash",
+            "tool_use_id": f"toolu_b{n}",
+            "tool_input": {"command": f"pytest tests/test_parser.py -k case_{n}", "description": "Run tests"},
+            "tool_response": {"stdout": "1 passed in 0.12s", "stderr": "", "interrupted": False},
+        }
     if event == "PostToolUse:Read":
-        return {**base, "hook_event_name": "PostToolUse", "tool_name": "Read", "tool_use_id": f"toolu_r{n}",
-                "tool_input": {"file_path": f"{cwd}/src/module_{n}.py"}}
+        return {
+            **base,
+            "hook_event_name": "PostToolUse",
+            "tool_name": "Read",
+            "tool_use_id": f"toolu_r{n}",
+            "tool_input": {"file_path": f"{cwd}/src/module_{n}.py"},
+        }
     if event == "PostToolUseFailure":
-        return {**base, "tool_name": "Bash", "tool_use_id": f"toolu_f{n}",
-                "tool_input": {"command": "npm test"}, "error": "Exit code 1\nFAIL src/app.test.ts"}
+        return {
+            **base,
+            "tool_name": "Bash",
+            "tool_use_id": f"toolu_f{n}",
+            "tool_input": {"command": "npm test"},
+            "error": "Exit code 1\nFAIL src/app.test.ts",
+        }
     if event == "Stop":
         return {**base, "stop_hook_active": False, "last_assistant_message": f"Done with step {n}."}
     if event == "SessionEnd":
@@ -57,8 +85,16 @@ def payloads(event: str, session: str, cwd: str, n: int) -> dict:
     raise ValueError(event)
 
 
-EVENTS = ["SessionStart", "UserPromptSubmit", "PostToolUse:Edit", "PostToolUse:Bash", "PostToolUse:Read",
-          "PostToolUseFailure", "Stop", "SessionEnd"]
+EVENTS = [
+    "SessionStart",
+    "UserPromptSubmit",
+    "PostToolUse:Edit",
+    "PostToolUse:Bash",
+    "PostToolUse:Read",
+    "PostToolUseFailure",
+    "Stop",
+    "SessionEnd",
+]
 
 
 def timed(cmd: list[str], data: bytes, env: dict[str, str]) -> float:
@@ -75,14 +111,47 @@ def seed(env: dict[str, str], cwd: str, history: int) -> None:
     types = ["decision", "bugfix", "discovery", "change", "feature", "insight"]
     lines = []
     for i in range(history):
-        lines.append(json.dumps({"type": types[i % len(types)], "title": f"Observation {i} about the parser",
-                                 "narrative": "Details " * 20, "facts": [f"fact {i}"],
-                                 "project": "benchproj", "session": f"old-{i // 50}"}))
-    subprocess.run([sys.executable, "-m", "cmem_cli", "add", "--json", "-"], input="\n".join(lines).encode(),
-                   env=env, check=True, capture_output=True, cwd=cwd)
-    subprocess.run([sys.executable, "-m", "cmem_cli", "summary", "add", "--session", "old-0", "--request", "Speed up parsing",
-                    "--completed", "Cached the tokenizer", "--next-steps", "Profile the lexer"],
-                   env=env, check=False, capture_output=True, cwd=cwd)
+        lines.append(
+            json.dumps(
+                {
+                    "type": types[i % len(types)],
+                    "title": f"Observation {i} about the parser",
+                    "narrative": "Details " * 20,
+                    "facts": [f"fact {i}"],
+                    "project": "benchproj",
+                    "session": f"old-{i // 50}",
+                }
+            )
+        )
+    subprocess.run(
+        [sys.executable, "-m", "cmem_cli", "add", "--json", "-"],
+        input="\n".join(lines).encode(),
+        env=env,
+        check=True,
+        capture_output=True,
+        cwd=cwd,
+    )
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "cmem_cli",
+            "summary",
+            "add",
+            "--session",
+            "old-0",
+            "--request",
+            "Speed up parsing",
+            "--completed",
+            "Cached the tokenizer",
+            "--next-steps",
+            "Profile the lexer",
+        ],
+        env=env,
+        check=False,
+        capture_output=True,
+        cwd=cwd,
+    )
 
 
 def main() -> None:
@@ -99,8 +168,12 @@ def main() -> None:
         env.pop("CMEM_PROJECT", None)
         # Byte-compile once, as an install does; a developer shell may forbid writing .pyc files.
         env.pop("PYTHONDONTWRITEBYTECODE", None)
-        subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "cmem_cli"), str(ROOT / "export")],
-                       env=env, check=False, capture_output=True)
+        subprocess.run(
+            [sys.executable, "-m", "compileall", "-q", str(ROOT / "cmem_cli"), str(ROOT / "export")],
+            env=env,
+            check=False,
+            capture_output=True,
+        )
         seed(env, str(cwd), args.history)
         cmd = command()
         results = {}
@@ -117,12 +190,20 @@ def main() -> None:
         log = home / "logs" / "hooks.log"
         errors = log.read_text() if log.exists() else ""
 
-    rows = {k: {"median_ms": round(statistics.median(v), 1),
-                "p90_ms": round(sorted(v)[int(len(v) * 0.9) - 1], 1)} for k, v in results.items()}
+    rows = {
+        k: {"median_ms": round(statistics.median(v), 1), "p90_ms": round(sorted(v)[int(len(v) * 0.9) - 1], 1)}
+        for k, v in results.items()
+    }
     if args.json:
-        print(json.dumps({"command": cmd, "runs": args.runs, "history": args.history, "results": rows}, indent=2))
+        print(
+            json.dumps(
+                {"command": cmd, "runs": args.runs, "history": args.history, "results": rows}, indent=2
+            )
+        )
     else:
-        print(f"command: {' '.join(cmd)}   runs per event: {args.runs}   history: {args.history} observations")
+        print(
+            f"command: {' '.join(cmd)}   runs per event: {args.runs}   history: {args.history} observations"
+        )
         print(f"{'event':28} {'median ms':>10} {'p90 ms':>8}")
         for key, row in rows.items():
             print(f"{key:28} {row['median_ms']:>10} {row['p90_ms']:>8}")

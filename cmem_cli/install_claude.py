@@ -66,8 +66,11 @@ class Change:
 
     def diff(self) -> str:
         lines = difflib.unified_diff(
-            (self.old or "").splitlines(keepends=True), (self.new or "").splitlines(keepends=True),
-            fromfile=f"{self.path} (now)", tofile=f"{self.path} (after)")
+            (self.old or "").splitlines(keepends=True),
+            (self.new or "").splitlines(keepends=True),
+            fromfile=f"{self.path} (now)",
+            tofile=f"{self.path} (after)",
+        )
         return "".join(lines)
 
 
@@ -95,8 +98,11 @@ def is_cmem_command(command: Any) -> bool:
 def settings_paths(scope: str, cwd: Path) -> tuple[Path, Path]:
     """(settings.json, CLAUDE.md) for ``user`` (``$CLAUDE_CONFIG_DIR`` or ``~/.claude``) or ``project``."""
     if scope == "user":
-        base = Path(os.environ["CLAUDE_CONFIG_DIR"]).expanduser() if os.environ.get("CLAUDE_CONFIG_DIR") else (
-            Path.home() / ".claude")
+        base = (
+            Path(os.environ["CLAUDE_CONFIG_DIR"]).expanduser()
+            if os.environ.get("CLAUDE_CONFIG_DIR")
+            else (Path.home() / ".claude")
+        )
         return base / "settings.json", base / "CLAUDE.md"
     if scope == "project":
         return cwd / ".claude" / "settings.json", cwd / "CLAUDE.md"
@@ -118,12 +124,14 @@ def _load_settings(path: Path, text: str | None) -> dict[str, Any]:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise InvalidInput(f"{path} is not valid JSON ({exc.msg} at line {exc.lineno}); not touching it") from None
+        raise InvalidInput(
+            f"{path} is not valid JSON ({exc.msg} at line {exc.lineno}); not touching it"
+        ) from None
     if not isinstance(data, dict):
         raise InvalidInput(f"{path} must hold a JSON object; not touching it")
     hooks = data.get("hooks")
     if hooks is not None and not isinstance(hooks, dict):
-        raise InvalidInput(f"{path}: \"hooks\" must be an object; not touching it")
+        raise InvalidInput(f'{path}: "hooks" must be an object; not touching it')
     for event, groups in (hooks or {}).items():
         if not isinstance(groups, list):
             raise InvalidInput(f"{path}: hooks.{event} must be a list; not touching it")
@@ -137,7 +145,9 @@ def _without_ours(groups: list[Any]) -> list[Any]:
         if not isinstance(group, dict) or not isinstance(group.get("hooks"), list):
             kept.append(group)
             continue
-        entries = [h for h in group["hooks"] if not (isinstance(h, dict) and is_cmem_command(h.get("command")))]
+        entries = [
+            h for h in group["hooks"] if not (isinstance(h, dict) and is_cmem_command(h.get("command")))
+        ]
         if len(entries) == len(group["hooks"]):
             kept.append(group)
         elif entries:
@@ -145,7 +155,9 @@ def _without_ours(groups: list[Any]) -> list[Any]:
     return kept
 
 
-def merge_settings(settings: dict[str, Any], *, uninstall: bool, executable: str | None = None) -> dict[str, Any]:
+def merge_settings(
+    settings: dict[str, Any], *, uninstall: bool, executable: str | None = None
+) -> dict[str, Any]:
     """A new settings object: cmem's hook entries added (or removed); everything else identical."""
     result = json.loads(json.dumps(settings))  # deep copy, same key order
     hooks: dict[str, Any] = result.get("hooks") or {}
@@ -158,7 +170,9 @@ def merge_settings(settings: dict[str, Any], *, uninstall: bool, executable: str
     if not uninstall:
         for event, (matcher, timeout) in HOOK_EVENTS.items():
             group: dict[str, Any] = {"matcher": matcher} if matcher is not None else {}
-            group["hooks"] = [{"type": "command", "command": hook_command(event, executable), "timeout": timeout}]
+            group["hooks"] = [
+                {"type": "command", "command": hook_command(event, executable), "timeout": timeout}
+            ]
             hooks.setdefault(event, []).append(group)
     if hooks:
         result["hooks"] = hooks
@@ -183,8 +197,14 @@ def merge_instructions(text: str | None, *, uninstall: bool) -> str | None:
     return (without + "\n" if without else "") + INSTRUCTIONS
 
 
-def plan(scope: str, *, uninstall: bool, cwd: Path | None = None, executable: str | None = None,
-         instructions: bool = True) -> list[Change]:
+def plan(
+    scope: str,
+    *,
+    uninstall: bool,
+    cwd: Path | None = None,
+    executable: str | None = None,
+    instructions: bool = True,
+) -> list[Change]:
     settings_path, claude_md = settings_paths(scope, cwd or Path.cwd())
     old_settings = _read(settings_path)
     data = _load_settings(settings_path, old_settings)
@@ -195,15 +215,17 @@ def plan(scope: str, *, uninstall: bool, cwd: Path | None = None, executable: st
         new_settings = None
     else:
         new_settings = _dump(merged)
-    changes = [Change(settings_path, old_settings, new_settings,
-                      "hooks removed" if uninstall else "hooks installed")]
+    changes = [
+        Change(settings_path, old_settings, new_settings, "hooks removed" if uninstall else "hooks installed")
+    ]
     if instructions:
         old_md = _read(claude_md)
         new_md = merge_instructions(old_md, uninstall=uninstall)
         if old_md is not None and new_md is not None and old_md.rstrip("\n") == new_md.rstrip("\n"):
             new_md = old_md
-        changes.append(Change(claude_md, old_md, new_md,
-                              "instructions removed" if uninstall else "instructions added"))
+        changes.append(
+            Change(claude_md, old_md, new_md, "instructions removed" if uninstall else "instructions added")
+        )
     return changes
 
 

@@ -31,8 +31,16 @@ from cmem_cli.timeutil import now_ms, parse_iso
 
 DEFAULT_SETTLE_SECONDS = 300  # a transcript untouched this long is finished: its last turn is closed
 TAIL_BYTES = 512 * 1024
-_MARKUP_PREFIXES = ("<command-name>", "<command-message>", "<local-command-stdout>", "<local-command-caveat>",
-                    "<command-args>", "<bash-input>", "<bash-stdout>", "<bash-stderr>")
+_MARKUP_PREFIXES = (
+    "<command-name>",
+    "<command-message>",
+    "<local-command-stdout>",
+    "<local-command-caveat>",
+    "<command-args>",
+    "<bash-input>",
+    "<bash-stdout>",
+    "<bash-stderr>",
+)
 _INTERRUPTED = ("[Request interrupted by user", "[Request cancelled")
 
 
@@ -193,8 +201,14 @@ class _Turn:
 class TranscriptImporter:
     """Imports transcript files through one :class:`Capture`."""
 
-    def __init__(self, capture: Capture, *, project: str | None = None,
-                 settle_seconds: float = DEFAULT_SETTLE_SECONDS, now: float | None = None):
+    def __init__(
+        self,
+        capture: Capture,
+        *,
+        project: str | None = None,
+        settle_seconds: float = DEFAULT_SETTLE_SECONDS,
+        now: float | None = None,
+    ):
         self.capture = capture
         self.project = project
         self.settle_seconds = settle_seconds
@@ -243,7 +257,10 @@ class _FileRun:
         if isinstance(obj.get("cwd"), str) and obj["cwd"]:
             self.cwd = obj["cwd"]
         project = self.importer.project or (
-            project_for_directory(Path(self.cwd)) if self.cwd else self.path.parent.name.lstrip("-") or "default")
+            project_for_directory(Path(self.cwd))
+            if self.cwd
+            else self.path.parent.name.lstrip("-") or "default"
+        )
         agent = "claude-code"
         if obj.get("isSidechain") and isinstance(obj.get("agentId"), str):
             agent = f"claude-code/{obj['agentId']}"
@@ -263,8 +280,9 @@ class _FileRun:
                 self.user_line(start, obj)
             elif kind == "assistant":
                 self.assistant_line(start, obj)
-            elif kind in ("summary", "custom-title") and isinstance(obj.get("summary") or obj.get("customTitle"),
-                                                                   str):
+            elif kind in ("summary", "custom-title") and isinstance(
+                obj.get("summary") or obj.get("customTitle"), str
+            ):
                 self.labels[obj.get("sessionId") or self.path.stem] = obj.get("summary") or obj["customTitle"]
         return end
 
@@ -273,6 +291,8 @@ class _FileRun:
         created = _timestamp(obj)
         prompt = _is_prompt(obj, blocks)
         if prompt is not None:
+            prompt = self.capture.canonical_prompt(prompt)
+        if prompt:
             self.close_turn(abandon=True)
             where = self.where(obj)
             prefix = prompt_prefix(prompt)
@@ -292,12 +312,21 @@ class _FileRun:
             if pending is None:
                 continue  # its tool_use was before the resume point and already imported
             results = [b for b in blocks if b.get("type") == "tool_result"]
-            response = structured if isinstance(structured, dict) and len(results) == 1 else block.get("content")
+            response = (
+                structured if isinstance(structured, dict) and len(results) == 1 else block.get("content")
+            )
             error = response_text(block.get("content")) if block.get("is_error") is True else None
-            call = ToolCall(name=pending.name, input=pending.input, response=response,
-                            error=(error or "tool failed") if block.get("is_error") is True else None,
-                            interrupted=bool(error and error.startswith(_INTERRUPTED)), cwd=self.cwd)
-            self.record_tool(pending.where, call, str(block.get("tool_use_id")), created or pending.created_at)
+            call = ToolCall(
+                name=pending.name,
+                input=pending.input,
+                response=response,
+                error=(error or "tool failed") if block.get("is_error") is True else None,
+                interrupted=bool(error and error.startswith(_INTERRUPTED)),
+                cwd=self.cwd,
+            )
+            self.record_tool(
+                pending.where, call, str(block.get("tool_use_id")), created or pending.created_at
+            )
 
     def assistant_line(self, start: int, obj: dict[str, Any]) -> None:
         blocks = _blocks(obj.get("message"))
@@ -308,8 +337,9 @@ class _FileRun:
         for block in blocks:
             if block.get("type") == "tool_use" and isinstance(block.get("name"), str):
                 tool_input = block.get("input") if isinstance(block.get("input"), dict) else {}
-                self.pending[str(block.get("id"))] = _Pending(start, dict(self.counts), where, block["name"],
-                                                              tool_input, _timestamp(obj))
+                self.pending[str(block.get("id"))] = _Pending(
+                    start, dict(self.counts), where, block["name"], tool_input, _timestamp(obj)
+                )
 
     def record_tool(self, where: Where, call: ToolCall, tool_use_id: str, created: int | None) -> None:
         if self.capture.tool(where, call, tool_use_id=tool_use_id, created_at=created):
@@ -320,12 +350,21 @@ class _FileRun:
         got a result are recorded from their input alone."""
         if abandon:
             for tool_id, pending in list(self.pending.items()):
-                self.record_tool(pending.where, ToolCall(name=pending.name, input=pending.input, cwd=self.cwd),
-                                 tool_id, pending.created_at)
+                self.record_tool(
+                    pending.where,
+                    ToolCall(name=pending.name, input=pending.input, cwd=self.cwd),
+                    tool_id,
+                    pending.created_at,
+                )
             self.pending.clear()
         turn, self.turn = self.turn, None
-        if turn is not None and turn.answer and self.capture.turn_summary(
-                turn.where, turn.answer, request=turn.prompt, prompt_key=turn.key, created_at=turn.created_at):
+        if (
+            turn is not None
+            and turn.answer
+            and self.capture.turn_summary(
+                turn.where, turn.answer, request=turn.prompt, prompt_key=turn.key, created_at=turn.created_at
+            )
+        ):
             self.report.summaries += 1
 
     def finish(self, end: int, settled: bool) -> tuple[int, dict[str, int]]:
@@ -339,7 +378,8 @@ class _FileRun:
                     # Only a label: neither creates a session nor bumps its last activity.
                     mem.store.db.execute(
                         "UPDATE sessions SET label = ? WHERE session_id = ? AND label IS NULL",
-                        (scrub(label, config=mem.config)[:500] or None, session))
+                        (scrub(label, config=mem.config)[:500] or None, session),
+                    )
         if settled:
             self.close_turn(abandon=True)
             return end, self.counts
@@ -351,8 +391,13 @@ class _FileRun:
         return min(marks, key=lambda mark: mark[0])
 
 
-def import_paths(capture: Capture, paths: list[Path], *, project: str | None = None,
-                 settle_seconds: float = DEFAULT_SETTLE_SECONDS) -> list[FileReport]:
+def import_paths(
+    capture: Capture,
+    paths: list[Path],
+    *,
+    project: str | None = None,
+    settle_seconds: float = DEFAULT_SETTLE_SECONDS,
+) -> list[FileReport]:
     """Import several transcripts; one unreadable file is reported, not fatal to the others."""
     importer = TranscriptImporter(capture, project=project, settle_seconds=settle_seconds)
     reports = []

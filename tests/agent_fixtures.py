@@ -30,11 +30,26 @@ def payload(event: str, session: str, cwd: Path | str, **fields: Any) -> dict[st
     }
 
 
-def tool_payload(session: str, cwd: Path | str, tool: str, tool_input: dict[str, Any], response: Any = None,
-                 tool_use_id: str | None = None, event: str = "PostToolUse", **fields: Any) -> dict[str, Any]:
-    return payload(event, session, cwd, tool_name=tool, tool_input=tool_input,
-                   tool_response=response if response is not None else {},
-                   tool_use_id=tool_use_id or f"toolu_{uuid.uuid4().hex[:20]}", **fields)
+def tool_payload(
+    session: str,
+    cwd: Path | str,
+    tool: str,
+    tool_input: dict[str, Any],
+    response: Any = None,
+    tool_use_id: str | None = None,
+    event: str = "PostToolUse",
+    **fields: Any,
+) -> dict[str, Any]:
+    return payload(
+        event,
+        session,
+        cwd,
+        tool_name=tool,
+        tool_input=tool_input,
+        tool_response=response if response is not None else {},
+        tool_use_id=tool_use_id or f"toolu_{uuid.uuid4().hex[:20]}",
+        **fields,
+    )
 
 
 def db_rows(home: Path, sql: str, params: tuple = ()) -> list[tuple]:
@@ -68,9 +83,19 @@ class Transcript:
     def _envelope(self, kind: str, **extra: Any) -> dict[str, Any]:
         self.second += 1
         line_uuid = str(uuid.uuid4())
-        envelope = {"parentUuid": self.parent, "isSidechain": False, "userType": "external", "cwd": self.cwd,
-                    "sessionId": self.session, "version": "2.0.14", "gitBranch": "main", "type": kind,
-                    "uuid": line_uuid, "timestamp": f"{self.start}.{self.second:03d}Z", **extra}
+        envelope = {
+            "parentUuid": self.parent,
+            "isSidechain": False,
+            "userType": "external",
+            "cwd": self.cwd,
+            "sessionId": self.session,
+            "version": "2.0.14",
+            "gitBranch": "main",
+            "type": kind,
+            "uuid": line_uuid,
+            "timestamp": f"{self.start}.{self.second:03d}Z",
+            **extra,
+        }
         self.parent = line_uuid
         return envelope
 
@@ -83,19 +108,47 @@ class Transcript:
         return self
 
     def say(self, text: str) -> Transcript:
-        self.lines.append(self._envelope("assistant", message={
-            "id": f"msg_{uuid.uuid4().hex[:16]}", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
-            "content": [{"type": "text", "text": text}], "stop_reason": None,
-            "usage": {"input_tokens": 1200, "output_tokens": 40}}, requestId=f"req_{uuid.uuid4().hex[:12]}"))
+        self.lines.append(
+            self._envelope(
+                "assistant",
+                message={
+                    "id": f"msg_{uuid.uuid4().hex[:16]}",
+                    "type": "message",
+                    "role": "assistant",
+                    "model": "claude-sonnet-4-5",
+                    "content": [{"type": "text", "text": text}],
+                    "stop_reason": None,
+                    "usage": {"input_tokens": 1200, "output_tokens": 40},
+                },
+                requestId=f"req_{uuid.uuid4().hex[:12]}",
+            )
+        )
         return self
 
-    def tool(self, name: str, tool_input: dict[str, Any], result: Any, *, structured: Any = None,
-             is_error: bool = False, tool_id: str | None = None) -> Transcript:
+    def tool(
+        self,
+        name: str,
+        tool_input: dict[str, Any],
+        result: Any,
+        *,
+        structured: Any = None,
+        is_error: bool = False,
+        tool_id: str | None = None,
+    ) -> Transcript:
         tool_id = tool_id or f"toolu_{uuid.uuid4().hex[:20]}"
-        self.lines.append(self._envelope("assistant", message={
-            "id": f"msg_{uuid.uuid4().hex[:16]}", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
-            "content": [{"type": "tool_use", "id": tool_id, "name": name, "input": tool_input}],
-            "stop_reason": "tool_use"}))
+        self.lines.append(
+            self._envelope(
+                "assistant",
+                message={
+                    "id": f"msg_{uuid.uuid4().hex[:16]}",
+                    "type": "message",
+                    "role": "assistant",
+                    "model": "claude-sonnet-4-5",
+                    "content": [{"type": "tool_use", "id": tool_id, "name": name, "input": tool_input}],
+                    "stop_reason": "tool_use",
+                },
+            )
+        )
         block: dict[str, Any] = {"tool_use_id": tool_id, "type": "tool_result", "content": result}
         if is_error:
             block["is_error"] = True
@@ -104,19 +157,40 @@ class Transcript:
         return self
 
     def tool_use_only(self, name: str, tool_input: dict[str, Any], tool_id: str) -> Transcript:
-        self.lines.append(self._envelope("assistant", message={
-            "role": "assistant", "content": [{"type": "tool_use", "id": tool_id, "name": name, "input": tool_input}]}))
+        self.lines.append(
+            self._envelope(
+                "assistant",
+                message={
+                    "role": "assistant",
+                    "content": [{"type": "tool_use", "id": tool_id, "name": name, "input": tool_input}],
+                },
+            )
+        )
         return self
 
     def tool_result_only(self, tool_id: str, result: str, structured: Any = None) -> Transcript:
         extra = {"toolUseResult": structured} if structured is not None else {}
-        self.lines.append(self._envelope("user", message={"role": "user", "content": [
-            {"tool_use_id": tool_id, "type": "tool_result", "content": result}]}, **extra))
+        self.lines.append(
+            self._envelope(
+                "user",
+                message={
+                    "role": "user",
+                    "content": [{"tool_use_id": tool_id, "type": "tool_result", "content": result}],
+                },
+                **extra,
+            )
+        )
         return self
 
     def bookkeeping(self) -> Transcript:
-        self.lines.append({"type": "file-history-snapshot", "messageId": str(uuid.uuid4()),
-                           "snapshot": {"trackedFileBackups": {}}, "isSnapshotUpdate": False})
+        self.lines.append(
+            {
+                "type": "file-history-snapshot",
+                "messageId": str(uuid.uuid4()),
+                "snapshot": {"trackedFileBackups": {}},
+                "isSnapshotUpdate": False,
+            }
+        )
         self.lines.append(self._envelope("system", subtype="turn_duration", content="", level="info"))
         return self
 

@@ -19,19 +19,48 @@ DAY = 86_400_000
 
 
 def seed(sh) -> None:
-    records = [{"type": "discovery", "title": f"Read src/module_{i}.py", "project": "shop",
-                "tools_used": ["Read"], "files_read": [f"src/module_{i}.py"], "session": "s-old"}
-               for i in range(60)]
+    records = [
+        {
+            "type": "discovery",
+            "title": f"Read src/module_{i}.py",
+            "project": "shop",
+            "tools_used": ["Read"],
+            "files_read": [f"src/module_{i}.py"],
+            "session": "s-old",
+        }
+        for i in range(60)
+    ]
     records += [
-        {"type": "decision", "title": "Prices are integer cents end to end", "project": "shop", "session": "s-old",
-         "narrative": "Floats lost a cent on totals; every boundary converts once."},
-        {"type": "bugfix", "title": "Checkout total rounded each line instead of the sum", "project": "shop",
-         "session": "s-old"},
+        {
+            "type": "decision",
+            "title": "Prices are integer cents end to end",
+            "project": "shop",
+            "session": "s-old",
+            "narrative": "Floats lost a cent on totals; every boundary converts once.",
+        },
+        {
+            "type": "bugfix",
+            "title": "Checkout total rounded each line instead of the sum",
+            "project": "shop",
+            "session": "s-old",
+        },
         {"type": "decision", "title": "Unrelated project decision", "project": "other"},
     ]
     assert sh("add", "--json", "-", input="\n".join(json.dumps(r) for r in records)).exit_code == 0
-    sh("summary", "add", "--session", "s-old", "--project", "shop", "--request", "Fix the off-by-a-cent total",
-       "--completed", "Totals computed in cents", "--next-steps", "Migrate stored prices to cents")
+    sh(
+        "summary",
+        "add",
+        "--session",
+        "s-old",
+        "--project",
+        "shop",
+        "--request",
+        "Fix the off-by-a-cent total",
+        "--completed",
+        "Totals computed in cents",
+        "--next-steps",
+        "Migrate stored prices to cents",
+    )
     sh("session", "end", "s-old", "--next-steps", "Migrate stored prices to cents")
 
 
@@ -97,12 +126,22 @@ def big_store(tmp_path_factory: pytest.TempPathFactory):
             os.environ["CMEM_HOME"] = old
     types = ["decision", "bugfix", "discovery", "change", "insight", "error"]
     now = now_ms()
-    records = [mem.prepare({"type": types[i % 6], "title": f"Observation {i} " + "word " * (i % 17),
-                            "project": "big", "created_at": now - (i % 40) * DAY, "narrative": "n" * (i % 300)})
-               for i in range(300)]
+    records = [
+        mem.prepare(
+            {
+                "type": types[i % 6],
+                "title": f"Observation {i} " + "word " * (i % 17),
+                "project": "big",
+                "created_at": now - (i % 40) * DAY,
+                "narrative": "n" * (i % 300),
+            }
+        )
+        for i in range(300)
+    ]
     mem.add_observations(records)
-    mem.add_summary("s-big", {"request": "r" * 3000, "completed": "c" * 3000, "next_steps": "n " * 900},
-                    project="big")
+    mem.add_summary(
+        "s-big", {"request": "r" * 3000, "completed": "c" * 3000, "next_steps": "n " * 900}, project="big"
+    )
     yield mem
     mem.close()
 

@@ -46,8 +46,14 @@ def build(name: str, tool_input: dict, response=None, **kw):
 
 
 def test_edit_becomes_a_change_with_the_file_modified_and_a_diff() -> None:
-    record = build("Edit", {"file_path": "/repo/src/invoice.py", "old_string": "total = a + b",
-                            "new_string": "total = round(a + b, 2)"})
+    record = build(
+        "Edit",
+        {
+            "file_path": "/repo/src/invoice.py",
+            "old_string": "total = a + b",
+            "new_string": "total = round(a + b, 2)",
+        },
+    )
     assert record["type"] == "change"
     assert record["title"] == "Edited src/invoice.py"
     assert record["files_modified"] == ["src/invoice.py"]
@@ -56,18 +62,30 @@ def test_edit_becomes_a_change_with_the_file_modified_and_a_diff() -> None:
 
 
 def test_multiedit_counts_its_edits_and_write_says_created() -> None:
-    record = build("MultiEdit", {"file_path": "/repo/a.py", "edits": [
-        {"old_string": "x", "new_string": "y"}, {"old_string": "p", "new_string": "q", "replace_all": True}]})
+    record = build(
+        "MultiEdit",
+        {
+            "file_path": "/repo/a.py",
+            "edits": [
+                {"old_string": "x", "new_string": "y"},
+                {"old_string": "p", "new_string": "q", "replace_all": True},
+            ],
+        },
+    )
     assert record["title"] == "Edited a.py (2 edits)"
     assert "replaced every occurrence" in record["facts"]
-    created = build("Write", {"file_path": "/repo/docs/new.md", "content": "# New\n\ntext\n"},
-                    {"type": "create", "filePath": "/repo/docs/new.md"})
+    created = build(
+        "Write",
+        {"file_path": "/repo/docs/new.md", "content": "# New\n\ntext\n"},
+        {"type": "create", "filePath": "/repo/docs/new.md"},
+    )
     assert created["title"] == "Created docs/new.md" and created["facts"] == ["3 lines"]
 
 
 def test_read_is_a_discovery_with_files_read_and_a_repeat_key() -> None:
-    obs = build_observation(ToolCall("Read", {"file_path": "/repo/src/db.py", "offset": 40, "limit": 20},
-                                     cwd="/repo"), RULES)
+    obs = build_observation(
+        ToolCall("Read", {"file_path": "/repo/src/db.py", "offset": 40, "limit": 20}, cwd="/repo"), RULES
+    )
     assert obs.record["title"] == "Read src/db.py"
     assert obs.record["subtitle"] == "lines 40-59"
     assert obs.record["files_read"] == ["src/db.py"]
@@ -75,8 +93,11 @@ def test_read_is_a_discovery_with_files_read_and_a_repeat_key() -> None:
 
 
 def test_failed_command_is_an_error_with_its_exit_status_and_output() -> None:
-    record = build("Bash", {"command": "pytest -x tests/test_tax.py", "description": "Run tax tests"},
-                   error="Exit code 2\nE   AssertionError: 19.99 != 20.0")
+    record = build(
+        "Bash",
+        {"command": "pytest -x tests/test_tax.py", "description": "Run tax tests"},
+        error="Exit code 2\nE   AssertionError: 19.99 != 20.0",
+    )
     assert record["type"] == "error"
     assert record["title"] == "Command failed: pytest -x tests/test_tax.py"
     assert "exit status 2" in record["facts"]
@@ -95,34 +116,49 @@ def test_successful_commands_are_typed_by_what_they_do() -> None:
 def test_trivial_commands_are_skipped_unless_they_fail() -> None:
     assert build("Bash", {"command": "ls -la"}, {"stdout": "x"}) is None
     assert build("Bash", {"command": "FOO=1 cmem search parser"}, {"stdout": "x"}) is None
-    assert build("Bash", {"command": "ls /missing"}, error="Exit code 2\nls: cannot access")["type"] == "error"
+    assert (
+        build("Bash", {"command": "ls /missing"}, error="Exit code 2\nls: cannot access")["type"] == "error"
+    )
 
 
 def test_searches_say_what_was_searched_and_what_matched() -> None:
-    grep = build("Grep", {"pattern": "def charge", "path": "/repo/src", "glob": "*.py"},
-                 {"mode": "files_with_matches", "filenames": ["/repo/src/pay.py"], "numFiles": 1})
+    grep = build(
+        "Grep",
+        {"pattern": "def charge", "path": "/repo/src", "glob": "*.py"},
+        {"mode": "files_with_matches", "filenames": ["/repo/src/pay.py"], "numFiles": 1},
+    )
     assert grep["title"] == "Searched code for `def charge` in src"
     assert grep["facts"] == ["1 file matched", "match: src/pay.py"]
-    glob = build("Glob", {"pattern": "**/*.sql"}, {"filenames": ["/repo/m/1.sql", "/repo/m/2.sql"], "numFiles": 2})
+    glob = build(
+        "Glob", {"pattern": "**/*.sql"}, {"filenames": ["/repo/m/1.sql", "/repo/m/2.sql"], "numFiles": 2}
+    )
     assert glob["title"] == "Listed files matching `**/*.sql`"
     web = build("WebSearch", {"query": "stripe idempotency keys"})
     assert web["title"] == "Searched the web for 'stripe idempotency keys'"
-    fetch = build("WebFetch", {"url": "https://docs.example.com/api", "prompt": "rate limits?"},
-                  {"result": "100 requests per second", "code": 200})
+    fetch = build(
+        "WebFetch",
+        {"url": "https://docs.example.com/api", "prompt": "rate limits?"},
+        {"result": "100 requests per second", "code": 200},
+    )
     assert fetch["title"] == "Fetched https://docs.example.com/api"
     assert "100 requests per second" in fetch["narrative"]
 
 
 def test_subagents_plans_questions_and_mcp_tools_get_useful_titles() -> None:
-    task = build("Task", {"description": "Find flaky tests", "prompt": "Look for flaky tests",
-                          "subagent_type": "Explore"},
-                 {"content": [{"type": "text", "text": "test_retry is flaky: it sleeps 0.1s"}]})
+    task = build(
+        "Task",
+        {"description": "Find flaky tests", "prompt": "Look for flaky tests", "subagent_type": "Explore"},
+        {"content": [{"type": "text", "text": "test_retry is flaky: it sleeps 0.1s"}]},
+    )
     assert task["title"] == "Delegated to Explore: Find flaky tests"
     assert "test_retry is flaky" in task["narrative"]
     plan = build("ExitPlanMode", {"plan": "# Move tax rules to config\n1. ...\n2. ..."})
     assert plan["type"] == "decision" and plan["title"].startswith("Plan: Move tax rules to config")
-    question = build("AskUserQuestion", {"questions": [{"question": "Keep the v1 API?", "options": []}]},
-                     {"answers": {"Keep the v1 API?": "yes"}})
+    question = build(
+        "AskUserQuestion",
+        {"questions": [{"question": "Keep the v1 API?", "options": []}]},
+        {"answers": {"Keep the v1 API?": "yes"}},
+    )
     assert question["type"] == "question" and question["title"] == "Asked: Keep the v1 API?"
     mcp = build("mcp__github__create_issue", {"title": "Tax rounding", "body": "..."})
     assert mcp["title"] == "Called github create_issue: Tax rounding"
@@ -130,16 +166,24 @@ def test_subagents_plans_questions_and_mcp_tools_get_useful_titles() -> None:
 
 
 def test_a_failed_edit_is_an_error_that_modified_nothing() -> None:
-    record = build("Edit", {"file_path": "/repo/a.py", "old_string": "x", "new_string": "y"},
-                   error="String to replace not found in file.")
+    record = build(
+        "Edit",
+        {"file_path": "/repo/a.py", "old_string": "x", "new_string": "y"},
+        error="String to replace not found in file.",
+    )
     assert record["type"] == "error"
     assert record["title"] == "Edit failed: Edited a.py"
     assert "files_modified" not in record
 
 
 def test_rules_from_config_skip_tools_by_glob_and_extend_commands() -> None:
-    rules = rules_from_config({"skip_tools": ["Read", "mcp__playwright__*"], "also_skip_commands": ["make lint"],
-                               "merge_repeats": "off"})
+    rules = rules_from_config(
+        {
+            "skip_tools": ["Read", "mcp__playwright__*"],
+            "also_skip_commands": ["make lint"],
+            "merge_repeats": "off",
+        }
+    )
     assert build_observation(ToolCall("Read", {"file_path": "/x"}), rules) is None
     assert build_observation(ToolCall("mcp__playwright__click", {}), rules) is None
     assert build_observation(ToolCall("Bash", {"command": "make lint"}, {"stdout": ""}), rules) is None
@@ -151,8 +195,17 @@ def test_event_names_are_forgiving_and_payload_types_tolerated() -> None:
     assert canonical_event("session-start") == "SessionStart"
     assert canonical_event("post_tool_use") == "PostToolUse"
     assert canonical_event("SomethingNew") == "SomethingNew"
-    parsed = parse_payload(json.dumps({"session_id": 42, "tool_input": "not an object", "agent_type": "Explore",
-                                       "hook_event_name": "PostToolUse", "tool_name": "Bash"}))
+    parsed = parse_payload(
+        json.dumps(
+            {
+                "session_id": 42,
+                "tool_input": "not an object",
+                "agent_type": "Explore",
+                "hook_event_name": "PostToolUse",
+                "tool_name": "Bash",
+            }
+        )
+    )
     assert parsed.session_id == "42" and parsed.tool_input == {"input": "not an object"}
     assert parsed.agent == "claude-code/Explore"
 
@@ -165,35 +218,91 @@ def test_a_whole_session_becomes_session_prompts_observations_and_a_summary(sh, 
     assert hook(sh, "SessionStart", payload("SessionStart", sid, project, source="startup")).exit_code == 0
     hook(sh, "UserPromptSubmit", payload("UserPromptSubmit", sid, project, prompt="Round invoice totals"))
     calls = [
-        tool_payload(sid, project, "Read", {"file_path": f"{project}/src/invoice.py"},
-                     {"type": "text", "file": {"filePath": f"{project}/src/invoice.py", "numLines": 80,
-                                               "startLine": 1, "totalLines": 80}}),
-        tool_payload(sid, project, "Edit", {"file_path": f"{project}/src/invoice.py", "old_string": "a + b",
-                                            "new_string": "round(a + b, 2)"}),
-        tool_payload(sid, project, "Bash", {"command": "pytest tests/test_invoice.py", "description": "Run tests"},
-                     event="PostToolUseFailure", error="Exit code 1\nFAILED test_invoice.py::test_round",
-                     is_interrupt=False),
-        tool_payload(sid, project, "Grep", {"pattern": "round\\(", "path": str(project)},
-                     {"mode": "files_with_matches", "filenames": [f"{project}/src/invoice.py"], "numFiles": 1}),
+        tool_payload(
+            sid,
+            project,
+            "Read",
+            {"file_path": f"{project}/src/invoice.py"},
+            {
+                "type": "text",
+                "file": {
+                    "filePath": f"{project}/src/invoice.py",
+                    "numLines": 80,
+                    "startLine": 1,
+                    "totalLines": 80,
+                },
+            },
+        ),
+        tool_payload(
+            sid,
+            project,
+            "Edit",
+            {
+                "file_path": f"{project}/src/invoice.py",
+                "old_string": "a + b",
+                "new_string": "round(a + b, 2)",
+            },
+        ),
+        tool_payload(
+            sid,
+            project,
+            "Bash",
+            {"command": "pytest tests/test_invoice.py", "description": "Run tests"},
+            event="PostToolUseFailure",
+            error="Exit code 1\nFAILED test_invoice.py::test_round",
+            is_interrupt=False,
+        ),
+        tool_payload(
+            sid,
+            project,
+            "Grep",
+            {"pattern": "round\\(", "path": str(project)},
+            {"mode": "files_with_matches", "filenames": [f"{project}/src/invoice.py"], "numFiles": 1},
+        ),
         tool_payload(sid, project, "TodoWrite", {"todos": [{"content": "x", "status": "pending"}]}),
     ]
     for call in calls:
         assert hook(sh, call["hook_event_name"], call).exit_code == 0
     hook(sh, "UserPromptSubmit", payload("UserPromptSubmit", sid, project, prompt="Now update the changelog"))
-    hook(sh, "PostToolUse", tool_payload(sid, project, "Write", {"file_path": f"{project}/CHANGELOG.md",
-                                                                 "content": "- rounding\n"}, {"type": "update"}))
-    hook(sh, "Stop", payload("Stop", sid, project, stop_hook_active=False,
-                             last_assistant_message="Totals are rounded to cents; changelog updated."))
+    hook(
+        sh,
+        "PostToolUse",
+        tool_payload(
+            sid,
+            project,
+            "Write",
+            {"file_path": f"{project}/CHANGELOG.md", "content": "- rounding\n"},
+            {"type": "update"},
+        ),
+    )
+    hook(
+        sh,
+        "Stop",
+        payload(
+            "Stop",
+            sid,
+            project,
+            stop_hook_active=False,
+            last_assistant_message="Totals are rounded to cents; changelog updated.",
+        ),
+    )
     hook(sh, "SessionEnd", payload("SessionEnd", sid, project, reason="prompt_input_exit"))
 
     assert log_text(home) == ""
-    session = db_rows(home, "SELECT project, agent, status, prompt_counter FROM sessions WHERE session_id = ?",
-                      (sid,))
+    session = db_rows(
+        home, "SELECT project, agent, status, prompt_counter FROM sessions WHERE session_id = ?", (sid,)
+    )
     assert session == [("billing-api", "claude-code", "completed", 2)]
-    prompts = db_rows(home, "SELECT prompt_number, text FROM user_prompts WHERE session = ? ORDER BY 1", (sid,))
+    prompts = db_rows(
+        home, "SELECT prompt_number, text FROM user_prompts WHERE session = ? ORDER BY 1", (sid,)
+    )
     assert prompts == [(1, "Round invoice totals"), (2, "Now update the changelog")]
-    observations = db_rows(home, "SELECT type, title, prompt_number, files_read, files_modified FROM observations "
-                                 "WHERE session = ? ORDER BY id", (sid,))
+    observations = db_rows(
+        home,
+        "SELECT type, title, prompt_number, files_read, files_modified FROM observations "
+        "WHERE session = ? ORDER BY id",
+        (sid,),
+    )
     assert [(o[0], o[1], o[2]) for o in observations] == [
         ("discovery", "Read src/invoice.py", 1),
         ("change", "Edited src/invoice.py", 1),
@@ -235,8 +344,13 @@ def test_config_rules_skip_tools(sh, home, project, tmp_path) -> None:
     config.parent.mkdir(parents=True)
     config.write_text('[hooks]\nskip_tools = ["Read", "Grep"]\n')
     hook(sh, "PostToolUse", tool_payload("s-cfg", project, "Read", {"file_path": f"{project}/x.py"}))
-    hook(sh, "PostToolUse", tool_payload("s-cfg", project, "Edit", {"file_path": f"{project}/x.py",
-                                                                     "old_string": "1", "new_string": "2"}))
+    hook(
+        sh,
+        "PostToolUse",
+        tool_payload(
+            "s-cfg", project, "Edit", {"file_path": f"{project}/x.py", "old_string": "1", "new_string": "2"}
+        ),
+    )
     assert db_rows(home, "SELECT title FROM observations") == [("Edited x.py",)]
 
 
@@ -248,8 +362,17 @@ def test_config_rules_skip_tools(sh, home, project, tmp_path) -> None:
         ("array", b"[1, 2, 3]"),
         ("invalid utf-8", b'{"session_id": "\xff\xfe", "hook_event_name": "PostToolUse"}'),
         ("no session", json.dumps({"hook_event_name": "PostToolUse", "tool_name": "Edit"}).encode()),
-        ("wrong types", json.dumps({"session_id": ["x"], "tool_name": {"a": 1}, "tool_input": 7,
-                                    "hook_event_name": "PostToolUse"}).encode()),
+        (
+            "wrong types",
+            json.dumps(
+                {
+                    "session_id": ["x"],
+                    "tool_name": {"a": 1},
+                    "tool_input": 7,
+                    "hook_event_name": "PostToolUse",
+                }
+            ).encode(),
+        ),
     ],
 )
 def test_malformed_payloads_exit_zero_silently_and_log_the_error(sh, home, name, body) -> None:
@@ -271,26 +394,74 @@ def test_unknown_and_passive_events_are_accepted(sh, home, project) -> None:
 def test_a_broken_home_is_logged_not_shown(sh, home, project, tmp_path) -> None:
     blocker = tmp_path / "not-a-dir"
     blocker.write_text("x")
-    result = hook(sh, "UserPromptSubmit", payload("UserPromptSubmit", "s1", project, prompt="hi"),
-                  env={"CMEM_HOME": str(blocker / "home")})
+    result = hook(
+        sh,
+        "UserPromptSubmit",
+        payload("UserPromptSubmit", "s1", project, prompt="hi"),
+        env={"CMEM_HOME": str(blocker / "home")},
+    )
     assert result.exit_code == 0 and result.stderr == ""
 
 
 def test_private_text_and_secrets_never_reach_the_database_or_export(sh, home, project) -> None:
     token = "ghp_" + "Zq8" * 12
     stripe = "sk_live_" + "51Hx" * 6
-    hook(sh, "UserPromptSubmit", payload("UserPromptSubmit", "s-priv", project,
-                                         prompt="Deploy with <private>the vault code 7431-alpha</private> "
-                                                f"and GITHUB_TOKEN={token}"))
-    hook(sh, "PostToolUse", tool_payload("s-priv", project, "Edit", {
-        "file_path": f"{project}/.env", "old_string": "STRIPE_KEY=", "new_string": f"STRIPE_KEY={stripe}"}))
-    hook(sh, "PostToolUse", tool_payload("s-priv", project, "Bash", {
-        "command": f"curl -H 'Authorization: Bearer {token}' https://api.github.com/user"},
-        {"stdout": "<private>account balance 12,000</private>", "stderr": ""}))
+    hook(
+        sh,
+        "UserPromptSubmit",
+        payload(
+            "UserPromptSubmit",
+            "s-priv",
+            project,
+            prompt=f"Deploy with <private>the vault code 7431-alpha</private> and GITHUB_TOKEN={token}",
+        ),
+    )
+    hook(
+        sh,
+        "PostToolUse",
+        tool_payload(
+            "s-priv",
+            project,
+            "Edit",
+            {
+                "file_path": f"{project}/.env",
+                "old_string": "STRIPE_KEY=",
+                "new_string": f"STRIPE_KEY={stripe}",
+            },
+        ),
+    )
+    hook(
+        sh,
+        "PostToolUse",
+        tool_payload(
+            "s-priv",
+            project,
+            "Bash",
+            {"command": f"curl -H 'Authorization: Bearer {token}' https://api.github.com/user"},
+            {"stdout": "<private>account balance 12,000</private>", "stderr": ""},
+        ),
+    )
+    google = "AIza" + "Sy9" * 11 + "xy"
+    hook(
+        sh,
+        "PostToolUse",
+        tool_payload(
+            "s-priv",
+            project,
+            "WebFetch",
+            {
+                "url": f"https://maps.googleapis.com/maps/api/geocode/json?key={google}",
+                "prompt": "<private>office at 221B Baker Street</private> what is returned?",
+            },
+            {"result": "JSON"},
+        ),
+    )
     hook(sh, "Stop", payload("Stop", "s-priv", project, last_assistant_message=f"Used {stripe}."))
     stored = all_stored_bytes(home)
-    assert db_rows(home, "SELECT count(*) FROM observations") == [(2,)]
-    for secret in (token, stripe, "7431-alpha", "12,000"):
+    assert db_rows(home, "SELECT count(*) FROM observations") == [(3,)]
+    # capture keys (merging repeats) are kept too: they must not carry the secret either
+    assert db_rows(home, "SELECT count(*) FROM agent_captures WHERE key LIKE 'fetch:%'") == [(1,)]
+    for secret in (token, stripe, google, "7431-alpha", "12,000", "Baker Street"):
         assert secret.encode() not in stored, secret
     assert b"[REDACTED:" in stored
 
@@ -308,11 +479,22 @@ def test_excluded_projects_are_never_recorded(sh, home, project, tmp_path) -> No
 def test_twenty_hook_processes_at_once_lose_nothing(home, project) -> None:
     procs = []
     for n in range(20):
-        body = tool_payload(f"s-load-{n % 4}", project, "Edit", {"file_path": f"{project}/src/m{n}.py",
-                                                                 "old_string": "a", "new_string": f"b{n}"},
-                            tool_use_id=f"toolu_load_{n}")
-        procs.append(subprocess.Popen([sys.executable, "-m", "cmem_cli", "hook", "PostToolUse"], env=os.environ,
-                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+        body = tool_payload(
+            f"s-load-{n % 4}",
+            project,
+            "Edit",
+            {"file_path": f"{project}/src/m{n}.py", "old_string": "a", "new_string": f"b{n}"},
+            tool_use_id=f"toolu_load_{n}",
+        )
+        procs.append(
+            subprocess.Popen(
+                [sys.executable, "-m", "cmem_cli", "hook", "PostToolUse"],
+                env=os.environ,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+            )
+        )
         procs[-1].stdin.write(json.dumps(body).encode())
         procs[-1].stdin.close()
     for proc in procs:
@@ -325,8 +507,13 @@ def test_twenty_hook_processes_at_once_lose_nothing(home, project) -> None:
 
 
 def test_the_typer_command_handles_hooks_too(sh, home, project) -> None:
-    result = sh("--home", str(home), "hook", "UserPromptSubmit",
-                input=json.dumps(payload("UserPromptSubmit", "s-typer", project, prompt="via typer")))
+    result = sh(
+        "--home",
+        str(home),
+        "hook",
+        "UserPromptSubmit",
+        input=json.dumps(payload("UserPromptSubmit", "s-typer", project, prompt="via typer")),
+    )
     assert result.exit_code == 0
     assert db_rows(home, "SELECT text FROM user_prompts") == [("via typer",)]
     assert "Handle one Claude Code hook event" in sh("hook", "--help").stdout

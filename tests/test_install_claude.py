@@ -19,10 +19,16 @@ EXISTING = {
     "env": {"NODE_ENV": "development"},
     "hooks": {
         "PostToolUse": [
-            {"matcher": "Edit|Write", "hooks": [{"type": "command", "command": "npx prettier --write \"$FILE\""}]}
+            {
+                "matcher": "Edit|Write",
+                "hooks": [{"type": "command", "command": 'npx prettier --write "$FILE"'}],
+            }
         ],
         "PreToolUse": [
-            {"matcher": "Bash", "hooks": [{"type": "command", "command": "~/.claude/hooks/guard.sh", "timeout": 5}]}
+            {
+                "matcher": "Bash",
+                "hooks": [{"type": "command", "command": "~/.claude/hooks/guard.sh", "timeout": 5}],
+            }
         ],
         "Notification": [],
     },
@@ -132,7 +138,8 @@ def test_a_moved_cmem_is_updated_in_place_and_foreign_cmem_like_commands_are_kep
     commands = [h["command"] for g in new["hooks"]["Stop"] for h in g["hooks"]]
     assert commands == ["echo cmemories > /tmp/x", "/new/bin/cmem hook Stop"]
     assert merge_settings(new, uninstall=True)["hooks"]["Stop"] == [
-        {"hooks": [{"type": "command", "command": "echo cmemories > /tmp/x"}]}]
+        {"hooks": [{"type": "command", "command": "echo cmemories > /tmp/x"}]}
+    ]
 
 
 def test_instruction_block_replaced_not_duplicated() -> None:
@@ -148,11 +155,21 @@ def test_installed_command_runs_a_hook(sh, claude_dir, tmp_path) -> None:
     import subprocess
 
     sh("install", "claude-code")
-    command = next(h["command"] for g in settings(claude_dir)["hooks"]["UserPromptSubmit"] for h in g["hooks"])
-    body = json.dumps({"session_id": "s-installed", "cwd": str(tmp_path), "hook_event_name": "UserPromptSubmit",
-                       "prompt": "hello from the installed hook"})
-    proc = subprocess.run(shlex.split(command), input=body.encode(), capture_output=True, env=os.environ,
-                          timeout=60)
+    command = next(
+        h["command"] for g in settings(claude_dir)["hooks"]["UserPromptSubmit"] for h in g["hooks"]
+    )
+    body = json.dumps(
+        {
+            "session_id": "s-installed",
+            "cwd": str(tmp_path),
+            "hook_event_name": "UserPromptSubmit",
+            "prompt": "hello from the installed hook",
+        }
+    )
+    proc = subprocess.run(
+        shlex.split(command), input=body.encode(), capture_output=True, env=os.environ, timeout=60
+    )
     assert proc.returncode == 0
     assert db_rows(Path(os.environ["CMEM_HOME"]), "SELECT text FROM user_prompts") == [
-        ("hello from the installed hook",)]
+        ("hello from the installed hook",)
+    ]

@@ -55,8 +55,13 @@ def corpus() -> list[tuple[str, str, str]]:
     slack = "xoxb-" + rand(string.digits, 12) + "-" + rand(string.digits, 13) + "-" + rand(ALNUM, 24)
     stripe = "sk_live_" + rand(ALNUM, 24)
     google = "AIza" + rand(ALNUM + "_-", 35)
-    jwt = ".".join([b64url({"alg": "HS256", "typ": "JWT"}), b64url({"sub": "1234567890", "name": "Ada"}),
-                    rand(ALNUM + "_-", 43)])
+    jwt = ".".join(
+        [
+            b64url({"alg": "HS256", "typ": "JWT"}),
+            b64url({"sub": "1234567890", "name": "Ada"}),
+            rand(ALNUM + "_-", 43),
+        ]
+    )
     pem = fake_pem()
     password = rand(ALNUM + "!#%", 14)
     quoted = "correct horse " + rand(ALNUM, 8)
@@ -69,7 +74,7 @@ def corpus() -> list[tuple[str, str, str]]:
     camel = rand(ALNUM, 24)
     return [
         ("openai-key", openai, f"export OPENAI_API_KEY={openai}"),
-        ("anthropic-key", anthropic, f"client = Anthropic(api_key=\"{anthropic}\")"),
+        ("anthropic-key", anthropic, f'client = Anthropic(api_key="{anthropic}")'),
         ("github-token", ghp, f"git clone https://{ghp}@github.com/acme/app.git"),
         ("github-token", gho, f"gh auth status shows token {gho}"),
         ("github-token", pat, f"GH_TOKEN: {pat}"),
@@ -81,10 +86,10 @@ def corpus() -> list[tuple[str, str, str]]:
         ("jwt", jwt, f"cookie session={jwt}; Path=/"),
         ("private-key", pem, f"cat ~/.ssh/id_ed25519\n{pem}\n"),
         ("secret", password, f"DB_PASSWORD={password} ./manage.py migrate"),
-        ("secret", quoted, f"secret: \"{quoted}\""),
+        ("secret", quoted, f'secret: "{quoted}"'),
         ("authorization", bearer, f"curl -H 'Authorization: Bearer {bearer}' https://api.example.com/v1"),
         ("url-password", url_pass, f"DATABASE_URL=postgres://app:{url_pass}@db.internal:5432/app"),
-        ("secret", env_token, f"{{\"auth_token\": \"{env_token}\"}}"),
+        ("secret", env_token, f'{{"auth_token": "{env_token}"}}'),
         ("npm-token", npm, f"//registry.npmjs.org/:_authToken={npm}"),
         ("huggingface-token", hf, f"huggingface-cli login --token {hf}"),
         ("gitlab-token", glpat, f"PRIVATE-TOKEN: {glpat}"),
@@ -95,7 +100,9 @@ def corpus() -> list[tuple[str, str, str]]:
 CORPUS = corpus()
 
 
-@pytest.mark.parametrize(("kind", "secret", "line"), CORPUS, ids=[f"{c[0]}-{i}" for i, c in enumerate(CORPUS)])
+@pytest.mark.parametrize(
+    ("kind", "secret", "line"), CORPUS, ids=[f"{c[0]}-{i}" for i, c in enumerate(CORPUS)]
+)
 def test_every_corpus_secret_is_redacted(kind: str, secret: str, line: str) -> None:
     out = redact_secrets(line)
     assert secret not in out
@@ -116,8 +123,10 @@ def test_whole_corpus_in_one_text_leaves_no_secret_fragment() -> None:
 
 def test_assignment_keeps_the_name_and_hides_the_value() -> None:
     assert redact_secrets("DB_PASSWORD=hunter2hunter2") == "DB_PASSWORD=[REDACTED:secret]"
-    assert (redact_secrets("postgres://app:pw12345@db:5432/x")
-            == "postgres://app:[REDACTED:url-password]@db:5432/x")
+    assert (
+        redact_secrets("postgres://app:pw12345@db:5432/x")
+        == "postgres://app:[REDACTED:url-password]@db:5432/x"
+    )
 
 
 @pytest.mark.parametrize(

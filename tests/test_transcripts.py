@@ -27,24 +27,61 @@ def session_transcript(project: Path, session: str = SID) -> Transcript:
     t.summary("Checkout total rounding fix")
     t.prompt("The checkout total is off by a cent, find out why")
     t.say("Let me look at the cart code.")
-    t.tool("Read", {"file_path": f"{project}/src/cart.ts"}, "1\texport function total(...",
-           structured={"type": "text", "file": {"filePath": f"{project}/src/cart.ts", "numLines": 120,
-                                                 "startLine": 1, "totalLines": 120}})
+    t.tool(
+        "Read",
+        {"file_path": f"{project}/src/cart.ts"},
+        "1\texport function total(...",
+        structured={
+            "type": "text",
+            "file": {
+                "filePath": f"{project}/src/cart.ts",
+                "numLines": 120,
+                "startLine": 1,
+                "totalLines": 120,
+            },
+        },
+    )
     t.bookkeeping()
-    t.tool("Grep", {"pattern": "toFixed", "path": f"{project}/src"}, "Found 2 files",
-           structured={"mode": "files_with_matches", "filenames": [f"{project}/src/cart.ts",
-                                                                   f"{project}/src/tax.ts"], "numFiles": 2})
-    t.tool("Edit", {"file_path": f"{project}/src/cart.ts", "old_string": "return sum.toFixed(2)",
-                    "new_string": "return Math.round(sum * 100) / 100"},
-           "The file has been updated.", structured={"filePath": f"{project}/src/cart.ts"})
-    t.tool("Bash", {"command": "npm test -- cart", "description": "Run cart tests"},
-           "Exit code 1\nFAIL src/cart.test.ts\n  expected 10.01", is_error=True)
+    t.tool(
+        "Grep",
+        {"pattern": "toFixed", "path": f"{project}/src"},
+        "Found 2 files",
+        structured={
+            "mode": "files_with_matches",
+            "filenames": [f"{project}/src/cart.ts", f"{project}/src/tax.ts"],
+            "numFiles": 2,
+        },
+    )
+    t.tool(
+        "Edit",
+        {
+            "file_path": f"{project}/src/cart.ts",
+            "old_string": "return sum.toFixed(2)",
+            "new_string": "return Math.round(sum * 100) / 100",
+        },
+        "The file has been updated.",
+        structured={"filePath": f"{project}/src/cart.ts"},
+    )
+    t.tool(
+        "Bash",
+        {"command": "npm test -- cart", "description": "Run cart tests"},
+        "Exit code 1\nFAIL src/cart.test.ts\n  expected 10.01",
+        is_error=True,
+    )
     t.say("The total used toFixed on a float sum; now it rounds cents. One test still fails on tax.")
     t.prompt("Fix the tax test too")
-    t.tool("Edit", {"file_path": f"{project}/src/tax.ts", "old_string": "rate * x", "new_string": "round(rate * x)"},
-           "The file has been updated.", structured={"filePath": f"{project}/src/tax.ts"})
-    t.tool("Bash", {"command": "npm test"}, "Tests: 42 passed",
-           structured={"stdout": "Tests: 42 passed", "stderr": "", "interrupted": False, "isImage": False})
+    t.tool(
+        "Edit",
+        {"file_path": f"{project}/src/tax.ts", "old_string": "rate * x", "new_string": "round(rate * x)"},
+        "The file has been updated.",
+        structured={"filePath": f"{project}/src/tax.ts"},
+    )
+    t.tool(
+        "Bash",
+        {"command": "npm test"},
+        "Tests: 42 passed",
+        structured={"stdout": "Tests: 42 passed", "stderr": "", "interrupted": False, "isImage": False},
+    )
     t.say("All 42 tests pass.")
     return t
 
@@ -54,9 +91,11 @@ def import_(sh, *paths: Path, settle: str = "0"):
 
 
 def counts(home: Path) -> tuple[int, int, int]:
-    return (db_rows(home, "SELECT count(*) FROM user_prompts")[0][0],
-            db_rows(home, "SELECT count(*) FROM observations")[0][0],
-            db_rows(home, "SELECT count(*) FROM session_summaries")[0][0])
+    return (
+        db_rows(home, "SELECT count(*) FROM user_prompts")[0][0],
+        db_rows(home, "SELECT count(*) FROM observations")[0][0],
+        db_rows(home, "SELECT count(*) FROM session_summaries")[0][0],
+    )
 
 
 def test_a_transcript_becomes_session_prompts_observations_and_turn_summaries(sh, home, project, tmp_path):
@@ -67,10 +106,15 @@ def test_a_transcript_becomes_session_prompts_observations_and_turn_summaries(sh
     assert report["sessions"] == [SID] and report["complete"] and report["bad_lines"] == 0
 
     assert db_rows(home, "SELECT project, agent, label, prompt_counter FROM sessions") == [
-        ("shop-web", "claude-code", "Checkout total rounding fix", 2)]
+        ("shop-web", "claude-code", "Checkout total rounding fix", 2)
+    ]
     assert db_rows(home, "SELECT prompt_number, text FROM user_prompts ORDER BY 1") == [
-        (1, "The checkout total is off by a cent, find out why"), (2, "Fix the tax test too")]
-    observations = db_rows(home, "SELECT type, title, prompt_number FROM observations ORDER BY created_at, id")
+        (1, "The checkout total is off by a cent, find out why"),
+        (2, "Fix the tax test too"),
+    ]
+    observations = db_rows(
+        home, "SELECT type, title, prompt_number FROM observations ORDER BY created_at, id"
+    )
     assert observations == [
         ("discovery", "Read src/cart.ts", 1),
         ("discovery", "Searched code for `toFixed` in src", 1),
@@ -84,8 +128,10 @@ def test_a_transcript_becomes_session_prompts_observations_and_turn_summaries(sh
     assert time.strftime("%Y-%m-%d", time.gmtime(first / 1000)) == "2026-03-02"
     summaries = db_rows(home, "SELECT request, completed FROM session_summaries ORDER BY created_at")
     assert summaries == [
-        ("The checkout total is off by a cent, find out why",
-         "The total used toFixed on a float sum; now it rounds cents. One test still fails on tax."),
+        (
+            "The checkout total is off by a cent, find out why",
+            "The total used toFixed on a float sum; now it rounds cents. One test still fails on tax.",
+        ),
         ("Fix the tax test too", "All 42 tests pass."),
     ]
 
@@ -99,7 +145,9 @@ def test_importing_again_adds_nothing(sh, home, project, tmp_path):
     assert counts(home) == before == (2, 6, 2)
 
 
-def test_a_fresh_import_from_scratch_ignores_saved_offsets_but_still_adds_nothing(sh, home, project, tmp_path):
+def test_a_fresh_import_from_scratch_ignores_saved_offsets_but_still_adds_nothing(
+    sh, home, project, tmp_path
+):
     path = session_transcript(project).write(tmp_path / f"{SID}.jsonl")
     import_(sh, path)
     db_rows(home, "SELECT 1")  # the offsets table is ours: forget it to force a full re-read
@@ -157,27 +205,58 @@ def test_a_tool_call_without_result_is_kept_from_its_input_once_the_turn_is_over
     path = t.write(tmp_path / f"{SID}.jsonl")
     import_(sh, path, settle="3600")
     assert db_rows(home, "SELECT title FROM observations") == [("Ran git mv a.py b.py",)]
-    assert db_rows(home, "SELECT text FROM user_prompts ORDER BY prompt_number") == [("Rename the module",),
-                                                                                       ("Try again",)]
+    assert db_rows(home, "SELECT text FROM user_prompts ORDER BY prompt_number") == [
+        ("Rename the module",),
+        ("Try again",),
+    ]
 
 
 def test_hooks_and_import_of_the_same_session_store_everything_once(sh, home, project, tmp_path):
     t = Transcript(SID, project)
     t.prompt("Add a health endpoint")
-    t.tool("Write", {"file_path": f"{project}/src/health.ts", "content": "export const ok = true\n"},
-           "File created", structured={"type": "create", "filePath": f"{project}/src/health.ts"},
-           tool_id="toolu_write_1")
+    t.tool(
+        "Write",
+        {"file_path": f"{project}/src/health.ts", "content": "export const ok = true\n"},
+        "File created",
+        structured={"type": "create", "filePath": f"{project}/src/health.ts"},
+        tool_id="toolu_write_1",
+    )
     t.tool("Read", {"file_path": f"{project}/src/app.ts"}, "...", tool_id="toolu_read_1")
     t.say("Added /health.")
     # What the hooks saw live:
-    sh("hook", "UserPromptSubmit", input=json.dumps(payload("UserPromptSubmit", SID, project,
-                                                             prompt="Add a health endpoint")))
-    sh("hook", "PostToolUse", input=json.dumps(tool_payload(
-        SID, project, "Write", {"file_path": f"{project}/src/health.ts", "content": "export const ok = true\n"},
-        {"type": "create", "filePath": f"{project}/src/health.ts"}, tool_use_id="toolu_write_1")))
-    sh("hook", "PostToolUse", input=json.dumps(tool_payload(
-        SID, project, "Read", {"file_path": f"{project}/src/app.ts"}, tool_use_id="toolu_read_1")))
-    sh("hook", "Stop", input=json.dumps(payload("Stop", SID, project, last_assistant_message="Added /health.")))
+    sh(
+        "hook",
+        "UserPromptSubmit",
+        input=json.dumps(payload("UserPromptSubmit", SID, project, prompt="Add a health endpoint")),
+    )
+    sh(
+        "hook",
+        "PostToolUse",
+        input=json.dumps(
+            tool_payload(
+                SID,
+                project,
+                "Write",
+                {"file_path": f"{project}/src/health.ts", "content": "export const ok = true\n"},
+                {"type": "create", "filePath": f"{project}/src/health.ts"},
+                tool_use_id="toolu_write_1",
+            )
+        ),
+    )
+    sh(
+        "hook",
+        "PostToolUse",
+        input=json.dumps(
+            tool_payload(
+                SID, project, "Read", {"file_path": f"{project}/src/app.ts"}, tool_use_id="toolu_read_1"
+            )
+        ),
+    )
+    sh(
+        "hook",
+        "Stop",
+        input=json.dumps(payload("Stop", SID, project, last_assistant_message="Added /health.")),
+    )
     assert counts(home) == (1, 2, 1)
     import_(sh, t.write(tmp_path / f"{SID}.jsonl"))
     assert counts(home) == (1, 2, 1)
@@ -196,8 +275,10 @@ def test_repeated_prompt_text_is_counted_not_deduplicated_away(sh, home, project
 def test_unreadable_lines_and_unknown_types_are_tolerated(sh, home, project, tmp_path):
     good = Transcript(SID, project).prompt("Hello there").say("Hi").text()
     path = tmp_path / f"{SID}.jsonl"
-    path.write_text('{"type": "queue-operation", "operation": "enqueue"}\nnot json at all\n[1,2]\n'
-                    '{"type": "ai-title", "aiTitle": "x"}\n' + good)
+    path.write_text(
+        '{"type": "queue-operation", "operation": "enqueue"}\nnot json at all\n[1,2]\n'
+        '{"type": "ai-title", "aiTitle": "x"}\n' + good
+    )
     report = import_(sh, path).json()[0]
     assert report["bad_lines"] == 2 and report["prompts"] == 1 and report["complete"]
 
@@ -206,8 +287,12 @@ def test_private_text_and_secrets_in_a_transcript_are_not_stored(sh, home, proje
     key = "sk-ant-api03-" + "Qm9x" * 20
     t = Transcript(SID, project)
     t.prompt(f"Use ANTHROPIC_API_KEY={key} <private>and my SSN 078-05-1120</private> for the test")
-    t.tool("Bash", {"command": f"export ANTHROPIC_API_KEY={key} && ./run.sh"}, "ok",
-           structured={"stdout": "ok", "stderr": "", "interrupted": False})
+    t.tool(
+        "Bash",
+        {"command": f"export ANTHROPIC_API_KEY={key} && ./run.sh"},
+        "ok",
+        structured={"stdout": "ok", "stderr": "", "interrupted": False},
+    )
     t.say("Done")
     import_(sh, t.write(tmp_path / f"{SID}.jsonl"))
     stored = b"".join(p.read_bytes() for p in home.rglob("*") if p.is_file())
@@ -219,7 +304,9 @@ def test_import_claude_code_walks_the_projects_tree(sh, home, project, tmp_path)
     root = Path(os.environ["HOME"]) / ".claude" / "projects"
     session_transcript(project).write(root / "-src-shop-web" / f"{SID}.jsonl")
     other = "9d8c7b6a-0000-4000-8000-00000000abcd"
-    Transcript(other, project).prompt("Second session").say("ok").write(root / "-src-shop-web" / f"{other}.jsonl")
+    Transcript(other, project).prompt("Second session").say("ok").write(
+        root / "-src-shop-web" / f"{other}.jsonl"
+    )
     (root / "-src-shop-web" / other / "tool-results").mkdir(parents=True)
     (root / "-src-shop-web" / other / "tool-results" / "x.jsonl").write_text("{}\n")
     result = sh("import", "claude-code", "--settle", "0")

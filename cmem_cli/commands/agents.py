@@ -21,19 +21,29 @@ install_app = typer.Typer(help="Connect cmem to a coding agent.", no_args_is_hel
 
 ExcludeOpt = Annotated[
     list[str] | None,
-    typer.Option("--exclude-project", help="Never record this project (name or glob; repeatable).",
-                 metavar="NAME"),
+    typer.Option(
+        "--exclude-project", help="Never record this project (name or glob; repeatable).", metavar="NAME"
+    ),
 ]
 SettleOpt = Annotated[
     float,
-    typer.Option("--settle", help="Seconds without change after which a transcript's last turn is closed.",
-                 metavar="SECONDS", min=0),
+    typer.Option(
+        "--settle",
+        help="Seconds without change after which a transcript's last turn is closed.",
+        metavar="SECONDS",
+        min=0,
+    ),
 ]
 
 
 def hook(
-    event: Annotated[str, typer.Argument(help="SessionStart, UserPromptSubmit, PostToolUse, PostToolUseFailure, "
-                                              "Stop, SessionEnd (others are accepted and ignored).")],
+    event: Annotated[
+        str,
+        typer.Argument(
+            help="SessionStart, UserPromptSubmit, PostToolUse, PostToolUseFailure, "
+            "Stop, SessionEnd (others are accepted and ignored)."
+        ),
+    ],
 ) -> None:
     """Handle one Claude Code hook event (JSON on stdin). Always exits 0; problems go to logs/hooks.log."""
     from cmem_cli.hooks.runner import run
@@ -43,8 +53,9 @@ def hook(
 
 def context(
     project: ProjectOpt = None,
-    budget: Annotated[int, typer.Option("--budget", "-b", help="Token budget for the whole text.",
-                                        metavar="TOKENS", min=1)] = 1500,
+    budget: Annotated[
+        int, typer.Option("--budget", "-b", help="Token budget for the whole text.", metavar="TOKENS", min=1)
+    ] = 1500,
     as_json: JsonOpt = False,
 ) -> None:
     """What an agent should see at session start: last summary, useful recent observations, how to drill down."""
@@ -61,8 +72,9 @@ def context(
         write(result.text + "\n")
 
 
-def _run_import(paths: list[Path], *, project: str | None, exclude: list[str] | None, settle: float,
-                as_json: bool) -> None:
+def _run_import(
+    paths: list[Path], *, project: str | None, exclude: list[str] | None, settle: float, as_json: bool
+) -> None:
     from cmem_cli.hooks.capture import Capture
     from cmem_cli.hooks.rules import rules_from_config
     from cmem_cli.render import write
@@ -72,17 +84,24 @@ def _run_import(paths: list[Path], *, project: str | None, exclude: list[str] | 
     rules = rules_from_config(config.section("hooks"))
     with open_memory() as memory:
         capture = Capture(memory, rules, count_repeats=False, exclude_projects=exclude or [])
-        reports = import_paths(capture, paths, project=check_cli_text("--project", project), settle_seconds=settle)
+        reports = import_paths(
+            capture, paths, project=check_cli_text("--project", project), settle_seconds=settle
+        )
     failed = [r for r in reports if r.error]
     if as_json:
         write(json.dumps([r.as_json() for r in reports], ensure_ascii=False, indent=2) + "\n")
     else:
         sessions = {s for r in reports for s in r.sessions}
-        total = {k: sum(getattr(r, k) for r in reports) for k in ("prompts", "observations", "summaries",
-                                                                   "bad_lines")}
-        write(f"imported {len(reports) - len(failed)} transcript(s), {len(sessions)} session(s): "
-              f"{total['prompts']} prompts, {total['observations']} observations, {total['summaries']} summaries"
-              + (f"; {total['bad_lines']} unreadable lines skipped" if total["bad_lines"] else "") + "\n")
+        total = {
+            k: sum(getattr(r, k) for r in reports)
+            for k in ("prompts", "observations", "summaries", "bad_lines")
+        }
+        write(
+            f"imported {len(reports) - len(failed)} transcript(s), {len(sessions)} session(s): "
+            f"{total['prompts']} prompts, {total['observations']} observations, {total['summaries']} summaries"
+            + (f"; {total['bad_lines']} unreadable lines skipped" if total["bad_lines"] else "")
+            + "\n"
+        )
     for report in failed:
         typer.echo(f"cmem: {report.path}: {report.error}", err=True)
     if failed:
@@ -91,7 +110,9 @@ def _run_import(paths: list[Path], *, project: str | None, exclude: list[str] | 
 
 @import_app.command("transcript")
 def import_transcript(
-    paths: Annotated[list[Path], typer.Argument(help="Claude Code .jsonl transcript files.", metavar="PATH...")],
+    paths: Annotated[
+        list[Path], typer.Argument(help="Claude Code .jsonl transcript files.", metavar="PATH...")
+    ],
     project: ProjectOpt = None,
     exclude: ExcludeOpt = None,
     settle: SettleOpt = 300.0,
@@ -103,9 +124,14 @@ def import_transcript(
 
 @import_app.command("claude-code")
 def import_claude_code(
-    root: Annotated[Path | None, typer.Option("--root", help="Transcript directory (default: "
-                                              "$CLAUDE_CONFIG_DIR/projects or ~/.claude/projects).",
-                                              metavar="DIR")] = None,
+    root: Annotated[
+        Path | None,
+        typer.Option(
+            "--root",
+            help="Transcript directory (default: $CLAUDE_CONFIG_DIR/projects or ~/.claude/projects).",
+            metavar="DIR",
+        ),
+    ] = None,
     project: ProjectOpt = None,
     exclude: ExcludeOpt = None,
     settle: SettleOpt = 300.0,
@@ -114,19 +140,31 @@ def import_claude_code(
     """Import every Claude Code session transcript, incrementally (safe to run from cron)."""
     from cmem_cli.transcripts import claude_projects_root, discover
 
-    _run_import(discover(root or claude_projects_root()), project=project, exclude=exclude, settle=settle,
-                as_json=as_json)
+    _run_import(
+        discover(root or claude_projects_root()),
+        project=project,
+        exclude=exclude,
+        settle=settle,
+        as_json=as_json,
+    )
 
 
 @install_app.command("claude-code")
 def install_claude_code(
-    scope: Annotated[str, typer.Option("--scope", help="user (~/.claude) or project (./.claude).",
-                                       metavar="SCOPE")] = "user",
-    uninstall: Annotated[bool, typer.Option("--uninstall", help="Remove cmem's hooks and instructions.")] = False,
+    scope: Annotated[
+        str, typer.Option("--scope", help="user (~/.claude) or project (./.claude).", metavar="SCOPE")
+    ] = "user",
+    uninstall: Annotated[
+        bool, typer.Option("--uninstall", help="Remove cmem's hooks and instructions.")
+    ] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the changes; write nothing.")] = False,
-    instructions: Annotated[bool, typer.Option("--instructions/--no-instructions",
-                                               help="Also add (or remove) the short cmem section of CLAUDE.md.")
-                            ] = True,
+    instructions: Annotated[
+        bool,
+        typer.Option(
+            "--instructions/--no-instructions",
+            help="Also add (or remove) the short cmem section of CLAUDE.md.",
+        ),
+    ] = True,
 ) -> None:
     """Add cmem's hooks to Claude Code's settings.json (keeping everything else), with a backup."""
     from cmem_cli.install_claude import apply, plan

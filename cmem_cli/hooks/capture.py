@@ -11,10 +11,10 @@ from typing import Any
 
 from cmem_cli.errors import NotFound
 from cmem_cli.hooks.rules import HookRules
-from cmem_cli.hooks.state import CaptureState, prompt_prefix
+from cmem_cli.hooks.state import CaptureState, fingerprint, prompt_prefix
 from cmem_cli.hooks.tools import ToolCall, build_observation, clip
 from cmem_cli.memory import Memory
-from cmem_cli.privacy import is_excluded_project
+from cmem_cli.privacy import is_excluded_project, scrub
 
 MAX_PROMPT_CHARS = 20_000
 MAX_SUMMARY_CHARS = 4_000
@@ -30,8 +30,14 @@ class Where:
 
 
 class Capture:
-    def __init__(self, mem: Memory, rules: HookRules, *, count_repeats: bool = True,
-                 exclude_projects: Sequence[str] = ()):
+    def __init__(
+        self,
+        mem: Memory,
+        rules: HookRules,
+        *,
+        count_repeats: bool = True,
+        exclude_projects: Sequence[str] = (),
+    ):
         self.mem = mem
         self.rules = rules
         self.count_repeats = count_repeats  # hooks count merged repeats; re-reading a transcript must not
@@ -60,13 +66,19 @@ class Capture:
             return None
 
     # -- prompts ---------------------------------------------------------------------------------------
-    def prompt(self, where: Where, text: str, *, occurrence: int | None = None,
-               created_at: int | None = None) -> dict[str, Any] | None:
+    def canonical_prompt(self, text: str) -> str:
+        """The prompt exactly as it will be stored (private spans and secrets gone, clipped). Capture keys are
+        computed from it, so that no key carries private text and hook and import agree."""
+        return clip(scrub(text, config=self.mem.config), MAX_PROMPT_CHARS).strip()
+
+    def prompt(
+        self, where: Where, text: str, *, occurrence: int | None = None, created_at: int | None = None
+    ) -> dict[str, Any] | None:
         """Store a user prompt with its running number, unless this occurrence was stored already.
 
         ``occurrence`` is the 1-based count of this exact text in the session (transcript import counts
         it; a hook takes the next one)."""
-        text = text.strip()
+        text = self.canonical_prompt(text)
         if not text or self.excluded(where):
             return None
         key_base = prompt_prefix(text)
@@ -75,14 +87,16 @@ class Capture:
         key = f"{key_base}{occurrence}"
         if self.state.seen(where.session, key):
             return None
-        row = self.mem.add_prompt(where.session, clip(text, MAX_PROMPT_CHARS), project=where.project,
-                                  agent=where.agent, created_at=created_at)
+        row = self.mem.add_prompt(
+            where.session, text, project=where.project, agent=where.agent, created_at=created_at
+        )
         self.state.mark(where.session, key)
         return row
 
     # -- tool calls ------------------------------------------------------------------------------------
-    def tool(self, where: Where, call: ToolCall, *, tool_use_id: str | None = None,
-             created_at: int | None = None) -> dict[str, Any] | None:
+    def tool(
+        self, where: Where, call: ToolCall, *, tool_use_id: str | None = None, created_at: int | None = None
+    ) -> dict[str, Any] | None:
         """Store the observation for one tool call; None when skipped by the rules or already stored."""
         if self.excluded(where):
             return None
@@ -93,10 +107,20 @@ class Capture:
         key = obs.repeat_key
         if key is not None and self.rules.merge_repeats == "prompt":
             key = f"{key}#{number or 0}"
-        if key is None and tool_use_id:
+        if key is not None:
+            # Repeat keys hold paths, patterns and URLs: store a fingerprint of their scrubbed form only.
+            kind, _, target = key.partition(":")
+            key = f"{kind}:{fingerprint(scrub(target, config=self.mem.config).encode('utf-8'))}"
+        elif tool_use_id:
             key = f"tool:{tool_use_id}"
-        record = {**obs.record, "project": where.project, "session": where.session, "agent": where.agent,
-                  "prompt_number": number, "created_at": created_at}
+        record = {
+            **obs.record,
+            "project": where.project,
+            "session": where.session,
+            "agent": where.agent,
+            "prompt_number": number,
+            "created_at": created_at,
+        }
         if key is None:
             return self.mem.add_observation(record)
         known = self.state.uid_for(where.session, key)
@@ -114,14 +138,22 @@ class Capture:
     def latest_prompt_key(self, session: str) -> tuple[str | None, str | None]:
         """The session's latest prompt text and its capture key (for the turn summary's key)."""
         text = self.mem.store.db.scalar(
-            "SELECT text FROM user_prompts WHERE session = ? ORDER BY prompt_number DESC LIMIT 1", (session,))
+            "SELECT text FROM user_prompts WHERE session = ? ORDER BY prompt_number DESC LIMIT 1", (session,)
+        )
         if not text:
             return None, None
         prefix = prompt_prefix(text)
         return text, f"{prefix}{max(1, self.state.count_prefix(session, prefix))}"
 
-    def turn_summary(self, where: Where, completed: str | None, *, request: str | None = None,
-                     prompt_key: str | None = None, created_at: int | None = None) -> dict[str, Any] | None:
+    def turn_summary(
+        self,
+        where: Where,
+        completed: str | None,
+        *,
+        request: str | None = None,
+        prompt_key: str | None = None,
+        created_at: int | None = None,
+    ) -> dict[str, Any] | None:
         """At the end of a turn: what was asked and what the agent answered, once per prompt.
 
         Without ``prompt_key`` the session's latest prompt is the request (the Stop hook's case)."""

@@ -68,8 +68,9 @@ def _parse_args(args: list[str]) -> tuple[str | None, str | None]:
     return event, home
 
 
-def run(args: list[str], stdin: IO[bytes] | None = None, stdout: IO[str] | None = None,
-        config: Any = None) -> int:
+def run(
+    args: list[str], stdin: IO[bytes] | None = None, stdout: IO[str] | None = None, config: Any = None
+) -> int:
     """Handle one hook call; the exit status is always 0. ``config`` is given when typer already loaded it."""
     started = time.perf_counter()
     stdin = stdin if stdin is not None else sys.stdin.buffer
@@ -101,7 +102,9 @@ def run(args: list[str], stdin: IO[bytes] | None = None, stdout: IO[str] | None 
         import traceback
 
         detail = "".join(traceback.format_exception(exc)).rstrip().replace("\n", "\n    ")
-        _log(log_dir, home, f"bug {event} session={session or '-'}: {type(exc).__name__}: {exc}\n    {detail}")
+        _log(
+            log_dir, home, f"bug {event} session={session or '-'}: {type(exc).__name__}: {exc}\n    {detail}"
+        )
     elapsed_ms = (time.perf_counter() - started) * 1000
     if elapsed_ms > SLOW_MS:
         _log(log_dir, home, f"slow {event} session={session or '-'}: {elapsed_ms:.0f} ms")
@@ -156,10 +159,14 @@ def _dispatch(payload: Any, config: Any) -> dict[str, Any] | None:
 
             if not payload.tool_name:
                 raise InvalidInput(f"{payload.event} payload has no tool_name")
-            call = ToolCall(name=payload.tool_name, input=payload.tool_input, response=payload.tool_response,
-                            error=payload.error or (
-                                "tool failed" if payload.event == "PostToolUseFailure" else None),
-                            interrupted=payload.interrupted, cwd=payload.cwd)
+            call = ToolCall(
+                name=payload.tool_name,
+                input=payload.tool_input,
+                response=payload.tool_response,
+                error=payload.error or ("tool failed" if payload.event == "PostToolUseFailure" else None),
+                interrupted=payload.interrupted,
+                cwd=payload.cwd,
+            )
             capture.tool(where, call, tool_use_id=payload.tool_use_id)
         elif payload.event == "Stop":
             text = payload.last_assistant_message
@@ -196,8 +203,9 @@ def _session_start(mem: Any, project: str, payload: Any, config: Any, rules: Any
         with Memory.open(config) as opened:
             context = build_context(opened.store, project, budget=rules.context_budget)
     else:
-        context = build_context(mem.store, project, budget=rules.context_budget,
-                                exclude_session=payload.session_id)
+        context = build_context(
+            mem.store, project, budget=rules.context_budget, exclude_session=payload.session_id
+        )
     return {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": context.text}}
 
 

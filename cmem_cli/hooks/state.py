@@ -90,13 +90,17 @@ class CaptureState:
         return Claim(uid=row["uid"] or uid, fresh=row["uid"] == uid and row["repeats"] == 0)
 
     def uid_for(self, session: str, key: str) -> str | None:
-        row = self.db.query_one("SELECT uid FROM agent_captures WHERE session = ? AND key = ?", (session, key))
+        row = self.db.query_one(
+            "SELECT uid FROM agent_captures WHERE session = ? AND key = ?", (session, key)
+        )
         return row["uid"] if row else None
 
     def bump(self, session: str, key: str) -> None:
         with self.db.transaction():
-            self.db.execute("UPDATE agent_captures SET repeats = repeats + 1 WHERE session = ? AND key = ?",
-                            (session, key))
+            self.db.execute(
+                "UPDATE agent_captures SET repeats = repeats + 1 WHERE session = ? AND key = ?",
+                (session, key),
+            )
 
     def seen(self, session: str, key: str) -> bool:
         return (
@@ -134,7 +138,9 @@ class CaptureState:
                 row["counts"] = {}
         return row
 
-    def set_offset(self, path: str, offset: int, head: str, counts: dict[str, int], session: str | None) -> None:
+    def set_offset(
+        self, path: str, offset: int, head: str, counts: dict[str, int], session: str | None
+    ) -> None:
         with self.db.transaction():
             self.db.execute(
                 "INSERT INTO transcript_offsets (path, offset, head, counts, session, updated_at) "
