@@ -17,7 +17,6 @@ from __future__ import annotations
 import fnmatch
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from cmem_cli.errors import InvalidInput
@@ -25,17 +24,40 @@ from cmem_cli.errors import InvalidInput
 REDACTED = "[REDACTED:{kind}]"
 
 
-@dataclass(frozen=True)
 class Rule:
     """One secret pattern. Only the ``secret`` group is replaced when the pattern has one (so
-    ``password=hunter2`` keeps its key); ``keep`` can veto a match that is clearly not a secret."""
+    ``password=hunter2`` keeps its key); ``keep`` can veto a match that is clearly not a secret.
 
-    kind: str
-    pattern: re.Pattern[str]
-    keep: Callable[[str], bool] | None = None
-    # Lower-case literals of which at least one must occur for the pattern to match: a substring test is
-    # far cheaper than a regex that has to be tried at every position (``\b...`` defeats re's prefix scan).
-    hints: tuple[str, ...] = ()
+    A pattern given as text is compiled on first use: most texts never reach most rules (see ``hints``),
+    and compiling all of them costs a short-lived hook process several milliseconds."""
+
+    __slots__ = ("_compiled", "_flags", "_source", "hints", "keep", "kind")
+
+    def __init__(
+        self,
+        kind: str,
+        pattern: str | re.Pattern[str],
+        keep: Callable[[str], bool] | None = None,
+        hints: tuple[str, ...] = (),
+        flags: int = 0,
+    ):
+        self.kind = kind
+        self.keep = keep
+        # Lower-case literals of which at least one must occur for the pattern to match: a substring test is
+        # far cheaper than a regex that has to be tried at every position (``\b...`` defeats re's prefix scan).
+        self.hints = tuple(hints)
+        self._source = pattern
+        self._flags = flags
+        self._compiled = pattern if isinstance(pattern, re.Pattern) else None
+
+    @property
+    def pattern(self) -> re.Pattern[str]:
+        if self._compiled is None:
+            self._compiled = re.compile(self._source, self._flags)
+        return self._compiled
+
+    def __repr__(self) -> str:
+        return f"Rule({self.kind!r})"
 
     def may_match(self, text: str, lowered: str) -> bool:
         if self.hints and not any(hint in lowered for hint in self.hints):
@@ -134,7 +156,7 @@ _HINTS: dict[str, tuple[str, ...]] = {
 
 
 def _rule(kind: str, pattern: str, flags: int = 0, keep: Callable[[str], bool] | None = None) -> Rule:
-    return Rule(kind, re.compile(pattern, flags), keep, _HINTS.get(kind, ()))
+    return Rule(kind, pattern, keep, _HINTS.get(kind, ()), flags)
 
 
 # Order matters: specific provider formats first, generic assignments last, so a key gets its precise kind.

@@ -241,3 +241,10 @@ def test_config_object_supplies_the_users_rules() -> None:
     config = FakeConfig()
     assert scrub("see INTERNAL-1234", config=config) == "see [REDACTED:custom]"
     assert scrub_record({"facts": ["INTERNAL-9999"]}, config=config) == {"facts": ["[REDACTED:custom]"]}
+
+
+def test_every_default_rule_compiles() -> None:
+    # Rules compile lazily (a hook should not pay for patterns its text never needs): check them all here.
+    from cmem_cli.privacy import DEFAULT_RULES
+
+    assert all(rule.pattern.pattern for rule in DEFAULT_RULES)
