@@ -517,3 +517,24 @@ def test_the_typer_command_handles_hooks_too(sh, home, project) -> None:
     assert result.exit_code == 0
     assert db_rows(home, "SELECT text FROM user_prompts") == [("via typer",)]
     assert "Handle one Claude Code hook event" in sh("hook", "--help").stdout
+
+
+def test_stop_without_the_final_message_reads_it_from_the_transcript_tail(
+    sh, home, project, tmp_path
+) -> None:
+    from tests.agent_fixtures import Transcript
+
+    sid = "s-stop-tail"
+    transcript = Transcript(sid, project).prompt("Why is CI red?")
+    transcript.tool("Bash", {"command": "gh run view"}, "lint failed")
+    transcript.say("CI is red because ruff flags an unused import in api.py.")
+    path = transcript.write(tmp_path / "t" / f"{sid}.jsonl")
+    hook(sh, "UserPromptSubmit", payload("UserPromptSubmit", sid, project, prompt="Why is CI red?"))
+    stop = payload("Stop", sid, project, stop_hook_active=False)
+    stop["transcript_path"] = str(path)
+    assert hook(sh, "Stop", stop).exit_code == 0
+    assert db_rows(home, "SELECT request, completed FROM session_summaries") == [
+        ("Why is CI red?", "CI is red because ruff flags an unused import in api.py.")
+    ]
+    hook(sh, "Stop", stop)  # Stop can fire again for the same prompt: still one summary
+    assert db_rows(home, "SELECT count(*) FROM session_summaries") == [(1,)]
