@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from cmem_cli.documents import fetch_document, is_document_ref
 from cmem_cli.retrieval import parse_ref, prompt_row, summary_row
 from cmem_cli.timeutil import now_ms, to_iso
 from export import markdown
@@ -32,6 +33,9 @@ def fetch_details(memory: Any, refs: list[str], *, follow_links: bool = False) -
     seen: set[tuple[str, int]] = set()
     observation_ids: list[int] = []
     for ref in refs:
+        if is_document_ref(ref):
+            records.append(fetch_document(memory.config, ref))
+            continue
         kind, number = parse_ref(ref)
         if (kind, number) in seen:
             continue
@@ -86,6 +90,9 @@ def render_details(record: dict[str, Any]) -> str:
         return markdown.render_summary(
             {**record, "id": record["id"], "created_at": parse_iso(record["created_at"])}
         )
+    if record["kind"] == "document":
+        where = f"{record['collection']}:{record['path']}" + (f":{record['line']}" if record["line"] else "")
+        return f"<!-- {record['id']} {where} -->\n{record['text']}"
     return (
         f"# Prompt {record['id']} (#{record['prompt_number']} of session {record['session']})\n\n"
         f"{record['created_at']} · {record['project']} · {record['agent']}\n\n{record['text']}\n"

@@ -13,7 +13,8 @@ from cmem_cli.store import SUMMARY_TEXT_FIELDS, Filters, Store, estimate_tokens
 from cmem_cli.timeutil import to_iso
 
 ORDERS = ("relevance", "newest", "oldest")
-_REF = re.compile(r"^(?P<prefix>[SsPp#]?)(?P<num>\d+)$")
+_REF = re.compile(r"^(?P<prefix>[SsPp]?)(?P<num>\d+)$")
+_DOCID = re.compile(r"^(?:#|doc:)(?P<docid>[0-9a-fA-F]{6})$")
 
 
 def observation_row(row: dict[str, Any], score: float | None = None) -> dict[str, Any]:
@@ -102,10 +103,13 @@ def keyword_search(
 
 
 def parse_ref(ref: str) -> tuple[str, int]:
-    """``12`` or ``#12`` -> observation 12; ``S3`` -> summary 3; ``P7`` -> prompt 7."""
+    """``12`` -> observation 12; ``S3`` -> summary 3; ``P7`` -> prompt 7."""
     match = _REF.match(ref.strip())
     if not match:
-        raise InvalidInput(f"not an id: {ref!r} (expected a number, S<n> for a summary or P<n> for a prompt)")
+        raise InvalidInput(
+            f"not an id: {ref!r} (expected a number, S<n> for a summary, P<n> for a prompt, #<docid> for a "
+            "document, or PATH[:LINE[:COUNT]])"
+        )
     prefix = match.group("prefix").upper()
     kind = {"S": "summary", "P": "prompt"}.get(prefix, "observation")
     return kind, int(match.group("num"))
