@@ -1,0 +1,242 @@
+"""Retrieval quality of cmem's search on SciFact (BEIR test split) and MADial: nDCG@10, recall@10, MRR@10.
+
+The whole product is measured: each corpus is loaded with ``cmem add --json`` into a temporary cmem home,
+exported to markdown by cmem, indexed by ``cmem index`` (chunking, front matter, embeddings), and queried
+through ``index.search.hybrid`` — the function ``cmem search`` calls — in keyword, vector, hybrid (cmem's
+default fusion) and rrf (plain reciprocal-rank fusion, the baseline) modes. The data is read from
+../shared/data at run time and never copied into the repository.
+
+    python bench/retrieval.py --model /path/to/minilm.gguf [--sets scifact,madial] [--work DIR]
+                              [--split test] [--dump FILE]
+
+``--work DIR`` keeps the built homes so a second run skips loading and embedding. ``--dump`` writes every
+query's top-100 keyword and vector candidates (raw scores) for bench/fusion_tuning.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+DATA = REPO.parent / "shared" / "data"
+sys.path.insert(0, str(REPO))
+
+MODES = ("keyword", "vector", "hybrid", "rrf")
+
+
+# -- data sets -------------------------------------------------------------------------------------------
+def _jsonl(path: Path) -> list[dict[str, Any]]:
+    with open(path, encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
+
+def _qrels(path: Path) -> dict[str, dict[str, int]]:
+    out: dict[str, dict[str, int]] = {}
+    with open(path, encoding="utf-8") as fh:
+        next(fh)
+        for line in fh:
+            qid, did, score = line.rstrip("\n").split("\t")
+            if int(score) > 0:
+                out.setdefault(qid, {})[did] = int(score)
+    return out
+
+
+def scifact(split: str) -> dict[str, Any]:
+    root = DATA / "scifact"
+    docs = [
+        (d["_id"], {"title": d["title"] or d["text"][:80], "narrative": d["text"], "type": "discovery",
+                    "project": "scifact"})
+        for d in _jsonl(root / "corpus.jsonl")
+    ]  # fmt: skip
+    qrels = _qrels(root / "qrels" / f"{split}.tsv")
+    queries = [(q["_id"], q["text"], None) for q in _jsonl(root / "queries.jsonl") if q["_id"] in qrels]
+    return {"docs": docs, "queries": queries, "qrels": qrels}
+
+
+def madial(split: str) -> dict[str, Any]:
+    root = DATA / "madial"
+    docs = [
+        (m["id"], {"title": m["text"], "type": "discovery", "project": m["user"], "created_at": m["date"]})
+        for m in _jsonl(root / "memories.jsonl")
+    ]
+    qrels = _qrels(root / "qrels.tsv")
+    queries = [(q["id"], q["query"], {"project": q["scope"]}) for q in _jsonl(root / "queries.jsonl")]
+    return {"docs": docs, "queries": queries, "qrels": qrels}
+
+
+SETS: dict[str, Callable[[str], dict[str, Any]]] = {"scifact": scifact, "madial": madial}
+
+
+# -- building a home through the CLI -----------------------------------------------------------------------
+def cmem(home: Path, *args: str, model: str | None = None) -> str:
+    env = {**os.environ, "CMEM_HOME": str(home), "CMEM_EMBED_MODEL": model or "none", "NO_COLOR": "1"}
+    env.pop("CMEM_RERANK_MODEL", None)
+    proc = subprocess.run(
+        [sys.executable, "-m", "cmem_cli", *args], capture_output=True, text=True, env=env, cwd=REPO
+    )
+    if proc.returncode != 0:
+        raise SystemExit(f"cmem {' '.join(args)} failed ({proc.returncode}): {proc.stderr.strip()[-2000:]}")
+    return proc.stdout
+
+
+def build_home(name: str, data: dict[str, Any], home: Path, model: str) -> dict[str, Any]:
+    """Load the corpus with `cmem add --json` and index it; returns corpus id -> observation id and timings."""
+    marker = home / "bench-ids.json"
+    if marker.exists():
+        return json.loads(marker.read_text())
+    home.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile("w", suffix=".ndjson", delete=False, encoding="utf-8") as fh:
+        for _, record in data["docs"]:
+            fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+        source = fh.name
+    try:
+        started = time.perf_counter()
+        ids = cmem(home, "add", "--json", source).split()
+        add_seconds = time.perf_counter() - started
+    finally:
+        os.unlink(source)
+    started = time.perf_counter()
+    report = json.loads(cmem(home, "index", "--json", model=model))
+    index_seconds = time.perf_counter() - started
+    info = {
+        "ids": {str(obs): corpus for obs, (corpus, _) in zip(ids, data["docs"], strict=True)},
+        "add_seconds": round(add_seconds, 2),
+        "index_seconds": round(index_seconds, 2),
+        "docs": len(data["docs"]),
+        "chunks": report["chunks_written"],
+        "embedded": report["embedded"],
+    }
+    marker.write_text(json.dumps(info))
+    print(
+        f"{name}: added {len(ids)} in {add_seconds:.1f}s; indexed {report['chunks_written']} chunks "
+        f"in {index_seconds:.1f}s ({len(ids) / index_seconds:.1f} docs/s end to end)",
+        file=sys.stderr,
+    )
+    return info
+
+
+# -- metrics --------------------------------------------------------------------------------------------
+def metrics(ranked: list[str], relevant: dict[str, int], k: int = 10) -> dict[str, float]:
+    top = ranked[:k]
+    dcg = sum((2 ** relevant.get(d, 0) - 1) / math.log2(i + 2) for i, d in enumerate(top))
+    ideal = sorted(relevant.values(), reverse=True)[:k]
+    idcg = sum((2**g - 1) / math.log2(i + 2) for i, g in enumerate(ideal))
+    hits = [d for d in top if d in relevant]
+    rr = next((1.0 / (i + 1) for i, d in enumerate(top) if d in relevant), 0.0)
+    return {"ndcg@10": dcg / idcg if idcg else 0.0, "recall@10": len(hits) / len(relevant), "mrr@10": rr}
+
+
+def mean(rows: list[dict[str, float]]) -> dict[str, float]:
+    return {key: round(sum(r[key] for r in rows) / len(rows), 4) for key in rows[0]} if rows else {}
+
+
+# -- running -------------------------------------------------------------------------------------------
+def evaluate(
+    name: str, data: dict[str, Any], home: Path, model: str, modes: list[str], dump: dict[str, Any] | None
+) -> dict[str, Any]:
+    from cmem_cli.config import load_config
+    from index.search import hybrid
+
+    info = build_home(name, data, home, model)
+    os.environ["CMEM_EMBED_MODEL"] = model
+    config = load_config(home)
+    id_map: dict[str, str] = info["ids"]
+    results: dict[str, Any] = {}
+    for mode in modes:
+        per_query, seconds = [], 0.0
+        for qid, text, filters in data["queries"]:
+            started = time.perf_counter()
+            hits = hybrid(
+                config,
+                text,
+                mode="hybrid" if mode == "rrf" else mode,
+                limit=10,
+                filters=filters,
+                rerank=False,
+                fusion="rrf" if mode == "rrf" else "score",
+            )
+            seconds += time.perf_counter() - started
+            ranked = [id_map.get(str(h.obs_id), "") for h in hits]
+            per_query.append(metrics(ranked, data["qrels"].get(qid, {})))
+        results[mode] = {**mean(per_query), "ms/query": round(1000 * seconds / len(data["queries"]), 1)}
+        print(f"{name:8} {mode:8} {results[mode]}", file=sys.stderr)
+    if dump is not None:
+        dump[name] = candidates(config, data, id_map)
+    return {"results": results, "build": {k: v for k, v in info.items() if k != "ids"}}
+
+
+def candidates(config: Any, data: dict[str, Any], id_map: dict[str, str]) -> dict[str, Any]:
+    """Top-100 keyword and vector candidates with raw scores for every query (fusion tuning input)."""
+    from index import retrieve
+    from index.loading import load_embedder
+    from index.retrieve import DocFilters
+    from index.store import IndexStore
+
+    embedder, _ = load_embedder(config)
+    store = IndexStore.open(config.index_path, readonly=True)
+    doc_obs = dict(store.rows("SELECT id, obs_id FROM documents"))
+    out = []
+    for qid, text, filters in data["queries"]:
+        f = DocFilters.coerce(filters)
+        kw = retrieve.keyword(store, text, f, 100)
+        qv = embedder.embed_query(text).astype("float32").tobytes() if embedder else None
+        vec = retrieve.vector(store, qv, f, 100) if qv else []
+        out.append(
+            {
+                "qid": qid,
+                "relevant": data["qrels"].get(qid, {}),
+                "keyword": [(id_map.get(str(doc_obs[h.doc_id]), ""), h.score) for h in kw],
+                "vector": [(id_map.get(str(doc_obs[h.doc_id]), ""), h.score) for h in vec],
+            }
+        )
+    store.close()
+    return {"queries": out}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--model", required=True, help="GGUF embedding model (e.g. MiniLM from cmem models import)"
+    )
+    parser.add_argument("--sets", default="scifact,madial")
+    parser.add_argument("--split", default="test", help="SciFact qrels split (test or train)")
+    parser.add_argument("--modes", default=",".join(MODES))
+    parser.add_argument("--work", help="keep built homes here (reused by later runs)")
+    parser.add_argument("--dump", help="write top-100 candidates per query to this JSON file")
+    parser.add_argument("--json", action="store_true", help="print the results as JSON on stdout")
+    args = parser.parse_args()
+    work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="cmem-bench-"))
+    dump: dict[str, Any] | None = {} if args.dump else None
+    report: dict[str, Any] = {}
+    for name in args.sets.split(","):
+        data = SETS[name](args.split)
+        report[name] = evaluate(name, data, work / name, args.model, args.modes.split(","), dump)
+    if dump is not None:
+        Path(args.dump).write_text(json.dumps(dump))
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        for name, entry in report.items():
+            print(f"\n{name} ({entry['build']})")
+            print(f"{'mode':10}{'nDCG@10':>10}{'R@10':>8}{'MRR':>8}{'ms/q':>8}")
+            for mode, row in entry["results"].items():
+                print(
+                    f"{mode:10}{row['ndcg@10']:>10.3f}{row['recall@10']:>8.3f}{row['mrr@10']:>8.3f}"
+                    f"{row['ms/query']:>8.1f}"
+                )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,395 @@
+"""Bring index.db up to date with the collections: the update pass and the atomic full rebuild.
+
+Work is proportional to what changed. A file is re-read only when its size or mtime differs from the
+index, re-chunked only when its content hash (or the chunker's settings) changed, and a chunk is embedded
+only when no vector for (chunk hash, model fingerprint) is cached. Chunks are written first and embedded
+afterwards in large batches (the model is the slow part; batching is what keeps end-to-end throughput close
+to the model's raw rate), each batch in its own short transaction so searches are never held up and an
+interrupted run resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from index.chunker import (
+    CHUNKER_VERSION,
+    DEFAULT_MAX_TOKENS,
+    DEFAULT_OVERLAP,
+    chunk_markdown,
+    estimate_tokens,
+)
+from index.collections import Collection
+from index.document import (
+    ParsedDocument,
+    as_epoch_ms,
+    as_int,
+    as_list,
+    as_text,
+    content_hash,
+    parse_markdown,
+    short_docid,
+)
+from index.scan import FileStat, scan
+from index.store import IndexStore, NewChunk, StoredDocument
+
+if TYPE_CHECKING:
+    from index.embedder import Embedder
+
+MAX_FILE_BYTES = 10 * 1024 * 1024
+PROMPT_RESERVE = 16  # tokens the model's prompt template adds around title and text
+MIN_CHUNK_TOKENS = 64
+WRITE_BATCH_FILES = 64
+EMBED_PAGE = 512  # chunks fetched, embedded and written per transaction
+
+Progress = Callable[[str, int, int], None]  # (phase, done, total); phases: "scan", "read", "embed"
+
+
+@dataclass
+class IndexReport:
+    """What one pass did; ``note`` says why there are no vectors when there is no model."""
+
+    full: bool = False
+    collections: int = 0
+    scanned: int = 0
+    read: int = 0
+    chunked: int = 0
+    unchanged: int = 0
+    removed: int = 0
+    chunks_written: int = 0
+    embedded: int = 0
+    cache_hits: int = 0
+    model: str | None = None
+    note: str | None = None
+    errors: list[str] = field(default_factory=list)
+    started_at: int = 0
+    seconds: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class _Prepared:
+    relpath: str
+    stat: FileStat
+    content_hash: str
+    parsed: ParsedDocument | None  # None: content unchanged, only size/mtime to record
+    stored: StoredDocument | None
+    chunks: list[NewChunk] = field(default_factory=list)
+
+
+def chunker_signature(embedder: Embedder | None) -> str:
+    """Identifies how chunks were cut; documents cut another way are re-chunked on the next pass."""
+    if embedder is None:
+        return f"v{CHUNKER_VERSION}/{DEFAULT_MAX_TOKENS}/{DEFAULT_OVERLAP}/chars4"
+    budget = min(DEFAULT_MAX_TOKENS, embedder.max_tokens)
+    return f"v{CHUNKER_VERSION}/{budget}/{DEFAULT_OVERLAP}/{embedder.fingerprint}"
+
+
+def chunk_hash(context: str, text: str) -> str:
+    """The embedding-cache key of a chunk: everything the model sees (title context and text)."""
+    return hashlib.blake2b(f"{context}\x1f{text.strip()}".encode(), digest_size=16).hexdigest()
+
+
+class Indexer:
+    """One update pass over some collections into one store."""
+
+    def __init__(
+        self,
+        store: IndexStore,
+        collections: Sequence[Collection],
+        embedder: Embedder | None,
+        *,
+        note: str | None = None,
+        progress: Progress | None = None,
+    ):
+        self.store = store
+        self.collections = list(collections)
+        self.embedder = embedder
+        self.note = note
+        self.progress = progress or (lambda phase, done, total: None)
+        self.signature = chunker_signature(embedder)
+        self._count = self._token_counter()
+
+    def run(self, *, prune_other_collections: bool = True, full: bool = False) -> IndexReport:
+        started = time.monotonic()
+        report = IndexReport(full=full, started_at=int(time.time() * 1000), note=self.note)
+        report.collections = len(self.collections)
+        if self.embedder is not None:
+            report.model = self.embedder.fingerprint
+            self.store.use_model(self.embedder.fingerprint, self.embedder.dim)
+        for collection in self.collections:
+            self._update_collection(collection, report)
+        if prune_other_collections:
+            self._drop_unconfigured(report)
+        if self.embedder is not None:
+            self._embed_pending(report)
+        if report.removed or report.chunked:
+            self.store.prune_cache()
+        report.seconds = round(time.monotonic() - started, 3)
+        with self.store.transaction():
+            self.store.set_setting("chunker", self.signature)
+            self.store.set_setting("last_run", json.dumps(report.to_json()))
+        return report
+
+    # -- change detection --------------------------------------------------------------------------
+    def _update_collection(self, collection: Collection, report: IndexReport) -> None:
+        on_disk = scan(collection.root, collection.mask)
+        indexed = self.store.documents_in(collection.name)
+        report.scanned += len(on_disk)
+        changed = [
+            (relpath, stat)
+            for relpath, stat in on_disk.items()
+            if (stored := indexed.get(relpath)) is None
+            or stored.size != stat.size
+            or stored.mtime_ns != stat.mtime_ns
+            or stored.chunked_with != self.signature
+        ]
+        gone = [stored.id for relpath, stored in indexed.items() if relpath not in on_disk]
+        if gone:
+            with self.store.transaction():
+                for doc_id in gone:
+                    self.store.delete_document(doc_id)
+            report.removed += len(gone)
+        changed.sort()
+        total = len(changed)
+        for start in range(0, total, WRITE_BATCH_FILES):
+            batch = []
+            for relpath, stat in changed[start : start + WRITE_BATCH_FILES]:
+                prepared = self._prepare(collection, relpath, stat, indexed.get(relpath), report)
+                if prepared is not None:
+                    batch.append(prepared)
+            self._write(collection, batch, report)
+            self.progress("read", min(start + WRITE_BATCH_FILES, total), total)
+
+    def _prepare(
+        self,
+        collection: Collection,
+        relpath: str,
+        stat: FileStat,
+        stored: StoredDocument | None,
+        report: IndexReport,
+    ) -> _Prepared | None:
+        path = Path(collection.root) / relpath
+        try:
+            with open(path, "rb") as fh:
+                actual = os.fstat(fh.fileno())
+                if actual.st_size > MAX_FILE_BYTES:
+                    report.errors.append(
+                        f"{collection.name}:{relpath}: larger than {MAX_FILE_BYTES} bytes, skipped"
+                    )
+                    return None
+                data = fh.read()
+        except FileNotFoundError:
+            return None  # deleted since the scan; the next pass removes it
+        except OSError as exc:
+            report.errors.append(f"{collection.name}:{relpath}: {exc.strerror}")
+            return None
+        report.read += 1
+        stat = FileStat(actual.st_size, actual.st_mtime_ns)
+        digest = content_hash(data)
+        if stored is not None and stored.hash == digest and stored.chunked_with == self.signature:
+            report.unchanged += 1
+            return _Prepared(relpath, stat, digest, None, stored)
+        parsed = parse_markdown(data.decode("utf-8", errors="replace"), relpath)
+        prepared = _Prepared(relpath, stat, digest, parsed, stored, self._chunks(parsed))
+        report.chunked += 1
+        return prepared
+
+    def _chunks(self, parsed: ParsedDocument) -> list[NewChunk]:
+        budget = DEFAULT_MAX_TOKENS
+        if self.embedder is not None:
+            text_budget = getattr(self.embedder, "text_budget", None)
+            if text_budget is not None:
+                room = text_budget(parsed.context)
+            else:
+                room = self.embedder.max_tokens - self._count(parsed.context) - PROMPT_RESERVE
+            budget = max(MIN_CHUNK_TOKENS, min(DEFAULT_MAX_TOKENS, room))
+        pieces = chunk_markdown(
+            parsed.body,
+            max_tokens=budget,
+            overlap=DEFAULT_OVERLAP,
+            count_tokens=self._count,
+            first_line=parsed.body_line,
+        )
+        return [
+            NewChunk(seq=i, start_line=p.start_line, hash=chunk_hash(parsed.context, p.text), text=p.text)
+            for i, p in enumerate(p for p in pieces if p.text.strip())
+        ]
+
+    def _write(self, collection: Collection, batch: list[_Prepared], report: IndexReport) -> None:
+        if not batch:
+            return
+        now_ms = int(time.time() * 1000)
+        with self.store.transaction():
+            for item in batch:
+                if item.parsed is None:
+                    assert item.stored is not None
+                    self.store.touch_document(item.stored.id, item.stat.size, item.stat.mtime_ns)
+                    continue
+                meta = item.parsed.meta
+                self.store.upsert_document(
+                    collection=collection.name,
+                    path=item.relpath,
+                    docid=short_docid(collection.name, item.relpath),
+                    size=item.stat.size,
+                    mtime_ns=item.stat.mtime_ns,
+                    content_hash=item.content_hash,
+                    chunked_with=self.signature,
+                    title=item.parsed.title,
+                    context=item.parsed.context,
+                    fields=_fields(item.parsed),
+                    concepts=[str(c) for c in as_list(meta.get("concepts"))],
+                    files=[
+                        str(f) for f in as_list(meta.get("files_read")) + as_list(meta.get("files_modified"))
+                    ],
+                    chunks=item.chunks,
+                    now_ms=now_ms,
+                )
+                report.chunks_written += len(item.chunks)
+
+    def _drop_unconfigured(self, report: IndexReport) -> None:
+        configured = {c.name for c in self.collections}
+        for name in self.store.collections_indexed():
+            if name in configured:
+                continue
+            docs = self.store.documents_in(name)
+            with self.store.transaction():
+                for stored in docs.values():
+                    self.store.delete_document(stored.id)
+            report.removed += len(docs)
+
+    # -- embedding ---------------------------------------------------------------------------------
+    def _embed_pending(self, report: IndexReport) -> None:
+        embedder = self.embedder
+        assert embedder is not None
+        fingerprint = embedder.fingerprint
+        total = self.store.count_pending(fingerprint)
+        done = 0
+        after = 0
+        self.progress("embed", 0, total)
+        while True:
+            page = self.store.pending_chunks(fingerprint, after, EMBED_PAGE)
+            if not page:
+                break
+            after = page[-1].id
+            vectors = self.store.cached_vectors([c.hash for c in page], fingerprint)
+            report.cache_hits += sum(1 for c in page if c.hash in vectors)
+            missing: dict[str, tuple[str, str]] = {}
+            for chunk in page:
+                if chunk.hash not in vectors and chunk.hash not in missing:
+                    missing[chunk.hash] = (chunk.context, chunk.text.strip())
+            if missing:
+                computed = embedder.embed_documents(list(missing.values()))
+                for key, vector in zip(missing, computed, strict=True):
+                    vectors[key] = vector.astype("float32").tobytes()
+                report.embedded += len(missing)
+            with self.store.transaction():
+                self.store.store_vectors(
+                    [(c.id, c.hash, vectors[c.hash]) for c in page], fingerprint, cache=True
+                )
+            done += len(page)
+            self.progress("embed", done, total)
+
+    def _token_counter(self) -> Callable[[str], int]:
+        if self.embedder is None:
+            return estimate_tokens
+        return self.embedder.count_tokens
+
+
+def _fields(parsed: ParsedDocument) -> dict[str, Any]:
+    meta = parsed.meta
+    return {
+        "kind": parsed.kind,
+        "uid": as_text(meta.get("uid")),
+        "obs_id": as_int(meta.get("id")),
+        "type": as_text(meta.get("type")),
+        "project": as_text(meta.get("project")),
+        "session": as_text(meta.get("session")),
+        "agent": as_text(meta.get("agent")),
+        "created_at": as_epoch_ms(meta.get("created_at")),
+    }
+
+
+# -- full rebuild ------------------------------------------------------------------------------------
+def rebuild(
+    index_path: Path,
+    collections: Sequence[Collection],
+    embedder: Embedder | None,
+    *,
+    note: str | None = None,
+    progress: Progress | None = None,
+) -> IndexReport:
+    """Build a fresh index in a temporary file and swap it in atomically.
+
+    The embedding cache of the old index is carried over (vectors are expensive and keyed by content, so
+    they cannot be stale). Until the swap commits, searches see the old index; if the rebuild is
+    interrupted, the old index stays as it was and the temporary file is removed.
+    """
+    temp = index_path.with_name(index_path.name + ".rebuild")
+    remove_database_files(temp)
+    try:
+        fresh = IndexStore.open(temp)
+        try:
+            _seed_cache(fresh, index_path)
+            report = Indexer(fresh, collections, embedder, note=note, progress=progress).run(full=True)
+            fresh.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            _swap_in(fresh, index_path)
+        finally:
+            fresh.close()
+    finally:
+        remove_database_files(temp)
+    return report
+
+
+def _seed_cache(fresh: IndexStore, old_path: Path) -> None:
+    if not old_path.exists():
+        return
+    try:
+        fresh.conn.execute("ATTACH DATABASE ? AS old", (str(old_path),))
+    except Exception:  # noqa: BLE001 - an unreadable old index: nothing to carry over
+        return
+    try:
+        with fresh.transaction():
+            fresh.conn.execute(
+                "INSERT OR IGNORE INTO main.embed_cache SELECT hash, model, vector FROM old.embed_cache"
+            )
+    except Exception:  # noqa: BLE001 - a damaged or foreign old index: start with an empty cache
+        pass
+    finally:
+        fresh.conn.execute("DETACH DATABASE old")
+
+
+def _swap_in(fresh: IndexStore, index_path: Path) -> None:
+    """Copy the fresh database over the live one in one SQLite transaction (readers see old or new)."""
+    from cmem_cli.errors import DatabaseCorrupt
+
+    try:
+        live = IndexStore.open(index_path)
+    except DatabaseCorrupt:
+        live = None
+    if live is None:
+        # The old file is not a usable database: nothing can be reading it consistently anyway.
+        remove_database_files(index_path)
+        live = IndexStore.open(index_path)
+    try:
+        with live.conn.backup("main", fresh.conn, "main") as backup:
+            while not backup.done:
+                backup.step(-1)
+    finally:
+        live.close()
+
+
+def remove_database_files(path: Path) -> None:
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(f"{path}{suffix}")

@@ -1,0 +1,162 @@
+"""The two retrievers over index.db, each returning one row per document (its best chunk).
+
+Keyword: FTS5 BM25 over chunk text plus the chunk's context (title and, for observations, type, project and
+concepts) and camelCase parts, as an OR of quoted terms so no user input can break the query. Vector:
+sqlite-vec nearest neighbours over chunk embeddings. Filters are pushed into SQL (for vectors through
+``rowid IN (...)``, which sqlite-vec applies before ranking), so a narrow filter never starves the result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from cmem_cli.textsearch import fts_query
+from index.store import IndexStore
+
+# BM25 column weights: context (title, type, project, concepts), text, camelCase parts.
+CONTEXT_WEIGHT = 2.0
+TEXT_WEIGHT = 1.0
+TERMS_WEIGHT = 0.5
+MAX_K = 4096  # sqlite-vec's largest k
+
+
+@dataclass
+class DocFilters:
+    """Metadata filters (the store's ``Filters`` fields); documents lacking a filtered field are excluded.
+
+    ``since``/``until`` are inclusive epoch milliseconds; ``types`` matches any; every concept must be
+    present (case-insensitive); ``files`` matches a path exactly, by suffix after ``/`` or as a directory.
+    """
+
+    project: str | None = None
+    types: list[str] = field(default_factory=list)
+    concepts: list[str] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
+    agent: str | None = None
+    session: str | None = None
+    since: int | None = None
+    until: int | None = None
+    collections: list[str] = field(default_factory=list)
+
+    @classmethod
+    def coerce(cls, value: Any, collections: Sequence[str] | None = None) -> DocFilters:
+        """From None, a DocFilters, a mapping, or any object with the store ``Filters`` attributes."""
+        if value is None:
+            result = cls()
+        elif isinstance(value, cls):
+            result = cls(**vars(value))
+        else:
+            get = (
+                value.get
+                if isinstance(value, dict)
+                else lambda name, default=None: getattr(value, name, default)
+            )
+            result = cls(
+                project=get("project"),
+                types=_as_list(get("types") or get("type")),
+                concepts=_as_list(get("concepts")),
+                files=_as_list(get("files")),
+                agent=get("agent"),
+                session=get("session"),
+                since=get("since"),
+                until=get("until"),
+                collections=_as_list(get("collections")),
+            )
+        if collections:
+            result.collections = list(collections)
+        return result
+
+    def sql(self, alias: str = "d") -> tuple[str, list[Any]]:
+        clauses: list[str] = []
+        params: list[Any] = []
+        for name in ("project", "agent", "session"):
+            value = getattr(self, name)
+            if value is not None:
+                clauses.append(f"{alias}.{name} = ?")
+                params.append(value)
+        if self.since is not None:
+            clauses.append(f"{alias}.created_at >= ?")
+            params.append(int(self.since))
+        if self.until is not None:
+            clauses.append(f"{alias}.created_at <= ?")
+            params.append(int(self.until))
+        if self.types:
+            clauses.append(f"{alias}.type IN ({','.join('?' * len(self.types))})")
+            params.extend(self.types)
+        for concept in self.concepts:
+            clauses.append(f"EXISTS (SELECT 1 FROM concepts k WHERE k.doc_id = {alias}.id AND k.concept = ?)")
+            params.append(concept.strip().lower())
+        for path in self.files:
+            escaped = path.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+            clauses.append(
+                f"EXISTS (SELECT 1 FROM doc_files f WHERE f.doc_id = {alias}.id AND "
+                "(f.path = ? OR f.path LIKE ? ESCAPE '\\' OR f.path LIKE ? ESCAPE '\\'))"
+            )
+            params.extend([path, "%/" + escaped, escaped.rstrip("/") + "/%"])
+        if self.collections:
+            clauses.append(f"{alias}.collection IN ({','.join('?' * len(self.collections))})")
+            params.extend(self.collections)
+        return (" AND ".join(clauses) or "1"), params
+
+    @property
+    def active(self) -> bool:
+        return self.sql()[0] != "1"
+
+
+@dataclass
+class DocHit:
+    """A document's best chunk for one retriever; ``score`` is higher-is-better (BM25 or cosine)."""
+
+    doc_id: int
+    chunk_id: int
+    score: float
+
+
+def keyword(store: IndexStore, query: str, filters: DocFilters, limit: int) -> list[DocHit]:
+    match = fts_query(query)
+    if match is None or limit <= 0:
+        return []
+    where, params = filters.sql("d")
+    # bm25() cannot run inside an aggregate: rank chunks in a materialised CTE, then keep each doc's best.
+    rows = store.rows(
+        f"""WITH ranked AS MATERIALIZED (
+                SELECT c.doc_id AS doc_id, c.id AS chunk_id, bm25(chunks_fts, ?, ?, ?) AS rank
+                FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid JOIN documents d ON d.id = c.doc_id
+                WHERE chunks_fts MATCH ? AND {where})
+            SELECT doc_id, chunk_id, min(rank) AS best FROM ranked GROUP BY doc_id ORDER BY best LIMIT ?""",
+        [CONTEXT_WEIGHT, TEXT_WEIGHT, TERMS_WEIGHT, match, *params, limit],
+    )
+    return [DocHit(doc_id, chunk_id, -rank) for doc_id, chunk_id, rank in rows]
+
+
+def vector(store: IndexStore, query_vector: bytes, filters: DocFilters, limit: int) -> list[DocHit]:
+    """Nearest chunks, collapsed to documents. Over-fetches chunks so ``limit`` documents usually survive."""
+    if limit <= 0 or not store.has_vectors_table():
+        return []
+    k = min(MAX_K, max(limit * 4, 50))
+    where, params = filters.sql("d")
+    if filters.active:
+        sql = f"""SELECT v.rowid, v.distance, c.doc_id FROM chunk_vectors v JOIN chunks c ON c.id = v.rowid
+                  WHERE v.embedding MATCH ? AND k = ? AND v.rowid IN (
+                      SELECT c2.id FROM chunks c2 JOIN documents d ON d.id = c2.doc_id WHERE {where})
+                  ORDER BY v.distance"""
+        rows = store.rows(sql, [query_vector, k, *params])
+    else:
+        sql = """SELECT v.rowid, v.distance, c.doc_id FROM chunk_vectors v JOIN chunks c ON c.id = v.rowid
+                 WHERE v.embedding MATCH ? AND k = ? ORDER BY v.distance"""
+        rows = store.rows(sql, [query_vector, k])
+    best: dict[int, DocHit] = {}
+    for chunk_id, distance, doc_id in rows:
+        if doc_id not in best:
+            best[doc_id] = DocHit(doc_id, chunk_id, 1.0 - float(distance))
+    return list(best.values())[:limit]
+
+
+def _as_list(value: Any) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value]
+    return [str(v) for v in value]

@@ -1,0 +1,106 @@
+"""The cheap part of change detection: walk a collection and stat its files, reading nothing.
+
+Re-indexing one changed file in a 10,000-file collection has to take well under a second, so the walk uses
+``os.scandir`` (no per-file ``Path`` objects, one ``stat`` each), matches relative paths against a compiled
+glob, and skips hidden directories (``.git``, ``.obsidian``) and hidden or editor temporary files.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import lru_cache
+
+
+@dataclass(frozen=True)
+class FileStat:
+    size: int
+    mtime_ns: int
+
+
+@lru_cache(maxsize=64)
+def compile_mask(mask: str) -> Callable[[str], bool]:
+    """A matcher for POSIX relative paths: ``**`` spans directories, ``*``/``?`` stay in one, ``{a,b}``."""
+    return re.compile(_glob_to_regex(mask)).fullmatch  # type: ignore[return-value]
+
+
+def _glob_to_regex(mask: str) -> str:
+    out: list[str] = []
+    i, n = 0, len(mask)
+    while i < n:
+        c = mask[i]
+        if mask.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif mask.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif c == "*":
+            out.append("[^/]*")
+            i += 1
+        elif c == "?":
+            out.append("[^/]")
+            i += 1
+        elif c == "[":
+            end = mask.find("]", i + 2 if mask[i + 1 : i + 2] in ("!", "]") else i + 1)
+            if end == -1:
+                out.append(re.escape(c))
+                i += 1
+                continue
+            body = mask[i + 1 : end]
+            if body.startswith("!"):
+                body = "^" + body[1:]
+            out.append(f"[{body.replace(chr(92), chr(92) * 2)}]")
+            i = end + 1
+        elif c == "{":
+            end = mask.find("}", i)
+            if end == -1:
+                out.append(re.escape(c))
+                i += 1
+                continue
+            options = mask[i + 1 : end].split(",")
+            out.append("(?:" + "|".join(_glob_to_regex(o) for o in options) + ")")
+            i = end + 1
+        else:
+            out.append(re.escape(c))
+            i += 1
+    return "".join(out)
+
+
+def is_ignored_name(name: str) -> bool:
+    """Hidden files and directories, and the temporary files editors and cmem write before a rename."""
+    return name.startswith((".", "~", "#")) or name.endswith(("~", ".tmp", ".swp", ".part"))
+
+
+def scan(root: os.PathLike[str] | str, mask: str) -> dict[str, FileStat]:
+    """Relative POSIX path -> size and mtime of every matching regular file under ``root``.
+
+    A missing root is an empty collection (a folder removed and recreated comes back on the next pass).
+    """
+    matches = compile_mask(mask)
+    found: dict[str, FileStat] = {}
+    stack: list[tuple[str, str]] = [(os.fspath(root), "")]
+    while stack:
+        directory, prefix = stack.pop()
+        try:
+            entries = os.scandir(directory)
+        except (FileNotFoundError, NotADirectoryError, PermissionError):
+            continue
+        with entries:
+            for entry in entries:
+                if is_ignored_name(entry.name):
+                    continue
+                relative = prefix + entry.name
+                try:
+                    if entry.is_dir(follow_symlinks=False):
+                        stack.append((entry.path, relative + "/"))
+                        continue
+                    if not matches(relative) or not entry.is_file():
+                        continue
+                    st = entry.stat()
+                except OSError:
+                    continue  # vanished between listing and stat: the next pass sees the truth
+                found[relative] = FileStat(st.st_size, st.st_mtime_ns)
+    return found

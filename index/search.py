@@ -1,0 +1,322 @@
+"""Search over the index: keyword, vector and hybrid, one row per observation or document.
+
+The entry point is :func:`hybrid`; ``cmem search`` calls it. Search never waits for the indexer (WAL readers,
+a short busy timeout) and never fails because of the index: a missing, locked or damaged ``index.db``, a
+missing model or vectors made by another model all degrade to keyword results from whatever lists remain,
+with a note saying why.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from cmem_cli.config import Config
+from cmem_cli.errors import CmemError, ModelError
+from index import retrieve
+from index.fusion import DEFAULT_PARAMS, KEYWORD, VECTOR, FusedHit, FusionParams, SignalScore, fuse
+from index.retrieve import DocFilters, DocHit
+from index.store import IndexStore
+
+MODES = ("auto", "keyword", "vector", "hybrid")
+RERANK_CANDIDATES = 20
+CANDIDATES = 100  # per retriever, before fusion
+SNIPPET_CHARS = 240
+
+
+@dataclass
+class IndexHit:
+    """One fused result.
+
+    ``key`` is ``obs:<uid>`` for a cmem observation, else ``doc:<collection>:<path>`` (summaries and user
+    documents). ``kind`` is ``observation``, ``summary`` or ``document``. ``score`` is calibrated 0..1;
+    ``signals`` maps each signal (``keyword``, ``vector``, any extra list, ``rerank``) to its rank, raw and
+    normalised score. ``line`` is the 1-based file line where the best chunk starts. Hits that only an extra
+    list found carry just ``key``, ``kind``, ``uid``, ``score`` and ``signals``.
+    """
+
+    key: str
+    kind: str
+    uid: str | None
+    collection: str | None
+    path: str | None
+    docid: str | None
+    title: str | None
+    score: float
+    signals: dict[str, SignalScore] = field(default_factory=dict)
+    line: int | None = None
+    snippet: str | None = None
+    obs_id: int | None = None
+    project: str | None = None
+    type: str | None = None
+    created_at: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        data = {k: v for k, v in vars(self).items() if k != "signals"}
+        data["signals"] = {
+            name: {"rank": s.rank, "score": round(s.raw, 6), "norm": round(s.norm, 4)}
+            for name, s in self.signals.items()
+        }
+        data["score"] = round(self.score, 4)
+        return data
+
+
+class SearchResults(list[IndexHit]):
+    """The hits, plus the mode actually used and notes on anything that degraded (for stderr)."""
+
+    def __init__(self, hits: Sequence[IndexHit] = (), *, mode: str = "keyword", notes: Sequence[str] = ()):
+        super().__init__(hits)
+        self.mode = mode
+        self.notes = list(notes)
+
+
+def hybrid(
+    config: Config,
+    query: str,
+    *,
+    mode: str = "auto",
+    limit: int = 10,
+    filters: Any = None,
+    collections: Sequence[str] | None = None,
+    rerank: bool | None = None,
+    extra_lists: Mapping[str, Sequence[tuple[str, float]]] | None = None,
+    min_score: float = 0.0,
+    params: FusionParams = DEFAULT_PARAMS,
+    fusion: str = "score",
+) -> SearchResults:
+    """Search the index and fuse with ``extra_lists``; returns at most ``limit`` hits, best first.
+
+    - ``mode``: ``keyword`` (BM25 only), ``vector`` (nearest neighbours only; ModelError without a usable
+      model), ``hybrid`` (both, fused), ``auto`` (hybrid when the index has vectors for the configured model,
+      else keyword, without loading a model).
+    - ``filters``: the store's ``Filters`` (or a dict with its field names: project, types, concepts, files,
+      agent, session, since, until — epoch ms, inclusive). Documents without a filtered field are excluded.
+    - ``collections``: restrict to these collection names (``memories`` is cmem's export tree).
+    - ``rerank``: None = rerank when a reranker is configured; True/False force it (at most 20 candidates).
+    - ``extra_lists``: more keyword-like ranked lists ``{signal: [(key, raw_score), ...]}``, best first,
+      raw scores higher-is-better BM25 (e.g. the store's BM25 over observations keyed ``obs:<uid>``). A key
+      found there and in the index is one hit.
+    - ``min_score``: drop hits whose calibrated score is lower.
+    """
+    if mode not in MODES:
+        raise CmemError(f"unknown search mode {mode!r} (expected one of: {', '.join(MODES)})")
+    doc_filters = DocFilters.coerce(filters, collections)
+    notes: list[str] = []
+    lists: dict[str, list[tuple[str, float]]] = {
+        name: list(items) for name, items in (extra_lists or {}).items()
+    }
+    kinds = {name: KEYWORD for name in lists}
+    candidates = max(CANDIDATES, limit * 2)
+    store = _open(config, notes)
+    rows: dict[str, tuple[DocHit, str]] = {}
+    used_mode = "keyword"
+    try:
+        want_vectors = mode in ("vector", "hybrid") or (
+            mode == "auto" and store is not None and _has_vectors(store)
+        )
+        query_vector = None
+        if want_vectors:
+            query_vector = _query_vector(config, store, query, notes, required=mode == "vector")
+        if store is not None and mode != "vector":
+            hits = _guard(
+                lambda: retrieve.keyword(store, query, doc_filters, candidates), notes, "keyword search"
+            )
+            lists[KEYWORD] = _keyed(store, hits, rows, "keyword")
+            kinds[KEYWORD] = KEYWORD
+        if store is not None and query_vector is not None:
+            hits = _guard(
+                lambda: retrieve.vector(store, query_vector, doc_filters, candidates), notes, "vector search"
+            )
+            lists[VECTOR] = _keyed(store, hits, rows, "vector")
+            kinds[VECTOR] = VECTOR
+            used_mode = "vector" if mode == "vector" else "hybrid"
+        if mode == "vector":
+            lists = {VECTOR: lists.get(VECTOR, [])}
+        fused = fuse(lists, kinds, params=params, method=fusion)
+        top = fused[: max(limit, RERANK_CANDIDATES)]
+        texts: dict[str, str] = {}
+        hits_out = [_to_hit(store, f, rows, texts) for f in top]
+        if _should_rerank(config, rerank, notes) and hits_out:
+            hits_out = _rerank(config, query, hits_out, texts, notes)
+    finally:
+        if store is not None:
+            store.close()
+    hits_out = [h for h in hits_out if h.score >= min_score][:limit]
+    return SearchResults(hits_out, mode=used_mode, notes=notes)
+
+
+# -- pieces ---------------------------------------------------------------------------------------------
+def _open(config: Config, notes: list[str]) -> IndexStore | None:
+    if not config.index_path.exists():
+        notes.append("no index yet: run `cmem index` (or `cmem watch`) for document and semantic search")
+        return None
+    try:
+        return IndexStore.open(config.index_path, readonly=True)
+    except CmemError as exc:
+        notes.append(f"index unavailable ({exc.message}); keyword results from the store only")
+        return None
+
+
+def _guard(run: Any, notes: list[str], what: str) -> list[DocHit]:
+    try:
+        return run()
+    except CmemError as exc:
+        notes.append(f"{what} skipped: {exc.message}")
+        return []
+
+
+def _has_vectors(store: IndexStore) -> bool:
+    try:
+        return store.vectors_model() is not None and bool(
+            store.scalar("SELECT 1 FROM chunks WHERE embedded_with IS NOT NULL LIMIT 1")
+        )
+    except CmemError:
+        return False
+
+
+def _query_vector(
+    config: Config, store: IndexStore | None, query: str, notes: list[str], *, required: bool
+) -> bytes | None:
+    from index.loading import load_embedder
+
+    embedder, why = load_embedder(config)
+    if embedder is None:
+        if required:
+            raise ModelError(why or "no embedding model")
+        notes.append(f"keyword only: {why}")
+        return None
+    stored = store.vectors_model() if store is not None else None
+    if stored is None or stored[0] != embedder.fingerprint:
+        message = "the index has no vectors for the configured model yet; run `cmem index`"
+        if required:
+            raise ModelError(message)
+        notes.append(f"keyword only: {message}")
+        return None
+    return embedder.embed_query(query).astype("float32").tobytes()
+
+
+def _keyed(
+    store: IndexStore, hits: list[DocHit], rows: dict[str, tuple[DocHit, str]], signal: str
+) -> list[tuple[str, float]]:
+    if not hits:
+        return []
+    meta = _doc_meta(store, [h.doc_id for h in hits])
+    out: list[tuple[str, float]] = []
+    for hit in hits:
+        info = meta.get(hit.doc_id)
+        if info is None:
+            continue
+        key = doc_key(info)
+        out.append((key, hit.score))
+        if key not in rows:
+            rows[key] = (hit, signal)
+    return out
+
+
+def doc_key(info: Mapping[str, Any]) -> str:
+    if info["kind"] == "observation" and info["uid"]:
+        return f"obs:{info['uid']}"
+    return f"doc:{info['collection']}:{info['path']}"
+
+
+def _doc_meta(store: IndexStore, doc_ids: Sequence[int]) -> dict[int, dict[str, Any]]:
+    out: dict[int, dict[str, Any]] = {}
+    ids = list(dict.fromkeys(doc_ids))
+    for start in range(0, len(ids), 500):
+        part = ids[start : start + 500]
+        marks = ",".join("?" * len(part))
+        for row in store.rows(
+            f"""SELECT id, collection, path, docid, title, kind, uid, obs_id, project, type, created_at
+                FROM documents WHERE id IN ({marks})""",
+            part,
+        ):
+            names = ("id", "collection", "path", "docid", "title", "kind", "uid", "obs_id", "project", "type",
+                     "created_at")  # fmt: skip
+            out[row[0]] = dict(zip(names, row, strict=True))
+    return out
+
+
+def _to_hit(
+    store: IndexStore | None, fused: FusedHit, rows: dict[str, tuple[DocHit, str]], texts: dict[str, str]
+) -> IndexHit:
+    found = rows.get(fused.key)
+    if store is None or found is None:
+        kind, _, rest = fused.key.partition(":")
+        return IndexHit(
+            key=fused.key,
+            kind="observation" if kind == "obs" else "document",
+            uid=rest if kind == "obs" else None,
+            collection=None,
+            path=None,
+            docid=None,
+            title=None,
+            score=fused.score,
+            signals=fused.signals,
+        )
+    doc_hit, _ = found
+    info = _doc_meta(store, [doc_hit.doc_id])[doc_hit.doc_id]
+    chunk = store.rows("SELECT start_line, text FROM chunks WHERE id = ?", (doc_hit.chunk_id,))
+    line, text = chunk[0] if chunk else (None, "")
+    texts[fused.key] = f"{info['title']}\n{text.strip()}"
+    return IndexHit(
+        key=fused.key,
+        kind=info["kind"] or "document",
+        uid=info["uid"],
+        collection=info["collection"],
+        path=info["path"],
+        docid=info["docid"],
+        title=info["title"],
+        score=fused.score,
+        signals=fused.signals,
+        line=line,
+        snippet=snippet(text),
+        obs_id=info["obs_id"],
+        project=info["project"],
+        type=info["type"],
+        created_at=info["created_at"],
+    )
+
+
+_SPACE = re.compile(r"\s+")
+
+
+def snippet(text: str, limit: int = SNIPPET_CHARS) -> str:
+    """The chunk's first characters on one line (headings' ``#`` marks dropped)."""
+    flat = _SPACE.sub(" ", re.sub(r"(?m)^#{1,6}\s+", "", text)).strip()
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+
+
+# -- reranking ------------------------------------------------------------------------------------------
+def _should_rerank(config: Config, rerank: bool | None, notes: list[str]) -> bool:
+    if rerank is False:
+        return False
+    if not config.rerank_model:
+        if rerank:
+            notes.append("no reranker configured (set CMEM_RERANK_MODEL); results are not reranked")
+        return False
+    return True
+
+
+def _rerank(
+    config: Config, query: str, hits: list[IndexHit], texts: Mapping[str, str], notes: list[str]
+) -> list[IndexHit]:
+    from index.loading import load_reranker
+
+    reranker, why = load_reranker(config)
+    if reranker is None:
+        notes.append(f"not reranked: {why}")
+        return hits
+    head = hits[:RERANK_CANDIDATES]
+    docs = [texts.get(h.key) or h.title or h.key for h in head]
+    scores = reranker.score(query, docs)
+    for rank_score, hit in zip(scores, head, strict=True):
+        hit.signals["rerank"] = SignalScore(0, float(rank_score), float(rank_score))
+        # Blend rather than replace: a reranker that has never seen this domain should not erase
+        # a confident first-stage match.
+        hit.score = 0.5 * hit.score + 0.5 * float(rank_score)
+    ordered = sorted(head, key=lambda h: -h.score)
+    for rank, hit in enumerate(ordered, 1):
+        hit.signals["rerank"].rank = rank
+    return ordered + hits[RERANK_CANDIDATES:]

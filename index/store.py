@@ -1,0 +1,466 @@
+"""The index database (``index.db``): documents, chunks, FTS5 keywords, sqlite-vec vectors, embedding cache.
+
+It is derived data: deleting the file loses nothing but time. Every write is a short ``BEGIN IMMEDIATE``
+transaction in WAL mode, so searches (readers) never wait for the indexer and a crash leaves a consistent
+file. Vectors of two models are never mixed: ``chunk_vectors`` holds vectors of exactly one model fingerprint
+(the ``vectors_model`` setting); switching models empties it, and the embedding cache, keyed by
+(chunk hash, model fingerprint), brings vectors back without recomputing when a model returns.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cmem_cli.errors import DatabaseBusy, DatabaseCorrupt, StorageError
+from cmem_cli.textsearch import search_terms
+
+SCHEMA_VERSION = 1
+WRITE_BUSY_MS = 30_000
+READ_BUSY_MS = 250
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS settings(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS documents(
+    id INTEGER PRIMARY KEY,
+    collection TEXT NOT NULL,
+    path TEXT NOT NULL,
+    docid TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    mtime_ns INTEGER NOT NULL,
+    hash TEXT NOT NULL,
+    chunked_with TEXT NOT NULL,
+    title TEXT NOT NULL,
+    context TEXT NOT NULL,
+    kind TEXT,
+    uid TEXT,
+    obs_id INTEGER,
+    type TEXT,
+    project TEXT,
+    session TEXT,
+    agent TEXT,
+    created_at INTEGER,
+    indexed_at INTEGER NOT NULL,
+    UNIQUE(collection, path)
+);
+CREATE INDEX IF NOT EXISTS documents_docid ON documents(docid);
+CREATE INDEX IF NOT EXISTS documents_uid ON documents(uid);
+CREATE INDEX IF NOT EXISTS documents_project ON documents(project, created_at);
+CREATE TABLE IF NOT EXISTS concepts(
+    doc_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+    concept TEXT NOT NULL,
+    PRIMARY KEY(doc_id, concept)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS concepts_concept ON concepts(concept);
+CREATE TABLE IF NOT EXISTS doc_files(
+    doc_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+    path TEXT NOT NULL,
+    PRIMARY KEY(doc_id, path)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS doc_files_path ON doc_files(path);
+CREATE TABLE IF NOT EXISTS chunks(
+    id INTEGER PRIMARY KEY,
+    doc_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+    seq INTEGER NOT NULL,
+    start_line INTEGER NOT NULL,
+    hash TEXT NOT NULL,
+    text TEXT NOT NULL,
+    embedded_with TEXT
+);
+CREATE INDEX IF NOT EXISTS chunks_doc ON chunks(doc_id, seq);
+CREATE INDEX IF NOT EXISTS chunks_pending ON chunks(embedded_with);
+CREATE INDEX IF NOT EXISTS chunks_hash ON chunks(hash);
+CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
+    context, text, terms, content='', contentless_delete=1, tokenize='porter unicode61 remove_diacritics 2'
+);
+CREATE TABLE IF NOT EXISTS embed_cache(
+    hash TEXT NOT NULL,
+    model TEXT NOT NULL,
+    vector BLOB NOT NULL,
+    PRIMARY KEY(hash, model)
+) WITHOUT ROWID;
+"""
+
+DOCUMENT_FIELDS = (
+    "kind",
+    "uid",
+    "obs_id",
+    "type",
+    "project",
+    "session",
+    "agent",
+    "created_at",
+)
+
+
+@dataclass(frozen=True)
+class StoredDocument:
+    """What change detection needs to know about a file already in the index."""
+
+    id: int
+    size: int
+    mtime_ns: int
+    hash: str
+    chunked_with: str
+
+
+@dataclass(frozen=True)
+class NewChunk:
+    seq: int
+    start_line: int
+    hash: str
+    text: str
+
+
+@dataclass(frozen=True)
+class PendingChunk:
+    """A chunk whose vector is missing for the current model: what to embed and under which cache key."""
+
+    id: int
+    hash: str
+    context: str
+    text: str
+
+
+def _apsw() -> Any:
+    import apsw  # lazy: keeps `cmem --help` and `cmem add` fast
+
+    return apsw
+
+
+def _translate(exc: Exception, path: Path) -> Exception:
+    apsw = _apsw()
+    if isinstance(exc, apsw.BusyError | apsw.LockedError):
+        return DatabaseBusy(f"index {path} is locked by another process; try again")
+    if isinstance(exc, apsw.NotADBError | apsw.CorruptError):
+        return DatabaseCorrupt(f"index {path} is damaged ({exc}); delete it or run `cmem index --full`")
+    if isinstance(exc, apsw.CantOpenError | apsw.ReadOnlyError | apsw.IOError | apsw.PermissionsError):
+        return StorageError(f"cannot open or write index {path}: {exc}")
+    if isinstance(exc, apsw.FullError):
+        return StorageError(f"disk full while writing index {path}")
+    return exc
+
+
+@contextlib.contextmanager
+def translated(path: Path) -> Iterator[None]:
+    """apsw's errors as cmem errors (one line, an exit code) for anything the index does."""
+    apsw = _apsw()
+    try:
+        yield
+    except apsw.Error as exc:
+        new = _translate(exc, path)
+        if new is exc:
+            raise
+        raise new from None
+
+
+class IndexStore:
+    """One connection to an index database, with the queries the indexer, search and status need."""
+
+    def __init__(self, conn: Any, path: Path):
+        self.conn = conn
+        self.path = path
+
+    # -- opening -----------------------------------------------------------------------------------
+    @classmethod
+    def open(cls, path: Path, *, readonly: bool = False, busy_ms: int | None = None) -> IndexStore:
+        """Open (creating and migrating unless ``readonly``); a missing file with ``readonly`` is NotFound."""
+        apsw = _apsw()
+        import sqlite_vec
+
+        if readonly and not path.exists():
+            from cmem_cli.errors import NotFound
+
+            raise NotFound(f"no index at {path}; run `cmem index`")
+        with translated(path):
+            if not readonly:
+                path.parent.mkdir(parents=True, exist_ok=True)
+            new_file = not path.exists()
+            flags = apsw.SQLITE_OPEN_READWRITE | (0 if readonly else apsw.SQLITE_OPEN_CREATE)
+            conn = apsw.Connection(str(path), flags=flags)
+            if new_file:
+                with contextlib.suppress(OSError):
+                    os.chmod(path, 0o600)
+            conn.set_busy_timeout(
+                busy_ms if busy_ms is not None else (READ_BUSY_MS if readonly else WRITE_BUSY_MS)
+            )
+            conn.enable_load_extension(True)
+            conn.load_extension(sqlite_vec.loadable_path())
+            conn.enable_load_extension(False)
+            store = cls(conn, path)
+            if not readonly:
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("PRAGMA synchronous=NORMAL")
+                conn.execute("PRAGMA foreign_keys=ON")
+                store._migrate()
+            else:
+                version = conn.execute("PRAGMA user_version").fetchone()[0]
+                if version != SCHEMA_VERSION:
+                    raise DatabaseCorrupt(f"index {path} has schema {version}, expected {SCHEMA_VERSION}")
+        return store
+
+    def _migrate(self) -> None:
+        version = self.conn.execute("PRAGMA user_version").fetchone()[0]
+        if version == SCHEMA_VERSION:
+            return
+        if version > SCHEMA_VERSION:
+            raise DatabaseCorrupt(f"index {self.path} is from a newer cmem; delete it or upgrade cmem")
+        with self.transaction():
+            if self.conn.execute("PRAGMA user_version").fetchone()[0] == 0:
+                self.conn.execute(_SCHEMA)
+                self.conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+
+    def close(self) -> None:
+        self.conn.close()
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[IndexStore]:
+        """A short write transaction that takes the write lock up front."""
+        with translated(self.path):
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self
+            except BaseException:
+                self.conn.execute("ROLLBACK")
+                raise
+            self.conn.execute("COMMIT")
+
+    def rows(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[tuple[Any, ...]]:
+        with translated(self.path):
+            return self.conn.execute(sql, params).fetchall()
+
+    def scalar(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Any:
+        with translated(self.path):
+            row = self.conn.execute(sql, params).fetchone()
+        return row[0] if row else None
+
+    # -- settings ----------------------------------------------------------------------------------
+    def setting(self, key: str) -> str | None:
+        return self.scalar("SELECT value FROM settings WHERE key = ?", (key,))
+
+    def set_setting(self, key: str, value: str) -> None:
+        self.conn.execute("INSERT OR REPLACE INTO settings(key, value) VALUES (?, ?)", (key, value))
+
+    def json_setting(self, key: str) -> Any:
+        value = self.setting(key)
+        return json.loads(value) if value else None
+
+    # -- documents ---------------------------------------------------------------------------------
+    def documents_in(self, collection: str) -> dict[str, StoredDocument]:
+        rows = self.rows(
+            "SELECT path, id, size, mtime_ns, hash, chunked_with FROM documents WHERE collection = ?",
+            (collection,),
+        )
+        return {r[0]: StoredDocument(r[1], r[2], r[3], r[4], r[5]) for r in rows}
+
+    def collections_indexed(self) -> list[str]:
+        return [r[0] for r in self.rows("SELECT DISTINCT collection FROM documents ORDER BY 1")]
+
+    def touch_document(self, doc_id: int, size: int, mtime_ns: int) -> None:
+        self.conn.execute(
+            "UPDATE documents SET size = ?, mtime_ns = ? WHERE id = ?", (size, mtime_ns, doc_id)
+        )
+
+    def delete_document(self, doc_id: int) -> None:
+        self._delete_chunks(doc_id)
+        self.conn.execute("DELETE FROM documents WHERE id = ?", (doc_id,))
+
+    def _delete_chunks(self, doc_id: int) -> None:
+        ids = [r[0] for r in self.conn.execute("SELECT id FROM chunks WHERE doc_id = ?", (doc_id,))]
+        if not ids:
+            return
+        marks = ",".join("?" * len(ids))
+        self.conn.execute(f"DELETE FROM chunks_fts WHERE rowid IN ({marks})", ids)
+        if self.has_vectors_table():
+            self.conn.execute(f"DELETE FROM chunk_vectors WHERE rowid IN ({marks})", ids)
+        self.conn.execute("DELETE FROM chunks WHERE doc_id = ?", (doc_id,))
+
+    def upsert_document(
+        self,
+        *,
+        collection: str,
+        path: str,
+        docid: str,
+        size: int,
+        mtime_ns: int,
+        content_hash: str,
+        chunked_with: str,
+        title: str,
+        context: str,
+        fields: dict[str, Any],
+        concepts: Iterable[str],
+        files: Iterable[str],
+        chunks: Sequence[NewChunk],
+        now_ms: int,
+    ) -> int:
+        """Insert or replace one document and all its chunks (call inside a transaction)."""
+        row = self.conn.execute(
+            "SELECT id FROM documents WHERE collection = ? AND path = ?", (collection, path)
+        ).fetchone()
+        values = {
+            "collection": collection,
+            "path": path,
+            "docid": docid,
+            "size": size,
+            "mtime_ns": mtime_ns,
+            "hash": content_hash,
+            "chunked_with": chunked_with,
+            "title": title,
+            "context": context,
+            "indexed_at": now_ms,
+            **{name: fields.get(name) for name in DOCUMENT_FIELDS},
+        }
+        if row:
+            doc_id = row[0]
+            self._delete_chunks(doc_id)
+            self.conn.execute("DELETE FROM concepts WHERE doc_id = ?", (doc_id,))
+            self.conn.execute("DELETE FROM doc_files WHERE doc_id = ?", (doc_id,))
+            assignments = ", ".join(f"{name} = :{name}" for name in values)
+            self.conn.execute(f"UPDATE documents SET {assignments} WHERE id = :id", {**values, "id": doc_id})
+        else:
+            names = ", ".join(values)
+            marks = ", ".join(f":{name}" for name in values)
+            self.conn.execute(f"INSERT INTO documents({names}) VALUES ({marks})", values)
+            doc_id = self.conn.last_insert_rowid()
+        self.conn.executemany(
+            "INSERT OR IGNORE INTO concepts(doc_id, concept) VALUES (?, ?)",
+            [(doc_id, c) for c in {str(c).strip().lower() for c in concepts} if c],
+        )
+        self.conn.executemany(
+            "INSERT OR IGNORE INTO doc_files(doc_id, path) VALUES (?, ?)",
+            [(doc_id, f) for f in {str(f).strip() for f in files} if f],
+        )
+        context_terms = search_terms([context])
+        for chunk in chunks:
+            self.conn.execute(
+                "INSERT INTO chunks(doc_id, seq, start_line, hash, text) VALUES (?, ?, ?, ?, ?)",
+                (doc_id, chunk.seq, chunk.start_line, chunk.hash, chunk.text),
+            )
+            chunk_id = self.conn.last_insert_rowid()
+            terms = f"{context_terms} {search_terms([chunk.text])}".strip()
+            self.conn.execute(
+                "INSERT INTO chunks_fts(rowid, context, text, terms) VALUES (?, ?, ?, ?)",
+                (chunk_id, context, chunk.text, terms),
+            )
+        return doc_id
+
+    # -- vectors -----------------------------------------------------------------------------------
+    def has_vectors_table(self) -> bool:
+        return bool(
+            self.conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'chunk_vectors'"
+            ).fetchone()
+        )
+
+    def vectors_model(self) -> tuple[str, int] | None:
+        """(fingerprint, dimension) of the vectors in ``chunk_vectors``, or None when there are none."""
+        model, dim = self.setting("vectors_model"), self.setting("vectors_dim")
+        if not model or not dim or not self.has_vectors_table():
+            return None
+        return model, int(dim)
+
+    def use_model(self, fingerprint: str, dim: int) -> bool:
+        """Make ``chunk_vectors`` hold this model's vectors; True when the previous ones were discarded.
+
+        Never mixes models: on a change the table is recreated empty and every chunk is pending again.
+        """
+        if self.vectors_model() == (fingerprint, dim):
+            return False
+        with self.transaction():
+            self.conn.execute("DROP TABLE IF EXISTS chunk_vectors")
+            self.conn.execute(
+                f"CREATE VIRTUAL TABLE chunk_vectors USING vec0(embedding float[{int(dim)}] distance_metric=cosine)"
+            )
+            self.conn.execute("UPDATE chunks SET embedded_with = NULL WHERE embedded_with IS NOT NULL")
+            self.set_setting("vectors_model", fingerprint)
+            self.set_setting("vectors_dim", str(int(dim)))
+        return True
+
+    def pending_chunks(self, fingerprint: str, after_id: int = 0, limit: int = 1024) -> list[PendingChunk]:
+        rows = self.rows(
+            """SELECT c.id, c.hash, d.context, c.text FROM chunks c JOIN documents d ON d.id = c.doc_id
+               WHERE (c.embedded_with IS NULL OR c.embedded_with != ?) AND c.id > ?
+               ORDER BY c.id LIMIT ?""",
+            (fingerprint, after_id, limit),
+        )
+        return [PendingChunk(*r) for r in rows]
+
+    def count_pending(self, fingerprint: str) -> int:
+        return int(
+            self.scalar(
+                "SELECT count(*) FROM chunks WHERE embedded_with IS NULL OR embedded_with != ?",
+                (fingerprint,),
+            )
+        )
+
+    def cached_vectors(self, hashes: Sequence[str], fingerprint: str) -> dict[str, bytes]:
+        found: dict[str, bytes] = {}
+        unique = list(dict.fromkeys(hashes))
+        for start in range(0, len(unique), 500):
+            part = unique[start : start + 500]
+            marks = ",".join("?" * len(part))
+            for h, blob in self.conn.execute(
+                f"SELECT hash, vector FROM embed_cache WHERE model = ? AND hash IN ({marks})",
+                (fingerprint, *part),
+            ):
+                found[h] = blob
+        return found
+
+    def store_vectors(
+        self, items: Sequence[tuple[int, str, bytes]], fingerprint: str, *, cache: bool
+    ) -> None:
+        """Write (chunk id, chunk hash, float32 vector) rows; call inside a transaction."""
+        chunk_ids = [(i,) for i, _, _ in items]
+        self.conn.executemany("DELETE FROM chunk_vectors WHERE rowid = ?", chunk_ids)
+        self.conn.executemany(
+            "INSERT INTO chunk_vectors(rowid, embedding) VALUES (?, ?)", [(i, blob) for i, _, blob in items]
+        )
+        self.conn.executemany(
+            "UPDATE chunks SET embedded_with = ? WHERE id = ?", [(fingerprint, i) for i, _, _ in items]
+        )
+        if cache:
+            self.conn.executemany(
+                "INSERT OR IGNORE INTO embed_cache(hash, model, vector) VALUES (?, ?, ?)",
+                [(h, fingerprint, blob) for _, h, blob in items],
+            )
+
+    def prune_cache(self) -> int:
+        """Forget cached vectors of chunks that no longer exist (any model)."""
+        with self.transaction():
+            self.conn.execute("DELETE FROM embed_cache WHERE hash NOT IN (SELECT hash FROM chunks)")
+            return self.conn.changes()
+
+    # -- status ------------------------------------------------------------------------------------
+    def stats(self) -> dict[str, Any]:
+        per_collection = {
+            name: {"documents": docs, "chunks": chunks or 0}
+            for name, docs, chunks in self.rows(
+                """SELECT d.collection, count(DISTINCT d.id), count(c.id)
+                   FROM documents d LEFT JOIN chunks c ON c.doc_id = d.id GROUP BY d.collection ORDER BY 1"""
+            )
+        }
+        model = self.vectors_model()
+        vectors = int(self.scalar("SELECT count(*) FROM chunks WHERE embedded_with IS NOT NULL") or 0)
+        return {
+            "documents": int(self.scalar("SELECT count(*) FROM documents") or 0),
+            "chunks": int(self.scalar("SELECT count(*) FROM chunks") or 0),
+            "vectors": vectors,
+            "vectors_model": model[0] if model else None,
+            "vectors_dim": model[1] if model else None,
+            "cached_vectors": int(self.scalar("SELECT count(*) FROM embed_cache") or 0),
+            "chunker": self.setting("chunker"),
+            "stale_documents": int(
+                self.scalar(
+                    "SELECT count(*) FROM documents WHERE chunked_with != coalesce(?, chunked_with)",
+                    (self.setting("chunker"),),
+                )
+                or 0
+            ),
+            "collections": per_collection,
+            "last_run": self.json_setting("last_run"),
+        }

@@ -1,0 +1,87 @@
+"""Helpers for the index tests: a counting stand-in embedder and small corpus writers.
+
+The stand-in is for testing the indexer's bookkeeping (what gets embedded, cached, marked stale), where a
+real model would only add minutes. Retrieval quality is tested with the real MiniLM GGUF.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+
+import numpy as np
+
+_WORD = re.compile(r"\w+")
+
+
+class CountingEmbedder:
+    """Deterministic bag-of-words hashing vectors; records every text it embeds."""
+
+    def __init__(self, fingerprint: str = "fake-a", dim: int = 32, max_tokens: int = 512):
+        self.fingerprint = fingerprint
+        self.dim = dim
+        self.max_tokens = max_tokens
+        self.embedded: list[tuple[str | None, str]] = []
+
+    def count_tokens(self, text: str) -> int:
+        return len(_WORD.findall(text))
+
+    def _vector(self, text: str) -> np.ndarray:
+        vec = np.zeros(self.dim, dtype=np.float32)
+        for word in _WORD.findall(text.lower()):
+            digest = hashlib.blake2b(word.encode(), digest_size=4).digest()
+            vec[int.from_bytes(digest, "little") % self.dim] += 1.0
+        norm = float(np.linalg.norm(vec))
+        return vec / norm if norm else vec + 1.0 / np.sqrt(self.dim)
+
+    def embed_documents(self, items: list[tuple[str | None, str]]) -> np.ndarray:
+        self.embedded.extend(items)
+        return np.stack([self._vector(f"{title or ''} {text}") for title, text in items])
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self._vector(text)
+
+
+def observation_file(
+    root: Path,
+    relpath: str,
+    *,
+    uid: str,
+    title: str,
+    body: str = "",
+    obs_id: int = 1,
+    type: str = "discovery",
+    project: str = "webapp",
+    concepts: list[str] | None = None,
+    created_at: str = "2026-01-02T03:04:05.000Z",
+    agent: str = "cli",
+    session: str | None = None,
+) -> Path:
+    """Write a file shaped like cmem's export of one observation."""
+    lines = [
+        "---",
+        "cmem: observation",
+        f"id: {obs_id}",
+        f'uid: "{uid}"',
+        f"type: {type}",
+        f"title: {title}",
+        f"project: {project}",
+        f"agent: {agent}",
+    ]
+    if session:
+        lines.append(f"session: {session}")
+    if concepts:
+        lines.append("concepts: [" + ", ".join(f'"{c}"' for c in concepts) + "]")
+    lines += [f'created_at: "{created_at}"', "---", f"# {title}", "", body]
+    path = root / relpath
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def write(root: Path, relpath: str, text: str) -> Path:
+    path = root / relpath
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path

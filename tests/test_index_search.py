@@ -1,0 +1,211 @@
+"""Searching the index: safe keyword queries, filters, one row per document, keys, degradation, fusion."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import apsw
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from cmem_cli.config import load_config
+from index.collections import add_collection, load_collections
+from index.fusion import FusionParams, fuse
+from index.indexer import Indexer
+from index.search import hybrid
+from index.store import IndexStore
+from tests.index_helpers import CountingEmbedder, observation_file, write
+
+
+@pytest.fixture
+def config(home: Path):
+    cfg = load_config()
+    cfg.ensure_home()
+    return cfg
+
+
+def index_all(config, embedder=None) -> None:
+    store = IndexStore.open(config.index_path)
+    try:
+        Indexer(store, load_collections(config), embedder).run()
+    finally:
+        store.close()
+
+
+@pytest.fixture
+def corpus(config, tmp_path):
+    root = config.export_dir
+    observation_file(
+        root,
+        "webapp/s1/jwt.md",
+        uid="UJWT",
+        obs_id=1,
+        title="Fix JWT expiry check",
+        body="Tokens expired one hour early because exp is seconds.",
+        type="bugfix",
+        concepts=["auth", "jwt"],
+        created_at="2026-01-10T00:00:00.000Z",
+        session="s1",
+    )
+    observation_file(
+        root,
+        "webapp/s2/pool.md",
+        uid="UPOOL",
+        obs_id=2,
+        title="Tune the database pool",
+        body="Raised the connection pool size to 20 for the API workers.",
+        type="change",
+        concepts=["db"],
+        created_at="2026-02-10T00:00:00.000Z",
+        agent="claude",
+        session="s2",
+    )
+    observation_file(
+        root,
+        "cli/s3/parse.md",
+        uid="UPARSE",
+        obs_id=3,
+        title="Parser handles getObservationsByIds",
+        body="The parser now splits camelCase names.",
+        type="feature",
+        project="cli",
+        concepts=["parser"],
+        created_at="2026-03-10T00:00:00.000Z",
+    )
+    notes = tmp_path / "notes"
+    write(notes, "guide/deploy.md", "# Deploy guide\n\nHow to deploy the API: build, migrate the database, "
+          "restart the workers.\n\n" + "More deployment text. " * 300 + "\n\n## Rollback\n\nRoll back the "
+          "database pool change if the workers fail.\n")  # fmt: skip
+    add_collection(config, str(notes), name="notes")
+    index_all(config, CountingEmbedder())
+    return config
+
+
+def keys(results) -> list[str]:
+    return [h.key for h in results]
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    st.one_of(
+        st.text(max_size=60),
+        st.sampled_from(['"', '""', "(", ")", "*", "-", ":", "NEAR", "NEAR(a b)", "a AND", "OR", "^", "col:x",
+                         "jwt*", '"unterminated', "-jwt", "NOT jwt", "{a b}", "a + b", "\x00", "é ü 日本"]),
+    )
+)  # fmt: skip
+def test_no_query_text_can_make_keyword_search_fail(corpus, query):
+    results = hybrid(corpus, query, mode="keyword", limit=5)
+    assert isinstance(list(results), list)
+
+
+def test_keyword_hits_are_one_row_per_document_with_keys_lines_and_snippets(corpus):
+    results = hybrid(corpus, "database pool workers", mode="keyword", limit=10)
+    assert len(keys(results)) == len(set(keys(results)))
+    by_key = {h.key: h for h in results}
+    assert "obs:UPOOL" in by_key and "doc:notes:guide/deploy.md" in by_key
+    obs = by_key["obs:UPOOL"]
+    assert (obs.kind, obs.uid, obs.obs_id, obs.collection) == ("observation", "UPOOL", 2, "memories")
+    doc = by_key["doc:notes:guide/deploy.md"]
+    assert doc.kind == "document" and len(doc.docid) == 6 and doc.line >= 1
+    assert all(0.0 <= h.score <= 1.0 for h in results)
+    assert "keyword" in obs.signals and obs.signals["keyword"].rank >= 1
+
+
+def test_metadata_filters_are_pushed_down_and_exclude_documents_without_the_field(corpus):
+    def found(**filters):
+        return sorted(h.uid or h.key for h in hybrid(corpus, "pool database jwt parser deploy", mode="hybrid",
+                                                     filters=filters, limit=20))  # fmt: skip
+
+    everything = found()
+    assert "doc:notes:guide/deploy.md" in everything and len(everything) == 4
+    assert found(project="webapp") == ["UJWT", "UPOOL"]
+    assert found(types=["bugfix", "feature"]) == ["UJWT", "UPARSE"]
+    assert found(agent="claude") == ["UPOOL"]
+    assert found(session="s1") == ["UJWT"]
+    assert found(concepts=["JWT"]) == ["UJWT"]
+    assert found(concepts=["jwt", "db"]) == []
+    assert found(since=1_770_000_000_000) == ["UPARSE", "UPOOL"]  # 2026-02-02
+    assert found(until=1_770_000_000_000) == ["UJWT"]
+    assert found(collections=["notes"]) == ["doc:notes:guide/deploy.md"]
+    assert hybrid(corpus, "pool", mode="hybrid", collections=["memories"], limit=20)[0].uid == "UPOOL"
+
+
+def test_camel_case_parts_of_identifiers_are_searchable(corpus):
+    assert keys(hybrid(corpus, "observations", mode="keyword"))[:1] == ["obs:UPARSE"]
+
+
+def test_a_missing_index_degrades_to_the_extra_lists_with_a_note(config):
+    results = hybrid(config, "anything", mode="auto", extra_lists={"store": [("obs:U9", 7.5)]})
+    assert keys(results) == ["obs:U9"]
+    assert results[0].uid == "U9" and results[0].kind == "observation"
+    assert any("cmem index" in note for note in results.notes)
+
+
+def test_search_does_not_wait_for_a_writer_holding_the_index(corpus):
+    writer = apsw.Connection(str(corpus.index_path))
+    writer.execute("BEGIN IMMEDIATE")
+    writer.execute("DELETE FROM settings")
+    try:
+        results = hybrid(corpus, "jwt expiry", mode="keyword")
+        assert keys(results)[0] == "obs:UJWT"
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()
+
+
+def test_a_damaged_index_degrades_instead_of_failing(config):
+    config.index_path.write_bytes(b"this is not a database" * 100)
+    results = hybrid(config, "jwt", mode="hybrid", extra_lists={"store": [("obs:U1", 3.0)]})
+    assert keys(results) == ["obs:U1"]
+    assert results.notes
+
+
+def test_extra_lists_merge_with_index_hits_by_key(corpus):
+    results = hybrid(corpus, "jwt expiry", mode="keyword", extra_lists={"store": [("obs:UJWT", 12.0)]})
+    top = results[0]
+    assert top.key == "obs:UJWT" and set(top.signals) == {"keyword", "store"}
+    assert top.path == "webapp/s1/jwt.md"
+
+
+def test_auto_mode_uses_vectors_only_when_the_index_has_them(config):
+    observation_file(config.export_dir, "p/a.md", uid="U1", title="Alpha", body="alpha")
+    index_all(config)  # no model: keyword-only index
+    results = hybrid(config, "alpha", mode="auto")
+    assert results.mode == "keyword" and keys(results) == ["obs:U1"]
+
+
+def test_explicit_vector_mode_without_a_model_is_a_clear_error(config):
+    from cmem_cli.errors import ModelError
+
+    observation_file(config.export_dir, "p/a.md", uid="U1", title="Alpha", body="alpha")
+    index_all(config)
+    with pytest.raises(ModelError):
+        hybrid(config, "alpha", mode="vector")
+
+
+# -- fusion ---------------------------------------------------------------------------------------------
+def test_fusion_scores_are_calibrated_0_to_1_and_agreement_ranks_first():
+    fused = fuse(
+        {"keyword": [("a", 20.0), ("b", 5.0)], "vector": [("b", 0.8), ("a", 0.7), ("c", 0.6)]},
+    )
+    assert [h.key for h in fused][:2] in (["a", "b"], ["b", "a"])
+    assert all(0.0 <= h.score <= 1.0 for h in fused)
+    assert fused[-1].key == "c"
+    assert fused[0].signals["keyword"].rank in (1, 2)
+
+
+def test_a_confident_keyword_match_is_not_dragged_down_by_a_weak_vector_signal():
+    # BM25 finds "exact" with a large margin; the small model's vectors miss it and weakly prefer "v1",
+    # which BM25 also ranks, far behind. Rank fusion promotes "v1" for being in both lists.
+    keyword = [("exact", 30.0), ("v1", 3.0), ("x2", 2.5)]
+    vector = [("v1", 0.41), ("v2", 0.40), ("v3", 0.40)]
+    assert fuse({"keyword": keyword, "vector": vector})[0].key == "exact"
+    assert fuse({"keyword": keyword, "vector": vector}, method="rrf")[0].key != "exact"
+
+
+def test_same_kind_lists_count_once_not_twice():
+    params = FusionParams()
+    both = fuse({"keyword": [("a", 10.0)], "store": [("a", 10.0)], "vector": [("b", 0.9)]}, params=params)
+    one = fuse({"keyword": [("a", 10.0)], "vector": [("b", 0.9)]}, params=params)
+    assert both[0].score == pytest.approx(one[0].score)

@@ -1,0 +1,270 @@
+"""The update pass: change detection, the embedding cache, stale marking, collections and atomic rebuild."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from cmem_cli.config import load_config
+from index import indexer as indexer_module
+from index.collections import add_collection, load_collections
+from index.indexer import Indexer, rebuild
+from index.store import IndexStore
+from tests.index_helpers import CountingEmbedder, observation_file, write
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def config(home: Path):
+    cfg = load_config()
+    cfg.ensure_home()
+    return cfg
+
+
+def run_pass(config, embedder=None, **kwargs):
+    store = IndexStore.open(config.index_path)
+    try:
+        return Indexer(store, load_collections(config), embedder, **kwargs).run()
+    finally:
+        store.close()
+
+
+def count(config, sql: str, params=()) -> int:
+    store = IndexStore.open(config.index_path)
+    try:
+        return int(store.scalar(sql, params))
+    finally:
+        store.close()
+
+
+def chunk_ids(config, path: str) -> list[int]:
+    store = IndexStore.open(config.index_path)
+    try:
+        return [
+            r[0]
+            for r in store.rows(
+                "SELECT c.id FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE d.path = ? ORDER BY c.seq",
+                (path,),
+            )
+        ]
+    finally:
+        store.close()
+
+
+def long_body(topic: str, sections: int = 6) -> str:
+    return "\n".join(
+        f"## {topic} part {i}\n\n" + f"The {topic} detail number {i} explains the behaviour at length. " * 12
+        for i in range(sections)
+    )
+
+
+def test_touching_a_file_rereads_it_but_does_not_rechunk(config):
+    observation_file(config.export_dir, "p/a.md", uid="U1", title="Alpha note", body="alpha body")
+    observation_file(config.export_dir, "p/b.md", uid="U2", title="Beta note", body="beta body")
+    first = run_pass(config)
+    assert (first.read, first.chunked) == (2, 2)
+    before = chunk_ids(config, "p/a.md")
+    stat = (config.export_dir / "p/a.md").stat()
+    os.utime(config.export_dir / "p/a.md", ns=(stat.st_atime_ns, stat.st_mtime_ns + 5_000_000_000))
+    second = run_pass(config)
+    assert (second.read, second.chunked, second.unchanged) == (1, 0, 1)
+    assert chunk_ids(config, "p/a.md") == before
+    third = run_pass(config)
+    assert (third.read, third.chunked) == (0, 0), "the new mtime was recorded"
+
+
+def test_changing_content_rechunks_only_that_file(config):
+    observation_file(config.export_dir, "p/a.md", uid="U1", title="Alpha note", body="alpha body")
+    observation_file(config.export_dir, "p/b.md", uid="U2", title="Beta note", body="beta body")
+    run_pass(config)
+    untouched = chunk_ids(config, "p/b.md")
+    observation_file(config.export_dir, "p/a.md", uid="U1", title="Alpha note", body="alpha body, now longer")
+    report = run_pass(config)
+    assert (report.read, report.chunked) == (1, 1)
+    assert chunk_ids(config, "p/b.md") == untouched
+    assert count(config, "SELECT count(*) FROM chunks c JOIN documents d ON d.id = c.doc_id "
+                 "WHERE d.path = 'p/a.md' AND c.text LIKE '%now longer%'") == 1  # fmt: skip
+
+
+def test_a_second_run_embeds_nothing_and_unchanged_chunks_come_from_the_cache(config):
+    write(config.export_dir, "notes/long.md", "# Long\n\n" + long_body("caching", 8))
+    embedder = CountingEmbedder(max_tokens=120)
+    first = run_pass(config, embedder)
+    n_chunks = count(config, "SELECT count(*) FROM chunks")
+    assert n_chunks > 3
+    assert first.embedded == n_chunks == count(config, "SELECT count(*) FROM chunk_vectors")
+
+    embedder.embedded.clear()
+    second = run_pass(config, embedder)
+    assert (second.read, second.embedded, embedder.embedded) == (0, 0, [])
+
+    # Edit the last section: the file is re-chunked, but only chunks whose text changed are embedded.
+    path = config.export_dir / "notes/long.md"
+    path.write_text(path.read_text() + "\nOne more closing sentence about caching.\n")
+    third = run_pass(config, embedder)
+    assert third.chunked == 1
+    assert 1 <= third.embedded <= 2, "only the chunks the edit reached"
+    assert third.cache_hits == count(config, "SELECT count(*) FROM chunks") - third.embedded
+    assert any("closing sentence" in text for _, text in embedder.embedded)
+    assert count(config, "SELECT count(*) FROM chunks WHERE embedded_with IS NULL") == 0
+
+
+def test_a_new_model_never_mixes_vectors_and_switching_back_reuses_the_cache(config):
+    for i in range(3):
+        observation_file(config.export_dir, f"p/{i}.md", uid=f"U{i}", title=f"Note {i}", body=f"body {i}")
+    model_a, model_b = CountingEmbedder("model-a"), CountingEmbedder("model-b", dim=16)
+    run_pass(config, model_a)
+    store = IndexStore.open(config.index_path)
+    assert store.vectors_model() == ("model-a", 32)
+    store.close()
+
+    report = run_pass(config, model_b)
+    assert report.embedded == 3
+    assert count(config, "SELECT count(*) FROM chunks WHERE embedded_with != 'model-b'") == 0
+    assert count(config, "SELECT count(*) FROM chunk_vectors") == 3
+    store = IndexStore.open(config.index_path)
+    assert store.vectors_model() == ("model-b", 16)
+    store.close()
+
+    model_a.embedded.clear()
+    back = run_pass(config, model_a)
+    assert back.embedded == 0 and back.cache_hits == 3 and model_a.embedded == []
+
+
+def test_vectors_of_a_model_that_is_not_the_configured_one_are_not_searched(config, monkeypatch):
+    from index import search
+
+    observation_file(config.export_dir, "p/a.md", uid="U1", title="Alpha note", body="alpha body")
+    run_pass(config, CountingEmbedder("old-model"))
+    monkeypatch.setattr("index.loading.load_embedder", lambda cfg: (CountingEmbedder("new-model"), None))
+    results = search.hybrid(config, "alpha", mode="hybrid")
+    assert results.mode == "keyword"
+    assert any("no vectors for the configured model" in note for note in results.notes)
+    assert [h.uid for h in results] == ["U1"]
+
+
+def test_a_chunker_change_marks_every_document_stale_and_the_next_pass_rechunks(config, monkeypatch):
+    for i in range(3):
+        observation_file(config.export_dir, f"p/{i}.md", uid=f"U{i}", title=f"Note {i}", body=f"body {i}")
+    run_pass(config)
+    monkeypatch.setattr(indexer_module, "CHUNKER_VERSION", "test-next")
+    store = IndexStore.open(config.index_path)
+    stale = store.scalar(
+        "SELECT count(*) FROM documents WHERE chunked_with != ?", (indexer_module.chunker_signature(None),)
+    )
+    store.close()
+    assert stale == 3
+    report = run_pass(config)
+    assert (report.read, report.chunked) == (3, 3)
+    assert count(config, "SELECT count(*) FROM documents WHERE chunked_with LIKE 'vtest-next/%'") == 3
+
+
+def test_deleted_files_and_removed_collections_leave_the_index(config, tmp_path):
+    observation_file(config.export_dir, "p/a.md", uid="U1", title="Alpha", body="x")
+    observation_file(config.export_dir, "p/b.md", uid="U2", title="Beta", body="y")
+    notes = tmp_path / "notes"
+    write(notes, "one.md", "# One\n\ntext\n")
+    add_collection(config, str(notes), name="notes")
+    run_pass(config)
+    assert count(config, "SELECT count(*) FROM documents") == 3
+    (config.export_dir / "p/b.md").unlink()
+    assert run_pass(config).removed == 1
+    (config.home / "collections.json").write_text('{"version": 1, "collections": []}')
+    assert run_pass(config).removed == 1
+    assert count(config, "SELECT count(*) FROM documents") == 1
+    assert count(config, "SELECT count(*) FROM chunks") == count(config, "SELECT count(*) FROM chunks_fts")
+
+
+def test_front_matter_becomes_metadata_and_context_not_chunk_text(config):
+    observation_file(
+        config.export_dir,
+        "webapp/s1/a.md",
+        uid="01JD3K8ZQ4W6N5T2X9Y7V0B1CD",
+        obs_id=42,
+        title="Fix JWT expiry check",
+        body="*tokens expired one hour early*",
+        type="bugfix",
+        concepts=["auth", "JWT"],
+        session="s1",
+    )
+    run_pass(config)
+    store = IndexStore.open(config.index_path)
+    doc = store.rows(
+        "SELECT kind, uid, obs_id, type, project, session, agent, created_at, context FROM documents"
+    )[0]
+    texts = [r[0] for r in store.rows("SELECT text FROM chunks")]
+    concepts = sorted(r[0] for r in store.rows("SELECT concept FROM concepts"))
+    store.close()
+    assert doc[:7] == ("observation", "01JD3K8ZQ4W6N5T2X9Y7V0B1CD", 42, "bugfix", "webapp", "s1", "cli")
+    assert doc[7] == 1767323045000
+    assert doc[8] == "Fix JWT expiry check (bugfix, webapp; auth, JWT)"
+    assert concepts == ["auth", "jwt"]
+    assert all("uid:" not in t and "cmem:" not in t for t in texts)
+
+
+def test_full_rebuild_swaps_in_a_new_index_and_keeps_the_cache(config):
+    for i in range(4):
+        observation_file(config.export_dir, f"p/{i}.md", uid=f"U{i}", title=f"Note {i}", body=f"body {i}")
+    embedder = CountingEmbedder()
+    run_pass(config, embedder)
+    embedder.embedded.clear()
+    reader = IndexStore.open(config.index_path, readonly=True)  # a search holding the old index open
+    observation_file(config.export_dir, "p/new.md", uid="UN", title="New note", body="fresh")
+    report = rebuild(config.index_path, load_collections(config), embedder)
+    assert report.full and report.chunked == 5
+    assert report.embedded == 1 and report.cache_hits == 4, "vectors were carried over"
+    assert reader.scalar("SELECT count(*) FROM documents") == 5, "an open reader sees the new index"
+    reader.close()
+    assert not config.index_path.with_name("index.db.rebuild").exists()
+
+
+def test_an_interrupted_rebuild_leaves_the_old_index_working(config):
+    for i in range(200):
+        observation_file(config.export_dir, f"p/{i:03}.md", uid=f"U{i}", title=f"Note {i}", body=f"body {i}")
+    run_pass(config)
+
+    def interrupt(phase, done, total):
+        if phase == "read" and done >= 64:
+            raise KeyboardInterrupt
+
+    (config.export_dir / "p/000.md").unlink()
+    with pytest.raises(KeyboardInterrupt):
+        rebuild(config.index_path, load_collections(config), None, progress=interrupt)
+    assert count(config, "SELECT count(*) FROM documents") == 200
+    assert not config.index_path.with_name("index.db.rebuild").exists()
+
+
+def test_a_rebuild_killed_outright_leaves_the_old_index_working(config):
+    for i in range(150):
+        observation_file(config.export_dir, f"p/{i:03}.md", uid=f"U{i}", title=f"Note {i}", body=f"body {i}")
+    run_pass(config)
+    (config.export_dir / "p/000.md").unlink()
+    script = textwrap.dedent(
+        """
+        import os, signal, sys
+        from cmem_cli.config import load_config
+        from index.collections import load_collections
+        from index.indexer import rebuild
+
+        def die(phase, done, total):
+            if phase == "read" and done >= 64:
+                os.kill(os.getpid(), signal.SIGKILL)
+
+        config = load_config()
+        rebuild(config.index_path, load_collections(config), None, progress=die)
+        """
+    )
+    proc = subprocess.run([sys.executable, "-c", script], cwd=REPO, env=os.environ.copy(), timeout=60)
+    assert proc.returncode == -9
+    assert config.index_path.with_name("index.db.rebuild").exists(), "the kill happened mid-build"
+    assert count(config, "SELECT count(*) FROM documents") == 150
+    # The next rebuild clears the leftover and completes.
+    report = rebuild(config.index_path, load_collections(config), None)
+    assert report.chunked == 149
+    assert count(config, "SELECT count(*) FROM documents") == 149
