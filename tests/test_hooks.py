@@ -538,3 +538,35 @@ def test_stop_without_the_final_message_reads_it_from_the_transcript_tail(
     ]
     hook(sh, "Stop", stop)  # Stop can fire again for the same prompt: still one summary
     assert db_rows(home, "SELECT count(*) FROM session_summaries") == [(1,)]
+
+
+def test_a_locked_database_spools_the_event_and_the_next_hook_replays_it(sh, home, project, tmp_path) -> None:
+    import apsw
+
+    config = tmp_path / "config" / "cmem" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text("[hooks]\nbusy_timeout_ms = 200\n")
+    hook(sh, "SessionStart", payload("SessionStart", "s-busy", project))
+    secret = "sk-proj-" + "Ab1" * 16
+    holder = apsw.Connection(str(home / "cmem.db"))
+    holder.set_busy_timeout(5000)
+    holder.execute("BEGIN IMMEDIATE")  # another writer holds the lock for a long time
+    try:
+        result = hook(
+            sh,
+            "UserPromptSubmit",
+            payload("UserPromptSubmit", "s-busy", project, prompt=f"first prompt, key {secret}"),
+        )
+        assert result.exit_code == 0 and result.stderr == ""
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    spooled = list((home / "spool").glob("*.json"))
+    assert len(spooled) == 1
+    assert secret.encode() not in spooled[0].read_bytes()
+    assert "spooled" in log_text(home)
+
+    hook(sh, "UserPromptSubmit", payload("UserPromptSubmit", "s-busy", project, prompt="second prompt"))
+    texts = {row[0] for row in db_rows(home, "SELECT text FROM user_prompts WHERE session = 's-busy'")}
+    assert texts == {"first prompt, key [REDACTED:openai-key]", "second prompt"}
+    assert list((home / "spool").iterdir()) == []

@@ -39,6 +39,9 @@ class HookRules:
     context_on_start: bool = True
     context_budget: int = 1_500
     summary_on_stop: bool = True
+    # How long a hook waits for a locked database before spooling its event for the next hook to replay;
+    # below Claude Code's hook timeout, so the hook is never killed mid-write.
+    busy_timeout_ms: int = 5_000
 
     def skips_tool(self, name: str) -> bool:
         return any(fnmatch.fnmatchcase(name, pattern) for pattern in self.skip_tools)
@@ -96,4 +99,5 @@ def rules_from_config(section: Mapping[str, Any] | None) -> HookRules:
         context_on_start=_bool(section, "context_on_start", True),
         context_budget=_int(section, "context_budget", 1_500, 50),
         summary_on_stop=_bool(section, "summary_on_stop", True),
+        busy_timeout_ms=_int(section, "busy_timeout_ms", 5_000, 0),
     )

@@ -15,11 +15,12 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
-from cmem_cli.errors import CmemError, InvalidInput
+from cmem_cli.errors import CmemError, DatabaseBusy, InvalidInput
 
 LOG_NAME = "hooks.log"
 LOG_MAX_BYTES = 1_000_000
 SLOW_MS = 1_000
+REPLAY_LIMIT = 50  # spooled events replayed per hook call, so one call never takes long
 # Events that only need bookkeeping we do not keep: answered without opening the database.
 PASSIVE_EVENTS = frozenset({"PreToolUse", "PreCompact", "Notification", "PermissionRequest", "SubagentStart"})
 
@@ -89,11 +90,16 @@ def run(
 
         payload = parse_payload(raw, event_arg)
         event, session = payload.event, payload.session_id
-        output = _dispatch(payload, config)
+        try:
+            output = _dispatch(payload, config)
+        except DatabaseBusy as exc:
+            _spool(config, payload)
+            raise DatabaseBusy(f"{exc.message} (event spooled; the next hook replays it)") from None
         if output is not None:
             stdout.write(json.dumps(output, ensure_ascii=False))
             stdout.write("\n")
             stdout.flush()
+        _replay_spooled(config, log_dir)
     except CmemError as exc:
         _log(log_dir, home, f"error {event} session={session or '-'}: {exc.message}")
     except BrokenPipeError:
@@ -122,7 +128,45 @@ def _log(log_dir: Path | None, home: str | None, message: str) -> None:
     log_line(log_dir, message.replace("\r", " "))
 
 
-def _dispatch(payload: Any, config: Any) -> dict[str, Any] | None:
+def _spool(config: Any, payload: Any) -> None:
+    from cmem_cli.hooks import spool
+    from cmem_cli.privacy import scrub_record
+    from cmem_cli.timeutil import now_ms
+
+    spool.save(config.home, payload.event, scrub_record(payload.raw, config=config), now_ms())
+
+
+def _replay_spooled(config: Any, log_dir: Path, limit: int = REPLAY_LIMIT) -> None:
+    """Replay events that earlier hooks had to spool, oldest first, now that the database answered."""
+    from cmem_cli.hooks import spool
+
+    waiting = spool.pending(config.home)
+    if not waiting:
+        return
+    from cmem_cli.hooks.payload import parse_payload
+
+    for path in waiting[:limit]:
+        claimed = spool.claim(path)
+        if claimed is None:
+            continue  # another hook is replaying it
+        data = spool.load(claimed)
+        try:
+            if data is not None:
+                _dispatch(
+                    parse_payload(json.dumps(data["payload"]), data["event"]), config, at=data.get("at")
+                )
+        except DatabaseBusy:
+            spool.release(claimed, path)
+            return
+        except CmemError as exc:
+            log_line(log_dir, f"error replaying {path.name}: {exc.message}")
+        claimed.unlink(missing_ok=True)
+
+
+def _dispatch(payload: Any, config: Any, at: int | None = None) -> dict[str, Any] | None:
+    """Record one event; returns the JSON answer for Claude Code, if the event has one.
+
+    ``at`` is the original time of a replayed event."""
     from cmem_cli.config import default_project
     from cmem_cli.privacy import is_excluded_project
 
@@ -144,14 +188,14 @@ def _dispatch(payload: Any, config: Any) -> dict[str, Any] | None:
 
     where = Where(session=payload.session_id, project=project, agent=payload.agent)
     with Memory.open(config) as mem:
-        _skip_checkpoint_on_close(mem)
+        _tune_connection(mem, rules)
         capture = Capture(mem, rules)
         if payload.event == "SessionStart":
             capture.start_session(where)
             return _session_start(mem, project, payload, config, rules)
         if payload.event == "UserPromptSubmit":
             if payload.prompt:
-                capture.prompt(where, payload.prompt)
+                capture.prompt(where, payload.prompt, created_at=at)
             else:
                 capture.start_session(where)
         elif payload.event in ("PostToolUse", "PostToolUseFailure"):
@@ -167,14 +211,14 @@ def _dispatch(payload: Any, config: Any) -> dict[str, Any] | None:
                 interrupted=payload.interrupted,
                 cwd=payload.cwd,
             )
-            capture.tool(where, call, tool_use_id=payload.tool_use_id)
+            capture.tool(where, call, tool_use_id=payload.tool_use_id, created_at=at)
         elif payload.event == "Stop":
             text = payload.last_assistant_message
             if not text and payload.transcript_path and rules.summary_on_stop:
                 from cmem_cli.transcripts import last_assistant_text
 
                 text = last_assistant_text(Path(payload.transcript_path))
-            if capture.turn_summary(where, text) is None:
+            if capture.turn_summary(where, text, created_at=at) is None:
                 capture.start_session(where)
         elif payload.event == "SessionEnd":
             capture.end_session(where)
@@ -183,13 +227,17 @@ def _dispatch(payload: Any, config: Any) -> dict[str, Any] | None:
     return None
 
 
-def _skip_checkpoint_on_close(mem: Any) -> None:
-    """A hook is one short write: leave the WAL checkpoint to SQLite's automatic one instead of paying for a
-    full checkpoint every time the last connection closes (about 5-10 ms of every hook call)."""
+def _tune_connection(mem: Any, rules: Any) -> None:
+    """Wait for a locked database at most ``busy_timeout_ms`` (then the event is spooled), and leave the WAL
+    checkpoint to SQLite's automatic one instead of paying for a full checkpoint every time the last
+    connection closes (about 5-10 ms of every hook call)."""
     import apsw
 
+    conn = mem.store.db.conn
     with contextlib.suppress(AttributeError, apsw.Error):
-        mem.store.db.conn.config(apsw.SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1)
+        conn.config(apsw.SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1)
+    with contextlib.suppress(AttributeError, apsw.Error):
+        conn.set_busy_timeout(rules.busy_timeout_ms)
 
 
 def _session_start(mem: Any, project: str, payload: Any, config: Any, rules: Any) -> dict[str, Any] | None:
