@@ -12,12 +12,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -28,7 +30,7 @@ def command() -> list[str]:
     return [str(script)] if script.is_file() else [sys.executable, "-m", "cmem_cli"]
 
 
-def payloads(event: str, session: str, cwd: str, n: int) -> dict:
+def payloads(event: str, session: str, cwd: str, n: int) -> dict[str, Any]:
     base = {
         "session_id": session,
         "transcript_path": f"{cwd}/t.jsonl",
@@ -97,13 +99,18 @@ EVENTS = [
 ]
 
 
-def timed(cmd: list[str], data: bytes, env: dict[str, str]) -> float:
+def timed(cmd: list[str], data: bytes, env: dict[str, str]) -> tuple[float, float]:
+    """(wall ms, CPU ms) of one whole process; CPU time (user + system) is what load on the machine
+    disturbs least."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     proc = subprocess.run(cmd, input=data, env=env, capture_output=True, check=False)
-    elapsed = (time.perf_counter() - start) * 1000
+    wall = (time.perf_counter() - start) * 1000
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
         raise SystemExit(f"hook exited {proc.returncode}: {proc.stderr.decode()[:500]}")
-    return elapsed
+    cpu = (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) * 1000
+    return wall, cpu
 
 
 def seed(env: dict[str, str], cwd: str, history: int) -> None:
@@ -176,39 +183,57 @@ def main() -> None:
         )
         seed(env, str(cwd), args.history)
         cmd = command()
-        results = {}
-        floor = [timed([sys.executable, "-c", "pass"], b"", env) for _ in range(args.runs)]
-        results["python -c pass (floor)"] = floor
-        results["cmem --version"] = [timed([*cmd, "--version"], b"", env) for _ in range(args.runs)]
+        cases: dict[str, tuple[list[str], Any]] = {
+            "python -c pass (floor)": ([sys.executable, "-c", "pass"], None),
+            "cmem --version": ([*cmd, "--version"], None),
+        }
         for event in EVENTS:
-            name = event.split(":")[0]
-            samples = []
-            for n in range(args.runs):
-                data = json.dumps(payloads(event, f"bench-{n % 5}", str(cwd), n)).encode()
-                samples.append(timed([*cmd, "hook", name], data, env))
-            results[event] = samples
+            cases[event] = ([*cmd, "hook", event.split(":")[0]], event)
+        results: dict[str, list[tuple[float, float]]] = {name: [] for name in cases}
+        load_before = os.getloadavg()[0]
+        # Round-robin over the cases, so that changing load on the machine affects all of them alike.
+        for n in range(args.runs):
+            for name, (argv, event) in cases.items():
+                data = json.dumps(payloads(event, f"bench-{n % 5}", str(cwd), n)).encode() if event else b""
+                results[name].append(timed(argv, data, env))
+        load_after = os.getloadavg()[0]
         log = home / "logs" / "hooks.log"
-        errors = log.read_text() if log.exists() else ""
+        errors = [
+            line for line in (log.read_text() if log.exists() else "").splitlines() if " slow " not in line
+        ]
 
-    rows = {
-        k: {"median_ms": round(statistics.median(v), 1), "p90_ms": round(sorted(v)[int(len(v) * 0.9) - 1], 1)}
-        for k, v in results.items()
+    def pct(values: list[float], q: float) -> float:
+        return round(sorted(values)[max(0, int(len(values) * q) - 1)], 1)
+
+    rows = {}
+    for name, samples in results.items():
+        wall = [w for w, _ in samples]
+        cpu = [c for _, c in samples]
+        rows[name] = {
+            "median_ms": round(statistics.median(wall), 1),
+            "p90_ms": pct(wall, 0.9),
+            "cpu_median_ms": round(statistics.median(cpu), 1),
+        }
+    meta = {
+        "command": " ".join(cmd),
+        "runs": args.runs,
+        "history": args.history,
+        "cpus": os.cpu_count(),
+        "load_average": [round(load_before, 2), round(load_after, 2)],
     }
     if args.json:
-        print(
-            json.dumps(
-                {"command": cmd, "runs": args.runs, "history": args.history, "results": rows}, indent=2
-            )
-        )
+        print(json.dumps({**meta, "results": rows}, indent=2))
     else:
         print(
-            f"command: {' '.join(cmd)}   runs per event: {args.runs}   history: {args.history} observations"
+            f"command: {meta['command']}   runs: {args.runs}   history: {args.history} observations   "
+            f"cpus: {meta['cpus']}   load average: {load_before:.1f} -> {load_after:.1f}"
         )
-        print(f"{'event':28} {'median ms':>10} {'p90 ms':>8}")
+        print(f"| {'case':26} | {'wall median ms':>14} | {'wall p90 ms':>11} | {'CPU median ms':>13} |")
+        print(f"|{'-' * 28}|{'-' * 16}:|{'-' * 13}:|{'-' * 15}:|")
         for key, row in rows.items():
-            print(f"{key:28} {row['median_ms']:>10} {row['p90_ms']:>8}")
+            print(f"| {key:26} | {row['median_ms']:>14} | {row['p90_ms']:>11} | {row['cpu_median_ms']:>13} |")
     if errors:
-        print("hooks.log has errors:\n" + errors, file=sys.stderr)
+        print("hooks.log has errors:\n" + "\n".join(errors), file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
 from typing import Any
 
 from cmem_cli.render import TYPE_ICONS, escape_control
@@ -43,13 +42,15 @@ HALF_LIFE_DAYS = 3.0
 _SPACE = re.compile(r"\s+")
 
 
-@dataclass
 class SessionContext:
-    project: str
-    budget: int
-    text: str = ""
-    last_session: dict[str, Any] | None = None
-    observations: list[dict[str, Any]] = field(default_factory=list)
+    """The context text and, for ``--json``, what went into it."""
+
+    def __init__(self, project: str, budget: int):
+        self.project = project
+        self.budget = budget
+        self.text = ""
+        self.last_session: dict[str, Any] | None = None
+        self.observations: list[dict[str, Any]] = []
 
     @property
     def tokens(self) -> int:

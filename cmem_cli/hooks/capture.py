@@ -6,8 +6,7 @@ store each thing once. Used by ``cmem hook`` and ``cmem import``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from cmem_cli.errors import NotFound
 from cmem_cli.hooks.rules import HookRules
@@ -20,8 +19,7 @@ MAX_PROMPT_CHARS = 20_000
 MAX_SUMMARY_CHARS = 4_000
 
 
-@dataclass
-class Where:
+class Where(NamedTuple):
     """Who and where an event happened."""
 
     session: str

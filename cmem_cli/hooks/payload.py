@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from cmem_cli.errors import InvalidInput
 
@@ -41,16 +40,19 @@ def canonical_event(name: str | None) -> str | None:
     return _BY_KEY.get(key, name.strip())
 
 
-@dataclass
-class HookPayload:
+class HookPayload(NamedTuple):
+    """One hook event, normalised. (NamedTuples, not dataclasses, on the hook path: defining a dataclass
+    costs a short-lived process noticeably more.)"""
+
     event: str
+    tool_input: dict[str, Any]
+    raw: dict[str, Any]
     session_id: str | None = None
     cwd: str | None = None
     transcript_path: str | None = None
     agent: str = "claude-code"
     prompt: str | None = None
     tool_name: str | None = None
-    tool_input: dict[str, Any] = field(default_factory=dict)
     tool_response: Any = None
     tool_use_id: str | None = None
     error: str | None = None
@@ -58,7 +60,6 @@ class HookPayload:
     source: str | None = None  # SessionStart: startup | resume | clear | compact
     reason: str | None = None  # SessionEnd: clear | logout | prompt_input_exit | other
     last_assistant_message: str | None = None
-    raw: dict[str, Any] = field(default_factory=dict)
 
 
 def _text(data: dict[str, Any], *names: str) -> str | None:

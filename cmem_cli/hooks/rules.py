@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from cmem_cli.errors import InvalidInput
 
@@ -29,8 +28,7 @@ DEFAULT_SKIP_COMMANDS = ("ls", "pwd", "cd", "echo", "clear", "which", "true", "w
 MERGE_SCOPES = ("session", "prompt", "off")
 
 
-@dataclass(frozen=True)
-class HookRules:
+class HookRules(NamedTuple):
     skip_tools: tuple[str, ...] = DEFAULT_SKIP_TOOLS
     skip_commands: tuple[str, ...] = DEFAULT_SKIP_COMMANDS
     capture_reads: bool = True

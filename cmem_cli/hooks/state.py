@@ -14,8 +14,7 @@ from __future__ import annotations
 
 import json
 import zlib
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from cmem_cli.db import Database
 from cmem_cli.ids import new_uid
@@ -63,8 +62,7 @@ def fingerprint(data: bytes) -> str:
     return f"{zlib.crc32(data):08x}{zlib.crc32(data, 0x9E3779B9):08x}"
 
 
-@dataclass
-class Claim:
+class Claim(NamedTuple):
     uid: str
     fresh: bool  # True when this call made the claim; False when it was already there
 

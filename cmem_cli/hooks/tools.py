@@ -11,7 +11,6 @@ import json
 import os
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from cmem_cli.hooks.rules import HookRules
@@ -69,23 +68,37 @@ _TEST_WORDS = re.compile(
 _EXIT_CODE = re.compile(r"exit(?:ed with)?(?: non-zero)?(?: status)?(?: code)?[ :]+(-?\d+)", re.IGNORECASE)
 
 
-@dataclass
 class ToolCall:
     """One tool invocation as a hook or a transcript reports it."""
 
-    name: str
-    input: dict[str, Any] = field(default_factory=dict)
-    response: Any = None
-    error: str | None = None
-    interrupted: bool = False
-    cwd: str | None = None
+    __slots__ = ("cwd", "error", "input", "interrupted", "name", "response")
+
+    def __init__(
+        self,
+        name: str,
+        input: dict[str, Any] | None = None,
+        response: Any = None,
+        error: str | None = None,
+        interrupted: bool = False,
+        cwd: str | None = None,
+    ):
+        self.name = name
+        self.input = input if input is not None else {}
+        self.response = response
+        self.error = error
+        self.interrupted = interrupted
+        self.cwd = cwd
 
 
-@dataclass
 class ToolObservation:
-    record: dict[str, Any]
-    # Calls with the same repeat key (re-reading a file, re-running a search) are merged into the first one.
-    repeat_key: str | None = None
+    """The record for a tool call and, for calls merged by the rules, the key they are merged on (re-reading a
+    file, re-running a search: later calls with the same key are folded into the first one)."""
+
+    __slots__ = ("record", "repeat_key")
+
+    def __init__(self, record: dict[str, Any], repeat_key: str | None = None):
+        self.record = record
+        self.repeat_key = repeat_key
 
 
 # --- small text helpers ------------------------------------------------------------------------------------
