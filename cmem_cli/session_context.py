@@ -8,12 +8,13 @@ agent's context the way unbounded injection does.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from typing import Any
 
 from cmem_cli.render import TYPE_ICONS, escape_control
-from cmem_cli.store import Filters, Store, estimate_tokens
+from cmem_cli.store import Store, estimate_tokens
 from cmem_cli.timeutil import now_ms, to_date, to_iso
 
 DEFAULT_BUDGET = 1_500
@@ -104,6 +105,22 @@ def _last_session(store: Store, project: str, exclude_session: str | None) -> di
     return {"summary": None, "session": sessions[0]} if sessions else None
 
 
+def _candidates(store: Store, project: str) -> list[dict[str, Any]]:
+    """The newest observations of ``project``, only the columns ranking and the index need (narratives can be
+    large; a SessionStart hook must not read 200 of them)."""
+    rows = store.db.query(
+        "SELECT id, uid, type, title, created_at, tokens, tools_used, retrieval_count FROM observations "
+        "WHERE project = ? ORDER BY created_at DESC, id DESC LIMIT ?",
+        (project, CANDIDATES),
+    )
+    for row in rows:
+        try:
+            row["tools_used"] = json.loads(row["tools_used"] or "[]")
+        except ValueError:
+            row["tools_used"] = []
+    return rows
+
+
 def _summary_lines(last: dict[str, Any], char_budget: int) -> list[str]:
     summary, session = last.get("summary") or {}, last.get("session") or {}
     when = summary.get("created_at") or session.get("last_activity_at")
@@ -188,7 +205,7 @@ def build_context(
                 "next_steps": summary.get("next_steps") or session.get("next_steps"),
             }
 
-    rows = store.list_observations(Filters(project=project), limit=CANDIDATES, order="newest")
+    rows = _candidates(store, project)
     # One line per distinct title (the newest), ranked by usefulness, shown newest first.
     seen_titles: set[str] = set()
     distinct = []
