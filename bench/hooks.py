@@ -228,10 +228,18 @@ def main() -> None:
             f"command: {meta['command']}   runs: {args.runs}   history: {args.history} observations   "
             f"cpus: {meta['cpus']}   load average: {load_before:.1f} -> {load_after:.1f}"
         )
-        print(f"| {'case':26} | {'wall median ms':>14} | {'wall p90 ms':>11} | {'CPU median ms':>13} |")
-        print(f"|{'-' * 28}|{'-' * 16}:|{'-' * 13}:|{'-' * 15}:|")
+        floor = rows["python -c pass (floor)"]["median_ms"]
+        print(
+            f"| {'case':26} | {'wall median ms':>14} | {'wall p90 ms':>11} | {'over floor ms':>13} "
+            f"| {'CPU median ms':>13} |"
+        )
+        print(f"|{'-' * 28}|{'-' * 15}:|{'-' * 12}:|{'-' * 14}:|{'-' * 14}:|")
         for key, row in rows.items():
-            print(f"| {key:26} | {row['median_ms']:>14} | {row['p90_ms']:>11} | {row['cpu_median_ms']:>13} |")
+            over = round(row["median_ms"] - floor, 1)
+            print(
+                f"| {key:26} | {row['median_ms']:>14} | {row['p90_ms']:>11} | {over:>13} "
+                f"| {row['cpu_median_ms']:>13} |"
+            )
     if errors:
         print("hooks.log has errors:\n" + "\n".join(errors), file=sys.stderr)
 
