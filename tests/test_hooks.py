@@ -570,3 +570,17 @@ def test_a_locked_database_spools_the_event_and_the_next_hook_replays_it(sh, hom
     texts = {row[0] for row in db_rows(home, "SELECT text FROM user_prompts WHERE session = 's-busy'")}
     assert texts == {"first prompt, key [REDACTED:openai-key]", "second prompt"}
     assert list((home / "spool").iterdir()) == []
+
+
+def test_after_compaction_the_session_sees_its_own_last_summary(sh, home, project) -> None:
+    sid = "s-compact"
+    hook(sh, "UserPromptSubmit", payload("UserPromptSubmit", sid, project, prompt="Port the CLI to click"))
+    hook(sh, "Stop", payload("Stop", sid, project, last_assistant_message="Ported 3 of 5 commands."))
+    fresh = json.loads(
+        hook(sh, "SessionStart", payload("SessionStart", sid, project, source="startup")).stdout
+    )
+    compacted = json.loads(
+        hook(sh, "SessionStart", payload("SessionStart", sid, project, source="compact")).stdout
+    )
+    assert "Ported 3 of 5 commands." not in fresh["hookSpecificOutput"]["additionalContext"]
+    assert "Ported 3 of 5 commands." in compacted["hookSpecificOutput"]["additionalContext"]

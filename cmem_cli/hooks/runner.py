@@ -251,9 +251,9 @@ def _session_start(mem: Any, project: str, payload: Any, config: Any, rules: Any
         with Memory.open(config) as opened:
             context = build_context(opened.store, project, budget=rules.context_budget)
     else:
-        context = build_context(
-            mem.store, project, budget=rules.context_budget, exclude_session=payload.session_id
-        )
+        # A new session wants the previous one's summary; a resumed or compacted one may want its own.
+        current = payload.session_id if payload.source in (None, "startup", "clear") else None
+        context = build_context(mem.store, project, budget=rules.context_budget, exclude_session=current)
     return {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": context.text}}
 
 
