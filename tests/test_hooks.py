@@ -403,7 +403,7 @@ def test_a_broken_home_is_logged_not_shown(sh, home, project, tmp_path) -> None:
     assert result.exit_code == 0 and result.stderr == ""
 
 
-def test_private_text_and_secrets_never_reach_the_database_or_export(sh, home, project) -> None:
+def test_private_text_and_secrets_never_reach_the_database_export_or_index(sh, home, project) -> None:
     token = "ghp_" + "Zq8" * 12
     stripe = "sk_live_" + "51Hx" * 6
     hook(
@@ -457,6 +457,8 @@ def test_private_text_and_secrets_never_reach_the_database_or_export(sh, home, p
         ),
     )
     hook(sh, "Stop", payload("Stop", "s-priv", project, last_assistant_message=f"Used {stripe}."))
+    assert sh("index").exit_code == 0  # the search index (keyword-only here) is built from the export
+    assert b"Edited .env" in (home / "index.db").read_bytes()  # the observations did reach the index
     stored = all_stored_bytes(home)
     assert db_rows(home, "SELECT count(*) FROM observations") == [(3,)]
     # capture keys (merging repeats) are kept too: they must not carry the secret either
