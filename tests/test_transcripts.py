@@ -9,6 +9,8 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tests.agent_fixtures import Transcript, db_rows, payload, tool_payload
 
@@ -325,3 +327,55 @@ def test_excluded_projects_and_missing_files(sh, home, project, tmp_path):
     assert missing.exit_code != 0 and "nope.jsonl" in missing.stderr and "Traceback" not in missing.stderr
     no_root = sh("import", "claude-code", "--root", str(tmp_path / "none"))
     assert no_root.exit_code == 3 and no_root.stderr.count("\n") == 1
+
+
+def _library_import(home: Path, path: Path, settle: float) -> None:
+    from cmem_cli.config import load_config
+    from cmem_cli.hooks.capture import Capture
+    from cmem_cli.hooks.rules import HookRules
+    from cmem_cli.memory import Memory
+    from cmem_cli.transcripts import TranscriptImporter
+
+    config = load_config(home)
+    with Memory.open(config) as mem:
+        TranscriptImporter(Capture(mem, HookRules(), count_repeats=False), settle_seconds=settle).import_file(
+            path
+        )
+
+
+def _snapshot(home: Path) -> tuple:
+    return (
+        db_rows(home, "SELECT prompt_number, text, created_at FROM user_prompts ORDER BY prompt_number"),
+        db_rows(
+            home, "SELECT type, title, prompt_number, created_at FROM observations ORDER BY created_at, title"
+        ),
+        db_rows(home, "SELECT request, completed, created_at FROM session_summaries ORDER BY created_at"),
+    )
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory: pytest.TempPathFactory):
+    """One transcript imported in one go: what any sequence of partial imports must end up with."""
+    root = tmp_path_factory.mktemp("reference")
+    project = root / "shop-web"
+    (project / ".git").mkdir(parents=True)
+    text = session_transcript(project).text()
+    path = root / f"{SID}.jsonl"
+    path.write_text(text)
+    _library_import(root / "home", path, settle=0)
+    return project, text, _snapshot(root / "home")
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(cuts=st.lists(st.floats(min_value=0.0, max_value=1.0), min_size=1, max_size=4))
+def test_any_sequence_of_partial_imports_ends_like_one_import(reference, tmp_path_factory, cuts) -> None:
+    project, text, expected = reference
+    work = tmp_path_factory.mktemp("partial")
+    path = work / f"{SID}.jsonl"
+    data = text.encode()
+    for cut in sorted(cuts):
+        path.write_bytes(data[: int(len(data) * cut)])  # the file as it was at some moment, often mid-line
+        _library_import(work / "home", path, settle=3600)
+    path.write_bytes(data)
+    _library_import(work / "home", path, settle=0)
+    assert _snapshot(work / "home") == expected
