@@ -586,3 +586,16 @@ def test_after_compaction_the_session_sees_its_own_last_summary(sh, home, projec
     )
     assert "Ported 3 of 5 commands." not in fresh["hookSpecificOutput"]["additionalContext"]
     assert "Ported 3 of 5 commands." in compacted["hookSpecificOutput"]["additionalContext"]
+
+
+def test_merge_scope_prompt_keeps_one_read_per_prompt(sh, home, project, tmp_path) -> None:
+    config = tmp_path / "config" / "cmem" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text('[hooks]\nmerge_repeats = "prompt"\n')
+    read = {"file_path": f"{project}/src/a.py"}
+    hook(sh, "UserPromptSubmit", payload("UserPromptSubmit", "s-scope", project, prompt="first"))
+    hook(sh, "PostToolUse", tool_payload("s-scope", project, "Read", read))
+    hook(sh, "PostToolUse", tool_payload("s-scope", project, "Read", read))
+    hook(sh, "UserPromptSubmit", payload("UserPromptSubmit", "s-scope", project, prompt="second"))
+    hook(sh, "PostToolUse", tool_payload("s-scope", project, "Read", read))
+    assert db_rows(home, "SELECT prompt_number FROM observations ORDER BY id") == [(1,), (2,)]
