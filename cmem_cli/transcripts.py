@@ -18,9 +18,8 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from cmem_cli.config import project_for_directory
 from cmem_cli.errors import CmemError, InvalidInput, NotFound
@@ -161,24 +160,27 @@ def last_assistant_text(path: Path, max_bytes: int = TAIL_BYTES) -> str | None:
 # --- import -------------------------------------------------------------------------------------------------
 
 
-@dataclass
 class FileReport:
-    path: str
-    sessions: list[str] = field(default_factory=list)
-    prompts: int = 0
-    observations: int = 0
-    summaries: int = 0
-    bad_lines: int = 0
-    offset: int = 0
-    complete: bool = False  # the whole file was consumed (nothing left open)
-    error: str | None = None
+    """What importing one file did (``--json`` prints it)."""
+
+    def __init__(self, path: str, error: str | None = None):
+        self.path = path
+        self.sessions: list[str] = []
+        self.prompts = 0
+        self.observations = 0
+        self.summaries = 0
+        self.bad_lines = 0
+        self.offset = 0
+        self.complete = False  # the whole file was consumed (nothing left open)
+        self.error = error
 
     def as_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
 
 
-@dataclass
-class _Pending:
+class _Pending(NamedTuple):
+    """A tool call waiting for its result."""
+
     start: int
     counts: dict[str, int]
     where: Where
@@ -187,15 +189,22 @@ class _Pending:
     created_at: int | None
 
 
-@dataclass
 class _Turn:
-    start: int
-    counts: dict[str, int]  # prompt occurrence counts before this turn's prompt
-    where: Where
-    prompt: str
-    key: str
-    created_at: int | None
-    answer: str | None = None
+    """The turn in progress: its prompt and the agent's latest answer. (Plain classes here: the Stop hook
+    imports this module, and defining dataclasses costs a short-lived process.)"""
+
+    __slots__ = ("answer", "counts", "created_at", "key", "prompt", "start", "where")
+
+    def __init__(
+        self, start: int, counts: dict[str, int], where: Where, prompt: str, key: str, created_at: int | None
+    ):
+        self.start = start
+        self.counts = counts  # prompt occurrence counts before this turn's prompt
+        self.where = where
+        self.prompt = prompt
+        self.key = key
+        self.created_at = created_at
+        self.answer: str | None = None
 
 
 class TranscriptImporter:
