@@ -124,6 +124,20 @@ class LlamaModel:
             raise ModelError(f"cannot tokenize text with {self.path.name}")
         return list(buf[:n])
 
+    def detokenize(self, tokens: Sequence[int]) -> str:
+        """Text for tokens (used to cut a text at a token boundary)."""
+        if not tokens:
+            return ""
+        arr = (self.lib.llama_token * len(tokens))(*tokens)
+        size = len(tokens) * 8 + 16
+        for _ in range(2):
+            buf = ctypes.create_string_buffer(size)
+            n = self.lib.llama_detokenize(self.vocab, arr, len(tokens), buf, size, False, False)
+            if n >= 0:
+                return buf.raw[:n].decode("utf-8", "replace")
+            size = -n + 1
+        raise ModelError(f"cannot detokenize text with {self.path.name}")
+
     def _special_wrapping(self) -> tuple[list[int], list[int]]:
         """The tokens llama.cpp adds around a text (e.g. [CLS] ... [SEP]) when add_special is true."""
         plain = self.tokenize("a")
