@@ -7,7 +7,6 @@ every write with its export file. Times are INTEGER epoch milliseconds; list fie
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -51,18 +50,20 @@ def _decode(row: dict[str, Any] | None) -> dict[str, Any] | None:
     return row
 
 
-@dataclass
 class Filters:
     """Filters shared by search, listing and the hybrid path."""
 
-    project: str | None = None
-    types: list[str] = field(default_factory=list)
-    concepts: list[str] = field(default_factory=list)
-    files: list[str] = field(default_factory=list)
-    agent: str | None = None
-    session: str | None = None
-    since: int | None = None
-    until: int | None = None
+    def __init__(self, project: str | None = None, types: list[str] | None = None,
+                 concepts: list[str] | None = None, files: list[str] | None = None, agent: str | None = None,
+                 session: str | None = None, since: int | None = None, until: int | None = None):
+        self.project = project
+        self.types = types or []
+        self.concepts = concepts or []
+        self.files = files or []
+        self.agent = agent
+        self.session = session
+        self.since = since
+        self.until = until
 
     @property
     def observation_only(self) -> bool:
