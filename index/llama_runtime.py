@@ -156,7 +156,9 @@ class LlamaModel:
         """Add the special tokens around ``body``, cutting the body so the whole fits ``max_tokens``."""
         prefix, suffix = self._special
         room = max(1, max_tokens - len(prefix) - len(suffix))
-        return [*prefix, *body[:room], *suffix]
+        tokens = [*prefix, *body[:room], *suffix]
+        # an empty text on a model that adds no special tokens: llama.cpp cannot pool zero tokens
+        return tokens or self.tokenize(" ")[:1] or [max(0, int(self.lib.llama_vocab_eos(self.vocab)))]
 
 
 class LlamaContext:
@@ -176,7 +178,9 @@ class LlamaContext:
         self.lib = lib
         self.model = model
         self.batch_tokens = batch_tokens
-        self.max_seqs = max(1, min(max_seqs, MAX_SEQ))
+        # llama.cpp reserves one output row per sequence within n_batch rows and aborts the process if
+        # n_seq_max exceeds n_batch, so never ask for more sequences than tokens.
+        self.max_seqs = max(1, min(max_seqs, MAX_SEQ, batch_tokens))
         threads = n_threads or default_threads()
         params = lib.llama_context_default_params()
         params.n_ctx = batch_tokens
@@ -283,7 +287,7 @@ class ContextPool:
         flash_attn: bool = True,
     ):
         self.batch_tokens = batch_tokens
-        self.max_seqs = max(1, min(max_seqs, MAX_SEQ))
+        self.max_seqs = max(1, min(max_seqs, MAX_SEQ, batch_tokens))
         self.contexts = [
             LlamaContext(
                 model,
