@@ -44,6 +44,12 @@ def llama() -> Any:
             except ImportError as exc:  # pragma: no cover - a broken install
                 raise ModelError(f"llama-cpp-python is not usable: {exc}") from None
 
+            fields = {name for name, _ in llama_cpp.llama_context_params._fields_}
+            needed = {"flash_attn_type", "kv_unified", "n_seq_max"}
+            if not needed <= fields or not hasattr(llama_cpp, "llama_memory_clear"):
+                version = getattr(llama_cpp, "__version__", "?")
+                raise ModelError(f"llama-cpp-python {version} is too old for cmem; install >= 0.3.19")
+
             @llama_cpp.llama_log_callback
             def _quiet(level: int, text: bytes, _user: ctypes.c_void_p) -> None:
                 if level == 3:  # GGML_LOG_LEVEL_ERROR
