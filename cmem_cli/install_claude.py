@@ -8,7 +8,6 @@ cmem executable is updated in place. A file is backed up before it is first chan
 
 from __future__ import annotations
 
-import contextlib
 import difflib
 import json
 import os
@@ -16,7 +15,6 @@ import re
 import shlex
 import shutil
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -241,20 +239,11 @@ def _backup(path: Path) -> Path:
 
 
 def _write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Atomic replace that keeps the file's permissions (a new settings file gets 0644, as Claude Code's)."""
+    from export.atomic import atomic_write
+
     mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    atomic_write(path, text, mode=mode)
 
 
 def apply(changes: list[Change]) -> list[str]:

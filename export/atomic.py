@@ -15,7 +15,9 @@ def ensure_dir(path: Path) -> None:
     path.mkdir(parents=True, exist_ok=True, mode=DIR_MODE)
 
 
-def atomic_write(path: Path, text: str, *, fsync: bool = True, make_dirs: bool = True) -> None:
+def atomic_write(
+    path: Path, text: str, *, fsync: bool = True, make_dirs: bool = True, mode: int = FILE_MODE
+) -> None:
     """Write ``text`` to a temp file beside ``path``, optionally fsync it, then rename over ``path``.
 
     Bulk writers pass ``fsync=False`` and call ``sync_all`` once at the end, which is far cheaper than
@@ -23,14 +25,14 @@ def atomic_write(path: Path, text: str, *, fsync: bool = True, make_dirs: bool =
     """
     if make_dirs:
         ensure_dir(path.parent)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".md", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=path.suffix, dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
             fh.write(text)
             if fsync:
                 fh.flush()
                 os.fsync(fh.fileno())
-        os.chmod(tmp, FILE_MODE)
+        os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
