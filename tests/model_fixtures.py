@@ -177,8 +177,11 @@ def write_safetensors(path: Path, tensors: dict) -> None:
     path.write_bytes(struct.pack("<Q", len(raw)) + raw + b"".join(blobs))
 
 
-def write_tiny_cross_encoder_checkpoint(out_dir: Path, seed: int = 7) -> Path:
-    """A BertForSequenceClassification checkpoint dir with vocab.txt and random weights."""
+def write_tiny_cross_encoder_checkpoint(
+    out_dir: Path, seed: int = 7, rerank_template: str | None = None
+) -> Path:
+    """A BertForSequenceClassification checkpoint dir with vocab.txt and random weights; optionally a
+    ``rerank`` chat template in tokenizer_config.json (as Qwen3-Reranker GGUFs carry one)."""
     import json
 
     out_dir = Path(out_dir)
@@ -193,18 +196,23 @@ def write_tiny_cross_encoder_checkpoint(out_dir: Path, seed: int = 7) -> Path:
         "mask_token": "[MASK]",
         "do_lower_case": True,
     }
+    if rerank_template is not None:
+        special["chat_template"] = [{"name": "rerank", "template": rerank_template}]
     (out_dir / "tokenizer_config.json").write_text(json.dumps(special), encoding="utf-8")
     write_safetensors(out_dir / "model.safetensors", tiny_cross_encoder_weights(seed))
     return out_dir
 
 
-def build_tiny_reranker_gguf(out_dir: Path, seed: int = 7) -> Path:
+def build_tiny_reranker_gguf(out_dir: Path, seed: int = 7, rerank_template: str | None = None) -> Path:
     """The tiny cross-encoder converted by cmem's importer into a rank-pooling GGUF (f32)."""
     from index.importer import import_checkpoint
 
-    dest = Path(out_dir) / f"tiny-cross-encoder-{seed}.gguf"
+    tag = f"{seed}-tmpl" if rerank_template else str(seed)
+    dest = Path(out_dir) / f"tiny-cross-encoder-{tag}.gguf"
     if not dest.is_file():
-        checkpoint = write_tiny_cross_encoder_checkpoint(Path(out_dir) / f"tiny-ckpt-{seed}", seed)
+        checkpoint = write_tiny_cross_encoder_checkpoint(
+            Path(out_dir) / f"tiny-ckpt-{tag}", seed, rerank_template
+        )
         import_checkpoint(checkpoint, dest, name="tiny-cross-encoder", outtype="f32")
     return dest
 
