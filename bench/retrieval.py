@@ -63,18 +63,26 @@ def scifact(split: str) -> dict[str, Any]:
     return {"docs": docs, "queries": queries, "qrels": qrels}
 
 
-def madial(split: str) -> dict[str, Any]:
+def madial(split: str, fields: str = "all") -> dict[str, Any]:
+    """Each memory becomes an observation: text -> title, user -> project, date -> created_at, and (unless
+    ``fields == "text"``) its scene and emotion labels -> concepts, as an import of these records would do."""
     root = DATA / "madial"
-    docs = [
-        (m["id"], {"title": m["text"], "type": "discovery", "project": m["user"], "created_at": m["date"]})
-        for m in _jsonl(root / "memories.jsonl")
-    ]
+    docs = []
+    for m in _jsonl(root / "memories.jsonl"):
+        record = {"title": m["text"], "type": "discovery", "project": m["user"], "created_at": m["date"]}
+        if fields == "all":
+            record["concepts"] = [m["scene"], m["emotion"]]
+        docs.append((m["id"], record))
     qrels = _qrels(root / "qrels.tsv")
     queries = [(q["id"], q["query"], {"project": q["scope"]}) for q in _jsonl(root / "queries.jsonl")]
     return {"docs": docs, "queries": queries, "qrels": qrels}
 
 
-SETS: dict[str, Callable[[str], dict[str, Any]]] = {"scifact": scifact, "madial": madial}
+SETS: dict[str, Callable[[str], dict[str, Any]]] = {
+    "scifact": scifact,
+    "madial": madial,
+    "madial-text": lambda split: madial(split, fields="text"),
+}
 
 
 # -- building a home through the CLI -----------------------------------------------------------------------

@@ -55,11 +55,12 @@ def parse_markdown(text: str, relpath: str) -> ParsedDocument:
     body, body_line = text, 1
     match = _FRONT_MATTER.match(text)
     if match:
+        # A delimited block is metadata even when its YAML is broken (an unquoted "title: a: b" is common
+        # in hand-written notes): read it leniently rather than index it as text.
         loaded = _load_yaml(match.group(1))
-        if loaded is not None:
-            meta = loaded
-            body = text[match.end() :]
-            body_line = 1 + text.count("\n", 0, match.end())
+        meta = loaded if loaded is not None else _lenient(match.group(1))
+        body = text[match.end() :]
+        body_line = 1 + text.count("\n", 0, match.end())
     title = _title(meta, body, relpath)
     context = _context(meta, title)
     return ParsedDocument(body=body, body_line=body_line, title=title, context=context, meta=meta)
@@ -76,6 +77,16 @@ def _load_yaml(block: str) -> dict[str, Any] | None:
     if data is None:
         return {}
     return data if isinstance(data, dict) else None
+
+
+def _lenient(block: str) -> dict[str, Any]:
+    """``key: value`` lines of a front matter block that is not valid YAML (values kept as text)."""
+    meta: dict[str, Any] = {}
+    for line in block.splitlines():
+        key, sep, value = line.partition(":")
+        if sep and key.strip() and not key.startswith((" ", "\t", "-", "#")):
+            meta[key.strip()] = value.strip().strip('"').strip("'") or None
+    return meta
 
 
 def _title(meta: dict[str, Any], body: str, relpath: str) -> str:

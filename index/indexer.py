@@ -274,6 +274,8 @@ class Indexer:
         assert embedder is not None
         fingerprint = embedder.fingerprint
         total = self.store.count_pending(fingerprint)
+        if total == 0:
+            return
         done = 0
         after = 0
         self.progress("embed", 0, total)
@@ -301,9 +303,10 @@ class Indexer:
             self.progress("embed", done, total)
 
     def _token_counter(self) -> Callable[[str], int]:
-        if self.embedder is None:
+        embedder = self.embedder
+        if embedder is None:
             return estimate_tokens
-        return self.embedder.count_tokens
+        return lambda text: embedder.count_tokens(text)  # resolved late: a lazy embedder loads on first use
 
 
 def _fields(parsed: ParsedDocument) -> dict[str, Any]:

@@ -7,6 +7,7 @@ real model would only add minutes. Retrieval quality is tested with the real Min
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from pathlib import Path
 
@@ -65,7 +66,7 @@ def observation_file(
         f"id: {obs_id}",
         f'uid: "{uid}"',
         f"type: {type}",
-        f"title: {title}",
+        f"title: {json.dumps(title)}",
         f"project: {project}",
         f"agent: {agent}",
     ]

@@ -77,14 +77,14 @@ def index_cmd(
     """Update the search index from the export tree and your collections (only what changed)."""
     from index.collections import load_collections
     from index.indexer import Indexer, rebuild
-    from index.loading import NO_MODEL_HINT, load_embedder
+    from index.loading import NO_MODEL_HINT, lazy_embedder
     from index.lock import writer_lock
     from index.store import IndexStore
 
     config = current_config()
     config.ensure_home()
     collections = load_collections(config)
-    embedder, note = load_embedder(config)
+    embedder, note = lazy_embedder(config, _remembered_model(config))
     if embedder is None:
         print(f"cmem: keyword-only index: {note}", file=sys.stderr)
         note = note if "cmem models" in (note or "") else f"{note}; {NO_MODEL_HINT}"
@@ -104,7 +104,7 @@ def index_cmd(
                 finally:
                     store.close()
             if embedder is not None:
-                _record_model_file(config)
+                _remember_model(config, embedder.describe())
     finally:
         progress.close()
     for error in report.errors:
@@ -115,42 +115,54 @@ def index_cmd(
         print(_summary(report), file=sys.stderr)
 
 
-def _record_model_file(config: Any) -> None:
-    """Remember which model file made the vectors, so `cmem status` can spot a change without loading it."""
-    from index.loading import embed_model_path
+def _remembered_model(config: Any) -> dict[str, Any] | None:
+    """What the index remembers about the model file that made its vectors (None if unreadable)."""
+    from cmem_cli.errors import CmemError
+    from index.store import IndexStore
+
+    if not config.index_path.exists():
+        return None
+    try:
+        store = IndexStore.open(config.index_path, readonly=True, busy_ms=2000)
+        try:
+            return store.json_setting("embed_model")
+        finally:
+            store.close()
+    except (CmemError, ValueError):
+        return None
+
+
+def _remember_model(config: Any, description: dict[str, Any]) -> None:
+    import json
+
     from index.store import IndexStore
 
     store = IndexStore.open(config.index_path)
     try:
         with store.transaction():
-            store.set_setting("vectors_file", _file_identity(embed_model_path(config)))
+            store.set_setting("embed_model", json.dumps(description))
     finally:
         store.close()
-
-
-def _file_identity(path: Any) -> str:
-    st = path.stat()
-    return f"{path}|{st.st_size}|{st.st_mtime_ns}"
 
 
 def status_cmd(as_json: JsonOpt = False) -> None:
     """Show what the index holds: documents, chunks, vectors, stale entries, models, last run."""
     from cmem_cli.errors import CmemError
     from index.collections import load_collections
-    from index.loading import NO_MODEL_HINT, embed_model_path
+    from index.loading import NO_MODEL_HINT, embed_model_path, model_file_identity
     from index.store import IndexStore
 
     config = current_config()
     collections = load_collections(config)
     info: dict[str, Any] = {"index": str(config.index_path), "exists": config.index_path.exists()}
     stats: dict[str, Any] = {}
-    vectors_file = None
+    remembered: dict[str, Any] = {}
     if info["exists"]:
         try:
             store = IndexStore.open(config.index_path, readonly=True, busy_ms=2000)
             try:
                 stats = store.stats()
-                vectors_file = store.setting("vectors_file")
+                remembered = store.json_setting("embed_model") or {}
             finally:
                 store.close()
         except CmemError as exc:
@@ -163,7 +175,11 @@ def status_cmd(as_json: JsonOpt = False) -> None:
         embed["hint"] = exc.message if "cmem models" in exc.message else f"{exc.message}; {NO_MODEL_HINT}"
     chunks = stats.get("chunks", 0)
     vectors = stats.get("vectors", 0)
-    vectors_match = bool(embed["available"] and vectors_file == _file_identity(Path(embed["path"])))
+    vectors_match = bool(
+        embed["available"]
+        and remembered.get("file") == model_file_identity(Path(embed["path"]))
+        and remembered.get("fingerprint") == stats.get("vectors_model")
+    )
     pending = (chunks - vectors if vectors_match else chunks) if embed["available"] else None
     info.update(
         documents=stats.get("documents", 0),

@@ -1,0 +1,113 @@
+"""Hybrid search with a real model (all-MiniLM-L6-v2 as GGUF): meaning is found without shared words."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cmem_cli.config import load_config
+from index.collections import load_collections
+from index.indexer import Indexer
+from index.loading import load_embedder
+from index.search import hybrid
+from index.store import IndexStore
+from tests.index_helpers import observation_file
+
+MEMORIES = [
+    (
+        "UJWT",
+        "Fix JWT expiry check",
+        "Tokens expired one hour early because exp is in seconds, not ms.",
+        "bugfix",
+    ),
+    (
+        "UPOOL",
+        "Database connection pool exhausted",
+        "Raised the pool size after Postgres refused clients.",
+        "bugfix",
+    ),
+    ("UCI", "Upgrade the CI pipeline to Node 22", "The build matrix now runs the newer runtime.", "change"),
+    (
+        "UDARK",
+        "Dark theme colours for the settings page",
+        "Contrast ratios checked for accessibility.",
+        "feature",
+    ),
+    (
+        "ULEAK",
+        "Image resizer kept every decoded bitmap",
+        "A cache that was never cleared grew without bound.",
+        "bugfix",
+    ),
+    (
+        "UIDX",
+        "Slow listing: add an index on created_at",
+        "The timeline query scanned the whole table.",
+        "change",
+    ),
+    (
+        "UPARSE",
+        "Parser handles getObservationsByIds",
+        "Identifiers in camelCase are split for search.",
+        "feature",
+    ),
+]
+
+
+@pytest.fixture(scope="module")
+def semantic_home(tmp_path_factory: pytest.TempPathFactory, minilm_gguf: Path) -> Path:
+    home = tmp_path_factory.mktemp("semantic") / "home"
+    for i, (uid, title, body, kind) in enumerate(MEMORIES, 1):
+        observation_file(
+            home / "export", f"webapp/s/{uid}.md", uid=uid, obs_id=i, title=title, body=body, type=kind
+        )
+    return home
+
+
+@pytest.fixture
+def config(semantic_home: Path, minilm_gguf: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("CMEM_HOME", str(semantic_home))
+    monkeypatch.setenv("CMEM_EMBED_MODEL", str(minilm_gguf))
+    cfg = load_config()
+    embedder, why = load_embedder(cfg)
+    assert embedder is not None, why
+    store = IndexStore.open(cfg.index_path)
+    try:
+        Indexer(store, load_collections(cfg), embedder).run()
+    finally:
+        store.close()
+    return cfg
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("login sessions ending too soon", "UJWT"),
+        ("program uses more and more RAM until it crashes", "ULEAK"),
+        ("night mode palette for preferences screen", "UDARK"),
+    ],
+)
+def test_a_query_sharing_no_words_finds_the_memory_by_meaning(config, query, expected):
+    assert [h.uid for h in hybrid(config, query, mode="keyword")][:1] != [expected]
+    results = hybrid(config, query, mode="hybrid", limit=3)
+    assert results.mode == "hybrid"
+    assert results[0].uid == expected
+    assert "vector" in results[0].signals
+
+
+def test_auto_mode_is_hybrid_once_vectors_exist(config):
+    results = hybrid(config, "database refused connections", mode="auto")
+    assert results.mode == "hybrid" and results[0].uid == "UPOOL"
+
+
+def test_an_exact_identifier_match_stays_on_top_in_hybrid_mode(config):
+    results = hybrid(config, "getObservationsByIds", mode="hybrid")
+    assert results[0].uid == "UPARSE"
+    assert results[0].score > results[1].score
+
+
+def test_front_matter_alone_never_outranks_content(config):
+    # Every file's front matter says "project: webapp" and "agent: cli"; the body of none of them does.
+    results = hybrid(config, "webapp cli agent project", mode="hybrid", limit=7)
+    assert all(h.snippet and "agent:" not in h.snippet for h in results)
