@@ -141,11 +141,27 @@ class Memory:
     def add_observations(self, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Store already-prepared records in one transaction (bulk import): all or none."""
         with self._write(fsync=False) as files:
-            return [self._store_observation(r, files) for r in records]
+            self._ensure_sessions(records)
+            return [self._store_observation(r, files, session_ready=True) for r in records]
 
-    def _store_observation(self, record: dict[str, Any], files: FileTransaction) -> dict[str, Any]:
+    def _ensure_sessions(self, records: list[dict[str, Any]]) -> None:
+        """Create each session a batch mentions once, spanning its first and last record's time."""
+        spans: dict[str, tuple[dict[str, Any], int, int]] = {}
+        now = now_ms()
+        for record in records:
+            if record.get("session"):
+                at = record.get("created_at") or now
+                first, low, high = spans.get(record["session"], (record, at, at))
+                spans[record["session"]] = (first, min(low, at), max(high, at))
+        for session, (first, low, high) in spans.items():
+            for at in (low, high):
+                self.store.ensure_session(session, agent=first["agent"], project=first["project"], at=at)
+
+    def _store_observation(
+        self, record: dict[str, Any], files: FileTransaction, *, session_ready: bool = False
+    ) -> dict[str, Any]:
         store = self.store
-        if record.get("session"):
+        if record.get("session") and not session_ready:
             store.ensure_session(
                 record["session"],
                 agent=record["agent"],

@@ -31,7 +31,7 @@ class Rule:
     A pattern given as text is compiled on first use: most texts never reach most rules (see ``hints``),
     and compiling all of them costs a short-lived hook process several milliseconds."""
 
-    __slots__ = ("_compiled", "_flags", "_source", "hints", "keep", "kind")
+    __slots__ = ("_compiled", "_flags", "_gate", "_source", "hints", "keep", "kind")
 
     def __init__(
         self,
@@ -40,12 +40,16 @@ class Rule:
         keep: Callable[[str], bool] | None = None,
         hints: tuple[str, ...] = (),
         flags: int = 0,
+        gate: str | None = None,
     ):
         self.kind = kind
         self.keep = keep
         # Lower-case literals of which at least one must occur for the pattern to match: a substring test is
         # far cheaper than a regex that has to be tried at every position (``\b...`` defeats re's prefix scan).
         self.hints = tuple(hints)
+        # ``gate``: a cheap regex, run on the lower-cased text, that any match of the pattern implies; it spares
+        # the full pattern (slow where it must be tried at every word) on text that only mentions a hint word.
+        self._gate: str | re.Pattern[str] | None = gate
         self._source = pattern
         self._flags = flags
         self._compiled = pattern if isinstance(pattern, re.Pattern) else None
@@ -62,6 +66,11 @@ class Rule:
     def may_match(self, text: str, lowered: str) -> bool:
         if self.hints and not any(hint in lowered for hint in self.hints):
             return False
+        if self._gate is not None:
+            if isinstance(self._gate, str):
+                self._gate = re.compile(self._gate)
+            if self._gate.search(lowered) is None:
+                return False
         return self.pattern.search(text) is not None
 
     def apply(self, text: str) -> str:
@@ -155,8 +164,12 @@ _HINTS: dict[str, tuple[str, ...]] = {
 }
 
 
+# A key word, the rest of its name, then an assignment: implied by every match of the two "secret" rules.
+_GATES = {"secret": r"""(?:pass|pwd|secret|token|key|credential)[a-z0-9_.-]*["']?\s*(?::=|=>|[:=])"""}
+
+
 def _rule(kind: str, pattern: str, flags: int = 0, keep: Callable[[str], bool] | None = None) -> Rule:
-    return Rule(kind, pattern, keep, _HINTS.get(kind, ()), flags)
+    return Rule(kind, pattern, keep, _HINTS.get(kind, ()), flags, _GATES.get(kind))
 
 
 # Order matters: specific provider formats first, generic assignments last, so a key gets its precise kind.

@@ -142,6 +142,8 @@ def search_terms(texts: Iterable[str | None]) -> str:
         if not text:
             continue
         for word in _WORD.findall(text):
+            if word.islower() or word.isupper() and word.isalpha():
+                continue  # nothing to split (the common case: skip the regex)
             for part in camel_parts(word):
                 lowered = part.lower()
                 if lowered not in seen:
