@@ -147,7 +147,7 @@ class Embedder:
         st_limit = model.meta(KEY_MAX_SEQ_LENGTH)
         if st_limit and st_limit.isdigit():
             limit = min(limit, int(st_limit))
-        max_tokens = max(8, min(limit, MAX_TOKENS_CAP))
+        max_tokens = max(1, min(limit, MAX_TOKENS_CAP))
         tokens = max(batch_tokens or MIN_BATCH_TOKENS, max_tokens)
         threads = n_threads or default_threads()
         workers = max(1, min(workers or threads, MAX_WORKERS, threads))

@@ -1,8 +1,8 @@
 """A thin, quiet layer over llama-cpp-python's low-level API, shared by the embedder and the reranker.
 
-The high-level ``llama_cpp.Llama`` evaluates one sequence per call and reads rank scores as if they were
-n_embd wide, so cmem drives the C API directly: load a model, tokenize, and run many sequences per
-``llama_decode`` with per-sequence pooled outputs. llama.cpp's own log chatter is captured rather than
+The high-level ``llama_cpp.Llama`` runs one multi-threaded context and reads rank scores as if they
+were n_embd wide, so cmem drives the C API directly: load a model, tokenize, and evaluate batches of
+sequences on several contexts at once with per-sequence pooled outputs. llama.cpp's own log chatter is captured rather than
 printed; its last error lines go into the one-line ModelError instead.
 
 ``llama_cpp`` is imported on first use only: ``cmem add`` must never pay for it.

@@ -50,7 +50,7 @@ class Reranker:
         if not path.is_file():
             raise ModelError(f"reranker {path} does not exist")
         model = LlamaModel(path)
-        limit = max(16, min(max_tokens, model.n_ctx_train or max_tokens))
+        limit = min(max(16, max_tokens), model.n_ctx_train or max_tokens)  # positions < n_ctx_train
         threads = n_threads or default_threads()
         workers = max(1, min(threads, 4))
         pool = ContextPool(
