@@ -23,6 +23,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from index.fusion import DEFAULT_PARAMS, KEYWORD, VECTOR, FusionParams, Signal, fuse  # noqa: E402
+
 Query = dict[str, Any]
 Fusion = Callable[[Query], list[str]]
 
@@ -96,13 +98,53 @@ def cos_linear(floor: float, ceiling: float) -> Callable[[list[float]], list[flo
     return lambda scores: [min(1.0, max(0.0, (s - floor) / (ceiling - floor))) for s in scores]
 
 
+def calibrated(params: FusionParams) -> Fusion:
+    """cmem's fusion (index.fusion) with the given constants."""
+
+    def run(q: Query) -> list[str]:
+        lists = {"keyword": q["keyword"], "vector": q["vector"]}
+        signals = {"keyword": Signal(KEYWORD, q.get("idf") or None), "vector": Signal(VECTOR)}
+        return [h.key for h in fuse(lists, signals, params=params)]
+
+    return run
+
+
+def fit_calibrated(sets: list[list[Query]]) -> tuple[float, FusionParams]:
+    """The grid point with the best mean nDCG@10 over ``sets`` (each set weighs the same)."""
+    grid = itertools.product(
+        [0.3, 0.4, 0.5, 0.6, 0.7],  # keyword weight (vector weight = 1 - it)
+        [0.25, 0.5, 1.0, 2.0],  # keyword scale
+        [0.0, 0.1, 0.2, 0.3],  # cosine floor
+    )
+    best: tuple[float, FusionParams] | None = None
+    for weight, scale, floor in grid:
+        params = FusionParams(
+            keyword_weight=weight, vector_weight=1 - weight, keyword_scale=scale, cos_floor=floor
+        )
+        value = statistics.fmean(score(queries, calibrated(params)) for queries in sets)
+        if best is None or value > best[0]:
+            best = (value, params)
+    assert best is not None
+    return best
+
+
+def label(params: FusionParams) -> str:
+    return f"w={params.keyword_weight:.1f} s={params.keyword_scale} f={params.cos_floor}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--fit", required=True, help="DUMP.json:SET used to choose constants")
+    parser.add_argument(
+        "--fit", action="append", required=True, help="DUMP.json:SET used to choose constants"
+    )
     parser.add_argument(
         "--eval", action="append", default=[], help="DUMP.json:SET reported with fixed constants"
+    )
+    parser.add_argument(
+        "--cv",
+        help="DUMP.json:SET also used for fitting, reported by 2-fold cross-validation (odd/even queries)",
     )
     args = parser.parse_args()
 
@@ -110,26 +152,42 @@ def main() -> None:
         path, name = spec.rsplit(":", 1)
         return json.loads(Path(path).read_text())[name]["queries"]
 
-    fit = load(args.fit)
-    evals = {spec: load(spec) for spec in args.eval}
+    fits = [load(spec) for spec in args.fit]
+    evals = {f"{Path(spec.rsplit(':', 1)[0]).stem}": load(spec) for spec in args.eval}
+    if args.cv:
+        cv = load(args.cv)
+        folds = [cv[0::2], cv[1::2]]
+        held_out = []
+        for index, fold in enumerate(folds):
+            _, params = fit_calibrated([*fits, folds[1 - index]])
+            held_out.append((score(fold, calibrated(params)), len(fold), params))
+        cv_score = sum(v * n for v, n, _ in held_out) / len(cv)
+        print(
+            f"2-fold CV on {args.cv}: nDCG@10 {cv_score:.4f} (folds fitted as {[label(p) for *_, p in held_out]})"
+        )
+        fits.append(cv)
+        evals[f"{Path(args.cv.rsplit(':', 1)[0]).stem} (in-sample)"] = cv
+    _, fitted = fit_calibrated(fits)
+    print(f"fitted on {len(fits)} set(s): {fitted}")
+
     families: dict[str, Callable[[float], Fusion]] = {
         "cc max/raw": lambda a: convex(max_norm, identity, a),
-        "cc max/minmax": lambda a: convex(max_norm, min_max, a),
         "cc minmax/minmax": lambda a: convex(min_max, min_max, a),
         "cc z/z": lambda a: convex(zscore, zscore, a),
-        "cc max/z": lambda a: convex(max_norm, zscore, a),
     }
     rows = [("keyword", rank_only("keyword")), ("vector", rank_only("vector")), ("rrf k=60", rrf())]
+    rows.append((f"cmem default {label(DEFAULT_PARAMS)}", calibrated(DEFAULT_PARAMS)))
+    rows.append((f"cmem fitted {label(fitted)}", calibrated(fitted)))
     for name, family in families.items():
-        best = max((score(fit, family(a)), a) for a in [i / 20 for i in range(1, 20)])
+        best = max(
+            (statistics.fmean(score(f, family(a)) for f in fits), a) for a in [i / 20 for i in range(1, 20)]
+        )
         rows.append((f"{name} a={best[1]:.2f}", family(best[1])))
-    header = f"{'fusion':28}{'fit':>8}" + "".join(f"{Path(s).stem[:14]:>16}" for s in evals)
-    print(header)
+    print(f"{'fusion':34}{'fit mean':>10}" + "".join(f"{name[:22]:>24}" for name in evals))
     for name, fusion in rows:
-        line = f"{name:28}{score(fit, fusion):8.4f}"
-        line += "".join(f"{score(qs, fusion):16.4f}" for qs in evals.values())
+        line = f"{name:34}{statistics.fmean(score(f, fusion) for f in fits):10.4f}"
+        line += "".join(f"{score(qs, fusion):24.4f}" for qs in evals.values())
         print(line)
-    _ = itertools  # kept for ad-hoc grid searches
 
 
 if __name__ == "__main__":

@@ -63,14 +63,14 @@ def scifact(split: str) -> dict[str, Any]:
     return {"docs": docs, "queries": queries, "qrels": qrels}
 
 
-def madial(split: str, fields: str = "all") -> dict[str, Any]:
-    """Each memory becomes an observation: text -> title, user -> project, date -> created_at, and (unless
-    ``fields == "text"``) its scene and emotion labels -> concepts, as an import of these records would do."""
+def madial(split: str, labels: bool = False) -> dict[str, Any]:
+    """Each memory becomes an observation: text -> title, user -> project, date -> created_at; with
+    ``labels`` also its annotated scene and emotion -> concepts (an ablation: ``madial-labels``)."""
     root = DATA / "madial"
     docs = []
     for m in _jsonl(root / "memories.jsonl"):
         record = {"title": m["text"], "type": "discovery", "project": m["user"], "created_at": m["date"]}
-        if fields == "all":
+        if labels:
             record["concepts"] = [m["scene"], m["emotion"]]
         docs.append((m["id"], record))
     qrels = _qrels(root / "qrels.tsv")
@@ -81,7 +81,7 @@ def madial(split: str, fields: str = "all") -> dict[str, Any]:
 SETS: dict[str, Callable[[str], dict[str, Any]]] = {
     "scifact": scifact,
     "madial": madial,
-    "madial-text": lambda split: madial(split, fields="text"),
+    "madial-labels": lambda split: madial(split, labels=True),
 }
 
 
@@ -202,6 +202,7 @@ def candidates(config: Any, data: dict[str, Any], id_map: dict[str, str]) -> dic
         out.append(
             {
                 "qid": qid,
+                "idf": retrieve.query_idf(store, text),
                 "relevant": data["qrels"].get(qid, {}),
                 "keyword": [(id_map.get(str(doc_obs[h.doc_id]), ""), h.score) for h in kw],
                 "vector": [(id_map.get(str(doc_obs[h.doc_id]), ""), h.score) for h in vec],

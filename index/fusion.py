@@ -1,25 +1,28 @@
 """Fusing ranked lists from different retrievers into one ranking with a calibrated 0..1 score.
 
-Reciprocal rank fusion throws the scores away: a document that BM25 finds with a huge margin (a rare name,
-an identifier) counts the same as one it barely prefers, so a weak second signal drags a confident first one
-down. That is why plain RRF of BM25 and a small embedding model scores *below* BM25 alone on short memories
-full of names and dates. Here each list's raw scores are mapped to 0..1 on a scale that means the same from
-query to query, and the signals are combined as a weighted sum:
+Reciprocal rank fusion throws the scores away: a document that BM25 finds with a huge margin (a rare name, an
+identifier) counts the same as one it barely prefers, so a weak second signal drags a confident first one
+down — which is why plain RRF of BM25 and a small embedding model scores *below* BM25 alone on short memories
+full of names and dates. Here every signal is first put on an absolute 0..1 scale that means the same from
+query to query, then the signals are combined as a weighted sum:
 
-* keyword (BM25, higher is better): ``s / (s + K)``, a saturating transform of the raw score. BM25 grows with
-  the number and rarity of matched terms, so the transform keeps "matched several rare terms" near 1 and "one
-  common word" near 0 instead of stretching every list to [0, 1].
-* vector (cosine): ``(cos - floor) / (ceiling - floor)`` clipped, with floor/ceiling set for the model family
-  (small sentence encoders put unrelated text around 0.1-0.2 and paraphrases at 0.6-0.9).
+* keyword (BM25): ``1 - exp(-bm25 / (scale * idf_sum))``, where ``idf_sum`` is the summed IDF of the query's
+  terms in the index — roughly what a document matching every term scores. Near 1 means "the query's
+  information is matched", near 0.05 "one common word". This also adapts the mix to the query: a two-word query
+  that matches is trusted, a fifty-word dialogue that shares a few words with a memory leaves the decision to
+  the vectors, as it should.
+* vector (cosine): ``(cos - floor) / (ceiling - floor)``, clipped.
 
-Lists of the same kind (the index's BM25 over chunks and the store's BM25 over observations) describe the same
-evidence, so within a kind the best normalised score counts, not the sum. A key missing from a list scores 0
-for it. The weights and constants are tuned once on benchmark training data (bench/retrieval.py) and fixed;
-nothing is tuned per query.
+Lists of the same kind (the index's BM25 over chunks, the store's BM25 over observations) describe the same
+evidence: within a kind the best normalised score counts, not the sum. An extra keyword list without its own
+``idf_sum`` is anchored to the index's keyword list (its best hit gets the index's best normalised score).
+A key missing from a list scores 0 for it. The constants are fitted once on SciFact's *train* split
+(bench/fusion_tuning.py) and fixed; nothing is tuned per query or per evaluation set.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -29,17 +32,26 @@ VECTOR = "vector"
 
 @dataclass(frozen=True)
 class FusionParams:
-    """Constants of the score-aware fusion (see module docstring); defaults measured in docs/retrieval.md."""
+    """Constants of the score-aware fusion (see the module docstring and docs/retrieval.md)."""
 
     keyword_weight: float = 0.5
     vector_weight: float = 0.5
-    bm25_half: float = 8.0  # raw BM25 that maps to 0.5
-    cos_floor: float = 0.15
-    cos_ceiling: float = 0.75
+    keyword_scale: float = 0.5
+    cos_floor: float = 0.0
+    cos_ceiling: float = 1.0
+    fallback_half: float = 10.0  # raw BM25 mapped to 0.5 when a keyword list has no scale nor anchor
     rrf_k: float = 60.0
 
 
 DEFAULT_PARAMS = FusionParams()
+
+
+@dataclass(frozen=True)
+class Signal:
+    """How to read one list: its kind and, for keyword lists, the query's IDF sum in that list's index."""
+
+    kind: str = KEYWORD
+    idf_sum: float | None = None
 
 
 @dataclass
@@ -58,52 +70,78 @@ class FusedHit:
     signals: dict[str, SignalScore] = field(default_factory=dict)
 
 
-def normalise(kind: str, raw: float, params: FusionParams = DEFAULT_PARAMS) -> float:
-    """A raw score of a ``kind`` signal on the fixed 0..1 scale."""
-    if kind == VECTOR:
-        span = params.cos_ceiling - params.cos_floor
-        return min(1.0, max(0.0, (raw - params.cos_floor) / span))
-    strength = max(0.0, raw)
-    return strength / (strength + params.bm25_half)
+def keyword_norm(raw: float, idf_sum: float, params: FusionParams = DEFAULT_PARAMS) -> float:
+    """``1 - exp(-bm25 / (scale * idf_sum))``: 0..1, smooth, and never a tie between two BM25 scores."""
+    if idf_sum <= 0:
+        return 0.0
+    return 1.0 - math.exp(-max(0.0, raw) / (params.keyword_scale * idf_sum))
+
+
+def vector_norm(cosine: float, params: FusionParams = DEFAULT_PARAMS) -> float:
+    span = params.cos_ceiling - params.cos_floor
+    return min(1.0, max(0.0, (cosine - params.cos_floor) / span))
 
 
 def fuse(
     lists: Mapping[str, Sequence[tuple[str, float]]],
-    kinds: Mapping[str, str] | None = None,
+    signals: Mapping[str, Signal] | None = None,
     *,
     params: FusionParams = DEFAULT_PARAMS,
     method: str = "score",
 ) -> list[FusedHit]:
-    """Fuse ``{signal: [(key, raw_score), ...]}`` (each list best first) into hits, best first.
+    """Fuse ``{signal: [(key, raw_score), ...]}`` (each list best first, higher raw is better) into hits.
 
-    ``kinds`` maps a signal name to ``keyword`` or ``vector`` (default: ``vector`` for a signal named
-    ``vector``, else ``keyword``). ``method="rrf"`` is plain reciprocal rank fusion, kept as the baseline.
+    ``signals`` says what each list is (default: ``vector`` for a list named ``vector``, else keyword).
+    ``method="rrf"`` is plain reciprocal rank fusion, kept as the baseline; its score is not calibrated.
     """
-    kinds = dict(kinds or {})
+    specs = {
+        name: (signals or {}).get(name) or Signal(VECTOR if name == VECTOR else KEYWORD) for name in lists
+    }
+    norms = _normalised(lists, specs, params)
     hits: dict[str, FusedHit] = {}
-    for signal, items in lists.items():
-        kind = kinds.get(signal) or (VECTOR if signal == VECTOR else KEYWORD)
+    for name, items in lists.items():
         rank = 0
-        for key, raw in items:
+        for (key, raw), norm in zip(items, norms[name], strict=True):
             hit = hits.setdefault(key, FusedHit(key, 0.0))
-            if signal in hit.signals:
+            if name in hit.signals:
                 continue  # a list may repeat a key; its first (best) entry counts
             rank += 1
-            hit.signals[signal] = SignalScore(rank, float(raw), normalise(kind, float(raw), params))
+            hit.signals[name] = SignalScore(rank, float(raw), norm)
+    weights = {KEYWORD: params.keyword_weight, VECTOR: params.vector_weight}
+    kinds_present = {spec.kind for name, spec in specs.items() if lists[name]}
+    total_weight = sum(weights.get(kind, 0.0) for kind in kinds_present) or 1.0
     for hit in hits.values():
         if method == "rrf":
             hit.score = sum(1.0 / (params.rrf_k + s.rank) for s in hit.signals.values())
             continue
         best: dict[str, float] = {}
-        for signal, score in hit.signals.items():
-            kind = kinds.get(signal) or (VECTOR if signal == VECTOR else KEYWORD)
+        for name, score in hit.signals.items():
+            kind = specs[name].kind
             best[kind] = max(best.get(kind, 0.0), score.norm)
-        weights = {KEYWORD: params.keyword_weight, VECTOR: params.vector_weight}
-        present = {kind for signal in lists for kind in [kinds.get(signal) or _default_kind(signal)]}
-        total = sum(weights.get(kind, 0.0) for kind in present) or 1.0
-        hit.score = sum(weights.get(kind, 0.0) * value for kind, value in best.items()) / total
+        hit.score = sum(weights.get(kind, 0.0) * value for kind, value in best.items()) / total_weight
     return sorted(hits.values(), key=lambda h: (-h.score, h.key))
 
 
-def _default_kind(signal: str) -> str:
-    return VECTOR if signal == VECTOR else KEYWORD
+def _normalised(
+    lists: Mapping[str, Sequence[tuple[str, float]]], specs: Mapping[str, Signal], params: FusionParams
+) -> dict[str, list[float]]:
+    out: dict[str, list[float]] = {}
+    anchor: float | None = None
+    for name, items in lists.items():  # keyword lists that know their scale first: they anchor the others
+        spec = specs[name]
+        if spec.kind == VECTOR:
+            out[name] = [vector_norm(raw, params) for _, raw in items]
+        elif spec.idf_sum is not None:
+            out[name] = [keyword_norm(raw, spec.idf_sum, params) for _, raw in items]
+            if out[name]:
+                anchor = max(anchor or 0.0, max(out[name]))
+    for name, items in lists.items():
+        if name in out:
+            continue
+        raws = [max(0.0, raw) for _, raw in items]
+        top = max(raws, default=0.0)
+        if anchor is not None and top > 0:
+            out[name] = [anchor * raw / top for raw in raws]
+        else:
+            out[name] = [raw / (raw + params.fallback_half) for raw in raws]
+    return out

@@ -8,15 +8,16 @@ sqlite-vec nearest neighbours over chunk embeddings. Filters are pushed into SQL
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from cmem_cli.textsearch import fts_query
+from cmem_cli.textsearch import fts_query, query_tokens
 from index.store import IndexStore
 
 # BM25 column weights: context (title, type, project, concepts), text, camelCase parts.
-CONTEXT_WEIGHT = 2.0
+CONTEXT_WEIGHT = 1.0
 TEXT_WEIGHT = 1.0
 TERMS_WEIGHT = 0.5
 MAX_K = 4096  # sqlite-vec's largest k
@@ -131,6 +132,35 @@ def keyword(store: IndexStore, query: str, filters: DocFilters, limit: int) -> l
     return [DocHit(doc_id, chunk_id, -rank) for doc_id, chunk_id, rank in rows]
 
 
+def query_idf(store: IndexStore, query: str) -> float:
+    """Sum of the BM25 IDFs of the query's terms in this index: the scale of a perfect keyword match.
+
+    Dividing a document's BM25 by it gives an absolute "how much of the query matched" that means the same
+    for a two-word and a fifty-word query, which raw BM25 does not.
+    """
+    tokens = query_tokens(query)
+    if not tokens:
+        return 0.0
+    stems = set()
+    tokenizer = store.conn.fts5_tokenizer("porter", ["unicode61", "remove_diacritics", "2"])
+    for token in tokens:
+        for item in tokenizer(token.encode("utf-8"), _apsw_flag("FTS5_TOKENIZE_QUERY"), None):
+            stems.add(item[2])
+    if not stems:
+        return 0.0
+    store.conn.execute(
+        "CREATE VIRTUAL TABLE IF NOT EXISTS temp.chunks_vocab USING fts5vocab(main, chunks_fts, row)"
+    )
+    total = int(store.scalar("SELECT count(*) FROM chunks") or 0)
+    marks = ",".join("?" * len(stems))
+    frequency = dict(
+        store.rows(f"SELECT term, doc FROM temp.chunks_vocab WHERE term IN ({marks})", sorted(stems))
+    )
+    return sum(
+        max(1e-6, math.log((total - n + 0.5) / (n + 0.5))) for n in (frequency.get(stem, 0) for stem in stems)
+    )
+
+
 def vector(store: IndexStore, query_vector: bytes, filters: DocFilters, limit: int) -> list[DocHit]:
     """Nearest chunks, collapsed to documents. Over-fetches chunks so ``limit`` documents usually survive."""
     if limit <= 0 or not store.has_vectors_table():
@@ -160,3 +190,9 @@ def _as_list(value: Any) -> list[str]:
     if isinstance(value, str):
         return [value]
     return [str(v) for v in value]
+
+
+def _apsw_flag(name: str) -> int:
+    import apsw
+
+    return int(getattr(apsw, name))

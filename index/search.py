@@ -16,7 +16,7 @@ from typing import Any
 from cmem_cli.config import Config
 from cmem_cli.errors import CmemError, ModelError
 from index import retrieve
-from index.fusion import DEFAULT_PARAMS, KEYWORD, VECTOR, FusedHit, FusionParams, SignalScore, fuse
+from index.fusion import DEFAULT_PARAMS, KEYWORD, VECTOR, FusedHit, FusionParams, Signal, SignalScore, fuse
 from index.retrieve import DocFilters, DocHit
 from index.store import IndexStore
 
@@ -107,7 +107,7 @@ def hybrid(
     lists: dict[str, list[tuple[str, float]]] = {
         name: list(items) for name, items in (extra_lists or {}).items()
     }
-    kinds = {name: KEYWORD for name in lists}
+    signals = {name: Signal(KEYWORD) for name in lists}
     candidates = max(CANDIDATES, limit * 2)
     store = _open(config, notes)
     rows: dict[str, tuple[DocHit, str]] = {}
@@ -124,17 +124,18 @@ def hybrid(
                 lambda: retrieve.keyword(store, query, doc_filters, candidates), notes, "keyword search"
             )
             lists[KEYWORD] = _keyed(store, hits, rows, "keyword")
-            kinds[KEYWORD] = KEYWORD
+            idf = _idf(store, query, notes) if hits else 0.0
+            signals[KEYWORD] = Signal(KEYWORD, idf or None)
         if store is not None and query_vector is not None:
             hits = _guard(
                 lambda: retrieve.vector(store, query_vector, doc_filters, candidates), notes, "vector search"
             )
             lists[VECTOR] = _keyed(store, hits, rows, "vector")
-            kinds[VECTOR] = VECTOR
+            signals[VECTOR] = Signal(VECTOR)
             used_mode = "vector" if mode == "vector" else "hybrid"
         if mode == "vector":
             lists = {VECTOR: lists.get(VECTOR, [])}
-        fused = fuse(lists, kinds, params=params, method=fusion)
+        fused = fuse(lists, signals, params=params, method=fusion)
         top = fused[: max(limit, RERANK_CANDIDATES)]
         texts: dict[str, str] = {}
         hits_out = [_to_hit(store, f, rows, texts) for f in top]
@@ -165,6 +166,14 @@ def _guard(run: Any, notes: list[str], what: str) -> list[DocHit]:
     except CmemError as exc:
         notes.append(f"{what} skipped: {exc.message}")
         return []
+
+
+def _idf(store: IndexStore, query: str, notes: list[str]) -> float:
+    try:
+        return retrieve.query_idf(store, query)
+    except CmemError as exc:
+        notes.append(f"keyword scores uncalibrated: {exc.message}")
+        return 0.0
 
 
 def _has_vectors(store: IndexStore) -> bool:

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from cmem_cli.config import load_config
 from index.collections import add_collection, load_collections
-from index.fusion import FusionParams, fuse
+from index.fusion import KEYWORD, VECTOR, FusionParams, Signal, fuse
 from index.indexer import Indexer
 from index.search import hybrid
 from index.store import IndexStore
@@ -196,16 +196,51 @@ def test_fusion_scores_are_calibrated_0_to_1_and_agreement_ranks_first():
 
 
 def test_a_confident_keyword_match_is_not_dragged_down_by_a_weak_vector_signal():
-    # BM25 finds "exact" with a large margin; the small model's vectors miss it and weakly prefer "v1",
-    # which BM25 also ranks, far behind. Rank fusion promotes "v1" for being in both lists.
-    keyword = [("exact", 30.0), ("v1", 3.0), ("x2", 2.5)]
-    vector = [("v1", 0.41), ("v2", 0.40), ("v3", 0.40)]
-    assert fuse({"keyword": keyword, "vector": vector})[0].key == "exact"
-    assert fuse({"keyword": keyword, "vector": vector}, method="rrf")[0].key != "exact"
+    # BM25 finds "exact" matching nearly all of the query's information; the small model's vectors miss it
+    # and weakly prefer "v1", which BM25 also ranks, far behind. Rank fusion promotes "v1" for being in both.
+    lists = {"keyword": [("exact", 9.0), ("v1", 1.0), ("x2", 0.8)], "vector": [("v1", 0.41), ("v2", 0.40)]}
+    signals = {"keyword": Signal(KEYWORD, idf_sum=10.0), "vector": Signal(VECTOR)}
+    assert fuse(lists, signals)[0].key == "exact"
+    assert fuse(lists, signals, method="rrf")[0].key != "exact"
 
 
-def test_same_kind_lists_count_once_not_twice():
+def test_keyword_scores_are_absolute_so_a_partial_match_of_a_long_query_scores_low():
+    short = fuse({"keyword": [("a", 8.0)]}, {"keyword": Signal(KEYWORD, idf_sum=8.0)})[0]
+    long = fuse({"keyword": [("a", 8.0)]}, {"keyword": Signal(KEYWORD, idf_sum=120.0)})[0]
+    assert short.score > 0.8
+    assert long.score < 0.2
+
+
+def test_same_kind_lists_count_once_and_an_extra_list_is_anchored_to_the_index_scale():
     params = FusionParams()
-    both = fuse({"keyword": [("a", 10.0)], "store": [("a", 10.0)], "vector": [("b", 0.9)]}, params=params)
-    one = fuse({"keyword": [("a", 10.0)], "vector": [("b", 0.9)]}, params=params)
-    assert both[0].score == pytest.approx(one[0].score)
+    signals = {"keyword": Signal(KEYWORD, idf_sum=20.0)}
+    both = fuse({"keyword": [("a", 6.0)], "store": [("a", 60.0), ("c", 30.0)], "vector": [("b", 0.9)]},
+                signals, params=params)  # fmt: skip
+    one = fuse({"keyword": [("a", 6.0)], "vector": [("b", 0.9)]}, signals, params=params)
+    score = {h.key: h.score for h in both}
+    assert score["a"] == pytest.approx({h.key: h.score for h in one}["a"])
+    assert score["c"] == pytest.approx(score["a"] / 2), "the store's raw BM25 scale does not matter"
+
+
+class _FakeReranker:
+    """Prefers documents mentioning 'rollback'; records how many candidates it was given."""
+
+    def __init__(self) -> None:
+        self.calls: list[int] = []
+
+    def score(self, query: str, docs: list[str]) -> list[float]:
+        self.calls.append(len(docs))
+        return [0.99 if "Roll back" in doc or "rollback" in doc.lower() else 0.01 for doc in docs]
+
+
+def test_reranking_reorders_only_the_top_candidates_when_a_reranker_is_configured(corpus, monkeypatch):
+    fake = _FakeReranker()
+    monkeypatch.setattr("index.loading.load_reranker", lambda cfg: (fake, None))
+    corpus.rerank_model = "fake.gguf"
+    plain = hybrid(corpus, "database pool workers", mode="keyword", rerank=False)
+    assert "rerank" not in plain[0].signals and fake.calls == []
+    reranked = hybrid(corpus, "database pool workers", mode="keyword")
+    assert fake.calls and max(fake.calls) <= 20
+    assert reranked[0].key == "doc:notes:guide/deploy.md" and "rerank" in reranked[0].signals
+    corpus.rerank_model = None
+    assert "rerank" not in hybrid(corpus, "database pool workers", mode="keyword")[0].signals
