@@ -2,8 +2,9 @@
 
 The whole product is measured: each corpus is loaded with ``cmem add --json`` into a temporary cmem home,
 exported to markdown by cmem, indexed by ``cmem index`` (chunking, front matter, embeddings), and queried
-through ``index.search.hybrid`` — the function ``cmem search`` calls — in keyword, vector, hybrid (cmem's
-default fusion) and rrf (plain reciprocal-rank fusion, the baseline) modes. The data is read from
+through ``cmem_cli.retrieval.search`` — what ``cmem search --mode MODE`` runs in-process (the store's BM25
+fused with the index's BM25 and vectors) — in keyword, vector and hybrid modes, plus ``rrf``: plain
+reciprocal-rank fusion of the index's FTS5 BM25 and vector lists, the baseline to beat. The data is read from
 ../shared/data at run time and never copied into the repository.
 
     python bench/retrieval.py --model /path/to/minilm.gguf [--sets scifact,madial] [--work DIR]
@@ -153,31 +154,36 @@ def evaluate(
     name: str, data: dict[str, Any], home: Path, model: str, modes: list[str], dump: dict[str, Any] | None
 ) -> dict[str, Any]:
     from cmem_cli.config import load_config
+    from cmem_cli.memory import Memory
+    from cmem_cli.retrieval import search
+    from cmem_cli.store import Filters
     from index.search import hybrid
 
     info = build_home(name, data, home, model)
     os.environ["CMEM_EMBED_MODEL"] = model
     config = load_config(home)
+    memory = Memory.open(config)
     id_map: dict[str, str] = info["ids"]
     results: dict[str, Any] = {}
     for mode in modes:
         per_query, seconds = [], 0.0
         for qid, text, filters in data["queries"]:
             started = time.perf_counter()
-            hits = hybrid(
-                config,
-                text,
-                mode="hybrid" if mode == "rrf" else mode,
-                limit=10,
-                filters=filters,
-                rerank=False,
-                fusion="rrf" if mode == "rrf" else "score",
-            )
+            if mode == "rrf":  # the baseline: plain RRF of the index's FTS5 BM25 and vector lists
+                hits = hybrid(
+                    config, text, mode="hybrid", limit=10, filters=filters, rerank=False, fusion="rrf"
+                )
+                ranked = [id_map.get(str(h.obs_id), "") for h in hits]
+            else:  # what `cmem search --mode MODE` runs: store BM25 + index BM25 + vectors, fused
+                rows, _, _ = search(
+                    memory, text, Filters(**(filters or {})), limit=10, mode=mode, rerank=False
+                )
+                ranked = [id_map.get(str(r["id"]), "") for r in rows]
             seconds += time.perf_counter() - started
-            ranked = [id_map.get(str(h.obs_id), "") for h in hits]
             per_query.append(metrics(ranked, data["qrels"].get(qid, {})))
         results[mode] = {**mean(per_query), "ms/query": round(1000 * seconds / len(data["queries"]), 1)}
         print(f"{name:8} {mode:8} {results[mode]}", file=sys.stderr)
+    memory.close()
     if dump is not None:
         dump[name] = candidates(config, data, id_map)
     return {"results": results, "build": {k: v for k, v in info.items() if k != "ids"}}
