@@ -126,22 +126,24 @@ def _normalised(
     lists: Mapping[str, Sequence[tuple[str, float]]], specs: Mapping[str, Signal], params: FusionParams
 ) -> dict[str, list[float]]:
     out: dict[str, list[float]] = {}
-    anchor: float | None = None
+    anchor: float | None = None  # the best keyword "strength" (BM25 over scaled IDF sum) of a scaled list
     for name, items in lists.items():  # keyword lists that know their scale first: they anchor the others
         spec = specs[name]
         if spec.kind == VECTOR:
             out[name] = [vector_norm(raw, params) for _, raw in items]
-        elif spec.idf_sum is not None:
+        elif spec.idf_sum:
             out[name] = [keyword_norm(raw, spec.idf_sum, params) for _, raw in items]
-            if out[name]:
-                anchor = max(anchor or 0.0, max(out[name]))
+            if items:
+                strength = max(max(0.0, raw) for _, raw in items) / (params.keyword_scale * spec.idf_sum)
+                anchor = max(anchor or 0.0, strength)
     for name, items in lists.items():
         if name in out:
             continue
         raws = [max(0.0, raw) for _, raw in items]
         top = max(raws, default=0.0)
         if anchor is not None and top > 0:
-            out[name] = [anchor * raw / top for raw in raws]
+            # Same curve as the index's keyword list, with this list's best hit at the index's best strength.
+            out[name] = [1.0 - math.exp(-anchor * raw / top) for raw in raws]
         else:
             out[name] = [raw / (raw + params.fallback_half) for raw in raws]
     return out
