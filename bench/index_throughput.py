@@ -5,9 +5,11 @@ Loads N SciFact abstracts into a temporary cmem home with `cmem add --json`, the
 1. runs the full update pass in-process (scan, read, parse front matter, chunk with the model's tokenizer,
    write chunks and FTS rows, embed in batches, write vectors) and times it;
 2. times ``embed_documents`` alone on exactly the (context, text) items that pass embedded, in the same
-   batch sizes — the raw rate of the model on the same work.
+   batch sizes — the raw rate of the model on the same work;
+3. times ``embed_documents`` on the whole (title, abstract) pairs, truncated to the model's window — the
+   "abstracts/s" figure usually quoted, which leaves the end of long abstracts unembedded.
 
-The ratio of the two is the indexer's efficiency. Both are reported in chunks/s and abstracts/s.
+The ratio of 1 and 2 is the indexer's efficiency; 3 shows the price of covering every token.
 
     python bench/index_throughput.py --model PATH.gguf [--docs 300]
 """
@@ -84,6 +86,13 @@ def main() -> None:
         embedder.embed_documents(items[start : start + indexer_module.EMBED_PAGE])
     raw = time.perf_counter() - started
 
+    # The figure the issue quotes: whole abstracts, truncated to the model's window (what torch's 21/s means).
+    abstracts = [(r["title"], r["narrative"]) for r in records]
+    started = time.perf_counter()
+    for start in range(0, len(abstracts), indexer_module.EMBED_PAGE):
+        embedder.embed_documents(abstracts[start : start + indexer_module.EMBED_PAGE])
+    truncated = time.perf_counter() - started
+
     tokens = sum(embedder.count_tokens(text) for _, text in items)
     print(
         f"model {Path(args.model).name}, {args.docs} abstracts -> {len(items)} chunks, {tokens} text tokens"
@@ -93,7 +102,12 @@ def main() -> None:
     )
     print(f"cmem index (e2e)    : {end_to_end:7.1f}s  {len(items) / end_to_end:6.1f} chunks/s  "
           f"{args.docs / end_to_end:6.1f} abstracts/s")  # fmt: skip
-    print(f"efficiency          : {raw / end_to_end:.0%} of the raw rate")
+    print(f"efficiency          : {raw / end_to_end:.0%} of the raw rate on the same chunks")
+    print(
+        f"raw, truncated      : {truncated:7.1f}s  {args.docs / truncated:6.1f} abstracts/s (one window each, "
+        f"the rest of each abstract unembedded); cmem index reaches {truncated / end_to_end:.0%} of it "
+        "while embedding every token"
+    )
 
 
 if __name__ == "__main__":

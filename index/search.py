@@ -110,7 +110,7 @@ def hybrid(
     signals = {name: Signal(KEYWORD) for name in lists}
     candidates = max(CANDIDATES, limit * 2)
     store = _open(config, notes)
-    rows: dict[str, tuple[DocHit, str]] = {}
+    rows: dict[str, tuple[DocHit, dict[str, Any]]] = {}
     used_mode = "keyword"
     try:
         want_vectors = mode in ("vector", "hybrid") or (
@@ -123,14 +123,14 @@ def hybrid(
             hits = _guard(
                 lambda: retrieve.keyword(store, query, doc_filters, candidates), notes, "keyword search"
             )
-            lists[KEYWORD] = _keyed(store, hits, rows, "keyword")
+            lists[KEYWORD] = _keyed(store, hits, rows)
             idf = _idf(store, query, notes) if hits else 0.0
             signals[KEYWORD] = Signal(KEYWORD, idf or None)
         if store is not None and query_vector is not None:
             hits = _guard(
                 lambda: retrieve.vector(store, query_vector, doc_filters, candidates), notes, "vector search"
             )
-            lists[VECTOR] = _keyed(store, hits, rows, "vector")
+            lists[VECTOR] = _keyed(store, hits, rows)
             signals[VECTOR] = Signal(VECTOR)
             used_mode = "vector" if mode == "vector" else "hybrid"
         if mode == "vector":
@@ -207,8 +207,9 @@ def _query_vector(
 
 
 def _keyed(
-    store: IndexStore, hits: list[DocHit], rows: dict[str, tuple[DocHit, str]], signal: str
+    store: IndexStore, hits: list[DocHit], rows: dict[str, tuple[DocHit, dict[str, Any]]]
 ) -> list[tuple[str, float]]:
+    """(key, score) pairs for fusion; remembers each key's best chunk and document row (first list wins)."""
     if not hits:
         return []
     meta = _doc_meta(store, [h.doc_id for h in hits])
@@ -220,7 +221,7 @@ def _keyed(
         key = doc_key(info)
         out.append((key, hit.score))
         if key not in rows:
-            rows[key] = (hit, signal)
+            rows[key] = (hit, info)
     return out
 
 
@@ -248,7 +249,10 @@ def _doc_meta(store: IndexStore, doc_ids: Sequence[int]) -> dict[int, dict[str, 
 
 
 def _to_hit(
-    store: IndexStore | None, fused: FusedHit, rows: dict[str, tuple[DocHit, str]], texts: dict[str, str]
+    store: IndexStore | None,
+    fused: FusedHit,
+    rows: dict[str, tuple[DocHit, dict[str, Any]]],
+    texts: dict[str, str],
 ) -> IndexHit:
     found = rows.get(fused.key)
     if store is None or found is None:
@@ -264,8 +268,7 @@ def _to_hit(
             score=fused.score,
             signals=fused.signals,
         )
-    doc_hit, _ = found
-    info = _doc_meta(store, [doc_hit.doc_id])[doc_hit.doc_id]
+    doc_hit, info = found
     chunk = store.rows("SELECT start_line, text FROM chunks WHERE id = ?", (doc_hit.chunk_id,))
     line, text = chunk[0] if chunk else (None, "")
     texts[fused.key] = f"{info['title']}\n{text.strip()}"
