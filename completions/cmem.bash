@@ -8,16 +8,16 @@ _cmem() {
         [[ "$w" == -* ]] && continue
         [[ "${COMP_WORDS[i-1]}" == "--home" ]] && continue
         local candidate="${path:+$path }$w"
-        if [[ -z "$path" || " collection import install prompt session summary " == *" $path "* ]]; then path="$candidate"; else break; fi
+        if [[ -z "$path" || " collection import install models prompt session summary " == *" $path "* ]]; then path="$candidate"; else break; fi
     done
     local words="" valued=""
     case "$path" in
-        "") words="add edit link forget search timeline get stats export doctor index status watch hook context session prompt summary collection import install --home --version -V -h --help"; valued="--home" ;;
+        "") words="add edit link forget search timeline get stats export doctor index status watch hook context session prompt summary collection models import install --home --version -V -h --help"; valued="--home" ;;
         "add") words="--title -t --type --subtitle --narrative -n --fact --concept --read --modified --tool --project -p --session --agent --key --confidence --link --json -h --help"; valued="--title -t --type --subtitle --narrative -n --fact --concept --read --modified --tool --project -p --session --agent --key --confidence --link --json" ;;
         "edit") words="--title -t --type --subtitle --narrative -n --fact --add-fact --concept --read --modified --project -p --key --confidence --link -h --help"; valued="--title -t --type --subtitle --narrative -n --fact --add-fact --concept --read --modified --project -p --key --confidence --link" ;;
         "link") words="--remove -h --help"; valued="" ;;
         "forget") words="--yes -y -h --help"; valued="" ;;
-        "search") words="--project -p --type --concept --file --agent --session --since --until --limit -n --offset --order --json --format -f -h --help"; valued="--project -p --type --concept --file --agent --session --since --until --limit -n --offset --order --format -f" ;;
+        "search") words="--project -p --type --concept --file --agent --session --since --until --limit -n --offset --order --mode --rerank --no-rerank --min-score --collection -c --explain --json --format -f -h --help"; valued="--project -p --type --concept --file --agent --session --since --until --limit -n --offset --order --mode --min-score --collection -c --format -f" ;;
         "timeline") words="--query -q --before -b --after -a --project -p --json --format -f -h --help"; valued="--query -q --before -b --after -a --project -p --format -f" ;;
         "get") words="--links --json --format -f -h --help"; valued="--format -f" ;;
         "stats") words="--json -h --help"; valued="" ;;
@@ -41,6 +41,11 @@ _cmem() {
         "collection add") words="--name --mask -h --help"; valued="--name --mask" ;;
         "collection list") words="--json -h --help"; valued="" ;;
         "collection remove") words="-h --help"; valued="" ;;
+        "models") words="list pull import path -h --help"; valued="" ;;
+        "models list") words="--json -h --help"; valued="" ;;
+        "models pull") words="--rerank --sha256 --timeout --json -h --help"; valued="--sha256 --timeout" ;;
+        "models import") words="--name --outtype --force --json -h --help"; valued="--name --outtype" ;;
+        "models path") words="--rerank --json -h --help"; valued="" ;;
         "import") words="transcript claude-code -h --help"; valued="" ;;
         "import transcript") words="--project -p --exclude-project --settle --json -h --help"; valued="--project -p --exclude-project --settle" ;;
         "import claude-code") words="--root --project -p --exclude-project --settle --json -h --help"; valued="--root --project -p --exclude-project --settle" ;;
