@@ -148,3 +148,37 @@ def test_sigterm_stops_cmem_watch_cleanly(home: Path):
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+def test_watching_while_other_processes_write_and_search(watching):
+    config, _, _ = watching
+    from index.search import hybrid
+
+    env = {**os.environ, "CMEM_HOME": str(config.home)}
+    errors: list[str] = []
+    stop = threading.Event()
+
+    def search_loop() -> None:
+        while not stop.is_set():
+            try:
+                hybrid(config, "concurrent memory", mode="keyword")
+            except Exception as exc:  # noqa: BLE001 - any failure is what this test looks for
+                errors.append(repr(exc))
+
+    searcher = threading.Thread(target=search_loop)
+    searcher.start()
+    try:
+        for i in range(8):
+            proc = subprocess.run(
+                [sys.executable, "-m", "cmem_cli", "add", "--title", f"Concurrent memory {i}", "-p", "busy"],
+                cwd=REPO, env=env, capture_output=True, text=True, timeout=60,
+            )  # fmt: skip
+            assert proc.returncode == 0, proc.stderr
+    finally:
+        wait_until(
+            lambda: sum(k.startswith("memories:busy/") for k in indexed(config)) == 8, "all 8 memories"
+        )
+        stop.set()
+        searcher.join(timeout=10)
+    assert errors == []
+    assert len(hybrid(config, "concurrent memory", mode="keyword", limit=20)) == 8
