@@ -140,8 +140,9 @@ def test_sigterm_stops_cmem_watch_cleanly(home: Path):
     )
     try:
         assert proc.stderr is not None
-        line = proc.stderr.readline()
-        assert "watching" in line
+        first = proc.stderr.readline()
+        assert "keyword-only" in first and "cmem models" in first, "says how to get a model"
+        assert "watching" in proc.stderr.readline()
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=TIMEOUT) == 0
         assert "stopped" in proc.stderr.read()

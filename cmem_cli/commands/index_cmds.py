@@ -255,6 +255,11 @@ def watch_cmd(
     def error(message: str) -> None:
         print(f"cmem: {escape_control(message)}", file=sys.stderr, flush=True)
 
+    from index.loading import load_embedder
+
+    embedder, note = load_embedder(config)  # loaded once here; the watcher reuses it
+    if embedder is None:
+        print(f"cmem: keyword-only index: {escape_control(note or '')}", file=sys.stderr, flush=True)
     watcher = Watcher(config, debounce=debounce, on_report=report, on_error=error)
     watcher.install_signal_handlers()
     print("cmem: watching; Ctrl-C to stop", file=sys.stderr, flush=True)
