@@ -127,6 +127,17 @@ class PendingChunk:
     text: str
 
 
+def sqlite_vec_path() -> str:
+    """Where the sqlite-vec extension lives, found without importing the package (which imports numpy,
+    ~90 ms that every `cmem search` would pay)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("sqlite_vec")
+    if spec is None or spec.origin is None:
+        raise StorageError("the sqlite-vec package is not installed (pip install sqlite-vec)")
+    return os.path.join(os.path.dirname(spec.origin), "vec0")
+
+
 def _apsw() -> Any:
     import apsw  # lazy: keeps `cmem --help` and `cmem add` fast
 
@@ -171,8 +182,6 @@ class IndexStore:
     def open(cls, path: Path, *, readonly: bool = False, busy_ms: int | None = None) -> IndexStore:
         """Open (creating and migrating unless ``readonly``); a missing file with ``readonly`` is NotFound."""
         apsw = _apsw()
-        import sqlite_vec
-
         if readonly and not path.exists():
             from cmem_cli.errors import NotFound
 
@@ -190,7 +199,7 @@ class IndexStore:
                 busy_ms if busy_ms is not None else (READ_BUSY_MS if readonly else WRITE_BUSY_MS)
             )
             conn.enable_load_extension(True)
-            conn.load_extension(sqlite_vec.loadable_path())
+            conn.load_extension(sqlite_vec_path())
             conn.enable_load_extension(False)
             store = cls(conn, path)
             if not readonly:
