@@ -23,25 +23,27 @@ BUSY_TIMEOUT_MS = 15_000  # overridable with CMEM_BUSY_TIMEOUT_MS
 Migration = Callable[[apsw.Connection], None]
 
 
-def _classify(exc: apsw.Error, path: Path) -> Exception:
+def _classify(exc: apsw.Error, path: Path, label: str, repair_hint: str) -> Exception:
     if isinstance(exc, apsw.BusyError | apsw.LockedError):
-        return DatabaseBusy(f"database {path} is locked by another process; try again")
+        return DatabaseBusy(f"{label} {path} is locked by another process; try again")
     if isinstance(exc, apsw.NotADBError | apsw.CorruptError):
-        return DatabaseCorrupt(f"{path} is not a usable cmem database ({exc}); see `cmem doctor`")
+        return DatabaseCorrupt(f"{path} is not a usable cmem {label} ({exc}); {repair_hint}")
     if isinstance(exc, apsw.CantOpenError | apsw.ReadOnlyError | apsw.IOError | apsw.PermissionsError):
-        return StorageError(f"cannot open or write {path}: {exc}")
+        return StorageError(f"cannot open or write {label} {path}: {exc}")
     if isinstance(exc, apsw.FullError):
-        return StorageError(f"disk full while writing {path}")
+        return StorageError(f"disk full while writing {label} {path}")
     return exc
 
 
 @contextlib.contextmanager
-def translate_errors(path: Path) -> Iterator[None]:
-    """Turn apsw's low-level errors into cmem errors with exit codes."""
+def translate_errors(
+    path: Path, *, label: str = "database", repair_hint: str = "see `cmem doctor`"
+) -> Iterator[None]:
+    """Turn apsw's low-level errors into cmem errors with exit codes (the store's and the index's)."""
     try:
         yield
     except apsw.Error as exc:
-        translated = _classify(exc, path)
+        translated = _classify(exc, path, label, repair_hint)
         if translated is exc:
             raise
         raise translated from None

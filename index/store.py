@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cmem_cli.errors import DatabaseBusy, DatabaseCorrupt, StorageError
+from cmem_cli.errors import DatabaseCorrupt, StorageError
 from cmem_cli.textsearch import search_terms
 
 SCHEMA_VERSION = 1
@@ -144,30 +144,11 @@ def _apsw() -> Any:
     return apsw
 
 
-def _translate(exc: Exception, path: Path) -> Exception:
-    apsw = _apsw()
-    if isinstance(exc, apsw.BusyError | apsw.LockedError):
-        return DatabaseBusy(f"index {path} is locked by another process; try again")
-    if isinstance(exc, apsw.NotADBError | apsw.CorruptError):
-        return DatabaseCorrupt(f"index {path} is damaged ({exc}); delete it or run `cmem index --full`")
-    if isinstance(exc, apsw.CantOpenError | apsw.ReadOnlyError | apsw.IOError | apsw.PermissionsError):
-        return StorageError(f"cannot open or write index {path}: {exc}")
-    if isinstance(exc, apsw.FullError):
-        return StorageError(f"disk full while writing index {path}")
-    return exc
-
-
-@contextlib.contextmanager
-def translated(path: Path) -> Iterator[None]:
+def translated(path: Path) -> contextlib.AbstractContextManager[None]:
     """apsw's errors as cmem errors (one line, an exit code) for anything the index does."""
-    apsw = _apsw()
-    try:
-        yield
-    except apsw.Error as exc:
-        new = _translate(exc, path)
-        if new is exc:
-            raise
-        raise new from None
+    from cmem_cli.db import translate_errors
+
+    return translate_errors(path, label="index", repair_hint="delete it or run `cmem index --full`")
 
 
 class IndexStore:
