@@ -16,7 +16,7 @@ from typing import Any
 from cmem_cli.config import Config
 from cmem_cli.errors import InvalidInput, NotFound, StorageError
 from cmem_cli.ids import new_uid
-from cmem_cli.records import is_valid_text, normalize_observation
+from cmem_cli.records import EDITABLE_FIELDS, is_valid_text, normalize_observation
 from cmem_cli.schema import LINK_TYPES, SESSION_STATUSES
 from cmem_cli.store import Store, estimate_tokens
 from cmem_cli.timeutil import now_ms
@@ -221,27 +221,7 @@ class Memory:
         """Apply field changes (same names as the JSON record) and re-export."""
         with self._write() as files:
             current = self.store.get_observation(obs_id)
-            merged = {
-                k: current.get(k)
-                for k in (
-                    "type",
-                    "title",
-                    "subtitle",
-                    "narrative",
-                    "facts",
-                    "concepts",
-                    "files_read",
-                    "files_modified",
-                    "tools_used",
-                    "project",
-                    "session",
-                    "agent",
-                    "prompt_number",
-                    "key",
-                    "confidence",
-                    "created_at",
-                )
-            }
+            merged = {k: current.get(k) for k in EDITABLE_FIELDS}
             merged.update(changes)
             prepared = normalize_observation(self._scrub_record(merged))
             if prepared.get("key"):

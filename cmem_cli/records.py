@@ -25,6 +25,8 @@ TEXT_FIELDS = ("title", "subtitle", "narrative", "project", "session", "agent", 
 INPUT_FIELDS = frozenset(
     {*LIST_FIELDS, *TEXT_FIELDS, "type", "uid", "prompt_number", "confidence", "created_at", "links"}
 )
+# What `cmem edit` may change: every input field except identity (uid) and links (added, not replaced).
+EDITABLE_FIELDS = tuple(sorted(INPUT_FIELDS - {"uid", "links"}))
 # Fields that `--json` output carries; accepted on input (so output can be re-imported) and ignored.
 OUTPUT_ONLY_FIELDS = frozenset(
     {"id", "kind", "score", "tokens", "path", "retrieval_count", "last_retrieved_at", "updated_at", "date"}
