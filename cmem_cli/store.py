@@ -53,9 +53,17 @@ def _decode(row: dict[str, Any] | None) -> dict[str, Any] | None:
 class Filters:
     """Filters shared by search, listing and the hybrid path."""
 
-    def __init__(self, project: str | None = None, types: list[str] | None = None,
-                 concepts: list[str] | None = None, files: list[str] | None = None, agent: str | None = None,
-                 session: str | None = None, since: int | None = None, until: int | None = None):
+    def __init__(
+        self,
+        project: str | None = None,
+        types: list[str] | None = None,
+        concepts: list[str] | None = None,
+        files: list[str] | None = None,
+        agent: str | None = None,
+        session: str | None = None,
+        since: int | None = None,
+        until: int | None = None,
+    ):
         self.project = project
         self.types = types or []
         self.concepts = concepts or []
@@ -417,7 +425,11 @@ class Store:
     def search_observations(
         self, query: str, filters: Filters, *, limit: int, offset: int = 0, order: str = "relevance"
     ) -> list[dict[str, Any]]:
-        """Keyword search over observations; each row gets ``score`` (0..1) and ``kind``."""
+        """Keyword search over observations; each row gets ``score`` (0..1) and ``kind``.
+
+        CROSS JOIN keeps the full-text match as the outer loop: with a selective filter SQLite's planner
+        would otherwise walk the filtered rows and re-run the whole MATCH for each one (seconds at 100k).
+        """
         match = fts_query(query)
         if match is None:
             return []
@@ -428,7 +440,7 @@ class Store:
             "oldest": "o.created_at, o.id",
         }[order]
         rows = self.db.query(
-            f"SELECT o.*, {OBS_BM25} AS rank FROM observations_fts JOIN observations o "
+            f"SELECT o.*, {OBS_BM25} AS rank FROM observations_fts CROSS JOIN observations o "
             f"ON o.id = observations_fts.rowid WHERE observations_fts MATCH ? AND {where} "
             f"ORDER BY {order_sql} LIMIT ? OFFSET ?",
             [match, *params, limit, offset],
@@ -446,7 +458,7 @@ class Store:
             return []
         where, params = filters.sql("s", observations=False)
         rows = self.db.query(
-            "SELECT s.*, bm25(summaries_fts) AS rank FROM summaries_fts JOIN session_summaries s "
+            "SELECT s.*, bm25(summaries_fts) AS rank FROM summaries_fts CROSS JOIN session_summaries s "
             f"ON s.id = summaries_fts.rowid WHERE summaries_fts MATCH ? AND {where} ORDER BY rank LIMIT ?",
             [match, *params, limit],
         )
@@ -462,7 +474,7 @@ class Store:
             return []
         where, params = filters.sql("p", observations=False)
         rows = self.db.query(
-            "SELECT p.*, bm25(prompts_fts) AS rank FROM prompts_fts JOIN user_prompts p "
+            "SELECT p.*, bm25(prompts_fts) AS rank FROM prompts_fts CROSS JOIN user_prompts p "
             f"ON p.id = prompts_fts.rowid WHERE prompts_fts MATCH ? AND {where} ORDER BY rank LIMIT ?",
             [match, *params, limit],
         )

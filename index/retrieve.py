@@ -121,10 +121,13 @@ def keyword(store: IndexStore, query: str, filters: DocFilters, limit: int) -> l
         return []
     where, params = filters.sql("d")
     # bm25() cannot run inside an aggregate: rank chunks in a materialised CTE, then keep each doc's best.
+    # CROSS JOIN pins the full-text match as the outer loop: with a selective filter the planner would
+    # otherwise scan the filtered documents and re-run the whole MATCH once per row.
     rows = store.rows(
         f"""WITH ranked AS MATERIALIZED (
                 SELECT c.doc_id AS doc_id, c.id AS chunk_id, bm25(chunks_fts, ?, ?, ?) AS rank
-                FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid JOIN documents d ON d.id = c.doc_id
+                FROM chunks_fts CROSS JOIN chunks c ON c.id = chunks_fts.rowid
+                CROSS JOIN documents d ON d.id = c.doc_id
                 WHERE chunks_fts MATCH ? AND {where})
             SELECT doc_id, chunk_id, min(rank) AS best FROM ranked GROUP BY doc_id ORDER BY best LIMIT ?""",
         [CONTEXT_WEIGHT, TEXT_WEIGHT, TERMS_WEIGHT, match, *params, limit],
@@ -156,6 +159,9 @@ def query_idf(store: IndexStore, query: str) -> float:
     frequency = dict(
         store.rows(f"SELECT term, doc FROM temp.chunks_vocab WHERE term IN ({marks})", sorted(stems))
     )
+    # The two counts come from separate reads; an indexer committing in between can make a term's document
+    # count exceed the chunk total, so clamp rather than take the log of a negative number.
+    total = max([total, *frequency.values()])
     return sum(
         max(1e-6, math.log((total - n + 0.5) / (n + 0.5))) for n in (frequency.get(stem, 0) for stem in stems)
     )
