@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 # Bump when chunk boundaries change for the same input: the index re-chunks everything on a change.
-CHUNKER_VERSION = "2"
+CHUNKER_VERSION = "3"
 DEFAULT_MAX_TOKENS = 900
 DEFAULT_OVERLAP = 0.15
 

@@ -14,6 +14,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -98,6 +99,29 @@ def chunker_signature(embedder: Embedder | None) -> str:
 def chunk_hash(context: str, text: str) -> str:
     """The embedding-cache key of a chunk: everything the model sees (title context and text)."""
     return hashlib.blake2b(f"{context}\x1f{text.strip()}".encode(), digest_size=16).hexdigest()
+
+
+def title_heading_end(body: str, title: str) -> int:
+    """Offset just past a leading ``# heading`` that repeats the document's title (and the blank lines after
+    it), else 0. cmem's export starts every file with one; the title is already each chunk's context."""
+    match = _LEADING_H1.match(body)
+    if match is None or " ".join(match.group(1).split()) != " ".join(title.split()):
+        return 0
+    return match.end()
+
+
+def embedding_input(title: str, context: str, text: str) -> tuple[str, str]:
+    """What the model embeds for a chunk: (context as the prompt's title, the text without a repeated title).
+
+    The context starts with the title, so a chunk that opens with the title as a heading would show the
+    model the title twice: wasted tokens in a small window, and a title counted double against the text.
+    """
+    text = text.strip()
+    end = title_heading_end(text, title) if title else 0
+    return context, text[end:].strip()
+
+
+_LEADING_H1 = re.compile(r"\A\s*#[ \t]+(.+?)[ \t#]*(?:\r?\n|\Z)\s*")
 
 
 class Indexer:
@@ -214,17 +238,33 @@ class Indexer:
             else:
                 room = self.embedder.max_tokens - self._count(parsed.context) - PROMPT_RESERVE
             budget = max(MIN_CHUNK_TOKENS, min(DEFAULT_MAX_TOKENS, room))
+        # A leading heading that repeats the title is not embedded (the context carries the title), so it
+        # takes no room in the first chunk's budget either: chunk what follows it, then give the heading
+        # back to the first chunk's text (keyword search and display keep it).
+        body = parsed.body
+        head = title_heading_end(body, parsed.title)
+        if head and not body[head:].strip():
+            head = 0  # the heading is the whole document: it is the text
         pieces = chunk_markdown(
-            parsed.body,
+            body[head:],
             max_tokens=budget,
             overlap=DEFAULT_OVERLAP,
             count_tokens=self._count,
-            first_line=parsed.body_line,
+            first_line=parsed.body_line + body.count("\n", 0, head),
         )
-        return [
-            NewChunk(seq=i, start_line=p.start_line, hash=chunk_hash(parsed.context, p.text), text=p.text)
-            for i, p in enumerate(p for p in pieces if p.text.strip())
-        ]
+        chunks = []
+        for p in pieces:
+            if not p.text.strip():
+                continue
+            text, line = p.text, p.start_line
+            if head and p.start == 0:
+                text = body[:head] + text
+                line = parsed.body_line + body[: len(body) - len(body.lstrip())].count("\n")
+            prompt_title, embedded = embedding_input(parsed.title, parsed.context, text)
+            chunks.append(
+                NewChunk(seq=len(chunks), start_line=line, hash=chunk_hash(prompt_title, embedded), text=text)
+            )
+        return chunks
 
     def _write(self, collection: Collection, batch: list[_Prepared], report: IndexReport) -> None:
         if not batch:
@@ -289,7 +329,7 @@ class Indexer:
             missing: dict[str, tuple[str, str]] = {}
             for chunk in page:
                 if chunk.hash not in vectors and chunk.hash not in missing:
-                    missing[chunk.hash] = (chunk.context, chunk.text.strip())
+                    missing[chunk.hash] = embedding_input(chunk.title, chunk.context, chunk.text)
             if missing:
                 computed = embedder.embed_documents(list(missing.values()))
                 for key, vector in zip(missing, computed, strict=True):

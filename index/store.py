@@ -125,6 +125,7 @@ class PendingChunk:
     hash: str
     context: str
     text: str
+    title: str = ""
 
 
 def sqlite_vec_path() -> str:
@@ -373,7 +374,7 @@ class IndexStore:
 
     def pending_chunks(self, fingerprint: str, after_id: int = 0, limit: int = 1024) -> list[PendingChunk]:
         rows = self.rows(
-            """SELECT c.id, c.hash, d.context, c.text FROM chunks c JOIN documents d ON d.id = c.doc_id
+            """SELECT c.id, c.hash, d.context, c.text, d.title FROM chunks c JOIN documents d ON d.id = c.doc_id
                WHERE (c.embedded_with IS NULL OR c.embedded_with != ?) AND c.id > ?
                ORDER BY c.id LIMIT ?""",
             (fingerprint, after_id, limit),

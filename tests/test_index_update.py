@@ -268,3 +268,29 @@ def test_a_rebuild_killed_outright_leaves_the_old_index_working(config):
     report = rebuild(config.index_path, load_collections(config), None)
     assert report.chunked == 149
     assert count(config, "SELECT count(*) FROM documents") == 149
+
+
+def test_the_title_heading_is_embedded_once_and_takes_no_room_in_the_first_chunk(config):
+    title = "Cache invalidation in the image resizer"
+    body = " ".join(f"word{i}" for i in range(150))
+    observation_file(config.export_dir, "webapp/s/title.md", uid="UTITLE", title=title, body=body)
+    embedder = CountingEmbedder(max_tokens=178)  # room for the body alone, not for the heading as well
+    run_pass(config, embedder)
+    assert len(embedder.embedded) == 1
+    prompt_title, text = embedder.embedded[0]
+    assert prompt_title.startswith(title)
+    assert title not in text and text.startswith("word0") and text.endswith("word149")
+    store = IndexStore.open(config.index_path)
+    try:
+        (chunk_text, line), *_ = store.rows("SELECT text, start_line FROM chunks")
+    finally:
+        store.close()
+    assert chunk_text.startswith(f"# {title}")  # keyword search and display keep the heading
+    assert line == 11  # the heading's line in the file
+
+
+def test_a_document_that_is_only_its_title_is_embedded_as_the_title(config):
+    observation_file(config.export_dir, "webapp/s/short.md", uid="USHORT", title="Bart danced at the party")
+    embedder = CountingEmbedder()
+    run_pass(config, embedder)
+    assert embedder.embedded == [("Bart danced at the party (discovery, webapp)", "")]
