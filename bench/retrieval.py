@@ -194,6 +194,7 @@ def candidates(config: Any, data: dict[str, Any], id_map: dict[str, str]) -> dic
     from index import retrieve
     from index.loading import load_embedder
     from index.retrieve import DocFilters
+    from index.search import embed_search_query, query_vector_scale
     from index.store import IndexStore
 
     embedder, _ = load_embedder(config)
@@ -203,15 +204,16 @@ def candidates(config: Any, data: dict[str, Any], id_map: dict[str, str]) -> dic
     for qid, text, filters in data["queries"]:
         f = DocFilters.coerce(filters)
         kw = retrieve.keyword(store, text, f, 100)
-        qv = embedder.embed_query(text).astype("float32").tobytes() if embedder else None
+        qv = embed_search_query(embedder, text).astype("float32").tobytes() if embedder else None
         vec = retrieve.vector(store, qv, f, 100) if qv else []
+        scale = query_vector_scale(qv) if qv else 1.0
         out.append(
             {
                 "qid": qid,
                 "idf": retrieve.query_idf(store, text),
                 "relevant": data["qrels"].get(qid, {}),
                 "keyword": [(id_map.get(str(doc_obs[h.doc_id]), ""), h.score) for h in kw],
-                "vector": [(id_map.get(str(doc_obs[h.doc_id]), ""), h.score) for h in vec],
+                "vector": [(id_map.get(str(doc_obs[h.doc_id]), ""), h.score * scale) for h in vec],
             }
         )
     store.close()

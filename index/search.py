@@ -130,6 +130,9 @@ def hybrid(
             hits = _guard(
                 lambda: retrieve.vector(store, query_vector, doc_filters, candidates), notes, "vector search"
             )
+            scale = query_vector_scale(query_vector)
+            for hit in hits:  # sqlite-vec's cosine normalises the query: back to the mean of the cosines
+                hit.score *= scale
             lists[VECTOR] = _keyed(store, hits, rows)
             signals[VECTOR] = Signal(VECTOR)
             used_mode = "vector" if mode == "vector" else "hybrid"
@@ -203,7 +206,36 @@ def _query_vector(
             raise ModelError(message)
         notes.append(f"keyword only: {message}")
         return None
-    return embedder.embed_query(query).astype("float32").tobytes()
+    return embed_search_query(embedder, query).astype("float32").tobytes()
+
+
+def query_parts(query: str) -> list[str]:
+    """The texts a query is embedded as: itself, and for a query of several lines also its last line.
+
+    A long multi-line query (a dialogue so far, a pasted log or thread) is mostly context; its last line is
+    usually what is being asked now. One small embedding of the whole blurs that question into the rest, an
+    embedding of the last line alone loses the context; the mean of their cosines keeps both. (On MADial,
+    whole dialogues as queries, vector nDCG@10 0.599 whole, 0.542 last turn alone, 0.660 the mean.)
+    """
+    lines = [line for line in query.splitlines() if line.strip()]
+    return [query, lines[-1]] if len(lines) > 1 else [query]
+
+
+def embed_search_query(embedder: Any, query: str) -> Any:
+    """The search vector: the mean of the parts' unit vectors, so its dot product with a document vector
+    is the mean of their cosines (not normalised: see :func:`query_vector_scale`)."""
+    import numpy as np
+
+    vectors = [embedder.embed_query(part) for part in query_parts(query)]
+    return np.mean(vectors, axis=0).astype(np.float32)
+
+
+def query_vector_scale(vector: bytes) -> float:
+    """The length of a search vector: sqlite-vec's cosine divides by it, multiplying the score restores
+    the mean cosine (1.0 for a one-part query)."""
+    import numpy as np
+
+    return float(np.linalg.norm(np.frombuffer(vector, dtype=np.float32)))
 
 
 def _keyed(

@@ -111,3 +111,24 @@ def test_front_matter_alone_never_outranks_content(config):
     # Every file's front matter says "project: webapp" and "agent: cli"; the body of none of them does.
     results = hybrid(config, "webapp cli agent project", mode="hybrid", limit=7)
     assert all(h.snippet and "agent:" not in h.snippet for h in results)
+
+
+def test_a_multi_line_query_scores_by_the_mean_cosine_of_the_whole_and_its_last_line(config):
+    import numpy as np
+
+    query = "We changed the colours of the settings page.\nWhy did login tokens expire an hour early?"
+    results = hybrid(config, query, mode="vector", limit=3)
+    assert results[0].uid == "UJWT"
+    embedder, _ = load_embedder(config)
+    store = IndexStore.open(config.index_path, readonly=True)
+    try:
+        (blob,) = store.rows(
+            """SELECT v.embedding FROM chunk_vectors v JOIN chunks c ON c.id = v.rowid
+               JOIN documents d ON d.id = c.doc_id WHERE d.uid = 'UJWT'"""
+        )[0]
+    finally:
+        store.close()
+    doc = np.frombuffer(blob, dtype=np.float32)
+    whole = float(doc @ embedder.embed_query(query))
+    last = float(doc @ embedder.embed_query(query.splitlines()[-1]))
+    assert results[0].signals["vector"].raw == pytest.approx((whole + last) / 2, abs=1e-4)
