@@ -236,7 +236,11 @@ class TranscriptImporter:
         offset, counts = 0, {}
         if saved and saved["head"] == head and saved["offset"] <= stat.st_size:
             offset, counts = saved["offset"], dict(saved["counts"])
-        settled = ((self.now or now_ms() / 1000) - stat.st_mtime) >= self.settle_seconds
+        # A zero settle time means "treat the file as finished": comparing against a just-written file's
+        # mtime could otherwise come out negative by a clock tick and leave the last turn open.
+        settled = (
+            self.settle_seconds <= 0 or ((self.now or now_ms() / 1000) - stat.st_mtime) >= self.settle_seconds
+        )
         run = _FileRun(self, path, report, counts)
         end = run.consume(offset)
         safe, safe_counts = run.finish(end, settled)
