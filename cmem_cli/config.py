@@ -65,8 +65,14 @@ class Config:
     """Resolved settings for one cmem invocation. (A plain class: importing dataclasses costs every hook
     call about 5 ms.)"""
 
-    def __init__(self, home: Path, export_dir: Path, embed_model: str | None = DEFAULT_EMBED_MODEL,
-                 rerank_model: str | None = None, raw: dict[str, Any] | None = None):
+    def __init__(
+        self,
+        home: Path,
+        export_dir: Path,
+        embed_model: str | None = DEFAULT_EMBED_MODEL,
+        rerank_model: str | None = None,
+        raw: dict[str, Any] | None = None,
+    ):
         self.home = home
         self.export_dir = export_dir
         self.embed_model = embed_model

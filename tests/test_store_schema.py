@@ -28,8 +28,10 @@ def test_upgrade_backs_up_first_and_keeps_data(tmp_path):
     path = tmp_path / "cmem.db"
     Store.open(path).close()
     conn = apsw.Connection(str(path))
-    conn.execute("INSERT INTO sessions (session_id, agent, project, started_at, last_activity_at) "
-                 "VALUES ('s', 'a', 'p', 1, 1)")
+    conn.execute(
+        "INSERT INTO sessions (session_id, agent, project, started_at, last_activity_at) "
+        "VALUES ('s', 'a', 'p', 1, 1)"
+    )
     conn.close()
 
     def add_column(c: apsw.Connection) -> None:
@@ -73,8 +75,12 @@ def test_a_newer_database_is_refused_not_downgraded(tmp_path):
 def _run_in_pty(args: list[str], env: dict[str, str]) -> str:
     """Run cmem with stdout on a pseudo-terminal, as a person at a terminal would."""
     leader, follower = pty.openpty()
-    proc = subprocess.Popen([sys.executable, "-m", "cmem_cli", *args], stdout=follower, stderr=subprocess.PIPE,
-                            env={**env, "COLUMNS": "120"})
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cmem_cli", *args],
+        stdout=follower,
+        stderr=subprocess.PIPE,
+        env={**env, "COLUMNS": "120"},
+    )
     os.close(follower)
     chunks = []
     while True:
