@@ -49,6 +49,18 @@ def translate_errors(
         raise translated from None
 
 
+@contextlib.contextmanager
+def immediate_transaction(conn: apsw.Connection) -> Iterator[None]:
+    """BEGIN IMMEDIATE ... COMMIT, rolled back on any exception (shared by the store and the index)."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
 class Database:
     """A connection with cmem's pragmas and small helpers; one per process is enough."""
 
@@ -106,15 +118,8 @@ class Database:
         Taking the lock at the start means concurrent writers queue on the busy timeout instead
         of failing with SQLITE_BUSY when a read transaction tries to upgrade.
         """
-        with translate_errors(self.path):
-            self.conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield self
-            except BaseException:
-                self.conn.execute("ROLLBACK")
-                raise
-            else:
-                self.conn.execute("COMMIT")
+        with translate_errors(self.path), immediate_transaction(self.conn):
+            yield self
 
     # -- schema ----------------------------------------------------------------------------------
     def user_version(self) -> int:

@@ -212,14 +212,10 @@ class IndexStore:
     @contextlib.contextmanager
     def transaction(self) -> Iterator[IndexStore]:
         """A short write transaction that takes the write lock up front."""
-        with translated(self.path):
-            self.conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield self
-            except BaseException:
-                self.conn.execute("ROLLBACK")
-                raise
-            self.conn.execute("COMMIT")
+        from cmem_cli.db import immediate_transaction
+
+        with translated(self.path), immediate_transaction(self.conn):
+            yield self
 
     def rows(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[tuple[Any, ...]]:
         with translated(self.path):
