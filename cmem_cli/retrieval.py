@@ -66,6 +66,14 @@ def prompt_row(row: dict[str, Any], score: float | None = None) -> dict[str, Any
     }  # fmt: skip
 
 
+def check_paging(order: str, limit: int, offset: int) -> None:
+    """The ordering and paging options every search layer takes."""
+    if order not in ORDERS:
+        raise InvalidInput(f"unknown order {order!r} (expected one of: {', '.join(ORDERS)})")
+    if limit < 0 or offset < 0:
+        raise InvalidInput("--limit and --offset must not be negative")
+
+
 def keyword_search(
     store: Store,
     query: str | None,
@@ -76,10 +84,7 @@ def keyword_search(
     order: str = "relevance",
 ) -> list[dict[str, Any]]:
     """Keyword layer: observations, summaries and prompts matching ``query``; listing when no query."""
-    if order not in ORDERS:
-        raise InvalidInput(f"unknown order {order!r} (expected one of: {', '.join(ORDERS)})")
-    if limit < 0 or offset < 0:
-        raise InvalidInput("--limit and --offset must not be negative")
+    check_paging(order, limit, offset)
     if not query or not query.strip():
         rows = store.list_observations(
             filters, limit=limit, offset=offset, order="oldest" if order == "oldest" else "newest"
@@ -202,10 +207,7 @@ def search(
             "list",
             [],
         )
-    if order not in ORDERS:
-        raise InvalidInput(f"unknown order {order!r} (expected one of: {', '.join(ORDERS)})")
-    if limit < 0 or offset < 0:
-        raise InvalidInput("--limit and --offset must not be negative")
+    check_paging(order, limit, offset)
     store = memory.store
     window = limit + offset
     depth = max(window, 50)
