@@ -204,7 +204,7 @@ def candidates(config: Any, data: dict[str, Any], id_map: dict[str, str]) -> dic
     for qid, text, filters in data["queries"]:
         f = DocFilters.coerce(filters)
         kw = retrieve.keyword(store, text, f, 100)
-        qv = embed_search_query(embedder, text).astype("float32").tobytes() if embedder else None
+        qv = embed_search_query(embedder, text) if embedder else None
         vec = retrieve.vector(store, qv, f, 100) if qv else []
         scale = query_vector_scale(qv) if qv else 1.0
         out.append(

@@ -40,15 +40,14 @@ def llama() -> Any:
     with _lock:
         if _llama is None:
             try:
-                import llama_cpp
+                llama_cpp = _import_c_api()
             except ImportError as exc:  # pragma: no cover - a broken install
                 raise ModelError(f"llama-cpp-python is not usable: {exc}") from None
 
             fields = {name for name, _ in llama_cpp.llama_context_params._fields_}
             needed = {"flash_attn_type", "kv_unified", "n_seq_max"}
             if not needed <= fields or not hasattr(llama_cpp, "llama_memory_clear"):
-                version = getattr(llama_cpp, "__version__", "?")
-                raise ModelError(f"llama-cpp-python {version} is too old for cmem; install >= 0.3.19")
+                raise ModelError(f"llama-cpp-python {_version()} is too old for cmem; install >= 0.3.19")
 
             @llama_cpp.llama_log_callback
             def _quiet(level: int, text: bytes, _user: ctypes.c_void_p) -> None:
@@ -62,6 +61,52 @@ def llama() -> Any:
             llama_cpp.llama_backend_init()
             _llama = llama_cpp
     return _llama
+
+
+def _import_c_api() -> Any:
+    """llama-cpp-python's ctypes bindings (``llama_cpp.llama_cpp``) without its package ``__init__``.
+
+    The package imports its high-level ``Llama`` class, chat formats (jinja2), a disk cache and numpy: about
+    0.1 s that a search spends before embedding one short query, for code cmem never calls. The bindings
+    module needs none of it. Its parent package is stood in for while it loads and removed afterwards, so a
+    later ``import llama_cpp`` (a user's own code, a benchmark) runs the real ``__init__``, which finds the
+    bindings already loaded and shares the same shared library.
+    """
+    import sys
+
+    loaded = sys.modules.get("llama_cpp.llama_cpp")
+    if loaded is not None:
+        return loaded
+    if "llama_cpp" in sys.modules:  # the real package is already imported: nothing to save
+        import llama_cpp.llama_cpp as bindings
+
+        return bindings
+    import importlib.util
+    import types
+
+    spec = importlib.util.find_spec("llama_cpp")
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError("No module named 'llama_cpp'")
+    stand_in = types.ModuleType("llama_cpp")
+    stand_in.__path__ = list(spec.submodule_search_locations)
+    stand_in.__spec__ = spec
+    stand_in.__file__ = spec.origin
+    sys.modules["llama_cpp"] = stand_in
+    try:
+        import llama_cpp.llama_cpp as bindings
+    finally:
+        if sys.modules.get("llama_cpp") is stand_in:
+            del sys.modules["llama_cpp"]
+    return bindings
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("llama-cpp-python")
+    except PackageNotFoundError:  # pragma: no cover - a source checkout on sys.path
+        return "?"
 
 
 def last_error(default: str) -> str:
@@ -212,11 +257,43 @@ class LlamaContext:
         self._batch_finalizer = weakref.finalize(self, lib.llama_batch_free, self._batch)
         self._memory = lib.llama_get_memory(ctx)
 
+    def run_one(self, tokens: Sequence[int], width: int) -> list[float]:
+        """The pooled output of one sequence, without numpy: a search embeds one short query, and importing
+        numpy would cost it more than the model's forward pass."""
+        n = len(tokens)
+        if n <= 0 or n > self.batch_tokens:
+            raise ModelError(
+                f"internal: a sequence of {n} tokens does not fit a batch of {self.batch_tokens}"
+            )
+        batch = self._batch
+        for i, token in enumerate(tokens):
+            batch.token[i] = token
+            batch.pos[i] = i
+            batch.n_seq_id[i] = 1
+            batch.seq_id[i][0] = 0
+            batch.logits[i] = 1
+        batch.n_tokens = n
+        self._decode(batch)
+        return self._pooled(0, width)[:]
+
+    def _decode(self, batch: Any) -> None:
+        if self._memory:
+            self.lib.llama_memory_clear(self._memory, True)
+        _recent_errors.clear()
+        rc = self.lib.llama_decode(self.ctx, batch)
+        if rc != 0:
+            raise ModelError(f"llama.cpp failed to evaluate a batch (code {rc}): {last_error('no details')}")
+
+    def _pooled(self, seq: int, width: int) -> Any:
+        ptr = self.lib.llama_get_embeddings_seq(self.ctx, seq)
+        if not ptr:
+            raise ModelError(f"{self.model.path.name} returned no pooled output; is it an embedding model?")
+        return (ctypes.c_float * width).from_address(ctypes.addressof(ptr.contents))
+
     def run_group(self, sequences: Sequence[Sequence[int]], group: list[int], out: np.ndarray) -> None:
         """Evaluate the sequences ``group`` (indices into ``sequences``) as one batch into ``out`` rows."""
         import numpy as np
 
-        lib = self.lib
         batch = self._batch
         total = sum(len(sequences[i]) for i in group)
         tokens = np.ctypeslib.as_array(batch.token, shape=(self.batch_tokens,))
@@ -236,20 +313,10 @@ class LlamaContext:
         n_seq[:total] = 1
         logits[:total] = 1
         batch.n_tokens = total
-        if self._memory:
-            lib.llama_memory_clear(self._memory, True)
-        _recent_errors.clear()
-        rc = lib.llama_decode(self.ctx, batch)
-        if rc != 0:
-            raise ModelError(f"llama.cpp failed to evaluate a batch (code {rc}): {last_error('no details')}")
+        self._decode(batch)
         width = out.shape[1]
         for seq, index in enumerate(group):
-            ptr = lib.llama_get_embeddings_seq(self.ctx, seq)
-            if not ptr:
-                raise ModelError(
-                    f"{self.model.path.name} returned no pooled output; is it an embedding model?"
-                )
-            out[index] = np.ctypeslib.as_array(ptr, shape=(width,))
+            out[index] = np.frombuffer(self._pooled(seq, width), dtype=np.float32)
 
 
 def pack(lengths: Sequence[int], batch_tokens: int, max_seqs: int) -> list[list[int]]:
@@ -306,6 +373,10 @@ class ContextPool:
             for _ in range(max(1, workers))
         ]
         self.pooling = self.contexts[0].pooling
+
+    def run_one(self, tokens: Sequence[int], width: int) -> list[float]:
+        """One sequence's pooled output as plain floats (no numpy import)."""
+        return self.contexts[0].run_one(tokens, width)
 
     def run(self, sequences: Sequence[Sequence[int]], width: int) -> np.ndarray:
         """Pooled outputs (``width`` floats each) for token sequences, in input order."""

@@ -8,6 +8,7 @@ with a note saying why.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -206,7 +207,7 @@ def _query_vector(
             raise ModelError(message)
         notes.append(f"keyword only: {message}")
         return None
-    return embed_search_query(embedder, query).astype("float32").tobytes()
+    return embed_search_query(embedder, query)
 
 
 def query_parts(query: str) -> list[str]:
@@ -221,21 +222,23 @@ def query_parts(query: str) -> list[str]:
     return [query, lines[-1]] if len(lines) > 1 else [query]
 
 
-def embed_search_query(embedder: Any, query: str) -> Any:
-    """The search vector: the mean of the parts' unit vectors, so its dot product with a document vector
-    is the mean of their cosines (not normalised: see :func:`query_vector_scale`)."""
-    import numpy as np
+def embed_search_query(embedder: Any, query: str) -> bytes:
+    """The search vector as float32 bytes for sqlite-vec: the mean of the parts' unit vectors, so its dot
+    product with a document vector is the mean of their cosines (not normalised: see
+    :func:`query_vector_scale`). Plain Python: numpy would cost a search more than the forward pass."""
+    from array import array
 
-    vectors = [embedder.embed_query(part) for part in query_parts(query)]
-    return np.mean(vectors, axis=0).astype(np.float32)
+    vectors = [embedder.query_vector(part) for part in query_parts(query)]
+    mean = [math.fsum(column) / len(vectors) for column in zip(*vectors, strict=True)]
+    return array("f", mean).tobytes()
 
 
 def query_vector_scale(vector: bytes) -> float:
     """The length of a search vector: sqlite-vec's cosine divides by it, multiplying the score restores
     the mean cosine (1.0 for a one-part query)."""
-    import numpy as np
+    from array import array
 
-    return float(np.linalg.norm(np.frombuffer(vector, dtype=np.float32)))
+    return math.sqrt(math.fsum(x * x for x in array("f", vector)))
 
 
 def _keyed(

@@ -43,6 +43,9 @@ class CountingEmbedder:
     def embed_query(self, text: str) -> np.ndarray:
         return self._vector(text)
 
+    def query_vector(self, text: str) -> list[float]:
+        return [float(x) for x in self._vector(text)]
+
 
 def observation_file(
     root: Path,

@@ -164,3 +164,30 @@ def test_importing_the_embedder_does_not_import_heavy_modules() -> None:
         [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60
     )
     assert result.stdout.strip() == "[]", result.stderr
+
+
+def test_query_vector_without_numpy_matches_the_batched_path(embedder: Embedder) -> None:
+    query = "where did the cat sit?"
+    plain = np.array(embedder.query_vector(query), dtype=np.float32)
+    batched = embedder.embed_texts([query])[0]  # the plain family's query format is the text itself
+    assert plain.shape == (384,)
+    assert abs(float(np.linalg.norm(plain)) - 1.0) < 1e-6
+    assert float(plain @ batched) > 0.99999
+
+
+def test_embedding_a_query_loads_only_the_llama_bindings(minilm_gguf: Path) -> None:
+    """A search embeds one query: it must not pay for numpy or llama_cpp's high-level package (~0.1 s each),
+    and a later ``import llama_cpp`` by other code must still get the real, complete package."""
+    code = (
+        "import sys; from pathlib import Path; from index.embedder import Embedder; "
+        f"e = Embedder.load(Path({str(minilm_gguf)!r})); v = e.query_vector('hello world'); "
+        "print(len(v), sorted(m for m in ('numpy', 'llama_cpp', 'llama_cpp.llama', 'jinja2') "
+        "if m in sys.modules)); "
+        "import llama_cpp; print(hasattr(llama_cpp, 'Llama'), llama_cpp.llama_cpp is "
+        "sys.modules['llama_cpp.llama_cpp'])"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["384 []", "True True"]
