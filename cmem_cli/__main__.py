@@ -18,6 +18,11 @@ def main(argv: list[str] | None = None) -> int:
         from cmem_cli.hooks.runner import main as hook_main
 
         return hook_main(args[1:])
+    from cmem_cli.fast_cli import try_run
+
+    code = try_run(args)  # search/timeline/get without typer when the line is simple; None otherwise
+    if code is not None:
+        return code
     from cmem_cli.app import run
 
     return run(args)

@@ -6,8 +6,6 @@ imports inside the command body so that ``cmem add`` never pays for numpy or lla
 
 from __future__ import annotations
 
-import contextlib
-import os
 import sys
 from typing import Annotated
 
@@ -16,7 +14,8 @@ import typer
 
 from cmem_cli import __version__
 from cmem_cli.context import set_home
-from cmem_cli.errors import EXIT_ERROR, EXIT_USAGE, CmemError
+from cmem_cli.errors import EXIT_USAGE
+from cmem_cli.guard import run_guarded
 
 APP_SETTINGS = dict(
     name="cmem",
@@ -93,36 +92,18 @@ def app_for(args: list[str]) -> typer.Typer:
 
 def run(args: list[str]) -> int:
     """Run the CLI and map every failure to a one-line message and an exit code."""
-    debug = os.environ.get("CMEM_DEBUG") == "1"
-    try:
-        result = app_for(args)(args, prog_name="cmem", standalone_mode=False)
+
+    def invoke() -> int:
+        try:
+            result = app_for(args)(args, prog_name="cmem", standalone_mode=False)
+        except typer.Exit as exc:
+            return exc.exit_code
+        except typer.Abort:
+            print("cmem: aborted", file=sys.stderr)
+            return 130
+        except click.ClickException as exc:  # usage errors: unknown option, bad value, missing argument
+            exc.show()
+            return exc.exit_code or EXIT_USAGE
         return result if isinstance(result, int) else 0
-    except typer.Exit as exc:
-        return exc.exit_code
-    except typer.Abort:
-        print("cmem: aborted", file=sys.stderr)
-        return 130
-    except click.ClickException as exc:  # usage errors: unknown option, bad value, missing argument
-        exc.show()
-        return exc.exit_code or EXIT_USAGE
-    except CmemError as exc:
-        if debug:
-            raise
-        print(f"cmem: {exc.message}", file=sys.stderr)
-        return exc.exit_code
-    except KeyboardInterrupt:
-        print("cmem: interrupted", file=sys.stderr)
-        return 130
-    except BrokenPipeError:
-        # `cmem search | head`: the reader went away; not an error worth reporting.
-        with contextlib.suppress(OSError):
-            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - silence the interpreter's flush at exit
-        return 0
-    except Exception as exc:  # a bug: say so in one line unless debugging
-        if debug:
-            raise
-        print(
-            f"cmem: internal error: {type(exc).__name__}: {exc} (set CMEM_DEBUG=1 for details)",
-            file=sys.stderr,
-        )
-        return EXIT_ERROR
+
+    return run_guarded(invoke)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -150,6 +149,8 @@ class Database:
         with translate_errors(self.path):
             self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         try:
+            import shutil  # only for a migration backup: not on every command's start-up path
+
             shutil.copy2(self.path, backup)
             os.chmod(backup, 0o600)
         except OSError as exc:

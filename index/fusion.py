@@ -24,14 +24,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from typing import NamedTuple
 
 KEYWORD = "keyword"
 VECTOR = "vector"
 
 
-@dataclass(frozen=True)
-class FusionParams:
+class FusionParams(NamedTuple):
     """Constants of the score-aware fusion (see the module docstring and docs/retrieval.md)."""
 
     keyword_weight: float = 0.5
@@ -46,28 +45,36 @@ class FusionParams:
 DEFAULT_PARAMS = FusionParams()
 
 
-@dataclass(frozen=True)
-class Signal:
+class Signal(NamedTuple):
     """How to read one list: its kind and, for keyword lists, the query's IDF sum in that list's index."""
 
     kind: str = KEYWORD
     idf_sum: float | None = None
 
 
-@dataclass
 class SignalScore:
-    """One signal's view of a hit: 1-based rank in its list, raw score, and normalised 0..1 score."""
+    """One signal's view of a hit: its 1-based rank, raw score and normalised 0..1 score."""
 
-    rank: int
-    raw: float
-    norm: float
+    __slots__ = ("rank", "raw", "norm")
+
+    def __init__(self, rank: int, raw: float, norm: float):
+        self.rank, self.raw, self.norm = rank, raw, norm
+
+    def __repr__(self) -> str:
+        return f"SignalScore(rank={self.rank}, raw={self.raw!r}, norm={self.norm!r})"
 
 
-@dataclass
 class FusedHit:
-    key: str
-    score: float
-    signals: dict[str, SignalScore] = field(default_factory=dict)
+    """A key with its fused score and the signals that found it."""
+
+    __slots__ = ("key", "score", "signals")
+
+    def __init__(self, key: str, score: float, signals: dict[str, SignalScore] | None = None):
+        self.key, self.score = key, score
+        self.signals = signals if signals is not None else {}
+
+    def __repr__(self) -> str:
+        return f"FusedHit(key={self.key!r}, score={self.score!r}, signals={self.signals!r})"
 
 
 def keyword_norm(raw: float, idf_sum: float, params: FusionParams = DEFAULT_PARAMS) -> float:

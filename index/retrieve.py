@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from cmem_cli.textsearch import fts_query, query_tokens
@@ -23,7 +22,6 @@ TERMS_WEIGHT = 0.5
 MAX_K = 4096  # sqlite-vec's largest k
 
 
-@dataclass
 class DocFilters:
     """Metadata filters (the store's ``Filters`` fields); documents lacking a filtered field are excluded.
 
@@ -31,15 +29,28 @@ class DocFilters:
     present (case-insensitive); ``files`` matches a path exactly, by suffix after ``/`` or as a directory.
     """
 
-    project: str | None = None
-    types: list[str] = field(default_factory=list)
-    concepts: list[str] = field(default_factory=list)
-    files: list[str] = field(default_factory=list)
-    agent: str | None = None
-    session: str | None = None
-    since: int | None = None
-    until: int | None = None
-    collections: list[str] = field(default_factory=list)
+    __slots__ = ("project", "types", "concepts", "files", "agent", "session", "since", "until", "collections")
+
+    def __init__(
+        self,
+        project: str | None = None,
+        types: list[str] | None = None,
+        concepts: list[str] | None = None,
+        files: list[str] | None = None,
+        agent: str | None = None,
+        session: str | None = None,
+        since: int | None = None,
+        until: int | None = None,
+        collections: list[str] | None = None,
+    ):
+        self.project, self.agent, self.session = project, agent, session
+        self.types, self.concepts, self.files = list(types or []), list(concepts or []), list(files or [])
+        self.since, self.until = since, until
+        self.collections = list(collections or [])
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__)
+        return f"DocFilters({fields})"
 
     @classmethod
     def coerce(cls, value: Any, collections: Sequence[str] | None = None) -> DocFilters:
@@ -47,7 +58,7 @@ class DocFilters:
         if value is None:
             result = cls()
         elif isinstance(value, cls):
-            result = cls(**vars(value))
+            result = cls(**{name: getattr(value, name) for name in cls.__slots__})
         else:
             get = (
                 value.get
@@ -106,13 +117,16 @@ class DocFilters:
         return self.sql()[0] != "1"
 
 
-@dataclass
 class DocHit:
     """A document's best chunk for one retriever; ``score`` is higher-is-better (BM25 or cosine)."""
 
-    doc_id: int
-    chunk_id: int
-    score: float
+    __slots__ = ("doc_id", "chunk_id", "score")
+
+    def __init__(self, doc_id: int, chunk_id: int, score: float):
+        self.doc_id, self.chunk_id, self.score = doc_id, chunk_id, score
+
+    def __repr__(self) -> str:
+        return f"DocHit(doc_id={self.doc_id}, chunk_id={self.chunk_id}, score={self.score!r})"
 
 
 def keyword(store: IndexStore, query: str, filters: DocFilters, limit: int) -> list[DocHit]:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from cmem_cli.config import Config
@@ -27,7 +26,6 @@ CANDIDATES = 100  # per retriever, before fusion
 SNIPPET_CHARS = 240
 
 
-@dataclass
 class IndexHit:
     """One fused result.
 
@@ -38,24 +36,54 @@ class IndexHit:
     list found carry just ``key``, ``kind``, ``uid``, ``score`` and ``signals``.
     """
 
-    key: str
-    kind: str
-    uid: str | None
-    collection: str | None
-    path: str | None
-    docid: str | None
-    title: str | None
-    score: float
-    signals: dict[str, SignalScore] = field(default_factory=dict)
-    line: int | None = None
-    snippet: str | None = None
-    obs_id: int | None = None
-    project: str | None = None
-    type: str | None = None
-    created_at: int | None = None
+    __slots__ = (
+        "key",
+        "kind",
+        "uid",
+        "collection",
+        "path",
+        "docid",
+        "title",
+        "score",
+        "signals",
+        "line",
+        "snippet",
+        "obs_id",
+        "project",
+        "type",
+        "created_at",
+    )
+
+    def __init__(
+        self,
+        *,
+        key: str,
+        kind: str,
+        uid: str | None,
+        collection: str | None,
+        path: str | None,
+        docid: str | None,
+        title: str | None,
+        score: float,
+        signals: dict[str, SignalScore] | None = None,
+        line: int | None = None,
+        snippet: str | None = None,
+        obs_id: int | None = None,
+        project: str | None = None,
+        type: str | None = None,
+        created_at: int | None = None,
+    ):
+        self.key, self.kind, self.uid, self.score = key, kind, uid, score
+        self.collection, self.path, self.docid, self.title = collection, path, docid, title
+        self.signals = signals if signals is not None else {}
+        self.line, self.snippet, self.obs_id = line, snippet, obs_id
+        self.project, self.type, self.created_at = project, type, created_at
+
+    def __repr__(self) -> str:
+        return f"IndexHit(key={self.key!r}, score={self.score!r})"
 
     def to_json(self) -> dict[str, Any]:
-        data = {k: v for k, v in vars(self).items() if k != "signals"}
+        data = {k: getattr(self, k) for k in self.__slots__ if k != "signals"}
         data["signals"] = {
             name: {"rank": s.rank, "score": round(s.raw, 6), "norm": round(s.norm, 4)}
             for name, s in self.signals.items()

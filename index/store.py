@@ -13,9 +13,8 @@ import contextlib
 import json
 import os
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from cmem_cli.errors import DatabaseCorrupt, StorageError
 from cmem_cli.textsearch import search_terms
@@ -98,8 +97,7 @@ DOCUMENT_FIELDS = (
 )
 
 
-@dataclass(frozen=True)
-class StoredDocument:
+class StoredDocument(NamedTuple):
     """What change detection needs to know about a file already in the index."""
 
     id: int
@@ -109,16 +107,14 @@ class StoredDocument:
     chunked_with: str
 
 
-@dataclass(frozen=True)
-class NewChunk:
+class NewChunk(NamedTuple):
     seq: int
     start_line: int
     hash: str
     text: str
 
 
-@dataclass(frozen=True)
-class PendingChunk:
+class PendingChunk(NamedTuple):
     """A chunk whose vector is missing for the current model: what to embed and under which cache key."""
 
     id: int

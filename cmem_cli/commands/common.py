@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import sys
-from collections.abc import Iterator
 from typing import Annotated, Any
 
 import typer
 
-from cmem_cli.context import current_config
+from cmem_cli.context import open_memory
 from cmem_cli.errors import InvalidInput
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Output JSON (same as --format json).")]
@@ -24,21 +22,11 @@ FormatOpt = Annotated[
         metavar="FORMAT",
     ),
 ]
+__all__ = ["open_memory"]  # re-exported: command modules import it from here
+
 ProjectOpt = Annotated[str | None, typer.Option("--project", "-p", help="Project name.", metavar="NAME")]
 AgentOpt = Annotated[str | None, typer.Option("--agent", help="Agent name.", metavar="NAME")]
 SessionOpt = Annotated[str | None, typer.Option("--session", help="Session id.", metavar="ID")]
-
-
-@contextlib.contextmanager
-def open_memory() -> Iterator[Any]:
-    """The write service for this invocation's home, closed afterwards."""
-    from cmem_cli.memory import Memory
-
-    memory = Memory.open(current_config())
-    try:
-        yield memory
-    finally:
-        memory.close()
 
 
 def read_json_input(source: str) -> str:

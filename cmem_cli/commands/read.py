@@ -1,81 +1,19 @@
-"""Read commands: the three retrieval layers (search, timeline, get) and stats."""
+"""Read commands: the three retrieval layers (search, timeline, get) and stats.
+
+The retrieval layers' bodies live in ``cmem_cli.read_commands`` (no typer there, so the fast path in
+``cmem_cli.fast_cli`` can run them); this module declares their options.
+"""
 
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
+from cmem_cli import read_commands
 from cmem_cli.commands.common import AgentOpt, FormatOpt, JsonOpt, ProjectOpt, SessionOpt, open_memory
-from cmem_cli.render import TYPE_ICONS, Column, emit_rows, emit_text, resolve_format, write
-from cmem_cli.store import Filters
-from cmem_cli.timeutil import parse_time
-
-
-def _date(row: dict[str, Any]) -> str:
-    return (row.get("created_at") or "")[:10]
-
-
-def _datetime(row: dict[str, Any]) -> str:
-    stamp = row.get("created_at") or ""
-    return f"{stamp[:10]} {stamp[11:16]}"
-
-
-def _type_cell(row: dict[str, Any]) -> str:
-    return f"{TYPE_ICONS.get(row['type'], '•')} {row['type']}"
-
-
-def _tokens(row: dict[str, Any]) -> str:
-    return f"~{row['tokens']}" if row.get("tokens") is not None else ""
-
-
-SEARCH_COLUMNS = [
-    Column("id", "ID", justify="right"),
-    Column("created_at", "DATE", _date),
-    Column("type", "TYPE"),
-    Column("title", "TITLE", max_width=72),
-    Column("project", "PROJECT", max_width=20),
-    Column("tokens", "TOKENS", _tokens, justify="right"),
-]
-# On a terminal the type gets its icon; piped output keeps the bare, stable word.
-TABLE_SEARCH_COLUMNS = [
-    SEARCH_COLUMNS[0],
-    SEARCH_COLUMNS[1],
-    Column("type", "TYPE", _type_cell),
-    *SEARCH_COLUMNS[3:],
-]
-
-
-def build_filters(
-    project: str | None,
-    types: list[str] | None,
-    concepts: list[str] | None,
-    files: list[str] | None,
-    agent: str | None,
-    session: str | None,
-    since: str | None,
-    until: str | None,
-) -> Filters:
-    from cmem_cli.errors import InvalidInput
-    from cmem_cli.schema import OBSERVATION_TYPES
-
-    for obs_type in types or []:
-        if obs_type not in OBSERVATION_TYPES:
-            raise InvalidInput(f"unknown type {obs_type!r} (expected one of: {', '.join(OBSERVATION_TYPES)})")
-    until_ms = parse_time(until) if until else None
-    if until and len(until.strip()) == 10 and until_ms is not None:
-        until_ms += 86_400_000 - 1  # a bare date includes that whole day
-    return Filters(
-        project=project,
-        types=types or [],
-        concepts=concepts or [],
-        files=files or [],
-        agent=agent,
-        session=session,
-        since=parse_time(since) if since else None,
-        until=until_ms,
-    )
+from cmem_cli.render import write
 
 
 def search(
@@ -126,48 +64,27 @@ def search(
     fmt: FormatOpt = None,
 ) -> None:
     """Search memories and documents: one compact row per hit (id, date, type, title, project, token cost)."""
-    import sys
-
-    from cmem_cli.retrieval import search as run_search
-
-    output = resolve_format(fmt, as_json)
-    filters = build_filters(project, obs_type, concept, file, agent, session, since, until)
-    with open_memory() as memory:
-        rows, _, notes = run_search(
-            memory,
-            query,
-            filters,
-            limit=limit,
-            offset=offset,
-            order=order,
-            mode=mode,
-            rerank=rerank,
-            min_score=min_score,
-            collections=collection,
-            explain=explain,
-        )
-    if mode != "auto" or explain:  # in auto mode a missing index or model is expected, not news
-        for note in notes:
-            print(f"cmem: note: {note}", file=sys.stderr)
-    columns = TABLE_SEARCH_COLUMNS if output == "table" else SEARCH_COLUMNS
-    if explain:
-        columns = [*columns, Column("signals", "WHY", _why)]
-    emit_rows(rows, columns, output, empty_message="no matches")
-
-
-def _why(row: dict[str, Any]) -> str:
-    parts = [f"{name}#{s['rank']}:{s['norm']:.2f}" for name, s in (row.get("signals") or {}).items()]
-    return " ".join(parts)
-
-
-TIMELINE_COLUMNS = [
-    Column("anchor", "", lambda r: ">>" if r["anchor"] else ""),
-    Column("id", "ID", justify="right"),
-    Column("created_at", "TIME", _datetime),
-    Column("type", "TYPE"),
-    Column("title", "TITLE", max_width=80),
-    Column("tokens", "TOKENS", lambda r: f"~{r['tokens']}", justify="right"),
-]
+    read_commands.search(
+        query=query,
+        project=project,
+        obs_type=obs_type,
+        concept=concept,
+        file=file,
+        agent=agent,
+        session=session,
+        since=since,
+        until=until,
+        limit=limit,
+        offset=offset,
+        order=order,
+        mode=mode,
+        rerank=rerank,
+        min_score=min_score,
+        collection=collection,
+        explain=explain,
+        as_json=as_json,
+        fmt=fmt,
+    )
 
 
 def timeline(
@@ -184,45 +101,9 @@ def timeline(
     fmt: FormatOpt = None,
 ) -> None:
     """What happened around one observation: prompts, observations and summaries in time order."""
-    from cmem_cli.errors import InvalidInput
-    from cmem_cli.retrieval import resolve_query_anchor
-    from cmem_cli.retrieval import timeline as build_timeline
-
-    if (ref is None) == (query is None):
-        raise InvalidInput("give an anchor ID or --query, not both")
-    output = resolve_format(fmt, as_json)
-    with open_memory() as memory:
-        if query is not None:
-            ref = resolve_query_anchor(memory.store, query, Filters(project=project))
-        result = build_timeline(memory.store, ref, before=before, after=after)
-    items = result["items"]
-    if output == "json":
-        write(json.dumps(result, ensure_ascii=False, indent=2) + "\n")
-    elif output in ("table", "md"):
-        _timeline_by_day(items, output)
-    else:
-        emit_rows(items, TIMELINE_COLUMNS, output)
-
-
-def _timeline_by_day(items: list[dict[str, Any]], output: str) -> None:
-    day = None
-    group: list[dict[str, Any]] = []
-    columns = [
-        TIMELINE_COLUMNS[0],
-        TIMELINE_COLUMNS[1],
-        Column("created_at", "TIME", lambda r: r["created_at"][11:16]),
-        Column("type", "TYPE", _type_cell),
-        *TIMELINE_COLUMNS[4:],
-    ]
-    for item in [*items, None]:
-        item_day = item["created_at"][:10] if item else None
-        if item_day != day and group:
-            write(f"\n## {day}\n\n" if output == "md" else f"{day}\n")
-            emit_rows(group, columns, output)
-            group = []
-        day = item_day
-        if item:
-            group.append(item)
+    read_commands.timeline(
+        ref=ref, query=query, before=before, after=after, project=project, as_json=as_json, fmt=fmt
+    )
 
 
 def get(
@@ -236,21 +117,7 @@ def get(
     ] = None,
 ) -> None:
     """Full details of observations; counts as a retrieval."""
-    from cmem_cli.details import fetch_details, render_details
-
-    output = "json" if as_json else (fmt or "md")
-    if output not in ("md", "json", "ndjson", "plain"):
-        from cmem_cli.errors import UsageError
-
-        raise UsageError(f"unknown format {output!r} for get (expected md, json or ndjson)")
-    with open_memory() as memory:
-        records = fetch_details(memory, refs, follow_links=links)
-    if output == "json":
-        write(json.dumps(records, ensure_ascii=False, indent=2) + "\n")
-    elif output == "ndjson":
-        write("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
-    else:
-        emit_text("\n\n".join(render_details(r) for r in records))
+    read_commands.get(refs=refs, links=links, as_json=as_json, fmt=fmt)
 
 
 def stats(as_json: JsonOpt = False) -> None:

@@ -1,0 +1,39 @@
+"""Turn every failure of a command into one line on stderr and an exit code (shared by both CLI paths)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from collections.abc import Callable
+
+from cmem_cli.errors import EXIT_ERROR, CmemError
+
+
+def run_guarded(command: Callable[[], int]) -> int:
+    """Run ``command``; a CmemError becomes ``cmem: message`` and its exit code, a bug one line naming it
+    (the traceback only with CMEM_DEBUG=1), a closed pipe a quiet success."""
+    debug = os.environ.get("CMEM_DEBUG") == "1"
+    try:
+        return command()
+    except CmemError as exc:
+        if debug:
+            raise
+        print(f"cmem: {exc.message}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("cmem: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        # `cmem search | head`: the reader went away; not an error worth reporting.
+        with contextlib.suppress(OSError):
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - silence the interpreter's flush at exit
+        return 0
+    except Exception as exc:  # a bug: say so in one line unless debugging
+        if debug:
+            raise
+        print(
+            f"cmem: internal error: {type(exc).__name__}: {exc} (set CMEM_DEBUG=1 for details)",
+            file=sys.stderr,
+        )
+        return EXIT_ERROR

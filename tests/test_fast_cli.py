@@ -1,0 +1,114 @@
+"""The fast path for search/timeline/get parses exactly as typer does, or hands the line to typer."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cmem_cli import fast_cli, read_commands
+from cmem_cli.app import run as run_typer
+
+REPO = Path(__file__).resolve().parent.parent
+
+SIMPLE_LINES = [
+    ["search"],
+    ["search", "auth bug"],
+    ["search", "auth", "--json"],
+    ["search", "--json", "auth"],
+    ["search", "-n", "5", "--offset=2", "-pwebapp", "q"],
+    ["search", "-n5", "--limit", "7", "q"],  # the last value wins
+    ["search", "q", "--type", "bugfix", "--type=feature", "--concept", "jwt", "--file", "src/a.py"],
+    ["search", "q", "--agent", "claude", "--session", "s1", "--since", "7d", "--until", "2026-01-02"],
+    ["search", "q", "--order", "newest", "--mode", "keyword", "--no-rerank", "--min-score", "0.25"],
+    ["search", "q", "--rerank", "--explain", "-c", "notes", "--collection", "memories", "-f", "csv"],
+    ["search", "--", "-leading dash"],
+    ["search", "-"],
+    ["search", "--project", "-p", "q"],  # click takes the next token as the value, dash or not
+    ["search", ""],
+    ["search", "--min-score", "1e-1", "q"],
+    ["--home", "/tmp/elsewhere", "search", "q"],
+    ["--home=/tmp/elsewhere", "search", "q"],
+    ["timeline", "42"],
+    ["timeline", "--query", "jwt", "-b", "2", "-a", "3", "-p", "webapp", "--json"],
+    ["timeline", "S3", "--format", "md"],
+    ["get", "1"],
+    ["get", "1", "2", "S3", "--links", "--json"],
+    ["get", "--format", "ndjson", "7"],
+    ["get", "--", "-1"],
+]
+
+FALLBACK_LINES = [
+    ["search", "--help"],
+    ["search", "q", "-h"],
+    ["search", "--limit", "many", "q"],
+    ["search", "--limit"],
+    ["search", "--no-such-option", "q"],
+    ["search", "one", "two"],
+    ["search", "--json=yes", "q"],
+    ["search", "-xyz"],
+    ["get"],
+    ["get", "--links=1", "3"],
+    ["--version"],
+    ["--home"],
+    ["add", "title"],
+    ["stats"],
+    ["collection", "list"],
+    [],
+]
+
+
+def _typer_kwargs(monkeypatch: pytest.MonkeyPatch, args: list[str]) -> tuple[str, dict[str, Any]]:
+    seen: list[tuple[str, dict[str, Any]]] = []
+    for name in fast_cli.FAST_COMMANDS.values():
+        monkeypatch.setattr(read_commands, name, lambda _n=name, **kw: seen.append((_n, kw)))
+    assert run_typer(args) == 0
+    assert len(seen) == 1
+    return seen[0]
+
+
+@pytest.mark.parametrize("args", SIMPLE_LINES, ids=" ".join)
+def test_simple_lines_parse_exactly_as_typer_parses_them(
+    args: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    parsed = fast_cli.parse(args)
+    assert parsed is not None
+    home, command, kwargs = parsed
+    assert (command, kwargs) == _typer_kwargs(monkeypatch, args)
+    expected_home = "/tmp/elsewhere" if any("--home" in a for a in args) else None
+    assert home == expected_home
+
+
+@pytest.mark.parametrize("args", FALLBACK_LINES, ids=lambda a: " ".join(a) or "(nothing)")
+def test_lines_needing_help_or_an_error_message_go_to_typer(args: list[str]) -> None:
+    assert fast_cli.parse(args) is None
+
+
+def test_a_bad_value_gets_typers_usage_error(cli) -> None:
+    result = cli("search", "--limit", "many", "q")
+    assert result.exit_code == 2
+    assert "'many' is not a valid integer" in result.stderr
+    assert result.stdout == ""
+
+
+def test_fast_path_errors_are_one_line_with_the_documented_exit_code(cli) -> None:
+    result = cli("get", "999")
+    assert result.exit_code == 3
+    assert result.stderr.startswith("cmem: ") and result.stderr.count("\n") == 1
+
+
+def test_fast_path_search_imports_neither_typer_nor_click(cli, home: Path) -> None:
+    assert cli("add", "--title", "JWT expiry bug", "--type", "bugfix").exit_code == 0
+    code = (
+        "import sys; from cmem_cli.__main__ import main; "
+        "code = main(['search', 'jwt', '--mode', 'keyword', '-f', 'ids']); "
+        "print(code, sorted({m.split('.')[0] for m in sys.modules} & {'typer', 'click', 'rich', 'numpy'}))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["1", "0 []"]
