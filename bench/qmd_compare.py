@@ -209,7 +209,10 @@ def qmd_text(query: str) -> str:
 
 
 # -- one run ---------------------------------------------------------------------------------------------
-def cmem_command() -> list[str]:
+def cmem_command(explicit: str | None = None) -> list[str]:
+    """The cmem to time: ``--cmem``, else the one on PATH, else this checkout through ``python -m``."""
+    if explicit:
+        return [str(Path(explicit).expanduser().resolve())]
     found = shutil.which("cmem")
     return [found] if found else [sys.executable, "-m", "cmem_cli"]
 
@@ -277,7 +280,7 @@ def run_set(
 
     cmem_env = {**os.environ, "CMEM_HOME": str(home), "CMEM_EMBED_MODEL": str(model), "NO_COLOR": "1"}
     cmem_env.pop("CMEM_RERANK_MODEL", None)
-    cmem_argv = cmem_command()
+    cmem_argv = cmem_command(args.cmem)
     queries = data["queries"][: args.queries] if args.queries else data["queries"]
 
     def cmem_ranked(proc: Any) -> list[str] | None:
@@ -499,6 +502,12 @@ def main() -> None:
     parser.add_argument(
         "--launcher-queries", type=int, default=10, help="queries timed through QMD's bin/qmd trampoline too"
     )
+    parser.add_argument(
+        "--cmem",
+        help="the cmem executable to time (default: cmem on PATH). A regular install, e.g. "
+        "`python -m venv V && V/bin/pip install .`, is what users run; an editable install adds "
+        "setuptools' import finder to every process",
+    )
     parser.add_argument("--work", help="keep homes and QMD indexes here (reused by later runs)")
     parser.add_argument("--out", help="also write the report as JSON to this file")
     args = parser.parse_args()
@@ -520,7 +529,7 @@ def main() -> None:
         "model": str(model),
         "cpus": os.cpu_count(),
         "load_at_start": os.getloadavg(),
-        "cmem": " ".join(cmem_command()),
+        "cmem": " ".join(cmem_command(args.cmem)),
         "cmem_revision_at_start": cmem_revision(),
         "unscoped": args.unscoped,
         "sets": {},
