@@ -17,8 +17,9 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-# Bump when chunk boundaries change for the same input: the index re-chunks everything on a change.
-CHUNKER_VERSION = "3"
+# Bump when chunks change for the same input (boundaries, or the context the embedder and the keyword
+# column get): the index re-chunks everything on a change.
+CHUNKER_VERSION = "4"
 DEFAULT_MAX_TOKENS = 900
 DEFAULT_OVERLAP = 0.15
 

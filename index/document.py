@@ -2,8 +2,9 @@
 
 Front matter is metadata, not prose: it is never part of a chunk's text (QMD embeds it, and a bare YAML block
 then outranks real content). Its title, and for cmem observations the type, project and concepts, become
-the chunk's *context*: passed to the embedder as the document title and indexed as a separate, weighted
-keyword column.
+the chunk's *context*, indexed as a separate, weighted keyword column. The embedder sees the title and the
+concepts as the document title, not the type and project: those are the same for most of a project's
+memories, and in a vector they add a direction every memory shares instead of meaning.
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ class ParsedDocument:
     body: str
     body_line: int
     title: str
-    context: str
+    context: str  # what the embedding model sees as the title: title (concepts)
+    keyword_context: str  # the weighted keyword column: title (type, project; concepts)
     meta: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -62,8 +64,14 @@ def parse_markdown(text: str, relpath: str) -> ParsedDocument:
         body = text[match.end() :]
         body_line = 1 + text.count("\n", 0, match.end())
     title = _title(meta, body, relpath)
-    context = _context(meta, title)
-    return ParsedDocument(body=body, body_line=body_line, title=title, context=context, meta=meta)
+    return ParsedDocument(
+        body=body,
+        body_line=body_line,
+        title=title,
+        context=_context(meta, title, with_filters=False),
+        keyword_context=_context(meta, title),
+        meta=meta,
+    )
 
 
 def _load_yaml(block: str) -> dict[str, Any] | None:
@@ -103,11 +111,12 @@ def _title(meta: dict[str, Any], body: str, relpath: str) -> str:
     return PurePosixPath(relpath).stem
 
 
-def _context(meta: dict[str, Any], title: str) -> str:
-    """``title (type, project; concept, concept)`` for observations, the title alone otherwise."""
+def _context(meta: dict[str, Any], title: str, *, with_filters: bool = True) -> str:
+    """``title (type, project; concept, concept)`` for observations (without type and project unless
+    ``with_filters``), the title alone otherwise."""
     if meta.get("cmem") not in CMEM_KINDS:
         return title
-    details = [str(meta[name]) for name in ("type", "project") if meta.get(name)]
+    details = [str(meta[name]) for name in ("type", "project") if with_filters and meta.get(name)]
     concepts = [str(c) for c in as_list(meta.get("concepts"))]
     inner = ", ".join(details)
     if concepts:

@@ -287,6 +287,7 @@ class Indexer:
                     chunked_with=self.signature,
                     title=item.parsed.title,
                     context=item.parsed.context,
+                    keyword_context=item.parsed.keyword_context,
                     fields=_fields(item.parsed),
                     concepts=[str(c) for c in as_list(meta.get("concepts"))],
                     files=[

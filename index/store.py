@@ -275,13 +275,17 @@ class IndexStore:
         chunked_with: str,
         title: str,
         context: str,
+        keyword_context: str,
         fields: dict[str, Any],
         concepts: Iterable[str],
         files: Iterable[str],
         chunks: Sequence[NewChunk],
         now_ms: int,
     ) -> int:
-        """Insert or replace one document and all its chunks (call inside a transaction)."""
+        """Insert or replace one document and all its chunks (call inside a transaction).
+
+        ``context`` is the title the embedder sees (kept for re-embedding), ``keyword_context`` the text of
+        every chunk's weighted keyword column."""
         row = self.conn.execute(
             "SELECT id FROM documents WHERE collection = ? AND path = ?", (collection, path)
         ).fetchone()
@@ -318,7 +322,7 @@ class IndexStore:
             "INSERT OR IGNORE INTO doc_files(doc_id, path) VALUES (?, ?)",
             [(doc_id, f) for f in {str(f).strip() for f in files} if f],
         )
-        context_terms = search_terms([context])
+        context_terms = search_terms([keyword_context])
         for chunk in chunks:
             self.conn.execute(
                 "INSERT INTO chunks(doc_id, seq, start_line, hash, text) VALUES (?, ?, ?, ?, ?)",
@@ -328,7 +332,7 @@ class IndexStore:
             terms = f"{context_terms} {search_terms([chunk.text])}".strip()
             self.conn.execute(
                 "INSERT INTO chunks_fts(rowid, context, text, terms) VALUES (?, ?, ?, ?)",
-                (chunk_id, context, chunk.text, terms),
+                (chunk_id, keyword_context, chunk.text, terms),
             )
         return doc_id
 

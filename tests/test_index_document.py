@@ -16,7 +16,9 @@ def test_cmem_front_matter_becomes_metadata_title_and_context():
     assert doc.kind == "observation"
     assert doc.body == "# Fix JWT expiry check\n\nbody\n"
     assert doc.body_line == 12
-    assert doc.context == "Fix JWT expiry check (bugfix, webapp; auth, jwt)"
+    # keyword search matches type and project too; the embedder sees the title and the concepts only
+    assert doc.keyword_context == "Fix JWT expiry check (bugfix, webapp; auth, jwt)"
+    assert doc.context == "Fix JWT expiry check (auth, jwt)"
     assert as_epoch_ms(doc.meta["created_at"]) == 1795367559123
 
 

@@ -200,10 +200,16 @@ def test_front_matter_becomes_metadata_and_context_not_chunk_text(config):
     )[0]
     texts = [r[0] for r in store.rows("SELECT text FROM chunks")]
     concepts = sorted(r[0] for r in store.rows("SELECT concept FROM concepts"))
+    in_keyword_context = [
+        len(store.rows("SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ?", (f"context:{word}",)))
+        for word in ("bugfix", "webapp", "jwt", "tokens")
+    ]
     store.close()
     assert doc[:7] == ("observation", "01JD3K8ZQ4W6N5T2X9Y7V0B1CD", 42, "bugfix", "webapp", "s1", "cli")
     assert doc[7] == 1767323045000
-    assert doc[8] == "Fix JWT expiry check (bugfix, webapp; auth, JWT)"
+    # the embedder's title: title and concepts; type and project are keyword context only
+    assert doc[8] == "Fix JWT expiry check (auth, JWT)"
+    assert in_keyword_context == [1, 1, 1, 0]
     assert concepts == ["auth", "jwt"]
     assert all("uid:" not in t and "cmem:" not in t for t in texts)
 
@@ -293,4 +299,4 @@ def test_a_document_that_is_only_its_title_is_embedded_as_the_title(config):
     observation_file(config.export_dir, "webapp/s/short.md", uid="USHORT", title="Bart danced at the party")
     embedder = CountingEmbedder()
     run_pass(config, embedder)
-    assert embedder.embedded == [("Bart danced at the party (discovery, webapp)", "")]
+    assert embedder.embedded == [("Bart danced at the party", "")]
