@@ -125,10 +125,13 @@ def synthetic(n: int, seed: int = 7) -> list[dict]:
     return records
 
 
+PYTHON = [sys.executable]  # --python: the interpreter whose cmem is timed
+
+
 def run(args: list[str], env: dict[str, str], stdin: bytes | None = None) -> float:
     t0 = time.perf_counter()
     proc = subprocess.run(
-        [sys.executable, "-m", "cmem_cli", *args],
+        [*PYTHON, "-m", "cmem_cli", *args],
         env=env,
         input=stdin,
         stdout=subprocess.DEVNULL,
@@ -179,7 +182,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1000,10000,100000")
     parser.add_argument("--runs", type=int, default=9)
+    parser.add_argument(
+        "--python",
+        default=sys.executable,
+        help="interpreter that runs `-m cmem_cli` (default: this one); e.g. a venv with a regular install",
+    )
     args = parser.parse_args()
+    PYTHON[:] = [args.python]
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env["CMEM_EMBED_MODEL"] = "none"
     rows = [bench_size(int(s), args.runs, env) for s in args.sizes.split(",")]

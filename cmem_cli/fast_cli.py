@@ -1,8 +1,9 @@
-"""A fast path for the read commands that hooks, scripts and agents run constantly: search, timeline, get.
+"""A fast path for the commands that hooks, scripts and agents run constantly: search, timeline, get, add.
 
 Importing typer and click costs 30-40 ms, more than a keyword search itself. For these commands a simple
 command line is parsed here, from a table of their options that ``scripts/generate.py`` writes out of the
-typer app (``cmem_cli/cli_spec.py``), and the command body in ``cmem_cli.read_commands`` runs directly.
+typer app (``cmem_cli/cli_spec.py``), and the typer-free command body (``cmem_cli.read_commands``,
+``cmem_cli.write_commands``) runs directly.
 Anything this parser is not sure about (``--help``, an unknown option, a missing or malformed value, an extra
 argument, a cluster of short flags) returns None, and the full typer CLI handles the line instead, with
 its own help and error messages. So the fast path can only ever be faster, never different:
@@ -15,8 +16,13 @@ from typing import Any
 
 from cmem_cli.cli_spec import COMMANDS, ROOT_OPTIONS
 
-# command name -> function name in cmem_cli.read_commands
-FAST_COMMANDS = {"search": "search", "timeline": "timeline", "get": "get"}
+# command name -> the typer-free function that runs it ("module:function")
+FAST_COMMANDS = {
+    "search": "cmem_cli.read_commands:search",
+    "timeline": "cmem_cli.read_commands:timeline",
+    "get": "cmem_cli.read_commands:get",
+    "add": "cmem_cli.write_commands:add",
+}
 
 
 class _Unsure(Exception):
@@ -37,12 +43,14 @@ def try_run(args: list[str]) -> int | None:
     if parsed is None:
         return None
     home, name, kwargs = parsed
-    from cmem_cli import read_commands
+    import importlib
+
     from cmem_cli.context import set_home
     from cmem_cli.guard import run_guarded
 
     set_home(home)
-    command = getattr(read_commands, FAST_COMMANDS[name])
+    module, _, function = FAST_COMMANDS[name].partition(":")
+    command = getattr(importlib.import_module(module), function)
 
     def invoke() -> int:
         command(**kwargs)

@@ -1,7 +1,8 @@
-"""The fast path for search/timeline/get parses exactly as typer does, or hands the line to typer."""
+"""The fast path for search/timeline/get/add parses exactly as typer does, or hands the line to typer."""
 
 from __future__ import annotations
 
+import importlib
 import subprocess
 import sys
 from pathlib import Path
@@ -9,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from cmem_cli import fast_cli, read_commands
+from cmem_cli import fast_cli
 from cmem_cli.app import run as run_typer
 
 REPO = Path(__file__).resolve().parent.parent
@@ -39,6 +40,11 @@ SIMPLE_LINES = [
     ["get", "1", "2", "S3", "--links", "--json"],
     ["get", "--format", "ndjson", "7"],
     ["get", "--", "-1"],
+    ["add", "--title", "Fix JWT expiry", "--type", "bugfix", "-n", "why", "--fact", "a", "--fact", "b"],
+    ["add", "-tT", "--concept", "jwt", "--read", "a.py", "--modified", "b.py", "--tool", "Edit"],
+    ["add", "-t", "T", "-p", "web", "--session", "s1", "--agent", "bot", "--key", "k", "--confidence", "0.5"],
+    ["add", "--json", "-", "--link", "related:3"],
+    ["add", "--json=records.ndjson"],
 ]
 
 FALLBACK_LINES = [
@@ -55,6 +61,7 @@ FALLBACK_LINES = [
     ["--version"],
     ["--home"],
     ["add", "title"],
+    ["add", "--confidence", "high", "-t", "T"],
     ["stats"],
     ["collection", "list"],
     [],
@@ -63,8 +70,11 @@ FALLBACK_LINES = [
 
 def _typer_kwargs(monkeypatch: pytest.MonkeyPatch, args: list[str]) -> tuple[str, dict[str, Any]]:
     seen: list[tuple[str, dict[str, Any]]] = []
-    for name in fast_cli.FAST_COMMANDS.values():
-        monkeypatch.setattr(read_commands, name, lambda _n=name, **kw: seen.append((_n, kw)))
+    for command, target in fast_cli.FAST_COMMANDS.items():
+        module, _, function = target.partition(":")
+        monkeypatch.setattr(
+            importlib.import_module(module), function, lambda _c=command, **kw: seen.append((_c, kw))
+        )
     assert run_typer(args) == 0
     assert len(seen) == 1
     return seen[0]
@@ -100,15 +110,15 @@ def test_fast_path_errors_are_one_line_with_the_documented_exit_code(cli) -> Non
     assert result.stderr.startswith("cmem: ") and result.stderr.count("\n") == 1
 
 
-def test_fast_path_search_imports_neither_typer_nor_click(cli, home: Path) -> None:
-    assert cli("add", "--title", "JWT expiry bug", "--type", "bugfix").exit_code == 0
+def test_fast_path_add_and_search_import_neither_typer_nor_click(home: Path) -> None:
     code = (
         "import sys; from cmem_cli.__main__ import main; "
-        "code = main(['search', 'jwt', '--mode', 'keyword', '-f', 'ids']); "
-        "print(code, sorted({m.split('.')[0] for m in sys.modules} & {'typer', 'click', 'rich', 'numpy'}))"
+        "a = main(['add', '--title', 'JWT expiry bug', '--type', 'bugfix']); "
+        "s = main(['search', 'jwt', '--mode', 'keyword', '-f', 'ids']); "
+        "print(a, s, sorted({m.split('.')[0] for m in sys.modules} & {'typer', 'click', 'rich', 'numpy'}))"
     )
     result = subprocess.run(
         [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60
     )
     assert result.returncode == 0, result.stderr
-    assert result.stdout.splitlines() == ["1", "0 []"]
+    assert result.stdout.splitlines() == ["1", "1", "0 0 []"]

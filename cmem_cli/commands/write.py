@@ -7,16 +7,14 @@ from typing import Annotated
 
 import typer
 
+from cmem_cli import write_commands
 from cmem_cli.commands.common import (
     AgentOpt,
     ProjectOpt,
     SessionOpt,
     check_cli_text,
     open_memory,
-    parse_json_records,
-    read_json_input,
 )
-from cmem_cli.config import default_agent, default_project, default_session
 from cmem_cli.errors import InvalidInput
 
 
@@ -70,48 +68,24 @@ def add(
     ] = None,
 ) -> None:
     """Record an observation (or bulk-import JSON records); prints the new id(s), one per line."""
-    defaults = {
-        "project": check_cli_text("--project", project) or default_project(),
-        "agent": check_cli_text("--agent", agent) or default_agent(),
-        "session": check_cli_text("--session", session) or default_session(),
-    }
-    if json_source is not None:
-        if title is not None:
-            raise InvalidInput("use either --json or --title, not both")
-        _add_json(json_source, defaults)
-        return
-    if title is None:
-        raise InvalidInput("missing title (use --title, or --json FILE)")
-    record = {
-        "type": obs_type, "title": title, "subtitle": subtitle, "narrative": narrative,
-        "facts": fact or [], "concepts": concept or [], "files_read": read or [],
-        "files_modified": modified or [], "tools_used": tool or [], "key": key, "confidence": confidence,
-        "links": link or [],
-    }  # fmt: skip
-    for name, value in record.items():
-        if isinstance(value, str):
-            check_cli_text(f"--{name}", value)
-        elif isinstance(value, list):
-            for item in value:
-                check_cli_text(f"--{name}", item)
-    with open_memory() as memory:
-        row = memory.add_observation(record, defaults)
-    print(row["id"])
-
-
-def _add_json(source: str, defaults: dict[str, str | None]) -> None:
-    label = "stdin" if source == "-" else source
-    records = parse_json_records(read_json_input(source), label)
-    with open_memory() as memory:
-        prepared = []
-        for line, record in records:
-            try:
-                prepared.append(memory.prepare(record, defaults))
-            except InvalidInput as exc:
-                where = f"line {line}" if len(records) > 1 or line > 1 else "record"
-                raise InvalidInput(f"{label}: {where}: {exc.message}; nothing was imported") from None
-        rows = memory.add_observations(prepared)
-    sys.stdout.write("".join(f"{row['id']}\n" for row in rows))
+    write_commands.add(
+        title=title,
+        obs_type=obs_type,
+        subtitle=subtitle,
+        narrative=narrative,
+        fact=fact,
+        concept=concept,
+        read=read,
+        modified=modified,
+        tool=tool,
+        project=project,
+        session=session,
+        agent=agent,
+        key=key,
+        confidence=confidence,
+        link=link,
+        json_source=json_source,
+    )
 
 
 def edit(
