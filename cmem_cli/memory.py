@@ -173,16 +173,20 @@ class Memory:
             existing = store.observation_by_uid(record["uid"])
         if existing is None and record.get("key"):
             existing = store.observation_by_key(record["project"], record["key"])
+        relpath = None
         if existing is not None:
             row = store.update_observation(existing["id"], record)
         else:
             created = record.get("created_at") or now_ms()
             record = {**record, "created_at": created, "uid": record.get("uid") or new_uid(created)}
-            row = store.insert_observation(record, path=layout.observation_relpath(record))
+            relpath = layout.observation_relpath(record)
+            row = store.insert_observation(record, path=relpath)
         for link in record.get("links") or []:
             target = self._resolve_link_target(link)
             store.add_link(row["id"], target, link["type"])
-        return self._export_observation(row, files)
+        # a new row without links has none to list: no need to ask the store (bulk imports do this a lot)
+        no_links = existing is None and not record.get("links")
+        return self._export_observation(row, files, relpath=relpath, no_links=no_links)
 
     def _resolve_link_target(self, link: dict[str, Any]) -> int:
         if "id" in link:
@@ -204,10 +208,21 @@ class Memory:
             entries.append({**link, "href": href})
         return entries
 
-    def _export_observation(self, row: dict[str, Any], files: FileTransaction) -> dict[str, Any]:
-        """Write the row's file (moving it if its name changed) and record path and token cost."""
-        relpath = layout.observation_relpath(row)
-        text = markdown.render_observation(row, self._link_entries(row, relpath))
+    def _export_observation(
+        self,
+        row: dict[str, Any],
+        files: FileTransaction,
+        *,
+        relpath: str | None = None,
+        no_links: bool = False,
+    ) -> dict[str, Any]:
+        """Write the row's file (moving it if its name changed) and record path and token cost.
+
+        ``relpath`` is the file's path when the caller has just computed it; ``no_links`` says the row
+        cannot have links yet."""
+        relpath = relpath or layout.observation_relpath(row)
+        links = [] if no_links else self._link_entries(row, relpath)
+        text = markdown.render_observation(row, links)
         files.write(relpath, text)
         tokens = estimate_tokens(text)  # what `cmem get` prints for it
         if row.get("path") and row["path"] != relpath:
