@@ -109,9 +109,9 @@ def search(
 
     output = resolve_format(fmt, as_json)
     filters = build_filters(project, obs_type, concept, file, agent, session, since, until)
-    with open_reader() as memory:
+    with open_reader() as reader:
         rows, _, notes = run_search(
-            memory,
+            reader,
             query,
             filters,
             limit=limit,
@@ -164,10 +164,10 @@ def timeline(
     if (ref is None) == (query is None):
         raise InvalidInput("give an anchor ID or --query, not both")
     output = resolve_format(fmt, as_json)
-    with open_reader() as memory:
+    with open_reader() as reader:
         if query is not None:
-            ref = resolve_query_anchor(memory.store, query, Filters(project=project))
-        result = build_timeline(memory.store, ref, before=before, after=after)
+            ref = resolve_query_anchor(reader.store, query, Filters(project=project))
+        result = build_timeline(reader.store, ref, before=before, after=after)
     items = result["items"]
     if output == "json":
         write(json.dumps(result, ensure_ascii=False, indent=2) + "\n")
@@ -212,8 +212,8 @@ def get(
         from cmem_cli.errors import UsageError
 
         raise UsageError(f"unknown format {output!r} for get (expected md, json or ndjson)")
-    with open_reader() as memory:
-        records = fetch_details(memory, refs, follow_links=links)
+    with open_reader() as reader:
+        records = fetch_details(reader, refs, follow_links=links)
     if output == "json":
         write(json.dumps(records, ensure_ascii=False, indent=2) + "\n")
     elif output == "ndjson":
