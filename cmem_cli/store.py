@@ -12,6 +12,7 @@ from typing import Any
 
 from cmem_cli.db import Database
 from cmem_cli.errors import InvalidInput, NotFound
+from cmem_cli.filters import FilterFields, file_path_match
 from cmem_cli.ids import new_uid
 from cmem_cli.schema import MIGRATIONS
 from cmem_cli.textsearch import fts_query, search_terms
@@ -50,28 +51,8 @@ def _decode(row: dict[str, Any] | None) -> dict[str, Any] | None:
     return row
 
 
-class Filters:
-    """Filters shared by search, listing and the hybrid path."""
-
-    def __init__(
-        self,
-        project: str | None = None,
-        types: list[str] | None = None,
-        concepts: list[str] | None = None,
-        files: list[str] | None = None,
-        agent: str | None = None,
-        session: str | None = None,
-        since: int | None = None,
-        until: int | None = None,
-    ):
-        self.project = project
-        self.types = types or []
-        self.concepts = concepts or []
-        self.files = files or []
-        self.agent = agent
-        self.session = session
-        self.since = since
-        self.until = until
+class Filters(FilterFields):
+    """Filters shared by search, listing and the hybrid path, as SQL over the store's tables."""
 
     @property
     def observation_only(self) -> bool:
@@ -79,23 +60,7 @@ class Filters:
         return bool(self.types or self.concepts or self.files)
 
     def sql(self, alias: str = "o", *, observations: bool = True) -> tuple[str, list[Any]]:
-        clauses: list[str] = []
-        params: list[Any] = []
-        if self.project is not None:
-            clauses.append(f"{alias}.project = ?")
-            params.append(self.project)
-        if self.agent is not None:
-            clauses.append(f"{alias}.agent = ?")
-            params.append(self.agent)
-        if self.session is not None:
-            clauses.append(f"{alias}.session = ?")
-            params.append(self.session)
-        if self.since is not None:
-            clauses.append(f"{alias}.created_at >= ?")
-            params.append(self.since)
-        if self.until is not None:
-            clauses.append(f"{alias}.created_at <= ?")
-            params.append(self.until)
+        clauses, params = self.scalar_clauses(alias)
         if observations:
             if self.types:
                 clauses.append(f"{alias}.type IN ({', '.join('?' * len(self.types))})")
@@ -107,12 +72,11 @@ class Filters:
                 )
                 params.append(concept)
             for path in self.files:
+                condition, values = file_path_match("f.path", path)
                 clauses.append(
-                    "EXISTS (SELECT 1 FROM observation_files f WHERE f.observation_id = "
-                    f"{alias}.id AND (f.path = ? OR f.path LIKE ? ESCAPE '\\' OR f.path LIKE ? ESCAPE '\\'))"
+                    f"EXISTS (SELECT 1 FROM observation_files f WHERE f.observation_id = {alias}.id AND {condition})"
                 )
-                escaped = path.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-                params.extend([path, "%/" + escaped, escaped.rstrip("/") + "/%"])
+                params.extend(values)
         return (" AND ".join(clauses) or "1"), params
 
 

@@ -12,8 +12,9 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from cmem_cli.filters import FilterFields, file_path_match
 from cmem_cli.textsearch import fts_query, query_tokens
-from index.store import IndexStore
+from index.store import FTS_TOKENIZER, IndexStore
 
 # BM25 column weights: context (title, type, project, concepts), text, camelCase parts.
 CONTEXT_WEIGHT = 1.0
@@ -22,35 +23,13 @@ TERMS_WEIGHT = 0.5
 MAX_K = 4096  # sqlite-vec's largest k
 
 
-class DocFilters:
-    """Metadata filters (the store's ``Filters`` fields); documents lacking a filtered field are excluded.
+class DocFilters(FilterFields):
+    """Metadata filters (the store's ``Filters`` fields, plus collections) as SQL over the index's documents;
+    documents lacking a filtered field are excluded. Concepts match case-insensitively."""
 
-    ``since``/``until`` are inclusive epoch milliseconds; ``types`` matches any; every concept must be
-    present (case-insensitive); ``files`` matches a path exactly, by suffix after ``/`` or as a directory.
-    """
-
-    __slots__ = ("project", "types", "concepts", "files", "agent", "session", "since", "until", "collections")
-
-    def __init__(
-        self,
-        project: str | None = None,
-        types: list[str] | None = None,
-        concepts: list[str] | None = None,
-        files: list[str] | None = None,
-        agent: str | None = None,
-        session: str | None = None,
-        since: int | None = None,
-        until: int | None = None,
-        collections: list[str] | None = None,
-    ):
-        self.project, self.agent, self.session = project, agent, session
-        self.types, self.concepts, self.files = list(types or []), list(concepts or []), list(files or [])
-        self.since, self.until = since, until
+    def __init__(self, *args: Any, collections: list[str] | None = None, **fields: Any):
+        super().__init__(*args, **fields)
         self.collections = list(collections or [])
-
-    def __repr__(self) -> str:
-        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__)
-        return f"DocFilters({fields})"
 
     @classmethod
     def coerce(cls, value: Any, collections: Sequence[str] | None = None) -> DocFilters:
@@ -58,7 +37,7 @@ class DocFilters:
         if value is None:
             result = cls()
         elif isinstance(value, cls):
-            result = cls(**{name: getattr(value, name) for name in cls.__slots__})
+            result = cls(**value.fields(), collections=value.collections)
         else:
             get = (
                 value.get
@@ -81,19 +60,7 @@ class DocFilters:
         return result
 
     def sql(self, alias: str = "d") -> tuple[str, list[Any]]:
-        clauses: list[str] = []
-        params: list[Any] = []
-        for name in ("project", "agent", "session"):
-            value = getattr(self, name)
-            if value is not None:
-                clauses.append(f"{alias}.{name} = ?")
-                params.append(value)
-        if self.since is not None:
-            clauses.append(f"{alias}.created_at >= ?")
-            params.append(int(self.since))
-        if self.until is not None:
-            clauses.append(f"{alias}.created_at <= ?")
-            params.append(int(self.until))
+        clauses, params = self.scalar_clauses(alias)
         if self.types:
             clauses.append(f"{alias}.type IN ({','.join('?' * len(self.types))})")
             params.extend(self.types)
@@ -101,12 +68,9 @@ class DocFilters:
             clauses.append(f"EXISTS (SELECT 1 FROM concepts k WHERE k.doc_id = {alias}.id AND k.concept = ?)")
             params.append(concept.strip().lower())
         for path in self.files:
-            escaped = path.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-            clauses.append(
-                f"EXISTS (SELECT 1 FROM doc_files f WHERE f.doc_id = {alias}.id AND "
-                "(f.path = ? OR f.path LIKE ? ESCAPE '\\' OR f.path LIKE ? ESCAPE '\\'))"
-            )
-            params.extend([path, "%/" + escaped, escaped.rstrip("/") + "/%"])
+            condition, values = file_path_match("f.path", path)
+            clauses.append(f"EXISTS (SELECT 1 FROM doc_files f WHERE f.doc_id = {alias}.id AND {condition})")
+            params.extend(values)
         if self.collections:
             clauses.append(f"{alias}.collection IN ({','.join('?' * len(self.collections))})")
             params.extend(self.collections)
@@ -159,7 +123,8 @@ def query_idf(store: IndexStore, query: str) -> float:
     if not tokens:
         return 0.0
     stems = set()
-    tokenizer = store.conn.fts5_tokenizer("porter", ["unicode61", "remove_diacritics", "2"])
+    name, *args = FTS_TOKENIZER.split()
+    tokenizer = store.conn.fts5_tokenizer(name, args)
     for token in tokens:
         for item in tokenizer(token.encode("utf-8"), _apsw_flag("FTS5_TOKENIZE_QUERY"), None):
             stems.add(item[2])

@@ -23,7 +23,10 @@ SCHEMA_VERSION = 1
 WRITE_BUSY_MS = 30_000
 READ_BUSY_MS = 250
 
-_SCHEMA = """
+# chunks_fts's tokenizer; query_idf tokenizes queries with the same one, so the two must stay the same
+FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
+
+_SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS settings(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS documents(
     id INTEGER PRIMARY KEY,
@@ -75,7 +78,7 @@ CREATE INDEX IF NOT EXISTS chunks_doc ON chunks(doc_id, seq);
 CREATE INDEX IF NOT EXISTS chunks_pending ON chunks(embedded_with);
 CREATE INDEX IF NOT EXISTS chunks_hash ON chunks(hash);
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
-    context, text, terms, content='', contentless_delete=1, tokenize='porter unicode61 remove_diacritics 2'
+    context, text, terms, content='', contentless_delete=1, tokenize='{FTS_TOKENIZER}'
 );
 CREATE TABLE IF NOT EXISTS embed_cache(
     hash TEXT NOT NULL,
