@@ -15,13 +15,12 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from cmem_cli.errors import ModelError
-from index.importer import KEY_MAX_SEQ_LENGTH
 from index.llama_runtime import (
+    KEY_MAX_SEQ_LENGTH,
     POOLING_LAST,
     POOLING_NONE,
     POOLING_RANK,
@@ -48,9 +47,8 @@ MAX_TOKENS_CAP = 2048
 QWEN3_TASK = "Given a web search query, retrieve relevant passages that answer the query"
 
 
-@dataclass(frozen=True)
-class PromptFormat:
-    """How one model family wants queries and documents written."""
+class PromptFormat(NamedTuple):
+    """How one model family wants queries and documents written. Its repr is part of the fingerprint."""
 
     family: str
     query: str = "{query}"

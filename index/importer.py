@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cmem_cli.errors import InvalidInput, ModelError, StorageError
+from index.llama_runtime import KEY_MAX_SEQ_LENGTH
 from index.safetensors_reader import checkpoint_files, read_safetensors
 
 if TYPE_CHECKING:
@@ -29,8 +30,6 @@ OUTTYPES = ("auto", "f32", "f16", "bf16", "q8_0")
 # auto: bf16 where the CPU multiplies bf16 natively (fastest, cosine >= 0.99998 on MiniLM), else f16
 # (cosine >= 0.999997). Measured in bench/embed_throughput.py; f32 is exact but slowest.
 DEFAULT_OUTTYPE = "auto"
-# Extra metadata cmem writes: the sentence-transformers truncation length, which llama.cpp has no key for.
-KEY_MAX_SEQ_LENGTH = "cmem.max_seq_length"
 
 BERT_ARCHITECTURES = {"BertModel", "BertForMaskedLM", "BertForSequenceClassification"}
 

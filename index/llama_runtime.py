@@ -27,6 +27,9 @@ if TYPE_CHECKING:
 POOLING_UNSPECIFIED, POOLING_NONE, POOLING_MEAN, POOLING_CLS, POOLING_LAST, POOLING_RANK = -1, 0, 1, 2, 3, 4
 # llama.cpp's LLAMA_MAX_SEQ: sequences one batch may hold.
 MAX_SEQ = 256
+# GGUF metadata cmem's importer writes and its embedder reads: sentence-transformers' truncation length,
+# which llama.cpp has no key for.
+KEY_MAX_SEQ_LENGTH = "cmem.max_seq_length"
 
 _lock = threading.Lock()
 _llama: Any = None
@@ -424,6 +427,7 @@ def sample_digest(path: Path) -> str:
 
 
 __all__ = [
+    "KEY_MAX_SEQ_LENGTH",
     "MAX_SEQ",
     "POOLING_CLS",
     "POOLING_LAST",

@@ -10,8 +10,8 @@ is a one-line ModelError that says how to get it.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import NamedTuple
 
 from cmem_cli.errors import ModelError
 
@@ -20,8 +20,7 @@ GGUF_MAGIC = b"GGUF"
 DEFAULT_HF_ENDPOINT = "https://huggingface.co"
 
 
-@dataclass(frozen=True)
-class ModelSpec:
+class ModelSpec(NamedTuple):
     """A parsed spec. For ``hf:`` specs ``owner``/``repo``/``filename`` are set; else ``path`` is."""
 
     raw: str

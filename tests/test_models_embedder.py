@@ -139,7 +139,8 @@ def test_a_reranker_or_a_missing_file_is_not_an_embedder(tmp_path: Path) -> None
 
 def test_llama_cpp_stays_silent_on_stderr(minilm_gguf: Path) -> None:
     code = (
-        "import sys; from pathlib import Path; from index.embedder import Embedder; "
+        "import sys; from pathlib import Path; import index.loading, index.model_specs; "
+        "from index.embedder import Embedder; "
         f"e = Embedder.load(Path({str(minilm_gguf)!r})); e.embed_documents([(None, 'hello world')]); "
         "print(e.dim)"
     )
@@ -177,12 +178,14 @@ def test_query_vector_without_numpy_matches_the_batched_path(embedder: Embedder)
 
 def test_embedding_a_query_loads_only_the_llama_bindings(minilm_gguf: Path) -> None:
     """A search embeds one query: it must not pay for numpy or llama_cpp's high-level package (~0.1 s each),
-    and a later ``import llama_cpp`` by other code must still get the real, complete package."""
+    nor for dataclasses or the importer, and a later ``import llama_cpp`` by other code must still get the
+    real, complete package."""
     code = (
-        "import sys; from pathlib import Path; from index.embedder import Embedder; "
+        "import sys; from pathlib import Path; import index.loading, index.model_specs; "
+        "from index.embedder import Embedder; "
         f"e = Embedder.load(Path({str(minilm_gguf)!r})); v = e.query_vector('hello world'); "
-        "print(len(v), sorted(m for m in ('numpy', 'llama_cpp', 'llama_cpp.llama', 'jinja2') "
-        "if m in sys.modules)); "
+        "print(len(v), sorted(m for m in ('numpy', 'llama_cpp', 'llama_cpp.llama', 'jinja2', 'dataclasses', "
+        "'index.importer') if m in sys.modules)); "
         "import llama_cpp; print(hasattr(llama_cpp, 'Llama'), llama_cpp.llama_cpp is "
         "sys.modules['llama_cpp.llama_cpp'])"
     )
