@@ -150,6 +150,7 @@ class Memory:
         now = now_ms()
         for record in records:
             if record.get("session"):
+                record["session"] = self._known_session(record["session"])
                 at = record.get("created_at") or now
                 first, low, high = spans.get(record["session"], (record, at, at))
                 spans[record["session"]] = (first, min(low, at), max(high, at))
@@ -162,6 +163,7 @@ class Memory:
     ) -> dict[str, Any]:
         store = self.store
         if record.get("session") and not session_ready:
+            record = {**record, "session": self._known_session(record["session"])}
             store.ensure_session(
                 record["session"],
                 agent=record["agent"],
@@ -277,11 +279,16 @@ class Memory:
         return ids
 
     # -- sessions, prompts, summaries -------------------------------------------------------------------
+    def _known_session(self, session_id: str) -> str:
+        """A unique prefix of an existing session's id names that session; any other text is a new id."""
+        return self.store.resolve_session(session_id) or session_id
+
     def ensure_session(
         self, session_id: str, *, agent: str, project: str, label: str | None = None, goal: str | None = None
     ) -> dict[str, Any]:
         session_id = _required_text("session id", session_id)
         with self.store.db.transaction():
+            session_id = self._known_session(session_id)
             return self.store.ensure_session(
                 session_id,
                 agent=agent,
@@ -319,6 +326,7 @@ class Memory:
     ) -> dict[str, Any]:
         text = _required_text("prompt", self._scrub_text(text) or "", limit=SUMMARY_LIMIT)
         with self.store.db.transaction():
+            session_id = self._known_session(session_id)
             session = self.store.ensure_session(
                 session_id, agent=agent or "cli", project=project or "default", at=created_at
             )
@@ -351,6 +359,7 @@ class Memory:
         if not any(values.values()):
             raise InvalidInput("a summary needs at least one of: " + ", ".join(SUMMARY_FIELDS))
         with self._write() as files:
+            session_id = self._known_session(session_id)
             session = self.store.ensure_session(
                 session_id, agent=agent or "cli", project=project or "default"
             )

@@ -27,6 +27,17 @@ def _datetime(row: dict[str, Any]) -> str:
     return f"{stamp[:10]} {stamp[11:16]}"
 
 
+def _compact_date(row: dict[str, Any]) -> str:
+    """A terminal's date: "Nov 23" this year, "2025-11" before, so the title keeps the room."""
+    from datetime import date
+
+    stamp = row.get("created_at") or ""
+    if len(stamp) < 10:
+        return stamp
+    day = date.fromisoformat(stamp[:10])
+    return day.strftime("%b %d") if day.year == date.today().year else stamp[:7]
+
+
 def _type_cell(row: dict[str, Any]) -> str:
     return f"{TYPE_ICONS.get(row['type'], '•')} {row['type']}"
 
@@ -35,19 +46,21 @@ def _tokens(row: dict[str, Any]) -> str:
     return f"~{row['tokens']}" if row.get("tokens") is not None else ""
 
 
+# Priorities decide what a narrow terminal keeps: the id (never dropped or cut), the title (cut first),
+# type and date, then the rest.
 SEARCH_COLUMNS = [
-    Column("id", "ID", justify="right"),
-    Column("created_at", "DATE", _date),
-    Column("type", "TYPE"),
-    Column("title", "TITLE", max_width=72),
-    Column("project", "PROJECT", max_width=20),
-    Column("tokens", "TOKENS", _tokens, justify="right"),
+    Column("id", "ID", justify="right", priority=0),
+    Column("created_at", "DATE", _date, priority=3),
+    Column("type", "TYPE", priority=2),
+    Column("title", "TITLE", max_width=72, priority=1, shrink_to=30),
+    Column("project", "PROJECT", max_width=20, priority=4),
+    Column("tokens", "TOKENS", _tokens, justify="right", priority=5),
 ]
-# On a terminal the type gets its icon; piped output keeps the bare, stable word.
+# On a terminal the type gets its icon and the date is compact; piped output keeps stable values.
 TABLE_SEARCH_COLUMNS = [
     SEARCH_COLUMNS[0],
-    SEARCH_COLUMNS[1],
-    Column("type", "TYPE", _type_cell),
+    Column("created_at", "DATE", _compact_date, priority=3),
+    Column("type", "TYPE", _type_cell, priority=2),
     *SEARCH_COLUMNS[3:],
 ]
 
@@ -110,6 +123,8 @@ def search(
     output = resolve_format(fmt, as_json)
     filters = build_filters(project, obs_type, concept, file, agent, session, since, until)
     with open_reader() as reader:
+        if filters.session:
+            filters.session = reader.store.resolve_session(filters.session) or filters.session
         rows, _, notes = run_search(
             reader,
             query,
@@ -128,7 +143,7 @@ def search(
             print(f"cmem: note: {note}", file=sys.stderr)
     columns = TABLE_SEARCH_COLUMNS if output == "table" else SEARCH_COLUMNS
     if explain:
-        columns = [*columns, Column("signals", "WHY", _why)]
+        columns = [*columns, Column("signals", "WHY", _why, priority=4, shrink_to=12)]
     emit_rows(rows, columns, output, empty_message="no matches")
 
 
@@ -138,12 +153,12 @@ def _why(row: dict[str, Any]) -> str:
 
 
 TIMELINE_COLUMNS = [
-    Column("anchor", "", lambda r: ">>" if r["anchor"] else ""),
-    Column("id", "ID", justify="right"),
-    Column("created_at", "TIME", _datetime),
-    Column("type", "TYPE"),
-    Column("title", "TITLE", max_width=80),
-    Column("tokens", "TOKENS", lambda r: f"~{r['tokens']}", justify="right"),
+    Column("anchor", "", lambda r: ">>" if r["anchor"] else "", priority=0),
+    Column("id", "ID", justify="right", priority=0),
+    Column("created_at", "TIME", _datetime, priority=0),
+    Column("type", "TYPE", priority=2),
+    Column("title", "TITLE", max_width=80, priority=1, shrink_to=20),
+    Column("tokens", "TOKENS", lambda r: f"~{r['tokens']}", justify="right", priority=5),
 ]
 
 
@@ -183,8 +198,8 @@ def _timeline_by_day(items: list[dict[str, Any]], output: str) -> None:
     columns = [
         TIMELINE_COLUMNS[0],
         TIMELINE_COLUMNS[1],
-        Column("created_at", "TIME", lambda r: r["created_at"][11:16]),
-        Column("type", "TYPE", _type_cell),
+        Column("created_at", "TIME", lambda r: r["created_at"][11:16], priority=0),
+        Column("type", "TYPE", _type_cell, priority=2),
         *TIMELINE_COLUMNS[4:],
     ]
     for item in [*items, None]:

@@ -13,8 +13,8 @@ _cmem() {
     local words="" valued=""
     case "$path" in
         "") words="add edit link forget search timeline get stats export doctor index status watch hook context session prompt summary collection models import install --home --version -V -h --help"; valued="--home" ;;
-        "add") words="--title -t --type --subtitle --narrative -n --fact --concept --read --modified --tool --project -p --session --agent --key --confidence --link --json -h --help"; valued="--title -t --type --subtitle --narrative -n --fact --concept --read --modified --tool --project -p --session --agent --key --confidence --link --json" ;;
-        "edit") words="--title -t --type --subtitle --narrative -n --fact --add-fact --concept --read --modified --project -p --key --confidence --link -h --help"; valued="--title -t --type --subtitle --narrative -n --fact --add-fact --concept --read --modified --project -p --key --confidence --link" ;;
+        "add") words="--title -t --type --subtitle --narrative --fact --concept --read --modified --tool --project -p --session --agent --key --confidence --link --json -h --help"; valued="--title -t --type --subtitle --narrative --fact --concept --read --modified --tool --project -p --session --agent --key --confidence --link --json" ;;
+        "edit") words="--title -t --type --subtitle --narrative --fact --add-fact --concept --read --modified --project -p --key --confidence --link -h --help"; valued="--title -t --type --subtitle --narrative --fact --add-fact --concept --read --modified --project -p --key --confidence --link" ;;
         "link") words="--remove -h --help"; valued="" ;;
         "forget") words="--yes -y -h --help"; valued="" ;;
         "search") words="--project -p --type --concept --file --agent --session --since --until --limit -n --offset --order --mode --rerank --no-rerank --min-score --collection -c --explain --json --format -f -h --help"; valued="--project -p --type --concept --file --agent --session --since --until --limit -n --offset --order --mode --min-score --collection -c --format -f" ;;

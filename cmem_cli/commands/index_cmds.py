@@ -222,11 +222,17 @@ def _status_text(info: dict[str, Any]) -> str:
         lines.append(f"embed model none usable: {escape_control(str(embed['hint']))}")
     rerank = info["models"]["rerank"]["spec"]
     lines.append(f"reranker    {escape_control(rerank) if rerank else 'off'}")
-    for c in info["collections"]:
-        lines.append(
-            f"collection  {escape_control(c['name'])}\t{c['documents']} docs\t{c['chunks']} chunks\t"
-            f"{escape_control(c['path'])}\t{escape_control(c['mask'])}"
-        )
+    cells = [
+        [escape_control(c["name"]), f"{c['documents']} docs", f"{c['chunks']} chunks", escape_control(c["path"]),
+         escape_control(c["mask"])]
+        for c in info["collections"]
+    ]  # fmt: skip
+    if sys.stdout.isatty():  # a person reads aligned columns; scripts keep the tab-separated fields
+        widths = [max(len(row[i]) for row in cells) for i in range(5)] if cells else []
+        cells = [[cell.ljust(widths[i]) if i < 4 else cell for i, cell in enumerate(row)] for row in cells]
+        lines += [f"collection  {'  '.join(row)}" for row in cells]
+    else:
+        lines += [f"collection  {chr(9).join(row)}" for row in cells]
     last = info.get("last_run")
     if last:
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(last["started_at"] / 1000))

@@ -143,9 +143,9 @@ def stats(as_json: JsonOpt = False) -> None:
         ("database_bytes", data["database_bytes"]),
         ("export_dir", data["export_dir"]),
     ]
-    from cmem_cli.render import escape_control
+    from cmem_cli.render import emit_pairs
 
-    write("".join(f"{escape_control(str(k))}\t{escape_control(str(v))}\n" for k, v in pairs))
+    emit_pairs(pairs)
 
 
 def register(app: typer.Typer) -> None:

@@ -12,6 +12,7 @@ from cmem_cli.commands.common import AgentOpt, FormatOpt, JsonOpt, ProjectOpt, c
 from cmem_cli.config import default_agent, default_project, default_session
 from cmem_cli.errors import InvalidInput
 from cmem_cli.render import Column, emit_rows, resolve_format, write
+from cmem_cli.short_ids import unique_prefixes
 from cmem_cli.timeutil import to_iso
 
 session_app = typer.Typer(help="Start, end and list agent sessions.", no_args_is_help=True)
@@ -81,14 +82,19 @@ def session_end(
 
 
 SESSION_COLUMNS = [
-    Column("session_id", "SESSION", max_width=28),
-    Column("status", "STATUS"),
-    Column("started_at", "STARTED", lambda r: (r["started_at"] or "")[:16].replace("T", " ")),
-    Column("project", "PROJECT", max_width=20),
-    Column("agent", "AGENT", max_width=16),
-    Column("prompt_counter", "PROMPTS", justify="right"),
-    Column("observations", "OBS", justify="right"),
-    Column("label", "LABEL", max_width=40),
+    Column("session_id", "SESSION", priority=0),
+    Column("status", "STATUS", priority=2),
+    Column("started_at", "STARTED", lambda r: (r["started_at"] or "")[:16].replace("T", " "), priority=2),
+    Column("project", "PROJECT", max_width=20, priority=3),
+    Column("agent", "AGENT", max_width=16, priority=4),
+    Column("prompt_counter", "PROMPTS", justify="right", priority=5),
+    Column("observations", "OBS", justify="right", priority=3),
+    Column("label", "LABEL", max_width=40, priority=1, shrink_to=12),
+]
+# A terminal shows the shortest unique prefix of each id: short enough to read, whole enough to paste.
+TABLE_SESSION_COLUMNS = [
+    Column("short_id", "SESSION", priority=0),
+    *SESSION_COLUMNS[1:],
 ]
 
 
@@ -106,15 +112,21 @@ def session_list(
         rows = [
             _session_json(r) for r in memory.store.list_sessions(project=project, status=status, limit=limit)
         ]
-    emit_rows(rows, SESSION_COLUMNS, output, id_key="session_id", empty_message="no sessions")
+        short = unique_prefixes(memory.store.session_ids()) if output == "table" else {}
+    for row in rows:
+        if short:
+            row["short_id"] = short[row["session_id"]]
+    columns = TABLE_SESSION_COLUMNS if output == "table" else SESSION_COLUMNS
+    emit_rows(rows, columns, output, id_key="session_id", empty_message="no sessions")
 
 
 @session_app.command("show")
 def session_show(session: SessionArg = None, as_json: JsonOpt = False) -> None:
     """A session with its prompts, summaries and observation count."""
-    session_id = _session_id(session)
     with open_memory() as memory:
-        row = _session_json(memory.store.get_session(session_id))
+        found = memory.store.get_session(_session_id(session))
+        session_id = found["session_id"]
+        row = _session_json(found)
         row["prompts"] = [
             {"number": p["prompt_number"], "text": p["text"], "created_at": to_iso(p["created_at"])}
             for p in memory.store.db.query(
@@ -128,14 +140,15 @@ def session_show(session: SessionArg = None, as_json: JsonOpt = False) -> None:
     if as_json:
         write(json.dumps(row, ensure_ascii=False, indent=2) + "\n")
         return
-    from cmem_cli.render import escape_control
+    from cmem_cli.render import emit_pairs
 
+    pairs: list[tuple[str, object]] = []
     for key, value in row.items():
         if key == "prompts":
-            for prompt in value:
-                write(f"prompt {prompt['number']}\t{escape_control(prompt['text'])}\n")
+            pairs += [(f"prompt {prompt['number']}", prompt["text"]) for prompt in value]
         else:
-            write(f"{key}\t{escape_control('' if value is None else str(value))}\n")
+            pairs.append((key, value))
+    emit_pairs(pairs)
 
 
 @prompt_app.command("add")
