@@ -90,6 +90,15 @@ def app_for(args: list[str]) -> typer.Typer:
     return slim
 
 
+def _one_line(exc: click.ClickException) -> str:
+    """Click's usage block as one line, like every other cmem error, naming where to read more."""
+    message = " ".join(exc.format_message().split())
+    ctx = getattr(exc, "ctx", None)
+    if ctx is not None:
+        message += f" (see '{ctx.command_path} --help')"
+    return message
+
+
 def run(args: list[str]) -> int:
     """Run the CLI and map every failure to a one-line message and an exit code."""
 
@@ -101,8 +110,11 @@ def run(args: list[str]) -> int:
         except typer.Abort:
             print("cmem: aborted", file=sys.stderr)
             return 130
+        except click.exceptions.NoArgsIsHelpError as exc:  # bare `cmem` or `cmem session`: help is the answer
+            print(exc.ctx.get_help())
+            return 0
         except click.ClickException as exc:  # usage errors: unknown option, bad value, missing argument
-            exc.show()
+            print(f"cmem: {_one_line(exc)}", file=sys.stderr)
             return exc.exit_code or EXIT_USAGE
         return result if isinstance(result, int) else 0
 

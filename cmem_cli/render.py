@@ -114,8 +114,8 @@ def emit_rows(
         buffer = io.StringIO()
         writer = csv.writer(buffer, lineterminator="\n")
         writer.writerow([c.key for c in columns])
-        for row in rows:
-            writer.writerow([c.text(row) for c in columns])
+        for row in rows:  # machine values (the integer, the full timestamp), not what a person reads
+            writer.writerow([machine_value(row.get(c.key)) for c in columns])
         write(buffer.getvalue())
     elif fmt == "plain":
         write("".join("\t".join(c.text(r) for c in columns) + "\n" for r in rows))
@@ -128,6 +128,17 @@ def emit_rows(
         write("\n".join(lines) + "\n")
     else:
         _rich_table(rows, columns, title=title, empty_message=empty_message)
+
+
+def machine_value(value: Any) -> str:
+    """A CSV cell: numbers and ISO timestamps as stored, nested values as JSON, text control-escaped."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dict | list):
+        return json.dumps(value, ensure_ascii=False)
+    return escape_control(str(value))
 
 
 def _rich_table(
