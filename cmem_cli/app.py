@@ -16,10 +16,12 @@ from cmem_cli import __version__
 from cmem_cli.context import set_home
 from cmem_cli.errors import EXIT_USAGE
 from cmem_cli.guard import run_guarded
+from cmem_cli.helptext import EXAMPLES, polish
 
 APP_SETTINGS = dict(
     name="cmem",
     help="Durable local memory for AI coding agents: record observations, search them, drill down.",
+    epilog="Examples:\n\n\b\n" + EXAMPLES,
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -104,7 +106,8 @@ def run(args: list[str]) -> int:
 
     def invoke() -> int:
         try:
-            result = app_for(args)(args, prog_name="cmem", standalone_mode=False)
+            command = polish(typer.main.get_command(app_for(args)))
+            result = command.main(args, prog_name="cmem", standalone_mode=False)
         except typer.Exit as exc:
             return exc.exit_code
         except typer.Abort:

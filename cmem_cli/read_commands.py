@@ -213,6 +213,9 @@ def _timeline_by_day(items: list[dict[str, Any]], output: str) -> None:
             group.append(item)
 
 
+GET_FORMATS = ("md", "json", "ndjson", "plain")
+
+
 def get(
     refs: list[str],
     links: bool = False,
@@ -223,7 +226,7 @@ def get(
     from cmem_cli.details import fetch_details, render_details
 
     output = "json" if as_json else (fmt or "md")
-    if output not in ("md", "json", "ndjson", "plain"):
+    if output not in GET_FORMATS:
         from cmem_cli.errors import UsageError
 
         raise UsageError(f"unknown format {output!r} for get (expected md, json or ndjson)")

@@ -9,7 +9,7 @@ import typer
 from cmem_cli.cli_input import check_cli_text, parse_json_records, read_json_input
 from cmem_cli.context import open_memory
 
-JsonOpt = Annotated[bool, typer.Option("--json", help="Output JSON (same as --format json).")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Output JSON.")]
 FormatOpt = Annotated[
     str | None,
     typer.Option(

@@ -293,7 +293,7 @@ def collection_add(
 
 @collection_app.command("list")
 def collection_list(as_json: JsonOpt = False) -> None:
-    """List collections (``memories`` is cmem's own export tree)."""
+    """List collections ('memories' is cmem's own export tree)."""
     from index.collections import load_collections
 
     collections = load_collections(current_config())
