@@ -85,6 +85,10 @@ def index_cmd(
     config.ensure_home()
     collections = load_collections(config)
     embedder, note = lazy_embedder(config, _remembered_model(config))
+    if embedder is None and config.embed_model_chosen:
+        from cmem_cli.errors import ModelError
+
+        raise ModelError(note or f"embedding model {config.embed_model} is not usable")
     if embedder is None:
         print(f"cmem: keyword-only index: {note}", file=sys.stderr)
         note = note if "cmem models" in (note or "") else f"{note}; {NO_MODEL_HINT}"
