@@ -42,6 +42,7 @@ COMMANDS = {
     'get': [
         {'name': 'refs', 'kind': 'argument', 'nargs': -1, 'required': True, 'default': None},
         {'name': 'links', 'kind': 'flag', 'opts': ['--links'], 'secondary': [], 'default': False},
+        {'name': 'path_only', 'kind': 'flag', 'opts': ['--path'], 'secondary': [], 'default': False},
         {'name': 'as_json', 'kind': 'flag', 'opts': ['--json'], 'secondary': [], 'default': False},
         {'name': 'fmt', 'kind': 'value', 'opts': ['--format', '-f'], 'type': 'str', 'multiple': False, 'default': None},
     ],

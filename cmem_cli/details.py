@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from cmem_cli.documents import fetch_document, is_document_ref
@@ -10,9 +11,15 @@ from cmem_cli.timeutil import now_ms, to_iso
 from export import markdown
 
 
+def _absolute(memory: Any, relpath: str | None) -> str | None:
+    """A file path that works on this machine, not one relative to the export folder."""
+    return str(memory.config.export_dir / relpath) if relpath else None
+
+
 def _observation_record(memory: Any, row: dict[str, Any]) -> dict[str, Any]:
     record = {k: v for k, v in row.items()}
     record["kind"] = "observation"
+    record["path"] = _absolute(memory, row.get("path"))
     for key in ("created_at", "updated_at", "last_retrieved_at"):
         record[key] = to_iso(record.get(key))
     record["links"] = [
@@ -46,7 +53,8 @@ def fetch_details(memory: Any, refs: list[str], *, follow_links: bool = False) -
             observation_ids.append(number)
         elif kind == "summary":
             row = store.get_summary(number)
-            records.append({**summary_row(row), **{f: row.get(f) for f in markdown.SUMMARY_FIELDS}})
+            summary = {**summary_row(row), **{f: row.get(f) for f in markdown.SUMMARY_FIELDS}}
+            records.append({**summary, "path": _absolute(memory, row.get("path"))})
         else:
             row = store.get_prompt(number)
             records.append({**prompt_row(row), "text": row["text"]})
@@ -80,20 +88,45 @@ def render_details(record: dict[str, Any]) -> str:
         for key in ("created_at", "updated_at"):
             row[key] = parse_iso(record[key]) if record.get(key) else None
         links = [{**link, "href": f"#{link['id']}"} for link in record["links"]]
-        text = markdown.render_observation(row, links)
+        text = _title_once_with_path(markdown.render_observation(row, links), record.get("path"))
         if record.get("via"):
             text = f"<!-- linked: {record['via']['type']} of #{record['via']['from']} -->\n" + text
         return text
     if record["kind"] == "summary":
         from cmem_cli.timeutil import parse_iso
 
-        return markdown.render_summary(
+        text = markdown.render_summary(
             {**record, "id": record["id"], "created_at": parse_iso(record["created_at"])}
         )
+        return _title_once_with_path(text, record.get("path"))
     if record["kind"] == "document":
-        where = f"{record['collection']}:{record['path']}" + (f":{record['line']}" if record["line"] else "")
-        return f"<!-- {record['id']} {where} -->\n{record['text']}"
+        where = f"{record['collection']}:{record['relpath']}" + (
+            f":{record['line']}" if record["line"] else ""
+        )
+        return f"<!-- {record['id']} {where} {record['path']} -->\n{record['text']}"
     return (
         f"# Prompt {record['id']} (#{record['prompt_number']} of session {record['session']})\n\n"
         f"{record['created_at']} · {record['project']} · {record['agent']}\n\n{record['text']}\n"
     )
+
+
+def _title_once_with_path(text: str, path: str | None) -> str:
+    """The export file's text for a reader: the title only as the heading (the front matter repeats it),
+    and the absolute path of the file in the front matter instead."""
+    if not text.startswith("---\n"):
+        return text
+    end = text.find("\n---\n", 3)
+    head = text[4:end].split("\n")
+    kept: list[str] = []
+    in_title = False
+    for line in head:
+        if line.startswith("title:"):
+            in_title = True
+            if path:
+                kept.append(f"path: {json.dumps(path, ensure_ascii=False)}")
+            continue
+        if in_title and line.startswith((" ", "\t")):
+            continue  # a long title's folded continuation lines
+        in_title = False
+        kept.append(line)
+    return "---\n" + "\n".join(kept) + text[end:]

@@ -13,7 +13,7 @@ import sys
 from typing import Any
 
 from cmem_cli.context import open_reader
-from cmem_cli.render import TYPE_ICONS, Column, emit_rows, emit_text, resolve_format, write
+from cmem_cli.render import TYPE_ICONS, Column, emit_rows, emit_text, escape_control, resolve_format, write
 from cmem_cli.store import Filters
 from cmem_cli.timeutil import parse_time
 
@@ -138,6 +138,7 @@ def search(
             collections=collection,
             explain=explain,
         )
+        _absolute_paths(reader.config, rows)
     if mode != "auto" or explain:  # in auto mode a missing index or model is expected, not news
         for note in notes:
             print(f"cmem: note: {note}", file=sys.stderr)
@@ -145,6 +146,26 @@ def search(
     if explain:
         columns = [*columns, Column("signals", "WHY", _why, priority=4, shrink_to=12)]
     emit_rows(rows, columns, output, empty_message="no matches")
+
+
+def _absolute_paths(config: Any, rows: list[dict[str, Any]]) -> None:
+    """Give scripts a ``path`` that exists on this machine: memories are relative to the export folder,
+    documents are ``collection:relative`` until resolved against their collection's root."""
+    roots: dict[str, Any] | None = None
+    for row in rows:
+        path = row.get("path")
+        if not path:
+            continue
+        if row.get("kind") != "document":
+            row["path"] = str(config.export_dir / path)
+            continue
+        if roots is None:
+            from index.collections import load_collections
+
+            roots = {c.name: c.root.expanduser() for c in load_collections(config)}
+        name, _, relpath = path.partition(":")
+        if name in roots:
+            row["path"] = str(roots[name] / relpath)
 
 
 def _why(row: dict[str, Any]) -> str:
@@ -219,6 +240,7 @@ GET_FORMATS = ("md", "json", "ndjson", "plain")
 def get(
     refs: list[str],
     links: bool = False,
+    path_only: bool = False,
     as_json: bool = False,
     fmt: str | None = None,
 ) -> None:
@@ -229,10 +251,17 @@ def get(
     if output not in GET_FORMATS:
         from cmem_cli.errors import UsageError
 
-        raise UsageError(f"unknown format {output!r} for get (expected md, json or ndjson)")
+        raise UsageError(f"unknown format {output!r} for get (expected one of: {', '.join(GET_FORMATS)})")
     with open_reader() as reader:
         records = fetch_details(reader, refs, follow_links=links)
-    if output == "json":
+    if path_only:
+        from cmem_cli.errors import NotFound
+
+        missing = next((r["id"] for r in records if not r.get("path")), None)
+        if missing is not None:
+            raise NotFound(f"{missing} has no file (prompts live only in the database)")
+        write("".join(f"{escape_control(r['path'])}\n" for r in records))
+    elif output == "json":
         write(json.dumps(records, ensure_ascii=False, indent=2) + "\n")
     elif output == "ndjson":
         write("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
