@@ -27,7 +27,7 @@ _cmem() {
         "status") words="--json -h --help"; valued="" ;;
         "watch") words="--debounce -h --help"; valued="--debounce" ;;
         "hook") words="-h --help"; valued="" ;;
-        "context") words="--project -p --budget -b --json -h --help"; valued="--project -p --budget -b" ;;
+        "context") words="--project -p --budget --json -h --help"; valued="--project -p --budget" ;;
         "completion") words="-h --help"; valued="" ;;
         "man") words="--raw -h --help"; valued="" ;;
         "session") words="start end list show -h --help"; valued="" ;;

@@ -67,3 +67,25 @@ def test_json_help_does_not_promise_a_format_option_the_command_lacks(sh):
     for command in ("stats", "doctor", "status"):
         text = sh(command, "--help").stdout
         assert "--format" not in text, command
+
+
+def test_each_short_flag_has_one_meaning_across_commands():
+    import click
+    import typer.main
+
+    from cmem_cli.app import app
+
+    meanings: dict[str, set[str]] = {}
+
+    def walk(command: click.Command) -> None:
+        for param in command.params:
+            if isinstance(param, click.Option):
+                long = next(o for o in param.opts if o.startswith("--"))
+                for short in (o for o in param.opts if len(o) == 2):
+                    meanings.setdefault(short, set()).add(long)
+        for child in getattr(command, "commands", {}).values():
+            walk(child)
+
+    walk(typer.main.get_command(app))
+    assert meanings["-n"] == {"--limit"}
+    assert {short: longs for short, longs in meanings.items() if len(longs) > 1} == {}
