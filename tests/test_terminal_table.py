@@ -94,3 +94,13 @@ def test_key_value_listings_align_on_a_terminal_and_stay_tab_separated_when_pipe
         assert all("\t" in line for line in piped.splitlines())
     piped_show = sh("session", "show", session).stdout
     assert "summaries\tS1\n" in piped_show and "['" not in piped_show
+
+
+def test_doctor_and_status_align_on_a_terminal_and_keep_tabs_when_piped(cli, sh):
+    cli("add", "A note")
+    doctor = run_in_terminal(["doctor"], columns=80)
+    assert doctor.splitlines()[0].split() == ["STATUS", "CHECK", "DETAIL"] and "\t" not in doctor
+    assert all("\t" in line for line in sh("doctor").stdout.splitlines())
+    status = run_in_terminal(["status"], columns=100)
+    assert "collection  memories  " in status and "\t" not in status
+    assert "collection  memories\t" in sh("status").stdout

@@ -152,6 +152,7 @@ def _remember_model(config: Any, description: dict[str, Any]) -> None:
 def status_cmd(as_json: JsonOpt = False) -> None:
     """Show what the index holds: documents, chunks, vectors, stale entries, models, last run."""
     from cmem_cli.errors import CmemError
+    from index.changes import changes_since_last_run
     from index.collections import load_collections
     from index.loading import NO_MODEL_HINT, embed_model_path, model_file_identity
     from index.store import IndexStore
@@ -161,16 +162,20 @@ def status_cmd(as_json: JsonOpt = False) -> None:
     info: dict[str, Any] = {"index": str(config.index_path), "exists": config.index_path.exists()}
     stats: dict[str, Any] = {}
     remembered: dict[str, Any] = {}
+    changes = None
     if info["exists"]:
         try:
             store = IndexStore.open(config.index_path, readonly=True, busy_ms=2000)
             try:
                 stats = store.stats()
                 remembered = store.json_setting("embed_model") or {}
+                changes = changes_since_last_run(store, collections)
             finally:
                 store.close()
         except CmemError as exc:
             info["error"] = exc.message
+    else:
+        changes = changes_since_last_run(None, collections)
     embed: dict[str, Any] = {"spec": config.embed_model, "path": None, "available": False, "hint": None}
     try:
         path = embed_model_path(config)
@@ -200,6 +205,7 @@ def status_cmd(as_json: JsonOpt = False) -> None:
             for c in collections
         ],
         last_run=stats.get("last_run"),
+        changed_files=changes,
     )
     if as_json:
         write(dumps(info) + "\n")
@@ -213,6 +219,16 @@ def _status_text(info: dict[str, Any]) -> str:
         lines.append(f"error       {escape_control(info['error'])}")
     lines.append(f"documents   {info['documents']}")
     lines.append(f"chunks      {info['chunks']}")
+    changes = info.get("changed_files")
+    if changes and any(changes.values()):
+        count = sum(changes.values())
+        lines.append(
+            f"changed     {count} file{'s' if count != 1 else ''} since the last index run "
+            f"({changes['added']} new, {changes['modified']} modified, {changes['removed']} deleted): "
+            "run `cmem index`"
+        )
+    elif changes is not None:
+        lines.append("changed     none since the last index run")
     vector_note = "" if info["vectors_current"] or not info["vectors"] else " (made by another model: stale)"
     lines.append(f"vectors     {info['vectors']}{vector_note}")
     if info["stale_documents"]:
