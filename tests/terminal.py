@@ -11,16 +11,17 @@ import sys
 import termios
 
 
-def run_in_terminal(args: list[str], *, columns: int, env: dict[str, str] | None = None) -> str:
-    """Stdout is a PTY ``columns`` wide (set on the device, not through $COLUMNS); stderr is discarded."""
+def run_in_terminal(args: list[str], *, columns: int, color: bool = False) -> str:
+    """Stdout is a PTY ``columns`` wide (set on the device, not through $COLUMNS); stderr is discarded.
+    ``color`` leaves NO_COLOR unset, so the output may carry ANSI colour codes."""
     leader, follower = pty.openpty()
     fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
-    base = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES", "NO_COLOR")}
+    env["TERM"] = "xterm-256color"
+    if not color:
+        env["NO_COLOR"] = "1"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "cmem_cli", *args],
-        stdout=follower,
-        stderr=subprocess.DEVNULL,
-        env={**base, "NO_COLOR": "1", "TERM": "xterm-256color", **(env or {})},
+        [sys.executable, "-m", "cmem_cli", *args], stdout=follower, stderr=subprocess.DEVNULL, env=env
     )
     os.close(follower)
     chunks = []
