@@ -284,11 +284,25 @@ class Memory:
         return self.store.resolve_session(session_id) or session_id
 
     def ensure_session(
-        self, session_id: str, *, agent: str, project: str, label: str | None = None, goal: str | None = None
+        self,
+        session_id: str,
+        *,
+        agent: str,
+        project: str,
+        label: str | None = None,
+        goal: str | None = None,
+        resume: bool = False,
     ) -> dict[str, Any]:
+        """Create the session if new; ``resume`` also reopens it if it had ended (`cmem session start ID`)."""
         session_id = _required_text("session id", session_id)
         with self.store.db.transaction():
             session_id = self._known_session(session_id)
+            if resume:
+                self.store.db.execute(
+                    "UPDATE sessions SET status = 'active', completed_at = NULL "
+                    "WHERE session_id = ? AND status != 'active'",
+                    (session_id,),
+                )
             return self.store.ensure_session(
                 session_id,
                 agent=agent,

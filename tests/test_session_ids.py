@@ -67,3 +67,12 @@ def test_add_takes_the_title_positionally(cli):
     assert cli("get", new_id, "--json").json()[0]["title"] == "Positional title works"
     both = cli("add", "One", "--title", "Two")
     assert both.exit_code == 4 and "give the title once" in both.stderr
+
+
+def test_session_start_resumes_an_ended_session_by_prefix(sh):
+    session = sh("session", "start").stdout.strip()
+    sh("session", "end", session)
+    resumed = sh("session", "start", session[:12])
+    assert resumed.stdout == f"{session}\n"
+    assert sh("session", "show", session, "--json").json()["status"] == "active"
+    assert sh("add", "Back at it", env={"CMEM_SESSION": session}).exit_code == 0

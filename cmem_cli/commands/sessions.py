@@ -54,13 +54,14 @@ def session_start(
 
     session_id = check_cli_text("session id", session) or new_uid().lower()
     with open_memory() as memory:
-        memory.ensure_session(
+        session_id = memory.ensure_session(
             session_id,
             agent=agent or default_agent(),
             project=project or default_project(),
             label=check_cli_text("--label", label),
             goal=check_cli_text("--goal", goal),
-        )
+            resume=True,
+        )["session_id"]
     print(session_id)
 
 
