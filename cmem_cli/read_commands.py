@@ -144,7 +144,7 @@ def search(
             print(f"cmem: note: {note}", file=sys.stderr)
     columns = TABLE_SEARCH_COLUMNS if output == "table" else SEARCH_COLUMNS
     if explain:
-        columns = [*columns, Column("signals", "WHY", _why, priority=4, shrink_to=12)]
+        columns = [*columns, Column("signals", "WHY", _why, priority=2, shrink_to=24)]
     emit_rows(rows, columns, output, empty_message="no matches")
 
 

@@ -44,6 +44,7 @@ def test_search_table_keeps_every_id_whole_at_any_width(memories, columns, expla
     assert sorted(_row_ids(out), key=int) == memories
     assert all(cell_len(line) <= columns for line in lines), out
     assert "Retry stripe webhooks" in out  # the title is shortened, never dropped
+    assert ("WHY" in lines[0].split()) == explain  # asked for, the signals stay before project and tokens
 
 
 def test_search_table_shortens_the_title_before_dropping_type_and_date(memories):
