@@ -20,7 +20,8 @@ prompt_app = typer.Typer(help="Record user prompts.", no_args_is_help=True)
 summary_app = typer.Typer(help="Record session summaries.", no_args_is_help=True)
 
 SessionArg = Annotated[
-    str | None, typer.Argument(help="Session id (default: $CMEM_SESSION).", metavar="SESSION")
+    str | None,
+    typer.Argument(help="Session id or a unique prefix (default: $CMEM_SESSION).", metavar="SESSION"),
 ]
 
 
@@ -42,7 +43,11 @@ def _session_json(row: dict[str, Any]) -> dict[str, Any]:
 @session_app.command("start")
 def session_start(
     session: Annotated[
-        str | None, typer.Argument(help="Session id (default: a new id).", metavar="SESSION")
+        str | None,
+        typer.Argument(
+            help="A session to start or resume, by id or unique prefix (default: a new id).",
+            metavar="SESSION",
+        ),
     ] = None,
     project: ProjectOpt = None,
     agent: AgentOpt = None,
@@ -156,7 +161,7 @@ def session_show(session: SessionArg = None, as_json: JsonOpt = False) -> None:
 def prompt_add(
     text: Annotated[str, typer.Argument(help="The prompt text ('-' reads stdin).")],
     session: Annotated[
-        str | None, typer.Option("--session", help="Session id (default: $CMEM_SESSION).")
+        str | None, typer.Option("--session", help="Session id or a unique prefix (default: $CMEM_SESSION).")
     ] = None,
     project: ProjectOpt = None,
     agent: AgentOpt = None,
@@ -177,7 +182,7 @@ def prompt_add(
 @summary_app.command("add")
 def summary_add(
     session: Annotated[
-        str | None, typer.Option("--session", help="Session id (default: $CMEM_SESSION).")
+        str | None, typer.Option("--session", help="Session id or a unique prefix (default: $CMEM_SESSION).")
     ] = None,
     request: Annotated[str | None, typer.Option("--request", help="What was asked.")] = None,
     investigated: Annotated[str | None, typer.Option("--investigated", help="What was looked into.")] = None,
