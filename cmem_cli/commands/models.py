@@ -121,11 +121,11 @@ def list_cmd(as_json: JsonOpt = False) -> None:
         for f in files
     ]
     columns = [
-        Column("role", "ROLE"),
-        Column("spec", "MODEL", max_width=60),
-        Column("state", "STATE"),
-        Column("size", "SIZE", justify="right"),
-        Column("path", "PATH"),
+        Column("role", "ROLE", priority=0),
+        Column("spec", "MODEL", max_width=60, priority=1, shrink_to=24),
+        Column("state", "STATE", priority=0),
+        Column("size", "SIZE", justify="right", priority=3),
+        Column("path", "PATH", priority=2, shrink_to=24),
     ]
     emit_rows(listing, columns, resolve_format(None, False))
     if not any(row["present"] for row in rows):
