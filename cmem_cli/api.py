@@ -31,7 +31,7 @@ from cmem_cli.errors import (
 )
 
 __all__ = [
-    "Memory", "Observation", "Hit", "Hits", "TimelineItem", "Timeline", "Summary", "Prompt", "Document",
+    "Memory", "as_dict", "citation_uri", "Observation", "Hit", "Hits", "TimelineItem", "Timeline", "Summary", "Prompt", "Document",
     "Session", "Briefing", "CmemError", "NotFound", "InvalidInput", "UsageError", "DatabaseBusy",
     "DatabaseCorrupt", "StorageError", "ModelError",
 ]  # fmt: skip
@@ -219,6 +219,17 @@ URI_PREFIX = "cmem://observation/"
 def citation_uri(uid: str) -> str:
     """A stable name for an observation: its uid never changes, unlike its id after a re-import."""
     return URI_PREFIX + uid
+
+
+def as_dict(value: Any) -> Any:
+    """JSON-ready form of a result: NamedTuples become dicts, recursively (``_asdict`` is shallow)."""
+    if isinstance(value, tuple) and hasattr(value, "_asdict"):
+        return {name: as_dict(item) for name, item in value._asdict().items()}
+    if isinstance(value, list):
+        return [as_dict(item) for item in value]
+    if isinstance(value, dict):
+        return {name: as_dict(item) for name, item in value.items()}
+    return value
 
 
 def _build(cls: type[_T], row: dict[str, Any]) -> _T:
@@ -446,6 +457,16 @@ class Memory:
             raise InvalidInput("no ids given")
         records = fetch_details(self.service, [str(i) for i in ids], follow_links=links)
         return [_record(r) for r in records]
+
+    def find(self, uid: str) -> Observation:
+        """The observation with this uid (the stable name in ``cmem://observation/<uid>``), without counting a
+        retrieval; :class:`NotFound` if there is none."""
+        if not isinstance(uid, str):
+            raise InvalidInput(f"not a uid: {uid!r}")
+        row = self.service.store.observation_by_uid(uid.strip().upper())
+        if row is None:
+            raise NotFound(f"no observation with uid {uid}")
+        return self._observation(row["id"])
 
     def context(self, project: str | None = None, *, budget: int = 1500) -> Briefing:
         """The session-start briefing for ``project`` (default: the current git repository's name)."""
