@@ -153,7 +153,7 @@ class Hit(NamedTuple):
 
 
 class Hits(list[Hit]):
-    """Search hits, best first, plus how they were found: ``mode`` (keyword, semantic, hybrid or list) and
+    """Search hits, best first, plus how they were found: ``mode`` (keyword, vector, hybrid or list) and
     ``notes`` (why a layer was skipped, e.g. no index yet)."""
 
     def __init__(self, hits: Iterable[Hit], mode: str, notes: Sequence[str]):
@@ -398,7 +398,7 @@ class Memory:
     ) -> Hits:
         """First layer: compact hits, best first (``cmem search``). No query lists observations by the filters.
 
-        ``mode`` is auto, keyword, semantic or hybrid; auto uses the index when it is there and falls back to
+        ``mode`` is auto, keyword, vector or hybrid; auto uses the index when it is there and falls back to
         the store's keyword search otherwise (see ``Hits.notes``)."""
         from cmem_cli.read_commands import build_filters
         from cmem_cli.retrieval import search as run_search

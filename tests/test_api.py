@@ -39,7 +39,12 @@ def test_add_returns_the_stored_observation_and_writes_its_file(memory, home, ca
         project="demo",
     )
     assert isinstance(obs, Observation)
-    assert (obs.id, obs.type, obs.project, obs.facts) == (1, "decision", "demo", ["3.46 broke FTS5 tokenizers"])
+    assert (obs.id, obs.type, obs.project, obs.facts) == (
+        1,
+        "decision",
+        "demo",
+        ["3.46 broke FTS5 tokenizers"],
+    )
     assert obs.uri == f"cmem://observation/{obs.uid}"
     path = home / "export" / obs.path
     assert "3.46 changed the tokenizer API." in path.read_text()
@@ -57,7 +62,9 @@ def test_the_home_argument_is_used_instead_of_the_environment(home, tmp_path):
 
 
 def test_api_writes_are_what_the_cli_reads(memory, cli):
-    obs = memory.add("Retry the flaky upload", type="bugfix", project="demo", facts=["S3 returns 503 under load"])
+    obs = memory.add(
+        "Retry the flaky upload", type="bugfix", project="demo", facts=["S3 returns 503 under load"]
+    )
     result = cli("get", str(obs.id), "--json")
     assert result.exit_code == 0
     assert result.json()[0]["facts"] == ["S3 returns 503 under load"]
