@@ -51,7 +51,7 @@ _cmem() {
         "import transcript") words="--project -p --exclude-project --settle --json -h --help"; valued="--project -p --exclude-project --settle" ;;
         "import claude-code") words="--root --project -p --exclude-project --settle --json -h --help"; valued="--root --project -p --exclude-project --settle" ;;
         "install") words="claude-code -h --help"; valued="" ;;
-        "install claude-code") words="--scope --uninstall --dry-run --instructions --no-instructions -h --help"; valued="--scope" ;;
+        "install claude-code") words="--scope --uninstall --dry-run --instructions --no-instructions --mcp -h --help"; valued="--scope" ;;
     esac
     if [[ " $valued " == *" $prev "* ]]; then
         COMPREPLY=($(compgen -f -- "$cur"))

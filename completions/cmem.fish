@@ -203,4 +203,5 @@ complete -c cmem -n '__fish_seen_subcommand_from install; and __fish_seen_subcom
 complete -c cmem -n '__fish_seen_subcommand_from install; and __fish_seen_subcommand_from claude-code' -l uninstall -d 'Remove cmem\'s hooks and instructions.'
 complete -c cmem -n '__fish_seen_subcommand_from install; and __fish_seen_subcommand_from claude-code' -l dry-run -d 'Show the changes; write nothing.'
 complete -c cmem -n '__fish_seen_subcommand_from install; and __fish_seen_subcommand_from claude-code' -l instructions -l no-instructions -d 'Also add (or remove) the short cmem section of CLAUDE.md.'
+complete -c cmem -n '__fish_seen_subcommand_from install; and __fish_seen_subcommand_from claude-code' -l mcp -d 'Also register `cmem mcp` as an MCP server (~/.claude.json, or ./.mcp.j'
 complete -c cmem -n '__fish_seen_subcommand_from install; and __fish_seen_subcommand_from claude-code' -s h -l help -d 'Show help and exit.'
