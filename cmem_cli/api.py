@@ -400,7 +400,7 @@ class Memory:
 
         ``mode`` is auto, keyword, vector or hybrid; auto uses the index when it is there and falls back to
         the store's keyword search otherwise (see ``Hits.notes``)."""
-        from cmem_cli.read_commands import build_filters
+        from cmem_cli.retrieval import build_filters
         from cmem_cli.retrieval import search as run_search
 
         filters = build_filters(

@@ -140,7 +140,7 @@ class Tools:
 
     def timeline(
         self,
-        anchor: str | None = None,
+        anchor: int | str | None = None,
         query: str | None = None,
         before: Annotated[int, Field(ge=0, le=100)] = 5,
         after: Annotated[int, Field(ge=0, le=100)] = 5,
@@ -153,7 +153,7 @@ class Tools:
         structured = {"anchor": result.anchor, "project": result.project, "items": items}
         return _result("\n".join(lines), structured)
 
-    def get(self, ids: Annotated[list[str], Field(min_length=1, max_length=50)]) -> CallToolResult:
+    def get(self, ids: Annotated[list[int | str], Field(min_length=1, max_length=50)]) -> CallToolResult:
         from cmem_cli.details import render_details
 
         with self.memory() as memory:

@@ -62,8 +62,8 @@ def test_each_tool_answers_with_text_and_structured_content(home):
         )  # fmt: skip
         await client.call_tool("remember", {"title": "Busy timeout set to 5 s", "project": "demo"})
         out["search"] = await client.call_tool("search", {"query": "WAL", "project": "demo"})
-        out["timeline"] = await client.call_tool("timeline", {"anchor": "1", "after": 1})
-        out["get"] = await client.call_tool("get", {"ids": ["1"]})
+        out["timeline"] = await client.call_tool("timeline", {"anchor": 1, "after": 1})
+        out["get"] = await client.call_tool("get", {"ids": [1]})
         out["context"] = await client.call_tool("context", {"project": "demo", "budget": 300})
         uri = out["remember"].structured_content["uri"]
         out["resource"] = await client.read_resource(uri)
