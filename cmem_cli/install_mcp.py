@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from cmem_cli.errors import InvalidInput
-from cmem_cli.install_claude import Change, _read, default_executable
+from cmem_cli.install_claude import Change, _read, default_executable, load_json_object
 
 SERVER_NAME = "cmem"
 
@@ -38,16 +38,9 @@ def server_entry(executable: str | None = None) -> dict[str, Any]:
 
 
 def _load(path: Path, text: str | None) -> dict[str, Any]:
-    if text is None or not text.strip():
-        return {}
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InvalidInput(
-            f"{path} is not valid JSON ({exc.msg} at line {exc.lineno}); not touching it"
-        ) from None
-    if not isinstance(data, dict) or not isinstance(data.get("mcpServers", {}), dict):
-        raise InvalidInput(f'{path}: expected a JSON object with an "mcpServers" object; not touching it')
+    data = load_json_object(path, text)
+    if not isinstance(data.get("mcpServers", {}), dict):
+        raise InvalidInput(f'{path}: "mcpServers" must be an object; not touching it')
     return data
 
 

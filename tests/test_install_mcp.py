@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 
 import anyio
+import pytest
 from mcp import Client, StdioServerParameters
 
 CLAUDE_JSON = {"numStartups": 7, "projects": {"/src/app": {"allowedTools": []}}, "mcpServers": {"other": {}}}
@@ -61,13 +62,15 @@ def test_project_scope_writes_dot_mcp_json_and_uninstall_deletes_it(sh, home, tm
     assert not (tmp_path / ".mcp.json").exists()
 
 
-def test_broken_config_is_left_alone_with_a_one_line_error(sh, home) -> None:
+@pytest.mark.parametrize("broken", ["{not json", '{"mcpServers": []}', "[]"])
+def test_broken_config_is_left_alone_with_a_one_line_error(sh, home, broken) -> None:
     user_file().parent.mkdir(parents=True, exist_ok=True)
-    user_file().write_text("{not json")
+    user_file().write_text(broken)
     result = sh("install", "claude-code", "--mcp", "--no-instructions")
     assert result.exit_code == 4
     assert result.stderr.startswith("cmem: ") and len(result.stderr.strip().splitlines()) == 1
-    assert user_file().read_text() == "{not json"
+    assert user_file().read_text() == broken
+    assert not (Path(os.environ["HOME"]) / ".claude").exists()  # nothing else was written either
 
 
 def test_the_registered_command_serves_mcp(sh, home) -> None:
