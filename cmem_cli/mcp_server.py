@@ -69,6 +69,28 @@ WRITE = ToolAnnotations(
 
 Strings = list[str] | None
 Limit = Annotated[int, Field(ge=1, le=200, description="Maximum rows (1-200).")]
+Query = Annotated[str | None, Field(description="Words to match (keywords; with an index, also by meaning).")]
+Project = Annotated[
+    str | None, Field(description="Only this project (default: all for search and timeline).")
+]
+Types = Annotated[
+    Strings,
+    Field(description="Only these types: decision, bugfix, feature, refactor, discovery, change, error, "
+          "insight, question."),
+]  # fmt: skip
+When = Annotated[str | None, Field(description="ISO date or time (2025-01-31), or relative (7d, 2w).")]
+Mode = Annotated[str, Field(description="auto (index when built, else keywords), keyword, vector or hybrid.")]
+Ref = Annotated[int | str | None, Field(description="An id from search: 12, S3 (summary) or P7 (prompt).")]
+Ids = Annotated[
+    list[int | str],
+    Field(min_length=1, max_length=50, description="Ids from search or timeline: 12, S3, P7, #docid."),
+]
+ObsType = Annotated[
+    str,
+    Field(description="decision, bugfix, feature, refactor, discovery, change, error, insight or question."),
+]
+Key = Annotated[str | None, Field(description="A stable name; remembering the same key again replaces it.")]
+Budget = Annotated[int, Field(ge=50, le=20_000, description="Token budget for the whole briefing.")]
 
 
 class CmemMCPServer(MCPServer):
@@ -118,15 +140,15 @@ class Tools:
 
     def search(
         self,
-        query: str | None = None,
-        project: str | None = None,
-        type: Strings = None,
+        query: Query = None,
+        project: Project = None,
+        type: Types = None,
         concept: Strings = None,
         file: Strings = None,
-        since: str | None = None,
-        until: str | None = None,
+        since: When = None,
+        until: When = None,
         limit: Limit = 10,
-        mode: str = "auto",
+        mode: Mode = "auto",
     ) -> CallToolResult:
         with self.memory() as memory:
             hits = memory.search(
@@ -140,11 +162,13 @@ class Tools:
 
     def timeline(
         self,
-        anchor: int | str | None = None,
-        query: str | None = None,
+        anchor: Ref = None,
+        query: Annotated[
+            str | None, Field(description="Instead of an anchor: its best keyword match.")
+        ] = None,
         before: Annotated[int, Field(ge=0, le=100)] = 5,
         after: Annotated[int, Field(ge=0, le=100)] = 5,
-        project: str | None = None,
+        project: Project = None,
     ) -> CallToolResult:
         with self.memory() as memory:
             result = memory.timeline(anchor, query=query, before=before, after=after, project=project)
@@ -153,7 +177,7 @@ class Tools:
         structured = {"anchor": result.anchor, "project": result.project, "items": items}
         return _result("\n".join(lines), structured)
 
-    def get(self, ids: Annotated[list[int | str], Field(min_length=1, max_length=50)]) -> CallToolResult:
+    def get(self, ids: Ids) -> CallToolResult:
         from cmem_cli.details import render_details
 
         with self.memory() as memory:
@@ -164,16 +188,18 @@ class Tools:
 
     def remember(
         self,
-        title: str,
-        type: str = "discovery",
+        title: Annotated[str, Field(description="One line that will make sense in a search list.")],
+        type: ObsType = "discovery",
         subtitle: str | None = None,
         narrative: str | None = None,
         facts: Strings = None,
         concepts: Strings = None,
         files_read: Strings = None,
         files_modified: Strings = None,
-        project: str | None = None,
-        key: str | None = None,
+        project: Annotated[
+            str | None, Field(description="Default: the current git repository's name.")
+        ] = None,
+        key: Key = None,
     ) -> CallToolResult:
         with self.memory() as memory:
             obs = memory.add(
@@ -185,7 +211,11 @@ class Tools:
         return _result(f"remembered #{obs.id} in {escape_control(obs.project)} ({obs.uri})", row)
 
     def context(
-        self, project: str | None = None, budget: Annotated[int, Field(ge=50, le=20_000)] = 1500
+        self,
+        project: Annotated[
+            str | None, Field(description="Default: the current git repository's name.")
+        ] = None,
+        budget: Budget = 1500,
     ) -> CallToolResult:
         with self.memory() as memory:
             briefing = memory.context(project, budget=budget)
