@@ -9,6 +9,7 @@ import pytest
 
 from cmem_cli.api import (
     Briefing,
+    Document,
     Hit,
     Hits,
     InvalidInput,
@@ -189,3 +190,20 @@ def test_results_convert_to_json(memory):
     other = memory.add("Target", project="demo", links=[f"related:{obs.id}"])
     data = json.loads(json.dumps(as_dict(memory.get(other.id))))
     assert data[0]["links"] == [{"type": "related", "id": obs.id, "uid": obs.uid, "title": "Linked"}]
+
+
+def test_indexed_documents_come_back_as_typed_hits_and_documents(memory, cli, tmp_path):
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "deploy.md").write_text("# Deploying\n\nThe canary rollout waits ten minutes per stage.\n")
+    assert cli("collection", "add", str(notes), "--name", "notes").exit_code == 0
+    assert cli("index").exit_code == 0
+    hits = memory.search("canary rollout", mode="keyword")
+    [doc_hit] = [h for h in hits if h.kind == "document"]
+    assert doc_hit.path == "notes:deploy.md" and str(doc_hit.id).startswith("#")
+    [document] = memory.get(doc_hit.id)
+    assert isinstance(document, Document)
+    assert (document.collection, document.path) == ("notes", "deploy.md")
+    assert "ten minutes per stage" in document.text
+    status = memory.index_status()
+    assert status["exists"] is True and status["documents"] >= 1
