@@ -12,13 +12,15 @@ opens on the first call, and the index, numpy and llama.cpp only when a search n
 from __future__ import annotations
 
 import os
+import sys
 import threading
+import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError, UnexpectedToolError
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
@@ -99,6 +101,12 @@ class CmemMCPServer(MCPServer):
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         try:
             return await super().call_tool(name, arguments, context)
+        except UnexpectedToolError as exc:  # a bug: one line on the server's stderr, the traceback on demand
+            cause = exc.__cause__
+            print(f"cmem: mcp tool {name} failed: {type(cause).__name__}: {cause}", file=sys.stderr)
+            if os.environ.get("CMEM_DEBUG") == "1":
+                traceback.print_exception(cause, file=sys.stderr)
+            raise ToolError(f"{name} failed inside cmem (details on the server's stderr)") from None
         except ToolError as exc:
             raise ToolError(_one_line(exc)) from exc.__cause__
 

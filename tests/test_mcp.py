@@ -228,3 +228,27 @@ def test_the_server_opens_no_network_socket_and_loads_no_model_runtime(home, tmp
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines() == ["[]", "[]"]
+
+
+def test_a_crash_inside_a_tool_is_one_line_for_the_client_and_on_stderr(home, monkeypatch, capsys):
+    from cmem_cli.config import load_config
+    from cmem_cli.mcp_server import build_server
+
+    server, tools = build_server(load_config())
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr("cmem_cli.api.Memory.search", broken)
+
+    async def main() -> Any:
+        async with Client(server) as client:
+            return await client.call_tool("search", {"query": "x"}), await client.call_tool("context", {})
+
+    crashed, after = anyio.run(main)
+    tools.close()
+    assert crashed.is_error is True
+    assert text_of(crashed) == "search failed inside cmem (details on the server's stderr)"
+    assert after.is_error is False
+    err = capsys.readouterr().err
+    assert err == "cmem: mcp tool search failed: RuntimeError: disk on fire\n"
