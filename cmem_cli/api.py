@@ -56,13 +56,15 @@ class Observation(NamedTuple):
     project: str
     agent: str
     created_at: str
+    facts: list[str]
+    concepts: list[str]
+    files_read: list[str]
+    files_modified: list[str]
+    tools_used: list[str]
+    links: list[Link]
+    linked_from: list[Link]
     subtitle: str | None = None
     narrative: str | None = None
-    facts: list[str] = []
-    concepts: list[str] = []
-    files_read: list[str] = []
-    files_modified: list[str] = []
-    tools_used: list[str] = []
     session: str | None = None
     key: str | None = None
     confidence: float | None = None
@@ -72,8 +74,6 @@ class Observation(NamedTuple):
     path: str | None = None
     retrieval_count: int = 0
     last_retrieved_at: str | None = None
-    links: list[Link] = []
-    linked_from: list[Link] = []
     kind: str = "observation"
 
     @property
