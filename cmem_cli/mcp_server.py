@@ -25,7 +25,8 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
 from cmem_cli import __version__
-from cmem_cli.api import URI_PREFIX, Memory, as_dict, citation_uri
+from cmem_cli.api import Memory
+from cmem_cli.api_types import URI_PREFIX, as_dict, citation_uri
 from cmem_cli.config import Config
 from cmem_cli.errors import CmemError
 from cmem_cli.render import escape_control
