@@ -207,3 +207,16 @@ def test_indexed_documents_come_back_as_typed_hits_and_documents(memory, cli, tm
     assert "ten minutes per stage" in document.text
     status = memory.index_status()
     assert status["exists"] is True and status["documents"] >= 1
+
+
+def test_importing_the_api_loads_no_cli_framework_database_or_model_runtime():
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys, cmem_cli.api\n"
+        "heavy = ('typer', 'click', 'rich', 'apsw', 'numpy', 'llama_cpp', 'mcp', 'export', 'index')\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert out == "[]\n"
