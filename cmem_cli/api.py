@@ -292,13 +292,18 @@ class Memory:
             raise NotFound(f"no observation with uid {uid}")
         return self._observation(row["id"])
 
-    def context(self, project: str | None = None, *, budget: int = 1500) -> Briefing:
-        """The session-start briefing for ``project`` (default: the current git repository's name)."""
+    def context(
+        self, project: str | None = None, *, budget: int = 1500, reminder: str | None = None
+    ) -> Briefing:
+        """The session-start briefing for ``project`` (default: the current git repository's name).
+
+        ``reminder`` replaces the closing line that tells how to drill down (by default: the CLI commands)."""
         from cmem_cli.session_context import build_context
 
         if budget < 1:
             raise InvalidInput("budget must be at least 1 token")
-        result = build_context(self.service.store, project or default_project(), budget=budget)
+        extra = {"reminder": reminder} if reminder is not None else {}
+        result = build_context(self.service.store, project or default_project(), budget=budget, **extra)
         return _build(Briefing, result.as_json())
 
     # -- sessions, prompts, summaries ----------------------------------------------------------------------

@@ -63,6 +63,12 @@ The session-start briefing for a project: the last session's summary and next st
 recent observations as one line each (id, date, type, title, ~tokens), within a token budget. Call it once
 at the start of a task; drill down with `timeline` and `get`."""
 
+# The briefing's last line, in this server's terms: an MCP client may have no shell to run `cmem` in.
+MCP_REMINDER = (
+    "Drill down with the cmem tools: `search` (index), `timeline` (what happened around an id), "
+    "`get` (full details of the ids worth reading)."
+)
+
 READ_ONLY = ToolAnnotations(
     read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
 )
@@ -227,7 +233,7 @@ class Tools:
         budget: Budget = 1500,
     ) -> CallToolResult:
         with self.memory() as memory:
-            briefing = memory.context(project, budget=budget)
+            briefing = memory.context(project, budget=budget, reminder=MCP_REMINDER)
         structured = as_dict(briefing)
         for row in structured["observations"]:
             _with_uri(row)

@@ -91,6 +91,7 @@ def test_each_tool_answers_with_text_and_structured_content(home):
 
     assert out["context"].structured_content["tokens"] <= 300
     assert "Chose WAL for the store" in text_of(out["context"])
+    assert text_of(out["context"]).splitlines()[-1].startswith("Drill down with the cmem tools: `search`")
 
     [contents] = out["resource"].contents
     assert contents.mime_type == "text/markdown" and "# Chose WAL for the store" in contents.text
