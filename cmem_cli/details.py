@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from typing import Any
 
 from cmem_cli.documents import fetch_document, is_document_ref
@@ -11,15 +12,9 @@ from cmem_cli.timeutil import now_ms, to_iso
 from export import markdown
 
 
-def _absolute(memory: Any, relpath: str | None) -> str | None:
-    """A file path that works on this machine, not one relative to the export folder."""
-    return str(memory.config.export_dir / relpath) if relpath else None
-
-
 def observation_record(memory: Any, row: dict[str, Any]) -> dict[str, Any]:
     record = {k: v for k, v in row.items()}
     record["kind"] = "observation"
-    record["path"] = _absolute(memory, row.get("path"))
     for key in ("created_at", "updated_at", "last_retrieved_at"):
         record[key] = to_iso(record.get(key))
     record["links"] = [
@@ -53,8 +48,7 @@ def fetch_details(memory: Any, refs: list[str], *, follow_links: bool = False) -
             observation_ids.append(number)
         elif kind == "summary":
             row = store.get_summary(number)
-            summary = {**summary_row(row), **{f: row.get(f) for f in markdown.SUMMARY_FIELDS}}
-            records.append({**summary, "path": _absolute(memory, row.get("path"))})
+            records.append({**summary_row(row), **{f: row.get(f) for f in markdown.SUMMARY_FIELDS}})
         else:
             row = store.get_prompt(number)
             records.append({**prompt_row(row), "text": row["text"]})
@@ -79,8 +73,21 @@ def fetch_details(memory: Any, refs: list[str], *, follow_links: bool = False) -
     return records
 
 
+def with_absolute_paths(config: Any, record: dict[str, Any]) -> dict[str, Any]:
+    """``record`` as the CLI shows it: ``path`` is a file that exists on this machine (memories are stored
+    relative to the export folder; a document's collection-relative path moves to ``relpath``)."""
+    if record["kind"] == "document":
+        out = {**record, "path": record["file"], "relpath": record["path"]}
+        out.pop("file")
+        return out
+    if record.get("path"):
+        return {**record, "path": str(config.export_dir / record["path"])}
+    return record
+
+
 def render_details(record: dict[str, Any]) -> str:
-    """Markdown for one record: the same front matter and body as its export file."""
+    """Markdown for one record: the same front matter and body as its export file. A record with an
+    absolute ``path`` (see :func:`with_absolute_paths`) shows that path instead of repeating the title."""
     if record["kind"] == "observation":
         from cmem_cli.timeutil import parse_iso
 
@@ -100,10 +107,9 @@ def render_details(record: dict[str, Any]) -> str:
         )
         return _title_once_with_path(text, record.get("path"))
     if record["kind"] == "document":
-        where = f"{record['collection']}:{record['relpath']}" + (
-            f":{record['line']}" if record["line"] else ""
-        )
-        return f"<!-- {record['id']} {where} {record['path']} -->\n{record['text']}"
+        relpath, file = (record["relpath"], record["path"]) if "relpath" in record else (record["path"], None)
+        where = f"{record['collection']}:{relpath}" + (f":{record['line']}" if record["line"] else "")
+        return f"<!-- {record['id']} {where}{f' {file}' if file else ''} -->\n{record['text']}"
     return (
         f"# Prompt {record['id']} (#{record['prompt_number']} of session {record['session']})\n\n"
         f"{record['created_at']} · {record['project']} · {record['agent']}\n\n{record['text']}\n"
@@ -113,8 +119,8 @@ def render_details(record: dict[str, Any]) -> str:
 def _title_once_with_path(text: str, path: str | None) -> str:
     """The export file's text for a reader: the title only as the heading (the front matter repeats it),
     and the absolute path of the file in the front matter instead."""
-    if not text.startswith("---\n"):
-        return text
+    if not text.startswith("---\n") or not (path and os.path.isabs(path)):
+        return text  # a stored, export-relative path (the API, MCP): the file's own text
     end = text.find("\n---\n", 3)
     head = text[4:end].split("\n")
     kept: list[str] = []

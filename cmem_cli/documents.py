@@ -98,5 +98,5 @@ def fetch_document(config: Config, ref: str) -> dict[str, Any]:
 
     return {
         "kind": "document", "id": f"#{short_docid(collection.name, relpath)}", "collection": collection.name,
-        "path": str(path), "relpath": relpath, "line": line, "count": count, "text": text,
+        "path": relpath, "file": str(path), "line": line, "count": count, "text": text,
     }  # fmt: skip

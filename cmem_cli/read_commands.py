@@ -214,7 +214,7 @@ def get(
     fmt: str | None = None,
 ) -> None:
     """`cmem get`: full details of observations; counts as a retrieval."""
-    from cmem_cli.details import fetch_details, render_details
+    from cmem_cli.details import fetch_details, render_details, with_absolute_paths
 
     output = "json" if as_json else (fmt or "md")
     if output not in GET_FORMATS:
@@ -222,7 +222,9 @@ def get(
 
         raise UsageError(f"unknown format {output!r} for get (expected one of: {', '.join(GET_FORMATS)})")
     with open_reader() as reader:
-        records = fetch_details(reader, refs, follow_links=links)
+        records = [
+            with_absolute_paths(reader.config, r) for r in fetch_details(reader, refs, follow_links=links)
+        ]
     if path_only:
         from cmem_cli.errors import NotFound
 
