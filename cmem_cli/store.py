@@ -139,6 +139,34 @@ class Store:
             "UPDATE observations SET path = ?, tokens = ? WHERE id = ?", (relpath, tokens, obs_id)
         )
 
+    # -- export file hashes ------------------------------------------------------------------------------
+    def record_file(self, relpath: str, digest: str) -> None:
+        """Remember what cmem wrote to ``relpath`` (inside the caller's transaction)."""
+        self.db.execute(
+            "INSERT INTO export_files (path, hash) VALUES (?, ?) "
+            "ON CONFLICT (path) DO UPDATE SET hash = excluded.hash",
+            (relpath, digest),
+        )
+
+    def forget_file(self, relpath: str) -> None:
+        self.db.execute("DELETE FROM export_files WHERE path = ?", (relpath,))
+
+    def file_hash(self, relpath: str) -> str | None:
+        return self.db.scalar("SELECT hash FROM export_files WHERE path = ?", (relpath,))
+
+    def file_hashes(self) -> dict[str, str]:
+        return {r[0]: r[1] for r in self.db.execute("SELECT path, hash FROM export_files")}
+
+    def record_paths(self) -> dict[str, tuple[str, int]]:
+        """Every export path a row points at: relpath -> (kind, id)."""
+        paths = {
+            r[0]: ("observation", r[1])
+            for r in self.db.execute("SELECT path, id FROM observations WHERE path IS NOT NULL")
+        }
+        for r in self.db.execute("SELECT path, id FROM session_summaries WHERE path IS NOT NULL"):
+            paths[r[0]] = ("summary", r[1])
+        return paths
+
     @staticmethod
     def _row_values(record: dict[str, Any], *, tokens: int) -> dict[str, Any]:
         row = {c: record.get(c) for c in OBS_COLUMNS}
@@ -353,6 +381,28 @@ class Store:
             },
         )
         return self.get_summary(self.db.conn.last_insert_rowid())
+
+    def update_summary(self, summary_id: int, values: dict[str, Any]) -> dict[str, Any]:
+        """Replace a summary's text fields (and project/agent when given), keeping id, uid and times."""
+        current = self.get_summary(summary_id)
+        fields = {f: values.get(f) for f in SUMMARY_TEXT_FIELDS}
+        fields["project"] = values.get("project") or current["project"]
+        fields["agent"] = values.get("agent") or current["agent"]
+        assignments = ", ".join(f"{c} = :{c}" for c in fields)
+        self.db.execute(
+            f"UPDATE session_summaries SET {assignments} WHERE id = :id", {**fields, "id": summary_id}
+        )
+        # summaries_fts has no update trigger (summaries were write-once): refresh its row by hand
+        self.db.execute("DELETE FROM summaries_fts WHERE rowid = ?", (summary_id,))
+        self.db.execute(
+            "INSERT INTO summaries_fts (rowid, request, investigated, learned, completed, next_steps, notes) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (summary_id, *(fields[f] for f in SUMMARY_TEXT_FIELDS)),
+        )
+        return self.get_summary(summary_id)
+
+    def summary_by_uid(self, uid: str) -> dict[str, Any] | None:
+        return self.db.query_one("SELECT * FROM session_summaries WHERE uid = ?", (uid,))
 
     def set_summary_path(self, summary_id: int, relpath: str) -> None:
         self.db.execute("UPDATE session_summaries SET path = ? WHERE id = ?", (relpath, summary_id))
