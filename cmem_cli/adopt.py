@@ -88,6 +88,9 @@ class _Adopter:
             self.hashes = self.store.file_hashes()
             on_disk = self._scan() if paths is None else self._given(paths)
             staged = [item for relpath in sorted(on_disk) if (item := self._stage(relpath))]
+            staged.sort(
+                key=lambda item: "id" not in item[1].restore
+            )  # keep known ids before new rows take them
             for relpath, parsed, row in staged:
                 self._apply(relpath, parsed, row, files)
             self._links(staged, files)
@@ -149,6 +152,9 @@ class _Adopter:
             parsed = parse_file(decode(data), relpath)
         except UnreadableFile as exc:
             self.report.invalid.append((relpath, str(exc)))
+            return None
+        except CmemError as exc:  # a front-matter value the store's own checks refuse (e.g. a date)
+            self.report.invalid.append((relpath, exc.message))
             return None
         row = self._row_for(relpath, parsed, known)
         moved = row is not None and row.get("path") and row["path"] != relpath
@@ -229,18 +235,20 @@ class _Adopter:
                     session, agent=record.get("agent") or "cli", project=record.get("project") or "default"
                 )
                 written = store.insert_summary(
-                    {
+                    summary_id=parsed.restore.get("id"),
+                    record={
                         **record,
                         "uid": parsed.uid,
                         "agent": record.get("agent") or "cli",
                         "project": record.get("project") or "default",
-                    }
+                    },
                 )
             else:
                 written = store.update_summary(row["id"], record)
             written = memory.export_summary(written, files)
         else:
-            written = memory._store_observation({**parsed.record, "links": []}, files)
+            restore = parsed.restore if row is None else None
+            written = memory._store_observation({**parsed.record, "links": []}, files, restore=restore)
             parsed.record["id"] = written["id"]
         (self.report.created if row is None else self.report.adopted).append(relpath)
         if written["path"] != relpath:

@@ -181,7 +181,12 @@ class Memory:
                 self.store.ensure_session(session, agent=first["agent"], project=first["project"], at=at)
 
     def _store_observation(
-        self, record: dict[str, Any], files: FileTransaction, *, session_ready: bool = False
+        self,
+        record: dict[str, Any],
+        files: FileTransaction,
+        *,
+        session_ready: bool = False,
+        restore: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         store = self.store
         if record.get("session") and not session_ready:
@@ -203,7 +208,7 @@ class Memory:
             created = record.get("created_at") or now_ms()
             record = {**record, "created_at": created, "uid": record.get("uid") or new_uid(created)}
             relpath = layout.observation_relpath(record)
-            row = store.insert_observation(record, path=relpath)
+            row = store.insert_observation(record, path=relpath, restore=restore)
         for link in record.get("links") or []:
             target = self._resolve_link_target(link)
             store.add_link(row["id"], target, link["type"])

@@ -96,11 +96,15 @@ class Store:
         self.db.close()
 
     # -- observations ------------------------------------------------------------------------------
-    def insert_observation(self, record: dict[str, Any], *, path: str | None = None) -> dict[str, Any]:
+    def insert_observation(
+        self, record: dict[str, Any], *, path: str | None = None, restore: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
         """Insert a normalised record (see records.normalize_observation) inside the caller's transaction.
 
-        ``record`` may carry ``uid`` and ``created_at``; missing ones are generated. Returns the stored row
-        (built from the inserted values rather than read back: bulk imports insert thousands at once).
+        ``record`` may carry ``uid`` and ``created_at``; missing ones are generated. ``restore`` (an
+        observation read back from its file) may carry the ``id`` and ``updated_at`` it had, kept when the
+        id is free. Returns the stored row (built from the inserted values rather than read back: bulk
+        imports insert thousands at once).
         """
         now = now_ms()
         row = self._row_values(record, tokens=0)
@@ -108,10 +112,17 @@ class Store:
         row["uid"] = record.get("uid") or new_uid(row["created_at"])
         row["updated_at"] = max(now, row["created_at"])
         row["path"] = path
-        columns = ", ".join(INSERT_COLUMNS)
-        placeholders = ", ".join(f":{c}" for c in INSERT_COLUMNS)
+        insert_columns = INSERT_COLUMNS
+        if restore:
+            row["updated_at"] = restore.get("updated_at") or row["updated_at"]
+            wanted = restore.get("id")
+            if isinstance(wanted, int) and wanted > 0 and self.find_observation(wanted) is None:
+                row["id"] = wanted
+                insert_columns = ("id", *INSERT_COLUMNS)
+        columns = ", ".join(insert_columns)
+        placeholders = ", ".join(f":{c}" for c in insert_columns)
         self.db.execute(f"INSERT INTO observations ({columns}) VALUES ({placeholders})", row)
-        obs_id = self.db.conn.last_insert_rowid()
+        obs_id = row.pop("id", None) or self.db.conn.last_insert_rowid()
         self._write_side_tables(obs_id, record)
         row.pop("search_terms")
         row.update(id=obs_id, retrieval_count=0, last_retrieved_at=None)
@@ -364,15 +375,21 @@ class Store:
             raise NotFound(f"no prompt P{prompt_id}")
         return row
 
-    def insert_summary(self, record: dict[str, Any]) -> dict[str, Any]:
+    def insert_summary(self, record: dict[str, Any], *, summary_id: int | None = None) -> dict[str, Any]:
+        """Insert a summary; ``summary_id`` (one read back from its file) is kept when it is free."""
         when = record.get("created_at") or now_ms()
         values = {f: record.get(f) for f in SUMMARY_TEXT_FIELDS}
+        if summary_id is not None and self.db.query_one(
+            "SELECT 1 FROM session_summaries WHERE id = ?", (summary_id,)
+        ):
+            summary_id = None
         self.db.execute(
-            "INSERT INTO session_summaries (uid, session, project, agent, request, investigated, learned, "
-            "completed, next_steps, notes, created_at) VALUES (:uid, :session, :project, :agent, :request, "
+            "INSERT INTO session_summaries (id, uid, session, project, agent, request, investigated, learned, "
+            "completed, next_steps, notes, created_at) VALUES (:id, :uid, :session, :project, :agent, :request, "
             ":investigated, :learned, :completed, :next_steps, :notes, :created_at)",
             {
                 **values,
+                "id": summary_id,
                 "uid": record.get("uid") or new_uid(when),
                 "session": record["session"],
                 "project": record["project"],

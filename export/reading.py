@@ -44,6 +44,18 @@ class ParsedFile:
     has_front_matter: bool
     uid: str | None
     stated: set[str] = field(default_factory=set)  # fields the file itself states (others: keep)
+    restore: dict[str, Any] = field(default_factory=dict)  # id and updated_at, kept when rebuilding
+
+
+def _restore(meta: dict[str, Any]) -> dict[str, Any]:
+    """What a store rebuilt from this file should keep: the local id (if free) and the update time."""
+    local_id = meta.get("id")
+    restore: dict[str, Any] = {}
+    if isinstance(local_id, int) and not isinstance(local_id, bool) and 0 < local_id < 2**63:
+        restore["id"] = local_id
+    if meta.get("updated_at"):
+        restore["updated_at"] = _time(meta["updated_at"])
+    return restore
 
 
 def decode(data: bytes) -> str:
@@ -121,7 +133,7 @@ def _parse_observation(meta: dict[str, Any], body: str, relpath: str) -> ParsedF
         record["title"] = _title_from_name(relpath)
     if not record.get("project") and _folder_project(relpath):
         record["project"] = _folder_project(relpath)
-    return ParsedFile("observation", record, bool(meta), _uid(meta), stated)
+    return ParsedFile("observation", record, bool(meta), _uid(meta), stated, _restore(meta))
 
 
 def _str_list(value: Any) -> list[str]:
@@ -210,4 +222,5 @@ def _parse_summary(meta: dict[str, Any], body: str, relpath: str) -> ParsedFile:
         record["notes"] = (notes + "\n\n" if notes else "") + "\n".join(extra).strip("\n")
     if not record.get("project") and _folder_project(relpath):
         record["project"] = _folder_project(relpath)
-    return ParsedFile("summary", record, True, _uid(meta), {*SUMMARY_FIELDS, "project", "agent"})
+    stated = {*SUMMARY_FIELDS, "project", "agent"}
+    return ParsedFile("summary", record, True, _uid(meta), stated, _restore(meta))
