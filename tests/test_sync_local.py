@@ -168,6 +168,7 @@ def test_cmem_watch_adopts_an_editor_save_within_seconds(sh, home):
             time.sleep(0.2)
             found = sh("search", "zebracorn", "--json").json()
         assert [h["title"] for h in found] == ["Watched note"]
+        assert _get(sh, 1)["narrative"] == "zebracorn migration", "adopted into the store, not just indexed"
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=20)
