@@ -172,3 +172,18 @@ def test_cmem_watch_adopts_an_editor_save_within_seconds(sh, home):
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=20)
+
+
+def test_an_edited_summary_is_adopted_and_a_plain_note_is_listed_by_doctor(cli, home):
+    cli("summary", "add", "--session", "s1", "-p", "web", "--learned", "cookies expire")
+    path = _file_of(home, "summary")
+    path.write_text(path.read_text().replace("cookies expire", "cookies expire after an hour"))
+    (home / "export" / "web" / "todo.md").write_text("# Todo\n\nrotate the keys\n")
+    checks = {c["name"]: c for c in cli("doctor", "--json").json()["checks"]}
+    assert checks["changed, to adopt"]["paths"] == [path.relative_to(home / "export").as_posix()]
+    assert checks["new files, to adopt"]["paths"] == ["web/todo.md"]
+    result = cli("sync", "--json").json()
+    assert (len(result["adopted"]), result["created"]) == (1, ["web/todo.md"])
+    assert cli("get", "S1", "--json").json()[0]["learned"] == "cookies expire after an hour"
+    assert cli("search", "cookies hour", "--json").json()[0]["id"] == "S1"
+    assert cli("doctor").exit_code == 0
