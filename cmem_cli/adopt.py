@@ -146,7 +146,7 @@ class _Adopter:
             self.report.invalid.append((relpath, f"cannot read: {exc.strerror}"))
             return None
         known = self.known.get(relpath)
-        if known is not None and self.hashes.get(relpath) == digest.bytes_hash(data):
+        if known is not None and self._unchanged(relpath, known, data):
             return None  # exactly what cmem wrote
         try:
             parsed = parse_file(decode(data), relpath)
@@ -172,6 +172,17 @@ class _Adopter:
             self.report.invalid.append((relpath, exc.message))
             return None
         return relpath, parsed, row
+
+    def _unchanged(self, relpath: str, known: tuple[str, int], data: bytes) -> bool:
+        stored = self.hashes.get(relpath)
+        if stored is not None:
+            return stored == digest.bytes_hash(data)
+        # written before cmem kept hashes (schema v1): compare with the rendering once, then remember it
+        if data != self.memory.render_record(*known).encode("utf-8"):
+            return False
+        self.store.record_file(relpath, digest.bytes_hash(data))
+        self.hashes[relpath] = digest.bytes_hash(data)
+        return True
 
     def _row_for(
         self, relpath: str, parsed: ParsedFile, known: tuple[str, int] | None

@@ -426,6 +426,14 @@ class Memory:
             expected[layout.summary_relpath(row)] = markdown.render_summary(row)
         return expected
 
+    def render_record(self, kind: str, record_id: int) -> str:
+        """The exact text cmem writes for one observation or summary (at its current path)."""
+        if kind == "summary":
+            return markdown.render_summary(self.store.get_summary(record_id))
+        row = self.store.get_observation(record_id)
+        relpath = row["path"] or layout.observation_relpath(row)
+        return markdown.render_observation(row, self._link_entries(row, relpath))
+
     def rebuild_export(self) -> dict[str, Any]:
         """Adopt what people changed or added in the tree, then regenerate every file the store implies.
 

@@ -187,3 +187,20 @@ def test_an_edited_summary_is_adopted_and_a_plain_note_is_listed_by_doctor(cli, 
     assert cli("get", "S1", "--json").json()[0]["learned"] == "cookies expire after an hour"
     assert cli("search", "cookies hour", "--json").json()[0]["id"] == "S1"
     assert cli("doctor").exit_code == 0
+
+
+def test_files_written_before_hashes_were_kept_are_not_taken_for_hand_edits(cli, home):
+    import apsw
+
+    cli("add", "-t", "Old store", "-p", "web")
+    cli("add", "-t", "Edited in the old store", "-p", "web", "-n", "before")
+    conn = apsw.Connection(str(home / "cmem.db"))
+    conn.execute("DELETE FROM export_files")  # as a v1 store upgraded to v2 has none
+    conn.close()
+    edited = _file_of(home, "edited-in")
+    edited.write_text(edited.read_text().replace("before", "after"))
+    untouched = _get(cli, 1)["updated_at"]
+    result = cli("sync", "--json").json()
+    assert result["adopted"] == [edited.relative_to(home / "export").as_posix()]
+    assert _get(cli, 2)["narrative"] == "after"
+    assert _get(cli, 1)["updated_at"] == untouched
