@@ -111,6 +111,9 @@ class _Adopter:
                 entries = list(os.scandir(folder))
             except (FileNotFoundError, NotADirectoryError):
                 continue
+            except OSError as exc:
+                self.report.invalid.append((prefix or ".", f"cannot read folder: {exc.strerror}"))
+                continue
             for entry in entries:
                 name = entry.name
                 if name.startswith(".tmp-") and entry.is_file(follow_symlinks=False):

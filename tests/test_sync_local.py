@@ -148,6 +148,7 @@ def test_invalid_files_are_reported_by_path_and_change_nothing(cli, home):
 
 def test_cmem_watch_adopts_an_editor_save_within_seconds(sh, home):
     assert sh("add", "-t", "Watched note", "-p", "web", "-n", "original text").exit_code == 0
+    assert sh("add", "-t", "Doomed note", "-p", "old-project").exit_code == 0
     proc = subprocess.Popen(
         [sys.executable, "-m", "cmem_cli", "watch", "--debounce", "0.1"],
         env=os.environ.copy(),
@@ -169,6 +170,13 @@ def test_cmem_watch_adopts_an_editor_save_within_seconds(sh, home):
             found = sh("search", "zebracorn", "--json").json()
         assert [h["title"] for h in found] == ["Watched note"]
         assert _get(sh, 1)["narrative"] == "zebracorn migration", "adopted into the store, not just indexed"
+        import shutil
+
+        shutil.rmtree(home / "export" / "old-project")  # a folder deleted: no event names its files
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and sh("get", "2").exit_code == 0:
+            time.sleep(0.2)
+        assert sh("get", "2").exit_code == 3, "the deleted file's observation was forgotten"
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=20)
