@@ -64,11 +64,15 @@ def adopt_tree(
 ) -> AdoptReport:
     """Bring the store up to date with the export tree (all of it, or just ``paths``).
 
-    ``target`` is an open ``Memory`` or a ``Config``. ``forget_deleted=False`` (doctor, export --rebuild)
+    ``target`` is an open ``Memory``, a ``Config`` or a cmem home folder. ``forget_deleted=False`` (doctor, export --rebuild)
     leaves rows whose file is gone alone, so the caller can restore the file instead.
     """
     if isinstance(target, Memory):
         return _Adopter(target, forget_deleted).run(paths)
+    if isinstance(target, str | os.PathLike):
+        from cmem_cli.config import load_config
+
+        target = load_config(target)
     with Memory.open(target) as memory:
         return _Adopter(memory, forget_deleted).run(paths)
 
@@ -80,6 +84,7 @@ class _Adopter:
         self.root = memory.export_root
         self.forget_deleted = forget_deleted
         self.report = AdoptReport()
+        self.touched: set[tuple[str, int]] = set()  # (kind, id) of every record adopted in this run
 
     def run(self, paths: list[Path] | None) -> AdoptReport:
         with self.memory._write(fsync=False) as files:
@@ -273,6 +278,7 @@ class _Adopter:
             restore = parsed.restore if row is None else None
             written = memory._store_observation({**parsed.record, "links": []}, files, restore=restore)
             parsed.record["id"] = written["id"]
+        self.touched.add((parsed.kind, written["id"]))
         (self.report.created if row is None else self.report.adopted).append(relpath)
         if written["path"] != relpath:
             files.delete_after_commit(relpath)  # the text lives on in the file cmem just wrote
@@ -325,6 +331,8 @@ class _Adopter:
         ids = []
         for relpath in gone:
             kind, ident = self.known[relpath]
+            if (kind, ident) in self.touched:
+                continue  # the file was renamed or moved, not deleted: adopted from its new place
             if kind == "summary":
                 self.store.delete_summary(ident)
                 files.delete_after_commit(relpath)
