@@ -85,6 +85,7 @@ class _Adopter:
         self.forget_deleted = forget_deleted
         self.report = AdoptReport()
         self.touched: set[tuple[str, int]] = set()  # (kind, id) of every record adopted in this run
+        self.staged_uids: dict[str, str] = {}  # uid -> the file adopted for it in this run
 
     def run(self, paths: list[Path] | None) -> AdoptReport:
         with self.memory._write(fsync=False) as files:
@@ -173,6 +174,10 @@ class _Adopter:
         except CmemError as exc:  # a front-matter value the store's own checks refuse (e.g. a date)
             self.report.invalid.append((relpath, exc.message))
             return None
+        if parsed.uid and parsed.uid in self.staged_uids:
+            other = self.staged_uids[parsed.uid]
+            self.report.conflicts.append((relpath, f"same uid as {other}; not adopted"))
+            return None
         row = self._row_for(relpath, parsed, known)
         moved = row is not None and row.get("path") and row["path"] != relpath
         if moved and (self.root / row["path"]).exists():
@@ -188,6 +193,8 @@ class _Adopter:
         except CmemError as exc:
             self.report.invalid.append((relpath, exc.message))
             return None
+        if parsed.uid:
+            self.staged_uids[parsed.uid] = relpath
         return relpath, parsed, row
 
     def _unchanged(self, relpath: str, known: tuple[str, int], data: bytes) -> bool:

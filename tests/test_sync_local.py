@@ -235,3 +235,19 @@ def test_adopt_tree_takes_a_home_folder_and_only_the_paths_given(cli, home):
     report = adopt_tree(home, [home / "export" / "web" / "a.md"])
     assert (report.created, report.invalid) == (["web/a.md"], [])
     assert [h["title"] for h in cli("search", "note", "--json").json()] == ["Alpha note"]
+
+
+def test_two_new_files_with_one_uid_adopt_the_first_and_report_the_second(cli, home):
+    folder = home / "export" / "web"
+    folder.mkdir(parents=True)
+    head = (
+        '---\ncmem: observation\nuid: "01SAMEUID"\ntitle: Twin\nproject: web\n---\n# Twin\n\n## Narrative\n\n'
+    )
+    (folder / "a.md").write_text(head + "first text\n")
+    (folder / "b.md").write_text(head + "second text\n")
+    result = cli("sync", "--json")
+    assert result.exit_code == 4
+    assert result.json()["created"] == ["web/a.md"]
+    assert result.json()["conflicts"] == [{"path": "web/b.md", "reason": "same uid as web/a.md; not adopted"}]
+    assert (folder / "b.md").read_text().endswith("second text\n"), "left untouched"
+    assert _get(cli, 1)["narrative"] == "first text"
