@@ -94,6 +94,7 @@ class _Adopter:
             self.hashes = self.store.file_hashes()
             on_disk = self._scan() if paths is None else self._given(paths)
             staged = [item for relpath in sorted(on_disk) if (item := self._stage(relpath))]
+            staged = [item for item in staged if self._links_valid(item[0], item[1])]
             staged.sort(
                 key=lambda item: "id" not in item[1].restore
             )  # keep known ids before new rows take them
@@ -256,6 +257,20 @@ class _Adopter:
             prepared["uid"] = new_uid(prepared["created_at"])
         prepared["links"] = links if "links" in parsed.stated else None
         return prepared
+
+    def _links_valid(self, relpath: str, parsed: ParsedFile) -> bool:
+        """Every link a file names needs a known type and a target in the store or adopted in this run."""
+        links = (parsed.record.get("links") or []) if parsed.kind == "observation" else []
+        for link in links:
+            if link.get("type") not in LINK_TYPES:
+                problem = f"unknown link type {link.get('type')!r} (expected one of: {', '.join(LINK_TYPES)})"
+            elif link["uid"] not in self.staged_uids and self.store.observation_by_uid(link["uid"]) is None:
+                problem = f"link target {link['uid']} does not exist"
+            else:
+                continue
+            self.report.invalid.append((relpath, problem))
+            return False
+        return True
 
     # -- writing -----------------------------------------------------------------------------------------
     def _apply(
