@@ -267,3 +267,13 @@ def test_a_file_linking_to_an_unknown_uid_is_reported_and_changes_nothing(cli, h
     ]
     assert (folder / "linked.md").read_text() == text
     assert cli("stats", "--json").json()["counts"]["observations"] == 0
+
+
+def test_a_same_size_edit_right_after_cmem_wrote_the_file_is_still_seen(cli, home):
+    cli("add", "-t", "Quick", "-p", "web", "-n", "aaaa")
+    path = _file_of(home, "quick")
+    stat = path.stat()
+    path.write_text(path.read_text().replace("aaaa", "bbbb"))
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # same size, same mtime: only the bytes differ
+    assert cli("sync", "--json").json()["adopted"] == [path.relative_to(home / "export").as_posix()]
+    assert _get(cli, 1)["narrative"] == "bbbb"
