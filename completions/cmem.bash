@@ -12,7 +12,7 @@ _cmem() {
     done
     local words="" valued=""
     case "$path" in
-        "") words="add edit link forget search timeline get stats export doctor index status watch hook context mcp completion man session prompt summary collection models import install --home --version -V -h --help"; valued="--home" ;;
+        "") words="add edit link forget search timeline get stats export doctor sync index status watch hook context mcp completion man session prompt summary collection models import install --home --version -V -h --help"; valued="--home" ;;
         "add") words="--title -t --type --subtitle --narrative --fact --concept --read --modified --tool --project -p --session --agent --key --confidence --link --json -h --help"; valued="--title -t --type --subtitle --narrative --fact --concept --read --modified --tool --project -p --session --agent --key --confidence --link --json" ;;
         "edit") words="--title -t --type --subtitle --narrative --fact --add-fact --concept --read --modified --project -p --key --confidence --link -h --help"; valued="--title -t --type --subtitle --narrative --fact --add-fact --concept --read --modified --project -p --key --confidence --link" ;;
         "link") words="--remove -h --help"; valued="" ;;
@@ -23,6 +23,7 @@ _cmem() {
         "stats") words="--json -h --help"; valued="" ;;
         "export") words="--rebuild --json -h --help"; valued="" ;;
         "doctor") words="--fix --json -h --help"; valued="" ;;
+        "sync") words="--json -h --help"; valued="" ;;
         "index") words="--full --json -h --help"; valued="" ;;
         "status") words="--json -h --help"; valued="" ;;
         "watch") words="--debounce -h --help"; valued="--debounce" ;;
