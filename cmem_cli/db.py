@@ -22,11 +22,14 @@ BUSY_TIMEOUT_MS = 15_000  # overridable with CMEM_BUSY_TIMEOUT_MS
 Migration = Callable[[apsw.Connection], None]
 
 
-def _classify(exc: apsw.Error, path: Path, label: str, repair_hint: str) -> Exception:
+def classify_error(exc: apsw.Error, path: Path, label: str, repair_hint: str) -> Exception:
     if isinstance(exc, apsw.BusyError | apsw.LockedError):
         return DatabaseBusy(f"{label} {path} is locked by another process; try again")
     if isinstance(exc, apsw.NotADBError | apsw.CorruptError):
         return DatabaseCorrupt(f"{path} is not a usable cmem {label} ({exc}); {repair_hint}")
+    if isinstance(exc, apsw.SQLError) and str(exc).startswith(("no such table", "no such column")):
+        # cmem's own statements only name its own schema: a missing table is a damaged store, not a bug.
+        return DatabaseCorrupt(f"{path} is missing part of cmem's {label} schema ({exc}); {repair_hint}")
     if isinstance(exc, apsw.CantOpenError | apsw.ReadOnlyError | apsw.IOError | apsw.PermissionsError):
         return StorageError(f"cannot open or write {label} {path}: {exc}")
     if isinstance(exc, apsw.FullError):
@@ -42,7 +45,7 @@ def translate_errors(
     try:
         yield
     except apsw.Error as exc:
-        translated = _classify(exc, path, label, repair_hint)
+        translated = classify_error(exc, path, label, repair_hint)
         if translated is exc:
             raise
         raise translated from None
@@ -78,10 +81,24 @@ class Database:
             # A corrupt or foreign file fails here, with a clear message, not deep inside a command.
             self.conn.execute("PRAGMA foreign_keys=ON")
             if not readonly:
+                self._refuse_foreign()
                 mode = self.conn.execute("PRAGMA journal_mode").fetchall()[0][0]
                 if mode != "wal":
                     self.conn.execute("PRAGMA journal_mode=WAL")
                 self.conn.execute("PRAGMA synchronous=NORMAL")
+
+    def _refuse_foreign(self) -> None:
+        """A file with tables but no schema version is another program's database: touching it (even
+        switching it to WAL) would change someone else's file. One statement, so one consistent snapshot
+        even while another process creates and migrates a new store."""
+        version, objects = self.conn.execute(
+            "SELECT (SELECT user_version FROM pragma_user_version), (SELECT count(*) FROM sqlite_master)"
+        ).fetchall()[0]
+        if version == 0 and objects:
+            raise DatabaseCorrupt(
+                f"{self.path} is a SQLite database but not cmem's (it holds tables cmem did not create);"
+                " see `cmem doctor`"
+            )
 
     def close(self) -> None:
         self.conn.close()

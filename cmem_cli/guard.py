@@ -32,8 +32,25 @@ def run_guarded(command: Callable[[], int]) -> int:
     except Exception as exc:  # a bug: say so in one line unless debugging
         if debug:
             raise
+        translated = _database_error(exc)
+        if translated is not None:
+            print(f"cmem: {translated.message}", file=sys.stderr)
+            return translated.exit_code
         print(
             f"cmem: internal error: {type(exc).__name__}: {exc} (set CMEM_DEBUG=1 for details)",
             file=sys.stderr,
         )
         return EXIT_ERROR
+
+
+def _database_error(exc: Exception) -> CmemError | None:
+    """A SQLite error raised where no store call translated it (rows read lazily from a cursor): a damaged,
+    locked or unwritable store is still the user's problem to fix, not a bug, so it gets its exit code."""
+    if type(exc).__module__ != "apsw":
+        return None
+    from pathlib import Path
+
+    from cmem_cli.db import classify_error
+
+    translated = classify_error(exc, Path("the store"), "database", "see `cmem doctor`")
+    return translated if isinstance(translated, CmemError) else None

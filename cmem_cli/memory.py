@@ -86,7 +86,7 @@ class Memory:
     @classmethod
     def open(cls, config: Config) -> Memory:
         config.ensure_home()
-        return cls(config, Store.open(config.db_path))
+        return cls(config, Store.open(config.db_path, config.export_dir))
 
     def close(self) -> None:
         self.store.close()
