@@ -7,6 +7,7 @@ Resolution order for the home directory: ``--home`` > ``CMEM_HOME`` > ``$XDG_DAT
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 from typing import Any
@@ -106,11 +107,25 @@ class Config:
         """Create home and export directories (0700); a clear error if that is impossible."""
         for directory in (self.home, self.export_dir):
             try:
-                directory.mkdir(parents=True, exist_ok=True, mode=DIR_MODE)
+                if not directory.is_dir():
+                    # The folders above home are the user's (default mode); home and below are cmem's (0700).
+                    inside = directory == self.home or self.home in directory.parents
+                    top = self.home if inside else directory
+                    top.parent.mkdir(parents=True, exist_ok=True)
+                    _make_private_dirs(top, directory)
             except OSError as exc:
                 raise StorageError(f"cannot create {directory}: {exc.strerror}") from None
             if not os.access(directory, os.W_OK | os.X_OK):
                 raise StorageError(f"{directory} is not writable")
+
+
+def _make_private_dirs(top: Path, directory: Path) -> None:
+    """Create ``top`` and the folders from it down to ``directory``, each 0700."""
+    folder = top
+    for part in ("", *directory.relative_to(top).parts):
+        folder = folder / part if part else folder
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(folder, DIR_MODE)
 
 
 def load_config(cli_home: str | os.PathLike[str] | None = None) -> Config:

@@ -49,7 +49,7 @@ class FileTransaction:
         existed = path.exists()
         try:
             if path.parent not in self._dirs:
-                atomic.ensure_dir(path.parent)
+                atomic.ensure_dir(path.parent, self.root)
                 self._dirs.add(path.parent)
             atomic.atomic_write(path, text, fsync=self.fsync, make_dirs=False)
         except OSError as exc:
@@ -405,7 +405,10 @@ class Memory:
                         continue
                 except (OSError, UnicodeDecodeError):
                     pass
-                atomic.atomic_write(path, text, fsync=False)
+                try:
+                    atomic.atomic_write(path, text, fsync=False, root=self.export_root)
+                except OSError as exc:
+                    raise StorageError(f"cannot write {path}: {exc.strerror}") from None
                 written += 1
             for orphan in self.orphan_files(set(expected)):
                 orphan.unlink()

@@ -192,7 +192,11 @@ def status_cmd(as_json: JsonOpt = False) -> None:
         cached_vectors=stats.get("cached_vectors", 0),
         models={"embed": embed, "rerank": {"spec": config.rerank_model}},
         collections=[
-            {**c.to_json(), **stats.get("collections", {}).get(c.name, {"documents": 0, "chunks": 0})}
+            {
+                **c.to_json(),
+                **stats.get("collections", {}).get(c.name, {"documents": 0, "chunks": 0}),
+                "skipped_symlinks": _outside_symlinks(c),
+            }
             for c in collections
         ],
         last_run=stats.get("last_run"),
@@ -201,6 +205,15 @@ def status_cmd(as_json: JsonOpt = False) -> None:
         write(dumps(info) + "\n")
         return
     write(_status_text(info))
+
+
+def _outside_symlinks(collection: Any) -> list[str]:
+    """Files of a collection that are symlinks resolving outside its root: never indexed, shown here."""
+    from index.scan import scan
+
+    outside: list[str] = []
+    scan(collection.root, collection.mask, outside)
+    return sorted(outside)
 
 
 def _status_text(info: dict[str, Any]) -> str:
@@ -227,6 +240,10 @@ def _status_text(info: dict[str, Any]) -> str:
             f"collection  {escape_control(c['name'])}\t{c['documents']} docs\t{c['chunks']} chunks\t"
             f"{escape_control(c['path'])}\t{escape_control(c['mask'])}"
         )
+        for relpath in c["skipped_symlinks"]:
+            lines.append(
+                f"skipped     {escape_control(c['name'])}:{escape_control(relpath)} (symlink outside the collection)"
+            )
     last = info.get("last_run")
     if last:
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(last["started_at"] / 1000))
