@@ -93,7 +93,9 @@ _PRIVATE_TAG = re.compile(r"<(/?)private\b[^>]*>", re.IGNORECASE)
 
 
 def strip_private(text: str) -> str:
-    """Remove everything inside ``<private>`` tags, counting nesting; an unclosed tag drops the rest."""
+    """Remove everything inside ``<private>`` tags, counting nesting; an unclosed tag drops the rest, and a
+    closing tag without its opening drops everything before it (the text was clipped, or the opening tag
+    was lost: what precedes a dangling ``</private>`` was meant to be private)."""
     if not text or "<" not in text:
         return text
     out: list[str] = []
@@ -104,7 +106,9 @@ def strip_private(text: str) -> str:
         if depth == 0:
             out.append(text[pos : match.start()])
         if closing:
-            depth = max(0, depth - 1)  # a stray closing tag is dropped, the text around it kept
+            if depth == 0:
+                out.clear()  # a dangling closing tag: everything before it was private
+            depth = max(0, depth - 1)
         else:
             depth += 1
         pos = match.end()
@@ -141,6 +145,9 @@ _ASSIGN = r"""["']?\s*(?::=|=>|[:=])\s*"""
 
 _HINTS: dict[str, tuple[str, ...]] = {
     "private-key": ("private key",),
+    "private-key-fragment": ("private key",),
+    "azure-key": ("accountkey", "sharedaccesskey"),
+    "cli-password": ("--pass", "--token", "--secret", "--api-key", "sshpass", "mysql", "mariadb"),
     "anthropic-key": ("sk-ant-",),
     "openai-key": ("sk-",),
     "github-token": ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
@@ -180,6 +187,12 @@ DEFAULT_RULES: tuple[Rule, ...] = (
         r"(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|\Z)",
         re.DOTALL,
     ),
+    # A key whose BEGIN line was clipped away: its body lines up to the dangling END line.
+    _rule(
+        "private-key-fragment",
+        r"(?m)(?:^[^\S\n]*…?[A-Za-z0-9+/=]+[^\S\n]*\r?\n)*"
+        r"^[^\S\n]*…?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----",
+    ),
     _rule("anthropic-key", r"\bsk-ant-[A-Za-z0-9_-]{20,}"),
     _rule("openai-key", r"\bsk-(?:proj-|svcacct-|admin-)?(?=[A-Za-z0-9_-]*\d)[A-Za-z0-9_-]{20,}"),
     _rule("github-token", r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,}\b"),
@@ -209,7 +222,18 @@ DEFAULT_RULES: tuple[Rule, ...] = (
         + r"""["']?(?i:bearer|basic|token|digest)?\s*(?P<secret>[A-Za-z0-9._~+/=-]{8,})""",
     ),
     _rule("bearer-token", r"(?i:\bbearer)\s+(?P<secret>[A-Za-z0-9._~+/-]{16,}=*)"),
-    _rule("url-password", r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/@]+:(?P<secret>[^\s@/]+)@"),
+    _rule("url-password", r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/@]*:(?P<secret>[^\s@/]+)@"),
+    _rule("azure-key", r"(?i:\b(?:Shared)?AccountKey|\bSharedAccessKey)=(?P<secret>[A-Za-z0-9+/=]{16,})"),
+    _rule(
+        "cli-password",
+        r"(?<!\S)--(?i:password|passwd|pass|token|secret|api-key)(?:=|[^\S\n]+)(?P<secret>[^\s\-][^\s]*)",
+        keep=_not_a_secret,
+    ),
+    _rule(
+        "cli-password",
+        r"\b(?:sshpass|mysql|mysqldump|mysqladmin|mariadb)\b[^\n]*?(?<!\S)-p[^\S\n]*(?P<secret>[^\s\-]\S*)",
+        keep=_not_a_secret,
+    ),
     _rule(
         "secret",
         rf"(?i:\b{_KEY_NAME}\b|\b{_CAMEL_KEY}\b){_ASSIGN}(?P<q>[\"'])(?P<secret>[^\"'\n]{{4,}})(?P=q)",
