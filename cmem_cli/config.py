@@ -128,8 +128,33 @@ def _make_private_dirs(top: Path, directory: Path) -> None:
             os.mkdir(folder, DIR_MODE)
 
 
+def _config_path(raw: dict[str, Any], key: str) -> str | None:
+    value = raw.get(key)
+    if value is not None and (not isinstance(value, str) or not value or "\x00" in value):
+        raise InvalidInput(f"config file {config_file_path()}: '{key}' must be a path (a non-empty string)")
+    return value
+
+
+def env_int(name: str, default: int, low: int, high: int) -> int:
+    """An integer setting from the environment; a bad value is a one-line usage error, not a crash."""
+    from cmem_cli.errors import UsageError
+
+    text = os.environ.get(name)
+    if text is None or text.strip() == "":
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        raise UsageError(f"{name} must be an integer, got {text!r}") from None
+    if not low <= value <= high:
+        raise UsageError(f"{name} must be between {low} and {high}, got {value}")
+    return value
+
+
 def load_config(cli_home: str | os.PathLike[str] | None = None) -> Config:
     raw = load_config_file()
+    for key in ("home", "export_dir"):
+        _config_path(raw, key)
     home = resolve_home(cli_home or raw.get("home"))
     export_setting = raw.get("export_dir")
     export_dir = Path(export_setting).expanduser() if export_setting else home / "export"

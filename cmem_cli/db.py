@@ -15,7 +15,8 @@ from typing import Any
 
 import apsw
 
-from cmem_cli.errors import DatabaseBusy, DatabaseCorrupt, StorageError
+from cmem_cli.config import env_int
+from cmem_cli.errors import DatabaseBusy, DatabaseCorrupt, InvalidInput, StorageError
 
 BUSY_TIMEOUT_MS = 15_000  # overridable with CMEM_BUSY_TIMEOUT_MS
 
@@ -49,6 +50,12 @@ def translate_errors(
         if translated is exc:
             raise
         raise translated from None
+    except OverflowError:
+        # apsw cannot bind an integer past 64 bits: whatever number the user gave is out of range.
+        raise InvalidInput("a number is out of range (at most 2^63 - 1)") from None
+    except UnicodeEncodeError:
+        # text with lone surrogates: bytes that were not UTF-8 on the command line or in a file
+        raise InvalidInput("text is not valid UTF-8") from None
 
 
 @contextlib.contextmanager
@@ -77,7 +84,7 @@ class Database:
             if new_file and not readonly:
                 with contextlib.suppress(OSError):
                     os.chmod(path, 0o600)
-            self.conn.set_busy_timeout(int(os.environ.get("CMEM_BUSY_TIMEOUT_MS", BUSY_TIMEOUT_MS)))
+            self.conn.set_busy_timeout(env_int("CMEM_BUSY_TIMEOUT_MS", BUSY_TIMEOUT_MS, 0, 86_400_000))
             # A corrupt or foreign file fails here, with a clear message, not deep inside a command.
             self.conn.execute("PRAGMA foreign_keys=ON")
             if not readonly:

@@ -7,7 +7,7 @@ import os
 import sys
 from collections.abc import Callable
 
-from cmem_cli.errors import EXIT_ERROR, CmemError
+from cmem_cli.errors import EXIT_ERROR, EXIT_IO, CmemError
 
 
 def run_guarded(command: Callable[[], int]) -> int:
@@ -29,6 +29,13 @@ def run_guarded(command: Callable[[], int]) -> int:
         with contextlib.suppress(OSError):
             sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - silence the interpreter's flush at exit
         return 0
+    except OSError as exc:
+        # the file system refused (a name too long, a path through a file, no space): exit 7, as documented
+        if debug:
+            raise
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"cmem: {where}{exc.strerror or exc}", file=sys.stderr)
+        return EXIT_IO
     except Exception as exc:  # a bug: say so in one line unless debugging
         if debug:
             raise
