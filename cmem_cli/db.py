@@ -60,7 +60,20 @@ def translate_errors(
 
 @contextlib.contextmanager
 def immediate_transaction(conn: apsw.Connection) -> Iterator[None]:
-    """BEGIN IMMEDIATE ... COMMIT, rolled back on any exception (shared by the store and the index)."""
+    """BEGIN IMMEDIATE ... COMMIT, rolled back on any exception (shared by the store and the index).
+
+    Inside an open transaction it is a savepoint instead, so that a caller can make several writes (a
+    replayed hook event and the mark that it was replayed) commit together or not at all."""
+    if not conn.getautocommit():
+        conn.execute("SAVEPOINT nested")
+        try:
+            yield
+        except BaseException:
+            conn.execute("ROLLBACK TO nested")
+            conn.execute("RELEASE nested")
+            raise
+        conn.execute("RELEASE nested")
+        return
     conn.execute("BEGIN IMMEDIATE")
     try:
         yield
