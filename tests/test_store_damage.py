@@ -141,3 +141,13 @@ def test_doctor_reports_and_removes_crash_debris(cli, home, exported):
     assert not stale.exists() and not rebuild.exists()
     assert fresh.exists()
     assert _export_files(home) == exported
+
+
+def test_index_full_clears_a_stale_rebuild_file_first(cli, home, exported):
+    stale = home / "index.db.rebuild"
+    stale.write_bytes(b"not a database at all" * 100)
+    (home / "index.db.rebuild-wal").write_bytes(b"junk")
+    result = cli("index", "--full")
+    assert result.exit_code == 0, result.stderr
+    assert not stale.exists() and not (home / "index.db.rebuild-wal").exists()
+    assert cli("status", "--json").json()["documents"] == 2
