@@ -42,6 +42,7 @@ def _one_line_error(result, code: int) -> None:
         (("session", "list", "--project", "\udcff\udcfe"), None, 4),
         (("models", "path", "a" * 300), None, 7),
     ],
+    ids=lambda value: value[:24] if isinstance(value, str) else None,
 )
 def test_hostile_values_get_their_documented_exit_code(cli, argv, stdin, code):
     assert cli("add", "-t", "anchor").exit_code == 0
