@@ -115,6 +115,7 @@ class Database:
             "SELECT (SELECT user_version FROM pragma_user_version), (SELECT count(*) FROM sqlite_master)"
         ).fetchall()[0]
         if version == 0 and objects:
+            self.conn.close()
             raise DatabaseCorrupt(
                 f"{self.path} is a SQLite database but not cmem's (it holds tables cmem did not create);"
                 " see `cmem doctor`"
