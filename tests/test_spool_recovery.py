@@ -85,3 +85,21 @@ def test_kill_9_during_spool_replay_keeps_every_event_exactly_once(home, project
         subprocess.run(_hook_cmd(), input=_end_payload(project), capture_output=True, timeout=60, check=True)
     assert _stored_prompts(home) == sorted(texts)
     assert list((home / "spool").iterdir()) == []
+
+
+def test_an_event_arriving_while_the_store_is_lost_is_kept_until_it_is_back(sh, home, project):
+    assert sh("add", "-t", "exported", "-p", "shop").exit_code == 0
+    for suffix in ("", "-wal", "-shm"):
+        source = home / f"cmem.db{suffix}"
+        if source.exists():
+            source.rename(home / f"aside{suffix}")
+    prompt = json.dumps(payload("UserPromptSubmit", "s-lost", project, prompt="remember the lost store"))
+    assert sh("hook", "UserPromptSubmit", input=prompt).exit_code == 0
+    assert not (home / "cmem.db").exists()  # not replaced by a new empty store
+    assert len(spool.pending(home)) == 1
+    for suffix in ("", "-wal", "-shm"):
+        if (home / f"aside{suffix}").exists():
+            (home / f"aside{suffix}").rename(home / f"cmem.db{suffix}")
+    assert sh("hook", "SessionEnd", input=_end_payload(project)).exit_code == 0
+    assert _stored_prompts(home) == ["remember the lost store"]
+    assert spool.pending(home) == []

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
-from cmem_cli.errors import CmemError, DatabaseBusy, InvalidInput
+from cmem_cli.errors import CmemError, DatabaseBusy, DatabaseCorrupt, InvalidInput
 
 LOG_NAME = "hooks.log"
 LOG_MAX_BYTES = 1_000_000
@@ -96,6 +96,10 @@ def run(
         except DatabaseBusy as exc:
             _spool(config, payload)
             raise DatabaseBusy(f"{exc.message} (event spooled; the next hook replays it)") from None
+        except DatabaseCorrupt as exc:
+            # a lost or damaged store: keep the event until `cmem doctor` has been followed
+            _spool(config, payload)
+            raise DatabaseCorrupt(f"{exc.message} (event spooled until the store is usable)") from None
         if output is not None:
             stdout.write(json.dumps(output, ensure_ascii=False))
             stdout.write("\n")
