@@ -116,11 +116,14 @@ def run_checks(memory: Any, *, fix: bool = False) -> dict[str, Any]:
     orphans = [p.relative_to(memory.export_root).as_posix() for p in memory.orphan_files(set(expected))]
     debris = debris_files(memory.config.home, memory.export_root)
     debris_rel = [_display(p, memory.config.home) for p in debris]
+    loose = loose_modes([memory.config.home, memory.export_root])
+    loose_rel = [_display(p, memory.config.home) for p in loose]
     for name, items in (
         ("missing files", missing),
         ("changed files", changed),
         ("orphaned files", orphans),
         ("crash debris", debris_rel),
+        ("private modes", loose_rel),
     ):
         checks.append(
             {
@@ -134,6 +137,7 @@ def run_checks(memory: Any, *, fix: bool = False) -> dict[str, Any]:
         memory.rebuild_export()
     if fix:
         remove_debris(debris)
+        tighten_modes(loose)
     ok = all(c["status"] in ("ok", "fixed") for c in checks)
     return {"ok": ok, "checks": checks}
 
@@ -157,6 +161,39 @@ def _display(path: Path, home: Path) -> str:
         return path.relative_to(home).as_posix()
     except ValueError:
         return str(path)
+
+
+def loose_modes(roots: list[Path]) -> list[Path]:
+    """Folders under cmem's roots that are not 0700 and files that are not 0600 (older versions made
+    intermediate folders 0755); symlinks are neither followed nor reported."""
+    import os
+    import stat
+
+    found: set[Path] = set()
+    for root in roots:
+        if not root.is_dir() or root.is_symlink():
+            continue
+        if stat.S_IMODE(root.stat().st_mode) != 0o700:
+            found.add(root)
+        for folder, dirs, files in os.walk(root):
+            for name, wanted in [*((d, 0o700) for d in dirs), *((f, 0o600) for f in files)]:
+                path = Path(folder, name)
+                try:
+                    info = path.lstat()
+                except OSError:
+                    continue
+                if not stat.S_ISLNK(info.st_mode) and stat.S_IMODE(info.st_mode) != wanted:
+                    found.add(path)
+    return sorted(found)
+
+
+def tighten_modes(paths: list[Path]) -> None:
+    import contextlib
+    import os
+
+    for path in paths:
+        with contextlib.suppress(OSError):
+            os.chmod(path, 0o700 if path.is_dir() else 0o600, follow_symlinks=False)
 
 
 def debris_files(home: Path, export_root: Path) -> list[Path]:

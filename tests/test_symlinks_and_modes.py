@@ -68,3 +68,21 @@ def test_every_folder_and_file_under_home_is_private(cli, home, tmp_path):
     assert wrong == {}
     assert (home / ".collections.lock").exists()
     assert (home / "export" / "proj" / "s1").is_dir()
+
+
+def test_doctor_reports_and_fixes_loose_modes_left_by_older_versions(cli, home):
+    assert cli("add", "-t", "one", "-p", "proj", "--session", "s1").exit_code == 0
+    project = home / "export" / "proj"
+    project.chmod(0o755)
+    observation = next(project.rglob("*.md"))
+    observation.chmod(0o644)
+    report = cli("doctor", "--json")
+    assert report.exit_code == 1
+    modes = {c["name"]: c for c in report.json()["checks"]}["private modes"]
+    assert sorted(modes["paths"]) == sorted(
+        [project.relative_to(home).as_posix(), observation.relative_to(home).as_posix()]
+    )
+    assert cli("doctor", "--fix").exit_code == 0
+    assert stat.S_IMODE(project.stat().st_mode) == 0o700
+    assert stat.S_IMODE(observation.stat().st_mode) == 0o600
+    assert cli("doctor").exit_code == 0
