@@ -145,7 +145,6 @@ _ASSIGN = r"""["']?\s*(?::=|=>|[:=])\s*"""
 
 _HINTS: dict[str, tuple[str, ...]] = {
     "private-key": ("private key",),
-    "private-key-fragment": ("private key",),
     "azure-key": ("accountkey", "sharedaccesskey"),
     "cli-password": ("--pass", "--token", "--secret", "--api-key", "sshpass", "mysql", "mariadb"),
     "anthropic-key": ("sk-ant-",),
@@ -186,12 +185,6 @@ DEFAULT_RULES: tuple[Rule, ...] = (
         r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----.*?"
         r"(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|\Z)",
         re.DOTALL,
-    ),
-    # A key whose BEGIN line was clipped away: its body lines up to the dangling END line.
-    _rule(
-        "private-key-fragment",
-        r"(?m)(?:^[^\S\n]*…?[A-Za-z0-9+/=]+[^\S\n]*\r?\n)*"
-        r"^[^\S\n]*…?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----",
     ),
     _rule("anthropic-key", r"\bsk-ant-[A-Za-z0-9_-]{20,}"),
     _rule("openai-key", r"\bsk-(?:proj-|svcacct-|admin-)?(?=[A-Za-z0-9_-]*\d)[A-Za-z0-9_-]{20,}"),
@@ -256,7 +249,39 @@ def redact_secrets(text: str, rules: Iterable[Rule] | None = None) -> str:
         if rule.hints and not any(hint in lowered for hint in rule.hints):
             continue
         text = rule.apply(text)
-    return text
+    return redact_key_fragments(text)
+
+
+_DANGLING_KEY_END = re.compile(r"-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")
+_KEY_BODY_LINE = re.compile(r"[^\S\n]*…?[A-Za-z0-9+/=]+[^\S\n]*\r?")
+
+
+def redact_key_fragments(text: str) -> str:
+    """A private key whose BEGIN line was clipped off: its END line and the body lines just above it.
+
+    Runs after the rules, which replace every whole key, so any END line left is dangling. Walks back line
+    by line from each END line (linear: a regex doing this backtracks quadratically on long base64 text)."""
+    if "PRIVATE KEY" not in text:
+        return text
+    out: list[str] = []
+    pos = 0
+    for match in _DANGLING_KEY_END.finditer(text):
+        start = match.start()
+        newline = text.rfind("\n", pos, start)
+        line_start = newline + 1 if newline != -1 else pos
+        if not text[line_start:start].strip(" \t…"):
+            start = line_start
+            while start > pos:
+                previous = text.rfind("\n", pos, start - 1)
+                previous_start = previous + 1 if previous != -1 else pos
+                if not _KEY_BODY_LINE.fullmatch(text, previous_start, start - 1):
+                    break
+                start = previous_start
+        out.append(text[pos:start])
+        out.append(REDACTED.format(kind="private-key-fragment"))
+        pos = match.end()
+    out.append(text[pos:])
+    return "".join(out)
 
 
 def scrub(text: str, rules: Iterable[Rule] | None = None, *, config: Any = None) -> str:
@@ -369,6 +394,7 @@ __all__ = [
     "Rule",
     "excluded_projects",
     "is_excluded_project",
+    "redact_key_fragments",
     "redact_secrets",
     "rules_for",
     "rules_from_config",

@@ -99,3 +99,18 @@ def test_new_secret_kinds_are_redacted_through_add_and_the_export(cli, home, tex
 )
 def test_look_alikes_are_not_redacted(text):
     assert scrub(text) == text
+
+
+def test_a_secret_in_the_tail_of_a_huge_output_is_redacted_and_a_key_cut_in_the_middle_too(sh, home, project):
+    key, body = _fake_key(11)
+    token = "ghp_" + "Z9" * 20
+    middle = "filler line without secrets\n" * 20_000  # far larger than what is scrubbed whole
+    output = (
+        "<private>hidden head " + middle + "</private>\n" + key[:200] + middle + key[200:] + f"\nGH={token}"
+    )
+    _failed_bash(sh, project, "s-huge", "huge && false", output)
+    stored = all_stored_bytes(home)
+    assert b"Command failed" in stored
+    assert token.encode() not in stored
+    for line in body:
+        assert line.encode() not in stored

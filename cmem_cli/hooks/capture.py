@@ -13,7 +13,7 @@ from cmem_cli.hooks.rules import HookRules
 from cmem_cli.hooks.state import CaptureState, fingerprint, prompt_prefix
 from cmem_cli.hooks.tools import ToolCall, build_observation, clip
 from cmem_cli.memory import Memory
-from cmem_cli.privacy import is_excluded_project, scrub, scrub_record
+from cmem_cli.privacy import is_excluded_project, scrub, scrub_record, strip_private
 
 MAX_PROMPT_CHARS = 20_000
 MAX_SUMMARY_CHARS = 4_000
@@ -135,9 +135,9 @@ class Capture:
     def scrubbed_call(self, call: ToolCall) -> ToolCall:
         """The call with private spans and secrets removed *before* its output is clipped: clipping first
         could cut a ``<private>`` opening tag or a key's BEGIN line off and keep what they guarded."""
-        clean = scrub_record(
-            {"input": call.input, "response": call.response, "error": call.error}, config=self.mem.config
-        )
+        half = 2 * max(self.rules.max_output_chars, 2_000) + 8_000
+        raw = {"input": call.input, "response": call.response, "error": call.error}
+        clean = scrub_record(_bounded(raw, half), config=self.mem.config)
         return ToolCall(
             name=call.name,
             input=clean["input"],
@@ -186,3 +186,24 @@ class Capture:
         row = self.mem.add_summary(where.session, fields, project=where.project, agent=where.agent)
         self.state.mark(where.session, key)
         return row
+
+
+def _bounded(value: Any, half: int) -> Any:
+    """``value`` with every string longer than ``2 * half`` cut to its first and last ``half`` characters,
+    so that scrubbing a tool's output costs the same for a 5 MB file as for a 50 KB one.
+
+    Private spans are stripped from the whole string first (cheap, and a span opened in the dropped middle
+    must still hide the tail); what the rules then see reaches well past anything the builder keeps (at
+    most ``max_output_chars`` or 2,000 characters from either end), so no secret is cut where it is kept,
+    and a key whose BEGIN line was dropped is caught as a fragment."""
+    if isinstance(value, str):
+        if len(value) > 2 * half:
+            value = strip_private(value)
+        if len(value) > 2 * half:
+            value = value[:half] + "\n…\n" + value[-half:]
+        return value
+    if isinstance(value, list):
+        return [_bounded(item, half) for item in value]
+    if isinstance(value, dict):
+        return {key: _bounded(item, half) for key, item in value.items()}
+    return value
