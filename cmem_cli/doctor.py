@@ -33,7 +33,9 @@ def diagnose(config: Any, *, fix: bool = False) -> dict[str, Any]:
     except CmemError as exc:
         if exc.exit_code != 6:  # busy, unreadable home: nothing doctor can say better than the error
             raise
-        return _failed("store", f"{_without_pointer(exc.message)}; {DAMAGED_ADVICE}")
+        message = _without_pointer(exc.message)
+        advice = "" if message.endswith("upgrade cmem") else f"; {DAMAGED_ADVICE}"
+        return _failed("store", message + advice)
     try:
         return run_checks(memory, fix=fix)
     finally:

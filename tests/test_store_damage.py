@@ -151,3 +151,14 @@ def test_index_full_clears_a_stale_rebuild_file_first(cli, home, exported):
     assert result.exit_code == 0, result.stderr
     assert not stale.exists() and not (home / "index.db.rebuild-wal").exists()
     assert cli("status", "--json").json()["documents"] == 2
+
+
+def test_doctor_on_a_store_from_a_newer_cmem_says_upgrade_not_restore(cli, home, exported):
+    conn = apsw.Connection(str(home / "cmem.db"))
+    conn.execute("PRAGMA user_version=99")
+    conn.close()
+    assert cli("add", "-t", "x").exit_code == 6
+    report = cli("doctor", "--json")
+    assert report.exit_code == 1
+    detail = report.json()["checks"][0]["detail"]
+    assert detail.endswith("upgrade cmem") and "backup" not in detail
