@@ -4,10 +4,21 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import sys
 from collections.abc import Callable
 
 from cmem_cli.errors import EXIT_ERROR, EXIT_IO, CmemError
+
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+
+
+def say(message: str) -> None:
+    """``cmem: message`` on stderr as one printable line: a message may echo user input holding control
+    characters or bytes that were not UTF-8 (surrogates, which stderr cannot even encode)."""
+    text = message.encode("utf-8", "backslashreplace").decode("utf-8")
+    text = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    print(f"cmem: {text}", file=sys.stderr)
 
 
 def run_guarded(command: Callable[[], int]) -> int:
@@ -19,7 +30,7 @@ def run_guarded(command: Callable[[], int]) -> int:
     except CmemError as exc:
         if debug:
             raise
-        print(f"cmem: {exc.message}", file=sys.stderr)
+        say(exc.message)
         return exc.exit_code
     except KeyboardInterrupt:
         print("cmem: interrupted", file=sys.stderr)
@@ -34,19 +45,16 @@ def run_guarded(command: Callable[[], int]) -> int:
         if debug:
             raise
         where = f"{exc.filename}: " if exc.filename else ""
-        print(f"cmem: {where}{exc.strerror or exc}", file=sys.stderr)
+        say(f"{where}{exc.strerror or exc}")
         return EXIT_IO
     except Exception as exc:  # a bug: say so in one line unless debugging
         if debug:
             raise
         translated = _database_error(exc)
         if translated is not None:
-            print(f"cmem: {translated.message}", file=sys.stderr)
+            say(translated.message)
             return translated.exit_code
-        print(
-            f"cmem: internal error: {type(exc).__name__}: {exc} (set CMEM_DEBUG=1 for details)",
-            file=sys.stderr,
-        )
+        say(f"internal error: {type(exc).__name__}: {exc} (set CMEM_DEBUG=1 for details)")
         return EXIT_ERROR
 
 

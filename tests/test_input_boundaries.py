@@ -76,3 +76,12 @@ def test_a_hook_payload_nested_too_deep_is_logged_not_crashed(sh, home):
     assert result.exit_code == 0
     log = (home / "logs" / "hooks.log").read_text()
     assert "nested deeper" in log and "bug" not in log
+
+
+@pytest.mark.parametrize("argv", [("models", "path"), ("collection", "remove"), ("get",)])
+def test_an_error_echoing_hostile_input_is_one_printable_line(cli, sh, argv):
+    hostile = "\udcff\x1b[31mred\nsecond"
+    for result in (sh(*argv, hostile), cli(*argv, hostile)):
+        assert result.exit_code == {"models": 8, "collection": 3, "get": 4}[argv[0]]
+        assert "\x1b" not in result.stderr and result.stderr.count("\n") == 1
+        assert "internal error" not in result.stderr
