@@ -86,3 +86,19 @@ def test_doctor_reports_and_fixes_loose_modes_left_by_older_versions(cli, home):
     assert stat.S_IMODE(project.stat().st_mode) == 0o700
     assert stat.S_IMODE(observation.stat().st_mode) == 0o600
     assert cli("doctor").exit_code == 0
+
+
+def test_a_symlink_retargeted_outside_drops_its_document_from_the_index(cli, home, tmp_path):
+    notes = tmp_path / "notes"
+    write(notes, "inside.md", "# Inside\n\nharmless words\n")
+    (notes / "link.md").symlink_to(notes / "inside.md")
+    outside = tmp_path / "outside.md"
+    outside.write_text("# Outside\n\nQQLEAKEDQQ\n")
+    assert cli("collection", "add", str(notes)).exit_code == 0
+    assert cli("index").exit_code == 0
+    assert cli("status", "--json").json()["documents"] == 2
+    (notes / "link.md").unlink()
+    (notes / "link.md").symlink_to(outside)
+    assert cli("index").exit_code == 0
+    assert cli("status", "--json").json()["documents"] == 1
+    assert b"QQLEAKEDQQ" not in (home / "index.db").read_bytes()
