@@ -53,7 +53,14 @@ def _modes(home):
 
 
 def test_every_folder_and_file_under_home_is_private(cli, home, tmp_path):
-    os.umask(0o022)
+    previous = os.umask(0o022)  # the usual umask, under which mkdir(parents=True) made 0755 folders
+    try:
+        _check_private_modes(cli, home, tmp_path)
+    finally:
+        os.umask(previous)
+
+
+def _check_private_modes(cli, home, tmp_path):
     notes = tmp_path / "notes"
     write(notes, "a.md", "# A\n\nalpha\n")
     assert cli("add", "-t", "one", "-p", "proj", "--session", "s1").exit_code == 0
