@@ -256,7 +256,7 @@ EXIT_CODES = [
     ("3", "not found (id, session, file)"),
     ("4", "invalid input (JSON, type, title, size, UTF-8)"),
     ("5", "database locked longer than the busy timeout"),
-    ("6", "database corrupt or not a cmem database"),
+    ("6", "database corrupt, not a cmem database, or lost while the export holds memories"),
     ("7", "home directory or file not readable or writable"),
     ("8", "model missing, unusable or not downloadable"),
 ]

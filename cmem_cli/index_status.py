@@ -60,10 +60,23 @@ def index_status(config: Config) -> dict[str, Any]:
         cached_vectors=stats.get("cached_vectors", 0),
         models={"embed": embed, "rerank": {"spec": config.rerank_model}},
         collections=[
-            {**c.to_json(), **stats.get("collections", {}).get(c.name, {"documents": 0, "chunks": 0})}
+            {
+                **c.to_json(),
+                **stats.get("collections", {}).get(c.name, {"documents": 0, "chunks": 0}),
+                "skipped_symlinks": outside_symlinks(c),
+            }
             for c in collections
         ],
         last_run=stats.get("last_run"),
         changed_files=changes,  # files added, modified, deleted since the last index run
     )
     return info
+
+
+def outside_symlinks(collection: Any) -> list[str]:
+    """Files of a collection that are symlinks resolving outside its root: never indexed, listed here."""
+    from index.scan import scan
+
+    outside: list[str] = []
+    scan(collection.root, collection.mask, outside)
+    return sorted(outside)

@@ -57,7 +57,7 @@ class FileTransaction:
         try:
             self.journal.before_write(relpath, path)
             if path.parent not in self._dirs:
-                atomic.ensure_dir(path.parent)
+                atomic.ensure_dir(path.parent, self.root)
                 self._dirs.add(path.parent)
             atomic.atomic_write(path, text, fsync=self.fsync, make_dirs=False)
         except OSError as exc:
@@ -100,7 +100,7 @@ class Memory:
     @classmethod
     def open(cls, config: Config) -> Memory:
         config.ensure_home()
-        return cls(config, Store.open(config.db_path))
+        return cls(config, Store.open(config.db_path, config.export_dir))
 
     def close(self) -> None:
         self.store.close()

@@ -90,6 +90,8 @@ def search(
     from cmem_cli.retrieval import search as run_search
 
     output = resolve_format(fmt, as_json)
+    check_count("--limit", limit)
+    check_count("--offset", offset)
     filters = build_filters(project, obs_type, concept, file, agent, session, since, until)
     with open_reader() as reader:
         if filters.session:
@@ -152,6 +154,17 @@ TIMELINE_COLUMNS = [
 ]
 
 
+MAX_COUNT = 1_000_000  # rows any listing may ask for: far above use, far below SQLite's 64-bit limit
+
+
+def check_count(option: str, value: int) -> None:
+    """A row count or offset from the command line: 0..MAX_COUNT, else a usage error (exit 2)."""
+    from cmem_cli.errors import UsageError
+
+    if not 0 <= value <= MAX_COUNT:
+        raise UsageError(f"{option} must be between 0 and {MAX_COUNT}, got {value}")
+
+
 def timeline(
     ref: str | None = None,
     query: str | None = None,
@@ -168,6 +181,8 @@ def timeline(
 
     if (ref is None) == (query is None):
         raise InvalidInput("give an anchor ID or --query, not both")
+    check_count("--before", before)
+    check_count("--after", after)
     output = resolve_format(fmt, as_json)
     with open_reader() as reader:
         if query is not None:

@@ -51,6 +51,13 @@ def _decode(row: dict[str, Any] | None) -> dict[str, Any] | None:
     return row
 
 
+def _missing_or_empty(path: Path) -> bool:
+    try:
+        return path.stat().st_size == 0
+    except OSError:
+        return True
+
+
 class Filters(FilterFields):
     """Filters shared by search, listing and the hybrid path, as SQL over the store's tables."""
 
@@ -87,7 +94,13 @@ class Store:
         self.db = db
 
     @classmethod
-    def open(cls, path: Path) -> Store:
+    def open(cls, path: Path, export_dir: Path | None = None) -> Store:
+        """Open (creating on first use) the store; with ``export_dir``, refuse to create a new empty store
+        where one was lost while its export survives (see :mod:`cmem_cli.store_presence`)."""
+        if export_dir is not None and _missing_or_empty(path):
+            from cmem_cli.store_presence import check_store_presence
+
+            check_store_presence(path, export_dir)
         db = Database(path)
         db.migrate(MIGRATIONS)
         return cls(db)

@@ -39,7 +39,7 @@ from index.document import (
     parse_markdown,
     short_docid,
 )
-from index.scan import FileStat, scan
+from index.scan import FileStat, resolves_inside, scan
 from index.store import IndexStore, NewChunk, StoredDocument
 
 if TYPE_CHECKING:
@@ -168,7 +168,12 @@ class Indexer:
 
     # -- change detection --------------------------------------------------------------------------
     def _update_collection(self, collection: Collection, report: IndexReport) -> None:
-        on_disk = scan(collection.root, collection.mask)
+        outside: list[str] = []
+        on_disk = scan(collection.root, collection.mask, outside)
+        report.errors.extend(
+            f"{collection.name}:{relpath}: a symlink resolving outside the collection, skipped"
+            for relpath in outside
+        )
         indexed = self.store.documents_in(collection.name)
         report.scanned += len(on_disk)
         changed = [
@@ -206,8 +211,12 @@ class Indexer:
         report: IndexReport,
     ) -> _Prepared | None:
         path = Path(collection.root) / relpath
+        if not resolves_inside(str(path), os.path.realpath(collection.root)):
+            # swapped for a symlink pointing outside since the scan: never read it
+            report.errors.append(f"{collection.name}:{relpath}: resolves outside the collection, skipped")
+            return None
         try:
-            with open(path, "rb") as fh:
+            with open(os.path.realpath(path), "rb") as fh:
                 actual = os.fstat(fh.fileno())
                 if actual.st_size > MAX_FILE_BYTES:
                     report.errors.append(

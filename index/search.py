@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from cmem_cli.config import Config
-from cmem_cli.errors import CmemError, ModelError
+from cmem_cli.errors import CmemError, ModelError, UsageError
 from index import retrieve
 from index.fusion import DEFAULT_PARAMS, KEYWORD, VECTOR, FusedHit, FusionParams, Signal, SignalScore, fuse
 from index.retrieve import DocFilters, DocHit
@@ -130,7 +130,7 @@ def hybrid(
     - ``min_score``: drop hits whose calibrated score is lower.
     """
     if mode not in MODES:
-        raise CmemError(f"unknown search mode {mode!r} (expected one of: {', '.join(MODES)})")
+        raise UsageError(f"unknown search mode {mode!r} (expected one of: {', '.join(MODES)})")
     doc_filters = DocFilters.coerce(filters, collections)
     notes: list[str] = []
     lists: dict[str, list[tuple[str, float]]] = {

@@ -238,6 +238,7 @@ def test_adopt_tree_takes_a_home_folder_and_only_the_paths_given(cli, home):
 
 
 def test_two_new_files_with_one_uid_adopt_the_first_and_report_the_second(cli, home):
+    assert cli("stats").exit_code == 0  # the store exists: the files arrive in it, not in place of it
     folder = home / "export" / "web"
     folder.mkdir(parents=True)
     head = (
@@ -254,6 +255,7 @@ def test_two_new_files_with_one_uid_adopt_the_first_and_report_the_second(cli, h
 
 
 def test_a_file_linking_to_an_unknown_uid_is_reported_and_changes_nothing(cli, home):
+    assert cli("stats").exit_code == 0
     folder = home / "export" / "web"
     folder.mkdir(parents=True)
     text = (

@@ -200,6 +200,11 @@ def _status_text(info: dict[str, Any]) -> str:
         lines += [f"collection  {'  '.join(row)}" for row in cells]
     else:
         lines += [f"collection  {chr(9).join(row)}" for row in cells]
+    for c in info["collections"]:
+        for relpath in c["skipped_symlinks"]:
+            lines.append(
+                f"skipped     {escape_control(c['name'])}:{escape_control(relpath)} (symlink outside the collection)"
+            )
     last = info.get("last_run")
     if last:
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(last["started_at"] / 1000))

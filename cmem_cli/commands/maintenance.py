@@ -51,10 +51,10 @@ def doctor(
     as_json: JsonOpt = False,
 ) -> None:
     """Check database integrity and the export tree (missing, changed, orphaned files). Exit 1 on problems."""
-    from cmem_cli.doctor import run_checks
+    from cmem_cli.context import current_config
+    from cmem_cli.doctor import diagnose
 
-    with open_memory() as memory:
-        report = run_checks(memory, fix=fix)
+    report = diagnose(current_config(), fix=fix)
     if as_json:
         write(json.dumps(report, ensure_ascii=False, indent=2) + "\n")
     else:

@@ -114,6 +114,11 @@ def session_list(
 ) -> None:
     """Recent sessions, most recently active first."""
     output = resolve_format(fmt, as_json)
+    from cmem_cli.read_commands import check_count
+
+    check_count("--limit", limit)
+    check_cli_text("--project", project)
+    check_cli_text("--status", status)
     with open_memory() as memory:
         rows = [
             _session_json(r) for r in memory.store.list_sessions(project=project, status=status, limit=limit)
