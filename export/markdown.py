@@ -16,8 +16,10 @@ from typing import Any
 from cmem_cli.timeutil import parse_time, to_iso
 
 LINKS_MARKER = "<!-- cmem:links -->"
+# No local integer id: ids differ between machines, and a file that named one would change on every
+# machine that adopted it (git sync would never settle). Identity is the uid.
 OBSERVATION_KEYS = (
-    "id", "uid", "type", "title", "subtitle", "project", "session", "agent", "key", "concepts", "facts",
+    "uid", "type", "title", "subtitle", "project", "session", "agent", "key", "concepts", "facts",
     "files_read", "files_modified", "tools_used", "prompt_number", "confidence", "created_at", "updated_at",
 )  # fmt: skip
 SUMMARY_FIELDS = ("request", "investigated", "learned", "completed", "next_steps", "notes")
@@ -78,9 +80,7 @@ def render_observation(record: dict[str, Any], links: list[dict[str, Any]] | Non
         if value is not None and value != []:  # absent means empty: files stay short and greppable
             fields.append((key, value))
     if links:
-        fields.append(
-            ("links", [{"type": link["type"], "id": link["id"], "uid": link["uid"]} for link in links])
-        )
+        fields.append(("links", [{"type": link["type"], "uid": link["uid"]} for link in links]))
     parts = [front_matter(fields), f"# {_one_line(record['title'])}\n"]
     if record.get("subtitle"):
         parts.append(f"\n*{_one_line(record['subtitle'])}*\n")
@@ -94,17 +94,14 @@ def render_observation(record: dict[str, Any], links: list[dict[str, Any]] | Non
     if record.get("narrative"):
         parts.append("\n## Narrative\n\n" + record["narrative"].rstrip("\n") + "\n")
     if links:
-        lines = [
-            f"- {link['type']}: [{_one_line(link['title'])}]({link['href']}) (#{link['id']})\n"
-            for link in links
-        ]
+        lines = [f"- {link['type']}: [{_one_line(link['title'])}]({link['href']})\n" for link in links]
         parts.append(f"\n{LINKS_MARKER}\n## Related\n\n" + "".join(lines))
     return "".join(parts)
 
 
 def render_summary(record: dict[str, Any]) -> str:
     fields: list[tuple[str, Any]] = [("cmem", "summary")]
-    for key in ("id", "uid", "session", "project", "agent"):
+    for key in ("uid", "session", "project", "agent"):
         fields.append((key, record.get(key)))
     fields.append(("created_at", to_iso(record.get("created_at"))))
     title = _one_line(record.get("request") or record.get("completed") or "Session summary")[:120]
@@ -181,7 +178,7 @@ def parse_observation(text: str) -> dict[str, Any]:
         record[key] = value
     record["narrative"] = _narrative(body)
     record["links"] = [
-        {"type": link.get("type"), "id": link.get("id"), "uid": link.get("uid")}
+        {"type": link.get("type"), "uid": link.get("uid")}
         for link in meta.get("links") or []
         if isinstance(link, dict)
     ]

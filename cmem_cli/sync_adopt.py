@@ -1,0 +1,209 @@
+"""Adopting exported files that git brought in (or a person changed) into the store, all or nothing.
+
+`cmem sync` knows exactly which files changed (git tells it), so this module works on a list of paths:
+each file is read and validated first (size, encoding, front matter, the same rules as `cmem add`,
+redaction included); invalid ones are reported by path and change nothing; the valid ones are then
+written to the store inside the caller's transaction and re-exported, so the store and the tree agree.
+
+This is the smallest piece sync needs; the general "adopt hand edits" parser (issue 12 part 1) lives
+in its own module and handles files without cmem front matter.
+"""
+
+from __future__ import annotations
+
+from pathlib import PurePosixPath
+from typing import Any, NamedTuple
+
+from cmem_cli.errors import CmemError, InvalidInput
+from cmem_cli.memory import FileTransaction, Memory
+from cmem_cli.records import parse_link
+from cmem_cli.timeutil import now_ms
+from export import layout, markdown
+
+# The largest file taken as an observation: generous for a 200,000-character narrative in UTF-8.
+MAX_FILE_BYTES = 1_000_000
+
+
+class Rejected(NamedTuple):
+    path: str
+    reason: str
+
+
+class Incoming:
+    """One observation or summary to write: its validated record, links by uid, and times to keep."""
+
+    def __init__(
+        self,
+        kind: str,
+        record: dict[str, Any],
+        *,
+        relpath: str | None = None,
+        links: list[dict[str, Any]] | None = None,
+        updated_at: int | None = None,
+    ):
+        self.kind = kind
+        self.record = record
+        self.relpath = relpath
+        self.links = links or []
+        self.updated_at = updated_at
+
+    @property
+    def uid(self) -> str | None:
+        return self.record.get("uid")
+
+
+def read_text(data: bytes) -> str:
+    """File bytes as text, or InvalidInput saying why they are not a markdown file cmem can take."""
+    if len(data) > MAX_FILE_BYTES:
+        raise InvalidInput(f"file too large ({len(data):,} bytes, limit {MAX_FILE_BYTES:,})")
+    if b"\0" in data:
+        raise InvalidInput("binary file (contains NUL bytes)")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InvalidInput("not UTF-8 text") from None
+
+
+def parse_file(memory: Memory, relpath: str, data: bytes, *, keep_times: bool = True) -> Incoming:
+    """Validate one exported file; InvalidInput names the first problem. Nothing is written."""
+    parts = PurePosixPath(relpath).parts
+    if len(parts) < 2:
+        raise InvalidInput("outside any project folder")
+    text = read_text(data)
+    meta, _ = markdown.split_front_matter(text)
+    kind = meta.get("cmem")
+    try:
+        if kind == "observation":
+            return _observation(memory, relpath, markdown.parse_observation(text), keep_times)
+        if kind == "summary":
+            return _summary(memory, relpath, markdown.parse_summary(text))
+    except CmemError:
+        raise
+    except (TypeError, ValueError, AttributeError) as exc:
+        raise InvalidInput(f"front matter does not parse: {exc}") from None
+    raise InvalidInput("no cmem front matter (missing, broken, or not an observation or summary)")
+
+
+def _observation(memory: Memory, relpath: str, parsed: dict[str, Any], keep_times: bool) -> Incoming:
+    updated = parsed.pop("updated_at", None)
+    links = [parse_link(link) for link in parsed.pop("links", []) if link.get("uid")]
+    parsed.pop("id", None)
+    parsed.setdefault("project", None)
+    if not parsed["project"]:
+        parsed["project"] = PurePosixPath(relpath).parts[0]
+    record = memory.prepare({k: v for k, v in parsed.items() if v is not None})
+    return Incoming(
+        "observation", record, relpath=relpath, links=links, updated_at=updated if keep_times else None
+    )
+
+
+def _summary(memory: Memory, relpath: str, parsed: dict[str, Any]) -> Incoming:
+    if not parsed.get("session") or not parsed.get("uid"):
+        raise InvalidInput("a summary needs a session and a uid")
+    record = {k: parsed.get(k) for k in ("uid", "session", "project", "agent", "created_at")}
+    record["project"] = str(record["project"] or PurePosixPath(relpath).parts[0])
+    record["agent"] = str(record["agent"] or "cli")
+    record["session"] = str(record["session"])
+    record["uid"] = str(record["uid"])
+    for field in markdown.SUMMARY_FIELDS:
+        value = parsed.get(field)
+        if value is not None and len(value) > 50_000:
+            raise InvalidInput(f"summary field '{field}' is too long")
+        record[field] = memory._scrub_text(value) or None
+    return Incoming("summary", record, relpath=relpath)
+
+
+def apply(
+    memory: Memory, files: FileTransaction, incoming: list[Incoming], deleted: list[str]
+) -> dict[str, Any]:
+    """Write ``incoming`` and forget what was at the ``deleted`` paths, inside the caller's transaction.
+
+    A deleted path whose uid arrives again under another name (a renamed file) is a move, not a forget.
+    """
+    store = memory.store
+    notes: list[str] = []
+    arriving = {item.uid for item in incoming if item.uid}
+    rows: list[tuple[Incoming, dict[str, Any]]] = []
+    for item in incoming:
+        if item.kind == "removal":  # a duplicate file whose text lives on elsewhere
+            if item.relpath:
+                files.delete_after_commit(item.relpath)
+        elif item.kind == "summary":
+            _write_summary(memory, files, item)
+        else:
+            rows.append((item, _upsert_observation(memory, item, notes)))
+    for item, row in rows:  # links last: their targets may have arrived in the same batch
+        for link in store.links_from(row["id"]):
+            store.remove_link(row["id"], link["id"], link["type"])
+        for link in item.links:
+            target = store.observation_by_uid(link["uid"])
+            if target is not None and target["id"] != row["id"]:
+                store.add_link(row["id"], target["id"], link["type"])
+    referrers: set[int] = set()
+    forgotten = 0
+    for _relpath, (kind, uid) in store.uids_at_paths(deleted).items():
+        if uid in arriving:
+            continue
+        if kind == "summary":
+            summary = store.summary_by_uid(uid)
+            if summary is not None:
+                store.delete_summary(summary["id"])
+        else:
+            row = store.observation_by_uid(uid)
+            if row is None:
+                continue
+            referrers.update(link["id"] for link in store.links_to(row["id"]))
+            referrers.discard(row["id"])
+            store.delete_observation(row["id"])
+        forgotten += 1
+    exported = {row["id"] for _, row in rows}
+    for item, row in rows:
+        fresh = store.get_observation(row["id"])
+        fresh = memory._export_observation(fresh, files)
+        if item.relpath and item.relpath != fresh["path"]:
+            files.delete_after_commit(item.relpath)
+    for obs_id in sorted(referrers - exported):
+        row = store.find_observation(obs_id)
+        if row is not None:
+            memory._export_observation(row, files)
+    return {"adopted": len(rows), "forgotten": forgotten, "notes": notes}
+
+
+def _upsert_observation(memory: Memory, item: Incoming, notes: list[str]) -> dict[str, Any]:
+    store = memory.store
+    record = dict(item.record)
+    record.pop("links", None)
+    existing = store.observation_by_uid(record["uid"]) if record.get("uid") else None
+    if record.get("key"):
+        clash = store.observation_by_key(record["project"], record["key"])
+        if clash is not None and (existing is None or clash["id"] != existing["id"]):
+            notes.append(f"{item.relpath}: key {record['key']!r} is taken here by {clash['uid']}; dropped")
+            record["key"] = None
+    if record.get("session"):
+        store.ensure_session(
+            record["session"], agent=record["agent"], project=record["project"], at=record.get("created_at")
+        )
+    if existing is not None:
+        return store.update_observation(existing["id"], record, updated_at=item.updated_at)
+    record["created_at"] = record.get("created_at") or now_ms()
+    return store.insert_observation(record, updated_at=item.updated_at)
+
+
+def _write_summary(memory: Memory, files: FileTransaction, item: Incoming) -> None:
+    store = memory.store
+    record = item.record
+    existing = store.summary_by_uid(record["uid"])
+    store.ensure_session(record["session"], agent=record["agent"], project=record["project"])
+    if existing is not None:
+        store.update_summary(existing["id"], record)
+        summary_id = existing["id"]
+    else:
+        summary_id = store.insert_summary(record)["id"]
+    row = store.get_summary(summary_id)
+    relpath = layout.summary_relpath(row)
+    files.write(relpath, markdown.render_summary(row))
+    if row.get("path") and row["path"] != relpath:
+        files.delete_after_commit(row["path"])
+    store.set_summary_path(summary_id, relpath)
+    if item.relpath and item.relpath != relpath:
+        files.delete_after_commit(item.relpath)
