@@ -12,7 +12,12 @@ FILE_MODE = 0o600
 
 
 def ensure_dir(path: Path) -> None:
-    path.mkdir(parents=True, exist_ok=True, mode=DIR_MODE)
+    """Create ``path`` and its missing parents, every one 0700 (``mkdir(parents=True)`` would give the
+    parents the default mode, e.g. 0755 for a new project folder)."""
+    if path.is_dir():
+        return
+    ensure_dir(path.parent)
+    path.mkdir(exist_ok=True, mode=DIR_MODE)
 
 
 def atomic_write(

@@ -125,6 +125,8 @@ def test_files_and_directories_are_private(home):
     path = home / "export" / row["path"]
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert stat.S_IMODE(home.stat().st_mode) == 0o700
+    for folder in (path.parent, path.parent.parent):  # the project folder too, not only the leaf
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o700, folder
     assert stat.S_IMODE((home / "cmem.db").stat().st_mode) == 0o600
 
 

@@ -1,0 +1,234 @@
+"""`cmem sync` through git: two homes and a bare repository in a temporary folder."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.sync_helpers import Machine, all_text, bare_repo, remote_head, remote_history
+
+
+@pytest.fixture
+def team(home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    """Machines ``a`` and ``b`` (each with one note) connected to one bare repository."""
+    url = bare_repo(tmp_path / "team.git")
+    a, b = Machine(tmp_path / "a", capsys), Machine(tmp_path / "b", capsys)
+    first = a.add("Login uses JWT", "--narrative", "tokens expire after an hour")
+    a.sync(url)
+    second = b.add("Cache lives in redis")
+    b.sync(url)
+    a.sync()
+    return a, b, url, first, second
+
+
+def test_init_pushes_to_an_empty_remote_and_brings_in_a_remote_with_history(team):
+    a, b, url, first, second = team
+    assert set(a.by_uid()) == set(b.by_uid()) == {first["uid"], second["uid"]}
+    assert b.by_uid()[first["uid"]]["narrative"] == "tokens expire after an hour"
+    assert ".gitignore" in remote_history(url)
+
+
+def test_a_second_sync_changes_nothing(team):
+    a, b, url, *_ = team
+    head = remote_head(url)
+    for machine in (a, b, a):
+        report = machine.sync()
+        assert (report["committed"], report["adopted"], report["forgotten"]) == (0, 0, 0)
+    assert remote_head(url) == head
+    assert subprocess.run(["git", "status", "--porcelain"], cwd=a.export, capture_output=True).stdout == b""
+
+
+def test_cmem_edit_travels_and_keeps_uid_and_time(team):
+    a, b, url, first, _ = team
+    a.ok("edit", str(first["id"]), "--title", "Login uses JWT with 1h expiry")
+    a.sync()
+    b.sync()
+    mine, theirs = a.by_uid()[first["uid"]], b.by_uid()[first["uid"]]
+    assert theirs["title"] == "Login uses JWT with 1h expiry"
+    assert theirs["updated_at"] == mine["updated_at"]
+    assert a.file_of(first["uid"]).read_text() == b.file_of(first["uid"]).read_text()
+
+
+def test_hand_edit_is_adopted_locally_and_travels(team):
+    a, b, url, first, _ = team
+    path = a.file_of(first["uid"])
+    path.write_text(path.read_text().replace("tokens expire after an hour", "tokens expire after 15 minutes"))
+    report = a.sync()
+    assert report["adopted"] == 1
+    assert a.by_uid()[first["uid"]]["narrative"] == "tokens expire after 15 minutes"
+    b.sync()
+    assert b.by_uid()[first["uid"]]["narrative"] == "tokens expire after 15 minutes"
+
+
+def test_forget_travels_and_is_not_resurrected(team):
+    a, b, url, first, second = team
+    a.ok("forget", "--yes", str(first["id"]))
+    a.sync()
+    assert b.sync()["forgotten"] == 1
+    b.sync()
+    a.sync()
+    assert set(a.by_uid()) == set(b.by_uid()) == {second["uid"]}
+    assert "Login uses JWT" not in all_text(a.export) + all_text(b.export)
+
+
+def test_edit_on_one_machine_and_forget_on_the_other_keeps_the_edit(team):
+    a, b, url, first, _ = team
+    a.ok("forget", "--yes", str(first["id"]))
+    a.sync()
+    b_id = b.by_uid()[first["uid"]]["id"]
+    b.ok("edit", str(b_id), "--narrative", "still true after the refactor")
+    report = b.sync()
+    assert [c["path"] for c in report["conflicts"]] == [b.by_uid()[first["uid"]]["path"]]
+    a.sync()
+    assert a.by_uid()[first["uid"]]["narrative"] == "still true after the refactor"
+
+
+@pytest.mark.parametrize("later", ["a", "b"])
+def test_concurrent_edits_keep_both_texts_without_conflict_markers(team, later):
+    a, b, url, first, _ = team
+    a_id, b_id = a.by_uid()[first["uid"]]["id"], b.by_uid()[first["uid"]]["id"]
+    edits = [(a, a_id, "text from machine a"), (b, b_id, "text from machine b")]
+    if later == "a":
+        edits.reverse()
+    for machine, obs_id, text in edits:  # the second edit is the later one
+        machine.ok("edit", str(obs_id), "--narrative", text)
+    a.sync()
+    report = b.sync()
+    a.sync()
+    assert len(report["conflicts"]) == 1
+    for machine in (a, b):
+        rows = machine.by_uid()
+        assert rows[first["uid"]]["narrative"] == f"text from machine {later}"
+        copy = rows[report["conflicts"][0]["copy_uid"]]
+        assert copy["narrative"] == f"text from machine {'b' if later == 'a' else 'a'}"
+        assert copy["title"].endswith("(conflict copy)")
+        text = all_text(machine.export)
+        assert "<<<<<<<" not in text and ">>>>>>>" not in text
+    assert set(a.by_uid()) == set(b.by_uid())
+    code, out, _ = a.run(
+        "get", str(a.by_uid()[report["conflicts"][0]["copy_uid"]]["id"]), "--links", "--json"
+    )
+    assert code == 0 and first["uid"] in out
+
+
+def test_no_secret_or_private_text_reaches_a_commit(team):
+    a, b, url, first, _ = team
+    secret = "AKIA" + "Q3ZB7XKM4TPLN2RW"
+    a.add("Deploy notes", "--narrative", f"key {secret} <private>the vault password</private> done")
+    path = a.file_of(first["uid"])
+    path.write_text(path.read_text() + f"\nhand-added {secret} and <private>my pin</private>\n")
+    dropped = a.export / "web" / "notes" / "dropped.md"
+    dropped.parent.mkdir()
+    dropped.write_text(
+        f"---\ncmem: observation\ntitle: dropped\nproject: web\n---\n# dropped\n\n## Narrative\n\n{secret}\n"
+    )
+    a.sync()
+    history = remote_history(url)
+    for leaked in (secret, "vault password", "my pin"):
+        assert leaked not in history
+        assert leaked not in all_text(a.export)
+    assert "hand-added" in history
+
+
+def test_bad_files_are_reported_by_path_and_change_nothing(team):
+    a, b, url, first, second = team
+    project = a.export / "web" / "hand"
+    project.mkdir()
+    (project / "broken.md").write_text("---\ncmem: observation\ntitle: [unclosed\n---\n# x\n")
+    (project / "binary.md").write_bytes(b"\x00\x01\x02 not text")
+    with open(project / "huge.md", "wb") as fh:
+        fh.truncate(50 * 1024 * 1024)
+    (a.export / "outside.md").write_text("---\ncmem: observation\ntitle: loose\nproject: web\n---\n# loose\n")
+    good = project / "good.md"
+    good.write_text(
+        "---\ncmem: observation\ntitle: A good hand note\nproject: web\n---\n# A good hand note\n"
+    )
+    before = set(a.by_uid())
+    code, out, err = a.run("sync")
+    assert code == 4
+    lines = err.strip().splitlines()
+    for name, reason in (
+        ("web/hand/broken.md", "no cmem front matter"),
+        ("web/hand/binary.md", "binary file"),
+        ("web/hand/huge.md", "file too large"),
+        ("outside.md", "outside any project folder"),
+    ):
+        assert [line for line in lines if line.startswith(f"cmem: {name}: {reason}")], (name, err)
+    assert "Traceback" not in err
+    titles = {row["title"] for row in a.by_uid().values()}
+    assert set(a.by_uid()) - before and "A good hand note" in titles and "loose" not in titles
+    history = remote_history(url)
+    assert "A good hand note" in history
+    for name in ("broken.md", "binary.md", "huge.md", "outside.md"):
+        assert name not in history
+
+
+def test_a_remote_that_refuses_the_push_is_one_line_and_exit_9(team):
+    a, b, url, *_ = team
+    hook = Path(url) / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\necho 'push refused by policy' >&2\nexit 1\n")
+    hook.chmod(0o755)
+    a.add("Will not leave")
+    code, out, err = a.run("sync")
+    assert code == 9
+    assert err.startswith("cmem: git push failed:") and err.count("\n") == 1
+    hook.unlink()
+    a.sync()
+    b.sync()
+    assert "Will not leave" in {row["title"] for row in b.by_uid().values()}
+
+
+def test_unreachable_remote_and_unconnected_tree_are_one_line_errors(home, tmp_path, capsys):
+    m = Machine(tmp_path / "m", capsys)
+    m.add("x")
+    code, _, err = m.run("sync")
+    assert code == 2 and err.startswith("cmem: the export tree is not connected") and err.count("\n") == 1
+    code, _, err = m.run("sync", "init", str(tmp_path / "no-such-repo"))
+    assert code == 9 and err.startswith("cmem: git fetch failed:") and err.count("\n") == 1
+
+
+def test_user_git_config_cannot_break_sync(team, tmp_path):
+    a, b, url, *_ = team
+    (tmp_path / "user-home" / ".gitconfig").parent.mkdir(exist_ok=True)
+    (tmp_path / "user-home" / ".gitconfig").write_text(
+        "[commit]\n\tgpgsign = true\n[gpg]\n\tprogram = /nonexistent/gpg\n[core]\n\tpager = false\n"
+    )
+    a.add("Signed? no")
+    a.sync()
+    b.sync()
+    assert "Signed? no" in {row["title"] for row in b.by_uid().values()}
+
+
+def test_files_git_writes_are_private(team):
+    a, *_ = team
+    for path in a.export.rglob("*"):
+        mode = path.stat().st_mode & 0o777
+        assert mode & 0o077 == 0, (path, oct(mode))
+
+
+def test_sync_while_hooks_write_loses_nothing(team, tmp_path):
+    a, b, url, *_ = team
+    env = {**os.environ, "CMEM_HOME": str(a.home), "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
+    writers = [
+        subprocess.Popen(
+            [sys.executable, "-m", "cmem_cli", "add", "--title", f"written during sync {i}", "-p", "web"],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        for i in range(6)
+    ]
+    syncer = subprocess.run(
+        [sys.executable, "-m", "cmem_cli", "sync"], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert [w.wait(timeout=120) for w in writers] == [0] * 6
+    assert syncer.returncode == 0, syncer.stderr
+    a.sync()
+    b.sync()
+    titles = {row["title"] for row in b.by_uid().values()}
+    assert {f"written during sync {i}" for i in range(6)} <= titles
+    assert set(a.by_uid()) == set(b.by_uid())
