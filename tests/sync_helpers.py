@@ -49,6 +49,13 @@ class Machine:
             ids = memory.store.all_observation_ids()
             return {row["uid"]: row for row in (memory.store.get_observation(i) for i in ids)}
 
+    def links(self, obs_id: int) -> list[dict[str, Any]]:
+        from cmem_cli.config import load_config
+        from cmem_cli.memory import Memory
+
+        with Memory.open(load_config(self.home)) as memory:
+            return memory.store.links_from(obs_id)
+
     def file_of(self, uid: str) -> Path:
         return self.export / self.by_uid()[uid]["path"]
 
