@@ -36,6 +36,7 @@ class Cmd:
     options: list[Opt] = field(default_factory=list)
     arguments: list[str] = field(default_factory=list)
     subcommands: list[Cmd] = field(default_factory=list)
+    runs: bool = False  # a group that also runs on its own (`cmem sync` as well as `cmem sync init`)
 
 
 def _walk(command, path: list[str], ctx) -> Cmd:
@@ -46,6 +47,7 @@ def _walk(command, path: list[str], ctx) -> Cmd:
     sub_ctx = click.Context(command, info_name=path[-1], parent=ctx)
     usage = " ".join(command.collect_usage_pieces(sub_ctx))
     node = Cmd(path=path, help=help_text, short_help=short, usage=usage)
+    node.runs = bool(getattr(command, "invoke_without_command", False))
     for param in command.params:
         if isinstance(param, click.Option):
             if param.hidden:
@@ -234,6 +236,7 @@ EXIT_CODES = [
     ("6", "database corrupt or not a cmem database"),
     ("7", "home directory or file not readable or writable"),
     ("8", "model missing, unusable or not downloadable"),
+    ("9", "sync: git failed (remote unreachable or refusing the push)"),
 ]
 ENVIRONMENT = [
     ("CMEM_HOME", "data directory (default $XDG_DATA_HOME/cmem)"),
@@ -261,7 +264,7 @@ def man(tree: Cmd) -> str:
         ".SH COMMANDS",
     ]
     for node in list(_all(tree))[1:]:
-        if node.subcommands:
+        if node.subcommands and not node.runs:
             continue
         out += [
             ".SS " + _roff(" ".join(node.path[1:])),
@@ -298,7 +301,7 @@ def reference(tree: Cmd) -> str:
         "",
     ]
     for node in list(_all(tree))[1:]:
-        if node.subcommands:
+        if node.subcommands and not node.runs:
             continue
         name = " ".join(node.path)
         out += [f"## `{name}`", "", node.help, "", "```", f"{name} {node.usage}", "```", ""]

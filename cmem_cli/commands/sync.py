@@ -12,10 +12,7 @@ from cmem_cli.commands.common import JsonOpt, open_memory
 from cmem_cli.errors import EXIT_INVALID
 from cmem_cli.render import write
 
-sync_app = typer.Typer(
-    help="Share memory through a git remote: commit, fetch, merge (no person needed), adopt, push.",
-    invoke_without_command=True,
-)
+sync_app = typer.Typer(invoke_without_command=True)
 
 
 def _print_report(report: dict[str, Any], as_json: bool) -> None:
@@ -40,7 +37,8 @@ def _print_report(report: dict[str, Any], as_json: bool) -> None:
 
 @sync_app.callback()
 def sync(ctx: typer.Context, as_json: JsonOpt = False) -> None:
-    """Commit local changes, fetch, merge, adopt what arrived, push. Safe to repeat and to run from cron.
+    """Share memory through a git remote: commit, fetch, merge, adopt what arrived, push. Safe to repeat
+    and to run from cron (after `cmem sync init URL`).
 
     Conflicts are resolved without a person: the later edit stays, the other text is kept as a linked
     conflict copy; an edit beats a forget. Exit 4 when a file could not be adopted (reported by path),
