@@ -49,8 +49,12 @@ def _yaml_scalar(value: Any) -> str:
         return _NON_PRINTABLE.sub(lambda m: f"\\u{ord(m.group()):04x}", quoted)
     if isinstance(value, list):
         return "[" + ", ".join(_yaml_scalar(v) if not isinstance(v, str) else _quoted(v) for v in value) + "]"
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{k}: {_yaml_scalar(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, dict):  # JSON inside: the fast reader below takes it without YAML
+        items = (
+            f"{_quoted(str(k))}: {_quoted(v) if isinstance(v, str) else _yaml_scalar(v)}"
+            for k, v in value.items()
+        )
+        return "{" + ", ".join(items) + "}"
     raise TypeError(f"cannot write {type(value).__name__} to front matter")
 
 
@@ -116,6 +120,30 @@ def render_summary(record: dict[str, Any]) -> str:
 # -- parsing back -------------------------------------------------------------------------------------
 
 
+_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?")  # no exponent: YAML 1.1 reads "1e-05" as text
+_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _fast_front_matter(block: str) -> dict[str, Any] | None:
+    """Read front matter as cmem writes it (one ``key: value`` line each, values JSON or plain words)
+    without a YAML parser, which costs milliseconds a file; None when any line needs real YAML."""
+    meta: dict[str, Any] = {}
+    for line in block.split("\n"):
+        key, sep, value = line.partition(": ")
+        if not sep or not _KEY.fullmatch(key) or key in meta or value != value.strip() or not value:
+            return None
+        if value[0] in '"[{' or value in ("true", "false", "null") or _NUMBER.fullmatch(value):
+            try:
+                meta[key] = json.loads(value)
+            except ValueError:
+                return None
+        elif _PLAIN.match(value) and value.lower() not in _YAML_WORDS:
+            meta[key] = value
+        else:
+            return None
+    return meta
+
+
 def split_front_matter(text: str) -> tuple[dict[str, Any], str]:
     """(front matter dict, body). Files without front matter give ({}, text)."""
     if not text.startswith("---\n"):
@@ -126,7 +154,10 @@ def split_front_matter(text: str) -> tuple[dict[str, Any], str]:
             end = len(text) - 4
         else:
             return {}, text
-    import yaml  # lazy: only readers of files need a YAML parser
+    fast = _fast_front_matter(text[4:end])
+    if fast is not None:
+        return fast, text[end + 5 :]
+    import yaml  # lazy: only hand-edited front matter needs a YAML parser
 
     try:
         meta = yaml.safe_load(text[4:end]) or {}

@@ -214,3 +214,50 @@ def test_export_dir_can_be_configured(tmp_path, home, monkeypatch, cli):
     cli("add", "-t", "goes elsewhere", "-p", "p")
     assert len(list(target.rglob("*.md"))) == 1
     assert not (home / "export").exists() or not list((home / "export").rglob("*.md"))
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    title=st.text(min_size=1, max_size=60).filter(lambda t: t.strip() and "\x00" not in t),
+    project=st.text(min_size=1, max_size=20).filter(lambda t: t.strip() and "\x00" not in t),
+    concepts=st.lists(
+        st.text(min_size=1, max_size=20).filter(lambda t: t.strip() and "\x00" not in t), max_size=3
+    ),
+    confidence=st.none() | st.floats(min_value=0, max_value=1),
+    prompt_number=st.none() | st.integers(min_value=0, max_value=10**6),
+)
+def test_fast_front_matter_reader_agrees_with_yaml(title, project, concepts, confidence, prompt_number):
+    """The YAML-free reader of cmem's own front matter gives exactly what a YAML parser gives, or defers."""
+    import yaml
+
+    from cmem_cli.records import normalize_observation
+
+    record = normalize_observation(
+        {"title": title, "project": project, "concepts": concepts, "confidence": confidence,
+         "prompt_number": prompt_number, "key": title}
+    )  # fmt: skip
+    record.update(
+        uid="01ARZ3NDEKTSV4RRFFQ69G5FAV", created_at=1_700_000_000_123, updated_at=1_700_000_000_456
+    )
+    links = [{"type": "related", "id": 2, "uid": "01B", "title": "t", "href": "x.md"}]
+    text = markdown.render_observation(record, links)
+    block = text[4 : text.index("\n---\n", 3)]
+    fast = markdown._fast_front_matter(block)
+    if fast is not None:
+        assert fast == yaml.safe_load(block)
+
+
+def test_fast_front_matter_reader_takes_cmem_files_and_defers_on_hand_yaml():
+    record = {
+        "uid": "01X",
+        "type": "change",
+        "title": "Plain title",
+        "project": "web",
+        "created_at": 1,
+        "updated_at": 2,
+    }
+    links = [{"type": "related", "id": 2, "uid": "01B", "title": "t", "href": "x.md"}]
+    text = markdown.render_observation(record, links)
+    assert markdown._fast_front_matter(text[4 : text.index("\n---\n", 3)]) is not None
+    for hand in ("title: a: b", "title: x # note", "concepts:\n  - a", "title: yes", "confidence: 1e-05"):
+        assert markdown._fast_front_matter(f"cmem: observation\n{hand}") is None, hand
