@@ -106,7 +106,7 @@ class Syncer:
             raise UsageError("the export tree is not connected to a remote; run `cmem sync init URL` first")
         remote_has_branch = self._fetch()
         for attempt in range(PUSH_ATTEMPTS):
-            with self.memory._write(fsync=False) as files:
+            with self.memory._write(fsync=False, skip_identical=True) as files:
                 rejected = self._adopt_local(files)
             self._commit("local change(s)", unstage=rejected)
             if remote_has_branch:
@@ -204,7 +204,7 @@ class Syncer:
             return  # nothing new
         before = self.git.text("rev-parse", "HEAD").strip()
         try:
-            with self.memory._write(fsync=False) as files:
+            with self.memory._write(fsync=False, skip_identical=True) as files:
                 args = ["merge", "-q", "--no-edit"]
                 if first:
                     args.append("--allow-unrelated-histories")

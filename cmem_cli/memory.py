@@ -37,9 +37,10 @@ def _scrubber():
 class FileTransaction:
     """Files written during one database transaction, undone if the transaction fails."""
 
-    def __init__(self, root: Path, *, fsync: bool = True):
+    def __init__(self, root: Path, *, fsync: bool = True, skip_identical: bool = False):
         self.root = root
         self.fsync = fsync
+        self.skip_identical = skip_identical  # adopting files git just wrote: most are already right
         self.written: list[Path] = []
         self.to_delete: list[Path] = []
         self._dirs: set[Path] = set()
@@ -47,6 +48,8 @@ class FileTransaction:
     def write(self, relpath: str, text: str) -> None:
         path = layout.resolve_inside(self.root, relpath)
         existed = path.exists()
+        if existed and self.skip_identical and _same_text(path, text):
+            return
         try:
             if path.parent not in self._dirs:
                 atomic.ensure_dir(path.parent)
@@ -102,8 +105,8 @@ class Memory:
         return self.config.export_dir
 
     @contextlib.contextmanager
-    def _write(self, *, fsync: bool = True) -> Iterator[FileTransaction]:
-        files = FileTransaction(self.export_root, fsync=fsync)
+    def _write(self, *, fsync: bool = True, skip_identical: bool = False) -> Iterator[FileTransaction]:
+        files = FileTransaction(self.export_root, fsync=fsync, skip_identical=skip_identical)
         try:
             with self.store.db.transaction():
                 yield files
@@ -430,6 +433,14 @@ class Memory:
             if head.startswith(("---\ncmem: observation\n", "---\ncmem: summary\n")):
                 orphans.append(path)
         return orphans
+
+
+def _same_text(path: Path, text: str) -> bool:
+    """True when ``path`` already holds exactly ``text`` (reading is far cheaper than a rename)."""
+    try:
+        return path.read_bytes() == text.encode("utf-8")
+    except OSError:
+        return False
 
 
 def _relative(target: str, base: str) -> str:
