@@ -1,10 +1,16 @@
-"""`cmem doctor`: is the database sound, and does the export tree match it?"""
+"""`cmem doctor`: is the database sound, and does the export tree match it?
+
+``--fix`` never deletes or overwrites what a person wrote: files edited by hand and markdown files no row
+accounts for are adopted into the store (``cmem_cli.adopt``); only files that are missing, or that cmem
+wrote and a newer rendering changes, are rewritten; interrupted writes are rolled back first.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from export import layout
+from export import digest, layout
+from export.journal import pending
 
 
 def run_checks(memory: Any, *, fix: bool = False) -> dict[str, Any]:
@@ -35,20 +41,32 @@ def run_checks(memory: Any, *, fix: bool = False) -> dict[str, Any]:
     )
 
     expected = memory.expected_files()
-    missing, changed = [], []
+    hashes = memory.store.file_hashes()
+    missing, changed, edited = [], [], []
     for relpath, text in expected.items():
         path = layout.resolve_inside(memory.export_root, relpath)
         try:
-            current = path.read_text(encoding="utf-8")
+            data = path.read_bytes()
         except FileNotFoundError:
             missing.append(relpath)
             continue
-        except (OSError, UnicodeDecodeError):
-            current = None
-        if current != text:
+        except OSError:
+            data = b""
+        if data == text.encode("utf-8"):
+            continue
+        if relpath in hashes and digest.bytes_hash(data) != hashes[relpath]:
+            edited.append(relpath)  # a person changed what cmem wrote: adopt it, never overwrite it
+        else:
             changed.append(relpath)
-    orphans = [p.relative_to(memory.export_root).as_posix() for p in memory.orphan_files(set(expected))]
-    for name, items in (("missing files", missing), ("changed files", changed), ("orphaned files", orphans)):
+    new = [p.relative_to(memory.export_root).as_posix() for p in memory.orphan_files(set(expected))]
+    interrupted = [str(file.name) for file, _ in pending(memory.journal_dir)]
+    for name, items in (
+        ("missing files", missing),
+        ("changed files", changed),
+        ("changed, to adopt", edited),
+        ("new files, to adopt", new),
+        ("interrupted writes", interrupted),
+    ):
         checks.append(
             {
                 "name": name,
@@ -57,7 +75,16 @@ def run_checks(memory: Any, *, fix: bool = False) -> dict[str, Any]:
                 "paths": items,
             }
         )
-    if fix and (missing or changed or orphans):
-        memory.rebuild_export()
+    if fix and (missing or changed or edited or new or interrupted):
+        result = memory.rebuild_export()
+        if result["invalid"]:
+            checks.append(
+                {
+                    "name": "files not adopted",
+                    "status": "fail",
+                    "detail": "; ".join(f"{i['path']}: {i['reason']}" for i in result["invalid"][:5]),
+                    "paths": [i["path"] for i in result["invalid"]],
+                }
+            )
     ok = all(c["status"] in ("ok", "fixed") for c in checks)
     return {"ok": ok, "checks": checks}

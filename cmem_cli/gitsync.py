@@ -22,7 +22,6 @@ from cmem_cli.errors import CmemError, DatabaseBusy, SyncError, UsageError
 from cmem_cli.git import Git
 from cmem_cli.memory import FileTransaction, Memory
 from cmem_cli.sync_merge import resolve_conflicts, split_duplicates
-from export import markdown
 
 REMOTE = "origin"
 BRANCH = "main"
@@ -58,6 +57,11 @@ def sync_lock(home: Path, *, timeout: float = 0.0) -> Iterator[None]:
         os.close(fd)
 
 
+def is_connected(root: Path) -> bool:
+    """Has `cmem sync init` connected this export tree to a remote?"""
+    return (root / ".git").is_dir() and Git(root).ok("remote", "get-url", REMOTE)
+
+
 class Syncer:
     """One sync run over one memory's export tree."""
 
@@ -77,7 +81,7 @@ class Syncer:
 
     # -- set-up -----------------------------------------------------------------------------------------
     def is_connected(self) -> bool:
-        return (self.root / ".git").exists() and self.git.ok("remote", "get-url", REMOTE)
+        return is_connected(self.root)
 
     def init(self, url: str) -> dict[str, Any]:
         """Connect the tree to ``url``: bring in its history (adopting every file), or push to an empty one."""
@@ -106,8 +110,7 @@ class Syncer:
             raise UsageError("the export tree is not connected to a remote; run `cmem sync init URL` first")
         remote_has_branch = self._fetch()
         for attempt in range(PUSH_ATTEMPTS):
-            with self.memory._write(fsync=False, skip_identical=True) as files:
-                rejected = self._adopt_local(files)
+            rejected = self._adopt_local()
             self._commit("local change(s)", unstage=rejected)
             if remote_has_branch:
                 self._merge(first=first and attempt == 0)
@@ -124,30 +127,23 @@ class Syncer:
     def _has_head(self) -> bool:
         return self.git.ok("rev-parse", "-q", "--verify", "HEAD")
 
-    def _adopt_local(self, files: FileTransaction) -> list[str]:
-        """Adopt what people changed in the tree (inside a store transaction); returns the rejected paths."""
+    def _adopt_local(self) -> list[str]:
+        """Adopt what people changed in the tree since the last commit (``sync_local`` on just those
+        paths, its own store transaction); returns the paths it refused, which stay out of the commit."""
+        from cmem_cli.sync import sync_local
+
         changed, deleted = self._local_changes()
-        incoming: list[sync_adopt.Incoming] = []
-        rejected: list[str] = []
-        for relpath in changed:
-            if not relpath.endswith(".md"):
-                continue
-            try:
-                data = (self.root / relpath).read_bytes()
-                item = sync_adopt.parse_file(self.memory, relpath, data, keep_times=False)
-            except CmemError as exc:
-                self._reject(relpath, exc.message)
-                rejected.append(relpath)
-                continue
-            except OSError as exc:
-                self._reject(relpath, exc.strerror or str(exc))
-                rejected.append(relpath)
-                continue
-            if not self._matches_store(item, data):
-                incoming.append(item)
-        if incoming or deleted:
-            self._apply(files, incoming, deleted)
-        return rejected
+        paths = [self.root / p for p in changed + deleted if p.endswith(".md")]
+        if not paths:
+            return []
+        result = sync_local(self.memory, paths)
+        self.report["adopted"] += len(result.adopted) + len(result.created)
+        self.report["forgotten"] += len(result.forgotten)
+        refused = []
+        for relpath, reason in result.invalid + result.conflicts:
+            self._reject(relpath, reason)
+            refused.append(relpath)
+        return [p for p in refused if (self.root / p).exists() or p in deleted]
 
     def _reject(self, relpath: str, reason: str) -> None:
         self.report["rejected"].append({"path": relpath, "reason": reason})
@@ -184,18 +180,6 @@ class Syncer:
             else:
                 changed.append(relpath)
         return changed, deleted
-
-    def _matches_store(self, item: sync_adopt.Incoming, data: bytes) -> bool:
-        """True when the file is exactly what cmem wrote for its record (nothing to adopt)."""
-        store = self.memory.store
-        if item.kind == "summary":
-            row = store.summary_by_uid(item.uid or "")
-            return row is not None and markdown.render_summary(row).encode() == data
-        row = store.observation_by_uid(item.uid) if item.uid else None
-        if row is None or row["path"] != item.relpath:
-            return False
-        expected = markdown.render_observation(row, self.memory._link_entries(row, row["path"]))
-        return expected.encode() == data
 
     def _merge(self, *, first: bool) -> None:
         """Merge the fetched branch, resolve every conflict, adopt what arrived; undo it all on failure."""

@@ -97,12 +97,19 @@ class Store:
 
     # -- observations ------------------------------------------------------------------------------
     def insert_observation(
-        self, record: dict[str, Any], *, path: str | None = None, updated_at: int | None = None
+        self,
+        record: dict[str, Any],
+        *,
+        path: str | None = None,
+        restore: dict[str, Any] | None = None,
+        updated_at: int | None = None,
     ) -> dict[str, Any]:
         """Insert a normalised record (see records.normalize_observation) inside the caller's transaction.
 
-        ``record`` may carry ``uid`` and ``created_at``; missing ones are generated. Returns the stored row
-        (built from the inserted values rather than read back: bulk imports insert thousands at once).
+        ``record`` may carry ``uid`` and ``created_at``; missing ones are generated. ``restore`` (an
+        observation read back from its file) may carry the ``id`` and ``updated_at`` it had, kept when the
+        id is free. Returns the stored row (built from the inserted values rather than read back: bulk
+        imports insert thousands at once).
         """
         now = now_ms()
         row = self._row_values(record, tokens=0)
@@ -110,10 +117,17 @@ class Store:
         row["uid"] = record.get("uid") or new_uid(row["created_at"])
         row["updated_at"] = updated_at or max(now, row["created_at"])
         row["path"] = path
-        columns = ", ".join(INSERT_COLUMNS)
-        placeholders = ", ".join(f":{c}" for c in INSERT_COLUMNS)
+        insert_columns = INSERT_COLUMNS
+        if restore:
+            row["updated_at"] = restore.get("updated_at") or row["updated_at"]
+            wanted = restore.get("id")
+            if isinstance(wanted, int) and wanted > 0 and self.find_observation(wanted) is None:
+                row["id"] = wanted
+                insert_columns = ("id", *INSERT_COLUMNS)
+        columns = ", ".join(insert_columns)
+        placeholders = ", ".join(f":{c}" for c in insert_columns)
         self.db.execute(f"INSERT INTO observations ({columns}) VALUES ({placeholders})", row)
-        obs_id = self.db.conn.last_insert_rowid()
+        obs_id = row.pop("id", None) or self.db.conn.last_insert_rowid()
         self._write_side_tables(obs_id, record)
         row.pop("search_terms")
         row.update(id=obs_id, retrieval_count=0, last_retrieved_at=None)
@@ -144,6 +158,34 @@ class Store:
         self.db.execute(
             "UPDATE observations SET path = ?, tokens = ? WHERE id = ?", (relpath, tokens, obs_id)
         )
+
+    # -- export file hashes ------------------------------------------------------------------------------
+    def record_file(self, relpath: str, digest: str) -> None:
+        """Remember what cmem wrote to ``relpath`` (inside the caller's transaction)."""
+        self.db.execute(
+            "INSERT INTO export_files (path, hash) VALUES (?, ?) "
+            "ON CONFLICT (path) DO UPDATE SET hash = excluded.hash",
+            (relpath, digest),
+        )
+
+    def forget_file(self, relpath: str) -> None:
+        self.db.execute("DELETE FROM export_files WHERE path = ?", (relpath,))
+
+    def file_hash(self, relpath: str) -> str | None:
+        return self.db.scalar("SELECT hash FROM export_files WHERE path = ?", (relpath,))
+
+    def file_hashes(self) -> dict[str, str]:
+        return {r[0]: r[1] for r in self.db.execute("SELECT path, hash FROM export_files")}
+
+    def record_paths(self) -> dict[str, tuple[str, int]]:
+        """Every export path a row points at: relpath -> (kind, id)."""
+        paths = {
+            r[0]: ("observation", r[1])
+            for r in self.db.execute("SELECT path, id FROM observations WHERE path IS NOT NULL")
+        }
+        for r in self.db.execute("SELECT path, id FROM session_summaries WHERE path IS NOT NULL"):
+            paths[r[0]] = ("summary", r[1])
+        return paths
 
     @staticmethod
     def _row_values(record: dict[str, Any], *, tokens: int) -> dict[str, Any]:
@@ -342,15 +384,21 @@ class Store:
             raise NotFound(f"no prompt P{prompt_id}")
         return row
 
-    def insert_summary(self, record: dict[str, Any]) -> dict[str, Any]:
+    def insert_summary(self, record: dict[str, Any], *, summary_id: int | None = None) -> dict[str, Any]:
+        """Insert a summary; ``summary_id`` (one read back from its file) is kept when it is free."""
         when = record.get("created_at") or now_ms()
         values = {f: record.get(f) for f in SUMMARY_TEXT_FIELDS}
+        if summary_id is not None and self.db.query_one(
+            "SELECT 1 FROM session_summaries WHERE id = ?", (summary_id,)
+        ):
+            summary_id = None
         self.db.execute(
-            "INSERT INTO session_summaries (uid, session, project, agent, request, investigated, learned, "
-            "completed, next_steps, notes, created_at) VALUES (:uid, :session, :project, :agent, :request, "
+            "INSERT INTO session_summaries (id, uid, session, project, agent, request, investigated, learned, "
+            "completed, next_steps, notes, created_at) VALUES (:id, :uid, :session, :project, :agent, :request, "
             ":investigated, :learned, :completed, :next_steps, :notes, :created_at)",
             {
                 **values,
+                "id": summary_id,
                 "uid": record.get("uid") or new_uid(when),
                 "session": record["session"],
                 "project": record["project"],
@@ -360,23 +408,27 @@ class Store:
         )
         return self.get_summary(self.db.conn.last_insert_rowid())
 
-    def summary_by_uid(self, uid: str) -> dict[str, Any] | None:
-        return self.db.query_one("SELECT * FROM session_summaries WHERE uid = ?", (uid,))
-
-    def update_summary(self, summary_id: int, record: dict[str, Any]) -> None:
-        """Replace a summary's text fields (a summary edited by hand or on another machine)."""
-        values = {**{f: record.get(f) for f in SUMMARY_TEXT_FIELDS}, "id": summary_id}
-        assignments = ", ".join(f"{f} = :{f}" for f in SUMMARY_TEXT_FIELDS)
-        self.db.execute(f"UPDATE session_summaries SET {assignments} WHERE id = :id", values)
-        # summaries_fts has no update trigger (summaries were write-once): replace its row here
-        columns = ", ".join(SUMMARY_TEXT_FIELDS)
+    def update_summary(self, summary_id: int, values: dict[str, Any]) -> dict[str, Any]:
+        """Replace a summary's text fields (and project/agent when given), keeping id, uid and times."""
+        current = self.get_summary(summary_id)
+        fields = {f: values.get(f) for f in SUMMARY_TEXT_FIELDS}
+        fields["project"] = values.get("project") or current["project"]
+        fields["agent"] = values.get("agent") or current["agent"]
+        assignments = ", ".join(f"{c} = :{c}" for c in fields)
+        self.db.execute(
+            f"UPDATE session_summaries SET {assignments} WHERE id = :id", {**fields, "id": summary_id}
+        )
+        # summaries_fts has no update trigger (summaries were write-once): refresh its row by hand
         self.db.execute("DELETE FROM summaries_fts WHERE rowid = ?", (summary_id,))
         self.db.execute(
-            f"INSERT INTO summaries_fts (rowid, {columns}) VALUES (:id, "
-            + ", ".join(f":{f}" for f in SUMMARY_TEXT_FIELDS)
-            + ")",
-            values,
+            "INSERT INTO summaries_fts (rowid, request, investigated, learned, completed, next_steps, notes) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (summary_id, *(fields[f] for f in SUMMARY_TEXT_FIELDS)),
         )
+        return self.get_summary(summary_id)
+
+    def summary_by_uid(self, uid: str) -> dict[str, Any] | None:
+        return self.db.query_one("SELECT * FROM session_summaries WHERE uid = ?", (uid,))
 
     def uids_at_paths(self, relpaths: list[str]) -> dict[str, tuple[str, str]]:
         """Export path -> (kind, uid) for the observations and summaries whose files are at ``relpaths``."""

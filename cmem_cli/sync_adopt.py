@@ -18,10 +18,8 @@ from cmem_cli.errors import CmemError, InvalidInput
 from cmem_cli.memory import FileTransaction, Memory
 from cmem_cli.records import parse_link
 from cmem_cli.timeutil import now_ms
-from export import layout, markdown
-
-# The largest file taken as an observation: generous for a 200,000-character narrative in UTF-8.
-MAX_FILE_BYTES = 1_000_000
+from export import markdown
+from export.reading import UnreadableFile, decode
 
 
 class Rejected(NamedTuple):
@@ -52,24 +50,15 @@ class Incoming:
         return self.record.get("uid")
 
 
-def read_text(data: bytes) -> str:
-    """File bytes as text, or InvalidInput saying why they are not a markdown file cmem can take."""
-    if len(data) > MAX_FILE_BYTES:
-        raise InvalidInput(f"file too large ({len(data):,} bytes, limit {MAX_FILE_BYTES:,})")
-    if b"\0" in data:
-        raise InvalidInput("binary file (contains NUL bytes)")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise InvalidInput("not UTF-8 text") from None
-
-
 def parse_file(memory: Memory, relpath: str, data: bytes, *, keep_times: bool = True) -> Incoming:
     """Validate one exported file; InvalidInput names the first problem. Nothing is written."""
     parts = PurePosixPath(relpath).parts
     if len(parts) < 2:
         raise InvalidInput("outside any project folder")
-    text = read_text(data)
+    try:
+        text = decode(data)
+    except UnreadableFile as exc:
+        raise InvalidInput(str(exc)) from None
     meta, _ = markdown.split_front_matter(text)
     kind = meta.get("cmem")
     try:
@@ -199,11 +188,6 @@ def _write_summary(memory: Memory, files: FileTransaction, item: Incoming) -> No
         summary_id = existing["id"]
     else:
         summary_id = store.insert_summary(record)["id"]
-    row = store.get_summary(summary_id)
-    relpath = layout.summary_relpath(row)
-    files.write(relpath, markdown.render_summary(row))
-    if row.get("path") and row["path"] != relpath:
-        files.delete_after_commit(row["path"])
-    store.set_summary_path(summary_id, relpath)
-    if item.relpath and item.relpath != relpath:
+    row = memory.export_summary(store.get_summary(summary_id), files)
+    if item.relpath and item.relpath != row["path"]:
         files.delete_after_commit(item.relpath)

@@ -45,6 +45,23 @@ def atomic_write(
         raise
 
 
+def atomic_write_bytes(path: Path, data: bytes, *, mode: int = FILE_MODE) -> None:
+    """``atomic_write`` for exact bytes (restoring a file as it was, whatever its encoding)."""
+    ensure_dir(path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=path.suffix, dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
 def sync_all() -> None:
     """Flush every pending write to disk (used once after a bulk export)."""
     if hasattr(os, "sync"):

@@ -242,7 +242,7 @@ def watch_cmd(
         float, typer.Option("--debounce", help="Seconds of quiet before re-indexing.", min=0.05, max=60.0)
     ] = 1.0,
 ) -> None:
-    """Watch the export tree and every collection; re-index changed files until Ctrl-C / SIGTERM."""
+    """Watch the export tree and every collection; adopt hand edits and re-index until Ctrl-C / SIGTERM."""
     from index.watcher import Watcher
 
     config = current_config()
@@ -260,7 +260,22 @@ def watch_cmd(
     embedder, note = load_embedder(config)  # loaded once here; the watcher reuses it
     if embedder is None:
         print(f"cmem: keyword-only index: {escape_control(note or '')}", file=sys.stderr, flush=True)
-    watcher = Watcher(config, debounce=debounce, on_report=report, on_error=error)
+
+    def adopt(paths: list[Path] | None) -> None:
+        from cmem_cli.context import open_memory
+        from cmem_cli.sync import sync_local
+
+        with open_memory() as memory:
+            result = sync_local(memory, paths)
+        for path, reason in result.invalid + result.conflicts:
+            error(f"{path}: {reason}")
+        if result.adopted or result.created or result.forgotten:
+            counts = (
+                f"{len(result.adopted)} edited, {len(result.created)} new, {len(result.forgotten)} deleted"
+            )
+            print(f"cmem: adopted {counts}", file=sys.stderr, flush=True)
+
+    watcher = Watcher(config, debounce=debounce, on_report=report, on_error=error, on_export_change=adopt)
     watcher.install_signal_handlers()
     print("cmem: watching; Ctrl-C to stop", file=sys.stderr, flush=True)
     watcher.run()

@@ -14,11 +14,15 @@ from cmem_cli.render import write
 
 def export_cmd(
     rebuild: Annotated[
-        bool, typer.Option("--rebuild", help="Regenerate every file from the database.")
+        bool,
+        typer.Option(
+            "--rebuild",
+            help="Adopt hand edits and new files, then regenerate every file from the database.",
+        ),
     ] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Show where the markdown export lives, or rebuild it from the database (idempotent)."""
+    """Show where the markdown export lives, or rebuild it from the database (idempotent; never deletes)."""
     with open_memory() as memory:
         if not rebuild:
             print(memory.config.export_dir)
@@ -28,14 +32,21 @@ def export_cmd(
         write(json.dumps(result) + "\n")
     else:
         print(
-            f"written {result['written']}, unchanged {result['unchanged']}, removed {result['removed']}",
+            f"written {result['written']}, unchanged {result['unchanged']}, "
+            f"adopted {result['adopted']}, created {result['created']}",
             file=sys.stderr,
         )
+        for item in result["invalid"]:
+            print(f"cmem: {item['path']}: {item['reason']} (not adopted)", file=sys.stderr)
 
 
 def doctor(
     fix: Annotated[
-        bool, typer.Option("--fix", help="Rewrite missing or changed files, remove orphans.")
+        bool,
+        typer.Option(
+            "--fix",
+            help="Roll back interrupted writes, adopt hand-edited and new files, rewrite missing ones.",
+        ),
     ] = False,
     as_json: JsonOpt = False,
 ) -> None:

@@ -1,0 +1,174 @@
+"""Edits in the export tree flow back into the store: `cmem sync`, `doctor`, `doctor --fix`, `cmem watch`."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from export.markdown import render_observation
+from export.reading import parse_file
+
+
+def _files(home: Path) -> dict[str, str]:
+    root = home / "export"
+    return {p.relative_to(root).as_posix(): p.read_text() for p in sorted(root.rglob("*.md"))}
+
+
+def _file_of(home: Path, needle: str) -> Path:
+    return next(p for p in (home / "export").rglob("*.md") if needle in p.name)
+
+
+def _get(cli, obs_id: int) -> dict:
+    return cli("get", str(obs_id), "--json").json()[0]
+
+
+def test_a_rendered_file_parses_back_to_the_same_record():
+    record = {
+        "uid": "01ABCDEF", "type": "bugfix", "title": "Fix login", "subtitle": "cookie expiry", "project": "web",
+        "session": "s1", "agent": "cli", "key": "login", "concepts": ["auth"], "facts": ["a fact", "b"],
+        "files_read": ["x.py"], "files_modified": ["y.py"], "tools_used": ["Bash"], "prompt_number": 3,
+        "confidence": 0.5, "created_at": 1700000000000, "updated_at": 1700000000001, "id": 4,
+        "narrative": "Line one\n\n## A heading inside the narrative\n\nmore",
+    }  # fmt: skip
+    links = [{"type": "related", "id": 2, "uid": "01XYZ", "title": "Other", "href": "../o.md"}]
+    parsed = parse_file(render_observation(record, links), "web/s1/f.md")
+    expected = {k: v for k, v in record.items() if k not in ("id", "updated_at")}
+    assert {k: parsed.record[k] for k in expected} == expected
+    assert parsed.record["links"] == [{"type": "related", "uid": "01XYZ"}]
+    assert parsed.restore == {"updated_at": 1700000000001}  # files name uids; ids stay local (git sync)
+
+
+def test_an_appended_line_is_reported_by_doctor_and_adopted_by_doctor_fix(cli, home):
+    cli("add", "-t", "Cookie bug", "-p", "web", "-n", "Sessions expired early.")
+    path = _file_of(home, "cookie-bug")
+    path.write_text(path.read_text() + "\nAlso affects the mobile client.\n")
+    report = cli("doctor", "--json")
+    assert report.exit_code == 1
+    checks = {c["name"]: c for c in report.json()["checks"]}
+    assert checks["changed, to adopt"]["paths"] == [path.relative_to(home / "export").as_posix()]
+    assert checks["changed files"]["status"] == "ok"
+    assert cli("doctor", "--fix").exit_code == 0
+    assert _get(cli, 1)["narrative"] == "Sessions expired early.\n\nAlso affects the mobile client."
+    assert "Also affects the mobile client." in path.read_text()
+    assert cli("doctor").exit_code == 0
+
+
+def test_sync_adopts_front_matter_and_body_edits_keeping_unknown_text(cli, home):
+    cli("add", "-t", "Old title", "-p", "web", "--fact", "one", "--concept", "auth", "-n", "Body.")
+    cli("add", "-t", "Target", "-p", "web")
+    target_uid = _get(cli, 2)["uid"]
+    path = _file_of(home, "old-title")
+    text = path.read_text()
+    text = text.replace("type: change", "type: decision").replace(
+        'concepts: ["auth"]', 'concepts: ["auth", "db"]'
+    )
+    text = text.replace("# Old title", "# New title").replace("- one\n", "- one\n- two\n")
+    text = text.replace("---\n# New", f'links: [{{type: related, uid: "{target_uid}"}}]\n---\n# New')
+    text = text.replace("## Narrative", "## My own heading\n\nkept words\n\n## Narrative")
+    path.write_text(text)
+    result = cli("sync", "--json")
+    assert result.exit_code == 0, result.stderr
+    assert result.json()["adopted"] == [path.relative_to(home / "export").as_posix()]
+    got = _get(cli, 1)
+    assert (got["type"], got["title"], got["facts"], got["concepts"]) == (
+        "decision", "New title", ["one", "two"], ["auth", "db"]
+    )  # fmt: skip
+    assert got["narrative"] == "Body.\n\n## My own heading\n\nkept words"
+    assert [link["uid"] for link in got["links"]] == [target_uid]
+    assert not path.exists(), "the file moved to its new title's name"
+    assert "kept words" in _file_of(home, "new-title").read_text()
+    again = cli("sync", "--json").json()
+    assert (again["adopted"], again["created"], again["forgotten"]) == ([], [], [])
+
+
+def test_a_new_file_becomes_an_observation_scrubbed_like_cmem_add(cli, home):
+    folder = home / "export" / "infra"
+    folder.mkdir(parents=True)
+    (folder / "deploy-notes.md").write_text(
+        "# Deploy notes\n\nUse blue-green. token: ghp_abcdefghijklmnopqrstuvwxyz0123456789\n"
+        "<private>the root password</private>\n"
+    )
+    (folder / "no-heading.md").write_text("just a line\n")
+    result = cli("sync", "--json")
+    assert result.exit_code == 0, result.stderr
+    assert sorted(result.json()["created"]) == ["infra/deploy-notes.md", "infra/no-heading.md"]
+    hits = {h["title"]: h for h in cli("search", "blue-green", "--json").json()}
+    got = _get(cli, hits["Deploy notes"]["id"])
+    assert got["project"] == "infra"
+    assert "ghp_abcdefghijklmnopqrstuvwxyz0123456789" not in got["narrative"]
+    assert "root password" not in got["narrative"]
+    assert "ghp_abcdefghij" not in "".join(_files(home).values())
+    assert cli("search", "line", "--json").json()[0]["title"] == "no heading"
+
+
+def test_a_deleted_file_forgets_its_observation_but_an_emptied_tree_forgets_nothing(cli, home):
+    cli("add", "-t", "Keep me", "-p", "web")
+    cli("add", "-t", "Drop me", "-p", "web")
+    dropped = _file_of(home, "drop-me")
+    dropped.unlink()
+    result = cli("sync", "--json")
+    assert result.json()["forgotten"] == [dropped.relative_to(home / "export").as_posix()]
+    assert [h["title"] for h in cli("search", "me", "--json").json()] == ["Keep me"]
+    _file_of(home, "keep-me").unlink()
+    result = cli("sync", "--json")
+    assert result.exit_code == 4
+    assert result.json()["forgotten"] == []
+    assert "the export tree is empty" in result.stderr
+    assert cli("doctor", "--fix").exit_code == 0
+    assert list(_files(home)) and "keep-me" in next(iter(_files(home)))
+
+
+def test_invalid_files_are_reported_by_path_and_change_nothing(cli, home):
+    cli("add", "-t", "Existing", "-p", "web")
+    root = home / "export"
+    (root / "web" / "broken.md").write_text("---\ncmem: observation\ntitle: [unclosed\n---\n# x\n")
+    (root / "web" / "binary.md").write_bytes(b"\x00\x01\x02")
+    (root / "web" / "huge.md").write_text("# Huge\n\n" + "x" * 1_100_000)
+    (root / "web" / "badtype.md").write_text("---\ncmem: observation\ntype: banana\n---\n# t\n")
+    (root / "loose.md").write_text("# Loose\n\nno project folder\n")
+    before = _files(home)
+    result = cli("sync")
+    assert result.exit_code == 4
+    lines = sorted(result.stderr.strip().splitlines())
+    assert lines == [
+        "cmem: loose.md: outside any project folder (and no project: in front matter)",
+        "cmem: web/badtype.md: unknown type 'banana' (expected one of: decision, bugfix, feature, refactor, "
+        "discovery, change, error, insight, question)",
+        "cmem: web/binary.md: binary file (contains NUL bytes)",
+        "cmem: web/broken.md: broken front matter (not a YAML mapping between --- lines)",
+        "cmem: web/huge.md: file too large (1100008 bytes, limit 1000000)",
+    ]
+    assert _files(home) == before
+    assert cli("stats", "--json").json()["counts"]["observations"] == 1
+
+
+def test_cmem_watch_adopts_an_editor_save_within_seconds(sh, home):
+    assert sh("add", "-t", "Watched note", "-p", "web", "-n", "original text").exit_code == 0
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cmem_cli", "watch", "--debounce", "0.1"],
+        env=os.environ.copy(),
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stderr is not None
+        while "watching" not in proc.stderr.readline():
+            pass
+        path = _file_of(home, "watched-note")
+        tmp = path.with_name(".editor-swap.md")
+        tmp.write_text(path.read_text().replace("original text", "zebracorn migration"))
+        tmp.replace(path)  # an editor's atomic save
+        deadline = time.monotonic() + 20
+        found = []
+        while time.monotonic() < deadline and not found:
+            time.sleep(0.2)
+            found = sh("search", "zebracorn", "--json").json()
+        assert [h["title"] for h in found] == ["Watched note"]
+        assert _get(sh, 1)["narrative"] == "zebracorn migration", "adopted into the store, not just indexed"
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=20)
