@@ -17,8 +17,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import secrets
-from dataclasses import dataclass
 from pathlib import Path
 
 from export import atomic, layout
@@ -26,11 +24,13 @@ from export import atomic, layout
 JOURNAL_DIR = "journal"
 
 
-@dataclass(frozen=True)
 class Entry:
-    path: str
-    prev: str | None = None
-    drop: bool = False
+    """One file the transaction touches: its previous text (None: absent), or ``drop``: removed after."""
+
+    __slots__ = ("drop", "path", "prev")
+
+    def __init__(self, path: str, prev: str | None = None, drop: bool = False):
+        self.path, self.prev, self.drop = path, prev, drop
 
 
 class Journal:
@@ -65,7 +65,7 @@ class Journal:
         self.entries.append(entry)
         if self._fd is None:
             atomic.ensure_dir(self.directory)
-            self.file = self.directory / f"{os.getpid()}-{secrets.token_hex(6)}.jsonl"
+            self.file = self.directory / f"{os.getpid()}-{os.urandom(6).hex()}.jsonl"
             self._fd = os.open(self.file, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
         line = {"path": entry.path, "drop": True} if entry.drop else {"path": entry.path, "prev": entry.prev}
         os.write(self._fd, (json.dumps(line) + "\n").encode("utf-8"))

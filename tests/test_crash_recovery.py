@@ -26,12 +26,15 @@ def _cmem(*args: str) -> subprocess.CompletedProcess:
 
 
 def _kill_inside_transaction(args: list[str], home: Path, delay: float) -> bool:
-    """Run ``cmem ARGS``; once its journal appears, wait ``delay`` and kill -9. True if it was killed."""
+    """Run ``cmem ARGS``; once it writes (a journal or a new file appears), wait ``delay``, kill -9.
+
+    True if it was killed before it finished."""
+    journal, export = home / "journal", home / "export"
+    count = len(list(export.rglob("*.md")))
     proc = subprocess.Popen([sys.executable, "-m", "cmem_cli", *args], stdout=subprocess.DEVNULL)
-    journal = home / "journal"
     deadline = time.monotonic() + 60
     while proc.poll() is None and time.monotonic() < deadline:
-        if journal.is_dir() and any(journal.iterdir()):
+        if (journal.is_dir() and any(journal.iterdir())) or len(list(export.rglob("*.md"))) != count:
             time.sleep(delay)
             break
         time.sleep(0.001)
