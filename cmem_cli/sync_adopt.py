@@ -151,6 +151,9 @@ def apply(
         fresh = memory._export_observation(fresh, files)
         if item.relpath and item.relpath != fresh["path"]:
             files.delete_after_commit(item.relpath)
+    for item, row in rows:  # links name paths: write linking files again once every target has moved
+        if item.links:
+            memory._export_observation(store.get_observation(row["id"]), files)
     for obs_id in sorted(referrers - exported):
         row = store.find_observation(obs_id)
         if row is not None:

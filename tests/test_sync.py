@@ -281,8 +281,8 @@ def test_random_add_edit_forget_sync_interleavings_converge(home, tmp_path, caps
         assert {link["uid"] for link in machines[0].links(copy["id"])} & set(a)
     for machine in machines:
         assert "<<<<<<<" not in all_text(machine.export)
-        code, _, err = machine.run("doctor")
-        assert code == 0, err
+        code, out, err = machine.run("doctor")
+        assert code == 0, out + err
 
 
 def test_the_receiving_index_picks_up_exactly_what_arrived(team):
@@ -325,3 +325,22 @@ def test_the_receiving_index_picks_up_exactly_what_arrived(team):
     assert {first["uid"], third["uid"]} <= uids and second["uid"] not in uids
     embedder.embedded.clear()
     assert (index_pass().chunked, embedder.embedded) == (0, [])
+
+
+def test_a_rename_on_one_machine_and_an_edit_on_the_other_keep_both_texts(team):
+    a, b, url, first, _ = team
+    a.ok("edit", str(a.by_uid()[first["uid"]]["id"]), "--title", "JWT login, renamed")  # new file name
+    b.ok("edit", str(b.by_uid()[first["uid"]]["id"]), "--narrative", "edited on b")
+    a.sync()
+    b.sync()
+    a.sync()
+    assert set(a.by_uid()) == set(b.by_uid())
+    for machine in (a, b):
+        rows = list(machine.by_uid().values())
+        texts = {(r["title"], r["narrative"]) for r in rows}
+        assert any(title.startswith("JWT login, renamed") for title, _ in texts), texts
+        assert any(narrative == "edited on b" for _, narrative in texts), texts
+        assert len([r for r in rows if r["uid"] == first["uid"]]) == 1
+        assert "<<<<<<<" not in all_text(machine.export)
+        code, out, err = machine.run("doctor")
+        assert code == 0, out + err
