@@ -97,12 +97,23 @@ class Syncer:
                 raise UsageError(f"the export tree already syncs with {existing}")
         else:
             self.git.run("remote", "add", REMOTE, url, what="git remote add")
-        ignore = self.root / ".gitignore"
-        if not ignore.exists() or ignore.read_text(encoding="utf-8") != GITIGNORE:
-            from export.atomic import atomic_write
-
-            atomic_write(ignore, GITIGNORE)
+        self._write_gitignore()
         return self.sync(first=True)
+
+    def _write_gitignore(self) -> None:
+        """cmem's rules in ``.gitignore``; a person's own file is kept, with cmem's rules appended once."""
+        from export.atomic import atomic_write
+
+        ignore = self.root / ".gitignore"
+        try:
+            current = ignore.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            current = ""
+        except (OSError, UnicodeDecodeError) as exc:
+            raise SyncError(f"cannot read {ignore}: {exc}") from None
+        if GITIGNORE in current:
+            return
+        atomic_write(ignore, (current.rstrip("\n") + "\n\n" if current.strip() else "") + GITIGNORE)
 
     # -- one sync ---------------------------------------------------------------------------------------
     def sync(self, *, first: bool = False) -> dict[str, Any]:

@@ -344,3 +344,37 @@ def test_a_rename_on_one_machine_and_an_edit_on_the_other_keep_both_texts(team):
         assert "<<<<<<<" not in all_text(machine.export)
         code, out, err = machine.run("doctor")
         assert code == 0, out + err
+
+
+def test_init_keeps_a_gitignore_a_person_wrote(home, tmp_path, capsys):
+    url = bare_repo(tmp_path / "team.git")
+    m = Machine(tmp_path / "m", capsys)
+    m.add("x")
+    (m.export / ".gitignore").write_text("drafts/\n")
+    m.sync(url)
+    m.sync(url)  # again: the rules are not appended twice
+    text = (m.export / ".gitignore").read_text()
+    assert text.startswith("drafts/\n") and text.count("!*.md") == 1
+
+
+def test_a_failed_adoption_undoes_the_merge_and_the_store(team, monkeypatch):
+    from cmem_cli import sync_adopt
+
+    a, b, url, first, _ = team
+    a.add("Arrives at b")
+    a.sync()
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=b.export, capture_output=True, text=True).stdout
+    before = b.by_uid()
+
+    def broken(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(sync_adopt, "apply", broken)
+    code, _, err = b.run("sync")
+    assert code != 0 and err.count("\n") == 1 and "Traceback" not in err
+    after = subprocess.run(["git", "rev-parse", "HEAD"], cwd=b.export, capture_output=True, text=True).stdout
+    assert after == head and b.by_uid() == before
+    assert subprocess.run(["git", "status", "--porcelain"], cwd=b.export, capture_output=True).stdout == b""
+    monkeypatch.undo()
+    b.sync()
+    assert "Arrives at b" in {row["title"] for row in b.by_uid().values()}
