@@ -76,7 +76,7 @@ def resolve_conflicts(memory: Memory, git: Git) -> tuple[list[dict[str, Any]], l
 
 
 def _write(path: Any, data: bytes) -> None:
-    atomic.atomic_write(path, data.decode("utf-8", "replace"), fsync=False)
+    atomic.atomic_write_bytes(path, data)  # exact bytes: an unreadable side is kept as it was
 
 
 def _parse(memory: Memory, relpath: str, data: bytes) -> sync_adopt.Incoming | None:
