@@ -41,7 +41,7 @@ def test_upgrade_backs_up_first_and_keeps_data(tmp_path):
     db.migrate([*MIGRATIONS, add_column])
     assert db.user_version() == len(MIGRATIONS) + 1
     assert db.scalar("SELECT session_id FROM sessions") == "s"
-    (backup,) = tmp_path.glob("cmem.db.v1-*.bak")
+    (backup,) = tmp_path.glob(f"cmem.db.v{len(MIGRATIONS)}-*.bak")
     old = apsw.Connection(str(backup))
     assert old.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
     assert old.execute("SELECT count(*) FROM sessions").fetchone()[0] == 1
