@@ -100,20 +100,32 @@ class _Adopter:
 
     # -- finding files ---------------------------------------------------------------------------------
     def _scan(self) -> set[str]:
-        """Every markdown file in the tree (hidden folders such as .git skipped); removes temp debris."""
+        """Every markdown file in the tree (hidden folders such as .git skipped); removes temp debris.
+
+        Plain strings and ``os.scandir`` (no pathlib): this walk is most of a no-op sync of a large tree."""
         found: set[str] = set()
-        if not self.root.is_dir():
-            return found
-        for folder, dirs, names in os.walk(self.root):
-            dirs[:] = [d for d in dirs if not d.startswith(".")]
-            base = Path(folder)
-            for name in names:
-                path = base / name
-                if name.startswith(".tmp-"):  # a killed atomic write; we hold the write lock
-                    if atomic.remove_file(path):
-                        self.report.debris.append(path.relative_to(self.root).as_posix())
-                elif name.endswith(".md") and not name.startswith(".") and not path.is_symlink():
-                    found.add(path.relative_to(self.root).as_posix())
+        stack = [("", os.fspath(self.root))]
+        while stack:
+            prefix, folder = stack.pop()
+            try:
+                entries = list(os.scandir(folder))
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+            except OSError as exc:
+                self.report.invalid.append((prefix or ".", f"cannot read folder: {exc.strerror}"))
+                continue
+            for entry in entries:
+                name = entry.name
+                if name.startswith(".tmp-") and entry.is_file(follow_symlinks=False):
+                    # a killed atomic write; we hold the write lock, so no live one
+                    if atomic.remove_file(Path(entry.path)):
+                        self.report.debris.append(prefix + name)
+                elif name.startswith("."):
+                    continue
+                elif entry.is_dir(follow_symlinks=False):
+                    stack.append((prefix + name + "/", entry.path))
+                elif name.endswith(".md") and entry.is_file(follow_symlinks=False):
+                    found.add(prefix + name)
         return found
 
     def _given(self, paths: list[Path]) -> set[str]:
@@ -139,14 +151,14 @@ class _Adopter:
     # -- reading and validating ------------------------------------------------------------------------
     def _stage(self, relpath: str) -> tuple[str, ParsedFile, dict[str, Any] | None] | None:
         """Parse and validate one file; None when it is unchanged, invalid or a conflict."""
-        path = self.root / relpath
         try:
-            data = path.read_bytes()
+            with open(os.path.join(self.root, relpath), "rb") as fh:
+                data = fh.read()
         except OSError as exc:
             self.report.invalid.append((relpath, f"cannot read: {exc.strerror}"))
             return None
         known = self.known.get(relpath)
-        if known is not None and self.hashes.get(relpath) == digest.bytes_hash(data):
+        if known is not None and self._unchanged(relpath, known, data):
             return None  # exactly what cmem wrote
         try:
             parsed = parse_file(decode(data), relpath)
@@ -172,6 +184,17 @@ class _Adopter:
             self.report.invalid.append((relpath, exc.message))
             return None
         return relpath, parsed, row
+
+    def _unchanged(self, relpath: str, known: tuple[str, int], data: bytes) -> bool:
+        stored = self.hashes.get(relpath)
+        if stored is not None:
+            return stored == digest.bytes_hash(data)
+        # written before cmem kept hashes (schema v1): compare with the rendering once, then remember it
+        if data != self.memory.render_record(*known).encode("utf-8"):
+            return False
+        self.store.record_file(relpath, digest.bytes_hash(data))
+        self.hashes[relpath] = digest.bytes_hash(data)
+        return True
 
     def _row_for(
         self, relpath: str, parsed: ParsedFile, known: tuple[str, int] | None

@@ -435,6 +435,14 @@ class Memory:
             expected[layout.summary_relpath(row)] = markdown.render_summary(row)
         return expected
 
+    def render_record(self, kind: str, record_id: int) -> str:
+        """The exact text cmem writes for one observation or summary (at its current path)."""
+        if kind == "summary":
+            return markdown.render_summary(self.store.get_summary(record_id))
+        row = self.store.get_observation(record_id)
+        relpath = row["path"] or layout.observation_relpath(row)
+        return markdown.render_observation(row, self._link_entries(row, relpath))
+
     def rebuild_export(self) -> dict[str, Any]:
         """Adopt what people changed or added in the tree, then regenerate every file the store implies.
 
@@ -482,22 +490,24 @@ class Memory:
         }
 
     def orphan_files(self, expected: set[str]) -> list[Path]:
-        """cmem-looking files under the export root that no database row accounts for."""
+        """Markdown files no database row accounts for: files in a project folder, or cmem files anywhere.
+
+        These are what ``cmem sync`` and ``doctor --fix`` adopt (a person's, or another machine's)."""
         orphans = []
         if not self.export_root.exists():
             return orphans
         for path in sorted(self.export_root.rglob("*.md")):
-            rel = path.relative_to(self.export_root).as_posix()
-            if rel in expected or any(
-                part.startswith(".") for part in path.relative_to(self.export_root).parts
-            ):
+            parts = path.relative_to(self.export_root).parts
+            if "/".join(parts) in expected or any(part.startswith(".") for part in parts):
                 continue
-            try:
-                head = path.read_text(encoding="utf-8", errors="replace")[:64]
-            except OSError:
-                continue
-            if head.startswith(("---\ncmem: observation\n", "---\ncmem: summary\n")):
-                orphans.append(path)
+            if len(parts) == 1:
+                try:
+                    head = path.read_text(encoding="utf-8", errors="replace")[:64]
+                except OSError:
+                    continue
+                if not head.startswith(("---\ncmem: observation\n", "---\ncmem: summary\n")):
+                    continue  # a person's own file beside the project folders: not a memory
+            orphans.append(path)
         return orphans
 
 

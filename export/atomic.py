@@ -28,32 +28,22 @@ def atomic_write(
     Bulk writers pass ``fsync=False`` and call ``sync_all`` once at the end, which is far cheaper than
     one fsync per file and still durable before the database commit.
     """
+    atomic_write_bytes(path, text.encode("utf-8"), fsync=fsync, make_dirs=make_dirs, mode=mode)
+
+
+def atomic_write_bytes(
+    path: Path, data: bytes, *, fsync: bool = True, make_dirs: bool = True, mode: int = FILE_MODE
+) -> None:
+    """``atomic_write`` for exact bytes (restoring a file as it was, whatever its encoding)."""
     if make_dirs:
         ensure_dir(path.parent)
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=path.suffix, dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
             if fsync:
                 fh.flush()
                 os.fsync(fh.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
-def atomic_write_bytes(path: Path, data: bytes, *, mode: int = FILE_MODE) -> None:
-    """``atomic_write`` for exact bytes (restoring a file as it was, whatever its encoding)."""
-    ensure_dir(path.parent)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=path.suffix, dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
         os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:

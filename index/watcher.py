@@ -62,6 +62,7 @@ class Watcher:
         # so hand edits are adopted into the store first (the index itself never touches the store).
         self.on_export_change = on_export_change
         self._export_paths: set[Path] = set()
+        self._export_whole_tree = False
         self.debounce = debounce
         self.max_delay = max_delay
         self.on_report = on_report or (lambda report: None)
@@ -204,20 +205,22 @@ class Watcher:
                 self._observer.unschedule(root.watch)
 
     # -- indexing ------------------------------------------------------------------------------------
-    def note_export_paths(self, paths: list[str]) -> None:
+    def note_export_paths(self, paths: list[str], *, whole_tree: bool = False) -> None:
         """Remember export-tree files an event named (called from the observer thread)."""
         with self._cond:
             self._export_paths.update(Path(p) for p in paths)
+            self._export_whole_tree = self._export_whole_tree or whole_tree
 
     def _adopt(self, names: list[str] | None) -> None:
         if self.on_export_change is None or (names is not None and MEMORIES not in names):
             return
         with self._cond:
             paths, self._export_paths = self._export_paths, set()
-        if names is not None and not paths:
+            whole_tree, self._export_whole_tree = self._export_whole_tree, False
+        if names is not None and not paths and not whole_tree:
             return
         try:
-            self.on_export_change(None if names is None else sorted(paths))
+            self.on_export_change(None if names is None or whole_tree else sorted(paths))
         except Exception as exc:  # noqa: BLE001 - a watcher must survive a bad file or a busy database
             from cmem_cli.errors import CmemError
 
@@ -279,8 +282,9 @@ class _Handler:
         paths = [event.src_path, getattr(event, "dest_path", "") or ""]
         relevant = [os.fsdecode(p) for p in paths if p and self._relevant(os.fsdecode(p), event.is_directory)]
         if relevant:
-            if self.collection.name == MEMORIES and not event.is_directory:
-                self.watcher.note_export_paths(relevant)
+            if self.collection.name == MEMORIES:
+                # a folder moved or deleted names no files: adopt the whole tree then
+                self.watcher.note_export_paths(relevant, whole_tree=event.is_directory)
             self.watcher.mark(self.collection.name)
 
     def _relevant(self, path: str, is_directory: bool) -> bool:

@@ -148,6 +148,7 @@ def test_invalid_files_are_reported_by_path_and_change_nothing(cli, home):
 
 def test_cmem_watch_adopts_an_editor_save_within_seconds(sh, home):
     assert sh("add", "-t", "Watched note", "-p", "web", "-n", "original text").exit_code == 0
+    assert sh("add", "-t", "Doomed note", "-p", "old-project").exit_code == 0
     proc = subprocess.Popen(
         [sys.executable, "-m", "cmem_cli", "watch", "--debounce", "0.1"],
         env=os.environ.copy(),
@@ -169,6 +170,45 @@ def test_cmem_watch_adopts_an_editor_save_within_seconds(sh, home):
             found = sh("search", "zebracorn", "--json").json()
         assert [h["title"] for h in found] == ["Watched note"]
         assert _get(sh, 1)["narrative"] == "zebracorn migration", "adopted into the store, not just indexed"
+        import shutil
+
+        shutil.rmtree(home / "export" / "old-project")  # a folder deleted: no event names its files
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and sh("get", "2").exit_code == 0:
+            time.sleep(0.2)
+        assert sh("get", "2").exit_code == 3, "the deleted file's observation was forgotten"
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=20)
+
+
+def test_an_edited_summary_is_adopted_and_a_plain_note_is_listed_by_doctor(cli, home):
+    cli("summary", "add", "--session", "s1", "-p", "web", "--learned", "cookies expire")
+    path = _file_of(home, "summary")
+    path.write_text(path.read_text().replace("cookies expire", "cookies expire after an hour"))
+    (home / "export" / "web" / "todo.md").write_text("# Todo\n\nrotate the keys\n")
+    checks = {c["name"]: c for c in cli("doctor", "--json").json()["checks"]}
+    assert checks["changed, to adopt"]["paths"] == [path.relative_to(home / "export").as_posix()]
+    assert checks["new files, to adopt"]["paths"] == ["web/todo.md"]
+    result = cli("sync", "--json").json()
+    assert (len(result["adopted"]), result["created"]) == (1, ["web/todo.md"])
+    assert cli("get", "S1", "--json").json()[0]["learned"] == "cookies expire after an hour"
+    assert cli("search", "cookies hour", "--json").json()[0]["id"] == "S1"
+    assert cli("doctor").exit_code == 0
+
+
+def test_files_written_before_hashes_were_kept_are_not_taken_for_hand_edits(cli, home):
+    import apsw
+
+    cli("add", "-t", "Old store", "-p", "web")
+    cli("add", "-t", "Edited in the old store", "-p", "web", "-n", "before")
+    conn = apsw.Connection(str(home / "cmem.db"))
+    conn.execute("DELETE FROM export_files")  # as a v1 store upgraded to v2 has none
+    conn.close()
+    edited = _file_of(home, "edited-in")
+    edited.write_text(edited.read_text().replace("before", "after"))
+    untouched = _get(cli, 1)["updated_at"]
+    result = cli("sync", "--json").json()
+    assert result["adopted"] == [edited.relative_to(home / "export").as_posix()]
+    assert _get(cli, 2)["narrative"] == "after"
+    assert _get(cli, 1)["updated_at"] == untouched
