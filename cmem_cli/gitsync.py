@@ -24,6 +24,7 @@ from cmem_cli.memory import FileTransaction, Memory
 from cmem_cli.sync_merge import resolve_conflicts, split_duplicates
 
 REMOTE = "origin"
+MARKER = "cmem.sync"  # set in the tree's .git/config by `cmem sync init`
 BRANCH = "main"
 GITIGNORE = """\
 # cmem sync: only observations and summaries travel; everything else stays on this machine.
@@ -58,8 +59,12 @@ def sync_lock(home: Path, *, timeout: float = 0.0) -> Iterator[None]:
 
 
 def is_connected(root: Path) -> bool:
-    """Has `cmem sync init` connected this export tree to a remote?"""
-    return (root / ".git").is_dir() and Git(root).ok("remote", "get-url", REMOTE)
+    """Has `cmem sync init` connected this export tree to a remote? (A tree a person keeps under git with
+    a remote of their own is not: cmem never commits or pushes there unasked.)"""
+    if not (root / ".git").is_dir():
+        return False
+    marker = Git(root).run("config", "--get", MARKER, check=False)
+    return marker.returncode == 0 and marker.stdout.strip() == b"true"
 
 
 class Syncer:
@@ -97,6 +102,7 @@ class Syncer:
                 raise UsageError(f"the export tree already syncs with {existing}")
         else:
             self.git.run("remote", "add", REMOTE, url, what="git remote add")
+        self.git.run("config", MARKER, "true", what="git config")
         self._write_gitignore()
         return self.sync(first=True)
 

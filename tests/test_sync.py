@@ -378,3 +378,16 @@ def test_a_failed_adoption_undoes_the_merge_and_the_store(team, monkeypatch):
     monkeypatch.undo()
     b.sync()
     assert "Arrives at b" in {row["title"] for row in b.by_uid().values()}
+
+
+def test_a_tree_kept_under_git_by_a_person_is_not_pushed_without_sync_init(home, tmp_path, capsys):
+    url = bare_repo(tmp_path / "own.git")
+    m = Machine(tmp_path / "m", capsys)
+    m.add("kept under my own git")
+    git = ["git", "-c", "user.name=me", "-c", "user.email=me@x"]
+    subprocess.run([*git, "init", "-q", "-b", "main"], cwd=m.export, check=True)
+    subprocess.run([*git, "remote", "add", "origin", url], cwd=m.export, check=True)
+    code, _, err = m.run("sync")
+    assert code == 0, err
+    assert "pushed" not in err and remote_history(url) == ""
+    assert subprocess.run(["git", "log", "--oneline"], cwd=m.export, capture_output=True).stdout == b""
