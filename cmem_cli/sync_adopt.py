@@ -5,26 +5,21 @@ each file is read and validated first (size, encoding, front matter, the same ru
 redaction included); invalid ones are reported by path and change nothing; the valid ones are then
 written to the store inside the caller's transaction and re-exported, so the store and the tree agree.
 
-This is the smallest piece sync needs; the general "adopt hand edits" parser (issue 12 part 1) lives
-in its own module and handles files without cmem front matter.
+Files are read with the tree's own reader (``export.reading``, which local adoption uses too). What this
+module adds for git: identity by uid only (ids are local), an edit's ``updated_at`` kept from the file
+(so a later sync does not see the adoption as a new edit), conflict copies, and deletions by path.
 """
 
 from __future__ import annotations
 
 from pathlib import PurePosixPath
-from typing import Any, NamedTuple
+from typing import Any
 
-from cmem_cli.errors import CmemError, InvalidInput
+from cmem_cli.errors import InvalidInput
 from cmem_cli.memory import FileTransaction, Memory
 from cmem_cli.records import parse_link
 from cmem_cli.timeutil import now_ms
-from export import markdown
-from export.reading import UnreadableFile, decode
-
-
-class Rejected(NamedTuple):
-    path: str
-    reason: str
+from export import markdown, reading
 
 
 class Incoming:
@@ -51,55 +46,30 @@ class Incoming:
 
 
 def parse_file(memory: Memory, relpath: str, data: bytes, *, keep_times: bool = True) -> Incoming:
-    """Validate one exported file; InvalidInput names the first problem. Nothing is written."""
-    parts = PurePosixPath(relpath).parts
-    if len(parts) < 2:
-        raise InvalidInput("outside any project folder")
+    """Validate one file with the tree's own reader (``export.reading``, as local adoption uses);
+    InvalidInput names the first problem. Nothing is written.
+
+    ``keep_times``: keep the file's ``updated_at`` (an edit made on another machine keeps its time)."""
     try:
-        text = decode(data)
-    except UnreadableFile as exc:
+        parsed = reading.parse_file(reading.decode(data), relpath)
+    except reading.UnreadableFile as exc:
         raise InvalidInput(str(exc)) from None
-    meta, _ = markdown.split_front_matter(text)
-    kind = meta.get("cmem")
-    try:
-        if kind == "observation":
-            return _observation(memory, relpath, markdown.parse_observation(text), keep_times)
-        if kind == "summary":
-            return _summary(memory, relpath, markdown.parse_summary(text))
-    except CmemError:
-        raise
-    except (TypeError, ValueError, AttributeError) as exc:
-        raise InvalidInput(f"front matter does not parse: {exc}") from None
-    raise InvalidInput("no cmem front matter (missing, broken, or not an observation or summary)")
-
-
-def _observation(memory: Memory, relpath: str, parsed: dict[str, Any], keep_times: bool) -> Incoming:
-    updated = parsed.pop("updated_at", None)
-    links = [parse_link(link) for link in parsed.pop("links", []) if link.get("uid")]
-    parsed.pop("id", None)
-    parsed.setdefault("project", None)
-    if not parsed["project"]:
-        parsed["project"] = PurePosixPath(relpath).parts[0]
-    record = memory.prepare({k: v for k, v in parsed.items() if v is not None})
-    return Incoming(
-        "observation", record, relpath=relpath, links=links, updated_at=updated if keep_times else None
-    )
-
-
-def _summary(memory: Memory, relpath: str, parsed: dict[str, Any]) -> Incoming:
-    if not parsed.get("session") or not parsed.get("uid"):
-        raise InvalidInput("a summary needs a session and a uid")
-    record = {k: parsed.get(k) for k in ("uid", "session", "project", "agent", "created_at")}
-    record["project"] = str(record["project"] or PurePosixPath(relpath).parts[0])
-    record["agent"] = str(record["agent"] or "cli")
-    record["session"] = str(record["session"])
-    record["uid"] = str(record["uid"])
-    for field in markdown.SUMMARY_FIELDS:
-        value = parsed.get(field)
-        if value is not None and len(value) > 50_000:
-            raise InvalidInput(f"summary field '{field}' is too long")
-        record[field] = memory._scrub_text(value) or None
-    return Incoming("summary", record, relpath=relpath)
+    record = dict(parsed.record)
+    if not record.get("project"):
+        if len(PurePosixPath(relpath).parts) < 2:
+            raise InvalidInput("outside any project folder (and no project: in front matter)")
+        record["project"] = PurePosixPath(relpath).parts[0]
+    record["uid"] = parsed.uid
+    updated = parsed.restore.get("updated_at") if keep_times else None
+    if parsed.kind == "summary":
+        if not record.get("session") or not parsed.uid:
+            raise InvalidInput("a summary needs a session and a uid")
+        values = memory.prepare_summary({k: record.get(k) for k in markdown.SUMMARY_FIELDS})
+        record.update(values, agent=record.get("agent") or "cli")
+        return Incoming("summary", record, relpath=relpath)
+    links = [parse_link(link) for link in record.pop("links", None) or [] if link.get("uid")]
+    prepared = memory.prepare({k: v for k, v in record.items() if v is not None})
+    return Incoming("observation", prepared, relpath=relpath, links=links, updated_at=updated)
 
 
 def apply(

@@ -391,3 +391,41 @@ def test_a_tree_kept_under_git_by_a_person_is_not_pushed_without_sync_init(home,
     assert code == 0, err
     assert "pushed" not in err and remote_history(url) == ""
     assert subprocess.run(["git", "log", "--oneline"], cwd=m.export, capture_output=True).stdout == b""
+
+
+def test_bad_files_arriving_from_the_remote_are_reported_and_the_rest_adopted(team, tmp_path):
+    """Files committed to the remote by something other than cmem: the bad ones are reported by path and
+    change nothing; good ones that came in the same merge are adopted."""
+    a, b, url, *_ = team
+    clone = tmp_path / "clone"
+    git = ["git", "-c", "user.name=x", "-c", "user.email=x@x", "-c", "core.hooksPath=/dev/null"]
+    subprocess.run([*git, "clone", "-q", url, str(clone)], check=True)
+    folder = clone / "web" / "from-elsewhere"
+    folder.mkdir(parents=True)
+    (folder / "broken.md").write_text("---\ncmem: observation\ntitle: [unclosed\n---\n# x\n")
+    (folder / "binary.md").write_bytes(b"\x00\x01 binary")
+    (folder / "good.md").write_text(
+        "---\ncmem: observation\ntitle: Arrived fine\nproject: web\n---\n# Arrived fine\n"
+    )
+    (folder / "plain.md").write_text("# Plain arrival\n\nno front matter at all\n")
+    subprocess.run([*git, "add", "-A"], cwd=clone, check=True)
+    subprocess.run([*git, "commit", "-qm", "outside"], cwd=clone, check=True)
+    subprocess.run([*git, "push", "-q", "origin", "HEAD:main"], cwd=clone, check=True)
+    before = set(b.by_uid())
+    code, out, err = b.run("sync")
+    assert code == 4
+    assert (
+        "cmem: web/from-elsewhere/broken.md: " in err and "cmem: web/from-elsewhere/binary.md: binary" in err
+    )
+    assert "Traceback" not in err
+    added = {row["title"] for uid, row in b.by_uid().items() if uid not in before}
+    assert added == {"Arrived fine", "Plain arrival"}
+
+
+def test_a_second_sync_at_the_same_time_exits_5(team):
+    from cmem_cli.gitsync import sync_lock
+
+    a, *_ = team
+    with sync_lock(a.home):
+        code, _, err = a.run("sync")
+    assert code == 5 and err == "cmem: another cmem sync is running; try again later\n"
