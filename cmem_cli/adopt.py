@@ -64,11 +64,15 @@ def adopt_tree(
 ) -> AdoptReport:
     """Bring the store up to date with the export tree (all of it, or just ``paths``).
 
-    ``target`` is an open ``Memory`` or a ``Config``. ``forget_deleted=False`` (doctor, export --rebuild)
+    ``target`` is an open ``Memory``, a ``Config`` or a cmem home folder. ``forget_deleted=False`` (doctor, export --rebuild)
     leaves rows whose file is gone alone, so the caller can restore the file instead.
     """
     if isinstance(target, Memory):
         return _Adopter(target, forget_deleted).run(paths)
+    if isinstance(target, str | os.PathLike):
+        from cmem_cli.config import load_config
+
+        target = load_config(target)
     with Memory.open(target) as memory:
         return _Adopter(memory, forget_deleted).run(paths)
 
@@ -80,6 +84,8 @@ class _Adopter:
         self.root = memory.export_root
         self.forget_deleted = forget_deleted
         self.report = AdoptReport()
+        self.touched: set[tuple[str, int]] = set()  # (kind, id) of every record adopted in this run
+        self.staged_uids: dict[str, str] = {}  # uid -> the file adopted for it in this run
 
     def run(self, paths: list[Path] | None) -> AdoptReport:
         with self.memory._write(fsync=False) as files:
@@ -168,6 +174,10 @@ class _Adopter:
         except CmemError as exc:  # a front-matter value the store's own checks refuse (e.g. a date)
             self.report.invalid.append((relpath, exc.message))
             return None
+        if parsed.uid and parsed.uid in self.staged_uids:
+            other = self.staged_uids[parsed.uid]
+            self.report.conflicts.append((relpath, f"same uid as {other}; not adopted"))
+            return None
         row = self._row_for(relpath, parsed, known)
         moved = row is not None and row.get("path") and row["path"] != relpath
         if moved and (self.root / row["path"]).exists():
@@ -183,6 +193,8 @@ class _Adopter:
         except CmemError as exc:
             self.report.invalid.append((relpath, exc.message))
             return None
+        if parsed.uid:
+            self.staged_uids[parsed.uid] = relpath
         return relpath, parsed, row
 
     def _unchanged(self, relpath: str, known: tuple[str, int], data: bytes) -> bool:
@@ -273,6 +285,7 @@ class _Adopter:
             restore = parsed.restore if row is None else None
             written = memory._store_observation({**parsed.record, "links": []}, files, restore=restore)
             parsed.record["id"] = written["id"]
+        self.touched.add((parsed.kind, written["id"]))
         (self.report.created if row is None else self.report.adopted).append(relpath)
         if written["path"] != relpath:
             files.delete_after_commit(relpath)  # the text lives on in the file cmem just wrote
@@ -325,6 +338,8 @@ class _Adopter:
         ids = []
         for relpath in gone:
             kind, ident = self.known[relpath]
+            if (kind, ident) in self.touched:
+                continue  # the file was renamed or moved, not deleted: adopted from its new place
             if kind == "summary":
                 self.store.delete_summary(ident)
                 files.delete_after_commit(relpath)

@@ -212,3 +212,42 @@ def test_files_written_before_hashes_were_kept_are_not_taken_for_hand_edits(cli,
     assert result["adopted"] == [edited.relative_to(home / "export").as_posix()]
     assert _get(cli, 2)["narrative"] == "after"
     assert _get(cli, 1)["updated_at"] == untouched
+
+
+def test_a_renamed_or_moved_file_keeps_its_observation(cli, home):
+    cli("add", "-t", "Moving note", "-p", "web", "-n", "still here")
+    path = _file_of(home, "moving-note")
+    (home / "export" / "archive").mkdir()
+    path.rename(home / "export" / "archive" / "renamed.md")
+    result = cli("sync", "--json").json()
+    assert (result["adopted"], result["forgotten"]) == (["archive/renamed.md"], [])
+    got = _get(cli, 1)
+    assert (got["title"], got["narrative"], got["project"]) == ("Moving note", "still here", "web")
+    assert len(_files(home)) == 1 and cli("doctor").exit_code == 0
+
+
+def test_adopt_tree_takes_a_home_folder_and_only_the_paths_given(cli, home):
+    from cmem_cli.adopt import adopt_tree
+
+    (home / "export" / "web").mkdir(parents=True)
+    (home / "export" / "web" / "a.md").write_text("# Alpha note\n")
+    (home / "export" / "web" / "b.md").write_text("# Beta note\n")
+    report = adopt_tree(home, [home / "export" / "web" / "a.md"])
+    assert (report.created, report.invalid) == (["web/a.md"], [])
+    assert [h["title"] for h in cli("search", "note", "--json").json()] == ["Alpha note"]
+
+
+def test_two_new_files_with_one_uid_adopt_the_first_and_report_the_second(cli, home):
+    folder = home / "export" / "web"
+    folder.mkdir(parents=True)
+    head = (
+        '---\ncmem: observation\nuid: "01SAMEUID"\ntitle: Twin\nproject: web\n---\n# Twin\n\n## Narrative\n\n'
+    )
+    (folder / "a.md").write_text(head + "first text\n")
+    (folder / "b.md").write_text(head + "second text\n")
+    result = cli("sync", "--json")
+    assert result.exit_code == 4
+    assert result.json()["created"] == ["web/a.md"]
+    assert result.json()["conflicts"] == [{"path": "web/b.md", "reason": "same uid as web/a.md; not adopted"}]
+    assert (folder / "b.md").read_text().endswith("second text\n"), "left untouched"
+    assert _get(cli, 1)["narrative"] == "first text"
