@@ -128,7 +128,8 @@ class Syncer:
         remote_has_branch = self._fetch()
         for attempt in range(PUSH_ATTEMPTS):
             rejected = self._adopt_local()
-            self._commit("local change(s)", unstage=rejected)
+            if rejected is not None:  # None: the tree is clean and has a commit, nothing to stage
+                self._commit("local change(s)", unstage=rejected)
             if remote_has_branch:
                 self._merge(first=first and attempt == 0)
             if self._push():
@@ -144,12 +145,15 @@ class Syncer:
     def _has_head(self) -> bool:
         return self.git.ok("rev-parse", "-q", "--verify", "HEAD")
 
-    def _adopt_local(self) -> list[str]:
+    def _adopt_local(self) -> list[str] | None:
         """Adopt what people changed in the tree since the last commit (``sync_local`` on just those
-        paths, its own store transaction); returns the paths it refused, which stay out of the commit."""
+        paths, its own store transaction); returns the paths it refused, which stay out of the commit,
+        or None when the tree is clean (and has a first commit)."""
         from cmem_cli.sync import sync_local
 
         changed, deleted = self._local_changes()
+        if not changed and not deleted and self._has_head():
+            return None
         paths = [self.root / p for p in changed + deleted if p.endswith(".md")]
         if not paths:
             return []
