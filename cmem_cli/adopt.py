@@ -14,6 +14,7 @@ committed (``cmem_cli.recovery``), so a file from an interrupted write is never 
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -28,6 +29,10 @@ from cmem_cli.store import SUMMARY_TEXT_FIELDS
 from cmem_cli.timeutil import now_ms
 from export import atomic, digest
 from export.reading import ParsedFile, UnreadableFile, decode, parse_file
+
+# A file cmem wrote this recently is read and hashed even when its size and mtime match (as git does with
+# "racily clean" entries): filesystem timestamps are coarse, so a quick same-size edit could share one.
+RACY_NS = 2_000_000_000
 
 
 @dataclass
@@ -92,8 +97,11 @@ class _Adopter:
             self.report.rolled_back = recover(self.memory)
             self.known = self.store.record_paths()
             self.hashes = self.store.file_hashes()
+            self.stats = self.store.file_stats()
+            self.racy_before = time.time_ns() - RACY_NS
             on_disk = self._scan() if paths is None else self._given(paths)
             staged = [item for relpath in sorted(on_disk) if (item := self._stage(relpath))]
+            staged = [item for item in staged if self._links_valid(item[0], item[1])]
             staged.sort(
                 key=lambda item: "id" not in item[1].restore
             )  # keep known ids before new rows take them
@@ -157,6 +165,13 @@ class _Adopter:
     # -- reading and validating ------------------------------------------------------------------------
     def _stage(self, relpath: str) -> tuple[str, ParsedFile, dict[str, Any] | None] | None:
         """Parse and validate one file; None when it is unchanged, invalid or a conflict."""
+        written = self.stats.get(relpath) if relpath in self.known else None
+        if (
+            written is not None
+            and written[1] < self.racy_before  # else a same-size edit in the same clock tick could hide
+            and atomic.stat_key(os.path.join(self.root, relpath)) == written
+        ):
+            return None  # same size and modification time as when cmem wrote it: not read again
         try:
             with open(os.path.join(self.root, relpath), "rb") as fh:
                 data = fh.read()
@@ -204,7 +219,7 @@ class _Adopter:
         # written before cmem kept hashes (schema v1): compare with the rendering once, then remember it
         if data != self.memory.render_record(*known).encode("utf-8"):
             return False
-        self.store.record_file(relpath, digest.bytes_hash(data))
+        self.store.record_file(relpath, digest.bytes_hash(data), atomic.stat_key(self.root / relpath))
         self.hashes[relpath] = digest.bytes_hash(data)
         return True
 
@@ -256,6 +271,20 @@ class _Adopter:
             prepared["uid"] = new_uid(prepared["created_at"])
         prepared["links"] = links if "links" in parsed.stated else None
         return prepared
+
+    def _links_valid(self, relpath: str, parsed: ParsedFile) -> bool:
+        """Every link a file names needs a known type and a target in the store or adopted in this run."""
+        links = (parsed.record.get("links") or []) if parsed.kind == "observation" else []
+        for link in links:
+            if link.get("type") not in LINK_TYPES:
+                problem = f"unknown link type {link.get('type')!r} (expected one of: {', '.join(LINK_TYPES)})"
+            elif link["uid"] not in self.staged_uids and self.store.observation_by_uid(link["uid"]) is None:
+                problem = f"link target {link['uid']} does not exist"
+            else:
+                continue
+            self.report.invalid.append((relpath, problem))
+            return False
+        return True
 
     # -- writing -----------------------------------------------------------------------------------------
     def _apply(

@@ -69,7 +69,7 @@ class FileTransaction:
             atomic.atomic_write(path, text, fsync=self.fsync, make_dirs=False)
         except OSError as exc:
             raise StorageError(f"cannot write {path}: {exc.strerror}") from None
-        self.store.record_file(relpath, digest.text_hash(text))
+        self.store.record_file(relpath, digest.text_hash(text), atomic.stat_key(path))
         self.written.add(relpath)
 
     def delete_after_commit(self, relpath: str | None) -> None:
@@ -466,13 +466,14 @@ class Memory:
                 if row["path"] != relpath:
                     self.store.set_summary_path(summary_id, relpath)
             hashes = self.store.file_hashes()
+            stats = self.store.file_stats()
             for relpath, text in expected.items():
                 path = layout.resolve_inside(self.export_root, relpath)
                 try:
                     if path.read_text(encoding="utf-8") == text:
                         unchanged += 1
-                        if hashes.get(relpath) != digest.text_hash(text):
-                            self.store.record_file(relpath, digest.text_hash(text))
+                        if hashes.get(relpath) != digest.text_hash(text) or relpath not in stats:
+                            self.store.record_file(relpath, digest.text_hash(text), atomic.stat_key(path))
                         continue
                 except (OSError, UnicodeDecodeError):
                     pass

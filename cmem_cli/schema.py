@@ -187,8 +187,10 @@ def _v1(conn: apsw.Connection) -> None:
 # (adopt it), and after a crash it tells a committed write from one to roll back (see export/journal.py).
 V2 = """
 CREATE TABLE export_files (
-    path TEXT PRIMARY KEY,
-    hash TEXT NOT NULL
+    path     TEXT PRIMARY KEY,
+    hash     TEXT NOT NULL,
+    size     INTEGER,  -- with mtime_ns: the file's stat when cmem wrote it; equal means unchanged, unread
+    mtime_ns INTEGER
 ) WITHOUT ROWID;
 """
 

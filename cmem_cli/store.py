@@ -160,12 +160,14 @@ class Store:
         )
 
     # -- export file hashes ------------------------------------------------------------------------------
-    def record_file(self, relpath: str, digest: str) -> None:
-        """Remember what cmem wrote to ``relpath`` (inside the caller's transaction)."""
+    def record_file(self, relpath: str, digest: str, stat: tuple[int, int] | None = None) -> None:
+        """Remember what cmem wrote to ``relpath``: its hash and (size, mtime_ns), in the caller's transaction."""
+        size, mtime_ns = stat or (None, None)
         self.db.execute(
-            "INSERT INTO export_files (path, hash) VALUES (?, ?) "
-            "ON CONFLICT (path) DO UPDATE SET hash = excluded.hash",
-            (relpath, digest),
+            "INSERT INTO export_files (path, hash, size, mtime_ns) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT (path) DO UPDATE SET hash = excluded.hash, size = excluded.size, "
+            "mtime_ns = excluded.mtime_ns",
+            (relpath, digest, size, mtime_ns),
         )
 
     def forget_file(self, relpath: str) -> None:
@@ -176,6 +178,13 @@ class Store:
 
     def file_hashes(self) -> dict[str, str]:
         return {r[0]: r[1] for r in self.db.execute("SELECT path, hash FROM export_files")}
+
+    def file_stats(self) -> dict[str, tuple[int, int]]:
+        """relpath -> (size, mtime_ns) of each file as cmem last wrote it."""
+        return {
+            r[0]: (r[1], r[2])
+            for r in self.db.execute("SELECT path, size, mtime_ns FROM export_files WHERE size IS NOT NULL")
+        }
 
     def record_paths(self) -> dict[str, tuple[str, int]]:
         """Every export path a row points at: relpath -> (kind, id)."""

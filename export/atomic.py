@@ -52,6 +52,15 @@ def atomic_write_bytes(
         raise
 
 
+def stat_key(path: Path | str) -> tuple[int, int] | None:
+    """(size, mtime_ns): what must stay equal for a file to count as untouched without reading it."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_size, st.st_mtime_ns)
+
+
 def sync_all() -> None:
     """Flush every pending write to disk (used once after a bulk export)."""
     if hasattr(os, "sync"):

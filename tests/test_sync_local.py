@@ -251,3 +251,29 @@ def test_two_new_files_with_one_uid_adopt_the_first_and_report_the_second(cli, h
     assert result.json()["conflicts"] == [{"path": "web/b.md", "reason": "same uid as web/a.md; not adopted"}]
     assert (folder / "b.md").read_text().endswith("second text\n"), "left untouched"
     assert _get(cli, 1)["narrative"] == "first text"
+
+
+def test_a_file_linking_to_an_unknown_uid_is_reported_and_changes_nothing(cli, home):
+    folder = home / "export" / "web"
+    folder.mkdir(parents=True)
+    text = (
+        "---\ncmem: observation\ntitle: Linked\nlinks: [{type: related, uid: 01NOSUCHUID}]\n---\n# Linked\n"
+    )
+    (folder / "linked.md").write_text(text)
+    result = cli("sync", "--json")
+    assert result.exit_code == 4
+    assert result.json()["invalid"] == [
+        {"path": "web/linked.md", "reason": "link target 01NOSUCHUID does not exist"}
+    ]
+    assert (folder / "linked.md").read_text() == text
+    assert cli("stats", "--json").json()["counts"]["observations"] == 0
+
+
+def test_a_same_size_edit_right_after_cmem_wrote_the_file_is_still_seen(cli, home):
+    cli("add", "-t", "Quick", "-p", "web", "-n", "aaaa")
+    path = _file_of(home, "quick")
+    stat = path.stat()
+    path.write_text(path.read_text().replace("aaaa", "bbbb"))
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # same size, same mtime: only the bytes differ
+    assert cli("sync", "--json").json()["adopted"] == [path.relative_to(home / "export").as_posix()]
+    assert _get(cli, 1)["narrative"] == "bbbb"
