@@ -58,7 +58,7 @@ class FileTransaction:
     def write(self, relpath: str, text: str) -> None:
         path = layout.resolve_inside(self.root, relpath)
         if self.skip_identical and _same_text(path, text):
-            self.store.record_file(relpath, digest.text_hash(text))
+            self.store.record_file(relpath, digest.text_hash(text), atomic.stat_key(path))
             self.written.add(relpath)
             return
         try:
