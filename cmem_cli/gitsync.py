@@ -93,6 +93,8 @@ class Syncer:
         if not url.strip() or url.startswith("-"):
             raise UsageError(f"not a git URL: {url!r}")
         self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
+        # reach the remote before changing anything: a mistyped URL must not stick to the tree
+        self.git.run("ls-remote", "-q", "--heads", url, what="git ls-remote")
         if not (self.root / ".git").exists():
             self.git.run("init", "-q", "-b", BRANCH, what="git init")
         current = self.git.run("remote", "get-url", REMOTE, check=False)

@@ -186,7 +186,10 @@ def test_an_unreachable_remote_is_a_one_line_error(home, tmp_path, capsys):
     m = Machine(tmp_path / "m", capsys)
     m.add("x")
     code, _, err = m.run("sync", "init", str(tmp_path / "no-such-repo"))
-    assert code == 9 and err.startswith("cmem: git fetch failed:") and err.count("\n") == 1
+    assert code == 9 and err.startswith("cmem: git ls-remote failed:") and err.count("\n") == 1
+    url = bare_repo(tmp_path / "right.git")
+    m.sync(url)  # the mistyped URL did not stick
+    assert "x" in remote_history(url)
 
 
 def test_user_git_config_cannot_break_sync(team, tmp_path):
