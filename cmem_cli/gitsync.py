@@ -156,6 +156,11 @@ class Syncer:
         changed, deleted = self._local_changes()
         if not changed and not deleted and self._has_head():
             return None
+        if deleted and self._tree_emptied(deleted):
+            raise UsageError(
+                "every file of the export tree is gone: nothing forgotten, nothing pushed "
+                "(`cmem doctor --fix` restores the files)"
+            )
         paths = [self.root / p for p in changed + deleted if p.endswith(".md")]
         if not paths:
             return []
@@ -167,6 +172,11 @@ class Syncer:
             self._reject(relpath, reason)
             refused.append(relpath)
         return [p for p in refused if (self.root / p).exists() or p in deleted]
+
+    def _tree_emptied(self, deleted: list[str]) -> bool:
+        """All of the committed observations and summaries gone at once: a lost tree, not a forget."""
+        tracked = [p for p in self.git.z_list("ls-files", "-z") if p.endswith(".md")]
+        return bool(tracked) and {p for p in deleted if p.endswith(".md")} >= set(tracked)
 
     def _reject(self, relpath: str, reason: str) -> None:
         self.report["rejected"].append({"path": relpath, "reason": reason})

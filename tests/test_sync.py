@@ -432,3 +432,29 @@ def test_a_second_sync_at_the_same_time_exits_5(team):
     with sync_lock(a.home):
         code, _, err = a.run("sync")
     assert code == 5 and err == "cmem: another cmem sync is running; try again later\n"
+
+
+def test_a_lost_export_tree_is_not_a_forget_that_travels(team):
+    import shutil
+
+    a, b, url, first, second = team
+    head = remote_head(url)
+    for child in a.export.iterdir():
+        if child.name not in (".git", ".gitignore"):
+            shutil.rmtree(child)
+    code, _, err = a.run("sync")
+    assert (
+        code == 2 and err.startswith("cmem: every file of the export tree is gone") and err.count("\n") == 1
+    )
+    assert remote_head(url) == head
+    assert set(a.by_uid()) == {first["uid"], second["uid"]}
+
+
+def test_git_missing_is_a_one_line_error(team, monkeypatch, tmp_path):
+    a, *_ = team
+    empty = tmp_path / "empty-bin"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+    a.add("no git here")
+    code, _, err = a.run("sync")
+    assert code == 9 and err == "cmem: git is not installed (cmem sync needs git on PATH)\n"
