@@ -239,7 +239,7 @@ class Syncer:
             self.git.run("merge", "--abort", check=False)
             self.git.run("reset", "-q", "--hard", before, check=False)
             raise
-        self._commit("file(s) rewritten as this store writes them")
+        self._commit("file(s) written while adopting (conflict copies, moves, normalised files)")
 
     def _adopt_arrivals(self, files: FileTransaction, before: str, copies: list[sync_adopt.Incoming]) -> None:
         entries = self.git.z_list("diff", "--name-status", "-z", "--no-renames", before, "HEAD")
