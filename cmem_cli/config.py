@@ -72,12 +72,15 @@ class Config:
         embed_model: str | None = DEFAULT_EMBED_MODEL,
         rerank_model: str | None = None,
         raw: dict[str, Any] | None = None,
+        embed_model_chosen: bool = False,
     ):
         self.home = home
         self.export_dir = export_dir
         self.embed_model = embed_model
         self.rerank_model = rerank_model
         self.raw = raw if raw is not None else {}
+        # A model someone named (environment or config file) must exist; the built-in default may be absent.
+        self.embed_model_chosen = embed_model_chosen
 
     @property
     def db_path(self) -> Path:
@@ -129,6 +132,7 @@ def load_config(cli_home: str | os.PathLike[str] | None = None) -> Config:
         embed_model=embed if embed != "none" else None,
         rerank_model=rerank if rerank != "none" else None,
         raw=raw,
+        embed_model_chosen=embed != DEFAULT_EMBED_MODEL and embed != "none",
     )
 
 

@@ -12,6 +12,7 @@ from cmem_cli.config import Config
 def index_status(config: Config) -> dict[str, Any]:
     """Documents, chunks, vectors, stale entries, models, collections and the last run, JSON-ready."""
     from cmem_cli.errors import CmemError
+    from index.changes import changes_since_last_run
     from index.collections import load_collections
     from index.loading import NO_MODEL_HINT, embed_model_path, model_file_identity
     from index.store import IndexStore
@@ -20,16 +21,20 @@ def index_status(config: Config) -> dict[str, Any]:
     info: dict[str, Any] = {"index": str(config.index_path), "exists": config.index_path.exists()}
     stats: dict[str, Any] = {}
     remembered: dict[str, Any] = {}
+    changes = None
     if info["exists"]:
         try:
             store = IndexStore.open(config.index_path, readonly=True, busy_ms=2000)
             try:
                 stats = store.stats()
                 remembered = store.json_setting("embed_model") or {}
+                changes = changes_since_last_run(store, collections)
             finally:
                 store.close()
         except CmemError as exc:
             info["error"] = exc.message
+    else:
+        changes = changes_since_last_run(None, collections)
     embed: dict[str, Any] = {"spec": config.embed_model, "path": None, "available": False, "hint": None}
     try:
         path = embed_model_path(config)
@@ -59,5 +64,6 @@ def index_status(config: Config) -> dict[str, Any]:
             for c in collections
         ],
         last_run=stats.get("last_run"),
+        changed_files=changes,  # files added, modified, deleted since the last index run
     )
     return info

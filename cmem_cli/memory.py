@@ -182,6 +182,7 @@ class Memory:
         now = now_ms()
         for record in records:
             if record.get("session"):
+                record["session"] = self._known_session(record["session"])
                 at = record.get("created_at") or now
                 first, low, high = spans.get(record["session"], (record, at, at))
                 spans[record["session"]] = (first, min(low, at), max(high, at))
@@ -199,6 +200,7 @@ class Memory:
     ) -> dict[str, Any]:
         store = self.store
         if record.get("session") and not session_ready:
+            record = {**record, "session": self._known_session(record["session"])}
             store.ensure_session(
                 record["session"],
                 agent=record["agent"],
@@ -318,11 +320,30 @@ class Memory:
             self._export_observation(self.store.get_observation(referrer), files)
 
     # -- sessions, prompts, summaries -------------------------------------------------------------------
+    def _known_session(self, session_id: str) -> str:
+        """A unique prefix of an existing session's id names that session; any other text is a new id."""
+        return self.store.resolve_session(session_id) or session_id
+
     def ensure_session(
-        self, session_id: str, *, agent: str, project: str, label: str | None = None, goal: str | None = None
+        self,
+        session_id: str,
+        *,
+        agent: str,
+        project: str,
+        label: str | None = None,
+        goal: str | None = None,
+        resume: bool = False,
     ) -> dict[str, Any]:
+        """Create the session if new; ``resume`` also reopens it if it had ended (`cmem session start ID`)."""
         session_id = _required_text("session id", session_id)
         with self.store.db.transaction():
+            session_id = self._known_session(session_id)
+            if resume:
+                self.store.db.execute(
+                    "UPDATE sessions SET status = 'active', completed_at = NULL "
+                    "WHERE session_id = ? AND status != 'active'",
+                    (session_id,),
+                )
             return self.store.ensure_session(
                 session_id,
                 agent=agent,
@@ -360,6 +381,7 @@ class Memory:
     ) -> dict[str, Any]:
         text = _required_text("prompt", self._scrub_text(text) or "", limit=SUMMARY_LIMIT)
         with self.store.db.transaction():
+            session_id = self._known_session(session_id)
             session = self.store.ensure_session(
                 session_id, agent=agent or "cli", project=project or "default", at=created_at
             )
@@ -378,6 +400,7 @@ class Memory:
     ) -> dict[str, Any]:
         values = self.prepare_summary(fields)
         with self._write() as files:
+            session_id = self._known_session(session_id)
             session = self.store.ensure_session(
                 session_id, agent=agent or "cli", project=project or "default"
             )

@@ -13,7 +13,7 @@ import sys
 from typing import Any
 
 from cmem_cli.context import open_reader
-from cmem_cli.render import TYPE_ICONS, Column, emit_rows, emit_text, resolve_format, write
+from cmem_cli.render import TYPE_ICONS, Column, emit_rows, emit_text, escape_control, resolve_format, write
 from cmem_cli.store import Filters
 
 
@@ -26,6 +26,17 @@ def _datetime(row: dict[str, Any]) -> str:
     return f"{stamp[:10]} {stamp[11:16]}"
 
 
+def _compact_date(row: dict[str, Any]) -> str:
+    """A terminal's date: "Nov 23" this year, "2025-11" before, so the title keeps the room."""
+    from datetime import date
+
+    stamp = row.get("created_at") or ""
+    if len(stamp) < 10:
+        return stamp
+    day = date.fromisoformat(stamp[:10])
+    return day.strftime("%b %d") if day.year == date.today().year else stamp[:7]
+
+
 def _type_cell(row: dict[str, Any]) -> str:
     return f"{TYPE_ICONS.get(row['type'], '•')} {row['type']}"
 
@@ -34,19 +45,21 @@ def _tokens(row: dict[str, Any]) -> str:
     return f"~{row['tokens']}" if row.get("tokens") is not None else ""
 
 
+# Priorities decide what a narrow terminal keeps: the id (never dropped or cut), the title (cut first),
+# type and date, then the rest.
 SEARCH_COLUMNS = [
-    Column("id", "ID", justify="right"),
-    Column("created_at", "DATE", _date),
-    Column("type", "TYPE"),
-    Column("title", "TITLE", max_width=72),
-    Column("project", "PROJECT", max_width=20),
-    Column("tokens", "TOKENS", _tokens, justify="right"),
+    Column("id", "ID", justify="right", priority=0),
+    Column("created_at", "DATE", _date, priority=3),
+    Column("type", "TYPE", priority=2),
+    Column("title", "TITLE", max_width=72, priority=1, shrink_to=30),
+    Column("project", "PROJECT", max_width=20, priority=4),
+    Column("tokens", "TOKENS", _tokens, justify="right", priority=5),
 ]
-# On a terminal the type gets its icon; piped output keeps the bare, stable word.
+# On a terminal the type gets its icon and the date is compact; piped output keeps stable values.
 TABLE_SEARCH_COLUMNS = [
     SEARCH_COLUMNS[0],
-    SEARCH_COLUMNS[1],
-    Column("type", "TYPE", _type_cell),
+    Column("created_at", "DATE", _compact_date, priority=3),
+    Column("type", "TYPE", _type_cell, priority=2),
     *SEARCH_COLUMNS[3:],
 ]
 
@@ -79,6 +92,8 @@ def search(
     output = resolve_format(fmt, as_json)
     filters = build_filters(project, obs_type, concept, file, agent, session, since, until)
     with open_reader() as reader:
+        if filters.session:
+            filters.session = reader.store.resolve_session(filters.session) or filters.session
         rows, _, notes = run_search(
             reader,
             query,
@@ -92,13 +107,34 @@ def search(
             collections=collection,
             explain=explain,
         )
+        _absolute_paths(reader.config, rows)
     if mode != "auto" or explain:  # in auto mode a missing index or model is expected, not news
         for note in notes:
             print(f"cmem: note: {note}", file=sys.stderr)
     columns = TABLE_SEARCH_COLUMNS if output == "table" else SEARCH_COLUMNS
     if explain:
-        columns = [*columns, Column("signals", "WHY", _why)]
+        columns = [*columns, Column("signals", "WHY", _why, priority=2, shrink_to=24)]
     emit_rows(rows, columns, output, empty_message="no matches")
+
+
+def _absolute_paths(config: Any, rows: list[dict[str, Any]]) -> None:
+    """Give scripts a ``path`` that exists on this machine: memories are relative to the export folder,
+    documents are ``collection:relative`` until resolved against their collection's root."""
+    roots: dict[str, Any] | None = None
+    for row in rows:
+        path = row.get("path")
+        if not path:
+            continue
+        if row.get("kind") != "document":
+            row["path"] = str(config.export_dir / path)
+            continue
+        if roots is None:
+            from index.collections import load_collections
+
+            roots = {c.name: c.root.expanduser() for c in load_collections(config)}
+        name, _, relpath = path.partition(":")
+        if name in roots:
+            row["path"] = str(roots[name] / relpath)
 
 
 def _why(row: dict[str, Any]) -> str:
@@ -107,12 +143,12 @@ def _why(row: dict[str, Any]) -> str:
 
 
 TIMELINE_COLUMNS = [
-    Column("anchor", "", lambda r: ">>" if r["anchor"] else ""),
-    Column("id", "ID", justify="right"),
-    Column("created_at", "TIME", _datetime),
-    Column("type", "TYPE"),
-    Column("title", "TITLE", max_width=80),
-    Column("tokens", "TOKENS", lambda r: f"~{r['tokens']}", justify="right"),
+    Column("anchor", "", lambda r: ">>" if r["anchor"] else "", priority=0),
+    Column("id", "ID", justify="right", priority=0),
+    Column("created_at", "TIME", _datetime, priority=0),
+    Column("type", "TYPE", priority=2),
+    Column("title", "TITLE", max_width=80, priority=1, shrink_to=20),
+    Column("tokens", "TOKENS", lambda r: f"~{r['tokens']}", justify="right", priority=5),
 ]
 
 
@@ -152,8 +188,8 @@ def _timeline_by_day(items: list[dict[str, Any]], output: str) -> None:
     columns = [
         TIMELINE_COLUMNS[0],
         TIMELINE_COLUMNS[1],
-        Column("created_at", "TIME", lambda r: r["created_at"][11:16]),
-        Column("type", "TYPE", _type_cell),
+        Column("created_at", "TIME", lambda r: r["created_at"][11:16], priority=0),
+        Column("type", "TYPE", _type_cell, priority=2),
         *TIMELINE_COLUMNS[4:],
     ]
     for item in [*items, None]:
@@ -167,23 +203,36 @@ def _timeline_by_day(items: list[dict[str, Any]], output: str) -> None:
             group.append(item)
 
 
+GET_FORMATS = ("md", "json", "ndjson", "plain")
+
+
 def get(
     refs: list[str],
     links: bool = False,
+    path_only: bool = False,
     as_json: bool = False,
     fmt: str | None = None,
 ) -> None:
     """`cmem get`: full details of observations; counts as a retrieval."""
-    from cmem_cli.details import fetch_details, render_details
+    from cmem_cli.details import fetch_details, render_details, with_absolute_paths
 
     output = "json" if as_json else (fmt or "md")
-    if output not in ("md", "json", "ndjson", "plain"):
+    if output not in GET_FORMATS:
         from cmem_cli.errors import UsageError
 
-        raise UsageError(f"unknown format {output!r} for get (expected md, json or ndjson)")
+        raise UsageError(f"unknown format {output!r} for get (expected one of: {', '.join(GET_FORMATS)})")
     with open_reader() as reader:
-        records = fetch_details(reader, refs, follow_links=links)
-    if output == "json":
+        records = [
+            with_absolute_paths(reader.config, r) for r in fetch_details(reader, refs, follow_links=links)
+        ]
+    if path_only:
+        from cmem_cli.errors import NotFound
+
+        missing = next((r["id"] for r in records if not r.get("path")), None)
+        if missing is not None:
+            raise NotFound(f"{missing} has no file (prompts live only in the database)")
+        write("".join(f"{escape_control(r['path'])}\n" for r in records))
+    elif output == "json":
         write(json.dumps(records, ensure_ascii=False, indent=2) + "\n")
     elif output == "ndjson":
         write("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))

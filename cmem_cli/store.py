@@ -334,7 +334,7 @@ class Store:
     def end_session(
         self, session_id: str, *, status: str, outcome: str | None, next_steps: str | None
     ) -> dict[str, Any]:
-        self.get_session(session_id)
+        session_id = self.get_session(session_id)["session_id"]
         now = now_ms()
         self.db.execute(
             "UPDATE sessions SET status = ?, completed_at = ?, last_activity_at = ?, "
@@ -344,10 +344,35 @@ class Store:
         return self.get_session(session_id)
 
     def get_session(self, session_id: str) -> dict[str, Any]:
-        row = self.db.query_one("SELECT * FROM sessions WHERE session_id = ?", (session_id,))
+        """The session ``session_id`` names, in full or by a unique prefix (as git takes commit ids)."""
+        full = self.resolve_session(session_id)
+        row = self.db.query_one("SELECT * FROM sessions WHERE session_id = ?", (full or session_id,))
         if row is None:
             raise NotFound(f"no session {session_id!r}")
         return row
+
+    def resolve_session(self, text: str) -> str | None:
+        """The full id of the one session whose id is ``text`` or starts with it; None when none does.
+
+        An exact id always wins, so a session named like another's prefix stays reachable; a prefix shared
+        by several sessions is an error that lists a few of them."""
+        if self.db.scalar("SELECT 1 FROM sessions WHERE session_id = ?", (text,)):
+            return text
+        matches = [
+            r["session_id"]
+            for r in self.db.query(
+                "SELECT session_id FROM sessions WHERE session_id >= ? AND session_id < ? "
+                "ORDER BY session_id LIMIT 4",
+                (text, text + "\U0010ffff"),
+            )
+        ]
+        if len(matches) > 1:
+            shown = ", ".join(matches[:3]) + (", ..." if len(matches) > 3 else "")
+            raise InvalidInput(f"session prefix {text!r} is ambiguous: {shown}")
+        return matches[0] if matches else None
+
+    def session_ids(self) -> list[str]:
+        return [r["session_id"] for r in self.db.query("SELECT session_id FROM sessions")]
 
     def list_sessions(
         self, *, project: str | None = None, status: str | None = None, limit: int = 20
@@ -568,7 +593,8 @@ class Store:
             "observations WHERE project = :p "
             "UNION ALL SELECT 'prompt', id, created_at, NULL, text, session, agent, "
             "(length(text) + 3) / 4, uid FROM user_prompts WHERE project = :p "
-            "UNION ALL SELECT 'summary', id, created_at, NULL, coalesce(request, completed, 'Session summary'), "
+            "UNION ALL SELECT 'summary', id, created_at, NULL, "
+            "coalesce(request, completed, learned, investigated, next_steps, notes), "
             "session, agent, (length(coalesce(request,'') || coalesce(investigated,'') || coalesce(learned,'') "
             "|| coalesce(completed,'') || coalesce(next_steps,'') || coalesce(notes,'')) + 3) / 4, uid "
             "FROM session_summaries WHERE project = :p"

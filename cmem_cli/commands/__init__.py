@@ -17,6 +17,7 @@ COMMAND_MODULES = [
     "cmem_cli.commands.models",
     "cmem_cli.commands.agents",
     "cmem_cli.commands.mcp",
+    "cmem_cli.commands.shell",
 ]
 
 

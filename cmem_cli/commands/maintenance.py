@@ -58,8 +58,14 @@ def doctor(
     if as_json:
         write(json.dumps(report, ensure_ascii=False, indent=2) + "\n")
     else:
-        for check in report["checks"]:
-            write(f"{check['status']}\t{check['name']}\t{check['detail']}\n")
+        from cmem_cli.render import Column, emit_rows, resolve_format
+
+        columns = [
+            Column("status", "STATUS", priority=0),
+            Column("name", "CHECK", priority=0),
+            Column("detail", "DETAIL", priority=1, shrink_to=20),
+        ]
+        emit_rows(report["checks"], columns, resolve_format(None, False))
     if not report["ok"]:
         raise typer.Exit(1)
 
