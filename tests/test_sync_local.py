@@ -43,7 +43,7 @@ def test_a_rendered_file_parses_back_to_the_same_record():
 
 
 def test_an_appended_line_is_reported_by_doctor_and_adopted_by_doctor_fix(cli, home):
-    cli("add", "-t", "Cookie bug", "-p", "web", "-n", "Sessions expired early.")
+    cli("add", "-t", "Cookie bug", "-p", "web", "--narrative", "Sessions expired early.")
     path = _file_of(home, "cookie-bug")
     path.write_text(path.read_text() + "\nAlso affects the mobile client.\n")
     report = cli("doctor", "--json")
@@ -58,7 +58,7 @@ def test_an_appended_line_is_reported_by_doctor_and_adopted_by_doctor_fix(cli, h
 
 
 def test_sync_adopts_front_matter_and_body_edits_keeping_unknown_text(cli, home):
-    cli("add", "-t", "Old title", "-p", "web", "--fact", "one", "--concept", "auth", "-n", "Body.")
+    cli("add", "-t", "Old title", "-p", "web", "--fact", "one", "--concept", "auth", "--narrative", "Body.")
     cli("add", "-t", "Target", "-p", "web")
     target_uid = _get(cli, 2)["uid"]
     path = _file_of(home, "old-title")
@@ -147,7 +147,7 @@ def test_invalid_files_are_reported_by_path_and_change_nothing(cli, home):
 
 
 def test_cmem_watch_adopts_an_editor_save_within_seconds(sh, home):
-    assert sh("add", "-t", "Watched note", "-p", "web", "-n", "original text").exit_code == 0
+    assert sh("add", "-t", "Watched note", "-p", "web", "--narrative", "original text").exit_code == 0
     assert sh("add", "-t", "Doomed note", "-p", "old-project").exit_code == 0
     proc = subprocess.Popen(
         [sys.executable, "-m", "cmem_cli", "watch", "--debounce", "0.1"],
@@ -201,7 +201,7 @@ def test_files_written_before_hashes_were_kept_are_not_taken_for_hand_edits(cli,
     import apsw
 
     cli("add", "-t", "Old store", "-p", "web")
-    cli("add", "-t", "Edited in the old store", "-p", "web", "-n", "before")
+    cli("add", "-t", "Edited in the old store", "-p", "web", "--narrative", "before")
     conn = apsw.Connection(str(home / "cmem.db"))
     conn.execute("DELETE FROM export_files")  # as a v1 store upgraded to v2 has none
     conn.close()
@@ -215,7 +215,7 @@ def test_files_written_before_hashes_were_kept_are_not_taken_for_hand_edits(cli,
 
 
 def test_a_renamed_or_moved_file_keeps_its_observation(cli, home):
-    cli("add", "-t", "Moving note", "-p", "web", "-n", "still here")
+    cli("add", "-t", "Moving note", "-p", "web", "--narrative", "still here")
     path = _file_of(home, "moving-note")
     (home / "export" / "archive").mkdir()
     path.rename(home / "export" / "archive" / "renamed.md")
@@ -270,7 +270,7 @@ def test_a_file_linking_to_an_unknown_uid_is_reported_and_changes_nothing(cli, h
 
 
 def test_a_same_size_edit_right_after_cmem_wrote_the_file_is_still_seen(cli, home):
-    cli("add", "-t", "Quick", "-p", "web", "-n", "aaaa")
+    cli("add", "-t", "Quick", "-p", "web", "--narrative", "aaaa")
     path = _file_of(home, "quick")
     stat = path.stat()
     path.write_text(path.read_text().replace("aaaa", "bbbb"))
