@@ -15,7 +15,7 @@ import typer
 from cmem_cli import __version__
 from cmem_cli.context import set_home
 from cmem_cli.errors import EXIT_USAGE
-from cmem_cli.guard import run_guarded
+from cmem_cli.guard import run_guarded, say
 from cmem_cli.helptext import EXAMPLES, polish
 
 APP_SETTINGS = dict(
@@ -117,7 +117,7 @@ def run(args: list[str]) -> int:
             print(exc.ctx.get_help())
             return 0
         except click.ClickException as exc:  # usage errors: unknown option, bad value, missing argument
-            print(f"cmem: {_one_line(exc)}", file=sys.stderr)
+            say(_one_line(exc))
             return exc.exit_code or EXIT_USAGE
         return result if isinstance(result, int) else 0
 

@@ -43,6 +43,7 @@ class Cmd:
     options: list[Opt] = field(default_factory=list)
     arguments: list[tuple[str, str]] = field(default_factory=list)  # (metavar, help)
     subcommands: list[Cmd] = field(default_factory=list)
+    runs: bool = False  # a group that also runs on its own (`cmem sync` as well as `cmem sync init`)
 
 
 def _walk(command, path: list[str], ctx) -> Cmd:
@@ -53,6 +54,7 @@ def _walk(command, path: list[str], ctx) -> Cmd:
     sub_ctx = click.Context(command, info_name=path[-1], parent=ctx)
     usage = " ".join(command.collect_usage_pieces(sub_ctx))
     node = Cmd(path=path, help=help_text, short_help=short, usage=usage)
+    node.runs = bool(getattr(command, "invoke_without_command", False))
     for param in command.params:
         if isinstance(param, click.Option):
             if param.hidden:
@@ -259,6 +261,7 @@ EXIT_CODES = [
     ("6", "database corrupt, not a cmem database, or lost while the export holds memories"),
     ("7", "home directory or file not readable or writable"),
     ("8", "model missing, unusable or not downloadable"),
+    ("9", "sync: git failed (remote unreachable or refusing the push)"),
 ]
 ENVIRONMENT = [
     ("CMEM_HOME", "data directory (default $XDG_DATA_HOME/cmem)"),
@@ -286,7 +289,7 @@ def man(tree: Cmd) -> str:
         ".SH COMMANDS",
     ]
     for node in list(_all(tree))[1:]:
-        if node.subcommands:
+        if node.subcommands and not node.runs:
             continue
         out += [
             ".SS " + _roff(" ".join(node.path[1:])),

@@ -208,8 +208,9 @@ def _display(path: Path, home: Path) -> str:
 
 
 def loose_modes(roots: list[Path]) -> list[Path]:
-    """Folders under cmem's roots that are not 0700 and files that are not 0600 (older versions made
-    intermediate folders 0755); symlinks are neither followed nor reported."""
+    """Folders and files under cmem's roots that group or others may use (older versions made intermediate
+    folders 0755); stricter modes (git's read-only 0400 objects) are fine; symlinks are neither followed
+    nor reported."""
     import os
     import stat
 
@@ -217,16 +218,16 @@ def loose_modes(roots: list[Path]) -> list[Path]:
     for root in roots:
         if not root.is_dir() or root.is_symlink():
             continue
-        if stat.S_IMODE(root.stat().st_mode) != 0o700:
+        if stat.S_IMODE(root.stat().st_mode) & 0o077:
             found.add(root)
         for folder, dirs, files in os.walk(root):
-            for name, wanted in [*((d, 0o700) for d in dirs), *((f, 0o600) for f in files)]:
+            for name in [*dirs, *files]:
                 path = Path(folder, name)
                 try:
                     info = path.lstat()
                 except OSError:
                     continue
-                if not stat.S_ISLNK(info.st_mode) and stat.S_IMODE(info.st_mode) != wanted:
+                if not stat.S_ISLNK(info.st_mode) and stat.S_IMODE(info.st_mode) & 0o077:
                     found.add(path)
     return sorted(found)
 
@@ -237,7 +238,8 @@ def tighten_modes(paths: list[Path]) -> None:
 
     for path in paths:
         with contextlib.suppress(OSError):
-            os.chmod(path, 0o700 if path.is_dir() else 0o600, follow_symlinks=False)
+            mode = path.lstat().st_mode & 0o7777
+            os.chmod(path, mode & ~0o077, follow_symlinks=False)  # group and others lose every bit
 
 
 def debris_files(home: Path, export_root: Path) -> list[Path]:

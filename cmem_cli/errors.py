@@ -12,6 +12,7 @@ EXIT_BUSY = 5  # the database stayed locked longer than the busy timeout
 EXIT_CORRUPT = 6  # the database file is not a usable cmem database
 EXIT_IO = 7  # the home directory or a file cannot be read or written
 EXIT_MODEL = 8  # a model is missing, unusable, or could not be downloaded
+EXIT_SYNC = 9  # git sync failed: remote unreachable or refusing the push, git missing or broken
 
 
 class CmemError(Exception):
@@ -50,3 +51,7 @@ class StorageError(CmemError):
 
 class ModelError(CmemError):
     exit_code = EXIT_MODEL
+
+
+class SyncError(CmemError):
+    exit_code = EXIT_SYNC

@@ -42,10 +42,13 @@ class FileTransaction:
     files can be sorted into committed (hash matches) and not (restored from the journal).
     """
 
-    def __init__(self, root: Path, store: Store, journal_dir: Path, *, fsync: bool = True):
+    def __init__(
+        self, root: Path, store: Store, journal_dir: Path, *, fsync: bool = True, skip_identical: bool = False
+    ):
         self.root = root
         self.store = store
         self.fsync = fsync
+        self.skip_identical = skip_identical  # adopting files git just wrote: most are already right
         self.journal = Journal(journal_dir, root, fsync=fsync)
         self.written: set[str] = set()
         self.to_delete: list[str] = []
@@ -54,6 +57,10 @@ class FileTransaction:
 
     def write(self, relpath: str, text: str) -> None:
         path = layout.resolve_inside(self.root, relpath)
+        if self.skip_identical and _same_text(path, text):
+            self.store.record_file(relpath, digest.text_hash(text), atomic.stat_key(path))
+            self.written.add(relpath)
+            return
         try:
             self.journal.before_write(relpath, path)
             if path.parent not in self._dirs:
@@ -120,9 +127,11 @@ class Memory:
         return self.config.home / JOURNAL_DIR
 
     @contextlib.contextmanager
-    def _write(self, *, fsync: bool = True) -> Iterator[FileTransaction]:
+    def _write(self, *, fsync: bool = True, skip_identical: bool = False) -> Iterator[FileTransaction]:
         """One write transaction over the store and the export files: all or nothing across both."""
-        files = FileTransaction(self.export_root, self.store, self.journal_dir, fsync=fsync)
+        files = FileTransaction(
+            self.export_root, self.store, self.journal_dir, fsync=fsync, skip_identical=skip_identical
+        )
         try:
             with self.store.db.transaction():
                 try:
@@ -524,6 +533,14 @@ class Memory:
                     continue  # a person's own file beside the project folders: not a memory
             orphans.append(path)
         return orphans
+
+
+def _same_text(path: Path, text: str) -> bool:
+    """True when ``path`` already holds exactly ``text`` (reading is far cheaper than a rename)."""
+    try:
+        return path.read_bytes() == text.encode("utf-8")
+    except OSError:
+        return False
 
 
 def _relative(target: str, base: str) -> str:

@@ -110,7 +110,12 @@ class Store:
 
     # -- observations ------------------------------------------------------------------------------
     def insert_observation(
-        self, record: dict[str, Any], *, path: str | None = None, restore: dict[str, Any] | None = None
+        self,
+        record: dict[str, Any],
+        *,
+        path: str | None = None,
+        restore: dict[str, Any] | None = None,
+        updated_at: int | None = None,
     ) -> dict[str, Any]:
         """Insert a normalised record (see records.normalize_observation) inside the caller's transaction.
 
@@ -123,7 +128,7 @@ class Store:
         row = self._row_values(record, tokens=0)
         row["created_at"] = record.get("created_at") or now
         row["uid"] = record.get("uid") or new_uid(row["created_at"])
-        row["updated_at"] = max(now, row["created_at"])
+        row["updated_at"] = updated_at or max(now, row["created_at"])
         row["path"] = path
         insert_columns = INSERT_COLUMNS
         if restore:
@@ -143,13 +148,17 @@ class Store:
             row[column] = list(record.get(column) or [])
         return row
 
-    def update_observation(self, obs_id: int, record: dict[str, Any], *, tokens: int = 0) -> dict[str, Any]:
-        """Replace the content fields of an observation, keeping id, uid and creation time."""
+    def update_observation(
+        self, obs_id: int, record: dict[str, Any], *, tokens: int = 0, updated_at: int | None = None
+    ) -> dict[str, Any]:
+        """Replace the content fields of an observation, keeping id, uid and creation time.
+
+        ``updated_at`` keeps the time another machine gave the edit (git sync); by default it is now."""
         existing = self.get_observation(obs_id)
         row = self._row_values(record, tokens=tokens)
         row["uid"] = existing["uid"]
         row["created_at"] = record.get("created_at") or existing["created_at"]
-        row["updated_at"] = max(now_ms(), existing["updated_at"] + 1)
+        row["updated_at"] = updated_at or max(now_ms(), existing["updated_at"] + 1)
         assignments = ", ".join(f"{c} = :{c}" for c in OBS_COLUMNS)
         self.db.execute(f"UPDATE observations SET {assignments} WHERE id = :id", {**row, "id": obs_id})
         self.db.execute("DELETE FROM observation_files WHERE observation_id = ?", (obs_id,))
@@ -467,6 +476,17 @@ class Store:
 
     def summary_by_uid(self, uid: str) -> dict[str, Any] | None:
         return self.db.query_one("SELECT * FROM session_summaries WHERE uid = ?", (uid,))
+
+    def uids_at_paths(self, relpaths: list[str]) -> dict[str, tuple[str, str]]:
+        """Export path -> (kind, uid) for the observations and summaries whose files are at ``relpaths``."""
+        found: dict[str, tuple[str, str]] = {}
+        for start in range(0, len(relpaths), 500):
+            chunk = relpaths[start : start + 500]
+            marks = ", ".join("?" * len(chunk))
+            for table, kind in (("observations", "observation"), ("session_summaries", "summary")):
+                for row in self.db.query(f"SELECT uid, path FROM {table} WHERE path IN ({marks})", chunk):
+                    found[row["path"]] = (kind, row["uid"])
+        return found
 
     def set_summary_path(self, summary_id: int, relpath: str) -> None:
         self.db.execute("UPDATE session_summaries SET path = ? WHERE id = ?", (relpath, summary_id))

@@ -8,11 +8,11 @@ _cmem() {
         [[ "$w" == -* ]] && continue
         [[ "${COMP_WORDS[i-1]}" == "--home" ]] && continue
         local candidate="${path:+$path }$w"
-        if [[ -z "$path" || " collection import install models prompt session summary " == *" $path "* ]]; then path="$candidate"; else break; fi
+        if [[ -z "$path" || " collection import install models prompt session summary sync " == *" $path "* ]]; then path="$candidate"; else break; fi
     done
     local words="" valued=""
     case "$path" in
-        "") words="add edit link forget search timeline get stats export doctor sync index status watch hook context mcp completion man session prompt summary collection models import install --home --version -V -h --help"; valued="--home" ;;
+        "") words="add edit link forget search timeline get stats export doctor index status watch hook context mcp completion man session prompt summary sync collection models import install --home --version -V -h --help"; valued="--home" ;;
         "add") words="--title -t --type --subtitle --narrative --fact --concept --read --modified --tool --project -p --session --agent --key --confidence --link --json -h --help"; valued="--title -t --type --subtitle --narrative --fact --concept --read --modified --tool --project -p --session --agent --key --confidence --link --json" ;;
         "edit") words="--title -t --type --subtitle --narrative --fact --add-fact --concept --read --modified --project -p --key --confidence --link -h --help"; valued="--title -t --type --subtitle --narrative --fact --add-fact --concept --read --modified --project -p --key --confidence --link" ;;
         "link") words="--remove -h --help"; valued="" ;;
@@ -23,7 +23,6 @@ _cmem() {
         "stats") words="--json -h --help"; valued="" ;;
         "export") words="--rebuild --json -h --help"; valued="" ;;
         "doctor") words="--fix --json -h --help"; valued="" ;;
-        "sync") words="--json -h --help"; valued="" ;;
         "index") words="--full --json -h --help"; valued="" ;;
         "status") words="--json -h --help"; valued="" ;;
         "watch") words="--debounce -h --help"; valued="--debounce" ;;
@@ -41,6 +40,8 @@ _cmem() {
         "prompt add") words="--session --project -p --agent -h --help"; valued="--session --project -p --agent" ;;
         "summary") words="add -h --help"; valued="" ;;
         "summary add") words="--session --request --investigated --learned --completed --next-steps --notes --project -p --agent --json -h --help"; valued="--session --request --investigated --learned --completed --next-steps --notes --project -p --agent --json" ;;
+        "sync") words="init --json -h --help"; valued="" ;;
+        "sync init") words="--json -h --help"; valued="" ;;
         "collection") words="add list remove -h --help"; valued="" ;;
         "collection add") words="--name --mask -h --help"; valued="--name --mask" ;;
         "collection list") words="--json -h --help"; valued="" ;;

@@ -17,8 +17,10 @@ from cmem_cli.summary_title import summary_title
 from cmem_cli.timeutil import parse_time, to_iso
 
 LINKS_MARKER = "<!-- cmem:links -->"
+# No local integer id: ids differ between machines, and a file that named one would change on every
+# machine that adopted it (git sync would never settle). Identity is the uid.
 OBSERVATION_KEYS = (
-    "id", "uid", "type", "title", "subtitle", "project", "session", "agent", "key", "concepts", "facts",
+    "uid", "type", "title", "subtitle", "project", "session", "agent", "key", "concepts", "facts",
     "files_read", "files_modified", "tools_used", "prompt_number", "confidence", "created_at", "updated_at",
 )  # fmt: skip
 SUMMARY_FIELDS = ("request", "investigated", "learned", "completed", "next_steps", "notes")
@@ -48,8 +50,12 @@ def _yaml_scalar(value: Any) -> str:
         return _NON_PRINTABLE.sub(lambda m: f"\\u{ord(m.group()):04x}", quoted)
     if isinstance(value, list):
         return "[" + ", ".join(_yaml_scalar(v) if not isinstance(v, str) else _quoted(v) for v in value) + "]"
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{k}: {_yaml_scalar(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, dict):  # JSON inside: the fast reader below takes it without YAML
+        items = (
+            f"{_quoted(str(k))}: {_quoted(v) if isinstance(v, str) else _yaml_scalar(v)}"
+            for k, v in value.items()
+        )
+        return "{" + ", ".join(items) + "}"
     raise TypeError(f"cannot write {type(value).__name__} to front matter")
 
 
@@ -79,9 +85,7 @@ def render_observation(record: dict[str, Any], links: list[dict[str, Any]] | Non
         if value is not None and value != []:  # absent means empty: files stay short and greppable
             fields.append((key, value))
     if links:
-        fields.append(
-            ("links", [{"type": link["type"], "id": link["id"], "uid": link["uid"]} for link in links])
-        )
+        fields.append(("links", [{"type": link["type"], "uid": link["uid"]} for link in links]))
     parts = [front_matter(fields), f"# {_one_line(record['title'])}\n"]
     if record.get("subtitle"):
         parts.append(f"\n*{_one_line(record['subtitle'])}*\n")
@@ -95,17 +99,14 @@ def render_observation(record: dict[str, Any], links: list[dict[str, Any]] | Non
     if record.get("narrative"):
         parts.append("\n## Narrative\n\n" + record["narrative"].rstrip("\n") + "\n")
     if links:
-        lines = [
-            f"- {link['type']}: [{_one_line(link['title'])}]({link['href']}) (#{link['id']})\n"
-            for link in links
-        ]
+        lines = [f"- {link['type']}: [{_one_line(link['title'])}]({link['href']})\n" for link in links]
         parts.append(f"\n{LINKS_MARKER}\n## Related\n\n" + "".join(lines))
     return "".join(parts)
 
 
 def render_summary(record: dict[str, Any]) -> str:
     fields: list[tuple[str, Any]] = [("cmem", "summary")]
-    for key in ("id", "uid", "session", "project", "agent"):
+    for key in ("uid", "session", "project", "agent"):
         fields.append((key, record.get(key)))
     fields.append(("created_at", to_iso(record.get("created_at"))))
     title = summary_title(record)
@@ -120,6 +121,30 @@ def render_summary(record: dict[str, Any]) -> str:
 # -- parsing back -------------------------------------------------------------------------------------
 
 
+_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?")  # no exponent: YAML 1.1 reads "1e-05" as text
+_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _fast_front_matter(block: str) -> dict[str, Any] | None:
+    """Read front matter as cmem writes it (one ``key: value`` line each, values JSON or plain words)
+    without a YAML parser, which costs milliseconds a file; None when any line needs real YAML."""
+    meta: dict[str, Any] = {}
+    for line in block.split("\n"):
+        key, sep, value = line.partition(": ")
+        if not sep or not _KEY.fullmatch(key) or key in meta or value != value.strip() or not value:
+            return None
+        if value[0] in '"[{' or value in ("true", "false", "null") or _NUMBER.fullmatch(value):
+            try:
+                meta[key] = json.loads(value)
+            except ValueError:
+                return None
+        elif _PLAIN.match(value) and value.lower() not in _YAML_WORDS:
+            meta[key] = value
+        else:
+            return None
+    return meta
+
+
 def split_front_matter(text: str) -> tuple[dict[str, Any], str]:
     """(front matter dict, body). Files without front matter give ({}, text)."""
     if not text.startswith("---\n"):
@@ -130,7 +155,10 @@ def split_front_matter(text: str) -> tuple[dict[str, Any], str]:
             end = len(text) - 4
         else:
             return {}, text
-    import yaml  # lazy: only readers of files need a YAML parser
+    fast = _fast_front_matter(text[4:end])
+    if fast is not None:
+        return fast, text[end + 5 :]
+    import yaml  # lazy: only hand-edited front matter needs a YAML parser
 
     try:
         meta = yaml.safe_load(text[4:end]) or {}
@@ -182,7 +210,7 @@ def parse_observation(text: str) -> dict[str, Any]:
         record[key] = value
     record["narrative"] = _narrative(body)
     record["links"] = [
-        {"type": link.get("type"), "id": link.get("id"), "uid": link.get("uid")}
+        {"type": link.get("type"), "uid": link.get("uid")}
         for link in meta.get("links") or []
         if isinstance(link, dict)
     ]

@@ -26,7 +26,7 @@ from export.markdown import (
 
 MAX_FILE_BYTES = 1_000_000
 _FILE_LINE = re.compile(r"^- (read|modified): `(.*)`$")
-_LINK_LINE = re.compile(r"^- [a-z_]+: \[.*\]\(.*\) \(#\d+\)$")
+_LINK_LINE = re.compile(r"^- [a-z_]+: \[.*\]\(.*\)(?: \(#\d+\))?$")  # "(#id)": files before ids left them
 _SUBTITLE = re.compile(r"^\*(.+)\*$")
 _NARRATIVE = re.compile(r"(?m)^## Narrative\n")
 _LIST_KEYS = ("facts", "concepts", "files_read", "files_modified", "tools_used")

@@ -28,7 +28,7 @@ def reference(tree: Cmd) -> str:
         "",
     ]
     for node in list(_all(tree))[1:]:
-        if node.subcommands:
+        if node.subcommands and not node.runs:
             continue
         name = " ".join(node.path)
         out += [f"## `{name}`", "", node.help, "", "```", f"{name} {node.usage}", "```", ""]

@@ -1,0 +1,78 @@
+"""Two (or more) cmem machines and a bare git repository in a temporary folder, for sync tests."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from cmem_cli.__main__ import main
+from cmem_cli.git import Git
+
+
+class Machine:
+    """One cmem home, driven through the real CLI in-process (``--home``)."""
+
+    def __init__(self, home: Path, capsys: Any):
+        self.home = home
+        self.capsys = capsys
+
+    @property
+    def export(self) -> Path:
+        return self.home / "export"
+
+    def run(self, *args: str) -> tuple[int, str, str]:
+        self.capsys.readouterr()
+        code = main(["--home", str(self.home), *args])
+        out, err = self.capsys.readouterr()
+        return code, out, err
+
+    def ok(self, *args: str) -> str:
+        code, out, err = self.run(*args)
+        assert code == 0, (args, code, err)
+        return out
+
+    def add(self, title: str, *extra: str) -> dict[str, Any]:
+        obs_id = int(self.ok("add", "--title", title, "--project", "web", *extra).split()[0])
+        return next(row for row in self.by_uid().values() if row["id"] == obs_id)
+
+    def sync(self, url: str | None = None) -> dict[str, Any]:
+        args = ("sync", "init", url, "--json") if url else ("sync", "--json")
+        return json.loads(self.ok(*args))
+
+    def by_uid(self) -> dict[str, dict[str, Any]]:
+        from cmem_cli.config import load_config
+        from cmem_cli.memory import Memory
+
+        with Memory.open(load_config(self.home)) as memory:
+            ids = memory.store.all_observation_ids()
+            return {row["uid"]: row for row in (memory.store.get_observation(i) for i in ids)}
+
+    def links(self, obs_id: int) -> list[dict[str, Any]]:
+        from cmem_cli.config import load_config
+        from cmem_cli.memory import Memory
+
+        with Memory.open(load_config(self.home)) as memory:
+            return memory.store.links_from(obs_id)
+
+    def file_of(self, uid: str) -> Path:
+        return self.export / self.by_uid()[uid]["path"]
+
+
+def bare_repo(path: Path) -> str:
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(path)], check=True)
+    return str(path)
+
+
+def remote_history(url: str) -> str:
+    """Every change ever pushed to the remote, as one text (``git log -p`` of all refs)."""
+    return Git(Path(url)).text("log", "-p", "--all", "--format=%H %s")
+
+
+def remote_head(url: str) -> str:
+    return Git(Path(url)).text("rev-parse", "refs/heads/main").strip()
+
+
+def all_text(root: Path) -> str:
+    return "\n".join(p.read_text(encoding="utf-8", errors="replace") for p in sorted(root.rglob("*.md")))

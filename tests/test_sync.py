@@ -1,0 +1,460 @@
+"""`cmem sync` through git: two homes and a bare repository in a temporary folder."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.sync_helpers import Machine, all_text, bare_repo, remote_head, remote_history
+
+
+@pytest.fixture
+def team(home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    """Machines ``a`` and ``b`` (each with one note) connected to one bare repository."""
+    url = bare_repo(tmp_path / "team.git")
+    a, b = Machine(tmp_path / "a", capsys), Machine(tmp_path / "b", capsys)
+    first = a.add("Login uses JWT", "--narrative", "tokens expire after an hour")
+    a.sync(url)
+    second = b.add("Cache lives in redis")
+    b.sync(url)
+    a.sync()
+    return a, b, url, first, second
+
+
+def test_init_pushes_to_an_empty_remote_and_brings_in_a_remote_with_history(team):
+    a, b, url, first, second = team
+    assert set(a.by_uid()) == set(b.by_uid()) == {first["uid"], second["uid"]}
+    assert b.by_uid()[first["uid"]]["narrative"] == "tokens expire after an hour"
+    assert ".gitignore" in remote_history(url)
+
+
+def test_a_second_sync_changes_nothing(team):
+    a, b, url, *_ = team
+    head = remote_head(url)
+    for machine in (a, b, a):
+        report = machine.sync()
+        assert (report["committed"], report["adopted"], report["forgotten"]) == (0, 0, 0)
+    assert remote_head(url) == head
+    assert subprocess.run(["git", "status", "--porcelain"], cwd=a.export, capture_output=True).stdout == b""
+
+
+def test_cmem_edit_travels_and_keeps_uid_and_time(team):
+    a, b, url, first, _ = team
+    a.ok("edit", str(first["id"]), "--title", "Login uses JWT with 1h expiry")
+    a.sync()
+    b.sync()
+    mine, theirs = a.by_uid()[first["uid"]], b.by_uid()[first["uid"]]
+    assert theirs["title"] == "Login uses JWT with 1h expiry"
+    assert theirs["updated_at"] == mine["updated_at"]
+    assert a.file_of(first["uid"]).read_text() == b.file_of(first["uid"]).read_text()
+
+
+def test_hand_edit_is_adopted_locally_and_travels(team):
+    a, b, url, first, _ = team
+    path = a.file_of(first["uid"])
+    path.write_text(path.read_text().replace("tokens expire after an hour", "tokens expire after 15 minutes"))
+    report = a.sync()
+    assert report["adopted"] == 1
+    assert a.by_uid()[first["uid"]]["narrative"] == "tokens expire after 15 minutes"
+    b.sync()
+    assert b.by_uid()[first["uid"]]["narrative"] == "tokens expire after 15 minutes"
+
+
+def test_forget_travels_and_is_not_resurrected(team):
+    a, b, url, first, second = team
+    a.ok("forget", "--yes", str(first["id"]))
+    a.sync()
+    assert b.sync()["forgotten"] == 1
+    b.sync()
+    a.sync()
+    assert set(a.by_uid()) == set(b.by_uid()) == {second["uid"]}
+    assert "Login uses JWT" not in all_text(a.export) + all_text(b.export)
+
+
+def test_edit_on_one_machine_and_forget_on_the_other_keeps_the_edit(team):
+    a, b, url, first, _ = team
+    a.ok("forget", "--yes", str(first["id"]))
+    a.sync()
+    b_id = b.by_uid()[first["uid"]]["id"]
+    b.ok("edit", str(b_id), "--narrative", "still true after the refactor")
+    report = b.sync()
+    assert [c["path"] for c in report["conflicts"]] == [b.by_uid()[first["uid"]]["path"]]
+    a.sync()
+    assert a.by_uid()[first["uid"]]["narrative"] == "still true after the refactor"
+
+
+@pytest.mark.parametrize("later", ["a", "b"])
+def test_concurrent_edits_keep_both_texts_without_conflict_markers(team, later):
+    a, b, url, first, _ = team
+    a_id, b_id = a.by_uid()[first["uid"]]["id"], b.by_uid()[first["uid"]]["id"]
+    edits = [(a, a_id, "text from machine a"), (b, b_id, "text from machine b")]
+    if later == "a":
+        edits.reverse()
+    for machine, obs_id, text in edits:  # the second edit is the later one
+        machine.ok("edit", str(obs_id), "--narrative", text)
+    a.sync()
+    report = b.sync()
+    a.sync()
+    assert len(report["conflicts"]) == 1
+    for machine in (a, b):
+        rows = machine.by_uid()
+        assert rows[first["uid"]]["narrative"] == f"text from machine {later}"
+        copy = rows[report["conflicts"][0]["copy_uid"]]
+        assert copy["narrative"] == f"text from machine {'b' if later == 'a' else 'a'}"
+        assert copy["title"].endswith("(conflict copy)")
+        text = all_text(machine.export)
+        assert "<<<<<<<" not in text and ">>>>>>>" not in text
+    assert set(a.by_uid()) == set(b.by_uid())
+    code, out, _ = a.run(
+        "get", str(a.by_uid()[report["conflicts"][0]["copy_uid"]]["id"]), "--links", "--json"
+    )
+    assert code == 0 and first["uid"] in out
+
+
+def test_no_secret_or_private_text_reaches_a_commit(team):
+    a, b, url, first, _ = team
+    secret = "AKIA" + "Q3ZB7XKM4TPLN2RW"
+    a.add("Deploy notes", "--narrative", f"key {secret} <private>the vault password</private> done")
+    path = a.file_of(first["uid"])
+    path.write_text(path.read_text() + f"\nhand-added {secret} and <private>my pin</private>\n")
+    dropped = a.export / "web" / "notes" / "dropped.md"
+    dropped.parent.mkdir()
+    dropped.write_text(
+        f"---\ncmem: observation\ntitle: dropped\nproject: web\n---\n# dropped\n\n## Narrative\n\n{secret}\n"
+    )
+    a.sync()
+    history = remote_history(url)
+    for leaked in (secret, "vault password", "my pin"):
+        assert leaked not in history
+        assert leaked not in all_text(a.export)
+    assert "hand-added" in history
+
+
+def test_bad_files_are_reported_by_path_and_change_nothing(team):
+    a, b, url, first, second = team
+    project = a.export / "web" / "hand"
+    project.mkdir()
+    (project / "broken.md").write_text("---\ncmem: observation\ntitle: [unclosed\n---\n# x\n")
+    (project / "binary.md").write_bytes(b"\x00\x01\x02 not text")
+    with open(project / "huge.md", "wb") as fh:
+        fh.truncate(50 * 1024 * 1024)
+    (a.export / "outside.md").write_text("# loose\n\nno project folder, no project: line\n")
+    good = project / "good.md"
+    good.write_text(
+        "---\ncmem: observation\ntitle: A good hand note\nproject: web\n---\n# A good hand note\n"
+    )
+    before = set(a.by_uid())
+    code, out, err = a.run("sync")
+    assert code == 4
+    lines = err.strip().splitlines()
+    for name, reason in (
+        ("web/hand/broken.md", "broken front matter"),
+        ("web/hand/binary.md", "binary file"),
+        ("web/hand/huge.md", "file too large"),
+        ("outside.md", "outside any project folder"),
+    ):
+        assert [line for line in lines if line.startswith(f"cmem: {name}: {reason}")], (name, err)
+    assert "Traceback" not in err
+    titles = {row["title"] for row in a.by_uid().values()}
+    assert set(a.by_uid()) - before and "A good hand note" in titles and "loose" not in titles
+    history = remote_history(url)
+    assert "A good hand note" in history
+    for name in ("broken.md", "binary.md", "huge.md", "outside.md"):
+        assert name not in history
+
+
+def test_a_remote_that_refuses_the_push_is_one_line_and_exit_9(team):
+    a, b, url, *_ = team
+    hook = Path(url) / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\necho 'push refused by policy' >&2\nexit 1\n")
+    hook.chmod(0o755)
+    a.add("Will not leave")
+    code, out, err = a.run("sync")
+    assert code == 9
+    assert err.startswith("cmem: git push failed:") and err.count("\n") == 1
+    hook.unlink()
+    a.sync()
+    b.sync()
+    assert "Will not leave" in {row["title"] for row in b.by_uid().values()}
+
+
+def test_an_unreachable_remote_is_a_one_line_error(home, tmp_path, capsys):
+    m = Machine(tmp_path / "m", capsys)
+    m.add("x")
+    code, _, err = m.run("sync", "init", str(tmp_path / "no-such-repo"))
+    assert code == 9 and err.startswith("cmem: git ls-remote failed:") and err.count("\n") == 1
+    url = bare_repo(tmp_path / "right.git")
+    m.sync(url)  # the mistyped URL did not stick
+    assert "x" in remote_history(url)
+
+
+def test_user_git_config_cannot_break_sync(team, tmp_path):
+    a, b, url, *_ = team
+    (tmp_path / "user-home" / ".gitconfig").parent.mkdir(exist_ok=True)
+    (tmp_path / "user-home" / ".gitconfig").write_text(
+        "[commit]\n\tgpgsign = true\n[gpg]\n\tprogram = /nonexistent/gpg\n[core]\n\tpager = false\n"
+    )
+    a.add("Signed? no")
+    a.sync()
+    b.sync()
+    assert "Signed? no" in {row["title"] for row in b.by_uid().values()}
+
+
+def test_files_git_writes_are_private(team):
+    a, *_ = team
+    for path in a.export.rglob("*"):
+        mode = path.stat().st_mode & 0o777
+        assert mode & 0o077 == 0, (path, oct(mode))
+
+
+def test_sync_while_hooks_write_loses_nothing(team, tmp_path):
+    a, b, url, *_ = team
+    env = {**os.environ, "CMEM_HOME": str(a.home), "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
+    writers = [
+        subprocess.Popen(
+            [sys.executable, "-m", "cmem_cli", "add", "--title", f"written during sync {i}", "-p", "web"],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        for i in range(6)
+    ]
+    syncer = subprocess.run(
+        [sys.executable, "-m", "cmem_cli", "sync"], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert [w.wait(timeout=120) for w in writers] == [0] * 6
+    assert syncer.returncode == 0, syncer.stderr
+    a.sync()
+    b.sync()
+    titles = {row["title"] for row in b.by_uid().values()}
+    assert {f"written during sync {i}" for i in range(6)} <= titles
+    assert set(a.by_uid()) == set(b.by_uid())
+
+
+@pytest.mark.parametrize("seed", [4, 6])  # seeds whose runs include concurrent edits (conflict copies)
+def test_random_add_edit_forget_sync_interleavings_converge(home, tmp_path, capsys, seed):
+    """Random work on two machines, synced at random; at the end both stores hold the same observations,
+    every note nobody forgot is there once, every conflict copy points at a live observation."""
+    import random
+
+    rng = random.Random(seed)
+    url = bare_repo(tmp_path / "team.git")
+    machines = [Machine(tmp_path / "a", capsys), Machine(tmp_path / "b", capsys)]
+    for machine in machines:
+        machine.add(f"seed note {machine.home.name}")
+        machine.sync(url)
+    forgotten: set[str] = set()
+    added: set[str] = set()
+    for step in range(30):
+        machine = rng.choice(machines)
+        rows = [r for r in machine.by_uid().values() if not r["title"].endswith("(conflict copy)")]
+        action = rng.choice(["add", "edit", "edit", "hand", "forget", "sync", "sync"])
+        if action == "add" or not rows:
+            added.add(machine.add(f"note {step}")["uid"])
+        elif action == "edit":
+            row = rng.choice(rows)
+            machine.ok("edit", str(row["id"]), "--narrative", f"edit {step} on {machine.home.name}")
+        elif action == "hand":
+            row = rng.choice(rows)
+            path = machine.export / row["path"]
+            path.write_text(path.read_text() + f"\nhand line {step}\n")
+        elif action == "forget":
+            row = rng.choice(rows)
+            machine.ok("forget", "--yes", str(row["id"]))
+            forgotten.add(row["uid"])
+        else:
+            machine.sync()
+    for machine in (*machines, machines[0]):
+        machine.sync()
+    a, b = (m.by_uid() for m in machines)
+    assert set(a) == set(b)
+    assert {u: (r["title"], r["narrative"]) for u, r in a.items()} == {
+        u: (r["title"], r["narrative"]) for u, r in b.items()
+    }
+    assert added - forgotten <= set(a)
+    originals = [r["title"] for r in a.values() if not r["title"].endswith("(conflict copy)")]
+    assert len(originals) == len(set(originals))
+    copies = [r for r in a.values() if r["title"].endswith("(conflict copy)")]
+    assert copies  # these seeds do produce conflicts
+    for copy in copies:
+        assert {link["uid"] for link in machines[0].links(copy["id"])} & set(a)
+    for machine in machines:
+        assert "<<<<<<<" not in all_text(machine.export)
+        code, out, err = machine.run("doctor")
+        assert code == 0, out + err
+
+
+def test_the_receiving_index_picks_up_exactly_what_arrived(team):
+    """Change detection by content hash: after a sync, the receiving machine's index pass re-chunks only
+    the files that arrived or changed, drops the forgotten one, and embeds only new chunk texts."""
+    from cmem_cli.config import load_config
+    from index.collections import load_collections
+    from index.indexer import Indexer
+    from index.store import IndexStore
+    from tests.index_helpers import CountingEmbedder
+
+    a, b, url, first, second = team
+    config = load_config(b.home)
+    embedder = CountingEmbedder()
+
+    def index_pass():
+        store = IndexStore.open(config.index_path)
+        try:
+            return Indexer(store, load_collections(config), embedder).run()
+        finally:
+            store.close()
+
+    index_pass()
+    third = a.add("Rate limiter uses a token bucket", "--narrative", "refill every second")
+    a.ok("edit", str(first["id"]), "--narrative", "tokens expire after 15 minutes")
+    a.ok("forget", "--yes", str(a.by_uid()[second["uid"]]["id"]))
+    a.sync()
+    b.sync()
+    embedder.embedded.clear()
+    report = index_pass()
+    assert (report.chunked, report.removed) == (2, 1)
+    embedded = " ".join(text for _, text in embedder.embedded)
+    assert "refill every second" in embedded and "15 minutes" in embedded
+    assert "Cache lives in redis" not in embedded
+    store = IndexStore.open(config.index_path)
+    try:
+        uids = {r[0] for r in store.rows("SELECT uid FROM documents")}
+    finally:
+        store.close()
+    assert {first["uid"], third["uid"]} <= uids and second["uid"] not in uids
+    embedder.embedded.clear()
+    assert (index_pass().chunked, embedder.embedded) == (0, [])
+
+
+def test_a_rename_on_one_machine_and_an_edit_on_the_other_keep_both_texts(team):
+    a, b, url, first, _ = team
+    a.ok("edit", str(a.by_uid()[first["uid"]]["id"]), "--title", "JWT login, renamed")  # new file name
+    b.ok("edit", str(b.by_uid()[first["uid"]]["id"]), "--narrative", "edited on b")
+    a.sync()
+    b.sync()
+    a.sync()
+    assert set(a.by_uid()) == set(b.by_uid())
+    for machine in (a, b):
+        rows = list(machine.by_uid().values())
+        texts = {(r["title"], r["narrative"]) for r in rows}
+        assert any(title.startswith("JWT login, renamed") for title, _ in texts), texts
+        assert any(narrative == "edited on b" for _, narrative in texts), texts
+        assert len([r for r in rows if r["uid"] == first["uid"]]) == 1
+        assert "<<<<<<<" not in all_text(machine.export)
+        code, out, err = machine.run("doctor")
+        assert code == 0, out + err
+
+
+def test_init_keeps_a_gitignore_a_person_wrote(home, tmp_path, capsys):
+    url = bare_repo(tmp_path / "team.git")
+    m = Machine(tmp_path / "m", capsys)
+    m.add("x")
+    (m.export / ".gitignore").write_text("drafts/\n")
+    m.sync(url)
+    m.sync(url)  # again: the rules are not appended twice
+    text = (m.export / ".gitignore").read_text()
+    assert text.startswith("drafts/\n") and text.count("!*.md") == 1
+
+
+def test_a_failed_adoption_undoes_the_merge_and_the_store(team, monkeypatch):
+    from cmem_cli import sync_adopt
+
+    a, b, url, first, _ = team
+    a.add("Arrives at b")
+    a.sync()
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=b.export, capture_output=True, text=True).stdout
+    before = b.by_uid()
+
+    def broken(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(sync_adopt, "apply", broken)
+    code, _, err = b.run("sync")
+    assert code != 0 and err.count("\n") == 1 and "Traceback" not in err
+    after = subprocess.run(["git", "rev-parse", "HEAD"], cwd=b.export, capture_output=True, text=True).stdout
+    assert after == head and b.by_uid() == before
+    assert subprocess.run(["git", "status", "--porcelain"], cwd=b.export, capture_output=True).stdout == b""
+    monkeypatch.undo()
+    b.sync()
+    assert "Arrives at b" in {row["title"] for row in b.by_uid().values()}
+
+
+def test_a_tree_kept_under_git_by_a_person_is_not_pushed_without_sync_init(home, tmp_path, capsys):
+    url = bare_repo(tmp_path / "own.git")
+    m = Machine(tmp_path / "m", capsys)
+    m.add("kept under my own git")
+    git = ["git", "-c", "user.name=me", "-c", "user.email=me@x"]
+    subprocess.run([*git, "init", "-q", "-b", "main"], cwd=m.export, check=True)
+    subprocess.run([*git, "remote", "add", "origin", url], cwd=m.export, check=True)
+    code, _, err = m.run("sync")
+    assert code == 0, err
+    assert "pushed" not in err and remote_history(url) == ""
+    assert subprocess.run(["git", "log", "--oneline"], cwd=m.export, capture_output=True).stdout == b""
+
+
+def test_bad_files_arriving_from_the_remote_are_reported_and_the_rest_adopted(team, tmp_path):
+    """Files committed to the remote by something other than cmem: the bad ones are reported by path and
+    change nothing; good ones that came in the same merge are adopted."""
+    a, b, url, *_ = team
+    clone = tmp_path / "clone"
+    git = ["git", "-c", "user.name=x", "-c", "user.email=x@x", "-c", "core.hooksPath=/dev/null"]
+    subprocess.run([*git, "clone", "-q", url, str(clone)], check=True)
+    folder = clone / "web" / "from-elsewhere"
+    folder.mkdir(parents=True)
+    (folder / "broken.md").write_text("---\ncmem: observation\ntitle: [unclosed\n---\n# x\n")
+    (folder / "binary.md").write_bytes(b"\x00\x01 binary")
+    (folder / "good.md").write_text(
+        "---\ncmem: observation\ntitle: Arrived fine\nproject: web\n---\n# Arrived fine\n"
+    )
+    (folder / "plain.md").write_text("# Plain arrival\n\nno front matter at all\n")
+    subprocess.run([*git, "add", "-A"], cwd=clone, check=True)
+    subprocess.run([*git, "commit", "-qm", "outside"], cwd=clone, check=True)
+    subprocess.run([*git, "push", "-q", "origin", "HEAD:main"], cwd=clone, check=True)
+    before = set(b.by_uid())
+    code, out, err = b.run("sync")
+    assert code == 4
+    assert (
+        "cmem: web/from-elsewhere/broken.md: " in err and "cmem: web/from-elsewhere/binary.md: binary" in err
+    )
+    assert "Traceback" not in err
+    added = {row["title"] for uid, row in b.by_uid().items() if uid not in before}
+    assert added == {"Arrived fine", "Plain arrival"}
+
+
+def test_a_second_sync_at_the_same_time_exits_5(team):
+    from cmem_cli.gitsync import sync_lock
+
+    a, *_ = team
+    with sync_lock(a.home):
+        code, _, err = a.run("sync")
+    assert code == 5 and err == "cmem: another cmem sync is running; try again later\n"
+
+
+def test_a_lost_export_tree_is_not_a_forget_that_travels(team):
+    import shutil
+
+    a, b, url, first, second = team
+    head = remote_head(url)
+    for child in a.export.iterdir():
+        if child.name not in (".git", ".gitignore"):
+            shutil.rmtree(child)
+    code, _, err = a.run("sync")
+    assert (
+        code == 2 and err.startswith("cmem: every file of the export tree is gone") and err.count("\n") == 1
+    )
+    assert remote_head(url) == head
+    assert set(a.by_uid()) == {first["uid"], second["uid"]}
+
+
+def test_git_missing_is_a_one_line_error(team, monkeypatch, tmp_path):
+    a, *_ = team
+    empty = tmp_path / "empty-bin"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+    a.add("no git here")
+    code, _, err = a.run("sync")
+    assert code == 9 and err == "cmem: git is not installed (cmem sync needs git on PATH)\n"
