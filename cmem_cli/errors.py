@@ -12,6 +12,7 @@ EXIT_BUSY = 5  # the database stayed locked longer than the busy timeout
 EXIT_CORRUPT = 6  # the database file is not a usable cmem database
 EXIT_IO = 7  # the home directory or a file cannot be read or written
 EXIT_MODEL = 8  # a model is missing, unusable, or could not be downloaded
+EXIT_NO_MATCH = 9  # a search found nothing (not an error: grep's 1, which cmem already uses for bugs)
 
 
 class CmemError(Exception):

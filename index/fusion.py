@@ -41,6 +41,7 @@ class FusionParams(NamedTuple):
     cos_ceiling: float = 1.0
     fallback_half: float = 10.0  # raw BM25 mapped to 0.5 when a keyword list has no scale nor anchor
     rrf_k: float = 60.0
+    cutoff: float = 0.1  # default --min-score when vectors take part: below it, no real evidence
 
 
 DEFAULT_PARAMS = FusionParams()
