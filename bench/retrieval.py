@@ -111,7 +111,15 @@ def cosqa(split: str) -> dict[str, Any]:
     """CoSQA dev: each Python function is an observation titled by its name, the code as narrative."""
     root = DATA / "cosqa-dev"
     docs = [
-        (c["id"], {"title": c["function"], "narrative": c["code"], "type": "discovery", "project": "code"})
+        (
+            c["id"],
+            {
+                "title": c["function"] or c["code"].split("\n", 1)[0][:200],
+                "narrative": c["code"],
+                "type": "discovery",
+                "project": "code",
+            },
+        )
         for c in _jsonl(root / "code.jsonl")
     ]
     qrels = _qrels(root / "qrels.tsv")
@@ -218,9 +226,9 @@ def evaluate(
                 )
                 ranked = [id_map.get(str(h.obs_id), "") for h in hits]
             else:  # what `cmem search --mode MODE` runs: store BM25 + index BM25 + vectors, fused
-                rows, _, _ = search(
+                rows = search(
                     memory, text, Filters(**(filters or {})), limit=10, mode=mode, rerank=False
-                )
+                ).rows
                 ranked = [id_map.get(str(r["id"]), "") for r in rows]
             seconds += time.perf_counter() - started
             per_query.append(metrics(ranked, data["qrels"].get(qid, {})))

@@ -16,7 +16,7 @@ query to query, then the signals are combined as a weighted sum:
 Lists of the same kind (the index's BM25 over chunks, the store's BM25 over observations) describe the same
 evidence: within a kind the best normalised score counts, not the sum. An extra keyword list without its own
 ``idf_sum`` is anchored to the index's keyword list (its best hit gets the index's best normalised score).
-A key missing from a list scores 0 for it. The constants are fitted on SciFact's *train* split and MADial
+A key missing from a list scores 0 for it, and so does every key for a list that found nothing. The constants are fitted on SciFact's *train* split and MADial
 (bench/fusion_tuning.py; SciFact's test split stays held out, MADial is cross-validated) and fixed; nothing is
 tuned per query. docs/retrieval.md has the numbers.
 """
@@ -41,7 +41,9 @@ class FusionParams(NamedTuple):
     cos_ceiling: float = 1.0
     fallback_half: float = 10.0  # raw BM25 mapped to 0.5 when a keyword list has no scale nor anchor
     rrf_k: float = 60.0
-    cutoff: float = 0.1  # default --min-score when vectors take part: below it, no real evidence
+    cutoff: float = (
+        0.075  # default --min-score of hybrid search: below it, no real evidence (docs/retrieval.md)
+    )
 
 
 DEFAULT_PARAMS = FusionParams()
@@ -77,6 +79,21 @@ class FusedHit:
 
     def __repr__(self) -> str:
         return f"FusedHit(key={self.key!r}, score={self.score!r}, signals={self.signals!r})"
+
+
+def default_cutoff(mode: str, params: FusionParams = DEFAULT_PARAMS) -> float:
+    """The default ``--min-score`` for a search ``mode`` (``keyword``, ``vector`` or ``hybrid``).
+
+    Vectors always return nearest neighbours, evidence or not: a nonsense query's best cosine with MiniLM
+    is about 0.25. ``params.cutoff`` is on the hybrid scale; in vector mode a hit's score is its vector
+    score alone, so the bar is the vector score a hit needs to pass the cut-off in hybrid with no keyword
+    match. Keyword hits always matched a term: no cut-off.
+    """
+    if mode == "hybrid":
+        return params.cutoff
+    if mode == "vector":
+        return params.cutoff / params.vector_weight
+    return 0.0
 
 
 def keyword_norm(raw: float, idf_sum: float, params: FusionParams = DEFAULT_PARAMS) -> float:
@@ -117,8 +134,10 @@ def fuse(
             rank += 1
             hit.signals[name] = SignalScore(rank, float(raw), norm)
     weights = {KEYWORD: params.keyword_weight, VECTOR: params.vector_weight}
-    kinds_present = {spec.kind for name, spec in specs.items() if lists[name]}
-    total_weight = sum(weights.get(kind, 0.0) for kind in kinds_present) or 1.0
+    # Every kind asked about counts, found or not: a query no keyword list matches gets no keyword credit,
+    # so its vector-only hits score what they would beside keyword hits (the cut-off means the same).
+    kinds_asked = {spec.kind for spec in specs.values()}
+    total_weight = sum(weights.get(kind, 0.0) for kind in kinds_asked) or 1.0
     for hit in hits.values():
         if method == "rrf":
             hit.score = sum(1.0 / (params.rrf_k + s.rank) for s in hit.signals.values())

@@ -16,7 +16,17 @@ from typing import Any
 from cmem_cli.config import Config
 from cmem_cli.errors import CmemError, ModelError
 from index import retrieve
-from index.fusion import DEFAULT_PARAMS, KEYWORD, VECTOR, FusedHit, FusionParams, Signal, SignalScore, fuse
+from index.fusion import (
+    DEFAULT_PARAMS,
+    KEYWORD,
+    VECTOR,
+    FusedHit,
+    FusionParams,
+    Signal,
+    SignalScore,
+    default_cutoff,
+    fuse,
+)
 from index.retrieve import DocFilters, DocHit
 from index.store import IndexStore
 
@@ -138,8 +148,9 @@ def hybrid(
     - ``extra_lists``: more keyword-like ranked lists ``{signal: [(key, raw_score), ...]}``, best first,
       raw scores higher-is-better BM25 (e.g. the store's BM25 over observations keyed ``obs:<uid>``). A key
       found there and in the index is one hit.
-    - ``min_score``: drop hits whose calibrated score is lower. None: ``params.cutoff`` when vectors took
-      part (a nearest neighbour always exists, evidence or not), else 0 (every keyword hit matched a term).
+    - ``min_score``: drop hits whose calibrated score is lower. None: the mode's calibrated cut-off
+      (``index.fusion.default_cutoff``: vectors always have a nearest neighbour, evidence or not; every
+      keyword hit matched a term, so keyword search has none).
 
     The results' ``total`` counts the hits above the cut-off before ``limit``; ``capped`` says a retriever's
     candidate list was full, so there may be more.
@@ -187,7 +198,7 @@ def hybrid(
             lists = {VECTOR: lists.get(VECTOR, [])}
         fused = fuse(lists, signals, params=params, method=fusion)
         if min_score is None:
-            min_score = params.cutoff if used_mode != "keyword" and fusion == "score" else 0.0
+            min_score = default_cutoff(used_mode, params) if fusion == "score" else 0.0
         fused = [f for f in fused if f.score >= min_score]
         top = fused if limit is None else fused[: max(limit, RERANK_CANDIDATES)]
         texts: dict[str, str] = {}
