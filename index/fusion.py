@@ -41,6 +41,7 @@ class FusionParams(NamedTuple):
     cos_ceiling: float = 1.0
     fallback_half: float = 10.0  # raw BM25 mapped to 0.5 when a keyword list has no scale nor anchor
     rrf_k: float = 60.0
+    trust: float = 0.0  # per-query weight ~ (how decisive the kind's list is) ** trust; 0 = fixed weights
     cutoff: float = (
         0.075  # default --min-score of hybrid search: below it, no real evidence (docs/retrieval.md)
     )
@@ -134,6 +135,8 @@ def fuse(
             rank += 1
             hit.signals[name] = SignalScore(rank, float(raw), norm)
     weights = {KEYWORD: params.keyword_weight, VECTOR: params.vector_weight}
+    if params.trust:
+        weights = _trusted(weights, lists, specs, norms, params.trust)
     # Every kind asked about counts, found or not: a query no keyword list matches gets no keyword credit,
     # so its vector-only hits score what they would beside keyword hits (the cut-off means the same).
     kinds_asked = {spec.kind for spec in specs.values()}
@@ -148,6 +151,35 @@ def fuse(
             best[kind] = max(best.get(kind, 0.0), score.norm)
         hit.score = sum(weights.get(kind, 0.0) * value for kind, value in best.items()) / total_weight
     return sorted(hits.values(), key=lambda h: (-h.score, h.key))
+
+
+DECISIVE_AT = 10  # a list's decisiveness: its best normalised score less its tenth best
+
+
+def _trusted(
+    weights: dict[str, float],
+    lists: Mapping[str, Sequence[tuple[str, float]]],
+    specs: Mapping[str, Signal],
+    norms: Mapping[str, list[float]],
+    trust: float,
+) -> dict[str, float]:
+    """Each kind's weight scaled by how decisive its most decisive list is for this query.
+
+    A list whose tenth hit scores nearly as high as its first (chit-chat turns all equally close to a
+    question, a common word matched everywhere) says little about which hit is right; a list with a clear
+    head does. A kind whose lists are all empty keeps its weight: it found nothing, so it scores 0.
+    """
+    decisive: dict[str, float] = {}
+    for name, values in norms.items():
+        if not values:
+            continue
+        gap = max(0.0, values[0] - values[min(DECISIVE_AT, len(values)) - 1])
+        kind = specs[name].kind
+        decisive[kind] = max(decisive.get(kind, 0.0), gap)
+    return {
+        kind: weight * (decisive[kind] ** trust if kind in decisive else 1.0)
+        for kind, weight in weights.items()
+    }
 
 
 def _normalised(
