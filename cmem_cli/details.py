@@ -10,7 +10,7 @@ from cmem_cli.timeutil import now_ms, to_iso
 from export import markdown
 
 
-def _observation_record(memory: Any, row: dict[str, Any]) -> dict[str, Any]:
+def observation_record(memory: Any, row: dict[str, Any]) -> dict[str, Any]:
     record = {k: v for k, v in row.items()}
     record["kind"] = "observation"
     for key in ("created_at", "updated_at", "last_retrieved_at"):
@@ -42,7 +42,7 @@ def fetch_details(memory: Any, refs: list[str], *, follow_links: bool = False) -
         seen.add((kind, number))
         if kind == "observation":
             row = store.get_observation(number)
-            records.append(_observation_record(memory, row))
+            records.append(observation_record(memory, row))
             observation_ids.append(number)
         elif kind == "summary":
             row = store.get_summary(number)
@@ -58,7 +58,7 @@ def fetch_details(memory: Any, refs: list[str], *, follow_links: bool = False) -
                 if ("observation", link["id"]) in seen:
                     continue
                 seen.add(("observation", link["id"]))
-                neighbour = _observation_record(memory, store.get_observation(link["id"]))
+                neighbour = observation_record(memory, store.get_observation(link["id"]))
                 neighbour["via"] = {"type": link["type"], "from": record["id"]}
                 records.append(neighbour)
                 observation_ids.append(link["id"])

@@ -116,7 +116,8 @@ def _read(path: Path) -> str | None:
         raise StorageError(f"cannot read {path}: {exc}") from None
 
 
-def _load_settings(path: Path, text: str | None) -> dict[str, Any]:
+def load_json_object(path: Path, text: str | None) -> dict[str, Any]:
+    """A config file's JSON object ({} for a missing or empty file); anything else is left alone."""
     if text is None or not text.strip():
         return {}
     try:
@@ -127,6 +128,11 @@ def _load_settings(path: Path, text: str | None) -> dict[str, Any]:
         ) from None
     if not isinstance(data, dict):
         raise InvalidInput(f"{path} must hold a JSON object; not touching it")
+    return data
+
+
+def _load_settings(path: Path, text: str | None) -> dict[str, Any]:
+    data = load_json_object(path, text)
     hooks = data.get("hooks")
     if hooks is not None and not isinstance(hooks, dict):
         raise InvalidInput(f'{path}: "hooks" must be an object; not touching it')

@@ -15,7 +15,6 @@ from typing import Any
 from cmem_cli.context import open_reader
 from cmem_cli.render import TYPE_ICONS, Column, emit_rows, emit_text, resolve_format, write
 from cmem_cli.store import Filters
-from cmem_cli.timeutil import parse_time
 
 
 def _date(row: dict[str, Any]) -> str:
@@ -52,37 +51,6 @@ TABLE_SEARCH_COLUMNS = [
 ]
 
 
-def build_filters(
-    project: str | None,
-    types: list[str] | None,
-    concepts: list[str] | None,
-    files: list[str] | None,
-    agent: str | None,
-    session: str | None,
-    since: str | None,
-    until: str | None,
-) -> Filters:
-    from cmem_cli.errors import InvalidInput
-    from cmem_cli.schema import OBSERVATION_TYPES
-
-    for obs_type in types or []:
-        if obs_type not in OBSERVATION_TYPES:
-            raise InvalidInput(f"unknown type {obs_type!r} (expected one of: {', '.join(OBSERVATION_TYPES)})")
-    until_ms = parse_time(until) if until else None
-    if until and len(until.strip()) == 10 and until_ms is not None:
-        until_ms += 86_400_000 - 1  # a bare date includes that whole day
-    return Filters(
-        project=project,
-        types=types or [],
-        concepts=concepts or [],
-        files=files or [],
-        agent=agent,
-        session=session,
-        since=parse_time(since) if since else None,
-        until=until_ms,
-    )
-
-
 def search(
     query: str | None = None,
     project: str | None = None,
@@ -107,6 +75,7 @@ def search(
 ) -> int:
     """`cmem search`: one compact row per hit; exit status EXIT_NO_MATCH when there is none (like grep)."""
     from cmem_cli.errors import EXIT_NO_MATCH, EXIT_OK
+    from cmem_cli.retrieval import build_filters
     from cmem_cli.retrieval import search as run_search
 
     output = resolve_format(fmt, as_json)

@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 
 from cmem_cli.errors import InvalidInput, NotFound
 from cmem_cli.store import SUMMARY_TEXT_FIELDS, Filters, Store, estimate_tokens
-from cmem_cli.timeutil import to_iso
+from cmem_cli.timeutil import parse_time, to_iso
 
 ORDERS = ("relevance", "newest", "oldest")
 _REF = re.compile(r"^(?P<prefix>[SsPp]?)(?P<num>\d+)$")
@@ -72,6 +72,37 @@ def check_paging(order: str, limit: int, offset: int) -> None:
         raise InvalidInput(f"unknown order {order!r} (expected one of: {', '.join(ORDERS)})")
     if limit < 0 or offset < 0:
         raise InvalidInput("--limit and --offset must not be negative")
+
+
+def build_filters(
+    project: str | None,
+    types: list[str] | None,
+    concepts: list[str] | None,
+    files: list[str] | None,
+    agent: str | None,
+    session: str | None,
+    since: str | None,
+    until: str | None,
+) -> Filters:
+    """The store's filters from the search options as given (types checked, dates parsed)."""
+    from cmem_cli.schema import OBSERVATION_TYPES
+
+    for obs_type in types or []:
+        if obs_type not in OBSERVATION_TYPES:
+            raise InvalidInput(f"unknown type {obs_type!r} (expected one of: {', '.join(OBSERVATION_TYPES)})")
+    until_ms = parse_time(until) if until else None
+    if until and len(until.strip()) == 10 and until_ms is not None:
+        until_ms += 86_400_000 - 1  # a bare date includes that whole day
+    return Filters(
+        project=project,
+        types=types or [],
+        concepts=concepts or [],
+        files=files or [],
+        agent=agent,
+        session=session,
+        since=parse_time(since) if since else None,
+        until=until_ms,
+    )
 
 
 def keyword_search(

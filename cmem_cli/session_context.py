@@ -166,13 +166,15 @@ def build_context(
     budget: int = DEFAULT_BUDGET,
     exclude_session: str | None = None,
     now: int | None = None,
+    reminder: str = REMINDER,
 ) -> SessionContext:
-    """Assemble the context text for ``project`` within ``budget`` tokens (headings and reminder included)."""
+    """Assemble the context text for ``project`` within ``budget`` tokens (headings and reminder included).
+
+    ``reminder`` is the closing how-to-drill-down line: the CLI's commands by default, tools for MCP."""
     now = now or now_ms()
     result = SessionContext(project=project, budget=budget)
     char_budget = budget * 4  # estimate_tokens(text) <= budget  <=>  len(text) <= 4 * budget
     title = f"# cmem memory for {_line(project, 60)}"
-    reminder = REMINDER
 
     lines: list[str] = []
 

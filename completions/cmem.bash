@@ -12,7 +12,7 @@ _cmem() {
     done
     local words="" valued=""
     case "$path" in
-        "") words="add edit link forget search timeline get stats export doctor index status watch hook context session prompt summary collection models import install --home --version -V -h --help"; valued="--home" ;;
+        "") words="add edit link forget search timeline get stats export doctor index status watch hook context mcp session prompt summary collection models import install --home --version -V -h --help"; valued="--home" ;;
         "add") words="--title -t --type --subtitle --narrative -n --fact --concept --read --modified --tool --project -p --session --agent --key --confidence --link --json -h --help"; valued="--title -t --type --subtitle --narrative -n --fact --concept --read --modified --tool --project -p --session --agent --key --confidence --link --json" ;;
         "edit") words="--title -t --type --subtitle --narrative -n --fact --add-fact --concept --read --modified --project -p --key --confidence --link -h --help"; valued="--title -t --type --subtitle --narrative -n --fact --add-fact --concept --read --modified --project -p --key --confidence --link" ;;
         "link") words="--remove -h --help"; valued="" ;;
@@ -28,6 +28,7 @@ _cmem() {
         "watch") words="--debounce -h --help"; valued="--debounce" ;;
         "hook") words="-h --help"; valued="" ;;
         "context") words="--project -p --budget -b --json -h --help"; valued="--project -p --budget -b" ;;
+        "mcp") words="-h --help"; valued="" ;;
         "session") words="start end list show -h --help"; valued="" ;;
         "session start") words="--project -p --agent --label --goal -h --help"; valued="--project -p --agent --label --goal" ;;
         "session end") words="--status --outcome --next-steps -h --help"; valued="--status --outcome --next-steps" ;;
@@ -50,7 +51,7 @@ _cmem() {
         "import transcript") words="--project -p --exclude-project --settle --json -h --help"; valued="--project -p --exclude-project --settle" ;;
         "import claude-code") words="--root --project -p --exclude-project --settle --json -h --help"; valued="--root --project -p --exclude-project --settle" ;;
         "install") words="claude-code -h --help"; valued="" ;;
-        "install claude-code") words="--scope --uninstall --dry-run --instructions --no-instructions -h --help"; valued="--scope" ;;
+        "install claude-code") words="--scope --uninstall --dry-run --instructions --no-instructions --mcp -h --help"; valued="--scope" ;;
     esac
     if [[ " $valued " == *" $prev "* ]]; then
         COMPREPLY=($(compgen -f -- "$cur"))

@@ -15,6 +15,7 @@ COMMAND_MODULES = [
     "cmem_cli.commands.index_cmds",
     "cmem_cli.commands.models",
     "cmem_cli.commands.agents",
+    "cmem_cli.commands.mcp",
 ]
 
 

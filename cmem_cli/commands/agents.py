@@ -165,14 +165,29 @@ def install_claude_code(
             help="Also add (or remove) the short cmem section of CLAUDE.md.",
         ),
     ] = True,
+    mcp: Annotated[
+        bool,
+        typer.Option(
+            "--mcp",
+            help="Also register `cmem mcp` as an MCP server (~/.claude.json, or ./.mcp.json for --scope "
+            "project). --uninstall always removes it.",
+        ),
+    ] = False,
 ) -> None:
-    """Add cmem's hooks to Claude Code's settings.json (keeping everything else), with a backup."""
+    """Add cmem's hooks to Claude Code's settings.json (keeping everything else), with a backup; --mcp also
+    registers the MCP server."""
     from cmem_cli.install_claude import apply, plan
     from cmem_cli.render import write
 
     if scope not in ("user", "project"):
         raise InvalidInput(f"unknown scope {scope!r} (expected user or project)")
     changes = plan(scope, uninstall=uninstall, instructions=instructions)
+    if mcp or uninstall:
+        from cmem_cli.install_mcp import plan_mcp
+
+        server = plan_mcp(scope, uninstall=uninstall)
+        if mcp or server.changed:
+            changes.append(server)
     if dry_run:
         for change in changes:
             write(change.diff() if change.changed else f"unchanged {change.path}\n")

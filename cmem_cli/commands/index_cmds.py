@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import sys
 import time
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -147,56 +146,9 @@ def _remember_model(config: Any, description: dict[str, Any]) -> None:
 
 def status_cmd(as_json: JsonOpt = False) -> None:
     """Show what the index holds: documents, chunks, vectors, stale entries, models, last run."""
-    from cmem_cli.errors import CmemError
-    from index.collections import load_collections
-    from index.loading import NO_MODEL_HINT, embed_model_path, model_file_identity
-    from index.store import IndexStore
+    from cmem_cli.index_status import index_status
 
-    config = current_config()
-    collections = load_collections(config)
-    info: dict[str, Any] = {"index": str(config.index_path), "exists": config.index_path.exists()}
-    stats: dict[str, Any] = {}
-    remembered: dict[str, Any] = {}
-    if info["exists"]:
-        try:
-            store = IndexStore.open(config.index_path, readonly=True, busy_ms=2000)
-            try:
-                stats = store.stats()
-                remembered = store.json_setting("embed_model") or {}
-            finally:
-                store.close()
-        except CmemError as exc:
-            info["error"] = exc.message
-    embed: dict[str, Any] = {"spec": config.embed_model, "path": None, "available": False, "hint": None}
-    try:
-        path = embed_model_path(config)
-        embed.update(path=str(path), available=True)
-    except CmemError as exc:
-        embed["hint"] = exc.message if "cmem models" in exc.message else f"{exc.message}; {NO_MODEL_HINT}"
-    chunks = stats.get("chunks", 0)
-    vectors = stats.get("vectors", 0)
-    vectors_match = bool(
-        embed["available"]
-        and remembered.get("file") == model_file_identity(Path(embed["path"]))
-        and remembered.get("fingerprint") == stats.get("vectors_model")
-    )
-    pending = (chunks - vectors if vectors_match else chunks) if embed["available"] else None
-    info.update(
-        documents=stats.get("documents", 0),
-        chunks=chunks,
-        vectors=vectors,
-        vectors_model=stats.get("vectors_model"),
-        vectors_current=vectors_match,
-        stale_documents=stats.get("stale_documents", 0),
-        chunks_without_current_vectors=pending,
-        cached_vectors=stats.get("cached_vectors", 0),
-        models={"embed": embed, "rerank": {"spec": config.rerank_model}},
-        collections=[
-            {**c.to_json(), **stats.get("collections", {}).get(c.name, {"documents": 0, "chunks": 0})}
-            for c in collections
-        ],
-        last_run=stats.get("last_run"),
-    )
+    info = index_status(current_config())
     if as_json:
         write(dumps(info) + "\n")
         return

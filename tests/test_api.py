@@ -1,0 +1,222 @@
+"""The Python API (cmem_cli.api.Memory): typed results, typed errors, nothing printed, same rules as the CLI."""
+
+from __future__ import annotations
+
+import json
+import stat
+
+import pytest
+
+from cmem_cli.api import (
+    Briefing,
+    Document,
+    Hit,
+    Hits,
+    InvalidInput,
+    Memory,
+    NotFound,
+    Observation,
+    Prompt,
+    Summary,
+    as_dict,
+)
+from cmem_cli.errors import EXIT_INVALID, EXIT_NOT_FOUND
+
+
+@pytest.fixture
+def memory(home):
+    with Memory() as m:
+        yield m
+
+
+def test_add_returns_the_stored_observation_and_writes_its_file(memory, home, capsys):
+    obs = memory.add(
+        "Pin apsw to 3.45",
+        type="decision",
+        narrative="3.46 changed the tokenizer API.",
+        facts=["3.46 broke FTS5 tokenizers"],
+        concepts=["deps"],
+        files_modified=["pyproject.toml"],
+        project="demo",
+    )
+    assert isinstance(obs, Observation)
+    assert (obs.id, obs.type, obs.project, obs.facts) == (
+        1,
+        "decision",
+        "demo",
+        ["3.46 broke FTS5 tokenizers"],
+    )
+    assert obs.uri == f"cmem://observation/{obs.uid}"
+    path = home / "export" / obs.path
+    assert "3.46 changed the tokenizer API." in path.read_text()
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert obs.tokens > 0 and obs.retrieval_count == 0
+    assert capsys.readouterr() == ("", "")  # the API prints nothing
+
+
+def test_the_home_argument_is_used_instead_of_the_environment(home, tmp_path):
+    other = tmp_path / "elsewhere"
+    with Memory(other) as m:
+        m.add("in the other home", project="p")
+    assert (other / "cmem.db").exists()
+    assert not (home / "cmem.db").exists()
+
+
+def test_api_writes_are_what_the_cli_reads(memory, cli):
+    obs = memory.add(
+        "Retry the flaky upload", type="bugfix", project="demo", facts=["S3 returns 503 under load"]
+    )
+    result = cli("get", str(obs.id), "--json")
+    assert result.exit_code == 0
+    assert result.json()[0]["facts"] == ["S3 returns 503 under load"]
+
+
+def test_search_returns_typed_hits_with_the_cli_rows(memory, cli):
+    memory.add("Tokenizer crash on emoji", type="bugfix", project="demo")
+    memory.add("Unrelated note about logging", project="demo")
+    hits = memory.search("tokenizer", project="demo")
+    assert isinstance(hits, Hits) and all(isinstance(h, Hit) for h in hits)
+    assert [h.title for h in hits] == ["Tokenizer crash on emoji"]
+    assert hits.mode == "keyword"  # no index in a fresh home
+    cli_rows = cli("search", "tokenizer", "--project", "demo", "--json").json()
+    assert [(r["id"], r["title"], r["tokens"]) for r in cli_rows] == [(h.id, h.title, h.tokens) for h in hits]
+
+
+def test_search_filters_by_type_and_lists_without_a_query(memory):
+    memory.add("Chose SQLite", type="decision", project="demo")
+    memory.add("Fixed the lock", type="bugfix", project="demo")
+    assert [h.title for h in memory.search(type="decision")] == ["Chose SQLite"]
+    assert [h.title for h in memory.search(type=["decision", "bugfix"], order="oldest")] == [
+        "Chose SQLite",
+        "Fixed the lock",
+    ]
+
+
+def test_timeline_marks_the_anchor_in_time_order(memory):
+    ids = [memory.add(f"step {i}", project="demo").id for i in range(5)]
+    timeline = memory.timeline(ids[2], before=1, after=1)
+    assert [item.id for item in timeline.items] == ids[1:4]
+    assert [item.anchor for item in timeline.items] == [False, True, False]
+    by_query = memory.timeline(query="step 4", before=0, after=0)
+    assert [item.title for item in by_query.items] == ["step 4"]
+
+
+def test_get_returns_full_records_and_counts_a_retrieval(memory):
+    obs = memory.add("Cache the parsed config", narrative="Parsing took 30 ms.", facts=["f1"], project="demo")
+    [record] = memory.get(obs.id)
+    assert (record.narrative, record.facts, record.retrieval_count) == ("Parsing took 30 ms.", ["f1"], 1)
+    [again] = memory.get(obs.id)
+    assert again.retrieval_count == 2
+
+
+def test_get_returns_summaries_and_prompts_typed(memory):
+    memory.start_session("s1", project="demo")
+    prompt = memory.add_prompt("please fix the build", session="s1")
+    summary = memory.add_summary("s1", learned="the cache was stale", next_steps="add a test")
+    assert isinstance(prompt, Prompt) and (prompt.prompt_number, prompt.project) == (1, "demo")
+    records = memory.get(summary.id, prompt.id)
+    assert isinstance(records[0], Summary) and records[0].learned == "the cache was stale"
+    assert isinstance(records[1], Prompt) and records[1].text == "please fix the build"
+    assert [s.id for s in memory.summaries(session="s1")] == [summary.id]
+    assert [p.text for p in memory.prompts("s1")] == ["please fix the build"]
+
+
+def test_edit_link_and_forget(memory, home):
+    cause = memory.add("Disk full", type="error", project="demo")
+    fix = memory.add("Rotate logs", type="bugfix", project="demo")
+    edited = memory.edit(fix.id, title="Rotate logs daily", facts=["logrotate.d/app"], subtitle=None)
+    assert (edited.title, edited.facts) == ("Rotate logs daily", ["logrotate.d/app"])
+    linked = memory.link(fix.id, "caused_by", cause.id)
+    assert [(link.type, link.id) for link in linked.links] == [("caused_by", cause.id)]
+    assert memory.forget(cause.id) == [cause.id]
+    assert memory.find(fix.uid).links == []
+    assert not (home / "export" / cause.path).exists()
+    with pytest.raises(NotFound):
+        memory.get(cause.id)
+
+
+def test_context_returns_the_briefing_within_budget(memory):
+    memory.add("Chose WAL mode", type="decision", project="demo")
+    briefing = memory.context("demo", budget=200)
+    assert isinstance(briefing, Briefing)
+    assert briefing.text.startswith("# cmem memory for demo")
+    assert "Chose WAL mode" in briefing.text
+    assert briefing.tokens <= 200
+    assert [o["title"] for o in briefing.observations] == ["Chose WAL mode"]
+
+
+def test_sessions_start_end_and_list(memory):
+    started = memory.start_session("s9", project="demo", label="refactor")
+    assert (started.session_id, started.status) == ("s9", "active")
+    ended = memory.end_session("s9", outcome="done")
+    assert (ended.status, ended.outcome) == ("completed", "done")
+    assert [s.session_id for s in memory.sessions(project="demo")] == ["s9"]
+    assert memory.session("s9").observations == 0
+
+
+def test_index_status_reports_a_missing_index(memory):
+    status = memory.index_status()
+    assert status["exists"] is False
+    assert status["documents"] == 0
+
+
+def test_bad_input_raises_typed_errors_and_writes_nothing(memory, home):
+    with pytest.raises(InvalidInput) as bad_type:
+        memory.add("x", type="nonsense", project="demo")
+    assert bad_type.value.exit_code == EXIT_INVALID
+    with pytest.raises(InvalidInput):
+        memory.add("x", facts="not a list", project="demo")
+    with pytest.raises(InvalidInput):
+        memory.add("x" * 501, project="demo")
+    with pytest.raises(NotFound) as missing:
+        memory.timeline(42)
+    assert missing.value.exit_code == EXIT_NOT_FOUND
+    with pytest.raises(InvalidInput):
+        memory.search("x", type="nonsense")
+    with pytest.raises(InvalidInput):
+        memory.edit(1)
+    assert memory.search() == []
+    assert not list((home / "export").rglob("*.md"))
+
+
+def test_private_text_is_stripped_as_by_the_cli(memory, home):
+    obs = memory.add("Deploy notes", narrative="key is <private>hunter2</private> here", project="demo")
+    assert "hunter2" not in (obs.narrative or "")
+    assert "hunter2" not in (home / "export" / obs.path).read_text()
+
+
+def test_results_convert_to_json(memory):
+    obs = memory.add("Linked", project="demo")
+    other = memory.add("Target", project="demo", links=[f"related:{obs.id}"])
+    data = json.loads(json.dumps(as_dict(memory.get(other.id))))
+    assert data[0]["links"] == [{"type": "related", "id": obs.id, "uid": obs.uid, "title": "Linked"}]
+
+
+def test_indexed_documents_come_back_as_typed_hits_and_documents(memory, cli, tmp_path):
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "deploy.md").write_text("# Deploying\n\nThe canary rollout waits ten minutes per stage.\n")
+    assert cli("collection", "add", str(notes), "--name", "notes").exit_code == 0
+    assert cli("index").exit_code == 0
+    hits = memory.search("canary rollout", mode="keyword")
+    [doc_hit] = [h for h in hits if h.kind == "document"]
+    assert doc_hit.path == "notes:deploy.md" and str(doc_hit.id).startswith("doc:")
+    [document] = memory.get(doc_hit.id)
+    assert isinstance(document, Document)
+    assert (document.collection, document.path) == ("notes", "deploy.md")
+    assert "ten minutes per stage" in document.text
+    status = memory.index_status()
+    assert status["exists"] is True and status["documents"] >= 1
+
+
+def test_importing_the_api_loads_no_cli_framework_database_or_model_runtime():
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys, cmem_cli.api\n"
+        "heavy = ('typer', 'click', 'rich', 'apsw', 'numpy', 'llama_cpp', 'mcp', 'export', 'index')\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert out == "[]\n"
