@@ -74,7 +74,7 @@ complete -c cmem -n '__fish_seen_subcommand_from search' -l offset -r -F -d 'Ski
 complete -c cmem -n '__fish_seen_subcommand_from search' -l order -r -F -d 'relevance, newest or oldest.'
 complete -c cmem -n '__fish_seen_subcommand_from search' -l mode -r -F -d 'auto (hybrid when the index has vectors, else keyword), keyword, vecto'
 complete -c cmem -n '__fish_seen_subcommand_from search' -l rerank -l no-rerank -d 'Rerank the top 20 with the reranker model (default: when one is config'
-complete -c cmem -n '__fish_seen_subcommand_from search' -l min-score -r -F -d 'Drop hits scoring below this (0..1; default: 0.075 hybrid, 0.19 vector'
+complete -c cmem -n '__fish_seen_subcommand_from search' -l min-score -r -F -d 'Drop hits scoring below this (0..1; default: calibrated, see docs/retr'
 complete -c cmem -n '__fish_seen_subcommand_from search' -l collection -s c -r -F -d 'Only this collection (repeatable; \'memories\' is cmem\'s own).'
 complete -c cmem -n '__fish_seen_subcommand_from search' -l explain -d 'Show each signal\'s rank and score.'
 complete -c cmem -n '__fish_seen_subcommand_from search' -l all -d 'Every hit above the cut-off (same as -n 0).'

@@ -42,9 +42,8 @@ class FusionParams(NamedTuple):
     fallback_half: float = 10.0  # raw BM25 mapped to 0.5 when a keyword list has no scale nor anchor
     rrf_k: float = 60.0
     trust: float = 0.0  # per-query weight ~ (how decisive the kind's list is) ** trust; 0 = fixed weights
-    cutoff: float = (
-        0.075  # default --min-score of hybrid search: below it, no real evidence (docs/retrieval.md)
-    )
+    cutoff: float = 0.075  # default --min-score of hybrid search: below it, no real evidence
+    unmatched_margin: float = 0.16  # no query word occurs: a hit's cosine must clear its neighbours' median
 
 
 DEFAULT_PARAMS = FusionParams()
@@ -85,16 +84,33 @@ class FusedHit:
 def default_cutoff(mode: str, params: FusionParams = DEFAULT_PARAMS) -> float:
     """The default ``--min-score`` for a search ``mode`` (``keyword``, ``vector`` or ``hybrid``).
 
-    Vectors always return nearest neighbours, evidence or not: a nonsense query's best cosine with MiniLM
-    is about 0.25. ``params.cutoff`` is on the hybrid scale; in vector mode a hit's score is its vector
-    score alone, so the bar is the vector score a hit needs to pass the cut-off in hybrid with no keyword
-    match. Keyword hits always matched a term: no cut-off.
+    Vectors always return nearest neighbours, evidence or not. ``params.cutoff`` is on the hybrid scale;
+    in vector mode a hit's score is its vector score alone, so the bar is the vector score a hit needs to
+    pass the cut-off in hybrid with no keyword match. Keyword hits always matched a word: no cut-off.
+    docs/retrieval.md has the calibration (and :func:`stands_out` the case of a query no word of which
+    occurs in the searched documents).
     """
     if mode == "hybrid":
         return params.cutoff
     if mode == "vector":
         return params.cutoff / params.vector_weight
     return 0.0
+
+
+def stands_out(cosines: Sequence[float], params: FusionParams = DEFAULT_PARAMS) -> float:
+    """The cosine a hit needs when not one word of the query occurs in the searched documents.
+
+    Then the vectors are all the evidence there is, and MiniLM's absolute cosines cannot tell ``zzzqqqxx``
+    (up to 0.38 against code) from a real question that shares no word with its answer (0.27-0.30 in a
+    small home). What differs is whether a document stands out of the query's neighbourhood: its cosine must
+    clear the median of the query's nearest documents (``cosines``, best first) by ``unmatched_margin``.
+    """
+    head = sorted(cosines[:100])
+    if not head:
+        return 1.0
+    middle = len(head) // 2
+    median = head[middle] if len(head) % 2 else (head[middle - 1] + head[middle]) / 2
+    return median + params.unmatched_margin
 
 
 def keyword_norm(raw: float, idf_sum: float, params: FusionParams = DEFAULT_PARAMS) -> float:

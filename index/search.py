@@ -26,6 +26,7 @@ from index.fusion import (
     SignalScore,
     default_cutoff,
     fuse,
+    stands_out,
 )
 from index.retrieve import DocFilters, DocHit
 from index.store import IndexStore
@@ -194,11 +195,19 @@ def hybrid(
             lists[VECTOR] = _keyed(store, hits, rows)
             signals[VECTOR] = Signal(VECTOR)
             used_mode = "vector" if mode == "vector" else "hybrid"
+        words_matched = any(items for name, items in lists.items() if signals[name].kind == KEYWORD)
         if mode == "vector":
             lists = {VECTOR: lists.get(VECTOR, [])}
+            if min_score is None and store is not None and not words_matched:
+                # one cheap lookup for the cut-off: does any word of the query occur in these documents?
+                found = _guard(lambda: retrieve.keyword(store, query, doc_filters, 1), notes, "keyword check")
+                words_matched = bool(found)
         fused = fuse(lists, signals, params=params, method=fusion)
         if min_score is None:
             min_score = default_cutoff(used_mode, params) if fusion == "score" else 0.0
+            if not words_matched and fusion == "score" and lists.get(VECTOR):
+                bar = stands_out([raw for _, raw in lists[VECTOR]], params)
+                fused = [f for f in fused if VECTOR in f.signals and f.signals[VECTOR].raw >= bar]
         fused = [f for f in fused if f.score >= min_score]
         top = fused if limit is None else fused[: max(limit, RERANK_CANDIDATES)]
         texts: dict[str, str] = {}

@@ -54,7 +54,7 @@ def search(
         float | None,
         typer.Option(
             "--min-score",
-            help="Drop hits scoring below this (0..1; default: 0.075 hybrid, 0.19 vector, 0 keyword).",
+            help="Drop hits scoring below this (0..1; default: calibrated, see docs/retrieval.md; 0 keeps all).",
         ),
     ] = None,
     collection: Annotated[
