@@ -42,7 +42,7 @@ class FusionParams(NamedTuple):
     fallback_half: float = 10.0  # raw BM25 mapped to 0.5 when a keyword list has no scale nor anchor
     rrf_k: float = 60.0
     trust: float = 0.0  # per-query weight ~ (how decisive the kind's list is) ** trust; 0 = fixed weights
-    cutoff: float = 0.075  # default --min-score of hybrid search: below it, no real evidence
+    cutoff: float = 0.07  # default --min-score of hybrid search: below it, no real evidence
     unmatched_margin: float = 0.16  # no query word occurs: a hit's cosine must clear its neighbours' median
 
 
