@@ -16,10 +16,12 @@ from cmem_cli import __version__
 from cmem_cli.context import set_home
 from cmem_cli.errors import EXIT_USAGE
 from cmem_cli.guard import run_guarded
+from cmem_cli.helptext import EXAMPLES, polish
 
 APP_SETTINGS = dict(
     name="cmem",
     help="Durable local memory for AI coding agents: record observations, search them, drill down.",
+    epilog="Examples:\n\n\b\n" + EXAMPLES,
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -90,19 +92,32 @@ def app_for(args: list[str]) -> typer.Typer:
     return slim
 
 
+def _one_line(exc: click.ClickException) -> str:
+    """Click's usage block as one line, like every other cmem error, naming where to read more."""
+    message = " ".join(exc.format_message().split())
+    ctx = getattr(exc, "ctx", None)
+    if ctx is not None:
+        message += f" (see '{ctx.command_path} --help')"
+    return message
+
+
 def run(args: list[str]) -> int:
     """Run the CLI and map every failure to a one-line message and an exit code."""
 
     def invoke() -> int:
         try:
-            result = app_for(args)(args, prog_name="cmem", standalone_mode=False)
+            command = polish(typer.main.get_command(app_for(args)))
+            result = command.main(args, prog_name="cmem", standalone_mode=False)
         except typer.Exit as exc:
             return exc.exit_code
         except typer.Abort:
             print("cmem: aborted", file=sys.stderr)
             return 130
+        except click.exceptions.NoArgsIsHelpError as exc:  # bare `cmem` or `cmem session`: help is the answer
+            print(exc.ctx.get_help())
+            return 0
         except click.ClickException as exc:  # usage errors: unknown option, bad value, missing argument
-            exc.show()
+            print(f"cmem: {_one_line(exc)}", file=sys.stderr)
             return exc.exit_code or EXIT_USAGE
         return result if isinstance(result, int) else 0
 

@@ -11,6 +11,34 @@ from typing import Any
 
 from cmem_cli.errors import InvalidInput
 
+MAX_JSON_DEPTH = 64  # cmem's records nest three levels; anything far deeper is hostile or broken input
+
+
+def loads_bounded(text: str | bytes) -> Any:
+    """``json.loads`` that turns nesting deeper than MAX_JSON_DEPTH into invalid input: Python's parser
+    (and every recursive walk over the result afterwards) would otherwise die of a RecursionError."""
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        raise InvalidInput(f"JSON nested deeper than {MAX_JSON_DEPTH} levels") from None
+    if _nested_deeper_than(value, MAX_JSON_DEPTH):
+        raise InvalidInput(f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
+    return value
+
+
+def _nested_deeper_than(value: Any, limit: int) -> bool:
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            item = list(item.values())
+        elif not isinstance(item, list):
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in item if isinstance(child, dict | list))
+    return False
+
 
 def read_json_input(source: str) -> str:
     """Read a JSON document from a file path or ``-`` (stdin) as text; invalid UTF-8 is an input error."""
@@ -38,7 +66,7 @@ def parse_json_records(text: str, source: str) -> list[tuple[int, Any]]:
     if not stripped:
         raise InvalidInput(f"{source}: no JSON input")
     try:
-        value = json.loads(stripped)
+        value = loads_bounded(stripped)
     except json.JSONDecodeError:
         value = None
     else:
@@ -50,9 +78,11 @@ def parse_json_records(text: str, source: str) -> list[tuple[int, Any]]:
         if not line.strip():
             continue
         try:
-            records.append((number, json.loads(line)))
+            records.append((number, loads_bounded(line)))
         except json.JSONDecodeError as exc:
             raise InvalidInput(f"{source}: line {number}: invalid JSON: {exc.msg}") from None
+        except InvalidInput as exc:
+            raise InvalidInput(f"{source}: line {number}: {exc.message}") from None
     return records
 
 

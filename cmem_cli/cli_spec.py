@@ -43,14 +43,16 @@ COMMANDS = {
     'get': [
         {'name': 'refs', 'kind': 'argument', 'nargs': -1, 'required': True, 'default': None},
         {'name': 'links', 'kind': 'flag', 'opts': ['--links'], 'secondary': [], 'default': False},
+        {'name': 'path_only', 'kind': 'flag', 'opts': ['--path'], 'secondary': [], 'default': False},
         {'name': 'as_json', 'kind': 'flag', 'opts': ['--json'], 'secondary': [], 'default': False},
         {'name': 'fmt', 'kind': 'value', 'opts': ['--format', '-f'], 'type': 'str', 'multiple': False, 'default': None},
     ],
     'add': [
+        {'name': 'title_text', 'kind': 'argument', 'nargs': 1, 'required': False, 'default': None},
         {'name': 'title', 'kind': 'value', 'opts': ['--title', '-t'], 'type': 'str', 'multiple': False, 'default': None},
         {'name': 'obs_type', 'kind': 'value', 'opts': ['--type'], 'type': 'str', 'multiple': False, 'default': 'change'},
         {'name': 'subtitle', 'kind': 'value', 'opts': ['--subtitle'], 'type': 'str', 'multiple': False, 'default': None},
-        {'name': 'narrative', 'kind': 'value', 'opts': ['--narrative', '-n'], 'type': 'str', 'multiple': False, 'default': None},
+        {'name': 'narrative', 'kind': 'value', 'opts': ['--narrative'], 'type': 'str', 'multiple': False, 'default': None},
         {'name': 'fact', 'kind': 'value', 'opts': ['--fact'], 'type': 'str', 'multiple': True, 'default': None},
         {'name': 'concept', 'kind': 'value', 'opts': ['--concept'], 'type': 'str', 'multiple': True, 'default': None},
         {'name': 'read', 'kind': 'value', 'opts': ['--read'], 'type': 'str', 'multiple': True, 'default': None},

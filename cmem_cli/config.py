@@ -7,6 +7,7 @@ Resolution order for the home directory: ``--home`` > ``CMEM_HOME`` > ``$XDG_DAT
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 from typing import Any
@@ -72,12 +73,15 @@ class Config:
         embed_model: str | None = DEFAULT_EMBED_MODEL,
         rerank_model: str | None = None,
         raw: dict[str, Any] | None = None,
+        embed_model_chosen: bool = False,
     ):
         self.home = home
         self.export_dir = export_dir
         self.embed_model = embed_model
         self.rerank_model = rerank_model
         self.raw = raw if raw is not None else {}
+        # A model someone named (environment or config file) must exist; the built-in default may be absent.
+        self.embed_model_chosen = embed_model_chosen
 
     @property
     def db_path(self) -> Path:
@@ -106,15 +110,54 @@ class Config:
         """Create home and export directories (0700); a clear error if that is impossible."""
         for directory in (self.home, self.export_dir):
             try:
-                directory.mkdir(parents=True, exist_ok=True, mode=DIR_MODE)
+                if not directory.is_dir():
+                    # The folders above home are the user's (default mode); home and below are cmem's (0700).
+                    inside = directory == self.home or self.home in directory.parents
+                    top = self.home if inside else directory
+                    top.parent.mkdir(parents=True, exist_ok=True)
+                    _make_private_dirs(top, directory)
             except OSError as exc:
                 raise StorageError(f"cannot create {directory}: {exc.strerror}") from None
             if not os.access(directory, os.W_OK | os.X_OK):
                 raise StorageError(f"{directory} is not writable")
 
 
+def _make_private_dirs(top: Path, directory: Path) -> None:
+    """Create ``top`` and the folders from it down to ``directory``, each 0700."""
+    folder = top
+    for part in ("", *directory.relative_to(top).parts):
+        folder = folder / part if part else folder
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(folder, DIR_MODE)
+
+
+def _config_path(raw: dict[str, Any], key: str) -> str | None:
+    value = raw.get(key)
+    if value is not None and (not isinstance(value, str) or not value or "\x00" in value):
+        raise InvalidInput(f"config file {config_file_path()}: '{key}' must be a path (a non-empty string)")
+    return value
+
+
+def env_int(name: str, default: int, low: int, high: int) -> int:
+    """An integer setting from the environment; a bad value is a one-line usage error, not a crash."""
+    from cmem_cli.errors import UsageError
+
+    text = os.environ.get(name)
+    if text is None or text.strip() == "":
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        raise UsageError(f"{name} must be an integer, got {text!r}") from None
+    if not low <= value <= high:
+        raise UsageError(f"{name} must be between {low} and {high}, got {value}")
+    return value
+
+
 def load_config(cli_home: str | os.PathLike[str] | None = None) -> Config:
     raw = load_config_file()
+    for key in ("home", "export_dir"):
+        _config_path(raw, key)
     home = resolve_home(cli_home or raw.get("home"))
     export_setting = raw.get("export_dir")
     export_dir = Path(export_setting).expanduser() if export_setting else home / "export"
@@ -129,6 +172,7 @@ def load_config(cli_home: str | os.PathLike[str] | None = None) -> Config:
         embed_model=embed if embed != "none" else None,
         rerank_model=rerank if rerank != "none" else None,
         raw=raw,
+        embed_model_chosen=embed != DEFAULT_EMBED_MODEL and embed != "none",
     )
 
 

@@ -66,7 +66,7 @@ def open_reader() -> Iterator[Reader]:
 
     config = current_config()
     config.ensure_home()
-    store = Store.open(config.db_path)
+    store = Store.open(config.db_path, config.export_dir)
     try:
         yield Reader(config, store)
     finally:

@@ -15,18 +15,22 @@ from typing import Any
 
 import apsw
 
-from cmem_cli.errors import DatabaseBusy, DatabaseCorrupt, StorageError
+from cmem_cli.config import env_int
+from cmem_cli.errors import DatabaseBusy, DatabaseCorrupt, InvalidInput, StorageError
 
 BUSY_TIMEOUT_MS = 15_000  # overridable with CMEM_BUSY_TIMEOUT_MS
 
 Migration = Callable[[apsw.Connection], None]
 
 
-def _classify(exc: apsw.Error, path: Path, label: str, repair_hint: str) -> Exception:
+def classify_error(exc: apsw.Error, path: Path, label: str, repair_hint: str) -> Exception:
     if isinstance(exc, apsw.BusyError | apsw.LockedError):
         return DatabaseBusy(f"{label} {path} is locked by another process; try again")
     if isinstance(exc, apsw.NotADBError | apsw.CorruptError):
         return DatabaseCorrupt(f"{path} is not a usable cmem {label} ({exc}); {repair_hint}")
+    if isinstance(exc, apsw.SQLError) and str(exc).startswith(("no such table", "no such column")):
+        # cmem's own statements only name its own schema: a missing table is a damaged store, not a bug.
+        return DatabaseCorrupt(f"{path} is missing part of cmem's {label} schema ({exc}); {repair_hint}")
     if isinstance(exc, apsw.CantOpenError | apsw.ReadOnlyError | apsw.IOError | apsw.PermissionsError):
         return StorageError(f"cannot open or write {label} {path}: {exc}")
     if isinstance(exc, apsw.FullError):
@@ -42,15 +46,34 @@ def translate_errors(
     try:
         yield
     except apsw.Error as exc:
-        translated = _classify(exc, path, label, repair_hint)
+        translated = classify_error(exc, path, label, repair_hint)
         if translated is exc:
             raise
         raise translated from None
+    except OverflowError:
+        # apsw cannot bind an integer past 64 bits: whatever number the user gave is out of range.
+        raise InvalidInput("a number is out of range (at most 2^63 - 1)") from None
+    except UnicodeEncodeError:
+        # text with lone surrogates: bytes that were not UTF-8 on the command line or in a file
+        raise InvalidInput("text is not valid UTF-8") from None
 
 
 @contextlib.contextmanager
 def immediate_transaction(conn: apsw.Connection) -> Iterator[None]:
-    """BEGIN IMMEDIATE ... COMMIT, rolled back on any exception (shared by the store and the index)."""
+    """BEGIN IMMEDIATE ... COMMIT, rolled back on any exception (shared by the store and the index).
+
+    Inside an open transaction it is a savepoint instead, so that a caller can make several writes (a
+    replayed hook event and the mark that it was replayed) commit together or not at all."""
+    if not conn.getautocommit():
+        conn.execute("SAVEPOINT nested")
+        try:
+            yield
+        except BaseException:
+            conn.execute("ROLLBACK TO nested")
+            conn.execute("RELEASE nested")
+            raise
+        conn.execute("RELEASE nested")
+        return
     conn.execute("BEGIN IMMEDIATE")
     try:
         yield
@@ -74,14 +97,29 @@ class Database:
             if new_file and not readonly:
                 with contextlib.suppress(OSError):
                     os.chmod(path, 0o600)
-            self.conn.set_busy_timeout(int(os.environ.get("CMEM_BUSY_TIMEOUT_MS", BUSY_TIMEOUT_MS)))
+            self.conn.set_busy_timeout(env_int("CMEM_BUSY_TIMEOUT_MS", BUSY_TIMEOUT_MS, 0, 86_400_000))
             # A corrupt or foreign file fails here, with a clear message, not deep inside a command.
             self.conn.execute("PRAGMA foreign_keys=ON")
             if not readonly:
+                self._refuse_foreign()
                 mode = self.conn.execute("PRAGMA journal_mode").fetchall()[0][0]
                 if mode != "wal":
                     self.conn.execute("PRAGMA journal_mode=WAL")
                 self.conn.execute("PRAGMA synchronous=NORMAL")
+
+    def _refuse_foreign(self) -> None:
+        """A file with tables but no schema version is another program's database: touching it (even
+        switching it to WAL) would change someone else's file. One statement, so one consistent snapshot
+        even while another process creates and migrates a new store."""
+        version, objects = self.conn.execute(
+            "SELECT (SELECT user_version FROM pragma_user_version), (SELECT count(*) FROM sqlite_master)"
+        ).fetchall()[0]
+        if version == 0 and objects:
+            self.conn.close()
+            raise DatabaseCorrupt(
+                f"{self.path} is a SQLite database but not cmem's (it holds tables cmem did not create);"
+                " see `cmem doctor`"
+            )
 
     def close(self) -> None:
         self.conn.close()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 from typing import Any
 
 from cmem_cli.documents import fetch_document, is_document_ref
@@ -71,8 +73,21 @@ def fetch_details(memory: Any, refs: list[str], *, follow_links: bool = False) -
     return records
 
 
+def with_absolute_paths(config: Any, record: dict[str, Any]) -> dict[str, Any]:
+    """``record`` as the CLI shows it: ``path`` is a file that exists on this machine (memories are stored
+    relative to the export folder; a document's collection-relative path moves to ``relpath``)."""
+    if record["kind"] == "document":
+        out = {**record, "path": record["file"], "relpath": record["path"]}
+        out.pop("file")
+        return out
+    if record.get("path"):
+        return {**record, "path": str(config.export_dir / record["path"])}
+    return record
+
+
 def render_details(record: dict[str, Any]) -> str:
-    """Markdown for one record: the same front matter and body as its export file."""
+    """Markdown for one record: the same front matter and body as its export file. A record with an
+    absolute ``path`` (see :func:`with_absolute_paths`) shows that path instead of repeating the title."""
     if record["kind"] == "observation":
         from cmem_cli.timeutil import parse_iso
 
@@ -80,20 +95,44 @@ def render_details(record: dict[str, Any]) -> str:
         for key in ("created_at", "updated_at"):
             row[key] = parse_iso(record[key]) if record.get(key) else None
         links = [{**link, "href": f"#{link['id']}"} for link in record["links"]]
-        text = markdown.render_observation(row, links)
+        text = _title_once_with_path(markdown.render_observation(row, links), record.get("path"))
         if record.get("via"):
             text = f"<!-- linked: {record['via']['type']} of #{record['via']['from']} -->\n" + text
         return text
     if record["kind"] == "summary":
         from cmem_cli.timeutil import parse_iso
 
-        return markdown.render_summary(
+        text = markdown.render_summary(
             {**record, "id": record["id"], "created_at": parse_iso(record["created_at"])}
         )
+        return _title_once_with_path(text, record.get("path"))
     if record["kind"] == "document":
-        where = f"{record['collection']}:{record['path']}" + (f":{record['line']}" if record["line"] else "")
-        return f"<!-- {record['id']} {where} -->\n{record['text']}"
+        relpath, file = (record["relpath"], record["path"]) if "relpath" in record else (record["path"], None)
+        where = f"{record['collection']}:{relpath}" + (f":{record['line']}" if record["line"] else "")
+        return f"<!-- {record['id']} {where}{f' {file}' if file else ''} -->\n{record['text']}"
     return (
         f"# Prompt {record['id']} (#{record['prompt_number']} of session {record['session']})\n\n"
         f"{record['created_at']} · {record['project']} · {record['agent']}\n\n{record['text']}\n"
     )
+
+
+def _title_once_with_path(text: str, path: str | None) -> str:
+    """The export file's text for a reader: the title only as the heading (the front matter repeats it),
+    and the absolute path of the file in the front matter instead."""
+    if not text.startswith("---\n") or not (path and os.path.isabs(path)):
+        return text  # a stored, export-relative path (the API, MCP): the file's own text
+    end = text.find("\n---\n", 3)
+    head = text[4:end].split("\n")
+    kept: list[str] = []
+    in_title = False
+    for line in head:
+        if line.startswith("title:"):
+            in_title = True
+            if path:
+                kept.append(f"path: {json.dumps(path, ensure_ascii=False)}")
+            continue
+        if in_title and line.startswith((" ", "\t")):
+            continue  # a long title's folded continuation lines
+        in_title = False
+        kept.append(line)
+    return "---\n" + "\n".join(kept) + text[end:]

@@ -12,6 +12,7 @@ from cmem_cli.config import Config
 def index_status(config: Config) -> dict[str, Any]:
     """Documents, chunks, vectors, stale entries, models, collections and the last run, JSON-ready."""
     from cmem_cli.errors import CmemError
+    from index.changes import changes_since_last_run
     from index.collections import load_collections
     from index.loading import NO_MODEL_HINT, embed_model_path, model_file_identity
     from index.store import IndexStore
@@ -20,16 +21,20 @@ def index_status(config: Config) -> dict[str, Any]:
     info: dict[str, Any] = {"index": str(config.index_path), "exists": config.index_path.exists()}
     stats: dict[str, Any] = {}
     remembered: dict[str, Any] = {}
+    changes = None
     if info["exists"]:
         try:
             store = IndexStore.open(config.index_path, readonly=True, busy_ms=2000)
             try:
                 stats = store.stats()
                 remembered = store.json_setting("embed_model") or {}
+                changes = changes_since_last_run(store, collections)
             finally:
                 store.close()
         except CmemError as exc:
             info["error"] = exc.message
+    else:
+        changes = changes_since_last_run(None, collections)
     embed: dict[str, Any] = {"spec": config.embed_model, "path": None, "available": False, "hint": None}
     try:
         path = embed_model_path(config)
@@ -55,9 +60,23 @@ def index_status(config: Config) -> dict[str, Any]:
         cached_vectors=stats.get("cached_vectors", 0),
         models={"embed": embed, "rerank": {"spec": config.rerank_model}},
         collections=[
-            {**c.to_json(), **stats.get("collections", {}).get(c.name, {"documents": 0, "chunks": 0})}
+            {
+                **c.to_json(),
+                **stats.get("collections", {}).get(c.name, {"documents": 0, "chunks": 0}),
+                "skipped_symlinks": outside_symlinks(c),
+            }
             for c in collections
         ],
         last_run=stats.get("last_run"),
+        changed_files=changes,  # files added, modified, deleted since the last index run
     )
     return info
+
+
+def outside_symlinks(collection: Any) -> list[str]:
+    """Files of a collection that are symlinks resolving outside its root: never indexed, listed here."""
+    from index.scan import scan
+
+    outside: list[str] = []
+    scan(collection.root, collection.mask, outside)
+    return sorted(outside)

@@ -20,7 +20,8 @@ from cmem_cli.records import EDITABLE_FIELDS, is_valid_text, normalize_observati
 from cmem_cli.schema import LINK_TYPES, SESSION_STATUSES
 from cmem_cli.store import Store, estimate_tokens
 from cmem_cli.timeutil import now_ms
-from export import atomic, layout, markdown
+from export import atomic, digest, layout, markdown
+from export.journal import JOURNAL_DIR, Journal
 
 SUMMARY_LIMIT = 50_000
 
@@ -35,44 +36,57 @@ def _scrubber():
 
 
 class FileTransaction:
-    """Files written during one database transaction, undone if the transaction fails."""
+    """Files written during one database transaction: journalled first, undone if the transaction fails.
 
-    def __init__(self, root: Path, *, fsync: bool = True):
+    Each write records its content hash in the store (same transaction), so after a crash the journal's
+    files can be sorted into committed (hash matches) and not (restored from the journal).
+    """
+
+    def __init__(self, root: Path, store: Store, journal_dir: Path, *, fsync: bool = True):
         self.root = root
+        self.store = store
         self.fsync = fsync
-        self.written: list[Path] = []
-        self.to_delete: list[Path] = []
+        self.journal = Journal(journal_dir, root, fsync=fsync)
+        self.written: set[str] = set()
+        self.to_delete: list[str] = []
         self._dirs: set[Path] = set()
+        self._done = False
 
     def write(self, relpath: str, text: str) -> None:
         path = layout.resolve_inside(self.root, relpath)
-        existed = path.exists()
         try:
+            self.journal.before_write(relpath, path)
             if path.parent not in self._dirs:
-                atomic.ensure_dir(path.parent)
+                atomic.ensure_dir(path.parent, self.root)
                 self._dirs.add(path.parent)
             atomic.atomic_write(path, text, fsync=self.fsync, make_dirs=False)
         except OSError as exc:
             raise StorageError(f"cannot write {path}: {exc.strerror}") from None
-        if not existed:
-            self.written.append(path)
+        self.store.record_file(relpath, digest.text_hash(text), atomic.stat_key(path))
+        self.written.add(relpath)
 
     def delete_after_commit(self, relpath: str | None) -> None:
-        if relpath:
-            self.to_delete.append(layout.resolve_inside(self.root, relpath))
+        if relpath and relpath not in self.written:
+            layout.resolve_inside(self.root, relpath)  # refuse a path outside the tree before noting it
+            self.journal.before_drop(relpath)
+            self.store.forget_file(relpath)
+            self.to_delete.append(relpath)
 
     def rollback(self) -> None:
-        for path in self.written:
-            with contextlib.suppress(OSError):
-                path.unlink()
+        if self.journal.file is not None and not self._done:
+            self.journal.undo()
+        self._done = True
+        self.journal.close()
 
-    def commit(self, keep: set[Path]) -> None:
-        for path in self.to_delete:
-            if path in keep:
+    def commit(self) -> None:
+        for relpath in self.to_delete:
+            if relpath in self.written:
                 continue
+            path = layout.resolve_inside(self.root, relpath)
             with contextlib.suppress(OSError):
                 path.unlink()
                 atomic.prune_empty_dirs(path.parent, self.root)
+        self.journal.close()
 
 
 class Memory:
@@ -86,7 +100,7 @@ class Memory:
     @classmethod
     def open(cls, config: Config) -> Memory:
         config.ensure_home()
-        return cls(config, Store.open(config.db_path))
+        return cls(config, Store.open(config.db_path, config.export_dir))
 
     def close(self) -> None:
         self.store.close()
@@ -101,18 +115,27 @@ class Memory:
     def export_root(self) -> Path:
         return self.config.export_dir
 
+    @property
+    def journal_dir(self) -> Path:
+        return self.config.home / JOURNAL_DIR
+
     @contextlib.contextmanager
     def _write(self, *, fsync: bool = True) -> Iterator[FileTransaction]:
-        files = FileTransaction(self.export_root, fsync=fsync)
+        """One write transaction over the store and the export files: all or nothing across both."""
+        files = FileTransaction(self.export_root, self.store, self.journal_dir, fsync=fsync)
         try:
             with self.store.db.transaction():
-                yield files
-                if not fsync and files.written:
-                    atomic.sync_all()  # files durable before the rows that point at them
+                try:
+                    yield files
+                    if not fsync and files.written:
+                        atomic.sync_all()  # files durable before the rows that point at them
+                except BaseException:
+                    files.rollback()  # still under the write lock: nobody sees the half-written files
+                    raise
         except BaseException:
-            files.rollback()
+            files.rollback()  # no-op after the one above; covers a COMMIT that failed
             raise
-        files.commit(keep=set(files.written))
+        files.commit()
 
     # -- privacy ----------------------------------------------------------------------------------------
     def _scrub_record(self, record: dict[str, Any]) -> dict[str, Any]:
@@ -150,6 +173,7 @@ class Memory:
         now = now_ms()
         for record in records:
             if record.get("session"):
+                record["session"] = self._known_session(record["session"])
                 at = record.get("created_at") or now
                 first, low, high = spans.get(record["session"], (record, at, at))
                 spans[record["session"]] = (first, min(low, at), max(high, at))
@@ -158,10 +182,16 @@ class Memory:
                 self.store.ensure_session(session, agent=first["agent"], project=first["project"], at=at)
 
     def _store_observation(
-        self, record: dict[str, Any], files: FileTransaction, *, session_ready: bool = False
+        self,
+        record: dict[str, Any],
+        files: FileTransaction,
+        *,
+        session_ready: bool = False,
+        restore: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         store = self.store
         if record.get("session") and not session_ready:
+            record = {**record, "session": self._known_session(record["session"])}
             store.ensure_session(
                 record["session"],
                 agent=record["agent"],
@@ -180,7 +210,7 @@ class Memory:
             created = record.get("created_at") or now_ms()
             record = {**record, "created_at": created, "uid": record.get("uid") or new_uid(created)}
             relpath = layout.observation_relpath(record)
-            row = store.insert_observation(record, path=relpath)
+            row = store.insert_observation(record, path=relpath, restore=restore)
         for link in record.get("links") or []:
             target = self._resolve_link_target(link)
             store.add_link(row["id"], target, link["type"])
@@ -267,21 +297,44 @@ class Memory:
         """Delete observations and their files; observations that linked to them are re-exported."""
         ids = list(dict.fromkeys(obs_ids))
         with self._write() as files:
-            rows = [self.store.get_observation(i) for i in ids]
-            referrers = {link["id"] for i in ids for link in self.store.links_to(i)} - set(ids)
-            for row in rows:
-                self.store.delete_observation(row["id"])
-                files.delete_after_commit(row["path"])
-            for referrer in sorted(referrers):
-                self._export_observation(self.store.get_observation(referrer), files)
+            self.forget_rows(ids, files)
         return ids
 
+    def forget_rows(self, ids: list[int], files: FileTransaction) -> None:
+        """``forget`` inside the caller's write transaction."""
+        rows = [self.store.get_observation(i) for i in ids]
+        referrers = {link["id"] for i in ids for link in self.store.links_to(i)} - set(ids)
+        for row in rows:
+            self.store.delete_observation(row["id"])
+            files.delete_after_commit(row["path"])
+        for referrer in sorted(referrers):
+            self._export_observation(self.store.get_observation(referrer), files)
+
     # -- sessions, prompts, summaries -------------------------------------------------------------------
+    def _known_session(self, session_id: str) -> str:
+        """A unique prefix of an existing session's id names that session; any other text is a new id."""
+        return self.store.resolve_session(session_id) or session_id
+
     def ensure_session(
-        self, session_id: str, *, agent: str, project: str, label: str | None = None, goal: str | None = None
+        self,
+        session_id: str,
+        *,
+        agent: str,
+        project: str,
+        label: str | None = None,
+        goal: str | None = None,
+        resume: bool = False,
     ) -> dict[str, Any]:
+        """Create the session if new; ``resume`` also reopens it if it had ended (`cmem session start ID`)."""
         session_id = _required_text("session id", session_id)
         with self.store.db.transaction():
+            session_id = self._known_session(session_id)
+            if resume:
+                self.store.db.execute(
+                    "UPDATE sessions SET status = 'active', completed_at = NULL "
+                    "WHERE session_id = ? AND status != 'active'",
+                    (session_id,),
+                )
             return self.store.ensure_session(
                 session_id,
                 agent=agent,
@@ -319,6 +372,7 @@ class Memory:
     ) -> dict[str, Any]:
         text = _required_text("prompt", self._scrub_text(text) or "", limit=SUMMARY_LIMIT)
         with self.store.db.transaction():
+            session_id = self._known_session(session_id)
             session = self.store.ensure_session(
                 session_id, agent=agent or "cli", project=project or "default", at=created_at
             )
@@ -335,6 +389,25 @@ class Memory:
     def add_summary(
         self, session_id: str, fields: dict[str, Any], *, project: str | None = None, agent: str | None = None
     ) -> dict[str, Any]:
+        values = self.prepare_summary(fields)
+        with self._write() as files:
+            session_id = self._known_session(session_id)
+            session = self.store.ensure_session(
+                session_id, agent=agent or "cli", project=project or "default"
+            )
+            row = self.store.insert_summary(
+                {
+                    **values,
+                    "session": session_id,
+                    "project": project or session["project"],
+                    "agent": agent or session["agent"],
+                    "created_at": fields.get("created_at") or now_ms(),
+                }
+            )
+            return self.export_summary(row, files)
+
+    def prepare_summary(self, fields: dict[str, Any]) -> dict[str, Any]:
+        """Validate and scrub a summary's text fields (the checks `cmem summary add` applies)."""
         from export.markdown import SUMMARY_FIELDS
 
         unknown = set(fields) - set(SUMMARY_FIELDS) - {"created_at"}
@@ -350,24 +423,18 @@ class Memory:
             values[name] = value or None
         if not any(values.values()):
             raise InvalidInput("a summary needs at least one of: " + ", ".join(SUMMARY_FIELDS))
-        with self._write() as files:
-            session = self.store.ensure_session(
-                session_id, agent=agent or "cli", project=project or "default"
-            )
-            row = self.store.insert_summary(
-                {
-                    **values,
-                    "session": session_id,
-                    "project": project or session["project"],
-                    "agent": agent or session["agent"],
-                    "created_at": fields.get("created_at") or now_ms(),
-                }
-            )
-            relpath = layout.summary_relpath(row)
-            files.write(relpath, markdown.render_summary(row))
+        return values
+
+    def export_summary(self, row: dict[str, Any], files: FileTransaction) -> dict[str, Any]:
+        """Write a summary's file (moving it if its name changed) and record its path."""
+        relpath = layout.summary_relpath(row)
+        files.write(relpath, markdown.render_summary(row))
+        if row.get("path") and row["path"] != relpath:
+            files.delete_after_commit(row["path"])
+        if row.get("path") != relpath:
             self.store.set_summary_path(row["id"], relpath)
-            row["path"] = relpath
-            return row
+        row["path"] = relpath
+        return row
 
     # -- export maintenance ------------------------------------------------------------------------------
     def expected_files(self) -> dict[str, str]:
@@ -382,10 +449,25 @@ class Memory:
             expected[layout.summary_relpath(row)] = markdown.render_summary(row)
         return expected
 
-    def rebuild_export(self) -> dict[str, int]:
-        """Regenerate the export tree from the database; idempotent (unchanged files are not rewritten)."""
-        written = unchanged = removed = 0
-        with self.store.db.transaction():
+    def render_record(self, kind: str, record_id: int) -> str:
+        """The exact text cmem writes for one observation or summary (at its current path)."""
+        if kind == "summary":
+            return markdown.render_summary(self.store.get_summary(record_id))
+        row = self.store.get_observation(record_id)
+        relpath = row["path"] or layout.observation_relpath(row)
+        return markdown.render_observation(row, self._link_entries(row, relpath))
+
+    def rebuild_export(self) -> dict[str, Any]:
+        """Adopt what people changed or added in the tree, then regenerate every file the store implies.
+
+        Never deletes a file: one without a store row is adopted (or reported when it cannot be), except
+        the files of a write that never committed, which crash recovery puts back first. Idempotent.
+        """
+        from cmem_cli.adopt import adopt_tree
+
+        adoption = adopt_tree(self, forget_deleted=False)
+        written = unchanged = 0
+        with self._write(fsync=False) as files:
             expected = self.expected_files()
             for obs_id in self.store.all_observation_ids():
                 row = self.store.get_observation(obs_id)
@@ -397,38 +479,50 @@ class Memory:
                 relpath = layout.summary_relpath(row)
                 if row["path"] != relpath:
                     self.store.set_summary_path(summary_id, relpath)
+            hashes = self.store.file_hashes()
+            stats = self.store.file_stats()
             for relpath, text in expected.items():
                 path = layout.resolve_inside(self.export_root, relpath)
                 try:
                     if path.read_text(encoding="utf-8") == text:
                         unchanged += 1
+                        if hashes.get(relpath) != digest.text_hash(text) or relpath not in stats:
+                            self.store.record_file(relpath, digest.text_hash(text), atomic.stat_key(path))
                         continue
                 except (OSError, UnicodeDecodeError):
                     pass
-                atomic.atomic_write(path, text, fsync=False)
+                files.write(relpath, text)
                 written += 1
-            for orphan in self.orphan_files(set(expected)):
-                orphan.unlink()
-                atomic.prune_empty_dirs(orphan.parent, self.export_root)
-                removed += 1
-            atomic.sync_all()
-        return {"written": written, "unchanged": unchanged, "removed": removed}
+            for relpath in set(hashes) - set(expected):
+                self.store.forget_file(relpath)
+        return {
+            "written": written,
+            "unchanged": unchanged,
+            "adopted": len(adoption.adopted),
+            "created": len(adoption.created),
+            "rolled_back": len(adoption.rolled_back),
+            "invalid": adoption.to_json()["invalid"],
+        }
 
     def orphan_files(self, expected: set[str]) -> list[Path]:
-        """cmem-generated files under the export root that no database row accounts for."""
+        """Markdown files no database row accounts for: files in a project folder, or cmem files anywhere.
+
+        These are what ``cmem sync`` and ``doctor --fix`` adopt (a person's, or another machine's)."""
         orphans = []
         if not self.export_root.exists():
             return orphans
         for path in sorted(self.export_root.rglob("*.md")):
-            rel = path.relative_to(self.export_root).as_posix()
-            if rel in expected:
+            parts = path.relative_to(self.export_root).parts
+            if "/".join(parts) in expected or any(part.startswith(".") for part in parts):
                 continue
-            try:
-                head = path.read_text(encoding="utf-8", errors="replace")[:64]
-            except OSError:
-                continue
-            if head.startswith(("---\ncmem: observation\n", "---\ncmem: summary\n")):
-                orphans.append(path)
+            if len(parts) == 1:
+                try:
+                    head = path.read_text(encoding="utf-8", errors="replace")[:64]
+                except OSError:
+                    continue
+                if not head.startswith(("---\ncmem: observation\n", "---\ncmem: summary\n")):
+                    continue  # a person's own file beside the project folders: not a memory
+            orphans.append(path)
         return orphans
 
 

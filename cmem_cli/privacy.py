@@ -93,7 +93,9 @@ _PRIVATE_TAG = re.compile(r"<(/?)private\b[^>]*>", re.IGNORECASE)
 
 
 def strip_private(text: str) -> str:
-    """Remove everything inside ``<private>`` tags, counting nesting; an unclosed tag drops the rest."""
+    """Remove everything inside ``<private>`` tags, counting nesting; an unclosed tag drops the rest, and a
+    closing tag without its opening drops everything before it (the text was clipped, or the opening tag
+    was lost: what precedes a dangling ``</private>`` was meant to be private)."""
     if not text or "<" not in text:
         return text
     out: list[str] = []
@@ -104,7 +106,9 @@ def strip_private(text: str) -> str:
         if depth == 0:
             out.append(text[pos : match.start()])
         if closing:
-            depth = max(0, depth - 1)  # a stray closing tag is dropped, the text around it kept
+            if depth == 0:
+                out.clear()  # a dangling closing tag: everything before it was private
+            depth = max(0, depth - 1)
         else:
             depth += 1
         pos = match.end()
@@ -141,6 +145,8 @@ _ASSIGN = r"""["']?\s*(?::=|=>|[:=])\s*"""
 
 _HINTS: dict[str, tuple[str, ...]] = {
     "private-key": ("private key",),
+    "azure-key": ("accountkey", "sharedaccesskey"),
+    "cli-password": ("--pass", "--token", "--secret", "--api-key", "sshpass", "mysql", "mariadb"),
     "anthropic-key": ("sk-ant-",),
     "openai-key": ("sk-",),
     "github-token": ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
@@ -209,7 +215,18 @@ DEFAULT_RULES: tuple[Rule, ...] = (
         + r"""["']?(?i:bearer|basic|token|digest)?\s*(?P<secret>[A-Za-z0-9._~+/=-]{8,})""",
     ),
     _rule("bearer-token", r"(?i:\bbearer)\s+(?P<secret>[A-Za-z0-9._~+/-]{16,}=*)"),
-    _rule("url-password", r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/@]+:(?P<secret>[^\s@/]+)@"),
+    _rule("url-password", r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/@]*:(?P<secret>[^\s@/]+)@"),
+    _rule("azure-key", r"(?i:\b(?:Shared)?AccountKey|\bSharedAccessKey)=(?P<secret>[A-Za-z0-9+/=]{16,})"),
+    _rule(
+        "cli-password",
+        r"(?<!\S)--(?i:password|passwd|pass|token|secret|api-key)(?:=|[^\S\n]+)(?P<secret>[^\s\-][^\s]*)",
+        keep=_not_a_secret,
+    ),
+    _rule(
+        "cli-password",
+        r"\b(?:sshpass|mysql|mysqldump|mysqladmin|mariadb)\b[^\n]*?(?<!\S)-p[^\S\n]*(?P<secret>[^\s\-]\S*)",
+        keep=_not_a_secret,
+    ),
     _rule(
         "secret",
         rf"(?i:\b{_KEY_NAME}\b|\b{_CAMEL_KEY}\b){_ASSIGN}(?P<q>[\"'])(?P<secret>[^\"'\n]{{4,}})(?P=q)",
@@ -232,7 +249,39 @@ def redact_secrets(text: str, rules: Iterable[Rule] | None = None) -> str:
         if rule.hints and not any(hint in lowered for hint in rule.hints):
             continue
         text = rule.apply(text)
-    return text
+    return redact_key_fragments(text)
+
+
+_DANGLING_KEY_END = re.compile(r"-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")
+_KEY_BODY_LINE = re.compile(r"[^\S\n]*…?[A-Za-z0-9+/=]+[^\S\n]*\r?")
+
+
+def redact_key_fragments(text: str) -> str:
+    """A private key whose BEGIN line was clipped off: its END line and the body lines just above it.
+
+    Runs after the rules, which replace every whole key, so any END line left is dangling. Walks back line
+    by line from each END line (linear: a regex doing this backtracks quadratically on long base64 text)."""
+    if "PRIVATE KEY" not in text:
+        return text
+    out: list[str] = []
+    pos = 0
+    for match in _DANGLING_KEY_END.finditer(text):
+        start = match.start()
+        newline = text.rfind("\n", pos, start)
+        line_start = newline + 1 if newline != -1 else pos
+        if not text[line_start:start].strip(" \t…"):
+            start = line_start
+            while start > pos:
+                previous = text.rfind("\n", pos, start - 1)
+                previous_start = previous + 1 if previous != -1 else pos
+                if not _KEY_BODY_LINE.fullmatch(text, previous_start, start - 1):
+                    break
+                start = previous_start
+        out.append(text[pos:start])
+        out.append(REDACTED.format(kind="private-key-fragment"))
+        pos = match.end()
+    out.append(text[pos:])
+    return "".join(out)
 
 
 def scrub(text: str, rules: Iterable[Rule] | None = None, *, config: Any = None) -> str:
@@ -345,6 +394,7 @@ __all__ = [
     "Rule",
     "excluded_projects",
     "is_excluded_project",
+    "redact_key_fragments",
     "redact_secrets",
     "rules_for",
     "rules_from_config",

@@ -13,7 +13,7 @@ import sys
 from typing import Any
 
 from cmem_cli.context import open_reader
-from cmem_cli.render import TYPE_ICONS, Column, emit_rows, emit_text, resolve_format, write
+from cmem_cli.render import TYPE_ICONS, Column, emit_rows, emit_text, escape_control, resolve_format, write
 from cmem_cli.store import Filters
 
 
@@ -26,6 +26,17 @@ def _datetime(row: dict[str, Any]) -> str:
     return f"{stamp[:10]} {stamp[11:16]}"
 
 
+def _compact_date(row: dict[str, Any]) -> str:
+    """A terminal's date: "Nov 23" this year, "2025-11" before, so the title keeps the room."""
+    from datetime import date
+
+    stamp = row.get("created_at") or ""
+    if len(stamp) < 10:
+        return stamp
+    day = date.fromisoformat(stamp[:10])
+    return day.strftime("%b %d") if day.year == date.today().year else stamp[:7]
+
+
 def _type_cell(row: dict[str, Any]) -> str:
     return f"{TYPE_ICONS.get(row['type'], '•')} {row['type']}"
 
@@ -34,19 +45,21 @@ def _tokens(row: dict[str, Any]) -> str:
     return f"~{row['tokens']}" if row.get("tokens") is not None else ""
 
 
+# Priorities decide what a narrow terminal keeps: the id (never dropped or cut), the title (cut first),
+# type and date, then the rest.
 SEARCH_COLUMNS = [
-    Column("id", "ID", justify="right"),
-    Column("created_at", "DATE", _date),
-    Column("type", "TYPE"),
-    Column("title", "TITLE", max_width=72),
-    Column("project", "PROJECT", max_width=20),
-    Column("tokens", "TOKENS", _tokens, justify="right"),
+    Column("id", "ID", justify="right", priority=0),
+    Column("created_at", "DATE", _date, priority=3),
+    Column("type", "TYPE", priority=2),
+    Column("title", "TITLE", max_width=72, priority=1, shrink_to=30),
+    Column("project", "PROJECT", max_width=20, priority=4),
+    Column("tokens", "TOKENS", _tokens, justify="right", priority=5),
 ]
-# On a terminal the type gets its icon; piped output keeps the bare, stable word.
+# On a terminal the type gets its icon and the date is compact; piped output keeps stable values.
 TABLE_SEARCH_COLUMNS = [
     SEARCH_COLUMNS[0],
-    SEARCH_COLUMNS[1],
-    Column("type", "TYPE", _type_cell),
+    Column("created_at", "DATE", _compact_date, priority=3),
+    Column("type", "TYPE", _type_cell, priority=2),
     *SEARCH_COLUMNS[3:],
 ]
 
@@ -79,8 +92,12 @@ def search(
     from cmem_cli.retrieval import search as run_search
 
     output = resolve_format(fmt, as_json)
+    check_count("--limit", limit)
+    check_count("--offset", offset)
     filters = build_filters(project, obs_type, concept, file, agent, session, since, until)
     with open_reader() as reader:
+        if filters.session:
+            filters.session = reader.store.resolve_session(filters.session) or filters.session
         rows, _, notes, total, capped = run_search(
             reader,
             query,
@@ -94,12 +111,13 @@ def search(
             collections=collection,
             explain=explain,
         )
+        _absolute_paths(reader.config, rows)
     if mode != "auto" or explain:  # in auto mode a missing index or model is expected, not news
         for note in notes:
             print(f"cmem: note: {note}", file=sys.stderr)
     columns = TABLE_SEARCH_COLUMNS if output == "table" else SEARCH_COLUMNS
     if explain:
-        columns = [*columns, Column("signals", "WHY", _why)]
+        columns = [*columns, Column("signals", "WHY", _why, priority=2, shrink_to=24)]
     emit_rows(rows, columns, output, empty_message="no matches")
     shown_to = offset + len(rows)
     if rows and (capped or total > shown_to):
@@ -108,19 +126,50 @@ def search(
     return EXIT_OK if rows else EXIT_NO_MATCH
 
 
+def _absolute_paths(config: Any, rows: list[dict[str, Any]]) -> None:
+    """Give scripts a ``path`` that exists on this machine: memories are relative to the export folder,
+    documents are ``collection:relative`` until resolved against their collection's root."""
+    roots: dict[str, Any] | None = None
+    for row in rows:
+        path = row.get("path")
+        if not path:
+            continue
+        if row.get("kind") != "document":
+            row["path"] = str(config.export_dir / path)
+            continue
+        if roots is None:
+            from index.collections import load_collections
+
+            roots = {c.name: c.root.expanduser() for c in load_collections(config)}
+        name, _, relpath = path.partition(":")
+        if name in roots:
+            row["path"] = str(roots[name] / relpath)
+
+
 def _why(row: dict[str, Any]) -> str:
     parts = [f"{name}#{s['rank']}:{s['norm']:.2f}" for name, s in (row.get("signals") or {}).items()]
     return " ".join(parts)
 
 
 TIMELINE_COLUMNS = [
-    Column("anchor", "", lambda r: ">>" if r["anchor"] else ""),
-    Column("id", "ID", justify="right"),
-    Column("created_at", "TIME", _datetime),
-    Column("type", "TYPE"),
-    Column("title", "TITLE", max_width=80),
-    Column("tokens", "TOKENS", lambda r: f"~{r['tokens']}", justify="right"),
+    Column("anchor", "", lambda r: ">>" if r["anchor"] else "", priority=0),
+    Column("id", "ID", justify="right", priority=0),
+    Column("created_at", "TIME", _datetime, priority=0),
+    Column("type", "TYPE", priority=2),
+    Column("title", "TITLE", max_width=80, priority=1, shrink_to=20),
+    Column("tokens", "TOKENS", lambda r: f"~{r['tokens']}", justify="right", priority=5),
 ]
+
+
+MAX_COUNT = 1_000_000  # rows any listing may ask for: far above use, far below SQLite's 64-bit limit
+
+
+def check_count(option: str, value: int) -> None:
+    """A row count or offset from the command line: 0..MAX_COUNT, else a usage error (exit 2)."""
+    from cmem_cli.errors import UsageError
+
+    if not 0 <= value <= MAX_COUNT:
+        raise UsageError(f"{option} must be between 0 and {MAX_COUNT}, got {value}")
 
 
 def timeline(
@@ -139,6 +188,8 @@ def timeline(
 
     if (ref is None) == (query is None):
         raise InvalidInput("give an anchor ID or --query, not both")
+    check_count("--before", before)
+    check_count("--after", after)
     output = resolve_format(fmt, as_json)
     with open_reader() as reader:
         if query is not None:
@@ -159,8 +210,8 @@ def _timeline_by_day(items: list[dict[str, Any]], output: str) -> None:
     columns = [
         TIMELINE_COLUMNS[0],
         TIMELINE_COLUMNS[1],
-        Column("created_at", "TIME", lambda r: r["created_at"][11:16]),
-        Column("type", "TYPE", _type_cell),
+        Column("created_at", "TIME", lambda r: r["created_at"][11:16], priority=0),
+        Column("type", "TYPE", _type_cell, priority=2),
         *TIMELINE_COLUMNS[4:],
     ]
     for item in [*items, None]:
@@ -174,23 +225,36 @@ def _timeline_by_day(items: list[dict[str, Any]], output: str) -> None:
             group.append(item)
 
 
+GET_FORMATS = ("md", "json", "ndjson", "plain")
+
+
 def get(
     refs: list[str],
     links: bool = False,
+    path_only: bool = False,
     as_json: bool = False,
     fmt: str | None = None,
 ) -> None:
     """`cmem get`: full details of observations; counts as a retrieval."""
-    from cmem_cli.details import fetch_details, render_details
+    from cmem_cli.details import fetch_details, render_details, with_absolute_paths
 
     output = "json" if as_json else (fmt or "md")
-    if output not in ("md", "json", "ndjson", "plain"):
+    if output not in GET_FORMATS:
         from cmem_cli.errors import UsageError
 
-        raise UsageError(f"unknown format {output!r} for get (expected md, json or ndjson)")
+        raise UsageError(f"unknown format {output!r} for get (expected one of: {', '.join(GET_FORMATS)})")
     with open_reader() as reader:
-        records = fetch_details(reader, refs, follow_links=links)
-    if output == "json":
+        records = [
+            with_absolute_paths(reader.config, r) for r in fetch_details(reader, refs, follow_links=links)
+        ]
+    if path_only:
+        from cmem_cli.errors import NotFound
+
+        missing = next((r["id"] for r in records if not r.get("path")), None)
+        if missing is not None:
+            raise NotFound(f"{missing} has no file (prompts live only in the database)")
+        write("".join(f"{escape_control(r['path'])}\n" for r in records))
+    elif output == "json":
         write(json.dumps(records, ensure_ascii=False, indent=2) + "\n")
     elif output == "ndjson":
         write("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))

@@ -8,6 +8,7 @@ written.
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 from cmem_cli.errors import InvalidInput
@@ -31,6 +32,11 @@ EDITABLE_FIELDS = tuple(sorted(INPUT_FIELDS - {"uid", "links"}))
 OUTPUT_ONLY_FIELDS = frozenset(
     {"id", "kind", "score", "tokens", "path", "retrieval_count", "last_retrieved_at", "updated_at", "date"}
 )
+
+
+# A uid names files (its tail ends each export file name) and travels between machines: a plain token.
+_UID_SHAPE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,63}")
+MAX_SQL_INT = 2**63 - 1
 
 
 def is_valid_text(value: str) -> bool:
@@ -89,7 +95,7 @@ def parse_link(value: Any) -> dict[str, Any]:
         target = target.strip()
         value = (
             {"type": link_type.strip(), "id": int(target)}
-            if target.isdigit()
+            if target.isascii() and target.isdigit()
             else {"type": link_type.strip(), "uid": target}
         )
     if not isinstance(value, dict):
@@ -98,6 +104,8 @@ def parse_link(value: Any) -> dict[str, Any]:
     if link_type not in LINK_TYPES:
         raise InvalidInput(f"unknown link type {link_type!r} (expected one of: {', '.join(LINK_TYPES)})")
     if isinstance(value.get("id"), int) and not isinstance(value.get("id"), bool):
+        if not 1 <= value["id"] <= MAX_SQL_INT:
+            raise InvalidInput(f"link target id {value['id']} is out of range")
         return {"type": link_type, "id": value["id"]}
     if isinstance(value.get("uid"), str) and value["uid"]:
         return {"type": link_type, "uid": value["uid"]}
@@ -138,7 +146,9 @@ def normalize_observation(record: Any, *, defaults: dict[str, Any] | None = None
 
     prompt_number = merged.get("prompt_number")
     if prompt_number is not None and (
-        not isinstance(prompt_number, int) or isinstance(prompt_number, bool) or prompt_number < 0
+        not isinstance(prompt_number, int)
+        or isinstance(prompt_number, bool)
+        or not 0 <= prompt_number <= MAX_SQL_INT
     ):
         raise InvalidInput("field 'prompt_number' must be a non-negative integer")
     out["prompt_number"] = prompt_number
@@ -160,8 +170,10 @@ def normalize_observation(record: Any, *, defaults: dict[str, Any] | None = None
     uid = merged.get("uid")
     if uid is not None:
         uid = _check_text("uid", uid, 64).strip()
-        if not uid or any(c.isspace() for c in uid):
-            raise InvalidInput("field 'uid' must be a non-empty token without spaces")
+        if not _UID_SHAPE.fullmatch(uid) or ".." in uid:
+            raise InvalidInput(
+                "field 'uid' must be 1-64 letters, digits, '.', '_', ':' or '-' (no '..', no slashes)"
+            )
     out["uid"] = uid
 
     links = merged.get("links") or []

@@ -10,6 +10,7 @@ from typing import Any, NamedTuple
 
 from cmem_cli.errors import InvalidInput, NotFound
 from cmem_cli.store import SUMMARY_TEXT_FIELDS, Filters, Store, estimate_tokens
+from cmem_cli.summary_title import summary_title
 from cmem_cli.timeutil import parse_time, to_iso
 
 ORDERS = ("relevance", "newest", "oldest")
@@ -35,11 +36,6 @@ def observation_row(row: dict[str, Any], score: float | None = None) -> dict[str
         "tokens": row.get("tokens") or 0,
         "path": row.get("path"),
     }
-
-
-def summary_title(row: dict[str, Any]) -> str:
-    text = row.get("request") or row.get("completed") or row.get("learned") or "Session summary"
-    return "Session summary: " + " ".join(text.split())[:120]
 
 
 def summary_tokens(row: dict[str, Any]) -> int:
@@ -172,7 +168,7 @@ def timeline(store: Store, ref: str, *, before: int = 5, after: int = 5) -> dict
             if item["kind"] == "observation"
             else (("S" if item["kind"] == "summary" else "P") + str(item["id"]))
         )
-        title = item["title"] if item["kind"] != "summary" else "Session summary: " + item["title"]
+        title = item["title"] if item["kind"] != "summary" else summary_title({"request": item["title"]})
         rows.append({
             "id": ident, "uid": item["uid"], "kind": item["kind"],
             "type": item["type"] or item["kind"], "title": " ".join(str(title).split())[:200],

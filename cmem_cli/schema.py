@@ -183,5 +183,21 @@ def _v1(conn: apsw.Connection) -> None:
     conn.execute(V1)
 
 
+# What cmem last wrote to each export file (a content hash): a file that differs was edited by a person
+# (adopt it), and after a crash it tells a committed write from one to roll back (see export/journal.py).
+V2 = """
+CREATE TABLE export_files (
+    path     TEXT PRIMARY KEY,
+    hash     TEXT NOT NULL,
+    size     INTEGER,  -- with mtime_ns: the file's stat when cmem wrote it; equal means unchanged, unread
+    mtime_ns INTEGER
+) WITHOUT ROWID;
+"""
+
+
+def _v2(conn: apsw.Connection) -> None:
+    conn.execute(V2)
+
+
 # Append new migrations; never edit an applied one.
-MIGRATIONS = [_v1]
+MIGRATIONS = [_v1, _v2]

@@ -51,6 +51,13 @@ def _decode(row: dict[str, Any] | None) -> dict[str, Any] | None:
     return row
 
 
+def _missing_or_empty(path: Path) -> bool:
+    try:
+        return path.stat().st_size == 0
+    except OSError:
+        return True
+
+
 class Filters(FilterFields):
     """Filters shared by search, listing and the hybrid path, as SQL over the store's tables."""
 
@@ -87,7 +94,13 @@ class Store:
         self.db = db
 
     @classmethod
-    def open(cls, path: Path) -> Store:
+    def open(cls, path: Path, export_dir: Path | None = None) -> Store:
+        """Open (creating on first use) the store; with ``export_dir``, refuse to create a new empty store
+        where one was lost while its export survives (see :mod:`cmem_cli.store_presence`)."""
+        if export_dir is not None and _missing_or_empty(path):
+            from cmem_cli.store_presence import check_store_presence
+
+            check_store_presence(path, export_dir)
         db = Database(path)
         db.migrate(MIGRATIONS)
         return cls(db)
@@ -96,11 +109,15 @@ class Store:
         self.db.close()
 
     # -- observations ------------------------------------------------------------------------------
-    def insert_observation(self, record: dict[str, Any], *, path: str | None = None) -> dict[str, Any]:
+    def insert_observation(
+        self, record: dict[str, Any], *, path: str | None = None, restore: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
         """Insert a normalised record (see records.normalize_observation) inside the caller's transaction.
 
-        ``record`` may carry ``uid`` and ``created_at``; missing ones are generated. Returns the stored row
-        (built from the inserted values rather than read back: bulk imports insert thousands at once).
+        ``record`` may carry ``uid`` and ``created_at``; missing ones are generated. ``restore`` (an
+        observation read back from its file) may carry the ``id`` and ``updated_at`` it had, kept when the
+        id is free. Returns the stored row (built from the inserted values rather than read back: bulk
+        imports insert thousands at once).
         """
         now = now_ms()
         row = self._row_values(record, tokens=0)
@@ -108,10 +125,17 @@ class Store:
         row["uid"] = record.get("uid") or new_uid(row["created_at"])
         row["updated_at"] = max(now, row["created_at"])
         row["path"] = path
-        columns = ", ".join(INSERT_COLUMNS)
-        placeholders = ", ".join(f":{c}" for c in INSERT_COLUMNS)
+        insert_columns = INSERT_COLUMNS
+        if restore:
+            row["updated_at"] = restore.get("updated_at") or row["updated_at"]
+            wanted = restore.get("id")
+            if isinstance(wanted, int) and wanted > 0 and self.find_observation(wanted) is None:
+                row["id"] = wanted
+                insert_columns = ("id", *INSERT_COLUMNS)
+        columns = ", ".join(insert_columns)
+        placeholders = ", ".join(f":{c}" for c in insert_columns)
         self.db.execute(f"INSERT INTO observations ({columns}) VALUES ({placeholders})", row)
-        obs_id = self.db.conn.last_insert_rowid()
+        obs_id = row.pop("id", None) or self.db.conn.last_insert_rowid()
         self._write_side_tables(obs_id, record)
         row.pop("search_terms")
         row.update(id=obs_id, retrieval_count=0, last_retrieved_at=None)
@@ -138,6 +162,43 @@ class Store:
         self.db.execute(
             "UPDATE observations SET path = ?, tokens = ? WHERE id = ?", (relpath, tokens, obs_id)
         )
+
+    # -- export file hashes ------------------------------------------------------------------------------
+    def record_file(self, relpath: str, digest: str, stat: tuple[int, int] | None = None) -> None:
+        """Remember what cmem wrote to ``relpath``: its hash and (size, mtime_ns), in the caller's transaction."""
+        size, mtime_ns = stat or (None, None)
+        self.db.execute(
+            "INSERT INTO export_files (path, hash, size, mtime_ns) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT (path) DO UPDATE SET hash = excluded.hash, size = excluded.size, "
+            "mtime_ns = excluded.mtime_ns",
+            (relpath, digest, size, mtime_ns),
+        )
+
+    def forget_file(self, relpath: str) -> None:
+        self.db.execute("DELETE FROM export_files WHERE path = ?", (relpath,))
+
+    def file_hash(self, relpath: str) -> str | None:
+        return self.db.scalar("SELECT hash FROM export_files WHERE path = ?", (relpath,))
+
+    def file_hashes(self) -> dict[str, str]:
+        return {r[0]: r[1] for r in self.db.execute("SELECT path, hash FROM export_files")}
+
+    def file_stats(self) -> dict[str, tuple[int, int]]:
+        """relpath -> (size, mtime_ns) of each file as cmem last wrote it."""
+        return {
+            r[0]: (r[1], r[2])
+            for r in self.db.execute("SELECT path, size, mtime_ns FROM export_files WHERE size IS NOT NULL")
+        }
+
+    def record_paths(self) -> dict[str, tuple[str, int]]:
+        """Every export path a row points at: relpath -> (kind, id)."""
+        paths = {
+            r[0]: ("observation", r[1])
+            for r in self.db.execute("SELECT path, id FROM observations WHERE path IS NOT NULL")
+        }
+        for r in self.db.execute("SELECT path, id FROM session_summaries WHERE path IS NOT NULL"):
+            paths[r[0]] = ("summary", r[1])
+        return paths
 
     @staticmethod
     def _row_values(record: dict[str, Any], *, tokens: int) -> dict[str, Any]:
@@ -277,7 +338,7 @@ class Store:
     def end_session(
         self, session_id: str, *, status: str, outcome: str | None, next_steps: str | None
     ) -> dict[str, Any]:
-        self.get_session(session_id)
+        session_id = self.get_session(session_id)["session_id"]
         now = now_ms()
         self.db.execute(
             "UPDATE sessions SET status = ?, completed_at = ?, last_activity_at = ?, "
@@ -287,10 +348,35 @@ class Store:
         return self.get_session(session_id)
 
     def get_session(self, session_id: str) -> dict[str, Any]:
-        row = self.db.query_one("SELECT * FROM sessions WHERE session_id = ?", (session_id,))
+        """The session ``session_id`` names, in full or by a unique prefix (as git takes commit ids)."""
+        full = self.resolve_session(session_id)
+        row = self.db.query_one("SELECT * FROM sessions WHERE session_id = ?", (full or session_id,))
         if row is None:
             raise NotFound(f"no session {session_id!r}")
         return row
+
+    def resolve_session(self, text: str) -> str | None:
+        """The full id of the one session whose id is ``text`` or starts with it; None when none does.
+
+        An exact id always wins, so a session named like another's prefix stays reachable; a prefix shared
+        by several sessions is an error that lists a few of them."""
+        if self.db.scalar("SELECT 1 FROM sessions WHERE session_id = ?", (text,)):
+            return text
+        matches = [
+            r["session_id"]
+            for r in self.db.query(
+                "SELECT session_id FROM sessions WHERE session_id >= ? AND session_id < ? "
+                "ORDER BY session_id LIMIT 4",
+                (text, text + "\U0010ffff"),
+            )
+        ]
+        if len(matches) > 1:
+            shown = ", ".join(matches[:3]) + (", ..." if len(matches) > 3 else "")
+            raise InvalidInput(f"session prefix {text!r} is ambiguous: {shown}")
+        return matches[0] if matches else None
+
+    def session_ids(self) -> list[str]:
+        return [r["session_id"] for r in self.db.query("SELECT session_id FROM sessions")]
 
     def list_sessions(
         self, *, project: str | None = None, status: str | None = None, limit: int = 20
@@ -336,15 +422,21 @@ class Store:
             raise NotFound(f"no prompt P{prompt_id}")
         return row
 
-    def insert_summary(self, record: dict[str, Any]) -> dict[str, Any]:
+    def insert_summary(self, record: dict[str, Any], *, summary_id: int | None = None) -> dict[str, Any]:
+        """Insert a summary; ``summary_id`` (one read back from its file) is kept when it is free."""
         when = record.get("created_at") or now_ms()
         values = {f: record.get(f) for f in SUMMARY_TEXT_FIELDS}
+        if summary_id is not None and self.db.query_one(
+            "SELECT 1 FROM session_summaries WHERE id = ?", (summary_id,)
+        ):
+            summary_id = None
         self.db.execute(
-            "INSERT INTO session_summaries (uid, session, project, agent, request, investigated, learned, "
-            "completed, next_steps, notes, created_at) VALUES (:uid, :session, :project, :agent, :request, "
+            "INSERT INTO session_summaries (id, uid, session, project, agent, request, investigated, learned, "
+            "completed, next_steps, notes, created_at) VALUES (:id, :uid, :session, :project, :agent, :request, "
             ":investigated, :learned, :completed, :next_steps, :notes, :created_at)",
             {
                 **values,
+                "id": summary_id,
                 "uid": record.get("uid") or new_uid(when),
                 "session": record["session"],
                 "project": record["project"],
@@ -353,6 +445,28 @@ class Store:
             },
         )
         return self.get_summary(self.db.conn.last_insert_rowid())
+
+    def update_summary(self, summary_id: int, values: dict[str, Any]) -> dict[str, Any]:
+        """Replace a summary's text fields (and project/agent when given), keeping id, uid and times."""
+        current = self.get_summary(summary_id)
+        fields = {f: values.get(f) for f in SUMMARY_TEXT_FIELDS}
+        fields["project"] = values.get("project") or current["project"]
+        fields["agent"] = values.get("agent") or current["agent"]
+        assignments = ", ".join(f"{c} = :{c}" for c in fields)
+        self.db.execute(
+            f"UPDATE session_summaries SET {assignments} WHERE id = :id", {**fields, "id": summary_id}
+        )
+        # summaries_fts has no update trigger (summaries were write-once): refresh its row by hand
+        self.db.execute("DELETE FROM summaries_fts WHERE rowid = ?", (summary_id,))
+        self.db.execute(
+            "INSERT INTO summaries_fts (rowid, request, investigated, learned, completed, next_steps, notes) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (summary_id, *(fields[f] for f in SUMMARY_TEXT_FIELDS)),
+        )
+        return self.get_summary(summary_id)
+
+    def summary_by_uid(self, uid: str) -> dict[str, Any] | None:
+        return self.db.query_one("SELECT * FROM session_summaries WHERE uid = ?", (uid,))
 
     def set_summary_path(self, summary_id: int, relpath: str) -> None:
         self.db.execute("UPDATE session_summaries SET path = ? WHERE id = ?", (relpath, summary_id))
@@ -472,7 +586,8 @@ class Store:
             "observations WHERE project = :p "
             "UNION ALL SELECT 'prompt', id, created_at, NULL, text, session, agent, "
             "(length(text) + 3) / 4, uid FROM user_prompts WHERE project = :p "
-            "UNION ALL SELECT 'summary', id, created_at, NULL, coalesce(request, completed, 'Session summary'), "
+            "UNION ALL SELECT 'summary', id, created_at, NULL, "
+            "coalesce(request, completed, learned, investigated, next_steps, notes), "
             "session, agent, (length(coalesce(request,'') || coalesce(investigated,'') || coalesce(learned,'') "
             "|| coalesce(completed,'') || coalesce(next_steps,'') || coalesce(notes,'')) + 3) / 4, uid "
             "FROM session_summaries WHERE project = :p"

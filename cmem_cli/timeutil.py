@@ -21,6 +21,17 @@ _UNIT_MS = {
 }
 
 
+MAX_MS = 253_402_300_799_999  # 9999-12-31T23:59:59.999Z: the last instant every date routine can show
+
+
+def check_ms(value: int | float, original: object) -> int:
+    """Epoch milliseconds from 1970 to the year 9999, or invalid input (NaN, infinities, 1e20 would
+    fail deep inside date formatting or SQLite instead)."""
+    if value != value or value in (float("inf"), float("-inf")) or not 0 <= value <= MAX_MS:
+        raise InvalidInput(f"time {original!r} is out of range (epoch milliseconds from 1970 to 9999)")
+    return int(value)
+
+
 def now_ms() -> int:
     return int(time.time() * 1000)
 
@@ -48,7 +59,7 @@ def parse_iso(text: str) -> int:
         raise InvalidInput(f"not an ISO 8601 date or time: {text!r}") from None
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=UTC)
-    return int(dt.timestamp() * 1000)
+    return check_ms(dt.timestamp() * 1000, text)
 
 
 def parse_time(value: str | int | float, *, now: int | None = None) -> int:
@@ -56,9 +67,14 @@ def parse_time(value: str | int | float, *, now: int | None = None) -> int:
     if isinstance(value, bool):
         raise InvalidInput(f"not a time: {value!r}")
     if isinstance(value, int | float):
-        return int(value)
+        return check_ms(value, value)
+    if not isinstance(value, str):
+        raise InvalidInput(f"not a time: {value!r}")
     match = _RELATIVE.match(value)
     if match:
         amount, unit = int(match.group(1)), match.group(2).lower()
-        return (now if now is not None else now_ms()) - amount * _UNIT_MS[unit]
+        age = amount * _UNIT_MS[unit]
+        if age > MAX_MS:
+            raise InvalidInput(f"time {value!r} is out of range (more than 9999 years ago)")
+        return max(0, (now if now is not None else now_ms()) - age)
     return parse_iso(value)

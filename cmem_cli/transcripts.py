@@ -15,12 +15,12 @@ recognised by their capture keys, so nothing is imported twice.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from cmem_cli.cli_input import loads_bounded
 from cmem_cli.config import project_for_directory
 from cmem_cli.errors import CmemError, InvalidInput, NotFound
 from cmem_cli.hooks.capture import Capture, Where
@@ -77,9 +77,9 @@ def read_lines(path: Path, offset: int) -> Iterator[tuple[int, int, dict[str, An
         obj: dict[str, Any] | None = None
         if line:
             try:
-                parsed = json.loads(line.decode("utf-8", errors="replace"))
+                parsed = loads_bounded(line.decode("utf-8", errors="replace"))
                 obj = parsed if isinstance(parsed, dict) else None
-            except ValueError:
+            except (ValueError, InvalidInput):
                 if not complete:
                     return  # truncated: retried later
         elif not complete:
@@ -143,8 +143,8 @@ def last_assistant_text(path: Path, max_bytes: int = TAIL_BYTES) -> str | None:
         return None
     for raw in reversed(data.splitlines()):
         try:
-            obj = json.loads(raw)
-        except ValueError:
+            obj = loads_bounded(raw)
+        except (ValueError, InvalidInput):
             continue
         if not isinstance(obj, dict) or obj.get("isSidechain"):
             continue
@@ -231,6 +231,10 @@ class TranscriptImporter:
             stat = path.stat()
         except OSError as exc:
             raise NotFound(f"cannot read transcript {path}: {exc.strerror}") from None
+        if not path.is_file():
+            raise InvalidInput(
+                f"{path} is not a transcript file (for a folder: `cmem import claude-code --root`)"
+            )
         head = _head(path) if stat.st_size else ""
         saved = state.offset(str(path))
         offset, counts = 0, {}

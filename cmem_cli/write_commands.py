@@ -8,6 +8,7 @@ observation does not spend 30-40 ms importing typer. The parameter names are the
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 from cmem_cli.cli_input import check_cli_text, parse_json_records, read_json_input
 from cmem_cli.config import default_agent, default_project, default_session
@@ -16,6 +17,7 @@ from cmem_cli.errors import InvalidInput
 
 
 def add(
+    title_text: str | None = None,
     title: str | None = None,
     obs_type: str = "change",
     subtitle: str | None = None,
@@ -39,6 +41,10 @@ def add(
         "agent": check_cli_text("--agent", agent) or default_agent(),
         "session": check_cli_text("--session", session) or default_session(),
     }
+    if title_text is not None:
+        if title is not None:
+            raise InvalidInput("give the title once: as TITLE or as --title")
+        title = title_text
     if json_source is not None:
         if title is not None:
             raise InvalidInput("use either --json or --title, not both")
@@ -59,14 +65,28 @@ def add(
             for item in value:
                 check_cli_text(f"--{name}", item)
     with open_memory() as memory:
+        _refuse_ended_session(memory.store, defaults["session"])
         row = memory.add_observation(record, defaults)
     print(row["id"])
+
+
+def _refuse_ended_session(store: Any, session: str | None) -> None:
+    """A CMEM_SESSION left exported after `cmem session end` must not silently collect new work."""
+    full = store.resolve_session(session) if session else None
+    if full is None:
+        return
+    status = store.get_session(full)["status"]
+    if status != "active":
+        raise InvalidInput(
+            f"session {full} is {status}; start a new one (cmem session start) or unset CMEM_SESSION"
+        )
 
 
 def _add_json(source: str, defaults: dict[str, str | None]) -> None:
     label = "stdin" if source == "-" else source
     records = parse_json_records(read_json_input(source), label)
     with open_memory() as memory:
+        _refuse_ended_session(memory.store, defaults["session"])
         prepared = []
         for line, record in records:
             try:

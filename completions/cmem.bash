@@ -12,23 +12,26 @@ _cmem() {
     done
     local words="" valued=""
     case "$path" in
-        "") words="add edit link forget search timeline get stats export doctor index status watch hook context mcp session prompt summary collection models import install --home --version -V -h --help"; valued="--home" ;;
-        "add") words="--title -t --type --subtitle --narrative -n --fact --concept --read --modified --tool --project -p --session --agent --key --confidence --link --json -h --help"; valued="--title -t --type --subtitle --narrative -n --fact --concept --read --modified --tool --project -p --session --agent --key --confidence --link --json" ;;
-        "edit") words="--title -t --type --subtitle --narrative -n --fact --add-fact --concept --read --modified --project -p --key --confidence --link -h --help"; valued="--title -t --type --subtitle --narrative -n --fact --add-fact --concept --read --modified --project -p --key --confidence --link" ;;
+        "") words="add edit link forget search timeline get stats export doctor sync index status watch hook context mcp completion man session prompt summary collection models import install --home --version -V -h --help"; valued="--home" ;;
+        "add") words="--title -t --type --subtitle --narrative --fact --concept --read --modified --tool --project -p --session --agent --key --confidence --link --json -h --help"; valued="--title -t --type --subtitle --narrative --fact --concept --read --modified --tool --project -p --session --agent --key --confidence --link --json" ;;
+        "edit") words="--title -t --type --subtitle --narrative --fact --add-fact --concept --read --modified --project -p --key --confidence --link -h --help"; valued="--title -t --type --subtitle --narrative --fact --add-fact --concept --read --modified --project -p --key --confidence --link" ;;
         "link") words="--remove -h --help"; valued="" ;;
         "forget") words="--yes -y -h --help"; valued="" ;;
         "search") words="--project -p --type --concept --file --agent --session --since --until --limit -n --offset --order --mode --rerank --no-rerank --min-score --collection -c --explain --all --json --format -f -h --help"; valued="--project -p --type --concept --file --agent --session --since --until --limit -n --offset --order --mode --min-score --collection -c --format -f" ;;
         "timeline") words="--query -q --before -b --after -a --project -p --json --format -f -h --help"; valued="--query -q --before -b --after -a --project -p --format -f" ;;
-        "get") words="--links --json --format -f -h --help"; valued="--format -f" ;;
+        "get") words="--links --path --json --format -f -h --help"; valued="--format -f" ;;
         "stats") words="--json -h --help"; valued="" ;;
         "export") words="--rebuild --json -h --help"; valued="" ;;
         "doctor") words="--fix --json -h --help"; valued="" ;;
+        "sync") words="--json -h --help"; valued="" ;;
         "index") words="--full --json -h --help"; valued="" ;;
         "status") words="--json -h --help"; valued="" ;;
         "watch") words="--debounce -h --help"; valued="--debounce" ;;
         "hook") words="-h --help"; valued="" ;;
-        "context") words="--project -p --budget -b --json -h --help"; valued="--project -p --budget -b" ;;
+        "context") words="--project -p --budget --json -h --help"; valued="--project -p --budget" ;;
         "mcp") words="-h --help"; valued="" ;;
+        "completion") words="-h --help"; valued="" ;;
+        "man") words="--raw -h --help"; valued="" ;;
         "session") words="start end list show -h --help"; valued="" ;;
         "session start") words="--project -p --agent --label --goal -h --help"; valued="--project -p --agent --label --goal" ;;
         "session end") words="--status --outcome --next-steps -h --help"; valued="--status --outcome --next-steps" ;;
@@ -54,7 +57,25 @@ _cmem() {
         "install claude-code") words="--scope --uninstall --dry-run --instructions --no-instructions --mcp -h --help"; valued="--scope" ;;
     esac
     if [[ " $valued " == *" $prev "* ]]; then
-        COMPREPLY=($(compgen -f -- "$cur"))
+        local choices=""
+        case "${path:+$path }$prev" in
+        "add --type") choices="decision bugfix feature refactor discovery change error insight question" ;;
+        "edit --type") choices="decision bugfix feature refactor discovery change error insight question" ;;
+        "search --type") choices="decision bugfix feature refactor discovery change error insight question" ;;
+        "search --order") choices="relevance newest oldest" ;;
+        "search --mode") choices="auto keyword vector hybrid" ;;
+        "search --format"|"search -f") choices="table plain json ndjson csv ids md" ;;
+        "timeline --format"|"timeline -f") choices="table plain json ndjson csv ids md" ;;
+        "get --format"|"get -f") choices="md json ndjson plain" ;;
+        "session end --status") choices="active completed failed abandoned" ;;
+        "session list --status") choices="active completed failed abandoned" ;;
+        "session list --format"|"session list -f") choices="table plain json ndjson csv ids md" ;;
+        esac
+        if [[ -n "$choices" ]]; then
+            COMPREPLY=($(compgen -W "$choices" -- "$cur"))
+        else
+            COMPREPLY=($(compgen -f -- "$cur"))
+        fi
         return
     fi
     COMPREPLY=($(compgen -W "$words" -- "$cur"))

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import stat
 import tempfile
 from pathlib import Path
 
@@ -11,24 +13,74 @@ DIR_MODE = 0o700
 FILE_MODE = 0o600
 
 
-def ensure_dir(path: Path) -> None:
-    path.mkdir(parents=True, exist_ok=True, mode=DIR_MODE)
+def ensure_dir(path: Path, root: Path | None = None) -> None:
+    """Create ``path`` and every missing parent with mode 0700 (``mkdir(parents=True, mode=...)`` gives the
+    mode to the last folder only). Below ``root``, refuse a folder that is a symlink: a write through a
+    symlinked project folder would land outside cmem's tree."""
+    missing: list[Path] = []
+    current = path
+    while not os.path.lexists(current) and current != current.parent:
+        missing.append(current)
+        current = current.parent
+    if root is not None:
+        refuse_symlinked_dirs(root, current)
+    for folder in reversed(missing):
+        with contextlib.suppress(FileExistsError):  # made by a concurrent writer meanwhile
+            os.mkdir(folder, DIR_MODE)
+    if root is not None and missing:
+        refuse_symlinked_dirs(root, path)
+
+
+def refuse_symlinked_dirs(root: Path, path: Path) -> None:
+    """Raise ELOOP when a folder between ``root`` (exclusive) and ``path`` (inclusive) is a symlink."""
+    try:
+        relative = path.relative_to(root)
+    except ValueError:
+        raise OSError(errno.EXDEV, f"{path} is outside {root}") from None
+    current = root
+    for part in relative.parts:
+        current = current / part
+        try:
+            info = os.lstat(current)
+        except FileNotFoundError:
+            return
+        if stat.S_ISLNK(info.st_mode):
+            raise OSError(errno.ELOOP, f"{current} is a symlink; cmem does not write through it")
 
 
 def atomic_write(
-    path: Path, text: str, *, fsync: bool = True, make_dirs: bool = True, mode: int = FILE_MODE
+    path: Path,
+    text: str,
+    *,
+    fsync: bool = True,
+    make_dirs: bool = True,
+    mode: int = FILE_MODE,
+    root: Path | None = None,
 ) -> None:
     """Write ``text`` to a temp file beside ``path``, optionally fsync it, then rename over ``path``.
 
     Bulk writers pass ``fsync=False`` and call ``sync_all`` once at the end, which is far cheaper than
     one fsync per file and still durable before the database commit.
     """
+    atomic_write_bytes(path, text.encode("utf-8"), fsync=fsync, make_dirs=make_dirs, mode=mode, root=root)
+
+
+def atomic_write_bytes(
+    path: Path,
+    data: bytes,
+    *,
+    fsync: bool = True,
+    make_dirs: bool = True,
+    mode: int = FILE_MODE,
+    root: Path | None = None,
+) -> None:
+    """``atomic_write`` for exact bytes (restoring a file as it was, whatever its encoding)."""
     if make_dirs:
-        ensure_dir(path.parent)
+        ensure_dir(path.parent, root)
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=path.suffix, dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
             if fsync:
                 fh.flush()
                 os.fsync(fh.fileno())
@@ -38,6 +90,15 @@ def atomic_write(
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def stat_key(path: Path | str) -> tuple[int, int] | None:
+    """(size, mtime_ns): what must stay equal for a file to count as untouched without reading it."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_size, st.st_mtime_ns)
 
 
 def sync_all() -> None:

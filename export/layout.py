@@ -36,7 +36,7 @@ def _stamp(ms: int, fmt: str) -> str:
 
 
 def _uid_tail(uid: str) -> str:
-    return uid[-8:].lower()
+    return safe_segment(uid[-8:].lower(), fallback="uid")
 
 
 def _group_dir(record: dict[str, Any]) -> str:

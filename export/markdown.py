@@ -13,6 +13,7 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
+from cmem_cli.summary_title import summary_title
 from cmem_cli.timeutil import parse_time, to_iso
 
 LINKS_MARKER = "<!-- cmem:links -->"
@@ -107,9 +108,9 @@ def render_summary(record: dict[str, Any]) -> str:
     for key in ("id", "uid", "session", "project", "agent"):
         fields.append((key, record.get(key)))
     fields.append(("created_at", to_iso(record.get("created_at"))))
-    title = _one_line(record.get("request") or record.get("completed") or "Session summary")[:120]
-    fields.insert(2, ("title", f"Session summary: {title}"))
-    parts = [front_matter(fields), f"# Session summary: {title}\n"]
+    title = summary_title(record)
+    fields.insert(2, ("title", title))
+    parts = [front_matter(fields), f"# {title}\n"]
     for field in SUMMARY_FIELDS:
         if record.get(field):
             parts.append(f"\n## {SUMMARY_HEADINGS[field]}\n\n{record[field].rstrip()}\n")

@@ -120,7 +120,7 @@ def _write_user(path: Path, collections: list[Collection]) -> None:
         "version": 1,
         "collections": [{"name": c.name, "path": str(c.root), "mask": c.mask} for c in collections],
     }
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     fd, tmp = tempfile.mkstemp(prefix=".collections.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
@@ -139,7 +139,8 @@ def _write_user(path: Path, collections: list[Collection]) -> None:
 def _locked(config: Config) -> Iterator[None]:
     config.ensure_home()
     lock_path = config.home / ".collections.lock"
-    with open(lock_path, "a") as handle:
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+    with os.fdopen(fd, "r+") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
             yield

@@ -39,7 +39,7 @@ from index.document import (
     parse_markdown,
     short_docid,
 )
-from index.scan import FileStat, scan
+from index.scan import FileStat, resolves_inside, scan
 from index.store import IndexStore, NewChunk, StoredDocument
 
 if TYPE_CHECKING:
@@ -50,6 +50,7 @@ PROMPT_RESERVE = 16  # tokens the model's prompt template adds around title and 
 MIN_CHUNK_TOKENS = 64
 WRITE_BATCH_FILES = 64
 EMBED_PAGE = 512  # chunks fetched, embedded and written per transaction
+EMBED_PROGRESS_STEP = 64  # chunks embedded per model call, so progress moves within a page
 
 Progress = Callable[[str, int, int], None]  # (phase, done, total); phases: "scan", "read", "embed"
 
@@ -167,7 +168,12 @@ class Indexer:
 
     # -- change detection --------------------------------------------------------------------------
     def _update_collection(self, collection: Collection, report: IndexReport) -> None:
-        on_disk = scan(collection.root, collection.mask)
+        outside: list[str] = []
+        on_disk = scan(collection.root, collection.mask, outside)
+        report.errors.extend(
+            f"{collection.name}:{relpath}: a symlink resolving outside the collection, skipped"
+            for relpath in outside
+        )
         indexed = self.store.documents_in(collection.name)
         report.scanned += len(on_disk)
         changed = [
@@ -188,12 +194,13 @@ class Indexer:
         total = len(changed)
         for start in range(0, total, WRITE_BATCH_FILES):
             batch = []
-            for relpath, stat in changed[start : start + WRITE_BATCH_FILES]:
+            for offset, (relpath, stat) in enumerate(changed[start : start + WRITE_BATCH_FILES]):
                 prepared = self._prepare(collection, relpath, stat, indexed.get(relpath), report)
                 if prepared is not None:
                     batch.append(prepared)
+                # per file, not per batch: chunking with a model's tokenizer can take seconds per batch
+                self.progress("read", start + offset + 1, total)
             self._write(collection, batch, report)
-            self.progress("read", min(start + WRITE_BATCH_FILES, total), total)
 
     def _prepare(
         self,
@@ -204,8 +211,12 @@ class Indexer:
         report: IndexReport,
     ) -> _Prepared | None:
         path = Path(collection.root) / relpath
+        if not resolves_inside(str(path), os.path.realpath(collection.root)):
+            # swapped for a symlink pointing outside since the scan: never read it
+            report.errors.append(f"{collection.name}:{relpath}: resolves outside the collection, skipped")
+            return None
         try:
-            with open(path, "rb") as fh:
+            with open(os.path.realpath(path), "rb") as fh:
                 actual = os.fstat(fh.fileno())
                 if actual.st_size > MAX_FILE_BYTES:
                     report.errors.append(
@@ -331,11 +342,15 @@ class Indexer:
             for chunk in page:
                 if chunk.hash not in vectors and chunk.hash not in missing:
                     missing[chunk.hash] = embedding_input(chunk.title, chunk.context, chunk.text)
-            if missing:
-                computed = embedder.embed_documents(list(missing.values()))
-                for key, vector in zip(missing, computed, strict=True):
+            keys = list(missing)
+            for step in range(0, len(keys), EMBED_PROGRESS_STEP):
+                part = keys[step : step + EMBED_PROGRESS_STEP]
+                computed = embedder.embed_documents([missing[key] for key in part])
+                for key, vector in zip(part, computed, strict=True):
                     vectors[key] = vector.astype("float32").tobytes()
-                report.embedded += len(missing)
+                report.embedded += len(part)
+                # a page of a slow model takes minutes: show progress within it, in chunks of the page
+                self.progress("embed", done + len(page) * (step + len(part)) // len(keys), total)
             with self.store.transaction():
                 self.store.store_vectors(
                     [(c.id, c.hash, vectors[c.hash]) for c in page], fingerprint, cache=True

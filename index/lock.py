@@ -26,7 +26,7 @@ def writer_lock(
     index_path: Path, *, timeout: float | None = None, on_wait: Callable[[], None] | None = None
 ) -> Iterator[None]:
     """Hold the index writer lock; wait for it (forever when ``timeout`` is None), calling ``on_wait`` once."""
-    index_path.parent.mkdir(parents=True, exist_ok=True)
+    index_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     fd = os.open(lock_path(index_path), os.O_RDWR | os.O_CREAT, 0o600)
     try:
         deadline = None if timeout is None else time.monotonic() + timeout

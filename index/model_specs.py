@@ -103,7 +103,11 @@ def resolve(spec: str, models_dir: Path, role: str = "embed") -> Path:
     parsed = parse_spec(spec, models_dir)
     path = parsed.local_path(models_dir)
     label = "reranker" if role == "rerank" else "embedding model"
-    if not path.is_file():
+    try:
+        exists = path.is_file()
+    except OSError:  # a name too long for the filesystem, or a path through a file
+        exists = False
+    if not exists:
         where = "is not downloaded" if parsed.is_hf else "does not exist"
         raise ModelError(f"{label} {spec} {where} (expected {path}); {how_to_get(parsed, role)}")
     if not is_gguf(path):

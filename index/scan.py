@@ -74,13 +74,22 @@ def is_ignored_name(name: str) -> bool:
     return name.startswith((".", "~", "#")) or name.endswith(("~", ".tmp", ".swp", ".part"))
 
 
-def scan(root: os.PathLike[str] | str, mask: str) -> dict[str, FileStat]:
+def resolves_inside(path: str, real_root: str) -> bool:
+    """True when ``path``, symlinks resolved, is ``real_root`` or below it."""
+    real = os.path.realpath(path)
+    return real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep)
+
+
+def scan(root: os.PathLike[str] | str, mask: str, skipped: list[str] | None = None) -> dict[str, FileStat]:
     """Relative POSIX path -> size and mtime of every matching regular file under ``root``.
 
     A missing root is an empty collection (a folder removed and recreated comes back on the next pass).
+    Symlinked folders are not entered; a symlinked file is indexed only when it resolves inside the root
+    (a ``setup.md -> ~/.aws/credentials`` must never be read), else its path is added to ``skipped``.
     """
     matches = compile_mask(mask)
     found: dict[str, FileStat] = {}
+    real_root = os.path.realpath(root)
     stack: list[tuple[str, str]] = [(os.fspath(root), "")]
     while stack:
         directory, prefix = stack.pop()
@@ -98,6 +107,10 @@ def scan(root: os.PathLike[str] | str, mask: str) -> dict[str, FileStat]:
                         stack.append((entry.path, relative + "/"))
                         continue
                     if not matches(relative) or not entry.is_file():
+                        continue
+                    if entry.is_symlink() and not resolves_inside(entry.path, real_root):
+                        if skipped is not None:
+                            skipped.append(relative)
                         continue
                     st = entry.stat()
                 except OSError:

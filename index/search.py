@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from cmem_cli.config import Config
-from cmem_cli.errors import CmemError, ModelError
+from cmem_cli.errors import CmemError, ModelError, UsageError
 from index import retrieve
 from index.fusion import (
     DEFAULT_PARAMS,
@@ -157,7 +157,7 @@ def hybrid(
     candidate list was full, so there may be more.
     """
     if mode not in MODES:
-        raise CmemError(f"unknown search mode {mode!r} (expected one of: {', '.join(MODES)})")
+        raise UsageError(f"unknown search mode {mode!r} (expected one of: {', '.join(MODES)})")
     doc_filters = DocFilters.coerce(filters, collections)
     notes: list[str] = []
     lists: dict[str, list[tuple[str, float]]] = {

@@ -169,7 +169,7 @@ class IndexStore:
             raise NotFound(f"no index at {path}; run `cmem index`")
         with translated(path):
             if not readonly:
-                path.parent.mkdir(parents=True, exist_ok=True)
+                path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
             new_file = not path.exists()
             flags = apsw.SQLITE_OPEN_READWRITE | (0 if readonly else apsw.SQLITE_OPEN_CREATE)
             conn = apsw.Connection(str(path), flags=flags)

@@ -22,7 +22,7 @@ from types import FrameType
 from typing import Any
 
 from cmem_cli.config import Config
-from index.collections import Collection, collections_file, load_collections
+from index.collections import MEMORIES, Collection, collections_file, load_collections
 from index.indexer import Indexer, IndexReport
 from index.lock import writer_lock
 from index.scan import compile_mask, is_ignored_name
@@ -55,8 +55,14 @@ class Watcher:
         max_delay: float = MAX_DELAY_SECONDS,
         on_report: Callable[[IndexReport], None] | None = None,
         on_error: Callable[[str], None] | None = None,
+        on_export_change: Callable[[list[Path] | None], None] | None = None,
     ):
         self.config = config
+        # Called before indexing with the export-tree files that changed (None: all of them, at start-up),
+        # so hand edits are adopted into the store first (the index itself never touches the store).
+        self.on_export_change = on_export_change
+        self._export_paths: set[Path] = set()
+        self._export_whole_tree = False
         self.debounce = debounce
         self.max_delay = max_delay
         self.on_report = on_report or (lambda report: None)
@@ -199,7 +205,30 @@ class Watcher:
                 self._observer.unschedule(root.watch)
 
     # -- indexing ------------------------------------------------------------------------------------
+    def note_export_paths(self, paths: list[str], *, whole_tree: bool = False) -> None:
+        """Remember export-tree files an event named (called from the observer thread)."""
+        with self._cond:
+            self._export_paths.update(Path(p) for p in paths)
+            self._export_whole_tree = self._export_whole_tree or whole_tree
+
+    def _adopt(self, names: list[str] | None) -> None:
+        if self.on_export_change is None or (names is not None and MEMORIES not in names):
+            return
+        with self._cond:
+            paths, self._export_paths = self._export_paths, set()
+            whole_tree, self._export_whole_tree = self._export_whole_tree, False
+        if names is not None and not paths and not whole_tree:
+            return
+        try:
+            self.on_export_change(None if names is None or whole_tree else sorted(paths))
+        except Exception as exc:  # noqa: BLE001 - a watcher must survive a bad file or a busy database
+            from cmem_cli.errors import CmemError
+
+            message = exc.message if isinstance(exc, CmemError) else f"{type(exc).__name__}: {exc}"
+            self.on_error(f"adopting edits failed: {message}")
+
     def _pass(self, names: list[str] | None) -> None:
+        self._adopt(names)
         collections = load_collections(self.config)
         selected = collections
         prune = True
@@ -251,7 +280,11 @@ class _Handler:
             self.watcher.rearm(self.collection.name)
             return
         paths = [event.src_path, getattr(event, "dest_path", "") or ""]
-        if any(self._relevant(os.fsdecode(p), event.is_directory) for p in paths if p):
+        relevant = [os.fsdecode(p) for p in paths if p and self._relevant(os.fsdecode(p), event.is_directory)]
+        if relevant:
+            if self.collection.name == MEMORIES:
+                # a folder moved or deleted names no files: adopt the whole tree then
+                self.watcher.note_export_paths(relevant, whole_tree=event.is_directory)
             self.watcher.mark(self.collection.name)
 
     def _relevant(self, path: str, is_directory: bool) -> bool:

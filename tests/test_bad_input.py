@@ -160,3 +160,24 @@ def test_debug_mode_shows_the_traceback(sh, home):
     (home / "cmem.db").write_bytes(b"garbage" * 200)
     result = sh("search", "x", env={"CMEM_DEBUG": "1"})
     assert result.exit_code != 0 and "Traceback" in result.stderr
+
+
+def test_usage_errors_are_one_line_naming_the_help(sh):
+    for args, message in [
+        (
+            ["search", "--limt", "3"],
+            "cmem: No such option '--limt'. Did you mean '--limit'? (see 'cmem search --help')",
+        ),
+        (["get"], "cmem: Missing argument 'ID...'. (see 'cmem get --help')"),
+        (["nonsense-command"], "cmem: No such command 'nonsense-command'. (see 'cmem --help')"),
+    ]:
+        result = sh(*args)
+        assert result.exit_code == 2
+        assert result.stderr == message + "\n"
+
+
+def test_bare_cmem_prints_help_to_stdout_and_succeeds(sh):
+    for args in ([], ["session"]):
+        result = sh(*args)
+        assert result.exit_code == 0 and result.stderr == ""
+        assert result.stdout.startswith(f"Usage: cmem {' '.join(args)}".rstrip() + " [OPTIONS] COMMAND")

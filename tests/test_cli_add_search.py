@@ -217,7 +217,7 @@ def test_other_formats(cli):
     )
     assert cli("search", "--format", "csv").stdout.splitlines() == [
         "id,created_at,type,title,project,tokens",
-        '1,2026-03-01,change,"Only, one",alpha,~54',
+        '1,2026-03-01T09:00:00.000Z,change,"Only, one",alpha,54',  # machine values
     ]
     (line,) = cli("search", "--format", "ndjson").stdout.splitlines()
     assert json.loads(line)["title"] == "Only, one"

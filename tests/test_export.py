@@ -149,15 +149,17 @@ def test_links_are_written_to_the_linking_file_and_refreshed_on_forget(cli, home
     assert len(_files(home)) == 1
 
 
-def test_rebuild_is_idempotent_and_restores_deleted_or_edited_files(cli, home):
+def test_rebuild_is_idempotent_restores_deleted_files_and_adopts_edited_or_new_ones(cli, home):
     for i in range(5):
         cli("add", "-t", f"note {i}", "-p", "p", "--session", "s1")
     cli("summary", "add", "--session", "s1", "--completed", "five notes")
     before = {p: p.read_text() for p in _files(home)}
     assert len(before) == 6
     first = json.loads(cli("export", "--rebuild", "--json").stdout)
-    assert first == {"written": 0, "unchanged": 6, "removed": 0}
-    victim, edited = list(before)[:2]
+    assert first == {
+        "written": 0, "unchanged": 6, "adopted": 0, "created": 0, "rolled_back": 0, "invalid": []
+    }  # fmt: skip
+    victim, edited = (next(p for p in before if f"note-{i}-" in p.name) for i in (1, 2))
     victim.unlink()
     edited.write_text("hand edited")
     stray = home / "export" / "p" / "s1" / "stray.md"
@@ -165,9 +167,17 @@ def test_rebuild_is_idempotent_and_restores_deleted_or_edited_files(cli, home):
     notes = home / "export" / "notes.md"
     notes.write_text("my own notes, not cmem's")
     second = json.loads(cli("export", "--rebuild", "--json").stdout)
-    assert second == {"written": 2, "unchanged": 4, "removed": 1}
-    assert {p: p.read_text() for p in _files(home) if p != notes} == before
-    assert notes.exists()
+    assert second == {
+        "written": 1, "unchanged": 6, "adopted": 1, "created": 1, "rolled_back": 0,
+        "invalid": [{"path": "notes.md", "reason": "outside any project folder (and no project: in front matter)"}],
+    }  # fmt: skip
+    assert victim.read_text() == before[victim]
+    assert edited.read_text().rstrip().endswith("## Narrative\n\nhand edited")
+    assert not stray.exists()
+    assert cli("search", "gone", "--json").json()[0]["title"] == "gone"
+    assert notes.read_text() == "my own notes, not cmem's"
+    third = json.loads(cli("export", "--rebuild", "--json").stdout)
+    assert (third["written"], third["adopted"], third["created"]) == (0, 0, 0)
 
 
 def test_doctor_reports_and_fixes_export_drift(cli, home):

@@ -19,7 +19,7 @@ def notes(cli, tmp_path):
 
 def test_search_shows_documents_with_docid_and_path(cli, notes):
     (row,) = cli("search", "kubernetes", "--json").json()
-    assert row["kind"] == "document" and row["path"] == "notes:guide/setup.md"
+    assert row["kind"] == "document" and row["path"] == str(notes / "guide" / "setup.md")  # absolute
     assert row["id"].startswith("doc:") and len(row["id"]) == 10
 
 
@@ -31,6 +31,8 @@ def test_get_by_docid_and_by_path_slice(cli, notes):
     assert sliced[1:] == ["line two", "line three: kubernetes deploys"]
     by_file = cli("get", f"{notes}/guide/setup.md:5", "--json").json()[0]
     assert by_file["text"] == "line four\n" and by_file["id"] == docid
+    assert by_file["path"] == str(notes / "guide" / "setup.md") and by_file["relpath"] == "guide/setup.md"
+    assert cli("get", docid, "--path").stdout == f"{notes / 'guide' / 'setup.md'}\n"
 
 
 def test_get_refuses_files_outside_cmem_and_collections(cli, notes, tmp_path):

@@ -83,3 +83,19 @@ def test_status_before_any_index_exists(cli, home):
     data = status.json()
     assert data["exists"] is False and data["documents"] == 0
     assert [c["name"] for c in data["collections"]] == ["memories"]
+
+
+def test_status_counts_files_changed_since_the_last_index_run(cli):
+    first = cli("add", "First note").stdout.strip()
+    second = cli("add", "Second note").stdout.strip()
+    assert cli("status", "--json").json()["changed_files"] == {"added": 2, "modified": 0, "removed": 0}
+    assert cli("index").exit_code == 0
+    assert "changed     none since the last index run\n" in cli("status").stdout
+    cli("add", "Third note")
+    cli("edit", first, "--subtitle", "now with a subtitle")  # same file, new content
+    cli("forget", second, "--yes")
+    assert cli("status", "--json").json()["changed_files"] == {"added": 1, "modified": 1, "removed": 1}
+    assert (
+        "changed     3 files since the last index run (1 new, 1 modified, 1 deleted): run `cmem index`\n"
+        in cli("status").stdout
+    )

@@ -300,3 +300,19 @@ def test_a_document_that_is_only_its_title_is_embedded_as_the_title(config):
     embedder = CountingEmbedder()
     run_pass(config, embedder)
     assert embedder.embedded == [("Bart danced at the party", "")]
+
+
+def test_progress_moves_file_by_file_and_within_an_embedding_page(config):
+    for i in range(20):
+        body = "\n\n".join(f"## Part {j}\n\n" + f"topic {i} part {j} " * 40 for j in range(8))
+        observation_file(config.export_dir, f"p/{i:03}.md", uid=f"U{i}", title=f"Note {i}", body=body)
+    seen: list[tuple[str, int, int]] = []
+    run_pass(config, CountingEmbedder(max_tokens=64), progress=lambda *event: seen.append(event))
+    reads = [done for phase, done, _ in seen if phase == "read"]
+    assert reads == list(range(1, 21))
+    embeds = [(done, total) for phase, done, total in seen if phase == "embed"]
+    total = embeds[0][1]
+    assert total > indexer_module.EMBED_PROGRESS_STEP * 2 and total <= indexer_module.EMBED_PAGE
+    steps = [done for done, _ in embeds]
+    assert steps == sorted(steps) and steps[-1] == total
+    assert len([d for d in steps if 0 < d < total]) >= 2  # moves inside the one page, not only at its end

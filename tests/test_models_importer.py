@@ -124,12 +124,15 @@ def test_cli_import_writes_into_the_models_dir(tmp_path: Path, monkeypatch, caps
     monkeypatch.setenv("CMEM_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("CMEM_MODELS_DIR", str(tmp_path / "models"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.delenv("CMEM_EMBED_MODEL", raising=False)
     assert main(["models", "import", str(minilm_checkpoint()), "--name", "minilm", "--json"]) == 0
     out, err = capsys.readouterr()
     report = json.loads(out)
     assert report["path"] == str(tmp_path / "models" / "minilm.gguf")
     assert report["role"] == "embed" and report["pooling"] == "mean"
-    assert "CMEM_EMBED_MODEL=minilm.gguf" in err
+    # no embedding model was usable, so the import configured this one
+    assert "minilm.gguf is now the embedder" in err
+    assert (tmp_path / "config" / "cmem" / "config.toml").read_text() == '[models]\nembed = "minilm.gguf"\n'
     # the bare name now resolves to the imported file
     monkeypatch.setenv("CMEM_EMBED_MODEL", "minilm.gguf")
     assert main(["models", "path"]) == 0

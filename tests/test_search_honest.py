@@ -141,7 +141,7 @@ def test_collection_filters_every_row_and_rejects_unknown_names(cmem):
     notes = cmem("search", "deploy container image", "--collection", "notes", "--json").json()
     assert notes
     assert {r["kind"] for r in notes} == {"document"}
-    assert {r["path"].split(":")[0] for r in notes} == {"notes"}
+    assert {r["project"] for r in notes} == {"notes"}  # a document row's project is its collection
     memories = cmem("search", "stripe", "--collection", "memories", "--json").json()
     assert memories
     assert "document" not in {r["kind"] for r in memories}

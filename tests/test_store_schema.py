@@ -2,11 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import pty
-import subprocess
-import sys
-
 import apsw
 import pytest
 
@@ -14,6 +9,7 @@ from cmem_cli.db import Database
 from cmem_cli.errors import DatabaseCorrupt
 from cmem_cli.schema import MIGRATIONS
 from cmem_cli.store import Store
+from tests.terminal import run_in_terminal
 
 
 def test_new_database_is_created_at_the_current_version_with_wal(tmp_path):
@@ -41,7 +37,7 @@ def test_upgrade_backs_up_first_and_keeps_data(tmp_path):
     db.migrate([*MIGRATIONS, add_column])
     assert db.user_version() == len(MIGRATIONS) + 1
     assert db.scalar("SELECT session_id FROM sessions") == "s"
-    (backup,) = tmp_path.glob("cmem.db.v1-*.bak")
+    (backup,) = tmp_path.glob(f"cmem.db.v{len(MIGRATIONS)}-*.bak")
     old = apsw.Connection(str(backup))
     assert old.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
     assert old.execute("SELECT count(*) FROM sessions").fetchone()[0] == 1
@@ -72,35 +68,10 @@ def test_a_newer_database_is_refused_not_downgraded(tmp_path):
         Store.open(path)
 
 
-def _run_in_pty(args: list[str], env: dict[str, str]) -> str:
-    """Run cmem with stdout on a pseudo-terminal, as a person at a terminal would."""
-    leader, follower = pty.openpty()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "cmem_cli", *args],
-        stdout=follower,
-        stderr=subprocess.PIPE,
-        env={**env, "COLUMNS": "120"},
-    )
-    os.close(follower)
-    chunks = []
-    while True:
-        try:
-            data = os.read(leader, 4096)
-        except OSError:
-            break
-        if not data:
-            break
-        chunks.append(data)
-    proc.wait(timeout=60)
-    os.close(leader)
-    return b"".join(chunks).decode("utf-8", "replace")
-
-
 def test_terminal_gets_a_table_with_icons_and_no_color_is_honoured(cli, home):
     cli("add", "-t", "Fix the flaky login test", "--type", "bugfix", "-p", "web")
-    env = {**os.environ, "NO_COLOR": "1", "TERM": "xterm-256color"}
-    out = _run_in_pty(["search", "login"], env)
+    out = run_in_terminal(["search", "login"], columns=120)
     assert "TITLE" in out and "Fix the flaky login test" in out and "🐛 bugfix" in out
     assert "\x1b[" not in out
-    colored = _run_in_pty(["search", "login"], {k: v for k, v in env.items() if k != "NO_COLOR"})
+    colored = run_in_terminal(["search", "login"], columns=120, color=True)
     assert "\x1b[" in colored

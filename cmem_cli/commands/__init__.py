@@ -12,10 +12,12 @@ COMMAND_MODULES = [
     "cmem_cli.commands.read",
     "cmem_cli.commands.sessions",
     "cmem_cli.commands.maintenance",
+    "cmem_cli.commands.sync",
     "cmem_cli.commands.index_cmds",
     "cmem_cli.commands.models",
     "cmem_cli.commands.agents",
     "cmem_cli.commands.mcp",
+    "cmem_cli.commands.shell",
 ]
 
 

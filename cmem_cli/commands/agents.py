@@ -54,7 +54,7 @@ def hook(
 def context(
     project: ProjectOpt = None,
     budget: Annotated[
-        int, typer.Option("--budget", "-b", help="Token budget for the whole text.", metavar="TOKENS", min=1)
+        int, typer.Option("--budget", help="Token budget for the whole text.", metavar="TOKENS", min=1)
     ] = 1500,
     as_json: JsonOpt = False,
 ) -> None:

@@ -9,7 +9,7 @@ import typer
 from cmem_cli.cli_input import check_cli_text, parse_json_records, read_json_input
 from cmem_cli.context import open_memory
 
-JsonOpt = Annotated[bool, typer.Option("--json", help="Output JSON (same as --format json).")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Output JSON.")]
 FormatOpt = Annotated[
     str | None,
     typer.Option(
@@ -25,4 +25,6 @@ __all__ = ["check_cli_text", "open_memory", "parse_json_records", "read_json_inp
 
 ProjectOpt = Annotated[str | None, typer.Option("--project", "-p", help="Project name.", metavar="NAME")]
 AgentOpt = Annotated[str | None, typer.Option("--agent", help="Agent name.", metavar="NAME")]
-SessionOpt = Annotated[str | None, typer.Option("--session", help="Session id.", metavar="ID")]
+SessionOpt = Annotated[
+    str | None, typer.Option("--session", help="Session id or a unique prefix of one.", metavar="ID")
+]

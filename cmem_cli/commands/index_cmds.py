@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 import time
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -84,6 +85,10 @@ def index_cmd(
     config.ensure_home()
     collections = load_collections(config)
     embedder, note = lazy_embedder(config, _remembered_model(config))
+    if embedder is None and config.embed_model_chosen:
+        from cmem_cli.errors import ModelError
+
+        raise ModelError(note or f"embedding model {config.embed_model} is not usable")
     if embedder is None:
         print(f"cmem: keyword-only index: {note}", file=sys.stderr)
         note = note if "cmem models" in (note or "") else f"{note}; {NO_MODEL_HINT}"
@@ -161,6 +166,16 @@ def _status_text(info: dict[str, Any]) -> str:
         lines.append(f"error       {escape_control(info['error'])}")
     lines.append(f"documents   {info['documents']}")
     lines.append(f"chunks      {info['chunks']}")
+    changes = info.get("changed_files")
+    if changes and any(changes.values()):
+        count = sum(changes.values())
+        lines.append(
+            f"changed     {count} file{'s' if count != 1 else ''} since the last index run "
+            f"({changes['added']} new, {changes['modified']} modified, {changes['removed']} deleted): "
+            "run `cmem index`"
+        )
+    elif changes is not None:
+        lines.append("changed     none since the last index run")
     vector_note = "" if info["vectors_current"] or not info["vectors"] else " (made by another model: stale)"
     lines.append(f"vectors     {info['vectors']}{vector_note}")
     if info["stale_documents"]:
@@ -174,11 +189,22 @@ def _status_text(info: dict[str, Any]) -> str:
         lines.append(f"embed model none usable: {escape_control(str(embed['hint']))}")
     rerank = info["models"]["rerank"]["spec"]
     lines.append(f"reranker    {escape_control(rerank) if rerank else 'off'}")
+    cells = [
+        [escape_control(c["name"]), f"{c['documents']} docs", f"{c['chunks']} chunks", escape_control(c["path"]),
+         escape_control(c["mask"])]
+        for c in info["collections"]
+    ]  # fmt: skip
+    if sys.stdout.isatty():  # a person reads aligned columns; scripts keep the tab-separated fields
+        widths = [max(len(row[i]) for row in cells) for i in range(5)] if cells else []
+        cells = [[cell.ljust(widths[i]) if i < 4 else cell for i, cell in enumerate(row)] for row in cells]
+        lines += [f"collection  {'  '.join(row)}" for row in cells]
+    else:
+        lines += [f"collection  {chr(9).join(row)}" for row in cells]
     for c in info["collections"]:
-        lines.append(
-            f"collection  {escape_control(c['name'])}\t{c['documents']} docs\t{c['chunks']} chunks\t"
-            f"{escape_control(c['path'])}\t{escape_control(c['mask'])}"
-        )
+        for relpath in c["skipped_symlinks"]:
+            lines.append(
+                f"skipped     {escape_control(c['name'])}:{escape_control(relpath)} (symlink outside the collection)"
+            )
     last = info.get("last_run")
     if last:
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(last["started_at"] / 1000))
@@ -194,7 +220,7 @@ def watch_cmd(
         float, typer.Option("--debounce", help="Seconds of quiet before re-indexing.", min=0.05, max=60.0)
     ] = 1.0,
 ) -> None:
-    """Watch the export tree and every collection; re-index changed files until Ctrl-C / SIGTERM."""
+    """Watch the export tree and every collection; adopt hand edits and re-index until Ctrl-C / SIGTERM."""
     from index.watcher import Watcher
 
     config = current_config()
@@ -212,7 +238,22 @@ def watch_cmd(
     embedder, note = load_embedder(config)  # loaded once here; the watcher reuses it
     if embedder is None:
         print(f"cmem: keyword-only index: {escape_control(note or '')}", file=sys.stderr, flush=True)
-    watcher = Watcher(config, debounce=debounce, on_report=report, on_error=error)
+
+    def adopt(paths: list[Path] | None) -> None:
+        from cmem_cli.context import open_memory
+        from cmem_cli.sync import sync_local
+
+        with open_memory() as memory:
+            result = sync_local(memory, paths)
+        for path, reason in result.invalid + result.conflicts:
+            error(f"{path}: {reason}")
+        if result.adopted or result.created or result.forgotten:
+            counts = (
+                f"{len(result.adopted)} edited, {len(result.created)} new, {len(result.forgotten)} deleted"
+            )
+            print(f"cmem: adopted {counts}", file=sys.stderr, flush=True)
+
+    watcher = Watcher(config, debounce=debounce, on_report=report, on_error=error, on_export_change=adopt)
     watcher.install_signal_handlers()
     print("cmem: watching; Ctrl-C to stop", file=sys.stderr, flush=True)
     watcher.run()
@@ -239,7 +280,7 @@ def collection_add(
 
 @collection_app.command("list")
 def collection_list(as_json: JsonOpt = False) -> None:
-    """List collections (``memories`` is cmem's own export tree)."""
+    """List collections ('memories' is cmem's own export tree)."""
     from index.collections import load_collections
 
     collections = load_collections(current_config())

@@ -121,11 +121,11 @@ def list_cmd(as_json: JsonOpt = False) -> None:
         for f in files
     ]
     columns = [
-        Column("role", "ROLE"),
-        Column("spec", "MODEL", max_width=60),
-        Column("state", "STATE"),
-        Column("size", "SIZE", justify="right"),
-        Column("path", "PATH"),
+        Column("role", "ROLE", priority=0),
+        Column("spec", "MODEL", max_width=60, priority=1, shrink_to=24),
+        Column("state", "STATE", priority=0),
+        Column("size", "SIZE", justify="right", priority=3),
+        Column("path", "PATH", priority=2, shrink_to=24),
     ]
     emit_rows(listing, columns, resolve_format(None, False))
     if not any(row["present"] for row in rows):
@@ -231,6 +231,7 @@ def import_cmd(
     from index.importer import default_name, import_checkpoint
 
     config = current_config()
+    directory = _checkpoint_folder(directory)
     stem = (name or default_name(directory)).removesuffix(".gguf")
     if not stem or "/" in stem or stem.startswith("."):
         raise ModelError(f"bad model name {stem!r}: use a plain file name")
@@ -258,11 +259,44 @@ def import_cmd(
         )
     else:
         write(f"{escape_control(str(result.path))}\n")
+    if key == "embed" and _needs_embedder(config):
+        from cmem_cli.config_edit import set_config_value
+
+        written = set_config_value("models", "embed", dest.name)
+        print(
+            f"cmem: no embedding model was usable, so {dest.name} is now the embedder "
+            f'([models] embed = "{dest.name}" in {written})',
+            file=sys.stderr,
+        )
+        return
     print(
         f"cmem: to use it as the {role}, set {var}={dest.name} "
         f'or add `[models] {key} = "{dest.name}"` to {_config_hint()}',
         file=sys.stderr,
     )
+
+
+def _checkpoint_folder(directory: Path) -> Path:
+    """The checkpoint itself, or its ``model/`` folder when given the Python package that ships one."""
+    nested = directory / "model"
+    if not (directory / "config.json").is_file() and (nested / "config.json").is_file():
+        return nested
+    return directory
+
+
+def _needs_embedder(config: Any) -> bool:
+    """True when no embedding model is usable and none was chosen in the environment, which wins over the
+    config file (so writing the file would change nothing in this shell)."""
+    from cmem_cli.errors import CmemError
+    from index.loading import embed_model_path
+
+    if os.environ.get("CMEM_EMBED_MODEL"):
+        return False
+    try:
+        embed_model_path(config)
+    except CmemError:
+        return True
+    return False
 
 
 def _config_hint() -> str:

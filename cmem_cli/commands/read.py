@@ -122,13 +122,17 @@ def get(
         list[str], typer.Argument(help="Observation ids (S<n> summaries, P<n> prompts).", metavar="ID...")
     ],
     links: Annotated[bool, typer.Option("--links", help="Also show linked observations (one hop).")] = False,
+    path_only: Annotated[
+        bool, typer.Option("--path", help="Print only each record's file path (absolute), one per line.")
+    ] = False,
     as_json: JsonOpt = False,
     fmt: Annotated[
-        str | None, typer.Option("--format", "-f", help="md (default), json or ndjson.", metavar="FORMAT")
+        str | None,
+        typer.Option("--format", "-f", help="md (default), json, ndjson or plain.", metavar="FORMAT"),
     ] = None,
 ) -> None:
     """Full details of observations; counts as a retrieval."""
-    read_commands.get(refs=refs, links=links, as_json=as_json, fmt=fmt)
+    read_commands.get(refs=refs, links=links, path_only=path_only, as_json=as_json, fmt=fmt)
 
 
 def stats(as_json: JsonOpt = False) -> None:
@@ -154,9 +158,9 @@ def stats(as_json: JsonOpt = False) -> None:
         ("database_bytes", data["database_bytes"]),
         ("export_dir", data["export_dir"]),
     ]
-    from cmem_cli.render import escape_control
+    from cmem_cli.render import emit_pairs
 
-    write("".join(f"{escape_control(str(k))}\t{escape_control(str(v))}\n" for k, v in pairs))
+    emit_pairs(pairs)
 
 
 def register(app: typer.Typer) -> None:

@@ -12,6 +12,7 @@ from cmem_cli.commands.common import AgentOpt, FormatOpt, JsonOpt, ProjectOpt, c
 from cmem_cli.config import default_agent, default_project, default_session
 from cmem_cli.errors import InvalidInput
 from cmem_cli.render import Column, emit_rows, resolve_format, write
+from cmem_cli.short_ids import unique_prefixes
 from cmem_cli.timeutil import to_iso
 
 session_app = typer.Typer(help="Start, end and list agent sessions.", no_args_is_help=True)
@@ -19,7 +20,8 @@ prompt_app = typer.Typer(help="Record user prompts.", no_args_is_help=True)
 summary_app = typer.Typer(help="Record session summaries.", no_args_is_help=True)
 
 SessionArg = Annotated[
-    str | None, typer.Argument(help="Session id (default: $CMEM_SESSION).", metavar="SESSION")
+    str | None,
+    typer.Argument(help="Session id or a unique prefix (default: $CMEM_SESSION).", metavar="SESSION"),
 ]
 
 
@@ -41,7 +43,11 @@ def _session_json(row: dict[str, Any]) -> dict[str, Any]:
 @session_app.command("start")
 def session_start(
     session: Annotated[
-        str | None, typer.Argument(help="Session id (default: a new id).", metavar="SESSION")
+        str | None,
+        typer.Argument(
+            help="A session to start or resume, by id or unique prefix (default: a new id).",
+            metavar="SESSION",
+        ),
     ] = None,
     project: ProjectOpt = None,
     agent: AgentOpt = None,
@@ -53,13 +59,14 @@ def session_start(
 
     session_id = check_cli_text("session id", session) or new_uid().lower()
     with open_memory() as memory:
-        memory.ensure_session(
+        session_id = memory.ensure_session(
             session_id,
             agent=agent or default_agent(),
             project=project or default_project(),
             label=check_cli_text("--label", label),
             goal=check_cli_text("--goal", goal),
-        )
+            resume=True,
+        )["session_id"]
     print(session_id)
 
 
@@ -81,14 +88,19 @@ def session_end(
 
 
 SESSION_COLUMNS = [
-    Column("session_id", "SESSION", max_width=28),
-    Column("status", "STATUS"),
-    Column("started_at", "STARTED", lambda r: (r["started_at"] or "")[:16].replace("T", " ")),
-    Column("project", "PROJECT", max_width=20),
-    Column("agent", "AGENT", max_width=16),
-    Column("prompt_counter", "PROMPTS", justify="right"),
-    Column("observations", "OBS", justify="right"),
-    Column("label", "LABEL", max_width=40),
+    Column("session_id", "SESSION", priority=0),
+    Column("status", "STATUS", priority=2),
+    Column("started_at", "STARTED", lambda r: (r["started_at"] or "")[:16].replace("T", " "), priority=2),
+    Column("project", "PROJECT", max_width=20, priority=3),
+    Column("agent", "AGENT", max_width=16, priority=4),
+    Column("prompt_counter", "PROMPTS", justify="right", priority=5),
+    Column("observations", "OBS", justify="right", priority=3),
+    Column("label", "LABEL", max_width=40, priority=1, shrink_to=12),
+]
+# A terminal shows the shortest unique prefix of each id: short enough to read, whole enough to paste.
+TABLE_SESSION_COLUMNS = [
+    Column("short_id", "SESSION", priority=0),
+    *SESSION_COLUMNS[1:],
 ]
 
 
@@ -102,19 +114,30 @@ def session_list(
 ) -> None:
     """Recent sessions, most recently active first."""
     output = resolve_format(fmt, as_json)
+    from cmem_cli.read_commands import check_count
+
+    check_count("--limit", limit)
+    check_cli_text("--project", project)
+    check_cli_text("--status", status)
     with open_memory() as memory:
         rows = [
             _session_json(r) for r in memory.store.list_sessions(project=project, status=status, limit=limit)
         ]
-    emit_rows(rows, SESSION_COLUMNS, output, id_key="session_id", empty_message="no sessions")
+        short = unique_prefixes(memory.store.session_ids()) if output == "table" else {}
+    for row in rows:
+        if short:
+            row["short_id"] = short[row["session_id"]]
+    columns = TABLE_SESSION_COLUMNS if output == "table" else SESSION_COLUMNS
+    emit_rows(rows, columns, output, id_key="session_id", empty_message="no sessions")
 
 
 @session_app.command("show")
 def session_show(session: SessionArg = None, as_json: JsonOpt = False) -> None:
     """A session with its prompts, summaries and observation count."""
-    session_id = _session_id(session)
     with open_memory() as memory:
-        row = _session_json(memory.store.get_session(session_id))
+        found = memory.store.get_session(_session_id(session))
+        session_id = found["session_id"]
+        row = _session_json(found)
         row["prompts"] = [
             {"number": p["prompt_number"], "text": p["text"], "created_at": to_iso(p["created_at"])}
             for p in memory.store.db.query(
@@ -128,21 +151,22 @@ def session_show(session: SessionArg = None, as_json: JsonOpt = False) -> None:
     if as_json:
         write(json.dumps(row, ensure_ascii=False, indent=2) + "\n")
         return
-    from cmem_cli.render import escape_control
+    from cmem_cli.render import emit_pairs
 
+    pairs: list[tuple[str, object]] = []
     for key, value in row.items():
         if key == "prompts":
-            for prompt in value:
-                write(f"prompt {prompt['number']}\t{escape_control(prompt['text'])}\n")
+            pairs += [(f"prompt {prompt['number']}", prompt["text"]) for prompt in value]
         else:
-            write(f"{key}\t{escape_control('' if value is None else str(value))}\n")
+            pairs.append((key, value))
+    emit_pairs(pairs)
 
 
 @prompt_app.command("add")
 def prompt_add(
     text: Annotated[str, typer.Argument(help="The prompt text ('-' reads stdin).")],
     session: Annotated[
-        str | None, typer.Option("--session", help="Session id (default: $CMEM_SESSION).")
+        str | None, typer.Option("--session", help="Session id or a unique prefix (default: $CMEM_SESSION).")
     ] = None,
     project: ProjectOpt = None,
     agent: AgentOpt = None,
@@ -163,7 +187,7 @@ def prompt_add(
 @summary_app.command("add")
 def summary_add(
     session: Annotated[
-        str | None, typer.Option("--session", help="Session id (default: $CMEM_SESSION).")
+        str | None, typer.Option("--session", help="Session id or a unique prefix (default: $CMEM_SESSION).")
     ] = None,
     request: Annotated[str | None, typer.Option("--request", help="What was asked.")] = None,
     investigated: Annotated[str | None, typer.Option("--investigated", help="What was looked into.")] = None,

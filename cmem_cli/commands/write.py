@@ -19,6 +19,9 @@ from cmem_cli.errors import InvalidInput
 
 
 def add(
+    title_text: Annotated[
+        str | None, typer.Argument(help="Title (the same as --title).", metavar="TITLE", show_default=False)
+    ] = None,
     title: Annotated[
         str | None, typer.Option("--title", "-t", help="Title (required unless --json).")
     ] = None,
@@ -30,9 +33,7 @@ def add(
         ),
     ] = "change",
     subtitle: Annotated[str | None, typer.Option("--subtitle", help="One-line subtitle.")] = None,
-    narrative: Annotated[
-        str | None, typer.Option("--narrative", "-n", help="Longer text (markdown).")
-    ] = None,
+    narrative: Annotated[str | None, typer.Option("--narrative", help="Longer text (markdown).")] = None,
     fact: Annotated[list[str] | None, typer.Option("--fact", help="A fact (repeatable).")] = None,
     concept: Annotated[
         list[str] | None, typer.Option("--concept", help="A concept/tag (repeatable).")
@@ -69,6 +70,7 @@ def add(
 ) -> None:
     """Record an observation (or bulk-import JSON records); prints the new id(s), one per line."""
     write_commands.add(
+        title_text=title_text,
         title=title,
         obs_type=obs_type,
         subtitle=subtitle,
@@ -93,9 +95,7 @@ def edit(
     title: Annotated[str | None, typer.Option("--title", "-t", help="New title.")] = None,
     obs_type: Annotated[str | None, typer.Option("--type", help="New type.")] = None,
     subtitle: Annotated[str | None, typer.Option("--subtitle", help="New subtitle ('' clears).")] = None,
-    narrative: Annotated[
-        str | None, typer.Option("--narrative", "-n", help="New narrative ('' clears).")
-    ] = None,
+    narrative: Annotated[str | None, typer.Option("--narrative", help="New narrative ('' clears).")] = None,
     fact: Annotated[list[str] | None, typer.Option("--fact", help="Replace facts (repeatable).")] = None,
     add_fact: Annotated[
         list[str] | None, typer.Option("--add-fact", help="Append a fact (repeatable).")

@@ -13,7 +13,7 @@ from cmem_cli.hooks.rules import HookRules
 from cmem_cli.hooks.state import CaptureState, fingerprint, prompt_prefix
 from cmem_cli.hooks.tools import ToolCall, build_observation, clip
 from cmem_cli.memory import Memory
-from cmem_cli.privacy import is_excluded_project, scrub
+from cmem_cli.privacy import is_excluded_project, scrub, scrub_record, strip_private
 
 MAX_PROMPT_CHARS = 20_000
 MAX_SUMMARY_CHARS = 4_000
@@ -98,7 +98,7 @@ class Capture:
         """Store the observation for one tool call; None when skipped by the rules or already stored."""
         if self.excluded(where):
             return None
-        obs = build_observation(call, self.rules)
+        obs = build_observation(self.scrubbed_call(call), self.rules)
         if obs is None:
             return None
         number = self.prompt_number(where.session)
@@ -132,6 +132,21 @@ class Capture:
         # Fresh, or a claim whose write never happened (a crash between claim and write): write it now.
         return self.mem.add_observation({**record, "uid": claim.uid})
 
+    def scrubbed_call(self, call: ToolCall) -> ToolCall:
+        """The call with private spans and secrets removed *before* its output is clipped: clipping first
+        could cut a ``<private>`` opening tag or a key's BEGIN line off and keep what they guarded."""
+        half = 2 * max(self.rules.max_output_chars, 2_000) + 8_000
+        raw = {"input": call.input, "response": call.response, "error": call.error}
+        clean = scrub_record(_bounded(raw, half), config=self.mem.config)
+        return ToolCall(
+            name=call.name,
+            input=clean["input"],
+            response=clean["response"],
+            error=clean["error"],
+            interrupted=call.interrupted,
+            cwd=call.cwd,
+        )
+
     # -- summaries ---------------------------------------------------------------------------------------
     def latest_prompt_key(self, session: str) -> tuple[str | None, str | None]:
         """The session's latest prompt text and its capture key (for the turn summary's key)."""
@@ -162,11 +177,33 @@ class Capture:
         key = f"summary:{prompt_key or 'none'}"
         if self.state.seen(where.session, key):
             return None
-        fields: dict[str, Any] = {"completed": clip(completed, MAX_SUMMARY_CHARS)}
+        config = self.mem.config
+        fields: dict[str, Any] = {"completed": clip(scrub(completed, config=config), MAX_SUMMARY_CHARS)}
         if created_at:
             fields["created_at"] = created_at
         if request:
-            fields["request"] = clip(request, MAX_SUMMARY_CHARS)
+            fields["request"] = clip(scrub(request, config=config), MAX_SUMMARY_CHARS)
         row = self.mem.add_summary(where.session, fields, project=where.project, agent=where.agent)
         self.state.mark(where.session, key)
         return row
+
+
+def _bounded(value: Any, half: int) -> Any:
+    """``value`` with every string longer than ``2 * half`` cut to its first and last ``half`` characters,
+    so that scrubbing a tool's output costs the same for a 5 MB file as for a 50 KB one.
+
+    Private spans are stripped from the whole string first (cheap, and a span opened in the dropped middle
+    must still hide the tail); what the rules then see reaches well past anything the builder keeps (at
+    most ``max_output_chars`` or 2,000 characters from either end), so no secret is cut where it is kept,
+    and a key whose BEGIN line was dropped is caught as a fragment."""
+    if isinstance(value, str):
+        if len(value) > 2 * half:
+            value = strip_private(value)
+        if len(value) > 2 * half:
+            value = value[:half] + "\n…\n" + value[-half:]
+        return value
+    if isinstance(value, list):
+        return [_bounded(item, half) for item in value]
+    if isinstance(value, dict):
+        return {key: _bounded(item, half) for key, item in value.items()}
+    return value

@@ -90,7 +90,9 @@ def decode(raw: bytes | str) -> dict[str, Any]:
     if not text.strip():
         raise InvalidInput("empty hook payload")
     try:
-        data = json.loads(text)
+        from cmem_cli.cli_input import loads_bounded
+
+        data = loads_bounded(text)
     except json.JSONDecodeError as exc:
         raise InvalidInput(
             f"hook payload is not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"

@@ -15,11 +15,12 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
-from cmem_cli.errors import CmemError, DatabaseBusy, InvalidInput
+from cmem_cli.errors import CmemError, DatabaseBusy, DatabaseCorrupt, InvalidInput
 
 LOG_NAME = "hooks.log"
 LOG_MAX_BYTES = 1_000_000
 SLOW_MS = 1_000
+SPOOL_SESSION = ""  # agent_captures rows ("", "<spool file name>") mark replayed events
 REPLAY_LIMIT = 50  # spooled events replayed per hook call, so one call never takes long
 # Events that only need bookkeeping we do not keep: answered without opening the database.
 PASSIVE_EVENTS = frozenset({"PreToolUse", "PreCompact", "Notification", "PermissionRequest", "SubagentStart"})
@@ -95,6 +96,10 @@ def run(
         except DatabaseBusy as exc:
             _spool(config, payload)
             raise DatabaseBusy(f"{exc.message} (event spooled; the next hook replays it)") from None
+        except DatabaseCorrupt as exc:
+            # a lost or damaged store: keep the event until `cmem doctor` has been followed
+            _spool(config, payload)
+            raise DatabaseCorrupt(f"{exc.message} (event spooled until the store is usable)") from None
         if output is not None:
             stdout.write(json.dumps(output, ensure_ascii=False))
             stdout.write("\n")
@@ -137,36 +142,49 @@ def _spool(config: Any, payload: Any) -> None:
 
 
 def _replay_spooled(config: Any, log_dir: Path, limit: int = REPLAY_LIMIT) -> None:
-    """Replay events that earlier hooks had to spool, oldest first, now that the database answered."""
+    """Replay events that earlier hooks had to spool, oldest first, now that the database answered.
+
+    Each replay and the mark that it happened commit in one transaction, so an event is recorded exactly
+    once even when a hook is killed mid-replay: its claim is taken over by the next hook (see
+    :func:`spool.abandoned_claims`), which finds the mark if the first replay had committed."""
     from cmem_cli.hooks import spool
 
-    waiting = spool.pending(config.home)
-    if not waiting:
+    work = [(claimed, original, True) for claimed, original in spool.abandoned_claims(config.home)]
+    work += [(path, path, False) for path in spool.pending(config.home)]
+    if not work:
         return
     from cmem_cli.hooks.payload import parse_payload
+    from cmem_cli.hooks.rules import rules_from_config
+    from cmem_cli.hooks.state import CaptureState
+    from cmem_cli.memory import Memory
 
-    for path in waiting[:limit]:
-        claimed = spool.claim(path)
-        if claimed is None:
-            continue  # another hook is replaying it
-        data = spool.load(claimed)
-        try:
-            if data is not None:
-                _dispatch(
-                    parse_payload(json.dumps(data["payload"]), data["event"]), config, at=data.get("at")
-                )
-        except DatabaseBusy:
-            spool.release(claimed, path)
-            return
-        except CmemError as exc:
-            log_line(log_dir, f"error replaying {path.name}: {exc.message}")
-        claimed.unlink(missing_ok=True)
+    with Memory.open(config) as mem:
+        _tune_connection(mem, rules_from_config(config.section("hooks")))
+        state = CaptureState(mem.store.db)
+        for source, original, abandoned in work[:limit]:
+            claimed = spool.reclaim(source, original) if abandoned else spool.claim(source)
+            if claimed is None:
+                continue  # another hook is replaying it
+            data = spool.load(claimed)
+            try:
+                with mem.store.db.transaction():
+                    if data is not None and not state.seen(SPOOL_SESSION, original.name):
+                        event = parse_payload(json.dumps(data["payload"]), data["event"])
+                        _dispatch(event, config, at=data.get("at"), mem=mem)
+                        state.mark(SPOOL_SESSION, original.name)
+            except DatabaseBusy:
+                spool.release(claimed, original)
+                return
+            except CmemError as exc:
+                log_line(log_dir, f"error replaying {original.name}: {exc.message}")
+            claimed.unlink(missing_ok=True)
 
 
-def _dispatch(payload: Any, config: Any, at: int | None = None) -> dict[str, Any] | None:
+def _dispatch(payload: Any, config: Any, at: int | None = None, mem: Any = None) -> dict[str, Any] | None:
     """Record one event; returns the JSON answer for Claude Code, if the event has one.
 
-    ``at`` is the original time of a replayed event."""
+    ``at`` is the original time of a replayed event; ``mem`` an open write service to use (a replay's,
+    inside its transaction) instead of opening one."""
     from cmem_cli.config import default_project
     from cmem_cli.privacy import is_excluded_project
 
@@ -187,8 +205,9 @@ def _dispatch(payload: Any, config: Any, at: int | None = None) -> dict[str, Any
     from cmem_cli.memory import Memory
 
     where = Where(session=payload.session_id, project=project, agent=payload.agent)
-    with Memory.open(config) as mem:
-        _tune_connection(mem, rules)
+    with contextlib.nullcontext(mem) if mem is not None else Memory.open(config) as mem:
+        if not mem.store.db.conn.in_transaction:
+            _tune_connection(mem, rules)
         capture = Capture(mem, rules)
         if payload.event == "SessionStart":
             capture.start_session(where)

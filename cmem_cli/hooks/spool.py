@@ -3,7 +3,8 @@ the next hook that gets through replays what was left (oldest first), so nothing
 
 Spooled events are scrubbed (``<private>`` spans and secrets removed) before they touch the disk, like
 everything else cmem keeps. Each file is claimed by an atomic rename, so concurrent hooks never replay the
-same event twice.
+same event twice. A claim whose process died (``kill -9`` mid-replay) is taken over by the next hook, and
+the replay records the event's name in the same transaction as its effect, so it counts exactly once.
 """
 
 from __future__ import annotations
@@ -56,7 +57,65 @@ def claim(path: Path) -> Path | None:
         os.replace(path, claimed)
     except FileNotFoundError:
         return None
+    with contextlib.suppress(OSError):
+        os.utime(claimed)  # the claim's age is how long it has been held (see abandoned_claims)
     return claimed
+
+
+STALE_CLAIM_SECONDS = 600  # a replay takes milliseconds: a claim this old belongs to a recycled pid
+
+
+def abandoned_claims(home: Path) -> list[tuple[Path, Path]]:
+    """Claims (``.<name>.<pid>.claimed``) whose process is gone: a hook killed while replaying. Returns
+    (claim, original path) pairs, oldest event first; the original name is what a re-claim restores."""
+    directory = spool_dir(home)
+    try:
+        names = [n for n in os.listdir(directory) if n.startswith(".") and n.endswith(".claimed")]
+    except FileNotFoundError:
+        return []
+    found = []
+    for name in sorted(names):
+        original, _, pid_text = name[1 : -len(".claimed")].rpartition(".")
+        if not original.endswith(SUFFIX) or not pid_text.isdigit():
+            continue
+        path = directory / name
+        if _alive(int(pid_text)) and not _older_than(path, STALE_CLAIM_SECONDS):
+            continue
+        found.append((path, directory / original))
+    return found
+
+
+def reclaim(claimed: Path, original: Path) -> Path | None:
+    """Take over an abandoned claim (atomically: of several hooks noticing it, one wins)."""
+    mine = original.with_name(f".{original.name}.{os.getpid()}.claimed")
+    if mine == claimed:
+        return claimed
+    try:
+        os.replace(claimed, mine)
+    except FileNotFoundError:
+        return None
+    return mine
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    except (OverflowError, OSError):
+        return False
+    return True
+
+
+def _older_than(path: Path, seconds: float) -> bool:
+    try:
+        return time.time() - path.stat().st_mtime > seconds
+    except OSError:
+        return False
 
 
 def release(claimed: Path, original: Path) -> None:

@@ -1,0 +1,135 @@
+"""A journal of pending export writes, so a crash can be told apart from a file a person wrote.
+
+A write transaction that touches export files first notes, per file, what was there before: its text, or
+that it was absent. Only then is the file written. The database commits, the files it replaced are
+removed, and the journal is deleted. If the process dies in between, the journal survives, and recovery
+(``cmem_cli.recovery``, run under the store's write lock) asks the store which files it committed (by
+content hash) and puts the old text back for every other one. Without a journal, a file with no store row
+is a person's file and is adopted, never deleted.
+
+One JSON object per line: ``{"path": REL, "prev": TEXT|null}`` before a write, ``{"path": REL, "drop":
+true}`` for a file the transaction removes once committed. A line cut short by a kill is ignored: its
+file had not been touched yet.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from pathlib import Path
+
+from export import atomic, layout
+
+JOURNAL_DIR = "journal"
+
+
+class Entry:
+    """One file the transaction touches: its previous text (None: absent), or ``drop``: removed after."""
+
+    __slots__ = ("drop", "path", "prev")
+
+    def __init__(self, path: str, prev: str | None = None, drop: bool = False):
+        self.path, self.prev, self.drop = path, prev, drop
+
+
+class Journal:
+    """The undo log of one write transaction; created on the first file it records."""
+
+    def __init__(self, directory: Path, root: Path, *, fsync: bool = True):
+        self.directory = directory
+        self.root = root
+        self.fsync = fsync
+        self.file: Path | None = None
+        self._fd: int | None = None
+        self._seen: set[str] = set()
+        self.entries: list[Entry] = []
+
+    def before_write(self, relpath: str, path: Path) -> None:
+        """Record ``path``'s current text (or absence) before it is first written in this transaction."""
+        if relpath in self._seen:
+            return
+        try:
+            prev: str | None = path.read_bytes().decode("utf-8", "surrogateescape")
+        except FileNotFoundError:
+            prev = None
+        self._append(Entry(relpath, prev))
+
+    def before_drop(self, relpath: str) -> None:
+        """Record that ``relpath`` is to be removed once the transaction commits."""
+        if relpath not in self._seen:
+            self._append(Entry(relpath, drop=True))
+
+    def _append(self, entry: Entry) -> None:
+        self._seen.add(entry.path)
+        self.entries.append(entry)
+        if self._fd is None:
+            atomic.ensure_dir(self.directory)
+            self.file = self.directory / f"{os.getpid()}-{os.urandom(6).hex()}.jsonl"
+            self._fd = os.open(self.file, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
+        line = {"path": entry.path, "drop": True} if entry.drop else {"path": entry.path, "prev": entry.prev}
+        os.write(self._fd, (json.dumps(line) + "\n").encode("utf-8"))
+        if self.fsync:
+            os.fsync(self._fd)
+
+    def undo(self) -> None:
+        """Put every written file back as it was (the transaction did not commit)."""
+        undo_entries(self.root, self.entries)
+
+    def close(self) -> None:
+        """The transaction is over and its files are final: the journal is no longer needed."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+        if self.file is not None:
+            with contextlib.suppress(FileNotFoundError):
+                self.file.unlink()
+
+
+def undo_entries(root: Path, entries: list[Entry], *, keep: set[str] = frozenset()) -> list[str]:
+    """Restore the previous state of each written file not in ``keep``; returns the paths restored."""
+    restored = []
+    for entry in reversed(entries):
+        if entry.drop or entry.path in keep:
+            continue
+        path = layout.resolve_inside(root, entry.path)
+        if entry.prev is None:
+            if atomic.remove_file(path):
+                atomic.prune_empty_dirs(path.parent, root)
+                restored.append(entry.path)
+            continue
+        try:
+            current = path.read_bytes().decode("utf-8", "surrogateescape")
+        except FileNotFoundError:
+            current = None
+        if current != entry.prev:
+            atomic.atomic_write_bytes(path, entry.prev.encode("utf-8", "surrogateescape"))
+            restored.append(entry.path)
+    return restored
+
+
+def pending(directory: Path) -> list[tuple[Path, list[Entry]]]:
+    """Journals left behind (by a crash, or by a process that is just finishing), oldest first."""
+    try:
+        names = sorted(os.listdir(directory))
+    except FileNotFoundError:
+        return []
+    found = []
+    for name in names:
+        if not name.endswith(".jsonl"):
+            continue
+        file = directory / name
+        entries = []
+        try:
+            lines = file.read_bytes().split(b"\n")
+        except FileNotFoundError:
+            continue
+        for raw in lines:
+            try:
+                item = json.loads(raw)
+                entry = Entry(str(item["path"]), item.get("prev"), bool(item.get("drop")))
+            except (ValueError, KeyError, TypeError):
+                continue  # the last line of a journal killed mid-append
+            entries.append(entry)
+        found.append((file, entries))
+    return found

@@ -1,0 +1,26 @@
+"""What changed on disk since the last index run, for `cmem status`: a stat walk, no file is read."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from index.collections import Collection
+from index.scan import scan
+
+
+def changes_since_last_run(store: Any | None, collections: Sequence[Collection]) -> dict[str, int]:
+    """Files added, modified (size or mtime) and deleted since the index last saw them; ``store`` None means
+    no index yet, so every file counts as added. The same test the indexer uses to pick files to read."""
+    added = modified = removed = 0
+    for collection in collections:
+        on_disk = scan(collection.root, collection.mask)
+        indexed = store.documents_in(collection.name) if store is not None else {}
+        for relpath, stat in on_disk.items():
+            stored = indexed.get(relpath)
+            if stored is None:
+                added += 1
+            elif stored.size != stat.size or stored.mtime_ns != stat.mtime_ns:
+                modified += 1
+        removed += sum(1 for relpath in indexed if relpath not in on_disk)
+    return {"added": added, "modified": modified, "removed": removed}

@@ -1,0 +1,105 @@
+"""A hook killed while replaying the spool loses nothing and duplicates nothing (issue 8, item 4)."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import apsw
+import pytest
+
+from cmem_cli.hooks import spool
+from tests.agent_fixtures import payload
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    repo = tmp_path / "work" / "shop"
+    (repo / ".git").mkdir(parents=True)
+    return repo
+
+
+def _spool_prompts(home: Path, project: Path, count: int) -> list[str]:
+    texts = [f"spooled prompt number {i:03d} about invoices" for i in range(count)]
+    for i, text in enumerate(texts):
+        data = payload("UserPromptSubmit", "s-spool", project, prompt=text)
+        spool.save(home, "UserPromptSubmit", data, 1_700_000_000_000 + i)
+    return texts
+
+
+def _stored_prompts(home: Path) -> list[str]:
+    conn = apsw.Connection(str(home / "cmem.db"), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        return [row[0] for row in conn.execute("SELECT text FROM user_prompts ORDER BY text")]
+    finally:
+        conn.close()
+
+
+def _hook_cmd() -> list[str]:
+    return [sys.executable, "-m", "cmem_cli", "hook", "SessionEnd"]
+
+
+def _end_payload(project: Path) -> bytes:
+    return json.dumps(payload("SessionEnd", "s-other", project)).encode()
+
+
+def test_a_claim_left_by_a_dead_process_is_replayed_once(sh, home, project):
+    texts = _spool_prompts(home, project, 2)
+    first = spool.pending(home)[0]
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True)
+    dead_pid = int(dead.stdout)
+    os.replace(first, first.with_name(f".{first.name}.{dead_pid}.claimed"))
+    assert sh("hook", "SessionEnd", input=_end_payload(project)).exit_code == 0
+    assert _stored_prompts(home) == sorted(texts)
+    assert list((home / "spool").iterdir()) == []
+
+
+def test_kill_9_during_spool_replay_keeps_every_event_exactly_once(home, project):
+    rng = random.Random(8)
+    # the store first, so that kills land in replays rather than in creating the schema
+    subprocess.run([sys.executable, "-m", "cmem_cli", "stats"], capture_output=True, timeout=60, check=True)
+    texts = _spool_prompts(home, project, 400)
+    kills = abandoned = 0
+    for _ in range(10):
+        if not list((home / "spool").iterdir()):
+            break
+        proc = subprocess.Popen(
+            _hook_cmd(), stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        proc.stdin.write(_end_payload(project))
+        proc.stdin.close()
+        time.sleep(rng.uniform(0.08, 0.3))
+        if proc.poll() is None:
+            proc.kill()
+            kills += 1
+        proc.wait(timeout=60)
+        abandoned += len(list((home / "spool").glob(".*.claimed")))
+    assert kills > 0  # the test exercised what it claims to
+    print(f"{kills} kills, {abandoned} abandoned claims seen")
+    for _ in range(10):  # hooks after the crashes replay what is left (50 per call)
+        subprocess.run(_hook_cmd(), input=_end_payload(project), capture_output=True, timeout=60, check=True)
+    assert _stored_prompts(home) == sorted(texts)
+    assert list((home / "spool").iterdir()) == []
+
+
+def test_an_event_arriving_while_the_store_is_lost_is_kept_until_it_is_back(sh, home, project):
+    assert sh("add", "-t", "exported", "-p", "shop").exit_code == 0
+    for suffix in ("", "-wal", "-shm"):
+        source = home / f"cmem.db{suffix}"
+        if source.exists():
+            source.rename(home / f"aside{suffix}")
+    prompt = json.dumps(payload("UserPromptSubmit", "s-lost", project, prompt="remember the lost store"))
+    assert sh("hook", "UserPromptSubmit", input=prompt).exit_code == 0
+    assert not (home / "cmem.db").exists()  # not replaced by a new empty store
+    assert len(spool.pending(home)) == 1
+    for suffix in ("", "-wal", "-shm"):
+        if (home / f"aside{suffix}").exists():
+            (home / f"aside{suffix}").rename(home / f"cmem.db{suffix}")
+    assert sh("hook", "SessionEnd", input=_end_payload(project)).exit_code == 0
+    assert _stored_prompts(home) == ["remember the lost store"]
+    assert spool.pending(home) == []
