@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
-DATA = REPO.parent / "shared" / "data"
+DATA = Path(os.environ.get("CMEM_BENCH_DATA") or REPO.parent / "shared" / "data")  # a worktree sets it
 sys.path.insert(0, str(REPO))
 
 MODES = ("keyword", "vector", "hybrid", "rrf")
@@ -79,10 +79,61 @@ def madial(split: str, labels: bool = False) -> dict[str, Any]:
     return {"docs": docs, "queries": queries, "qrels": qrels}
 
 
+def _locomo_date(text: str) -> str:
+    """LoCoMo's session dates ("8:56 pm on 20 July, 2023") as ISO, what a user's import would store."""
+    from datetime import datetime
+
+    return datetime.strptime(text, "%I:%M %p on %d %B, %Y").isoformat()
+
+
+def locomo(kind: str) -> dict[str, Any]:
+    """LoCoMo dev half: each turn (``Speaker: text``) or extracted observation becomes an observation in the
+    conversation's project, dated by its session; questions search their own conversation."""
+    root = DATA / "locomo-dev"
+    docs = []
+    for item in _jsonl(root / f"{kind}.jsonl"):
+        text = f"{item['speaker']}: {item['text']}" if kind == "turns" else item["text"]
+        record = {"title": text[:500], "type": "discovery", "project": item["conversation"],
+                  "created_at": _locomo_date(item["date"])}  # fmt: skip
+        if len(text) > 500:
+            record["narrative"] = text
+        docs.append((item["id"], record))
+    qrels = _qrels(root / f"qrels-{kind}.tsv")
+    queries = [
+        (q["id"], q["query"], {"project": q["scope"]})
+        for q in _jsonl(root / "queries.jsonl")
+        if q["id"] in qrels
+    ]
+    return {"docs": docs, "queries": queries, "qrels": qrels}
+
+
+def cosqa(split: str) -> dict[str, Any]:
+    """CoSQA dev: each Python function is an observation titled by its name, the code as narrative."""
+    root = DATA / "cosqa-dev"
+    docs = [
+        (
+            c["id"],
+            {
+                "title": c["function"] or c["code"].split("\n", 1)[0][:200],
+                "narrative": c["code"],
+                "type": "discovery",
+                "project": "code",
+            },
+        )
+        for c in _jsonl(root / "code.jsonl")
+    ]
+    qrels = _qrels(root / "qrels.tsv")
+    queries = [(q["id"], q["query"], None) for q in _jsonl(root / "queries.jsonl") if q["id"] in qrels]
+    return {"docs": docs, "queries": queries, "qrels": qrels}
+
+
 SETS: dict[str, Callable[[str], dict[str, Any]]] = {
     "scifact": scifact,
     "madial": madial,
     "madial-labels": lambda split: madial(split, labels=True),
+    "locomo-obs": lambda split: locomo("observations"),
+    "locomo-turns": lambda split: locomo("turns"),
+    "cosqa": cosqa,
 }
 
 
@@ -175,9 +226,9 @@ def evaluate(
                 )
                 ranked = [id_map.get(str(h.obs_id), "") for h in hits]
             else:  # what `cmem search --mode MODE` runs: store BM25 + index BM25 + vectors, fused
-                rows, _, _ = search(
+                rows = search(
                     memory, text, Filters(**(filters or {})), limit=10, mode=mode, rerank=False
-                )
+                ).rows
                 ranked = [id_map.get(str(r["id"]), "") for r in rows]
             seconds += time.perf_counter() - started
             per_query.append(metrics(ranked, data["qrels"].get(qid, {})))

@@ -216,21 +216,22 @@ class Memory:
         order: str = "relevance",
         mode: str = "auto",
         rerank: bool | None = None,
-        min_score: float = 0.0,
+        min_score: float | None = None,
         collections: Sequence[str] | None = None,
         explain: bool = False,
     ) -> Hits:
         """First layer: compact hits, best first (``cmem search``). No query lists observations by the filters.
 
         ``mode`` is auto, keyword, vector or hybrid; auto uses the index when it is there and falls back to
-        the store's keyword search otherwise (see ``Hits.notes``)."""
+        the store's keyword search otherwise (see ``Hits.notes``). ``min_score`` None is the calibrated
+        evidence cut-off of ``cmem search``; ``limit`` 0 returns every hit."""
         from cmem_cli.retrieval import build_filters
         from cmem_cli.retrieval import search as run_search
 
         filters = build_filters(
             project, _listed(type), _listed(concept), _listed(file), agent, session, since, until
         )
-        rows, used, notes = run_search(
+        page = run_search(
             self.service,
             query,
             filters,
@@ -243,7 +244,7 @@ class Memory:
             collections=list(collections) if collections else None,
             explain=explain,
         )
-        return Hits((_build(Hit, row) for row in rows), used, notes)
+        return Hits((_build(Hit, row) for row in page.rows), page.mode, page.notes)
 
     def timeline(
         self,
@@ -271,7 +272,7 @@ class Memory:
         return Timeline(anchor=result["anchor"], project=result["project"], items=items)
 
     def get(self, *ids: int | str, links: bool = False) -> list[Record]:
-        """Third layer: full records for ids (``12``, ``S3``, ``P7``, ``#docid``, ``PATH[:LINE[:COUNT]]``).
+        """Third layer: full records for ids (``12``, ``S3``, ``P7``, ``doc:docid``, ``PATH[:LINE[:COUNT]]``).
 
         Counts a retrieval of each observation, as ``cmem get`` does. With ``links``, also the observations
         linked to or from them (one hop)."""

@@ -90,7 +90,7 @@ class Prompt(NamedTuple):
 
 
 class Document(NamedTuple):
-    """A passage of a collection document (a user's notes or docs), id ``#<docid>``."""
+    """A passage of a collection document (a user's notes or docs), id ``doc:<docid>``."""
 
     id: str
     collection: str

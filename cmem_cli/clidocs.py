@@ -262,6 +262,7 @@ EXIT_CODES = [
     ("7", "home directory or file not readable or writable"),
     ("8", "model missing, unusable or not downloadable"),
     ("9", "sync: git failed (remote unreachable or refusing the push)"),
+    ("10", "search found nothing (like grep's 1)"),
 ]
 ENVIRONMENT = [
     ("CMEM_HOME", "data directory (default $XDG_DATA_HOME/cmem)"),

@@ -1,4 +1,4 @@
-"""`cmem get` for collection documents: by short docid (``#abc123``) or by path with an optional line slice
+"""`cmem get` for collection documents: by short docid (``doc:abc123``; ``#abc123`` is still accepted) or by path with an optional line slice
 (``notes:guide/setup.md:40:20``, ``./docs/setup.md:40``).
 
 Only files inside cmem's export tree or a registered collection are served: `get` is a window onto memory,
@@ -35,19 +35,19 @@ def _by_docid(config: Config, docid: str) -> tuple[Any, str]:
     from index.store import IndexStore
 
     if not config.index_path.exists():
-        raise NotFound(f"no document #{docid} (the index has not been built; run `cmem index`)")
+        raise NotFound(f"no document doc:{docid} (the index has not been built; run `cmem index`)")
     store = IndexStore.open(config.index_path, readonly=True)
     try:
         rows = store.rows("SELECT collection, path FROM documents WHERE docid = ?", (docid.lower(),))
     finally:
         store.close()
     if not rows:
-        raise NotFound(f"no document #{docid}")
+        raise NotFound(f"no document doc:{docid}")
     collection_name, relpath = rows[0]
     for collection in _collections(config):
         if collection.name == collection_name:
             return collection, relpath
-    raise NotFound(f"document #{docid} belongs to collection {collection_name!r}, which no longer exists")
+    raise NotFound(f"document doc:{docid} belongs to collection {collection_name!r}, which no longer exists")
 
 
 def _by_path(config: Config, text: str) -> tuple[Any, str]:
@@ -97,6 +97,6 @@ def fetch_document(config: Config, ref: str) -> dict[str, Any]:
     from index.document import short_docid
 
     return {
-        "kind": "document", "id": f"#{short_docid(collection.name, relpath)}", "collection": collection.name,
+        "kind": "document", "id": f"doc:{short_docid(collection.name, relpath)}", "collection": collection.name,
         "path": relpath, "file": str(path), "line": line, "count": count, "text": text,
     }  # fmt: skip

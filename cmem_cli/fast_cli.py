@@ -53,8 +53,7 @@ def try_run(args: list[str]) -> int | None:
     command = getattr(importlib.import_module(module), function)
 
     def invoke() -> int:
-        command(**kwargs)
-        return 0
+        return command(**kwargs) or 0  # a body may return an exit status (search: 9 for no match)
 
     return run_guarded(invoke)
 

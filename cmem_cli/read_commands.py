@@ -79,13 +79,15 @@ def search(
     order: str = "relevance",
     mode: str = "auto",
     rerank: bool | None = None,
-    min_score: float = 0.0,
+    min_score: float | None = None,
     collection: list[str] | None = None,
     explain: bool = False,
+    all_hits: bool = False,
     as_json: bool = False,
     fmt: str | None = None,
-) -> None:
-    """`cmem search`: one compact row per hit."""
+) -> int:
+    """`cmem search`: one compact row per hit; exit status EXIT_NO_MATCH when there is none (like grep)."""
+    from cmem_cli.errors import EXIT_NO_MATCH, EXIT_OK
     from cmem_cli.retrieval import build_filters
     from cmem_cli.retrieval import search as run_search
 
@@ -96,11 +98,11 @@ def search(
     with open_reader() as reader:
         if filters.session:
             filters.session = reader.store.resolve_session(filters.session) or filters.session
-        rows, _, notes = run_search(
+        rows, _, notes, total, capped = run_search(
             reader,
             query,
             filters,
-            limit=limit,
+            limit=0 if all_hits else limit,
             offset=offset,
             order=order,
             mode=mode,
@@ -117,6 +119,11 @@ def search(
     if explain:
         columns = [*columns, Column("signals", "WHY", _why, priority=2, shrink_to=24)]
     emit_rows(rows, columns, output, empty_message="no matches")
+    shown_to = offset + len(rows)
+    if rows and (capped or total > shown_to):
+        more = f"{total}+" if capped else str(total)
+        print(f"cmem: showing {len(rows)} of {more} (-n 0 or --all for every hit)", file=sys.stderr)
+    return EXIT_OK if rows else EXIT_NO_MATCH
 
 
 def _absolute_paths(config: Any, rows: list[dict[str, Any]]) -> None:

@@ -6,7 +6,7 @@ Commands render what these return; tests call them directly. Rows are JSON-ready
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, NamedTuple
 
 from cmem_cli.errors import InvalidInput, NotFound
 from cmem_cli.store import SUMMARY_TEXT_FIELDS, Filters, Store, estimate_tokens
@@ -139,7 +139,7 @@ def parse_ref(ref: str) -> tuple[str, int]:
     match = _REF.match(ref.strip())
     if not match:
         raise InvalidInput(
-            f"not an id: {ref!r} (expected a number, S<n> for a summary, P<n> for a prompt, #<docid> for a "
+            f"not an id: {ref!r} (expected a number, S<n> for a summary, P<n> for a prompt, doc:<docid> for a "
             "document, or PATH[:LINE[:COUNT]])"
         )
     prefix = match.group("prefix").upper()
@@ -189,6 +189,29 @@ def resolve_query_anchor(store: Store, query: str, filters: Filters) -> str:
 # -- hybrid search over the store and the index -----------------------------------------------------------
 
 STORE_SIGNAL = "store"
+ALL = 1_000_000  # the depth of "every hit" (``limit`` 0)
+MEMORIES = "memories"  # cmem's own export tree as a collection (index.collections.MEMORIES)
+
+
+class SearchPage(NamedTuple):
+    """One page of search rows; ``total`` counts every row above the cut-off (``capped``: maybe more)."""
+
+    rows: list[dict[str, Any]]
+    mode: str
+    notes: list[str]
+    total: int
+    capped: bool = False
+
+
+def check_collections(config: Any, names: list[str]) -> list[str]:
+    """The named collections, or NotFound for a name that is not one (a typo must not widen a search)."""
+    from index.collections import load_collections
+
+    known = {c.name for c in load_collections(config)}
+    for name in names:
+        if name not in known:
+            raise NotFound(f"no collection named {name!r} (known: {', '.join(sorted(known))})")
+    return list(dict.fromkeys(names))
 
 
 def _signals_json(signals: dict[str, Any]) -> dict[str, Any]:
@@ -201,7 +224,7 @@ def _signals_json(signals: dict[str, Any]) -> dict[str, Any]:
 def document_row(hit: Any) -> dict[str, Any]:
     """A row for a collection document (a user's notes or docs) found by the index."""
     return {
-        "id": f"#{hit.docid}" if hit.docid else hit.key, "uid": None, "kind": "document", "type": "document",
+        "id": f"doc:{hit.docid}" if hit.docid else hit.key, "uid": None, "kind": "document", "type": "document",
         "title": hit.title or hit.path, "subtitle": hit.snippet, "project": hit.collection, "session": None,
         "agent": None, "key": None, "created_at": to_iso(hit.created_at) if hit.created_at else None,
         "score": hit.score, "tokens": None, "path": f"{hit.collection}:{hit.path}", "line": hit.line,
@@ -218,29 +241,37 @@ def search(
     order: str = "relevance",
     mode: str = "auto",
     rerank: bool | None = None,
-    min_score: float = 0.0,
+    min_score: float | None = None,
     collections: list[str] | None = None,
     explain: bool = False,
-) -> tuple[list[dict[str, Any]], str, list[str]]:
-    """The first layer: rows, the mode actually used and notes for stderr.
+) -> SearchPage:
+    """The first layer: rows, the mode actually used, notes for stderr and how many rows there are in all.
 
     Keyword hits from the store (fresh the moment a write commits, covering prompts and summaries) are fused
     with the index's BM25 and vector hits over cmem's export tree and the user's collections. With no query
     it lists observations by the filters. Without an index everything still works from the store alone.
+    ``limit`` 0 means every hit. ``min_score`` None is the calibrated cut-off (see ``index.search.hybrid``).
+    ``collections`` keeps rows from those collections only; an unknown name is NotFound.
     """
-    if not query or not query.strip():
-        return (
-            keyword_search(memory.store, query, filters, limit=limit, offset=offset, order=order),
-            "list",
-            [],
-        )
     check_paging(order, limit, offset)
     store = memory.store
-    window = limit + offset
-    depth = max(window, 50)
-    observations = store.search_observations(query, filters, limit=depth)
-    summaries = store.search_summaries(query, filters, limit=depth)
-    prompts = store.search_prompts(query, filters, limit=depth)
+    if collections:
+        collections = check_collections(memory.config, collections)
+    if not query or not query.strip():
+        if collections and MEMORIES not in collections:
+            return SearchPage([], "list", [], 0)
+        page = keyword_search(store, query, filters, limit=(limit or ALL) + 1, offset=offset, order=order)
+        more = len(page) > (limit or ALL)  # one row past the page says more exist without counting them all
+        page = page[: limit or ALL]
+        return SearchPage(page, "list", [], offset + len(page) + more, capped=more)
+    window = limit + offset if limit else None
+    depth = max(window, 50) if window else ALL
+    with_store = not collections or MEMORIES in collections
+    observations = store.search_observations(query, filters, limit=depth) if with_store else []
+    summaries = store.search_summaries(query, filters, limit=depth) if with_store else []
+    # Prompts are not files of any collection: naming collections leaves them out.
+    prompts = store.search_prompts(query, filters, limit=depth) if not collections else []
+    store_capped = any(len(found) >= depth for found in (observations, summaries, prompts))
     by_key: dict[str, dict[str, Any]] = {}
     ranked: list[tuple[str, float]] = []
     for row in observations:
@@ -261,7 +292,7 @@ def search(
         memory.config,
         query,
         mode=mode,
-        limit=depth,
+        limit=None if depth == ALL else depth,
         filters=filters,
         collections=collections,
         rerank=rerank,
@@ -289,7 +320,8 @@ def search(
         rows.append(row)
     if order != "relevance":
         rows.sort(key=lambda r: r["created_at"] or "", reverse=order == "newest")
-    return rows[offset:window], results.mode, results.notes
+    total = max(results.total - (len(results) - len(rows)), len(rows))  # less what the store no longer has
+    return SearchPage(rows[offset:window], results.mode, results.notes, total, results.capped or store_capped)
 
 
 def _summary_by_path(store: Store, path: str) -> dict[str, Any] | None:

@@ -17,7 +17,7 @@ _cmem() {
         "edit") words="--title -t --type --subtitle --narrative --fact --add-fact --concept --read --modified --project -p --key --confidence --link -h --help"; valued="--title -t --type --subtitle --narrative --fact --add-fact --concept --read --modified --project -p --key --confidence --link" ;;
         "link") words="--remove -h --help"; valued="" ;;
         "forget") words="--yes -y -h --help"; valued="" ;;
-        "search") words="--project -p --type --concept --file --agent --session --since --until --limit -n --offset --order --mode --rerank --no-rerank --min-score --collection -c --explain --json --format -f -h --help"; valued="--project -p --type --concept --file --agent --session --since --until --limit -n --offset --order --mode --min-score --collection -c --format -f" ;;
+        "search") words="--project -p --type --concept --file --agent --session --since --until --limit -n --offset --order --mode --rerank --no-rerank --min-score --collection -c --explain --all --json --format -f -h --help"; valued="--project -p --type --concept --file --agent --session --since --until --limit -n --offset --order --mode --min-score --collection -c --format -f" ;;
         "timeline") words="--query -q --before -b --after -a --project -p --json --format -f -h --help"; valued="--query -q --before -b --after -a --project -p --format -f" ;;
         "get") words="--links --path --json --format -f -h --help"; valued="--format -f" ;;
         "stats") words="--json -h --help"; valued="" ;;

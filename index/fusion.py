@@ -16,7 +16,7 @@ query to query, then the signals are combined as a weighted sum:
 Lists of the same kind (the index's BM25 over chunks, the store's BM25 over observations) describe the same
 evidence: within a kind the best normalised score counts, not the sum. An extra keyword list without its own
 ``idf_sum`` is anchored to the index's keyword list (its best hit gets the index's best normalised score).
-A key missing from a list scores 0 for it. The constants are fitted on SciFact's *train* split and MADial
+A key missing from a list scores 0 for it, and so does every key for a list that found nothing. The constants are fitted on SciFact's *train* split and MADial
 (bench/fusion_tuning.py; SciFact's test split stays held out, MADial is cross-validated) and fixed; nothing is
 tuned per query. docs/retrieval.md has the numbers.
 """
@@ -41,6 +41,9 @@ class FusionParams(NamedTuple):
     cos_ceiling: float = 1.0
     fallback_half: float = 10.0  # raw BM25 mapped to 0.5 when a keyword list has no scale nor anchor
     rrf_k: float = 60.0
+    trust: float = 0.0  # per-query weight ~ (how decisive the kind's list is) ** trust; 0 = fixed weights
+    cutoff: float = 0.07  # default --min-score of hybrid search: below it, no real evidence
+    unmatched_margin: float = 0.16  # no query word occurs: a hit's cosine must clear its neighbours' median
 
 
 DEFAULT_PARAMS = FusionParams()
@@ -76,6 +79,38 @@ class FusedHit:
 
     def __repr__(self) -> str:
         return f"FusedHit(key={self.key!r}, score={self.score!r}, signals={self.signals!r})"
+
+
+def default_cutoff(mode: str, params: FusionParams = DEFAULT_PARAMS) -> float:
+    """The default ``--min-score`` for a search ``mode`` (``keyword``, ``vector`` or ``hybrid``).
+
+    Vectors always return nearest neighbours, evidence or not. ``params.cutoff`` is on the hybrid scale;
+    in vector mode a hit's score is its vector score alone, so the bar is the vector score a hit needs to
+    pass the cut-off in hybrid with no keyword match. Keyword hits always matched a word: no cut-off.
+    docs/retrieval.md has the calibration (and :func:`stands_out` the case of a query no word of which
+    occurs in the searched documents).
+    """
+    if mode == "hybrid":
+        return params.cutoff
+    if mode == "vector":
+        return params.cutoff / params.vector_weight
+    return 0.0
+
+
+def stands_out(cosines: Sequence[float], params: FusionParams = DEFAULT_PARAMS) -> float:
+    """The cosine a hit needs when not one word of the query occurs in the searched documents.
+
+    Then the vectors are all the evidence there is, and MiniLM's absolute cosines cannot tell ``zzzqqqxx``
+    (up to 0.38 against code) from a real question that shares no word with its answer (0.27-0.30 in a
+    small home). What differs is whether a document stands out of the query's neighbourhood: its cosine must
+    clear the median of the query's nearest documents (``cosines``, best first) by ``unmatched_margin``.
+    """
+    head = sorted(cosines[:100])
+    if not head:
+        return 1.0
+    middle = len(head) // 2
+    median = head[middle] if len(head) % 2 else (head[middle - 1] + head[middle]) / 2
+    return median + params.unmatched_margin
 
 
 def keyword_norm(raw: float, idf_sum: float, params: FusionParams = DEFAULT_PARAMS) -> float:
@@ -116,8 +151,12 @@ def fuse(
             rank += 1
             hit.signals[name] = SignalScore(rank, float(raw), norm)
     weights = {KEYWORD: params.keyword_weight, VECTOR: params.vector_weight}
-    kinds_present = {spec.kind for name, spec in specs.items() if lists[name]}
-    total_weight = sum(weights.get(kind, 0.0) for kind in kinds_present) or 1.0
+    if params.trust:
+        weights = _trusted(weights, lists, specs, norms, params.trust)
+    # Every kind asked about counts, found or not: a query no keyword list matches gets no keyword credit,
+    # so its vector-only hits score what they would beside keyword hits (the cut-off means the same).
+    kinds_asked = {spec.kind for spec in specs.values()}
+    total_weight = sum(weights.get(kind, 0.0) for kind in kinds_asked) or 1.0
     for hit in hits.values():
         if method == "rrf":
             hit.score = sum(1.0 / (params.rrf_k + s.rank) for s in hit.signals.values())
@@ -128,6 +167,35 @@ def fuse(
             best[kind] = max(best.get(kind, 0.0), score.norm)
         hit.score = sum(weights.get(kind, 0.0) * value for kind, value in best.items()) / total_weight
     return sorted(hits.values(), key=lambda h: (-h.score, h.key))
+
+
+DECISIVE_AT = 10  # a list's decisiveness: its best normalised score less its tenth best
+
+
+def _trusted(
+    weights: dict[str, float],
+    lists: Mapping[str, Sequence[tuple[str, float]]],
+    specs: Mapping[str, Signal],
+    norms: Mapping[str, list[float]],
+    trust: float,
+) -> dict[str, float]:
+    """Each kind's weight scaled by how decisive its most decisive list is for this query.
+
+    A list whose tenth hit scores nearly as high as its first (chit-chat turns all equally close to a
+    question, a common word matched everywhere) says little about which hit is right; a list with a clear
+    head does. A kind whose lists are all empty keeps its weight: it found nothing, so it scores 0.
+    """
+    decisive: dict[str, float] = {}
+    for name, values in norms.items():
+        if not values:
+            continue
+        gap = max(0.0, values[0] - values[min(DECISIVE_AT, len(values)) - 1])
+        kind = specs[name].kind
+        decisive[kind] = max(decisive.get(kind, 0.0), gap)
+    return {
+        kind: weight * (decisive[kind] ** trust if kind in decisive else 1.0)
+        for kind, weight in weights.items()
+    }
 
 
 def _normalised(

@@ -16,13 +16,25 @@ from typing import Any
 from cmem_cli.config import Config
 from cmem_cli.errors import CmemError, ModelError, UsageError
 from index import retrieve
-from index.fusion import DEFAULT_PARAMS, KEYWORD, VECTOR, FusedHit, FusionParams, Signal, SignalScore, fuse
+from index.fusion import (
+    DEFAULT_PARAMS,
+    KEYWORD,
+    VECTOR,
+    FusedHit,
+    FusionParams,
+    Signal,
+    SignalScore,
+    default_cutoff,
+    fuse,
+    stands_out,
+)
 from index.retrieve import DocFilters, DocHit
 from index.store import IndexStore
 
 MODES = ("auto", "keyword", "vector", "hybrid")
 RERANK_CANDIDATES = 20
 CANDIDATES = 100  # per retriever, before fusion
+ALL_CANDIDATES = 1_000_000  # per retriever when every hit is asked for (the vector side stops at MAX_K)
 SNIPPET_CHARS = 240
 
 
@@ -95,10 +107,20 @@ class IndexHit:
 class SearchResults(list[IndexHit]):
     """The hits, plus the mode actually used and notes on anything that degraded (for stderr)."""
 
-    def __init__(self, hits: Sequence[IndexHit] = (), *, mode: str = "keyword", notes: Sequence[str] = ()):
+    def __init__(
+        self,
+        hits: Sequence[IndexHit] = (),
+        *,
+        mode: str = "keyword",
+        notes: Sequence[str] = (),
+        total: int | None = None,
+        capped: bool = False,
+    ):
         super().__init__(hits)
         self.mode = mode
         self.notes = list(notes)
+        self.total = len(hits) if total is None else total  # hits above the cut-off before the limit
+        self.capped = capped  # a candidate list was cut at its depth: there may be more than ``total``
 
 
 def hybrid(
@@ -106,16 +128,16 @@ def hybrid(
     query: str,
     *,
     mode: str = "auto",
-    limit: int = 10,
+    limit: int | None = 10,
     filters: Any = None,
     collections: Sequence[str] | None = None,
     rerank: bool | None = None,
     extra_lists: Mapping[str, Sequence[tuple[str, float]]] | None = None,
-    min_score: float = 0.0,
+    min_score: float | None = None,
     params: FusionParams = DEFAULT_PARAMS,
     fusion: str = "score",
 ) -> SearchResults:
-    """Search the index and fuse with ``extra_lists``; returns at most ``limit`` hits, best first.
+    """Search the index and fuse with ``extra_lists``; returns at most ``limit`` hits (None: all), best first.
 
     - ``mode``: ``keyword`` (BM25 only), ``vector`` (nearest neighbours only; ModelError without a usable
       model), ``hybrid`` (both, fused), ``auto`` (hybrid when the index has vectors for the configured model,
@@ -127,7 +149,12 @@ def hybrid(
     - ``extra_lists``: more keyword-like ranked lists ``{signal: [(key, raw_score), ...]}``, best first,
       raw scores higher-is-better BM25 (e.g. the store's BM25 over observations keyed ``obs:<uid>``). A key
       found there and in the index is one hit.
-    - ``min_score``: drop hits whose calibrated score is lower.
+    - ``min_score``: drop hits whose calibrated score is lower. None: the mode's calibrated cut-off
+      (``index.fusion.default_cutoff``: vectors always have a nearest neighbour, evidence or not; every
+      keyword hit matched a term, so keyword search has none).
+
+    The results' ``total`` counts the hits above the cut-off before ``limit``; ``capped`` says a retriever's
+    candidate list was full, so there may be more.
     """
     if mode not in MODES:
         raise UsageError(f"unknown search mode {mode!r} (expected one of: {', '.join(MODES)})")
@@ -137,7 +164,8 @@ def hybrid(
         name: list(items) for name, items in (extra_lists or {}).items()
     }
     signals = {name: Signal(KEYWORD) for name in lists}
-    candidates = max(CANDIDATES, limit * 2)
+    candidates = ALL_CANDIDATES if limit is None else max(CANDIDATES, limit * 2)
+    capped = False
     store = _open(config, notes)
     rows: dict[str, tuple[DocHit, dict[str, Any]]] = {}
     used_mode = "keyword"
@@ -152,6 +180,7 @@ def hybrid(
             hits = _guard(
                 lambda: retrieve.keyword(store, query, doc_filters, candidates), notes, "keyword search"
             )
+            capped = capped or len(hits) >= candidates
             lists[KEYWORD] = _keyed(store, hits, rows)
             idf = _idf(store, query, notes) if hits else 0.0
             signals[KEYWORD] = Signal(KEYWORD, idf or None)
@@ -159,16 +188,28 @@ def hybrid(
             hits = _guard(
                 lambda: retrieve.vector(store, query_vector, doc_filters, candidates), notes, "vector search"
             )
+            capped = capped or len(hits) >= candidates or len(hits) >= retrieve.MAX_K // 4
             scale = query_vector_scale(query_vector)
             for hit in hits:  # sqlite-vec's cosine normalises the query: back to the mean of the cosines
                 hit.score *= scale
             lists[VECTOR] = _keyed(store, hits, rows)
             signals[VECTOR] = Signal(VECTOR)
             used_mode = "vector" if mode == "vector" else "hybrid"
+        words_matched = any(items for name, items in lists.items() if signals[name].kind == KEYWORD)
         if mode == "vector":
             lists = {VECTOR: lists.get(VECTOR, [])}
+            if min_score is None and store is not None and not words_matched:
+                # one cheap lookup for the cut-off: does any word of the query occur in these documents?
+                found = _guard(lambda: retrieve.keyword(store, query, doc_filters, 1), notes, "keyword check")
+                words_matched = bool(found)
         fused = fuse(lists, signals, params=params, method=fusion)
-        top = fused[: max(limit, RERANK_CANDIDATES)]
+        if min_score is None:
+            min_score = default_cutoff(used_mode, params) if fusion == "score" else 0.0
+            if not words_matched and fusion == "score" and lists.get(VECTOR):
+                bar = stands_out([raw for _, raw in lists[VECTOR]], params)
+                fused = [f for f in fused if VECTOR in f.signals and f.signals[VECTOR].raw >= bar]
+        fused = [f for f in fused if f.score >= min_score]
+        top = fused if limit is None else fused[: max(limit, RERANK_CANDIDATES)]
         texts: dict[str, str] = {}
         hits_out = [_to_hit(store, f, rows, texts) for f in top]
         if _should_rerank(config, rerank, notes) and hits_out:
@@ -177,7 +218,7 @@ def hybrid(
         if store is not None:
             store.close()
     hits_out = [h for h in hits_out if h.score >= min_score][:limit]
-    return SearchResults(hits_out, mode=used_mode, notes=notes)
+    return SearchResults(hits_out, mode=used_mode, notes=notes, total=len(fused), capped=capped)
 
 
 # -- pieces ---------------------------------------------------------------------------------------------

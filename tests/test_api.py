@@ -200,7 +200,7 @@ def test_indexed_documents_come_back_as_typed_hits_and_documents(memory, cli, tm
     assert cli("index").exit_code == 0
     hits = memory.search("canary rollout", mode="keyword")
     [doc_hit] = [h for h in hits if h.kind == "document"]
-    assert doc_hit.path == "notes:deploy.md" and str(doc_hit.id).startswith("#")
+    assert doc_hit.path == "notes:deploy.md" and str(doc_hit.id).startswith("doc:")
     [document] = memory.get(doc_hit.id)
     assert isinstance(document, Document)
     assert (document.collection, document.path) == ("notes", "deploy.md")

@@ -71,8 +71,8 @@ def test_files_are_searchable_by_their_name(cli):
 def test_no_query_text_can_break_keyword_search(cli, query):
     add(cli, "--title", "NEAR the auth module", "-p", "p")
     result = cli("search", query, "--json")
-    assert result.exit_code == 0, result.stderr
-    assert isinstance(result.json(), list)
+    assert isinstance(result.json(), list), result.stderr
+    assert result.exit_code == (0 if result.json() else 10), result.stderr  # 10: no match
 
 
 def test_relevance_prefers_titles_and_all_terms(cli):

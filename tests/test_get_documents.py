@@ -20,7 +20,7 @@ def notes(cli, tmp_path):
 def test_search_shows_documents_with_docid_and_path(cli, notes):
     (row,) = cli("search", "kubernetes", "--json").json()
     assert row["kind"] == "document" and row["path"] == str(notes / "guide" / "setup.md")  # absolute
-    assert row["id"].startswith("#") and len(row["id"]) == 7
+    assert row["id"].startswith("doc:") and len(row["id"]) == 10
 
 
 def test_get_by_docid_and_by_path_slice(cli, notes):

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from cmem_cli.config import load_config
 from index.collections import add_collection, load_collections
-from index.fusion import KEYWORD, VECTOR, FusionParams, Signal, fuse
+from index.fusion import DEFAULT_PARAMS, KEYWORD, VECTOR, FusionParams, Signal, default_cutoff, fuse
 from index.indexer import Indexer
 from index.search import hybrid
 from index.store import IndexStore
@@ -249,3 +249,16 @@ def test_reranking_reorders_only_the_top_candidates_when_a_reranker_is_configure
     assert reranked[0].key == "doc:notes:guide/deploy.md" and "rerank" in reranked[0].signals
     corpus.rerank_model = None
     assert "rerank" not in hybrid(corpus, "database pool workers", mode="keyword")[0].signals
+
+
+def test_a_query_no_keyword_list_matches_gets_no_keyword_credit():
+    # A nonsense query: BM25 finds nothing, the vectors still return their nearest neighbours. The hybrid
+    # score must not rescale the vector part up to 1 (that let fillers pass the evidence cut-off).
+    lists = {"keyword": [], "vector": [("n1", 0.25)]}
+    signals = {"keyword": Signal(KEYWORD, idf_sum=None), "vector": Signal(VECTOR)}
+    hybrid_score = fuse(lists, signals)[0].score
+    vector_only = fuse({"vector": [("n1", 0.25)]})[0].score
+    assert hybrid_score == pytest.approx(DEFAULT_PARAMS.vector_weight * vector_only)
+    assert hybrid_score < default_cutoff("hybrid")
+    assert vector_only < default_cutoff("vector")
+    assert default_cutoff("keyword") == 0.0

@@ -102,9 +102,11 @@ def test_auto_mode_is_hybrid_once_vectors_exist(config):
 
 
 def test_an_exact_identifier_match_stays_on_top_in_hybrid_mode(config):
-    results = hybrid(config, "getObservationsByIds", mode="hybrid")
+    results = hybrid(config, "getObservationsByIds", mode="hybrid", min_score=0.0)
     assert results[0].uid == "UPARSE"
     assert results[0].score > results[1].score
+    # with the default cut-off the memories that merely sit nearest in vector space are gone
+    assert [h.uid for h in hybrid(config, "getObservationsByIds", mode="hybrid")] == ["UPARSE"]
 
 
 def test_front_matter_alone_never_outranks_content(config):

@@ -33,7 +33,7 @@ def search(
     session: SessionOpt = None,
     since: Annotated[str | None, typer.Option("--since", help="ISO date/time or age (7d, 2w, 12h).")] = None,
     until: Annotated[str | None, typer.Option("--until", help="ISO date/time or age.")] = None,
-    limit: Annotated[int, typer.Option("--limit", "-n", help="Maximum rows.")] = 20,
+    limit: Annotated[int, typer.Option("--limit", "-n", help="Maximum rows (0: every hit).")] = 20,
     offset: Annotated[int, typer.Option("--offset", help="Skip this many rows.")] = 0,
     order: Annotated[str, typer.Option("--order", help="relevance, newest or oldest.")] = "relevance",
     mode: Annotated[
@@ -51,8 +51,12 @@ def search(
         ),
     ] = None,
     min_score: Annotated[
-        float, typer.Option("--min-score", help="Drop hits scoring below this (0..1).")
-    ] = 0.0,
+        float | None,
+        typer.Option(
+            "--min-score",
+            help="Drop hits scoring below this (0..1; default: calibrated, see docs/retrieval.md; 0 keeps all).",
+        ),
+    ] = None,
     collection: Annotated[
         list[str] | None,
         typer.Option(
@@ -60,11 +64,17 @@ def search(
         ),
     ] = None,
     explain: Annotated[bool, typer.Option("--explain", help="Show each signal's rank and score.")] = False,
+    all_hits: Annotated[
+        bool, typer.Option("--all", help="Every hit above the cut-off (same as -n 0).")
+    ] = False,
     as_json: JsonOpt = False,
     fmt: FormatOpt = None,
-) -> None:
-    """Search memories and documents: one compact row per hit (id, date, type, title, project, token cost)."""
-    read_commands.search(
+) -> int:
+    """Search memories and documents: one compact row per hit (id, date, type, title, project, token cost).
+
+    Exit status 9 when nothing matches; "showing N of M" on stderr when more hits exist than shown.
+    """
+    return read_commands.search(
         query=query,
         project=project,
         obs_type=obs_type,
@@ -82,6 +92,7 @@ def search(
         min_score=min_score,
         collection=collection,
         explain=explain,
+        all_hits=all_hits,
         as_json=as_json,
         fmt=fmt,
     )

@@ -1,0 +1,80 @@
+"""Calibrating search's evidence cut-off (``FusionParams.cutoff``, the default ``--min-score``).
+
+For every set built by bench/retrieval.py (``--work DIR``), runs each real query and a fixed list of nonsense
+queries through ``cmem_cli.retrieval.search`` (hybrid, no cut-off) and reports:
+
+- the best score any nonsense query reaches (the cut-off must sit above it on every set: a query that
+  matches nothing returns nothing);
+- nDCG@10 of the real queries with candidate cut-offs (it must not drop);
+- how many of the real queries' relevant documents in the top 10 a cut-off would remove.
+
+    python bench/cutoff.py --model MODEL.gguf --work /tmp/cmem-bench [--sets scifact,madial]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import retrieval  # noqa: E402  (bench/retrieval.py: the sets, metrics and built homes)
+
+NONSENSE = ["zzzqqqxx", "qwxzv bnmlk", "xyzzy plugh", "fjdksla qpwoeiru zmxncb", "ooooooo", "1234567890"]
+CUTOFFS = [0.0, 0.05, 0.06, 0.07, 0.075, 0.08, 0.1]
+
+
+def calibrate(name: str, work: Path, model: str, split: str) -> dict[str, object]:
+    from cmem_cli.config import load_config
+    from cmem_cli.memory import Memory
+    from cmem_cli.retrieval import search
+    from cmem_cli.store import Filters
+
+    data = retrieval.SETS[name](split)
+    info = retrieval.build_home(name, data, work / name, model)
+    os.environ["CMEM_EMBED_MODEL"] = model
+    memory = Memory.open(load_config(work / name))
+    id_map = info["ids"]
+    scopes = [f for _, _, f in data["queries"] if f] or [None]
+    nonsense_best = 0.0
+    for text in NONSENSE:
+        for scope in list({json.dumps(s) for s in scopes})[:3]:
+            page = search(memory, text, Filters(**(json.loads(scope) or {})), limit=1, mode="hybrid",
+                          rerank=False, min_score=0.0)  # fmt: skip
+            nonsense_best = max([nonsense_best, *(r["score"] for r in page.rows)])
+    per_cut: dict[float, list[dict[str, float]]] = {c: [] for c in CUTOFFS}
+    removed = {c: 0 for c in CUTOFFS}
+    for qid, text, filters in data["queries"]:
+        rows = search(memory, text, Filters(**(filters or {})), limit=10, mode="hybrid", rerank=False,
+                      min_score=0.0).rows  # fmt: skip
+        relevant = data["qrels"].get(qid, {})
+        for cut in CUTOFFS:
+            kept = [id_map.get(str(r["id"]), "") for r in rows if r["score"] >= cut]
+            per_cut[cut].append(retrieval.metrics(kept, relevant))
+            removed[cut] += sum(1 for r in rows if r["score"] < cut and id_map.get(str(r["id"])) in relevant)
+    memory.close()
+    return {
+        "nonsense_best": round(nonsense_best, 4),
+        "ndcg@10": {str(c): retrieval.mean(v)["ndcg@10"] for c, v in per_cut.items()},
+        "relevant_removed": {str(c): n for c, n in removed.items()},
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--model", required=True)
+    parser.add_argument("--work", required=True, help="the homes bench/retrieval.py built (--work)")
+    parser.add_argument("--sets", default="scifact,madial,locomo-obs,locomo-turns,cosqa")
+    parser.add_argument("--split", default="test")
+    args = parser.parse_args()
+    report = {name: calibrate(name, Path(args.work), args.model, args.split) for name in args.sets.split(",")}
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()
