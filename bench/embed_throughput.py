@@ -63,7 +63,7 @@ def high_level_row(model: Path, flash_attn: bool, threads: int) -> Callable[[lis
 
 
 def embedder_row(model: Path, **kwargs: object) -> Callable[[list[str]], object]:
-    from index.embedder import Embedder
+    from cmem_index.embedder import Embedder
 
     embedder = Embedder.load(model, **kwargs)  # type: ignore[arg-type]
     return lambda texts: embedder.embed_documents([(None, t) for t in texts])

@@ -23,7 +23,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from index.fusion import DEFAULT_PARAMS, KEYWORD, VECTOR, FusionParams, Signal, fuse  # noqa: E402
+from cmem_index.fusion import DEFAULT_PARAMS, KEYWORD, VECTOR, FusionParams, Signal, fuse  # noqa: E402
 
 Query = dict[str, Any]
 Fusion = Callable[[Query], list[str]]
@@ -99,7 +99,7 @@ def cos_linear(floor: float, ceiling: float) -> Callable[[list[float]], list[flo
 
 
 def calibrated(params: FusionParams) -> Fusion:
-    """cmem's fusion (index.fusion) with the given constants."""
+    """cmem's fusion (cmem_index.fusion) with the given constants."""
 
     def run(q: Query) -> list[str]:
         lists = {"keyword": q["keyword"], "vector": q["vector"]}

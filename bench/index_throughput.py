@@ -60,12 +60,13 @@ def main() -> None:
                    capture_output=True)  # fmt: skip
 
     os.environ.update(CMEM_HOME=str(home), CMEM_EMBED_MODEL=args.model)
-    from cmem_cli.config import load_config
-    from index import indexer as indexer_module
-    from index.collections import load_collections
-    from index.indexer import Indexer
-    from index.loading import load_embedder
-    from index.store import IndexStore
+    from cmem_index import indexer as indexer_module
+    from cmem_index.collections import load_collections
+    from cmem_index.indexer import Indexer
+    from cmem_index.loading import load_embedder
+    from cmem_index.store import IndexStore
+
+    from cmem_cli.core.config import load_config
 
     config = load_config()
     embedder, why = load_embedder(config)

@@ -2,7 +2,7 @@
 
 The whole product is measured: each corpus is loaded with ``cmem add --json`` into a temporary cmem home,
 exported to markdown by cmem, indexed by ``cmem index`` (chunking, front matter, embeddings), and queried
-through ``cmem_cli.retrieval.search`` — what ``cmem search --mode MODE`` runs in-process (the store's BM25
+through ``cmem_cli.services.search.search`` — what ``cmem search --mode MODE`` runs in-process (the store's BM25
 fused with the index's BM25 and vectors) — in keyword, vector and hybrid modes, plus ``rrf``: plain
 reciprocal-rank fusion of the index's FTS5 BM25 and vector lists, the baseline to beat. The data is read from
 ../shared/data at run time and never copied into the repository.
@@ -204,11 +204,12 @@ def mean(rows: list[dict[str, float]]) -> dict[str, float]:
 def evaluate(
     name: str, data: dict[str, Any], home: Path, model: str, modes: list[str], dump: dict[str, Any] | None
 ) -> dict[str, Any]:
-    from cmem_cli.config import load_config
-    from cmem_cli.memory import Memory
-    from cmem_cli.retrieval import search
-    from cmem_cli.store import Filters
-    from index.search import hybrid
+    from cmem_index.search import hybrid
+
+    from cmem_cli.core.config import load_config
+    from cmem_cli.services.search import search
+    from cmem_cli.services.writes import Memory
+    from cmem_cli.store.repository import Filters
 
     info = build_home(name, data, home, model)
     os.environ["CMEM_EMBED_MODEL"] = model
@@ -242,11 +243,11 @@ def evaluate(
 
 def candidates(config: Any, data: dict[str, Any], id_map: dict[str, str]) -> dict[str, Any]:
     """Top-100 keyword and vector candidates with raw scores for every query (fusion tuning input)."""
-    from index import retrieve
-    from index.loading import load_embedder
-    from index.retrieve import DocFilters
-    from index.search import embed_search_query, query_vector_scale
-    from index.store import IndexStore
+    from cmem_index import retrieve
+    from cmem_index.loading import load_embedder
+    from cmem_index.retrieve import DocFilters
+    from cmem_index.search import embed_search_query, query_vector_scale
+    from cmem_index.store import IndexStore
 
     embedder, _ = load_embedder(config)
     store = IndexStore.open(config.index_path, readonly=True)

@@ -15,15 +15,15 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args[:1] == ["hook"] and not {"-h", "--help"} & set(args):
         # Claude Code runs this on every prompt and tool call: skip typer, import only the hook runner.
-        from cmem_cli.hooks.runner import main as hook_main
+        from cmem_cli.capture.hooks.runner import main as hook_main
 
         return hook_main(args[1:])
-    from cmem_cli.fast_cli import try_run
+    from cmem_cli.cli.fast import try_run
 
     code = try_run(args)  # search/timeline/get without typer when the line is simple; None otherwise
     if code is not None:
         return code
-    from cmem_cli.app import run
+    from cmem_cli.cli.app import run
 
     return run(args)
 

@@ -13,8 +13,8 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
-from cmem_cli.summary_title import summary_title
-from cmem_cli.timeutil import parse_time, to_iso
+from cmem_cli.core.summary_title import summary_title
+from cmem_cli.core.timeutil import parse_time, to_iso
 
 LINKS_MARKER = "<!-- cmem:links -->"
 # No local integer id: ids differ between machines, and a file that named one would change on every

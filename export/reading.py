@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any
 
-from export.markdown import (
+from cmem_export.markdown import (
     LINKS_MARKER,
     OBSERVATION_KEYS,
     SUMMARY_FIELDS,

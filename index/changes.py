@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from index.collections import Collection
-from index.scan import scan
+from cmem_index.collections import Collection
+from cmem_index.scan import scan
 
 
 def changes_since_last_run(store: Any | None, collections: Sequence[Collection]) -> dict[str, int]:

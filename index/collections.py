@@ -17,8 +17,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from cmem_cli.config import Config
-from cmem_cli.errors import InvalidInput, NotFound, StorageError
+from cmem_cli.core.config import Config
+from cmem_cli.core.errors import InvalidInput, NotFound, StorageError
 
 MEMORIES = "memories"
 DEFAULT_MASK = "**/*.md"

@@ -19,10 +19,11 @@ import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from cmem_index.model_specs import GGUF_MAGIC, ModelSpec, parse_spec
+
 from cmem_cli import __version__
-from cmem_cli.config import DIR_MODE
-from cmem_cli.errors import ModelError
-from index.model_specs import GGUF_MAGIC, ModelSpec, parse_spec
+from cmem_cli.core.config import DIR_MODE
+from cmem_cli.core.errors import ModelError
 
 CHUNK = 1 << 20
 DEFAULT_TIMEOUT = 30.0

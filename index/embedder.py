@@ -18,8 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from cmem_cli.errors import ModelError
-from index.llama_runtime import (
+from cmem_index.llama_runtime import (
     KEY_MAX_SEQ_LENGTH,
     POOLING_LAST,
     POOLING_NONE,
@@ -29,6 +28,8 @@ from index.llama_runtime import (
     default_threads,
     sample_digest,
 )
+
+from cmem_cli.core.errors import ModelError
 
 if TYPE_CHECKING:
     import numpy as np

@@ -21,15 +21,15 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from index.chunker import (
+from cmem_index.chunker import (
     CHUNKER_VERSION,
     DEFAULT_MAX_TOKENS,
     DEFAULT_OVERLAP,
     chunk_markdown,
     estimate_tokens,
 )
-from index.collections import Collection
-from index.document import (
+from cmem_index.collections import Collection
+from cmem_index.document import (
     ParsedDocument,
     as_epoch_ms,
     as_int,
@@ -39,11 +39,11 @@ from index.document import (
     parse_markdown,
     short_docid,
 )
-from index.scan import FileStat, resolves_inside, scan
-from index.store import IndexStore, NewChunk, StoredDocument
+from cmem_index.scan import FileStat, resolves_inside, scan
+from cmem_index.store import IndexStore, NewChunk, StoredDocument
 
 if TYPE_CHECKING:
-    from index.embedder import Embedder
+    from cmem_index.embedder import Embedder
 
 MAX_FILE_BYTES = 10 * 1024 * 1024
 PROMPT_RESERVE = 16  # tokens the model's prompt template adds around title and text
@@ -430,7 +430,7 @@ def _seed_cache(fresh: IndexStore, old_path: Path) -> None:
 
 def _swap_in(fresh: IndexStore, index_path: Path) -> None:
     """Copy the fresh database over the live one in one SQLite transaction (readers see old or new)."""
-    from cmem_cli.errors import DatabaseCorrupt
+    from cmem_cli.core.errors import DatabaseCorrupt
 
     try:
         live = IndexStore.open(index_path)

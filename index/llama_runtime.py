@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cmem_cli.errors import ModelError
+from cmem_cli.core.errors import ModelError
 
 if TYPE_CHECKING:
     import numpy as np

@@ -10,12 +10,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cmem_cli.config import Config
-from cmem_cli.errors import ModelError
+from cmem_cli.core.config import Config
+from cmem_cli.core.errors import ModelError
 
 if TYPE_CHECKING:
-    from index.embedder import Embedder
-    from index.reranker import Reranker
+    from cmem_index.embedder import Embedder
+    from cmem_index.reranker import Reranker
 
 NO_MODEL_HINT = "run `cmem models pull` or `cmem models import DIR` for semantic search"
 
@@ -27,7 +27,7 @@ def embed_model_path(config: Config) -> Path:
     """The local file of the configured embedding model; ModelError when disabled or missing."""
     if not config.embed_model:
         raise ModelError(f"no embedding model configured (embed model is 'none'); {NO_MODEL_HINT}")
-    from index.model_specs import resolve
+    from cmem_index.model_specs import resolve
 
     return resolve(config.embed_model, config.models_dir, role="embed")
 
@@ -37,7 +37,7 @@ def load_embedder(config: Config) -> tuple[Embedder | None, str | None]:
     try:
         path = embed_model_path(config)
         if path not in _embedders:
-            from index.embedder import Embedder
+            from cmem_index.embedder import Embedder
 
             _embedders[path] = Embedder.load(path)
         return _embedders[path], None
@@ -62,7 +62,7 @@ class LazyEmbedder:
     def loaded(self) -> Embedder:
         if self._model is None:
             if self.path not in _embedders:
-                from index.embedder import Embedder
+                from cmem_index.embedder import Embedder
 
                 _embedders[self.path] = Embedder.load(self.path)
             self._model = _embedders[self.path]
@@ -115,11 +115,11 @@ def load_reranker(config: Config) -> tuple[Reranker | None, str | None]:
     if not config.rerank_model:
         return None, "no reranker configured"
     try:
-        from index.model_specs import resolve
+        from cmem_index.model_specs import resolve
 
         path = resolve(config.rerank_model, config.models_dir, role="rerank")
         if path not in _rerankers:
-            from index.reranker import Reranker
+            from cmem_index.reranker import Reranker
 
             _rerankers[path] = Reranker.load(path)
         return _rerankers[path], None

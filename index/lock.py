@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from cmem_cli.errors import DatabaseBusy
+from cmem_cli.core.errors import DatabaseBusy
 
 
 def lock_path(index_path: Path) -> Path:

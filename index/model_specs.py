@@ -13,7 +13,7 @@ import os
 from pathlib import Path, PurePosixPath
 from typing import NamedTuple
 
-from cmem_cli.errors import ModelError
+from cmem_cli.core.errors import ModelError
 
 HF_PREFIX = "hf:"
 GGUF_MAGIC = b"GGUF"

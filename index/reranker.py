@@ -16,8 +16,9 @@ import math
 from collections.abc import Sequence
 from pathlib import Path
 
-from cmem_cli.errors import ModelError
-from index.llama_runtime import POOLING_RANK, ContextPool, LlamaModel, default_threads
+from cmem_index.llama_runtime import POOLING_RANK, ContextPool, LlamaModel, default_threads
+
+from cmem_cli.core.errors import ModelError
 
 # Tokens per (query, document) pair at most: reranking cost grows with it on a CPU.
 DEFAULT_MAX_TOKENS = 512

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from cmem_cli.errors import InvalidInput
+from cmem_cli.core.errors import InvalidInput
 
 if TYPE_CHECKING:
     import numpy as np

@@ -13,10 +13,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from cmem_cli.config import Config
-from cmem_cli.errors import CmemError, ModelError, UsageError
-from index import retrieve
-from index.fusion import (
+from cmem_index import retrieve
+from cmem_index.fusion import (
     DEFAULT_PARAMS,
     KEYWORD,
     VECTOR,
@@ -28,8 +26,11 @@ from index.fusion import (
     fuse,
     stands_out,
 )
-from index.retrieve import DocFilters, DocHit
-from index.store import IndexStore
+from cmem_index.retrieve import DocFilters, DocHit
+from cmem_index.store import IndexStore
+
+from cmem_cli.core.config import Config
+from cmem_cli.core.errors import CmemError, ModelError, UsageError
 
 MODES = ("auto", "keyword", "vector", "hybrid")
 RERANK_CANDIDATES = 20
@@ -150,7 +151,7 @@ def hybrid(
       raw scores higher-is-better BM25 (e.g. the store's BM25 over observations keyed ``obs:<uid>``). A key
       found there and in the index is one hit.
     - ``min_score``: drop hits whose calibrated score is lower. None: the mode's calibrated cut-off
-      (``index.fusion.default_cutoff``: vectors always have a nearest neighbour, evidence or not; every
+      (``cmem_index.fusion.default_cutoff``: vectors always have a nearest neighbour, evidence or not; every
       keyword hit matched a term, so keyword search has none).
 
     The results' ``total`` counts the hits above the cut-off before ``limit``; ``capped`` says a retriever's
@@ -261,7 +262,7 @@ def _has_vectors(store: IndexStore) -> bool:
 def _query_vector(
     config: Config, store: IndexStore | None, query: str, notes: list[str], *, required: bool
 ) -> bytes | None:
-    from index.loading import load_embedder
+    from cmem_index.loading import load_embedder
 
     embedder, why = load_embedder(config)
     if embedder is None:
@@ -418,7 +419,7 @@ def _should_rerank(config: Config, rerank: bool | None, notes: list[str]) -> boo
 def _rerank(
     config: Config, query: str, hits: list[IndexHit], texts: Mapping[str, str], notes: list[str]
 ) -> list[IndexHit]:
-    from index.loading import load_reranker
+    from cmem_index.loading import load_reranker
 
     reranker, why = load_reranker(config)
     if reranker is None:

@@ -16,8 +16,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from cmem_cli.errors import DatabaseCorrupt, StorageError
-from cmem_cli.textsearch import search_terms
+from cmem_cli.core.errors import DatabaseCorrupt, StorageError
+from cmem_cli.core.fts import search_terms
 
 SCHEMA_VERSION = 1
 WRITE_BUSY_MS = 30_000
@@ -146,7 +146,7 @@ def _apsw() -> Any:
 
 def translated(path: Path) -> contextlib.AbstractContextManager[None]:
     """apsw's errors as cmem errors (one line, an exit code) for anything the index does."""
-    from cmem_cli.db import translate_errors
+    from cmem_cli.core.db import translate_errors
 
     return translate_errors(path, label="index", repair_hint="delete it or run `cmem index --full`")
 
@@ -164,7 +164,7 @@ class IndexStore:
         """Open (creating and migrating unless ``readonly``); a missing file with ``readonly`` is NotFound."""
         apsw = _apsw()
         if readonly and not path.exists():
-            from cmem_cli.errors import NotFound
+            from cmem_cli.core.errors import NotFound
 
             raise NotFound(f"no index at {path}; run `cmem index`")
         with translated(path):
@@ -211,7 +211,7 @@ class IndexStore:
     @contextlib.contextmanager
     def transaction(self) -> Iterator[IndexStore]:
         """A short write transaction that takes the write lock up front."""
-        from cmem_cli.db import immediate_transaction
+        from cmem_cli.core.db import immediate_transaction
 
         with translated(self.path), immediate_transaction(self.conn):
             yield self

@@ -21,12 +21,13 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from cmem_cli.config import Config
-from index.collections import MEMORIES, Collection, collections_file, load_collections
-from index.indexer import Indexer, IndexReport
-from index.lock import writer_lock
-from index.scan import compile_mask, is_ignored_name
-from index.store import IndexStore
+from cmem_index.collections import MEMORIES, Collection, collections_file, load_collections
+from cmem_index.indexer import Indexer, IndexReport
+from cmem_index.lock import writer_lock
+from cmem_index.scan import compile_mask, is_ignored_name
+from cmem_index.store import IndexStore
+
+from cmem_cli.core.config import Config
 
 DEBOUNCE_SECONDS = 1.0
 MAX_DELAY_SECONDS = 10.0
@@ -92,9 +93,8 @@ class Watcher:
         signal.signal(signal.SIGTERM, handler)
 
     def run(self) -> None:
+        from cmem_index.loading import load_embedder
         from watchdog.observers import Observer
-
-        from index.loading import load_embedder
 
         self._embedder, self._note = load_embedder(self.config)
         self._observer = Observer()
@@ -222,7 +222,7 @@ class Watcher:
         try:
             self.on_export_change(None if names is None or whole_tree else sorted(paths))
         except Exception as exc:  # noqa: BLE001 - a watcher must survive a bad file or a busy database
-            from cmem_cli.errors import CmemError
+            from cmem_cli.core.errors import CmemError
 
             message = exc.message if isinstance(exc, CmemError) else f"{type(exc).__name__}: {exc}"
             self.on_error(f"adopting edits failed: {message}")
@@ -252,7 +252,7 @@ class Watcher:
         except Stopped:
             raise
         except Exception as exc:  # noqa: BLE001 - a watcher must survive a bad file or a busy database
-            from cmem_cli.errors import CmemError
+            from cmem_cli.core.errors import CmemError
 
             message = exc.message if isinstance(exc, CmemError) else f"{type(exc).__name__}: {exc}"
             self.on_error(f"index pass failed: {message}")

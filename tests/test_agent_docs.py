@@ -7,8 +7,8 @@ import re
 import tomllib
 from pathlib import Path
 
-from cmem_cli.hooks.rules import HookRules, rules_from_config
-from cmem_cli.records import (
+from cmem_cli.capture.hooks.rules import HookRules, rules_from_config
+from cmem_cli.store.records import (
     INPUT_FIELDS,
     MAX_LIST_ITEMS,
     MAX_NARRATIVE,
@@ -16,7 +16,7 @@ from cmem_cli.records import (
     MAX_TITLE,
     OUTPUT_ONLY_FIELDS,
 )
-from cmem_cli.schema import LINK_TYPES, OBSERVATION_TYPES
+from cmem_cli.store.schema import LINK_TYPES, OBSERVATION_TYPES
 
 REPO = Path(__file__).resolve().parent.parent
 SCHEMA = json.loads((REPO / "schema" / "observation.schema.json").read_text())
@@ -65,7 +65,7 @@ def test_the_documented_hooks_config_shows_the_defaults() -> None:
 
 
 def test_the_documented_settings_entries_are_what_install_writes() -> None:
-    from cmem_cli.install_claude import HOOK_EVENTS, merge_settings
+    from cmem_cli.capture.install_claude import HOOK_EVENTS, merge_settings
 
     documented = json.loads(next(b for b in blocks("json") if '"hooks"' in b))
     written = merge_settings({}, uninstall=False, executable="/home/me/.local/bin/cmem")
@@ -74,7 +74,7 @@ def test_the_documented_settings_entries_are_what_install_writes() -> None:
 
 
 def test_the_instruction_block_uses_real_commands(sh, home) -> None:
-    from cmem_cli.install_claude import INSTRUCTIONS
+    from cmem_cli.capture.install_claude import INSTRUCTIONS
 
     assert len(INSTRUCTIONS.strip().splitlines()) <= 12
     result = sh(

@@ -20,7 +20,7 @@ from cmem_cli.api import (
     Summary,
     as_dict,
 )
-from cmem_cli.errors import EXIT_INVALID, EXIT_NOT_FOUND
+from cmem_cli.core.errors import EXIT_INVALID, EXIT_NOT_FOUND
 
 
 @pytest.fixture

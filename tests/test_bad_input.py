@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from cmem_cli import errors
+from cmem_cli.core import errors
 
 
 def _state(home: Path) -> tuple[int, list[str]]:
@@ -137,7 +137,7 @@ def test_locked_database_times_out_with_busy_exit_code(sh, home, cli, monkeypatc
 
 def test_failed_file_write_rolls_back_the_row(cli, home, monkeypatch):
     cli("add", "-t", "seed", "-p", "p")
-    from export import atomic
+    from cmem_export import atomic
 
     def explode(*args, **kwargs):
         raise OSError(28, "No space left on device")

@@ -6,12 +6,12 @@ import json
 import stat
 from pathlib import Path
 
+from cmem_export import layout, markdown
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cmem_cli.config import load_config
-from cmem_cli.memory import Memory
-from export import layout, markdown
+from cmem_cli.core.config import load_config
+from cmem_cli.services.writes import Memory
 
 FULL = {
     "type": "bugfix",
@@ -80,7 +80,7 @@ def test_observation_file_round_trips_every_field(home):
     ),
 )
 def test_front_matter_survives_arbitrary_text(title, narrative, facts):
-    from cmem_cli.records import normalize_observation
+    from cmem_cli.store.records import normalize_observation
 
     record = normalize_observation({"title": title, "narrative": narrative, "facts": facts, "project": "p"})
     record.update(
@@ -240,7 +240,7 @@ def test_fast_front_matter_reader_agrees_with_yaml(title, project, concepts, con
     """The YAML-free reader of cmem's own front matter gives exactly what a YAML parser gives, or defers."""
     import yaml
 
-    from cmem_cli.records import normalize_observation
+    from cmem_cli.store.records import normalize_observation
 
     record = normalize_observation(
         {"title": title, "project": project, "concepts": concepts, "confidence": confidence,

@@ -63,8 +63,8 @@ def test_files_of_a_write_killed_before_its_commit_are_rolled_back(cli, home, mo
     before = _files(home)
 
     def import_then_die_before_commit() -> None:
-        from cmem_cli import memory as memory_module
-        from cmem_cli.config import load_config
+        from cmem_cli.core.config import load_config
+        from cmem_cli.services import writes as memory_module
 
         monkeypatch.setattr(memory_module.atomic, "sync_all", lambda: os._exit(9))  # files written, no commit
         with memory_module.Memory.open(load_config()) as memory:
@@ -88,8 +88,8 @@ def test_a_write_killed_after_its_commit_is_finished_by_doctor_fix(cli, home, mo
     cli("add", "-t", "old title", "-p", "p")
 
     def edit_then_die_after_commit() -> None:
-        from cmem_cli import memory as memory_module
-        from cmem_cli.config import load_config
+        from cmem_cli.core.config import load_config
+        from cmem_cli.services import writes as memory_module
 
         monkeypatch.setattr(memory_module.FileTransaction, "commit", lambda self: os._exit(9))
         with memory_module.Memory.open(load_config()) as memory:

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from cmem_cli import fast_cli
-from cmem_cli.app import run as run_typer
+from cmem_cli.cli import fast as fast_cli
+from cmem_cli.cli.app import run as run_typer
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -9,7 +9,7 @@ import click
 import pytest
 import typer
 
-from cmem_cli.app import app
+from cmem_cli.cli.app import app
 
 # Long-running or networked commands: `watch` never returns, `models pull` downloads.
 SKIP = {("watch",), ("models", "pull")}

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from cmem_cli.hooks.payload import canonical_event, parse_payload
-from cmem_cli.hooks.rules import HookRules, rules_from_config
-from cmem_cli.hooks.tools import ToolCall, build_observation
+from cmem_cli.capture.hooks.payload import canonical_event, parse_payload
+from cmem_cli.capture.hooks.rules import HookRules, rules_from_config
+from cmem_cli.capture.hooks.tools import ToolCall, build_observation
 from tests.agent_fixtures import all_stored_bytes, db_rows, payload, tool_payload
 
 RULES = HookRules()

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from index.document import as_epoch_ms, parse_markdown
-from index.scan import compile_mask
+from cmem_index.document import as_epoch_ms, parse_markdown
+from cmem_index.scan import compile_mask
 
 
 def test_cmem_front_matter_becomes_metadata_title_and_context():

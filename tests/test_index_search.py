@@ -7,15 +7,15 @@ from pathlib import Path
 
 import apsw
 import pytest
+from cmem_index.collections import add_collection, load_collections
+from cmem_index.fusion import DEFAULT_PARAMS, KEYWORD, VECTOR, FusionParams, Signal, default_cutoff, fuse
+from cmem_index.indexer import Indexer
+from cmem_index.search import hybrid
+from cmem_index.store import IndexStore
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cmem_cli.config import load_config
-from index.collections import add_collection, load_collections
-from index.fusion import DEFAULT_PARAMS, KEYWORD, VECTOR, FusionParams, Signal, default_cutoff, fuse
-from index.indexer import Indexer
-from index.search import hybrid
-from index.store import IndexStore
+from cmem_cli.core.config import load_config
 from tests.index_helpers import CountingEmbedder, observation_file, write
 
 
@@ -177,7 +177,7 @@ def test_auto_mode_uses_vectors_only_when_the_index_has_them(config):
 
 
 def test_explicit_vector_mode_without_a_model_is_a_clear_error(config):
-    from cmem_cli.errors import ModelError
+    from cmem_cli.core.errors import ModelError
 
     observation_file(config.export_dir, "p/a.md", uid="U1", title="Alpha", body="alpha")
     index_all(config)
@@ -240,7 +240,7 @@ class _FakeReranker:
 
 def test_reranking_reorders_only_the_top_candidates_when_a_reranker_is_configured(corpus, monkeypatch):
     fake = _FakeReranker()
-    monkeypatch.setattr("index.loading.load_reranker", lambda cfg: (fake, None))
+    monkeypatch.setattr("cmem_index.loading.load_reranker", lambda cfg: (fake, None))
     corpus.rerank_model = "fake.gguf"
     plain = hybrid(corpus, "database pool workers", mode="keyword", rerank=False)
     assert "rerank" not in plain[0].signals and fake.calls == []

@@ -9,12 +9,12 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from cmem_index import indexer as indexer_module
+from cmem_index.collections import add_collection, load_collections
+from cmem_index.indexer import Indexer, rebuild
+from cmem_index.store import IndexStore
 
-from cmem_cli.config import load_config
-from index import indexer as indexer_module
-from index.collections import add_collection, load_collections
-from index.indexer import Indexer, rebuild
-from index.store import IndexStore
+from cmem_cli.core.config import load_config
 from tests.index_helpers import CountingEmbedder, observation_file, write
 
 REPO = Path(__file__).resolve().parent.parent
@@ -138,11 +138,11 @@ def test_a_new_model_never_mixes_vectors_and_switching_back_reuses_the_cache(con
 
 
 def test_vectors_of_a_model_that_is_not_the_configured_one_are_not_searched(config, monkeypatch):
-    from index import search
+    from cmem_index import search
 
     observation_file(config.export_dir, "p/a.md", uid="U1", title="Alpha note", body="alpha body")
     run_pass(config, CountingEmbedder("old-model"))
-    monkeypatch.setattr("index.loading.load_embedder", lambda cfg: (CountingEmbedder("new-model"), None))
+    monkeypatch.setattr("cmem_index.loading.load_embedder", lambda cfg: (CountingEmbedder("new-model"), None))
     results = search.hybrid(config, "alpha", mode="hybrid")
     assert results.mode == "keyword"
     assert any("no vectors for the configured model" in note for note in results.notes)
@@ -254,9 +254,9 @@ def test_a_rebuild_killed_outright_leaves_the_old_index_working(config):
     script = textwrap.dedent(
         """
         import os, signal, sys
-        from cmem_cli.config import load_config
-        from index.collections import load_collections
-        from index.indexer import rebuild
+        from cmem_cli.core.config import load_config
+        from cmem_index.collections import load_collections
+        from cmem_index.indexer import rebuild
 
         def die(phase, done, total):
             if phase == "read" and done >= 64:

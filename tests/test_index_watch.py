@@ -13,11 +13,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from cmem_index.collections import add_collection
+from cmem_index.store import IndexStore
+from cmem_index.watcher import Watcher
 
-from cmem_cli.config import load_config
-from index.collections import add_collection
-from index.store import IndexStore
-from index.watcher import Watcher
+from cmem_cli.core.config import load_config
 from tests.index_helpers import observation_file, write
 
 REPO = Path(__file__).resolve().parent.parent
@@ -153,7 +153,7 @@ def test_sigterm_stops_cmem_watch_cleanly(home: Path):
 
 def test_watching_while_other_processes_write_and_search(watching):
     config, _, _ = watching
-    from index.search import hybrid
+    from cmem_index.search import hybrid
 
     env = {**os.environ, "CMEM_HOME": str(config.home)}
     errors: list[str] = []

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from cmem_cli.install_claude import HOOK_EVENTS, is_cmem_command, merge_instructions, merge_settings
+from cmem_cli.capture.install_claude import HOOK_EVENTS, is_cmem_command, merge_instructions, merge_settings
 from tests.agent_fixtures import db_rows
 
 EXISTING = {

@@ -209,8 +209,8 @@ def test_the_server_opens_no_network_socket_and_loads_no_model_runtime(home, tmp
     probe.write_text(
         "import sys, os, anyio\n"
         "from mcp import Client\n"
-        "from cmem_cli.config import load_config\n"
-        "from cmem_cli.mcp_server import build_server\n"
+        "from cmem_cli.core.config import load_config\n"
+        "from cmem_cli.mcp.server import build_server\n"
         "server, tools = build_server(load_config())\n"
         "async def main():\n"
         "    async with Client(server) as client:\n"
@@ -232,8 +232,8 @@ def test_the_server_opens_no_network_socket_and_loads_no_model_runtime(home, tmp
 
 
 def test_a_crash_inside_a_tool_is_one_line_for_the_client_and_on_stderr(home, monkeypatch, capsys):
-    from cmem_cli.config import load_config
-    from cmem_cli.mcp_server import build_server
+    from cmem_cli.core.config import load_config
+    from cmem_cli.mcp.server import build_server
 
     server, tools = build_server(load_config())
 

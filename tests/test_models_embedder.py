@@ -9,10 +9,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cmem_index.embedder import FORMATS, Embedder, detect_family
+from cmem_index.llama_runtime import POOLING_LAST, POOLING_MEAN, pack
 
-from cmem_cli.errors import ModelError
-from index.embedder import FORMATS, Embedder, detect_family
-from index.llama_runtime import POOLING_LAST, POOLING_MEAN, pack
+from cmem_cli.core.errors import ModelError
 from tests.model_fixtures import build_minilm_gguf
 
 REPO = Path(__file__).resolve().parent.parent
@@ -139,8 +139,8 @@ def test_a_reranker_or_a_missing_file_is_not_an_embedder(tmp_path: Path) -> None
 
 def test_llama_cpp_stays_silent_on_stderr(minilm_gguf: Path) -> None:
     code = (
-        "import sys; from pathlib import Path; import index.loading, index.model_specs; "
-        "from index.embedder import Embedder; "
+        "import sys; from pathlib import Path; import cmem_index.loading, cmem_index.model_specs; "
+        "from cmem_index.embedder import Embedder; "
         f"e = Embedder.load(Path({str(minilm_gguf)!r})); e.embed_documents([(None, 'hello world')]); "
         "print(e.dim)"
     )
@@ -158,7 +158,7 @@ def test_llama_cpp_stays_silent_on_stderr(minilm_gguf: Path) -> None:
 
 def test_importing_the_embedder_does_not_import_heavy_modules() -> None:
     code = (
-        "import sys, index.embedder, index.reranker, index.download, index.importer, index.model_specs; "
+        "import sys, cmem_index.embedder, cmem_index.reranker, cmem_index.download, cmem_index.importer, cmem_index.model_specs; "
         "print(sorted(m for m in ('numpy', 'llama_cpp', 'gguf') if m in sys.modules))"
     )
     result = subprocess.run(
@@ -181,11 +181,11 @@ def test_embedding_a_query_loads_only_the_llama_bindings(minilm_gguf: Path) -> N
     nor for dataclasses or the importer, and a later ``import llama_cpp`` by other code must still get the
     real, complete package."""
     code = (
-        "import sys; from pathlib import Path; import index.loading, index.model_specs; "
-        "from index.embedder import Embedder; "
+        "import sys; from pathlib import Path; import cmem_index.loading, cmem_index.model_specs; "
+        "from cmem_index.embedder import Embedder; "
         f"e = Embedder.load(Path({str(minilm_gguf)!r})); v = e.query_vector('hello world'); "
         "print(len(v), sorted(m for m in ('numpy', 'llama_cpp', 'llama_cpp.llama', 'jinja2', 'dataclasses', "
-        "'index.importer') if m in sys.modules)); "
+        "'cmem_index.importer') if m in sys.modules)); "
         "import llama_cpp; print(hasattr(llama_cpp, 'Llama'), llama_cpp.llama_cpp is "
         "sys.modules['llama_cpp.llama_cpp'])"
     )

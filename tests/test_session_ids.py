@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cmem_cli.short_ids import unique_prefixes
+from cmem_cli.cli.short_ids import unique_prefixes
 
 
 def _start(cli, session_id: str) -> str:

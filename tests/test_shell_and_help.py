@@ -73,7 +73,7 @@ def test_each_short_flag_has_one_meaning_across_commands():
     import click
     import typer.main
 
-    from cmem_cli.app import app
+    from cmem_cli.cli.app import app
 
     meanings: dict[str, set[str]] = {}
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import apsw
 import pytest
 
-from cmem_cli.hooks import spool
+from cmem_cli.capture.hooks import spool
 from tests.agent_fixtures import payload
 
 

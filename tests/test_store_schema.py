@@ -5,10 +5,10 @@ from __future__ import annotations
 import apsw
 import pytest
 
-from cmem_cli.db import Database
-from cmem_cli.errors import DatabaseCorrupt
-from cmem_cli.schema import MIGRATIONS
-from cmem_cli.store import Store
+from cmem_cli.core.db import Database
+from cmem_cli.core.errors import DatabaseCorrupt
+from cmem_cli.store.repository import Store
+from cmem_cli.store.schema import MIGRATIONS
 from tests.terminal import run_in_terminal
 
 

@@ -291,10 +291,11 @@ def test_random_add_edit_forget_sync_interleavings_converge(home, tmp_path, caps
 def test_the_receiving_index_picks_up_exactly_what_arrived(team):
     """Change detection by content hash: after a sync, the receiving machine's index pass re-chunks only
     the files that arrived or changed, drops the forgotten one, and embeds only new chunk texts."""
-    from cmem_cli.config import load_config
-    from index.collections import load_collections
-    from index.indexer import Indexer
-    from index.store import IndexStore
+    from cmem_index.collections import load_collections
+    from cmem_index.indexer import Indexer
+    from cmem_index.store import IndexStore
+
+    from cmem_cli.core.config import load_config
     from tests.index_helpers import CountingEmbedder
 
     a, b, url, first, second = team
@@ -361,7 +362,7 @@ def test_init_keeps_a_gitignore_a_person_wrote(home, tmp_path, capsys):
 
 
 def test_a_failed_adoption_undoes_the_merge_and_the_store(team, monkeypatch):
-    from cmem_cli import sync_adopt
+    from cmem_cli.sync import adopt as sync_adopt
 
     a, b, url, first, _ = team
     a.add("Arrives at b")
@@ -426,7 +427,7 @@ def test_bad_files_arriving_from_the_remote_are_reported_and_the_rest_adopted(te
 
 
 def test_a_second_sync_at_the_same_time_exits_5(team):
-    from cmem_cli.gitsync import sync_lock
+    from cmem_cli.sync.gitsync import sync_lock
 
     a, *_ = team
     with sync_lock(a.home):

@@ -1,0 +1,428 @@
+"""cmem as a Python library: one object over the store, the write service, retrieval and the briefing.
+
+    from cmem_cli.api import Memory
+
+    with Memory() as memory:              # the home the CLI would use ($CMEM_HOME, config file, XDG)
+        obs = memory.add("Pin apsw to 3.45", type="decision", facts=["3.46 broke the tokenizer"])
+        for hit in memory.search("apsw"):
+            print(hit.id, hit.title, hit.tokens)
+
+Every method validates as the CLI does (same limits, privacy stripping, redaction), returns typed results
+(NamedTuples: cheap to import, read like records, ``._asdict()`` for JSON) and raises the CLI's typed errors
+(:class:`CmemError` and subclasses, each with its exit code). Nothing is printed. Front ends (the MCP
+server today, sync and the distiller later) stand on this module rather than on CLI bodies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any, TypeVar
+
+from cmem_cli.api.types import (
+    Briefing,
+    Document,
+    Hit,
+    Hits,
+    Link,
+    Observation,
+    Prompt,
+    Record,
+    Session,
+    Summary,
+    Timeline,
+    TimelineItem,
+    as_dict,
+    citation_uri,
+)
+from cmem_cli.core.config import Config, default_agent, default_project, default_session, load_config
+from cmem_cli.core.errors import (
+    CmemError,
+    DatabaseBusy,
+    DatabaseCorrupt,
+    InvalidInput,
+    ModelError,
+    NotFound,
+    StorageError,
+    UsageError,
+)
+
+__all__ = [
+    "Memory", "as_dict", "citation_uri", "Observation", "Hit", "Hits", "TimelineItem", "Timeline", "Summary", "Prompt", "Document",
+    "Session", "Briefing", "CmemError", "NotFound", "InvalidInput", "UsageError", "DatabaseBusy",
+    "DatabaseCorrupt", "StorageError", "ModelError",
+]  # fmt: skip
+
+
+_T = TypeVar("_T")
+
+
+def _build(cls: type[_T], row: dict[str, Any]) -> _T:
+    """``cls`` from the fields of ``row`` it declares (rows carry more columns than a result exposes)."""
+    fields = cls._fields  # type: ignore[attr-defined]
+    return cls(**{name: row[name] for name in fields if name in row})
+
+
+def _observation(record: dict[str, Any]) -> Observation:
+    record = {
+        **record,
+        "links": [_build(Link, link) for link in record.get("links") or []],
+        "linked_from": [_build(Link, link) for link in record.get("linked_from") or []],
+    }
+    return _build(Observation, record)
+
+
+def _record(record: dict[str, Any]) -> Record:
+    kind = record["kind"]
+    if kind == "observation":
+        return _observation(record)
+    return _build({"summary": Summary, "prompt": Prompt, "document": Document}[kind], record)
+
+
+def _session(row: dict[str, Any]) -> Session:
+    from cmem_cli.core.timeutil import to_iso
+
+    out = dict(row)
+    for key in ("started_at", "completed_at", "last_activity_at"):
+        out[key] = to_iso(out.get(key))
+    return _build(Session, out)
+
+
+def _strings(name: str, values: Iterable[str] | None) -> list[str]:
+    if values is None:
+        return []
+    if isinstance(values, str):  # a bare string would become a list of characters
+        raise InvalidInput(f"{name} must be a list of strings, not a string")
+    return list(values)
+
+
+class Memory:
+    """A cmem home opened for reading and writing. Use it as a context manager, or call :meth:`close`.
+
+    ``home`` is resolved as ``cmem --home`` is: ``None`` means ``$CMEM_HOME``, the config file, else
+    ``$XDG_DATA_HOME/cmem``. The database opens on first use, so creating a Memory costs almost nothing.
+    """
+
+    def __init__(self, home: str | Any | None = None, *, config: Config | None = None):
+        self.config = config or load_config(home)
+        self._service: Any = None
+
+    def __enter__(self) -> Memory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._service is not None:
+            self._service.close()
+            self._service = None
+
+    @property
+    def service(self) -> Any:
+        """The write service (:class:`cmem_cli.services.writes.Memory`) behind this object, opened on first use."""
+        if self._service is None:
+            from cmem_cli.services.writes import Memory as WriteService
+
+            self._service = WriteService.open(self.config)
+        return self._service
+
+    # -- writing -------------------------------------------------------------------------------------------
+    def add(
+        self,
+        title: str,
+        *,
+        type: str = "change",
+        subtitle: str | None = None,
+        narrative: str | None = None,
+        facts: Iterable[str] | None = None,
+        concepts: Iterable[str] | None = None,
+        files_read: Iterable[str] | None = None,
+        files_modified: Iterable[str] | None = None,
+        tools_used: Iterable[str] | None = None,
+        project: str | None = None,
+        session: str | None = None,
+        agent: str | None = None,
+        key: str | None = None,
+        confidence: float | None = None,
+        links: Iterable[str] | None = None,
+    ) -> Observation:
+        """Record one observation (with ``key``: replace the project's observation with that key).
+
+        ``links`` are ``"TYPE:ID"`` strings as for ``cmem add --link``. Project, agent and session default as
+        the CLI's do (the git repository's name, ``$CMEM_AGENT``, ``$CMEM_SESSION``)."""
+        record = {
+            "type": type, "title": title, "subtitle": subtitle, "narrative": narrative,
+            "facts": _strings("facts", facts), "concepts": _strings("concepts", concepts),
+            "files_read": _strings("files_read", files_read),
+            "files_modified": _strings("files_modified", files_modified),
+            "tools_used": _strings("tools_used", tools_used), "key": key, "confidence": confidence,
+            "links": _strings("links", links),
+        }  # fmt: skip
+        defaults = {
+            "project": project or default_project(),
+            "agent": agent or default_agent(),
+            "session": session or default_session(),
+        }
+        row = self.service.add_observation(record, defaults)
+        return self._observation(row["id"])
+
+    def edit(self, id: int, **changes: Any) -> Observation:
+        """Change fields (the names of :meth:`add`'s parameters; ``None`` clears an optional one).
+
+        ``links`` adds links; the others replace the field's value. The markdown file is rewritten."""
+        if not changes:
+            raise InvalidInput("nothing to change")
+        if "type" in changes and changes["type"] is None:
+            raise InvalidInput("field 'type' cannot be cleared")
+        for name in ("facts", "concepts", "files_read", "files_modified", "tools_used", "links"):
+            if name in changes:
+                changes[name] = _strings(name, changes[name])
+        row = self.service.edit_observation(_id(id), changes)
+        return self._observation(row["id"])
+
+    def forget(self, *ids: int) -> list[int]:
+        """Delete observations and their files; returns the ids deleted. Observations linking to them are
+        re-exported without the link."""
+        if not ids:
+            raise InvalidInput("no observation ids given")
+        return self.service.forget([_id(i) for i in ids])
+
+    def link(self, from_id: int, type: str, to_id: int, *, remove: bool = False) -> Observation:
+        """Link two observations (``link(14, "caused_by", 9)``) or, with ``remove``, unlink them."""
+        row = self.service.link(_id(from_id), _id(to_id), type, remove=remove)
+        return self._observation(row["id"])
+
+    def _observation(self, obs_id: int) -> Observation:
+        """The stored observation without counting a retrieval (writes return what they stored)."""
+        from cmem_cli.services.details import observation_record
+
+        return _observation(observation_record(self.service, self.service.store.get_observation(obs_id)))
+
+    # -- the three retrieval layers ------------------------------------------------------------------------
+    def search(
+        self,
+        query: str | None = None,
+        *,
+        project: str | None = None,
+        type: str | Sequence[str] | None = None,
+        concept: str | Sequence[str] | None = None,
+        file: str | Sequence[str] | None = None,
+        agent: str | None = None,
+        session: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
+        limit: int = 20,
+        offset: int = 0,
+        order: str = "relevance",
+        mode: str = "auto",
+        rerank: bool | None = None,
+        min_score: float | None = None,
+        collections: Sequence[str] | None = None,
+        explain: bool = False,
+    ) -> Hits:
+        """First layer: compact hits, best first (``cmem search``). No query lists observations by the filters.
+
+        ``mode`` is auto, keyword, vector or hybrid; auto uses the index when it is there and falls back to
+        the store's keyword search otherwise (see ``Hits.notes``). ``min_score`` None is the calibrated
+        evidence cut-off of ``cmem search``; ``limit`` 0 returns every hit."""
+        from cmem_cli.services.search import build_filters
+        from cmem_cli.services.search import search as run_search
+
+        filters = build_filters(
+            project, _listed(type), _listed(concept), _listed(file), agent, session, since, until
+        )
+        page = run_search(
+            self.service,
+            query,
+            filters,
+            limit=limit,
+            offset=offset,
+            order=order,
+            mode=mode,
+            rerank=rerank,
+            min_score=min_score,
+            collections=list(collections) if collections else None,
+            explain=explain,
+        )
+        return Hits((_build(Hit, row) for row in page.rows), page.mode, page.notes)
+
+    def timeline(
+        self,
+        anchor: int | str | None = None,
+        *,
+        query: str | None = None,
+        before: int = 5,
+        after: int = 5,
+        project: str | None = None,
+    ) -> Timeline:
+        """Second layer: items around ``anchor`` (an id, ``S<n>`` or ``P<n>``) or around the best keyword
+        match for ``query``, in time order."""
+        from cmem_cli.services.search import resolve_query_anchor
+        from cmem_cli.services.search import timeline as build_timeline
+        from cmem_cli.store.repository import Filters
+
+        if (anchor is None) == (query is None):
+            raise InvalidInput("give an anchor id or a query, not both")
+        store = self.service.store
+        ref = (
+            resolve_query_anchor(store, query, Filters(project=project)) if query is not None else str(anchor)
+        )
+        result = build_timeline(store, ref, before=before, after=after)
+        items = [_build(TimelineItem, item) for item in result["items"]]
+        return Timeline(anchor=result["anchor"], project=result["project"], items=items)
+
+    def get(self, *ids: int | str, links: bool = False) -> list[Record]:
+        """Third layer: full records for ids (``12``, ``S3``, ``P7``, ``doc:docid``, ``PATH[:LINE[:COUNT]]``).
+
+        Counts a retrieval of each observation, as ``cmem get`` does. With ``links``, also the observations
+        linked to or from them (one hop)."""
+        from cmem_cli.services.details import fetch_details
+
+        if not ids:
+            raise InvalidInput("no ids given")
+        records = fetch_details(self.service, [str(i) for i in ids], follow_links=links)
+        return [_record(r) for r in records]
+
+    def find(self, uid: str) -> Observation:
+        """The observation with this uid (the stable name in ``cmem://observation/<uid>``), without counting a
+        retrieval; :class:`NotFound` if there is none."""
+        if not isinstance(uid, str):
+            raise InvalidInput(f"not a uid: {uid!r}")
+        row = self.service.store.observation_by_uid(uid.strip().upper())
+        if row is None:
+            raise NotFound(f"no observation with uid {uid}")
+        return self._observation(row["id"])
+
+    def context(
+        self, project: str | None = None, *, budget: int = 1500, reminder: str | None = None
+    ) -> Briefing:
+        """The session-start briefing for ``project`` (default: the current git repository's name).
+
+        ``reminder`` replaces the closing line that tells how to drill down (by default: the CLI commands)."""
+        from cmem_cli.services.briefing import build_context
+
+        if budget < 1:
+            raise InvalidInput("budget must be at least 1 token")
+        extra = {"reminder": reminder} if reminder is not None else {}
+        result = build_context(self.service.store, project or default_project(), budget=budget, **extra)
+        return _build(Briefing, result.as_json())
+
+    # -- sessions, prompts, summaries ----------------------------------------------------------------------
+    def start_session(
+        self,
+        session_id: str | None = None,
+        *,
+        project: str | None = None,
+        agent: str | None = None,
+        label: str | None = None,
+        goal: str | None = None,
+    ) -> Session:
+        """Start (or resume) a session; a new id is made when none is given."""
+        from cmem_cli.core.ids import new_uid
+
+        row = self.service.ensure_session(
+            session_id or new_uid().lower(),
+            agent=agent or default_agent(),
+            project=project or default_project(),
+            label=label,
+            goal=goal,
+        )
+        return _session(row)
+
+    def end_session(
+        self,
+        session_id: str,
+        *,
+        status: str = "completed",
+        outcome: str | None = None,
+        next_steps: str | None = None,
+    ) -> Session:
+        row = self.service.end_session(session_id, status=status, outcome=outcome, next_steps=next_steps)
+        return _session(row)
+
+    def session(self, session_id: str) -> Session:
+        store = self.service.store
+        row = store.get_session(session_id)
+        count = store.db.scalar("SELECT count(*) FROM observations WHERE session = ?", (session_id,))
+        return _session({**row, "observations": count})
+
+    def sessions(
+        self, *, project: str | None = None, status: str | None = None, limit: int = 20
+    ) -> list[Session]:
+        """Recent sessions, most recently active first."""
+        rows = self.service.store.list_sessions(project=project, status=status, limit=limit)
+        return [_session(row) for row in rows]
+
+    def add_prompt(
+        self, text: str, *, session: str, project: str | None = None, agent: str | None = None
+    ) -> Prompt:
+        """Record a user prompt in ``session``; returns it with its running number. Project and agent default
+        to the session's (a new session gets ``default`` and ``cli``)."""
+        row = self.service.add_prompt(session, text, project=project, agent=agent)
+        return self._prompt(row["id"])
+
+    def prompts(self, session: str) -> list[Prompt]:
+        rows = self.service.store.db.query(
+            "SELECT id FROM user_prompts WHERE session = ? ORDER BY prompt_number", (session,)
+        )
+        return [self._prompt(row["id"]) for row in rows]
+
+    def _prompt(self, prompt_id: int) -> Prompt:
+        from cmem_cli.services.search import prompt_row
+
+        row = self.service.store.get_prompt(prompt_id)
+        return _build(Prompt, {**prompt_row(row), "text": row["text"]})
+
+    def add_summary(
+        self,
+        session: str,
+        *,
+        request: str | None = None,
+        investigated: str | None = None,
+        learned: str | None = None,
+        completed: str | None = None,
+        next_steps: str | None = None,
+        notes: str | None = None,
+        project: str | None = None,
+        agent: str | None = None,
+    ) -> Summary:
+        """Record a session summary (several per session are fine)."""
+        fields = {
+            "request": request, "investigated": investigated, "learned": learned, "completed": completed,
+            "next_steps": next_steps, "notes": notes,
+        }  # fmt: skip
+        row = self.service.add_summary(
+            session, {k: v for k, v in fields.items() if v is not None}, project=project, agent=agent
+        )
+        return self._summary(row["id"])
+
+    def summaries(self, *, session: str | None = None, project: str | None = None) -> list[Summary]:
+        rows = self.service.store.summaries(session=session, project=project)
+        return [self._summary(row["id"]) for row in rows]
+
+    def _summary(self, summary_id: int) -> Summary:
+        from cmem_export.markdown import SUMMARY_FIELDS
+
+        from cmem_cli.services.search import summary_row
+
+        row = self.service.store.get_summary(summary_id)
+        return _build(Summary, {**summary_row(row), **{f: row.get(f) for f in SUMMARY_FIELDS}})
+
+    # -- the index -----------------------------------------------------------------------------------------
+    def index_status(self) -> dict[str, Any]:
+        """What `cmem index status --json` prints: documents, chunks, vectors, models, collections."""
+        from cmem_cli.services.index_status import index_status
+
+        return index_status(self.config)
+
+
+def _id(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidInput(f"not an observation id: {value!r}")
+    return value
+
+
+def _listed(value: str | Sequence[str] | None) -> list[str] | None:
+    if value is None:
+        return None
+    return [value] if isinstance(value, str) else list(value)

@@ -1,0 +1,209 @@
+"""Agent capture: sessions, prompts, tool observations and turn summaries written through ``Memory``,
+de-duplicated by :class:`CaptureState` so that a hook and a later transcript import of the same session
+store each thing once. Used by ``cmem hook`` and ``cmem import``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+from cmem_cli.capture.hooks.rules import HookRules
+from cmem_cli.capture.hooks.state import CaptureState, fingerprint, prompt_prefix
+from cmem_cli.capture.hooks.tools import ToolCall, build_observation, clip
+from cmem_cli.core.errors import NotFound
+from cmem_cli.services.privacy import is_excluded_project, scrub, scrub_record, strip_private
+from cmem_cli.services.writes import Memory
+
+MAX_PROMPT_CHARS = 20_000
+MAX_SUMMARY_CHARS = 4_000
+
+
+class Where(NamedTuple):
+    """Who and where an event happened."""
+
+    session: str
+    project: str
+    agent: str
+
+
+class Capture:
+    def __init__(
+        self,
+        mem: Memory,
+        rules: HookRules,
+        *,
+        count_repeats: bool = True,
+        exclude_projects: Sequence[str] = (),
+    ):
+        self.mem = mem
+        self.rules = rules
+        self.count_repeats = count_repeats  # hooks count merged repeats; re-reading a transcript must not
+        self.exclude_projects = tuple(exclude_projects)
+        self.state = CaptureState(mem.store.db)
+
+    def excluded(self, where: Where) -> bool:
+        """Projects listed in ``[privacy] exclude_projects`` (or ``--exclude-project``) are never recorded."""
+        return is_excluded_project(where.project, self.mem.config.section("privacy"), self.exclude_projects)
+
+    # -- sessions ------------------------------------------------------------------------------------
+    def start_session(self, where: Where) -> dict[str, Any] | None:
+        if self.excluded(where):
+            return None
+        return self.mem.ensure_session(where.session, agent=where.agent, project=where.project)
+
+    def end_session(self, where: Where, *, status: str = "completed") -> dict[str, Any] | None:
+        if self.start_session(where) is None:
+            return None  # a session that ends without having started still exists afterwards
+        return self.mem.end_session(where.session, status=status)
+
+    def prompt_number(self, session: str) -> int | None:
+        try:
+            return int(self.mem.store.get_session(session)["prompt_counter"]) or None
+        except NotFound:
+            return None
+
+    # -- prompts ---------------------------------------------------------------------------------------
+    def canonical_prompt(self, text: str) -> str:
+        """The prompt exactly as it will be stored (private spans and secrets gone, clipped). Capture keys are
+        computed from it, so that no key carries private text and hook and import agree."""
+        return clip(scrub(text, config=self.mem.config), MAX_PROMPT_CHARS).strip()
+
+    def prompt(
+        self, where: Where, text: str, *, occurrence: int | None = None, created_at: int | None = None
+    ) -> dict[str, Any] | None:
+        """Store a user prompt with its running number, unless this occurrence was stored already.
+
+        ``occurrence`` is the 1-based count of this exact text in the session (transcript import counts
+        it; a hook takes the next one)."""
+        text = self.canonical_prompt(text)
+        if not text or self.excluded(where):
+            return None
+        key_base = prompt_prefix(text)
+        if occurrence is None:
+            occurrence = self.state.count_prefix(where.session, key_base) + 1
+        key = f"{key_base}{occurrence}"
+        if self.state.seen(where.session, key):
+            return None
+        row = self.mem.add_prompt(
+            where.session, text, project=where.project, agent=where.agent, created_at=created_at
+        )
+        self.state.mark(where.session, key)
+        return row
+
+    # -- tool calls ------------------------------------------------------------------------------------
+    def tool(
+        self, where: Where, call: ToolCall, *, tool_use_id: str | None = None, created_at: int | None = None
+    ) -> dict[str, Any] | None:
+        """Store the observation for one tool call; None when skipped by the rules or already stored."""
+        if self.excluded(where):
+            return None
+        obs = build_observation(self.scrubbed_call(call), self.rules)
+        if obs is None:
+            return None
+        number = self.prompt_number(where.session)
+        key = obs.repeat_key
+        if key is not None and self.rules.merge_repeats == "prompt":
+            key = f"{key}#{number or 0}"
+        if key is not None:
+            # Repeat keys hold paths, patterns and URLs: store a fingerprint of their scrubbed form only.
+            kind, _, target = key.partition(":")
+            key = f"{kind}:{fingerprint(scrub(target, config=self.mem.config).encode('utf-8'))}"
+        elif tool_use_id:
+            key = f"tool:{tool_use_id}"
+        record = {
+            **obs.record,
+            "project": where.project,
+            "session": where.session,
+            "agent": where.agent,
+            "prompt_number": number,
+            "created_at": created_at,
+        }
+        if key is None:
+            return self.mem.add_observation(record)
+        known = self.state.uid_for(where.session, key)
+        if known is not None and self.mem.store.observation_by_uid(known) is not None:
+            if self.count_repeats:
+                self.state.bump(where.session, key)  # merged into the first observation
+            return None
+        claim = self.state.claim(where.session, key, created_at)
+        if not claim.fresh and self.mem.store.observation_by_uid(claim.uid) is not None:
+            return None  # the other capture path stored it a moment ago
+        # Fresh, or a claim whose write never happened (a crash between claim and write): write it now.
+        return self.mem.add_observation({**record, "uid": claim.uid})
+
+    def scrubbed_call(self, call: ToolCall) -> ToolCall:
+        """The call with private spans and secrets removed *before* its output is clipped: clipping first
+        could cut a ``<private>`` opening tag or a key's BEGIN line off and keep what they guarded."""
+        half = 2 * max(self.rules.max_output_chars, 2_000) + 8_000
+        raw = {"input": call.input, "response": call.response, "error": call.error}
+        clean = scrub_record(_bounded(raw, half), config=self.mem.config)
+        return ToolCall(
+            name=call.name,
+            input=clean["input"],
+            response=clean["response"],
+            error=clean["error"],
+            interrupted=call.interrupted,
+            cwd=call.cwd,
+        )
+
+    # -- summaries ---------------------------------------------------------------------------------------
+    def latest_prompt_key(self, session: str) -> tuple[str | None, str | None]:
+        """The session's latest prompt text and its capture key (for the turn summary's key)."""
+        text = self.mem.store.db.scalar(
+            "SELECT text FROM user_prompts WHERE session = ? ORDER BY prompt_number DESC LIMIT 1", (session,)
+        )
+        if not text:
+            return None, None
+        prefix = prompt_prefix(text)
+        return text, f"{prefix}{max(1, self.state.count_prefix(session, prefix))}"
+
+    def turn_summary(
+        self,
+        where: Where,
+        completed: str | None,
+        *,
+        request: str | None = None,
+        prompt_key: str | None = None,
+        created_at: int | None = None,
+    ) -> dict[str, Any] | None:
+        """At the end of a turn: what was asked and what the agent answered, once per prompt.
+
+        Without ``prompt_key`` the session's latest prompt is the request (the Stop hook's case)."""
+        if not self.rules.summary_on_stop or not completed or not completed.strip() or self.excluded(where):
+            return None
+        if prompt_key is None:
+            request, prompt_key = self.latest_prompt_key(where.session)
+        key = f"summary:{prompt_key or 'none'}"
+        if self.state.seen(where.session, key):
+            return None
+        config = self.mem.config
+        fields: dict[str, Any] = {"completed": clip(scrub(completed, config=config), MAX_SUMMARY_CHARS)}
+        if created_at:
+            fields["created_at"] = created_at
+        if request:
+            fields["request"] = clip(scrub(request, config=config), MAX_SUMMARY_CHARS)
+        row = self.mem.add_summary(where.session, fields, project=where.project, agent=where.agent)
+        self.state.mark(where.session, key)
+        return row
+
+
+def _bounded(value: Any, half: int) -> Any:
+    """``value`` with every string longer than ``2 * half`` cut to its first and last ``half`` characters,
+    so that scrubbing a tool's output costs the same for a 5 MB file as for a 50 KB one.
+
+    Private spans are stripped from the whole string first (cheap, and a span opened in the dropped middle
+    must still hide the tail); what the rules then see reaches well past anything the builder keeps (at
+    most ``max_output_chars`` or 2,000 characters from either end), so no secret is cut where it is kept,
+    and a key whose BEGIN line was dropped is caught as a fragment."""
+    if isinstance(value, str):
+        if len(value) > 2 * half:
+            value = strip_private(value)
+        if len(value) > 2 * half:
+            value = value[:half] + "\n…\n" + value[-half:]
+        return value
+    if isinstance(value, list):
+        return [_bounded(item, half) for item in value]
+    if isinstance(value, dict):
+        return {key: _bounded(item, half) for key, item in value.items()}
+    return value

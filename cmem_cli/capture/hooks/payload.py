@@ -1,0 +1,135 @@
+"""Parse the JSON object a hook receives on stdin, tolerating missing, extra and mistyped fields.
+
+Claude Code sends one object per event with ``session_id``, ``transcript_path``, ``cwd``, ``hook_event_name``
+and per-event fields (``prompt``, ``tool_name``, ``tool_input``, ``tool_response``, ``error``, ``source``,
+``reason``, ``agent_id``/``agent_type`` inside subagents). Anything else is ignored; a wrong type degrades to
+"absent" instead of failing the hook.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, NamedTuple
+
+from cmem_cli.core.errors import InvalidInput
+
+MAX_PAYLOAD_BYTES = 32 * 1024 * 1024  # tool responses can be large; beyond this something is wrong
+
+# Canonical event names; the CLI argument may be spelled session-start, session_start, sessionstart...
+EVENTS = (
+    "SessionStart",
+    "UserPromptSubmit",
+    "PreToolUse",
+    "PostToolUse",
+    "PostToolUseFailure",
+    "Stop",
+    "SubagentStop",
+    "SessionEnd",
+    "PreCompact",
+    "Notification",
+)
+_BY_KEY = {name.lower(): name for name in EVENTS}
+
+
+def canonical_event(name: str | None) -> str | None:
+    """``session-start`` -> ``SessionStart``; unknown names keep their spelling (they are tolerated)."""
+    if not name:
+        return None
+    key = name.replace("-", "").replace("_", "").strip().lower()
+    return _BY_KEY.get(key, name.strip())
+
+
+class HookPayload(NamedTuple):
+    """One hook event, normalised. (NamedTuples, not dataclasses, on the hook path: defining a dataclass
+    costs a short-lived process noticeably more.)"""
+
+    event: str
+    tool_input: dict[str, Any]
+    raw: dict[str, Any]
+    session_id: str | None = None
+    cwd: str | None = None
+    transcript_path: str | None = None
+    agent: str = "claude-code"
+    prompt: str | None = None
+    tool_name: str | None = None
+    tool_response: Any = None
+    tool_use_id: str | None = None
+    error: str | None = None
+    interrupted: bool = False
+    source: str | None = None  # SessionStart: startup | resume | clear | compact
+    reason: str | None = None  # SessionEnd: clear | logout | prompt_input_exit | other
+    last_assistant_message: str | None = None
+
+
+def _text(data: dict[str, Any], *names: str) -> str | None:
+    for name in names:
+        value = data.get(name)
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return str(value)
+    return None
+
+
+def agent_name(data: dict[str, Any]) -> str:
+    """``claude-code`` for the main agent, ``claude-code/<agent_type>`` inside a subagent."""
+    base = os.environ.get("CMEM_AGENT") or "claude-code"
+    sub = _text(data, "agent_type", "agentType") or _text(data, "agent_id", "agentId")
+    return f"{base}/{sub}" if sub else base
+
+
+def decode(raw: bytes | str) -> dict[str, Any]:
+    """The stdin bytes as a JSON object; InvalidInput (one line) when it is not one."""
+    if isinstance(raw, bytes):
+        if len(raw) > MAX_PAYLOAD_BYTES:
+            raise InvalidInput(f"hook payload too large ({len(raw)} bytes)")
+        text = raw.decode("utf-8", errors="replace")
+    else:
+        text = raw
+    if not text.strip():
+        raise InvalidInput("empty hook payload")
+    try:
+        from cmem_cli.cli.input import loads_bounded
+
+        data = loads_bounded(text)
+    except json.JSONDecodeError as exc:
+        raise InvalidInput(
+            f"hook payload is not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+        ) from None
+    if not isinstance(data, dict):
+        raise InvalidInput(f"hook payload must be a JSON object, got {type(data).__name__}")
+    return data
+
+
+def parse_payload(raw: bytes | str, event: str | None = None) -> HookPayload:
+    data = decode(raw)
+    name = canonical_event(event) or canonical_event(_text(data, "hook_event_name", "hookEventName"))
+    if not name:
+        raise InvalidInput("no hook event: pass it as `cmem hook EVENT` or in hook_event_name")
+    tool_input = data.get("tool_input", data.get("toolInput"))
+    if tool_input is None:
+        tool_input = {}
+    elif not isinstance(tool_input, dict):
+        tool_input = {"input": tool_input}
+    error = data.get("error", data.get("error_message"))
+    if error is not None and not isinstance(error, str):
+        error = json.dumps(error, ensure_ascii=False)[:4000]
+    return HookPayload(
+        event=name,
+        session_id=_text(data, "session_id", "sessionId"),
+        cwd=_text(data, "cwd"),
+        transcript_path=_text(data, "transcript_path", "transcriptPath"),
+        agent=agent_name(data),
+        prompt=data["prompt"] if isinstance(data.get("prompt"), str) else None,
+        tool_name=_text(data, "tool_name", "toolName"),
+        tool_input=tool_input,
+        tool_response=data.get("tool_response", data.get("tool_result", data.get("toolResponse"))),
+        tool_use_id=_text(data, "tool_use_id", "toolUseId"),
+        error=error or None,
+        interrupted=bool(data.get("is_interrupt") or data.get("isInterrupt")),
+        source=_text(data, "source"),
+        reason=_text(data, "reason"),
+        last_assistant_message=_text(data, "last_assistant_message"),
+        raw=data,
+    )

@@ -1,0 +1,280 @@
+"""``cmem hook EVENT``: one Claude Code hook call, start to finish, in a plain process (no daemon, no port).
+
+A hook must never break or slow the agent: it always exits 0, writes its own problems to
+``<home>/logs/hooks.log`` instead of the agent's screen, and imports only what the event needs (typer is
+never loaded: ``cmem_cli.__main__`` routes ``hook`` here directly).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import IO, Any
+
+from cmem_cli.core.errors import CmemError, DatabaseBusy, DatabaseCorrupt, InvalidInput
+
+LOG_NAME = "hooks.log"
+LOG_MAX_BYTES = 1_000_000
+SLOW_MS = 1_000
+SPOOL_SESSION = ""  # agent_captures rows ("", "<spool file name>") mark replayed events
+REPLAY_LIMIT = 50  # spooled events replayed per hook call, so one call never takes long
+# Events that only need bookkeeping we do not keep: answered without opening the database.
+PASSIVE_EVENTS = frozenset({"PreToolUse", "PreCompact", "Notification", "PermissionRequest", "SubagentStart"})
+
+
+def log_line(log_dir: Path, message: str) -> None:
+    """Append one line to hooks.log (rotated at ~1 MB); never raises."""
+    try:
+        log_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        path = log_dir / LOG_NAME
+        try:
+            if path.stat().st_size > LOG_MAX_BYTES:
+                os.replace(path, path.with_name(LOG_NAME + ".1"))
+        except FileNotFoundError:
+            pass
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime())
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.write(fd, f"{stamp}Z {message}\n".encode("utf-8", "replace"))
+        finally:
+            os.close(fd)
+    except OSError:
+        pass
+
+
+def _read_stdin(stdin: IO[bytes]) -> bytes:
+    try:
+        if stdin.isatty():
+            return b""  # run by hand without a payload: do not wait for a terminal
+    except (AttributeError, ValueError):
+        pass
+    return stdin.read()
+
+
+def _parse_args(args: list[str]) -> tuple[str | None, str | None]:
+    """``[--home DIR] [EVENT]`` in any order; unknown options are ignored (hooks must not fail on them)."""
+    event = home = None
+    rest = list(args)
+    while rest:
+        arg = rest.pop(0)
+        if arg == "--home" and rest:
+            home = rest.pop(0)
+        elif arg.startswith("--home="):
+            home = arg.split("=", 1)[1]
+        elif not arg.startswith("-") and event is None:
+            event = arg
+    return event, home
+
+
+def run(
+    args: list[str], stdin: IO[bytes] | None = None, stdout: IO[str] | None = None, config: Any = None
+) -> int:
+    """Handle one hook call; the exit status is always 0. ``config`` is given when typer already loaded it."""
+    started = time.perf_counter()
+    stdin = stdin if stdin is not None else sys.stdin.buffer
+    stdout = stdout if stdout is not None else sys.stdout
+    event_arg, home = _parse_args(args)
+    log_dir: Path | None = None
+    event, session = event_arg or "?", None
+    try:
+        raw = _read_stdin(stdin)
+        from cmem_cli.core.config import load_config, resolve_home
+
+        log_dir = config.log_dir if config is not None else resolve_home(home) / "logs"
+        config = config if config is not None else load_config(home)
+        log_dir = config.log_dir
+        from cmem_cli.capture.hooks.payload import parse_payload
+
+        payload = parse_payload(raw, event_arg)
+        event, session = payload.event, payload.session_id
+        try:
+            output = _dispatch(payload, config)
+        except DatabaseBusy as exc:
+            _spool(config, payload)
+            raise DatabaseBusy(f"{exc.message} (event spooled; the next hook replays it)") from None
+        except DatabaseCorrupt as exc:
+            # a lost or damaged store: keep the event until `cmem doctor` has been followed
+            _spool(config, payload)
+            raise DatabaseCorrupt(f"{exc.message} (event spooled until the store is usable)") from None
+        if output is not None:
+            stdout.write(json.dumps(output, ensure_ascii=False))
+            stdout.write("\n")
+            stdout.flush()
+        _replay_spooled(config, log_dir)
+    except CmemError as exc:
+        _log(log_dir, home, f"error {event} session={session or '-'}: {exc.message}")
+    except BrokenPipeError:
+        pass
+    except Exception as exc:  # a bug: keep the traceback in the log, not on the agent's screen
+        import traceback
+
+        detail = "".join(traceback.format_exception(exc)).rstrip().replace("\n", "\n    ")
+        _log(
+            log_dir, home, f"bug {event} session={session or '-'}: {type(exc).__name__}: {exc}\n    {detail}"
+        )
+    elapsed_ms = (time.perf_counter() - started) * 1000
+    if elapsed_ms > SLOW_MS:
+        _log(log_dir, home, f"slow {event} session={session or '-'}: {elapsed_ms:.0f} ms")
+    return 0
+
+
+def _log(log_dir: Path | None, home: str | None, message: str) -> None:
+    if log_dir is None:
+        try:
+            from cmem_cli.core.config import resolve_home
+
+            log_dir = resolve_home(home) / "logs"
+        except Exception:
+            return
+    log_line(log_dir, message.replace("\r", " "))
+
+
+def _spool(config: Any, payload: Any) -> None:
+    from cmem_cli.capture.hooks import spool
+    from cmem_cli.core.timeutil import now_ms
+    from cmem_cli.services.privacy import scrub_record
+
+    spool.save(config.home, payload.event, scrub_record(payload.raw, config=config), now_ms())
+
+
+def _replay_spooled(config: Any, log_dir: Path, limit: int = REPLAY_LIMIT) -> None:
+    """Replay events that earlier hooks had to spool, oldest first, now that the database answered.
+
+    Each replay and the mark that it happened commit in one transaction, so an event is recorded exactly
+    once even when a hook is killed mid-replay: its claim is taken over by the next hook (see
+    :func:`spool.abandoned_claims`), which finds the mark if the first replay had committed."""
+    from cmem_cli.capture.hooks import spool
+
+    work = [(claimed, original, True) for claimed, original in spool.abandoned_claims(config.home)]
+    work += [(path, path, False) for path in spool.pending(config.home)]
+    if not work:
+        return
+    from cmem_cli.capture.hooks.payload import parse_payload
+    from cmem_cli.capture.hooks.rules import rules_from_config
+    from cmem_cli.capture.hooks.state import CaptureState
+    from cmem_cli.services.writes import Memory
+
+    with Memory.open(config) as mem:
+        _tune_connection(mem, rules_from_config(config.section("hooks")))
+        state = CaptureState(mem.store.db)
+        for source, original, abandoned in work[:limit]:
+            claimed = spool.reclaim(source, original) if abandoned else spool.claim(source)
+            if claimed is None:
+                continue  # another hook is replaying it
+            data = spool.load(claimed)
+            try:
+                with mem.store.db.transaction():
+                    if data is not None and not state.seen(SPOOL_SESSION, original.name):
+                        event = parse_payload(json.dumps(data["payload"]), data["event"])
+                        _dispatch(event, config, at=data.get("at"), mem=mem)
+                        state.mark(SPOOL_SESSION, original.name)
+            except DatabaseBusy:
+                spool.release(claimed, original)
+                return
+            except CmemError as exc:
+                log_line(log_dir, f"error replaying {original.name}: {exc.message}")
+            claimed.unlink(missing_ok=True)
+
+
+def _dispatch(payload: Any, config: Any, at: int | None = None, mem: Any = None) -> dict[str, Any] | None:
+    """Record one event; returns the JSON answer for Claude Code, if the event has one.
+
+    ``at`` is the original time of a replayed event; ``mem`` an open write service to use (a replay's,
+    inside its transaction) instead of opening one."""
+    from cmem_cli.core.config import default_project
+    from cmem_cli.services.privacy import is_excluded_project
+
+    if payload.event in PASSIVE_EVENTS:
+        return None
+    project = default_project(payload.cwd)
+    if is_excluded_project(project, config.section("privacy")):
+        return None
+    from cmem_cli.capture.hooks.rules import rules_from_config
+
+    rules = rules_from_config(config.section("hooks"))
+    if payload.event == "SessionStart" and not payload.session_id:
+        return _session_start(None, project, payload, config, rules)
+    if not payload.session_id:
+        raise InvalidInput("hook payload has no session_id")
+
+    from cmem_cli.capture.hooks.capture import Capture, Where
+    from cmem_cli.services.writes import Memory
+
+    where = Where(session=payload.session_id, project=project, agent=payload.agent)
+    with contextlib.nullcontext(mem) if mem is not None else Memory.open(config) as mem:
+        if not mem.store.db.conn.in_transaction:
+            _tune_connection(mem, rules)
+        capture = Capture(mem, rules)
+        if payload.event == "SessionStart":
+            capture.start_session(where)
+            return _session_start(mem, project, payload, config, rules)
+        if payload.event == "UserPromptSubmit":
+            if payload.prompt:
+                capture.prompt(where, payload.prompt, created_at=at)
+            else:
+                capture.start_session(where)
+        elif payload.event in ("PostToolUse", "PostToolUseFailure"):
+            from cmem_cli.capture.hooks.tools import ToolCall
+
+            if not payload.tool_name:
+                raise InvalidInput(f"{payload.event} payload has no tool_name")
+            call = ToolCall(
+                name=payload.tool_name,
+                input=payload.tool_input,
+                response=payload.tool_response,
+                error=payload.error or ("tool failed" if payload.event == "PostToolUseFailure" else None),
+                interrupted=payload.interrupted,
+                cwd=payload.cwd,
+            )
+            capture.tool(where, call, tool_use_id=payload.tool_use_id, created_at=at)
+        elif payload.event == "Stop":
+            text = payload.last_assistant_message
+            if not text and payload.transcript_path and rules.summary_on_stop:
+                from cmem_cli.capture.transcripts import last_assistant_text
+
+                text = last_assistant_text(Path(payload.transcript_path))
+            if capture.turn_summary(where, text, created_at=at) is None:
+                capture.start_session(where)
+        elif payload.event == "SessionEnd":
+            capture.end_session(where)
+        else:  # SubagentStop and events added to Claude Code later: the session is alive
+            capture.start_session(where)
+    return None
+
+
+def _tune_connection(mem: Any, rules: Any) -> None:
+    """Wait for a locked database at most ``busy_timeout_ms`` (then the event is spooled), and leave the WAL
+    checkpoint to SQLite's automatic one instead of paying for a full checkpoint every time the last
+    connection closes (about 5-10 ms of every hook call)."""
+    import apsw
+
+    conn = mem.store.db.conn
+    with contextlib.suppress(AttributeError, apsw.Error):
+        conn.config(apsw.SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1)
+    with contextlib.suppress(AttributeError, apsw.Error):
+        conn.set_busy_timeout(rules.busy_timeout_ms)
+
+
+def _session_start(mem: Any, project: str, payload: Any, config: Any, rules: Any) -> dict[str, Any] | None:
+    if not rules.context_on_start:
+        return None
+    from cmem_cli.services.briefing import build_context
+
+    if mem is None:
+        from cmem_cli.services.writes import Memory
+
+        with Memory.open(config) as opened:
+            context = build_context(opened.store, project, budget=rules.context_budget)
+    else:
+        # A new session wants the previous one's summary; a resumed or compacted one may want its own.
+        current = payload.session_id if payload.source in (None, "startup", "clear") else None
+        context = build_context(mem.store, project, budget=rules.context_budget, exclude_session=current)
+    return {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": context.text}}
+
+
+def main(args: list[str]) -> int:
+    return run(args)

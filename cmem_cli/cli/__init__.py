@@ -1,0 +1,1 @@
+"""The command-line front end: option table, parsers, typer app, rendering, thin commands."""

@@ -1,0 +1,338 @@
+"""Index commands: `cmem index`, `cmem status`, `cmem watch`, `cmem collection add|list|remove`.
+
+Thin wrappers over ``index.*``; everything heavy (apsw, numpy, llama.cpp, watchdog) is imported inside the
+command bodies so other commands start fast.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from cmem_cli.cli.commands.common import JsonOpt
+from cmem_cli.cli.invocation import current_config
+from cmem_cli.cli.render import dumps, escape_control, write
+
+collection_app = typer.Typer(
+    name="collection",
+    help="Markdown folders indexed next to cmem's own memories (add, list, remove).",
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode=None,
+)
+
+
+class _Progress:
+    """A one-line progress bar on stderr, only when stderr is a terminal."""
+
+    LABELS = {"read": "reading", "embed": "embedding"}
+
+    def __init__(self) -> None:
+        self.enabled = sys.stderr.isatty()
+        self.last = 0.0
+        self.shown = False
+
+    def __call__(self, phase: str, done: int, total: int) -> None:
+        if not self.enabled or total <= 0:
+            return
+        now = time.monotonic()
+        if done < total and now - self.last < 0.1:
+            return
+        self.last = now
+        width = 30
+        filled = int(width * done / total)
+        label = self.LABELS.get(phase, phase)
+        sys.stderr.write(f"\r{label:<9} [{'#' * filled}{'.' * (width - filled)}] {done}/{total} ")
+        sys.stderr.flush()
+        self.shown = True
+
+    def close(self) -> None:
+        if self.shown:
+            sys.stderr.write("\r\x1b[K")
+            sys.stderr.flush()
+
+
+def _summary(report: Any) -> str:
+    parts = [
+        f"{report.scanned} files",
+        f"{report.read} read",
+        f"{report.chunked} re-chunked",
+        f"{report.removed} removed",
+    ]
+    if report.model:
+        parts.append(f"{report.embedded} embedded, {report.cache_hits} from cache")
+    return f"indexed {', '.join(parts)} in {report.seconds:.2f}s"
+
+
+def index_cmd(
+    full: Annotated[
+        bool, typer.Option("--full", help="Rebuild from scratch into a new file and swap it in atomically.")
+    ] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Update the search index from the export tree and your collections (only what changed)."""
+    from cmem_index.collections import load_collections
+    from cmem_index.indexer import Indexer, rebuild
+    from cmem_index.loading import NO_MODEL_HINT, lazy_embedder
+    from cmem_index.lock import writer_lock
+    from cmem_index.store import IndexStore
+
+    config = current_config()
+    config.ensure_home()
+    collections = load_collections(config)
+    embedder, note = lazy_embedder(config, _remembered_model(config))
+    if embedder is None and config.embed_model_chosen:
+        from cmem_cli.core.errors import ModelError
+
+        raise ModelError(note or f"embedding model {config.embed_model} is not usable")
+    if embedder is None:
+        print(f"cmem: keyword-only index: {note}", file=sys.stderr)
+        note = note if "cmem models" in (note or "") else f"{note}; {NO_MODEL_HINT}"
+    progress = _Progress()
+
+    def waiting() -> None:
+        print("cmem: waiting for another cmem process to finish updating the index...", file=sys.stderr)
+
+    try:
+        with writer_lock(config.index_path, on_wait=waiting):
+            if full:
+                report = rebuild(config.index_path, collections, embedder, note=note, progress=progress)
+            else:
+                store = IndexStore.open(config.index_path)
+                try:
+                    report = Indexer(store, collections, embedder, note=note, progress=progress).run()
+                finally:
+                    store.close()
+            if embedder is not None:
+                _remember_model(config, embedder.describe())
+    finally:
+        progress.close()
+    for error in report.errors:
+        print(f"cmem: warning: {escape_control(error)}", file=sys.stderr)
+    if as_json:
+        write(dumps(report.to_json()) + "\n")
+    else:
+        print(_summary(report), file=sys.stderr)
+
+
+def _remembered_model(config: Any) -> dict[str, Any] | None:
+    """What the index remembers about the model file that made its vectors (None if unreadable)."""
+    from cmem_index.store import IndexStore
+
+    from cmem_cli.core.errors import CmemError
+
+    if not config.index_path.exists():
+        return None
+    try:
+        store = IndexStore.open(config.index_path, readonly=True, busy_ms=2000)
+        try:
+            return store.json_setting("embed_model")
+        finally:
+            store.close()
+    except (CmemError, ValueError):
+        return None
+
+
+def _remember_model(config: Any, description: dict[str, Any]) -> None:
+    import json
+
+    from cmem_index.store import IndexStore
+
+    store = IndexStore.open(config.index_path)
+    try:
+        with store.transaction():
+            store.set_setting("embed_model", json.dumps(description))
+    finally:
+        store.close()
+
+
+def status_cmd(as_json: JsonOpt = False) -> None:
+    """Show what the index holds: documents, chunks, vectors, stale entries, models, last run."""
+    from cmem_cli.services.index_status import index_status
+
+    info = index_status(current_config())
+    if as_json:
+        write(dumps(info) + "\n")
+        return
+    write(_status_text(info))
+
+
+def _status_text(info: dict[str, Any]) -> str:
+    lines = [f"index       {escape_control(info['index'])}{'' if info['exists'] else ' (not built yet)'}"]
+    if info.get("error"):
+        lines.append(f"error       {escape_control(info['error'])}")
+    lines.append(f"documents   {info['documents']}")
+    lines.append(f"chunks      {info['chunks']}")
+    changes = info.get("changed_files")
+    if changes and any(changes.values()):
+        count = sum(changes.values())
+        lines.append(
+            f"changed     {count} file{'s' if count != 1 else ''} since the last index run "
+            f"({changes['added']} new, {changes['modified']} modified, {changes['removed']} deleted): "
+            "run `cmem index`"
+        )
+    elif changes is not None:
+        lines.append("changed     none since the last index run")
+    vector_note = "" if info["vectors_current"] or not info["vectors"] else " (made by another model: stale)"
+    lines.append(f"vectors     {info['vectors']}{vector_note}")
+    if info["stale_documents"]:
+        lines.append(f"stale       {info['stale_documents']} documents chunked with other settings")
+    if info["chunks_without_current_vectors"]:
+        lines.append(f"pending     {info['chunks_without_current_vectors']} chunks need embedding")
+    embed = info["models"]["embed"]
+    if embed["available"]:
+        lines.append(f"embed model {escape_control(str(embed['spec']))}")
+    else:
+        lines.append(f"embed model none usable: {escape_control(str(embed['hint']))}")
+    rerank = info["models"]["rerank"]["spec"]
+    lines.append(f"reranker    {escape_control(rerank) if rerank else 'off'}")
+    cells = [
+        [escape_control(c["name"]), f"{c['documents']} docs", f"{c['chunks']} chunks", escape_control(c["path"]),
+         escape_control(c["mask"])]
+        for c in info["collections"]
+    ]  # fmt: skip
+    if sys.stdout.isatty():  # a person reads aligned columns; scripts keep the tab-separated fields
+        widths = [max(len(row[i]) for row in cells) for i in range(5)] if cells else []
+        cells = [[cell.ljust(widths[i]) if i < 4 else cell for i, cell in enumerate(row)] for row in cells]
+        lines += [f"collection  {'  '.join(row)}" for row in cells]
+    else:
+        lines += [f"collection  {chr(9).join(row)}" for row in cells]
+    for c in info["collections"]:
+        for relpath in c["skipped_symlinks"]:
+            lines.append(
+                f"skipped     {escape_control(c['name'])}:{escape_control(relpath)} (symlink outside the collection)"
+            )
+    last = info.get("last_run")
+    if last:
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(last["started_at"] / 1000))
+        lines.append(
+            f"last run    {when}, {last['seconds']:.2f}s, {last['read']} read, {last['chunked']} re-chunked, "
+            f"{last['embedded']} embedded"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def watch_cmd(
+    debounce: Annotated[
+        float, typer.Option("--debounce", help="Seconds of quiet before re-indexing.", min=0.05, max=60.0)
+    ] = 1.0,
+) -> None:
+    """Watch the export tree and every collection; adopt hand edits and re-index until Ctrl-C / SIGTERM."""
+    from cmem_index.watcher import Watcher
+
+    config = current_config()
+    config.ensure_home()
+
+    def report(r: Any) -> None:
+        if r.read or r.removed or r.embedded:
+            print(f"cmem: {_summary(r)}", file=sys.stderr, flush=True)
+
+    def error(message: str) -> None:
+        print(f"cmem: {escape_control(message)}", file=sys.stderr, flush=True)
+
+    from cmem_index.loading import load_embedder
+
+    embedder, note = load_embedder(config)  # loaded once here; the watcher reuses it
+    if embedder is None:
+        print(f"cmem: keyword-only index: {escape_control(note or '')}", file=sys.stderr, flush=True)
+
+    def adopt(paths: list[Path] | None) -> None:
+        from cmem_cli.cli.invocation import open_memory
+        from cmem_cli.services.sync_local import sync_local
+
+        with open_memory() as memory:
+            result = sync_local(memory, paths)
+        for path, reason in result.invalid + result.conflicts:
+            error(f"{path}: {reason}")
+        if result.adopted or result.created or result.forgotten:
+            counts = (
+                f"{len(result.adopted)} edited, {len(result.created)} new, {len(result.forgotten)} deleted"
+            )
+            print(f"cmem: adopted {counts}", file=sys.stderr, flush=True)
+
+    watcher = Watcher(config, debounce=debounce, on_report=report, on_error=error, on_export_change=adopt)
+    watcher.install_signal_handlers()
+    print("cmem: watching; Ctrl-C to stop", file=sys.stderr, flush=True)
+    watcher.run()
+    print("cmem: stopped", file=sys.stderr, flush=True)
+
+
+@collection_app.command("add")
+def collection_add(
+    directory: Annotated[str, typer.Argument(help="Folder of markdown files.", metavar="DIR")],
+    name: Annotated[
+        str | None, typer.Option("--name", help="Collection name (default: folder name).")
+    ] = None,
+    mask: Annotated[
+        str | None, typer.Option("--mask", help="Glob of files to index, relative to DIR (default **/*.md).")
+    ] = None,
+) -> None:
+    """Add a folder of markdown to the index; prints the collection name."""
+    from cmem_index.collections import add_collection
+
+    collection = add_collection(current_config(), directory, name=name, mask=mask)
+    write(f"{collection.name}\n")
+    print(f"cmem: added {collection.root} ({collection.mask}); run `cmem index` to index it", file=sys.stderr)
+
+
+@collection_app.command("list")
+def collection_list(as_json: JsonOpt = False) -> None:
+    """List collections ('memories' is cmem's own export tree)."""
+    from cmem_index.collections import load_collections
+
+    collections = load_collections(current_config())
+    if as_json:
+        write(dumps([c.to_json() for c in collections]) + "\n")
+        return
+    for c in collections:
+        write(f"{escape_control(c.name)}\t{escape_control(str(c.root))}\t{escape_control(c.mask)}\n")
+
+
+@collection_app.command("remove")
+def collection_remove(name: Annotated[str, typer.Argument(help="Collection name.", metavar="NAME")]) -> None:
+    """Stop indexing a collection and drop its documents from the index (files are not touched)."""
+    from cmem_index.collections import remove_collection
+
+    from cmem_cli.core.errors import DatabaseBusy
+
+    config = current_config()
+    removed = remove_collection(config, name)
+    try:
+        dropped = _drop_from_index(config, removed.name)
+    except DatabaseBusy:
+        dropped = None
+    where = (
+        f"{dropped} documents dropped from the index"
+        if dropped is not None
+        else "the next `cmem index` drops it"
+    )
+    print(f"cmem: removed collection {removed.name} ({where})", file=sys.stderr)
+
+
+def _drop_from_index(config: Any, name: str) -> int:
+    from cmem_index.lock import writer_lock
+    from cmem_index.store import IndexStore
+
+    if not config.index_path.exists():
+        return 0
+    with writer_lock(config.index_path, timeout=2.0):
+        store = IndexStore.open(config.index_path)
+        try:
+            docs = store.documents_in(name)
+            with store.transaction():
+                for doc in docs.values():
+                    store.delete_document(doc.id)
+            return len(docs)
+        finally:
+            store.close()
+
+
+def register(app: typer.Typer) -> None:
+    app.command("index")(index_cmd)
+    app.command("status")(status_cmd)
+    app.command("watch")(watch_cmd)
+    app.add_typer(collection_app)

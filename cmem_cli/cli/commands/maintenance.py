@@ -1,0 +1,75 @@
+"""Maintenance commands: export --rebuild and doctor."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Annotated
+
+import typer
+
+from cmem_cli.cli.commands.common import JsonOpt, open_memory
+from cmem_cli.cli.render import write
+
+
+def export_cmd(
+    rebuild: Annotated[
+        bool,
+        typer.Option(
+            "--rebuild",
+            help="Adopt hand edits and new files, then regenerate every file from the database.",
+        ),
+    ] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Show where the markdown export lives, or rebuild it from the database (idempotent; never deletes)."""
+    with open_memory() as memory:
+        if not rebuild:
+            print(memory.config.export_dir)
+            return
+        result = memory.rebuild_export()
+    if as_json:
+        write(json.dumps(result) + "\n")
+    else:
+        print(
+            f"written {result['written']}, unchanged {result['unchanged']}, "
+            f"adopted {result['adopted']}, created {result['created']}",
+            file=sys.stderr,
+        )
+        for item in result["invalid"]:
+            print(f"cmem: {item['path']}: {item['reason']} (not adopted)", file=sys.stderr)
+
+
+def doctor(
+    fix: Annotated[
+        bool,
+        typer.Option(
+            "--fix",
+            help="Roll back interrupted writes, adopt hand-edited and new files, rewrite missing ones.",
+        ),
+    ] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Check database integrity and the export tree (missing, changed, orphaned files). Exit 1 on problems."""
+    from cmem_cli.cli.invocation import current_config
+    from cmem_cli.services.doctor import diagnose
+
+    report = diagnose(current_config(), fix=fix)
+    if as_json:
+        write(json.dumps(report, ensure_ascii=False, indent=2) + "\n")
+    else:
+        from cmem_cli.cli.render import Column, emit_rows, resolve_format
+
+        columns = [
+            Column("status", "STATUS", priority=0),
+            Column("name", "CHECK", priority=0),
+            Column("detail", "DETAIL", priority=1, shrink_to=20),
+        ]
+        emit_rows(report["checks"], columns, resolve_format(None, False))
+    if not report["ok"]:
+        raise typer.Exit(1)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("export")(export_cmd)
+    app.command("doctor")(doctor)

@@ -1,0 +1,49 @@
+"""`cmem completion SHELL` and `cmem man`: what an installed cmem ships for the shell, printed on demand.
+
+Printing them (as gh and llm do) works from any install, wheel or checkout, with nothing to copy from a
+clone; the text is built from the CLI itself, so it always matches the installed version.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from typing import Annotated
+
+import typer
+
+from cmem_cli.cli.render import write
+from cmem_cli.core.errors import UsageError
+
+SHELLS = ("bash", "zsh", "fish")
+
+
+def completion(
+    shell: Annotated[str, typer.Argument(help="bash, zsh or fish.", metavar="SHELL", show_default=False)],
+) -> None:
+    """Print the tab-completion script for SHELL; see README for where each shell loads it from."""
+    from cmem_cli.cli import clidocs
+
+    if shell not in SHELLS:
+        raise UsageError(f"unknown shell {shell!r} (expected one of: {', '.join(SHELLS)})")
+    write(clidocs.completion_script(shell))
+
+
+def man_cmd(
+    raw: Annotated[bool, typer.Option("--raw", help="Print the roff source even on a terminal.")] = False,
+) -> None:
+    """Show the manual page: formatted by man(1) on a terminal, roff source when piped (to install it)."""
+    from cmem_cli.cli import clidocs
+
+    page = clidocs.man(clidocs.build_tree())
+    viewer = shutil.which("man")
+    if raw or viewer is None or not sys.stdout.isatty():
+        write(page)
+        return
+    subprocess.run([viewer, "-l", "-"], input=page.encode("utf-8"), check=False)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("completion")(completion)
+    app.command("man")(man_cmd)

@@ -1,0 +1,186 @@
+"""Write commands: add, edit, link, forget."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+
+from cmem_cli.cli import write_bodies as write_commands
+from cmem_cli.cli.commands.common import (
+    AgentOpt,
+    ProjectOpt,
+    SessionOpt,
+    check_cli_text,
+    open_memory,
+)
+from cmem_cli.core.errors import InvalidInput
+
+
+def add(
+    title_text: Annotated[
+        str | None, typer.Argument(help="Title (the same as --title).", metavar="TITLE", show_default=False)
+    ] = None,
+    title: Annotated[
+        str | None, typer.Option("--title", "-t", help="Title (required unless --json).")
+    ] = None,
+    obs_type: Annotated[
+        str,
+        typer.Option(
+            "--type",
+            help="decision, bugfix, feature, refactor, discovery, change, error, insight or question.",
+        ),
+    ] = "change",
+    subtitle: Annotated[str | None, typer.Option("--subtitle", help="One-line subtitle.")] = None,
+    narrative: Annotated[str | None, typer.Option("--narrative", help="Longer text (markdown).")] = None,
+    fact: Annotated[list[str] | None, typer.Option("--fact", help="A fact (repeatable).")] = None,
+    concept: Annotated[
+        list[str] | None, typer.Option("--concept", help="A concept/tag (repeatable).")
+    ] = None,
+    read: Annotated[
+        list[str] | None, typer.Option("--read", help="A file that was read (repeatable).", metavar="PATH")
+    ] = None,
+    modified: Annotated[
+        list[str] | None,
+        typer.Option("--modified", help="A file that was modified (repeatable).", metavar="PATH"),
+    ] = None,
+    tool: Annotated[
+        list[str] | None, typer.Option("--tool", help="A tool that was used (repeatable).")
+    ] = None,
+    project: ProjectOpt = None,
+    session: SessionOpt = None,
+    agent: AgentOpt = None,
+    key: Annotated[
+        str | None,
+        typer.Option("--key", help="Keyed memory: replaces the project's observation with the same key."),
+    ] = None,
+    confidence: Annotated[float | None, typer.Option("--confidence", help="0..1.")] = None,
+    link: Annotated[
+        list[str] | None, typer.Option("--link", help="TYPE:ID link, e.g. related:12 (repeatable).")
+    ] = None,
+    json_source: Annotated[
+        str | None,
+        typer.Option(
+            "--json",
+            help="Read one JSON object, an array, or NDJSON from FILE ('-' for stdin).",
+            metavar="FILE",
+        ),
+    ] = None,
+) -> None:
+    """Record an observation (or bulk-import JSON records); prints the new id(s), one per line."""
+    write_commands.add(
+        title_text=title_text,
+        title=title,
+        obs_type=obs_type,
+        subtitle=subtitle,
+        narrative=narrative,
+        fact=fact,
+        concept=concept,
+        read=read,
+        modified=modified,
+        tool=tool,
+        project=project,
+        session=session,
+        agent=agent,
+        key=key,
+        confidence=confidence,
+        link=link,
+        json_source=json_source,
+    )
+
+
+def edit(
+    obs_id: Annotated[int, typer.Argument(help="Observation id.", metavar="ID")],
+    title: Annotated[str | None, typer.Option("--title", "-t", help="New title.")] = None,
+    obs_type: Annotated[str | None, typer.Option("--type", help="New type.")] = None,
+    subtitle: Annotated[str | None, typer.Option("--subtitle", help="New subtitle ('' clears).")] = None,
+    narrative: Annotated[str | None, typer.Option("--narrative", help="New narrative ('' clears).")] = None,
+    fact: Annotated[list[str] | None, typer.Option("--fact", help="Replace facts (repeatable).")] = None,
+    add_fact: Annotated[
+        list[str] | None, typer.Option("--add-fact", help="Append a fact (repeatable).")
+    ] = None,
+    concept: Annotated[
+        list[str] | None, typer.Option("--concept", help="Replace concepts (repeatable).")
+    ] = None,
+    read: Annotated[
+        list[str] | None, typer.Option("--read", help="Replace files read.", metavar="PATH")
+    ] = None,
+    modified: Annotated[
+        list[str] | None, typer.Option("--modified", help="Replace files modified.", metavar="PATH")
+    ] = None,
+    project: ProjectOpt = None,
+    key: Annotated[str | None, typer.Option("--key", help="New key ('' clears).")] = None,
+    confidence: Annotated[float | None, typer.Option("--confidence", help="0..1.")] = None,
+    link: Annotated[list[str] | None, typer.Option("--link", help="Add a TYPE:ID link (repeatable).")] = None,
+) -> None:
+    """Change fields of an observation; its markdown file is rewritten."""
+    changes: dict[str, object] = {}
+    for name, value in (
+        ("title", title),
+        ("type", obs_type),
+        ("subtitle", subtitle),
+        ("narrative", narrative),
+        ("project", project),
+        ("key", key),
+        ("confidence", confidence),
+    ):
+        if value is not None:
+            changes[name] = check_cli_text(f"--{name}", value) if isinstance(value, str) else value
+            if value == "":
+                changes[name] = None
+    for name, value in (
+        ("facts", fact),
+        ("concepts", concept),
+        ("files_read", read),
+        ("files_modified", modified),
+        ("links", link),
+    ):
+        if value:
+            changes[name] = [check_cli_text(f"--{name}", v) for v in value]
+    if not changes and not add_fact:
+        raise InvalidInput("nothing to change (see `cmem edit --help`)")
+    with open_memory() as memory:
+        if add_fact:
+            current = memory.store.get_observation(obs_id)
+            changes["facts"] = [*(changes.get("facts") or current["facts"]), *add_fact]
+        row = memory.edit_observation(obs_id, changes)
+    print(row["id"])
+
+
+def link_cmd(
+    from_id: Annotated[int, typer.Argument(help="Observation the link starts at.", metavar="FROM")],
+    link_type: Annotated[
+        str, typer.Argument(help="caused_by, led_to, related, supersedes or reverts.", metavar="TYPE")
+    ],
+    to_id: Annotated[int, typer.Argument(help="Observation the link points to.", metavar="TO")],
+    remove: Annotated[bool, typer.Option("--remove", help="Remove the link instead.")] = False,
+) -> None:
+    """Link two observations (FROM TYPE TO), e.g. `cmem link 14 caused_by 9`."""
+    with open_memory() as memory:
+        memory.link(from_id, to_id, link_type, remove=remove)
+
+
+def forget(
+    obs_ids: Annotated[list[int], typer.Argument(help="Observation ids.", metavar="ID...")],
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+) -> None:
+    """Delete observations and their markdown files."""
+    with open_memory() as memory:
+        rows = [memory.store.get_observation(i) for i in obs_ids]
+        if not yes:
+            if not sys.stdin.isatty():
+                raise InvalidInput("refusing to delete without confirmation; pass --yes")
+            for row in rows:
+                print(f"{row['id']}\t{row['title']}", file=sys.stderr)
+            if not typer.confirm(f"Delete {len(rows)} observation(s)?", err=True):
+                raise typer.Exit(1)
+        deleted = memory.forget(obs_ids)
+    print(f"deleted {len(deleted)} observation(s)", file=sys.stderr)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("add")(add)
+    app.command("edit")(edit)
+    app.command("link")(link_cmd)
+    app.command("forget")(forget)

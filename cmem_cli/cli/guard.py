@@ -1,0 +1,71 @@
+"""Turn every failure of a command into one line on stderr and an exit code (shared by both CLI paths)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import sys
+from collections.abc import Callable
+
+from cmem_cli.core.errors import EXIT_ERROR, EXIT_IO, CmemError
+
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+
+
+def say(message: str) -> None:
+    """``cmem: message`` on stderr as one printable line: a message may echo user input holding control
+    characters or bytes that were not UTF-8 (surrogates, which stderr cannot even encode)."""
+    text = message.encode("utf-8", "backslashreplace").decode("utf-8")
+    text = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    print(f"cmem: {text}", file=sys.stderr)
+
+
+def run_guarded(command: Callable[[], int]) -> int:
+    """Run ``command``; a CmemError becomes ``cmem: message`` and its exit code, a bug one line naming it
+    (the traceback only with CMEM_DEBUG=1), a closed pipe a quiet success."""
+    debug = os.environ.get("CMEM_DEBUG") == "1"
+    try:
+        return command()
+    except CmemError as exc:
+        if debug:
+            raise
+        say(exc.message)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("cmem: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        # `cmem search | head`: the reader went away; not an error worth reporting.
+        with contextlib.suppress(OSError):
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - silence the interpreter's flush at exit
+        return 0
+    except OSError as exc:
+        # the file system refused (a name too long, a path through a file, no space): exit 7, as documented
+        if debug:
+            raise
+        where = f"{exc.filename}: " if exc.filename else ""
+        say(f"{where}{exc.strerror or exc}")
+        return EXIT_IO
+    except Exception as exc:  # a bug: say so in one line unless debugging
+        if debug:
+            raise
+        translated = _database_error(exc)
+        if translated is not None:
+            say(translated.message)
+            return translated.exit_code
+        say(f"internal error: {type(exc).__name__}: {exc} (set CMEM_DEBUG=1 for details)")
+        return EXIT_ERROR
+
+
+def _database_error(exc: Exception) -> CmemError | None:
+    """A SQLite error raised where no store call translated it (rows read lazily from a cursor): a damaged,
+    locked or unwritable store is still the user's problem to fix, not a bug, so it gets its exit code."""
+    if type(exc).__module__ != "apsw":
+        return None
+    from pathlib import Path
+
+    from cmem_cli.core.db import classify_error
+
+    translated = classify_error(exc, Path("the store"), "database", "see `cmem doctor`")
+    return translated if isinstance(translated, CmemError) else None

@@ -1,0 +1,270 @@
+"""The bodies of the read commands (search, timeline, get), free of typer and click.
+
+``cmem_cli.cli.commands.read`` declares these commands' options for typer and calls the functions here;
+``cmem_cli.cli.fast`` calls them directly when the command line is simple, so that `cmem search` from a
+hook or a script does not spend 30-40 ms importing typer and click. Both paths pass the same keyword
+arguments (tests/test_fast_cli.py checks it), so the functions' parameter names are the typer commands'.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+from cmem_cli.cli.invocation import open_reader
+from cmem_cli.cli.render import (
+    TYPE_ICONS,
+    Column,
+    emit_rows,
+    emit_text,
+    escape_control,
+    resolve_format,
+    write,
+)
+from cmem_cli.store.repository import Filters
+
+
+def _date(row: dict[str, Any]) -> str:
+    return (row.get("created_at") or "")[:10]
+
+
+def _datetime(row: dict[str, Any]) -> str:
+    stamp = row.get("created_at") or ""
+    return f"{stamp[:10]} {stamp[11:16]}"
+
+
+def _compact_date(row: dict[str, Any]) -> str:
+    """A terminal's date: "Nov 23" this year, "2025-11" before, so the title keeps the room."""
+    from datetime import date
+
+    stamp = row.get("created_at") or ""
+    if len(stamp) < 10:
+        return stamp
+    day = date.fromisoformat(stamp[:10])
+    return day.strftime("%b %d") if day.year == date.today().year else stamp[:7]
+
+
+def _type_cell(row: dict[str, Any]) -> str:
+    return f"{TYPE_ICONS.get(row['type'], '•')} {row['type']}"
+
+
+def _tokens(row: dict[str, Any]) -> str:
+    return f"~{row['tokens']}" if row.get("tokens") is not None else ""
+
+
+# Priorities decide what a narrow terminal keeps: the id (never dropped or cut), the title (cut first),
+# type and date, then the rest.
+SEARCH_COLUMNS = [
+    Column("id", "ID", justify="right", priority=0),
+    Column("created_at", "DATE", _date, priority=3),
+    Column("type", "TYPE", priority=2),
+    Column("title", "TITLE", max_width=72, priority=1, shrink_to=30),
+    Column("project", "PROJECT", max_width=20, priority=4),
+    Column("tokens", "TOKENS", _tokens, justify="right", priority=5),
+]
+# On a terminal the type gets its icon and the date is compact; piped output keeps stable values.
+TABLE_SEARCH_COLUMNS = [
+    SEARCH_COLUMNS[0],
+    Column("created_at", "DATE", _compact_date, priority=3),
+    Column("type", "TYPE", _type_cell, priority=2),
+    *SEARCH_COLUMNS[3:],
+]
+
+
+def search(
+    query: str | None = None,
+    project: str | None = None,
+    obs_type: list[str] | None = None,
+    concept: list[str] | None = None,
+    file: list[str] | None = None,
+    agent: str | None = None,
+    session: str | None = None,
+    since: str | None = None,
+    until: str | None = None,
+    limit: int = 20,
+    offset: int = 0,
+    order: str = "relevance",
+    mode: str = "auto",
+    rerank: bool | None = None,
+    min_score: float | None = None,
+    collection: list[str] | None = None,
+    explain: bool = False,
+    all_hits: bool = False,
+    as_json: bool = False,
+    fmt: str | None = None,
+) -> int:
+    """`cmem search`: one compact row per hit; exit status EXIT_NO_MATCH when there is none (like grep)."""
+    from cmem_cli.core.errors import EXIT_NO_MATCH, EXIT_OK
+    from cmem_cli.services.search import build_filters
+    from cmem_cli.services.search import search as run_search
+
+    output = resolve_format(fmt, as_json)
+    check_count("--limit", limit)
+    check_count("--offset", offset)
+    filters = build_filters(project, obs_type, concept, file, agent, session, since, until)
+    with open_reader() as reader:
+        if filters.session:
+            filters.session = reader.store.resolve_session(filters.session) or filters.session
+        rows, _, notes, total, capped = run_search(
+            reader,
+            query,
+            filters,
+            limit=0 if all_hits else limit,
+            offset=offset,
+            order=order,
+            mode=mode,
+            rerank=rerank,
+            min_score=min_score,
+            collections=collection,
+            explain=explain,
+        )
+        _absolute_paths(reader.config, rows)
+    if mode != "auto" or explain:  # in auto mode a missing index or model is expected, not news
+        for note in notes:
+            print(f"cmem: note: {note}", file=sys.stderr)
+    columns = TABLE_SEARCH_COLUMNS if output == "table" else SEARCH_COLUMNS
+    if explain:
+        columns = [*columns, Column("signals", "WHY", _why, priority=2, shrink_to=24)]
+    emit_rows(rows, columns, output, empty_message="no matches")
+    shown_to = offset + len(rows)
+    if rows and (capped or total > shown_to):
+        more = f"{total}+" if capped else str(total)
+        print(f"cmem: showing {len(rows)} of {more} (-n 0 or --all for every hit)", file=sys.stderr)
+    return EXIT_OK if rows else EXIT_NO_MATCH
+
+
+def _absolute_paths(config: Any, rows: list[dict[str, Any]]) -> None:
+    """Give scripts a ``path`` that exists on this machine: memories are relative to the export folder,
+    documents are ``collection:relative`` until resolved against their collection's root."""
+    roots: dict[str, Any] | None = None
+    for row in rows:
+        path = row.get("path")
+        if not path:
+            continue
+        if row.get("kind") != "document":
+            row["path"] = str(config.export_dir / path)
+            continue
+        if roots is None:
+            from cmem_index.collections import load_collections
+
+            roots = {c.name: c.root.expanduser() for c in load_collections(config)}
+        name, _, relpath = path.partition(":")
+        if name in roots:
+            row["path"] = str(roots[name] / relpath)
+
+
+def _why(row: dict[str, Any]) -> str:
+    parts = [f"{name}#{s['rank']}:{s['norm']:.2f}" for name, s in (row.get("signals") or {}).items()]
+    return " ".join(parts)
+
+
+TIMELINE_COLUMNS = [
+    Column("anchor", "", lambda r: ">>" if r["anchor"] else "", priority=0),
+    Column("id", "ID", justify="right", priority=0),
+    Column("created_at", "TIME", _datetime, priority=0),
+    Column("type", "TYPE", priority=2),
+    Column("title", "TITLE", max_width=80, priority=1, shrink_to=20),
+    Column("tokens", "TOKENS", lambda r: f"~{r['tokens']}", justify="right", priority=5),
+]
+
+
+MAX_COUNT = 1_000_000  # rows any listing may ask for: far above use, far below SQLite's 64-bit limit
+
+
+def check_count(option: str, value: int) -> None:
+    """A row count or offset from the command line: 0..MAX_COUNT, else a usage error (exit 2)."""
+    from cmem_cli.core.errors import UsageError
+
+    if not 0 <= value <= MAX_COUNT:
+        raise UsageError(f"{option} must be between 0 and {MAX_COUNT}, got {value}")
+
+
+def timeline(
+    ref: str | None = None,
+    query: str | None = None,
+    before: int = 5,
+    after: int = 5,
+    project: str | None = None,
+    as_json: bool = False,
+    fmt: str | None = None,
+) -> None:
+    """`cmem timeline`: what happened around one observation, in time order."""
+    from cmem_cli.core.errors import InvalidInput
+    from cmem_cli.services.search import resolve_query_anchor
+    from cmem_cli.services.search import timeline as build_timeline
+
+    if (ref is None) == (query is None):
+        raise InvalidInput("give an anchor ID or --query, not both")
+    check_count("--before", before)
+    check_count("--after", after)
+    output = resolve_format(fmt, as_json)
+    with open_reader() as reader:
+        if query is not None:
+            ref = resolve_query_anchor(reader.store, query, Filters(project=project))
+        result = build_timeline(reader.store, ref, before=before, after=after)
+    items = result["items"]
+    if output == "json":
+        write(json.dumps(result, ensure_ascii=False, indent=2) + "\n")
+    elif output in ("table", "md"):
+        _timeline_by_day(items, output)
+    else:
+        emit_rows(items, TIMELINE_COLUMNS, output)
+
+
+def _timeline_by_day(items: list[dict[str, Any]], output: str) -> None:
+    day = None
+    group: list[dict[str, Any]] = []
+    columns = [
+        TIMELINE_COLUMNS[0],
+        TIMELINE_COLUMNS[1],
+        Column("created_at", "TIME", lambda r: r["created_at"][11:16], priority=0),
+        Column("type", "TYPE", _type_cell, priority=2),
+        *TIMELINE_COLUMNS[4:],
+    ]
+    for item in [*items, None]:
+        item_day = item["created_at"][:10] if item else None
+        if item_day != day and group:
+            write(f"\n## {day}\n\n" if output == "md" else f"{day}\n")
+            emit_rows(group, columns, output)
+            group = []
+        day = item_day
+        if item:
+            group.append(item)
+
+
+GET_FORMATS = ("md", "json", "ndjson", "plain")
+
+
+def get(
+    refs: list[str],
+    links: bool = False,
+    path_only: bool = False,
+    as_json: bool = False,
+    fmt: str | None = None,
+) -> None:
+    """`cmem get`: full details of observations; counts as a retrieval."""
+    from cmem_cli.services.details import fetch_details, render_details, with_absolute_paths
+
+    output = "json" if as_json else (fmt or "md")
+    if output not in GET_FORMATS:
+        from cmem_cli.core.errors import UsageError
+
+        raise UsageError(f"unknown format {output!r} for get (expected one of: {', '.join(GET_FORMATS)})")
+    with open_reader() as reader:
+        records = [
+            with_absolute_paths(reader.config, r) for r in fetch_details(reader, refs, follow_links=links)
+        ]
+    if path_only:
+        from cmem_cli.core.errors import NotFound
+
+        missing = next((r["id"] for r in records if not r.get("path")), None)
+        if missing is not None:
+            raise NotFound(f"{missing} has no file (prompts live only in the database)")
+        write("".join(f"{escape_control(r['path'])}\n" for r in records))
+    elif output == "json":
+        write(json.dumps(records, ensure_ascii=False, indent=2) + "\n")
+    elif output == "ndjson":
+        write("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
+    else:
+        emit_text("\n\n".join(render_details(r) for r in records))

@@ -1,0 +1,98 @@
+"""The body of `cmem add`, free of typer and click.
+
+``cmem_cli.cli.commands.write`` declares the command's options for typer and calls :func:`add`;
+``cmem_cli.cli.fast`` calls it directly for a simple command line, so a script or agent that records an
+observation does not spend 30-40 ms importing typer. The parameter names are the typer command's.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from cmem_cli.cli.input import check_cli_text, parse_json_records, read_json_input
+from cmem_cli.cli.invocation import open_memory
+from cmem_cli.core.config import default_agent, default_project, default_session
+from cmem_cli.core.errors import InvalidInput
+
+
+def add(
+    title_text: str | None = None,
+    title: str | None = None,
+    obs_type: str = "change",
+    subtitle: str | None = None,
+    narrative: str | None = None,
+    fact: list[str] | None = None,
+    concept: list[str] | None = None,
+    read: list[str] | None = None,
+    modified: list[str] | None = None,
+    tool: list[str] | None = None,
+    project: str | None = None,
+    session: str | None = None,
+    agent: str | None = None,
+    key: str | None = None,
+    confidence: float | None = None,
+    link: list[str] | None = None,
+    json_source: str | None = None,
+) -> None:
+    """`cmem add`: record one observation, or bulk-import JSON records; prints the new id(s)."""
+    defaults = {
+        "project": check_cli_text("--project", project) or default_project(),
+        "agent": check_cli_text("--agent", agent) or default_agent(),
+        "session": check_cli_text("--session", session) or default_session(),
+    }
+    if title_text is not None:
+        if title is not None:
+            raise InvalidInput("give the title once: as TITLE or as --title")
+        title = title_text
+    if json_source is not None:
+        if title is not None:
+            raise InvalidInput("use either --json or --title, not both")
+        _add_json(json_source, defaults)
+        return
+    if title is None:
+        raise InvalidInput("missing title (use --title, or --json FILE)")
+    record = {
+        "type": obs_type, "title": title, "subtitle": subtitle, "narrative": narrative,
+        "facts": fact or [], "concepts": concept or [], "files_read": read or [],
+        "files_modified": modified or [], "tools_used": tool or [], "key": key, "confidence": confidence,
+        "links": link or [],
+    }  # fmt: skip
+    for name, value in record.items():
+        if isinstance(value, str):
+            check_cli_text(f"--{name}", value)
+        elif isinstance(value, list):
+            for item in value:
+                check_cli_text(f"--{name}", item)
+    with open_memory() as memory:
+        _refuse_ended_session(memory.store, defaults["session"])
+        row = memory.add_observation(record, defaults)
+    print(row["id"])
+
+
+def _refuse_ended_session(store: Any, session: str | None) -> None:
+    """A CMEM_SESSION left exported after `cmem session end` must not silently collect new work."""
+    full = store.resolve_session(session) if session else None
+    if full is None:
+        return
+    status = store.get_session(full)["status"]
+    if status != "active":
+        raise InvalidInput(
+            f"session {full} is {status}; start a new one (cmem session start) or unset CMEM_SESSION"
+        )
+
+
+def _add_json(source: str, defaults: dict[str, str | None]) -> None:
+    label = "stdin" if source == "-" else source
+    records = parse_json_records(read_json_input(source), label)
+    with open_memory() as memory:
+        _refuse_ended_session(memory.store, defaults["session"])
+        prepared = []
+        for line, record in records:
+            try:
+                prepared.append(memory.prepare(record, defaults))
+            except InvalidInput as exc:
+                where = f"line {line}" if len(records) > 1 or line > 1 else "record"
+                raise InvalidInput(f"{label}: {where}: {exc.message}; nothing was imported") from None
+        rows = memory.add_observations(prepared)
+    sys.stdout.write("".join(f"{row['id']}\n" for row in rows))

@@ -1,0 +1,221 @@
+"""Where cmem keeps its data and what the user configured.
+
+Resolution order for the home directory: ``--home`` > ``CMEM_HOME`` > ``$XDG_DATA_HOME/cmem`` >
+``~/.local/share/cmem``. The optional config file lives at ``$CMEM_CONFIG`` or
+``$XDG_CONFIG_HOME/cmem/config.toml`` (default ``~/.config/cmem/config.toml``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+from typing import Any
+
+from cmem_cli.core.errors import InvalidInput, StorageError
+
+DEFAULT_EMBED_MODEL = "hf:ggml-org/embeddinggemma-300M-GGUF/embeddinggemma-300M-Q8_0.gguf"
+DEFAULT_RERANK_MODEL = "hf:ggml-org/Qwen3-Reranker-0.6B-Q8_0-GGUF/qwen3-reranker-0.6b-q8_0.gguf"
+
+DIR_MODE = 0o700
+FILE_MODE = 0o600
+
+
+def _xdg(var: str, fallback: str) -> Path:
+    value = os.environ.get(var)
+    return Path(value) if value else Path.home() / fallback
+
+
+def config_file_path() -> Path:
+    explicit = os.environ.get("CMEM_CONFIG")
+    if explicit:
+        return Path(explicit)
+    return _xdg("XDG_CONFIG_HOME", ".config") / "cmem" / "config.toml"
+
+
+def load_config_file(path: Path | None = None) -> dict[str, Any]:
+    """Read the TOML config; a missing file is an empty config, a broken one an error."""
+    path = path or config_file_path()
+    try:
+        fh = open(path, "rb")  # noqa: SIM115 - closed below
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        raise StorageError(f"cannot read config file {path}: {exc.strerror}") from None
+    import tomllib  # only when there is a file: about 3 ms of every hook call otherwise
+
+    with fh:
+        try:
+            return tomllib.load(fh)
+        except tomllib.TOMLDecodeError as exc:
+            raise InvalidInput(f"config file {path} is not valid TOML: {exc}") from None
+        except OSError as exc:
+            raise StorageError(f"cannot read config file {path}: {exc.strerror}") from None
+
+
+def resolve_home(cli_home: str | os.PathLike[str] | None = None) -> Path:
+    if cli_home:
+        return Path(cli_home).expanduser()
+    env = os.environ.get("CMEM_HOME")
+    if env:
+        return Path(env).expanduser()
+    return _xdg("XDG_DATA_HOME", ".local/share") / "cmem"
+
+
+class Config:
+    """Resolved settings for one cmem invocation. (A plain class: importing dataclasses costs every hook
+    call about 5 ms.)"""
+
+    def __init__(
+        self,
+        home: Path,
+        export_dir: Path,
+        embed_model: str | None = DEFAULT_EMBED_MODEL,
+        rerank_model: str | None = None,
+        raw: dict[str, Any] | None = None,
+        embed_model_chosen: bool = False,
+    ):
+        self.home = home
+        self.export_dir = export_dir
+        self.embed_model = embed_model
+        self.rerank_model = rerank_model
+        self.raw = raw if raw is not None else {}
+        # A model someone named (environment or config file) must exist; the built-in default may be absent.
+        self.embed_model_chosen = embed_model_chosen
+
+    @property
+    def db_path(self) -> Path:
+        return self.home / "cmem.db"
+
+    @property
+    def index_path(self) -> Path:
+        return self.home / "index.db"
+
+    @property
+    def log_dir(self) -> Path:
+        return self.home / "logs"
+
+    @property
+    def models_dir(self) -> Path:
+        env = os.environ.get("CMEM_MODELS_DIR")
+        if env:
+            return Path(env).expanduser()
+        return _xdg("XDG_CACHE_HOME", ".cache") / "cmem" / "models"
+
+    def section(self, name: str) -> dict[str, Any]:
+        value = self.raw.get(name, {})
+        return value if isinstance(value, dict) else {}
+
+    def ensure_home(self) -> None:
+        """Create home and export directories (0700); a clear error if that is impossible."""
+        for directory in (self.home, self.export_dir):
+            try:
+                if not directory.is_dir():
+                    # The folders above home are the user's (default mode); home and below are cmem's (0700).
+                    inside = directory == self.home or self.home in directory.parents
+                    top = self.home if inside else directory
+                    top.parent.mkdir(parents=True, exist_ok=True)
+                    _make_private_dirs(top, directory)
+            except OSError as exc:
+                raise StorageError(f"cannot create {directory}: {exc.strerror}") from None
+            if not os.access(directory, os.W_OK | os.X_OK):
+                raise StorageError(f"{directory} is not writable")
+
+
+def _make_private_dirs(top: Path, directory: Path) -> None:
+    """Create ``top`` and the folders from it down to ``directory``, each 0700."""
+    folder = top
+    for part in ("", *directory.relative_to(top).parts):
+        folder = folder / part if part else folder
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(folder, DIR_MODE)
+
+
+def _config_path(raw: dict[str, Any], key: str) -> str | None:
+    value = raw.get(key)
+    if value is not None and (not isinstance(value, str) or not value or "\x00" in value):
+        raise InvalidInput(f"config file {config_file_path()}: '{key}' must be a path (a non-empty string)")
+    return value
+
+
+def env_int(name: str, default: int, low: int, high: int) -> int:
+    """An integer setting from the environment; a bad value is a one-line usage error, not a crash."""
+    from cmem_cli.core.errors import UsageError
+
+    text = os.environ.get(name)
+    if text is None or text.strip() == "":
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        raise UsageError(f"{name} must be an integer, got {text!r}") from None
+    if not low <= value <= high:
+        raise UsageError(f"{name} must be between {low} and {high}, got {value}")
+    return value
+
+
+def load_config(cli_home: str | os.PathLike[str] | None = None) -> Config:
+    raw = load_config_file()
+    for key in ("home", "export_dir"):
+        _config_path(raw, key)
+    home = resolve_home(cli_home or raw.get("home"))
+    export_setting = raw.get("export_dir")
+    export_dir = Path(export_setting).expanduser() if export_setting else home / "export"
+    if not export_dir.is_absolute():
+        export_dir = home / export_dir
+    models = raw.get("models", {}) if isinstance(raw.get("models"), dict) else {}
+    embed = os.environ.get("CMEM_EMBED_MODEL") or models.get("embed") or DEFAULT_EMBED_MODEL
+    rerank = os.environ.get("CMEM_RERANK_MODEL") or models.get("rerank") or None
+    return Config(
+        home=home,
+        export_dir=export_dir,
+        embed_model=embed if embed != "none" else None,
+        rerank_model=rerank if rerank != "none" else None,
+        raw=raw,
+        embed_model_chosen=embed != DEFAULT_EMBED_MODEL and embed != "none",
+    )
+
+
+def _git_toplevel(cwd: Path) -> Path | None:
+    """Find the enclosing git repository without spawning git when possible (fast path for hooks)."""
+    for candidate in (cwd, *cwd.parents):
+        if (candidate / ".git").exists():
+            return candidate
+    return None
+
+
+def default_project(cwd: str | os.PathLike[str] | None = None) -> str:
+    """``CMEM_PROJECT`` > enclosing git repository's top directory name > directory name."""
+    env = os.environ.get("CMEM_PROJECT")
+    if env:
+        return env
+    return project_for_directory(Path(cwd) if cwd else Path.cwd())
+
+
+def project_for_directory(directory: Path) -> str:
+    directory = directory.expanduser()
+    top = _git_toplevel(directory.resolve() if directory.exists() else directory)
+    name = (top or directory).name
+    return name or "default"
+
+
+def default_agent() -> str:
+    return os.environ.get("CMEM_AGENT") or "cli"
+
+
+def default_session() -> str | None:
+    return os.environ.get("CMEM_SESSION") or None
+
+
+__all__ = [
+    "Config",
+    "DEFAULT_EMBED_MODEL",
+    "DEFAULT_RERANK_MODEL",
+    "DIR_MODE",
+    "FILE_MODE",
+    "default_agent",
+    "default_project",
+    "default_session",
+    "load_config",
+    "resolve_home",
+]

@@ -1,0 +1,195 @@
+"""Opening cmem's SQLite database through apsw: pragmas, busy handling, transactions, migrations.
+
+apsw is used instead of the stdlib ``sqlite3`` because it bundles a recent SQLite that can load
+extensions (sqlite-vec) on every platform, and lets Python register FTS5 tokenizers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import apsw
+
+from cmem_cli.core.config import env_int
+from cmem_cli.core.errors import DatabaseBusy, DatabaseCorrupt, InvalidInput, StorageError
+
+BUSY_TIMEOUT_MS = 15_000  # overridable with CMEM_BUSY_TIMEOUT_MS
+
+Migration = Callable[[apsw.Connection], None]
+
+
+def classify_error(exc: apsw.Error, path: Path, label: str, repair_hint: str) -> Exception:
+    if isinstance(exc, apsw.BusyError | apsw.LockedError):
+        return DatabaseBusy(f"{label} {path} is locked by another process; try again")
+    if isinstance(exc, apsw.NotADBError | apsw.CorruptError):
+        return DatabaseCorrupt(f"{path} is not a usable cmem {label} ({exc}); {repair_hint}")
+    if isinstance(exc, apsw.SQLError) and str(exc).startswith(("no such table", "no such column")):
+        # cmem's own statements only name its own schema: a missing table is a damaged store, not a bug.
+        return DatabaseCorrupt(f"{path} is missing part of cmem's {label} schema ({exc}); {repair_hint}")
+    if isinstance(exc, apsw.CantOpenError | apsw.ReadOnlyError | apsw.IOError | apsw.PermissionsError):
+        return StorageError(f"cannot open or write {label} {path}: {exc}")
+    if isinstance(exc, apsw.FullError):
+        return StorageError(f"disk full while writing {label} {path}")
+    return exc
+
+
+@contextlib.contextmanager
+def translate_errors(
+    path: Path, *, label: str = "database", repair_hint: str = "see `cmem doctor`"
+) -> Iterator[None]:
+    """Turn apsw's low-level errors into cmem errors with exit codes (the store's and the index's)."""
+    try:
+        yield
+    except apsw.Error as exc:
+        translated = classify_error(exc, path, label, repair_hint)
+        if translated is exc:
+            raise
+        raise translated from None
+    except OverflowError:
+        # apsw cannot bind an integer past 64 bits: whatever number the user gave is out of range.
+        raise InvalidInput("a number is out of range (at most 2^63 - 1)") from None
+    except UnicodeEncodeError:
+        # text with lone surrogates: bytes that were not UTF-8 on the command line or in a file
+        raise InvalidInput("text is not valid UTF-8") from None
+
+
+@contextlib.contextmanager
+def immediate_transaction(conn: apsw.Connection) -> Iterator[None]:
+    """BEGIN IMMEDIATE ... COMMIT, rolled back on any exception (shared by the store and the index).
+
+    Inside an open transaction it is a savepoint instead, so that a caller can make several writes (a
+    replayed hook event and the mark that it was replayed) commit together or not at all."""
+    if not conn.getautocommit():
+        conn.execute("SAVEPOINT nested")
+        try:
+            yield
+        except BaseException:
+            conn.execute("ROLLBACK TO nested")
+            conn.execute("RELEASE nested")
+            raise
+        conn.execute("RELEASE nested")
+        return
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+class Database:
+    """A connection with cmem's pragmas and small helpers; one per process is enough."""
+
+    def __init__(self, path: Path, *, readonly: bool = False):
+        self.path = path
+        flags = (
+            apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
+        )
+        with translate_errors(path):
+            new_file = not path.exists()
+            self.conn = apsw.Connection(str(path), flags=flags)
+            if new_file and not readonly:
+                with contextlib.suppress(OSError):
+                    os.chmod(path, 0o600)
+            self.conn.set_busy_timeout(env_int("CMEM_BUSY_TIMEOUT_MS", BUSY_TIMEOUT_MS, 0, 86_400_000))
+            # A corrupt or foreign file fails here, with a clear message, not deep inside a command.
+            self.conn.execute("PRAGMA foreign_keys=ON")
+            if not readonly:
+                self._refuse_foreign()
+                mode = self.conn.execute("PRAGMA journal_mode").fetchall()[0][0]
+                if mode != "wal":
+                    self.conn.execute("PRAGMA journal_mode=WAL")
+                self.conn.execute("PRAGMA synchronous=NORMAL")
+
+    def _refuse_foreign(self) -> None:
+        """A file with tables but no schema version is another program's database: touching it (even
+        switching it to WAL) would change someone else's file. One statement, so one consistent snapshot
+        even while another process creates and migrates a new store."""
+        version, objects = self.conn.execute(
+            "SELECT (SELECT user_version FROM pragma_user_version), (SELECT count(*) FROM sqlite_master)"
+        ).fetchall()[0]
+        if version == 0 and objects:
+            self.conn.close()
+            raise DatabaseCorrupt(
+                f"{self.path} is a SQLite database but not cmem's (it holds tables cmem did not create);"
+                " see `cmem doctor`"
+            )
+
+    def close(self) -> None:
+        self.conn.close()
+
+    # -- queries ---------------------------------------------------------------------------------
+    def execute(self, sql: str, params: Any = ()) -> apsw.Cursor:
+        with translate_errors(self.path):
+            return self.conn.execute(sql, params)
+
+    def query(self, sql: str, params: Any = ()) -> list[dict[str, Any]]:
+        """Rows as dicts (column name -> value)."""
+        with translate_errors(self.path):
+            cursor = self.conn.execute(sql, params)
+            try:
+                names = [d[0] for d in cursor.getdescription()]
+            except apsw.ExecutionCompleteError:
+                return []
+            return [dict(zip(names, row, strict=True)) for row in cursor]
+
+    def query_one(self, sql: str, params: Any = ()) -> dict[str, Any] | None:
+        rows = self.query(sql, params)
+        return rows[0] if rows else None
+
+    def scalar(self, sql: str, params: Any = ()) -> Any:
+        with translate_errors(self.path):
+            row = self.conn.execute(sql, params).fetchone()
+        return row[0] if row else None
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[Database]:
+        """A write transaction that takes the write lock up front (BEGIN IMMEDIATE).
+
+        Taking the lock at the start means concurrent writers queue on the busy timeout instead
+        of failing with SQLITE_BUSY when a read transaction tries to upgrade.
+        """
+        with translate_errors(self.path), immediate_transaction(self.conn):
+            yield self
+
+    # -- schema ----------------------------------------------------------------------------------
+    def user_version(self) -> int:
+        return int(self.scalar("PRAGMA user_version") or 0)
+
+    def migrate(self, migrations: list[Migration]) -> None:
+        """Bring the schema to ``len(migrations)``; back up the file before touching an existing one."""
+        current = self.user_version()
+        target = len(migrations)
+        if current == target:
+            return
+        if current > target:
+            raise DatabaseCorrupt(
+                f"{self.path} has schema version {current}, newer than this cmem ({target}); upgrade cmem"
+            )
+        if current > 0:
+            self._backup(current)
+        with self.transaction():
+            # Re-check under the write lock: another process may have migrated meanwhile.
+            current = self.user_version()
+            for version in range(current, target):
+                migrations[version](self.conn)
+                self.conn.execute(f"PRAGMA user_version={version + 1}")
+
+    def _backup(self, version: int) -> None:
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        backup = self.path.with_name(f"{self.path.name}.v{version}-{stamp}.bak")
+        with translate_errors(self.path):
+            self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        try:
+            import shutil  # only for a migration backup: not on every command's start-up path
+
+            shutil.copy2(self.path, backup)
+            os.chmod(backup, 0o600)
+        except OSError as exc:
+            raise StorageError(f"cannot back up {self.path} before migrating: {exc.strerror}") from None

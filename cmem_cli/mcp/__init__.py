@@ -1,0 +1,1 @@
+"""The MCP front end: `cmem mcp`, the three retrieval layers as tools over stdio."""

@@ -1,0 +1,316 @@
+"""`cmem mcp`: cmem's memory as a Model Context Protocol server over stdio, on :mod:`cmem_cli.api`.
+
+Agents without shell hooks (Claude Desktop, Cursor, other MCP clients) get the same three retrieval layers
+as the CLI (``search`` -> ``timeline`` -> ``get``), plus ``remember`` and the session-start ``context``.
+Every result carries compact text for the model and the same data as structured content; observations are
+named by ``cmem://observation/<uid>`` and readable as MCP resources under that URI.
+
+Nothing listens on a port: the client starts this process and talks over its stdin and stdout. The store
+opens on the first call, and the index, numpy and llama.cpp only when a search needs them.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import traceback
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Annotated, Any
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError, UnexpectedToolError
+from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import Field
+
+from cmem_cli import __version__
+from cmem_cli.api import Memory
+from cmem_cli.api.types import URI_PREFIX, as_dict, citation_uri
+from cmem_cli.cli.render import escape_control
+from cmem_cli.core.config import Config
+from cmem_cli.core.errors import CmemError
+
+INSTRUCTIONS = """\
+cmem is this user's durable memory of past coding sessions: decisions, bugfixes, discoveries, with ids.
+Retrieve cheapest first, and only what you need:
+1. `search` gives compact rows (id, date, type, title, ~tokens that `get` would cost). Start here.
+2. `timeline` around a promising id shows what happened before and after it.
+3. `get` the few ids worth reading in full (it costs the tokens the rows announced).
+Record what you decide, fix or discover with `remember` (the why is what later sessions lack).
+`context` gives the session-start briefing for a project. Cite a memory by its `cmem://observation/<uid>`."""
+
+SEARCH_DESCRIPTION = """\
+Step 1 of 3: find past observations (and session summaries, prompts, indexed notes) matching a query.
+Returns one compact row per hit: id, date, type, title, project, score and ~tokens (the cost of `get` on it).
+Scan titles first; then call `timeline` around an id to see its context, and `get` only the ids worth
+reading. No query lists recent observations by the filters. Dates: ISO (2025-01-31) or relative (7d, 2w)."""
+TIMELINE_DESCRIPTION = """\
+Step 2 of 3: what happened around one observation, in time order, within its project; the anchor is
+marked `>>`. Give an `anchor` id from `search` (12, S3 for a summary, P7 for a prompt) or a `query` whose
+best match becomes the anchor. Cheap: titles and token costs only. Then `get` the ids that matter."""
+GET_DESCRIPTION = """\
+Step 3 of 3: full records (narrative, facts, files, links) for the given ids, from `search` or `timeline`.
+Costs about the ~tokens those rows showed per id, so fetch only what you will use. Counts as a retrieval
+(frequently used memories rank higher later)."""
+REMEMBER_DESCRIPTION = """\
+Store an observation so later sessions know it: a decision and its reason, a bugfix and its cause, a
+non-obvious discovery. Title: one line that will make sense in a search list. Facts: short, self-contained
+statements. With `key`, replaces the project's earlier observation with the same key (a living note).
+Text inside <private>...</private> and secrets are stripped before storage. Returns the new id and URI."""
+CONTEXT_DESCRIPTION = """\
+The session-start briefing for a project: the last session's summary and next steps, then the most useful
+recent observations as one line each (id, date, type, title, ~tokens), within a token budget. Call it once
+at the start of a task; drill down with `timeline` and `get`."""
+
+# The briefing's last line, in this server's terms: an MCP client may have no shell to run `cmem` in.
+MCP_REMINDER = (
+    "Drill down with the cmem tools: `search` (index), `timeline` (what happened around an id), "
+    "`get` (full details of the ids worth reading)."
+)
+
+READ_ONLY = ToolAnnotations(
+    read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
+WRITE = ToolAnnotations(
+    read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
+)
+
+Strings = list[str] | None
+Limit = Annotated[int, Field(ge=1, le=200, description="Maximum rows (1-200).")]
+Query = Annotated[str | None, Field(description="Words to match (keywords; with an index, also by meaning).")]
+Project = Annotated[
+    str | None, Field(description="Only this project (default: all for search and timeline).")
+]
+Types = Annotated[
+    Strings,
+    Field(description="Only these types: decision, bugfix, feature, refactor, discovery, change, error, "
+          "insight, question."),
+]  # fmt: skip
+When = Annotated[str | None, Field(description="ISO date or time (2025-01-31), or relative (7d, 2w).")]
+Mode = Annotated[str, Field(description="auto (index when built, else keywords), keyword, vector or hybrid.")]
+Ref = Annotated[int | str | None, Field(description="An id from search: 12, S3 (summary) or P7 (prompt).")]
+Ids = Annotated[
+    list[int | str],
+    Field(min_length=1, max_length=50, description="Ids from search or timeline: 12, S3, P7, #docid."),
+]
+ObsType = Annotated[
+    str,
+    Field(description="decision, bugfix, feature, refactor, discovery, change, error, insight or question."),
+]
+Key = Annotated[str | None, Field(description="A stable name; remembering the same key again replaces it.")]
+Budget = Annotated[int, Field(ge=50, le=20_000, description="Token budget for the whole briefing.")]
+
+
+class CmemMCPServer(MCPServer):
+    """MCPServer whose tool errors are one line: argument validation reports the first bad field only."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except UnexpectedToolError as exc:  # a bug: one line on the server's stderr, the traceback on demand
+            cause = exc.__cause__
+            print(f"cmem: mcp tool {name} failed: {type(cause).__name__}: {cause}", file=sys.stderr)
+            if os.environ.get("CMEM_DEBUG") == "1":
+                traceback.print_exception(cause, file=sys.stderr)
+            raise ToolError(f"{name} failed inside cmem (details on the server's stderr)") from None
+        except ToolError as exc:
+            raise ToolError(_one_line(exc)) from exc.__cause__
+
+
+def _one_line(exc: ToolError) -> str:
+    cause = exc.__cause__
+    errors = getattr(cause, "errors", None)
+    if callable(errors):
+        first = errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "arguments"
+        return f"invalid argument {where}: {first['msg']}"
+    return " ".join(str(exc).split())
+
+
+class Tools:
+    """The tool bodies over one :class:`Memory`, opened on the first call and used by one call at a time
+    (the SDK runs synchronous tools in worker threads)."""
+
+    def __init__(self, config: Config):
+        self.config = config
+        self._memory: Memory | None = None
+        self._lock = threading.Lock()
+
+    @contextmanager
+    def memory(self) -> Iterator[Memory]:
+        with self._lock:
+            if self._memory is None:
+                self._memory = Memory(config=self.config)
+            try:
+                yield self._memory
+            except CmemError as exc:
+                raise ToolError(exc.message) from None
+
+    def close(self) -> None:
+        with self._lock:
+            if self._memory is not None:
+                self._memory.close()
+                self._memory = None
+
+    def search(
+        self,
+        query: Query = None,
+        project: Project = None,
+        type: Types = None,
+        concept: Strings = None,
+        file: Strings = None,
+        since: When = None,
+        until: When = None,
+        limit: Limit = 10,
+        mode: Mode = "auto",
+    ) -> CallToolResult:
+        with self.memory() as memory:
+            hits = memory.search(
+                query, project=project, type=type, concept=concept, file=file, since=since, until=until,
+                limit=limit, mode=mode,
+            )  # fmt: skip
+        rows = [_hit_json(hit) for hit in hits]
+        lines = [_row_line(row) for row in rows] or ["no matches"]
+        structured = {"mode": hits.mode, "notes": hits.notes, "hits": rows}
+        return _result("\n".join(lines), structured)
+
+    def timeline(
+        self,
+        anchor: Ref = None,
+        query: Annotated[
+            str | None, Field(description="Instead of an anchor: its best keyword match.")
+        ] = None,
+        before: Annotated[int, Field(ge=0, le=100)] = 5,
+        after: Annotated[int, Field(ge=0, le=100)] = 5,
+        project: Project = None,
+    ) -> CallToolResult:
+        with self.memory() as memory:
+            result = memory.timeline(anchor, query=query, before=before, after=after, project=project)
+        items = [_with_uri(as_dict(item)) for item in result.items]
+        lines = [("> " if item["anchor"] else "  ") + _row_line(item) for item in items]
+        structured = {"anchor": result.anchor, "project": result.project, "items": items}
+        return _result("\n".join(lines), structured)
+
+    def get(self, ids: Ids) -> CallToolResult:
+        from cmem_cli.services.details import render_details
+
+        with self.memory() as memory:
+            records = memory.get(*ids)
+        dicts = [_with_uri(as_dict(record)) for record in records]
+        text = "\n\n".join(escape_control(render_details(d), keep_newlines=True) for d in dicts)
+        return _result(text, {"records": dicts})
+
+    def remember(
+        self,
+        title: Annotated[str, Field(description="One line that will make sense in a search list.")],
+        type: ObsType = "discovery",
+        subtitle: str | None = None,
+        narrative: str | None = None,
+        facts: Strings = None,
+        concepts: Strings = None,
+        files_read: Strings = None,
+        files_modified: Strings = None,
+        project: Annotated[
+            str | None, Field(description="Default: the current git repository's name.")
+        ] = None,
+        key: Key = None,
+    ) -> CallToolResult:
+        with self.memory() as memory:
+            obs = memory.add(
+                title, type=type, subtitle=subtitle, narrative=narrative, facts=facts, concepts=concepts,
+                files_read=files_read, files_modified=files_modified, project=project, key=key,
+                agent=os.environ.get("CMEM_AGENT") or "mcp",
+            )  # fmt: skip
+        row = {"id": obs.id, "uid": obs.uid, "uri": obs.uri, "project": obs.project, "tokens": obs.tokens}
+        return _result(f"remembered #{obs.id} in {escape_control(obs.project)} ({obs.uri})", row)
+
+    def context(
+        self,
+        project: Annotated[
+            str | None, Field(description="Default: the current git repository's name.")
+        ] = None,
+        budget: Budget = 1500,
+    ) -> CallToolResult:
+        with self.memory() as memory:
+            briefing = memory.context(project, budget=budget, reminder=MCP_REMINDER)
+        structured = as_dict(briefing)
+        for row in structured["observations"]:
+            _with_uri(row)
+        return _result(escape_control(briefing.text, keep_newlines=True), structured)
+
+    def read_observation(self, uid: str) -> str:
+        """The resource ``cmem://observation/<uid>``: the observation as its markdown file reads."""
+        from cmem_cli.services.details import render_details
+
+        try:
+            with self.memory() as memory:
+                found = memory.find(uid)
+                record = memory.get(found.id)[0]
+        except ToolError as exc:
+            raise ResourceError(str(exc)) from None
+        return render_details(as_dict(record))
+
+
+def _hit_json(hit: Any) -> dict[str, Any]:
+    row = {
+        "id": hit.id, "uid": hit.uid, "kind": hit.kind, "type": hit.type, "title": hit.title,
+        "project": hit.project, "created_at": hit.created_at, "score": hit.score, "tokens": hit.tokens,
+    }  # fmt: skip
+    if hit.kind == "document":
+        row["path"], row["line"] = hit.path, hit.line
+    return _with_uri(row)
+
+
+def _with_uri(row: dict[str, Any]) -> dict[str, Any]:
+    if row.get("kind", "observation") == "observation" and row.get("uid"):
+        row["uri"] = citation_uri(row["uid"])
+    return row
+
+
+def _row_line(row: dict[str, Any]) -> str:
+    """``12 2025-01-31 decision Title [project] ~76t``: the same cells as `cmem search`'s plain output."""
+    cost = f" ~{row['tokens']}t" if row.get("tokens") is not None else ""
+    where = f" [{row['project']}]" if row.get("project") else ""
+    date = (row.get("created_at") or "")[:10]
+    return escape_control(f"{row['id']} {date} {row['type']} {row['title']}{where}{cost}")
+
+
+def _result(text: str, structured: dict[str, Any]) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=structured)
+
+
+def build_server(config: Config) -> tuple[CmemMCPServer, Tools]:
+    """The server with cmem's tools and the observation resource template registered."""
+    tools = Tools(config)
+    server = CmemMCPServer(
+        name="cmem", title="cmem memory", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING"
+    )
+    registered: list[tuple[Callable[..., Any], str, ToolAnnotations]] = [
+        (tools.search, SEARCH_DESCRIPTION, READ_ONLY),
+        (tools.timeline, TIMELINE_DESCRIPTION, READ_ONLY),
+        (tools.get, GET_DESCRIPTION, READ_ONLY),
+        (tools.remember, REMEMBER_DESCRIPTION, WRITE),
+        (tools.context, CONTEXT_DESCRIPTION, READ_ONLY),
+    ]
+    for fn, description, hints in registered:
+        server.add_tool(fn, description=description, annotations=hints, structured_output=False)
+    server.resource(
+        URI_PREFIX + "{uid}",
+        name="observation",
+        description="One cmem observation in full (front matter and body), by its stable uid.",
+        mime_type="text/markdown",
+    )(tools.read_observation)
+    return server, tools
+
+
+def serve(config: Config) -> int:
+    """Serve MCP on stdin/stdout until the client closes stdin."""
+    server, tools = build_server(config)
+    try:
+        server.run("stdio")
+    except KeyboardInterrupt:
+        pass
+    finally:
+        tools.close()
+    return 0

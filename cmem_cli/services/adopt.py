@@ -1,0 +1,380 @@
+"""Adopting the export tree: what people edit, add or delete in the markdown flows back into the store.
+
+cmem keeps a content hash of every file it writes (``export_files``). A file whose bytes differ from that
+hash was changed by a person (or by git); a markdown file no row points at is new; a file cmem wrote that
+is gone was deleted. ``adopt_tree`` turns each into the same store operation `cmem add`, `cmem edit` and
+`cmem forget` perform, with the same validation, limits, ``<private>`` stripping and redaction (it calls
+``Memory.prepare``), then rewrites the file in cmem's form (which keeps every word: text the parser does
+not recognise lands in the narrative). An invalid file is reported with its reason and left untouched.
+
+Everything runs in one write transaction, after crash recovery has rolled back files of writes that never
+committed (``cmem_cli.services.recovery``), so a file from an interrupted write is never mistaken for a person's.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from cmem_export import atomic, digest
+from cmem_export.reading import ParsedFile, UnreadableFile, decode, parse_file
+
+from cmem_cli.core.errors import CmemError, InvalidInput
+from cmem_cli.core.ids import new_uid
+from cmem_cli.core.timeutil import now_ms
+from cmem_cli.services.recovery import recover
+from cmem_cli.services.writes import FileTransaction, Memory
+from cmem_cli.store.records import EDITABLE_FIELDS
+from cmem_cli.store.repository import SUMMARY_TEXT_FIELDS
+from cmem_cli.store.schema import LINK_TYPES
+
+# A file cmem wrote this recently is read and hashed even when its size and mtime match (as git does with
+# "racily clean" entries): filesystem timestamps are coarse, so a quick same-size edit could share one.
+RACY_NS = 2_000_000_000
+
+
+@dataclass
+class AdoptReport:
+    adopted: list[str] = field(default_factory=list)  # edited files whose changes went into the store
+    created: list[str] = field(default_factory=list)  # new files that became observations or summaries
+    forgotten: list[str] = field(default_factory=list)  # deleted files whose record was forgotten
+    invalid: list[tuple[str, str]] = field(default_factory=list)  # (path, reason): left untouched
+    conflicts: list[tuple[str, str]] = field(default_factory=list)  # (path, what): left untouched
+    rolled_back: list[str] = field(default_factory=list)  # files of interrupted writes put back
+    debris: list[str] = field(default_factory=list)  # temporary files of killed writes, removed
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.adopted or self.created or self.forgotten or self.rolled_back or self.debris)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "adopted": self.adopted,
+            "created": self.created,
+            "forgotten": self.forgotten,
+            "invalid": [{"path": p, "reason": r} for p, r in self.invalid],
+            "conflicts": [{"path": p, "reason": r} for p, r in self.conflicts],
+            "rolled_back": self.rolled_back,
+            "debris": self.debris,
+        }
+
+
+def adopt_tree(
+    target: Memory | Any,
+    paths: list[Path] | None = None,
+    *,
+    forget_deleted: bool = True,
+) -> AdoptReport:
+    """Bring the store up to date with the export tree (all of it, or just ``paths``).
+
+    ``target`` is an open ``Memory``, a ``Config`` or a cmem home folder. ``forget_deleted=False`` (doctor, export --rebuild)
+    leaves rows whose file is gone alone, so the caller can restore the file instead.
+    """
+    if isinstance(target, Memory):
+        return _Adopter(target, forget_deleted).run(paths)
+    if isinstance(target, str | os.PathLike):
+        from cmem_cli.core.config import load_config
+
+        target = load_config(target)
+    with Memory.open(target) as memory:
+        return _Adopter(memory, forget_deleted).run(paths)
+
+
+class _Adopter:
+    def __init__(self, memory: Memory, forget_deleted: bool):
+        self.memory = memory
+        self.store = memory.store
+        self.root = memory.export_root
+        self.forget_deleted = forget_deleted
+        self.report = AdoptReport()
+        self.touched: set[tuple[str, int]] = set()  # (kind, id) of every record adopted in this run
+        self.staged_uids: dict[str, str] = {}  # uid -> the file adopted for it in this run
+
+    def run(self, paths: list[Path] | None) -> AdoptReport:
+        with self.memory._write(fsync=False) as files:
+            self.report.rolled_back = recover(self.memory)
+            self.known = self.store.record_paths()
+            self.hashes = self.store.file_hashes()
+            self.stats = self.store.file_stats()
+            self.racy_before = time.time_ns() - RACY_NS
+            on_disk = self._scan() if paths is None else self._given(paths)
+            staged = [item for relpath in sorted(on_disk) if (item := self._stage(relpath))]
+            staged = [item for item in staged if self._links_valid(item[0], item[1])]
+            staged.sort(
+                key=lambda item: "id" not in item[1].restore
+            )  # keep known ids before new rows take them
+            for relpath, parsed, row in staged:
+                self._apply(relpath, parsed, row, files)
+            self._links(staged, files)
+            if self.forget_deleted:
+                self._forget_missing(on_disk, paths, files)
+        return self.report
+
+    # -- finding files ---------------------------------------------------------------------------------
+    def _scan(self) -> set[str]:
+        """Every markdown file in the tree (hidden folders such as .git skipped); removes temp debris.
+
+        Plain strings and ``os.scandir`` (no pathlib): this walk is most of a no-op sync of a large tree."""
+        found: set[str] = set()
+        stack = [("", os.fspath(self.root))]
+        while stack:
+            prefix, folder = stack.pop()
+            try:
+                entries = list(os.scandir(folder))
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+            except OSError as exc:
+                self.report.invalid.append((prefix or ".", f"cannot read folder: {exc.strerror}"))
+                continue
+            for entry in entries:
+                name = entry.name
+                if name.startswith(".tmp-") and entry.is_file(follow_symlinks=False):
+                    # a killed atomic write; we hold the write lock, so no live one
+                    if atomic.remove_file(Path(entry.path)):
+                        self.report.debris.append(prefix + name)
+                elif name.startswith("."):
+                    continue
+                elif entry.is_dir(follow_symlinks=False):
+                    stack.append((prefix + name + "/", entry.path))
+                elif name.endswith(".md") and entry.is_file(follow_symlinks=False):
+                    found.add(prefix + name)
+        return found
+
+    def _given(self, paths: list[Path]) -> set[str]:
+        found: set[str] = set()
+        self.gone: set[str] = set()
+        for path in paths:
+            absolute = path if path.is_absolute() else self.root / path
+            try:
+                relpath = absolute.relative_to(self.root).as_posix()
+            except ValueError:
+                self.report.invalid.append((str(path), "outside the export tree"))
+                continue
+            if any(part.startswith(".") for part in PurePosixPath(relpath).parts) or not relpath.endswith(
+                ".md"
+            ):
+                continue
+            if absolute.is_file() and not absolute.is_symlink():
+                found.add(relpath)
+            else:
+                self.gone.add(relpath)
+        return found
+
+    # -- reading and validating ------------------------------------------------------------------------
+    def _stage(self, relpath: str) -> tuple[str, ParsedFile, dict[str, Any] | None] | None:
+        """Parse and validate one file; None when it is unchanged, invalid or a conflict."""
+        written = self.stats.get(relpath) if relpath in self.known else None
+        if (
+            written is not None
+            and written[1] < self.racy_before  # else a same-size edit in the same clock tick could hide
+            and atomic.stat_key(os.path.join(self.root, relpath)) == written
+        ):
+            return None  # same size and modification time as when cmem wrote it: not read again
+        try:
+            with open(os.path.join(self.root, relpath), "rb") as fh:
+                data = fh.read()
+        except OSError as exc:
+            self.report.invalid.append((relpath, f"cannot read: {exc.strerror}"))
+            return None
+        known = self.known.get(relpath)
+        if known is not None and self._unchanged(relpath, known, data):
+            return None  # exactly what cmem wrote
+        try:
+            parsed = parse_file(decode(data), relpath)
+        except UnreadableFile as exc:
+            self.report.invalid.append((relpath, str(exc)))
+            return None
+        except CmemError as exc:  # a front-matter value the store's own checks refuse (e.g. a date)
+            self.report.invalid.append((relpath, exc.message))
+            return None
+        if parsed.uid and parsed.uid in self.staged_uids:
+            other = self.staged_uids[parsed.uid]
+            self.report.conflicts.append((relpath, f"same uid as {other}; not adopted"))
+            return None
+        row = self._row_for(relpath, parsed, known)
+        moved = row is not None and row.get("path") and row["path"] != relpath
+        if moved and (self.root / row["path"]).exists():
+            self.report.conflicts.append((relpath, f"same uid as {row['path']}; not adopted"))
+            return None
+        if known is None and len(PurePosixPath(relpath).parts) < 2 and not parsed.record.get("project"):
+            self.report.invalid.append(
+                (relpath, "outside any project folder (and no project: in front matter)")
+            )
+            return None
+        try:
+            parsed.record = self._validate(parsed, row)
+        except CmemError as exc:
+            self.report.invalid.append((relpath, exc.message))
+            return None
+        if parsed.uid:
+            self.staged_uids[parsed.uid] = relpath
+        return relpath, parsed, row
+
+    def _unchanged(self, relpath: str, known: tuple[str, int], data: bytes) -> bool:
+        stored = self.hashes.get(relpath)
+        if stored is not None:
+            return stored == digest.bytes_hash(data)
+        # written before cmem kept hashes (schema v1): compare with the rendering once, then remember it
+        if data != self.memory.render_record(*known).encode("utf-8"):
+            return False
+        self.store.record_file(relpath, digest.bytes_hash(data), atomic.stat_key(self.root / relpath))
+        self.hashes[relpath] = digest.bytes_hash(data)
+        return True
+
+    def _row_for(
+        self, relpath: str, parsed: ParsedFile, known: tuple[str, int] | None
+    ) -> dict[str, Any] | None:
+        store = self.store
+        if parsed.kind == "summary":
+            if parsed.uid:
+                found = store.summary_by_uid(parsed.uid)
+                if found is not None:
+                    return {**found, "kind": "summary"}
+            if known and known[0] == "summary":
+                return {**store.get_summary(known[1]), "kind": "summary"}
+            return None
+        if parsed.uid:
+            found = store.observation_by_uid(parsed.uid)
+            if found is not None:
+                return found
+        if known and known[0] == "observation" and not (parsed.uid and parsed.has_front_matter):
+            return store.get_observation(known[1])
+        return None
+
+    def _validate(self, parsed: ParsedFile, row: dict[str, Any] | None) -> dict[str, Any]:
+        if parsed.kind == "summary":
+            record = parsed.record
+            values = self.memory.prepare_summary({k: record.get(k) for k in SUMMARY_TEXT_FIELDS})
+            if row is None and not record.get("session"):
+                raise InvalidInput("a summary file needs a session: in its front matter")
+            return {**record, **values}
+        record = dict(parsed.record)
+        links = record.pop("links", None)
+        if row is not None:
+            merged = {k: row.get(k) for k in EDITABLE_FIELDS}
+            merged.update({k: v for k, v in record.items() if k in parsed.stated})
+            merged["uid"] = row["uid"]
+            record = merged
+        prepared = self.memory.prepare(record)
+        if prepared.get("key"):
+            clash = self.store.observation_by_key(prepared["project"], prepared["key"])
+            if (
+                clash is not None
+                and (row is None or clash["id"] != row["id"])
+                and clash["uid"] != prepared.get("uid")
+            ):
+                raise InvalidInput(f"key {prepared['key']!r} is already used by observation {clash['id']}")
+        if not prepared.get("uid"):
+            prepared["created_at"] = prepared.get("created_at") or now_ms()
+            prepared["uid"] = new_uid(prepared["created_at"])
+        prepared["links"] = links if "links" in parsed.stated else None
+        return prepared
+
+    def _links_valid(self, relpath: str, parsed: ParsedFile) -> bool:
+        """Every link a file names needs a known type and a target in the store or adopted in this run."""
+        links = (parsed.record.get("links") or []) if parsed.kind == "observation" else []
+        for link in links:
+            if link.get("type") not in LINK_TYPES:
+                problem = f"unknown link type {link.get('type')!r} (expected one of: {', '.join(LINK_TYPES)})"
+            elif link["uid"] not in self.staged_uids and self.store.observation_by_uid(link["uid"]) is None:
+                problem = f"link target {link['uid']} does not exist"
+            else:
+                continue
+            self.report.invalid.append((relpath, problem))
+            return False
+        return True
+
+    # -- writing -----------------------------------------------------------------------------------------
+    def _apply(
+        self, relpath: str, parsed: ParsedFile, row: dict[str, Any] | None, files: FileTransaction
+    ) -> None:
+        memory, store = self.memory, self.store
+        if parsed.kind == "summary":
+            record = parsed.record
+            if row is None:
+                session = record["session"]
+                store.ensure_session(
+                    session, agent=record.get("agent") or "cli", project=record.get("project") or "default"
+                )
+                written = store.insert_summary(
+                    summary_id=parsed.restore.get("id"),
+                    record={
+                        **record,
+                        "uid": parsed.uid,
+                        "agent": record.get("agent") or "cli",
+                        "project": record.get("project") or "default",
+                    },
+                )
+            else:
+                written = store.update_summary(row["id"], record)
+            written = memory.export_summary(written, files)
+        else:
+            restore = parsed.restore if row is None else None
+            written = memory._store_observation({**parsed.record, "links": []}, files, restore=restore)
+            parsed.record["id"] = written["id"]
+        self.touched.add((parsed.kind, written["id"]))
+        (self.report.created if row is None else self.report.adopted).append(relpath)
+        if written["path"] != relpath:
+            files.delete_after_commit(relpath)  # the text lives on in the file cmem just wrote
+
+    def _links(
+        self, staged: list[tuple[str, ParsedFile, dict[str, Any] | None]], files: FileTransaction
+    ) -> None:
+        """Set each adopted observation's links to exactly those its file names (by uid)."""
+        store = self.store
+        for relpath, parsed, _row in staged:
+            links = parsed.record.get("links")
+            if parsed.kind != "observation" or links is None:
+                continue
+            obs_id = parsed.record["id"]
+            wanted = set()
+            for link in links:
+                target = store.observation_by_uid(link["uid"]) if link.get("uid") else None
+                if target is None or target["id"] == obs_id or link.get("type") not in LINK_TYPES:
+                    self.report.conflicts.append(
+                        (relpath, f"link to {link.get('uid')} dropped (no such target)")
+                    )
+                    continue
+                wanted.add((target["id"], link["type"]))
+            current = {(link["id"], link["type"]) for link in store.links_from(obs_id)}
+            if wanted == current:
+                continue
+            for target_id, link_type in current - wanted:
+                store.remove_link(obs_id, target_id, link_type)
+            for target_id, link_type in wanted - current:
+                store.add_link(obs_id, target_id, link_type)
+            self.memory._export_observation(store.get_observation(obs_id), files)
+
+    def _forget_missing(self, on_disk: set[str], paths: list[Path] | None, files: FileTransaction) -> None:
+        """Forget records whose file cmem wrote is gone; never when the whole tree is missing or empty."""
+        gone = (
+            [p for p in self.known if p not in on_disk and p in self.hashes]
+            if paths is None
+            else [p for p in sorted(self.gone) if p in self.known and p in self.hashes]
+        )
+        if not gone:
+            return
+        if paths is None and not on_disk:
+            self.report.conflicts.append(
+                (
+                    str(self.root),
+                    "the export tree is empty: nothing forgotten (`cmem doctor --fix` restores it)",
+                )
+            )
+            return
+        ids = []
+        for relpath in gone:
+            kind, ident = self.known[relpath]
+            if (kind, ident) in self.touched:
+                continue  # the file was renamed or moved, not deleted: adopted from its new place
+            if kind == "summary":
+                self.store.delete_summary(ident)
+                files.delete_after_commit(relpath)
+            else:
+                ids.append(ident)
+            self.report.forgotten.append(relpath)
+        if ids:
+            self.memory.forget_rows(ids, files)

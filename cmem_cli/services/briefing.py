@@ -1,0 +1,255 @@
+"""What an agent should see when a session starts: the last session's summary and next steps, the most useful
+recent observations as a compact index, and how to drill down. Never over the token budget.
+
+Tokens are estimated as in the rest of cmem (:func:`cmem_cli.store.repository.estimate_tokens`, about four characters
+per token) and the whole text, headings included, is counted, so the SessionStart hook cannot flood an
+agent's context the way unbounded injection does.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any
+
+from cmem_cli.cli.render import TYPE_ICONS, escape_control
+from cmem_cli.core.timeutil import now_ms, to_date, to_iso
+from cmem_cli.store.repository import Store, estimate_tokens
+
+DEFAULT_BUDGET = 1_500
+CANDIDATES = 200  # recent observations considered; ranking picks the useful ones among them
+SUMMARY_SHARE = 0.4  # at most this share of the budget goes to the last session's summary
+REMINDER = (
+    "Drill down: `cmem search QUERY` (index), `cmem timeline ID` (what happened around it), "
+    "`cmem get ID` (full details)."
+)
+
+# What an agent gains from seeing a title at session start; hook-captured reads and searches are cheap to
+# redo, decisions and bugfixes are expensive to rediscover.
+TYPE_WEIGHT = {
+    "decision": 3.0,
+    "bugfix": 3.0,
+    "feature": 2.5,
+    "insight": 2.5,
+    "refactor": 2.0,
+    "error": 1.8,
+    "question": 1.5,
+    "change": 1.2,
+    "discovery": 1.0,
+}
+LOW_VALUE_TOOLS = {"Read", "NotebookRead", "Grep", "Glob"}
+HALF_LIFE_DAYS = 3.0
+_SPACE = re.compile(r"\s+")
+
+
+class SessionContext:
+    """The context text and, for ``--json``, what went into it."""
+
+    def __init__(self, project: str, budget: int):
+        self.project = project
+        self.budget = budget
+        self.text = ""
+        self.last_session: dict[str, Any] | None = None
+        self.observations: list[dict[str, Any]] = []
+
+    @property
+    def tokens(self) -> int:
+        return estimate_tokens(self.text)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "project": self.project,
+            "budget": self.budget,
+            "tokens": self.tokens,
+            "last_session": self.last_session,
+            "observations": self.observations,
+            "text": self.text,
+        }
+
+
+def _line(text: str | None, limit: int) -> str:
+    """One printable line: whitespace collapsed, control characters escaped, clipped to ``limit`` chars."""
+    flat = escape_control(_SPACE.sub(" ", text or "").strip())
+    return flat if len(flat) <= limit else flat[: max(0, limit - 1)].rstrip() + "…"
+
+
+def usefulness(row: dict[str, Any], now: int) -> float:
+    """Type weight times a recency decay; tool-captured reads/searches count half, retrievals add a little."""
+    weight = TYPE_WEIGHT.get(row.get("type") or "", 1.0)
+    tools = set(row.get("tools_used") or [])
+    if tools and tools <= LOW_VALUE_TOOLS:
+        weight *= 0.5
+    age_days = max(0.0, (now - int(row.get("created_at") or now)) / 86_400_000)
+    recency = 0.5 ** (age_days / HALF_LIFE_DAYS)
+    retrieved = math.log1p(int(row.get("retrieval_count") or 0)) * 0.2
+    return weight * (0.25 + 0.75 * recency) + retrieved
+
+
+def _last_session(store: Store, project: str, exclude_session: str | None) -> dict[str, Any] | None:
+    """The newest summary (and its session's next steps) from a session other than the current one."""
+    for summary in store.summaries(project=project, limit=20):
+        if summary["session"] != exclude_session:
+            session = store.db.query_one(
+                "SELECT session_id, status, outcome, next_steps, started_at, last_activity_at "
+                "FROM sessions WHERE session_id = ?",
+                (summary["session"],),
+            )
+            return {"summary": summary, "session": session}
+    sessions = store.db.query(
+        "SELECT session_id, status, outcome, next_steps, started_at, last_activity_at FROM sessions "
+        "WHERE project = ? AND (outcome IS NOT NULL OR next_steps IS NOT NULL) AND session_id IS NOT ? "
+        "ORDER BY last_activity_at DESC LIMIT 1",
+        (project, exclude_session),
+    )
+    return {"summary": None, "session": sessions[0]} if sessions else None
+
+
+def _candidates(store: Store, project: str) -> list[dict[str, Any]]:
+    """The newest observations of ``project``, only the columns ranking and the index need (narratives can be
+    large; a SessionStart hook must not read 200 of them)."""
+    rows = store.db.query(
+        "SELECT id, uid, type, title, created_at, tokens, tools_used, retrieval_count FROM observations "
+        "WHERE project = ? ORDER BY created_at DESC, id DESC LIMIT ?",
+        (project, CANDIDATES),
+    )
+    for row in rows:
+        try:
+            row["tools_used"] = json.loads(row["tools_used"] or "[]")
+        except ValueError:
+            row["tools_used"] = []
+    return rows
+
+
+def _summary_lines(last: dict[str, Any], char_budget: int) -> list[str]:
+    summary, session = last.get("summary") or {}, last.get("session") or {}
+    when = summary.get("created_at") or session.get("last_activity_at")
+    sid = summary.get("session") or session.get("session_id") or ""
+    status = session.get("status")
+    header = f"## Last session ({to_date(when) if when else 'unknown date'}, {_line(sid, 12)}"
+    header += f", {status})" if status else ")"
+    parts = [
+        ("Request", summary.get("request")),
+        ("Completed", summary.get("completed")),
+        ("Learned", summary.get("learned")),
+        ("Outcome", session.get("outcome")),
+        ("Next steps", summary.get("next_steps") or session.get("next_steps")),
+    ]
+    present = [(label, value) for label, value in parts if value and str(value).strip()]
+    if not present:
+        return []
+    lines = [header]
+    room = max(0, char_budget - len(header) - 1)
+    # Share the room among the fields, giving unused room of short fields to the next ones.
+    for index, (label, value) in enumerate(present):
+        share = room // (len(present) - index)
+        line = f"- {label}: " + _line(str(value), max(0, share - len(label) - 5))
+        if share < len(label) + 12:
+            break
+        lines.append(line)
+        room -= len(line) + 1
+    return lines if len(lines) > 1 else []
+
+
+def _observation_line(row: dict[str, Any]) -> str:
+    icon = TYPE_ICONS.get(row.get("type") or "", "•")
+    return (
+        f"#{row['id']} {to_date(row['created_at'])} {icon} {_line(row.get('title'), 110)} "
+        f"(~{int(row.get('tokens') or 0)}t)"
+    )
+
+
+def build_context(
+    store: Store,
+    project: str,
+    *,
+    budget: int = DEFAULT_BUDGET,
+    exclude_session: str | None = None,
+    now: int | None = None,
+    reminder: str = REMINDER,
+) -> SessionContext:
+    """Assemble the context text for ``project`` within ``budget`` tokens (headings and reminder included).
+
+    ``reminder`` is the closing how-to-drill-down line: the CLI's commands by default, tools for MCP."""
+    now = now or now_ms()
+    result = SessionContext(project=project, budget=budget)
+    char_budget = budget * 4  # estimate_tokens(text) <= budget  <=>  len(text) <= 4 * budget
+    title = f"# cmem memory for {_line(project, 60)}"
+
+    lines: list[str] = []
+
+    def used(extra: list[str]) -> int:
+        return len("\n".join([*lines, *extra]))
+
+    if used([title, reminder]) > char_budget:
+        # Too small for anything useful: as much of the reminder as fits, never more than the budget.
+        result.text = reminder[:char_budget]
+        return result
+    lines.append(title)
+
+    last = _last_session(store, project, exclude_session)
+    if last:
+        share = int(char_budget * SUMMARY_SHARE)
+        summary_lines = _summary_lines(last, min(share, char_budget - used([reminder]) - 1))
+        if summary_lines:
+            lines += summary_lines
+            summary = last.get("summary") or {}
+            session = last.get("session") or {}
+            result.last_session = {
+                "session": summary.get("session") or session.get("session_id"),
+                "status": session.get("status"),
+                "summary_id": summary.get("id"),
+                "created_at": to_iso(summary.get("created_at") or session.get("last_activity_at")),
+                "request": summary.get("request"),
+                "completed": summary.get("completed"),
+                "learned": summary.get("learned"),
+                "outcome": session.get("outcome"),
+                "next_steps": summary.get("next_steps") or session.get("next_steps"),
+            }
+
+    rows = _candidates(store, project)
+    # One line per distinct title (the newest), ranked by usefulness, shown newest first.
+    seen_titles: set[str] = set()
+    distinct = []
+    for row in rows:
+        key = (row.get("title") or "").strip().lower()
+        if key not in seen_titles:
+            seen_titles.add(key)
+            distinct.append(row)
+    ranked = sorted(distinct, key=lambda r: usefulness(r, now), reverse=True)
+    heading = "## Recent observations (id, date, type, title, ~tokens to `cmem get`)"
+    chosen: list[dict[str, Any]] = []
+    chosen_lines: list[str] = []
+    for row in ranked:
+        line = _observation_line(row)
+        if used([heading, *chosen_lines, line, reminder]) > char_budget:
+            continue  # a shorter line further down may still fit
+        chosen.append(row)
+        chosen_lines.append(line)
+    if chosen:
+        order = sorted(
+            range(len(chosen)), key=lambda i: (chosen[i]["created_at"], chosen[i]["id"]), reverse=True
+        )
+        lines.append(heading)
+        lines += [chosen_lines[i] for i in order]
+        result.observations = [
+            {
+                "id": chosen[i]["id"],
+                "uid": chosen[i]["uid"],
+                "type": chosen[i]["type"],
+                "title": chosen[i]["title"],
+                "created_at": to_iso(chosen[i]["created_at"]),
+                "tokens": chosen[i].get("tokens"),
+            }
+            for i in order
+        ]
+    elif not result.last_session:
+        lines.append(
+            "No memories for this project yet. Record decisions, bugfixes and discoveries with "
+            "`cmem add --type TYPE --title T --fact F`."
+        )
+        if used([reminder]) > char_budget:
+            lines.pop()
+    lines.append(reminder)
+    result.text = "\n".join(lines)
+    return result

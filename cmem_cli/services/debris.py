@@ -1,0 +1,80 @@
+"""Files a killed cmem process leaves behind, and how doctor tells them from work in progress.
+
+- ``.tmp-*`` files under the export tree: an atomic write's temp file, renamed over the real file on
+  success and removed on failure; only ``kill -9`` leaves one. A writer holds its temp file for
+  milliseconds, so one older than :data:`STALE_SECONDS` belongs to no live writer.
+- ``index.db.rebuild`` (and its ``-wal``/``-shm``): ``index --full`` builds there and removes it when done.
+  It is stale when no process holds the index writer lock.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from pathlib import Path
+
+STALE_SECONDS = 60
+TEMP_PREFIX = ".tmp-"
+REBUILD_SUFFIX = ".rebuild"
+
+
+def stale_temp_files(export_root: Path, *, now: float | None = None) -> list[Path]:
+    """Temp files of atomic writes under ``export_root`` older than STALE_SECONDS (symlinks not followed)."""
+    if not export_root.is_dir():
+        return []
+    cutoff = (time.time() if now is None else now) - STALE_SECONDS
+    found = []
+    for folder, _dirs, names in os.walk(export_root):
+        for name in names:
+            if not name.startswith(TEMP_PREFIX):
+                continue
+            path = Path(folder, name)
+            try:
+                info = path.lstat()
+            except OSError:
+                continue
+            if info.st_mtime < cutoff:
+                found.append(path)
+    return sorted(found)
+
+
+def stale_rebuild_files(index_path: Path) -> list[Path]:
+    """``index.db.rebuild*`` left by a killed ``index --full``; none while an indexer holds the lock."""
+    base = index_path.with_name(index_path.name + REBUILD_SUFFIX)
+    present = [Path(f"{base}{s}") for s in ("", "-wal", "-shm", "-journal") if os.path.lexists(f"{base}{s}")]
+    if not present or _indexer_running(index_path):
+        return []
+    return present
+
+
+def _indexer_running(index_path: Path) -> bool:
+    import fcntl
+
+    from cmem_index.lock import lock_path
+
+    try:
+        fd = os.open(lock_path(index_path), os.O_RDONLY)
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True  # cannot tell: leave the file alone
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
+    finally:
+        os.close(fd)
+
+
+def find_debris(home: Path, export_root: Path) -> list[Path]:
+    return [*stale_temp_files(export_root), *stale_rebuild_files(home / "index.db")]
+
+
+def remove(paths: list[Path]) -> None:
+    for path in paths:
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()

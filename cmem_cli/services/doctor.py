@@ -1,0 +1,257 @@
+"""`cmem doctor`: is the database sound, and does the export tree match it?
+
+``--fix`` never deletes or overwrites what a person wrote: files edited by hand and markdown files no row
+accounts for are adopted into the store (``cmem_cli.services.adopt``); only files that are missing, or that cmem
+wrote and a newer rendering changes, are rewritten; interrupted writes are rolled back first. A lost store
+(missing, or empty while the export holds cmem's files) is rebuilt from the markdown.
+
+Doctor is where every other command sends people when the store is lost or damaged, so it must work on
+exactly those stores: it never lets a store error escape, it says what is wrong and what to do, and it never
+rewrites the export from a store whose integrity check failed (that would spread the damage).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from cmem_export import digest, layout
+from cmem_export.journal import pending
+
+from cmem_cli.core.errors import CmemError
+from cmem_cli.store.presence import REPAIR_ADVICE, lost_store_problem
+
+DAMAGED_ADVICE = (
+    "restore cmem.db from a backup, or move it aside (mv cmem.db cmem.db.damaged) and rebuild it from the "
+    "export with `cmem doctor --fix`"
+)
+
+
+def diagnose(config: Any, *, fix: bool = False) -> dict[str, Any]:
+    """The whole doctor run for one home: the store's presence, opening it, then :func:`run_checks`."""
+    from cmem_cli.services.writes import Memory
+
+    problem = lost_store_problem(config.db_path, config.export_dir)
+    if problem is not None:
+        if not fix:
+            return _failed("store", f"{problem}; {REPAIR_ADVICE}")
+        return _rebuild_lost_store(config, problem)
+    try:
+        memory = Memory.open(config)
+    except CmemError as exc:
+        if exc.exit_code != 6:  # busy, unreadable home: nothing doctor can say better than the error
+            raise
+        message = _without_pointer(exc.message)
+        advice = "" if message.endswith("upgrade cmem") else f"; {DAMAGED_ADVICE}"
+        return _failed("store", message + advice)
+    try:
+        return run_checks(memory, fix=fix)
+    finally:
+        memory.close()
+
+
+def _rebuild_lost_store(config: Any, problem: str) -> dict[str, Any]:
+    """`doctor --fix` on a lost store: a new store, then every file of the export adopted into it."""
+    from cmem_cli.services.writes import Memory
+    from cmem_cli.store.repository import Store
+
+    config.ensure_home()
+    memory = Memory(config, Store.open(config.db_path))  # no presence check: this is the rebuild
+    try:
+        report = run_checks(memory, fix=True)
+    finally:
+        memory.close()
+    report["checks"].insert(
+        0, {"name": "store", "status": "fixed", "detail": f"{problem}; rebuilt from the export"}
+    )
+    return report
+
+
+def _failed(name: str, detail: str) -> dict[str, Any]:
+    return {"ok": False, "checks": [{"name": name, "status": "fail", "detail": detail}]}
+
+
+def _without_pointer(message: str) -> str:
+    for tail in ("; see `cmem doctor`", " see `cmem doctor`"):
+        message = message.removesuffix(tail)
+    return message.rstrip(";")
+
+
+def _guarded(checks: list[dict[str, Any]], name: str, check: Callable[[], tuple[bool, str]]) -> bool:
+    """Run one check; a store error while running it is that check failing, not doctor crashing."""
+    import apsw
+
+    try:
+        ok, detail = check()
+    except (CmemError, apsw.Error) as exc:
+        ok, detail = False, f"{getattr(exc, 'message', exc)}"
+    checks.append({"name": name, "status": "ok" if ok else "fail", "detail": detail})
+    return ok
+
+
+def run_checks(memory: Any, *, fix: bool = False) -> dict[str, Any]:
+    db = memory.store.db
+    checks: list[dict[str, Any]] = []
+
+    def integrity() -> tuple[bool, str]:
+        rows = [r[0] for r in db.conn.execute("PRAGMA quick_check")]
+        return rows == ["ok"], "; ".join(rows[:3])
+
+    def foreign_keys() -> tuple[bool, str]:
+        count = len(list(db.conn.execute("PRAGMA foreign_key_check")))
+        return count == 0, f"{count} violation(s)"
+
+    def keyword_index() -> tuple[bool, str]:
+        # contentless: counts rows of the index
+        same = db.scalar("SELECT count(*) FROM observations") == db.scalar(
+            "SELECT count(*) FROM observations_fts"
+        )
+        return same, "in sync" if same else "row counts differ"
+
+    def schema() -> tuple[bool, str]:
+        present = {r[0] for r in db.conn.execute("SELECT name FROM sqlite_master")}
+        missing = sorted(_schema_objects() - present)
+        return not missing, "complete" if not missing else "missing: " + ", ".join(missing)
+
+    sound = _guarded(checks, "database integrity", integrity)
+    sound = _guarded(checks, "schema", schema) and sound
+    sound = _guarded(checks, "foreign keys", foreign_keys) and sound
+    sound = _guarded(checks, "keyword index", keyword_index) and sound
+    if not sound:
+        checks.append(
+            {
+                "name": "export tree",
+                "status": "fail",
+                "detail": f"not checked: the store is damaged; {DAMAGED_ADVICE}",
+            }
+        )
+        return {"ok": False, "checks": checks}
+
+    expected = memory.expected_files()
+    hashes = memory.store.file_hashes()
+    missing, changed, edited = [], [], []
+    for relpath, text in expected.items():
+        path = layout.resolve_inside(memory.export_root, relpath)
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            missing.append(relpath)
+            continue
+        except OSError:
+            data = b""
+        if data == text.encode("utf-8"):
+            continue
+        if relpath in hashes and digest.bytes_hash(data) != hashes[relpath]:
+            edited.append(relpath)  # a person changed what cmem wrote: adopt it, never overwrite it
+        else:
+            changed.append(relpath)
+    new = [p.relative_to(memory.export_root).as_posix() for p in memory.orphan_files(set(expected))]
+    interrupted = [str(file.name) for file, _ in pending(memory.journal_dir)]
+    debris = debris_files(memory.config.home, memory.export_root)
+    debris_rel = [_display(p, memory.config.home) for p in debris]
+    loose = loose_modes([memory.config.home, memory.export_root])
+    loose_rel = [_display(p, memory.config.home) for p in loose]
+    for name, items in (
+        ("missing files", missing),
+        ("changed files", changed),
+        ("changed, to adopt", edited),
+        ("new files, to adopt", new),
+        ("interrupted writes", interrupted),
+        ("crash debris", debris_rel),
+        ("private modes", loose_rel),
+    ):
+        checks.append(
+            {
+                "name": name,
+                "status": "ok" if not items else ("fixed" if fix else "fail"),
+                "detail": f"{len(items)}" + (": " + ", ".join(items[:5]) if items else ""),
+                "paths": items,
+            }
+        )
+    if fix and (missing or changed or edited or new or interrupted):
+        result = memory.rebuild_export()
+        if result["invalid"]:
+            checks.append(
+                {
+                    "name": "files not adopted",
+                    "status": "fail",
+                    "detail": "; ".join(f"{i['path']}: {i['reason']}" for i in result["invalid"][:5]),
+                    "paths": [i["path"] for i in result["invalid"]],
+                }
+            )
+    if fix:
+        remove_debris(debris)
+        tighten_modes(loose)
+    ok = all(c["status"] in ("ok", "fixed") for c in checks)
+    return {"ok": ok, "checks": checks}
+
+
+def _schema_objects() -> set[str]:
+    """Every table, index and trigger cmem's migrations create (built in memory: doctor only)."""
+    import apsw
+
+    from cmem_cli.store.schema import MIGRATIONS
+
+    conn = apsw.Connection(":memory:")
+    for migration in MIGRATIONS:
+        migration(conn)
+    names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'")}
+    conn.close()
+    return names
+
+
+def _display(path: Path, home: Path) -> str:
+    try:
+        return path.relative_to(home).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def loose_modes(roots: list[Path]) -> list[Path]:
+    """Folders and files under cmem's roots that group or others may use (older versions made intermediate
+    folders 0755); stricter modes (git's read-only 0400 objects) are fine; symlinks are neither followed
+    nor reported."""
+    import os
+    import stat
+
+    found: set[Path] = set()
+    for root in roots:
+        if not root.is_dir() or root.is_symlink():
+            continue
+        if stat.S_IMODE(root.stat().st_mode) & 0o077:
+            found.add(root)
+        for folder, dirs, files in os.walk(root):
+            for name in [*dirs, *files]:
+                path = Path(folder, name)
+                try:
+                    info = path.lstat()
+                except OSError:
+                    continue
+                if not stat.S_ISLNK(info.st_mode) and stat.S_IMODE(info.st_mode) & 0o077:
+                    found.add(path)
+    return sorted(found)
+
+
+def tighten_modes(paths: list[Path]) -> None:
+    import contextlib
+    import os
+
+    for path in paths:
+        with contextlib.suppress(OSError):
+            mode = path.lstat().st_mode & 0o7777
+            os.chmod(path, mode & ~0o077, follow_symlinks=False)  # group and others lose every bit
+
+
+def debris_files(home: Path, export_root: Path) -> list[Path]:
+    """What killed writers leave behind: atomic-write temp files (``.tmp-*``) under the export tree, and a
+    rebuilt index that ``index --full`` never swapped in (``index.db.rebuild``)."""
+    from cmem_cli.services.debris import find_debris
+
+    return find_debris(home, export_root)
+
+
+def remove_debris(paths: list[Path]) -> None:
+    from cmem_cli.services.debris import remove
+
+    remove(paths)

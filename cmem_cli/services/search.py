@@ -1,0 +1,329 @@
+"""The three read layers — search (cheap index), timeline (context), get (full details) — as functions.
+
+Commands render what these return; tests call them directly. Rows are JSON-ready dicts.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, NamedTuple
+
+from cmem_cli.core.errors import InvalidInput, NotFound
+from cmem_cli.core.summary_title import summary_title
+from cmem_cli.core.timeutil import parse_time, to_iso
+from cmem_cli.store.repository import SUMMARY_TEXT_FIELDS, Filters, Store, estimate_tokens
+
+ORDERS = ("relevance", "newest", "oldest")
+_REF = re.compile(r"^(?P<prefix>[SsPp]?)(?P<num>\d+)$")
+_DOCID = re.compile(r"^(?:#|doc:)(?P<docid>[0-9a-fA-F]{6})$")
+
+
+def observation_row(row: dict[str, Any], score: float | None = None) -> dict[str, Any]:
+    """The compact, JSON-ready row of the search and timeline layers."""
+    return {
+        "id": row["id"],
+        "uid": row["uid"],
+        "kind": "observation",
+        "type": row["type"],
+        "title": row["title"],
+        "subtitle": row.get("subtitle"),
+        "project": row["project"],
+        "session": row.get("session"),
+        "agent": row["agent"],
+        "key": row.get("key"),
+        "created_at": to_iso(row["created_at"]),
+        "score": score,
+        "tokens": row.get("tokens") or 0,
+        "path": row.get("path"),
+    }
+
+
+def summary_tokens(row: dict[str, Any]) -> int:
+    return estimate_tokens("".join(row.get(f) or "" for f in SUMMARY_TEXT_FIELDS))
+
+
+def summary_row(row: dict[str, Any], score: float | None = None) -> dict[str, Any]:
+    return {
+        "id": f"S{row['id']}", "uid": row["uid"], "kind": "summary", "type": "summary",
+        "title": summary_title(row), "subtitle": None, "project": row["project"], "session": row["session"],
+        "agent": row["agent"], "key": None, "created_at": to_iso(row["created_at"]),
+        "score": score, "tokens": summary_tokens(row),
+        "path": row.get("path"),
+    }  # fmt: skip
+
+
+def prompt_row(row: dict[str, Any], score: float | None = None) -> dict[str, Any]:
+    return {
+        "id": f"P{row['id']}", "uid": row["uid"], "kind": "prompt", "type": "prompt",
+        "title": " ".join(row["text"].split())[:200], "subtitle": None, "project": row["project"],
+        "session": row["session"], "agent": row["agent"], "key": None, "created_at": to_iso(row["created_at"]),
+        "score": score, "tokens": estimate_tokens(row["text"]),
+        "path": None, "prompt_number": row["prompt_number"],
+    }  # fmt: skip
+
+
+def check_paging(order: str, limit: int, offset: int) -> None:
+    """The ordering and paging options every search layer takes."""
+    if order not in ORDERS:
+        raise InvalidInput(f"unknown order {order!r} (expected one of: {', '.join(ORDERS)})")
+    if limit < 0 or offset < 0:
+        raise InvalidInput("--limit and --offset must not be negative")
+
+
+def build_filters(
+    project: str | None,
+    types: list[str] | None,
+    concepts: list[str] | None,
+    files: list[str] | None,
+    agent: str | None,
+    session: str | None,
+    since: str | None,
+    until: str | None,
+) -> Filters:
+    """The store's filters from the search options as given (types checked, dates parsed)."""
+    from cmem_cli.store.schema import OBSERVATION_TYPES
+
+    for obs_type in types or []:
+        if obs_type not in OBSERVATION_TYPES:
+            raise InvalidInput(f"unknown type {obs_type!r} (expected one of: {', '.join(OBSERVATION_TYPES)})")
+    until_ms = parse_time(until) if until else None
+    if until and len(until.strip()) == 10 and until_ms is not None:
+        until_ms += 86_400_000 - 1  # a bare date includes that whole day
+    return Filters(
+        project=project,
+        types=types or [],
+        concepts=concepts or [],
+        files=files or [],
+        agent=agent,
+        session=session,
+        since=parse_time(since) if since else None,
+        until=until_ms,
+    )
+
+
+def keyword_search(
+    store: Store,
+    query: str | None,
+    filters: Filters,
+    *,
+    limit: int = 20,
+    offset: int = 0,
+    order: str = "relevance",
+) -> list[dict[str, Any]]:
+    """Keyword layer: observations, summaries and prompts matching ``query``; listing when no query."""
+    check_paging(order, limit, offset)
+    if not query or not query.strip():
+        rows = store.list_observations(
+            filters, limit=limit, offset=offset, order="oldest" if order == "oldest" else "newest"
+        )
+        return [observation_row(r) for r in rows]
+    window = limit + offset
+    hits = [
+        observation_row(r, r["score"])
+        for r in store.search_observations(query, filters, limit=window, order=order)
+    ]
+    hits += [summary_row(r, r["score"]) for r in store.search_summaries(query, filters, limit=window)]
+    hits += [prompt_row(r, r["score"]) for r in store.search_prompts(query, filters, limit=window)]
+    if order == "relevance":
+        hits.sort(key=lambda h: -(h["score"] or 0))
+    else:
+        hits.sort(key=lambda h: h["created_at"], reverse=order == "newest")
+    page = hits[offset:window]
+    for hit in page:  # full precision was needed to order; rows show four decimals
+        hit["score"] = round(hit["score"], 4) if hit["score"] is not None else None
+    return page
+
+
+def parse_ref(ref: str) -> tuple[str, int]:
+    """``12`` -> observation 12; ``S3`` -> summary 3; ``P7`` -> prompt 7."""
+    match = _REF.match(ref.strip())
+    if not match:
+        raise InvalidInput(
+            f"not an id: {ref!r} (expected a number, S<n> for a summary, P<n> for a prompt, doc:<docid> for a "
+            "document, or PATH[:LINE[:COUNT]])"
+        )
+    prefix = match.group("prefix").upper()
+    kind = {"S": "summary", "P": "prompt"}.get(prefix, "observation")
+    return kind, int(match.group("num"))
+
+
+def timeline(store: Store, ref: str, *, before: int = 5, after: int = 5) -> dict[str, Any]:
+    """Items around an anchor in the anchor's project, oldest first, the anchor marked."""
+    if before < 0 or after < 0:
+        raise InvalidInput("--before and --after must not be negative")
+    kind, number = parse_ref(ref)
+    if kind == "observation":
+        anchor = store.get_observation(number)
+    elif kind == "summary":
+        anchor = store.get_summary(number)
+    else:
+        anchor = store.get_prompt(number)
+    items = store.timeline_around(
+        anchor["project"], anchor["created_at"], (kind, number), before=before, after=after
+    )
+    rows = []
+    for item in items:
+        ident: int | str = (
+            item["id"]
+            if item["kind"] == "observation"
+            else (("S" if item["kind"] == "summary" else "P") + str(item["id"]))
+        )
+        title = item["title"] if item["kind"] != "summary" else summary_title({"request": item["title"]})
+        rows.append({
+            "id": ident, "uid": item["uid"], "kind": item["kind"],
+            "type": item["type"] or item["kind"], "title": " ".join(str(title).split())[:200],
+            "project": anchor["project"], "session": item["session"], "agent": item["agent"],
+            "created_at": to_iso(item["created_at"]), "tokens": item["tokens"] or 0,
+            "anchor": item["kind"] == kind and item["id"] == number,
+        })  # fmt: skip
+    return {"anchor": ref, "project": anchor["project"], "items": rows}
+
+
+def resolve_query_anchor(store: Store, query: str, filters: Filters) -> str:
+    hits = keyword_search(store, query, filters, limit=1)
+    if not hits:
+        raise NotFound(f"nothing matches {query!r}")
+    return str(hits[0]["id"])
+
+
+# -- hybrid search over the store and the index -----------------------------------------------------------
+
+STORE_SIGNAL = "store"
+ALL = 1_000_000  # the depth of "every hit" (``limit`` 0)
+MEMORIES = "memories"  # cmem's own export tree as a collection (cmem_index.collections.MEMORIES)
+
+
+class SearchPage(NamedTuple):
+    """One page of search rows; ``total`` counts every row above the cut-off (``capped``: maybe more)."""
+
+    rows: list[dict[str, Any]]
+    mode: str
+    notes: list[str]
+    total: int
+    capped: bool = False
+
+
+def check_collections(config: Any, names: list[str]) -> list[str]:
+    """The named collections, or NotFound for a name that is not one (a typo must not widen a search)."""
+    from cmem_index.collections import load_collections
+
+    known = {c.name for c in load_collections(config)}
+    for name in names:
+        if name not in known:
+            raise NotFound(f"no collection named {name!r} (known: {', '.join(sorted(known))})")
+    return list(dict.fromkeys(names))
+
+
+def _signals_json(signals: dict[str, Any]) -> dict[str, Any]:
+    return {
+        name: {"rank": s.rank, "score": round(s.raw, 6), "norm": round(s.norm, 4)}
+        for name, s in signals.items()
+    }
+
+
+def document_row(hit: Any) -> dict[str, Any]:
+    """A row for a collection document (a user's notes or docs) found by the index."""
+    return {
+        "id": f"doc:{hit.docid}" if hit.docid else hit.key, "uid": None, "kind": "document", "type": "document",
+        "title": hit.title or hit.path, "subtitle": hit.snippet, "project": hit.collection, "session": None,
+        "agent": None, "key": None, "created_at": to_iso(hit.created_at) if hit.created_at else None,
+        "score": hit.score, "tokens": None, "path": f"{hit.collection}:{hit.path}", "line": hit.line,
+    }  # fmt: skip
+
+
+def search(
+    memory: Any,
+    query: str | None,
+    filters: Filters,
+    *,
+    limit: int = 20,
+    offset: int = 0,
+    order: str = "relevance",
+    mode: str = "auto",
+    rerank: bool | None = None,
+    min_score: float | None = None,
+    collections: list[str] | None = None,
+    explain: bool = False,
+) -> SearchPage:
+    """The first layer: rows, the mode actually used, notes for stderr and how many rows there are in all.
+
+    Keyword hits from the store (fresh the moment a write commits, covering prompts and summaries) are fused
+    with the index's BM25 and vector hits over cmem's export tree and the user's collections. With no query
+    it lists observations by the filters. Without an index everything still works from the store alone.
+    ``limit`` 0 means every hit. ``min_score`` None is the calibrated cut-off (see ``cmem_index.search.hybrid``).
+    ``collections`` keeps rows from those collections only; an unknown name is NotFound.
+    """
+    check_paging(order, limit, offset)
+    store = memory.store
+    if collections:
+        collections = check_collections(memory.config, collections)
+    if not query or not query.strip():
+        if collections and MEMORIES not in collections:
+            return SearchPage([], "list", [], 0)
+        page = keyword_search(store, query, filters, limit=(limit or ALL) + 1, offset=offset, order=order)
+        more = len(page) > (limit or ALL)  # one row past the page says more exist without counting them all
+        page = page[: limit or ALL]
+        return SearchPage(page, "list", [], offset + len(page) + more, capped=more)
+    window = limit + offset if limit else None
+    depth = max(window, 50) if window else ALL
+    with_store = not collections or MEMORIES in collections
+    observations = store.search_observations(query, filters, limit=depth) if with_store else []
+    summaries = store.search_summaries(query, filters, limit=depth) if with_store else []
+    # Prompts are not files of any collection: naming collections leaves them out.
+    prompts = store.search_prompts(query, filters, limit=depth) if not collections else []
+    store_capped = any(len(found) >= depth for found in (observations, summaries, prompts))
+    by_key: dict[str, dict[str, Any]] = {}
+    ranked: list[tuple[str, float]] = []
+    for row in observations:
+        by_key[f"obs:{row['uid']}"] = observation_row(row)
+        ranked.append((f"obs:{row['uid']}", row["bm25"]))
+    for row in summaries:
+        key = f"doc:memories:{row['path']}" if row.get("path") else f"summary:{row['id']}"
+        by_key[key] = summary_row(row)
+        ranked.append((key, row["bm25"]))
+    for row in prompts:
+        by_key[f"prompt:{row['id']}"] = prompt_row(row)
+        ranked.append((f"prompt:{row['id']}", row["bm25"]))
+    ranked.sort(key=lambda item: -item[1])
+
+    from cmem_index.search import hybrid
+
+    results = hybrid(
+        memory.config,
+        query,
+        mode=mode,
+        limit=None if depth == ALL else depth,
+        filters=filters,
+        collections=collections,
+        rerank=rerank,
+        extra_lists={STORE_SIGNAL: ranked},
+        min_score=min_score,
+    )
+    missing = [h.uid for h in results if h.kind == "observation" and h.uid and f"obs:{h.uid}" not in by_key]
+    found = store.observations_by_uids(missing)
+    rows: list[dict[str, Any]] = []
+    for hit in results:
+        row = by_key.get(hit.key)
+        if row is None and hit.kind == "observation" and hit.uid in found:
+            row = observation_row(found[hit.uid])
+        elif row is None and hit.kind == "summary" and hit.path:
+            row = _summary_by_path(store, hit.path)
+        elif row is None and hit.kind == "document":
+            row = document_row(hit)
+        if row is None:
+            continue  # in the index but no longer in the store (deleted since the last index run)
+        row = {**row, "score": round(hit.score, 4)}
+        if hit.line is not None and row["kind"] == "document":
+            row["line"] = hit.line
+        if explain:
+            row["signals"] = _signals_json(hit.signals)
+        rows.append(row)
+    if order != "relevance":
+        rows.sort(key=lambda r: r["created_at"] or "", reverse=order == "newest")
+    total = max(results.total - (len(results) - len(rows)), len(rows))  # less what the store no longer has
+    return SearchPage(rows[offset:window], results.mode, results.notes, total, results.capped or store_capped)
+
+
+def _summary_by_path(store: Store, path: str) -> dict[str, Any] | None:
+    row = store.db.query_one("SELECT * FROM session_summaries WHERE path = ?", (path,))
+    return summary_row(row) if row else None

@@ -1,0 +1,562 @@
+"""The write service: every write goes to SQLite and to its markdown file, all or nothing.
+
+A write runs inside one ``BEGIN IMMEDIATE`` transaction: the row is inserted, its file is written
+atomically (temp file + rename), the row records the file's path, and only then does the transaction
+commit. If anything fails before the commit, the transaction rolls back and the new file is removed;
+files that a committed write replaced are deleted after the commit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from cmem_export import atomic, digest, layout, markdown
+from cmem_export.journal import JOURNAL_DIR, Journal
+
+from cmem_cli.core.config import Config
+from cmem_cli.core.errors import InvalidInput, NotFound, StorageError
+from cmem_cli.core.ids import new_uid
+from cmem_cli.core.timeutil import now_ms
+from cmem_cli.store.records import EDITABLE_FIELDS, is_valid_text, normalize_observation
+from cmem_cli.store.repository import Store, estimate_tokens
+from cmem_cli.store.schema import LINK_TYPES, SESSION_STATUSES
+
+SUMMARY_LIMIT = 50_000
+
+
+def _scrubber():
+    """Privacy filter applied to every text before storage (``<private>`` blocks, secrets)."""
+    try:
+        from cmem_cli.services import privacy
+    except ImportError:  # pragma: no cover - privacy module ships with cmem
+        return None
+    return privacy
+
+
+class FileTransaction:
+    """Files written during one database transaction: journalled first, undone if the transaction fails.
+
+    Each write records its content hash in the store (same transaction), so after a crash the journal's
+    files can be sorted into committed (hash matches) and not (restored from the journal).
+    """
+
+    def __init__(
+        self, root: Path, store: Store, journal_dir: Path, *, fsync: bool = True, skip_identical: bool = False
+    ):
+        self.root = root
+        self.store = store
+        self.fsync = fsync
+        self.skip_identical = skip_identical  # adopting files git just wrote: most are already right
+        self.journal = Journal(journal_dir, root, fsync=fsync)
+        self.written: set[str] = set()
+        self.to_delete: list[str] = []
+        self._dirs: set[Path] = set()
+        self._done = False
+
+    def write(self, relpath: str, text: str) -> None:
+        path = layout.resolve_inside(self.root, relpath)
+        if self.skip_identical and _same_text(path, text):
+            self.store.record_file(relpath, digest.text_hash(text), atomic.stat_key(path))
+            self.written.add(relpath)
+            return
+        try:
+            self.journal.before_write(relpath, path)
+            if path.parent not in self._dirs:
+                atomic.ensure_dir(path.parent, self.root)
+                self._dirs.add(path.parent)
+            atomic.atomic_write(path, text, fsync=self.fsync, make_dirs=False)
+        except OSError as exc:
+            raise StorageError(f"cannot write {path}: {exc.strerror}") from None
+        self.store.record_file(relpath, digest.text_hash(text), atomic.stat_key(path))
+        self.written.add(relpath)
+
+    def delete_after_commit(self, relpath: str | None) -> None:
+        if relpath and relpath not in self.written:
+            layout.resolve_inside(self.root, relpath)  # refuse a path outside the tree before noting it
+            self.journal.before_drop(relpath)
+            self.store.forget_file(relpath)
+            self.to_delete.append(relpath)
+
+    def rollback(self) -> None:
+        if self.journal.file is not None and not self._done:
+            self.journal.undo()
+        self._done = True
+        self.journal.close()
+
+    def commit(self) -> None:
+        for relpath in self.to_delete:
+            if relpath in self.written:
+                continue
+            path = layout.resolve_inside(self.root, relpath)
+            with contextlib.suppress(OSError):
+                path.unlink()
+                atomic.prune_empty_dirs(path.parent, self.root)
+        self.journal.close()
+
+
+class Memory:
+    """High-level operations used by commands, hooks and importers."""
+
+    def __init__(self, config: Config, store: Store):
+        self.config = config
+        self.store = store
+        self.privacy = _scrubber()
+
+    @classmethod
+    def open(cls, config: Config) -> Memory:
+        config.ensure_home()
+        return cls(config, Store.open(config.db_path, config.export_dir))
+
+    def close(self) -> None:
+        self.store.close()
+
+    def __enter__(self) -> Memory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def export_root(self) -> Path:
+        return self.config.export_dir
+
+    @property
+    def journal_dir(self) -> Path:
+        return self.config.home / JOURNAL_DIR
+
+    @contextlib.contextmanager
+    def _write(self, *, fsync: bool = True, skip_identical: bool = False) -> Iterator[FileTransaction]:
+        """One write transaction over the store and the export files: all or nothing across both."""
+        files = FileTransaction(
+            self.export_root, self.store, self.journal_dir, fsync=fsync, skip_identical=skip_identical
+        )
+        try:
+            with self.store.db.transaction():
+                try:
+                    yield files
+                    if not fsync and files.written:
+                        atomic.sync_all()  # files durable before the rows that point at them
+                except BaseException:
+                    files.rollback()  # still under the write lock: nobody sees the half-written files
+                    raise
+        except BaseException:
+            files.rollback()  # no-op after the one above; covers a COMMIT that failed
+            raise
+        files.commit()
+
+    # -- privacy ----------------------------------------------------------------------------------------
+    def _scrub_record(self, record: dict[str, Any]) -> dict[str, Any]:
+        if self.privacy is None:
+            return record
+        return self.privacy.scrub_record(record, config=self.config)
+
+    def _scrub_text(self, text: str | None) -> str | None:
+        if text is None or self.privacy is None:
+            return text
+        return self.privacy.scrub(text, config=self.config)
+
+    # -- observations ----------------------------------------------------------------------------------
+    def prepare(self, record: Any, defaults: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Validate (and scrub) one input record without writing anything."""
+        if isinstance(record, dict):
+            record = self._scrub_record(record)
+        return normalize_observation(record, defaults=defaults)
+
+    def add_observation(self, record: Any, defaults: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Validate and store one observation; returns the stored row (with id, uid, path)."""
+        prepared = self.prepare(record, defaults)
+        with self._write() as files:
+            return self._store_observation(prepared, files)
+
+    def add_observations(self, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Store already-prepared records in one transaction (bulk import): all or none."""
+        with self._write(fsync=False) as files:
+            self._ensure_sessions(records)
+            return [self._store_observation(r, files, session_ready=True) for r in records]
+
+    def _ensure_sessions(self, records: list[dict[str, Any]]) -> None:
+        """Create each session a batch mentions once, spanning its first and last record's time."""
+        spans: dict[str, tuple[dict[str, Any], int, int]] = {}
+        now = now_ms()
+        for record in records:
+            if record.get("session"):
+                record["session"] = self._known_session(record["session"])
+                at = record.get("created_at") or now
+                first, low, high = spans.get(record["session"], (record, at, at))
+                spans[record["session"]] = (first, min(low, at), max(high, at))
+        for session, (first, low, high) in spans.items():
+            for at in (low, high):
+                self.store.ensure_session(session, agent=first["agent"], project=first["project"], at=at)
+
+    def _store_observation(
+        self,
+        record: dict[str, Any],
+        files: FileTransaction,
+        *,
+        session_ready: bool = False,
+        restore: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        store = self.store
+        if record.get("session") and not session_ready:
+            record = {**record, "session": self._known_session(record["session"])}
+            store.ensure_session(
+                record["session"],
+                agent=record["agent"],
+                project=record["project"],
+                at=record.get("created_at"),
+            )
+        existing = None
+        if record.get("uid"):
+            existing = store.observation_by_uid(record["uid"])
+        if existing is None and record.get("key"):
+            existing = store.observation_by_key(record["project"], record["key"])
+        relpath = None
+        if existing is not None:
+            row = store.update_observation(existing["id"], record)
+        else:
+            created = record.get("created_at") or now_ms()
+            record = {**record, "created_at": created, "uid": record.get("uid") or new_uid(created)}
+            relpath = layout.observation_relpath(record)
+            row = store.insert_observation(record, path=relpath, restore=restore)
+        for link in record.get("links") or []:
+            target = self._resolve_link_target(link)
+            store.add_link(row["id"], target, link["type"])
+        # a new row without links has none to list: no need to ask the store (bulk imports do this a lot)
+        no_links = existing is None and not record.get("links")
+        return self._export_observation(row, files, relpath=relpath, no_links=no_links)
+
+    def _resolve_link_target(self, link: dict[str, Any]) -> int:
+        if "id" in link:
+            if self.store.find_observation(link["id"]) is None:
+                raise NotFound(f"link target {link['id']} does not exist")
+            return link["id"]
+        target = self.store.observation_by_uid(link["uid"])
+        if target is None:
+            raise NotFound(f"link target {link['uid']} does not exist")
+        return target["id"]
+
+    def _link_entries(self, row: dict[str, Any], relpath: str) -> list[dict[str, Any]]:
+        entries = []
+        base = Path(relpath).parent
+        for link in self.store.links_from(row["id"]):
+            href = ""
+            if link["path"]:
+                href = Path(_relative(link["path"], str(base))).as_posix()
+            entries.append({**link, "href": href})
+        return entries
+
+    def _export_observation(
+        self,
+        row: dict[str, Any],
+        files: FileTransaction,
+        *,
+        relpath: str | None = None,
+        no_links: bool = False,
+    ) -> dict[str, Any]:
+        """Write the row's file (moving it if its name changed) and record path and token cost.
+
+        ``relpath`` is the file's path when the caller has just computed it; ``no_links`` says the row
+        cannot have links yet."""
+        relpath = relpath or layout.observation_relpath(row)
+        links = [] if no_links else self._link_entries(row, relpath)
+        text = markdown.render_observation(row, links)
+        files.write(relpath, text)
+        tokens = estimate_tokens(text)  # what `cmem get` prints for it
+        if row.get("path") and row["path"] != relpath:
+            files.delete_after_commit(row["path"])
+        if relpath != row.get("path") or tokens != row.get("tokens"):
+            self.store.set_export(row["id"], relpath, tokens)
+            row["path"], row["tokens"] = relpath, tokens
+        return row
+
+    def edit_observation(self, obs_id: int, changes: dict[str, Any]) -> dict[str, Any]:
+        """Apply field changes (same names as the JSON record) and re-export."""
+        with self._write() as files:
+            current = self.store.get_observation(obs_id)
+            merged = {k: current.get(k) for k in EDITABLE_FIELDS}
+            merged.update(changes)
+            prepared = normalize_observation(self._scrub_record(merged))
+            if prepared.get("key"):
+                clash = self.store.observation_by_key(prepared["project"], prepared["key"])
+                if clash is not None and clash["id"] != obs_id:
+                    raise InvalidInput(
+                        f"key {prepared['key']!r} is already used by observation {clash['id']}"
+                    )
+            row = self.store.update_observation(obs_id, prepared)
+            for link in prepared.get("links") or []:
+                self.store.add_link(obs_id, self._resolve_link_target(link), link["type"])
+            row["path"] = current["path"]
+            return self._export_observation(row, files)
+
+    def link(self, from_id: int, to_id: int, link_type: str, *, remove: bool = False) -> dict[str, Any]:
+        if link_type not in LINK_TYPES:
+            raise InvalidInput(f"unknown link type {link_type!r} (expected one of: {', '.join(LINK_TYPES)})")
+        with self._write() as files:
+            row = self.store.get_observation(from_id)
+            if remove:
+                if not self.store.remove_link(from_id, to_id, link_type):
+                    raise NotFound(f"no {link_type} link from {from_id} to {to_id}")
+            else:
+                self.store.add_link(from_id, to_id, link_type)
+            return self._export_observation(row, files)
+
+    def forget(self, obs_ids: Iterable[int]) -> list[int]:
+        """Delete observations and their files; observations that linked to them are re-exported."""
+        ids = list(dict.fromkeys(obs_ids))
+        with self._write() as files:
+            self.forget_rows(ids, files)
+        return ids
+
+    def forget_rows(self, ids: list[int], files: FileTransaction) -> None:
+        """``forget`` inside the caller's write transaction."""
+        rows = [self.store.get_observation(i) for i in ids]
+        referrers = {link["id"] for i in ids for link in self.store.links_to(i)} - set(ids)
+        for row in rows:
+            self.store.delete_observation(row["id"])
+            files.delete_after_commit(row["path"])
+        for referrer in sorted(referrers):
+            self._export_observation(self.store.get_observation(referrer), files)
+
+    # -- sessions, prompts, summaries -------------------------------------------------------------------
+    def _known_session(self, session_id: str) -> str:
+        """A unique prefix of an existing session's id names that session; any other text is a new id."""
+        return self.store.resolve_session(session_id) or session_id
+
+    def ensure_session(
+        self,
+        session_id: str,
+        *,
+        agent: str,
+        project: str,
+        label: str | None = None,
+        goal: str | None = None,
+        resume: bool = False,
+    ) -> dict[str, Any]:
+        """Create the session if new; ``resume`` also reopens it if it had ended (`cmem session start ID`)."""
+        session_id = _required_text("session id", session_id)
+        with self.store.db.transaction():
+            session_id = self._known_session(session_id)
+            if resume:
+                self.store.db.execute(
+                    "UPDATE sessions SET status = 'active', completed_at = NULL "
+                    "WHERE session_id = ? AND status != 'active'",
+                    (session_id,),
+                )
+            return self.store.ensure_session(
+                session_id,
+                agent=agent,
+                project=project,
+                label=self._scrub_text(label),
+                goal=self._scrub_text(goal),
+            )
+
+    def end_session(
+        self,
+        session_id: str,
+        *,
+        status: str = "completed",
+        outcome: str | None = None,
+        next_steps: str | None = None,
+    ) -> dict[str, Any]:
+        if status not in SESSION_STATUSES:
+            raise InvalidInput(f"unknown status {status!r} (expected one of: {', '.join(SESSION_STATUSES)})")
+        with self.store.db.transaction():
+            return self.store.end_session(
+                session_id,
+                status=status,
+                outcome=self._scrub_text(outcome),
+                next_steps=self._scrub_text(next_steps),
+            )
+
+    def add_prompt(
+        self,
+        session_id: str,
+        text: str,
+        *,
+        project: str | None = None,
+        agent: str | None = None,
+        created_at: int | None = None,
+    ) -> dict[str, Any]:
+        text = _required_text("prompt", self._scrub_text(text) or "", limit=SUMMARY_LIMIT)
+        with self.store.db.transaction():
+            session_id = self._known_session(session_id)
+            session = self.store.ensure_session(
+                session_id, agent=agent or "cli", project=project or "default", at=created_at
+            )
+            number = self.store.next_prompt_number(session_id)
+            return self.store.insert_prompt(
+                session=session_id,
+                number=number,
+                text=text,
+                project=project or session["project"],
+                agent=agent or session["agent"],
+                created_at=created_at,
+            )
+
+    def add_summary(
+        self, session_id: str, fields: dict[str, Any], *, project: str | None = None, agent: str | None = None
+    ) -> dict[str, Any]:
+        values = self.prepare_summary(fields)
+        with self._write() as files:
+            session_id = self._known_session(session_id)
+            session = self.store.ensure_session(
+                session_id, agent=agent or "cli", project=project or "default"
+            )
+            row = self.store.insert_summary(
+                {
+                    **values,
+                    "session": session_id,
+                    "project": project or session["project"],
+                    "agent": agent or session["agent"],
+                    "created_at": fields.get("created_at") or now_ms(),
+                }
+            )
+            return self.export_summary(row, files)
+
+    def prepare_summary(self, fields: dict[str, Any]) -> dict[str, Any]:
+        """Validate and scrub a summary's text fields (the checks `cmem summary add` applies)."""
+        from cmem_export.markdown import SUMMARY_FIELDS
+
+        unknown = set(fields) - set(SUMMARY_FIELDS) - {"created_at"}
+        if unknown:
+            raise InvalidInput(f"unknown summary field '{sorted(unknown)[0]}'")
+        values: dict[str, Any] = {}
+        for name in SUMMARY_FIELDS:
+            value = fields.get(name)
+            if value is not None:
+                if not isinstance(value, str):
+                    raise InvalidInput(f"summary field '{name}' must be a string")
+                value = self._scrub_text(_required_text(name, value, limit=SUMMARY_LIMIT, allow_empty=True))
+            values[name] = value or None
+        if not any(values.values()):
+            raise InvalidInput("a summary needs at least one of: " + ", ".join(SUMMARY_FIELDS))
+        return values
+
+    def export_summary(self, row: dict[str, Any], files: FileTransaction) -> dict[str, Any]:
+        """Write a summary's file (moving it if its name changed) and record its path."""
+        relpath = layout.summary_relpath(row)
+        files.write(relpath, markdown.render_summary(row))
+        if row.get("path") and row["path"] != relpath:
+            files.delete_after_commit(row["path"])
+        if row.get("path") != relpath:
+            self.store.set_summary_path(row["id"], relpath)
+        row["path"] = relpath
+        return row
+
+    # -- export maintenance ------------------------------------------------------------------------------
+    def expected_files(self) -> dict[str, str]:
+        """Every export file the database implies: relative path -> exact content."""
+        expected: dict[str, str] = {}
+        for obs_id in self.store.all_observation_ids():
+            row = self.store.get_observation(obs_id)
+            relpath = layout.observation_relpath(row)
+            expected[relpath] = markdown.render_observation(row, self._link_entries(row, relpath))
+        for summary_id in self.store.all_summary_ids():
+            row = self.store.get_summary(summary_id)
+            expected[layout.summary_relpath(row)] = markdown.render_summary(row)
+        return expected
+
+    def render_record(self, kind: str, record_id: int) -> str:
+        """The exact text cmem writes for one observation or summary (at its current path)."""
+        if kind == "summary":
+            return markdown.render_summary(self.store.get_summary(record_id))
+        row = self.store.get_observation(record_id)
+        relpath = row["path"] or layout.observation_relpath(row)
+        return markdown.render_observation(row, self._link_entries(row, relpath))
+
+    def rebuild_export(self) -> dict[str, Any]:
+        """Adopt what people changed or added in the tree, then regenerate every file the store implies.
+
+        Never deletes a file: one without a store row is adopted (or reported when it cannot be), except
+        the files of a write that never committed, which crash recovery puts back first. Idempotent.
+        """
+        from cmem_cli.services.adopt import adopt_tree
+
+        adoption = adopt_tree(self, forget_deleted=False)
+        written = unchanged = 0
+        with self._write(fsync=False) as files:
+            expected = self.expected_files()
+            for obs_id in self.store.all_observation_ids():
+                row = self.store.get_observation(obs_id)
+                relpath = layout.observation_relpath(row)
+                if row["path"] != relpath:
+                    self.store.set_export(obs_id, relpath, row["tokens"])
+            for summary_id in self.store.all_summary_ids():
+                row = self.store.get_summary(summary_id)
+                relpath = layout.summary_relpath(row)
+                if row["path"] != relpath:
+                    self.store.set_summary_path(summary_id, relpath)
+            hashes = self.store.file_hashes()
+            stats = self.store.file_stats()
+            for relpath, text in expected.items():
+                path = layout.resolve_inside(self.export_root, relpath)
+                try:
+                    if path.read_text(encoding="utf-8") == text:
+                        unchanged += 1
+                        if hashes.get(relpath) != digest.text_hash(text) or relpath not in stats:
+                            self.store.record_file(relpath, digest.text_hash(text), atomic.stat_key(path))
+                        continue
+                except (OSError, UnicodeDecodeError):
+                    pass
+                files.write(relpath, text)
+                written += 1
+            for relpath in set(hashes) - set(expected):
+                self.store.forget_file(relpath)
+        return {
+            "written": written,
+            "unchanged": unchanged,
+            "adopted": len(adoption.adopted),
+            "created": len(adoption.created),
+            "rolled_back": len(adoption.rolled_back),
+            "invalid": adoption.to_json()["invalid"],
+        }
+
+    def orphan_files(self, expected: set[str]) -> list[Path]:
+        """Markdown files no database row accounts for: files in a project folder, or cmem files anywhere.
+
+        These are what ``cmem sync`` and ``doctor --fix`` adopt (a person's, or another machine's)."""
+        orphans = []
+        if not self.export_root.exists():
+            return orphans
+        for path in sorted(self.export_root.rglob("*.md")):
+            parts = path.relative_to(self.export_root).parts
+            if "/".join(parts) in expected or any(part.startswith(".") for part in parts):
+                continue
+            if len(parts) == 1:
+                try:
+                    head = path.read_text(encoding="utf-8", errors="replace")[:64]
+                except OSError:
+                    continue
+                if not head.startswith(("---\ncmem: observation\n", "---\ncmem: summary\n")):
+                    continue  # a person's own file beside the project folders: not a memory
+            orphans.append(path)
+        return orphans
+
+
+def _same_text(path: Path, text: str) -> bool:
+    """True when ``path`` already holds exactly ``text`` (reading is far cheaper than a rename)."""
+    try:
+        return path.read_bytes() == text.encode("utf-8")
+    except OSError:
+        return False
+
+
+def _relative(target: str, base: str) -> str:
+    import os.path
+
+    return os.path.relpath(target, base or ".")
+
+
+def _required_text(name: str, value: str, *, limit: int = 2_000, allow_empty: bool = False) -> str:
+    if not isinstance(value, str):
+        raise InvalidInput(f"{name} must be a string")
+    if not is_valid_text(value) or "\x00" in value:
+        raise InvalidInput(f"{name} is not valid UTF-8 text")
+    if len(value) > limit:
+        raise InvalidInput(f"{name} is too long ({len(value)} characters, limit {limit})")
+    if not value.strip() and not allow_empty:
+        raise InvalidInput(f"{name} must not be empty")
+    return value.strip()

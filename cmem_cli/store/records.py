@@ -1,0 +1,183 @@
+"""Validation of observation records: the one JSON shape that `cmem add --json` takes and `--json` prints.
+
+Everything that writes an observation (flags, JSON import, hooks, transcript import) passes its input
+through ``normalize_observation`` so limits and types are enforced in one place, before anything is
+written.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+from cmem_cli.core.errors import InvalidInput
+from cmem_cli.core.timeutil import parse_time
+from cmem_cli.store.schema import LINK_TYPES, OBSERVATION_TYPES
+
+# Sane limits: large enough for real notes, small enough that a runaway script cannot bloat the store.
+MAX_TITLE = 500
+MAX_SHORT = 2_000  # subtitle, each fact/concept/file path/tool, key, project, session, agent
+MAX_NARRATIVE = 200_000
+MAX_LIST_ITEMS = 1_000
+
+LIST_FIELDS = ("facts", "concepts", "files_read", "files_modified", "tools_used")
+TEXT_FIELDS = ("title", "subtitle", "narrative", "project", "session", "agent", "key")
+INPUT_FIELDS = frozenset(
+    {*LIST_FIELDS, *TEXT_FIELDS, "type", "uid", "prompt_number", "confidence", "created_at", "links"}
+)
+# What `cmem edit` may change: every input field except identity (uid) and links (added, not replaced).
+EDITABLE_FIELDS = tuple(sorted(INPUT_FIELDS - {"uid", "links"}))
+# Fields that `--json` output carries; accepted on input (so output can be re-imported) and ignored.
+OUTPUT_ONLY_FIELDS = frozenset(
+    {"id", "kind", "score", "tokens", "path", "retrieval_count", "last_retrieved_at", "updated_at", "date"}
+)
+
+
+# A uid names files (its tail ends each export file name) and travels between machines: a plain token.
+_UID_SHAPE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,63}")
+MAX_SQL_INT = 2**63 - 1
+
+
+def is_valid_text(value: str) -> bool:
+    """False for lone surrogates (undecodable bytes smuggled in through argv or JSON escapes)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _check_text(field: str, value: Any, limit: int) -> str:
+    if not isinstance(value, str):
+        raise InvalidInput(f"field '{field}' must be a string, got {type(value).__name__}")
+    if not is_valid_text(value):
+        raise InvalidInput(f"field '{field}' is not valid UTF-8")
+    if "\x00" in value:
+        raise InvalidInput(f"field '{field}' contains a NUL character")
+    if len(value) > limit:
+        raise InvalidInput(f"field '{field}' is too long ({len(value)} characters, limit {limit})")
+    return value
+
+
+def _optional_text(record: dict[str, Any], field: str, limit: int) -> str | None:
+    value = record.get(field)
+    if value is None:
+        return None
+    text = _check_text(field, value, limit).strip()
+    return text or None
+
+
+def _text_list(record: dict[str, Any], field: str) -> list[str]:
+    value = record.get(field)
+    if value is None:
+        return []
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list):
+        raise InvalidInput(f"field '{field}' must be a list of strings")
+    if len(value) > MAX_LIST_ITEMS:
+        raise InvalidInput(f"field '{field}' has too many items ({len(value)}, limit {MAX_LIST_ITEMS})")
+    items: list[str] = []
+    for item in value:
+        text = _check_text(field, item, MAX_SHORT).strip()
+        if text and text not in items:
+            items.append(text)
+    return items
+
+
+def parse_link(value: Any) -> dict[str, Any]:
+    """``"related:12"``, ``{"type": "related", "id": 12}`` or ``{"type": ..., "uid": ...}``."""
+    if isinstance(value, str):
+        link_type, sep, target = value.partition(":")
+        if not sep or not target.strip():
+            raise InvalidInput(f"link must look like TYPE:ID, got {value!r}")
+        target = target.strip()
+        value = (
+            {"type": link_type.strip(), "id": int(target)}
+            if target.isascii() and target.isdigit()
+            else {"type": link_type.strip(), "uid": target}
+        )
+    if not isinstance(value, dict):
+        raise InvalidInput("a link must be 'TYPE:ID' or an object with 'type' and 'id' or 'uid'")
+    link_type = value.get("type")
+    if link_type not in LINK_TYPES:
+        raise InvalidInput(f"unknown link type {link_type!r} (expected one of: {', '.join(LINK_TYPES)})")
+    if isinstance(value.get("id"), int) and not isinstance(value.get("id"), bool):
+        if not 1 <= value["id"] <= MAX_SQL_INT:
+            raise InvalidInput(f"link target id {value['id']} is out of range")
+        return {"type": link_type, "id": value["id"]}
+    if isinstance(value.get("uid"), str) and value["uid"]:
+        return {"type": link_type, "uid": value["uid"]}
+    raise InvalidInput("a link needs an integer 'id' or a 'uid'")
+
+
+def normalize_observation(record: Any, *, defaults: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Check and clean one input record; raise InvalidInput naming the first problem."""
+    if not isinstance(record, dict):
+        raise InvalidInput(f"an observation must be a JSON object, got {type(record).__name__}")
+    unknown = set(record) - INPUT_FIELDS - OUTPUT_ONLY_FIELDS
+    if unknown:
+        raise InvalidInput(f"unknown field '{sorted(unknown)[0]}'")
+    merged = {**(defaults or {}), **{k: v for k, v in record.items() if v is not None}}
+
+    title = _optional_text(merged, "title", MAX_TITLE)
+    if not title:
+        raise InvalidInput("missing title")
+    obs_type = merged.get("type", "change")
+    if obs_type not in OBSERVATION_TYPES:
+        raise InvalidInput(f"unknown type {obs_type!r} (expected one of: {', '.join(OBSERVATION_TYPES)})")
+
+    project = _optional_text(merged, "project", MAX_SHORT)
+    if not project:
+        raise InvalidInput("missing project")
+    out: dict[str, Any] = {
+        "type": obs_type,
+        "title": title,
+        "subtitle": _optional_text(merged, "subtitle", MAX_SHORT),
+        "narrative": _optional_text(merged, "narrative", MAX_NARRATIVE),
+        "project": project,
+        "session": _optional_text(merged, "session", MAX_SHORT),
+        "agent": _optional_text(merged, "agent", MAX_SHORT) or "cli",
+        "key": _optional_text(merged, "key", MAX_SHORT),
+    }
+    for field in LIST_FIELDS:
+        out[field] = _text_list(merged, field)
+
+    prompt_number = merged.get("prompt_number")
+    if prompt_number is not None and (
+        not isinstance(prompt_number, int)
+        or isinstance(prompt_number, bool)
+        or not 0 <= prompt_number <= MAX_SQL_INT
+    ):
+        raise InvalidInput("field 'prompt_number' must be a non-negative integer")
+    out["prompt_number"] = prompt_number
+
+    confidence = merged.get("confidence")
+    if confidence is not None:
+        if (
+            isinstance(confidence, bool)
+            or not isinstance(confidence, int | float)
+            or not math.isfinite(confidence)
+            or not 0 <= confidence <= 1
+        ):
+            raise InvalidInput("field 'confidence' must be a number from 0 to 1")
+        confidence = float(confidence)
+    out["confidence"] = confidence
+
+    created = merged.get("created_at")
+    out["created_at"] = parse_time(created) if created is not None and created != "" else None
+    uid = merged.get("uid")
+    if uid is not None:
+        uid = _check_text("uid", uid, 64).strip()
+        if not _UID_SHAPE.fullmatch(uid) or ".." in uid:
+            raise InvalidInput(
+                "field 'uid' must be 1-64 letters, digits, '.', '_', ':' or '-' (no '..', no slashes)"
+            )
+    out["uid"] = uid
+
+    links = merged.get("links") or []
+    if not isinstance(links, list):
+        raise InvalidInput("field 'links' must be a list")
+    out["links"] = [parse_link(link) for link in links]
+    return out

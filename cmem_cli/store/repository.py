@@ -1,0 +1,656 @@
+"""The SQLite store: the source of truth for sessions, observations, prompts, summaries and links.
+
+Pure data access. It knows nothing about markdown files or the vector index; ``cmem_cli.services.writes`` pairs
+every write with its export file. Times are INTEGER epoch milliseconds; list fields are JSON arrays.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from cmem_cli.core.db import Database
+from cmem_cli.core.errors import InvalidInput, NotFound
+from cmem_cli.core.filters import FilterFields, file_path_match
+from cmem_cli.core.fts import fts_query, search_terms
+from cmem_cli.core.ids import new_uid
+from cmem_cli.core.timeutil import now_ms
+from cmem_cli.store.schema import MIGRATIONS
+
+LIST_COLUMNS = ("facts", "concepts", "files_read", "files_modified", "tools_used")
+OBS_COLUMNS = (
+    "uid", "type", "title", "subtitle", "narrative", "facts", "concepts", "files_read", "files_modified",
+    "tools_used", "project", "session", "agent", "prompt_number", "key", "confidence", "created_at",
+    "updated_at", "tokens", "search_terms",
+)  # fmt: skip
+INSERT_COLUMNS = (*OBS_COLUMNS, "path")
+# BM25 column weights for observations_fts: title, subtitle, narrative, facts, concepts, search_terms.
+OBS_BM25 = "bm25(observations_fts, 10.0, 4.0, 1.0, 2.0, 3.0, 1.0)"
+SUMMARY_TEXT_FIELDS = ("request", "investigated", "learned", "completed", "next_steps", "notes")
+
+
+def estimate_tokens(text: str) -> int:
+    """The token cost shown to agents: about four characters per token, as most tokenizers average."""
+    return (len(text) + 3) // 4
+
+
+def bm25_to_score(rank: float) -> float:
+    """Map FTS5's negative BM25 to 0..1 (monotonic; 0.5 at a BM25 of 1)."""
+    strength = max(0.0, -rank)
+    return strength / (1.0 + strength)
+
+
+def _decode(row: dict[str, Any] | None) -> dict[str, Any] | None:
+    if row is None:
+        return None
+    for column in LIST_COLUMNS:
+        if column in row and isinstance(row[column], str):
+            row[column] = json.loads(row[column])
+    row.pop("search_terms", None)
+    return row
+
+
+def _missing_or_empty(path: Path) -> bool:
+    try:
+        return path.stat().st_size == 0
+    except OSError:
+        return True
+
+
+class Filters(FilterFields):
+    """Filters shared by search, listing and the hybrid path, as SQL over the store's tables."""
+
+    @property
+    def observation_only(self) -> bool:
+        """Type, concept and file filters only make sense for observations."""
+        return bool(self.types or self.concepts or self.files)
+
+    def sql(self, alias: str = "o", *, observations: bool = True) -> tuple[str, list[Any]]:
+        clauses, params = self.scalar_clauses(alias)
+        if observations:
+            if self.types:
+                clauses.append(f"{alias}.type IN ({', '.join('?' * len(self.types))})")
+                params.extend(self.types)
+            for concept in self.concepts:
+                clauses.append(
+                    "EXISTS (SELECT 1 FROM observation_concepts c "
+                    f"WHERE c.observation_id = {alias}.id AND c.concept = ? COLLATE NOCASE)"
+                )
+                params.append(concept)
+            for path in self.files:
+                condition, values = file_path_match("f.path", path)
+                clauses.append(
+                    f"EXISTS (SELECT 1 FROM observation_files f WHERE f.observation_id = {alias}.id AND {condition})"
+                )
+                params.extend(values)
+        return (" AND ".join(clauses) or "1"), params
+
+
+class Store:
+    """Data access over one cmem database."""
+
+    def __init__(self, db: Database):
+        self.db = db
+
+    @classmethod
+    def open(cls, path: Path, export_dir: Path | None = None) -> Store:
+        """Open (creating on first use) the store; with ``export_dir``, refuse to create a new empty store
+        where one was lost while its export survives (see :mod:`cmem_cli.store.presence`)."""
+        if export_dir is not None and _missing_or_empty(path):
+            from cmem_cli.store.presence import check_store_presence
+
+            check_store_presence(path, export_dir)
+        db = Database(path)
+        db.migrate(MIGRATIONS)
+        return cls(db)
+
+    def close(self) -> None:
+        self.db.close()
+
+    # -- observations ------------------------------------------------------------------------------
+    def insert_observation(
+        self,
+        record: dict[str, Any],
+        *,
+        path: str | None = None,
+        restore: dict[str, Any] | None = None,
+        updated_at: int | None = None,
+    ) -> dict[str, Any]:
+        """Insert a normalised record (see records.normalize_observation) inside the caller's transaction.
+
+        ``record`` may carry ``uid`` and ``created_at``; missing ones are generated. ``restore`` (an
+        observation read back from its file) may carry the ``id`` and ``updated_at`` it had, kept when the
+        id is free. Returns the stored row (built from the inserted values rather than read back: bulk
+        imports insert thousands at once).
+        """
+        now = now_ms()
+        row = self._row_values(record, tokens=0)
+        row["created_at"] = record.get("created_at") or now
+        row["uid"] = record.get("uid") or new_uid(row["created_at"])
+        row["updated_at"] = updated_at or max(now, row["created_at"])
+        row["path"] = path
+        insert_columns = INSERT_COLUMNS
+        if restore:
+            row["updated_at"] = restore.get("updated_at") or row["updated_at"]
+            wanted = restore.get("id")
+            if isinstance(wanted, int) and wanted > 0 and self.find_observation(wanted) is None:
+                row["id"] = wanted
+                insert_columns = ("id", *INSERT_COLUMNS)
+        columns = ", ".join(insert_columns)
+        placeholders = ", ".join(f":{c}" for c in insert_columns)
+        self.db.execute(f"INSERT INTO observations ({columns}) VALUES ({placeholders})", row)
+        obs_id = row.pop("id", None) or self.db.conn.last_insert_rowid()
+        self._write_side_tables(obs_id, record)
+        row.pop("search_terms")
+        row.update(id=obs_id, retrieval_count=0, last_retrieved_at=None)
+        for column in LIST_COLUMNS:
+            row[column] = list(record.get(column) or [])
+        return row
+
+    def update_observation(
+        self, obs_id: int, record: dict[str, Any], *, tokens: int = 0, updated_at: int | None = None
+    ) -> dict[str, Any]:
+        """Replace the content fields of an observation, keeping id, uid and creation time.
+
+        ``updated_at`` keeps the time another machine gave the edit (git sync); by default it is now."""
+        existing = self.get_observation(obs_id)
+        row = self._row_values(record, tokens=tokens)
+        row["uid"] = existing["uid"]
+        row["created_at"] = record.get("created_at") or existing["created_at"]
+        row["updated_at"] = updated_at or max(now_ms(), existing["updated_at"] + 1)
+        assignments = ", ".join(f"{c} = :{c}" for c in OBS_COLUMNS)
+        self.db.execute(f"UPDATE observations SET {assignments} WHERE id = :id", {**row, "id": obs_id})
+        self.db.execute("DELETE FROM observation_files WHERE observation_id = ?", (obs_id,))
+        self.db.execute("DELETE FROM observation_concepts WHERE observation_id = ?", (obs_id,))
+        self._write_side_tables(obs_id, record)
+        return self.get_observation(obs_id)
+
+    def set_export(self, obs_id: int, relpath: str, tokens: int) -> None:
+        """Record where the observation's file is and what its details cost in tokens."""
+        self.db.execute(
+            "UPDATE observations SET path = ?, tokens = ? WHERE id = ?", (relpath, tokens, obs_id)
+        )
+
+    # -- export file hashes ------------------------------------------------------------------------------
+    def record_file(self, relpath: str, digest: str, stat: tuple[int, int] | None = None) -> None:
+        """Remember what cmem wrote to ``relpath``: its hash and (size, mtime_ns), in the caller's transaction."""
+        size, mtime_ns = stat or (None, None)
+        self.db.execute(
+            "INSERT INTO export_files (path, hash, size, mtime_ns) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT (path) DO UPDATE SET hash = excluded.hash, size = excluded.size, "
+            "mtime_ns = excluded.mtime_ns",
+            (relpath, digest, size, mtime_ns),
+        )
+
+    def forget_file(self, relpath: str) -> None:
+        self.db.execute("DELETE FROM export_files WHERE path = ?", (relpath,))
+
+    def file_hash(self, relpath: str) -> str | None:
+        return self.db.scalar("SELECT hash FROM export_files WHERE path = ?", (relpath,))
+
+    def file_hashes(self) -> dict[str, str]:
+        return {r[0]: r[1] for r in self.db.execute("SELECT path, hash FROM export_files")}
+
+    def file_stats(self) -> dict[str, tuple[int, int]]:
+        """relpath -> (size, mtime_ns) of each file as cmem last wrote it."""
+        return {
+            r[0]: (r[1], r[2])
+            for r in self.db.execute("SELECT path, size, mtime_ns FROM export_files WHERE size IS NOT NULL")
+        }
+
+    def record_paths(self) -> dict[str, tuple[str, int]]:
+        """Every export path a row points at: relpath -> (kind, id)."""
+        paths = {
+            r[0]: ("observation", r[1])
+            for r in self.db.execute("SELECT path, id FROM observations WHERE path IS NOT NULL")
+        }
+        for r in self.db.execute("SELECT path, id FROM session_summaries WHERE path IS NOT NULL"):
+            paths[r[0]] = ("summary", r[1])
+        return paths
+
+    @staticmethod
+    def _row_values(record: dict[str, Any], *, tokens: int) -> dict[str, Any]:
+        row = {c: record.get(c) for c in OBS_COLUMNS}
+        for column in LIST_COLUMNS:
+            row[column] = json.dumps(record.get(column) or [], ensure_ascii=False)
+        row["tokens"] = tokens
+        row["search_terms"] = (
+            search_terms(
+                [
+                    record.get("title"),
+                    record.get("subtitle"),
+                    record.get("narrative"),
+                    *(record.get("facts") or []),
+                    *(record.get("concepts") or []),
+                    *(record.get("files_read") or []),
+                    *(record.get("files_modified") or []),
+                ]
+            )
+            + " "
+            + " ".join([*(record.get("files_read") or []), *(record.get("files_modified") or [])])
+        )
+        return row
+
+    def _write_side_tables(self, obs_id: int, record: dict[str, Any]) -> None:
+        files = [("read", p) for p in record.get("files_read") or []] + [
+            ("modified", p) for p in record.get("files_modified") or []
+        ]
+        if files:
+            self.db.conn.executemany(
+                "INSERT OR IGNORE INTO observation_files (observation_id, kind, path) VALUES (?, ?, ?)",
+                [(obs_id, kind, path) for kind, path in files],
+            )
+        concepts = record.get("concepts") or []
+        if concepts:
+            self.db.conn.executemany(
+                "INSERT OR IGNORE INTO observation_concepts (observation_id, concept) VALUES (?, ?)",
+                [(obs_id, c) for c in concepts],
+            )
+
+    def get_observation(self, obs_id: int) -> dict[str, Any]:
+        row = _decode(self.db.query_one("SELECT * FROM observations WHERE id = ?", (obs_id,)))
+        if row is None:
+            raise NotFound(f"no observation with id {obs_id}")
+        return row
+
+    def find_observation(self, obs_id: int) -> dict[str, Any] | None:
+        return _decode(self.db.query_one("SELECT * FROM observations WHERE id = ?", (obs_id,)))
+
+    def observation_by_uid(self, uid: str) -> dict[str, Any] | None:
+        return _decode(self.db.query_one("SELECT * FROM observations WHERE uid = ?", (uid,)))
+
+    def observations_by_uids(self, uids: list[str]) -> dict[str, dict[str, Any]]:
+        if not uids:
+            return {}
+        marks = ", ".join("?" * len(uids))
+        rows = self.db.query(f"SELECT * FROM observations WHERE uid IN ({marks})", uids)
+        return {row["uid"]: _decode(row) for row in rows}
+
+    def observation_by_key(self, project: str, key: str) -> dict[str, Any] | None:
+        return _decode(
+            self.db.query_one("SELECT * FROM observations WHERE project = ? AND key = ?", (project, key))
+        )
+
+    def delete_observation(self, obs_id: int) -> None:
+        self.db.execute("DELETE FROM observations WHERE id = ?", (obs_id,))
+
+    def all_observation_ids(self) -> list[int]:
+        return [r[0] for r in self.db.execute("SELECT id FROM observations ORDER BY id")]
+
+    def record_retrieval(self, obs_ids: list[int]) -> None:
+        if not obs_ids:
+            return
+        with self.db.transaction():
+            self.db.conn.executemany(
+                "UPDATE observations SET retrieval_count = retrieval_count + 1, last_retrieved_at = ? "
+                "WHERE id = ?",
+                [(now_ms(), i) for i in obs_ids],
+            )
+
+    # -- links ---------------------------------------------------------------------------------------
+    def add_link(self, from_id: int, to_id: int, link_type: str) -> None:
+        if from_id == to_id:
+            raise InvalidInput("an observation cannot link to itself")
+        self.get_observation(to_id)
+        self.db.execute(
+            "INSERT OR IGNORE INTO observation_links (from_id, to_id, type, created_at) VALUES (?, ?, ?, ?)",
+            (from_id, to_id, link_type, now_ms()),
+        )
+
+    def remove_link(self, from_id: int, to_id: int, link_type: str | None = None) -> int:
+        sql = "DELETE FROM observation_links WHERE from_id = ? AND to_id = ?"
+        params: list[Any] = [from_id, to_id]
+        if link_type:
+            sql += " AND type = ?"
+            params.append(link_type)
+        self.db.execute(sql, params)
+        return self.db.conn.changes()
+
+    def links_from(self, obs_id: int) -> list[dict[str, Any]]:
+        """Outgoing links with the target's id, uid, title and export path (for files and `get --links`)."""
+        return self.db.query(
+            "SELECT l.type, o.id, o.uid, o.title, o.path FROM observation_links l "
+            "JOIN observations o ON o.id = l.to_id WHERE l.from_id = ? ORDER BY l.created_at, o.id",
+            (obs_id,),
+        )
+
+    def links_to(self, obs_id: int) -> list[dict[str, Any]]:
+        return self.db.query(
+            "SELECT l.type, o.id, o.uid, o.title, o.path FROM observation_links l "
+            "JOIN observations o ON o.id = l.from_id WHERE l.to_id = ? ORDER BY l.created_at, o.id",
+            (obs_id,),
+        )
+
+    # -- sessions --------------------------------------------------------------------------------------
+    def ensure_session(
+        self,
+        session_id: str,
+        *,
+        agent: str,
+        project: str,
+        label: str | None = None,
+        goal: str | None = None,
+        at: int | None = None,
+    ) -> dict[str, Any]:
+        """Create the session if new, else mark activity; inside the caller's transaction."""
+        when = at or now_ms()
+        self.db.execute(
+            "INSERT INTO sessions (session_id, agent, project, label, goal, started_at, last_activity_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (session_id) DO UPDATE SET "
+            "last_activity_at = max(last_activity_at, excluded.last_activity_at), "
+            "label = coalesce(excluded.label, label), goal = coalesce(excluded.goal, goal)",
+            (session_id, agent, project, label, goal, when, when),
+        )
+        return self.get_session(session_id)
+
+    def end_session(
+        self, session_id: str, *, status: str, outcome: str | None, next_steps: str | None
+    ) -> dict[str, Any]:
+        session_id = self.get_session(session_id)["session_id"]
+        now = now_ms()
+        self.db.execute(
+            "UPDATE sessions SET status = ?, completed_at = ?, last_activity_at = ?, "
+            "outcome = coalesce(?, outcome), next_steps = coalesce(?, next_steps) WHERE session_id = ?",
+            (status, now, now, outcome, next_steps, session_id),
+        )
+        return self.get_session(session_id)
+
+    def get_session(self, session_id: str) -> dict[str, Any]:
+        """The session ``session_id`` names, in full or by a unique prefix (as git takes commit ids)."""
+        full = self.resolve_session(session_id)
+        row = self.db.query_one("SELECT * FROM sessions WHERE session_id = ?", (full or session_id,))
+        if row is None:
+            raise NotFound(f"no session {session_id!r}")
+        return row
+
+    def resolve_session(self, text: str) -> str | None:
+        """The full id of the one session whose id is ``text`` or starts with it; None when none does.
+
+        An exact id always wins, so a session named like another's prefix stays reachable; a prefix shared
+        by several sessions is an error that lists a few of them."""
+        if self.db.scalar("SELECT 1 FROM sessions WHERE session_id = ?", (text,)):
+            return text
+        matches = [
+            r["session_id"]
+            for r in self.db.query(
+                "SELECT session_id FROM sessions WHERE session_id >= ? AND session_id < ? "
+                "ORDER BY session_id LIMIT 4",
+                (text, text + "\U0010ffff"),
+            )
+        ]
+        if len(matches) > 1:
+            shown = ", ".join(matches[:3]) + (", ..." if len(matches) > 3 else "")
+            raise InvalidInput(f"session prefix {text!r} is ambiguous: {shown}")
+        return matches[0] if matches else None
+
+    def session_ids(self) -> list[str]:
+        return [r["session_id"] for r in self.db.query("SELECT session_id FROM sessions")]
+
+    def list_sessions(
+        self, *, project: str | None = None, status: str | None = None, limit: int = 20
+    ) -> list[dict[str, Any]]:
+        clauses, params = [], []
+        if project:
+            clauses.append("project = ?")
+            params.append(project)
+        if status:
+            clauses.append("status = ?")
+            params.append(status)
+        where = " AND ".join(clauses) or "1"
+        return self.db.query(
+            "SELECT s.*, (SELECT count(*) FROM observations o WHERE o.session = s.session_id) AS observations "
+            f"FROM sessions s WHERE {where} ORDER BY last_activity_at DESC LIMIT ?",
+            [*params, limit],
+        )
+
+    def next_prompt_number(self, session_id: str) -> int:
+        self.db.execute(
+            "UPDATE sessions SET prompt_counter = prompt_counter + 1, last_activity_at = ? WHERE session_id = ?",
+            (now_ms(), session_id),
+        )
+        return int(self.db.scalar("SELECT prompt_counter FROM sessions WHERE session_id = ?", (session_id,)))
+
+    # -- prompts and summaries ---------------------------------------------------------------------------
+    def insert_prompt(
+        self, *, session: str, number: int, text: str, project: str, agent: str, created_at: int | None = None
+    ) -> dict[str, Any]:
+        when = created_at or now_ms()
+        self.db.execute(
+            "INSERT INTO user_prompts (uid, session, prompt_number, text, project, agent, created_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (new_uid(when), session, number, text, project, agent, when),
+        )
+        return self.db.query_one(
+            "SELECT * FROM user_prompts WHERE id = ?", (self.db.conn.last_insert_rowid(),)
+        )
+
+    def get_prompt(self, prompt_id: int) -> dict[str, Any]:
+        row = self.db.query_one("SELECT * FROM user_prompts WHERE id = ?", (prompt_id,))
+        if row is None:
+            raise NotFound(f"no prompt P{prompt_id}")
+        return row
+
+    def insert_summary(self, record: dict[str, Any], *, summary_id: int | None = None) -> dict[str, Any]:
+        """Insert a summary; ``summary_id`` (one read back from its file) is kept when it is free."""
+        when = record.get("created_at") or now_ms()
+        values = {f: record.get(f) for f in SUMMARY_TEXT_FIELDS}
+        if summary_id is not None and self.db.query_one(
+            "SELECT 1 FROM session_summaries WHERE id = ?", (summary_id,)
+        ):
+            summary_id = None
+        self.db.execute(
+            "INSERT INTO session_summaries (id, uid, session, project, agent, request, investigated, learned, "
+            "completed, next_steps, notes, created_at) VALUES (:id, :uid, :session, :project, :agent, :request, "
+            ":investigated, :learned, :completed, :next_steps, :notes, :created_at)",
+            {
+                **values,
+                "id": summary_id,
+                "uid": record.get("uid") or new_uid(when),
+                "session": record["session"],
+                "project": record["project"],
+                "agent": record["agent"],
+                "created_at": when,
+            },
+        )
+        return self.get_summary(self.db.conn.last_insert_rowid())
+
+    def update_summary(self, summary_id: int, values: dict[str, Any]) -> dict[str, Any]:
+        """Replace a summary's text fields (and project/agent when given), keeping id, uid and times."""
+        current = self.get_summary(summary_id)
+        fields = {f: values.get(f) for f in SUMMARY_TEXT_FIELDS}
+        fields["project"] = values.get("project") or current["project"]
+        fields["agent"] = values.get("agent") or current["agent"]
+        assignments = ", ".join(f"{c} = :{c}" for c in fields)
+        self.db.execute(
+            f"UPDATE session_summaries SET {assignments} WHERE id = :id", {**fields, "id": summary_id}
+        )
+        # summaries_fts has no update trigger (summaries were write-once): refresh its row by hand
+        self.db.execute("DELETE FROM summaries_fts WHERE rowid = ?", (summary_id,))
+        self.db.execute(
+            "INSERT INTO summaries_fts (rowid, request, investigated, learned, completed, next_steps, notes) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (summary_id, *(fields[f] for f in SUMMARY_TEXT_FIELDS)),
+        )
+        return self.get_summary(summary_id)
+
+    def summary_by_uid(self, uid: str) -> dict[str, Any] | None:
+        return self.db.query_one("SELECT * FROM session_summaries WHERE uid = ?", (uid,))
+
+    def uids_at_paths(self, relpaths: list[str]) -> dict[str, tuple[str, str]]:
+        """Export path -> (kind, uid) for the observations and summaries whose files are at ``relpaths``."""
+        found: dict[str, tuple[str, str]] = {}
+        for start in range(0, len(relpaths), 500):
+            chunk = relpaths[start : start + 500]
+            marks = ", ".join("?" * len(chunk))
+            for table, kind in (("observations", "observation"), ("session_summaries", "summary")):
+                for row in self.db.query(f"SELECT uid, path FROM {table} WHERE path IN ({marks})", chunk):
+                    found[row["path"]] = (kind, row["uid"])
+        return found
+
+    def set_summary_path(self, summary_id: int, relpath: str) -> None:
+        self.db.execute("UPDATE session_summaries SET path = ? WHERE id = ?", (relpath, summary_id))
+
+    def get_summary(self, summary_id: int) -> dict[str, Any]:
+        row = self.db.query_one("SELECT * FROM session_summaries WHERE id = ?", (summary_id,))
+        if row is None:
+            raise NotFound(f"no summary S{summary_id}")
+        return row
+
+    def summaries(
+        self, *, session: str | None = None, project: str | None = None, limit: int = 100
+    ) -> list[dict[str, Any]]:
+        clauses, params = [], []
+        if session:
+            clauses.append("session = ?")
+            params.append(session)
+        if project:
+            clauses.append("project = ?")
+            params.append(project)
+        where = " AND ".join(clauses) or "1"
+        return self.db.query(
+            f"SELECT * FROM session_summaries WHERE {where} ORDER BY created_at DESC, id DESC LIMIT ?",
+            [*params, limit],
+        )
+
+    def all_summary_ids(self) -> list[int]:
+        return [r[0] for r in self.db.execute("SELECT id FROM session_summaries ORDER BY id")]
+
+    def delete_summary(self, summary_id: int) -> None:
+        self.db.execute("DELETE FROM session_summaries WHERE id = ?", (summary_id,))
+
+    # -- reading: search, listing, timeline ----------------------------------------------------------------
+    def search_observations(
+        self, query: str, filters: Filters, *, limit: int, offset: int = 0, order: str = "relevance"
+    ) -> list[dict[str, Any]]:
+        """Keyword search over observations; each row gets ``score`` (0..1) and ``kind``.
+
+        CROSS JOIN keeps the full-text match as the outer loop: with a selective filter SQLite's planner
+        would otherwise walk the filtered rows and re-run the whole MATCH for each one (seconds at 100k).
+        """
+        match = fts_query(query)
+        if match is None:
+            return []
+        where, params = filters.sql("o")
+        order_sql = {
+            "relevance": "rank",
+            "newest": "o.created_at DESC, o.id DESC",
+            "oldest": "o.created_at, o.id",
+        }[order]
+        rows = self.db.query(
+            f"SELECT o.*, {OBS_BM25} AS rank FROM observations_fts CROSS JOIN observations o "
+            f"ON o.id = observations_fts.rowid WHERE observations_fts MATCH ? AND {where} "
+            f"ORDER BY {order_sql} LIMIT ? OFFSET ?",
+            [match, *params, limit, offset],
+        )
+        for row in rows:
+            _decode(row)
+            row["kind"] = "observation"
+            row["bm25"] = -row.pop("rank")  # FTS5 ranks lower-is-better; keep the positive strength
+            row["score"] = bm25_to_score(-row["bm25"])
+        return rows
+
+    def search_summaries(self, query: str, filters: Filters, *, limit: int) -> list[dict[str, Any]]:
+        match = fts_query(query)
+        if match is None or filters.observation_only:
+            return []
+        where, params = filters.sql("s", observations=False)
+        rows = self.db.query(
+            "SELECT s.*, bm25(summaries_fts) AS rank FROM summaries_fts CROSS JOIN session_summaries s "
+            f"ON s.id = summaries_fts.rowid WHERE summaries_fts MATCH ? AND {where} ORDER BY rank LIMIT ?",
+            [match, *params, limit],
+        )
+        for row in rows:
+            row["kind"] = "summary"
+            row["bm25"] = -row.pop("rank")  # FTS5 ranks lower-is-better; keep the positive strength
+            row["score"] = bm25_to_score(-row["bm25"])
+        return rows
+
+    def search_prompts(self, query: str, filters: Filters, *, limit: int) -> list[dict[str, Any]]:
+        match = fts_query(query)
+        if match is None or filters.observation_only:
+            return []
+        where, params = filters.sql("p", observations=False)
+        rows = self.db.query(
+            "SELECT p.*, bm25(prompts_fts) AS rank FROM prompts_fts CROSS JOIN user_prompts p "
+            f"ON p.id = prompts_fts.rowid WHERE prompts_fts MATCH ? AND {where} ORDER BY rank LIMIT ?",
+            [match, *params, limit],
+        )
+        for row in rows:
+            row["kind"] = "prompt"
+            row["bm25"] = -row.pop("rank")  # FTS5 ranks lower-is-better; keep the positive strength
+            row["score"] = bm25_to_score(-row["bm25"])
+        return rows
+
+    def list_observations(
+        self, filters: Filters, *, limit: int, offset: int = 0, order: str = "newest"
+    ) -> list[dict[str, Any]]:
+        where, params = filters.sql("o")
+        order_sql = "o.created_at, o.id" if order == "oldest" else "o.created_at DESC, o.id DESC"
+        rows = self.db.query(
+            f"SELECT o.* FROM observations o WHERE {where} ORDER BY {order_sql} LIMIT ? OFFSET ?",
+            [*params, limit, offset],
+        )
+        for row in rows:
+            _decode(row)
+            row["kind"] = "observation"
+            row["score"] = None
+        return rows
+
+    def timeline_around(
+        self, project: str, anchor_time: int, anchor_key: tuple[str, int], *, before: int, after: int
+    ) -> list[dict[str, Any]]:
+        """Observations, prompts and summaries of ``project`` around ``anchor_time``, oldest first."""
+        union = (
+            "SELECT 'observation' AS kind, id, created_at, type, title, session, agent, tokens, uid FROM "
+            "observations WHERE project = :p "
+            "UNION ALL SELECT 'prompt', id, created_at, NULL, text, session, agent, "
+            "(length(text) + 3) / 4, uid FROM user_prompts WHERE project = :p "
+            "UNION ALL SELECT 'summary', id, created_at, NULL, "
+            "coalesce(request, completed, learned, investigated, next_steps, notes), "
+            "session, agent, (length(coalesce(request,'') || coalesce(investigated,'') || coalesce(learned,'') "
+            "|| coalesce(completed,'') || coalesce(next_steps,'') || coalesce(notes,'')) + 3) / 4, uid "
+            "FROM session_summaries WHERE project = :p"
+        )
+        kind_order = "CASE kind WHEN 'prompt' THEN 0 WHEN 'observation' THEN 1 ELSE 2 END"
+        kind, ident = anchor_key
+        anchor_rank = "CASE :k WHEN 'prompt' THEN 0 WHEN 'observation' THEN 1 ELSE 2 END"
+        params = {"p": project, "t": anchor_time, "k": kind, "i": ident}
+        earlier = self.db.query(
+            f"SELECT * FROM ({union}) WHERE (created_at, {kind_order}, id) < (:t, {anchor_rank}, :i) "
+            f"ORDER BY created_at DESC, {kind_order} DESC, id DESC LIMIT :n",
+            {**params, "n": before},
+        )
+        later = self.db.query(
+            f"SELECT * FROM ({union}) WHERE (created_at, {kind_order}, id) >= (:t, {anchor_rank}, :i) "
+            f"ORDER BY created_at, {kind_order}, id LIMIT :n",
+            {**params, "n": after + 1},
+        )
+        return list(reversed(earlier)) + later
+
+    # -- statistics ---------------------------------------------------------------------------------------
+    def stats(self) -> dict[str, Any]:
+        counts = {
+            table: int(self.db.scalar(f"SELECT count(*) FROM {table}"))
+            for table in (
+                "observations",
+                "sessions",
+                "user_prompts",
+                "session_summaries",
+                "observation_links",
+            )
+        }
+        by_type = {
+            r["type"]: r["n"]
+            for r in self.db.query(
+                "SELECT type, count(*) AS n FROM observations GROUP BY type ORDER BY n DESC, type"
+            )
+        }
+        by_project = {
+            r["project"]: r["n"]
+            for r in self.db.query(
+                "SELECT project, count(*) AS n FROM observations GROUP BY project ORDER BY n DESC, project"
+            )
+        }
+        span = self.db.query_one("SELECT min(created_at) AS first, max(created_at) AS last FROM observations")
+        return {"counts": counts, "by_type": by_type, "by_project": by_project, **(span or {})}
