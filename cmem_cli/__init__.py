@@ -1,3 +1,5 @@
 """cmem: durable local memory for AI coding agents."""
 
-__version__ = "0.1.0"
+from cmem_cli.core.version import VERSION as __version__
+
+__all__ = ["__version__"]

@@ -21,9 +21,9 @@ from pathlib import Path
 
 from cmem_index.model_specs import GGUF_MAGIC, ModelSpec, parse_spec
 
-from cmem_cli import __version__
 from cmem_cli.core.config import DIR_MODE
 from cmem_cli.core.errors import ModelError
+from cmem_cli.core.version import VERSION as __version__
 
 CHUNK = 1 << 20
 DEFAULT_TIMEOUT = 30.0

@@ -11,37 +11,14 @@ import csv
 import io
 import json
 import os
-import re
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from cmem_cli.core.errors import UsageError
+from cmem_cli.core.text import TYPE_ICONS, escape_control  # noqa: F401 (re-exported for the commands)
 
 FORMATS = ("table", "plain", "json", "ndjson", "csv", "ids", "md")
-TYPE_ICONS = {
-    "decision": "🧭",
-    "bugfix": "🐛",
-    "feature": "✨",
-    "refactor": "🔧",
-    "discovery": "🔎",
-    "change": "📝",
-    "error": "❗",
-    "insight": "💡",
-    "question": "❓",
-    "summary": "📋",
-    "prompt": "💬",
-    "document": "📄",
-}
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-_LINE_BREAKS = re.compile(r"[\r\n\t]")
-
-
-def escape_control(text: str, *, keep_newlines: bool = False) -> str:
-    """Make stored text safe to print: control characters become visible escapes (``\\x1b``)."""
-    if not keep_newlines:
-        text = _LINE_BREAKS.sub(lambda m: {"\n": "\\n", "\r": "\\r", "\t": "\\t"}[m.group()], text)
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 def resolve_format(fmt: str | None, as_json: bool, *, default_tty: str = "table") -> str:

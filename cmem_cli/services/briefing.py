@@ -13,7 +13,7 @@ import math
 import re
 from typing import Any
 
-from cmem_cli.cli.render import TYPE_ICONS, escape_control
+from cmem_cli.core.text import TYPE_ICONS, escape_control
 from cmem_cli.core.timeutil import now_ms, to_date, to_iso
 from cmem_cli.store.repository import Store, estimate_tokens
 
