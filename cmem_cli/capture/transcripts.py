@@ -23,9 +23,9 @@ from typing import Any, NamedTuple
 from cmem_cli.capture.hooks.capture import Capture, Where
 from cmem_cli.capture.hooks.state import fingerprint, prompt_prefix
 from cmem_cli.capture.hooks.tools import ToolCall, response_text
-from cmem_cli.cli.input import loads_bounded
 from cmem_cli.core.config import project_for_directory
 from cmem_cli.core.errors import CmemError, InvalidInput, NotFound
+from cmem_cli.core.jsonin import loads_bounded
 from cmem_cli.core.timeutil import now_ms, parse_iso
 
 DEFAULT_SETTLE_SECONDS = 300  # a transcript untouched this long is finished: its last turn is closed

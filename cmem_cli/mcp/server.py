@@ -27,9 +27,9 @@ from pydantic import Field
 from cmem_cli import __version__
 from cmem_cli.api import Memory
 from cmem_cli.api.types import URI_PREFIX, as_dict, citation_uri
-from cmem_cli.cli.render import escape_control
 from cmem_cli.core.config import Config
 from cmem_cli.core.errors import CmemError
+from cmem_cli.core.text import escape_control
 
 INSTRUCTIONS = """\
 cmem is this user's durable memory of past coding sessions: decisions, bugfixes, discoveries, with ids.

@@ -90,7 +90,7 @@ def decode(raw: bytes | str) -> dict[str, Any]:
     if not text.strip():
         raise InvalidInput("empty hook payload")
     try:
-        from cmem_cli.cli.input import loads_bounded
+        from cmem_cli.core.jsonin import loads_bounded
 
         data = loads_bounded(text)
     except json.JSONDecodeError as exc:

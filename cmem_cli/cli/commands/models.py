@@ -260,7 +260,7 @@ def import_cmd(
     else:
         write(f"{escape_control(str(result.path))}\n")
     if key == "embed" and _needs_embedder(config):
-        from cmem_cli.core.config_edit import set_config_value
+        from cmem_cli.services.config_edit import set_config_value
 
         written = set_config_value("models", "embed", dest.name)
         print(
