@@ -18,8 +18,8 @@ from typing import Any, NamedTuple
 
 from cmem_cli.core.errors import DatabaseCorrupt, StorageError
 from cmem_cli.core.fts import search_terms
+from cmem_cli.core.migrations import Migrations
 
-SCHEMA_VERSION = 1
 WRITE_BUSY_MS = 30_000
 READ_BUSY_MS = 250
 
@@ -87,6 +87,15 @@ CREATE TABLE IF NOT EXISTS embed_cache(
     PRIMARY KEY(hash, model)
 ) WITHOUT ROWID;
 """
+
+# The index is derived data, so a later migration may simply drop everything and let `cmem index` rebuild.
+INDEX_MIGRATIONS = Migrations("index")
+
+
+@INDEX_MIGRATIONS
+def m001_initial(conn: Any) -> None:
+    conn.execute(_SCHEMA)
+
 
 DOCUMENT_FIELDS = (
     "kind",
@@ -188,22 +197,14 @@ class IndexStore:
                 conn.execute("PRAGMA synchronous=NORMAL")
                 conn.execute("PRAGMA foreign_keys=ON")
                 store._migrate()
-            else:
-                version = conn.execute("PRAGMA user_version").fetchone()[0]
-                if version != SCHEMA_VERSION:
-                    raise DatabaseCorrupt(f"index {path} has schema {version}, expected {SCHEMA_VERSION}")
+            elif INDEX_MIGRATIONS.pending(conn):
+                raise DatabaseCorrupt(f"index {path} has an older schema; run `cmem index`")
         return store
 
     def _migrate(self) -> None:
-        version = self.conn.execute("PRAGMA user_version").fetchone()[0]
-        if version == SCHEMA_VERSION:
-            return
-        if version > SCHEMA_VERSION:
-            raise DatabaseCorrupt(f"index {self.path} is from a newer cmem; delete it or upgrade cmem")
-        with self.transaction():
-            if self.conn.execute("PRAGMA user_version").fetchone()[0] == 0:
-                self.conn.execute(_SCHEMA)
-                self.conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+        if INDEX_MIGRATIONS.pending(self.conn):
+            with self.transaction():
+                INDEX_MIGRATIONS.apply(self.conn)
 
     def close(self) -> None:
         self.conn.close()

@@ -1,4 +1,4 @@
-"""Schema versioning: migrations run once, in a transaction, after a backup copy of the database."""
+"""Schema versioning: named migrations run once, in a transaction, after a backup copy of the database."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import pytest
 
 from cmem_cli.core.db import Database
 from cmem_cli.core.errors import DatabaseCorrupt
+from cmem_cli.core.migrations import TABLE, Migrations
 from cmem_cli.store.repository import Store
 from cmem_cli.store.schema import MIGRATIONS
 from tests.terminal import run_in_terminal
@@ -14,7 +15,10 @@ from tests.terminal import run_in_terminal
 
 def test_new_database_is_created_at_the_current_version_with_wal(tmp_path):
     store = Store.open(tmp_path / "cmem.db")
-    assert store.db.user_version() == len(MIGRATIONS)
+    assert [r["name"] for r in store.db.query(f"SELECT name FROM {TABLE} WHERE scope = 'store'")] == [
+        "m001_initial",
+        "m002_export_files",
+    ]
     assert store.db.scalar("PRAGMA journal_mode") == "wal"
     assert not list(tmp_path.glob("*.bak"))  # nothing to back up on a fresh file
     store.close()
@@ -34,12 +38,12 @@ def test_upgrade_backs_up_first_and_keeps_data(tmp_path):
         c.execute("ALTER TABLE sessions ADD COLUMN color TEXT")
 
     db = Database(path)
-    db.migrate([*MIGRATIONS, add_column])
-    assert db.user_version() == len(MIGRATIONS) + 1
+    assert db.migrate(_with(add_column)) == ["add_column"]
+    assert db.migrate(_with(add_column)) == []  # recorded by name: never applied twice
     assert db.scalar("SELECT session_id FROM sessions") == "s"
-    (backup,) = tmp_path.glob(f"cmem.db.v{len(MIGRATIONS)}-*.bak")
+    (backup,) = tmp_path.glob(f"cmem.db.v{len(MIGRATIONS.steps)}-*.bak")
     old = apsw.Connection(str(backup))
-    assert old.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
+    assert [r[0] for r in old.execute(f"SELECT name FROM {TABLE}")] == MIGRATIONS.names
     assert old.execute("SELECT count(*) FROM sessions").fetchone()[0] == 1
 
 
@@ -53,8 +57,9 @@ def test_failed_migration_rolls_back_entirely(tmp_path):
 
     db = Database(path)
     with pytest.raises(apsw.SQLError):
-        db.migrate([*MIGRATIONS, broken])
-    assert db.user_version() == len(MIGRATIONS)
+        db.migrate(_with(broken))
+    assert MIGRATIONS.pending(db.conn) == []
+    assert _with(broken).pending(db.conn) == ["broken"]
     assert db.scalar("SELECT count(*) FROM sqlite_master WHERE name = 'half_done'") == 0
 
 
@@ -62,10 +67,55 @@ def test_a_newer_database_is_refused_not_downgraded(tmp_path):
     path = tmp_path / "cmem.db"
     Store.open(path).close()
     conn = apsw.Connection(str(path))
-    conn.execute(f"PRAGMA user_version = {len(MIGRATIONS) + 5}")
+    conn.execute(f"INSERT INTO {TABLE} VALUES ('store', 'm999_from_the_future', 1)")
     conn.close()
-    with pytest.raises(DatabaseCorrupt, match="newer than this cmem"):
+    with pytest.raises(DatabaseCorrupt, match="'m999_from_the_future', newer than this cmem"):
         Store.open(path)
+
+
+def test_a_store_from_before_named_migrations_is_adopted_without_rerunning(tmp_path):
+    """Stores made when user_version counted the steps: their steps are recorded by name, not run again."""
+    path = tmp_path / "cmem.db"
+    conn = apsw.Connection(str(path))
+    conn.execute(MIGRATIONS.steps[0][1].__globals__["V1"])
+    conn.execute("PRAGMA user_version = 1")
+    conn.close()
+    db = Database(path)
+    assert MIGRATIONS.applied(db.conn) == ["m001_initial"]
+    assert db.migrate(_with(lambda c: c.execute("CREATE TABLE extra (x)"), name="m999_extra")) == [
+        "m002_export_files",
+        "m999_extra",
+    ]
+    assert [r["name"] for r in db.query(f"SELECT name FROM {TABLE} ORDER BY name")] == [
+        "m001_initial",
+        "m002_export_files",
+        "m999_extra",
+    ]
+
+
+def test_the_index_and_the_capture_tables_use_the_same_mechanism(tmp_path):
+    from cmem_index.store import IndexStore
+
+    from cmem_cli.capture.hooks.state import CaptureState
+
+    index = IndexStore.open(tmp_path / "index.db")
+    assert index.rows(f"SELECT scope, name FROM {TABLE}") == [("index", "m001_initial")]
+    index.close()
+    store = Store.open(tmp_path / "cmem.db")
+    CaptureState(store.db)
+    scopes = store.db.query(f"SELECT scope, name FROM {TABLE} ORDER BY scope, name")
+    assert scopes == [
+        {"scope": "capture", "name": "m001_capture_tables"},
+        {"scope": "store", "name": "m001_initial"},
+        {"scope": "store", "name": "m002_export_files"},
+    ]
+
+
+def _with(step, name: str | None = None) -> Migrations:
+    """The store's migrations plus one more."""
+    extended = Migrations("store")
+    extended.steps = [*MIGRATIONS.steps, (name or step.__name__, step)]
+    return extended
 
 
 def test_terminal_gets_a_table_with_icons_and_no_color_is_honoured(cli, home):

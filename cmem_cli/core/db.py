@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,10 +17,9 @@ import apsw
 
 from cmem_cli.core.config import env_int
 from cmem_cli.core.errors import DatabaseBusy, DatabaseCorrupt, InvalidInput, StorageError
+from cmem_cli.core.migrations import Migrations
 
 BUSY_TIMEOUT_MS = 15_000  # overridable with CMEM_BUSY_TIMEOUT_MS
-
-Migration = Callable[[apsw.Connection], None]
 
 
 def classify_error(exc: apsw.Error, path: Path, label: str, repair_hint: str) -> Exception:
@@ -162,24 +161,18 @@ class Database:
     def user_version(self) -> int:
         return int(self.scalar("PRAGMA user_version") or 0)
 
-    def migrate(self, migrations: list[Migration]) -> None:
-        """Bring the schema to ``len(migrations)``; back up the file before touching an existing one."""
-        current = self.user_version()
-        target = len(migrations)
-        if current == target:
-            return
-        if current > target:
-            raise DatabaseCorrupt(
-                f"{self.path} has schema version {current}, newer than this cmem ({target}); upgrade cmem"
-            )
-        if current > 0:
-            self._backup(current)
+    def migrate(self, migrations: Migrations) -> list[str]:
+        """Apply the pending named migrations; back up the file first unless it is new."""
+        with translate_errors(self.path):
+            pending = migrations.pending(self.conn)
+            if not pending:
+                return []
+            applied = len(migrations.applied(self.conn))
+        if applied:
+            self._backup(applied)
         with self.transaction():
-            # Re-check under the write lock: another process may have migrated meanwhile.
-            current = self.user_version()
-            for version in range(current, target):
-                migrations[version](self.conn)
-                self.conn.execute(f"PRAGMA user_version={version + 1}")
+            # Under the write lock: another process may have migrated meanwhile (apply re-reads).
+            return migrations.apply(self.conn)
 
     def _backup(self, version: int) -> None:
         stamp = time.strftime("%Y%m%d-%H%M%S")

@@ -194,8 +194,8 @@ def _schema_objects() -> set[str]:
     from cmem_cli.store.schema import MIGRATIONS
 
     conn = apsw.Connection(":memory:")
-    for migration in MIGRATIONS:
-        migration(conn)
+    for _, step in MIGRATIONS.steps:
+        step(conn)
     names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'")}
     conn.close()
     return names

@@ -1,4 +1,4 @@
-"""The store's schema, as an append-only list of migrations (``PRAGMA user_version`` = applied count).
+"""The store's schema, as named migrations (``cmem_cli.core.migrations``): append new ones, never edit one.
 
 Design notes (claude-mem's flaws fixed): one text session id, INTEGER epoch milliseconds for every time,
 file paths and concepts in their own indexed tables, contentless FTS5 tables kept in sync by triggers.
@@ -9,6 +9,8 @@ in Python at write time, so any SQLite client can still write rows consistently.
 from __future__ import annotations
 
 import apsw
+
+from cmem_cli.core.migrations import Migrations
 
 OBSERVATION_TYPES = (
     "decision",
@@ -179,7 +181,11 @@ END;
 """
 
 
-def _v1(conn: apsw.Connection) -> None:
+MIGRATIONS = Migrations("store")
+
+
+@MIGRATIONS
+def m001_initial(conn: apsw.Connection) -> None:
     conn.execute(V1)
 
 
@@ -195,9 +201,6 @@ CREATE TABLE export_files (
 """
 
 
-def _v2(conn: apsw.Connection) -> None:
+@MIGRATIONS
+def m002_export_files(conn: apsw.Connection) -> None:
     conn.execute(V2)
-
-
-# Append new migrations; never edit an applied one.
-MIGRATIONS = [_v1, _v2]

@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 
 from cmem_cli.core.db import Database
 from cmem_cli.core.ids import new_uid
+from cmem_cli.core.migrations import Migrations
 from cmem_cli.core.timeutil import now_ms
 
 SCHEMA = """
@@ -40,15 +41,18 @@ CREATE TABLE IF NOT EXISTS transcript_offsets (
 """
 
 
+CAPTURE_MIGRATIONS = Migrations("capture")
+
+
+@CAPTURE_MIGRATIONS
+def m001_capture_tables(conn: Any) -> None:
+    conn.execute(SCHEMA)  # IF NOT EXISTS: stores from before named migrations already have them
+
+
 def ensure_tables(db: Database) -> None:
     """Create the bookkeeping tables once; a read-only check first so the common case takes no write lock."""
-    have = db.scalar(
-        "SELECT count(*) FROM sqlite_master WHERE type = 'table' "
-        "AND name IN ('agent_captures', 'transcript_offsets')"
-    )
-    if have != 2:
-        with db.transaction():
-            db.execute(SCHEMA)
+    if CAPTURE_MIGRATIONS.pending(db.conn):
+        db.migrate(CAPTURE_MIGRATIONS)
 
 
 def prompt_prefix(text: str) -> str:
