@@ -155,7 +155,7 @@ def test_index_full_clears_a_stale_rebuild_file_first(cli, home, exported):
 
 def test_doctor_on_a_store_from_a_newer_cmem_says_upgrade_not_restore(cli, home, exported):
     conn = apsw.Connection(str(home / "cmem.db"))
-    conn.execute("PRAGMA user_version=99")
+    conn.execute("INSERT INTO _cmem_migrations VALUES ('store', 'm999_from_a_newer_cmem', 1)")
     conn.close()
     assert cli("add", "-t", "x").exit_code == 6
     report = cli("doctor", "--json")
