@@ -76,6 +76,9 @@ FALLBACK_LINES = [
     ["add", "title", "extra"],
     ["add", "--confidence", "high", "-t", "T"],
     ["stats"],
+    ["search", "--mode", "1.5", "q"],  # choices are checked at parse time: click names the valid ones
+    ["search", "--type", "bugfx", "q"],
+    ["add", "--type", "nonsense", "-t", "T"],
     ["collection", "list"],
     [],
 ]
@@ -84,7 +87,7 @@ FALLBACK_LINES = [
 def _typer_kwargs(monkeypatch: pytest.MonkeyPatch, args: list[str]) -> tuple[str, dict[str, Any]]:
     seen: list[tuple[str, dict[str, Any]]] = []
     for command, target in fast_cli.FAST_COMMANDS.items():
-        module, _, function = target.partition(":")
+        module, _, function = target.body.partition(":")
         monkeypatch.setattr(
             importlib.import_module(module), function, lambda _c=command, **kw: seen.append((_c, kw))
         )
@@ -114,6 +117,22 @@ def test_a_bad_value_gets_typers_usage_error(cli) -> None:
     result = cli("search", "--limit", "many", "q")
     assert result.exit_code == 2
     assert "'many' is not a valid integer" in result.stderr
+    assert result.stdout == ""
+
+
+@pytest.mark.parametrize(
+    ("args", "valid"),
+    [
+        (["search", "--mode", "1.5", "q"], "'auto', 'keyword', 'vector', 'hybrid'"),
+        (["search", "--order", "random"], "'relevance', 'newest', 'oldest'"),
+        (["get", "1", "--format", "yaml"], "'md', 'json', 'ndjson'"),
+        (["add", "-t", "T", "--type", "bugfx"], "'decision', 'bugfix'"),
+    ],
+)
+def test_choices_are_validated_at_parse_time_with_a_usage_error(cli, args, valid) -> None:
+    result = cli(*args)
+    assert result.exit_code == 2
+    assert valid in result.stderr
     assert result.stdout == ""
 
 

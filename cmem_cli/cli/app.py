@@ -13,9 +13,11 @@ import click
 import typer
 
 from cmem_cli import __version__
+from cmem_cli.cli.build import annotation
 from cmem_cli.cli.guard import run_guarded, say
 from cmem_cli.cli.helptext import EXAMPLES, polish
 from cmem_cli.cli.invocation import set_home
+from cmem_cli.cli.options import HOME
 from cmem_cli.core.errors import EXIT_USAGE
 
 APP_SETTINGS = dict(
@@ -29,6 +31,7 @@ APP_SETTINGS = dict(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 app = typer.Typer(**APP_SETTINGS)
+HomeOpt = annotation(HOME)
 
 
 def _version_callback(value: bool) -> None:
@@ -39,12 +42,7 @@ def _version_callback(value: bool) -> None:
 
 @app.callback()
 def root(
-    home: Annotated[
-        str | None,
-        typer.Option(
-            "--home", help="Data directory (default: $CMEM_HOME, else $XDG_DATA_HOME/cmem).", metavar="DIR"
-        ),
-    ] = None,
+    home: HomeOpt = None,
     version: Annotated[
         bool,
         typer.Option("--version", "-V", callback=_version_callback, is_eager=True, help="Print the version."),

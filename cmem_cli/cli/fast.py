@@ -1,8 +1,8 @@
 """A fast path for the commands that hooks, scripts and agents run constantly: search, timeline, get, add.
 
 Importing typer and click costs 30-40 ms, more than a keyword search itself. For these commands a simple
-command line is parsed here, from a table of their options that ``scripts/generate.py`` writes out of the
-typer app (``cmem_cli/cli/spec.py``), and the typer-free command body (``cmem_cli.cli.read_bodies``,
+command line is parsed here, from the same option table the typer app is built from
+(``cmem_cli.cli.options``), and the typer-free command body (``cmem_cli.cli.read_bodies``,
 ``cmem_cli.cli.write_bodies``) runs directly.
 Anything this parser is not sure about (``--help``, an unknown option, a missing or malformed value, an extra
 argument, a cluster of short flags) returns None, and the full typer CLI handles the line instead, with
@@ -14,15 +14,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from cmem_cli.cli.spec import COMMANDS, ROOT_OPTIONS
+from cmem_cli.cli.options import FAST_COMMANDS, ROOT_OPTIONS, Opt
 
-# command name -> the typer-free function that runs it ("module:function")
-FAST_COMMANDS = {
-    "search": "cmem_cli.cli.read_bodies:search",
-    "timeline": "cmem_cli.cli.read_bodies:timeline",
-    "get": "cmem_cli.cli.read_bodies:get",
-    "add": "cmem_cli.cli.write_bodies:add",
-}
+_ROOT_BY_FLAG = {flag: opt for opt in ROOT_OPTIONS for flag in opt.flags}
 
 
 class _Unsure(Exception):
@@ -49,11 +43,11 @@ def try_run(args: list[str]) -> int | None:
     from cmem_cli.cli.invocation import set_home
 
     set_home(home)
-    module, _, function = FAST_COMMANDS[name].partition(":")
+    module, _, function = FAST_COMMANDS[name].body.partition(":")
     command = getattr(importlib.import_module(module), function)
 
     def invoke() -> int:
-        return command(**kwargs) or 0  # a body may return an exit status (search: 9 for no match)
+        return command(**kwargs) or 0  # a body may return an exit status (search: 10 for no match)
 
     return run_guarded(invoke)
 
@@ -62,10 +56,10 @@ def _parse(args: list[str]) -> tuple[str | None, str, dict[str, Any]]:
     if "-h" in args or "--help" in args:
         raise _Unsure
     root, at = _options_before_command(args)
-    if at >= len(args) or args[at] not in FAST_COMMANDS or args[at] not in COMMANDS:
+    if at >= len(args) or args[at] not in FAST_COMMANDS:
         raise _Unsure
     name = args[at]
-    return root.get("home"), name, _command_arguments(COMMANDS[name], args[at + 1 :])
+    return root.get("home"), name, _command_arguments(FAST_COMMANDS[name].options, args[at + 1 :])
 
 
 def _options_before_command(args: list[str]) -> tuple[dict[str, Any], int]:
@@ -73,28 +67,28 @@ def _options_before_command(args: list[str]) -> tuple[dict[str, Any], int]:
     i = 0
     while i < len(args) and args[i].startswith("-"):
         option, _, attached = args[i].partition("=")
-        spec = ROOT_OPTIONS.get(option)
-        if spec is None or spec["kind"] != "value":
+        spec = _ROOT_BY_FLAG.get(option)
+        if spec is None:
             raise _Unsure  # --version and friends: the full CLI
         if "=" in args[i]:
-            values[spec["name"]] = attached
+            values[spec.name] = attached
             i += 1
         elif i + 1 < len(args):
-            values[spec["name"]] = args[i + 1]
+            values[spec.name] = args[i + 1]
             i += 2
         else:
             raise _Unsure
     return values, i
 
 
-def _command_arguments(spec: list[dict[str, Any]], args: list[str]) -> dict[str, Any]:
+def _command_arguments(spec: tuple[Opt, ...], args: list[str]) -> dict[str, Any]:
     """Click's parsing of one command's options and arguments, for the forms click accepts unambiguously."""
-    by_opt: dict[str, tuple[dict[str, Any], bool]] = {}
-    for param in spec:
-        for opt in param.get("opts", []):
-            by_opt[opt] = (param, True)
-        for opt in param.get("secondary", []):
-            by_opt[opt] = (param, False)
+    by_flag: dict[str, tuple[Opt, bool]] = {}
+    for opt in spec:
+        for flag in opt.flags:
+            by_flag[flag] = (opt, True)
+        if opt.off:
+            by_flag[opt.off] = (opt, False)
     given: dict[str, Any] = {}
     positionals: list[str] = []
     i = 0
@@ -107,16 +101,16 @@ def _command_arguments(spec: list[dict[str, Any]], args: list[str]) -> dict[str,
         if not token.startswith("-") or token == "-":
             positionals.append(token)
             continue
-        option, has_value, attached = token.partition("=") if token.startswith("--") else (token, "", "")
-        if option not in by_opt and not token.startswith("--") and token[:2] in by_opt:
-            option, has_value, attached = token[:2], "=", token[2:]  # -n5, -pwebapp
-        if option not in by_opt:
+        flag, has_value, attached = token.partition("=") if token.startswith("--") else (token, "", "")
+        if flag not in by_flag and not token.startswith("--") and token[:2] in by_flag:
+            flag, has_value, attached = token[:2], "=", token[2:]  # -n5, -pwebapp
+        if flag not in by_flag:
             raise _Unsure
-        param, primary = by_opt[option]
-        if param["kind"] == "flag":
+        opt, primary = by_flag[flag]
+        if opt.type is bool:
             if has_value:
                 raise _Unsure  # --json=1, or a cluster of short flags
-            given[param["name"]] = primary
+            given[opt.name] = primary
             continue
         if has_value:
             value = attached
@@ -124,47 +118,42 @@ def _command_arguments(spec: list[dict[str, Any]], args: list[str]) -> dict[str,
             value, i = args[i], i + 1
         else:
             raise _Unsure  # missing value: click says so
-        value = _convert(param["type"], value)
-        if param["multiple"]:
-            given.setdefault(param["name"], []).append(value)
+        value = _convert(opt, value)
+        if opt.multiple:
+            given.setdefault(opt.name, []).append(value)
         else:
-            given[param["name"]] = value
+            given[opt.name] = value
     return _bind(spec, given, positionals)
 
 
-def _convert(kind: str, value: str) -> Any:
+def _convert(opt: Opt, value: str) -> Any:
+    if opt.choices and value not in opt.choices:
+        raise _Unsure  # click names the valid choices
     try:
-        if kind == "int":
-            return int(value)
-        if kind == "float":
-            return float(value)
+        return opt.type(value) if opt.type in (int, float) else value
     except ValueError:
         raise _Unsure from None
-    return value
 
 
-def _bind(spec: list[dict[str, Any]], given: dict[str, Any], positionals: list[str]) -> dict[str, Any]:
+def _bind(spec: tuple[Opt, ...], given: dict[str, Any], positionals: list[str]) -> dict[str, Any]:
     """Fill in arguments and defaults the way typer hands them to a command function."""
     kwargs: dict[str, Any] = {}
-    for param in spec:
-        name = param["name"]
-        if param["kind"] == "argument":
-            if param["nargs"] == -1:
+    for opt in spec:
+        if opt.is_argument:
+            if opt.multiple:
                 value: Any = list(positionals)
                 positionals = []
             elif positionals:
                 value = positionals.pop(0)
             else:
-                value = param["default"]
-            if param["required"] and not value:
+                value = opt.default
+            if opt.required and not value:
                 raise _Unsure  # a missing argument: click says so
-            kwargs[name] = value
-        elif name in given:
-            kwargs[name] = given[name]
+            kwargs[opt.name] = value
         else:
-            kwargs[name] = param["default"]
-        if param.get("multiple") and kwargs[name] == [] and param["default"] is None:
-            kwargs[name] = None  # typer passes None for an empty repeatable option without a default
+            kwargs[opt.name] = given.get(opt.name, opt.default)
+        if opt.multiple and not opt.is_argument and not kwargs[opt.name]:
+            kwargs[opt.name] = None  # typer passes None for an empty repeatable option without a default
     if positionals:
         raise _Unsure  # an extra argument: click says so
     return kwargs

@@ -8,9 +8,12 @@ in Python at write time, so any SQLite client can still write rows consistently.
 
 from __future__ import annotations
 
-import apsw
+from typing import TYPE_CHECKING
 
 from cmem_cli.core.migrations import Migrations
+
+if TYPE_CHECKING:
+    import apsw
 
 OBSERVATION_TYPES = (
     "decision",

@@ -7,87 +7,13 @@ from typing import Annotated
 
 import typer
 
-from cmem_cli.cli import write_bodies as write_commands
+from cmem_cli.cli import build, options
 from cmem_cli.cli.commands.common import (
-    AgentOpt,
     ProjectOpt,
-    SessionOpt,
     check_cli_text,
     open_memory,
 )
 from cmem_cli.core.errors import InvalidInput
-
-
-def add(
-    title_text: Annotated[
-        str | None, typer.Argument(help="Title (the same as --title).", metavar="TITLE", show_default=False)
-    ] = None,
-    title: Annotated[
-        str | None, typer.Option("--title", "-t", help="Title (required unless --json).")
-    ] = None,
-    obs_type: Annotated[
-        str,
-        typer.Option(
-            "--type",
-            help="decision, bugfix, feature, refactor, discovery, change, error, insight or question.",
-        ),
-    ] = "change",
-    subtitle: Annotated[str | None, typer.Option("--subtitle", help="One-line subtitle.")] = None,
-    narrative: Annotated[str | None, typer.Option("--narrative", help="Longer text (markdown).")] = None,
-    fact: Annotated[list[str] | None, typer.Option("--fact", help="A fact (repeatable).")] = None,
-    concept: Annotated[
-        list[str] | None, typer.Option("--concept", help="A concept/tag (repeatable).")
-    ] = None,
-    read: Annotated[
-        list[str] | None, typer.Option("--read", help="A file that was read (repeatable).", metavar="PATH")
-    ] = None,
-    modified: Annotated[
-        list[str] | None,
-        typer.Option("--modified", help="A file that was modified (repeatable).", metavar="PATH"),
-    ] = None,
-    tool: Annotated[
-        list[str] | None, typer.Option("--tool", help="A tool that was used (repeatable).")
-    ] = None,
-    project: ProjectOpt = None,
-    session: SessionOpt = None,
-    agent: AgentOpt = None,
-    key: Annotated[
-        str | None,
-        typer.Option("--key", help="Keyed memory: replaces the project's observation with the same key."),
-    ] = None,
-    confidence: Annotated[float | None, typer.Option("--confidence", help="0..1.")] = None,
-    link: Annotated[
-        list[str] | None, typer.Option("--link", help="TYPE:ID link, e.g. related:12 (repeatable).")
-    ] = None,
-    json_source: Annotated[
-        str | None,
-        typer.Option(
-            "--json",
-            help="Read one JSON object, an array, or NDJSON from FILE ('-' for stdin).",
-            metavar="FILE",
-        ),
-    ] = None,
-) -> None:
-    """Record an observation (or bulk-import JSON records); prints the new id(s), one per line."""
-    write_commands.add(
-        title_text=title_text,
-        title=title,
-        obs_type=obs_type,
-        subtitle=subtitle,
-        narrative=narrative,
-        fact=fact,
-        concept=concept,
-        read=read,
-        modified=modified,
-        tool=tool,
-        project=project,
-        session=session,
-        agent=agent,
-        key=key,
-        confidence=confidence,
-        link=link,
-        json_source=json_source,
-    )
 
 
 def edit(
@@ -180,7 +106,7 @@ def forget(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("add")(add)
+    build.register(app, options.ADD)
     app.command("edit")(edit)
     app.command("link")(link_cmd)
     app.command("forget")(forget)

@@ -1,0 +1,201 @@
+"""The options of cmem's hot commands, each declared once (after tobi/qmd's ``src/cli/options.ts``).
+
+This table drives both command-line parsers: the typer-free one that hooks and scripts hit constantly
+(``cmem_cli.cli.fast``) and the typer app (``cmem_cli.cli.build`` turns each entry into a typer parameter),
+and through the typer app the help text, the completions, the man page and docs/cli.md. The options every
+command shares (``--project``, ``--json``, ``--format``...) are declared here too and reused by the other
+command modules. No typer import here: the fast path reads this table on every call.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+from cmem_cli.store.schema import OBSERVATION_TYPES
+
+FORMATS = ("table", "plain", "json", "ndjson", "csv", "ids", "md")
+ORDERS = ("relevance", "newest", "oldest")
+MODES = ("auto", "keyword", "vector", "hybrid")
+
+
+class Opt(NamedTuple):
+    """One option or positional argument, as the command body receives it (``name``)."""
+
+    name: str
+    flags: tuple[str, ...] = ()  # no flags: a positional argument
+    help: str = ""
+    type: type = str  # str, int, float or bool (a flag)
+    default: Any = None
+    multiple: bool = False  # a repeatable option; for an argument, all remaining words
+    choices: tuple[str, ...] = ()
+    metavar: str | None = None
+    required: bool = False
+    off: str | None = None  # the flag that sets a bool flag to False (--no-rerank)
+
+    @property
+    def is_argument(self) -> bool:
+        return not self.flags
+
+
+class Command(NamedTuple):
+    name: str
+    help: str
+    body: str  # "module:function": the typer-free function both parsers call
+    options: tuple[Opt, ...]
+
+
+# -- shared options ------------------------------------------------------------------------------------
+HOME = Opt(
+    "home", ("--home",), "Data directory (default: $CMEM_HOME, else $XDG_DATA_HOME/cmem).", metavar="DIR"
+)
+PROJECT = Opt("project", ("--project", "-p"), "Project name.", metavar="NAME")
+AGENT = Opt("agent", ("--agent",), "Agent name.", metavar="NAME")
+SESSION = Opt("session", ("--session",), "Session id or a unique prefix of one.", metavar="ID")
+JSON = Opt("as_json", ("--json",), "Output JSON.", bool, False)
+FORMAT = Opt(
+    "fmt",
+    ("--format", "-f"),
+    "Output format. Default: table on a terminal, plain (tab-separated) when piped.",
+    choices=FORMATS,
+)
+
+# -- the fast-path commands ----------------------------------------------------------------------------
+SEARCH = Command(
+    "search",
+    "Search memories and documents: one compact row per hit (id, date, type, title, project, token cost).\n\n"
+    'Exit status 10 when nothing matches; "showing N of M" on stderr when more hits exist than shown.',
+    "cmem_cli.cli.read_bodies:search",
+    (
+        Opt("query", help="Words to search for; omit to list by filters.", metavar="QUERY"),
+        PROJECT,
+        Opt(
+            "obs_type", ("--type",), "Only this type (repeatable).", multiple=True, choices=OBSERVATION_TYPES
+        ),
+        Opt("concept", ("--concept",), "Only with this concept (repeatable).", multiple=True),
+        Opt(
+            "file",
+            ("--file",),
+            "Only touching this file path, suffix or directory (repeatable).",
+            multiple=True,
+            metavar="PATH",
+        ),
+        AGENT,
+        SESSION,
+        Opt("since", ("--since",), "ISO date/time or age (7d, 2w, 12h)."),
+        Opt("until", ("--until",), "ISO date/time or age."),
+        Opt("limit", ("--limit", "-n"), "Maximum rows (0: every hit).", int, 20),
+        Opt("offset", ("--offset",), "Skip this many rows.", int, 0),
+        Opt("order", ("--order",), "Row order.", default="relevance", choices=ORDERS),
+        Opt(
+            "mode",
+            ("--mode",),
+            "auto (hybrid when the index has vectors, else keyword), keyword, vector or hybrid.",
+            default="auto",
+            choices=MODES,
+        ),
+        Opt(
+            "rerank",
+            ("--rerank",),
+            "Rerank the top 20 with the reranker model (default: when one is configured).",
+            bool,
+            off="--no-rerank",
+        ),
+        Opt(
+            "min_score",
+            ("--min-score",),
+            "Drop hits scoring below this (0..1; default: calibrated, see docs/retrieval.md; 0 keeps all).",
+            float,
+        ),
+        Opt(
+            "collection",
+            ("--collection", "-c"),
+            "Only this collection (repeatable; 'memories' is cmem's own).",
+            multiple=True,
+        ),
+        Opt("explain", ("--explain",), "Show each signal's rank and score.", bool, False),
+        Opt("all_hits", ("--all",), "Every hit above the cut-off (same as -n 0).", bool, False),
+        JSON,
+        FORMAT,
+    ),
+)
+
+TIMELINE = Command(
+    "timeline",
+    "What happened around one observation: prompts, observations and summaries in time order.",
+    "cmem_cli.cli.read_bodies:timeline",
+    (
+        Opt("ref", help="Anchor: observation id, S<n> summary or P<n> prompt.", metavar="ID"),
+        Opt("query", ("--query", "-q"), "Use the best search hit as anchor."),
+        Opt("before", ("--before", "-b"), "Items before the anchor.", int, 5),
+        Opt("after", ("--after", "-a"), "Items after the anchor.", int, 5),
+        PROJECT,
+        JSON,
+        FORMAT,
+    ),
+)
+
+GET = Command(
+    "get",
+    "Full details of observations; counts as a retrieval.",
+    "cmem_cli.cli.read_bodies:get",
+    (
+        Opt(
+            "refs",
+            help="Observation ids (S<n> summaries, P<n> prompts).",
+            multiple=True,
+            required=True,
+            metavar="ID...",
+        ),
+        Opt("links", ("--links",), "Also show linked observations (one hop).", bool, False),
+        Opt(
+            "path_only",
+            ("--path",),
+            "Print only each record's file path (absolute), one per line.",
+            bool,
+            False,
+        ),
+        JSON,
+        FORMAT._replace(
+            help="md (default), json, ndjson or plain.", choices=("md", "json", "ndjson", "plain")
+        ),
+    ),
+)
+
+ADD = Command(
+    "add",
+    "Record an observation (or bulk-import JSON records); prints the new id(s), one per line.",
+    "cmem_cli.cli.write_bodies:add",
+    (
+        Opt("title_text", help="Title (the same as --title).", metavar="TITLE"),
+        Opt("title", ("--title", "-t"), "Title (required unless --json)."),
+        Opt("obs_type", ("--type",), "Observation type.", default="change", choices=OBSERVATION_TYPES),
+        Opt("subtitle", ("--subtitle",), "One-line subtitle."),
+        Opt("narrative", ("--narrative",), "Longer text (markdown)."),
+        Opt("fact", ("--fact",), "A fact (repeatable).", multiple=True),
+        Opt("concept", ("--concept",), "A concept/tag (repeatable).", multiple=True),
+        Opt("read", ("--read",), "A file that was read (repeatable).", multiple=True, metavar="PATH"),
+        Opt(
+            "modified",
+            ("--modified",),
+            "A file that was modified (repeatable).",
+            multiple=True,
+            metavar="PATH",
+        ),
+        Opt("tool", ("--tool",), "A tool that was used (repeatable).", multiple=True),
+        PROJECT,
+        SESSION,
+        AGENT,
+        Opt("key", ("--key",), "Keyed memory: replaces the project's observation with the same key."),
+        Opt("confidence", ("--confidence",), "0..1.", float),
+        Opt("link", ("--link",), "TYPE:ID link, e.g. related:12 (repeatable).", multiple=True),
+        Opt(
+            "json_source",
+            ("--json",),
+            "Read one JSON object, an array, or NDJSON from FILE ('-' for stdin).",
+            metavar="FILE",
+        ),
+    ),
+)
+
+FAST_COMMANDS = {command.name: command for command in (SEARCH, TIMELINE, GET, ADD)}
+ROOT_OPTIONS = (HOME,)
