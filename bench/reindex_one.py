@@ -91,12 +91,11 @@ def main() -> None:
         one.append(cmem(env, "index"))
 
     os.environ.update(env)
+    from cmem_cli.core.config import load_config
     from cmem_index.collections import load_collections
     from cmem_index.indexer import Indexer
     from cmem_index.loading import load_embedder
     from cmem_index.store import IndexStore
-
-    from cmem_cli.core.config import load_config
 
     config = load_config()
     embedder, _ = load_embedder(config)

@@ -204,12 +204,11 @@ def mean(rows: list[dict[str, float]]) -> dict[str, float]:
 def evaluate(
     name: str, data: dict[str, Any], home: Path, model: str, modes: list[str], dump: dict[str, Any] | None
 ) -> dict[str, Any]:
-    from cmem_index.search import hybrid
-
     from cmem_cli.core.config import load_config
     from cmem_cli.services.search import search
     from cmem_cli.services.writes import Memory
     from cmem_cli.store.repository import Filters
+    from cmem_index.search import hybrid
 
     info = build_home(name, data, home, model)
     os.environ["CMEM_EMBED_MODEL"] = model

@@ -19,11 +19,10 @@ import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from cmem_index.model_specs import GGUF_MAGIC, ModelSpec, parse_spec
-
 from cmem_cli.core.config import DIR_MODE
 from cmem_cli.core.errors import ModelError
 from cmem_cli.core.version import VERSION as __version__
+from cmem_index.model_specs import GGUF_MAGIC, ModelSpec, parse_spec
 
 CHUNK = 1 << 20
 DEFAULT_TIMEOUT = 30.0

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
+from cmem_cli.core.errors import ModelError
 from cmem_index.llama_runtime import (
     KEY_MAX_SEQ_LENGTH,
     POOLING_LAST,
@@ -28,8 +29,6 @@ from cmem_index.llama_runtime import (
     default_threads,
     sample_digest,
 )
-
-from cmem_cli.core.errors import ModelError
 
 if TYPE_CHECKING:
     import numpy as np

@@ -19,10 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cmem_cli.core.errors import InvalidInput, ModelError, StorageError
 from cmem_index.llama_runtime import KEY_MAX_SEQ_LENGTH
 from cmem_index.safetensors_reader import checkpoint_files, read_safetensors
-
-from cmem_cli.core.errors import InvalidInput, ModelError, StorageError
 
 if TYPE_CHECKING:
     import numpy as np

@@ -16,9 +16,8 @@ import math
 from collections.abc import Sequence
 from pathlib import Path
 
-from cmem_index.llama_runtime import POOLING_RANK, ContextPool, LlamaModel, default_threads
-
 from cmem_cli.core.errors import ModelError
+from cmem_index.llama_runtime import POOLING_RANK, ContextPool, LlamaModel, default_threads
 
 # Tokens per (query, document) pair at most: reranking cost grows with it on a CPU.
 DEFAULT_MAX_TOKENS = 512

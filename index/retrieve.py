@@ -12,10 +12,9 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from cmem_index.store import FTS_TOKENIZER, IndexStore
-
 from cmem_cli.core.filters import FilterFields, file_path_match
 from cmem_cli.core.fts import fts_query, query_tokens
+from cmem_index.store import FTS_TOKENIZER, IndexStore
 
 # BM25 column weights: context (title, type, project, concepts), text, camelCase parts.
 CONTEXT_WEIGHT = 1.0

@@ -13,6 +13,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from cmem_cli.core.config import Config
+from cmem_cli.core.errors import CmemError, ModelError, UsageError
 from cmem_index import retrieve
 from cmem_index.fusion import (
     DEFAULT_PARAMS,
@@ -28,9 +30,6 @@ from cmem_index.fusion import (
 )
 from cmem_index.retrieve import DocFilters, DocHit
 from cmem_index.store import IndexStore
-
-from cmem_cli.core.config import Config
-from cmem_cli.core.errors import CmemError, ModelError, UsageError
 
 MODES = ("auto", "keyword", "vector", "hybrid")
 RERANK_CANDIDATES = 20

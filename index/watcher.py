@@ -21,13 +21,12 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from cmem_cli.core.config import Config
 from cmem_index.collections import MEMORIES, Collection, collections_file, load_collections
 from cmem_index.indexer import Indexer, IndexReport
 from cmem_index.lock import writer_lock
 from cmem_index.scan import compile_mask, is_ignored_name
 from cmem_index.store import IndexStore
-
-from cmem_cli.core.config import Config
 
 DEBOUNCE_SECONDS = 1.0
 MAX_DELAY_SECONDS = 10.0
@@ -93,8 +92,9 @@ class Watcher:
         signal.signal(signal.SIGTERM, handler)
 
     def run(self) -> None:
-        from cmem_index.loading import load_embedder
         from watchdog.observers import Observer
+
+        from cmem_index.loading import load_embedder
 
         self._embedder, self._note = load_embedder(self.config)
         self._observer = Observer()

@@ -73,21 +73,28 @@ def test_the_documented_settings_entries_are_what_install_writes() -> None:
     assert set(documented["hooks"]) == set(HOOK_EVENTS)
 
 
-def test_the_instruction_block_uses_real_commands(sh, home) -> None:
+def test_every_command_in_the_instruction_block_runs(sh, home) -> None:
+    """The block Claude reads names real commands: each one, with its placeholders filled in, succeeds."""
+    import re
+    import shlex
+
     from cmem_cli.capture.install_claude import INSTRUCTIONS
 
     assert len(INSTRUCTIONS.strip().splitlines()) <= 12
-    result = sh(
-        "add",
-        "--type",
-        "decision",
-        "--title",
-        "Use integer cents",
-        "--fact",
-        "floats lose cents",
-        "--modified",
-        "src/money.py",
-    )
-    assert result.exit_code == 0, result.stderr
-    for command in ("search", "timeline", "get", "add"):
-        assert f"`cmem {command}" in INSTRUCTIONS
+    first = sh("add", "--type", "decision", "--title", "Use integer cents", "--fact", "floats lose cents")
+    assert first.exit_code == 0, first.stderr
+    fill = {
+        "QUERY": "integer cents",
+        "ID": first.stdout.strip(),
+        "PATH": "src/money.py",
+        "decision|bugfix|discovery|insight|feature": "insight",
+        "...": "cents are integers",
+    }
+    body = INSTRUCTIONS.strip().splitlines()[1:-1]  # inside the BEGIN/END markers
+    commands = re.findall(r"`cmem ([^`]+)`", " ".join(" ".join(body).split()))
+    assert [c.split()[0] for c in commands] == ["search", "timeline", "get", "add"]
+    for command in commands:
+        words = [fill.get(w, w) for w in shlex.split(command)]
+        result = sh(*words)
+        assert result.exit_code == 0, (command, result.stderr)
+        assert result.stdout.strip(), command

@@ -92,12 +92,12 @@ def test_decisions_win_over_reads_when_the_budget_is_tight(sh, home) -> None:
     assert len(titles) < 62  # the 60 reads did not all fit
 
 
-@pytest.mark.parametrize("budget", [1, 5, 20, 40, 80, 150, 400, 1500, 5000])
-def test_never_over_budget(sh, home, budget: int) -> None:
+def test_the_command_reports_what_it_printed_within_the_budget(sh, home) -> None:
+    """Budgets in general are the Hypothesis test's job below; this checks the CLI's own accounting."""
     seed(sh)
-    data = sh("context", "--project", "shop", "--budget", str(budget), "--json").json()
-    assert estimate_tokens(data["text"]) <= budget
-    assert data["tokens"] <= budget
+    data = sh("context", "--project", "shop", "--budget", "150", "--json").json()
+    assert data["tokens"] == estimate_tokens(data["text"])
+    assert 0 < data["tokens"] <= 150
 
 
 def test_empty_project_explains_how_to_record(sh, home) -> None:

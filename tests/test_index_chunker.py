@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from cmem_index.chunker import chunk_markdown, estimate_tokens
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+from cmem_index.chunker import chunk_markdown, estimate_tokens
 
 WORDS = st.sampled_from(
     [

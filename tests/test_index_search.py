@@ -7,15 +7,15 @@ from pathlib import Path
 
 import apsw
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from cmem_cli.core.config import load_config
 from cmem_index.collections import add_collection, load_collections
 from cmem_index.fusion import DEFAULT_PARAMS, KEYWORD, VECTOR, FusionParams, Signal, default_cutoff, fuse
 from cmem_index.indexer import Indexer
 from cmem_index.search import hybrid
 from cmem_index.store import IndexStore
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-
-from cmem_cli.core.config import load_config
 from tests.index_helpers import CountingEmbedder, observation_file, write
 
 

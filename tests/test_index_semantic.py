@@ -5,13 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
+from cmem_cli.core.config import load_config
 from cmem_index.collections import load_collections
 from cmem_index.indexer import Indexer
 from cmem_index.loading import load_embedder
 from cmem_index.search import hybrid
 from cmem_index.store import IndexStore
-
-from cmem_cli.core.config import load_config
 from tests.index_helpers import observation_file
 
 MEMORIES = [

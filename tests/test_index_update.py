@@ -9,12 +9,12 @@ import textwrap
 from pathlib import Path
 
 import pytest
+
+from cmem_cli.core.config import load_config
 from cmem_index import indexer as indexer_module
 from cmem_index.collections import add_collection, load_collections
 from cmem_index.indexer import Indexer, rebuild
 from cmem_index.store import IndexStore
-
-from cmem_cli.core.config import load_config
 from tests.index_helpers import CountingEmbedder, observation_file, write
 
 REPO = Path(__file__).resolve().parent.parent

@@ -13,11 +13,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+
+from cmem_cli.core.config import load_config
 from cmem_index.collections import add_collection
 from cmem_index.store import IndexStore
 from cmem_index.watcher import Watcher
-
-from cmem_cli.core.config import load_config
 from tests.index_helpers import observation_file, write
 
 REPO = Path(__file__).resolve().parent.parent

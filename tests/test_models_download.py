@@ -16,10 +16,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cmem_index.download import pull
-from cmem_index.model_specs import parse_spec, resolve
 
 from cmem_cli.core.errors import ModelError
+from cmem_index.download import pull
+from cmem_index.model_specs import parse_spec, resolve
 
 REPO = Path(__file__).resolve().parent.parent
 SPEC = "hf:acme/tiny-GGUF/tiny-q8.gguf"

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from cmem_index.embedder import FORMATS, Embedder, detect_family
-from cmem_index.llama_runtime import POOLING_LAST, POOLING_MEAN, pack
 
 from cmem_cli.core.errors import ModelError
+from cmem_index.embedder import FORMATS, Embedder, detect_family
+from cmem_index.llama_runtime import POOLING_LAST, POOLING_MEAN, pack
 from tests.model_fixtures import build_minilm_gguf
 
 REPO = Path(__file__).resolve().parent.parent

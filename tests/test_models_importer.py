@@ -10,11 +10,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from cmem_index.embedder import Embedder
-from cmem_index.importer import import_checkpoint
 
 from cmem_cli.__main__ import main
 from cmem_cli.core.errors import InvalidInput, ModelError
+from cmem_index.embedder import Embedder
+from cmem_index.importer import import_checkpoint
 from tests.model_fixtures import build_minilm_gguf, minilm_checkpoint
 
 REFERENCE = json.loads(

@@ -8,9 +8,9 @@ import math
 from pathlib import Path
 
 import pytest
-from cmem_index.reranker import Reranker
 
 from cmem_cli.core.errors import ModelError
+from cmem_index.reranker import Reranker
 from tests.model_fixtures import (
     TINY_VOCAB,
     build_tiny_reranker_gguf,

@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
-from cmem_index.model_specs import parse_spec, resolve
 
 from cmem_cli.__main__ import main
 from cmem_cli.core.errors import ModelError
+from cmem_index.model_specs import parse_spec, resolve
 
 GEMMA = "hf:ggml-org/embeddinggemma-300M-GGUF/embeddinggemma-300M-Q8_0.gguf"
 

@@ -94,9 +94,8 @@ def test_a_store_from_before_named_migrations_is_adopted_without_rerunning(tmp_p
 
 
 def test_the_index_and_the_capture_tables_use_the_same_mechanism(tmp_path):
-    from cmem_index.store import IndexStore
-
     from cmem_cli.capture.hooks.state import CaptureState
+    from cmem_index.store import IndexStore
 
     index = IndexStore.open(tmp_path / "index.db")
     assert index.rows(f"SELECT scope, name FROM {TABLE}") == [("index", "m001_initial")]

@@ -291,11 +291,10 @@ def test_random_add_edit_forget_sync_interleavings_converge(home, tmp_path, caps
 def test_the_receiving_index_picks_up_exactly_what_arrived(team):
     """Change detection by content hash: after a sync, the receiving machine's index pass re-chunks only
     the files that arrived or changed, drops the forgotten one, and embeds only new chunk texts."""
+    from cmem_cli.core.config import load_config
     from cmem_index.collections import load_collections
     from cmem_index.indexer import Indexer
     from cmem_index.store import IndexStore
-
-    from cmem_cli.core.config import load_config
     from tests.index_helpers import CountingEmbedder
 
     a, b, url, first, second = team

@@ -19,9 +19,6 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from cmem_export import atomic, digest
-from cmem_export.reading import ParsedFile, UnreadableFile, decode, parse_file
-
 from cmem_cli.core.errors import CmemError, InvalidInput
 from cmem_cli.core.ids import new_uid
 from cmem_cli.core.timeutil import now_ms
@@ -30,6 +27,8 @@ from cmem_cli.services.writes import FileTransaction, Memory
 from cmem_cli.store.records import EDITABLE_FIELDS
 from cmem_cli.store.repository import SUMMARY_TEXT_FIELDS
 from cmem_cli.store.schema import LINK_TYPES
+from cmem_export import atomic, digest
+from cmem_export.reading import ParsedFile, UnreadableFile, decode, parse_file
 
 # A file cmem wrote this recently is read and hashed even when its size and mtime match (as git does with
 # "racily clean" entries): filesystem timestamps are coarse, so a quick same-size edit could share one.

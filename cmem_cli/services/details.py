@@ -6,11 +6,10 @@ import json
 import os
 from typing import Any
 
-from cmem_export import markdown
-
 from cmem_cli.core.timeutil import now_ms, to_iso
 from cmem_cli.services.documents import fetch_document, is_document_ref
 from cmem_cli.services.search import parse_ref, prompt_row, summary_row
+from cmem_export import markdown
 
 
 def observation_record(memory: Any, row: dict[str, Any]) -> dict[str, Any]:

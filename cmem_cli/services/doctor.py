@@ -16,11 +16,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from cmem_export import digest, layout
-from cmem_export.journal import pending
-
 from cmem_cli.core.errors import CmemError
 from cmem_cli.store.presence import REPAIR_ADVICE, lost_store_problem
+from cmem_export import digest, layout
+from cmem_export.journal import pending
 
 DAMAGED_ADVICE = (
     "restore cmem.db from a backup, or move it aside (mv cmem.db cmem.db.damaged) and rebuild it from the "

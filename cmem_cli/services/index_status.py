@@ -11,12 +11,11 @@ from cmem_cli.core.config import Config
 
 def index_status(config: Config) -> dict[str, Any]:
     """Documents, chunks, vectors, stale entries, models, collections and the last run, JSON-ready."""
+    from cmem_cli.core.errors import CmemError
     from cmem_index.changes import changes_since_last_run
     from cmem_index.collections import load_collections
     from cmem_index.loading import NO_MODEL_HINT, embed_model_path, model_file_identity
     from cmem_index.store import IndexStore
-
-    from cmem_cli.core.errors import CmemError
 
     collections = load_collections(config)
     info: dict[str, Any] = {"index": str(config.index_path), "exists": config.index_path.exists()}

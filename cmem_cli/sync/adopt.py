@@ -15,12 +15,11 @@ from __future__ import annotations
 from pathlib import PurePosixPath
 from typing import Any
 
-from cmem_export import markdown, reading
-
 from cmem_cli.core.errors import InvalidInput
 from cmem_cli.core.timeutil import now_ms
 from cmem_cli.services.writes import FileTransaction, Memory
 from cmem_cli.store.records import parse_link
+from cmem_export import markdown, reading
 
 
 class Incoming:

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from cmem_export import atomic, layout
-
 from cmem_cli.core.errors import CmemError
 from cmem_cli.core.ids import new_uid
 from cmem_cli.services.writes import Memory
 from cmem_cli.store.records import MAX_TITLE
 from cmem_cli.sync import adopt as sync_adopt
 from cmem_cli.sync.git import Git
+from cmem_export import atomic, layout
 
 COPY_SUFFIX = " (conflict copy)"
 

@@ -121,9 +121,8 @@ def index_cmd(
 
 def _remembered_model(config: Any) -> dict[str, Any] | None:
     """What the index remembers about the model file that made its vectors (None if unreadable)."""
-    from cmem_index.store import IndexStore
-
     from cmem_cli.core.errors import CmemError
+    from cmem_index.store import IndexStore
 
     if not config.index_path.exists():
         return None
@@ -295,9 +294,8 @@ def collection_list(as_json: JsonOpt = False) -> None:
 @collection_app.command("remove")
 def collection_remove(name: Annotated[str, typer.Argument(help="Collection name.", metavar="NAME")]) -> None:
     """Stop indexing a collection and drop its documents from the index (files are not touched)."""
-    from cmem_index.collections import remove_collection
-
     from cmem_cli.core.errors import DatabaseBusy
+    from cmem_index.collections import remove_collection
 
     config = current_config()
     removed = remove_collection(config, name)

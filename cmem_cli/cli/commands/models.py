@@ -287,9 +287,8 @@ def _checkpoint_folder(directory: Path) -> Path:
 def _needs_embedder(config: Any) -> bool:
     """True when no embedding model is usable and none was chosen in the environment, which wins over the
     config file (so writing the file would change nothing in this shell)."""
-    from cmem_index.loading import embed_model_path
-
     from cmem_cli.core.errors import CmemError
+    from cmem_index.loading import embed_model_path
 
     if os.environ.get("CMEM_EMBED_MODEL"):
         return False
