@@ -13,6 +13,7 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
+from cmem_cli.core.fields import SUMMARY_FIELDS
 from cmem_cli.core.summary_title import summary_title
 from cmem_cli.core.timeutil import parse_time, to_iso
 
@@ -23,7 +24,6 @@ OBSERVATION_KEYS = (
     "uid", "type", "title", "subtitle", "project", "session", "agent", "key", "concepts", "facts",
     "files_read", "files_modified", "tools_used", "prompt_number", "confidence", "created_at", "updated_at",
 )  # fmt: skip
-SUMMARY_FIELDS = ("request", "investigated", "learned", "completed", "next_steps", "notes")
 SUMMARY_HEADINGS = {
     "request": "Request",
     "investigated": "Investigated",

@@ -17,6 +17,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from cmem_cli.core.text import estimate_tokens
+
 # Bump when chunks change for the same input (boundaries, or the context the embedder and the keyword
 # column get): the index re-chunks everything on a change.
 CHUNKER_VERSION = "4"
@@ -68,11 +70,6 @@ class _Unit:
     tokens: int
     score: float  # of a cut before this unit
     blank: bool = False
-
-
-def estimate_tokens(text: str) -> int:
-    """About one token per four characters: the count used until a model's tokenizer is available."""
-    return (len(text) + 3) // 4
 
 
 def chunk_markdown(

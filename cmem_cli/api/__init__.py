@@ -402,7 +402,7 @@ class Memory:
 
     def _summary(self, summary_id: int) -> Summary:
         from cmem_cli.services.search import summary_row
-        from cmem_export.markdown import SUMMARY_FIELDS
+        from cmem_cli.core.fields import SUMMARY_FIELDS
 
         row = self.service.store.get_summary(summary_id)
         return _build(Summary, {**summary_row(row), **{f: row.get(f) for f in SUMMARY_FIELDS}})

@@ -30,3 +30,9 @@ def escape_control(text: str, *, keep_newlines: bool = False) -> str:
     if not keep_newlines:
         text = _LINE_BREAKS.sub(lambda m: {"\n": "\\n", "\r": "\\r", "\t": "\\t"}[m.group()], text)
     return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def estimate_tokens(text: str) -> int:
+    """The token cost shown to agents and used by the chunker until a model's tokenizer is available:
+    about four characters per token, as most tokenizers average."""
+    return (len(text) + 3) // 4

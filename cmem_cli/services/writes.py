@@ -27,11 +27,10 @@ SUMMARY_LIMIT = 50_000
 
 
 def _scrubber():
-    """Privacy filter applied to every text before storage (``<private>`` blocks, secrets)."""
-    try:
-        from cmem_cli.services import privacy
-    except ImportError:  # pragma: no cover - privacy module ships with cmem
-        return None
+    """Privacy filter applied to every text before storage (``<private>`` blocks, secrets); imported here,
+    not at module level, so a read-only command never loads its patterns. It is never optional."""
+    from cmem_cli.services import privacy
+
     return privacy
 
 
@@ -148,12 +147,10 @@ class Memory:
 
     # -- privacy ----------------------------------------------------------------------------------------
     def _scrub_record(self, record: dict[str, Any]) -> dict[str, Any]:
-        if self.privacy is None:
-            return record
         return self.privacy.scrub_record(record, config=self.config)
 
     def _scrub_text(self, text: str | None) -> str | None:
-        if text is None or self.privacy is None:
+        if text is None:
             return text
         return self.privacy.scrub(text, config=self.config)
 
@@ -417,7 +414,7 @@ class Memory:
 
     def prepare_summary(self, fields: dict[str, Any]) -> dict[str, Any]:
         """Validate and scrub a summary's text fields (the checks `cmem summary add` applies)."""
-        from cmem_export.markdown import SUMMARY_FIELDS
+        from cmem_cli.core.fields import SUMMARY_FIELDS
 
         unknown = set(fields) - set(SUMMARY_FIELDS) - {"created_at"}
         if unknown:

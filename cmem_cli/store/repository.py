@@ -12,9 +12,11 @@ from typing import Any
 
 from cmem_cli.core.db import Database
 from cmem_cli.core.errors import InvalidInput, NotFound
+from cmem_cli.core.fields import SUMMARY_FIELDS
 from cmem_cli.core.filters import FilterFields, file_path_match
 from cmem_cli.core.fts import fts_query, search_terms
 from cmem_cli.core.ids import new_uid
+from cmem_cli.core.text import estimate_tokens  # noqa: F401 (part of the store's interface)
 from cmem_cli.core.timeutil import now_ms
 from cmem_cli.store.schema import MIGRATIONS
 
@@ -27,12 +29,7 @@ OBS_COLUMNS = (
 INSERT_COLUMNS = (*OBS_COLUMNS, "path")
 # BM25 column weights for observations_fts: title, subtitle, narrative, facts, concepts, search_terms.
 OBS_BM25 = "bm25(observations_fts, 10.0, 4.0, 1.0, 2.0, 3.0, 1.0)"
-SUMMARY_TEXT_FIELDS = ("request", "investigated", "learned", "completed", "next_steps", "notes")
-
-
-def estimate_tokens(text: str) -> int:
-    """The token cost shown to agents: about four characters per token, as most tokenizers average."""
-    return (len(text) + 3) // 4
+SUMMARY_TEXT_FIELDS = SUMMARY_FIELDS
 
 
 def bm25_to_score(rank: float) -> float:
