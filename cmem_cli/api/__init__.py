@@ -401,8 +401,8 @@ class Memory:
         return [self._summary(row["id"]) for row in rows]
 
     def _summary(self, summary_id: int) -> Summary:
-        from cmem_cli.services.search import summary_row
         from cmem_cli.core.fields import SUMMARY_FIELDS
+        from cmem_cli.services.search import summary_row
 
         row = self.service.store.get_summary(summary_id)
         return _build(Summary, {**summary_row(row), **{f: row.get(f) for f in SUMMARY_FIELDS}})
