@@ -548,33 +548,26 @@ class Store:
         return rows
 
     def search_summaries(self, query: str, filters: Filters, *, limit: int) -> list[dict[str, Any]]:
-        match = fts_query(query)
-        if match is None or filters.observation_only:
-            return []
-        where, params = filters.sql("s", observations=False)
-        rows = self.db.query(
-            "SELECT s.*, bm25(summaries_fts) AS rank FROM summaries_fts CROSS JOIN session_summaries s "
-            f"ON s.id = summaries_fts.rowid WHERE summaries_fts MATCH ? AND {where} ORDER BY rank LIMIT ?",
-            [match, *params, limit],
-        )
-        for row in rows:
-            row["kind"] = "summary"
-            row["bm25"] = -row.pop("rank")  # FTS5 ranks lower-is-better; keep the positive strength
-            row["score"] = bm25_to_score(-row["bm25"])
-        return rows
+        return self._search_side_table(query, filters, limit, "summary", "summaries_fts", "session_summaries")
 
     def search_prompts(self, query: str, filters: Filters, *, limit: int) -> list[dict[str, Any]]:
+        return self._search_side_table(query, filters, limit, "prompt", "prompts_fts", "user_prompts")
+
+    def _search_side_table(
+        self, query: str, filters: Filters, limit: int, kind: str, fts: str, table: str
+    ) -> list[dict[str, Any]]:
+        """Keyword hits among summaries or prompts (their filters have no observation-only fields)."""
         match = fts_query(query)
         if match is None or filters.observation_only:
             return []
-        where, params = filters.sql("p", observations=False)
+        where, params = filters.sql("t", observations=False)
         rows = self.db.query(
-            "SELECT p.*, bm25(prompts_fts) AS rank FROM prompts_fts CROSS JOIN user_prompts p "
-            f"ON p.id = prompts_fts.rowid WHERE prompts_fts MATCH ? AND {where} ORDER BY rank LIMIT ?",
+            f"SELECT t.*, bm25({fts}) AS rank FROM {fts} CROSS JOIN {table} t "
+            f"ON t.id = {fts}.rowid WHERE {fts} MATCH ? AND {where} ORDER BY rank LIMIT ?",
             [match, *params, limit],
         )
         for row in rows:
-            row["kind"] = "prompt"
+            row["kind"] = kind
             row["bm25"] = -row.pop("rank")  # FTS5 ranks lower-is-better; keep the positive strength
             row["score"] = bm25_to_score(-row["bm25"])
         return rows
