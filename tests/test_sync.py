@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -458,3 +459,66 @@ def test_git_missing_is_a_one_line_error(team, monkeypatch, tmp_path):
     a.add("no git here")
     code, _, err = a.run("sync")
     assert code == 9 and err == "cmem: git is not installed (cmem sync needs git on PATH)\n"
+
+
+def test_a_session_summary_travels_and_is_updated_by_uid(team):
+    a, b, url, *_ = team
+    a.ok("summary", "add", "--session", "s-team", "-p", "web", "--learned", "tokens need a refresh path")
+    a.sync()
+    b.sync()
+    listed = json.loads(b.ok("search", "refresh path", "--json"))
+    summary = next(hit for hit in listed if hit["kind"] == "summary")
+    got = json.loads(b.ok("get", summary["id"], "--json"))[0]
+    assert got["learned"] == "tokens need a refresh path"
+    summary_files = [p for p in a.export.rglob("*.md") if "refresh path" in p.read_text()]
+    assert len(summary_files) == 1
+    relpath = summary_files[0].relative_to(a.export)
+    assert (b.export / relpath).read_text() == summary_files[0].read_text()
+    # a hand edit of the summary on b travels back to a, as the same summary (no copy)
+    edited = (b.export / relpath).read_text().replace("refresh path", "refresh endpoint")
+    (b.export / relpath).write_text(edited)
+    b.sync()
+    a.sync()
+    texts = [p.read_text() for p in a.export.rglob("*.md") if "refresh" in p.read_text()]
+    assert len(texts) == 1 and "refresh endpoint" in texts[0]
+
+
+def test_a_hook_writing_while_sync_merges_loses_nothing(team, tmp_path):
+    """A Claude Code hook fires (as its own process) while `cmem sync` pulls and adopts on the same home."""
+    a, b, url, *_ = team
+    for i in range(20):
+        b.add(f"arrives from b {i}")
+    b.sync()
+    prompt = {
+        "session_id": "s-hook",
+        "hook_event_name": "UserPromptSubmit",
+        "cwd": str(tmp_path),
+        "prompt": "keep this prompt while syncing",
+    }
+    env = {**os.environ, "CMEM_HOME": str(a.home)}
+    hooks = [
+        subprocess.Popen(
+            [sys.executable, "-m", "cmem_cli", "hook", "UserPromptSubmit"],
+            stdin=subprocess.PIPE,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        for _ in range(3)
+    ]
+    for i, hook in enumerate(hooks):
+        hook.stdin.write(json.dumps({**prompt, "prompt": f"{prompt['prompt']} {i}"}).encode())
+        hook.stdin.close()
+    report = a.sync()
+    for hook in hooks:
+        assert hook.wait(timeout=60) == 0, hook.stderr.read()
+    assert report["adopted"] >= 20
+    assert {f"arrives from b {i}" for i in range(20)} <= {row["title"] for row in a.by_uid().values()}
+    stored = subprocess.run(
+        [sys.executable, "-m", "cmem_cli", "--home", str(a.home), "search", "keep this prompt", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    prompts = [hit for hit in json.loads(stored.stdout) if hit["kind"] == "prompt"]
+    assert len(prompts) == 3
