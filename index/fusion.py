@@ -42,6 +42,9 @@ class FusionParams(NamedTuple):
     fallback_half: float = 10.0  # raw BM25 mapped to 0.5 when a keyword list has no scale nor anchor
     rrf_k: float = 60.0
     trust: float = 0.0  # per-query weight ~ (how decisive the kind's list is) ** trust; 0 = fixed weights
+    relative: bool = (
+        True  # order hybrid hits by each list's standardised scores (see :func:`_relative_order`)
+    )
     cutoff: float = 0.07  # default --min-score of hybrid search: below it, no real evidence
     unmatched_margin: float = 0.16  # no query word occurs: a hit's cosine must clear its neighbours' median
 
@@ -69,12 +72,16 @@ class SignalScore:
 
 
 class FusedHit:
-    """A key with its fused score and the signals that found it."""
+    """A key with its fused score, the signals that found it and what orders it among the query's hits.
 
-    __slots__ = ("key", "score", "signals")
+    ``score`` is the calibrated 0..1 evidence (what ``--min-score`` cuts); ``order`` is the per-query
+    ranking key (:func:`_relative_order`), equal to ``score`` when only one kind of list found anything.
+    """
+
+    __slots__ = ("key", "score", "signals", "order")
 
     def __init__(self, key: str, score: float, signals: dict[str, SignalScore] | None = None):
-        self.key, self.score = key, score
+        self.key, self.score, self.order = key, score, score
         self.signals = signals if signals is not None else {}
 
     def __repr__(self) -> str:
@@ -166,10 +173,63 @@ def fuse(
             kind = specs[name].kind
             best[kind] = max(best.get(kind, 0.0), score.norm)
         hit.score = sum(weights.get(kind, 0.0) * value for kind, value in best.items()) / total_weight
-    return sorted(hits.values(), key=lambda h: (-h.score, h.key))
+        hit.order = hit.score
+    if method != "rrf" and params.relative:
+        _relative_order(hits, lists, specs, norms)
+    return sorted(hits.values(), key=lambda h: (-h.order, -h.score, h.key))
 
 
 DECISIVE_AT = 10  # a list's decisiveness: its best normalised score less its tenth best
+STANDARDISE_AT = 100  # a list's mean and spread come from its first hits, whatever the --limit
+
+
+def _relative_order(
+    hits: Mapping[str, FusedHit],
+    lists: Mapping[str, Sequence[tuple[str, float]]],
+    specs: Mapping[str, Signal],
+    norms: Mapping[str, list[float]],
+) -> None:
+    """Order by how far a hit stands above each list's own crowd, weighted by how decisive that list is.
+
+    Absolute scales (the evidence ``score``) say whether a hit is evidence at all, but not which signal to
+    believe for this query: BM25 is confident on questions naming a person and misled by common words in
+    questions against code, and vectors are the reverse. So each list's raw scores are standardised over
+    its first hits (z-scores: a hit's distance above the list's mean in standard deviations), each kind
+    counts its best list, a key a kind did not find takes that kind's lowest z (as do hits past the first), and each kind is weighted
+    by its decisiveness (best normalised score less the tenth, the ``trust`` measure). Two kinds equally
+    decisive weigh the same; nothing here is fitted. With one kind of list (keyword or vector search, or a
+    query one side found nothing for) the evidence order stands. docs/retrieval.md has the measurements.
+    An extra keyword list anchored to the index's (the store's BM25 over the same observations, up to 50
+    hits) only repeats that evidence on another spread, so it is standardised only when its kind has no
+    list of its own (a key only it found takes the kind's lowest z; its evidence ``score`` is unchanged).
+    """
+    zs: dict[str, dict[str, float]] = {}  # kind -> key -> best z
+    floor: dict[str, float] = {}
+    decisive: dict[str, float] = {}
+    primary = {specs[name].kind for name, items in lists.items() if items and _primary(specs[name])}
+    for name, items in lists.items():
+        kind = specs[name].kind
+        if not items or (kind in primary and not _primary(specs[name])):
+            continue
+        head = [float(raw) for _, raw in items[:STANDARDISE_AT]]
+        mean = sum(head) / len(head)
+        spread = math.sqrt(sum((v - mean) ** 2 for v in head) / len(head)) or 1.0
+        lowest = (min(head) - mean) / spread  # hits past the head count as not found by this list
+        floor[kind] = min(floor.get(kind, math.inf), lowest)
+        best = zs.setdefault(kind, {})
+        for key, raw in items:
+            z = max(lowest, (float(raw) - mean) / spread)
+            if z > best.get(key, -math.inf):
+                best[key] = z
+        values = norms[name]
+        gap = max(0.0, values[0] - values[min(DECISIVE_AT, len(values)) - 1])
+        decisive[kind] = max(decisive.get(kind, 0.0), gap)
+    if len(zs) < 2:
+        return
+    total = sum(decisive.values())
+    weight = {kind: (d / total if total else 1.0 / len(zs)) for kind, d in decisive.items()}
+    for hit in hits.values():
+        hit.order = sum(w * zs[kind].get(hit.key, floor[kind]) for kind, w in weight.items())
 
 
 def _trusted(
@@ -196,6 +256,11 @@ def _trusted(
         kind: weight * (decisive[kind] ** trust if kind in decisive else 1.0)
         for kind, weight in weights.items()
     }
+
+
+def _primary(spec: Signal) -> bool:
+    """A list on its own scale: vectors, or a keyword list that knows its query's IDF sum."""
+    return spec.kind == VECTOR or bool(spec.idf_sum)
 
 
 def _normalised(
