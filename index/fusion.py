@@ -17,8 +17,12 @@ Lists of the same kind (the index's BM25 over chunks, the store's BM25 over obse
 evidence: within a kind the best normalised score counts, not the sum. An extra keyword list without its own
 ``idf_sum`` is anchored to the index's keyword list (its best hit gets the index's best normalised score).
 A key missing from a list scores 0 for it, and so does every key for a list that found nothing. The constants are fitted on SciFact's *train* split and MADial
-(bench/fusion_tuning.py; SciFact's test split stays held out, MADial is cross-validated) and fixed; nothing is
-tuned per query. docs/retrieval.md has the numbers.
+(bench/fusion_tuning.py; SciFact's test split stays held out, MADial is cross-validated) and fixed.
+
+That score is the *evidence* (what ``--min-score`` and the cut-off read). When both kinds found something,
+hits are *ordered* per query by :func:`_relative_order` instead: each list's standardised scores, weighted by
+how decisive the list is, because which signal to believe depends on the query and the kind of memory (issue
+10). docs/retrieval.md has the numbers.
 """
 
 from __future__ import annotations
