@@ -225,15 +225,18 @@ def _relative_order(
             z = max(lowest, (float(raw) - mean) / spread)
             if z > best.get(key, -math.inf):
                 best[key] = z
-        values = norms[name]
-        gap = max(0.0, values[0] - values[min(DECISIVE_AT, len(values)) - 1])
-        decisive[kind] = max(decisive.get(kind, 0.0), gap)
+        decisive[kind] = max(decisive.get(kind, 0.0), _decisiveness(norms[name]))
     if len(zs) < 2:
         return
     total = sum(decisive.values())
     weight = {kind: (d / total if total else 1.0 / len(zs)) for kind, d in decisive.items()}
     for hit in hits.values():
         hit.order = sum(w * zs[kind].get(hit.key, floor[kind]) for kind, w in weight.items())
+
+
+def _decisiveness(values: Sequence[float]) -> float:
+    """A list's best normalised score less its tenth: how clearly its head stands out (0 when flat)."""
+    return max(0.0, values[0] - values[min(DECISIVE_AT, len(values)) - 1])
 
 
 def _trusted(
@@ -253,9 +256,8 @@ def _trusted(
     for name, values in norms.items():
         if not values:
             continue
-        gap = max(0.0, values[0] - values[min(DECISIVE_AT, len(values)) - 1])
         kind = specs[name].kind
-        decisive[kind] = max(decisive.get(kind, 0.0), gap)
+        decisive[kind] = max(decisive.get(kind, 0.0), _decisiveness(values))
     return {
         kind: weight * (decisive[kind] ** trust if kind in decisive else 1.0)
         for kind, weight in weights.items()
