@@ -198,40 +198,38 @@ def _relative_order(
     Absolute scales (the evidence ``score``) say whether a hit is evidence at all, but not which signal to
     believe for this query: BM25 is confident on questions naming a person and misled by common words in
     questions against code, and vectors are the reverse. So each list's raw scores are standardised over
-    its first hits (z-scores: a hit's distance above the list's mean in standard deviations), each kind
-    counts its best list, a key a kind did not find takes that kind's lowest z (as do hits past the first), and each kind is weighted
-    by its decisiveness (best normalised score less the tenth, the ``trust`` measure). Two kinds equally
-    decisive weigh the same; nothing here is fitted. With one kind of list (keyword or vector search, or a
-    query one side found nothing for) the evidence order stands. docs/retrieval.md has the measurements.
-    An extra keyword list anchored to the index's (the store's BM25 over the same observations, up to 50
-    hits) only repeats that evidence on another spread, so it is standardised only when its kind has no
-    list of its own (a key only it found takes the kind's lowest z; its evidence ``score`` is unchanged).
+    its first hits (z-scores: a hit's distance above the list's mean in standard deviations; a key the list
+    did not find, or found past its first hits, takes the list's lowest z). A kind with several lists (the
+    index's BM25 and the store's over the same observations: two views of the words) takes their mean, and
+    each kind is weighted by its decisiveness (best normalised score less the tenth, the ``trust`` measure),
+    so two kinds equally decisive weigh the same. Nothing here is fitted. With one kind of list (keyword or
+    vector search, or a query one side found nothing for) the evidence order stands. docs/retrieval.md has
+    the measurements.
     """
-    zs: dict[str, dict[str, float]] = {}  # kind -> key -> best z
-    floor: dict[str, float] = {}
+    per_list: dict[str, list[tuple[dict[str, float], float]]] = {}
     decisive: dict[str, float] = {}
-    primary = {specs[name].kind for name, items in lists.items() if items and _primary(specs[name])}
     for name, items in lists.items():
         kind = specs[name].kind
-        if not items or (kind in primary and not _primary(specs[name])):
+        if not items:
             continue
         head = [float(raw) for _, raw in items[:STANDARDISE_AT]]
         mean = sum(head) / len(head)
         spread = math.sqrt(sum((v - mean) ** 2 for v in head) / len(head)) or 1.0
-        lowest = (min(head) - mean) / spread  # hits past the head count as not found by this list
-        floor[kind] = min(floor.get(kind, math.inf), lowest)
-        best = zs.setdefault(kind, {})
+        lowest = (min(head) - mean) / spread
+        z: dict[str, float] = {}  # a list may repeat a key: its first (best) entry counts
         for key, raw in items:
-            z = max(lowest, (float(raw) - mean) / spread)
-            if z > best.get(key, -math.inf):
-                best[key] = z
+            z.setdefault(key, max(lowest, (float(raw) - mean) / spread))
+        per_list.setdefault(kind, []).append((z, lowest))
         decisive[kind] = max(decisive.get(kind, 0.0), _decisiveness(norms[name]))
-    if len(zs) < 2:
+    if len(per_list) < 2:
         return
     total = sum(decisive.values())
-    weight = {kind: (d / total if total else 1.0 / len(zs)) for kind, d in decisive.items()}
+    weight = {kind: (d / total if total else 1.0 / len(per_list)) for kind, d in decisive.items()}
     for hit in hits.values():
-        hit.order = sum(w * zs[kind].get(hit.key, floor[kind]) for kind, w in weight.items())
+        hit.order = sum(
+            w * sum(z.get(hit.key, low) for z, low in per_list[kind]) / len(per_list[kind])
+            for kind, w in weight.items()
+        )
 
 
 def _decisiveness(values: Sequence[float]) -> float:
@@ -262,11 +260,6 @@ def _trusted(
         kind: weight * (decisive[kind] ** trust if kind in decisive else 1.0)
         for kind, weight in weights.items()
     }
-
-
-def _primary(spec: Signal) -> bool:
-    """A list on its own scale: vectors, or a keyword list that knows its query's IDF sum."""
-    return spec.kind == VECTOR or bool(spec.idf_sum)
 
 
 def _normalised(

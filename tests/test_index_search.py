@@ -275,12 +275,16 @@ def test_hits_past_the_first_hundred_do_not_change_the_head():
     assert [h.key for h in _two_kinds(tail_keyword, tail_vector)[:10]] == head
 
 
-def test_the_store_list_is_not_standardised_beside_the_index_keyword_list():
-    # The store's BM25 repeats the index's evidence on another spread; only keys it alone found are new.
-    base = {"keyword": FLAT_KEYWORD, "vector": SHARP_VECTOR}
+def test_the_store_list_is_a_second_view_of_the_words_averaged_with_the_index_list():
+    # The store's BM25 over the same observations: a keyword hit both views put far above their crowd
+    # outranks one only the index's flat list prefers.
     signals = {"keyword": Signal(KEYWORD, idf_sum=5.0), "vector": Signal(VECTOR)}
-    with_store = fuse({**base, "store": [("k5", 500.0), ("k6", 1.0)]}, signals)
-    assert [h.key for h in with_store][:5] == [h.key for h in fuse(base, signals)][:5]
+    flat_vector = [(f"v{i}", 0.5 - 0.001 * i) for i in range(12)]
+    store = [("k5", 60.0)] + [(f"s{i}", 5.0) for i in range(12)]
+    alone = [h.key for h in fuse({"keyword": FLAT_KEYWORD, "vector": flat_vector}, signals)]
+    both = [h.key for h in fuse({"keyword": FLAT_KEYWORD, "store": store, "vector": flat_vector}, signals)]
+    assert alone[0] == "k0"
+    assert both[0] == "k5"
 
 
 class _FakeReranker:
