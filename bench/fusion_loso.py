@@ -4,7 +4,8 @@ Input: files written by ``bench/retrieval.py --dump`` (each query's top-100 inde
 with raw scores and the query's IDF sum), one or more sets per file. Every grid point of
 :func:`grid` is scored once per set (nDCG@10, index lists only); then for each set the point with the best
 mean over the *other* sets is chosen and its score on the held-out set reported. So the figure for a set comes
-from a fit that never saw it. Runs in seconds, so fusion can be iterated on without re-running the product.
+from a fit that never saw it. The grid fits the evidence order (``relative=False``, the default before issue
+10); ``default`` is today's default, the relative order of ``index.fusion``, which has no fitted constant. Runs in seconds, so fusion can be iterated on without re-running the product.
 
     python bench/fusion_loso.py bench/results/cand-*.json [--json]
 """
@@ -55,6 +56,7 @@ def grid() -> list[FusionParams]:
     ):
         points.append(
             DEFAULT_PARAMS._replace(
+                relative=False,
                 keyword_weight=weight,
                 vector_weight=1 - weight,
                 keyword_scale=scale,
@@ -90,6 +92,7 @@ def main() -> None:
         report[name] = {
             "keyword": round(evaluate(queries, None, "keyword"), 4),
             "vector": round(evaluate(queries, None, "vector"), 4),
+            "evidence": round(evaluate(queries, DEFAULT_PARAMS._replace(relative=False)), 4),
             "default": round(evaluate(queries, DEFAULT_PARAMS), 4),
             "loso": round(table[name][best], 4),
             "loso_params": points[best]._asdict(),
@@ -98,14 +101,17 @@ def main() -> None:
     if args.json:
         print(json.dumps(report, indent=2))
         return
-    print(f"{'set':14}{'keyword':>9}{'vector':>9}{'default':>9}{'LOSO':>9}{'in-sample':>11}  LOSO constants")
+    print(
+        f"{'set':14}{'keyword':>9}{'vector':>9}{'evidence':>9}{'default':>9}{'LOSO':>9}{'in-sample':>11}"
+        "  LOSO constants"
+    )
     for name, row in report.items():
         p = row["loso_params"]
         constants = ", ".join(
             f"{k}={v}" for k, v in p.items() if k not in ("rrf_k", "fallback_half", "cutoff")
         )
         print(
-            f"{name:14}{row['keyword']:>9.3f}{row['vector']:>9.3f}{row['default']:>9.3f}{row['loso']:>9.3f}"
+            f"{name:14}{row['keyword']:>9.3f}{row['vector']:>9.3f}{row['evidence']:>9.3f}{row['default']:>9.3f}{row['loso']:>9.3f}"
             f"{row['in_sample_best']:>11.3f}  {constants}"
         )
 

@@ -17,6 +17,7 @@ query's top-100 keyword and vector candidates (raw scores) for bench/fusion_tuni
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -24,7 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,7 @@ DATA = Path(os.environ.get("CMEM_BENCH_DATA") or REPO.parent / "shared" / "data"
 sys.path.insert(0, str(REPO))
 
 MODES = ("keyword", "vector", "hybrid", "rrf")
+# also: "evidence", the hybrid default before issue 10 (hits ordered by the calibrated score alone)
 
 
 # -- data sets -------------------------------------------------------------------------------------------
@@ -226,9 +228,11 @@ def evaluate(
                 )
                 ranked = [id_map.get(str(h.obs_id), "") for h in hits]
             else:  # what `cmem search --mode MODE` runs: store BM25 + index BM25 + vectors, fused
-                rows = search(
-                    memory, text, Filters(**(filters or {})), limit=10, mode=mode, rerank=False
-                ).rows
+                with _evidence_order(mode == "evidence"):
+                    rows = search(
+                        memory, text, Filters(**(filters or {})), limit=10,
+                        mode="hybrid" if mode == "evidence" else mode, rerank=False,
+                    ).rows  # fmt: skip
                 ranked = [id_map.get(str(r["id"]), "") for r in rows]
             seconds += time.perf_counter() - started
             per_query.append(metrics(ranked, data["qrels"].get(qid, {})))
@@ -238,6 +242,21 @@ def evaluate(
     if dump is not None:
         dump[name] = candidates(config, data, id_map)
     return {"results": results, "build": {k: v for k, v in info.items() if k != "ids"}}
+
+
+@contextlib.contextmanager
+def _evidence_order(on: bool) -> Iterator[None]:
+    """Within the block, hybrid search orders hits by the calibrated score (the default before issue 10)."""
+    from cmem_index.fusion import DEFAULT_PARAMS
+    from cmem_index.search import hybrid
+
+    saved = hybrid.__kwdefaults__["params"]
+    if on:
+        hybrid.__kwdefaults__["params"] = DEFAULT_PARAMS._replace(relative=False)
+    try:
+        yield
+    finally:
+        hybrid.__kwdefaults__["params"] = saved
 
 
 def candidates(config: Any, data: dict[str, Any], id_map: dict[str, str]) -> dict[str, Any]:

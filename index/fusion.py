@@ -17,8 +17,12 @@ Lists of the same kind (the index's BM25 over chunks, the store's BM25 over obse
 evidence: within a kind the best normalised score counts, not the sum. An extra keyword list without its own
 ``idf_sum`` is anchored to the index's keyword list (its best hit gets the index's best normalised score).
 A key missing from a list scores 0 for it, and so does every key for a list that found nothing. The constants are fitted on SciFact's *train* split and MADial
-(bench/fusion_tuning.py; SciFact's test split stays held out, MADial is cross-validated) and fixed; nothing is
-tuned per query. docs/retrieval.md has the numbers.
+(bench/fusion_tuning.py; SciFact's test split stays held out, MADial is cross-validated) and fixed.
+
+That score is the *evidence* (what ``--min-score`` and the cut-off read). When both kinds found something,
+hits are *ordered* per query by :func:`_relative_order` instead: each list's standardised scores, weighted by
+how decisive the list is, because which signal to believe depends on the query and the kind of memory (issue
+10). docs/retrieval.md has the numbers.
 """
 
 from __future__ import annotations
@@ -42,6 +46,9 @@ class FusionParams(NamedTuple):
     fallback_half: float = 10.0  # raw BM25 mapped to 0.5 when a keyword list has no scale nor anchor
     rrf_k: float = 60.0
     trust: float = 0.0  # per-query weight ~ (how decisive the kind's list is) ** trust; 0 = fixed weights
+    relative: bool = (
+        True  # order hybrid hits by each list's standardised scores (see :func:`_relative_order`)
+    )
     cutoff: float = 0.07  # default --min-score of hybrid search: below it, no real evidence
     unmatched_margin: float = 0.16  # no query word occurs: a hit's cosine must clear its neighbours' median
 
@@ -69,12 +76,16 @@ class SignalScore:
 
 
 class FusedHit:
-    """A key with its fused score and the signals that found it."""
+    """A key with its fused score, the signals that found it and what orders it among the query's hits.
 
-    __slots__ = ("key", "score", "signals")
+    ``score`` is the calibrated 0..1 evidence (what ``--min-score`` cuts); ``order`` is the per-query
+    ranking key (:func:`_relative_order`), equal to ``score`` when only one kind of list found anything.
+    """
+
+    __slots__ = ("key", "score", "signals", "order")
 
     def __init__(self, key: str, score: float, signals: dict[str, SignalScore] | None = None):
-        self.key, self.score = key, score
+        self.key, self.score, self.order = key, score, score
         self.signals = signals if signals is not None else {}
 
     def __repr__(self) -> str:
@@ -166,10 +177,64 @@ def fuse(
             kind = specs[name].kind
             best[kind] = max(best.get(kind, 0.0), score.norm)
         hit.score = sum(weights.get(kind, 0.0) * value for kind, value in best.items()) / total_weight
-    return sorted(hits.values(), key=lambda h: (-h.score, h.key))
+        hit.order = hit.score
+    if method != "rrf" and params.relative:
+        _relative_order(hits, lists, specs, norms)
+    return sorted(hits.values(), key=lambda h: (-h.order, -h.score, h.key))
 
 
 DECISIVE_AT = 10  # a list's decisiveness: its best normalised score less its tenth best
+STANDARDISE_AT = 100  # a list's mean and spread come from its first hits, whatever the --limit
+
+
+def _relative_order(
+    hits: Mapping[str, FusedHit],
+    lists: Mapping[str, Sequence[tuple[str, float]]],
+    specs: Mapping[str, Signal],
+    norms: Mapping[str, list[float]],
+) -> None:
+    """Order by how far a hit stands above each list's own crowd, weighted by how decisive that list is.
+
+    Absolute scales (the evidence ``score``) say whether a hit is evidence at all, but not which signal to
+    believe for this query: BM25 is confident on questions naming a person and misled by common words in
+    questions against code, and vectors are the reverse. So each list's raw scores are standardised over
+    its first hits (z-scores: a hit's distance above the list's mean in standard deviations; a key the list
+    did not find, or found past its first hits, takes the list's lowest z). A kind with several lists (the
+    index's BM25 and the store's over the same observations: two views of the words) takes their mean, and
+    each kind is weighted by its decisiveness (best normalised score less the tenth, the ``trust`` measure),
+    so two kinds equally decisive weigh the same. Nothing here is fitted. With one kind of list (keyword or
+    vector search, or a query one side found nothing for) the evidence order stands. docs/retrieval.md has
+    the measurements.
+    """
+    per_list: dict[str, list[tuple[dict[str, float], float]]] = {}
+    decisive: dict[str, float] = {}
+    for name, items in lists.items():
+        kind = specs[name].kind
+        if not items:
+            continue
+        head = [float(raw) for _, raw in items[:STANDARDISE_AT]]
+        mean = sum(head) / len(head)
+        spread = math.sqrt(sum((v - mean) ** 2 for v in head) / len(head)) or 1.0
+        lowest = (min(head) - mean) / spread
+        z: dict[str, float] = {}  # a list may repeat a key: its first (best) entry counts
+        for key, raw in items:
+            z.setdefault(key, max(lowest, (float(raw) - mean) / spread))
+        per_list.setdefault(kind, []).append((z, lowest))
+        decisive[kind] = max(decisive.get(kind, 0.0), _decisiveness(norms[name]))
+    if len(per_list) < 2:
+        return
+    total = sum(decisive.values())
+    weight = {kind: (d / total if total else 1.0 / len(per_list)) for kind, d in decisive.items()}
+    for hit in hits.values():
+        hit.order = sum(
+            w * sum(z.get(hit.key, low) for z, low in per_list[kind]) / len(per_list[kind])
+            for kind, w in weight.items()
+        )
+
+
+def _decisiveness(values: Sequence[float]) -> float:
+    """A list's best normalised score less its tenth: how clearly its head stands out (0 when flat)."""
+    return max(0.0, values[0] - values[min(DECISIVE_AT, len(values)) - 1])
 
 
 def _trusted(
@@ -189,9 +254,8 @@ def _trusted(
     for name, values in norms.items():
         if not values:
             continue
-        gap = max(0.0, values[0] - values[min(DECISIVE_AT, len(values)) - 1])
         kind = specs[name].kind
-        decisive[kind] = max(decisive.get(kind, 0.0), gap)
+        decisive[kind] = max(decisive.get(kind, 0.0), _decisiveness(values))
     return {
         kind: weight * (decisive[kind] ** trust if kind in decisive else 1.0)
         for kind, weight in weights.items()

@@ -227,6 +227,66 @@ def test_same_kind_lists_count_once_and_an_extra_list_is_anchored_to_the_index_s
     assert score["c"] == pytest.approx(expected)
 
 
+# -- the relative order (issue 10): each list's standardised scores, weighted by its decisiveness ----------
+EVIDENCE = DEFAULT_PARAMS._replace(relative=False)
+FLAT_KEYWORD = [(f"k{i}", 5.0 - 0.05 * i) for i in range(12)]  # common words matched everywhere alike
+SHARP_VECTOR = [("v1", 0.9)] + [(f"x{i}", 0.35 - 0.01 * i) for i in range(12)]  # one clear neighbour
+
+
+def _two_kinds(keyword: list[tuple[str, float]], vector: list[tuple[str, float]], **kw: object) -> list:
+    signals = {"keyword": Signal(KEYWORD, idf_sum=5.0), "vector": Signal(VECTOR)}
+    return fuse({"keyword": keyword, "vector": vector}, signals, **kw)  # type: ignore[arg-type]
+
+
+def test_a_decisive_vector_list_outranks_a_flat_keyword_list():
+    # On absolute scales BM25's flat list wins (a question against code matching "python", "how", "list");
+    # relative to each list's crowd only the vectors single a hit out.
+    assert _two_kinds(FLAT_KEYWORD, SHARP_VECTOR, params=EVIDENCE)[0].key == "k0"
+    assert _two_kinds(FLAT_KEYWORD, SHARP_VECTOR)[0].key == "v1"
+
+
+def test_a_decisive_keyword_list_outranks_flat_vectors():
+    # Raw chat turns: a name BM25 finds in one turn, cosines all alike.
+    sharp_keyword = [("name", 9.0)] + [(f"k{i}", 2.0 - 0.05 * i) for i in range(12)]
+    flat_vector = [(f"v{i}", 0.62 - 0.002 * i) for i in range(12)] + [("name", 0.3)]
+    assert _two_kinds(sharp_keyword, flat_vector)[0].key == "name"
+
+
+def test_the_relative_order_keeps_the_calibrated_scores_so_the_cut_off_means_the_same():
+    relative = {h.key: h.score for h in _two_kinds(FLAT_KEYWORD, SHARP_VECTOR)}
+    evidence = {h.key: h.score for h in _two_kinds(FLAT_KEYWORD, SHARP_VECTOR, params=EVIDENCE)}
+    assert relative == evidence
+
+
+def test_one_kind_of_list_keeps_the_evidence_order():
+    lists = {"keyword": [("a", 3.0), ("b", 2.0)], "store": [("b", 40.0), ("c", 1.0)], "vector": []}
+    signals = {"keyword": Signal(KEYWORD, idf_sum=6.0), "vector": Signal(VECTOR)}
+    keys = [h.key for h in fuse(lists, signals)]
+    assert keys == [h.key for h in fuse(lists, signals, params=EVIDENCE)]
+
+
+def test_hits_past_the_first_hundred_do_not_change_the_head():
+    # `--all` asks every retriever for every hit; the head must stay what the default page shows.
+    keyword = [(f"k{i}", 10.0 / (1 + i)) for i in range(100)]
+    vector = [(f"v{i}", 0.8 - 0.004 * i) for i in range(100)]
+    tail_keyword = keyword + [(f"t{i}", 0.01) for i in range(400)]
+    tail_vector = vector + [(f"u{i}", 0.05) for i in range(400)]
+    head = [h.key for h in _two_kinds(keyword, vector)[:10]]
+    assert [h.key for h in _two_kinds(tail_keyword, tail_vector)[:10]] == head
+
+
+def test_the_store_list_is_a_second_view_of_the_words_averaged_with_the_index_list():
+    # The store's BM25 over the same observations: a keyword hit both views put far above their crowd
+    # outranks one only the index's flat list prefers.
+    signals = {"keyword": Signal(KEYWORD, idf_sum=5.0), "vector": Signal(VECTOR)}
+    flat_vector = [(f"v{i}", 0.5 - 0.001 * i) for i in range(12)]
+    store = [("k5", 60.0)] + [(f"s{i}", 5.0) for i in range(12)]
+    alone = [h.key for h in fuse({"keyword": FLAT_KEYWORD, "vector": flat_vector}, signals)]
+    both = [h.key for h in fuse({"keyword": FLAT_KEYWORD, "store": store, "vector": flat_vector}, signals)]
+    assert alone[0] == "k0"
+    assert both[0] == "k5"
+
+
 class _FakeReranker:
     """Prefers documents mentioning 'rollback'; records how many candidates it was given."""
 
