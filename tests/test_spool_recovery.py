@@ -73,7 +73,13 @@ def test_kill_9_during_spool_replay_keeps_every_event_exactly_once(home, project
         )
         proc.stdin.write(_end_payload(project))
         proc.stdin.close()
-        time.sleep(rng.uniform(0.08, 0.3))
+        # kill inside the replay: once the hook has claimed its first spooled event (however fast it started)
+        deadline = time.monotonic() + 10
+        while proc.poll() is None and time.monotonic() < deadline:
+            if any((home / "spool").glob(".*.claimed")):
+                time.sleep(rng.uniform(0, 0.02))
+                break
+            time.sleep(0.001)
         if proc.poll() is None:
             proc.kill()
             kills += 1
