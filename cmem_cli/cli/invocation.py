@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cmem_cli.core.config import Config, load_config
+
+if TYPE_CHECKING:
+    from cmem_cli.api import Memory
 
 
 class Invocation:
@@ -48,26 +51,16 @@ def open_memory() -> Iterator[Any]:
         memory.close()
 
 
-class Reader:
-    """What the read commands use of a home: its config and its store (no write service, no exporter)."""
-
-    def __init__(self, config: Config, store: Any):
-        self.config = config
-        self.store = store
-
-
 @contextlib.contextmanager
-def open_reader() -> Iterator[Reader]:
-    """The store for this invocation's home, for commands that only read (search, timeline, get).
+def open_api() -> Iterator[Memory]:
+    """The Python API (:class:`cmem_cli.api.Memory`) over this invocation's home, closed afterwards.
 
-    Cheaper to start than :func:`open_memory`: the markdown exporter and the privacy filter are not
-    imported, which matters to a search that hooks and scripts run many times a minute."""
-    from cmem_cli.store.repository import Store
+    Commands stand on the API, as every front end does. It opens the store alone for reads and the write
+    service (exporter, privacy filter) only when a command writes, so `cmem search` stays cheap."""
+    from cmem_cli.api import Memory
 
-    config = current_config()
-    config.ensure_home()
-    store = Store.open(config.db_path, config.export_dir)
+    memory = Memory(config=current_config())
     try:
-        yield Reader(config, store)
+        yield memory
     finally:
-        store.close()
+        memory.close()
