@@ -119,12 +119,18 @@ def _record(record: dict[str, Any]) -> Record:
 
 
 def _session(row: dict[str, Any]) -> Session:
+    return _build(_types().Session, _session_json(row))
+
+
+def _session_json(row: dict[str, Any]) -> dict[str, Any]:
+    """A session row as JSON: times in ISO-8601, without the internal row id."""
     from cmem_cli.core.timeutil import to_iso
 
     out = dict(row)
+    out.pop("id", None)
     for key in ("started_at", "completed_at", "last_activity_at"):
         out[key] = to_iso(out.get(key))
-    return _build(_types().Session, out)
+    return out
 
 
 def _strings(name: str, values: Iterable[str] | None) -> list[str]:
@@ -493,8 +499,10 @@ class Memory:
         agent: str | None = None,
         label: str | None = None,
         goal: str | None = None,
+        resume: bool = False,
     ) -> Session:
-        """Start (or resume) a session; a new id is made when none is given."""
+        """Start a session (a new id is made when none is given); an existing one is kept as it is, or with
+        ``resume`` reopened if it had ended (`cmem session start ID`)."""
         from cmem_cli.core.ids import new_uid
 
         row = self.service.ensure_session(
@@ -503,6 +511,7 @@ class Memory:
             project=project or default_project(),
             label=label,
             goal=goal,
+            resume=resume,
         )
         return _session(row)
 
@@ -522,6 +531,36 @@ class Memory:
         row = store.get_session(session_id)
         count = store.db.scalar("SELECT count(*) FROM observations WHERE session = ?", (session_id,))
         return _session({**row, "observations": count})
+
+    def session_rows(
+        self, *, project: str | None = None, status: str | None = None, limit: int = 20
+    ) -> list[dict[str, Any]]:
+        """:meth:`sessions` as the JSON-ready dicts `cmem session list --json` prints."""
+        rows = self.reader.store.list_sessions(project=project, status=status, limit=limit)
+        return [_session_json(row) for row in rows]
+
+    def session_ids(self) -> list[str]:
+        """Every session id in the home (the CLI shows each by its shortest unique prefix)."""
+        return list(self.reader.store.session_ids())
+
+    def session_record(self, session_id: str) -> dict[str, Any]:
+        """Session ``session_id`` (or a unique prefix) with its prompts, summary ids and observation count:
+        the JSON-ready dict `cmem session show --json` prints; :class:`NotFound` if there is none."""
+        from cmem_cli.core.timeutil import to_iso
+
+        store = self.reader.store
+        found = store.get_session(session_id)
+        full = found["session_id"]
+        row = _session_json(found)
+        row["prompts"] = [
+            {"number": p["prompt_number"], "text": p["text"], "created_at": to_iso(p["created_at"])}
+            for p in store.db.query(
+                "SELECT * FROM user_prompts WHERE session = ? ORDER BY prompt_number", (full,)
+            )
+        ]
+        row["summaries"] = [f"S{s['id']}" for s in store.summaries(session=full)]
+        row["observations"] = store.db.scalar("SELECT count(*) FROM observations WHERE session = ?", (full,))
+        return row
 
     def sessions(
         self, *, project: str | None = None, status: str | None = None, limit: int = 20
@@ -568,6 +607,18 @@ class Memory:
             "request": request, "investigated": investigated, "learned": learned, "completed": completed,
             "next_steps": next_steps, "notes": notes,
         }  # fmt: skip
+        return self.add_summary_fields(session, fields, project=project, agent=agent)
+
+    def add_summary_fields(
+        self,
+        session: str,
+        fields: dict[str, Any],
+        *,
+        project: str | None = None,
+        agent: str | None = None,
+    ) -> Summary:
+        """:meth:`add_summary` from a dict of summary fields (as read from JSON): ``None`` values are left
+        out, an unknown field name is :class:`InvalidInput`."""
         row = self.service.add_summary(
             session, {k: v for k, v in fields.items() if v is not None}, project=project, agent=agent
         )
