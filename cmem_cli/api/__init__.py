@@ -16,6 +16,7 @@ server today, sync and the distiller later) stand on this module rather than on 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from cmem_cli.core.config import Config, default_agent, default_project, default_session, load_config
@@ -489,6 +490,29 @@ class Memory:
         extra = {"reminder": reminder} if reminder is not None else {}
         result = build_context(self.service.store, project or default_project(), budget=budget, **extra)
         return _build(_types().Briefing, result.as_json())
+
+    def stats(self) -> dict[str, Any]:
+        """Counts of what is stored, by type and project, where it lives and its size: the JSON-ready dict
+        `cmem stats --json` prints (times ISO-8601)."""
+        from cmem_cli.core.timeutil import to_iso
+
+        config = self.config
+        data = self.reader.store.stats()
+        data["database"] = str(config.db_path)
+        data["export_dir"] = str(config.export_dir)
+        data["database_bytes"] = config.db_path.stat().st_size
+        data["first"], data["last"] = to_iso(data.get("first")), to_iso(data.get("last"))
+        return data
+
+    @property
+    def export_dir(self) -> Path:
+        """The folder of the markdown export (the home and its database are created if missing)."""
+        return Path(self.reader.config.export_dir)
+
+    def rebuild_export(self) -> dict[str, Any]:
+        """Adopt hand edits and new files in the export tree, then regenerate every file from the database
+        (never deletes a file): counts as `cmem export --rebuild --json` prints them."""
+        return self.service.rebuild_export()
 
     # -- sessions, prompts, summaries ----------------------------------------------------------------------
     def start_session(
