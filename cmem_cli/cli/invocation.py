@@ -52,15 +52,19 @@ def open_memory() -> Iterator[Any]:
 
 
 @contextlib.contextmanager
-def open_api() -> Iterator[Memory]:
+def open_api(*, write: bool = False) -> Iterator[Memory]:
     """The Python API (:class:`cmem_cli.api.Memory`) over this invocation's home, closed afterwards.
 
     Commands stand on the API, as every front end does. It opens the store alone for reads and the write
-    service (exporter, privacy filter) only when a command writes, so `cmem search` stays cheap."""
+    service (exporter, privacy filter) only when a command writes, so `cmem search` stays cheap. A command
+    that writes passes ``write=True``: the write service opens at once and its reads share that connection
+    rather than opening the database twice."""
     from cmem_cli.api import Memory
 
     memory = Memory(config=current_config())
     try:
+        if write:
+            memory.service  # noqa: B018 - opened now, so that reads before the write use it
         yield memory
     finally:
         memory.close()

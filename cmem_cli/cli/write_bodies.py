@@ -64,7 +64,7 @@ def add(
         elif isinstance(value, list):
             for item in value:
                 check_cli_text(f"--{name}", item)
-    with open_api() as memory:
+    with open_api(write=True) as memory:
         _refuse_ended_session(memory, defaults["session"])
         obs_id = memory.add_id(**record, **defaults)
     print(obs_id)
@@ -85,7 +85,7 @@ def _add_json(source: str, defaults: dict[str, str | None]) -> None:
     records = parse_json_records(read_json_input(source), label)
     from cmem_cli.api import InvalidRecord
 
-    with open_api() as memory:
+    with open_api(write=True) as memory:
         _refuse_ended_session(memory, defaults["session"])
         try:
             ids = memory.add_many([record for _, record in records], **defaults)

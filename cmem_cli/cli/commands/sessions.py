@@ -50,7 +50,7 @@ def session_start(
     from cmem_cli.core.ids import new_uid
 
     session_id = check_cli_text("session id", session) or new_uid().lower()
-    with open_api() as memory:
+    with open_api(write=True) as memory:
         started = memory.start_session(
             session_id,
             agent=agent or default_agent(),
@@ -70,7 +70,7 @@ def session_end(
     next_steps: Annotated[str | None, typer.Option("--next-steps", help="What to do next.")] = None,
 ) -> None:
     """Close a session."""
-    with open_api() as memory:
+    with open_api(write=True) as memory:
         memory.end_session(
             _session_id(session),
             status=status,
@@ -152,7 +152,7 @@ def prompt_add(
     """Record a user prompt; prints its P<id> and running number."""
     if text == "-":
         text = sys.stdin.read()
-    with open_api() as memory:
+    with open_api(write=True) as memory:
         prompt = memory.add_prompt(
             check_cli_text("prompt", text) or "",
             session=_session_id(session),
@@ -205,7 +205,7 @@ def summary_add(
     for key, value in fields.items():
         if isinstance(value, str):
             check_cli_text(f"--{key}", value)
-    with open_api() as memory:
+    with open_api(write=True) as memory:
         summary = memory.add_summary_fields(_session_id(session), fields, project=project, agent=agent)
     print(summary.id)
 

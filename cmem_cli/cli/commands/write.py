@@ -63,7 +63,7 @@ def edit(
             changes[name] = [check_cli_text(f"--{name}", v) for v in value]
     if not changes and not add_fact:
         raise InvalidInput("nothing to change (see `cmem edit --help`)")
-    with open_api() as memory:
+    with open_api(write=True) as memory:
         obs = memory.edit(obs_id, add_facts=add_fact, **changes)
     print(obs.id)
 
@@ -77,7 +77,7 @@ def link_cmd(
     remove: Annotated[bool, typer.Option("--remove", help="Remove the link instead.")] = False,
 ) -> None:
     """Link two observations (FROM TYPE TO), e.g. `cmem link 14 caused_by 9`."""
-    with open_api() as memory:
+    with open_api(write=True) as memory:
         memory.link(from_id, link_type, to_id, remove=remove)
 
 
@@ -86,7 +86,7 @@ def forget(
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
 ) -> None:
     """Delete observations and their markdown files."""
-    with open_api() as memory:
+    with open_api(write=True) as memory:
         found = [memory.observation(i) for i in obs_ids]
         if not yes:
             if not sys.stdin.isatty():
