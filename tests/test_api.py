@@ -324,3 +324,27 @@ def test_the_read_methods_open_neither_the_write_service_nor_the_result_types(ho
     ).replace("%d", str(obs_id))
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert out == "[]\n"
+
+
+def test_markdown_is_what_cmem_get_prints(memory, cli):
+    from cmem_cli.api import markdown
+
+    obs = memory.add("Render me", project="demo", facts=["one fact"])
+    [printed] = memory.records(obs.id, absolute_paths=True)  # the CLI prints where the file is
+    assert markdown(printed) == cli("get", str(obs.id)).stdout
+    [record] = memory.get(obs.id)
+    assert "- one fact" in markdown(record)
+    assert markdown(record) == markdown(as_dict(record))
+
+
+def test_adopt_edits_and_doctor(memory, home):
+    obs = memory.add("Before the edit", project="demo")
+    path = home / "export" / obs.path
+    assert memory.doctor()["ok"] is True
+    path.write_text(path.read_text().replace("Before the edit", "After the edit"))
+    report = memory.adopt_edits()
+    assert report.adopted == [obs.path]
+    edited = memory.observation(obs.id)
+    assert edited.title == "After the edit"
+    (home / "export" / edited.path).unlink()
+    assert memory.doctor()["ok"] is False

@@ -80,7 +80,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "Memory", "as_dict", "citation_uri", "Observation", "Hit", "Hits", "TimelineItem", "Timeline", "Summary", "Prompt", "Document",
-    "Session", "Briefing", "SearchPage", "CmemError", "InvalidRecord", "NotFound", "InvalidInput", "UsageError", "DatabaseBusy",
+    "Session", "Briefing", "SearchPage", "markdown", "CmemError", "InvalidRecord", "NotFound", "InvalidInput", "UsageError", "DatabaseBusy",
     "DatabaseCorrupt", "StorageError", "ModelError",
 ]  # fmt: skip
 
@@ -659,6 +659,22 @@ class Memory:
         row = self.service.store.get_summary(summary_id)
         return _build(_types().Summary, {**summary_row(row), **{f: row.get(f) for f in SUMMARY_FIELDS}})
 
+    # -- upkeep --------------------------------------------------------------------------------------------
+    def adopt_edits(self, paths: Sequence[Path] | None = None) -> Any:
+        """Adopt what people changed in the export tree since cmem last wrote it (or only ``paths``): edited
+        files update their observation, new files add one, deleted files forget theirs. Returns the
+        :class:`cmem_cli.services.adopt.AdoptReport` (`cmem sync` without a remote prints it)."""
+        from cmem_cli.services.sync_local import sync_local
+
+        return sync_local(self.service, list(paths) if paths is not None else None)
+
+    def doctor(self, *, fix: bool = False) -> dict[str, Any]:
+        """Check the database's integrity and the export tree (`cmem doctor --json`); ``fix`` repairs what it
+        safely can. Opens the home itself, so it also reports a store that cannot be opened."""
+        from cmem_cli.services.doctor import diagnose
+
+        return diagnose(self.config, fix=fix)
+
     # -- the index -----------------------------------------------------------------------------------------
     def index_status(self) -> dict[str, Any]:
         """What `cmem index status --json` prints: documents, chunks, vectors, models, collections."""
@@ -677,6 +693,14 @@ def _listed(value: str | Sequence[str] | None) -> list[str] | None:
     if value is None:
         return None
     return [value] if isinstance(value, str) else list(value)
+
+
+def markdown(record: Record | dict[str, Any]) -> str:
+    """A full record (from :meth:`Memory.get` or :meth:`Memory.records`) as `cmem get` prints it: the
+    observation's markdown file, a summary's or prompt's text with a header."""
+    from cmem_cli.services.details import render_details
+
+    return render_details(record if isinstance(record, dict) else _types().as_dict(record))
 
 
 def _defaults(project: str | None, agent: str | None, session: str | None) -> dict[str, str | None]:

@@ -41,14 +41,10 @@ def current_config() -> Config:
 
 @contextlib.contextmanager
 def open_memory() -> Iterator[Any]:
-    """The write service for this invocation's home, closed afterwards."""
-    from cmem_cli.services.writes import Memory
-
-    memory = Memory.open(current_config())
-    try:
-        yield memory
-    finally:
-        memory.close()
+    """The write service behind the API, for the front ends that still work inside it (transcript import
+    through ``capture``): opened through :func:`open_api`, closed afterwards."""
+    with open_api(write=True) as memory:
+        yield memory.service
 
 
 @contextlib.contextmanager

@@ -240,7 +240,7 @@ def get(
     fmt: str | None = None,
 ) -> None:
     """`cmem get`: full details of observations; counts as a retrieval."""
-    from cmem_cli.services.details import render_details
+    from cmem_cli.api import markdown
 
     output = "json" if as_json else (fmt or "md")
     if output not in GET_FORMATS:
@@ -261,4 +261,4 @@ def get(
     elif output == "ndjson":
         write("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
     else:
-        emit_text("\n\n".join(render_details(r) for r in records))
+        emit_text("\n\n".join(markdown(r) for r in records))

@@ -52,10 +52,10 @@ def doctor(
     as_json: JsonOpt = False,
 ) -> None:
     """Check database integrity and the export tree (missing, changed, orphaned files). Exit 1 on problems."""
-    from cmem_cli.cli.invocation import current_config
-    from cmem_cli.services.doctor import diagnose
+    from cmem_cli.cli.invocation import open_api
 
-    report = diagnose(current_config(), fix=fix)
+    with open_api() as memory:
+        report = memory.doctor(fix=fix)
     if as_json:
         write(json.dumps(report, ensure_ascii=False, indent=2) + "\n")
     else:
