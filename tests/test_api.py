@@ -220,3 +220,131 @@ def test_importing_the_api_loads_no_cli_framework_database_or_model_runtime():
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert out == "[]\n"
+
+
+# -- the row methods the CLI stands on ------------------------------------------------------------------------
+
+
+def test_search_page_is_what_cmem_search_json_prints_with_the_total(memory, cli):
+    for n in range(3):
+        memory.add(f"Flaky upload retry {n}", type="bugfix", project="demo")
+    page = memory.search_page("upload", project="demo", limit=2)
+    assert len(page.rows) == 2 and page.total == 3 and page.capped is False
+    printed = cli("search", "upload", "--project", "demo", "-n", "2", "--json").json()
+    assert [row["id"] for row in printed] == [row["id"] for row in page.rows]
+    assert [hit.id for hit in memory.search("upload", project="demo", limit=2)] == [
+        r["id"] for r in page.rows
+    ]
+
+
+def test_search_page_takes_a_session_prefix(memory):
+    session = memory.start_session("abcdef123456", project="demo")
+    memory.add("In the session", project="demo", session=session.session_id)
+    memory.add("Outside it", project="demo")
+    page = memory.search_page(project="demo", session="abcdef")
+    assert [row["title"] for row in page.rows] == ["In the session"]
+
+
+def test_timeline_rows_and_records_are_the_cli_json(memory, cli):
+    first = memory.add("First step", project="demo")
+    memory.add("Second step", project="demo")
+    assert (
+        memory.timeline_rows(first.id, after=1) == cli("timeline", str(first.id), "-a", "1", "--json").json()
+    )
+    [record] = memory.records(first.id, absolute_paths=True)
+    assert record["path"] == str(memory.export_dir / first.path)
+    printed = cli("get", str(first.id), "--json").json()[0]
+    assert (record["retrieval_count"], printed["retrieval_count"]) == (1, 2)
+    counted = ("retrieval_count", "last_retrieved_at")
+    assert {k: v for k, v in record.items() if k not in counted} == {
+        k: v for k, v in printed.items() if k not in counted
+    }
+
+
+def test_add_id_returns_the_id_and_observation_counts_no_retrieval(memory):
+    obs_id = memory.add_id("Cache the tokenizer", project="demo", facts=["saves 30 ms"])
+    assert memory.observation(obs_id).facts == ["saves 30 ms"]
+    assert memory.observation(obs_id).retrieval_count == 0
+    with pytest.raises(NotFound):
+        memory.observation(obs_id + 1)
+
+
+def test_add_many_is_all_or_none_and_names_the_bad_record(memory, home):
+    from cmem_cli.api import InvalidRecord
+
+    good = {"title": "fine", "type": "change"}
+    with pytest.raises(InvalidRecord) as raised:
+        memory.add_many([good, good, {"title": "bad", "type": "gossip"}], project="demo")
+    assert raised.value.index == 2
+    assert raised.value.exit_code == EXIT_INVALID
+    assert "unknown type 'gossip'" in raised.value.reason
+    assert memory.stats()["counts"]["observations"] == 0
+    assert list((home / "export").rglob("*.md")) == []
+    ids = memory.add_many([good, {"title": "also fine", "type": "bugfix"}], project="demo")
+    assert [memory.observation(i).title for i in ids] == ["fine", "also fine"]
+
+
+def test_edit_appends_facts_after_replacing_them(memory):
+    obs = memory.add("Facts", project="demo", facts=["one"])
+    assert memory.edit(obs.id, add_facts=["two"]).facts == ["one", "two"]
+    assert memory.edit(obs.id, facts=["new"], add_facts=["three"]).facts == ["new", "three"]
+
+
+def test_session_rows_record_and_status(memory, cli):
+    session = memory.start_session("feedbeef0001", project="demo", label="try")
+    memory.add_prompt("why?", session=session.session_id)
+    memory.add_summary_fields(session.session_id, {"learned": "because", "notes": None})
+    assert memory.session_status("feedbeef") == "active"
+    assert memory.resolve_session("feedbeef") == "feedbeef0001"
+    assert memory.session_status("nothing-like-it") is None
+    record = memory.session_record("feedbeef")
+    assert record == cli("session", "show", "feedbeef", "--json").json()
+    assert [p["text"] for p in record["prompts"]] == ["why?"]
+    assert memory.session_rows(project="demo") == cli("session", "list", "--project", "demo", "--json").json()
+    assert memory.session_ids() == ["feedbeef0001"]
+    memory.end_session(session.session_id)
+    assert memory.session_status("feedbeef0001") == "completed"
+    with pytest.raises(InvalidInput):
+        memory.add_summary_fields(session.session_id, {"feelings": "fine"})
+
+
+def test_the_read_methods_open_neither_the_write_service_nor_the_result_types(home):
+    """`cmem search/get/timeline` run through these methods many times a minute: they must not pay for the
+    markdown exporter and privacy filter (the write service) or for defining the named tuples."""
+    import subprocess
+    import sys
+
+    with Memory() as m:
+        obs_id = m.add_id("Probe", project="demo")
+    probe = (
+        "import sys\nfrom cmem_cli.api import Memory\n"
+        "with Memory() as m:\n"
+        "    m.search_page('probe'); m.timeline_rows(%d); m.records(%d); m.stats()\n"
+        "print(sorted(n for n in ('cmem_cli.services.writes', 'cmem_cli.api.types') if n in sys.modules))\n"
+    ).replace("%d", str(obs_id))
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert out == "[]\n"
+
+
+def test_markdown_is_what_cmem_get_prints(memory, cli):
+    from cmem_cli.api import markdown
+
+    obs = memory.add("Render me", project="demo", facts=["one fact"])
+    [printed] = memory.records(obs.id, absolute_paths=True)  # the CLI prints where the file is
+    assert markdown(printed) == cli("get", str(obs.id)).stdout
+    [record] = memory.get(obs.id)
+    assert "- one fact" in markdown(record)
+    assert markdown(record) == markdown(as_dict(record))
+
+
+def test_adopt_edits_and_doctor(memory, home):
+    obs = memory.add("Before the edit", project="demo")
+    path = home / "export" / obs.path
+    assert memory.doctor()["ok"] is True
+    path.write_text(path.read_text().replace("Before the edit", "After the edit"))
+    report = memory.adopt_edits()
+    assert report.adopted == [obs.path]
+    edited = memory.observation(obs.id)
+    assert edited.title == "After the edit"
+    (home / "export" / edited.path).unlink()
+    assert memory.doctor()["ok"] is False

@@ -41,7 +41,7 @@ def _copy_tree(dest: Path) -> Path:
 def test_the_layer_contracts_hold(tmp_path: Path) -> None:
     result = _lint(_copy_tree(tmp_path))
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "2 kept, 0 broken" in result.stdout
+    assert "4 kept, 0 broken" in result.stdout
 
 
 def test_a_store_that_imports_the_index_breaks_the_contracts(tmp_path: Path) -> None:
@@ -60,3 +60,33 @@ def test_the_index_may_not_import_the_services(tmp_path: Path) -> None:
     result = _lint(root)
     assert result.returncode == 1
     assert "The index and the export import only cmem's kernel BROKEN" in result.stdout
+
+
+def test_a_cli_command_that_imports_the_store_breaks_the_contracts(tmp_path: Path) -> None:
+    """The CLI reads and writes through cmem_cli.api; reaching for the store directly is refused."""
+    root = _copy_tree(tmp_path)
+    body = root / "cmem_cli" / "cli" / "read_bodies.py"
+    body.write_text(body.read_text() + "\nimport cmem_cli.store.repository  # noqa\n")
+    result = _lint(root)
+    assert result.returncode == 1
+    assert "The CLI, capture and MCP front ends never import the store BROKEN" in result.stdout
+    assert "cmem_cli.cli.read_bodies -> cmem_cli.store.repository" in result.stdout
+
+
+def test_a_hook_that_imports_the_store_breaks_the_contracts(tmp_path: Path) -> None:
+    root = _copy_tree(tmp_path)
+    runner = root / "cmem_cli" / "capture" / "hooks" / "runner.py"
+    runner.write_text(runner.read_text() + "\nfrom cmem_cli.store import records  # noqa\n")
+    result = _lint(root)
+    assert result.returncode == 1
+    assert "cmem_cli.capture.hooks.runner -> cmem_cli.store" in result.stdout
+
+
+def test_a_cli_command_that_calls_a_service_breaks_the_contracts(tmp_path: Path) -> None:
+    root = _copy_tree(tmp_path)
+    body = root / "cmem_cli" / "cli" / "write_bodies.py"
+    body.write_text(body.read_text() + "\nfrom cmem_cli.services.writes import Memory as _Service  # noqa\n")
+    result = _lint(root)
+    assert result.returncode == 1
+    assert "The CLI and the MCP server reach the services only through cmem_cli.api BROKEN" in result.stdout
+    assert "cmem_cli.cli.write_bodies -> cmem_cli.services.writes" in result.stdout

@@ -16,24 +16,9 @@ server today, sync and the distiller later) stand on this module rather than on 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any, TypeVar
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from cmem_cli.api.types import (
-    Briefing,
-    Document,
-    Hit,
-    Hits,
-    Link,
-    Observation,
-    Prompt,
-    Record,
-    Session,
-    Summary,
-    Timeline,
-    TimelineItem,
-    as_dict,
-    citation_uri,
-)
 from cmem_cli.core.config import Config, default_agent, default_project, default_session, load_config
 from cmem_cli.core.errors import (
     CmemError,
@@ -46,14 +31,68 @@ from cmem_cli.core.errors import (
     UsageError,
 )
 
+if TYPE_CHECKING:
+    from cmem_cli.api.types import (
+        Briefing,
+        Hits,
+        Observation,
+        Prompt,
+        Record,
+        Session,
+        Summary,
+        Timeline,
+    )
+    from cmem_cli.services.search import SearchPage
+
+# The result types load on first use (module ``__getattr__`` below): the CLI's hot path (`cmem search`,
+# `cmem add`) calls the row methods and never builds a NamedTuple, so it does not pay for defining them.
+_TYPE_NAMES = frozenset(
+    [
+        "as_dict",
+        "citation_uri",
+        "Observation",
+        "Hit",
+        "Hits",
+        "Link",
+        "TimelineItem",
+        "Timeline",
+        "Summary",
+        "Prompt",
+        "Document",
+        "Session",
+        "Briefing",
+        "Record",
+    ]
+)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _TYPE_NAMES:
+        from cmem_cli.api import types
+
+        return getattr(types, name)
+    if name == "SearchPage":
+        from cmem_cli.services.search import SearchPage
+
+        return SearchPage
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = [
     "Memory", "as_dict", "citation_uri", "Observation", "Hit", "Hits", "TimelineItem", "Timeline", "Summary", "Prompt", "Document",
-    "Session", "Briefing", "CmemError", "NotFound", "InvalidInput", "UsageError", "DatabaseBusy",
+    "Session", "Briefing", "SearchPage", "markdown", "CmemError", "InvalidRecord", "NotFound", "InvalidInput", "UsageError", "DatabaseBusy",
     "DatabaseCorrupt", "StorageError", "ModelError",
 ]  # fmt: skip
 
 
 _T = TypeVar("_T")
+
+
+def _types() -> Any:
+    """The result types' module, imported on first use (see ``_TYPE_NAMES``)."""
+    from cmem_cli.api import types
+
+    return types
 
 
 def _build(cls: type[_T], row: dict[str, Any]) -> _T:
@@ -65,26 +104,34 @@ def _build(cls: type[_T], row: dict[str, Any]) -> _T:
 def _observation(record: dict[str, Any]) -> Observation:
     record = {
         **record,
-        "links": [_build(Link, link) for link in record.get("links") or []],
-        "linked_from": [_build(Link, link) for link in record.get("linked_from") or []],
+        "links": [_build(_types().Link, link) for link in record.get("links") or []],
+        "linked_from": [_build(_types().Link, link) for link in record.get("linked_from") or []],
     }
-    return _build(Observation, record)
+    return _build(_types().Observation, record)
 
 
 def _record(record: dict[str, Any]) -> Record:
     kind = record["kind"]
     if kind == "observation":
         return _observation(record)
-    return _build({"summary": Summary, "prompt": Prompt, "document": Document}[kind], record)
+    return _build(
+        {"summary": _types().Summary, "prompt": _types().Prompt, "document": _types().Document}[kind], record
+    )
 
 
 def _session(row: dict[str, Any]) -> Session:
+    return _build(_types().Session, _session_json(row))
+
+
+def _session_json(row: dict[str, Any]) -> dict[str, Any]:
+    """A session row as JSON: times in ISO-8601, without the internal row id."""
     from cmem_cli.core.timeutil import to_iso
 
     out = dict(row)
+    out.pop("id", None)
     for key in ("started_at", "completed_at", "last_activity_at"):
         out[key] = to_iso(out.get(key))
-    return _build(Session, out)
+    return out
 
 
 def _strings(name: str, values: Iterable[str] | None) -> list[str]:
@@ -105,6 +152,7 @@ class Memory:
     def __init__(self, home: str | Any | None = None, *, config: Config | None = None):
         self.config = config or load_config(home)
         self._service: Any = None
+        self._reader: Any = None
 
     def __enter__(self) -> Memory:
         return self
@@ -113,9 +161,11 @@ class Memory:
         self.close()
 
     def close(self) -> None:
-        if self._service is not None:
-            self._service.close()
-            self._service = None
+        for name in ("_service", "_reader"):
+            opened = getattr(self, name)
+            if opened is not None:
+                setattr(self, name, None)
+                opened.close()
 
     @property
     def service(self) -> Any:
@@ -125,6 +175,17 @@ class Memory:
 
             self._service = WriteService.open(self.config)
         return self._service
+
+    @property
+    def reader(self) -> Any:
+        """What the read methods need (``.config`` and ``.store``): the write service if it is open, else
+        the store alone. Opening the store alone skips the exporter and the privacy filter, which a
+        `cmem search` run many times a minute by hooks and scripts should not pay for."""
+        if self._service is not None:
+            return self._service
+        if self._reader is None:
+            self._reader = _StoreReader.open(self.config)
+        return self._reader
 
     # -- writing -------------------------------------------------------------------------------------------
     def add(
@@ -150,6 +211,34 @@ class Memory:
 
         ``links`` are ``"TYPE:ID"`` strings as for ``cmem add --link``. Project, agent and session default as
         the CLI's do (the git repository's name, ``$CMEM_AGENT``, ``$CMEM_SESSION``)."""
+        return self._observation(
+            self.add_id(
+                title, type=type, subtitle=subtitle, narrative=narrative, facts=facts, concepts=concepts,
+                files_read=files_read, files_modified=files_modified, tools_used=tools_used, project=project,
+                session=session, agent=agent, key=key, confidence=confidence, links=links,
+            )
+        )  # fmt: skip
+
+    def add_id(
+        self,
+        title: str,
+        *,
+        type: str = "change",
+        subtitle: str | None = None,
+        narrative: str | None = None,
+        facts: Iterable[str] | None = None,
+        concepts: Iterable[str] | None = None,
+        files_read: Iterable[str] | None = None,
+        files_modified: Iterable[str] | None = None,
+        tools_used: Iterable[str] | None = None,
+        project: str | None = None,
+        session: str | None = None,
+        agent: str | None = None,
+        key: str | None = None,
+        confidence: float | None = None,
+        links: Iterable[str] | None = None,
+    ) -> int:
+        """:meth:`add`, returning only the new observation's id (what `cmem add` prints): no re-read."""
         record = {
             "type": type, "title": title, "subtitle": subtitle, "narrative": narrative,
             "facts": _strings("facts", facts), "concepts": _strings("concepts", concepts),
@@ -158,18 +247,40 @@ class Memory:
             "tools_used": _strings("tools_used", tools_used), "key": key, "confidence": confidence,
             "links": _strings("links", links),
         }  # fmt: skip
-        defaults = {
-            "project": project or default_project(),
-            "agent": agent or default_agent(),
-            "session": session or default_session(),
-        }
-        row = self.service.add_observation(record, defaults)
-        return self._observation(row["id"])
+        row = self.service.add_observation(record, _defaults(project, agent, session))
+        return int(row["id"])
 
-    def edit(self, id: int, **changes: Any) -> Observation:
+    def add_many(
+        self,
+        records: Sequence[dict[str, Any]],
+        *,
+        project: str | None = None,
+        agent: str | None = None,
+        session: str | None = None,
+    ) -> list[int]:
+        """Record several observations (dicts in the JSON record format) in one transaction: all or none.
+
+        Every record is validated before anything is written; the first invalid one raises
+        :class:`InvalidRecord` (an :class:`InvalidInput`) carrying its position. Returns the new ids."""
+        service = self.service
+        defaults = _defaults(project, agent, session)
+        prepared = []
+        for index, record in enumerate(records):
+            try:
+                prepared.append(service.prepare(record, defaults))
+            except InvalidInput as exc:
+                raise InvalidRecord(index, exc.message) from None
+        return [int(row["id"]) for row in service.add_observations(prepared)]
+
+    def edit(self, id: int, *, add_facts: Iterable[str] | None = None, **changes: Any) -> Observation:
         """Change fields (the names of :meth:`add`'s parameters; ``None`` clears an optional one).
 
-        ``links`` adds links; the others replace the field's value. The markdown file is rewritten."""
+        ``links`` adds links; ``add_facts`` appends to the facts (after ``facts``, if given, replaced them);
+        the others replace the field's value. The markdown file is rewritten."""
+        appended = _strings("add_facts", add_facts)
+        if appended:
+            current = changes["facts"] if "facts" in changes else self.observation(id).facts
+            changes["facts"] = [*(current or []), *appended]
         if not changes:
             raise InvalidInput("nothing to change")
         if "type" in changes and changes["type"] is None:
@@ -192,11 +303,17 @@ class Memory:
         row = self.service.link(_id(from_id), _id(to_id), type, remove=remove)
         return self._observation(row["id"])
 
+    def observation(self, id: int) -> Observation:
+        """Observation ``id`` without counting a retrieval (:meth:`get` counts one); :class:`NotFound` if
+        there is none."""
+        return self._observation(_id(id))
+
     def _observation(self, obs_id: int) -> Observation:
         """The stored observation without counting a retrieval (writes return what they stored)."""
         from cmem_cli.services.details import observation_record
 
-        return _observation(observation_record(self.service, self.service.store.get_observation(obs_id)))
+        reader = self.reader
+        return _observation(observation_record(reader, reader.store.get_observation(obs_id)))
 
     # -- the three retrieval layers ------------------------------------------------------------------------
     def search(
@@ -225,14 +342,48 @@ class Memory:
         ``mode`` is auto, keyword, vector or hybrid; auto uses the index when it is there and falls back to
         the store's keyword search otherwise (see ``Hits.notes``). ``min_score`` None is the calibrated
         evidence cut-off of ``cmem search``; ``limit`` 0 returns every hit."""
+        page = self.search_page(
+            query, project=project, type=type, concept=concept, file=file, agent=agent, session=session,
+            since=since, until=until, limit=limit, offset=offset, order=order, mode=mode, rerank=rerank,
+            min_score=min_score, collections=collections, explain=explain,
+        )  # fmt: skip
+        return _types().Hits((_build(_types().Hit, row) for row in page.rows), page.mode, page.notes)
+
+    def search_page(
+        self,
+        query: str | None = None,
+        *,
+        project: str | None = None,
+        type: str | Sequence[str] | None = None,
+        concept: str | Sequence[str] | None = None,
+        file: str | Sequence[str] | None = None,
+        agent: str | None = None,
+        session: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
+        limit: int = 20,
+        offset: int = 0,
+        order: str = "relevance",
+        mode: str = "auto",
+        rerank: bool | None = None,
+        min_score: float | None = None,
+        collections: Sequence[str] | None = None,
+        explain: bool = False,
+    ) -> SearchPage:
+        """:meth:`search` as JSON-ready rows (what `cmem search --json` prints, paths relative), plus how
+        many hits there are in all: a :class:`SearchPage` (``rows``, ``mode``, ``notes``, ``total``,
+        ``capped``: ``total`` is a lower bound when ``capped``). ``session`` may be a unique prefix."""
         from cmem_cli.services.search import build_filters
         from cmem_cli.services.search import search as run_search
 
         filters = build_filters(
             project, _listed(type), _listed(concept), _listed(file), agent, session, since, until
         )
-        page = run_search(
-            self.service,
+        reader = self.reader
+        if filters.session:
+            filters.session = reader.store.resolve_session(filters.session) or filters.session
+        return run_search(
+            reader,
             query,
             filters,
             limit=limit,
@@ -244,7 +395,6 @@ class Memory:
             collections=list(collections) if collections else None,
             explain=explain,
         )
-        return Hits((_build(Hit, row) for row in page.rows), page.mode, page.notes)
 
     def timeline(
         self,
@@ -257,31 +407,65 @@ class Memory:
     ) -> Timeline:
         """Second layer: items around ``anchor`` (an id, ``S<n>`` or ``P<n>``) or around the best keyword
         match for ``query``, in time order."""
+        result = self.timeline_rows(anchor, query=query, before=before, after=after, project=project)
+        items = [_build(_types().TimelineItem, item) for item in result["items"]]
+        return _types().Timeline(anchor=result["anchor"], project=result["project"], items=items)
+
+    def timeline_rows(
+        self,
+        anchor: int | str | None = None,
+        *,
+        query: str | None = None,
+        before: int = 5,
+        after: int = 5,
+        project: str | None = None,
+    ) -> dict[str, Any]:
+        """:meth:`timeline` as the JSON-ready dict `cmem timeline --json` prints (``anchor``, ``project``,
+        ``items``: one dict per item)."""
         from cmem_cli.services.search import resolve_query_anchor
         from cmem_cli.services.search import timeline as build_timeline
         from cmem_cli.store.repository import Filters
 
         if (anchor is None) == (query is None):
             raise InvalidInput("give an anchor id or a query, not both")
-        store = self.service.store
+        store = self.reader.store
         ref = (
             resolve_query_anchor(store, query, Filters(project=project)) if query is not None else str(anchor)
         )
-        result = build_timeline(store, ref, before=before, after=after)
-        items = [_build(TimelineItem, item) for item in result["items"]]
-        return Timeline(anchor=result["anchor"], project=result["project"], items=items)
+        return build_timeline(store, ref, before=before, after=after)
+
+    def records(
+        self, *ids: int | str, links: bool = False, absolute_paths: bool = False
+    ) -> list[dict[str, Any]]:
+        """:meth:`get` as the JSON-ready dicts `cmem get --json` prints; counts a retrieval of each
+        observation. With ``absolute_paths`` each ``path`` is resolved to the file on this machine (as the
+        CLI prints it) rather than relative to the export folder or its collection."""
+        from cmem_cli.services.details import fetch_details, with_absolute_paths
+
+        if not ids:
+            raise InvalidInput("no ids given")
+        reader = self.reader
+        records = fetch_details(reader, [str(i) for i in ids], follow_links=links)
+        if absolute_paths:
+            records = [with_absolute_paths(reader.config, r) for r in records]
+        return records
+
+    def resolve_session(self, session_id: str) -> str | None:
+        """The full id of the session ``session_id`` names (itself, or a unique prefix), None if none does."""
+        return self.reader.store.resolve_session(session_id) if session_id else None
+
+    def session_status(self, session_id: str) -> str | None:
+        """The status (active, completed, ...) of the session ``session_id`` names (a unique prefix will
+        do), None if none does. Cheaper than :meth:`session`, which also counts its observations."""
+        full = self.resolve_session(session_id)
+        return None if full is None else str(self.reader.store.get_session(full)["status"])
 
     def get(self, *ids: int | str, links: bool = False) -> list[Record]:
         """Third layer: full records for ids (``12``, ``S3``, ``P7``, ``doc:docid``, ``PATH[:LINE[:COUNT]]``).
 
         Counts a retrieval of each observation, as ``cmem get`` does. With ``links``, also the observations
         linked to or from them (one hop)."""
-        from cmem_cli.services.details import fetch_details
-
-        if not ids:
-            raise InvalidInput("no ids given")
-        records = fetch_details(self.service, [str(i) for i in ids], follow_links=links)
-        return [_record(r) for r in records]
+        return [_record(r) for r in self.records(*ids, links=links)]
 
     def find(self, uid: str) -> Observation:
         """The observation with this uid (the stable name in ``cmem://observation/<uid>``), without counting a
@@ -305,7 +489,30 @@ class Memory:
             raise InvalidInput("budget must be at least 1 token")
         extra = {"reminder": reminder} if reminder is not None else {}
         result = build_context(self.service.store, project or default_project(), budget=budget, **extra)
-        return _build(Briefing, result.as_json())
+        return _build(_types().Briefing, result.as_json())
+
+    def stats(self) -> dict[str, Any]:
+        """Counts of what is stored, by type and project, where it lives and its size: the JSON-ready dict
+        `cmem stats --json` prints (times ISO-8601)."""
+        from cmem_cli.core.timeutil import to_iso
+
+        config = self.config
+        data = self.reader.store.stats()
+        data["database"] = str(config.db_path)
+        data["export_dir"] = str(config.export_dir)
+        data["database_bytes"] = config.db_path.stat().st_size
+        data["first"], data["last"] = to_iso(data.get("first")), to_iso(data.get("last"))
+        return data
+
+    @property
+    def export_dir(self) -> Path:
+        """The folder of the markdown export (the home and its database are created if missing)."""
+        return Path(self.reader.config.export_dir)
+
+    def rebuild_export(self) -> dict[str, Any]:
+        """Adopt hand edits and new files in the export tree, then regenerate every file from the database
+        (never deletes a file): counts as `cmem export --rebuild --json` prints them."""
+        return self.service.rebuild_export()
 
     # -- sessions, prompts, summaries ----------------------------------------------------------------------
     def start_session(
@@ -316,8 +523,10 @@ class Memory:
         agent: str | None = None,
         label: str | None = None,
         goal: str | None = None,
+        resume: bool = False,
     ) -> Session:
-        """Start (or resume) a session; a new id is made when none is given."""
+        """Start a session (a new id is made when none is given); an existing one is kept as it is, or with
+        ``resume`` reopened if it had ended (`cmem session start ID`)."""
         from cmem_cli.core.ids import new_uid
 
         row = self.service.ensure_session(
@@ -326,6 +535,7 @@ class Memory:
             project=project or default_project(),
             label=label,
             goal=goal,
+            resume=resume,
         )
         return _session(row)
 
@@ -345,6 +555,36 @@ class Memory:
         row = store.get_session(session_id)
         count = store.db.scalar("SELECT count(*) FROM observations WHERE session = ?", (session_id,))
         return _session({**row, "observations": count})
+
+    def session_rows(
+        self, *, project: str | None = None, status: str | None = None, limit: int = 20
+    ) -> list[dict[str, Any]]:
+        """:meth:`sessions` as the JSON-ready dicts `cmem session list --json` prints."""
+        rows = self.reader.store.list_sessions(project=project, status=status, limit=limit)
+        return [_session_json(row) for row in rows]
+
+    def session_ids(self) -> list[str]:
+        """Every session id in the home (the CLI shows each by its shortest unique prefix)."""
+        return list(self.reader.store.session_ids())
+
+    def session_record(self, session_id: str) -> dict[str, Any]:
+        """Session ``session_id`` (or a unique prefix) with its prompts, summary ids and observation count:
+        the JSON-ready dict `cmem session show --json` prints; :class:`NotFound` if there is none."""
+        from cmem_cli.core.timeutil import to_iso
+
+        store = self.reader.store
+        found = store.get_session(session_id)
+        full = found["session_id"]
+        row = _session_json(found)
+        row["prompts"] = [
+            {"number": p["prompt_number"], "text": p["text"], "created_at": to_iso(p["created_at"])}
+            for p in store.db.query(
+                "SELECT * FROM user_prompts WHERE session = ? ORDER BY prompt_number", (full,)
+            )
+        ]
+        row["summaries"] = [f"S{s['id']}" for s in store.summaries(session=full)]
+        row["observations"] = store.db.scalar("SELECT count(*) FROM observations WHERE session = ?", (full,))
+        return row
 
     def sessions(
         self, *, project: str | None = None, status: str | None = None, limit: int = 20
@@ -371,7 +611,7 @@ class Memory:
         from cmem_cli.services.search import prompt_row
 
         row = self.service.store.get_prompt(prompt_id)
-        return _build(Prompt, {**prompt_row(row), "text": row["text"]})
+        return _build(_types().Prompt, {**prompt_row(row), "text": row["text"]})
 
     def add_summary(
         self,
@@ -391,6 +631,18 @@ class Memory:
             "request": request, "investigated": investigated, "learned": learned, "completed": completed,
             "next_steps": next_steps, "notes": notes,
         }  # fmt: skip
+        return self.add_summary_fields(session, fields, project=project, agent=agent)
+
+    def add_summary_fields(
+        self,
+        session: str,
+        fields: dict[str, Any],
+        *,
+        project: str | None = None,
+        agent: str | None = None,
+    ) -> Summary:
+        """:meth:`add_summary` from a dict of summary fields (as read from JSON): ``None`` values are left
+        out, an unknown field name is :class:`InvalidInput`."""
         row = self.service.add_summary(
             session, {k: v for k, v in fields.items() if v is not None}, project=project, agent=agent
         )
@@ -405,7 +657,23 @@ class Memory:
         from cmem_cli.services.search import summary_row
 
         row = self.service.store.get_summary(summary_id)
-        return _build(Summary, {**summary_row(row), **{f: row.get(f) for f in SUMMARY_FIELDS}})
+        return _build(_types().Summary, {**summary_row(row), **{f: row.get(f) for f in SUMMARY_FIELDS}})
+
+    # -- upkeep --------------------------------------------------------------------------------------------
+    def adopt_edits(self, paths: Sequence[Path] | None = None) -> Any:
+        """Adopt what people changed in the export tree since cmem last wrote it (or only ``paths``): edited
+        files update their observation, new files add one, deleted files forget theirs. Returns the
+        :class:`cmem_cli.services.adopt.AdoptReport` (`cmem sync` without a remote prints it)."""
+        from cmem_cli.services.sync_local import sync_local
+
+        return sync_local(self.service, list(paths) if paths is not None else None)
+
+    def doctor(self, *, fix: bool = False) -> dict[str, Any]:
+        """Check the database's integrity and the export tree (`cmem doctor --json`); ``fix`` repairs what it
+        safely can. Opens the home itself, so it also reports a store that cannot be opened."""
+        from cmem_cli.services.doctor import diagnose
+
+        return diagnose(self.config, fix=fix)
 
     # -- the index -----------------------------------------------------------------------------------------
     def index_status(self) -> dict[str, Any]:
@@ -425,3 +693,47 @@ def _listed(value: str | Sequence[str] | None) -> list[str] | None:
     if value is None:
         return None
     return [value] if isinstance(value, str) else list(value)
+
+
+def markdown(record: Record | dict[str, Any]) -> str:
+    """A full record (from :meth:`Memory.get` or :meth:`Memory.records`) as `cmem get` prints it: the
+    observation's markdown file, a summary's or prompt's text with a header."""
+    from cmem_cli.services.details import render_details
+
+    return render_details(record if isinstance(record, dict) else _types().as_dict(record))
+
+
+def _defaults(project: str | None, agent: str | None, session: str | None) -> dict[str, str | None]:
+    """Project, agent and session as the CLI defaults them (git repository name, $CMEM_AGENT, $CMEM_SESSION)."""
+    return {
+        "project": project or default_project(),
+        "agent": agent or default_agent(),
+        "session": session or default_session(),
+    }
+
+
+class InvalidRecord(InvalidInput):
+    """Record number ``index`` (from 0) of an :meth:`Memory.add_many` batch is invalid; nothing was stored."""
+
+    def __init__(self, index: int, reason: str):
+        super().__init__(f"record {index}: {reason}")
+        self.index = index
+        self.reason = reason
+
+
+class _StoreReader:
+    """The store of a home opened on its own, for the read methods (see :attr:`Memory.reader`)."""
+
+    def __init__(self, config: Config, store: Any):
+        self.config = config
+        self.store = store
+
+    @classmethod
+    def open(cls, config: Config) -> _StoreReader:
+        from cmem_cli.store.repository import Store
+
+        config.ensure_home()
+        return cls(config, Store.open(config.db_path, config.export_dir))
+
+    def close(self) -> None:
+        self.store.close()

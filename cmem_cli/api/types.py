@@ -175,12 +175,12 @@ class Session(NamedTuple):
 class Briefing(NamedTuple):
     """The session-start briefing: ``text`` never exceeds ``budget`` tokens (``tokens`` is its estimate)."""
 
-    text: str
     project: str
     budget: int
     tokens: int
-    observations: list[dict[str, Any]]
     last_session: dict[str, Any] | None
+    observations: list[dict[str, Any]]
+    text: str  # last, as in `cmem context --json`: ``as_dict`` of a Briefing is what the CLI prints
 
 
 Record = Observation | Summary | Prompt | Document

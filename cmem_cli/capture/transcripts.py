@@ -387,16 +387,7 @@ class _FileRun:
     def finish(self, end: int, settled: bool) -> tuple[int, dict[str, int]]:
         """The offset to resume from and the prompt counts at that offset."""
         if self.labels:
-            from cmem_cli.services.privacy import scrub
-
-            mem = self.capture.mem
-            with mem.store.db.transaction():
-                for session, label in self.labels.items():
-                    # Only a label: neither creates a session nor bumps its last activity.
-                    mem.store.db.execute(
-                        "UPDATE sessions SET label = ? WHERE session_id = ? AND label IS NULL",
-                        (scrub(label, config=mem.config)[:500] or None, session),
-                    )
+            self.capture.mem.label_sessions(self.labels)
         if settled:
             self.close_turn(abandon=True)
             return end, self.counts

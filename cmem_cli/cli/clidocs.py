@@ -22,10 +22,10 @@ class Opt:
 
 def option_choices(path: list[str], names: list[str]) -> tuple[str, ...]:
     """The values an option accepts, for completion: the constants the commands check against."""
+    from cmem_cli.cli.options import ORDERS
     from cmem_cli.cli.read_bodies import GET_FORMATS
     from cmem_cli.cli.render import FORMATS
-    from cmem_cli.services.search import ORDERS
-    from cmem_cli.store.schema import OBSERVATION_TYPES, SESSION_STATUSES
+    from cmem_cli.core.fields import OBSERVATION_TYPES, SESSION_STATUSES
     from cmem_index.search import MODES
 
     if "--format" in names:

@@ -61,7 +61,7 @@ def parse_json_records(text: str, source: str) -> list[tuple[int, Any]]:
 
 def check_cli_text(name: str, value: str | None) -> str | None:
     """Arguments with bytes that are not UTF-8 arrive as surrogates; reject them up front."""
-    from cmem_cli.store.records import is_valid_text
+    from cmem_cli.core.text import is_valid_text
 
     if value is not None and not is_valid_text(value):
         raise InvalidInput(f"{name} is not valid UTF-8")

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cmem_cli.core.config import Config, load_config
+
+if TYPE_CHECKING:
+    from cmem_cli.api import Memory
 
 
 class Invocation:
@@ -38,36 +41,26 @@ def current_config() -> Config:
 
 @contextlib.contextmanager
 def open_memory() -> Iterator[Any]:
-    """The write service for this invocation's home, closed afterwards."""
-    from cmem_cli.services.writes import Memory
-
-    memory = Memory.open(current_config())
-    try:
-        yield memory
-    finally:
-        memory.close()
-
-
-class Reader:
-    """What the read commands use of a home: its config and its store (no write service, no exporter)."""
-
-    def __init__(self, config: Config, store: Any):
-        self.config = config
-        self.store = store
+    """The write service behind the API, for the front ends that still work inside it (transcript import
+    through ``capture``): opened through :func:`open_api`, closed afterwards."""
+    with open_api(write=True) as memory:
+        yield memory.service
 
 
 @contextlib.contextmanager
-def open_reader() -> Iterator[Reader]:
-    """The store for this invocation's home, for commands that only read (search, timeline, get).
+def open_api(*, write: bool = False) -> Iterator[Memory]:
+    """The Python API (:class:`cmem_cli.api.Memory`) over this invocation's home, closed afterwards.
 
-    Cheaper to start than :func:`open_memory`: the markdown exporter and the privacy filter are not
-    imported, which matters to a search that hooks and scripts run many times a minute."""
-    from cmem_cli.store.repository import Store
+    Commands stand on the API, as every front end does. It opens the store alone for reads and the write
+    service (exporter, privacy filter) only when a command writes, so `cmem search` stays cheap. A command
+    that writes passes ``write=True``: the write service opens at once and its reads share that connection
+    rather than opening the database twice."""
+    from cmem_cli.api import Memory
 
-    config = current_config()
-    config.ensure_home()
-    store = Store.open(config.db_path, config.export_dir)
+    memory = Memory(config=current_config())
     try:
-        yield Reader(config, store)
+        if write:
+            memory.service  # noqa: B018 - opened now, so that reads before the write use it
+        yield memory
     finally:
-        store.close()
+        memory.close()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from cmem_cli.store.schema import OBSERVATION_TYPES
+from cmem_cli.core.fields import OBSERVATION_TYPES
 
 FORMATS = ("table", "plain", "json", "ndjson", "csv", "ids", "md")
 ORDERS = ("relevance", "newest", "oldest")

@@ -12,7 +12,7 @@ import json
 import sys
 from typing import Any
 
-from cmem_cli.cli.invocation import open_reader
+from cmem_cli.cli.invocation import open_api
 from cmem_cli.cli.render import (
     TYPE_ICONS,
     Column,
@@ -22,7 +22,6 @@ from cmem_cli.cli.render import (
     resolve_format,
     write,
 )
-from cmem_cli.store.repository import Filters
 
 
 def _date(row: dict[str, Any]) -> str:
@@ -96,20 +95,21 @@ def search(
 ) -> int:
     """`cmem search`: one compact row per hit; exit status EXIT_NO_MATCH when there is none (like grep)."""
     from cmem_cli.core.errors import EXIT_NO_MATCH, EXIT_OK
-    from cmem_cli.services.search import build_filters
-    from cmem_cli.services.search import search as run_search
 
     output = resolve_format(fmt, as_json)
     check_count("--limit", limit)
     check_count("--offset", offset)
-    filters = build_filters(project, obs_type, concept, file, agent, session, since, until)
-    with open_reader() as reader:
-        if filters.session:
-            filters.session = reader.store.resolve_session(filters.session) or filters.session
-        rows, _, notes, total, capped = run_search(
-            reader,
+    with open_api() as memory:
+        rows, _, notes, total, capped = memory.search_page(
             query,
-            filters,
+            project=project,
+            type=obs_type,
+            concept=concept,
+            file=file,
+            agent=agent,
+            session=session,
+            since=since,
+            until=until,
             limit=0 if all_hits else limit,
             offset=offset,
             order=order,
@@ -119,7 +119,7 @@ def search(
             collections=collection,
             explain=explain,
         )
-        _absolute_paths(reader.config, rows)
+        _absolute_paths(memory.config, rows)
     if mode != "auto" or explain:  # in auto mode a missing index or model is expected, not news
         for note in notes:
             print(f"cmem: note: {note}", file=sys.stderr)
@@ -191,18 +191,14 @@ def timeline(
 ) -> None:
     """`cmem timeline`: what happened around one observation, in time order."""
     from cmem_cli.core.errors import InvalidInput
-    from cmem_cli.services.search import resolve_query_anchor
-    from cmem_cli.services.search import timeline as build_timeline
 
     if (ref is None) == (query is None):
         raise InvalidInput("give an anchor ID or --query, not both")
     check_count("--before", before)
     check_count("--after", after)
     output = resolve_format(fmt, as_json)
-    with open_reader() as reader:
-        if query is not None:
-            ref = resolve_query_anchor(reader.store, query, Filters(project=project))
-        result = build_timeline(reader.store, ref, before=before, after=after)
+    with open_api() as memory:
+        result = memory.timeline_rows(ref, query=query, before=before, after=after, project=project)
     items = result["items"]
     if output == "json":
         write(json.dumps(result, ensure_ascii=False, indent=2) + "\n")
@@ -244,17 +240,15 @@ def get(
     fmt: str | None = None,
 ) -> None:
     """`cmem get`: full details of observations; counts as a retrieval."""
-    from cmem_cli.services.details import fetch_details, render_details, with_absolute_paths
+    from cmem_cli.api import markdown
 
     output = "json" if as_json else (fmt or "md")
     if output not in GET_FORMATS:
         from cmem_cli.core.errors import UsageError
 
         raise UsageError(f"unknown format {output!r} for get (expected one of: {', '.join(GET_FORMATS)})")
-    with open_reader() as reader:
-        records = [
-            with_absolute_paths(reader.config, r) for r in fetch_details(reader, refs, follow_links=links)
-        ]
+    with open_api() as memory:
+        records = memory.records(*refs, links=links, absolute_paths=True)
     if path_only:
         from cmem_cli.core.errors import NotFound
 
@@ -267,4 +261,4 @@ def get(
     elif output == "ndjson":
         write("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
     else:
-        emit_text("\n\n".join(render_details(r) for r in records))
+        emit_text("\n\n".join(markdown(r) for r in records))

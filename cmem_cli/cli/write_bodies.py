@@ -11,7 +11,7 @@ import sys
 from typing import Any
 
 from cmem_cli.cli.input import check_cli_text, parse_json_records, read_json_input
-from cmem_cli.cli.invocation import open_memory
+from cmem_cli.cli.invocation import open_api
 from cmem_cli.core.config import default_agent, default_project, default_session
 from cmem_cli.core.errors import InvalidInput
 
@@ -64,19 +64,17 @@ def add(
         elif isinstance(value, list):
             for item in value:
                 check_cli_text(f"--{name}", item)
-    with open_memory() as memory:
-        _refuse_ended_session(memory.store, defaults["session"])
-        row = memory.add_observation(record, defaults)
-    print(row["id"])
+    with open_api(write=True) as memory:
+        _refuse_ended_session(memory, defaults["session"])
+        obs_id = memory.add_id(**record, **defaults)
+    print(obs_id)
 
 
-def _refuse_ended_session(store: Any, session: str | None) -> None:
+def _refuse_ended_session(memory: Any, session: str | None) -> None:
     """A CMEM_SESSION left exported after `cmem session end` must not silently collect new work."""
-    full = store.resolve_session(session) if session else None
-    if full is None:
-        return
-    status = store.get_session(full)["status"]
-    if status != "active":
+    full = memory.resolve_session(session) if session else None
+    status = memory.session_status(full) if full else None
+    if status not in (None, "active"):
         raise InvalidInput(
             f"session {full} is {status}; start a new one (cmem session start) or unset CMEM_SESSION"
         )
@@ -85,14 +83,14 @@ def _refuse_ended_session(store: Any, session: str | None) -> None:
 def _add_json(source: str, defaults: dict[str, str | None]) -> None:
     label = "stdin" if source == "-" else source
     records = parse_json_records(read_json_input(source), label)
-    with open_memory() as memory:
-        _refuse_ended_session(memory.store, defaults["session"])
-        prepared = []
-        for line, record in records:
-            try:
-                prepared.append(memory.prepare(record, defaults))
-            except InvalidInput as exc:
-                where = f"line {line}" if len(records) > 1 or line > 1 else "record"
-                raise InvalidInput(f"{label}: {where}: {exc.message}; nothing was imported") from None
-        rows = memory.add_observations(prepared)
-    sys.stdout.write("".join(f"{row['id']}\n" for row in rows))
+    from cmem_cli.api import InvalidRecord
+
+    with open_api(write=True) as memory:
+        _refuse_ended_session(memory, defaults["session"])
+        try:
+            ids = memory.add_many([record for _, record in records], **defaults)
+        except InvalidRecord as exc:
+            line = records[exc.index][0]
+            where = f"line {line}" if len(records) > 1 or line > 1 else "record"
+            raise InvalidInput(f"{label}: {where}: {exc.reason}; nothing was imported") from None
+    sys.stdout.write("".join(f"{obs_id}\n" for obs_id in ids))

@@ -36,3 +36,12 @@ def estimate_tokens(text: str) -> int:
     """The token cost shown to agents and used by the chunker until a model's tokenizer is available:
     about four characters per token, as most tokenizers average."""
     return (len(text) + 3) // 4
+
+
+def is_valid_text(value: str) -> bool:
+    """False for lone surrogates (undecodable bytes smuggled in through argv or JSON escapes)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

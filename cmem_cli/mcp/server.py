@@ -193,12 +193,12 @@ class Tools:
         return _result("\n".join(lines), structured)
 
     def get(self, ids: Ids) -> CallToolResult:
-        from cmem_cli.services.details import render_details
+        from cmem_cli.api import markdown
 
         with self.memory() as memory:
             records = memory.get(*ids)
         dicts = [_with_uri(as_dict(record)) for record in records]
-        text = "\n\n".join(escape_control(render_details(d), keep_newlines=True) for d in dicts)
+        text = "\n\n".join(escape_control(markdown(d), keep_newlines=True) for d in dicts)
         return _result(text, {"records": dicts})
 
     def remember(
@@ -241,7 +241,7 @@ class Tools:
 
     def read_observation(self, uid: str) -> str:
         """The resource ``cmem://observation/<uid>``: the observation as its markdown file reads."""
-        from cmem_cli.services.details import render_details
+        from cmem_cli.api import markdown
 
         try:
             with self.memory() as memory:
@@ -249,7 +249,7 @@ class Tools:
                 record = memory.get(found.id)[0]
         except ToolError as exc:
             raise ResourceError(str(exc)) from None
-        return render_details(as_dict(record))
+        return markdown(record)
 
 
 def _hit_json(hit: Any) -> dict[str, Any]:

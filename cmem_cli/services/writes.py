@@ -349,6 +349,13 @@ class Memory:
                 goal=self._scrub_text(goal),
             )
 
+    def label_sessions(self, labels: dict[str, str]) -> None:
+        """Label sessions that have no label yet (a transcript's title), scrubbed and clipped to 500
+        characters, in one transaction; a session that does not exist is left alone."""
+        with self.store.db.transaction():
+            for session_id, label in labels.items():
+                self.store.label_session(session_id, (self._scrub_text(label) or "")[:500] or None)
+
     def end_session(
         self,
         session_id: str,

@@ -12,6 +12,7 @@ import re
 from typing import Any
 
 from cmem_cli.core.errors import InvalidInput
+from cmem_cli.core.text import is_valid_text
 from cmem_cli.core.timeutil import parse_time
 from cmem_cli.store.schema import LINK_TYPES, OBSERVATION_TYPES
 
@@ -37,15 +38,6 @@ OUTPUT_ONLY_FIELDS = frozenset(
 # A uid names files (its tail ends each export file name) and travels between machines: a plain token.
 _UID_SHAPE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,63}")
 MAX_SQL_INT = 2**63 - 1
-
-
-def is_valid_text(value: str) -> bool:
-    """False for lone surrogates (undecodable bytes smuggled in through argv or JSON escapes)."""
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def _check_text(field: str, value: Any, limit: int) -> str:

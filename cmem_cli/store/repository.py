@@ -341,6 +341,12 @@ class Store:
         )
         return self.get_session(session_id)
 
+    def label_session(self, session_id: str, label: str | None) -> None:
+        """Set a session's label if it has none; neither creates the session nor bumps its last activity."""
+        self.db.execute(
+            "UPDATE sessions SET label = ? WHERE session_id = ? AND label IS NULL", (label, session_id)
+        )
+
     def end_session(
         self, session_id: str, *, status: str, outcome: str | None, next_steps: str | None
     ) -> dict[str, Any]:

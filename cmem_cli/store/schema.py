@@ -10,24 +10,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from cmem_cli.core.fields import LINK_TYPES, OBSERVATION_TYPES, SESSION_STATUSES
 from cmem_cli.core.migrations import Migrations
 
 if TYPE_CHECKING:
     import apsw
 
-OBSERVATION_TYPES = (
-    "decision",
-    "bugfix",
-    "feature",
-    "refactor",
-    "discovery",
-    "change",
-    "error",
-    "insight",
-    "question",
-)
-LINK_TYPES = ("caused_by", "led_to", "related", "supersedes", "reverts")
-SESSION_STATUSES = ("active", "completed", "failed", "abandoned")
 
 FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
 

@@ -59,15 +59,14 @@ def context(
     as_json: JsonOpt = False,
 ) -> None:
     """What an agent should see at session start: last summary, useful recent observations, how to drill down."""
+    from cmem_cli.api import as_dict
+    from cmem_cli.cli.invocation import open_api
     from cmem_cli.cli.render import write
-    from cmem_cli.core.config import default_project
-    from cmem_cli.services.briefing import build_context
 
-    name = check_cli_text("--project", project) or default_project()
-    with open_memory() as memory:
-        result = build_context(memory.store, name, budget=budget)
+    with open_api() as memory:
+        result = memory.context(check_cli_text("--project", project), budget=budget)
     if as_json:
-        write(json.dumps(result.as_json(), ensure_ascii=False, indent=2) + "\n")
+        write(json.dumps(as_dict(result), ensure_ascii=False, indent=2) + "\n")
     else:
         write(result.text + "\n")
 

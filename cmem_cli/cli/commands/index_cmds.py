@@ -151,9 +151,10 @@ def _remember_model(config: Any, description: dict[str, Any]) -> None:
 
 def status_cmd(as_json: JsonOpt = False) -> None:
     """Show what the index holds: documents, chunks, vectors, stale entries, models, last run."""
-    from cmem_cli.services.index_status import index_status
+    from cmem_cli.cli.invocation import open_api
 
-    info = index_status(current_config())
+    with open_api() as memory:
+        info = memory.index_status()
     if as_json:
         write(dumps(info) + "\n")
         return
@@ -240,11 +241,10 @@ def watch_cmd(
         print(f"cmem: keyword-only index: {escape_control(note or '')}", file=sys.stderr, flush=True)
 
     def adopt(paths: list[Path] | None) -> None:
-        from cmem_cli.cli.invocation import open_memory
-        from cmem_cli.services.sync_local import sync_local
+        from cmem_cli.cli.invocation import open_api
 
-        with open_memory() as memory:
-            result = sync_local(memory, paths)
+        with open_api(write=True) as memory:
+            result = memory.adopt_edits(paths)
         for path, reason in result.invalid + result.conflicts:
             error(f"{path}: {reason}")
         if result.adopted or result.created or result.forgotten:

@@ -8,7 +8,8 @@ from typing import Annotated
 
 import typer
 
-from cmem_cli.cli.commands.common import JsonOpt, open_memory
+from cmem_cli.cli.commands.common import JsonOpt
+from cmem_cli.cli.invocation import open_api
 from cmem_cli.cli.render import write
 
 
@@ -23,9 +24,9 @@ def export_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Show where the markdown export lives, or rebuild it from the database (idempotent; never deletes)."""
-    with open_memory() as memory:
+    with open_api() as memory:
         if not rebuild:
-            print(memory.config.export_dir)
+            print(memory.export_dir)
             return
         result = memory.rebuild_export()
     if as_json:
@@ -51,10 +52,10 @@ def doctor(
     as_json: JsonOpt = False,
 ) -> None:
     """Check database integrity and the export tree (missing, changed, orphaned files). Exit 1 on problems."""
-    from cmem_cli.cli.invocation import current_config
-    from cmem_cli.services.doctor import diagnose
+    from cmem_cli.cli.invocation import open_api
 
-    report = diagnose(current_config(), fix=fix)
+    with open_api() as memory:
+        report = memory.doctor(fix=fix)
     if as_json:
         write(json.dumps(report, ensure_ascii=False, indent=2) + "\n")
     else:

@@ -11,20 +11,15 @@ import json
 import typer
 
 from cmem_cli.cli import build, options
-from cmem_cli.cli.commands.common import JsonOpt, open_memory
+from cmem_cli.cli.commands.common import JsonOpt
+from cmem_cli.cli.invocation import open_api
 from cmem_cli.cli.render import write
 
 
 def stats(as_json: JsonOpt = False) -> None:
     """Counts of what is stored, by type and project."""
-    from cmem_cli.core.timeutil import to_iso
-
-    with open_memory() as memory:
-        data = memory.store.stats()
-        data["database"] = str(memory.config.db_path)
-        data["export_dir"] = str(memory.config.export_dir)
-        data["database_bytes"] = memory.config.db_path.stat().st_size
-    data["first"], data["last"] = to_iso(data.get("first")), to_iso(data.get("last"))
+    with open_api() as memory:
+        data = memory.stats()
     if as_json:
         write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
         return

@@ -8,12 +8,12 @@ from typing import Annotated, Any
 
 import typer
 
-from cmem_cli.cli.commands.common import AgentOpt, FormatOpt, JsonOpt, ProjectOpt, check_cli_text, open_memory
+from cmem_cli.cli.commands.common import AgentOpt, FormatOpt, JsonOpt, ProjectOpt, check_cli_text
+from cmem_cli.cli.invocation import open_api
 from cmem_cli.cli.render import Column, emit_rows, resolve_format, write
 from cmem_cli.cli.short_ids import unique_prefixes
 from cmem_cli.core.config import default_agent, default_project, default_session
 from cmem_cli.core.errors import InvalidInput
-from cmem_cli.core.timeutil import to_iso
 
 session_app = typer.Typer(help="Start, end and list agent sessions.", no_args_is_help=True)
 prompt_app = typer.Typer(help="Record user prompts.", no_args_is_help=True)
@@ -30,14 +30,6 @@ def _session_id(value: str | None) -> str:
     if not session:
         raise InvalidInput("no session id given (pass SESSION or set CMEM_SESSION)")
     return session
-
-
-def _session_json(row: dict[str, Any]) -> dict[str, Any]:
-    out = dict(row)
-    out.pop("id", None)
-    for key in ("started_at", "completed_at", "last_activity_at"):
-        out[key] = to_iso(out.get(key))
-    return out
 
 
 @session_app.command("start")
@@ -58,16 +50,16 @@ def session_start(
     from cmem_cli.core.ids import new_uid
 
     session_id = check_cli_text("session id", session) or new_uid().lower()
-    with open_memory() as memory:
-        session_id = memory.ensure_session(
+    with open_api(write=True) as memory:
+        started = memory.start_session(
             session_id,
             agent=agent or default_agent(),
             project=project or default_project(),
             label=check_cli_text("--label", label),
             goal=check_cli_text("--goal", goal),
             resume=True,
-        )["session_id"]
-    print(session_id)
+        )
+    print(started.session_id)
 
 
 @session_app.command("end")
@@ -78,7 +70,7 @@ def session_end(
     next_steps: Annotated[str | None, typer.Option("--next-steps", help="What to do next.")] = None,
 ) -> None:
     """Close a session."""
-    with open_memory() as memory:
+    with open_api(write=True) as memory:
         memory.end_session(
             _session_id(session),
             status=status,
@@ -119,11 +111,9 @@ def session_list(
     check_count("--limit", limit)
     check_cli_text("--project", project)
     check_cli_text("--status", status)
-    with open_memory() as memory:
-        rows = [
-            _session_json(r) for r in memory.store.list_sessions(project=project, status=status, limit=limit)
-        ]
-        short = unique_prefixes(memory.store.session_ids()) if output == "table" else {}
+    with open_api() as memory:
+        rows = memory.session_rows(project=project, status=status, limit=limit)
+        short = unique_prefixes(memory.session_ids()) if output == "table" else {}
     for row in rows:
         if short:
             row["short_id"] = short[row["session_id"]]
@@ -134,20 +124,8 @@ def session_list(
 @session_app.command("show")
 def session_show(session: SessionArg = None, as_json: JsonOpt = False) -> None:
     """A session with its prompts, summaries and observation count."""
-    with open_memory() as memory:
-        found = memory.store.get_session(_session_id(session))
-        session_id = found["session_id"]
-        row = _session_json(found)
-        row["prompts"] = [
-            {"number": p["prompt_number"], "text": p["text"], "created_at": to_iso(p["created_at"])}
-            for p in memory.store.db.query(
-                "SELECT * FROM user_prompts WHERE session = ? ORDER BY prompt_number", (session_id,)
-            )
-        ]
-        row["summaries"] = [f"S{s['id']}" for s in memory.store.summaries(session=session_id)]
-        row["observations"] = memory.store.db.scalar(
-            "SELECT count(*) FROM observations WHERE session = ?", (session_id,)
-        )
+    with open_api() as memory:
+        row = memory.session_record(_session_id(session))
     if as_json:
         write(json.dumps(row, ensure_ascii=False, indent=2) + "\n")
         return
@@ -174,14 +152,14 @@ def prompt_add(
     """Record a user prompt; prints its P<id> and running number."""
     if text == "-":
         text = sys.stdin.read()
-    with open_memory() as memory:
-        row = memory.add_prompt(
-            _session_id(session),
+    with open_api(write=True) as memory:
+        prompt = memory.add_prompt(
             check_cli_text("prompt", text) or "",
+            session=_session_id(session),
             project=project or default_project(),
             agent=agent or default_agent(),
         )
-    print(f"P{row['id']}\t{row['prompt_number']}")
+    print(f"{prompt.id}\t{prompt.prompt_number}")
 
 
 @summary_app.command("add")
@@ -227,14 +205,9 @@ def summary_add(
     for key, value in fields.items():
         if isinstance(value, str):
             check_cli_text(f"--{key}", value)
-    with open_memory() as memory:
-        row = memory.add_summary(
-            _session_id(session),
-            {k: v for k, v in fields.items() if v is not None},
-            project=project,
-            agent=agent,
-        )
-    print(f"S{row['id']}")
+    with open_api(write=True) as memory:
+        summary = memory.add_summary_fields(_session_id(session), fields, project=project, agent=agent)
+    print(summary.id)
 
 
 def register(app: typer.Typer) -> None:

@@ -1,6 +1,6 @@
 """`cmem sync` and `cmem sync init URL`: adopt edits made in the export tree, and share it through git.
 
-Without a remote, `cmem sync` adopts local edits (``cmem_cli.services.sync_local.sync_local``); once `cmem sync init URL`
+Without a remote, `cmem sync` adopts local edits (``cmem_cli.api.Memory.adopt_edits``); once `cmem sync init URL`
 has connected the tree to a git remote, it also commits, fetches, merges, adopts and pushes
 (``cmem_cli.sync.gitsync``).
 """
@@ -13,7 +13,8 @@ from typing import Annotated, Any
 
 import typer
 
-from cmem_cli.cli.commands.common import JsonOpt, open_memory
+from cmem_cli.cli.commands.common import JsonOpt
+from cmem_cli.cli.invocation import open_api
 from cmem_cli.cli.render import escape_control, write
 from cmem_cli.core.errors import EXIT_INVALID
 
@@ -21,9 +22,7 @@ sync_app = typer.Typer(invoke_without_command=True)
 
 
 def _local(memory: Any, as_json: bool) -> None:
-    from cmem_cli.services.sync_local import sync_local
-
-    report = sync_local(memory)
+    report = memory.adopt_edits()
     if as_json:
         write(json.dumps(report.to_json(), ensure_ascii=False, indent=2) + "\n")
     else:
@@ -68,11 +67,11 @@ def sync(ctx: typer.Context, as_json: JsonOpt = False) -> None:
         return
     from cmem_cli.sync.gitsync import is_connected, run_sync
 
-    with open_memory() as memory:
-        if not is_connected(memory.export_root):
+    with open_api(write=True) as memory:
+        if not is_connected(memory.export_dir):
             _local(memory, as_json)
             return
-        report = run_sync(memory)
+        report = run_sync(memory.service)  # git sync works inside the write service's file transaction
     _print_git_report(report, as_json)
 
 
@@ -84,8 +83,8 @@ def sync_init(
     """Connect the export tree to a git remote: bring in its history and adopt it, or push to an empty one."""
     from cmem_cli.sync.gitsync import run_sync
 
-    with open_memory() as memory:
-        report = run_sync(memory, url)
+    with open_api(write=True) as memory:
+        report = run_sync(memory.service, url)
     _print_git_report(report, as_json)
 
 

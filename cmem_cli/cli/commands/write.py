@@ -8,11 +8,8 @@ from typing import Annotated
 import typer
 
 from cmem_cli.cli import build, options
-from cmem_cli.cli.commands.common import (
-    ProjectOpt,
-    check_cli_text,
-    open_memory,
-)
+from cmem_cli.cli.commands.common import ProjectOpt, check_cli_text
+from cmem_cli.cli.invocation import open_api
 from cmem_cli.core.errors import InvalidInput
 
 
@@ -66,12 +63,9 @@ def edit(
             changes[name] = [check_cli_text(f"--{name}", v) for v in value]
     if not changes and not add_fact:
         raise InvalidInput("nothing to change (see `cmem edit --help`)")
-    with open_memory() as memory:
-        if add_fact:
-            current = memory.store.get_observation(obs_id)
-            changes["facts"] = [*(changes.get("facts") or current["facts"]), *add_fact]
-        row = memory.edit_observation(obs_id, changes)
-    print(row["id"])
+    with open_api(write=True) as memory:
+        obs = memory.edit(obs_id, add_facts=add_fact, **changes)
+    print(obs.id)
 
 
 def link_cmd(
@@ -83,8 +77,8 @@ def link_cmd(
     remove: Annotated[bool, typer.Option("--remove", help="Remove the link instead.")] = False,
 ) -> None:
     """Link two observations (FROM TYPE TO), e.g. `cmem link 14 caused_by 9`."""
-    with open_memory() as memory:
-        memory.link(from_id, to_id, link_type, remove=remove)
+    with open_api(write=True) as memory:
+        memory.link(from_id, link_type, to_id, remove=remove)
 
 
 def forget(
@@ -92,16 +86,16 @@ def forget(
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
 ) -> None:
     """Delete observations and their markdown files."""
-    with open_memory() as memory:
-        rows = [memory.store.get_observation(i) for i in obs_ids]
+    with open_api(write=True) as memory:
+        found = [memory.observation(i) for i in obs_ids]
         if not yes:
             if not sys.stdin.isatty():
                 raise InvalidInput("refusing to delete without confirmation; pass --yes")
-            for row in rows:
-                print(f"{row['id']}\t{row['title']}", file=sys.stderr)
-            if not typer.confirm(f"Delete {len(rows)} observation(s)?", err=True):
+            for obs in found:
+                print(f"{obs.id}\t{obs.title}", file=sys.stderr)
+            if not typer.confirm(f"Delete {len(found)} observation(s)?", err=True):
                 raise typer.Exit(1)
-        deleted = memory.forget(obs_ids)
+        deleted = memory.forget(*obs_ids)
     print(f"deleted {len(deleted)} observation(s)", file=sys.stderr)
 
 
