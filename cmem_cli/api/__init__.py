@@ -667,12 +667,12 @@ class Memory:
     # :meth:`transaction` together with the caller's own tables on the same connection.
     @contextlib.contextmanager
     def transaction(self) -> Iterator[Database]:
-        """One write transaction (BEGIN IMMEDIATE) around several writes: all or none. Writes inside it join
-        it. Yields the kernel :class:`~cmem_cli.core.db.Database` of the write connection, on which a front
+        """One write transaction (BEGIN IMMEDIATE) around several writes: their rows and markdown files are
+        all kept or none is (an exception must leave the ``with`` block: do not catch a failed write inside). Yields the kernel :class:`~cmem_cli.core.db.Database` of the write connection, on which a front
         end keeps its own bookkeeping tables (capture's ``agent_captures``) in the same transaction."""
-        db = self.service.store.db
-        with db.transaction():
-            yield db
+        service = self.service
+        with service.transaction():
+            yield service.store.db
 
     @property
     def database(self) -> Database:
@@ -757,10 +757,11 @@ class Memory:
         project: str | None = None,
         agent: str | None = None,
         created_at: int | None = None,
-    ) -> int:
-        """:meth:`add_prompt` at time ``created_at`` (epoch ms; default now), returning only the prompt's id."""
+    ) -> str:
+        """:meth:`add_prompt` at time ``created_at`` (epoch ms; default now), returning only the prompt's id
+        (``P7``, as :meth:`get` takes it)."""
         row = self.service.add_prompt(session, text, project=project, agent=agent, created_at=created_at)
-        return int(row["id"])
+        return f"P{row['id']}"
 
     def add_summary_id(
         self,
@@ -770,14 +771,14 @@ class Memory:
         project: str | None = None,
         agent: str | None = None,
         created_at: int | None = None,
-    ) -> int:
+    ) -> str:
         """:meth:`add_summary_fields` at time ``created_at`` (epoch ms; default now), returning only the
-        summary's id."""
+        summary's id (``S3``)."""
         fields = {k: v for k, v in fields.items() if v is not None}
         if created_at:
             fields["created_at"] = created_at
         row = self.service.add_summary(session, fields, project=project, agent=agent)
-        return int(row["id"])
+        return f"S{row['id']}"
 
     def scrub(self, text: str) -> str:
         """``text`` as cmem would store it: ``<private>`` spans and recognised secrets (and the home's

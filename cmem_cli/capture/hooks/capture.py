@@ -70,7 +70,7 @@ class Capture:
 
     def prompt(
         self, where: Where, text: str, *, occurrence: int | None = None, created_at: int | None = None
-    ) -> int | None:
+    ) -> str | None:
         """Store a user prompt with its running number, unless this occurrence was stored already.
 
         ``occurrence`` is the 1-based count of this exact text in the session (transcript import counts
@@ -163,7 +163,7 @@ class Capture:
         request: str | None = None,
         prompt_key: str | None = None,
         created_at: int | None = None,
-    ) -> int | None:
+    ) -> str | None:
         """At the end of a turn: what was asked and what the agent answered, once per prompt.
 
         Without ``prompt_key`` the session's latest prompt is the request (the Stop hook's case)."""
