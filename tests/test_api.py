@@ -348,3 +348,52 @@ def test_adopt_edits_and_doctor(memory, home):
     assert edited.title == "After the edit"
     (home / "export" / edited.path).unlink()
     assert memory.doctor()["ok"] is False
+
+
+# -- capture's writes ------------------------------------------------------------------------------------
+
+
+def test_a_failed_transaction_leaves_no_row_no_file_and_no_bookkeeping(memory):
+    sid = memory.ensure_session("cap-1", project="demo", agent="claude-code")
+    with pytest.raises(InvalidInput), memory.transaction() as db:
+        db.execute("CREATE TABLE IF NOT EXISTS marks (key TEXT PRIMARY KEY)")
+        db.execute("INSERT INTO marks VALUES ('tool:1')")
+        memory.add_prompt_id("first", session=sid)
+        memory.add_record({"type": "change", "title": "kept?", "project": "demo", "session": sid})
+        memory.add_record({"type": "gossip", "title": "bad", "project": "demo", "session": sid})
+    assert memory.prompt_counter(sid) is None
+    assert memory.search(project="demo").__len__() == 0
+    assert list(memory.export_dir.rglob("*.md")) == []
+    assert memory.database.scalar("SELECT count(*) FROM sqlite_master WHERE name = 'marks'") == 0
+    assert not memory.in_transaction
+
+
+def test_add_record_keeps_the_given_uid_and_time_and_updates_on_a_second_write(memory):
+    uid = "01HQ0000000000000000000000"
+    first = memory.add_record(
+        {"type": "change", "title": "Read a.py", "project": "demo", "agent": "a", "uid": uid,
+         "created_at": 1_700_000_000_000}
+    )  # fmt: skip
+    again = memory.add_record({"type": "change", "title": "Read a.py twice", "project": "demo", "uid": uid})
+    obs = memory.find(uid)
+    assert (first, again, obs.id) == (obs.id, obs.id, obs.id)
+    assert obs.title == "Read a.py twice" and obs.created_at.startswith("2023-11-14T22:13:20")
+    assert memory.has_uid(uid) and not memory.has_uid("01HQ0000000000000000000001")
+
+
+def test_capture_prompts_and_summaries_take_their_time_and_return_ids(memory):
+    sid = memory.ensure_session("cap-2", project="demo", agent="claude-code")
+    prompt_id = memory.add_prompt_id(
+        "why <private>secret</private>?", session=sid, created_at=1_700_000_000_000
+    )
+    summary_id = memory.add_summary_id(
+        sid, {"completed": "done", "learned": None}, created_at=1_700_000_001_000
+    )
+    [prompt] = memory.prompts(sid)
+    [summary] = memory.summaries(session=sid)
+    assert (prompt.id, summary.id) == (prompt_id, summary_id)
+    assert prompt.text == "why ?" and prompt.created_at.startswith("2023-11-14T22:13:20")
+    assert summary.created_at.startswith("2023-11-14T22:13:21") and summary.learned is None
+    assert memory.latest_prompt(sid) == "why ?" and memory.prompt_counter(sid) == 1
+    memory.close_session(sid, status="abandoned")
+    assert memory.session(sid).status == "abandoned"

@@ -14,7 +14,7 @@ def python_blocks(text: str) -> list[str]:
 
 def test_every_python_example_in_docs_api_md_runs(home, capsys):
     blocks = python_blocks(DOC.read_text())
-    assert len(blocks) == 7
+    assert len(blocks) == 8
     namespace: dict[str, object] = {}
     for block in blocks:
         exec(compile(block, str(DOC), "exec"), namespace)

@@ -88,5 +88,18 @@ def test_a_cli_command_that_calls_a_service_breaks_the_contracts(tmp_path: Path)
     body.write_text(body.read_text() + "\nfrom cmem_cli.services.writes import Memory as _Service  # noqa\n")
     result = _lint(root)
     assert result.returncode == 1
-    assert "The CLI and the MCP server reach the services only through cmem_cli.api BROKEN" in result.stdout
+    assert "CLI, capture and MCP reach the services only through the API BROKEN" in result.stdout
     assert "cmem_cli.cli.write_bodies -> cmem_cli.services.writes" in result.stdout
+
+
+def test_a_hook_that_calls_a_service_breaks_the_contracts(tmp_path: Path) -> None:
+    """Capture (hooks, transcript import) writes through cmem_cli.api, never the write service itself."""
+    root = _copy_tree(tmp_path)
+    capture = root / "cmem_cli" / "capture" / "hooks" / "capture.py"
+    capture.write_text(
+        capture.read_text() + "\nfrom cmem_cli.services.writes import Memory as _Service  # noqa\n"
+    )
+    result = _lint(root)
+    assert result.returncode == 1
+    assert "CLI, capture and MCP reach the services only through the API BROKEN" in result.stdout
+    assert "cmem_cli.capture.hooks.capture -> cmem_cli.services.writes" in result.stdout

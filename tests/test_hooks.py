@@ -599,3 +599,26 @@ def test_merge_scope_prompt_keeps_one_read_per_prompt(sh, home, project, tmp_pat
     hook(sh, "UserPromptSubmit", payload("UserPromptSubmit", "s-scope", project, prompt="second"))
     hook(sh, "PostToolUse", tool_payload("s-scope", project, "Read", read))
     assert db_rows(home, "SELECT prompt_number FROM observations ORDER BY id") == [(1,), (2,)]
+
+
+def test_a_hook_writes_through_the_api_without_building_its_result_types(home, project) -> None:
+    """Capture stands on cmem_cli.api but must not pay for the API's named tuples (or typer) on every call."""
+    sid = "6f1c2d3e-0000-4000-8000-0000000000aa"
+    events = [
+        ("UserPromptSubmit", payload("UserPromptSubmit", sid, project, prompt="Round invoice totals")),
+        ("PostToolUse", tool_payload(sid, project, "Bash", {"command": "pytest -q"}, {"stdout": "3 passed"})),
+    ]
+    probe = (
+        "import io, json, sys\n"
+        "from cmem_cli.capture.hooks.runner import run\n"
+        "for event, data in json.loads(sys.argv[1]):\n"
+        "    run([event], stdin=io.BytesIO(json.dumps(data).encode()), stdout=io.StringIO())\n"
+        "print(sorted(n for n in ('cmem_cli.api', 'cmem_cli.api.types', 'typer') if n in sys.modules))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe, json.dumps(events)],
+        capture_output=True, text=True, check=True, env={**os.environ, "CMEM_HOME": str(home)},
+    ).stdout  # fmt: skip
+    assert out == "['cmem_cli.api']\n"
+    assert db_rows(home, "SELECT text FROM user_prompts") == [("Round invoice totals",)]
+    assert db_rows(home, "SELECT title FROM observations") == [("Ran pytest -q",)]

@@ -330,14 +330,12 @@ def test_excluded_projects_and_missing_files(sh, home, project, tmp_path):
 
 
 def _library_import(home: Path, path: Path, settle: float) -> None:
+    from cmem_cli.api import Memory
     from cmem_cli.capture.hooks.capture import Capture
     from cmem_cli.capture.hooks.rules import HookRules
     from cmem_cli.capture.transcripts import TranscriptImporter
-    from cmem_cli.core.config import load_config
-    from cmem_cli.services.writes import Memory
 
-    config = load_config(home)
-    with Memory.open(config) as mem:
+    with Memory(home) as mem:
         TranscriptImporter(Capture(mem, HookRules(), count_repeats=False), settle_seconds=settle).import_file(
             path
         )

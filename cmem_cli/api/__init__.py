@@ -15,7 +15,8 @@ server today, sync and the distiller later) stand on this module rather than on 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import contextlib
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
         Summary,
         Timeline,
     )
+    from cmem_cli.core.db import Database
     from cmem_cli.services.search import SearchPage
 
 # The result types load on first use (module ``__getattr__`` below): the CLI's hot path (`cmem search`,
@@ -80,7 +82,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "Memory", "as_dict", "citation_uri", "Observation", "Hit", "Hits", "TimelineItem", "Timeline", "Summary", "Prompt", "Document",
-    "Session", "Briefing", "SearchPage", "markdown", "CmemError", "InvalidRecord", "NotFound", "InvalidInput", "UsageError", "DatabaseBusy",
+    "Session", "Briefing", "SearchPage", "markdown", "scrub", "scrub_record", "strip_private", "excluded_project", "CmemError", "InvalidRecord", "NotFound", "InvalidInput", "UsageError", "DatabaseBusy",
     "DatabaseCorrupt", "StorageError", "ModelError",
 ]  # fmt: skip
 
@@ -659,6 +661,138 @@ class Memory:
         row = self.service.store.get_summary(summary_id)
         return _build(_types().Summary, {**summary_row(row), **{f: row.get(f) for f in SUMMARY_FIELDS}})
 
+    # -- capture: cheap writes for front ends that keep their own bookkeeping -------------------------------
+    # The hooks and the transcript importer run these many times a minute: they return ids or plain values
+    # (no result object is built), take the uid and creation time an event already has, and run inside
+    # :meth:`transaction` together with the caller's own tables on the same connection.
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[Database]:
+        """One write transaction (BEGIN IMMEDIATE) around several writes: their rows and markdown files are
+        all kept or none is (an exception must leave the ``with`` block: do not catch a failed write inside). Yields the kernel :class:`~cmem_cli.core.db.Database` of the write connection, on which a front
+        end keeps its own bookkeeping tables (capture's ``agent_captures``) in the same transaction."""
+        service = self.service
+        with service.transaction():
+            yield service.store.db
+
+    @property
+    def database(self) -> Database:
+        """The write connection's :class:`~cmem_cli.core.db.Database` (opens the write service), for a front
+        end's own tables; cmem's tables are written through the methods of this class only."""
+        return self.service.store.db
+
+    @property
+    def in_transaction(self) -> bool:
+        """True inside :meth:`transaction` (or a write the caller started)."""
+        return self._service is not None and bool(self._service.store.db.conn.in_transaction)
+
+    def tune(self, *, busy_timeout_ms: int, checkpoint_on_close: bool = True) -> None:
+        """Wait for a locked database at most ``busy_timeout_ms`` (then :class:`DatabaseBusy`); with
+        ``checkpoint_on_close`` False, leave the WAL checkpoint to SQLite's automatic one instead of paying
+        for a full checkpoint whenever the last connection closes (5-10 ms of every hook call)."""
+        import apsw
+
+        conn = self.service.store.db.conn
+        if not checkpoint_on_close:
+            with contextlib.suppress(AttributeError, apsw.Error):
+                conn.config(apsw.SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1)
+        with contextlib.suppress(AttributeError, apsw.Error):
+            conn.set_busy_timeout(busy_timeout_ms)
+
+    def add_record(self, record: dict[str, Any]) -> int:
+        """Record one observation given as a dict in the JSON record format, plus ``uid`` and ``created_at``
+        (epoch ms) when the caller has them; returns its id. An observation with that ``uid`` (or the
+        project's ``key``) already stored is updated instead. Project, agent and session are taken from the
+        record as they are (no CLI defaults)."""
+        return int(self.service.add_observation(record)["id"])
+
+    def briefing_text(self, project: str, *, budget: int = 1500, exclude_session: str | None = None) -> str:
+        """:meth:`context`'s text (what the SessionStart hook injects) without building a result; with
+        ``exclude_session``, that session's own summaries are left out (a new session wants the previous
+        one's)."""
+        from cmem_cli.services.briefing import build_context
+
+        if budget < 1:
+            raise InvalidInput("budget must be at least 1 token")
+        return build_context(self.service.store, project, budget=budget, exclude_session=exclude_session).text
+
+    def has_uid(self, uid: str) -> bool:
+        """True when an observation with this uid is stored (no retrieval counted, nothing built)."""
+        return self.service.store.observation_by_uid(uid) is not None
+
+    def ensure_session(self, session_id: str, *, project: str, agent: str) -> str:
+        """Create session ``session_id`` if it is new (kept as it is otherwise); returns its full id (a unique
+        prefix of an existing id names that session). :meth:`start_session` without building a result."""
+        row = self.service.ensure_session(session_id, agent=agent, project=project)
+        return str(row["session_id"])
+
+    def close_session(self, session_id: str, *, status: str = "completed") -> None:
+        """:meth:`end_session` without building a result."""
+        self.service.end_session(session_id, status=status)
+
+    def label_sessions(self, labels: dict[str, str]) -> None:
+        """Label sessions that have no label yet (a transcript's title; scrubbed, clipped to 500 characters),
+        in one transaction; a session that does not exist is left alone."""
+        self.service.label_sessions(labels)
+
+    def prompt_counter(self, session_id: str) -> int | None:
+        """The number of the session's latest prompt; None for a session without prompts or no session."""
+        try:
+            return int(self.service.store.get_session(session_id)["prompt_counter"]) or None
+        except NotFound:
+            return None
+
+    def latest_prompt(self, session_id: str) -> str | None:
+        """The text of the session's latest prompt, None if it has none."""
+        text = self.service.store.db.scalar(
+            "SELECT text FROM user_prompts WHERE session = ? ORDER BY prompt_number DESC LIMIT 1",
+            (session_id,),
+        )
+        return str(text) if text else None
+
+    def add_prompt_id(
+        self,
+        text: str,
+        *,
+        session: str,
+        project: str | None = None,
+        agent: str | None = None,
+        created_at: int | None = None,
+    ) -> str:
+        """:meth:`add_prompt` at time ``created_at`` (epoch ms; default now), returning only the prompt's id
+        (``P7``, as :meth:`get` takes it)."""
+        row = self.service.add_prompt(session, text, project=project, agent=agent, created_at=created_at)
+        return f"P{row['id']}"
+
+    def add_summary_id(
+        self,
+        session: str,
+        fields: dict[str, Any],
+        *,
+        project: str | None = None,
+        agent: str | None = None,
+        created_at: int | None = None,
+    ) -> str:
+        """:meth:`add_summary_fields` at time ``created_at`` (epoch ms; default now), returning only the
+        summary's id (``S3``)."""
+        fields = {k: v for k, v in fields.items() if v is not None}
+        if created_at:
+            fields["created_at"] = created_at
+        row = self.service.add_summary(session, fields, project=project, agent=agent)
+        return f"S{row['id']}"
+
+    def scrub(self, text: str) -> str:
+        """``text`` as cmem would store it: ``<private>`` spans and recognised secrets (and the home's
+        ``[privacy] redact`` rules) removed. Front ends that derive keys from text use it."""
+        return scrub(text, self.config)
+
+    def scrub_record(self, record: dict[str, Any]) -> dict[str, Any]:
+        """:meth:`scrub` applied to every string of ``record``, in lists and nested objects too."""
+        return scrub_record(record, self.config)
+
+    def excluded(self, project: str | None, extra: Sequence[str] = ()) -> bool:
+        """True when ``project`` is listed (name or glob) in ``[privacy] exclude_projects`` or ``extra``."""
+        return excluded_project(project, self.config, extra)
+
     # -- upkeep --------------------------------------------------------------------------------------------
     def adopt_edits(self, paths: Sequence[Path] | None = None) -> Any:
         """Adopt what people changed in the export tree since cmem last wrote it (or only ``paths``): edited
@@ -701,6 +835,36 @@ def markdown(record: Record | dict[str, Any]) -> str:
     from cmem_cli.services.details import render_details
 
     return render_details(record if isinstance(record, dict) else _types().as_dict(record))
+
+
+# Privacy for front ends that handle text before (or without) opening a home: a hook spools a payload it
+# could not store, and skips an excluded project without opening the database.
+def scrub(text: str, config: Config) -> str:
+    """``text`` with ``<private>`` spans and secrets removed, as every write stores it."""
+    from cmem_cli.services.privacy import scrub as scrub_text
+
+    return scrub_text(text, config=config)
+
+
+def scrub_record(record: dict[str, Any], config: Config) -> dict[str, Any]:
+    """A copy of ``record`` with every string (in lists and nested objects too) scrubbed."""
+    from cmem_cli.services.privacy import scrub_record as scrub_all
+
+    return scrub_all(record, config=config)
+
+
+def strip_private(text: str) -> str:
+    """``text`` without its ``<private>...</private>`` spans (cheap: no secret patterns)."""
+    from cmem_cli.services.privacy import strip_private as strip
+
+    return strip(text)
+
+
+def excluded_project(project: str | None, config: Config, extra: Sequence[str] = ()) -> bool:
+    """True when ``project`` matches a name or glob of ``[privacy] exclude_projects`` or ``extra``."""
+    from cmem_cli.services.privacy import is_excluded_project
+
+    return is_excluded_project(project, config.section("privacy"), extra)
 
 
 def _defaults(project: str | None, agent: str | None, session: str | None) -> dict[str, str | None]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from cmem_cli.core.config import Config, load_config
 
@@ -37,14 +37,6 @@ def set_home(home: str | None) -> None:
 def current_config() -> Config:
     """The config for this invocation (``--home`` from the root callback, else the environment)."""
     return _current.config
-
-
-@contextlib.contextmanager
-def open_memory() -> Iterator[Any]:
-    """The write service behind the API, for the front ends that still work inside it (transcript import
-    through ``capture``): opened through :func:`open_api`, closed afterwards."""
-    with open_api(write=True) as memory:
-        yield memory.service
 
 
 @contextlib.contextmanager

@@ -102,6 +102,7 @@ class Memory:
         self.config = config
         self.store = store
         self.privacy = _scrubber()
+        self._joined: FileTransaction | None = None  # the file transaction of an open :meth:`transaction`
 
     @classmethod
     def open(cls, config: Config) -> Memory:
@@ -127,7 +128,12 @@ class Memory:
 
     @contextlib.contextmanager
     def _write(self, *, fsync: bool = True, skip_identical: bool = False) -> Iterator[FileTransaction]:
-        """One write transaction over the store and the export files: all or nothing across both."""
+        """One write transaction over the store and the export files: all or nothing across both.
+
+        Inside :meth:`transaction` it joins that one: its files are kept or undone with the whole."""
+        if self._joined is not None:
+            yield self._joined
+            return
         files = FileTransaction(
             self.export_root, self.store, self.journal_dir, fsync=fsync, skip_identical=skip_identical
         )
@@ -144,6 +150,21 @@ class Memory:
             files.rollback()  # no-op after the one above; covers a COMMIT that failed
             raise
         files.commit()
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Several writes (and the caller's own rows on this connection) in one transaction: every row and
+        every export file they write is kept, or none is. An exception inside must end the transaction (a
+        write that failed and was caught inside would keep its files until the whole is undone)."""
+        if self._joined is not None:
+            yield
+            return
+        with self._write() as files:
+            self._joined = files
+            try:
+                yield
+            finally:
+                self._joined = None
 
     # -- privacy ----------------------------------------------------------------------------------------
     def _scrub_record(self, record: dict[str, Any]) -> dict[str, Any]:

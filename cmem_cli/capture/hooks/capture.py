@@ -1,4 +1,5 @@
-"""Agent capture: sessions, prompts, tool observations and turn summaries written through ``Memory``,
+"""Agent capture: sessions, prompts, tool observations and turn summaries written through the Python API
+(:class:`cmem_cli.api.Memory`),
 de-duplicated by :class:`CaptureState` so that a hook and a later transcript import of the same session
 store each thing once. Used by ``cmem hook`` and ``cmem import``.
 """
@@ -8,12 +9,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
+from cmem_cli.api import Memory, strip_private
 from cmem_cli.capture.hooks.rules import HookRules
 from cmem_cli.capture.hooks.state import CaptureState, fingerprint, prompt_prefix
 from cmem_cli.capture.hooks.tools import ToolCall, build_observation, clip
-from cmem_cli.core.errors import NotFound
-from cmem_cli.services.privacy import is_excluded_project, scrub, scrub_record, strip_private
-from cmem_cli.services.writes import Memory
 
 MAX_PROMPT_CHARS = 20_000
 MAX_SUMMARY_CHARS = 4_000
@@ -40,38 +39,38 @@ class Capture:
         self.rules = rules
         self.count_repeats = count_repeats  # hooks count merged repeats; re-reading a transcript must not
         self.exclude_projects = tuple(exclude_projects)
-        self.state = CaptureState(mem.store.db)
+        self.state = CaptureState(mem.database)
 
     def excluded(self, where: Where) -> bool:
         """Projects listed in ``[privacy] exclude_projects`` (or ``--exclude-project``) are never recorded."""
-        return is_excluded_project(where.project, self.mem.config.section("privacy"), self.exclude_projects)
+        return self.mem.excluded(where.project, self.exclude_projects)
 
     # -- sessions ------------------------------------------------------------------------------------
-    def start_session(self, where: Where) -> dict[str, Any] | None:
+    def start_session(self, where: Where) -> str | None:
+        """The session's full id once it exists; None for an excluded project."""
         if self.excluded(where):
             return None
         return self.mem.ensure_session(where.session, agent=where.agent, project=where.project)
 
-    def end_session(self, where: Where, *, status: str = "completed") -> dict[str, Any] | None:
-        if self.start_session(where) is None:
+    def end_session(self, where: Where, *, status: str = "completed") -> str | None:
+        session = self.start_session(where)
+        if session is None:
             return None  # a session that ends without having started still exists afterwards
-        return self.mem.end_session(where.session, status=status)
+        self.mem.close_session(where.session, status=status)
+        return session
 
     def prompt_number(self, session: str) -> int | None:
-        try:
-            return int(self.mem.store.get_session(session)["prompt_counter"]) or None
-        except NotFound:
-            return None
+        return self.mem.prompt_counter(session)
 
     # -- prompts ---------------------------------------------------------------------------------------
     def canonical_prompt(self, text: str) -> str:
         """The prompt exactly as it will be stored (private spans and secrets gone, clipped). Capture keys are
         computed from it, so that no key carries private text and hook and import agree."""
-        return clip(scrub(text, config=self.mem.config), MAX_PROMPT_CHARS).strip()
+        return clip(self.mem.scrub(text), MAX_PROMPT_CHARS).strip()
 
     def prompt(
         self, where: Where, text: str, *, occurrence: int | None = None, created_at: int | None = None
-    ) -> dict[str, Any] | None:
+    ) -> str | None:
         """Store a user prompt with its running number, unless this occurrence was stored already.
 
         ``occurrence`` is the 1-based count of this exact text in the session (transcript import counts
@@ -85,17 +84,17 @@ class Capture:
         key = f"{key_base}{occurrence}"
         if self.state.seen(where.session, key):
             return None
-        row = self.mem.add_prompt(
-            where.session, text, project=where.project, agent=where.agent, created_at=created_at
+        prompt_id = self.mem.add_prompt_id(
+            text, session=where.session, project=where.project, agent=where.agent, created_at=created_at
         )
         self.state.mark(where.session, key)
-        return row
+        return prompt_id
 
     # -- tool calls ------------------------------------------------------------------------------------
     def tool(
         self, where: Where, call: ToolCall, *, tool_use_id: str | None = None, created_at: int | None = None
-    ) -> dict[str, Any] | None:
-        """Store the observation for one tool call; None when skipped by the rules or already stored."""
+    ) -> int | None:
+        """Store the observation for one tool call, returning its id; None when skipped by the rules or already stored."""
         if self.excluded(where):
             return None
         obs = build_observation(self.scrubbed_call(call), self.rules)
@@ -108,7 +107,7 @@ class Capture:
         if key is not None:
             # Repeat keys hold paths, patterns and URLs: store a fingerprint of their scrubbed form only.
             kind, _, target = key.partition(":")
-            key = f"{kind}:{fingerprint(scrub(target, config=self.mem.config).encode('utf-8'))}"
+            key = f"{kind}:{fingerprint(self.mem.scrub(target).encode('utf-8'))}"
         elif tool_use_id:
             key = f"tool:{tool_use_id}"
         record = {
@@ -120,24 +119,24 @@ class Capture:
             "created_at": created_at,
         }
         if key is None:
-            return self.mem.add_observation(record)
+            return self.mem.add_record(record)
         known = self.state.uid_for(where.session, key)
-        if known is not None and self.mem.store.observation_by_uid(known) is not None:
+        if known is not None and self.mem.has_uid(known):
             if self.count_repeats:
                 self.state.bump(where.session, key)  # merged into the first observation
             return None
         claim = self.state.claim(where.session, key, created_at)
-        if not claim.fresh and self.mem.store.observation_by_uid(claim.uid) is not None:
+        if not claim.fresh and self.mem.has_uid(claim.uid):
             return None  # the other capture path stored it a moment ago
         # Fresh, or a claim whose write never happened (a crash between claim and write): write it now.
-        return self.mem.add_observation({**record, "uid": claim.uid})
+        return self.mem.add_record({**record, "uid": claim.uid})
 
     def scrubbed_call(self, call: ToolCall) -> ToolCall:
         """The call with private spans and secrets removed *before* its output is clipped: clipping first
         could cut a ``<private>`` opening tag or a key's BEGIN line off and keep what they guarded."""
         half = 2 * max(self.rules.max_output_chars, 2_000) + 8_000
         raw = {"input": call.input, "response": call.response, "error": call.error}
-        clean = scrub_record(_bounded(raw, half), config=self.mem.config)
+        clean = self.mem.scrub_record(_bounded(raw, half))
         return ToolCall(
             name=call.name,
             input=clean["input"],
@@ -150,9 +149,7 @@ class Capture:
     # -- summaries ---------------------------------------------------------------------------------------
     def latest_prompt_key(self, session: str) -> tuple[str | None, str | None]:
         """The session's latest prompt text and its capture key (for the turn summary's key)."""
-        text = self.mem.store.db.scalar(
-            "SELECT text FROM user_prompts WHERE session = ? ORDER BY prompt_number DESC LIMIT 1", (session,)
-        )
+        text = self.mem.latest_prompt(session)
         if not text:
             return None, None
         prefix = prompt_prefix(text)
@@ -166,7 +163,7 @@ class Capture:
         request: str | None = None,
         prompt_key: str | None = None,
         created_at: int | None = None,
-    ) -> dict[str, Any] | None:
+    ) -> str | None:
         """At the end of a turn: what was asked and what the agent answered, once per prompt.
 
         Without ``prompt_key`` the session's latest prompt is the request (the Stop hook's case)."""
@@ -177,15 +174,14 @@ class Capture:
         key = f"summary:{prompt_key or 'none'}"
         if self.state.seen(where.session, key):
             return None
-        config = self.mem.config
-        fields: dict[str, Any] = {"completed": clip(scrub(completed, config=config), MAX_SUMMARY_CHARS)}
-        if created_at:
-            fields["created_at"] = created_at
+        fields = {"completed": clip(self.mem.scrub(completed), MAX_SUMMARY_CHARS)}
         if request:
-            fields["request"] = clip(scrub(request, config=config), MAX_SUMMARY_CHARS)
-        row = self.mem.add_summary(where.session, fields, project=where.project, agent=where.agent)
+            fields["request"] = clip(self.mem.scrub(request), MAX_SUMMARY_CHARS)
+        summary_id = self.mem.add_summary_id(
+            where.session, fields, project=where.project, agent=where.agent, created_at=created_at
+        )
         self.state.mark(where.session, key)
-        return row
+        return summary_id
 
 
 def _bounded(value: Any, half: int) -> Any:

@@ -134,11 +134,11 @@ def _log(log_dir: Path | None, home: str | None, message: str) -> None:
 
 
 def _spool(config: Any, payload: Any) -> None:
+    from cmem_cli.api import scrub_record
     from cmem_cli.capture.hooks import spool
     from cmem_cli.core.timeutil import now_ms
-    from cmem_cli.services.privacy import scrub_record
 
-    spool.save(config.home, payload.event, scrub_record(payload.raw, config=config), now_ms())
+    spool.save(config.home, payload.event, scrub_record(payload.raw, config), now_ms())
 
 
 def _replay_spooled(config: Any, log_dir: Path, limit: int = REPLAY_LIMIT) -> None:
@@ -153,21 +153,21 @@ def _replay_spooled(config: Any, log_dir: Path, limit: int = REPLAY_LIMIT) -> No
     work += [(path, path, False) for path in spool.pending(config.home)]
     if not work:
         return
+    from cmem_cli.api import Memory
     from cmem_cli.capture.hooks.payload import parse_payload
     from cmem_cli.capture.hooks.rules import rules_from_config
     from cmem_cli.capture.hooks.state import CaptureState
-    from cmem_cli.services.writes import Memory
 
-    with Memory.open(config) as mem:
+    with Memory(config=config) as mem:
         _tune_connection(mem, rules_from_config(config.section("hooks")))
-        state = CaptureState(mem.store.db)
+        state = CaptureState(mem.database)
         for source, original, abandoned in work[:limit]:
             claimed = spool.reclaim(source, original) if abandoned else spool.claim(source)
             if claimed is None:
                 continue  # another hook is replaying it
             data = spool.load(claimed)
             try:
-                with mem.store.db.transaction():
+                with mem.transaction():
                     if data is not None and not state.seen(SPOOL_SESSION, original.name):
                         event = parse_payload(json.dumps(data["payload"]), data["event"])
                         _dispatch(event, config, at=data.get("at"), mem=mem)
@@ -185,13 +185,13 @@ def _dispatch(payload: Any, config: Any, at: int | None = None, mem: Any = None)
 
     ``at`` is the original time of a replayed event; ``mem`` an open write service to use (a replay's,
     inside its transaction) instead of opening one."""
+    from cmem_cli.api import excluded_project
     from cmem_cli.core.config import default_project
-    from cmem_cli.services.privacy import is_excluded_project
 
     if payload.event in PASSIVE_EVENTS:
         return None
     project = default_project(payload.cwd)
-    if is_excluded_project(project, config.section("privacy")):
+    if excluded_project(project, config):
         return None
     from cmem_cli.capture.hooks.rules import rules_from_config
 
@@ -201,12 +201,12 @@ def _dispatch(payload: Any, config: Any, at: int | None = None, mem: Any = None)
     if not payload.session_id:
         raise InvalidInput("hook payload has no session_id")
 
+    from cmem_cli.api import Memory
     from cmem_cli.capture.hooks.capture import Capture, Where
-    from cmem_cli.services.writes import Memory
 
     where = Where(session=payload.session_id, project=project, agent=payload.agent)
-    with contextlib.nullcontext(mem) if mem is not None else Memory.open(config) as mem:
-        if not mem.store.db.conn.in_transaction:
+    with contextlib.nullcontext(mem) if mem is not None else Memory(config=config) as mem:
+        if not mem.in_transaction:
             _tune_connection(mem, rules)
         capture = Capture(mem, rules)
         if payload.event == "SessionStart":
@@ -250,30 +250,22 @@ def _tune_connection(mem: Any, rules: Any) -> None:
     """Wait for a locked database at most ``busy_timeout_ms`` (then the event is spooled), and leave the WAL
     checkpoint to SQLite's automatic one instead of paying for a full checkpoint every time the last
     connection closes (about 5-10 ms of every hook call)."""
-    import apsw
-
-    conn = mem.store.db.conn
-    with contextlib.suppress(AttributeError, apsw.Error):
-        conn.config(apsw.SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1)
-    with contextlib.suppress(AttributeError, apsw.Error):
-        conn.set_busy_timeout(rules.busy_timeout_ms)
+    mem.tune(busy_timeout_ms=rules.busy_timeout_ms, checkpoint_on_close=False)
 
 
 def _session_start(mem: Any, project: str, payload: Any, config: Any, rules: Any) -> dict[str, Any] | None:
     if not rules.context_on_start:
         return None
-    from cmem_cli.services.briefing import build_context
-
     if mem is None:
-        from cmem_cli.services.writes import Memory
+        from cmem_cli.api import Memory
 
-        with Memory.open(config) as opened:
-            context = build_context(opened.store, project, budget=rules.context_budget)
+        with Memory(config=config) as opened:
+            context = opened.briefing_text(project, budget=rules.context_budget)
     else:
         # A new session wants the previous one's summary; a resumed or compacted one may want its own.
         current = payload.session_id if payload.source in (None, "startup", "clear") else None
-        context = build_context(mem.store, project, budget=rules.context_budget, exclude_session=current)
-    return {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": context.text}}
+        context = mem.briefing_text(project, budget=rules.context_budget, exclude_session=current)
+    return {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": context}}
 
 
 def main(args: list[str]) -> int:

@@ -12,8 +12,8 @@ from typing import Annotated
 
 import typer
 
-from cmem_cli.cli.commands.common import JsonOpt, ProjectOpt, check_cli_text, open_memory
-from cmem_cli.cli.invocation import current_config
+from cmem_cli.cli.commands.common import JsonOpt, ProjectOpt, check_cli_text
+from cmem_cli.cli.invocation import current_config, open_api
 from cmem_cli.core.errors import EXIT_IO, InvalidInput
 
 import_app = typer.Typer(help="Import agent transcripts into memory.", no_args_is_help=True)
@@ -60,7 +60,6 @@ def context(
 ) -> None:
     """What an agent should see at session start: last summary, useful recent observations, how to drill down."""
     from cmem_cli.api import as_dict
-    from cmem_cli.cli.invocation import open_api
     from cmem_cli.cli.render import write
 
     with open_api() as memory:
@@ -81,7 +80,7 @@ def _run_import(
 
     config = current_config()
     rules = rules_from_config(config.section("hooks"))
-    with open_memory() as memory:
+    with open_api(write=True) as memory:
         capture = Capture(memory, rules, count_repeats=False, exclude_projects=exclude or [])
         reports = import_paths(
             capture, paths, project=check_cli_text("--project", project), settle_seconds=settle

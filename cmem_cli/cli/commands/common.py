@@ -5,13 +5,12 @@ from __future__ import annotations
 from cmem_cli.cli import options
 from cmem_cli.cli.build import annotation
 from cmem_cli.cli.input import check_cli_text, parse_json_records, read_json_input
-from cmem_cli.cli.invocation import open_memory
 
 # declared once, in the option table
 JsonOpt = annotation(options.JSON)
 FormatOpt = annotation(options.FORMAT)
 # re-exported: command modules import these from here
-__all__ = ["check_cli_text", "open_memory", "parse_json_records", "read_json_input"]
+__all__ = ["check_cli_text", "parse_json_records", "read_json_input"]
 
 ProjectOpt = annotation(options.PROJECT)
 AgentOpt = annotation(options.AGENT)
