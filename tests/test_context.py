@@ -10,10 +10,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cmem_cli.core.config import load_config
+from cmem_cli.core.text import estimate_tokens
 from cmem_cli.core.timeutil import now_ms
 from cmem_cli.services.briefing import build_context
 from cmem_cli.services.writes import Memory
-from cmem_cli.store.repository import estimate_tokens
 
 DAY = 86_400_000
 

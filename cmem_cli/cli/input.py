@@ -10,7 +10,7 @@ import sys
 from typing import Any
 
 from cmem_cli.core.errors import InvalidInput
-from cmem_cli.core.jsonin import MAX_JSON_DEPTH, loads_bounded  # noqa: F401 (part of this module's interface)
+from cmem_cli.core.jsonin import loads_bounded
 
 
 def read_json_input(source: str) -> str:

@@ -20,12 +20,12 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from cmem_cli.core.errors import CmemError, InvalidInput
+from cmem_cli.core.fields import SUMMARY_FIELDS
 from cmem_cli.core.ids import new_uid
 from cmem_cli.core.timeutil import now_ms
 from cmem_cli.services.recovery import recover
 from cmem_cli.services.writes import FileTransaction, Memory
 from cmem_cli.store.records import EDITABLE_FIELDS
-from cmem_cli.store.repository import SUMMARY_TEXT_FIELDS
 from cmem_cli.store.schema import LINK_TYPES
 from cmem_export import atomic, digest
 from cmem_export.reading import ParsedFile, UnreadableFile, decode, parse_file
@@ -246,7 +246,7 @@ class _Adopter:
     def _validate(self, parsed: ParsedFile, row: dict[str, Any] | None) -> dict[str, Any]:
         if parsed.kind == "summary":
             record = parsed.record
-            values = self.memory.prepare_summary({k: record.get(k) for k in SUMMARY_TEXT_FIELDS})
+            values = self.memory.prepare_summary({k: record.get(k) for k in SUMMARY_FIELDS})
             if row is None and not record.get("session"):
                 raise InvalidInput("a summary file needs a session: in its front matter")
             return {**record, **values}

@@ -1,7 +1,7 @@
 """What an agent should see when a session starts: the last session's summary and next steps, the most useful
 recent observations as a compact index, and how to drill down. Never over the token budget.
 
-Tokens are estimated as in the rest of cmem (:func:`cmem_cli.store.repository.estimate_tokens`, about four characters
+Tokens are estimated as in the rest of cmem (:func:`cmem_cli.core.text.estimate_tokens`, about four characters
 per token) and the whole text, headings included, is counted, so the SessionStart hook cannot flood an
 agent's context the way unbounded injection does.
 """
@@ -13,9 +13,9 @@ import math
 import re
 from typing import Any
 
-from cmem_cli.core.text import TYPE_ICONS, escape_control
+from cmem_cli.core.text import TYPE_ICONS, escape_control, estimate_tokens
 from cmem_cli.core.timeutil import now_ms, to_date, to_iso
-from cmem_cli.store.repository import Store, estimate_tokens
+from cmem_cli.store.repository import Store
 
 DEFAULT_BUDGET = 1_500
 CANDIDATES = 200  # recent observations considered; ranking picks the useful ones among them

@@ -6,6 +6,7 @@ import json
 import os
 from typing import Any
 
+from cmem_cli.core.fields import SUMMARY_FIELDS
 from cmem_cli.core.timeutil import now_ms, to_iso
 from cmem_cli.services.documents import fetch_document, is_document_ref
 from cmem_cli.services.search import parse_ref, prompt_row, summary_row
@@ -48,7 +49,7 @@ def fetch_details(memory: Any, refs: list[str], *, follow_links: bool = False) -
             observation_ids.append(number)
         elif kind == "summary":
             row = store.get_summary(number)
-            records.append({**summary_row(row), **{f: row.get(f) for f in markdown.SUMMARY_FIELDS}})
+            records.append({**summary_row(row), **{f: row.get(f) for f in SUMMARY_FIELDS}})
         else:
             row = store.get_prompt(number)
             records.append({**prompt_row(row), "text": row["text"]})

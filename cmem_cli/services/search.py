@@ -9,9 +9,11 @@ import re
 from typing import Any, NamedTuple
 
 from cmem_cli.core.errors import InvalidInput, NotFound
+from cmem_cli.core.fields import SUMMARY_FIELDS
 from cmem_cli.core.summary_title import summary_title
+from cmem_cli.core.text import estimate_tokens
 from cmem_cli.core.timeutil import parse_time, to_iso
-from cmem_cli.store.repository import SUMMARY_TEXT_FIELDS, Filters, Store, estimate_tokens
+from cmem_cli.store.repository import Filters, Store
 
 ORDERS = ("relevance", "newest", "oldest")
 _REF = re.compile(r"^(?P<prefix>[SsPp]?)(?P<num>\d+)$")
@@ -39,7 +41,7 @@ def observation_row(row: dict[str, Any], score: float | None = None) -> dict[str
 
 
 def summary_tokens(row: dict[str, Any]) -> int:
-    return estimate_tokens("".join(row.get(f) or "" for f in SUMMARY_TEXT_FIELDS))
+    return estimate_tokens("".join(row.get(f) or "" for f in SUMMARY_FIELDS))
 
 
 def summary_row(row: dict[str, Any], score: float | None = None) -> dict[str, Any]:

@@ -16,9 +16,10 @@ from typing import Any
 from cmem_cli.core.config import Config
 from cmem_cli.core.errors import InvalidInput, NotFound, StorageError
 from cmem_cli.core.ids import new_uid
+from cmem_cli.core.text import estimate_tokens
 from cmem_cli.core.timeutil import now_ms
 from cmem_cli.store.records import EDITABLE_FIELDS, is_valid_text, normalize_observation
-from cmem_cli.store.repository import Store, estimate_tokens
+from cmem_cli.store.repository import Store
 from cmem_cli.store.schema import LINK_TYPES, SESSION_STATUSES
 from cmem_export import atomic, digest, layout, markdown
 from cmem_export.journal import JOURNAL_DIR, Journal

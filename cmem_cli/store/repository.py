@@ -16,7 +16,6 @@ from cmem_cli.core.fields import SUMMARY_FIELDS
 from cmem_cli.core.filters import FilterFields, file_path_match
 from cmem_cli.core.fts import fts_query, search_terms
 from cmem_cli.core.ids import new_uid
-from cmem_cli.core.text import estimate_tokens  # noqa: F401 (part of the store's interface)
 from cmem_cli.core.timeutil import now_ms
 from cmem_cli.store.schema import MIGRATIONS
 
@@ -29,7 +28,6 @@ OBS_COLUMNS = (
 INSERT_COLUMNS = (*OBS_COLUMNS, "path")
 # BM25 column weights for observations_fts: title, subtitle, narrative, facts, concepts, search_terms.
 OBS_BM25 = "bm25(observations_fts, 10.0, 4.0, 1.0, 2.0, 3.0, 1.0)"
-SUMMARY_TEXT_FIELDS = SUMMARY_FIELDS
 
 
 def bm25_to_score(rank: float) -> float:
@@ -437,7 +435,7 @@ class Store:
     def insert_summary(self, record: dict[str, Any], *, summary_id: int | None = None) -> dict[str, Any]:
         """Insert a summary; ``summary_id`` (one read back from its file) is kept when it is free."""
         when = record.get("created_at") or now_ms()
-        values = {f: record.get(f) for f in SUMMARY_TEXT_FIELDS}
+        values = {f: record.get(f) for f in SUMMARY_FIELDS}
         if summary_id is not None and self.db.query_one(
             "SELECT 1 FROM session_summaries WHERE id = ?", (summary_id,)
         ):
@@ -461,7 +459,7 @@ class Store:
     def update_summary(self, summary_id: int, values: dict[str, Any]) -> dict[str, Any]:
         """Replace a summary's text fields (and project/agent when given), keeping id, uid and times."""
         current = self.get_summary(summary_id)
-        fields = {f: values.get(f) for f in SUMMARY_TEXT_FIELDS}
+        fields = {f: values.get(f) for f in SUMMARY_FIELDS}
         fields["project"] = values.get("project") or current["project"]
         fields["agent"] = values.get("agent") or current["agent"]
         assignments = ", ".join(f"{c} = :{c}" for c in fields)
@@ -473,7 +471,7 @@ class Store:
         self.db.execute(
             "INSERT INTO summaries_fts (rowid, request, investigated, learned, completed, next_steps, notes) "
             "VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (summary_id, *(fields[f] for f in SUMMARY_TEXT_FIELDS)),
+            (summary_id, *(fields[f] for f in SUMMARY_FIELDS)),
         )
         return self.get_summary(summary_id)
 

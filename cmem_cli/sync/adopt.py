@@ -16,10 +16,11 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from cmem_cli.core.errors import InvalidInput
+from cmem_cli.core.fields import SUMMARY_FIELDS
 from cmem_cli.core.timeutil import now_ms
 from cmem_cli.services.writes import FileTransaction, Memory
 from cmem_cli.store.records import parse_link
-from cmem_export import markdown, reading
+from cmem_export import reading
 
 
 class Incoming:
@@ -64,7 +65,7 @@ def parse_file(memory: Memory, relpath: str, data: bytes, *, keep_times: bool = 
     if parsed.kind == "summary":
         if not record.get("session") or not parsed.uid:
             raise InvalidInput("a summary needs a session and a uid")
-        values = memory.prepare_summary({k: record.get(k) for k in markdown.SUMMARY_FIELDS})
+        values = memory.prepare_summary({k: record.get(k) for k in SUMMARY_FIELDS})
         record.update(values, agent=record.get("agent") or "cli")
         return Incoming("summary", record, relpath=relpath)
     links = [parse_link(link) for link in record.pop("links", None) or [] if link.get("uid")]
