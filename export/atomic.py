@@ -11,6 +11,7 @@ from pathlib import Path
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600
+TEMP_PREFIX = ".tmp-"  # an atomic write's temp file; one left behind is a killed writer's debris
 
 
 def ensure_dir(path: Path, root: Path | None = None) -> None:
@@ -77,7 +78,7 @@ def atomic_write_bytes(
     """``atomic_write`` for exact bytes (restoring a file as it was, whatever its encoding)."""
     if make_dirs:
         ensure_dir(path.parent, root)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=path.suffix, dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=TEMP_PREFIX, suffix=path.suffix, dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)

@@ -130,7 +130,7 @@ class _Adopter:
                 continue
             for entry in entries:
                 name = entry.name
-                if name.startswith(".tmp-") and entry.is_file(follow_symlinks=False):
+                if name.startswith(atomic.TEMP_PREFIX) and entry.is_file(follow_symlinks=False):
                     # a killed atomic write; we hold the write lock, so no live one
                     if atomic.remove_file(Path(entry.path)):
                         self.report.debris.append(prefix + name)

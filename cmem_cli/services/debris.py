@@ -14,8 +14,9 @@ import os
 import time
 from pathlib import Path
 
+from cmem_export.atomic import TEMP_PREFIX
+
 STALE_SECONDS = 60
-TEMP_PREFIX = ".tmp-"
 REBUILD_SUFFIX = ".rebuild"
 
 

@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from cmem_cli.core.errors import CmemError
+from cmem_cli.services.debris import find_debris
+from cmem_cli.services.debris import remove as remove_debris
 from cmem_cli.store.presence import REPAIR_ADVICE, lost_store_problem
 from cmem_export import digest, layout
 from cmem_export.journal import pending
@@ -147,7 +149,7 @@ def run_checks(memory: Any, *, fix: bool = False) -> dict[str, Any]:
             changed.append(relpath)
     new = [p.relative_to(memory.export_root).as_posix() for p in memory.orphan_files(set(expected))]
     interrupted = [str(file.name) for file, _ in pending(memory.journal_dir)]
-    debris = debris_files(memory.config.home, memory.export_root)
+    debris = find_debris(memory.config.home, memory.export_root)
     debris_rel = [_display(p, memory.config.home) for p in debris]
     loose = loose_modes([memory.config.home, memory.export_root])
     loose_rel = [_display(p, memory.config.home) for p in loose]
@@ -240,17 +242,3 @@ def tighten_modes(paths: list[Path]) -> None:
         with contextlib.suppress(OSError):
             mode = path.lstat().st_mode & 0o7777
             os.chmod(path, mode & ~0o077, follow_symlinks=False)  # group and others lose every bit
-
-
-def debris_files(home: Path, export_root: Path) -> list[Path]:
-    """What killed writers leave behind: atomic-write temp files (``.tmp-*``) under the export tree, and a
-    rebuilt index that ``index --full`` never swapped in (``index.db.rebuild``)."""
-    from cmem_cli.services.debris import find_debris
-
-    return find_debris(home, export_root)
-
-
-def remove_debris(paths: list[Path]) -> None:
-    from cmem_cli.services.debris import remove
-
-    remove(paths)
