@@ -502,7 +502,18 @@ def test_twenty_hook_processes_at_once_lose_nothing(home, project) -> None:
     for proc in procs:
         proc.wait(timeout=120)
     assert [p.returncode for p in procs] == [0] * 20
-    assert " error " not in log_text(home) and " bug " not in log_text(home)  # "slow" lines may appear
+    # On a loaded machine a hook may give up waiting for the lock and spool its event ("spooled" and "slow"
+    # lines are allowed); the next hook replays it, so after one more call nothing may be missing.
+    subprocess.run(
+        [sys.executable, "-m", "cmem_cli", "hook", "Notification"],
+        env=os.environ,
+        input=json.dumps(payload("Notification", "s-load-0", project)).encode(),
+        check=True,
+        timeout=120,
+    )
+    assert " error " not in log_text(home)
+    assert " bug " not in log_text(home)
+    assert list((home / "spool").glob("*.json")) == []
     titles = {row[0] for row in db_rows(home, "SELECT title FROM observations")}
     assert titles == {f"Edited src/m{n}.py" for n in range(20)}
     assert len(list((home / "export").rglob("*.md"))) == 20
@@ -566,7 +577,8 @@ def test_a_locked_database_spools_the_event_and_the_next_hook_replays_it(sh, hom
     spooled = list((home / "spool").glob("*.json"))
     assert len(spooled) == 1
     assert secret.encode() not in spooled[0].read_bytes()
-    assert "spooled" in log_text(home)
+    assert "spooled UserPromptSubmit session=s-busy" in log_text(home)
+    assert " error " not in log_text(home)  # a spooled event is kept, not failed
 
     hook(sh, "UserPromptSubmit", payload("UserPromptSubmit", "s-busy", project, prompt="second prompt"))
     texts = {row[0] for row in db_rows(home, "SELECT text FROM user_prompts WHERE session = 's-busy'")}

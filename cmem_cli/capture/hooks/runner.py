@@ -93,18 +93,25 @@ def run(
         event, session = payload.event, payload.session_id
         try:
             output = _dispatch(payload, config)
-        except DatabaseBusy as exc:
+        except DatabaseBusy:
+            # Not an error: waiting longer would slow the agent, and the event is kept, not lost.
             _spool(config, payload)
-            raise DatabaseBusy(f"{exc.message} (event spooled; the next hook replays it)") from None
+            _log(
+                log_dir,
+                home,
+                f"spooled {event} session={session or '-'}: the database stayed locked past busy_timeout_ms;"
+                " the next hook replays the event",
+            )
         except DatabaseCorrupt as exc:
             # a lost or damaged store: keep the event until `cmem doctor` has been followed
             _spool(config, payload)
             raise DatabaseCorrupt(f"{exc.message} (event spooled until the store is usable)") from None
-        if output is not None:
-            stdout.write(json.dumps(output, ensure_ascii=False))
-            stdout.write("\n")
-            stdout.flush()
-        _replay_spooled(config, log_dir)
+        else:
+            if output is not None:
+                stdout.write(json.dumps(output, ensure_ascii=False))
+                stdout.write("\n")
+                stdout.flush()
+            _replay_spooled(config, log_dir)
     except CmemError as exc:
         _log(log_dir, home, f"error {event} session={session or '-'}: {exc.message}")
     except BrokenPipeError:
