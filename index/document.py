@@ -16,6 +16,8 @@ from datetime import UTC, date, datetime
 from pathlib import PurePosixPath
 from typing import Any
 
+from cmem_cli.core.timeutil import date_words
+
 CMEM_KINDS = ("observation", "summary")
 _FRONT_MATTER = re.compile(
     r"\A(?:\ufeff)?---[ \t]*\r?\n(.*?)(?:\r?\n)?^(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.S | re.M
@@ -112,16 +114,33 @@ def _title(meta: dict[str, Any], body: str, relpath: str) -> str:
 
 
 def _context(meta: dict[str, Any], title: str, *, with_filters: bool = True) -> str:
-    """``title (type, project; concept, concept)`` for observations (without type and project unless
-    ``with_filters``), the title alone otherwise."""
+    """``title (type, project, 27 June 2023; concept, concept)`` for observations (without type, project
+    and date unless ``with_filters``), the title alone otherwise (and its date, with ``with_filters``)."""
+    when = _date_words(meta) if with_filters else None
     if meta.get("cmem") not in CMEM_KINDS:
-        return title
+        return f"{title} ({when})" if when else title
     details = [str(meta[name]) for name in ("type", "project") if with_filters and meta.get(name)]
+    if when:
+        details.append(when)
     concepts = [str(c) for c in as_list(meta.get("concepts"))]
     inner = ", ".join(details)
     if concepts:
         inner = f"{inner}; {', '.join(concepts)}" if inner else ", ".join(concepts)
     return f"{title} ({inner})" if inner else title
+
+
+def _date_words(meta: dict[str, Any]) -> str | None:
+    """The document's date (``created_at``, else ``date``) as words (``27 June 2023``), or None.
+
+    The date is the one the file states, not converted to another time zone (see
+    :func:`cmem_cli.core.timeutil.date_words`).
+    """
+    value = meta.get("created_at") if meta.get("created_at") is not None else meta.get("date")
+    if isinstance(value, str):
+        value = _iso_datetime(value)
+    if not isinstance(value, date):  # a datetime is a date too
+        return None
+    return date_words(value)
 
 
 def _one_line(text: str) -> str:
@@ -165,11 +184,17 @@ def as_epoch_ms(value: Any) -> int | None:
     if isinstance(value, date):
         return int(datetime(value.year, value.month, value.day, tzinfo=UTC).timestamp() * 1000)
     if isinstance(value, str):
-        text = value.strip()
-        if text.endswith(("Z", "z")):
-            text = text[:-1] + "+00:00"
-        try:
-            return as_epoch_ms(datetime.fromisoformat(text))
-        except ValueError:
-            return None
+        parsed = _iso_datetime(value)
+        return as_epoch_ms(parsed) if parsed is not None else None
     return None
+
+
+def _iso_datetime(text: str) -> datetime | None:
+    """An ISO 8601 date or time stamp (a trailing ``Z`` is UTC), as written; None when it is not one."""
+    text = text.strip()
+    if text.endswith(("Z", "z")):
+        text = text[:-1] + "+00:00"
+    try:
+        return datetime.fromisoformat(text)
+    except ValueError:
+        return None

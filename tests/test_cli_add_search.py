@@ -168,6 +168,17 @@ def test_since_and_until_accept_dates_and_ages(cli):
     assert bad.exit_code == 4 and "ISO 8601" in bad.stderr
 
 
+def test_a_question_naming_a_month_ranks_that_months_memory_first(cli):
+    # Same words, so the store's keyword list ties them; only the index has the dates (as words).
+    records = [
+        {"title": "Went camping with the kids", "project": "p", "created_at": "2023-05-20T10:00:00Z"},
+        {"title": "Went camping with the kids", "project": "p", "created_at": "2023-06-27T10:00:00Z"},
+    ]
+    cli("add", "--json", "-", input="\n".join(json.dumps(r) for r in records))
+    assert cli("index").exit_code == 0
+    assert cli("search", "camping in June 2023", "--format", "ids").stdout.split() == ["2", "1"]
+
+
 def test_search_covers_summaries_and_prompts(cli):
     cli("prompt", "add", "please migrate the billing tables", "--session", "s1", "-p", "p")
     cli("summary", "add", "--session", "s1", "--learned", "billing uses a ledger table", "-p", "p")

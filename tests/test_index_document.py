@@ -16,10 +16,21 @@ def test_cmem_front_matter_becomes_metadata_title_and_context():
     assert doc.kind == "observation"
     assert doc.body == "# Fix JWT expiry check\n\nbody\n"
     assert doc.body_line == 12
-    # keyword search matches type and project too; the embedder sees the title and the concepts only
-    assert doc.keyword_context == "Fix JWT expiry check (bugfix, webapp; auth, jwt)"
+    # keyword search matches type, project and date too; the embedder sees the title and the concepts only
+    assert doc.keyword_context == "Fix JWT expiry check (bugfix, webapp, 22 November 2026; auth, jwt)"
     assert doc.context == "Fix JWT expiry check (auth, jwt)"
     assert as_epoch_ms(doc.meta["created_at"]) == 1795367559123
+
+
+def test_the_date_the_front_matter_states_becomes_keyword_context_in_english_words():
+    def keyword_context(front: str) -> str:
+        return parse_markdown(f"---\ntitle: Post\n{front}\n---\nbody\n", "p.md").keyword_context
+
+    assert keyword_context("date: 2021-03-05") == "Post (5 March 2021)"  # YAML gives a date
+    assert keyword_context('date: "2021-03-05T23:30:00-05:00"') == "Post (5 March 2021)"  # not converted
+    assert keyword_context("created_at: 2022-11-04T15:56:00Z\ndate: 1999-01-01") == "Post (4 November 2022)"
+    assert keyword_context("date: someday") == "Post"
+    assert keyword_context("date: 20210305") == "Post"
 
 
 def test_broken_yaml_front_matter_is_still_kept_out_of_the_body():

@@ -136,6 +136,22 @@ def test_camel_case_parts_of_identifiers_are_searchable(corpus):
     assert keys(hybrid(corpus, "observations", mode="keyword"))[:1] == ["obs:UPARSE"]
 
 
+def test_a_question_naming_a_month_finds_the_memory_of_that_month(config):
+    # Two memories in the same words (a tie would put UEARLY first); "June 2023" is only in ULATE's date.
+    for n, (uid, when) in enumerate(
+        [("UEARLY", "2023-05-20T10:00:00.000Z"), ("ULATE", "2023-06-27T10:00:00.000Z")]
+    ):
+        observation_file(
+            config.export_dir, f"p/{uid}.md", uid=uid, obs_id=n + 1, title="Went camping with the kids",
+            body="We camped by the lake.", created_at=when,
+        )  # fmt: skip
+    index_all(config)
+    assert keys(hybrid(config, "When did we go camping in June 2023?", mode="keyword")) == [
+        "obs:ULATE",
+        "obs:UEARLY",
+    ]
+
+
 def test_a_missing_index_degrades_to_the_extra_lists_with_a_note(config):
     results = hybrid(config, "anything", mode="auto", extra_lists={"store": [("obs:U9", 7.5)]})
     assert keys(results) == ["obs:U9"]

@@ -202,14 +202,14 @@ def test_front_matter_becomes_metadata_and_context_not_chunk_text(config):
     concepts = sorted(r[0] for r in store.rows("SELECT concept FROM concepts"))
     in_keyword_context = [
         len(store.rows("SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ?", (f"context:{word}",)))
-        for word in ("bugfix", "webapp", "jwt", "tokens")
+        for word in ("bugfix", "webapp", "jwt", "january", "tokens")
     ]
     store.close()
     assert doc[:7] == ("observation", "01JD3K8ZQ4W6N5T2X9Y7V0B1CD", 42, "bugfix", "webapp", "s1", "cli")
     assert doc[7] == 1767323045000
     # the embedder's title: title and concepts; type and project are keyword context only
     assert doc[8] == "Fix JWT expiry check (auth, JWT)"
-    assert in_keyword_context == [1, 1, 1, 0]
+    assert in_keyword_context == [1, 1, 1, 1, 0]  # the date: 2 January 2026
     assert concepts == ["auth", "jwt"]
     assert all("uid:" not in t and "cmem:" not in t for t in texts)
 

@@ -18,6 +18,7 @@ def test_new_database_is_created_at_the_current_version_with_wal(tmp_path):
     assert [r["name"] for r in store.db.query(f"SELECT name FROM {TABLE} WHERE scope = 'store'")] == [
         "m001_initial",
         "m002_export_files",
+        "m003_date_search_terms",
     ]
     assert store.db.scalar("PRAGMA journal_mode") == "wal"
     assert not list(tmp_path.glob("*.bak"))  # nothing to back up on a fresh file
@@ -84,13 +85,47 @@ def test_a_store_from_before_named_migrations_is_adopted_without_rerunning(tmp_p
     assert MIGRATIONS.applied(db.conn) == ["m001_initial"]
     assert db.migrate(_with(lambda c: c.execute("CREATE TABLE extra (x)"), name="m999_extra")) == [
         "m002_export_files",
+        "m003_date_search_terms",
         "m999_extra",
     ]
     assert [r["name"] for r in db.query(f"SELECT name FROM {TABLE} ORDER BY name")] == [
         "m001_initial",
         "m002_export_files",
+        "m003_date_search_terms",
         "m999_extra",
     ]
+
+
+def test_observations_from_before_dates_were_search_terms_get_theirs(tmp_path):
+    path = tmp_path / "cmem.db"
+    store = Store.open(path)
+    with store.db.transaction():
+        store.insert_observation(
+            {
+                "title": "Went camping",
+                "type": "discovery",
+                "project": "p",
+                "agent": "a",
+                "created_at": 1687860000000,
+            }
+        )  # 27 June 2023
+    # as a store written before m003: no date among the search terms, m003 not recorded
+    store.db.execute("UPDATE observations SET search_terms = ''")
+    store.db.execute(f"DELETE FROM {TABLE} WHERE name = 'm003_date_search_terms'")
+    store.close()
+
+    def matches(word: str) -> int:
+        db = Store.open(path).db
+        try:
+            return db.scalar("SELECT count(*) FROM observations_fts WHERE observations_fts MATCH ?", (word,))
+        finally:
+            db.close()
+
+    assert matches("june") == 1
+    assert matches("july") == 0
+    assert apsw.Connection(str(path)).execute("SELECT search_terms FROM observations").fetchone()[0] == (
+        " 27 June 2023"
+    )
 
 
 def test_the_index_and_the_capture_tables_use_the_same_mechanism(tmp_path):
@@ -107,6 +142,7 @@ def test_the_index_and_the_capture_tables_use_the_same_mechanism(tmp_path):
         {"scope": "capture", "name": "m001_capture_tables"},
         {"scope": "store", "name": "m001_initial"},
         {"scope": "store", "name": "m002_export_files"},
+        {"scope": "store", "name": "m003_date_search_terms"},
     ]
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import time
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 
 from cmem_cli.core.errors import InvalidInput
 
@@ -46,6 +46,24 @@ def to_iso(ms: int | None) -> str | None:
 
 def to_date(ms: int) -> str:
     return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%d")
+
+
+_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
+           "November", "December")  # fmt: skip
+
+
+def date_words(day: date) -> str:
+    """``27 June 2023``: a date as the words a question names it by (English whatever the locale).
+
+    Both keyword indexes carry a memory's date this way (the store's search terms, the index's keyword
+    column), so "what did Melanie paint in July 2023?" matches July 2023's memories by shared words; BM25
+    gives a date every document shares no weight."""
+    return f"{day.day} {_MONTHS[day.month - 1]} {day.year}"
+
+
+def ms_date_words(ms: int) -> str:
+    """:func:`date_words` of an epoch-ms time's UTC date (the date cmem's export files state)."""
+    return date_words(datetime.fromtimestamp(ms / 1000, tz=UTC))
 
 
 def parse_iso(text: str) -> int:

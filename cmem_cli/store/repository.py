@@ -16,7 +16,7 @@ from cmem_cli.core.fields import SUMMARY_FIELDS
 from cmem_cli.core.filters import FilterFields, file_path_match
 from cmem_cli.core.fts import fts_query, search_terms
 from cmem_cli.core.ids import new_uid
-from cmem_cli.core.timeutil import now_ms
+from cmem_cli.core.timeutil import ms_date_words, now_ms
 from cmem_cli.store.schema import MIGRATIONS
 
 LIST_COLUMNS = ("facts", "concepts", "files_read", "files_modified", "tools_used")
@@ -120,8 +120,7 @@ class Store:
         imports insert thousands at once).
         """
         now = now_ms()
-        row = self._row_values(record, tokens=0)
-        row["created_at"] = record.get("created_at") or now
+        row = self._row_values(record, tokens=0, created_at=record.get("created_at") or now)
         row["uid"] = record.get("uid") or new_uid(row["created_at"])
         row["updated_at"] = updated_at or max(now, row["created_at"])
         row["path"] = path
@@ -150,9 +149,10 @@ class Store:
 
         ``updated_at`` keeps the time another machine gave the edit (git sync); by default it is now."""
         existing = self.get_observation(obs_id)
-        row = self._row_values(record, tokens=tokens)
+        row = self._row_values(
+            record, tokens=tokens, created_at=record.get("created_at") or existing["created_at"]
+        )
         row["uid"] = existing["uid"]
-        row["created_at"] = record.get("created_at") or existing["created_at"]
         row["updated_at"] = updated_at or max(now_ms(), existing["updated_at"] + 1)
         assignments = ", ".join(f"{c} = :{c}" for c in OBS_COLUMNS)
         self.db.execute(f"UPDATE observations SET {assignments} WHERE id = :id", {**row, "id": obs_id})
@@ -205,11 +205,12 @@ class Store:
         return paths
 
     @staticmethod
-    def _row_values(record: dict[str, Any], *, tokens: int) -> dict[str, Any]:
+    def _row_values(record: dict[str, Any], *, tokens: int, created_at: int) -> dict[str, Any]:
         row = {c: record.get(c) for c in OBS_COLUMNS}
         for column in LIST_COLUMNS:
             row[column] = json.dumps(record.get(column) or [], ensure_ascii=False)
         row["tokens"] = tokens
+        row["created_at"] = created_at
         row["search_terms"] = (
             search_terms(
                 [
@@ -224,6 +225,8 @@ class Store:
             )
             + " "
             + " ".join([*(record.get("files_read") or []), *(record.get("files_modified") or [])])
+            + " "
+            + ms_date_words(created_at)
         )
         return row
 

@@ -2,8 +2,8 @@
 
 Design notes (claude-mem's flaws fixed): one text session id, INTEGER epoch milliseconds for every time,
 file paths and concepts in their own indexed tables, contentless FTS5 tables kept in sync by triggers.
-``search_terms`` holds what the tokenizer cannot derive by itself (camelCase parts, file paths), computed
-in Python at write time, so any SQLite client can still write rows consistently.
+``search_terms`` holds what the tokenizer cannot derive by itself (camelCase parts, file paths, the date as
+words), computed in Python at write time, so any SQLite client can still write rows consistently.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from cmem_cli.core.fields import LINK_TYPES, OBSERVATION_TYPES, SESSION_STATUSES
 from cmem_cli.core.migrations import Migrations
+from cmem_cli.core.timeutil import MAX_MS, ms_date_words
 
 if TYPE_CHECKING:
     import apsw
@@ -195,3 +196,16 @@ CREATE TABLE export_files (
 @MIGRATIONS
 def m002_export_files(conn: apsw.Connection) -> None:
     conn.execute(V2)
+
+
+@MIGRATIONS
+def m003_date_search_terms(conn: apsw.Connection) -> None:
+    """Observations written before dates joined the search terms get theirs (the FTS trigger reindexes)."""
+    # a time outside what cmem writes (another SQLite client's row) gets no date words rather than failing
+    rows = list(
+        conn.execute("SELECT id, created_at FROM observations WHERE created_at BETWEEN 0 AND ?", (MAX_MS,))
+    )
+    conn.executemany(
+        "UPDATE observations SET search_terms = search_terms || ' ' || ? WHERE id = ?",
+        [(ms_date_words(created_at), obs_id) for obs_id, created_at in rows],
+    )
