@@ -46,6 +46,7 @@ class FusionParams(NamedTuple):
     fallback_half: float = 10.0  # raw BM25 mapped to 0.5 when a keyword list has no scale nor anchor
     rrf_k: float = 60.0
     trust: float = 0.0  # per-query weight ~ (how decisive the kind's list is) ** trust; 0 = fixed weights
+    decisive_at: int = 50  # a list's decisiveness: its best normalised score less the one at this rank
     relative: bool = (
         True  # order hybrid hits by each list's standardised scores (see :func:`_relative_order`)
     )
@@ -163,7 +164,7 @@ def fuse(
             hit.signals[name] = SignalScore(rank, float(raw), norm)
     weights = {KEYWORD: params.keyword_weight, VECTOR: params.vector_weight}
     if params.trust:
-        weights = _trusted(weights, lists, specs, norms, params.trust)
+        weights = _trusted(weights, specs, norms, params.trust, params.decisive_at)
     # Every kind asked about counts, found or not: a query no keyword list matches gets no keyword credit,
     # so its vector-only hits score what they would beside keyword hits (the cut-off means the same).
     kinds_asked = {spec.kind for spec in specs.values()}
@@ -179,11 +180,10 @@ def fuse(
         hit.score = sum(weights.get(kind, 0.0) * value for kind, value in best.items()) / total_weight
         hit.order = hit.score
     if method != "rrf" and params.relative:
-        _relative_order(hits, lists, specs, norms)
+        _relative_order(hits, lists, specs, norms, params.decisive_at)
     return sorted(hits.values(), key=lambda h: (-h.order, -h.score, h.key))
 
 
-DECISIVE_AT = 10  # a list's decisiveness: its best normalised score less its tenth best
 STANDARDISE_AT = 100  # a list's mean and spread come from its first hits, whatever the --limit
 
 
@@ -192,6 +192,7 @@ def _relative_order(
     lists: Mapping[str, Sequence[tuple[str, float]]],
     specs: Mapping[str, Signal],
     norms: Mapping[str, list[float]],
+    decisive_at: int,
 ) -> None:
     """Order by how far a hit stands above each list's own crowd, weighted by how decisive that list is.
 
@@ -201,10 +202,10 @@ def _relative_order(
     its first hits (z-scores: a hit's distance above the list's mean in standard deviations; a key the list
     did not find, or found past its first hits, takes the list's lowest z). A kind with several lists (the
     index's BM25 and the store's over the same observations: two views of the words) takes their mean, and
-    each kind is weighted by its decisiveness (best normalised score less the tenth, the ``trust`` measure),
-    so two kinds equally decisive weigh the same. Nothing here is fitted. With one kind of list (keyword or
-    vector search, or a query one side found nothing for) the evidence order stands. docs/retrieval.md has
-    the measurements.
+    each kind is weighted by its decisiveness (best normalised score less the one at rank ``decisive_at``),
+    so two kinds equally decisive weigh the same. The one constant, ``decisive_at``, was chosen
+    leave-one-set-out (bench/fusion_loso.py). With one kind of list (keyword or vector search, or a query one
+    side found nothing for) the evidence order stands. docs/retrieval.md has the measurements.
     """
     per_list: dict[str, list[tuple[dict[str, float], float]]] = {}
     decisive: dict[str, float] = {}
@@ -220,7 +221,7 @@ def _relative_order(
         for key, raw in items:
             z.setdefault(key, max(lowest, (float(raw) - mean) / spread))
         per_list.setdefault(kind, []).append((z, lowest))
-        decisive[kind] = max(decisive.get(kind, 0.0), _decisiveness(norms[name]))
+        decisive[kind] = max(decisive.get(kind, 0.0), _decisiveness(norms[name], decisive_at))
     if len(per_list) < 2:
         return
     total = sum(decisive.values())
@@ -232,30 +233,31 @@ def _relative_order(
         )
 
 
-def _decisiveness(values: Sequence[float]) -> float:
-    """A list's best normalised score less its tenth: how clearly its head stands out (0 when flat)."""
-    return max(0.0, values[0] - values[min(DECISIVE_AT, len(values)) - 1])
+def _decisiveness(values: Sequence[float], depth: int) -> float:
+    """A list's best normalised score less the one at ``depth``: how far its head stands above the rest
+    of what it found (0 when flat)."""
+    return max(0.0, values[0] - values[min(depth, len(values)) - 1])
 
 
 def _trusted(
     weights: dict[str, float],
-    lists: Mapping[str, Sequence[tuple[str, float]]],
     specs: Mapping[str, Signal],
     norms: Mapping[str, list[float]],
     trust: float,
+    depth: int,
 ) -> dict[str, float]:
     """Each kind's weight scaled by how decisive its most decisive list is for this query.
 
-    A list whose tenth hit scores nearly as high as its first (chit-chat turns all equally close to a
-    question, a common word matched everywhere) says little about which hit is right; a list with a clear
-    head does. A kind whose lists are all empty keeps its weight: it found nothing, so it scores 0.
+    A list whose hits score nearly as high as its first down to ``depth`` (chit-chat turns all equally
+    close to a question, a common word matched everywhere) says little about which hit is right; a list
+    with a clear head does. A kind whose lists are all empty keeps its weight: it found nothing, so it scores 0.
     """
     decisive: dict[str, float] = {}
     for name, values in norms.items():
         if not values:
             continue
         kind = specs[name].kind
-        decisive[kind] = max(decisive.get(kind, 0.0), _decisiveness(values))
+        decisive[kind] = max(decisive.get(kind, 0.0), _decisiveness(values, depth))
     return {
         kind: weight * (decisive[kind] ** trust if kind in decisive else 1.0)
         for kind, weight in weights.items()

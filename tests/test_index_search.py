@@ -268,6 +268,17 @@ def test_a_decisive_keyword_list_outranks_flat_vectors():
     assert _two_kinds(sharp_keyword, flat_vector)[0].key == "name"
 
 
+def test_decisiveness_looks_past_a_flat_head_to_the_rest_of_the_list():
+    # Ten turns name the person asked about (BM25 alike among them, far above the forty that share a common
+    # word); the cosines decline evenly. Measured against the tenth hit the keyword list looks flat and the
+    # vectors decide; against the fiftieth, the keyword list's head stands out and it decides.
+    named = [(f"n{i}", 9.0 - 0.01 * i) for i in range(10)] + [(f"k{i}", 1.0) for i in range(40)]
+    even = [(f"v{i}", 0.62 - 0.001 * i) for i in range(50)]
+    assert DEFAULT_PARAMS.decisive_at == 50
+    assert _two_kinds(named, even)[0].key == "n0"
+    assert _two_kinds(named, even, params=DEFAULT_PARAMS._replace(decisive_at=10))[0].key == "v0"
+
+
 def test_the_relative_order_keeps_the_calibrated_scores_so_the_cut_off_means_the_same():
     relative = {h.key: h.score for h in _two_kinds(FLAT_KEYWORD, SHARP_VECTOR)}
     evidence = {h.key: h.score for h in _two_kinds(FLAT_KEYWORD, SHARP_VECTOR, params=EVIDENCE)}
