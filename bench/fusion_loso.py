@@ -1,13 +1,20 @@
-"""Leave-one-set-out fitting of the fusion constants on cached candidate lists.
+"""Leave-one-set-out choice of the fusion constants, on the fusion input the product saw.
 
-Input: files written by ``bench/retrieval.py --dump`` (each query's top-100 index BM25 and vector candidates
-with raw scores and the query's IDF sum), one or more sets per file. Every grid point of
-:func:`grid` is scored once per set (nDCG@10, index lists only); then for each set the point with the best
-mean over the *other* sets is chosen and its score on the held-out set reported. So the figure for a set comes
-from a fit that never saw it. The grid fits the evidence order (``relative=False``, the default before issue
-10); ``default`` is today's default, the relative order of ``index.fusion``, which has no fitted constant. Runs in seconds, so fusion can be iterated on without re-running the product.
+Input: files written by ``bench/retrieval.py --dump``: for each query, every list hybrid search fused (the
+store's BM25, the index's BM25, the vectors: candidates with raw scores) and what kind each list is. Each
+query is re-fused here exactly as ``cmem search`` does (``cmem_index.fusion.fuse``, then the default evidence
+cut-off), under every point of a family of constants, and scored by nDCG@10. Then, for each set, the point
+with the best mean over the *other* sets is chosen and its score on the held-out set reported: the figure
+for a set comes from a fit that never saw it. Two families:
 
-    python bench/fusion_loso.py bench/results/cand-*.json [--json]
+* ``relative``: today's default order (z-scores weighted by each list's decisiveness); its one constant is
+  the decisiveness depth ``decisive_at`` (best normalised score less the one at that rank).
+* ``evidence``: the order before issue 10 (the calibrated score), with its weights, cosine floor and
+  per-query ``trust``.
+
+Runs in a minute or two, so fusion can be iterated on without re-running the product.
+
+    python bench/fusion_loso.py /tmp/cand.json [more dumps] [--json]
 """
 
 from __future__ import annotations
@@ -15,7 +22,6 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import math
 import statistics
 import sys
 from pathlib import Path
@@ -23,56 +29,105 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from retrieval import ndcg  # noqa: E402  (bench/retrieval.py, next to this file)
+
 from cmem_index.fusion import DEFAULT_PARAMS, KEYWORD, VECTOR, FusionParams, Signal, fuse  # noqa: E402
 
 Query = dict[str, Any]
+DEPTHS = (5, 10, 20, 30, 50, 75, 100)
 
 
-def ndcg10(ranked: list[str], relevant: dict[str, int]) -> float:
-    dcg = sum((2 ** relevant.get(d, 0) - 1) / math.log2(i + 2) for i, d in enumerate(ranked[:10]))
-    ideal = sorted(relevant.values(), reverse=True)[:10]
-    idcg = sum((2**g - 1) / math.log2(i + 2) for i, g in enumerate(ideal))
-    return dcg / idcg if idcg else 0.0
+def ranked(q: Query, params: FusionParams, kind: str | None = None) -> list[str]:
+    """The query's hits as hybrid search orders them under ``params`` (or one ``kind``'s lists alone)."""
+    signals = {name: Signal(k, idf) for name, (k, idf) in q["signals"].items()}
+    lists = {name: items for name, items in q["lists"].items() if kind in (None, signals[name].kind)}
+    hits = fuse(lists, signals, params=params)
+    if kind is None:
+        hits = [h for h in hits if h.score >= params.cutoff]
+    return [h.key for h in hits]
 
 
-def evaluate(queries: list[Query], params: FusionParams | None, signal: str | None = None) -> float:
-    """Mean nDCG@10 of cmem's fusion with ``params`` (or of one ``signal``'s list alone)."""
-    scores = []
-    for q in queries:
-        if signal is not None:
-            ranked = [d for d, _ in q[signal]]
-        else:
-            lists = {"keyword": q["keyword"], "vector": q["vector"]}
-            signals = {"keyword": Signal(KEYWORD, q.get("idf") or None), "vector": Signal(VECTOR)}
-            ranked = [h.key for h in fuse(lists, signals, params=params)[:10]]
-        scores.append(ndcg10(ranked, q["relevant"]))
-    return statistics.fmean(scores)
+def evaluate(queries: list[Query], params: FusionParams, kind: str | None = None) -> float:
+    return statistics.fmean(ndcg(ranked(q, params, kind), q["relevant"]) for q in queries)
 
 
-def grid() -> list[FusionParams]:
-    points = []
-    for weight, scale, floor, trust in itertools.product(
-        [0.5, 0.6, 0.7], [1.0], [0.1, 0.2, 0.3], [0.0, 0.5, 1.0, 2.0]
-    ):
-        points.append(
-            DEFAULT_PARAMS._replace(
-                relative=False,
-                keyword_weight=weight,
-                vector_weight=1 - weight,
-                keyword_scale=scale,
-                cos_floor=floor,
-                trust=trust,
-            )
+def families() -> dict[str, list[FusionParams]]:
+    relative = [DEFAULT_PARAMS._replace(decisive_at=depth) for depth in DEPTHS]
+    evidence = [
+        DEFAULT_PARAMS._replace(
+            relative=False,
+            keyword_weight=w,
+            vector_weight=1 - w,
+            cos_floor=floor,
+            trust=trust,
+            decisive_at=10,
         )
-    return list(dict.fromkeys(points))
+        for w, floor, trust in itertools.product([0.5, 0.6, 0.7], [0.1, 0.2, 0.3], [0.0, 0.5, 1.0, 2.0])
+    ]
+    return {"relative": relative, "evidence": evidence}
 
 
 def load(paths: list[str]) -> dict[str, list[Query]]:
     sets: dict[str, list[Query]] = {}
     for path in paths:
         for name, entry in json.loads(Path(path).read_text()).items():
-            sets[name] = [q for q in entry["queries"] if q["relevant"]]
+            if entry["queries"] and "lists" not in entry["queries"][0]:
+                raise SystemExit(
+                    f"{path}: an older dump without the fused lists; re-run bench/retrieval.py --dump"
+                )
+            sets[name] = judged(entry)
     return sets
+
+
+def judged(entry: dict[str, Any]) -> list[Query]:
+    """A dumped set's queries that have relevance judgements."""
+    return [q for q in entry["queries"] if q["relevant"]]
+
+
+def leave_one_out(table: dict[str, list[float]]) -> dict[str, int]:
+    """For each set, the index of the point with the best mean score over the other sets."""
+    return {
+        name: max(range(len(scores)), key=lambda i: statistics.fmean(table[n][i] for n in table if n != name))
+        for name, scores in table.items()
+    }
+
+
+def report(sets: dict[str, list[Query]]) -> dict[str, Any]:
+    """Per set: keyword, vector and the default, then each family's leave-one-set-out figure and constants."""
+    out: dict[str, Any] = {
+        name: {
+            "keyword": round(evaluate(qs, DEFAULT_PARAMS, KEYWORD), 4),
+            "vector": round(evaluate(qs, DEFAULT_PARAMS, VECTOR), 4),
+            "default": round(evaluate(qs, DEFAULT_PARAMS), 4),
+        }
+        for name, qs in sets.items()
+    }
+    for family, points in families().items():
+        table = {name: [evaluate(qs, p) for p in points] for name, qs in sets.items()}
+        for name, best in leave_one_out(table).items():
+            out[name][f"{family}_loso"] = round(table[name][best], 4)
+            out[name][f"{family}_in_sample_best"] = round(max(table[name]), 4)
+            out[name][f"{family}_constants"] = _constants(points[best], family)
+        if family == "relative":
+            for name in sets:
+                out[name]["by_depth"] = dict(zip(DEPTHS, (round(v, 4) for v in table[name]), strict=True))
+    return out
+
+
+def print_report(rows: dict[str, Any]) -> None:
+    print(
+        f"{'set':14}{'keyword':>9}{'vector':>9}{'default':>9}{'rel LOSO':>10}{'evid LOSO':>11}  LOSO constants"
+    )
+    for name, row in rows.items():
+        print(
+            f"{name:14}{row['keyword']:>9.4f}{row['vector']:>9.4f}{row['default']:>9.4f}"
+            f"{row['relative_loso']:>10.4f}{row['evidence_loso']:>11.4f}"
+            f"  relative: {row['relative_constants']}; evidence: {row['evidence_constants']}"
+        )
+    print("\nrelative order by decisiveness depth (nDCG@10):")
+    print(f"{'set':14}" + "".join(f"{d:>8}" for d in DEPTHS))
+    for name, row in rows.items():
+        print(f"{name:14}" + "".join(f"{v:>8.4f}" for v in row["by_depth"].values()))
 
 
 def main() -> None:
@@ -82,38 +137,17 @@ def main() -> None:
     parser.add_argument("dumps", nargs="+")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    sets = load(args.dumps)
-    points = grid()
-    table = {name: [evaluate(qs, p) for p in points] for name, qs in sets.items()}
-    report: dict[str, Any] = {}
-    for name, queries in sets.items():
-        others = [n for n in sets if n != name]
-        best = max(range(len(points)), key=lambda i: statistics.fmean(table[n][i] for n in others))
-        report[name] = {
-            "keyword": round(evaluate(queries, None, "keyword"), 4),
-            "vector": round(evaluate(queries, None, "vector"), 4),
-            "evidence": round(evaluate(queries, DEFAULT_PARAMS._replace(relative=False)), 4),
-            "default": round(evaluate(queries, DEFAULT_PARAMS), 4),
-            "loso": round(table[name][best], 4),
-            "loso_params": points[best]._asdict(),
-            "in_sample_best": round(max(table[name]), 4),
-        }
+    rows = report(load(args.dumps))
     if args.json:
-        print(json.dumps(report, indent=2))
-        return
-    print(
-        f"{'set':14}{'keyword':>9}{'vector':>9}{'evidence':>9}{'default':>9}{'LOSO':>9}{'in-sample':>11}"
-        "  LOSO constants"
-    )
-    for name, row in report.items():
-        p = row["loso_params"]
-        constants = ", ".join(
-            f"{k}={v}" for k, v in p.items() if k not in ("rrf_k", "fallback_half", "cutoff")
-        )
-        print(
-            f"{name:14}{row['keyword']:>9.3f}{row['vector']:>9.3f}{row['evidence']:>9.3f}{row['default']:>9.3f}{row['loso']:>9.3f}"
-            f"{row['in_sample_best']:>11.3f}  {constants}"
-        )
+        print(json.dumps(rows, indent=2))
+    else:
+        print_report(rows)
+
+
+def _constants(p: FusionParams, family: str) -> str:
+    if family == "relative":
+        return f"decisive_at={p.decisive_at}"
+    return f"w={p.keyword_weight}, floor={p.cos_floor}, trust={p.trust}"
 
 
 if __name__ == "__main__":

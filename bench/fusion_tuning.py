@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import math
 import statistics
 import sys
 from collections.abc import Callable
@@ -23,21 +22,28 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from retrieval import ndcg  # noqa: E402  (bench/retrieval.py, next to this file)
+
 from cmem_index.fusion import DEFAULT_PARAMS, KEYWORD, VECTOR, FusionParams, Signal, fuse  # noqa: E402
 
 Query = dict[str, Any]
 Fusion = Callable[[Query], list[str]]
 
 
-def ndcg10(ranked: list[str], relevant: dict[str, int]) -> float:
-    dcg = sum((2 ** relevant.get(d, 0) - 1) / math.log2(i + 2) for i, d in enumerate(ranked[:10]))
-    ideal = sorted(relevant.values(), reverse=True)[:10]
-    idcg = sum((2**g - 1) / math.log2(i + 2) for i, g in enumerate(ideal))
-    return dcg / idcg if idcg else 0.0
-
-
 def score(queries: list[Query], fusion: Fusion) -> float:
-    return statistics.fmean(ndcg10(fusion(q), q["relevant"]) for q in queries)
+    return statistics.fmean(ndcg(fusion(q), q["relevant"]) for q in queries)
+
+
+def index_lists(q: Query) -> Query:
+    """The dumped query with the index's own lists and IDF sum as ``keyword``, ``vector`` and ``idf``: the
+    two lists these fusions compare (the store's list is left out)."""
+    keyword = q["signals"].get("keyword") or [KEYWORD, None]
+    return {
+        **q,
+        "keyword": q["lists"].get("keyword", []),
+        "vector": q["lists"].get("vector", []),
+        "idf": keyword[1] or 0.0,
+    }
 
 
 def rank_only(signal: str) -> Fusion:
@@ -150,7 +156,7 @@ def main() -> None:
 
     def load(spec: str) -> list[Query]:
         path, name = spec.rsplit(":", 1)
-        return json.loads(Path(path).read_text())[name]["queries"]
+        return [index_lists(q) for q in json.loads(Path(path).read_text())[name]["queries"]]
 
     fits = [load(spec) for spec in args.fit]
     evals = {f"{Path(spec.rsplit(':', 1)[0]).stem}": load(spec) for spec in args.eval}

@@ -1,4 +1,8 @@
-"""Retrieval quality of cmem's search on SciFact (BEIR test split) and MADial: nDCG@10, recall@10, MRR@10.
+"""Retrieval quality of cmem's search on five kinds of memory: nDCG@10, recall@10, MRR@10.
+
+SciFact (BEIR test split: claims against abstracts), MADial (dialogues against dated personal memories),
+LoCoMo's dev half (questions against extracted observations, and against raw conversation turns) and CoSQA's
+dev set (questions against Python functions).
 
 The whole product is measured: each corpus is loaded with ``cmem add --json`` into a temporary cmem home,
 exported to markdown by cmem, indexed by ``cmem index`` (chunking, front matter, embeddings), and queried
@@ -7,11 +11,13 @@ fused with the index's BM25 and vectors) — in keyword, vector and hybrid modes
 reciprocal-rank fusion of the index's FTS5 BM25 and vector lists, the baseline to beat. The data is read from
 ../shared/data at run time and never copied into the repository.
 
-    python bench/retrieval.py --model /path/to/minilm.gguf [--sets scifact,madial] [--work DIR]
-                              [--split test] [--dump FILE]
+    python bench/retrieval.py --model /path/to/minilm.gguf [--sets scifact,madial,...] [--work DIR]
+                              [--split test] [--dump FILE] [--loso]
 
 ``--work DIR`` keeps the built homes so a second run skips loading and embedding. ``--dump`` writes every
-query's top-100 keyword and vector candidates (raw scores) for bench/fusion_tuning.py.
+query's fusion input as hybrid search saw it (each list's candidates with raw scores) for
+bench/fusion_loso.py and bench/fusion_tuning.py; ``--loso`` then prints bench/fusion_loso.py's
+leave-one-set-out table for the sets just run.
 """
 
 from __future__ import annotations
@@ -188,14 +194,19 @@ def build_home(name: str, data: dict[str, Any], home: Path, model: str) -> dict[
 
 
 # -- metrics --------------------------------------------------------------------------------------------
-def metrics(ranked: list[str], relevant: dict[str, int], k: int = 10) -> dict[str, float]:
-    top = ranked[:k]
-    dcg = sum((2 ** relevant.get(d, 0) - 1) / math.log2(i + 2) for i, d in enumerate(top))
+def ndcg(ranked: list[str], relevant: dict[str, int], k: int = 10) -> float:
+    """nDCG@k with graded relevance (gain 2^grade - 1); the fusion tools score with it too."""
+    dcg = sum((2 ** relevant.get(d, 0) - 1) / math.log2(i + 2) for i, d in enumerate(ranked[:k]))
     ideal = sorted(relevant.values(), reverse=True)[:k]
     idcg = sum((2**g - 1) / math.log2(i + 2) for i, g in enumerate(ideal))
+    return dcg / idcg if idcg else 0.0
+
+
+def metrics(ranked: list[str], relevant: dict[str, int], k: int = 10) -> dict[str, float]:
+    top = ranked[:k]
     hits = [d for d in top if d in relevant]
     rr = next((1.0 / (i + 1) for i, d in enumerate(top) if d in relevant), 0.0)
-    return {"ndcg@10": dcg / idcg if idcg else 0.0, "recall@10": len(hits) / len(relevant), "mrr@10": rr}
+    return {"ndcg@10": ndcg(top, relevant, k), "recall@10": len(hits) / len(relevant), "mrr@10": rr}
 
 
 def mean(rows: list[dict[str, float]]) -> dict[str, float]:
@@ -218,6 +229,7 @@ def evaluate(
     memory = Memory.open(config)
     id_map: dict[str, str] = info["ids"]
     results: dict[str, Any] = {}
+    recorded: list[dict[str, Any]] = []  # hybrid's fusion input per query, for --dump
     for mode in modes:
         per_query, seconds = [], 0.0
         for qid, text, filters in data["queries"]:
@@ -228,7 +240,8 @@ def evaluate(
                 )
                 ranked = [id_map.get(str(h.obs_id), "") for h in hits]
             else:  # what `cmem search --mode MODE` runs: store BM25 + index BM25 + vectors, fused
-                with _evidence_order(mode == "evidence"):
+                record = dump is not None and mode == "hybrid"
+                with _evidence_order(mode == "evidence"), _recording_fusion(recorded if record else []):
                     rows = search(
                         memory, text, Filters(**(filters or {})), limit=10,
                         mode="hybrid" if mode == "evidence" else mode, rerank=False,
@@ -240,7 +253,7 @@ def evaluate(
         print(f"{name:8} {mode:8} {results[mode]}", file=sys.stderr)
     memory.close()
     if dump is not None:
-        dump[name] = candidates(config, data, id_map)
+        dump[name] = candidates(config, data, id_map, recorded)
     return {"results": results, "build": {k: v for k, v in info.items() if k != "ids"}}
 
 
@@ -259,34 +272,55 @@ def _evidence_order(on: bool) -> Iterator[None]:
         hybrid.__kwdefaults__["params"] = saved
 
 
-def candidates(config: Any, data: dict[str, Any], id_map: dict[str, str]) -> dict[str, Any]:
-    """Top-100 keyword and vector candidates with raw scores for every query (fusion tuning input)."""
-    from cmem_index import retrieve
-    from cmem_index.loading import load_embedder
-    from cmem_index.retrieve import DocFilters
-    from cmem_index.search import embed_search_query, query_vector_scale
-    from cmem_index.store import IndexStore
+@contextlib.contextmanager
+def _recording_fusion(into: list[dict[str, Any]]) -> Iterator[None]:
+    """Within the block, every ``fuse`` call of hybrid search appends its input lists and signals to ``into``."""
+    import cmem_index.search as index_search
 
-    embedder, _ = load_embedder(config)
-    store = IndexStore.open(config.index_path, readonly=True)
-    doc_obs = dict(store.rows("SELECT id, obs_id FROM documents"))
+    real = index_search.fuse
+
+    def recording(lists: Any, signals: Any = None, **kwargs: Any) -> Any:
+        into.append(
+            {
+                "lists": {name: list(items) for name, items in lists.items()},
+                "signals": {name: [s.kind, s.idf_sum] for name, s in (signals or {}).items()},
+            }
+        )
+        return real(lists, signals, **kwargs)
+
+    index_search.fuse = recording
+    try:
+        yield
+    finally:
+        index_search.fuse = real
+
+
+def candidates(
+    config: Any, data: dict[str, Any], id_map: dict[str, str], recorded: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """Every query's fusion input as the default search saw it (fusion tuning input): each list's top
+    candidates with raw scores (the store's and the index's BM25, the vectors) and what kind each list is,
+    keyed by corpus id."""
+    import apsw
+
+    db = apsw.Connection(str(config.db_path), flags=apsw.SQLITE_OPEN_READONLY)
+    corpus = {
+        f"obs:{uid}": id_map.get(str(obs), "") for obs, uid in db.execute("SELECT id, uid FROM observations")
+    }
+    db.close()
     out = []
-    for qid, text, filters in data["queries"]:
-        f = DocFilters.coerce(filters)
-        kw = retrieve.keyword(store, text, f, 100)
-        qv = embed_search_query(embedder, text) if embedder else None
-        vec = retrieve.vector(store, qv, f, 100) if qv else []
-        scale = query_vector_scale(qv) if qv else 1.0
+    for (qid, _text, _filters), seen in zip(data["queries"], recorded, strict=True):
+        lists = {
+            name: [(corpus.get(key, key), raw) for key, raw in items] for name, items in seen["lists"].items()
+        }
         out.append(
             {
                 "qid": qid,
-                "idf": retrieve.query_idf(store, text),
                 "relevant": data["qrels"].get(qid, {}),
-                "keyword": [(id_map.get(str(doc_obs[h.doc_id]), ""), h.score) for h in kw],
-                "vector": [(id_map.get(str(doc_obs[h.doc_id]), ""), h.score * scale) for h in vec],
+                "lists": lists,
+                "signals": seen["signals"],
             }
         )
-    store.close()
     return {"queries": out}
 
 
@@ -297,32 +331,52 @@ def main() -> None:
     parser.add_argument(
         "--model", required=True, help="GGUF embedding model (e.g. MiniLM from cmem models import)"
     )
-    parser.add_argument("--sets", default="scifact,madial")
+    parser.add_argument("--sets", default="scifact,madial,locomo-obs,locomo-turns,cosqa")
     parser.add_argument("--split", default="test", help="SciFact qrels split (test or train)")
     parser.add_argument("--modes", default=",".join(MODES))
     parser.add_argument("--work", help="keep built homes here (reused by later runs)")
-    parser.add_argument("--dump", help="write top-100 candidates per query to this JSON file")
+    parser.add_argument("--dump", help="write each query's fusion input (hybrid mode) to this JSON file")
+    parser.add_argument(
+        "--loso",
+        action="store_true",
+        help="then choose the fusion constants leave-one-set-out on the sets run (bench/fusion_loso.py)",
+    )
     parser.add_argument("--json", action="store_true", help="print the results as JSON on stdout")
     args = parser.parse_args()
+    if (args.dump or args.loso) and "hybrid" not in args.modes.split(","):
+        parser.error("--dump and --loso record the hybrid mode's fusion input: include hybrid in --modes")
     work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="cmem-bench-"))
-    dump: dict[str, Any] | None = {} if args.dump else None
+    dump: dict[str, Any] | None = {} if args.dump or args.loso else None
     report: dict[str, Any] = {}
     for name in args.sets.split(","):
         data = SETS[name](args.split)
         report[name] = evaluate(name, data, work / name, args.model, args.modes.split(","), dump)
-    if dump is not None:
+    if dump is not None and args.dump:
         Path(args.dump).write_text(json.dumps(dump))
+    loso = leave_one_set_out(dump or {}) if args.loso else None
     if args.json:
-        print(json.dumps(report, indent=2))
-    else:
-        for name, entry in report.items():
-            print(f"\n{name} ({entry['build']})")
-            print(f"{'mode':10}{'nDCG@10':>10}{'R@10':>8}{'MRR':>8}{'ms/q':>8}")
-            for mode, row in entry["results"].items():
-                print(
-                    f"{mode:10}{row['ndcg@10']:>10.3f}{row['recall@10']:>8.3f}{row['mrr@10']:>8.3f}"
-                    f"{row['ms/query']:>8.1f}"
-                )
+        print(json.dumps({**report, "leave_one_set_out": loso} if loso else report, indent=2))
+        return
+    for name, entry in report.items():
+        print(f"\n{name} ({entry['build']})")
+        print(f"{'mode':10}{'nDCG@10':>10}{'R@10':>8}{'MRR':>8}{'ms/q':>8}")
+        for mode, row in entry["results"].items():
+            print(
+                f"{mode:10}{row['ndcg@10']:>10.3f}{row['recall@10']:>8.3f}{row['mrr@10']:>8.3f}"
+                f"{row['ms/query']:>8.1f}"
+            )
+    if loso:
+        import fusion_loso  # bench/fusion_loso.py, next to this file
+
+        print("\nleave one set out (each query's recorded hybrid lists, re-fused):")
+        fusion_loso.print_report(loso)
+
+
+def leave_one_set_out(dump: dict[str, Any]) -> dict[str, Any]:
+    """bench/fusion_loso.py's report on the fusion input just recorded."""
+    import fusion_loso  # bench/fusion_loso.py, next to this file
+
+    return fusion_loso.report({name: fusion_loso.judged(entry) for name, entry in dump.items()})
 
 
 if __name__ == "__main__":
