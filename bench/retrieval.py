@@ -230,6 +230,7 @@ def evaluate(
     id_map: dict[str, str] = info["ids"]
     results: dict[str, Any] = {}
     recorded: list[dict[str, Any]] = []  # hybrid's fusion input per query, for --dump
+    by_key = corpus_keys(config, id_map)  # the index's hit keys (obs:<uid>) -> corpus ids
     for mode in modes:
         per_query, seconds = [], 0.0
         for qid, text, filters in data["queries"]:
@@ -238,7 +239,7 @@ def evaluate(
                 hits = hybrid(
                     config, text, mode="hybrid", limit=10, filters=filters, rerank=False, fusion="rrf"
                 )
-                ranked = [id_map.get(str(h.obs_id), "") for h in hits]
+                ranked = [by_key.get(h.key, "") for h in hits]
             else:  # what `cmem search --mode MODE` runs: store BM25 + index BM25 + vectors, fused
                 record = dump is not None and mode == "hybrid"
                 with _evidence_order(mode == "evidence"), _recording_fusion(recorded if record else []):
@@ -295,19 +296,26 @@ def _recording_fusion(into: list[dict[str, Any]]) -> Iterator[None]:
         index_search.fuse = real
 
 
+def corpus_keys(config: Any, id_map: dict[str, str]) -> dict[str, str]:
+    """The index's hit key for each observation (``obs:<uid>``; front matter carries the uid, not the
+    local id) -> its corpus id."""
+    import apsw
+
+    db = apsw.Connection(str(config.db_path), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        rows = db.execute("SELECT id, uid FROM observations").fetchall()
+    finally:
+        db.close()
+    return {f"obs:{uid}": id_map.get(str(obs), "") for obs, uid in rows}
+
+
 def candidates(
     config: Any, data: dict[str, Any], id_map: dict[str, str], recorded: list[dict[str, Any]]
 ) -> dict[str, Any]:
     """Every query's fusion input as the default search saw it (fusion tuning input): each list's top
     candidates with raw scores (the store's and the index's BM25, the vectors) and what kind each list is,
     keyed by corpus id."""
-    import apsw
-
-    db = apsw.Connection(str(config.db_path), flags=apsw.SQLITE_OPEN_READONLY)
-    corpus = {
-        f"obs:{uid}": id_map.get(str(obs), "") for obs, uid in db.execute("SELECT id, uid FROM observations")
-    }
-    db.close()
+    corpus = corpus_keys(config, id_map)
     out = []
     for (qid, _text, _filters), seen in zip(data["queries"], recorded, strict=True):
         lists = {
