@@ -13,11 +13,10 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
-from cmem_cli.core.fields import SUMMARY_FIELDS
+from cmem_cli.core.fields import LINKS_MARKER, SUMMARY_FIELDS
 from cmem_cli.core.summary_title import summary_title
 from cmem_cli.core.timeutil import parse_time, to_iso
 
-LINKS_MARKER = "<!-- cmem:links -->"
 # No local integer id: ids differ between machines, and a file that named one would change on every
 # machine that adopted it (git sync would never settle). Identity is the uid.
 OBSERVATION_KEYS = (

@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cmem_cli.core.fields import LINKS_MARKER, OBSERVATION_HEADINGS
 from cmem_index.chunker import (
     CHUNKER_VERSION,
     DEFAULT_MAX_TOKENS,
@@ -119,7 +120,20 @@ def embedding_input(title: str, context: str, text: str) -> tuple[str, str]:
     """
     text = text.strip()
     end = title_heading_end(text, title) if title else 0
-    return context, text[end:].strip()
+    return context, _without_section_headings(text[end:]).strip()
+
+
+def _without_section_headings(text: str) -> str:
+    """The text without the section headings every cmem observation file carries (``## Narrative``...).
+
+    They are the same in every file: embedded, they pull all vectors towards the same words, which cost
+    CoSQA's vectors 0.8 nDCG points on short functions (0.594 -> 0.586)."""
+    if "## " not in text and LINKS_MARKER not in text:
+        return text
+    return "\n".join(line for line in text.split("\n") if line.rstrip() not in _SECTION_LINES)
+
+
+_SECTION_LINES = frozenset((*OBSERVATION_HEADINGS, LINKS_MARKER))
 
 
 _LEADING_H1 = re.compile(r"\A\s*#[ \t]+(.+?)[ \t#]*(?:\r?\n|\Z)\s*")

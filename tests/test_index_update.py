@@ -316,3 +316,34 @@ def test_progress_moves_file_by_file_and_within_an_embedding_page(config):
     steps = [done for done, _ in embeds]
     assert steps == sorted(steps) and steps[-1] == total
     assert len([d for d in steps if 0 < d < total]) >= 2  # moves inside the one page, not only at its end
+
+
+def test_cmem_section_headings_are_not_embedded_but_stay_searchable(config):
+    from cmem_cli.core.fields import LINKS_MARKER, OBSERVATION_HEADINGS
+    from export.markdown import render_observation
+
+    record = {
+        "uid": "01SECTIONS", "type": "discovery", "title": "Parser drops trailing commas",
+        "project": "webapp", "created_at": 1_700_000_000_000, "updated_at": 1_700_000_000_000,
+        "facts": ["commas vanish at EOF"], "files_read": ["src/parse.py"],
+        "narrative": "The tokenizer stops one byte early.\n\n## Repro\n\nFeed it `[1,2,]`.",
+    }  # fmt: skip
+    links = [{"type": "related", "id": 2, "uid": "01B", "title": "Lexer rewrite", "href": "x.md"}]
+    text = render_observation(record, links)
+    written = {line for line in text.splitlines() if line.startswith("## ") or line == LINKS_MARKER}
+    assert written == {
+        *OBSERVATION_HEADINGS,
+        LINKS_MARKER,
+        "## Repro",
+    }  # the export writes what the index drops
+    write(config.export_dir, "webapp/s/sections.md", text)
+    embedder = CountingEmbedder()
+    run_pass(config, embedder)
+    embedded = "\n".join(body for _, body in embedder.embedded)
+    for heading in (*OBSERVATION_HEADINGS, LINKS_MARKER):
+        assert heading not in embedded
+    for kept in ("commas vanish at EOF", "src/parse.py", "one byte early", "## Repro", "Lexer rewrite"):
+        assert kept in embedded
+    assert (
+        count(config, "SELECT count(*) FROM chunks WHERE text LIKE '%## Narrative%'") == 1
+    )  # display keeps it

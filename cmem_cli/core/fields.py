@@ -19,3 +19,9 @@ OBSERVATION_TYPES = (
 )
 LINK_TYPES = ("caused_by", "led_to", "related", "supersedes", "reverts")
 SESSION_STATUSES = ("active", "completed", "failed", "abandoned")
+
+# The section headings cmem's export writes into every observation file, and the marker before its links. They
+# are the same in every file, so the embedder does not see them (they would pull every vector towards the
+# same words); keyword search and display keep them.
+OBSERVATION_HEADINGS = ("## Facts", "## Files", "## Narrative", "## Related")
+LINKS_MARKER = "<!-- cmem:links -->"
