@@ -160,7 +160,10 @@ def cmem(home: Path, *args: str, model: str | None = None) -> str:
 def build_home(name: str, data: dict[str, Any], home: Path, model: str) -> dict[str, Any]:
     """Load the corpus with `cmem add --json` and index it; returns corpus id -> observation id and timings."""
     marker = home / "bench-ids.json"
-    if marker.exists():
+    if marker.exists():  # a reused home: bring its index up to date (new chunker, new embedding input)
+        report = json.loads(cmem(home, "index", "--json", model=model))
+        if report["chunked"] or report["embedded"]:
+            print(f"{name}: re-chunked {report['chunked']}, embedded {report['embedded']}", file=sys.stderr)
         return json.loads(marker.read_text())
     home.mkdir(parents=True, exist_ok=True)
     with tempfile.NamedTemporaryFile("w", suffix=".ndjson", delete=False, encoding="utf-8") as fh:
