@@ -52,6 +52,7 @@ class FusionParams(NamedTuple):
     )
     cutoff: float = 0.07  # default --min-score of hybrid search: below it, no real evidence
     unmatched_margin: float = 0.16  # no query word occurs: a hit's cosine must clear its neighbours' median
+    unknown_pieces: float = 2.0  # no query word occurs and its words average more model pieces: no hits
 
 
 DEFAULT_PARAMS = FusionParams()

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from cmem_cli.core.config import Config
@@ -206,8 +206,11 @@ def hybrid(
         if min_score is None:
             min_score = default_cutoff(used_mode, params) if fusion == "score" else 0.0
             if not words_matched and fusion == "score" and lists.get(VECTOR):
-                bar = stands_out([raw for _, raw in lists[VECTOR]], params)
-                fused = [f for f in fused if VECTOR in f.signals and f.signals[VECTOR].raw >= bar]
+                if model_reads(_query_pieces(config), query, params):
+                    bar = stands_out([raw for _, raw in lists[VECTOR]], params)
+                    fused = [f for f in fused if VECTOR in f.signals and f.signals[VECTOR].raw >= bar]
+                else:
+                    fused = []
         fused = [f for f in fused if f.score >= min_score]
         top = fused if limit is None else fused[: max(limit, RERANK_CANDIDATES)]
         texts: dict[str, str] = {}
@@ -277,6 +280,34 @@ def _query_vector(
         notes.append(f"keyword only: {message}")
         return None
     return embed_search_query(embedder, query)
+
+
+def model_reads(
+    count_pieces: Callable[[str], int], query: str, params: FusionParams = DEFAULT_PARAMS
+) -> bool:
+    """Whether the embedding model knows the query's words, for a query no word of which occurs in the
+    searched documents (then the vectors are all the evidence there is).
+
+    A word the model knows is one or two pieces of its vocabulary; one it has never seen (``zzzqqqxx``,
+    ``qwxzv``, ``1234567890``) is spelled out in four to six, and its vector means nothing. Such a query's
+    nearest neighbours are noise that can still stand out of the crowd (against code, ``zzzqqqxx`` clears
+    its neighbours' median by as much as a real question does). Measured over words of Latin letters and
+    digits only: a script written without spaces makes one long "word" of a whole phrase.
+    """
+    words = _LATIN_WORD.findall(query)
+    if not words:
+        return True
+    return sum(count_pieces(word) for word in words) / len(words) <= params.unknown_pieces
+
+
+_LATIN_WORD = re.compile(r"[A-Za-z0-9]+")
+
+
+def _query_pieces(config: Config) -> Callable[[str], int]:
+    from cmem_index.loading import load_embedder
+
+    embedder, _ = load_embedder(config)  # loaded already: the query was embedded
+    return embedder.count_tokens if embedder is not None else lambda word: 1
 
 
 def query_parts(query: str) -> list[str]:

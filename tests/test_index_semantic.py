@@ -8,9 +8,10 @@ import pytest
 
 from cmem_cli.core.config import load_config
 from cmem_index.collections import load_collections
+from cmem_index.fusion import DEFAULT_PARAMS
 from cmem_index.indexer import Indexer
 from cmem_index.loading import load_embedder
-from cmem_index.search import hybrid
+from cmem_index.search import hybrid, model_reads
 from cmem_index.store import IndexStore
 from tests.index_helpers import observation_file
 
@@ -134,3 +135,23 @@ def test_a_multi_line_query_scores_by_the_mean_cosine_of_the_whole_and_its_last_
     whole = float(doc @ embedder.embed_query(query))
     last = float(doc @ embedder.embed_query(query.splitlines()[-1]))
     assert results[0].signals["vector"].raw == pytest.approx((whole + last) / 2, abs=1e-4)
+
+
+@pytest.mark.parametrize("nonsense", ["zzzqqqxx", "qwxzv bnmlk", "xyzzy plugh", "1234567890"])
+def test_a_query_of_words_the_model_does_not_know_finds_nothing_when_no_word_occurs(config, nonsense):
+    # Even with the neighbourhood margin and the cut-off off, which let every nearest neighbour through:
+    # a word the model spells out piece by piece carries no meaning, so its neighbours are not evidence.
+    loose = DEFAULT_PARAMS._replace(unmatched_margin=-1.0, cutoff=0.0)
+    assert list(hybrid(config, nonsense, mode="hybrid", params=loose)) == []
+    assert list(hybrid(config, nonsense, mode="vector", params=loose)) == []
+    assert [h.uid for h in hybrid(config, "login sessions ending too soon", params=loose)][:1] == ["UJWT"]
+
+
+def test_the_model_reads_real_words_and_not_spelled_out_ones(config):
+    embedder, _ = load_embedder(config)
+    assert embedder is not None
+    pieces = embedder.count_tokens
+    for known in ("login sessions ending too soon", "night mode palette", "foo bar baz", "日本語の文章"):
+        assert model_reads(pieces, known), known
+    for unknown in ("zzzqqqxx", "fjdksla qpwoeiru zmxncb", "ooooooo", "1234567890"):
+        assert not model_reads(pieces, unknown), unknown
