@@ -173,9 +173,8 @@ def hybrid(
         want_vectors = mode in ("vector", "hybrid") or (
             mode == "auto" and store is not None and _has_vectors(store)
         )
-        query_vector = None
-        if want_vectors:
-            query_vector = _query_vector(config, store, query, notes, required=mode == "vector")
+        embedder = _usable_embedder(config, store, notes, required=mode == "vector") if want_vectors else None
+        query_vector = embed_search_query(embedder, query) if embedder is not None else None
         if store is not None and mode != "vector":
             hits = _guard(
                 lambda: retrieve.keyword(store, query, doc_filters, candidates), notes, "keyword search"
@@ -205,8 +204,8 @@ def hybrid(
         fused = fuse(lists, signals, params=params, method=fusion)
         if min_score is None:
             min_score = default_cutoff(used_mode, params) if fusion == "score" else 0.0
-            if not words_matched and fusion == "score" and lists.get(VECTOR):
-                if model_reads(_query_pieces(config), query, params):
+            if not words_matched and fusion == "score" and lists.get(VECTOR) and embedder is not None:
+                if model_reads(embedder.count_tokens, query, params):
                     bar = stands_out([raw for _, raw in lists[VECTOR]], params)
                     fused = [f for f in fused if VECTOR in f.signals and f.signals[VECTOR].raw >= bar]
                 else:
@@ -261,9 +260,9 @@ def _has_vectors(store: IndexStore) -> bool:
         return False
 
 
-def _query_vector(
-    config: Config, store: IndexStore | None, query: str, notes: list[str], *, required: bool
-) -> bytes | None:
+def _usable_embedder(config: Config, store: IndexStore | None, notes: list[str], *, required: bool) -> Any:
+    """The configured embedder when the index has its vectors; else None and a note (ModelError if
+    ``required``)."""
     from cmem_index.loading import load_embedder
 
     embedder, why = load_embedder(config)
@@ -279,7 +278,7 @@ def _query_vector(
             raise ModelError(message)
         notes.append(f"keyword only: {message}")
         return None
-    return embed_search_query(embedder, query)
+    return embedder
 
 
 def model_reads(
@@ -301,13 +300,6 @@ def model_reads(
 
 
 _LATIN_WORD = re.compile(r"[A-Za-z0-9]+")
-
-
-def _query_pieces(config: Config) -> Callable[[str], int]:
-    from cmem_index.loading import load_embedder
-
-    embedder, _ = load_embedder(config)  # loaded already: the query was embedded
-    return embedder.count_tokens if embedder is not None else lambda word: 1
 
 
 def query_parts(query: str) -> list[str]:
