@@ -12,7 +12,7 @@ reciprocal-rank fusion of the index's FTS5 BM25 and vector lists, the baseline t
 ../shared/data at run time and never copied into the repository.
 
     python bench/retrieval.py --model /path/to/minilm.gguf [--sets scifact,madial,...] [--work DIR]
-                              [--split test] [--dump FILE] [--loso]
+                              [--split test] [--dump FILE] [--candidates N] [--loso]
 
 ``--work DIR`` keeps the built homes so a second run skips loading and embedding. ``--dump`` writes every
 query's fusion input as hybrid search saw it (each list's candidates with raw scores) for
@@ -348,6 +348,13 @@ def main() -> None:
     parser.add_argument("--work", help="keep built homes here (reused by later runs)")
     parser.add_argument("--dump", help="write each query's fusion input (hybrid mode) to this JSON file")
     parser.add_argument(
+        "--candidates",
+        type=int,
+        help="depth of the index's keyword and vector lists (default: the product's, 100); the default "
+        "order reads only the first 100, so a deeper --dump shows what lies past them without changing "
+        "the figures",
+    )
+    parser.add_argument(
         "--loso",
         action="store_true",
         help="then choose the fusion constants leave-one-set-out on the sets run (bench/fusion_loso.py)",
@@ -356,6 +363,10 @@ def main() -> None:
     args = parser.parse_args()
     if (args.dump or args.loso) and "hybrid" not in args.modes.split(","):
         parser.error("--dump and --loso record the hybrid mode's fusion input: include hybrid in --modes")
+    if args.candidates:
+        import cmem_index.search
+
+        cmem_index.search.CANDIDATES = args.candidates
     work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="cmem-bench-"))
     dump: dict[str, Any] | None = {} if args.dump or args.loso else None
     report: dict[str, Any] = {}
