@@ -141,7 +141,9 @@ def query_idf(store: IndexStore, query: str) -> float:
     # The two counts come from separate reads; an indexer committing in between can make a term's document
     # count exceed the chunk total, so clamp rather than take the log of a negative number.
     total = max([total, *frequency.values()])
-    return sum(
+    # fsum is exact whatever the order: a plain sum in set order (salted per process) differed in the last
+    # bit from one process to the next, enough to swap two hits the fusion ties.
+    return math.fsum(
         max(1e-6, math.log((total - n + 0.5) / (n + 0.5))) for n in (frequency.get(stem, 0) for stem in stems)
     )
 

@@ -349,3 +349,33 @@ def test_a_query_no_keyword_list_matches_gets_no_keyword_credit():
     assert hybrid_score < default_cutoff("hybrid")
     assert vector_only < default_cutoff("vector")
     assert default_cutoff("keyword") == 0.0
+
+
+def test_a_query_scores_the_same_in_every_process(corpus):
+    """The query's IDF sum scales every keyword score; summed in set order, it differed in the last bit
+    from one process to the next (string hashing is salted), and two tied hits swapped places."""
+    import os
+    import subprocess
+    import sys
+
+    script = (
+        "import sys\nfrom pathlib import Path\n"
+        "from cmem_index.retrieve import query_idf\n"
+        "from cmem_index.store import IndexStore\n"
+        "store = IndexStore.open(Path(sys.argv[1]), readonly=True)\n"
+        "print(repr(query_idf(store, sys.argv[2])))\n"
+    )
+    query = (
+        "jwt expiry tokens seconds database pool workers parser camelCase deploy rollback migrate api zebra"
+    )
+    seen = {
+        subprocess.run(
+            [sys.executable, "-c", script, str(corpus.index_path), query],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, "PYTHONHASHSEED": str(seed)},
+        ).stdout
+        for seed in range(6)
+    }
+    assert len(seen) == 1, seen
