@@ -1,0 +1,166 @@
+"""Replay hybrid search with a rewritten keyword query, on the homes and dump bench/retrieval.py left.
+
+For each judged query, both keyword lists (the store's BM25 over observations and the index's over chunks)
+are fetched again from the set's home for the rewritten query. They are fused with the recorded vector
+list, as ``cmem search`` fuses them (``cmem_index.fusion.fuse``, then the default cut-off), and scored by
+nDCG@10. Vectors do not change, so no model is loaded. The rewrite ``identity`` must reproduce the
+dump's figures: a check of the replay itself.
+
+    python bench/retrieval.py --model M.gguf --work /tmp/cmem-bench --modes hybrid --dump /tmp/cand.json
+    python bench/keyword_replay.py --work /tmp/cmem-bench --dump /tmp/cand.json --rewrite drop:python
+    python bench/keyword_replay.py ... --rewrite mymodule:rewrite   # any importable (query: str) -> str
+
+The benchmark homes hold observations only, so the store list here is its observations' BM25 (the
+product's also holds summaries and prompts). Keys here are corpus ids, and the product's are ``obs:<uid>``:
+hits the fusion ties are ordered by key, so the keyword-only column can differ from ``--mode keyword`` by
+tied hits (the default order has almost no ties: vectors break them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import re
+import statistics
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from retrieval import SETS, ndcg  # noqa: E402  (bench/retrieval.py, next to this file)
+
+from cmem_index.fusion import DEFAULT_PARAMS, KEYWORD, Signal, fuse  # noqa: E402
+
+STORE_DEPTH = 50  # the store list's depth for a 10-hit search (cmem_cli.services.search)
+INDEX_DEPTH = 100  # the index lists' depth (cmem_index.search.CANDIDATES)
+
+Rewrite = Callable[[str], str]
+
+
+def rewriter(spec: str) -> Rewrite:
+    """``identity``, ``drop:WORD[,WORD...]`` (whole words, any case) or ``module:function``."""
+    if spec == "identity":
+        return lambda query: query
+    kind, _, arg = spec.partition(":")
+    if kind == "drop" and arg:
+        pattern = re.compile(r"\b(?:" + "|".join(map(re.escape, arg.split(","))) + r")\b", re.IGNORECASE)
+        return lambda query: pattern.sub(" ", query)
+    if arg:
+        return getattr(importlib.import_module(kind), arg)
+    raise SystemExit(f"unknown rewrite {spec!r}: identity, drop:WORD[,WORD] or module:function")
+
+
+class Home:
+    """A benchmark home opened read-only: keyword lists for any query, keyed by corpus id."""
+
+    def __init__(self, path: Path):
+        from cmem_cli.core.config import load_config
+        from cmem_cli.services.writes import Memory
+        from cmem_index.store import IndexStore
+
+        corpus_of_obs = json.loads((path / "bench-ids.json").read_text())["ids"]  # obs id -> corpus id
+        config = load_config(path)
+        self.memory = Memory.open(config)
+        self.index = IndexStore.open(config.index_path, readonly=True)
+        obs_of_uid = {
+            r["uid"]: r["id"] for r in self.memory.store.db.query("SELECT uid, id FROM observations")
+        }
+        self.corpus_of_obs = {int(obs): corpus for obs, corpus in corpus_of_obs.items()}
+        self.corpus_of_doc = {
+            doc: self.corpus_of_obs.get(obs_of_uid.get(uid, -1), "")
+            for doc, uid in self.index.rows("SELECT id, uid FROM documents")
+        }
+
+    def keyword_lists(
+        self, query: str, filters: dict[str, Any] | None
+    ) -> tuple[list[tuple[str, float]], list[tuple[str, float]], float]:
+        """The store's list, the index's list and the query's IDF sum in the index (what fusion reads)."""
+        from cmem_cli.store.repository import Filters
+        from cmem_index import retrieve
+
+        rows = self.memory.store.search_observations(query, Filters(**(filters or {})), limit=STORE_DEPTH)
+        store = [(self.corpus_of_obs.get(r["id"], ""), r["bm25"]) for r in rows]
+        hits = retrieve.keyword(self.index, query, retrieve.DocFilters.coerce(filters), INDEX_DEPTH)
+        index = [(self.corpus_of_doc.get(h.doc_id, ""), h.score) for h in hits]
+        idf = retrieve.query_idf(self.index, query) if hits else 0.0
+        return store, index, idf
+
+    def close(self) -> None:
+        self.index.close()
+        self.memory.close()
+
+
+def ranked(
+    lists: dict[str, list[tuple[str, float]]], signals: dict[str, Signal], kind: str | None
+) -> list[str]:
+    """The hits as hybrid search orders them (the default cut-off applied), or one kind's lists alone."""
+    chosen = {name: items for name, items in lists.items() if kind in (None, signals[name].kind)}
+    hits = fuse(chosen, signals, params=DEFAULT_PARAMS)
+    if kind is None:
+        hits = [h for h in hits if h.score >= DEFAULT_PARAMS.cutoff]
+    return [h.key for h in hits]
+
+
+def replay(name: str, home: Home, recorded: list[dict[str, Any]], rewrite: Rewrite) -> dict[str, float]:
+    """Keyword-only and default nDCG@10 of one set, as recorded and with the rewritten keyword query."""
+    data = SETS[name]("test")
+    by_qid = {q["qid"]: q for q in recorded}
+    scores: dict[str, list[float]] = {
+        "keyword": [],
+        "keyword_replayed": [],
+        "default": [],
+        "default_replayed": [],
+    }
+    for qid, text, filters in data["queries"]:
+        q = by_qid.get(qid)
+        if q is None or not q["relevant"]:
+            continue
+        signals = {list_name: Signal(kind, idf) for list_name, (kind, idf) in q["signals"].items()}
+        lists = {list_name: items[:INDEX_DEPTH] for list_name, items in q["lists"].items()}
+        scores["keyword"].append(ndcg(ranked(lists, signals, KEYWORD), q["relevant"]))
+        scores["default"].append(ndcg(ranked(lists, signals, None), q["relevant"]))
+        store, index, idf = home.keyword_lists(rewrite(text), filters)
+        for list_name, (kind, _) in q["signals"].items():
+            if kind == KEYWORD:
+                lists[list_name] = index if list_name == KEYWORD else store
+        signals[KEYWORD] = Signal(KEYWORD, idf or None)
+        scores["keyword_replayed"].append(ndcg(ranked(lists, signals, KEYWORD), q["relevant"]))
+        scores["default_replayed"].append(ndcg(ranked(lists, signals, None), q["relevant"]))
+    return {key: round(statistics.fmean(values), 4) for key, values in scores.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--work", required=True, help="the homes bench/retrieval.py --work built")
+    parser.add_argument("--dump", required=True, help="the fusion input bench/retrieval.py --dump wrote")
+    parser.add_argument("--rewrite", default="identity", help="identity, drop:WORD[,WORD] or module:function")
+    parser.add_argument("--sets", help="comma-separated; default: every set in the dump")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    dump = json.loads(Path(args.dump).read_text())
+    rewrite = rewriter(args.rewrite)
+    rows = {}
+    for name in args.sets.split(",") if args.sets else list(dump):
+        home = Home(Path(args.work) / name)
+        try:
+            rows[name] = replay(name, home, dump[name]["queries"], rewrite)
+        finally:
+            home.close()
+        if not args.json:
+            row = rows[name]
+            print(
+                f"{name:14} keyword {row['keyword']:.4f} -> {row['keyword_replayed']:.4f}   "
+                f"default {row['default']:.4f} -> {row['default_replayed']:.4f}",
+                flush=True,
+            )
+    if args.json:
+        print(json.dumps(rows, indent=2))
+
+
+if __name__ == "__main__":
+    main()
