@@ -30,12 +30,13 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from retrieval import SETS, ndcg  # noqa: E402  (bench/retrieval.py, next to this file)
+from fusion_loso import ranked  # noqa: E402  (bench/fusion_loso.py, next to this file)
+from retrieval import SETS, corpus_keys, ndcg  # noqa: E402  (bench/retrieval.py)
 
-from cmem_index.fusion import DEFAULT_PARAMS, KEYWORD, Signal, fuse  # noqa: E402
+from cmem_index.fusion import DEFAULT_PARAMS, KEYWORD  # noqa: E402
+from cmem_index.search import CANDIDATES  # noqa: E402  (the index lists' depth)
 
 STORE_DEPTH = 50  # the store list's depth for a 10-hit search (cmem_cli.services.search)
-INDEX_DEPTH = 100  # the index lists' depth (cmem_index.search.CANDIDATES)
 
 Rewrite = Callable[[str], str]
 
@@ -49,7 +50,10 @@ def rewriter(spec: str) -> Rewrite:
         pattern = re.compile(r"\b(?:" + "|".join(map(re.escape, arg.split(","))) + r")\b", re.IGNORECASE)
         return lambda query: pattern.sub(" ", query)
     if arg:
-        return getattr(importlib.import_module(kind), arg)
+        try:
+            return getattr(importlib.import_module(kind), arg)
+        except (ImportError, AttributeError) as exc:
+            raise SystemExit(f"cannot load the rewrite {spec!r}: {exc}") from None
     raise SystemExit(f"unknown rewrite {spec!r}: identity, drop:WORD[,WORD] or module:function")
 
 
@@ -61,18 +65,12 @@ class Home:
         from cmem_cli.services.writes import Memory
         from cmem_index.store import IndexStore
 
-        corpus_of_obs = json.loads((path / "bench-ids.json").read_text())["ids"]  # obs id -> corpus id
         config = load_config(path)
+        ids = json.loads((path / "bench-ids.json").read_text())["ids"]  # obs id -> corpus id
+        self.corpus_of_key = corpus_keys(config, ids)  # obs:<uid> -> corpus id
         self.memory = Memory.open(config)
         self.index = IndexStore.open(config.index_path, readonly=True)
-        obs_of_uid = {
-            r["uid"]: r["id"] for r in self.memory.store.db.query("SELECT uid, id FROM observations")
-        }
-        self.corpus_of_obs = {int(obs): corpus for obs, corpus in corpus_of_obs.items()}
-        self.corpus_of_doc = {
-            doc: self.corpus_of_obs.get(obs_of_uid.get(uid, -1), "")
-            for doc, uid in self.index.rows("SELECT id, uid FROM documents")
-        }
+        self.uid_of_doc = dict(self.index.rows("SELECT id, uid FROM documents"))
 
     def keyword_lists(
         self, query: str, filters: dict[str, Any] | None
@@ -82,26 +80,15 @@ class Home:
         from cmem_index import retrieve
 
         rows = self.memory.store.search_observations(query, Filters(**(filters or {})), limit=STORE_DEPTH)
-        store = [(self.corpus_of_obs.get(r["id"], ""), r["bm25"]) for r in rows]
-        hits = retrieve.keyword(self.index, query, retrieve.DocFilters.coerce(filters), INDEX_DEPTH)
-        index = [(self.corpus_of_doc.get(h.doc_id, ""), h.score) for h in hits]
+        store = [(self.corpus_of_key.get(f"obs:{r['uid']}", ""), r["bm25"]) for r in rows]
+        hits = retrieve.keyword(self.index, query, retrieve.DocFilters.coerce(filters), CANDIDATES)
+        index = [(self.corpus_of_key.get(f"obs:{self.uid_of_doc.get(h.doc_id)}", ""), h.score) for h in hits]
         idf = retrieve.query_idf(self.index, query) if hits else 0.0
         return store, index, idf
 
     def close(self) -> None:
         self.index.close()
         self.memory.close()
-
-
-def ranked(
-    lists: dict[str, list[tuple[str, float]]], signals: dict[str, Signal], kind: str | None
-) -> list[str]:
-    """The hits as hybrid search orders them (the default cut-off applied), or one kind's lists alone."""
-    chosen = {name: items for name, items in lists.items() if kind in (None, signals[name].kind)}
-    hits = fuse(chosen, signals, params=DEFAULT_PARAMS)
-    if kind is None:
-        hits = [h for h in hits if h.score >= DEFAULT_PARAMS.cutoff]
-    return [h.key for h in hits]
 
 
 def replay(name: str, home: Home, recorded: list[dict[str, Any]], rewrite: Rewrite) -> dict[str, float]:
@@ -118,17 +105,23 @@ def replay(name: str, home: Home, recorded: list[dict[str, Any]], rewrite: Rewri
         q = by_qid.get(qid)
         if q is None or not q["relevant"]:
             continue
-        signals = {list_name: Signal(kind, idf) for list_name, (kind, idf) in q["signals"].items()}
-        lists = {list_name: items[:INDEX_DEPTH] for list_name, items in q["lists"].items()}
-        scores["keyword"].append(ndcg(ranked(lists, signals, KEYWORD), q["relevant"]))
-        scores["default"].append(ndcg(ranked(lists, signals, None), q["relevant"]))
+        recorded_q = {
+            "lists": {n: items[:CANDIDATES] for n, items in q["lists"].items()},
+            "signals": q["signals"],
+        }
+        scores["keyword"].append(ndcg(ranked(recorded_q, DEFAULT_PARAMS, KEYWORD), q["relevant"]))
+        scores["default"].append(ndcg(ranked(recorded_q, DEFAULT_PARAMS), q["relevant"]))
         store, index, idf = home.keyword_lists(rewrite(text), filters)
-        for list_name, (kind, _) in q["signals"].items():
-            if kind == KEYWORD:
-                lists[list_name] = index if list_name == KEYWORD else store
-        signals[KEYWORD] = Signal(KEYWORD, idf or None)
-        scores["keyword_replayed"].append(ndcg(ranked(lists, signals, KEYWORD), q["relevant"]))
-        scores["default_replayed"].append(ndcg(ranked(lists, signals, None), q["relevant"]))
+        replayed = {
+            "lists": {
+                n: (index if n == KEYWORD else store) if kind == KEYWORD else items
+                for n, items in recorded_q["lists"].items()
+                for kind in [q["signals"][n][0]]
+            },
+            "signals": {**q["signals"], KEYWORD: [KEYWORD, idf or None]},
+        }
+        scores["keyword_replayed"].append(ndcg(ranked(replayed, DEFAULT_PARAMS, KEYWORD), q["relevant"]))
+        scores["default_replayed"].append(ndcg(ranked(replayed, DEFAULT_PARAMS), q["relevant"]))
     return {key: round(statistics.fmean(values), 4) for key, values in scores.items()}
 
 
@@ -142,10 +135,17 @@ def main() -> None:
     parser.add_argument("--sets", help="comma-separated; default: every set in the dump")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    dump = json.loads(Path(args.dump).read_text())
+    try:
+        dump = json.loads(Path(args.dump).read_text())
+    except (OSError, ValueError) as exc:
+        parser.error(f"cannot read the dump {args.dump}: {exc}")
     rewrite = rewriter(args.rewrite)
+    names = args.sets.split(",") if args.sets else list(dump)
+    for name in names:
+        if name not in dump or not (Path(args.work) / name / "bench-ids.json").exists():
+            parser.error(f"{name}: not in the dump, or no home for it under {args.work}")
     rows = {}
-    for name in args.sets.split(",") if args.sets else list(dump):
+    for name in names:
         home = Home(Path(args.work) / name)
         try:
             rows[name] = replay(name, home, dump[name]["queries"], rewrite)

@@ -363,6 +363,8 @@ def main() -> None:
     args = parser.parse_args()
     if (args.dump or args.loso) and "hybrid" not in args.modes.split(","):
         parser.error("--dump and --loso record the hybrid mode's fusion input: include hybrid in --modes")
+    if args.candidates is not None and args.candidates < 1:
+        parser.error("--candidates must be at least 1")
     if args.candidates:
         import cmem_index.search
 

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import math
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import apsw
@@ -354,10 +357,6 @@ def test_a_query_no_keyword_list_matches_gets_no_keyword_credit():
 def test_a_query_scores_the_same_in_every_process(corpus):
     """The query's IDF sum scales every keyword score; summed in set order, it differed in the last bit
     from one process to the next (string hashing is salted), and two tied hits swapped places."""
-    import os
-    import subprocess
-    import sys
-
     script = (
         "import sys\nfrom pathlib import Path\n"
         "from cmem_index.retrieve import query_idf\n"
