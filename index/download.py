@@ -19,7 +19,7 @@ import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from cmem_cli.core.config import DIR_MODE
+from cmem_cli.core.config import FILE_MODE, make_private_dirs
 from cmem_cli.core.errors import ModelError
 from cmem_cli.core.version import VERSION as __version__
 from cmem_index.model_specs import GGUF_MAGIC, ModelSpec, parse_spec
@@ -62,7 +62,7 @@ def download(
 ) -> Path:
     """Fetch ``url`` into ``dest`` atomically, resuming a previous ``dest.part``."""
     try:
-        dest.parent.mkdir(parents=True, exist_ok=True, mode=DIR_MODE)
+        make_private_dirs(dest.parent)
     except OSError as exc:
         raise ModelError(f"cannot create {dest.parent}: {exc.strerror}") from None
     part = dest.with_name(dest.name + ".part")
@@ -138,11 +138,12 @@ def _fetch(url: str, part: Path, *, progress: Progress | None, timeout: float) -
         length = response.headers.get("Content-Length")
         total = offset + int(length) if length and length.isdigit() else None
         done = offset
-        mode = "ab" if offset else "wb"
+        flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if offset else os.O_TRUNC)
         if progress:
             progress(done, total)
         try:
-            with open(part, mode) as out:
+            with os.fdopen(os.open(part, flags, FILE_MODE), "wb") as out:
+                os.fchmod(out.fileno(), FILE_MODE)  # a .part left by an older version may be 0644
                 while True:
                     chunk = response.read(CHUNK)
                     if not chunk:

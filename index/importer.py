@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cmem_cli.core.config import FILE_MODE, make_private_dirs
 from cmem_cli.core.errors import InvalidInput, ModelError, StorageError
 from cmem_index.llama_runtime import KEY_MAX_SEQ_LENGTH
 from cmem_index.safetensors_reader import checkpoint_files, read_safetensors
@@ -298,7 +299,10 @@ def import_checkpoint(
     if is_classifier and "cls.output.weight" not in names:
         raise InvalidInput(f"{checkpoint}: a sequence classifier without a classifier tensor")
 
-    dest.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    try:
+        make_private_dirs(dest.parent)
+    except OSError as exc:
+        raise StorageError(f"cannot create {dest.parent}: {exc.strerror or exc}") from None
     tmp = dest.with_name(f".{dest.name}.{os.getpid()}.tmp")
     try:
         writer = gguf.GGUFWriter(str(tmp), "bert")
@@ -342,6 +346,7 @@ def import_checkpoint(
         writer.write_kv_data_to_file()
         writer.write_tensors_to_file()
         writer.close()
+        os.chmod(tmp, FILE_MODE)  # the writer opens it with the umask's mode; a model cache is private
         os.replace(tmp, dest)
     except OSError as exc:
         raise StorageError(f"cannot write {dest}: {exc.strerror or exc}") from None

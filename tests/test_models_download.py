@@ -8,6 +8,7 @@ import http.server
 import json
 import os
 import socket
+import stat
 import subprocess
 import sys
 import threading
@@ -104,6 +105,35 @@ def test_pull_downloads_into_the_models_dir_with_progress(server: ModelServer, m
     assert seen[-1] == (len(PAYLOAD), len(PAYLOAD))
     assert [s[0] for s in seen] == sorted(s[0] for s in seen)
     assert not list(models_dir.rglob("*.part")) and not list(models_dir.rglob("*.lock"))
+
+
+def test_pulled_models_and_their_folders_are_private(server: ModelServer, tmp_path: Path) -> None:
+    models_dir = tmp_path / "cache" / "cmem" / "models"
+    previous = os.umask(0o022)  # the usual umask: mkdir(parents=True) made the folders above 0755
+    try:
+        path = pull(SPEC, models_dir, endpoint=server.endpoint)
+    finally:
+        os.umask(previous)
+    folders = [p for p in path.parents if tmp_path in p.parents]
+    assert [p.relative_to(tmp_path).as_posix() for p in folders] == [
+        "cache/cmem/models/acme/tiny-GGUF",
+        "cache/cmem/models/acme",
+        "cache/cmem/models",
+        "cache/cmem",
+        "cache",
+    ]
+    assert {oct(stat.S_IMODE(p.stat().st_mode)) for p in folders} == {"0o700"}
+    assert oct(stat.S_IMODE(path.stat().st_mode)) == "0o600"
+
+
+def test_a_resumed_part_left_readable_becomes_private(server: ModelServer, models_dir: Path) -> None:
+    dest = dest_of(models_dir)
+    dest.parent.mkdir(parents=True)
+    part = dest.with_name(dest.name + ".part")
+    part.write_bytes(PAYLOAD[:1000])
+    part.chmod(0o644)
+    assert pull(SPEC, models_dir, endpoint=server.endpoint).read_bytes() == PAYLOAD
+    assert oct(stat.S_IMODE(dest.stat().st_mode)) == "0o600"
 
 
 def test_pull_uses_cmem_hf_endpoint(server: ModelServer, models_dir: Path, monkeypatch) -> None:

@@ -5,7 +5,9 @@ with sentence-transformers on torch (see fixtures/make_minilm_reference.py)."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import stat
 from pathlib import Path
 
 import numpy as np
@@ -121,14 +123,22 @@ def test_vocab_txt_alone_is_enough(tmp_path: Path) -> None:
 
 
 def test_cli_import_writes_into_the_models_dir(tmp_path: Path, monkeypatch, capsys) -> None:
+    models = tmp_path / "cache" / "cmem" / "models"  # none of these folders exists yet
     monkeypatch.setenv("CMEM_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("CMEM_MODELS_DIR", str(tmp_path / "models"))
+    monkeypatch.setenv("CMEM_MODELS_DIR", str(models))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     monkeypatch.delenv("CMEM_EMBED_MODEL", raising=False)
-    assert main(["models", "import", str(minilm_checkpoint()), "--name", "minilm", "--json"]) == 0
+    previous = os.umask(0o022)  # the usual umask, under which the folders and the file came out readable
+    try:
+        assert main(["models", "import", str(minilm_checkpoint()), "--name", "minilm", "--json"]) == 0
+    finally:
+        os.umask(previous)
     out, err = capsys.readouterr()
     report = json.loads(out)
-    assert report["path"] == str(tmp_path / "models" / "minilm.gguf")
+    assert report["path"] == str(models / "minilm.gguf")
+    for folder in (tmp_path / "cache", tmp_path / "cache" / "cmem", models):
+        assert oct(stat.S_IMODE(folder.stat().st_mode)) == "0o700", folder
+    assert oct(stat.S_IMODE((models / "minilm.gguf").stat().st_mode)) == "0o600"
     assert report["role"] == "embed" and report["pooling"] == "mean"
     # no embedding model was usable, so the import configured this one
     assert "minilm.gguf is now the embedder" in err

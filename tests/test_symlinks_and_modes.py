@@ -95,6 +95,24 @@ def test_doctor_reports_and_fixes_loose_modes_left_by_older_versions(cli, home):
     assert cli("doctor").exit_code == 0
 
 
+def test_doctor_tightens_the_model_cache_older_versions_left_readable(cli, home, tmp_path):
+    cache = tmp_path / "cache" / "cmem"  # the home fixture's XDG_CACHE_HOME
+    (cache / "models").mkdir(parents=True)
+    for folder in (cache, cache / "models"):
+        folder.chmod(0o755)
+    model = cache / "models" / "minilm.gguf"
+    model.write_bytes(b"GGUF")
+    model.chmod(0o644)
+    assert cli("add", "-t", "one").exit_code == 0
+    modes = {c["name"]: c for c in cli("doctor", "--json").json()["checks"]}["private modes"]
+    assert modes["status"] == "fail"
+    assert sorted(modes["paths"]) == sorted([str(cache), str(cache / "models"), str(model)])
+    assert cli("doctor", "--fix").exit_code == 0
+    assert stat.S_IMODE(cache.stat().st_mode) == 0o700
+    assert stat.S_IMODE(model.stat().st_mode) == 0o600
+    assert stat.S_IMODE((cache / "models").stat().st_mode) == 0o700
+
+
 def test_a_symlink_retargeted_outside_drops_its_document_from_the_index(cli, home, tmp_path):
     notes = tmp_path / "notes"
     write(notes, "inside.md", "# Inside\n\nharmless words\n")

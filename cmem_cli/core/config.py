@@ -122,6 +122,23 @@ class Config:
                 raise StorageError(f"{directory} is not writable")
 
 
+def make_private_dirs(directory: Path) -> None:
+    """Create ``directory`` and each missing folder above it, every one 0700; existing folders keep their mode.
+
+    ``Path.mkdir(parents=True, mode=...)`` gives the mode to the last folder only: the ones above it get
+    the umask's 0755, and a model cache or download folder would be readable by every user. (The XDG base
+    directory spec asks the same of a base folder a program has to create.)
+    """
+    missing: list[Path] = []
+    folder = directory
+    while not folder.is_dir() and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    for folder in reversed(missing):
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(folder, DIR_MODE)
+
+
 def _make_private_dirs(top: Path, directory: Path) -> None:
     """Create ``top`` and the folders from it down to ``directory``, each 0700."""
     folder = top
@@ -217,5 +234,6 @@ __all__ = [
     "default_project",
     "default_session",
     "load_config",
+    "make_private_dirs",
     "resolve_home",
 ]
