@@ -69,7 +69,7 @@ def main() -> None:
     )
     parser.add_argument("--model", required=True)
     parser.add_argument("--work", required=True, help="the homes bench/retrieval.py built (--work)")
-    parser.add_argument("--sets", default="scifact,madial,locomo-obs,locomo-turns,cosqa")
+    parser.add_argument("--sets", default="scifact,madial,locomo-obs,locomo-turns,cosqa,stdlib-code")
     parser.add_argument("--split", default="test")
     args = parser.parse_args()
     report = {name: calibrate(name, Path(args.work), args.model, args.split) for name in args.sets.split(",")}

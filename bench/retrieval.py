@@ -135,6 +135,61 @@ def cosqa(split: str) -> dict[str, Any]:
     return {"docs": docs, "queries": queries, "qrels": qrels}
 
 
+STDLIB_SKIP = {"test", "tests", "idlelib", "lib2to3", "site-packages", "turtledemo", "ensurepip", "pydoc_data",
+               "tkinter", "distutils"}  # fmt: skip
+
+
+def stdlib_code(split: str, max_docs: int = 4000, n_queries: int = 400, seed: int = 13) -> dict[str, Any]:
+    """Python's own standard library as a second set of code (CodeSearchNet's construction): each function
+    with a docstring becomes an observation titled by its name, its code without the docstring as
+    narrative; the docstring's first sentence is the question. Built from the running interpreter's
+    library (PSF licence) at run time; a fixed seed picks the functions and the questions."""
+    import ast
+    import random
+    import re
+    import sysconfig
+
+    root = Path(sysconfig.get_paths()["stdlib"])
+    found: dict[str, tuple[str, str, str, str]] = {}  # lower case (unique) -> (id, name, code, question)
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root)
+        if STDLIB_SKIP & set(rel.parts) or rel.name.startswith("test_"):
+            continue
+        try:
+            source = path.read_text(encoding="utf-8")
+            tree = ast.parse(source)
+        except (SyntaxError, UnicodeDecodeError, ValueError):
+            continue
+        lines = source.splitlines()
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            doc = ast.get_docstring(node)
+            if not doc or not isinstance(node.body[0], ast.Expr) or node.end_lineno is None:
+                continue
+            paragraph = " ".join(doc.strip().split("\n\n", 1)[0].split())
+            sentence = re.match(r"(.+?[.!?])(\s|$)", paragraph)
+            question = (sentence.group(1) if sentence else paragraph).strip()
+            if len(question.split()) < 4 or len(question) > 300 or question.lower() in found:
+                continue
+            first = (node.decorator_list[0].lineno if node.decorator_list else node.lineno) - 1
+            docstring = node.body[0]
+            body = lines[first : docstring.lineno - 1] + lines[docstring.end_lineno or 0 : node.end_lineno]
+            indent = min((len(line) - len(line.lstrip()) for line in body if line.strip()), default=0)
+            code = "\n".join(line[indent:] for line in body)
+            if sum(1 for line in body if line.strip()) < 3 or len(code) > 4000:
+                continue
+            found[question.lower()] = (f"{rel.as_posix()}:{node.lineno}", node.name, code, question)
+    rng = random.Random(seed)
+    picked = rng.sample(sorted(found.values()), min(max_docs, len(found)))
+    docs = [(i, {"title": name, "narrative": code, "type": "discovery", "project": "code"})
+            for i, name, code, _ in picked]  # fmt: skip
+    asked = rng.sample(picked, min(n_queries, len(picked)))
+    queries = [(f"q{n}", question, None) for n, (_, _, _, question) in enumerate(asked)]
+    qrels = {f"q{n}": {i: 1} for n, (i, _, _, _) in enumerate(asked)}
+    return {"docs": docs, "queries": queries, "qrels": qrels}
+
+
 SETS: dict[str, Callable[[str], dict[str, Any]]] = {
     "scifact": scifact,
     "madial": madial,
@@ -142,6 +197,7 @@ SETS: dict[str, Callable[[str], dict[str, Any]]] = {
     "locomo-obs": lambda split: locomo("observations"),
     "locomo-turns": lambda split: locomo("turns"),
     "cosqa": cosqa,
+    "stdlib-code": stdlib_code,
 }
 
 
@@ -287,7 +343,7 @@ def _recording_fusion(into: list[dict[str, Any]]) -> Iterator[None]:
         into.append(
             {
                 "lists": {name: list(items) for name, items in lists.items()},
-                "signals": {name: [s.kind, s.idf_sum] for name, s in (signals or {}).items()},
+                "signals": {name: list(s) for name, s in (signals or {}).items()},
             }
         )
         return real(lists, signals, **kwargs)
@@ -342,7 +398,7 @@ def main() -> None:
     parser.add_argument(
         "--model", required=True, help="GGUF embedding model (e.g. MiniLM from cmem models import)"
     )
-    parser.add_argument("--sets", default="scifact,madial,locomo-obs,locomo-turns,cosqa")
+    parser.add_argument("--sets", default="scifact,madial,locomo-obs,locomo-turns,cosqa,stdlib-code")
     parser.add_argument("--split", default="test", help="SciFact qrels split (test or train)")
     parser.add_argument("--modes", default=",".join(MODES))
     parser.add_argument("--work", help="keep built homes here (reused by later runs)")
