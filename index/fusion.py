@@ -47,6 +47,7 @@ class FusionParams(NamedTuple):
     rrf_k: float = 60.0
     trust: float = 0.0  # per-query weight ~ (how decisive the kind's list is) ** trust; 0 = fixed weights
     decisive_at: int = 50  # a list's decisiveness: its best normalised score less the one at this rank
+    code_keyword: float = 0.5  # how much a keyword list of code counts for a question in words (codelike)
     relative: bool = (
         True  # order hybrid hits by each list's standardised scores (see :func:`_relative_order`)
     )
@@ -59,10 +60,13 @@ DEFAULT_PARAMS = FusionParams()
 
 
 class Signal(NamedTuple):
-    """How to read one list: its kind and, for keyword lists, the query's IDF sum in that list's index."""
+    """How to read one list: its kind and, for keyword lists, the query's IDF sum in that list's index and
+    the share of its first hits that are source code matched by a question in words
+    (:mod:`cmem_index.codelike`; 0 when the query names an identifier)."""
 
     kind: str = KEYWORD
     idf_sum: float | None = None
+    code_share: float = 0.0
 
 
 class SignalScore:
@@ -181,7 +185,7 @@ def fuse(
         hit.score = sum(weights.get(kind, 0.0) * value for kind, value in best.items()) / total_weight
         hit.order = hit.score
     if method != "rrf" and params.relative:
-        _relative_order(hits, lists, specs, norms, params.decisive_at)
+        _relative_order(hits, lists, specs, norms, params.decisive_at, params.code_keyword)
     return sorted(hits.values(), key=lambda h: (-h.order, -h.score, h.key))
 
 
@@ -194,6 +198,7 @@ def _relative_order(
     specs: Mapping[str, Signal],
     norms: Mapping[str, list[float]],
     decisive_at: int,
+    code_keyword: float = 1.0,
 ) -> None:
     """Order by how far a hit stands above each list's own crowd, weighted by how decisive that list is.
 
@@ -204,12 +209,15 @@ def _relative_order(
     did not find, or found past its first hits, takes the list's lowest z). A kind with several lists (the
     index's BM25 and the store's over the same observations: two views of the words) takes their mean, and
     each kind is weighted by its decisiveness (best normalised score less the one at rank ``decisive_at``),
-    so two kinds equally decisive weigh the same. The one constant, ``decisive_at``, was chosen
-    leave-one-set-out (bench/fusion_loso.py). With one kind of list (keyword or vector search, or a query one
-    side found nothing for) the evidence order stands. docs/retrieval.md has the measurements.
+    so two kinds equally decisive weigh the same. A keyword list whose first hits are source code, for a
+    question in words, counts ``code_keyword`` as much (in proportion to the share of code): there its words
+    match by accident. The constants ``decisive_at`` and ``code_keyword`` were chosen leave-one-set-out
+    (bench/fusion_loso.py). With one kind of list (keyword or vector search, or a query one side found
+    nothing for) the evidence order stands. docs/retrieval.md has the measurements.
     """
     per_list: dict[str, list[tuple[dict[str, float], float]]] = {}
     decisive: dict[str, float] = {}
+    code: dict[str, float] = {}
     for name, items in lists.items():
         kind = specs[name].kind
         if not items:
@@ -223,8 +231,11 @@ def _relative_order(
             z.setdefault(key, max(lowest, (float(raw) - mean) / spread))
         per_list.setdefault(kind, []).append((z, lowest))
         decisive[kind] = max(decisive.get(kind, 0.0), _decisiveness(norms[name], decisive_at))
+        code[kind] = max(code.get(kind, 0.0), specs[name].code_share)
     if len(per_list) < 2:
         return
+    for kind, share in code.items():  # the index's list knows its hits' text; the kind is discounted
+        decisive[kind] *= 1.0 - share * (1.0 - code_keyword)
     total = sum(decisive.values())
     weight = {kind: (d / total if total else 1.0 / len(per_list)) for kind, d in decisive.items()}
     for hit in hits.values():

@@ -113,6 +113,14 @@ def keyword(store: IndexStore, query: str, filters: DocFilters, limit: int) -> l
     return [DocHit(doc_id, chunk_id, -rank) for doc_id, chunk_id, rank in rows]
 
 
+def chunk_texts(store: IndexStore, chunk_ids: Sequence[int]) -> list[str]:
+    """The text of these chunks (any order; ids not found are left out)."""
+    if not chunk_ids:
+        return []
+    marks = ",".join("?" * len(chunk_ids))
+    return [text for (text,) in store.rows(f"SELECT text FROM chunks WHERE id IN ({marks})", list(chunk_ids))]
+
+
 def query_idf(store: IndexStore, query: str) -> float:
     """Sum of the BM25 IDFs of the query's terms in this index: the scale of a perfect keyword match.
 

@@ -16,6 +16,7 @@ from typing import Any
 from cmem_cli.core.config import Config
 from cmem_cli.core.errors import CmemError, ModelError, UsageError
 from cmem_index import retrieve
+from cmem_index.codelike import code_share, names_identifier
 from cmem_index.fusion import (
     DEFAULT_PARAMS,
     KEYWORD,
@@ -34,6 +35,7 @@ from cmem_index.store import IndexStore
 MODES = ("auto", "keyword", "vector", "hybrid")
 RERANK_CANDIDATES = 20
 CANDIDATES = 100  # per retriever, before fusion
+CODE_HEAD = 10  # the keyword hits whose text says whether the list ranks code (cmem_index.codelike)
 ALL_CANDIDATES = 1_000_000  # per retriever when every hit is asked for (the vector side stops at MAX_K)
 SNIPPET_CHARS = 240
 
@@ -182,7 +184,8 @@ def hybrid(
             capped = capped or len(hits) >= candidates
             lists[KEYWORD] = _keyed(store, hits, rows)
             idf = _idf(store, query, notes) if hits else 0.0
-            signals[KEYWORD] = Signal(KEYWORD, idf or None)
+            share = _code_share(store, query, hits) if query_vector is not None else 0.0
+            signals[KEYWORD] = Signal(KEYWORD, idf or None, share)
         if store is not None and query_vector is not None:
             hits = _guard(
                 lambda: retrieve.vector(store, query_vector, doc_filters, candidates), notes, "vector search"
@@ -249,6 +252,14 @@ def _idf(store: IndexStore, query: str, notes: list[str]) -> float:
     except CmemError as exc:
         notes.append(f"keyword scores uncalibrated: {exc.message}")
         return 0.0
+
+
+def _code_share(store: IndexStore, query: str, hits: Sequence[DocHit]) -> float:
+    """The share of the keyword list's first hits that are source code, for a question in words (0 when the
+    query names an identifier): how far fusion discounts the keyword list (``cmem_index.codelike``)."""
+    if not hits or names_identifier(query):
+        return 0.0
+    return code_share(retrieve.chunk_texts(store, [hit.chunk_id for hit in hits[:CODE_HEAD]]))
 
 
 def _has_vectors(store: IndexStore) -> bool:
