@@ -87,22 +87,32 @@ def madial(split: str, labels: bool = False) -> dict[str, Any]:
     return {"docs": docs, "queries": queries, "qrels": qrels}
 
 
-def _locomo_date(text: str) -> str:
-    """LoCoMo's session dates ("8:56 pm on 20 July, 2023") as ISO, what a user's import would store."""
-    from datetime import datetime
+def _locomo_date(text: str, seconds: int = 0) -> str:
+    """LoCoMo's session dates ("8:56 pm on 20 July, 2023") as ISO, what a user's import would store; a turn
+    ``seconds`` after its session's start, so the turns keep their order."""
+    from datetime import datetime, timedelta
 
-    return datetime.strptime(text, "%I:%M %p on %d %B, %Y").isoformat()
+    return (datetime.strptime(text, "%I:%M %p on %d %B, %Y") + timedelta(seconds=seconds)).isoformat()
+
+
+def _locomo_order(item: dict[str, Any]) -> tuple[str, int, int]:
+    """(conversation, session, turn): a turn's place in its dialogue (``D3:12``); observations keep their
+    session's time (turn 0)."""
+    turn = item.get("dia_id", "").partition(":")[2]
+    return item["conversation"], int(item["session"]), int(turn) if turn.isdigit() else 0
 
 
 def locomo(kind: str) -> dict[str, Any]:
     """LoCoMo dev half: each turn (``Speaker: text``) or extracted observation becomes an observation in the
-    conversation's project, dated by its session; questions search their own conversation."""
+    conversation's project and its session, dated by the session (turns a second apart, in order, as an
+    import of the chat would store them); questions search their own conversation."""
     root = DATA / "locomo-dev"
     docs = []
-    for item in _jsonl(root / f"{kind}.jsonl"):
+    for item in sorted(_jsonl(root / f"{kind}.jsonl"), key=_locomo_order):
         text = f"{item['speaker']}: {item['text']}" if kind == "turns" else item["text"]
         record = {"title": text[:500], "type": "discovery", "project": item["conversation"],
-                  "created_at": _locomo_date(item["date"])}  # fmt: skip
+                  "session": f"{item['conversation']}-s{item['session']}",
+                  "created_at": _locomo_date(item["date"], _locomo_order(item)[2])}  # fmt: skip
         if len(text) > 500:
             record["narrative"] = text
         docs.append((item["id"], record))
