@@ -320,10 +320,55 @@ def search(
         if explain:
             row["signals"] = _signals_json(hit.signals)
         rows.append(row)
-    if order != "relevance":
+    found_rows = len(rows)
+    if order == "relevance":
+        rows = with_replies(store, rows, filters, head=min(window or REPLY_HEAD, REPLY_HEAD), explain=explain)
+    else:
         rows.sort(key=lambda r: r["created_at"] or "", reverse=order == "newest")
-    total = max(results.total - (len(results) - len(rows)), len(rows))  # less what the store no longer has
+    total = max(results.total - (len(results) - found_rows), found_rows) + len(rows) - found_rows
     return SearchPage(rows[offset:window], results.mode, results.notes, total, results.capped or store_capped)
+
+
+REPLY_HEAD = 100  # the rows whose questions bring their replies along
+
+
+def with_replies(
+    store: Store, rows: list[dict[str, Any]], filters: Filters, *, head: int, explain: bool = False
+) -> list[dict[str, Any]]:
+    """Each bare question among the first ``head`` rows followed by the next observation of its session.
+
+    In a conversation kept turn by turn, the turn that matches a question best is often the same question
+    asked in the chat ("Which team did you sign with?"); the answer is the reply after it, which shares few
+    words with the question. So a found question brings its reply along, right after it, with its score
+    (the reply keeps its own score when it was found too, and its place when that is higher). Only an
+    observation that is nothing but a question (a title with a question mark, no narrative or facts) in a
+    session counts; the reply must match the search's filters. docs/retrieval.md has the measurements.
+    """
+    asking = [r["id"] for r in rows[:head] if r["kind"] == "observation" and "?" in (r["title"] or "")]
+    replies = store.replies(asking, filters)
+    if not replies:
+        return rows
+    found = {r["id"]: r for r in rows if r["kind"] == "observation"}
+    out: list[dict[str, Any]] = []
+    placed: set[int] = set()
+    for row in rows:
+        is_observation = row["kind"] == "observation"
+        if is_observation and row["id"] in placed:
+            continue
+        out.append(row)
+        if not is_observation:
+            continue
+        placed.add(row["id"])
+        reply = replies.get(row["id"])
+        if reply is None or reply["id"] in placed:
+            continue
+        follower = found.get(reply["id"]) or {**observation_row(reply), "score": row["score"]}
+        if explain:
+            mark = {"rank": len(out), "score": row["score"], "norm": row["score"]}  # the question's rank
+            follower = {**follower, "signals": {**follower.get("signals", {}), "reply": mark}}
+        out.append(follower)
+        placed.add(reply["id"])
+    return out
 
 
 def _summary_by_path(store: Store, path: str) -> dict[str, Any] | None:
