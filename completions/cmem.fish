@@ -79,7 +79,7 @@ complete -c cmem -n '__fish_seen_subcommand_from search' -l mode -r -f -a 'auto 
 complete -c cmem -n '__fish_seen_subcommand_from search' -l rerank -l no-rerank -d 'Rerank the top 20 with the reranker model (default: when one is config'
 complete -c cmem -n '__fish_seen_subcommand_from search' -l min-score -r -F -d 'Drop hits scoring below this (0..1; default: calibrated, see docs/retr'
 complete -c cmem -n '__fish_seen_subcommand_from search' -l collection -s c -r -F -d 'Only this collection (repeatable; \'memories\' is cmem\'s own).'
-complete -c cmem -n '__fish_seen_subcommand_from search' -l explain -d 'Show each signal\'s rank and score.'
+complete -c cmem -n '__fish_seen_subcommand_from search' -l explain -d 'Show each signal\'s rank and score (reply#N: the reply to the question '
 complete -c cmem -n '__fish_seen_subcommand_from search' -l all -d 'Every hit above the cut-off (same as -n 0).'
 complete -c cmem -n '__fish_seen_subcommand_from search' -l json -d 'Output JSON.'
 complete -c cmem -n '__fish_seen_subcommand_from search' -l format -s f -r -f -a 'table plain json ndjson csv ids md' -d 'Output format. Default: table on a terminal, plain (tab-separated) whe'
