@@ -1,4 +1,5 @@
-"""A bare question found by search brings along the next memory of its session: the reply that answers it."""
+"""A bare question found by search brings the next memory of its session, the reply that answers it, just
+before it."""
 
 from __future__ import annotations
 
@@ -28,10 +29,10 @@ def _search(cli, *args):
     return result.json()
 
 
-def test_the_reply_to_a_found_question_follows_it(cli, chat):
+def test_the_reply_to_a_found_question_comes_just_before_it(cli, chat):
     rows = _search(cli, "which team did Tim sign with")
-    assert [r["id"] for r in rows[:2]] == [chat[0], chat[1]]
-    assert rows[1]["score"] == rows[0]["score"]  # the reply shares no word with the question
+    assert [r["id"] for r in rows[:2]] == [chat[1], chat[0]]
+    assert rows[0]["score"] == rows[1]["score"]  # the reply shares no word with the question
     assert chat[3] not in [r["id"] for r in rows]  # another session's next turn is not a reply
 
 
@@ -61,12 +62,12 @@ def test_the_reply_must_match_the_filters(cli, chat):
     titles = [r["title"] for r in _search(cli, "which city", "--type", "change")]
     assert titles == ["Tim: Which city do they play in?"]
     titles = [r["title"] for r in _search(cli, "which city")]
-    assert titles == ["Tim: Which city do they play in?", "John: Minneapolis."]
+    assert titles == ["John: Minneapolis.", "Tim: Which city do they play in?"]
 
 
 def test_explain_says_which_question_a_reply_follows(cli, chat):
     rows = _search(cli, "which team did Tim sign with", "--explain")
-    assert rows[1]["signals"] == {"reply": {"rank": 1, "score": rows[0]["score"], "norm": rows[0]["score"]}}
+    assert rows[0]["signals"] == {"reply": {"rank": 2, "score": rows[1]["score"], "norm": rows[1]["score"]}}
 
 
 def test_a_listing_by_date_brings_no_replies(cli, chat):

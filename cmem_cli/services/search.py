@@ -335,12 +335,12 @@ REPLY_HEAD = 100  # the rows whose questions bring their replies along
 def with_replies(
     store: Store, rows: list[dict[str, Any]], filters: Filters, *, head: int, explain: bool = False
 ) -> list[dict[str, Any]]:
-    """Each bare question among the first ``head`` rows followed by the next observation of its session.
+    """Each bare question among the first ``head`` rows preceded by the next observation of its session.
 
     In a conversation kept turn by turn, the turn that matches a question best is often the same question
     asked in the chat ("Which team did you sign with?"); the answer is the reply after it, which shares few
-    words with the question. So a found question brings its reply along, right after it, with its score
-    (the reply keeps its own score when it was found too, and its place when that is higher). Only an
+    words with the question, and the question itself holds no information. So a found question brings its
+    reply, placed just before it with the question's score (a reply found higher keeps its place). Only an
     observation that is nothing but a question (a title with a question mark, no narrative or facts) in a
     session counts; the reply must match the search's filters. docs/retrieval.md has the measurements.
     """
@@ -355,19 +355,25 @@ def with_replies(
         is_observation = row["kind"] == "observation"
         if is_observation and row["id"] in placed:
             continue
+        reply = replies.get(row["id"]) if is_observation else None
+        if reply is not None and reply["id"] not in placed:
+            earlier = found.get(reply["id"])
+            answer = {
+                **(earlier or observation_row(reply)),
+                "score": max(row["score"], (earlier or row)["score"]),
+            }
+            if explain:
+                mark = {
+                    "rank": len(out) + 2,
+                    "score": row["score"],
+                    "norm": row["score"],
+                }  # the question's row
+                answer["signals"] = {**answer.get("signals", {}), "reply": mark}
+            out.append(answer)
+            placed.add(reply["id"])
         out.append(row)
-        if not is_observation:
-            continue
-        placed.add(row["id"])
-        reply = replies.get(row["id"])
-        if reply is None or reply["id"] in placed:
-            continue
-        follower = found.get(reply["id"]) or {**observation_row(reply), "score": row["score"]}
-        if explain:
-            mark = {"rank": len(out), "score": row["score"], "norm": row["score"]}  # the question's rank
-            follower = {**follower, "signals": {**follower.get("signals", {}), "reply": mark}}
-        out.append(follower)
-        placed.add(reply["id"])
+        if is_observation:
+            placed.add(row["id"])
     return out
 
 
