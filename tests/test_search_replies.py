@@ -1,5 +1,5 @@
-"""A bare question found by search brings the next memory of its session, the reply that answers it, just
-before it."""
+"""A bare question found by search is preceded by the next memory of its session, the reply that answers it,
+when that reply is a hit of its own."""
 
 from __future__ import annotations
 
@@ -8,12 +8,13 @@ import pytest
 
 @pytest.fixture
 def chat(cli):
-    """Two sessions of a chat kept turn by turn, and a question written down as a memory of its own."""
+    """Two sessions of a chat kept turn by turn."""
     turns = [
         ("s-one", "Tim: Congrats on the new contract! Which team did you sign with?"),
-        ("s-one", "John: The Wolves, as a shooting guard. The season opener is next week."),
-        ("s-one", "Tim: Amazing, good luck with the opener."),
-        ("s-two", "John: My knee is better, thanks for asking."),
+        ("s-one", "John: The Wolves signed me as a shooting guard. The opener is next week."),
+        ("s-one", "Tim: Amazing, good luck with the opener, and with the team!"),
+        ("s-two", "John: Did you sign up for the marathon? Which team will you run with?"),
+        ("s-two", "Tim: Not yet, my knee still hurts."),
     ]
     ids = []
     for session, title in turns:
@@ -23,53 +24,59 @@ def chat(cli):
     return ids
 
 
-def _search(cli, *args):
+def _ids(cli, *args):
     result = cli("search", *args, "--json")
     assert result.exit_code == 0, result.stderr
-    return result.json()
+    return [row["id"] for row in result.json()]
 
 
-def test_the_reply_to_a_found_question_comes_just_before_it(cli, chat):
-    rows = _search(cli, "which team did Tim sign with")
-    assert [r["id"] for r in rows[:2]] == [chat[1], chat[0]]
-    assert rows[0]["score"] == rows[1]["score"]  # the reply shares no word with the question
-    assert chat[3] not in [r["id"] for r in rows]  # another session's next turn is not a reply
+def test_a_reply_found_further_down_moves_up_to_just_before_its_question(cli, chat):
+    plain = _ids(cli, "which team did you sign with", "--order", "newest")
+    assert chat[1] in plain  # the reply matches "sign" (signed) only: found, but far down by relevance
+    ids = _ids(cli, "which team did you sign with")
+    first_question = min(ids.index(chat[0]), ids.index(chat[3]))
+    assert ids.index(chat[1]) + 1 == ids.index(chat[0])
+    assert ids.index(chat[1]) <= first_question
+    assert len(ids) == len(set(ids)) == len(plain)  # moved, not added
 
 
-def test_a_reply_found_on_its_own_is_listed_once(cli, chat):
-    ids = [r["id"] for r in _search(cli, "Wolves shooting guard team")]  # the question matches "team" only
-    assert ids[:2] == [chat[1], chat[0]]
-    assert ids.count(chat[1]) == 1
+def test_a_reply_that_is_no_hit_is_not_brought_in(cli, chat):
+    ids = _ids(cli, "which team did you sign with")
+    assert chat[4] not in ids  # the answer to the other question shares nothing with the query
 
 
 def test_only_a_bare_question_in_a_session_brings_its_reply(cli):
-    asked = cli(
+    first = cli(
         "add", "Why does the hook time out?", "-p", "p", "--session", "s", "--narrative", "Lock held."
     )
-    after = cli("add", "Unrelated: bumped the linter", "-p", "p", "--session", "s")
-    alone = cli("add", "Where do the nightly backups go?", "-p", "p")
-    assert {asked.exit_code, after.exit_code, alone.exit_code} == {0}
-    assert [r["id"] for r in _search(cli, "hook time out")] == [int(asked.stdout)]
-    assert [r["id"] for r in _search(cli, "nightly backups")] == [int(alone.stdout)]
+    second = cli("add", "Raised the hook's limit", "-p", "p", "--session", "s")
+    assert {first.exit_code, second.exit_code} == {0}
+    assert _ids(cli, "why does the hook time out") == [int(first.stdout), int(second.stdout)]
 
 
-def test_the_reply_must_match_the_filters(cli, chat):
-    assert cli("add", "Tim: Which city do they play in?", "-p", "chat", "--session", "s-three").exit_code == 0
-    assert (
-        cli("add", "John: Minneapolis.", "-p", "chat", "--session", "s-three", "--type", "bugfix").exit_code
-        == 0
+def test_the_reply_must_match_the_filters(cli):
+    asked = cli("add", "Tim: Which city do they play in?", "-p", "chat", "--session", "s-three")
+    reply = cli(
+        "add", "John: That city is Minneapolis.", "-p", "chat", "--session", "s-three", "--type", "bugfix"
     )
-    titles = [r["title"] for r in _search(cli, "which city", "--type", "change")]
-    assert titles == ["Tim: Which city do they play in?"]
-    titles = [r["title"] for r in _search(cli, "which city")]
-    assert titles == ["John: Minneapolis.", "Tim: Which city do they play in?"]
+    assert {asked.exit_code, reply.exit_code} == {0}
+    assert _ids(cli, "which city do they play in") == [int(reply.stdout), int(asked.stdout)]
+    assert _ids(cli, "which city do they play in", "--type", "change") == [int(asked.stdout)]
 
 
-def test_explain_says_which_question_a_reply_follows(cli, chat):
-    rows = _search(cli, "which team did Tim sign with", "--explain")
-    assert rows[0]["signals"] == {"reply": {"rank": 2, "score": rows[1]["score"], "norm": rows[1]["score"]}}
+def test_explain_says_which_question_a_reply_precedes(cli, chat):
+    result = cli("search", "which team did you sign with", "--explain", "--json")
+    rows = result.json()
+    at = [row["id"] for row in rows].index(chat[1])
+    question = rows[at + 1]
+    assert rows[at]["signals"]["reply"] == {
+        "rank": at + 2,
+        "score": question["score"],
+        "norm": question["score"],
+    }
+    assert rows[at]["signals"]["store"]["rank"] > question["signals"]["store"]["rank"]  # a hit of its own
 
 
-def test_a_listing_by_date_brings_no_replies(cli, chat):
-    rows = _search(cli, "which team did Tim sign with", "--order", "newest")
-    assert [r["id"] for r in rows] == [chat[2], chat[0]]  # both name Tim; the reply names neither
+def test_a_listing_by_date_moves_no_replies(cli, chat):
+    ids = _ids(cli, "which team did you sign with", "--order", "newest")
+    assert ids == sorted(ids, reverse=True)

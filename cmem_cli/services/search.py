@@ -320,12 +320,11 @@ def search(
         if explain:
             row["signals"] = _signals_json(hit.signals)
         rows.append(row)
-    found_rows = len(rows)
     if order == "relevance":
         rows = with_replies(store, rows, filters, head=min(window or REPLY_HEAD, REPLY_HEAD), explain=explain)
     else:
         rows.sort(key=lambda r: r["created_at"] or "", reverse=order == "newest")
-    total = max(results.total - (len(results) - found_rows), found_rows) + len(rows) - found_rows
+    total = max(results.total - (len(results) - len(rows)), len(rows))  # less what the store no longer has
     return SearchPage(rows[offset:window], results.mode, results.notes, total, results.capped or store_capped)
 
 
@@ -335,20 +334,21 @@ REPLY_HEAD = 100  # the rows whose questions bring their replies along
 def with_replies(
     store: Store, rows: list[dict[str, Any]], filters: Filters, *, head: int, explain: bool = False
 ) -> list[dict[str, Any]]:
-    """Each bare question among the first ``head`` rows preceded by the next observation of its session.
+    """Each bare question among the first ``head`` rows preceded by its reply, when the reply is a hit too.
 
     In a conversation kept turn by turn, the turn that matches a question best is often the same question
-    asked in the chat ("Which team did you sign with?"); the answer is the reply after it, which shares few
-    words with the question, and the question itself holds no information. So a found question brings its
-    reply, placed just before it with the question's score (a reply found higher keeps its place). Only an
-    observation that is nothing but a question (a title with a question mark, no narrative or facts) in a
-    session counts; the reply must match the search's filters. docs/retrieval.md has the measurements.
+    asked in the chat ("Which team did you sign with?"); the answer is the reply after it (the next
+    observation of its session), which shares few words with the question, and the question itself holds
+    no information. So when the reply was found as well, however far down, it moves up to just before the
+    question, keeping its own score. A reply that is no hit of its own (nothing of the query in it, by
+    words or meaning) is not brought in. Only an observation that is nothing but a question (a title with a
+    question mark, no narrative or facts) in a session counts. docs/retrieval.md has the measurements.
     """
     asking = [r["id"] for r in rows[:head] if r["kind"] == "observation" and "?" in (r["title"] or "")]
-    replies = store.replies(asking, filters)
+    found = {r["id"]: r for r in rows if r["kind"] == "observation"}
+    replies = {q: r["id"] for q, r in store.replies(asking, filters).items() if r["id"] in found}
     if not replies:
         return rows
-    found = {r["id"]: r for r in rows if r["kind"] == "observation"}
     out: list[dict[str, Any]] = []
     placed: set[int] = set()
     for row in rows:
@@ -356,21 +356,17 @@ def with_replies(
         if is_observation and row["id"] in placed:
             continue
         reply = replies.get(row["id"]) if is_observation else None
-        if reply is not None and reply["id"] not in placed:
-            earlier = found.get(reply["id"])
-            answer = {
-                **(earlier or observation_row(reply)),
-                "score": max(row["score"], (earlier or row)["score"]),
-            }
+        if reply is not None and reply not in placed:
+            answer = found[reply]
             if explain:
                 mark = {
                     "rank": len(out) + 2,
                     "score": row["score"],
                     "norm": row["score"],
                 }  # the question's row
-                answer["signals"] = {**answer.get("signals", {}), "reply": mark}
+                answer = {**answer, "signals": {**answer.get("signals", {}), "reply": mark}}
             out.append(answer)
-            placed.add(reply["id"])
+            placed.add(reply)
         out.append(row)
         if is_observation:
             placed.add(row["id"])
