@@ -9,26 +9,18 @@ import stat
 import tempfile
 from pathlib import Path
 
-DIR_MODE = 0o700
+from cmem_cli.core.config import make_private_dirs
+
 FILE_MODE = 0o600
 TEMP_PREFIX = ".tmp-"  # an atomic write's temp file; one left behind is a killed writer's debris
 
 
 def ensure_dir(path: Path, root: Path | None = None) -> None:
-    """Create ``path`` and every missing parent with mode 0700 (``mkdir(parents=True, mode=...)`` gives the
-    mode to the last folder only). Below ``root``, refuse a folder that is a symlink: a write through a
-    symlinked project folder would land outside cmem's tree."""
-    missing: list[Path] = []
-    current = path
-    while not os.path.lexists(current) and current != current.parent:
-        missing.append(current)
-        current = current.parent
-    if root is not None:
-        refuse_symlinked_dirs(root, current)
-    for folder in reversed(missing):
-        with contextlib.suppress(FileExistsError):  # made by a concurrent writer meanwhile
-            os.mkdir(folder, DIR_MODE)
-    if root is not None and missing:
+    """Create ``path`` and every missing parent with mode 0700. Below ``root``, refuse a folder that is a
+    symlink: a write through a symlinked project folder would land outside cmem's tree."""
+    if root is None:
+        make_private_dirs(path)
+    elif make_private_dirs(path, check=lambda existing: refuse_symlinked_dirs(root, existing)):
         refuse_symlinked_dirs(root, path)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -115,37 +116,33 @@ class Config:
                     inside = directory == self.home or self.home in directory.parents
                     top = self.home if inside else directory
                     top.parent.mkdir(parents=True, exist_ok=True)
-                    _make_private_dirs(top, directory)
+                    make_private_dirs(directory)
             except OSError as exc:
                 raise StorageError(f"cannot create {directory}: {exc.strerror}") from None
             if not os.access(directory, os.W_OK | os.X_OK):
                 raise StorageError(f"{directory} is not writable")
 
 
-def make_private_dirs(directory: Path) -> None:
+def make_private_dirs(directory: Path, check: Callable[[Path], None] | None = None) -> bool:
     """Create ``directory`` and each missing folder above it, every one 0700; existing folders keep their mode.
+    Returns whether any folder was made.
 
     ``Path.mkdir(parents=True, mode=...)`` gives the mode to the last folder only: the ones above it get
-    the umask's 0755, and a model cache or download folder would be readable by every user. (The XDG base
-    directory spec asks the same of a base folder a program has to create.)
+    the umask's 0755, and a model cache or an export folder would be readable by every user. (The XDG base
+    directory spec asks the same of a base folder a program has to create.) ``check``, if given, sees the
+    deepest path that already exists before anything is made (the export refuses a symlinked folder there).
     """
     missing: list[Path] = []
     folder = directory
-    while not folder.is_dir() and folder != folder.parent:
+    while not os.path.lexists(folder) and folder != folder.parent:
         missing.append(folder)
         folder = folder.parent
+    if check is not None:
+        check(folder)
     for folder in reversed(missing):
-        with contextlib.suppress(FileExistsError):
+        with contextlib.suppress(FileExistsError):  # made by a concurrent writer meanwhile
             os.mkdir(folder, DIR_MODE)
-
-
-def _make_private_dirs(top: Path, directory: Path) -> None:
-    """Create ``top`` and the folders from it down to ``directory``, each 0700."""
-    folder = top
-    for part in ("", *directory.relative_to(top).parts):
-        folder = folder / part if part else folder
-        with contextlib.suppress(FileExistsError):
-            os.mkdir(folder, DIR_MODE)
+    return bool(missing)
 
 
 def _config_path(raw: dict[str, Any], key: str) -> str | None:
