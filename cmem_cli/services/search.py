@@ -346,7 +346,7 @@ def with_replies(
     """
     asking = [r["id"] for r in rows[:head] if r["kind"] == "observation" and "?" in (r["title"] or "")]
     found = {r["id"]: r for r in rows if r["kind"] == "observation"}
-    replies = {q: r["id"] for q, r in store.replies(asking, filters).items() if r["id"] in found}
+    replies = {q: r for q, r in store.replies(asking, filters).items() if r in found}
     if not replies:
         return rows
     out: list[dict[str, Any]] = []
@@ -358,12 +358,8 @@ def with_replies(
         reply = replies.get(row["id"]) if is_observation else None
         if reply is not None and reply not in placed:
             answer = found[reply]
-            if explain:
-                mark = {
-                    "rank": len(out) + 2,
-                    "score": row["score"],
-                    "norm": row["score"],
-                }  # the question's row
+            if explain:  # rank: the question's row, just after the reply
+                mark = {"rank": len(out) + 2, "score": row["score"], "norm": row["score"]}
                 answer = {**answer, "signals": {**answer.get("signals", {}), "reply": mark}}
             out.append(answer)
             placed.add(reply)

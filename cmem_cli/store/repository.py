@@ -265,29 +265,23 @@ class Store:
         rows = self.db.query(f"SELECT * FROM observations WHERE uid IN ({marks})", uids)
         return {row["uid"]: _decode(row) for row in rows}
 
-    def replies(self, obs_ids: list[int], filters: Filters) -> dict[int, dict[str, Any]]:
+    def replies(self, obs_ids: list[int], filters: Filters) -> dict[int, int]:
         """For each of these observations that is a bare question (its title asks, nothing more is written)
-        and belongs to a session: the next observation of that session matching ``filters``, by id."""
+        and belongs to a session: the id of the next observation of that session matching ``filters``."""
         if not obs_ids:
             return {}
-        marks = ", ".join("?" * len(obs_ids))
-        asking = self.db.query(
-            f"""SELECT id, session, created_at FROM observations WHERE id IN ({marks}) AND session IS NOT NULL
-                AND instr(title, '?') > 0 AND coalesce(narrative, '') = '' AND facts = '[]'""",
-            obs_ids,
-        )
         where, params = filters.sql("o")
-        found: dict[int, dict[str, Any]] = {}
-        for row in asking:
-            reply = self.db.query_one(
-                f"""SELECT o.* FROM observations o WHERE o.session = ?
-                    AND (o.created_at > ? OR (o.created_at = ? AND o.id > ?)) AND {where}
-                    ORDER BY o.created_at, o.id LIMIT 1""",
-                (row["session"], row["created_at"], row["created_at"], row["id"], *params),
-            )
-            if reply is not None:
-                found[row["id"]] = _decode(reply)
-        return found
+        marks = ", ".join("?" * len(obs_ids))
+        rows = self.db.query(
+            f"""SELECT q.id AS question, (
+                    SELECT o.id FROM observations o WHERE o.session = q.session
+                    AND (o.created_at > q.created_at OR (o.created_at = q.created_at AND o.id > q.id)) AND {where}
+                    ORDER BY o.created_at, o.id LIMIT 1) AS reply
+                FROM observations q WHERE q.id IN ({marks}) AND q.session IS NOT NULL
+                AND instr(q.title, '?') > 0 AND coalesce(q.narrative, '') = '' AND q.facts = '[]'""",
+            (*params, *obs_ids),
+        )
+        return {row["question"]: row["reply"] for row in rows if row["reply"] is not None}
 
     def observation_by_key(self, project: str, key: str) -> dict[str, Any] | None:
         return _decode(
