@@ -14,6 +14,9 @@ for a set comes from a fit that never saw it. Three families, each varying one t
 * ``evidence``: the order before issue 10 (the calibrated score), with its weights, cosine floor and
   per-query ``trust``.
 
+After fusion, the search's reply step is replayed (a bare question's reply, when a hit, moves to just
+before it; ``replies_first``), from the question -> reply pairs the dump records.
+
 Runs in a minute or two, so fusion can be iterated on without re-running the product.
 
     python bench/fusion_loso.py /tmp/cand.json [more dumps] [--json]
@@ -33,10 +36,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from retrieval import ndcg  # noqa: E402  (bench/retrieval.py, next to this file)
 
+from cmem_cli.services.search import replies_first  # noqa: E402
 from cmem_index.fusion import DEFAULT_PARAMS, KEYWORD, VECTOR, FusionParams, Signal, fuse  # noqa: E402
 
 Query = dict[str, Any]
 DEPTHS = (5, 10, 20, 30, 50, 75, 100)
+PAGE, DEPTH = 10, 50  # a 10-row search fuses 50 hits; the page's questions bring replies found among them
 CODE_KEYWORD = (0.25, 0.5, 0.75, 1.0)  # how much a keyword list of code counts for a question in words
 
 
@@ -47,7 +52,9 @@ def ranked(q: Query, params: FusionParams, kind: str | None = None) -> list[str]
     hits = fuse(lists, signals, params=params)
     if kind is None:
         hits = [h for h in hits if h.score >= params.cutoff]
-    return [h.key for h in hits]
+    keys = [h.key for h in hits][:DEPTH]
+    asking = set(keys[:PAGE])
+    return replies_first(keys, {k: v for k, v in q.get("replies", {}).items() if k in asking})
 
 
 def evaluate(queries: list[Query], params: FusionParams, kind: str | None = None) -> float:
@@ -84,8 +91,10 @@ def load(paths: list[str]) -> dict[str, list[Query]]:
 
 
 def judged(entry: dict[str, Any]) -> list[Query]:
-    """A dumped set's queries that have relevance judgements."""
-    return [q for q in entry["queries"] if q["relevant"]]
+    """A dumped set's queries that have relevance judgements, each with the set's question -> reply pairs
+    (none in older dumps) so the search's reply step is replayed too."""
+    replies = entry.get("replies", {})
+    return [{**q, "replies": replies} for q in entry["queries"] if q["relevant"]]
 
 
 def leave_one_out(table: dict[str, list[float]]) -> dict[str, int]:

@@ -321,9 +321,10 @@ def evaluate(
             per_query.append(metrics(ranked, data["qrels"].get(qid, {})))
         results[mode] = {**mean(per_query), "ms/query": round(1000 * seconds / len(data["queries"]), 1)}
         print(f"{name:8} {mode:8} {results[mode]}", file=sys.stderr)
-    memory.close()
     if dump is not None:
         dump[name] = candidates(config, data, id_map, recorded)
+        dump[name]["replies"] = reply_pairs(memory.store, id_map)
+    memory.close()
     return {"results": results, "build": {k: v for k, v in info.items() if k != "ids"}}
 
 
@@ -376,6 +377,15 @@ def corpus_keys(config: Any, id_map: dict[str, str]) -> dict[str, str]:
     finally:
         db.close()
     return {f"obs:{uid}": id_map.get(str(obs), "") for obs, uid in rows}
+
+
+def reply_pairs(store: Any, id_map: dict[str, str]) -> dict[str, str]:
+    """Every bare question's reply (the search's reply rule, cmem_cli.services.search.with_replies), as
+    corpus ids, so the fusion tools can replay that step too."""
+    from cmem_cli.store.repository import Filters
+
+    pairs = store.replies(store.all_observation_ids(), Filters())
+    return {id_map[str(q)]: id_map[str(r)] for q, r in pairs.items() if str(q) in id_map and str(r) in id_map}
 
 
 def candidates(

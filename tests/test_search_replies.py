@@ -80,3 +80,12 @@ def test_explain_says_which_question_a_reply_precedes(cli, chat):
 def test_a_listing_by_date_moves_no_replies(cli, chat):
     ids = _ids(cli, "which team did you sign with", "--order", "newest")
     assert ids == sorted(ids, reverse=True)
+
+
+def test_replies_first_moves_each_present_reply_once_and_keeps_every_key():
+    from cmem_cli.services.search import replies_first
+
+    keys = ["q1", "x", "q2", "r1", "r2"]
+    assert replies_first(keys, {"q1": "r1", "q2": "r2"}) == ["r1", "q1", "x", "r2", "q2"]
+    assert replies_first(keys, {"q1": "absent"}) == keys  # nothing is brought in
+    assert replies_first(["r1", "q1"], {"q1": "r1"}) == ["r1", "q1"]  # already above its question

@@ -103,6 +103,14 @@ class Config:
             return Path(env).expanduser()
         return _xdg("XDG_CACHE_HOME", ".cache") / "cmem" / "models"
 
+    @property
+    def own_cache_dir(self) -> Path | None:
+        """cmem's own cache folder (``~/.cache/cmem``), kept private; None when ``CMEM_MODELS_DIR`` points
+        the models elsewhere, a folder that may be shared on purpose and is not cmem's to tighten."""
+        if os.environ.get("CMEM_MODELS_DIR"):
+            return None
+        return self.models_dir.parent
+
     def section(self, name: str) -> dict[str, Any]:
         value = self.raw.get(name, {})
         return value if isinstance(value, dict) else {}

@@ -151,7 +151,9 @@ def run_checks(memory: Any, *, fix: bool = False) -> dict[str, Any]:
     interrupted = [str(file.name) for file, _ in pending(memory.journal_dir)]
     debris = find_debris(memory.config.home, memory.export_root)
     debris_rel = [_display(p, memory.config.home) for p in debris]
-    loose = loose_modes([memory.config.home, memory.export_root, *_own_model_cache(memory.config)])
+    # older versions left 0755 folders and 0644 models in cmem's own cache
+    cache = memory.config.own_cache_dir
+    loose = loose_modes([memory.config.home, memory.export_root, *([cache] if cache else [])])
     loose_rel = [_display(p, memory.config.home) for p in loose]
     for name, items in (
         ("missing files", missing),
@@ -200,14 +202,6 @@ def _schema_objects() -> set[str]:
     names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'")}
     conn.close()
     return names
-
-
-def _own_model_cache(config: Any) -> list[Path]:
-    """cmem's own model cache (``$XDG_CACHE_HOME/cmem``), where older versions left 0755 folders and 0644
-    models; not a folder ``CMEM_MODELS_DIR`` names, which may be shared on purpose."""
-    import os
-
-    return [] if os.environ.get("CMEM_MODELS_DIR") else [config.models_dir.parent]
 
 
 def _display(path: Path, home: Path) -> str:

@@ -6,6 +6,7 @@ Commands render what these return; tests call them directly. Rows are JSON-ready
 from __future__ import annotations
 
 import re
+from collections.abc import Hashable
 from typing import Any, NamedTuple
 
 from cmem_cli.core.errors import InvalidInput, NotFound
@@ -349,23 +350,34 @@ def with_replies(
     replies = {q: r for q, r in store.replies(asking, filters).items() if r in found}
     if not replies:
         return rows
-    out: list[dict[str, Any]] = []
-    placed: set[int] = set()
-    for row in rows:
-        is_observation = row["kind"] == "observation"
-        if is_observation and row["id"] in placed:
+    keys = [(r["kind"], r["id"]) for r in rows]
+    by_key = dict(zip(keys, rows, strict=True))
+    order = replies_first(keys, {("observation", q): ("observation", r) for q, r in replies.items()})
+    out = [by_key[key] for key in order]
+    if explain:  # a moved reply is marked with its question's row, the next one
+        question_of = {reply: question for question, reply in replies.items()}
+        for rank, (row, nxt) in enumerate(zip(out, out[1:], strict=False), 1):
+            if row["kind"] == nxt["kind"] == "observation" and question_of.get(row["id"]) == nxt["id"]:
+                mark = {"rank": rank + 1, "score": nxt["score"], "norm": nxt["score"]}
+                out[rank - 1] = {**row, "signals": {**row.get("signals", {}), "reply": mark}}
+    return out
+
+
+def replies_first(keys: list[Hashable], replies: dict[Hashable, Hashable]) -> list[Hashable]:
+    """``keys`` with each question's reply (``replies``: question -> reply) moved to just before the
+    question, when the reply is among ``keys``; every key once. The benchmark replays this order."""
+    present = set(keys)
+    out: list[Hashable] = []
+    placed: set[Hashable] = set()
+    for key in keys:
+        if key in placed:
             continue
-        reply = replies.get(row["id"]) if is_observation else None
-        if reply is not None and reply not in placed:
-            answer = found[reply]
-            if explain:  # rank: the question's row, just after the reply
-                mark = {"rank": len(out) + 2, "score": row["score"], "norm": row["score"]}
-                answer = {**answer, "signals": {**answer.get("signals", {}), "reply": mark}}
-            out.append(answer)
+        reply = replies.get(key)
+        if reply is not None and reply in present and reply not in placed:
+            out.append(reply)
             placed.add(reply)
-        out.append(row)
-        if is_observation:
-            placed.add(row["id"])
+        out.append(key)
+        placed.add(key)
     return out
 
 
