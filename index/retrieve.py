@@ -127,25 +127,11 @@ def query_idf(store: IndexStore, query: str) -> float:
     Dividing a document's BM25 by it gives an absolute "how much of the query matched" that means the same
     for a two-word and a fifty-word query, which raw BM25 does not.
     """
-    tokens = query_tokens(query)
-    if not tokens:
-        return 0.0
-    stems = set()
-    name, *args = FTS_TOKENIZER.split()
-    tokenizer = store.conn.fts5_tokenizer(name, args)
-    for token in tokens:
-        for item in tokenizer(token.encode("utf-8"), _apsw_flag("FTS5_TOKENIZE_QUERY"), None):
-            stems.add(item[2])
+    stems = set(stems_of(store, query_tokens(query)).values())
     if not stems:
         return 0.0
-    store.conn.execute(
-        "CREATE VIRTUAL TABLE IF NOT EXISTS temp.chunks_vocab USING fts5vocab(main, chunks_fts, row)"
-    )
     total = int(store.scalar("SELECT count(*) FROM chunks") or 0)
-    marks = ",".join("?" * len(stems))
-    frequency = dict(
-        store.rows(f"SELECT term, doc FROM temp.chunks_vocab WHERE term IN ({marks})", sorted(stems))
-    )
+    frequency = chunk_counts(store, stems)
     # The two counts come from separate reads; an indexer committing in between can make a term's document
     # count exceed the chunk total, so clamp rather than take the log of a negative number.
     total = max([total, *frequency.values()])
@@ -154,6 +140,44 @@ def query_idf(store: IndexStore, query: str) -> float:
     return math.fsum(
         max(1e-6, math.log((total - n + 0.5) / (n + 0.5))) for n in (frequency.get(stem, 0) for stem in stems)
     )
+
+
+def stems_of(store: IndexStore, tokens: Sequence[str]) -> dict[str, str]:
+    """Each token's term as the index stores it (the FTS tokenizer's stem); tokens it drops are left out."""
+    name, *args = FTS_TOKENIZER.split()
+    tokenizer = store.conn.fts5_tokenizer(name, args)
+    stems: dict[str, str] = {}
+    for token in tokens:
+        for item in tokenizer(token.encode("utf-8"), _apsw_flag("FTS5_TOKENIZE_QUERY"), None):
+            stems.setdefault(token, item[2])
+    return stems
+
+
+def chunk_counts(store: IndexStore, stems: set[str]) -> dict[str, int]:
+    """How many of the index's chunks hold each term (FTS5's own statistics: no scan)."""
+    if not stems:
+        return {}
+    store.conn.execute(
+        "CREATE VIRTUAL TABLE IF NOT EXISTS temp.chunks_vocab USING fts5vocab(main, chunks_fts, row)"
+    )
+    marks = ",".join("?" * len(stems))
+    return dict(store.rows(f"SELECT term, doc FROM temp.chunks_vocab WHERE term IN ({marks})", sorted(stems)))
+
+
+def scope_chunks(store: IndexStore, filters: DocFilters, token: str | None = None) -> int:
+    """How many chunks the filters let through (holding ``token``, when given)."""
+    where, params = filters.sql("d")
+    if token is None:
+        if not filters.active:
+            return int(store.scalar("SELECT count(*) FROM chunks") or 0)
+        sql = f"SELECT count(*) FROM chunks c CROSS JOIN documents d ON d.id = c.doc_id WHERE {where}"
+        return int(store.scalar(sql, params) or 0)
+    match = fts_query(token)
+    if match is None:
+        return 0
+    sql = f"""SELECT count(*) FROM chunks_fts CROSS JOIN chunks c ON c.id = chunks_fts.rowid
+              CROSS JOIN documents d ON d.id = c.doc_id WHERE chunks_fts MATCH ? AND {where}"""
+    return int(store.scalar(sql, [match, *params]) or 0)
 
 
 def vector(store: IndexStore, query_vector: bytes, filters: DocFilters, limit: int) -> list[DocHit]:

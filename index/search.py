@@ -30,6 +30,7 @@ from cmem_index.fusion import (
     stands_out,
 )
 from cmem_index.retrieve import DocFilters, DocHit
+from cmem_index.scope_words import splitting_words, without_words
 from cmem_index.store import IndexStore
 
 MODES = ("auto", "keyword", "vector", "hybrid")
@@ -176,7 +177,9 @@ def hybrid(
             mode == "auto" and store is not None and _has_vectors(store)
         )
         embedder = _usable_embedder(config, store, notes, required=mode == "vector") if want_vectors else None
-        query_vector = embed_search_query(embedder, query) if embedder is not None else None
+        query_vector = None
+        if embedder is not None:
+            query_vector = embed_search_query(embedder, _embedded_query(store, query, doc_filters, notes))
         if store is not None and mode != "vector":
             hits = _guard(
                 lambda: retrieve.keyword(store, query, doc_filters, candidates), notes, "keyword search"
@@ -252,6 +255,18 @@ def _idf(store: IndexStore, query: str, notes: list[str]) -> float:
     except CmemError as exc:
         notes.append(f"keyword scores uncalibrated: {exc.message}")
         return 0.0
+
+
+def _embedded_query(store: IndexStore | None, query: str, filters: DocFilters, notes: list[str]) -> str:
+    """The query as the embedder sees it: without the words that split the memories searched
+    (``cmem_index.scope_words``)."""
+    if store is None:
+        return query
+    try:
+        return without_words(query, splitting_words(store, query, filters))
+    except CmemError as exc:
+        notes.append(f"query words not weighed: {exc.message}")
+        return query
 
 
 def _code_share(store: IndexStore, query: str, hits: Sequence[DocHit]) -> float:
