@@ -379,6 +379,13 @@ def corpus_keys(config: Any, id_map: dict[str, str]) -> dict[str, str]:
     return {f"obs:{uid}": id_map.get(str(obs), "") for obs, uid in rows}
 
 
+def _corpus_signal(spec: list[Any], corpus: dict[str, str]) -> list[Any]:
+    """A recorded Signal with its per-hit evidence (``Signal.evidence``) keyed by corpus id like the lists."""
+    if len(spec) > 3 and spec[3]:
+        return [*spec[:3], {corpus.get(key, key): value for key, value in spec[3].items()}]
+    return spec
+
+
 def reply_pairs(store: Any, id_map: dict[str, str]) -> dict[str, str]:
     """Every bare question's reply (the search's reply rule, cmem_cli.services.search.with_replies), as
     corpus ids, so the fusion tools can replay that step too."""
@@ -400,12 +407,13 @@ def candidates(
         lists = {
             name: [(corpus.get(key, key), raw) for key, raw in items] for name, items in seen["lists"].items()
         }
+        signals = {name: _corpus_signal(spec, corpus) for name, spec in seen["signals"].items()}
         out.append(
             {
                 "qid": qid,
                 "relevant": data["qrels"].get(qid, {}),
                 "lists": lists,
-                "signals": seen["signals"],
+                "signals": signals,
             }
         )
     return {"queries": out}

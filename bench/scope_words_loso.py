@@ -4,9 +4,9 @@ The rule leaves out of the query's embedding the words held by ``SPLIT_FROM`` to
 searched. Changing them changes the vector list itself, so ``bench/fusion_loso.py`` (which re-fuses recorded
 lists) cannot replay it. This script takes a ``bench/retrieval.py --dump`` and its homes (``--work``), and for
 every point of a grid recomputes each query's vector list the way search does (the product's own
-``splitting_words``, ``without_words``, query embedding and sqlite-vec search), re-fuses it with the recorded
-keyword lists (``fusion_loso.ranked``: the default order, cut-off and reply step) and scores nDCG@10. For each
-set, the point with the best mean over the other sets is chosen and its figure on the held-out set reported.
+``splitting_words``, ``without_words``, query embedding and sqlite-vec search, the evidence reading the
+whole query's cosines), re-fuses it with the recorded keyword lists (``fusion_loso.ranked``: the default
+order, cut-off and reply step) and scores nDCG@10. For each set, the point with the best mean over the other sets is chosen and its figure on the held-out set reported.
 "off" is the search without the rule.
 
     python bench/scope_words_loso.py /tmp/D.json --work /tmp/cmem-bench --model MODEL.gguf [--json]
@@ -64,14 +64,23 @@ def vector_lists(name: str, work: Path, model: str, points: list[tuple[float, fl
                 embedded = scope_words.without_words(
                     text, scope_words.splitting_words(store, text, doc_filters)
                 )
-                key = (embedded, json.dumps(filters, sort_keys=True))
+                key = (embedded, text, json.dumps(filters, sort_keys=True))
                 if key not in cache:
                     vector = embed_search_query(embedder, embedded)
                     scale = query_vector_scale(vector)
                     hits = retrieve.vector(store, vector, doc_filters, CANDIDATES)
-                    cache[key] = [
-                        (corpus.get(f"obs:{uid_of.get(h.doc_id)}", ""), h.score * scale) for h in hits
-                    ]
+                    found = [(corpus.get(f"obs:{uid_of.get(h.doc_id)}", ""), h.score * scale) for h in hits]
+                    evidence = None  # as search does: the evidence reads the whole query's cosines
+                    if embedded != text:
+                        whole = embed_search_query(embedder, text)
+                        cos = retrieve.cosines(store, whole, [h.chunk_id for h in hits])
+                        evidence = {
+                            corpus.get(f"obs:{uid_of.get(h.doc_id)}", ""): cos[h.chunk_id]
+                            * query_vector_scale(whole)
+                            for h in hits
+                            if h.chunk_id in cos
+                        }
+                    cache[key] = (found, evidence)
                 out[point][qid] = cache[key]
     finally:
         store.close()
@@ -89,7 +98,9 @@ def report(dump: dict[str, Any], work: Path, model: str) -> dict[str, Any]:
             scores = []
             for q in queries:
                 recorded = {k: v for k, v in q["lists"].items() if q["signals"][k][0] != fusion_loso.VECTOR}
-                replay = {**q, "lists": {**recorded, fusion_loso.VECTOR: lists[point][q["qid"]]}}
+                found, evidence = lists[point][q["qid"]]
+                signals = {**q["signals"], fusion_loso.VECTOR: [fusion_loso.VECTOR, None, 0.0, evidence]}
+                replay = {**q, "lists": {**recorded, fusion_loso.VECTOR: found}, "signals": signals}
                 scores.append(
                     retrieval.ndcg(fusion_loso.ranked(replay, fusion_loso.DEFAULT_PARAMS), q["relevant"])
                 )

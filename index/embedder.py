@@ -200,6 +200,11 @@ class Embedder:
         sequence = self._sequence(self.prompt.format_query(text))
         return unit(self._context.run_one(sequence, self.dim))
 
+    def query_vectors(self, texts: Sequence[str]) -> list[list[float]]:
+        """:meth:`query_vector` for a few texts, in one forward pass when they fit a batch."""
+        sequences = [self._sequence(self.prompt.format_query(text)) for text in texts]
+        return [unit(vector) for vector in self._context.run_few(sequences, self.dim)]
+
     def embed_texts(self, texts: Sequence[str]) -> np.ndarray:
         """Raw texts with no prompt at all (benchmarks, fidelity checks)."""
         import numpy as np

@@ -62,11 +62,15 @@ DEFAULT_PARAMS = FusionParams()
 class Signal(NamedTuple):
     """How to read one list: its kind and, for keyword lists, the query's IDF sum in that list's index and
     the share of its first hits that are source code matched by a question in words
-    (:mod:`cmem_index.codelike`; 0 when the query names an identifier)."""
+    (:mod:`cmem_index.codelike`; 0 when the query names an identifier). ``evidence``: for a vector list
+    found by the query embedded without some of its words (:mod:`cmem_index.scope_words`), each hit's
+    cosine to the whole query, which the evidence score reads instead: the calibration was fitted on
+    whole queries, and a shorter one lowers every cosine."""
 
     kind: str = KEYWORD
     idf_sum: float | None = None
     code_share: float = 0.0
+    evidence: Mapping[str, float] | None = None
 
 
 class SignalScore:
@@ -178,12 +182,17 @@ def fuse(
         if method == "rrf":
             hit.score = sum(1.0 / (params.rrf_k + s.rank) for s in hit.signals.values())
             continue
-        best: dict[str, float] = {}
+        best: dict[str, float] = {}  # what orders the hits: each list's own scores
+        evidence: dict[str, float] = {}  # what the score says: the whole query's, where a list has them
         for name, score in hit.signals.items():
-            kind = specs[name].kind
-            best[kind] = max(best.get(kind, 0.0), score.norm)
-        hit.score = sum(weights.get(kind, 0.0) * value for kind, value in best.items()) / total_weight
-        hit.order = hit.score
+            spec = specs[name]
+            best[spec.kind] = max(best.get(spec.kind, 0.0), score.norm)
+            norm = score.norm
+            if spec.evidence is not None and hit.key in spec.evidence:
+                norm = vector_norm(spec.evidence[hit.key], params)
+            evidence[spec.kind] = max(evidence.get(spec.kind, 0.0), norm)
+        hit.score = sum(weights.get(kind, 0.0) * value for kind, value in evidence.items()) / total_weight
+        hit.order = sum(weights.get(kind, 0.0) * value for kind, value in best.items()) / total_weight
     if method != "rrf" and params.relative:
         _relative_order(hits, lists, specs, norms, params.decisive_at, params.code_keyword)
     return sorted(hits.values(), key=lambda h: (-h.order, -h.score, h.key))

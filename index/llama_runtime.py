@@ -279,6 +279,26 @@ class LlamaContext:
         self._decode(batch)
         return self._pooled(0, width)[:]
 
+    def run_few(self, sequences: Sequence[Sequence[int]], width: int) -> list[list[float]]:
+        """:meth:`run_one` for a few sequences in one batch (one forward pass costs less than two), still
+        without numpy; one at a time when they do not fit a batch."""
+        total = sum(len(tokens) for tokens in sequences)
+        if len(sequences) < 2 or total > self.batch_tokens or len(sequences) > self.max_seqs:
+            return [self.run_one(tokens, width) for tokens in sequences]
+        batch = self._batch
+        at = 0
+        for seq, tokens in enumerate(sequences):
+            for i, token in enumerate(tokens):
+                batch.token[at] = token
+                batch.pos[at] = i
+                batch.n_seq_id[at] = 1
+                batch.seq_id[at][0] = seq
+                batch.logits[at] = 1
+                at += 1
+        batch.n_tokens = total
+        self._decode(batch)
+        return [self._pooled(seq, width)[:] for seq in range(len(sequences))]
+
     def _decode(self, batch: Any) -> None:
         if self._memory:
             self.lib.llama_memory_clear(self._memory, True)
@@ -380,6 +400,10 @@ class ContextPool:
     def run_one(self, tokens: Sequence[int], width: int) -> list[float]:
         """One sequence's pooled output as plain floats (no numpy import)."""
         return self.contexts[0].run_one(tokens, width)
+
+    def run_few(self, sequences: Sequence[Sequence[int]], width: int) -> list[list[float]]:
+        """A few sequences' pooled outputs as plain floats, in one batch when they fit (no numpy import)."""
+        return self.contexts[0].run_few(sequences, width)
 
     def run(self, sequences: Sequence[Sequence[int]], width: int) -> np.ndarray:
         """Pooled outputs (``width`` floats each) for token sequences, in input order."""

@@ -203,6 +203,18 @@ def vector(store: IndexStore, query_vector: bytes, filters: DocFilters, limit: i
     return list(best.values())[:limit]
 
 
+def cosines(store: IndexStore, query_vector: bytes, chunk_ids: Sequence[int]) -> dict[int, float]:
+    """These chunks' cosines to ``query_vector`` (as sqlite-vec computes them for a search, by rowid)."""
+    if not chunk_ids or not store.has_vectors_table():
+        return {}
+    marks = ",".join("?" * len(chunk_ids))
+    rows = store.rows(
+        f"SELECT rowid, vec_distance_cosine(embedding, ?) FROM chunk_vectors WHERE rowid IN ({marks})",
+        [query_vector, *chunk_ids],
+    )
+    return {int(rowid): 1.0 - float(distance) for rowid, distance in rows}
+
+
 def _as_list(value: Any) -> list[str]:
     if value is None:
         return []

@@ -177,9 +177,13 @@ def hybrid(
             mode == "auto" and store is not None and _has_vectors(store)
         )
         embedder = _usable_embedder(config, store, notes, required=mode == "vector") if want_vectors else None
-        query_vector = None
+        query_vector = whole_vector = None
         if embedder is not None:
-            query_vector = embed_search_query(embedder, _embedded_query(store, query, doc_filters, notes))
+            embedded = _embedded_query(store, query, doc_filters, notes)
+            if embedded == query:
+                query_vector = embed_search_query(embedder, query)
+            else:  # the evidence still reads the whole query's cosines (fusion.Signal)
+                query_vector, whole_vector = embed_search_queries(embedder, [embedded, query])
         if store is not None and mode != "vector":
             hits = _guard(
                 lambda: retrieve.keyword(store, query, doc_filters, candidates), notes, "keyword search"
@@ -198,7 +202,7 @@ def hybrid(
             for hit in hits:  # sqlite-vec's cosine normalises the query: back to the mean of the cosines
                 hit.score *= scale
             lists[VECTOR] = _keyed(store, hits, rows)
-            signals[VECTOR] = Signal(VECTOR)
+            signals[VECTOR] = Signal(VECTOR, evidence=_whole_query_cosines(store, whole_vector, hits))
             used_mode = "vector" if mode == "vector" else "hybrid"
         words_matched = any(items for name, items in lists.items() if signals[name].kind == KEYWORD)
         if mode == "vector":
@@ -267,6 +271,22 @@ def _embedded_query(store: IndexStore | None, query: str, filters: DocFilters, n
     except CmemError as exc:
         notes.append(f"query words not weighed: {exc.message}")
         return query
+
+
+def _whole_query_cosines(
+    store: IndexStore, whole_vector: bytes | None, hits: Sequence[DocHit]
+) -> dict[str, float] | None:
+    """Each vector hit's cosine to the whole query (its best chunk's), when the search embedded less of it."""
+    if whole_vector is None or not hits:
+        return None
+    scale = query_vector_scale(whole_vector)
+    found = retrieve.cosines(store, whole_vector, [hit.chunk_id for hit in hits])
+    meta = _doc_meta(store, [hit.doc_id for hit in hits])
+    return {
+        doc_key(meta[hit.doc_id]): found[hit.chunk_id] * scale
+        for hit in hits
+        if hit.chunk_id in found and hit.doc_id in meta
+    }
 
 
 def _code_share(store: IndexStore, query: str, hits: Sequence[DocHit]) -> float:
@@ -349,6 +369,19 @@ def embed_search_query(embedder: Any, query: str) -> bytes:
     vectors = [embedder.query_vector(part) for part in query_parts(query)]
     mean = [math.fsum(column) / len(vectors) for column in zip(*vectors, strict=True)]
     return array("f", mean).tobytes()
+
+
+def embed_search_queries(embedder: Any, queries: Sequence[str]) -> list[bytes]:
+    """:func:`embed_search_query` for a few queries, their parts embedded in one forward pass."""
+    from array import array
+
+    parts = [query_parts(query) for query in queries]
+    vectors = iter(embedder.query_vectors([part for each in parts for part in each]))
+    out = []
+    for each in parts:
+        mine = [next(vectors) for _ in each]
+        out.append(array("f", [math.fsum(c) / len(mine) for c in zip(*mine, strict=True)]).tobytes())
+    return out
 
 
 def query_vector_scale(vector: bytes) -> float:

@@ -46,6 +46,9 @@ class CountingEmbedder:
     def query_vector(self, text: str) -> list[float]:
         return [float(x) for x in self._vector(text)]
 
+    def query_vectors(self, texts: list[str]) -> list[list[float]]:
+        return [self.query_vector(text) for text in texts]
+
 
 def observation_file(
     root: Path,

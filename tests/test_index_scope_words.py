@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from cmem_cli.core.config import load_config
 from cmem_index.collections import load_collections
+from cmem_index.fusion import VECTOR, Signal, fuse, vector_norm
 from cmem_index.indexer import Indexer
 from cmem_index.loading import load_embedder
 from cmem_index.retrieve import DocFilters
@@ -117,3 +119,32 @@ def test_without_words_drops_the_word_and_its_possessive_and_keeps_lines():
     assert without_words("Ask Lisa\nwhat Lisa won", {"lisa"}) == "Ask\nwhat won"
     assert without_words("Is it Melanie?", {"melanie"}) == "Is it Melanie?"  # nothing but stop words left
     assert without_words("Melanie", set()) == "Melanie"
+
+
+def test_the_evidence_reads_the_whole_query_and_the_order_the_list():
+    lists = {"vector": [("a", 0.60), ("b", 0.50)]}
+    # found by a query embedded without a word: "b" is nearer the whole query than "a"
+    signals = {"vector": Signal(VECTOR, evidence={"a": 0.40, "b": 0.55})}
+    hits = fuse(lists, signals)
+    assert [h.key for h in hits] == ["a", "b"]  # ordered by the list that was searched
+    assert {h.key: round(h.score, 4) for h in hits} == {
+        "a": round(vector_norm(0.40), 4),
+        "b": round(vector_norm(0.55), 4),
+    }
+
+
+def test_a_search_without_the_name_scores_by_its_cosine_to_the_whole_question(config):
+    query = "What did Melanie see at the council meeting for adoption?"
+    found = hybrid(config, query, mode="vector", limit=1, filters={"project": "chat"})
+    embedder, _ = load_embedder(config)
+    store = IndexStore.open(config.index_path, readonly=True)
+    try:
+        (blob,) = store.rows(
+            """SELECT v.embedding FROM chunk_vectors v JOIN chunks c ON c.id = v.rowid
+               JOIN documents d ON d.id = c.doc_id WHERE d.uid = 'U013'"""
+        )[0]
+    finally:
+        store.close()
+    whole = float(np.frombuffer(blob, dtype=np.float32) @ embedder.embed_query(query))
+    assert found[0].signals["vector"].raw > whole + 0.05  # the list's own cosine, without the name
+    assert found[0].score == pytest.approx(vector_norm(whole), abs=1e-4)

@@ -176,6 +176,14 @@ def test_query_vector_without_numpy_matches_the_batched_path(embedder: Embedder)
     assert float(plain @ batched) > 0.99999
 
 
+def test_a_few_query_vectors_in_one_batch_match_each_alone(embedder: Embedder) -> None:
+    queries = ["where did the cat sit?", "What did see at the council meeting?", "a third, longer query " * 3]
+    together = embedder.query_vectors(queries)
+    for query, vector in zip(queries, together, strict=True):
+        alone = np.array(embedder.query_vector(query), dtype=np.float32)
+        assert float(alone @ np.array(vector, dtype=np.float32)) > 0.99999
+
+
 def test_embedding_a_query_loads_only_the_llama_bindings(minilm_gguf: Path) -> None:
     """A search embeds one query: it must not pay for numpy or llama_cpp's high-level package (~0.1 s each),
     nor for dataclasses or the importer, and a later ``import llama_cpp`` by other code must still get the
