@@ -92,3 +92,40 @@ def write(root: Path, relpath: str, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
     return path
+
+
+def indexed_with_model(home: Path, model: Path, monkeypatch: object):
+    """The config of ``home`` with ``model`` as embedder, its files indexed (the real model's vectors)."""
+    from cmem_cli.core.config import load_config
+    from cmem_index.collections import load_collections
+    from cmem_index.indexer import Indexer
+    from cmem_index.loading import load_embedder
+    from cmem_index.store import IndexStore
+
+    monkeypatch.setenv("CMEM_HOME", str(home))  # type: ignore[attr-defined]
+    monkeypatch.setenv("CMEM_EMBED_MODEL", str(model))  # type: ignore[attr-defined]
+    config = load_config()
+    embedder, why = load_embedder(config)
+    assert embedder is not None, why
+    store = IndexStore.open(config.index_path)
+    try:
+        Indexer(store, load_collections(config), embedder).run()
+    finally:
+        store.close()
+    return config
+
+
+def stored_vector(config, uid: str) -> np.ndarray:
+    """The index's vector of the observation ``uid`` (its first chunk)."""
+    from cmem_index.store import IndexStore
+
+    store = IndexStore.open(config.index_path, readonly=True)
+    try:
+        (blob,) = store.rows(
+            """SELECT v.embedding FROM chunk_vectors v JOIN chunks c ON c.id = v.rowid
+               JOIN documents d ON d.id = c.doc_id WHERE d.uid = ? ORDER BY c.seq""",
+            [uid],
+        )[0]
+    finally:
+        store.close()
+    return np.frombuffer(blob, dtype=np.float32)

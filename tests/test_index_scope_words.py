@@ -5,19 +5,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import pytest
 
-from cmem_cli.core.config import load_config
-from cmem_index.collections import load_collections
 from cmem_index.fusion import VECTOR, Signal, fuse, vector_norm
-from cmem_index.indexer import Indexer
 from cmem_index.loading import load_embedder
 from cmem_index.retrieve import DocFilters
 from cmem_index.scope_words import splitting_words, without_words
 from cmem_index.search import hybrid
 from cmem_index.store import IndexStore
-from tests.index_helpers import observation_file
+from tests.index_helpers import indexed_with_model, observation_file, stored_vector
 
 MELANIE = [
     "Melanie appreciates cultivating a loving and accepting environment for her kids",
@@ -68,17 +64,7 @@ def chat_home(tmp_path_factory: pytest.TempPathFactory, minilm_gguf: Path) -> Pa
 
 @pytest.fixture
 def config(chat_home: Path, minilm_gguf: Path, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setenv("CMEM_HOME", str(chat_home))
-    monkeypatch.setenv("CMEM_EMBED_MODEL", str(minilm_gguf))
-    cfg = load_config()
-    embedder, why = load_embedder(cfg)
-    assert embedder is not None, why
-    store = IndexStore.open(cfg.index_path)
-    try:
-        Indexer(store, load_collections(cfg), embedder).run()
-    finally:
-        store.close()
-    return cfg
+    return indexed_with_model(chat_home, minilm_gguf, monkeypatch)
 
 
 def _split(config, query: str, **filters) -> set[str]:
@@ -137,14 +123,6 @@ def test_a_search_without_the_name_scores_by_its_cosine_to_the_whole_question(co
     query = "What did Melanie see at the council meeting for adoption?"
     found = hybrid(config, query, mode="vector", limit=1, filters={"project": "chat"})
     embedder, _ = load_embedder(config)
-    store = IndexStore.open(config.index_path, readonly=True)
-    try:
-        (blob,) = store.rows(
-            """SELECT v.embedding FROM chunk_vectors v JOIN chunks c ON c.id = v.rowid
-               JOIN documents d ON d.id = c.doc_id WHERE d.uid = 'U013'"""
-        )[0]
-    finally:
-        store.close()
-    whole = float(np.frombuffer(blob, dtype=np.float32) @ embedder.embed_query(query))
+    whole = float(stored_vector(config, "U013") @ embedder.embed_query(query))
     assert found[0].signals["vector"].raw > whole + 0.05  # the list's own cosine, without the name
     assert found[0].score == pytest.approx(vector_norm(whole), abs=1e-4)

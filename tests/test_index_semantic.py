@@ -6,14 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from cmem_cli.core.config import load_config
-from cmem_index.collections import load_collections
 from cmem_index.fusion import DEFAULT_PARAMS
-from cmem_index.indexer import Indexer
 from cmem_index.loading import load_embedder
 from cmem_index.search import hybrid, model_reads
-from cmem_index.store import IndexStore
-from tests.index_helpers import observation_file
+from tests.index_helpers import indexed_with_model, observation_file, stored_vector
 
 MEMORIES = [
     (
@@ -68,17 +64,7 @@ def semantic_home(tmp_path_factory: pytest.TempPathFactory, minilm_gguf: Path) -
 
 @pytest.fixture
 def config(semantic_home: Path, minilm_gguf: Path, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setenv("CMEM_HOME", str(semantic_home))
-    monkeypatch.setenv("CMEM_EMBED_MODEL", str(minilm_gguf))
-    cfg = load_config()
-    embedder, why = load_embedder(cfg)
-    assert embedder is not None, why
-    store = IndexStore.open(cfg.index_path)
-    try:
-        Indexer(store, load_collections(cfg), embedder).run()
-    finally:
-        store.close()
-    return cfg
+    return indexed_with_model(semantic_home, minilm_gguf, monkeypatch)
 
 
 @pytest.mark.parametrize(
@@ -117,21 +103,12 @@ def test_front_matter_alone_never_outranks_content(config):
 
 
 def test_a_multi_line_query_scores_by_the_mean_cosine_of_the_whole_and_its_last_line(config):
-    import numpy as np
 
     query = "We changed the colours of the settings page.\nWhy did login tokens expire an hour early?"
     results = hybrid(config, query, mode="vector", limit=3)
     assert results[0].uid == "UJWT"
     embedder, _ = load_embedder(config)
-    store = IndexStore.open(config.index_path, readonly=True)
-    try:
-        (blob,) = store.rows(
-            """SELECT v.embedding FROM chunk_vectors v JOIN chunks c ON c.id = v.rowid
-               JOIN documents d ON d.id = c.doc_id WHERE d.uid = 'UJWT'"""
-        )[0]
-    finally:
-        store.close()
-    doc = np.frombuffer(blob, dtype=np.float32)
+    doc = stored_vector(config, "UJWT")
     whole = float(doc @ embedder.embed_query(query))
     last = float(doc @ embedder.embed_query(query.splitlines()[-1]))
     assert results[0].signals["vector"].raw == pytest.approx((whole + last) / 2, abs=1e-4)
