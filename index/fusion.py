@@ -74,12 +74,13 @@ class Signal(NamedTuple):
 
 
 class SignalScore:
-    """One signal's view of a hit: its 1-based rank, raw score and normalised 0..1 score."""
+    """One signal's view of a hit: its 1-based rank, raw score and normalised 0..1 score; ``whole``, for a
+    vector list searched with words left out, the hit's cosine to the whole query (what the score reads)."""
 
-    __slots__ = ("rank", "raw", "norm")
+    __slots__ = ("rank", "raw", "norm", "whole")
 
-    def __init__(self, rank: int, raw: float, norm: float):
-        self.rank, self.raw, self.norm = rank, raw, norm
+    def __init__(self, rank: int, raw: float, norm: float, whole: float | None = None):
+        self.rank, self.raw, self.norm, self.whole = rank, raw, norm, whole
 
     def __repr__(self) -> str:
         return f"SignalScore(rank={self.rank}, raw={self.raw!r}, norm={self.norm!r})"
@@ -170,7 +171,8 @@ def fuse(
             if name in hit.signals:
                 continue  # a list may repeat a key; its first (best) entry counts
             rank += 1
-            hit.signals[name] = SignalScore(rank, float(raw), norm)
+            whole = specs[name].evidence.get(key) if specs[name].evidence is not None else None
+            hit.signals[name] = SignalScore(rank, float(raw), norm, whole)
     weights = {KEYWORD: params.keyword_weight, VECTOR: params.vector_weight}
     if params.trust:
         weights = _trusted(weights, specs, norms, params.trust, params.decisive_at)
@@ -187,9 +189,7 @@ def fuse(
         for name, score in hit.signals.items():
             spec = specs[name]
             best[spec.kind] = max(best.get(spec.kind, 0.0), score.norm)
-            norm = score.norm
-            if spec.evidence is not None and hit.key in spec.evidence:
-                norm = vector_norm(spec.evidence[hit.key], params)
+            norm = score.norm if score.whole is None else vector_norm(score.whole, params)
             evidence[spec.kind] = max(evidence.get(spec.kind, 0.0), norm)
         hit.score = sum(weights.get(kind, 0.0) * value for kind, value in evidence.items()) / total_weight
         hit.order = sum(weights.get(kind, 0.0) * value for kind, value in best.items()) / total_weight

@@ -218,10 +218,12 @@ def check_collections(config: Any, names: list[str]) -> list[str]:
 
 
 def _signals_json(signals: dict[str, Any]) -> dict[str, Any]:
-    return {
-        name: {"rank": s.rank, "score": round(s.raw, 6), "norm": round(s.norm, 4)}
-        for name, s in signals.items()
-    }
+    out = {}
+    for name, s in signals.items():
+        out[name] = {"rank": s.rank, "score": round(s.raw, 6), "norm": round(s.norm, 4)}
+        if getattr(s, "whole", None) is not None:  # the vector list was searched with words left out
+            out[name]["whole"] = round(s.whole, 6)
+    return out
 
 
 def document_row(hit: Any) -> dict[str, Any]:
