@@ -24,6 +24,8 @@ from cmem_index.store import IndexStore
 SPLIT_FROM = 0.2  # a query word in at least this share of the chunks searched...
 SPLIT_UNTIL = 0.9  # ...and in fewer than this share is left out of the query's embedding
 MIN_CHUNKS = 20  # in a smaller scope a share says little: nothing is left out
+COUNT_UP_TO = 5000  # a word in more chunks of the whole index is not counted within a scope (about 1 µs
+# a chunk): it stays in the embedding, as it did before this rule
 
 _WORD = re.compile(r"\w+(?:['\u2019]s\b)?")
 
@@ -41,9 +43,11 @@ def splitting_words(store: IndexStore, query: str, filters: DocFilters) -> set[s
     common = [token for token, stem in stems.items() if everywhere.get(stem, 0) >= SPLIT_FROM * total]
     out: set[str] = set()
     for token in common:
-        held = (
-            everywhere[stems[token]] if not filters.active else retrieve.scope_chunks(store, filters, token)
-        )
+        held = everywhere[stems[token]]
+        if filters.active:
+            if held > COUNT_UP_TO:  # counting it within the scope would cost more than a search
+                continue
+            held = retrieve.scope_chunks(store, filters, token)
         if SPLIT_FROM * total <= held < SPLIT_UNTIL * total:
             out.add(token)
     return out

@@ -82,6 +82,13 @@ def test_a_name_in_half_the_chat_splits_it_but_not_the_whole_index(config):
     assert _split(config, "What did Melanie see at the council meeting?") == set()
 
 
+def test_a_word_too_common_in_the_whole_index_is_not_counted_within_a_scope(config, monkeypatch):
+    monkeypatch.setattr("cmem_index.scope_words.COUNT_UP_TO", 11)  # the name is in 12 chunks in all
+    assert _split(config, "What did Melanie see at the council meeting?", project="chat") == set()
+    monkeypatch.setattr("cmem_index.scope_words.COUNT_UP_TO", 12)
+    assert _split(config, "What did Melanie see at the council meeting?", project="chat") == {"melanie"}
+
+
 def test_a_word_in_almost_every_memory_searched_is_kept(config):
     # "unused" and "imports" are in every memory of the work project: they shape how each one reads
     assert _split(config, "unused imports in module_3", project="work") == set()
