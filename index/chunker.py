@@ -21,7 +21,7 @@ from cmem_cli.core.text import estimate_tokens
 
 # Bump when chunks change for the same input (boundaries, or the context the embedder and the keyword
 # column get): the index re-chunks everything on a change.
-CHUNKER_VERSION = "6"
+CHUNKER_VERSION = "7"
 DEFAULT_MAX_TOKENS = 900
 DEFAULT_OVERLAP = 0.15
 

@@ -14,6 +14,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from cmem_cli.core.fts import camel_parts
+
 # A line of code: indented as a block, opening a block or ending a statement, or assigning; and short (one
 # long line is a paragraph, however many colons it holds). Markdown headings and comments do not count.
 _CODE_LINE = re.compile(r"^(?:\s{4,}|\t)\S|[:{;]\s*$|\s=\s")
@@ -46,4 +48,27 @@ def names_identifier(query: str) -> bool:
     return _IDENTIFIER.search(query) is not None
 
 
-__all__ = ["CODE_LINE_CHARS", "CODE_LINE_SHARE", "code_share", "is_code", "names_identifier"]
+_ONE_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def identifier_words(title: str) -> str | None:
+    """A title that is one identifier, as words: ``is_iterable_but_not_string`` -> ``is iterable but not
+    string``, ``parseArgs`` -> ``parse args``; None for anything else (a sentence, a plain word)."""
+    name = title.strip()
+    if not _ONE_IDENTIFIER.fullmatch(name):
+        return None
+    words = [
+        part.lower() for piece in name.replace("_", " ").split() for part in camel_parts(piece) or [piece]
+    ]
+    spelled = " ".join(words)
+    return spelled if spelled != name.lower() else None
+
+
+__all__ = [
+    "CODE_LINE_CHARS",
+    "CODE_LINE_SHARE",
+    "code_share",
+    "identifier_words",
+    "is_code",
+    "names_identifier",
+]

@@ -29,6 +29,7 @@ from cmem_index.chunker import (
     chunk_markdown,
     estimate_tokens,
 )
+from cmem_index.codelike import identifier_words
 from cmem_index.collections import Collection
 from cmem_index.document import (
     ParsedDocument,
@@ -117,9 +118,13 @@ def embedding_input(title: str, context: str, text: str) -> tuple[str, str]:
 
     The context starts with the title, so a chunk that opens with the title as a heading would show the
     model the title twice: wasted tokens in a small window, and a title counted double against the text.
+    A title that is one identifier (a function's name) is also given as words, as keyword search splits it.
     """
     text = text.strip()
     end = title_heading_end(text, title) if title else 0
+    words = identifier_words(title) if title else None
+    if words is not None and context.startswith(title):
+        context = f"{title} ({words}){context[len(title) :]}"
     return context, _without_section_headings(text[end:]).strip()
 
 
