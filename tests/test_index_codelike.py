@@ -9,10 +9,10 @@ import pytest
 
 from cmem_cli.core.config import load_config
 from cmem_index import search as index_search
-from cmem_index.codelike import code_share, is_code, names_identifier
+from cmem_index.codelike import code_share, identifier_words, is_code, names_identifier
 from cmem_index.collections import add_collection, load_collections
 from cmem_index.fusion import DEFAULT_PARAMS, KEYWORD, VECTOR, Signal, fuse
-from cmem_index.indexer import Indexer
+from cmem_index.indexer import Indexer, embedding_input
 from cmem_index.search import hybrid
 from cmem_index.store import IndexStore
 from tests.index_helpers import CountingEmbedder, write
@@ -127,3 +127,26 @@ def test_keyword_search_alone_does_not_read_the_hits_text(code_home, monkeypatch
     )
     hybrid(code_home, "is the file there", mode="keyword")
     assert signals[KEYWORD].code_share == 0.0
+
+
+@pytest.mark.parametrize(
+    ("title", "words"),
+    [
+        ("is_iterable_but_not_string", "is iterable but not string"),
+        ("parseArgs", "parse args"),
+        ("_read_stream_for_size", "read stream for size"),
+        ("HTTPServer_start", "http server start"),
+        ("average", None),  # a plain word: nothing to spell out
+        ("Fix the JWT expiry check", None),  # a sentence
+        ("os.path.join", None),  # not one identifier
+    ],
+)
+def test_a_title_that_is_one_identifier_is_spelled_out_as_words(title, words):
+    assert identifier_words(title) == words
+
+
+def test_the_embedder_sees_a_function_name_also_as_words():
+    context, text = embedding_input("is_iterable", "is_iterable", "def is_iterable(x): ...")
+    assert context == "is_iterable (is iterable)"
+    assert text == "def is_iterable(x): ..."
+    assert embedding_input("Fix login", "Fix login", "body")[0] == "Fix login"
