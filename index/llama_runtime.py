@@ -268,15 +268,7 @@ class LlamaContext:
             raise ModelError(
                 f"internal: a sequence of {n} tokens does not fit a batch of {self.batch_tokens}"
             )
-        batch = self._batch
-        for i, token in enumerate(tokens):
-            batch.token[i] = token
-            batch.pos[i] = i
-            batch.n_seq_id[i] = 1
-            batch.seq_id[i][0] = 0
-            batch.logits[i] = 1
-        batch.n_tokens = n
-        self._decode(batch)
+        self._evaluate([tokens])
         return self._pooled(0, width)[:]
 
     def run_few(self, sequences: Sequence[Sequence[int]], width: int) -> list[list[float]]:
@@ -285,6 +277,11 @@ class LlamaContext:
         total = sum(len(tokens) for tokens in sequences)
         if len(sequences) < 2 or total > self.batch_tokens or len(sequences) > self.max_seqs:
             return [self.run_one(tokens, width) for tokens in sequences]
+        self._evaluate(sequences)
+        return [self._pooled(seq, width)[:] for seq in range(len(sequences))]
+
+    def _evaluate(self, sequences: Sequence[Sequence[int]]) -> None:
+        """Fill the batch with these sequences (sequence i as seq id i) in plain Python, and decode it."""
         batch = self._batch
         at = 0
         for seq, tokens in enumerate(sequences):
@@ -295,9 +292,8 @@ class LlamaContext:
                 batch.seq_id[at][0] = seq
                 batch.logits[at] = 1
                 at += 1
-        batch.n_tokens = total
+        batch.n_tokens = at
         self._decode(batch)
-        return [self._pooled(seq, width)[:] for seq in range(len(sequences))]
 
     def _decode(self, batch: Any) -> None:
         if self._memory:

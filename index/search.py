@@ -202,7 +202,7 @@ def hybrid(
             for hit in hits:  # sqlite-vec's cosine normalises the query: back to the mean of the cosines
                 hit.score *= scale
             lists[VECTOR] = _keyed(store, hits, rows)
-            signals[VECTOR] = Signal(VECTOR, evidence=_whole_query_cosines(store, whole_vector, hits))
+            signals[VECTOR] = Signal(VECTOR, evidence=_whole_query_cosines(store, whole_vector, hits, rows))
             used_mode = "vector" if mode == "vector" else "hybrid"
         words_matched = any(items for name, items in lists.items() if signals[name].kind == KEYWORD)
         if mode == "vector":
@@ -274,18 +274,22 @@ def _embedded_query(store: IndexStore | None, query: str, filters: DocFilters, n
 
 
 def _whole_query_cosines(
-    store: IndexStore, whole_vector: bytes | None, hits: Sequence[DocHit]
+    store: IndexStore,
+    whole_vector: bytes | None,
+    hits: Sequence[DocHit],
+    rows: Mapping[str, tuple[DocHit, dict[str, Any]]],
 ) -> dict[str, float] | None:
-    """Each vector hit's cosine to the whole query (its best chunk's), when the search embedded less of it."""
+    """Each vector hit's cosine to the whole query (its best chunk's), when the search embedded less of it;
+    keyed as in the lists (``rows``: the documents :func:`_keyed` already looked up)."""
     if whole_vector is None or not hits:
         return None
     scale = query_vector_scale(whole_vector)
     found = retrieve.cosines(store, whole_vector, [hit.chunk_id for hit in hits])
-    meta = _doc_meta(store, [hit.doc_id for hit in hits])
+    key_of = {info["id"]: key for key, (_, info) in rows.items()}
     return {
-        doc_key(meta[hit.doc_id]): found[hit.chunk_id] * scale
+        key_of[hit.doc_id]: found[hit.chunk_id] * scale
         for hit in hits
-        if hit.chunk_id in found and hit.doc_id in meta
+        if hit.chunk_id in found and hit.doc_id in key_of
     }
 
 
@@ -364,24 +368,22 @@ def embed_search_query(embedder: Any, query: str) -> bytes:
     """The search vector as float32 bytes for sqlite-vec: the mean of the parts' unit vectors, so its dot
     product with a document vector is the mean of their cosines (not normalised: see
     :func:`query_vector_scale`). Plain Python: numpy would cost a search more than the forward pass."""
-    from array import array
-
-    vectors = [embedder.query_vector(part) for part in query_parts(query)]
-    mean = [math.fsum(column) / len(vectors) for column in zip(*vectors, strict=True)]
-    return array("f", mean).tobytes()
+    return _mean_bytes([embedder.query_vector(part) for part in query_parts(query)])
 
 
 def embed_search_queries(embedder: Any, queries: Sequence[str]) -> list[bytes]:
     """:func:`embed_search_query` for a few queries, their parts embedded in one forward pass."""
-    from array import array
-
     parts = [query_parts(query) for query in queries]
     vectors = iter(embedder.query_vectors([part for each in parts for part in each]))
-    out = []
-    for each in parts:
-        mine = [next(vectors) for _ in each]
-        out.append(array("f", [math.fsum(c) / len(mine) for c in zip(*mine, strict=True)]).tobytes())
-    return out
+    return [_mean_bytes([next(vectors) for _ in each]) for each in parts]
+
+
+def _mean_bytes(vectors: Sequence[Sequence[float]]) -> bytes:
+    """The mean of unit vectors as float32 bytes for sqlite-vec (plain Python: no numpy on the search path)."""
+    from array import array
+
+    mean = [math.fsum(column) / len(vectors) for column in zip(*vectors, strict=True)]
+    return array("f", mean).tobytes()
 
 
 def query_vector_scale(vector: bytes) -> float:
