@@ -368,11 +368,12 @@ def embed_search_query(embedder: Any, query: str) -> bytes:
     """The search vector as float32 bytes for sqlite-vec: the mean of the parts' unit vectors, so its dot
     product with a document vector is the mean of their cosines (not normalised: see
     :func:`query_vector_scale`). Plain Python: numpy would cost a search more than the forward pass."""
-    return _mean_bytes([embedder.query_vector(part) for part in query_parts(query)])
+    return embed_search_queries(embedder, [query])[0]
 
 
 def embed_search_queries(embedder: Any, queries: Sequence[str]) -> list[bytes]:
-    """:func:`embed_search_query` for a few queries, their parts embedded in one forward pass."""
+    """:func:`embed_search_query` for a few queries, all their parts embedded in one forward pass (a
+    multi-line query's two parts cost one pass, not two)."""
     parts = [query_parts(query) for query in queries]
     vectors = iter(embedder.query_vectors([part for each in parts for part in each]))
     return [_mean_bytes([next(vectors) for _ in each]) for each in parts]
