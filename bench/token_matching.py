@@ -6,6 +6,7 @@ to any token of a document and average over the query (ColBERT's MaxSim, zero-sh
 ``cosine + w x (their cosines' spread) x MaxSim's z-score`` and the query is re-fused as the product fuses
 (``bench/fusion_loso.py``'s replay, default constants). Reported per set, nDCG@10: the vector list's head
 alone, with MaxSim mixed in, MaxSim alone, the default, and the default with MaxSim mixed in, for each w.
+``--static`` takes each word piece's input embedding instead (no forward pass, nothing to store).
 
 A document's tokens are taken from its title and narrative as the benchmark loaded them (not the exact text
 the indexer embeds, which leaves out repeated titles and section headings). Slow: every document in any
@@ -55,6 +56,24 @@ class TokenVectors:
             text = f"{record.get('title', '')}\n{record.get('narrative', '')}".strip()
             self.cache[key] = self.of(text).astype(np.float16)
         return self.cache[key].astype(np.float32)
+
+
+class StaticTokenVectors(TokenVectors):
+    """The model's input embedding of each word piece: no forward pass and nothing to store, no context."""
+
+    def __init__(self, model: str) -> None:
+        import gguf
+        import llama_cpp
+
+        table = next(t for t in gguf.GGUFReader(model).tensors if t.name == "token_embd.weight")
+        pieces = np.array(table.data, dtype=np.float32).reshape(-1, int(table.shape[0]))
+        self.table = pieces / np.maximum(np.linalg.norm(pieces, axis=1, keepdims=True), 1e-9)
+        self.llm = llama_cpp.Llama(model, vocab_only=True, verbose=False)
+        self.cache = {}
+
+    def of(self, text: str) -> np.ndarray:
+        ids = self.llm.tokenize(text.encode(), add_bos=False, special=False)[:510] or [0]
+        return self.table[ids]
 
 
 def zscores(values: np.ndarray) -> np.ndarray:
@@ -114,10 +133,13 @@ def main() -> None:
     parser.add_argument("--dump", required=True, help="a bench/retrieval.py --dump file")
     parser.add_argument("--sets", help="comma-separated; default: every set in the dump")
     parser.add_argument("--depth", type=int, default=30, help="how much of the vector list to re-score")
+    parser.add_argument(
+        "--static", action="store_true", help="the input embeddings of the word pieces instead"
+    )
     args = parser.parse_args()
     dump = json.loads(Path(args.dump).read_text())
     names = args.sets.split(",") if args.sets else list(dump)
-    tokens = TokenVectors(args.model)
+    tokens = StaticTokenVectors(args.model) if args.static else TokenVectors(args.model)
     results = {}
     for name in names:
         results[name] = measure(name, dump[name], tokens, args.depth)
