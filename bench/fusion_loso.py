@@ -159,6 +159,27 @@ def main() -> None:
         print_report(rows)
 
 
+def replay_parser(doc: str | None) -> argparse.ArgumentParser:
+    """The parser of a script that replays a ``bench/retrieval.py --dump``: ``--dump`` and ``--sets``."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--dump", required=True, help="the fusion input bench/retrieval.py --dump wrote")
+    parser.add_argument("--sets", help="comma-separated; default: every set in the dump")
+    return parser
+
+
+def read_dump(parser: argparse.ArgumentParser, args: argparse.Namespace) -> tuple[dict[str, Any], list[str]]:
+    """The dump ``--dump`` names and the sets asked for (``--sets``, or all of it); a usage error if not."""
+    try:
+        dump = json.loads(Path(args.dump).read_text())
+    except (OSError, ValueError) as exc:
+        parser.error(f"cannot read the dump {args.dump}: {exc}")
+    names = args.sets.split(",") if args.sets else list(dump)
+    missing = [name for name in names if name not in dump]
+    if missing:
+        parser.error(f"not in the dump {args.dump}: {', '.join(missing)}")
+    return dump, names
+
+
 def _constants(p: FusionParams, family: str) -> str:
     if family == "relative":
         return f"decisive_at={p.decisive_at}"

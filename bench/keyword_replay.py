@@ -18,7 +18,6 @@ tied hits (the default order has almost no ties: vectors break them).
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import json
 import re
@@ -30,7 +29,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from fusion_loso import ranked  # noqa: E402  (bench/fusion_loso.py, next to this file)
+from fusion_loso import ranked, read_dump, replay_parser  # noqa: E402  (bench/fusion_loso.py, next to this file)
 from retrieval import SETS, corpus_keys, ndcg  # noqa: E402  (bench/retrieval.py)
 
 from cmem_index.fusion import DEFAULT_PARAMS, KEYWORD  # noqa: E402
@@ -126,24 +125,16 @@ def replay(name: str, home: Home, recorded: list[dict[str, Any]], rewrite: Rewri
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = replay_parser(__doc__)
     parser.add_argument("--work", required=True, help="the homes bench/retrieval.py --work built")
-    parser.add_argument("--dump", required=True, help="the fusion input bench/retrieval.py --dump wrote")
     parser.add_argument("--rewrite", default="identity", help="identity, drop:WORD[,WORD] or module:function")
-    parser.add_argument("--sets", help="comma-separated; default: every set in the dump")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    try:
-        dump = json.loads(Path(args.dump).read_text())
-    except (OSError, ValueError) as exc:
-        parser.error(f"cannot read the dump {args.dump}: {exc}")
+    dump, names = read_dump(parser, args)
     rewrite = rewriter(args.rewrite)
-    names = args.sets.split(",") if args.sets else list(dump)
     for name in names:
-        if name not in dump or not (Path(args.work) / name / "bench-ids.json").exists():
-            parser.error(f"{name}: not in the dump, or no home for it under {args.work}")
+        if not (Path(args.work) / name / "bench-ids.json").exists():
+            parser.error(f"{name}: no home for it under {args.work}")
     rows = {}
     for name in names:
         home = Home(Path(args.work) / name)

@@ -18,7 +18,6 @@ docs/retrieval.md ("A third signal, measured offline") has the figures.
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import sys
@@ -126,19 +125,14 @@ def measure(name: str, entry: dict[str, Any], tokens: TokenVectors, depth: int) 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = fusion_loso.replay_parser(__doc__)
     parser.add_argument("--model", required=True, help="the MiniLM GGUF the dump was made with")
-    parser.add_argument("--dump", required=True, help="a bench/retrieval.py --dump file")
-    parser.add_argument("--sets", help="comma-separated; default: every set in the dump")
     parser.add_argument("--depth", type=int, default=30, help="how much of the vector list to re-score")
     parser.add_argument(
         "--static", action="store_true", help="the input embeddings of the word pieces instead"
     )
     args = parser.parse_args()
-    dump = json.loads(Path(args.dump).read_text())
-    names = args.sets.split(",") if args.sets else list(dump)
+    dump, names = fusion_loso.read_dump(parser, args)
     tokens = StaticTokenVectors(args.model) if args.static else TokenVectors(args.model)
     results = {}
     for name in names:
