@@ -197,8 +197,7 @@ class Embedder:
 
     def query_vector(self, text: str) -> list[float]:
         """:meth:`embed_query` as plain floats: the search path never imports numpy (0.1 s per process)."""
-        sequence = self._sequence(self.prompt.format_query(text))
-        return unit(self._context.run_one(sequence, self.dim))
+        return self.query_vectors([text])[0]
 
     def query_vectors(self, texts: Sequence[str]) -> list[list[float]]:
         """:meth:`query_vector` for a few texts, in one forward pass when they fit a batch."""

@@ -393,10 +393,6 @@ class ContextPool:
         ]
         self.pooling = self.contexts[0].pooling
 
-    def run_one(self, tokens: Sequence[int], width: int) -> list[float]:
-        """One sequence's pooled output as plain floats (no numpy import)."""
-        return self.contexts[0].run_one(tokens, width)
-
     def run_few(self, sequences: Sequence[Sequence[int]], width: int) -> list[list[float]]:
         """A few sequences' pooled outputs as plain floats, in one batch when they fit (no numpy import)."""
         return self.contexts[0].run_few(sequences, width)
