@@ -1,5 +1,5 @@
-"""The replay benchmarks (bench/keyword_replay.py, bench/token_matching.py) refuse a bad dump with a usage
-error before they load a model or a home."""
+"""The replay benchmarks (bench/keyword_replay.py, bench/token_matching.py, bench/vector_transforms.py) refuse
+a bad dump, or homes they lack, with a usage error before they load a model or a home."""
 
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ def _run(script: str, *args: str) -> subprocess.CompletedProcess[str]:
     [
         ("token_matching.py", ["--model", "no-such-model.gguf"]),
         ("keyword_replay.py", ["--work", "no-such-homes"]),
+        ("vector_transforms.py", ["--model", "no-such-model.gguf", "--work", "no-such-homes"]),
     ],
 )
 def test_an_unreadable_dump_is_a_usage_error(tmp_path: Path, script: str, extra: list[str]) -> None:
@@ -41,6 +42,7 @@ def test_an_unreadable_dump_is_a_usage_error(tmp_path: Path, script: str, extra:
     [
         ("token_matching.py", ["--model", "no-such-model.gguf"]),
         ("keyword_replay.py", ["--work", "no-such-homes"]),
+        ("vector_transforms.py", ["--model", "no-such-model.gguf", "--work", "no-such-homes"]),
     ],
 )
 def test_a_set_missing_from_the_dump_is_a_usage_error(tmp_path: Path, script: str, extra: list[str]) -> None:
@@ -49,4 +51,22 @@ def test_a_set_missing_from_the_dump_is_a_usage_error(tmp_path: Path, script: st
     result = _run(script, "--dump", str(dump), "--sets", "madial,nope,other", *extra)
     assert result.returncode == 2
     assert result.stderr.splitlines()[-1].endswith(f"error: not in the dump {dump}: nope, other")
+    assert result.stdout == ""
+
+
+@pytest.mark.parametrize(
+    ("transform", "named"),
+    [("centre", "madial"), ("adapter", "madial, stdlib-code")],  # the adapter trains on stdlib-code's home
+)
+def test_vector_transforms_needs_a_home_for_each_set(tmp_path: Path, transform: str, named: str) -> None:
+    dump = tmp_path / "dump.json"
+    dump.write_text(json.dumps({"madial": {"queries": []}}))
+    result = _run(
+        "vector_transforms.py", "--dump", str(dump), "--work", str(tmp_path / "homes"),
+        "--model", "no-such-model.gguf", "--transform", transform,
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert result.stderr.splitlines()[-1].endswith(
+        f"error: no benchmark home in {tmp_path / 'homes'} for: {named}"
+    )
     assert result.stdout == ""
