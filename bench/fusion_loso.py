@@ -17,9 +17,10 @@ for a set comes from a fit that never saw it. Three families, each varying one t
 After fusion, the search's reply step is replayed (a bare question's reply, when a hit, moves to just
 before it; ``replies_first``), from the question -> reply pairs the dump records.
 
-Runs in a minute or two, so fusion can be iterated on without re-running the product.
+Runs in a minute or two, so fusion can be iterated on without re-running the product. ``--bootstrap N``
+instead counts how often each code factor is the best in N resamples of every set's questions.
 
-    python bench/fusion_loso.py /tmp/cand.json [more dumps] [--json]
+    python bench/fusion_loso.py /tmp/cand.json [more dumps] [--json | --bootstrap 500]
 """
 
 from __future__ import annotations
@@ -42,7 +43,21 @@ from cmem_index.fusion import DEFAULT_PARAMS, KEYWORD, VECTOR, FusionParams, Sig
 Query = dict[str, Any]
 DEPTHS = (5, 10, 20, 30, 50, 75, 100)
 PAGE, DEPTH = 10, 50  # a 10-row search fuses 50 hits; the page's questions bring replies found among them
-CODE_KEYWORD = (0.25, 0.5, 0.75, 1.0)  # how much a keyword list of code counts for a question in words
+CODE_KEYWORD = (
+    0.1,
+    0.15,
+    0.2,
+    0.25,
+    0.3,
+    0.35,
+    0.4,
+    0.45,
+    0.5,
+    0.55,
+    0.6,
+    0.75,
+    1.0,
+)  # how much a keyword list of code counts for a question in words
 
 
 def ranked(q: Query, params: FusionParams, kind: str | None = None) -> list[str]:
@@ -145,13 +160,49 @@ def print_report(rows: dict[str, Any]) -> None:
         print(f"{name:14}" + "".join(f"{v:>8.4f}" for v in row["by_depth"].values()))
 
 
+def code_factor_bootstrap(
+    sets: dict[str, list[Query]], draws: int, seed: int = 0
+) -> dict[str, dict[str, int]]:
+    """How often each code factor is the best when every set's questions are drawn again with replacement:
+    by the mean nDCG@10 over the sets, and by the smallest margin over a set's better single signal (the
+    issue's rule). Says how firmly the data picks the product's factor."""
+    import numpy as np
+
+    def per_query(qs: list[Query], params: FusionParams, kind: str | None = None) -> list[float]:
+        return [ndcg(ranked(q, params, kind), q["relevant"]) for q in qs]
+
+    fused = {n: np.array([per_query(qs, DEFAULT_PARAMS._replace(code_keyword=c)) for c in CODE_KEYWORD])
+             for n, qs in sets.items()}  # fmt: skip
+    single = {n: np.array([per_query(qs, DEFAULT_PARAMS, kind) for kind in (KEYWORD, VECTOR)])
+              for n, qs in sets.items()}  # fmt: skip
+    rng = np.random.default_rng(seed)
+    best: dict[str, dict[str, int]] = {"mean": {}, "smallest margin": {}}
+    for _ in range(draws):
+        means, margins = [], []
+        for name, table in fused.items():
+            drawn = rng.integers(0, table.shape[1], table.shape[1])
+            means.append(table[:, drawn].mean(axis=1))
+            margins.append(means[-1] - single[name][:, drawn].mean(axis=1).max())
+        for label, rows in (("mean", np.mean(means, axis=0)), ("smallest margin", np.min(margins, axis=0))):
+            factor = str(CODE_KEYWORD[int(np.argmax(rows))])
+            best[label][factor] = best[label].get(factor, 0) + 1
+    order = [str(c) for c in CODE_KEYWORD]  # by factor, not by first win
+    return {label: {f: wins[f] for f in order if f in wins} for label, wins in best.items()}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("dumps", nargs="+")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument(
+        "--bootstrap", type=int, metavar="N", help="instead: how often each code factor wins in N resamples"
+    )
     args = parser.parse_args()
+    if args.bootstrap:
+        print(json.dumps(code_factor_bootstrap(load(args.dumps), args.bootstrap), indent=2))
+        return
     rows = report(load(args.dumps))
     if args.json:
         print(json.dumps(rows, indent=2))

@@ -47,7 +47,7 @@ class FusionParams(NamedTuple):
     rrf_k: float = 60.0
     trust: float = 0.0  # per-query weight ~ (how decisive the kind's list is) ** trust; 0 = fixed weights
     decisive_at: int = 50  # a list's decisiveness: its best normalised score less the one at this rank
-    code_keyword: float = 0.5  # how much a keyword list of code counts for a question in words (codelike)
+    code_keyword: float = 0.3  # how much a keyword list of code counts for a question in words (codelike)
     relative: bool = (
         True  # order hybrid hits by each list's standardised scores (see :func:`_relative_order`)
     )
@@ -220,8 +220,8 @@ def _relative_order(
     each kind is weighted by its decisiveness (best normalised score less the one at rank ``decisive_at``),
     so two kinds equally decisive weigh the same. A keyword list whose first hits are source code, for a
     question in words, counts ``code_keyword`` as much (in proportion to the share of code): there its words
-    match by accident. The constants ``decisive_at`` and ``code_keyword`` were chosen leave-one-set-out
-    (bench/fusion_loso.py). With one kind of list (keyword or vector search, or a query one side found
+    match by accident. The constants ``decisive_at`` and ``code_keyword`` are the best over every visible
+    set; the figures reported for each set come from leave-one-set-out fits (bench/fusion_loso.py). With one kind of list (keyword or vector search, or a query one side found
     nothing for) the evidence order stands. docs/retrieval.md has the measurements.
     """
     per_list: dict[str, list[tuple[dict[str, float], float]]] = {}
