@@ -9,6 +9,8 @@ Neither needs a new model or anything stored beyond one vector or one matrix:
   function pairs (bench/retrieval.py's stdlib-code construction, its test questions left out; softmax over
   every stdlib function, pulled towards the identity). A fit for the kind "questions against code" that
   never sees CoSQA.
+* ``title``: each chunk's cosine plus ``w`` x its memory's title's cosine (the title embedded alone, a
+  function's name split into words as the indexer gives it). One more small vector per memory.
 
 For each query of a ``bench/retrieval.py --dump`` file the whole vector list is computed again, brute force
 over the home's chunk vectors (best chunk per memory, first 100, as ``cmem_index.retrieve.vector``), and the
@@ -17,7 +19,7 @@ nDCG@10 of vectors alone and of the default: ``plain`` (the lists computed here 
 control) and each transform. docs/retrieval.md ("Two more for CoSQA") has the figures.
 
     python bench/vector_transforms.py --model MODEL.gguf --dump /tmp/cand.json --work /tmp/bench/homes \
-        [--sets cosqa,stdlib-code] [--transform centre|adapter]
+        [--sets cosqa,stdlib-code] [--transform centre|adapter|title]
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from cmem_index.fusion import DEFAULT_PARAMS  # noqa: E402
 
 ALPHAS = (0.5, 1.0, 1.5, 2.0)  # how much of the mean vector ``centre`` takes away
 PULLS = (0.1, 1.0)  # how hard ``adapter``'s training pulls the map towards the identity
+TITLE_WEIGHTS = (0.25, 0.5, 1.0)  # how much the title's cosine adds to a chunk's
 LIST_DEPTH = 100  # the product's vector list (cmem_index.search.CANDIDATES)
 
 
@@ -143,11 +146,37 @@ def stdlib_adapters(embedder: Any, work: Path) -> dict[str, np.ndarray]:
     return {f"adapter pull={p}": train_adapter(asked, answers, home.vectors, p) for p in PULLS}
 
 
+def title_vectors(embedder: Any, data: dict[str, Any], home: Home) -> np.ndarray:
+    """Each chunk's row: its memory's title embedded alone (an identifier also as words, as the indexer
+    gives it to the model)."""
+    from cmem_index.codelike import identifier_words
+
+    titles = {}
+    for corpus, record in data["docs"]:
+        title = record.get("title", "")
+        words = identifier_words(title) if title else None
+        titles[corpus] = f"{title} ({words})" if words else title
+    keys = list(titles)
+    vectors = np.concatenate(
+        [
+            embedder.embed_documents([(None, titles[k]) for k in keys[i : i + 256]])
+            for i in range(0, len(keys), 256)
+        ]
+    )
+    row = {key: i for i, key in enumerate(keys)}
+    return np.stack([vectors[row[corpus]] for corpus in home.corpus])
+
+
 def measure(
     name: str, entry: dict[str, Any], home: Home, embedder: Any, transforms: dict[str, Any]
 ) -> dict[str, float]:
     data = retrieval.SETS[name]("test")
     asked = {qid: (text, filters) for qid, text, filters in data["queries"]}
+    titles = (
+        title_vectors(embedder, data, home)
+        if any(isinstance(t, tuple) for t in transforms.values())
+        else None
+    )
     rows: dict[str, list[float]] = {}
     for query in fusion_loso.judged(entry):
         if query["qid"] not in asked:
@@ -160,6 +189,11 @@ def measure(
                 scores = home.vectors @ parts.mean(axis=0)
             elif isinstance(transform, float):
                 scores = centred_scores(parts, home, scope, transform)
+            elif isinstance(transform, tuple):  # ("title", w)
+                asked_mean = parts.mean(axis=0)
+                scores = (home.vectors @ asked_mean + transform[1] * (titles @ asked_mean)) / (
+                    1 + transform[1]
+                )
             else:
                 mapped = parts @ transform.T
                 scores = home.vectors @ (mapped / np.linalg.norm(mapped, axis=1, keepdims=True)).mean(axis=0)
@@ -178,7 +212,7 @@ def main() -> None:
     parser = fusion_loso.replay_parser(__doc__)
     parser.add_argument("--model", required=True, help="the MiniLM GGUF the homes were indexed with")
     parser.add_argument("--work", required=True, help="the homes bench/retrieval.py built (one per set)")
-    parser.add_argument("--transform", choices=("centre", "adapter"), help="default: both")
+    parser.add_argument("--transform", choices=("centre", "adapter", "title"), help="default: all three")
     args = parser.parse_args()
     dump, names = fusion_loso.read_dump(parser, args)
     work = Path(args.work)
@@ -194,6 +228,8 @@ def main() -> None:
         transforms.update({f"centre alpha={a}": a for a in ALPHAS})
     if args.transform in (None, "adapter"):
         transforms.update(stdlib_adapters(embedder, work))
+    if args.transform in (None, "title"):
+        transforms.update({f"title w={w}": ("title", w) for w in TITLE_WEIGHTS})
     results = {}
     for name in names:
         home = Home(work / name)
