@@ -13,20 +13,20 @@ import pytest
 BENCH = Path(__file__).resolve().parent.parent / "bench"
 
 
+REPLAYS = [  # each replay script with the other arguments it requires, none of which it gets to read
+    ("token_matching.py", ["--model", "no-such-model.gguf"]),
+    ("keyword_replay.py", ["--work", "no-such-homes"]),
+    ("vector_transforms.py", ["--model", "no-such-model.gguf", "--work", "no-such-homes"]),
+]
+
+
 def _run(script: str, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, str(BENCH / script), *args], capture_output=True, text=True, timeout=60
     )
 
 
-@pytest.mark.parametrize(
-    ("script", "extra"),
-    [
-        ("token_matching.py", ["--model", "no-such-model.gguf"]),
-        ("keyword_replay.py", ["--work", "no-such-homes"]),
-        ("vector_transforms.py", ["--model", "no-such-model.gguf", "--work", "no-such-homes"]),
-    ],
-)
+@pytest.mark.parametrize(("script", "extra"), REPLAYS)
 def test_an_unreadable_dump_is_a_usage_error(tmp_path: Path, script: str, extra: list[str]) -> None:
     result = _run(script, "--dump", str(tmp_path / "missing.json"), *extra)
     assert result.returncode == 2
@@ -37,14 +37,7 @@ def test_an_unreadable_dump_is_a_usage_error(tmp_path: Path, script: str, extra:
     assert result.stdout == ""
 
 
-@pytest.mark.parametrize(
-    ("script", "extra"),
-    [
-        ("token_matching.py", ["--model", "no-such-model.gguf"]),
-        ("keyword_replay.py", ["--work", "no-such-homes"]),
-        ("vector_transforms.py", ["--model", "no-such-model.gguf", "--work", "no-such-homes"]),
-    ],
-)
+@pytest.mark.parametrize(("script", "extra"), REPLAYS)
 def test_a_set_missing_from_the_dump_is_a_usage_error(tmp_path: Path, script: str, extra: list[str]) -> None:
     dump = tmp_path / "dump.json"
     dump.write_text(json.dumps({"madial": {"queries": []}}))
