@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import statistics
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +71,7 @@ class Home:
         self.project = np.array([project or "" for _, project, _ in rows])
         vectors = np.stack([np.frombuffer(blob, dtype=np.float32) for _, _, blob in rows])
         self.vectors = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+        self.titles: np.ndarray | None = None  # each chunk's memory's title vector (title_vectors)
 
     def in_scope(self, filters: dict[str, Any] | None) -> np.ndarray:
         project = (filters or {}).get("project")
@@ -167,16 +169,41 @@ def title_vectors(embedder: Any, data: dict[str, Any], home: Home) -> np.ndarray
     return np.stack([vectors[row[corpus]] for corpus in home.corpus])
 
 
+Scorer = Callable[[Home, np.ndarray, np.ndarray], np.ndarray]  # (home, query parts, scope) -> chunk scores
+
+
+def plain(home: Home, parts: np.ndarray, scope: np.ndarray) -> np.ndarray:
+    """As search scores: the mean over the query's parts of each chunk's cosine."""
+    return home.vectors @ parts.mean(axis=0)
+
+
+def centred(alpha: float) -> Scorer:
+    return lambda home, parts, scope: centred_scores(parts, home, scope, alpha)
+
+
+def adapted(mapping: np.ndarray) -> Scorer:
+    def score(home: Home, parts: np.ndarray, scope: np.ndarray) -> np.ndarray:
+        mapped = parts @ mapping.T
+        return plain(home, mapped / np.linalg.norm(mapped, axis=1, keepdims=True), scope)
+
+    return score
+
+
+def with_title(weight: float) -> Scorer:
+    def score(home: Home, parts: np.ndarray, scope: np.ndarray) -> np.ndarray:
+        assert home.titles is not None, "title_vectors first"
+        return (plain(home, parts, scope) + weight * (home.titles @ parts.mean(axis=0))) / (1 + weight)
+
+    return score
+
+
 def measure(
-    name: str, entry: dict[str, Any], home: Home, embedder: Any, transforms: dict[str, Any]
+    name: str, entry: dict[str, Any], home: Home, embedder: Any, scorers: dict[str, Scorer]
 ) -> dict[str, float]:
     data = retrieval.SETS[name]("test")
     asked = {qid: (text, filters) for qid, text, filters in data["queries"]}
-    titles = (
-        title_vectors(embedder, data, home)
-        if any(isinstance(t, tuple) for t in transforms.values())
-        else None
-    )
+    if any(label.startswith("title") for label in scorers):
+        home.titles = title_vectors(embedder, data, home)
     rows: dict[str, list[float]] = {}
     for query in fusion_loso.judged(entry):
         if query["qid"] not in asked:
@@ -184,20 +211,8 @@ def measure(
         text, filters = asked[query["qid"]]
         parts = query_parts(embedder, home, text, filters)
         scope = home.in_scope(filters)
-        for label, transform in {"plain": None, **transforms}.items():
-            if transform is None:
-                scores = home.vectors @ parts.mean(axis=0)
-            elif isinstance(transform, float):
-                scores = centred_scores(parts, home, scope, transform)
-            elif isinstance(transform, tuple):  # ("title", w)
-                asked_mean = parts.mean(axis=0)
-                scores = (home.vectors @ asked_mean + transform[1] * (titles @ asked_mean)) / (
-                    1 + transform[1]
-                )
-            else:
-                mapped = parts @ transform.T
-                scores = home.vectors @ (mapped / np.linalg.norm(mapped, axis=1, keepdims=True)).mean(axis=0)
-            vector = home.ranked(scores, scope)
+        for label, scorer in {"plain": plain, **scorers}.items():
+            vector = home.ranked(scorer(home, parts, scope), scope)
             rows.setdefault(f"{label}: vectors", []).append(
                 retrieval.ndcg([key for key, _ in vector], query["relevant"])
             )
@@ -223,18 +238,18 @@ def main() -> None:
     from cmem_index.embedder import Embedder
 
     embedder = Embedder.load(Path(args.model))
-    transforms: dict[str, Any] = {}
+    scorers: dict[str, Scorer] = {}
     if args.transform in (None, "centre"):
-        transforms.update({f"centre alpha={a}": a for a in ALPHAS})
+        scorers.update({f"centre alpha={a}": centred(a) for a in ALPHAS})
     if args.transform in (None, "adapter"):
-        transforms.update(stdlib_adapters(embedder, work))
+        scorers.update({label: adapted(m) for label, m in stdlib_adapters(embedder, work).items()})
     if args.transform in (None, "title"):
-        transforms.update({f"title w={w}": ("title", w) for w in TITLE_WEIGHTS})
+        scorers.update({f"title w={w}": with_title(w) for w in TITLE_WEIGHTS})
     results = {}
     for name in names:
         home = Home(work / name)
         try:
-            results[name] = measure(name, dump[name], home, embedder, transforms)
+            results[name] = measure(name, dump[name], home, embedder, scorers)
         finally:
             home.store.close()
         print(name, results[name], file=sys.stderr)
