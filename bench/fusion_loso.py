@@ -43,21 +43,8 @@ from cmem_index.fusion import DEFAULT_PARAMS, KEYWORD, VECTOR, FusionParams, Sig
 Query = dict[str, Any]
 DEPTHS = (5, 10, 20, 30, 50, 75, 100)
 PAGE, DEPTH = 10, 50  # a 10-row search fuses 50 hits; the page's questions bring replies found among them
-CODE_KEYWORD = (
-    0.1,
-    0.15,
-    0.2,
-    0.25,
-    0.3,
-    0.35,
-    0.4,
-    0.45,
-    0.5,
-    0.55,
-    0.6,
-    0.75,
-    1.0,
-)  # how much a keyword list of code counts for a question in words
+# how much a keyword list of code counts for a question in words
+CODE_KEYWORD = (0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.75, 1.0)
 
 
 def ranked(q: Query, params: FusionParams, kind: str | None = None) -> list[str]:
@@ -229,6 +216,13 @@ def read_dump(parser: argparse.ArgumentParser, args: argparse.Namespace) -> tupl
     if missing:
         parser.error(f"not in the dump {args.dump}: {', '.join(missing)}")
     return dump, names
+
+
+def require_homes(parser: argparse.ArgumentParser, work: Path, names: list[str]) -> None:
+    """A usage error unless ``work`` holds a home bench/retrieval.py built for each of these sets."""
+    missing = [name for name in dict.fromkeys(names) if not (work / name / "bench-ids.json").exists()]
+    if missing:
+        parser.error(f"no benchmark home in {work} for: {', '.join(missing)}")
 
 
 def _constants(p: FusionParams, family: str) -> str:

@@ -29,7 +29,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from fusion_loso import ranked, read_dump, replay_parser  # noqa: E402  (bench/fusion_loso.py, next to this file)
+from fusion_loso import ranked, read_dump, replay_parser, require_homes  # noqa: E402  (bench/fusion_loso.py, next to this file)
 from retrieval import SETS, corpus_keys, ndcg  # noqa: E402  (bench/retrieval.py)
 
 from cmem_index.fusion import DEFAULT_PARAMS, KEYWORD  # noqa: E402
@@ -132,9 +132,7 @@ def main() -> None:
     args = parser.parse_args()
     dump, names = read_dump(parser, args)
     rewrite = rewriter(args.rewrite)
-    for name in names:
-        if not (Path(args.work) / name / "bench-ids.json").exists():
-            parser.error(f"{name}: no home for it under {args.work}")
+    require_homes(parser, Path(args.work), names)
     rows = {}
     for name in names:
         home = Home(Path(args.work) / name)

@@ -50,24 +50,18 @@ class Home:
     """A benchmark home's chunk vectors (unit length), each with its memory's corpus id and project."""
 
     def __init__(self, home: Path) -> None:
-        import apsw
-
+        from cmem_cli.core.config import load_config
         from cmem_index.store import IndexStore
 
-        ids = json.loads((home / "bench-ids.json").read_text())["ids"]
-        db = apsw.Connection(str(home / "cmem.db"), flags=apsw.SQLITE_OPEN_READONLY)
-        try:
-            by_uid = {
-                uid: ids.get(str(obs), "") for obs, uid in db.execute("SELECT id, uid FROM observations")
-            }
-        finally:
-            db.close()
-        self.store = IndexStore.open(home / "index.db", readonly=True)
+        config = load_config(home)
+        ids = json.loads((home / "bench-ids.json").read_text())["ids"]  # obs id -> corpus id
+        corpus_of_key = retrieval.corpus_keys(config, ids)  # obs:<uid> -> corpus id
+        self.store = IndexStore.open(config.index_path, readonly=True)
         rows = self.store.rows(
             "SELECT d.uid, d.project, v.embedding FROM chunk_vectors v "
             "JOIN chunks c ON c.id = v.rowid JOIN documents d ON d.id = c.doc_id ORDER BY v.rowid"
         )
-        self.corpus = [by_uid.get(uid, "") for uid, _, _ in rows]
+        self.corpus = [corpus_of_key.get(f"obs:{uid}", "") for uid, _, _ in rows]
         self.project = np.array([project or "" for _, project, _ in rows])
         vectors = np.stack([np.frombuffer(blob, dtype=np.float32) for _, _, blob in rows])
         self.vectors = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
@@ -90,7 +84,7 @@ class Home:
         return out
 
 
-def query_parts(embedder: Any, home: Home, text: str, filters: dict[str, Any] | None) -> np.ndarray:
+def query_part_vectors(embedder: Any, home: Home, text: str, filters: dict[str, Any] | None) -> np.ndarray:
     """The unit vectors of the parts the product embeds for this query (names that split the scope left out)."""
     from cmem_index.retrieve import DocFilters
     from cmem_index.search import _embedded_query, query_parts
@@ -209,7 +203,7 @@ def measure(
         if query["qid"] not in asked:
             continue
         text, filters = asked[query["qid"]]
-        parts = query_parts(embedder, home, text, filters)
+        parts = query_part_vectors(embedder, home, text, filters)
         scope = home.in_scope(filters)
         for label, scorer in {"plain": plain, **scorers}.items():
             vector = home.ranked(scorer(home, parts, scope), scope)
@@ -231,10 +225,10 @@ def main() -> None:
     args = parser.parse_args()
     dump, names = fusion_loso.read_dump(parser, args)
     work = Path(args.work)
-    needed = [*names, "stdlib-code"] if args.transform in (None, "adapter") else names
-    missing = [name for name in dict.fromkeys(needed) if not (work / name / "bench-ids.json").exists()]
-    if missing:
-        parser.error(f"no benchmark home in {work} for: {', '.join(missing)}")
+    # the adapter trains on stdlib-code's home
+    fusion_loso.require_homes(
+        parser, work, [*names, "stdlib-code"] if args.transform in (None, "adapter") else names
+    )
     from cmem_index.embedder import Embedder
 
     embedder = Embedder.load(Path(args.model))

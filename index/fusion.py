@@ -221,8 +221,9 @@ def _relative_order(
     so two kinds equally decisive weigh the same. A keyword list whose first hits are source code, for a
     question in words, counts ``code_keyword`` as much (in proportion to the share of code): there its words
     match by accident. The constants ``decisive_at`` and ``code_keyword`` are the best over every visible
-    set; the figures reported for each set come from leave-one-set-out fits (bench/fusion_loso.py). With one kind of list (keyword or vector search, or a query one side found
-    nothing for) the evidence order stands. docs/retrieval.md has the measurements.
+    set; the figures reported for each set come from leave-one-set-out fits (bench/fusion_loso.py). With
+    one kind of list (keyword or vector search, or a query one side found nothing for) the evidence order
+    stands. docs/retrieval.md has the measurements.
     """
     per_list: dict[str, list[tuple[dict[str, float], float]]] = {}
     decisive: dict[str, float] = {}

@@ -48,16 +48,24 @@ def test_a_set_missing_from_the_dump_is_a_usage_error(tmp_path: Path, script: st
 
 
 @pytest.mark.parametrize(
-    ("transform", "named"),
-    [("centre", "madial"), ("adapter", "madial, stdlib-code")],  # the adapter trains on stdlib-code's home
+    ("script", "extra", "named"),
+    [
+        ("keyword_replay.py", [], "madial"),
+        ("vector_transforms.py", ["--model", "no-such-model.gguf", "--transform", "centre"], "madial"),
+        # the adapter trains on stdlib-code's home
+        (
+            "vector_transforms.py",
+            ["--model", "no-such-model.gguf", "--transform", "adapter"],
+            "madial, stdlib-code",
+        ),
+    ],
 )
-def test_vector_transforms_needs_a_home_for_each_set(tmp_path: Path, transform: str, named: str) -> None:
+def test_a_set_without_a_benchmark_home_is_a_usage_error(
+    tmp_path: Path, script: str, extra: list[str], named: str
+) -> None:
     dump = tmp_path / "dump.json"
     dump.write_text(json.dumps({"madial": {"queries": []}}))
-    result = _run(
-        "vector_transforms.py", "--dump", str(dump), "--work", str(tmp_path / "homes"),
-        "--model", "no-such-model.gguf", "--transform", transform,
-    )  # fmt: skip
+    result = _run(script, "--dump", str(dump), "--work", str(tmp_path / "homes"), *extra)
     assert result.returncode == 2
     assert result.stderr.splitlines()[-1].endswith(
         f"error: no benchmark home in {tmp_path / 'homes'} for: {named}"
