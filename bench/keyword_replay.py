@@ -73,17 +73,19 @@ class Home:
 
     def keyword_lists(
         self, query: str, filters: dict[str, Any] | None
-    ) -> tuple[list[tuple[str, float]], list[tuple[str, float]], float]:
-        """The store's list, the index's list and the query's IDF sum in the index (what fusion reads)."""
+    ) -> tuple[list[tuple[str, float]], list[tuple[str, float]], float, float]:
+        """The store's list, the index's list, the query's IDF sum in the index and the share of code among
+        the index list's first hits (what fusion reads)."""
         from cmem_cli.store.repository import Filters
         from cmem_index import retrieve
+        from cmem_index.search import _code_share
 
         rows = self.memory.store.search_observations(query, Filters(**(filters or {})), limit=STORE_DEPTH)
         store = [(self.corpus_of_key.get(f"obs:{r['uid']}", ""), r["bm25"]) for r in rows]
         hits = retrieve.keyword(self.index, query, retrieve.DocFilters.coerce(filters), CANDIDATES)
         index = [(self.corpus_of_key.get(f"obs:{self.uid_of_doc.get(h.doc_id)}", ""), h.score) for h in hits]
         idf = retrieve.query_idf(self.index, query) if hits else 0.0
-        return store, index, idf
+        return store, index, idf, _code_share(self.index, query, hits)
 
     def close(self) -> None:
         self.index.close()
@@ -110,14 +112,14 @@ def replay(name: str, home: Home, recorded: list[dict[str, Any]], rewrite: Rewri
         }
         scores["keyword"].append(ndcg(ranked(recorded_q, DEFAULT_PARAMS, KEYWORD), q["relevant"]))
         scores["default"].append(ndcg(ranked(recorded_q, DEFAULT_PARAMS), q["relevant"]))
-        store, index, idf = home.keyword_lists(rewrite(text), filters)
+        store, index, idf, share = home.keyword_lists(rewrite(text), filters)
         replayed = {
             "lists": {
                 n: (index if n == KEYWORD else store) if kind == KEYWORD else items
                 for n, items in recorded_q["lists"].items()
                 for kind in [q["signals"][n][0]]
             },
-            "signals": {**q["signals"], KEYWORD: [KEYWORD, idf or None]},
+            "signals": {**q["signals"], KEYWORD: [KEYWORD, idf or None, share]},
         }
         scores["keyword_replayed"].append(ndcg(ranked(replayed, DEFAULT_PARAMS, KEYWORD), q["relevant"]))
         scores["default_replayed"].append(ndcg(ranked(replayed, DEFAULT_PARAMS), q["relevant"]))
