@@ -126,6 +126,7 @@ def stdlib_adapters(embedder: Any, work: Path) -> dict[str, np.ndarray]:
     """One adapter per pull, trained on every stdlib docstring -> function pair but stdlib-code's test
     questions, against the stdlib-code home's chunk vectors."""
     home = Home(work / "stdlib-code")
+    home.store.close()  # only its vectors are needed
     held_out = {text for _, text, _ in retrieval.stdlib_code("test")["queries"]}
     every = retrieval.stdlib_code("test", max_docs=10**6, n_queries=10**6)
     row_of = {corpus: i for i, corpus in enumerate(home.corpus)}
