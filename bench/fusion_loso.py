@@ -187,10 +187,16 @@ def main() -> None:
         "--bootstrap", type=int, metavar="N", help="instead: how often each code factor wins in N resamples"
     )
     args = parser.parse_args()
+    if args.bootstrap is not None and args.bootstrap < 1:
+        parser.error(f"--bootstrap: at least one draw, not {args.bootstrap}")
+    try:
+        sets = load(args.dumps)
+    except (OSError, ValueError) as exc:
+        parser.error(f"cannot read the dump: {exc}")
     if args.bootstrap:
-        print(json.dumps(code_factor_bootstrap(load(args.dumps), args.bootstrap), indent=2))
+        print(json.dumps(code_factor_bootstrap(sets, args.bootstrap), indent=2))
         return
-    rows = report(load(args.dumps))
+    rows = report(sets)
     if args.json:
         print(json.dumps(rows, indent=2))
     else:

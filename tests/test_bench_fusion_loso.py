@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 BENCH = Path(__file__).resolve().parent.parent / "bench"
 
 
@@ -34,3 +36,38 @@ def test_bootstrap_counts_the_winning_code_factor_in_every_draw(tmp_path: Path) 
     assert result.returncode == 0, result.stderr
     # every factor up to 0.35 ties (the relevant function third); the first of a tie wins, in all 7 draws
     assert json.loads(result.stdout) == {"mean": {"0.1": 7}, "smallest margin": {"0.1": 7}}
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--bootstrap", "0"], "error: --bootstrap: at least one draw, not 0"),
+        (["--bootstrap", "-2"], "error: --bootstrap: at least one draw, not -2"),
+    ],
+)
+def test_bootstrap_needs_at_least_one_draw(tmp_path: Path, args: list[str], message: str) -> None:
+    dump = tmp_path / "dump.json"
+    dump.write_text(json.dumps({"code": {"queries": [_question_against_code("d0")]}}))
+    result = subprocess.run(
+        [sys.executable, str(BENCH / "fusion_loso.py"), str(dump), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2
+    assert result.stderr.splitlines()[-1].endswith(message)
+    assert result.stdout == ""
+
+
+def test_an_unreadable_dump_is_a_usage_error(tmp_path: Path) -> None:
+    missing = tmp_path / "missing.json"
+    result = subprocess.run(
+        [sys.executable, str(BENCH / "fusion_loso.py"), str(missing), "--bootstrap", "3"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert result.stderr.splitlines()[-1].endswith(
+        f"error: cannot read the dump: [Errno 2] No such file or directory: '{missing}'"
+    )
+    assert "Traceback" not in result.stderr
+    assert result.stdout == ""
