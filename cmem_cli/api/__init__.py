@@ -398,6 +398,42 @@ class Memory:
             explain=explain,
         )
 
+    def window(
+        self,
+        query: str | None = None,
+        *,
+        project: str | None = None,
+        type: str | Sequence[str] | None = None,
+        concept: str | Sequence[str] | None = None,
+        file: str | Sequence[str] | None = None,
+        agent: str | None = None,
+        session: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
+        limit: int = 2000,
+    ) -> dict[str, Any]:
+        """Everything recorded in a span of time, in full, newest first: what `cmem view` draws.
+
+        The filters are :meth:`search`'s (a ``query`` matches words, as keyword search does; no vectors).
+        At most ``limit`` observations (the newest) and as many prompts and summaries of the span they cover;
+        the JSON-ready dict has ``items`` (observations, prompts and summaries with every field and the
+        absolute ``path`` of their file), ``sessions`` (by id), ``links`` (``from``, ``to``, ``type``: every
+        link from or to a shown observation), ``others`` (the far ends of those links that are not shown, by
+        id), ``observations`` (``shown``, ``total``, ``total_bounded``, ``capped``), ``since`` and
+        ``until``. Nothing is counted as a retrieval."""
+        from cmem_cli.services.search import build_filters
+        from cmem_cli.services.window import window
+
+        if limit < 1:
+            raise InvalidInput("limit must be at least 1")
+        filters = build_filters(
+            project, _listed(type), _listed(concept), _listed(file), agent, session, since, until
+        )
+        reader = self.reader
+        if filters.session:
+            filters.session = reader.store.resolve_session(filters.session) or filters.session
+        return window(reader.store, Path(reader.config.export_dir), filters, query, limit=limit)
+
     def timeline(
         self,
         anchor: int | str | None = None,

@@ -1,0 +1,112 @@
+"""A window of memory: observations, prompts and summaries of a time span with their sessions and links.
+
+This is what `cmem view` draws: more than a search page (every record in full, the sessions they belong to,
+the links among them and to records outside the window) and bounded the same way, so that the cost follows
+what is shown. When more observations match than ``limit``, the newest ``limit`` are kept and the window
+starts at the oldest one kept, so that prompts and summaries cover the same span as the observations.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cmem_cli.core.fields import SUMMARY_FIELDS
+from cmem_cli.core.timeutil import to_iso
+from cmem_cli.services.search import observation_row, prompt_row, summary_row
+from cmem_cli.store import window as rows_of
+from cmem_cli.store.repository import Filters, Store
+
+COUNT_BOUND = 100_000  # count matches up to here; past it the page says "more than 100,000"
+OBSERVATION_DETAIL = (
+    "narrative", "facts", "concepts", "files_read", "files_modified", "tools_used", "prompt_number",
+    "confidence", "updated_at", "retrieval_count", "last_retrieved_at",
+)  # fmt: skip
+SESSION_FIELDS = ("agent", "project", "label", "status", "goal", "outcome", "next_steps")
+
+
+def window(
+    store: Store, export_dir: Any, filters: Filters, query: str | None, *, limit: int
+) -> dict[str, Any]:
+    """The records of the window, newest first, at most ``limit`` observations (and as many prompts and
+    summaries), with ``sessions``, ``links`` among and from them, ``others`` (the far ends of links that
+    are not in the window) and ``observations``: how many are shown, how many match (``total``, a lower
+    bound when ``total_bounded``) and whether the page is ``capped``."""
+    found = rows_of.observations(store, filters, query, limit=limit + 1)
+    capped = len(found) > limit
+    found = found[:limit]
+    span = filters
+    if capped and found:  # prompts and summaries over the span the kept observations cover
+        span = Filters(**{**filters.fields(), "since": found[-1]["created_at"]})
+    prompts = rows_of.prompts(store, span, query, limit=limit)
+    summaries = rows_of.summaries(store, span, query, limit=limit)
+
+    items = [_observation(row, export_dir) for row in found]
+    items += [{**prompt_row(row), "text": row["text"]} for row in prompts]
+    items += [_summary(row, export_dir) for row in summaries]
+    items.sort(key=_newest_first, reverse=True)
+
+    shown = {row["id"] for row in found}
+    links = rows_of.links_touching(store, shown)
+    others = {
+        row["id"]: {**row, "created_at": to_iso(row["created_at"])}
+        for row in rows_of.observation_heads(
+            store, {end for link in links for end in (link["from_id"], link["to_id"])} - shown
+        )
+    }
+    session_ids = {item["session"] for item in items if item.get("session")}
+    total = len(found)
+    if capped:
+        total = rows_of.count_observations(store, filters, query, bound=COUNT_BOUND)
+    return {
+        "items": items,
+        "sessions": {row["session_id"]: _session(row) for row in rows_of.sessions(store, session_ids)},
+        "links": [{"from": link["from_id"], "to": link["to_id"], "type": link["type"]} for link in links],
+        "others": others,
+        "observations": {
+            "shown": len(found),
+            "total": total,
+            "total_bounded": total >= COUNT_BOUND,
+            "capped": capped,
+        },
+        "since": to_iso(span.since),
+        "until": to_iso(filters.until),
+    }
+
+
+KIND_ORDER = {
+    "prompt": 0,
+    "observation": 1,
+    "summary": 2,
+}  # at one instant: the prompt, its work, the summary
+
+
+def _newest_first(item: dict[str, Any]) -> tuple[str, int, int]:
+    """Time, then kind, then number, to be sorted in reverse: newest first, a summary above the work of
+    the same instant and the work above its prompt."""
+    return (item["created_at"], KIND_ORDER[item["kind"]], int(str(item["id"]).lstrip("SP")))
+
+
+def _observation(row: dict[str, Any], export_dir: Any) -> dict[str, Any]:
+    """The observation in full: its search row (whatever fields that carries) and every detail."""
+    item = observation_row(row)
+    for name in OBSERVATION_DETAIL:
+        item[name] = row.get(name)
+    for name in ("updated_at", "last_retrieved_at"):
+        item[name] = to_iso(item[name])
+    if item.get("path"):
+        item["path"] = str(export_dir / item["path"])
+    return item
+
+
+def _summary(row: dict[str, Any], export_dir: Any) -> dict[str, Any]:
+    item = {**summary_row(row), **{name: row.get(name) for name in SUMMARY_FIELDS}}
+    if item.get("path"):
+        item["path"] = str(export_dir / item["path"])
+    return item
+
+
+def _session(row: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {name: row.get(name) for name in SESSION_FIELDS}
+    out["started_at"] = to_iso(row.get("started_at"))
+    out["completed_at"] = to_iso(row.get("completed_at"))
+    return out

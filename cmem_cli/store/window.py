@@ -1,0 +1,118 @@
+"""What happened in a time window: the rows a page of the timeline shows, newest first, bounded.
+
+`cmem view` draws weeks of memory at once, and a store may hold a million observations: every query here is
+bounded by a ``limit`` and walks an index in time order (``observations_project_created`` and its kin), so its
+cost follows the rows shown, not the store's size. Text queries go through the same FTS5 tables and query
+builder as keyword search.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from cmem_cli.core.fts import fts_query
+from cmem_cli.store.repository import Filters, Store
+
+CHUNK = 500  # ids per IN (...) list: well under SQLite's limit on bound parameters
+
+
+def _chunks(values: list[Any]) -> Iterator[list[Any]]:
+    for start in range(0, len(values), CHUNK):
+        yield values[start : start + CHUNK]
+
+
+def observations(store: Store, filters: Filters, query: str | None, *, limit: int) -> list[dict[str, Any]]:
+    """Observations matching ``filters`` (and the words of ``query``), newest first, at most ``limit``."""
+    if query and query.strip():
+        rows = store.search_observations(query, filters, limit=limit, order="newest")
+        for row in rows:
+            for key in ("bm25", "score"):
+                row.pop(key, None)
+        return rows
+    return store.list_observations(filters, limit=limit, order="newest")
+
+
+def count_observations(store: Store, filters: Filters, query: str | None, *, bound: int) -> int:
+    """How many observations match, counting at most ``bound`` (a count past it says only "more")."""
+    where, params = filters.sql("o")
+    if query and query.strip():
+        match = fts_query(query)
+        if match is None:
+            return 0
+        inner = (
+            "SELECT 1 FROM observations_fts CROSS JOIN observations o ON o.id = observations_fts.rowid "
+            f"WHERE observations_fts MATCH ? AND {where} LIMIT ?"
+        )
+        params = [match, *params]
+    else:
+        inner = f"SELECT 1 FROM observations o WHERE {where} LIMIT ?"
+    return int(store.db.scalar(f"SELECT count(*) FROM ({inner})", [*params, bound]))
+
+
+def prompts(store: Store, filters: Filters, query: str | None, *, limit: int) -> list[dict[str, Any]]:
+    """User prompts in the window, newest first (none when the filters name observation-only fields)."""
+    return _side_rows(store, filters, query, limit, "user_prompts", "prompts_fts")
+
+
+def summaries(store: Store, filters: Filters, query: str | None, *, limit: int) -> list[dict[str, Any]]:
+    """Session summaries in the window, newest first (none when the filters are observation-only)."""
+    return _side_rows(store, filters, query, limit, "session_summaries", "summaries_fts")
+
+
+def _side_rows(
+    store: Store, filters: Filters, query: str | None, limit: int, table: str, fts: str
+) -> list[dict[str, Any]]:
+    if filters.observation_only:
+        return []
+    where, params = filters.sql("t", observations=False)
+    if query and query.strip():
+        match = fts_query(query)
+        if match is None:
+            return []
+        return store.db.query(
+            f"SELECT t.* FROM {fts} CROSS JOIN {table} t ON t.id = {fts}.rowid "
+            f"WHERE {fts} MATCH ? AND {where} ORDER BY t.created_at DESC, t.id DESC LIMIT ?",
+            [match, *params, limit],
+        )
+    return store.db.query(
+        f"SELECT t.* FROM {table} t WHERE {where} ORDER BY t.created_at DESC, t.id DESC LIMIT ?",
+        [*params, limit],
+    )
+
+
+def links_touching(store: Store, ids: Iterable[int]) -> list[dict[str, Any]]:
+    """Every link from or to one of ``ids``: ``from_id``, ``to_id``, ``type``, oldest link first."""
+    wanted = sorted(set(ids))
+    found: dict[tuple[int, int, str], dict[str, Any]] = {}
+    for chunk in _chunks(wanted):
+        marks = ", ".join("?" * len(chunk))
+        for row in store.db.query(
+            "SELECT from_id, to_id, type, created_at FROM observation_links "
+            f"WHERE from_id IN ({marks}) UNION "
+            "SELECT from_id, to_id, type, created_at FROM observation_links "
+            f"WHERE to_id IN ({marks})",
+            [*chunk, *chunk],
+        ):
+            found[(row["from_id"], row["to_id"], row["type"])] = row
+    return sorted(found.values(), key=lambda r: (r["created_at"], r["from_id"], r["to_id"]))
+
+
+def observation_heads(store: Store, ids: Iterable[int]) -> list[dict[str, Any]]:
+    """Id, uid, type, title and creation time of observations ``ids`` (the far ends of links)."""
+    rows: list[dict[str, Any]] = []
+    for chunk in _chunks(sorted(set(ids))):
+        marks = ", ".join("?" * len(chunk))
+        rows += store.db.query(
+            f"SELECT id, uid, type, title, project, created_at FROM observations WHERE id IN ({marks})", chunk
+        )
+    return rows
+
+
+def sessions(store: Store, session_ids: Iterable[str]) -> list[dict[str, Any]]:
+    """The session rows of ``session_ids`` (those that exist)."""
+    rows: list[dict[str, Any]] = []
+    for chunk in _chunks(sorted(set(session_ids))):
+        marks = ", ".join("?" * len(chunk))
+        rows += store.db.query(f"SELECT * FROM sessions WHERE session_id IN ({marks})", chunk)
+    return rows
