@@ -69,7 +69,7 @@ def test_a_cli_command_that_imports_the_store_breaks_the_contracts(tmp_path: Pat
     body.write_text(body.read_text() + "\nimport cmem_cli.store.repository  # noqa\n")
     result = _lint(root)
     assert result.returncode == 1
-    assert "The CLI, capture and MCP front ends never import the store BROKEN" in result.stdout
+    assert "The CLI, capture, MCP and view front ends never import the store BROKEN" in result.stdout
     assert "cmem_cli.cli.read_bodies -> cmem_cli.store.repository" in result.stdout
 
 
@@ -88,7 +88,7 @@ def test_a_cli_command_that_calls_a_service_breaks_the_contracts(tmp_path: Path)
     body.write_text(body.read_text() + "\nfrom cmem_cli.services.writes import Memory as _Service  # noqa\n")
     result = _lint(root)
     assert result.returncode == 1
-    assert "CLI, capture and MCP reach the services only through the API BROKEN" in result.stdout
+    assert "CLI, capture, MCP and view reach the services only through the API BROKEN" in result.stdout
     assert "cmem_cli.cli.write_bodies -> cmem_cli.services.writes" in result.stdout
 
 
@@ -101,5 +101,5 @@ def test_a_hook_that_calls_a_service_breaks_the_contracts(tmp_path: Path) -> Non
     )
     result = _lint(root)
     assert result.returncode == 1
-    assert "CLI, capture and MCP reach the services only through the API BROKEN" in result.stdout
+    assert "CLI, capture, MCP and view reach the services only through the API BROKEN" in result.stdout
     assert "cmem_cli.capture.hooks.capture -> cmem_cli.services.writes" in result.stdout

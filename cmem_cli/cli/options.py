@@ -59,6 +59,20 @@ FORMAT = Opt(
     choices=FORMATS,
 )
 
+# -- search's filters (`cmem view` takes them too) ------------------------------------------------------
+QUERY = Opt("query", help="Words to search for; omit to list by filters.", metavar="QUERY")
+TYPES = Opt("obs_type", ("--type",), "Only this type (repeatable).", multiple=True, choices=OBSERVATION_TYPES)
+CONCEPTS = Opt("concept", ("--concept",), "Only with this concept (repeatable).", multiple=True)
+FILES = Opt(
+    "file",
+    ("--file",),
+    "Only touching this file path, suffix or directory (repeatable).",
+    multiple=True,
+    metavar="PATH",
+)
+SINCE = Opt("since", ("--since",), "ISO date/time or age (7d, 2w, 12h).")
+UNTIL = Opt("until", ("--until",), "ISO date/time or age.")
+
 # -- the fast-path commands ----------------------------------------------------------------------------
 SEARCH = Command(
     "search",
@@ -66,23 +80,15 @@ SEARCH = Command(
     'Exit status 10 when nothing matches; "showing N of M" on stderr when more hits exist than shown.',
     "cmem_cli.cli.read_bodies:search",
     (
-        Opt("query", help="Words to search for; omit to list by filters.", metavar="QUERY"),
+        QUERY,
         PROJECT,
-        Opt(
-            "obs_type", ("--type",), "Only this type (repeatable).", multiple=True, choices=OBSERVATION_TYPES
-        ),
-        Opt("concept", ("--concept",), "Only with this concept (repeatable).", multiple=True),
-        Opt(
-            "file",
-            ("--file",),
-            "Only touching this file path, suffix or directory (repeatable).",
-            multiple=True,
-            metavar="PATH",
-        ),
+        TYPES,
+        CONCEPTS,
+        FILES,
         AGENT,
         SESSION,
-        Opt("since", ("--since",), "ISO date/time or age (7d, 2w, 12h)."),
-        Opt("until", ("--until",), "ISO date/time or age."),
+        SINCE,
+        UNTIL,
         Opt("limit", ("--limit", "-n"), "Maximum rows (0: every hit).", int, 20),
         Opt("offset", ("--offset",), "Skip this many rows.", int, 0),
         Opt("order", ("--order",), "Row order.", default="relevance", choices=ORDERS),
@@ -200,6 +206,49 @@ ADD = Command(
             "Read one JSON object, an array, or NDJSON from FILE ('-' for stdin).",
             metavar="FILE",
         ),
+    ),
+)
+
+# -- `cmem view`: not a fast-path command (nothing calls it in a loop), declared here to share search's filters
+VIEW = Command(
+    "view",
+    "Write a timeline of what agents remembered as one self-contained HTML page, and open it.\n\n"
+    "The page needs no server and makes no request: its data, script and style are inside it. By default it "
+    "shows the last 30 days of the current project, at most --limit observations (the newest), and is "
+    "written to <home>/view/ (mode 0600); the path is printed on stdout. See docs/view.md.",
+    "cmem_cli.cli.commands.view:view",
+    (
+        QUERY._replace(help="Only records with these words (as keyword search matches them)."),
+        PROJECT._replace(help="Project name (default: the current project, as `cmem add` files it)."),
+        Opt("all_projects", ("--all-projects",), "Every project, not only the current one.", bool, False),
+        TYPES,
+        CONCEPTS,
+        FILES,
+        AGENT,
+        SESSION._replace(help="Only this session, whole (no default window); an id or a unique prefix."),
+        SINCE._replace(help="ISO date/time or age (7d, 2w, 12h); default 30 days before --until or now."),
+        UNTIL,
+        Opt(
+            "limit",
+            ("--limit", "-n"),
+            "Most observations on the page (the newest); the page says when more match.",
+            int,
+            2000,
+        ),
+        Opt(
+            "output",
+            ("--output", "-o"),
+            "Write the page here ('-' for stdout) instead of <home>/view/NAME.html.",
+            metavar="FILE",
+        ),
+        Opt(
+            "open_page",
+            ("--open",),
+            "Open the page in the default browser (default: when stdout is a terminal).",
+            bool,
+            off="--no-open",
+        ),
+        JSON._replace(help="Print what the page holds (path, counts, window) as JSON."),
     ),
 )
 

@@ -10,6 +10,7 @@ import typer
 COMMAND_MODULES = [
     "cmem_cli.cli.commands.write",
     "cmem_cli.cli.commands.read",
+    "cmem_cli.cli.commands.view",
     "cmem_cli.cli.commands.sessions",
     "cmem_cli.cli.commands.maintenance",
     "cmem_cli.cli.commands.sync",

@@ -1,0 +1,67 @@
+"""`cmem view`: write the timeline page (``cmem_cli.view``) and open it. Options: ``options.VIEW``."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import typer
+
+from cmem_cli.cli import build, options
+from cmem_cli.cli.invocation import open_api
+from cmem_cli.cli.render import escape_control, write
+
+
+def view(
+    query: str | None = None,
+    project: str | None = None,
+    all_projects: bool = False,
+    obs_type: list[str] | None = None,
+    concept: list[str] | None = None,
+    file: list[str] | None = None,
+    agent: str | None = None,
+    session: str | None = None,
+    since: str | None = None,
+    until: str | None = None,
+    limit: int = 2000,
+    output: str | None = None,
+    open_page: bool | None = None,
+    as_json: bool = False,
+) -> None:
+    """Write the page, say where (stdout) and what it leaves out (stderr), and open it when asked to."""
+    from cmem_cli.view import build as build_page
+    from cmem_cli.view import resolve
+    from cmem_cli.view.files import default_path, write_private
+
+    scope = resolve(
+        query, project=project, all_projects=all_projects, types=obs_type, concepts=concept, files=file,
+        agent=agent, session=session, since=since, until=until, limit=limit,
+    )  # fmt: skip
+    with open_api() as memory:
+        page = build_page(memory, scope)
+        config = memory.config
+    if page.note:
+        print(f"cmem: note: {page.note}", file=sys.stderr)
+    if output == "-":
+        write(page.html)
+        return
+    path = Path(output).absolute() if output else default_path(config, scope.title)
+    write_private(path, page.html, make_dirs=output is None)
+    if as_json:
+        write(json.dumps({"path": str(path), **page.summary}, ensure_ascii=False, indent=2) + "\n")
+    else:
+        write(escape_control(str(path)) + "\n")
+    if open_page if open_page is not None else sys.stdout.isatty():
+        _open(path)
+
+
+def _open(path: Path) -> None:
+    import webbrowser
+
+    if not webbrowser.open(path.as_uri()):
+        print(f"cmem: found no browser to open it; open {escape_control(str(path))}", file=sys.stderr)
+
+
+def register(app: typer.Typer) -> None:
+    build.register(app, options.VIEW)

@@ -1,0 +1,284 @@
+"""`cmem view`'s page in a real browser: headless Chromium (Debian's package) renders what the real CLI wrote,
+and the tests read the DOM after the page's script ran, press keys and click as a person would.
+
+One Chromium serves the whole run (the tests share one xdist worker: ``xdist_group``). When chromium is
+missing it is installed with apt (as root); where that cannot be done the tests fail and say why.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.chromium import Browser, ChromiumMissing, Page, find_chromium
+from tests.png import pixels, rgb_at
+from tests.view_fixtures import HOSTILE_NARRATIVE, HOSTILE_TITLE, PROJECT, fill_home
+
+pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser")]
+ALL_ROWS = {"P1", "1", "2", "3", "4", "5", "S1"}
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Browser]:
+    try:
+        executable = find_chromium()
+    except ChromiumMissing as exc:
+        pytest.fail(f"the browser tests need chromium: {exc}", pytrace=False)
+    with Browser(executable) as running:
+        yield running
+
+
+def private_env(root: Path) -> dict[str, str]:
+    return {
+        "CMEM_HOME": str(root / "cmem-home"), "HOME": str(root / "user"), "XDG_CONFIG_HOME": str(root / "config"),
+        "XDG_CACHE_HOME": str(root / "cache"), "CMEM_EMBED_MODEL": "none", "CMEM_PROJECT": PROJECT,
+    }  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def page_file(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
+    """The page the real `cmem view` writes for the fixture home (view_fixtures), and the records' ids."""
+    root = tmp_path_factory.mktemp("view")
+    env = private_env(root)
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in env.items():
+            patch.setenv(name, value)
+        ids = fill_home(Path(env["CMEM_HOME"]))
+    result = subprocess.run(
+        [sys.executable, "-m", "cmem_cli", "view", "--no-open"],
+        capture_output=True, text=True, env={**os.environ, **env}, cwd=root, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    return Path(result.stdout.strip()), ids
+
+
+@pytest.fixture
+def page(browser: Browser, page_file: tuple[Path, dict]) -> Iterator[Page]:
+    tab = browser.new_page(width=1280, height=800)
+    tab.goto(page_file[0].as_uri())
+    yield tab
+    tab.close()
+
+
+def visible_ids(page: Page) -> list[str]:
+    return page.evaluate(
+        "[...document.querySelectorAll('#timeline .row')].filter(r => !r.hidden && !r.closest('[hidden]'))"
+        ".map(r => r.dataset.id)"
+    )
+
+
+def current_id(page: Page) -> str | None:
+    return page.evaluate("document.querySelector('.row.current')?.dataset.id ?? null")
+
+
+def details_text(page: Page) -> str | None:
+    return page.evaluate(
+        "document.getElementById('details').hidden ? null : document.getElementById('details').innerText"
+    )
+
+
+def test_the_page_draws_every_record_with_no_error_and_no_request(page, page_file):
+    path, _ = page_file
+    assert page.evaluate("document.body.dataset.ready") == "true"  # its script ran, under its own CSP
+    assert set(visible_ids(page)) == ALL_ROWS
+    days = page.evaluate("[...document.querySelectorAll('section.day')].map(d => d.dataset.day)")
+    assert len(days) == 2 and days == sorted(days, reverse=True)  # newest day first
+    heads = page.evaluate("[...document.querySelectorAll('.session .label')].map(e => e.textContent)")
+    assert heads == ["Job queue locking", "Outside a session", "Fix early logouts"]
+    # inside a session, in the order it happened: the prompt, the work, the summary
+    login = page.evaluate(
+        "[...[...document.querySelectorAll('.session')].find(s => s.textContent.includes('Fix early logouts'))"
+        ".querySelectorAll('.row')].map(r => r.dataset.id)"
+    )
+    assert login == ["P1", "1", "2", "S1"]
+    assert page.evaluate("document.querySelector('.row[data-id=\"4\"] .icon').textContent") == "\N{COMPASS}"
+    # the chart: one stacked bar per day and type shown (day 1: decision, insight; day 2: five types)
+    assert page.evaluate("document.querySelectorAll('#chart rect.bar').length") == 7
+    assert page.errors() == []
+    assert page.requests() == [path.as_uri()]
+
+    width, height, channels, rows = pixels(page.screenshot(scale=0.25))
+    background = rgb_at(rows, channels, width - 1, height - 1)
+    inked = sum(1 for y in range(height) for x in range(width) if rgb_at(rows, channels, x, y) != background)
+    colours = {rgb_at(rows, channels, x, y) for y in range(0, height, 2) for x in range(0, width, 2)}
+    assert inked > 0.08 * width * height, "the screenshot is mostly empty"
+    assert len(colours) > 50  # text, bars, type colours: not a blank or single-colour page
+
+
+def test_filters_hide_and_show_rows_without_reloading(page):
+    page.evaluate("window.sameDocument = true")
+    page.click('#types .chip[data-type="decision"]')
+    assert set(visible_ids(page)) == ALL_ROWS - {"4"}
+    assert page.evaluate("document.getElementById('shown').textContent") == "6 of 7 records"
+    assert page.evaluate("document.querySelectorAll('#chart rect.bar').length") == 6
+    page.click('#types .chip[data-type="decision"]')
+    assert set(visible_ids(page)) == ALL_ROWS
+
+    page.evaluate(
+        "(() => { const s = document.getElementById('f-agent'); s.value = 'codex';"
+        " s.dispatchEvent(new Event('change')); })()"
+    )
+    assert visible_ids(page) == ["4", "5"]
+    assert page.evaluate("document.querySelector('section.day:not([hidden])') !== null")
+    hidden_days = page.evaluate("[...document.querySelectorAll('section.day')].map(d => d.hidden)")
+    assert hidden_days == [False, True]  # the other day has nothing by codex
+    page.evaluate(
+        "(() => { const s = document.getElementById('f-agent'); s.value = '';"
+        " s.dispatchEvent(new Event('change')); })()"
+    )
+    page.press("/")
+    page.type("jwt")
+    assert visible_ids(page) == ["2"]
+    page.type(" cookie")  # every word must match
+    assert visible_ids(page) == []
+    assert page.evaluate("document.getElementById('empty').hidden") is False
+    assert page.evaluate("window.sameDocument") is True
+    assert page.errors() == []
+
+
+def test_the_keyboard_moves_through_rows_and_opens_the_full_record(page, page_file):
+    _, ids = page_file
+    page.press("/")
+    assert page.evaluate("document.activeElement.id") == "q"
+    page.press("Escape")
+    assert page.evaluate("document.activeElement.id") != "q"
+    order = visible_ids(page)
+    page.press("ArrowDown")
+    assert current_id(page) == order[0]
+    for _ in range(order.index("2")):
+        page.press("ArrowDown")
+    page.press("ArrowUp")
+    page.press("ArrowDown")
+    assert current_id(page) == "2"
+    assert page.evaluate("document.activeElement.dataset.id") == "2"
+    page.press("Enter")
+    assert page.evaluate("location.hash") == "#2"  # a reload or bookmark opens it again
+    text = details_text(page)
+    assert text is not None
+    for expected in (
+        "JWT expiry compared seconds to milliseconds", "exp is in seconds", "auth, jwt", "src/auth/jwt.ts",
+        "Edit", "related #1 Cookie max-age was set in seconds twice",
+        "led to #6 Ancient decision outside the window (not in this window)",
+        "caused by #4 Use Postgres advisory locks for the job queue", "cmem://observation/", "/export/webapp/",
+    ):  # fmt: skip
+        assert expected in text, expected
+    page.click("#details button.jump")  # the first link: to #1, listed both ways
+    assert current_id(page) == "1"
+    assert "Cookie max-age was set in seconds twice" in details_text(page)
+    assert "related #2 JWT expiry" in details_text(page)
+    page.press("ArrowDown")  # with the panel open, moving shows the next record
+    assert "JWT expiry" in details_text(page)
+    page.press("Escape")
+    assert details_text(page) is None
+    assert page.evaluate("document.activeElement.dataset.id") == "2"
+
+    page.click('.row[data-id="S1"]')
+    assert "add a regression test for the cookie" in details_text(page)
+    page.click('.row[data-id="P1"]')
+    assert "why do users get logged out after an hour?" in details_text(page)
+    assert page.errors() == []
+
+
+def test_hostile_memory_text_shows_as_text_and_never_runs(page, page_file):
+    path, ids = page_file
+    hostile = str(ids["hostile"])
+    assert (
+        page.evaluate(f"document.querySelector('.row[data-id=\"{hostile}\"] .title').textContent")
+        == HOSTILE_TITLE
+    )
+    page.click(f'.row[data-id="{hostile}"]')
+    assert page.evaluate("document.querySelector('#details .text').textContent") == HOSTILE_NARRATIVE
+    assert page.evaluate("typeof window.__pwned") == "undefined"
+    assert page.evaluate("document.querySelectorAll('img, iframe, a, b, script:not([id])').length") == 1
+    assert page.evaluate("document.querySelectorAll('script').length") == 2
+    assert page.evaluate("document.querySelectorAll('svg').length") == 1  # the chart's, none from a memory
+    assert page.errors() == []
+    assert page.requests() == [path.as_uri()]
+    # and were a script to run, the page's policy would stop it from sending anything
+    assert page.evaluate("fetch('http://127.0.0.1:9/').then(() => 'sent', () => 'blocked')") == "blocked"
+    assert any("Content Security Policy" in error for error in page.errors())
+
+
+def test_markers_show_on_rows_that_carry_them_and_nowhere_else(browser, page_file, tmp_path):
+    from cmem_cli.api import Memory
+    from cmem_cli.view import page_for, resolve
+
+    path, ids = page_file
+    home = path.parent.parent
+    with Memory(home) as memory:
+        window = memory.window(project=PROJECT, since="30d")
+    marks = {
+        ids["discovery"]: {"stale": ["src/auth/cookie.ts"], "branch": "main"},
+        ids["bugfix"]: {"stale": [], "superseded_by": ids["decision"], "branch": "main"},
+        ids["decision"]: {"stale": None, "superseded_by": None, "branch": "feature/locks"},
+        ids["deploy"]: {"stale": None, "branch": None},
+    }
+    for item in window["items"]:
+        item.update(marks.get(item["id"], {}))
+    built = page_for(window, resolve(project=PROJECT, limit=2000))
+    html = built.html.replace('"branch":null', '"branch":"main"', 1)  # the page's current branch
+    page_path = tmp_path / "markers.html"
+    page_path.write_text(html, encoding="utf-8")
+    tab = browser.new_page()
+    tab.goto(page_path.as_uri())
+    tags = tab.evaluate(
+        "Object.fromEntries([...document.querySelectorAll('.row')].map(r => [r.dataset.id,"
+        " [...r.querySelectorAll('.tag.stale, .tag.superseded, .tag.branch')].map(t => t.textContent)]))"
+    )
+    assert tags[str(ids["discovery"])] == ["stale"]
+    assert tags[str(ids["bugfix"])] == [f"replaced by #{ids['decision']}"]
+    assert tags[str(ids["decision"])] == ["\u2387 feature/locks"]
+    assert tags[str(ids["deploy"])] == [] and tags["P1"] == [] and tags["S1"] == []
+    options = tab.evaluate("[...document.querySelectorAll('#f-marker option')].map(o => o.value)")
+    assert options == ["", "stale", "superseded", "branch", "linked"]
+    tab.evaluate(
+        "(() => { const s = document.getElementById('f-marker'); s.value = 'stale';"
+        " s.dispatchEvent(new Event('change')); })()"
+    )
+    assert visible_ids(tab) == [str(ids["discovery"])]
+    tab.click(f'.row[data-id="{ids["discovery"]}"]')
+    stale = tab.evaluate(
+        "[...document.querySelectorAll('#details h3')].find(h => h.textContent.startsWith('Stale'))"
+        ".nextElementSibling.textContent"
+    )
+    assert stale == "src/auth/cookie.ts"
+    assert tab.errors() == []
+    tab.close()
+
+
+def luminance(css_colour: str) -> float:
+    red, green, blue = (int(part) for part in css_colour[css_colour.index("(") + 1 : -1].split(",")[:3])
+    return (0.2126 * red + 0.7152 * green + 0.0722 * blue) / 255
+
+
+@pytest.mark.parametrize(("width", "dark"), [(1280, True), (390, False), (390, True)])
+def test_readable_in_light_and_dark_at_desktop_and_phone_widths(browser, page_file, width, dark):
+    tab = browser.new_page(width=width, height=844 if width < 500 else 800, mobile=width < 500, dark=dark)
+    tab.goto(page_file[0].as_uri() + "#4")  # an address naming a record opens it
+    assert "Use Postgres advisory locks" in details_text(tab)
+    tab.press("Escape")
+    body, text = tab.evaluate(
+        "[getComputedStyle(document.body).backgroundColor, getComputedStyle(document.body).color]"
+    )
+    assert (luminance(body) < 0.2) if dark else (luminance(body) > 0.9)
+    assert abs(luminance(body) - luminance(text)) > 0.6  # text stands out of its background
+    assert tab.evaluate("document.documentElement.scrollWidth") <= width  # nothing runs off the side
+    assert set(visible_ids(tab)) == ALL_ROWS
+    tab.click('.row[data-id="2"]')
+    panel = tab.evaluate(
+        "(() => { const r = document.getElementById('details').getBoundingClientRect();"
+        " return [r.left, r.width]; })()"
+    )
+    if width < 500:
+        assert panel == [0, width]  # the record covers the phone's screen
+    else:
+        assert 0 < panel[1] < width / 2  # beside the timeline
+    tab.press("Escape")
+    assert details_text(tab) is None
+    assert tab.errors() == []
+    tab.close()
