@@ -17,6 +17,9 @@ from cmem_cli.core.timeutil import parse_time, to_iso
 from cmem_cli.store.repository import Filters, Store
 
 ORDERS = ("relevance", "newest", "oldest")
+STORE_SIGNAL = "store"
+ALL = 1_000_000  # the depth of "every hit" (``limit`` 0)
+MEMORIES = "memories"  # cmem's own export tree as a collection (cmem_index.collections.MEMORIES)
 _REF = re.compile(r"^(?P<prefix>[SsPp]?)(?P<num>\d+)$")
 _DOCID = re.compile(r"^(?:#|doc:)(?P<docid>[0-9a-fA-F]{6})$")
 
@@ -121,12 +124,14 @@ def keyword_search(
         )
         return [observation_row(r) for r in rows]
     window = limit + offset
+    # Summaries and prompts are searched by relevance: ordered by date, every match must be read.
+    depth = window if order == "relevance" else ALL
     hits = [
         observation_row(r, r["score"])
         for r in store.search_observations(query, filters, limit=window, order=order)
     ]
-    hits += [summary_row(r, r["score"]) for r in store.search_summaries(query, filters, limit=window)]
-    hits += [prompt_row(r, r["score"]) for r in store.search_prompts(query, filters, limit=window)]
+    hits += [summary_row(r, r["score"]) for r in store.search_summaries(query, filters, limit=depth)]
+    hits += [prompt_row(r, r["score"]) for r in store.search_prompts(query, filters, limit=depth)]
     if order == "relevance":
         hits.sort(key=lambda h: -(h["score"] or 0))
     else:
@@ -190,10 +195,6 @@ def resolve_query_anchor(store: Store, query: str, filters: Filters) -> str:
 
 
 # -- hybrid search over the store and the index -----------------------------------------------------------
-
-STORE_SIGNAL = "store"
-ALL = 1_000_000  # the depth of "every hit" (``limit`` 0)
-MEMORIES = "memories"  # cmem's own export tree as a collection (cmem_index.collections.MEMORIES)
 
 
 class SearchPage(NamedTuple):
@@ -270,7 +271,8 @@ def search(
         page = page[: limit or ALL]
         return SearchPage(page, "list", [], offset + len(page) + more, capped=more)
     window = limit + offset if limit else None
-    depth = max(window, 50) if window else ALL
+    # Ordered by date, the page is the newest (oldest) of every match, not of the most relevant few.
+    depth = max(window, 50) if window and order == "relevance" else ALL
     with_store = not collections or MEMORIES in collections
     observations = store.search_observations(query, filters, limit=depth) if with_store else []
     summaries = store.search_summaries(query, filters, limit=depth) if with_store else []
