@@ -237,11 +237,12 @@ def test_search_page_is_what_cmem_search_json_prints_with_the_total(memory, cli)
     ]
 
 
-def test_search_page_takes_a_session_prefix(memory):
+def test_search_page_takes_a_session_id_exactly_and_a_person_s_prefix_resolved_first(memory):
     session = memory.start_session("abcdef123456", project="demo")
     memory.add("In the session", project="demo", session=session.session_id)
     memory.add("Outside it", project="demo")
-    page = memory.search_page(project="demo", session="abcdef")
+    assert memory.search_page(project="demo", session="abcdef").rows == []
+    page = memory.search_page(project="demo", session=memory.resolve_session("abcdef"))
     assert [row["title"] for row in page.rows] == ["In the session"]
 
 
@@ -294,10 +295,11 @@ def test_session_rows_record_and_status(memory, cli):
     session = memory.start_session("feedbeef0001", project="demo", label="try")
     memory.add_prompt("why?", session=session.session_id)
     memory.add_summary_fields(session.session_id, {"learned": "because", "notes": None})
-    assert memory.session_status("feedbeef") == "active"
+    assert memory.session_status("feedbeef0001") == "active"
+    assert memory.session_status("feedbeef") is None  # ids are exact; a prefix goes through resolve_session
     assert memory.resolve_session("feedbeef") == "feedbeef0001"
     assert memory.session_status("nothing-like-it") is None
-    record = memory.session_record("feedbeef")
+    record = memory.session_record("feedbeef0001")
     assert record == cli("session", "show", "feedbeef", "--json").json()
     assert [p["text"] for p in record["prompts"]] == ["why?"]
     assert memory.session_rows(project="demo") == cli("session", "list", "--project", "demo", "--json").json()

@@ -76,3 +76,14 @@ def test_session_start_resumes_an_ended_session_by_prefix(sh):
     assert resumed.stdout == f"{session}\n"
     assert sh("session", "show", session, "--json").json()["status"] == "active"
     assert sh("add", "Back at it", env={"CMEM_SESSION": session}).exit_code == 0
+
+
+def test_a_prompt_for_an_ended_session_is_refused_as_an_observation_is(sh):
+    session = sh("session", "start").stdout.strip()
+    assert sh("session", "end", session).exit_code == 0
+    result = sh("prompt", "add", "one more question", env={"CMEM_SESSION": session})
+    assert result.exit_code == 4
+    assert result.stderr == (
+        f"cmem: session {session} is completed; start a new one (cmem session start) or unset CMEM_SESSION\n"
+    )
+    assert sh("session", "show", session, "--json").json()["prompts"] == []

@@ -26,6 +26,7 @@ from cmem_cli.core.errors import (
     DatabaseBusy,
     DatabaseCorrupt,
     InvalidInput,
+    InvalidRecord,
     ModelError,
     NotFound,
     StorageError,
@@ -374,7 +375,7 @@ class Memory:
     ) -> SearchPage:
         """:meth:`search` as JSON-ready rows (what `cmem search --json` prints, paths relative), plus how
         many hits there are in all: a :class:`SearchPage` (``rows``, ``mode``, ``notes``, ``total``,
-        ``capped``: ``total`` is a lower bound when ``capped``). ``session`` may be a unique prefix."""
+        ``capped``: ``total`` is a lower bound when ``capped``)."""
         from cmem_cli.services.search import build_filters
         from cmem_cli.services.search import search as run_search
 
@@ -382,8 +383,6 @@ class Memory:
             project, _listed(type), _listed(concept), _listed(file), agent, session, since, until
         )
         reader = self.reader
-        if filters.session:
-            filters.session = reader.store.resolve_session(filters.session) or filters.session
         return run_search(
             reader,
             query,
@@ -489,14 +488,19 @@ class Memory:
         return records
 
     def resolve_session(self, session_id: str) -> str | None:
-        """The full id of the session ``session_id`` names (itself, or a unique prefix), None if none does."""
+        """The full id of the session ``session_id`` names (itself, or a unique prefix), None if none does.
+
+        The one place a prefix is read: every other method takes a session id exactly, as a program passes
+        it (``run-1`` is never ``run-10``). A front end resolves the ids people type here first."""
         return self.reader.store.resolve_session(session_id) if session_id else None
 
     def session_status(self, session_id: str) -> str | None:
-        """The status (active, completed, ...) of the session ``session_id`` names (a unique prefix will
-        do), None if none does. Cheaper than :meth:`session`, which also counts its observations."""
-        full = self.resolve_session(session_id)
-        return None if full is None else str(self.reader.store.get_session(full)["status"])
+        """The status (active, completed, ...) of session ``session_id``, None if there is none. Cheaper
+        than :meth:`session`, which also counts its observations."""
+        try:
+            return str(self.reader.store.get_session(session_id)["status"])
+        except NotFound:
+            return None
 
     def get(self, *ids: int | str, links: bool = False) -> list[Record]:
         """Third layer: full records for ids (``12``, ``S3``, ``P7``, ``doc:docid``, ``PATH[:LINE[:COUNT]]``).
@@ -606,7 +610,7 @@ class Memory:
         return list(self.reader.store.session_ids())
 
     def session_record(self, session_id: str) -> dict[str, Any]:
-        """Session ``session_id`` (or a unique prefix) with its prompts, summary ids and observation count:
+        """Session ``session_id`` with its prompts, summary ids and observation count:
         the JSON-ready dict `cmem session show --json` prints; :class:`NotFound` if there is none."""
         from cmem_cli.core.timeutil import to_iso
 
@@ -756,8 +760,8 @@ class Memory:
         return self.service.store.observation_by_uid(uid) is not None
 
     def ensure_session(self, session_id: str, *, project: str, agent: str) -> str:
-        """Create session ``session_id`` if it is new (kept as it is otherwise); returns its full id (a unique
-        prefix of an existing id names that session). :meth:`start_session` without building a result."""
+        """Create session ``session_id`` if it is new (kept as it is otherwise); returns its id.
+        :meth:`start_session` without building a result."""
         row = self.service.ensure_session(session_id, agent=agent, project=project)
         return str(row["session_id"])
 
@@ -910,15 +914,6 @@ def _defaults(project: str | None, agent: str | None, session: str | None) -> di
         "agent": agent or default_agent(),
         "session": session or default_session(),
     }
-
-
-class InvalidRecord(InvalidInput):
-    """Record number ``index`` (from 0) of an :meth:`Memory.add_many` batch is invalid; nothing was stored."""
-
-    def __init__(self, index: int, reason: str):
-        super().__init__(f"record {index}: {reason}")
-        self.index = index
-        self.reason = reason
 
 
 class _StoreReader:

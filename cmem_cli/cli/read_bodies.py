@@ -22,6 +22,7 @@ from cmem_cli.cli.render import (
     resolve_format,
     write,
 )
+from cmem_cli.cli.typed_sessions import typed_session
 
 
 def _date(row: dict[str, Any]) -> str:
@@ -107,7 +108,7 @@ def search(
             concept=concept,
             file=file,
             agent=agent,
-            session=session,
+            session=typed_session(memory, session),
             since=since,
             until=until,
             limit=0 if all_hits else limit,

@@ -8,12 +8,16 @@ observation does not spend 30-40 ms importing typer. The parameter names are the
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
 
 from cmem_cli.cli.input import check_cli_text, parse_json_records, read_json_input
 from cmem_cli.cli.invocation import open_api
+from cmem_cli.cli.typed_sessions import refuse_ended_session, typed_session
 from cmem_cli.core.config import default_agent, default_project, default_session
 from cmem_cli.core.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from cmem_cli.api import Memory
 
 
 def add(
@@ -65,19 +69,16 @@ def add(
             for item in value:
                 check_cli_text(f"--{name}", item)
     with open_api(write=True) as memory:
-        _refuse_ended_session(memory, defaults["session"])
+        defaults["session"] = _open_session(memory, defaults["session"])
         obs_id = memory.add_id(**record, **defaults)
     print(obs_id)
 
 
-def _refuse_ended_session(memory: Any, session: str | None) -> None:
-    """A CMEM_SESSION left exported after `cmem session end` must not silently collect new work."""
-    full = memory.resolve_session(session) if session else None
-    status = memory.session_status(full) if full else None
-    if status not in (None, "active"):
-        raise InvalidInput(
-            f"session {full} is {status}; start a new one (cmem session start) or unset CMEM_SESSION"
-        )
+def _open_session(memory: Memory, session: str | None) -> str | None:
+    """The full id of the session a person named, refused when it has ended."""
+    full = typed_session(memory, session)
+    refuse_ended_session(memory, full)
+    return full
 
 
 def _add_json(source: str, defaults: dict[str, str | None]) -> None:
@@ -86,7 +87,7 @@ def _add_json(source: str, defaults: dict[str, str | None]) -> None:
     from cmem_cli.api import InvalidRecord
 
     with open_api(write=True) as memory:
-        _refuse_ended_session(memory, defaults["session"])
+        defaults["session"] = _open_session(memory, defaults["session"])
         try:
             ids = memory.add_many([record for _, record in records], **defaults)
         except InvalidRecord as exc:

@@ -34,6 +34,15 @@ class InvalidInput(CmemError):
     exit_code = EXIT_INVALID
 
 
+class InvalidRecord(InvalidInput):
+    """Record number ``index`` (from 0) of a batch is invalid; nothing of the batch was stored."""
+
+    def __init__(self, index: int, reason: str):
+        super().__init__(f"record {index}: {reason}")
+        self.index = index
+        self.reason = reason
+
+
 class UsageError(CmemError):
     exit_code = EXIT_USAGE
 

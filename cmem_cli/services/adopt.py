@@ -258,14 +258,8 @@ class _Adopter:
             merged["uid"] = row["uid"]
             record = merged
         prepared = self.memory.prepare(record)
-        if prepared.get("key"):
-            clash = self.store.observation_by_key(prepared["project"], prepared["key"])
-            if (
-                clash is not None
-                and (row is None or clash["id"] != row["id"])
-                and clash["uid"] != prepared.get("uid")
-            ):
-                raise InvalidInput(f"key {prepared['key']!r} is already used by observation {clash['id']}")
+        known = row if row is not None else self.store.observation_by_uid(prepared.get("uid") or "")
+        self.memory.check_key(prepared, known["id"] if known is not None else None)
         if not prepared.get("uid"):
             prepared["created_at"] = prepared.get("created_at") or now_ms()
             prepared["uid"] = new_uid(prepared["created_at"])

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from cmem_cli.core.config import Config
-from cmem_cli.core.errors import InvalidInput, NotFound, StorageError
+from cmem_cli.core.errors import InvalidInput, InvalidRecord, NotFound, StorageError
 from cmem_cli.core.ids import new_uid
 from cmem_cli.core.text import estimate_tokens
 from cmem_cli.core.timeutil import now_ms
@@ -193,7 +193,15 @@ class Memory:
         """Store already-prepared records in one transaction (bulk import): all or none."""
         with self._write(fsync=False) as files:
             self._ensure_sessions(records)
-            return [self._store_observation(r, files, session_ready=True) for r in records]
+            rows = []
+            for index, record in enumerate(records):
+                try:
+                    rows.append(self._store_observation(record, files, session_ready=True))
+                except InvalidRecord:
+                    raise
+                except InvalidInput as exc:  # a clash with what is stored: which record, for the caller
+                    raise InvalidRecord(index, exc.message) from None
+            return rows
 
     def _ensure_sessions(self, records: list[dict[str, Any]]) -> None:
         """Create each session a batch mentions once, spanning its first and last record's time."""
@@ -201,7 +209,6 @@ class Memory:
         now = now_ms()
         for record in records:
             if record.get("session"):
-                record["session"] = self._known_session(record["session"])
                 at = record.get("created_at") or now
                 first, low, high = spans.get(record["session"], (record, at, at))
                 spans[record["session"]] = (first, min(low, at), max(high, at))
@@ -219,18 +226,17 @@ class Memory:
     ) -> dict[str, Any]:
         store = self.store
         if record.get("session") and not session_ready:
-            record = {**record, "session": self._known_session(record["session"])}
             store.ensure_session(
                 record["session"],
                 agent=record["agent"],
                 project=record["project"],
                 at=record.get("created_at"),
             )
-        existing = None
-        if record.get("uid"):
-            existing = store.observation_by_uid(record["uid"])
+        existing = store.observation_by_uid(record["uid"]) if record.get("uid") else None
         if existing is None and record.get("key"):
-            existing = store.observation_by_key(record["project"], record["key"])
+            existing = store.observation_by_key(record["project"], record["key"])  # a key replaces
+        elif existing is not None:
+            self.check_key(record, existing["id"])
         relpath = None
         if existing is not None:
             row = store.update_observation(existing["id"], record)
@@ -245,6 +251,14 @@ class Memory:
         # a new row without links has none to list: no need to ask the store (bulk imports do this a lot)
         no_links = existing is None and not record.get("links")
         return self._export_observation(row, files, relpath=relpath, no_links=no_links)
+
+    def check_key(self, record: dict[str, Any], obs_id: int | None) -> None:
+        """The one key rule of every write that names its observation (an edit, a uid, a file): a project's
+        key belongs to one observation, so giving observation ``obs_id`` (None: a new one) a key another
+        holds is :class:`InvalidInput`. (A new record without a uid replaces the key's holder instead.)"""
+        holder = self.store.key_holder(record["project"], record.get("key"), besides=obs_id)
+        if holder is not None:
+            raise InvalidInput(f"key {record['key']!r} is already used by observation {holder['id']}")
 
     def _resolve_link_target(self, link: dict[str, Any]) -> int:
         if "id" in link:
@@ -297,12 +311,7 @@ class Memory:
             merged = {k: current.get(k) for k in EDITABLE_FIELDS}
             merged.update(changes)
             prepared = normalize_observation(self._scrub_record(merged))
-            if prepared.get("key"):
-                clash = self.store.observation_by_key(prepared["project"], prepared["key"])
-                if clash is not None and clash["id"] != obs_id:
-                    raise InvalidInput(
-                        f"key {prepared['key']!r} is already used by observation {clash['id']}"
-                    )
+            self.check_key(prepared, obs_id)
             row = self.store.update_observation(obs_id, prepared)
             for link in prepared.get("links") or []:
                 self.store.add_link(obs_id, self._resolve_link_target(link), link["type"])
@@ -339,10 +348,6 @@ class Memory:
             self._export_observation(self.store.get_observation(referrer), files)
 
     # -- sessions, prompts, summaries -------------------------------------------------------------------
-    def _known_session(self, session_id: str) -> str:
-        """A unique prefix of an existing session's id names that session; any other text is a new id."""
-        return self.store.resolve_session(session_id) or session_id
-
     def ensure_session(
         self,
         session_id: str,
@@ -356,7 +361,6 @@ class Memory:
         """Create the session if new; ``resume`` also reopens it if it had ended (`cmem session start ID`)."""
         session_id = _required_text("session id", session_id)
         with self.store.db.transaction():
-            session_id = self._known_session(session_id)
             if resume:
                 self.store.db.execute(
                     "UPDATE sessions SET status = 'active', completed_at = NULL "
@@ -407,7 +411,6 @@ class Memory:
     ) -> dict[str, Any]:
         text = _required_text("prompt", self._scrub_text(text) or "", limit=SUMMARY_LIMIT)
         with self.store.db.transaction():
-            session_id = self._known_session(session_id)
             session = self.store.ensure_session(
                 session_id, agent=agent or "cli", project=project or "default", at=created_at
             )
@@ -426,7 +429,6 @@ class Memory:
     ) -> dict[str, Any]:
         values = self.prepare_summary(fields)
         with self._write() as files:
-            session_id = self._known_session(session_id)
             session = self.store.ensure_session(
                 session_id, agent=agent or "cli", project=project or "default"
             )

@@ -288,6 +288,13 @@ class Store:
             self.db.query_one("SELECT * FROM observations WHERE project = ? AND key = ?", (project, key))
         )
 
+    def key_holder(self, project: str, key: str | None, *, besides: int | None) -> dict[str, Any] | None:
+        """The observation of ``project`` other than ``besides`` that holds ``key`` (None: nobody else)."""
+        if not key:
+            return None
+        holder = self.observation_by_key(project, key)
+        return None if holder is None or holder["id"] == besides else holder
+
     def delete_observation(self, obs_id: int) -> None:
         self.db.execute("DELETE FROM observations WHERE id = ?", (obs_id,))
 
@@ -369,7 +376,7 @@ class Store:
     def end_session(
         self, session_id: str, *, status: str, outcome: str | None, next_steps: str | None
     ) -> dict[str, Any]:
-        session_id = self.get_session(session_id)["session_id"]
+        self.get_session(session_id)  # NotFound for an unknown id
         now = now_ms()
         self.db.execute(
             "UPDATE sessions SET status = ?, completed_at = ?, last_activity_at = ?, "
@@ -379,9 +386,8 @@ class Store:
         return self.get_session(session_id)
 
     def get_session(self, session_id: str) -> dict[str, Any]:
-        """The session ``session_id`` names, in full or by a unique prefix (as git takes commit ids)."""
-        full = self.resolve_session(session_id)
-        row = self.db.query_one("SELECT * FROM sessions WHERE session_id = ?", (full or session_id,))
+        """The session with exactly this id (a person's prefix goes through :meth:`resolve_session` first)."""
+        row = self.db.query_one("SELECT * FROM sessions WHERE session_id = ?", (session_id,))
         if row is None:
             raise NotFound(f"no session {session_id!r}")
         return row

@@ -137,11 +137,12 @@ def _upsert_observation(memory: Memory, item: Incoming, notes: list[str]) -> dic
     record = dict(item.record)
     record.pop("links", None)
     existing = store.observation_by_uid(record["uid"]) if record.get("uid") else None
-    if record.get("key"):
-        clash = store.observation_by_key(record["project"], record["key"])
-        if clash is not None and (existing is None or clash["id"] != existing["id"]):
-            notes.append(f"{item.relpath}: key {record['key']!r} is taken here by {clash['uid']}; dropped")
-            record["key"] = None
+    # The write service's key rule (Memory.check_key); a merge cannot refuse another machine's file, so
+    # the key is dropped instead, with a note.
+    clash = store.key_holder(record["project"], record.get("key"), besides=existing and existing["id"])
+    if clash is not None:
+        notes.append(f"{item.relpath}: key {record['key']!r} is taken here by {clash['uid']}; dropped")
+        record["key"] = None
     if record.get("session"):
         store.ensure_session(
             record["session"], agent=record["agent"], project=record["project"], at=record.get("created_at")

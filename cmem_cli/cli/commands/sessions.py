@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -12,8 +12,12 @@ from cmem_cli.cli.commands.common import AgentOpt, FormatOpt, JsonOpt, ProjectOp
 from cmem_cli.cli.invocation import open_api
 from cmem_cli.cli.render import Column, emit_rows, resolve_format, write
 from cmem_cli.cli.short_ids import unique_prefixes
+from cmem_cli.cli.typed_sessions import refuse_ended_session, typed_session
 from cmem_cli.core.config import default_agent, default_project, default_session
 from cmem_cli.core.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from cmem_cli.api import Memory
 
 session_app = typer.Typer(help="Start, end and list agent sessions.", no_args_is_help=True)
 prompt_app = typer.Typer(help="Record user prompts.", no_args_is_help=True)
@@ -25,8 +29,9 @@ SessionArg = Annotated[
 ]
 
 
-def _session_id(value: str | None) -> str:
-    session = check_cli_text("session id", value) or default_session()
+def _session_id(memory: Memory, value: str | None) -> str:
+    """The full id of the session given as an argument or in $CMEM_SESSION (a unique prefix will do)."""
+    session = typed_session(memory, check_cli_text("session id", value) or default_session())
     if not session:
         raise InvalidInput("no session id given (pass SESSION or set CMEM_SESSION)")
     return session
@@ -49,8 +54,8 @@ def session_start(
     """Start (or resume) a session; prints its id. Use it as CMEM_SESSION for later commands."""
     from cmem_cli.core.ids import new_uid
 
-    session_id = check_cli_text("session id", session) or new_uid().lower()
     with open_api(write=True) as memory:
+        session_id = typed_session(memory, check_cli_text("session id", session)) or new_uid().lower()
         started = memory.start_session(
             session_id,
             agent=agent or default_agent(),
@@ -72,7 +77,7 @@ def session_end(
     """Close a session."""
     with open_api(write=True) as memory:
         memory.end_session(
-            _session_id(session),
+            _session_id(memory, session),
             status=status,
             outcome=check_cli_text("--outcome", outcome),
             next_steps=check_cli_text("--next-steps", next_steps),
@@ -125,7 +130,7 @@ def session_list(
 def session_show(session: SessionArg = None, as_json: JsonOpt = False) -> None:
     """A session with its prompts, summaries and observation count."""
     with open_api() as memory:
-        row = memory.session_record(_session_id(session))
+        row = memory.session_record(_session_id(memory, session))
     if as_json:
         write(json.dumps(row, ensure_ascii=False, indent=2) + "\n")
         return
@@ -153,9 +158,11 @@ def prompt_add(
     if text == "-":
         text = sys.stdin.read()
     with open_api(write=True) as memory:
+        full = _session_id(memory, session)
+        refuse_ended_session(memory, full)
         prompt = memory.add_prompt(
             check_cli_text("prompt", text) or "",
-            session=_session_id(session),
+            session=full,
             project=project or default_project(),
             agent=agent or default_agent(),
         )
@@ -206,7 +213,9 @@ def summary_add(
         if isinstance(value, str):
             check_cli_text(f"--{key}", value)
     with open_api(write=True) as memory:
-        summary = memory.add_summary_fields(_session_id(session), fields, project=project, agent=agent)
+        summary = memory.add_summary_fields(
+            _session_id(memory, session), fields, project=project, agent=agent
+        )
     print(summary.id)
 
 
