@@ -111,3 +111,45 @@ def test_an_event_arriving_while_the_store_is_lost_is_kept_until_it_is_back(sh, 
     assert sh("hook", "SessionEnd", input=_end_payload(project)).exit_code == 0
     assert _stored_prompts(home) == ["remember the lost store"]
     assert spool.pending(home) == []
+
+
+@pytest.mark.parametrize(
+    ("event", "fields", "table"),
+    [
+        ("UserPromptSubmit", {"prompt": "why is the invoice total off by a cent"}, "user_prompts"),
+        ("Stop", {"last_assistant_message": "Rounded each line before summing."}, "session_summaries"),
+    ],
+)
+def test_a_live_hook_stores_and_marks_in_one_transaction(home, project, monkeypatch, event, fields, table):
+    """A busy store (or a kill) between storing a prompt or summary and marking it stored must not let the
+    replay store it twice: the write and its mark commit together or not at all (issue 25)."""
+    import io
+
+    from cmem_cli.capture.hooks import runner
+    from cmem_cli.capture.hooks.state import CaptureState
+    from cmem_cli.core.errors import DatabaseBusy
+
+    def hook(name: str, data: dict) -> None:
+        runner.run([name], stdin=io.BytesIO(json.dumps(data).encode()), stdout=io.StringIO())
+
+    hook("UserPromptSubmit", payload("UserPromptSubmit", "s-live", project, prompt="first question"))
+    real_mark = CaptureState.mark
+    failures = iter([True])
+
+    def busy_once(self, session, key):
+        if next(failures, False):
+            raise DatabaseBusy("database is locked")
+        return real_mark(self, session, key)
+
+    monkeypatch.setattr(CaptureState, "mark", busy_once)
+    hook(event, payload(event, "s-live", project, **fields))
+    assert len(spool.pending(home)) == 1  # the event was kept for the next hook
+    hook("SessionEnd", payload("SessionEnd", "s-other", project))  # replays it
+    text = fields.get("prompt") or fields["last_assistant_message"]
+    column = "text" if table == "user_prompts" else "completed"
+    conn = apsw.Connection(str(home / "cmem.db"), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        count = conn.execute(f"SELECT count(*) FROM {table} WHERE {column} = ?", (text,)).fetchone()[0]
+    finally:
+        conn.close()
+    assert count == 1

@@ -82,12 +82,13 @@ class Capture:
         if occurrence is None:
             occurrence = self.state.count_prefix(where.session, key_base) + 1
         key = f"{key_base}{occurrence}"
-        if self.state.seen(where.session, key):
-            return None
-        prompt_id = self.mem.add_prompt_id(
-            text, session=where.session, project=where.project, agent=where.agent, created_at=created_at
-        )
-        self.state.mark(where.session, key)
+        with self.mem.transaction():  # the prompt and its mark: both or neither (a replay must not repeat it)
+            if self.state.seen(where.session, key):
+                return None
+            prompt_id = self.mem.add_prompt_id(
+                text, session=where.session, project=where.project, agent=where.agent, created_at=created_at
+            )
+            self.state.mark(where.session, key)
         return prompt_id
 
     # -- tool calls ------------------------------------------------------------------------------------
@@ -172,15 +173,16 @@ class Capture:
         if prompt_key is None:
             request, prompt_key = self.latest_prompt_key(where.session)
         key = f"summary:{prompt_key or 'none'}"
-        if self.state.seen(where.session, key):
-            return None
         fields = {"completed": clip(self.mem.scrub(completed), MAX_SUMMARY_CHARS)}
         if request:
             fields["request"] = clip(self.mem.scrub(request), MAX_SUMMARY_CHARS)
-        summary_id = self.mem.add_summary_id(
-            where.session, fields, project=where.project, agent=where.agent, created_at=created_at
-        )
-        self.state.mark(where.session, key)
+        with self.mem.transaction():  # the summary and its mark: both or neither
+            if self.state.seen(where.session, key):
+                return None
+            summary_id = self.mem.add_summary_id(
+                where.session, fields, project=where.project, agent=where.agent, created_at=created_at
+            )
+            self.state.mark(where.session, key)
         return summary_id
 
 
