@@ -130,12 +130,12 @@ def test_files_and_directories_are_private(home):
     assert stat.S_IMODE((home / "cmem.db").stat().st_mode) == 0o600
 
 
-def test_edit_rewrites_the_file_and_moves_it_when_the_title_changes(cli, home):
+def test_edit_rewrites_the_file_in_place_when_the_title_changes(cli, home):
     cli("add", "-t", "Old title", "-p", "p")
     (old,) = _files(home)
     assert cli("edit", "1", "--title", "New title", "--add-fact", "added later").exit_code == 0
     (new,) = _files(home)
-    assert new != old and "new-title" in new.name
+    assert new == old and "old-title" in new.name  # the name is fixed at creation
     parsed = markdown.parse_observation(new.read_text())
     assert parsed["title"] == "New title" and parsed["facts"] == ["added later"]
 

@@ -85,19 +85,21 @@ def test_files_of_a_write_killed_before_its_commit_are_rolled_back(cli, home, mo
 
 
 def test_a_write_killed_after_its_commit_is_finished_by_doctor_fix(cli, home, monkeypatch):
-    cli("add", "-t", "old title", "-p", "p")
+    cli("add", "-t", "forgotten note", "-p", "p")
+    cli("add", "-t", "kept note", "-p", "p", "--link", "related:1")
 
-    def edit_then_die_after_commit() -> None:
+    def forget_then_die_after_commit() -> None:
         from cmem_cli.core.config import load_config
         from cmem_cli.services import writes as memory_module
 
         monkeypatch.setattr(memory_module.FileTransaction, "commit", lambda self: os._exit(9))
         with memory_module.Memory.open(load_config()) as memory:
-            memory.edit_observation(1, {"title": "new title"})
+            memory.forget([1])
 
-    _die_in_child(edit_then_die_after_commit)
-    assert sorted("old-title" in p.name for p in _files(home)) == [False, True], "old file left behind"
+    _die_in_child(forget_then_die_after_commit)
+    assert sorted("forgotten-note" in p.name for p in _files(home)) == [False, True], "file left behind"
     assert cli("doctor", "--fix").exit_code == 0
-    assert ["new-title" in p.name for p in _files(home)] == [True]
-    assert cli("get", "1", "--json").json()[0]["title"] == "new title"
+    assert ["kept-note" in p.name for p in _files(home)] == [True]
+    assert cli("get", "1").exit_code == 3
+    assert cli("get", "2", "--json").json()[0]["title"] == "kept note"
     assert cli("doctor").exit_code == 0

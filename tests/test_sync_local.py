@@ -79,8 +79,8 @@ def test_sync_adopts_front_matter_and_body_edits_keeping_unknown_text(cli, home)
     )  # fmt: skip
     assert got["narrative"] == "Body.\n\n## My own heading\n\nkept words"
     assert [link["uid"] for link in got["links"]] == [target_uid]
-    assert not path.exists(), "the file moved to its new title's name"
-    assert "kept words" in _file_of(home, "new-title").read_text()
+    assert path.exists() and not any("new-title" in p.name for p in (home / "export").rglob("*.md"))
+    assert "kept words" in path.read_text() and "# New title" in path.read_text()
     again = cli("sync", "--json").json()
     assert (again["adopted"], again["created"], again["forgotten"]) == ([], [], [])
 

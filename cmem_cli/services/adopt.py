@@ -285,6 +285,9 @@ class _Adopter:
         self, relpath: str, parsed: ParsedFile, row: dict[str, Any] | None, files: FileTransaction
     ) -> None:
         memory, store = self.memory, self.store
+        # A file cmem wrote (it names its uid) that has no row here (a rebuilt store, another machine's
+        # file) keeps its name; a person's new file gets the standard name, once.
+        kept_name = relpath if row is None and parsed.uid else None
         if parsed.kind == "summary":
             record = parsed.record
             if row is None:
@@ -303,10 +306,12 @@ class _Adopter:
                 )
             else:
                 written = store.update_summary(row["id"], record)
-            written = memory.export_summary(written, files)
+            written = memory.export_summary(written, files, relpath=kept_name)
         else:
             restore = parsed.restore if row is None else None
-            written = memory._store_observation({**parsed.record, "links": []}, files, restore=restore)
+            written = memory._store_observation(
+                {**parsed.record, "links": []}, files, restore=restore, relpath=kept_name
+            )
             parsed.record["id"] = written["id"]
         self.touched.add((parsed.kind, written["id"]))
         (self.report.created if row is None else self.report.adopted).append(relpath)

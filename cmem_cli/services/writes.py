@@ -223,7 +223,11 @@ class Memory:
         *,
         session_ready: bool = False,
         restore: dict[str, Any] | None = None,
+        relpath: str | None = None,
     ) -> dict[str, Any]:
+        """Insert or update one prepared record and write its file. A new row's file name is fixed here,
+        for good: ``relpath`` (a file adopted with a uid keeps the name it has), else the standard name
+        of the record as it is now; an existing row keeps its name whatever changes."""
         store = self.store
         if record.get("session") and not session_ready:
             store.ensure_session(
@@ -237,13 +241,13 @@ class Memory:
             existing = store.observation_by_key(record["project"], record["key"])  # a key replaces
         elif existing is not None:
             self.check_key(record, existing["id"])
-        relpath = None
         if existing is not None:
             row = store.update_observation(existing["id"], record)
+            relpath = None
         else:
             created = record.get("created_at") or now_ms()
             record = {**record, "created_at": created, "uid": record.get("uid") or new_uid(created)}
-            relpath = layout.observation_relpath(record)
+            relpath = relpath or layout.observation_relpath(record)
             row = store.insert_observation(record, path=relpath, restore=restore)
         for link in record.get("links") or []:
             target = self._resolve_link_target(link)
@@ -288,11 +292,13 @@ class Memory:
         relpath: str | None = None,
         no_links: bool = False,
     ) -> dict[str, Any]:
-        """Write the row's file (moving it if its name changed) and record path and token cost.
+        """Write the row's file at the name the row holds and record path and token cost.
 
-        ``relpath`` is the file's path when the caller has just computed it; ``no_links`` says the row
-        cannot have links yet."""
-        relpath = relpath or layout.observation_relpath(row)
+        The name never changes with the content (a retitle, a project move): only a row without one (a
+        store older than names in rows) gets its standard name. ``relpath`` is given for a new row's
+        chosen name, or to move the file there (git brought it under another name); ``no_links`` says
+        the row cannot have links yet."""
+        relpath = relpath or row.get("path") or layout.observation_relpath(row)
         links = [] if no_links else self._link_entries(row, relpath)
         text = markdown.render_observation(row, links)
         files.write(relpath, text)
@@ -462,9 +468,12 @@ class Memory:
             raise InvalidInput("a summary needs at least one of: " + ", ".join(SUMMARY_FIELDS))
         return values
 
-    def export_summary(self, row: dict[str, Any], files: FileTransaction) -> dict[str, Any]:
-        """Write a summary's file (moving it if its name changed) and record its path."""
-        relpath = layout.summary_relpath(row)
+    def export_summary(
+        self, row: dict[str, Any], files: FileTransaction, *, relpath: str | None = None
+    ) -> dict[str, Any]:
+        """Write a summary's file at the name its row holds (fixed at creation, like an observation's)
+        and record it; ``relpath`` names a new summary's file, or moves it there."""
+        relpath = relpath or row.get("path") or layout.summary_relpath(row)
         files.write(relpath, markdown.render_summary(row))
         if row.get("path") and row["path"] != relpath:
             files.delete_after_commit(row["path"])
@@ -479,11 +488,11 @@ class Memory:
         expected: dict[str, str] = {}
         for obs_id in self.store.all_observation_ids():
             row = self.store.get_observation(obs_id)
-            relpath = layout.observation_relpath(row)
+            relpath = row["path"] or layout.observation_relpath(row)
             expected[relpath] = markdown.render_observation(row, self._link_entries(row, relpath))
         for summary_id in self.store.all_summary_ids():
             row = self.store.get_summary(summary_id)
-            expected[layout.summary_relpath(row)] = markdown.render_summary(row)
+            expected[row["path"] or layout.summary_relpath(row)] = markdown.render_summary(row)
         return expected
 
     def render_record(self, kind: str, record_id: int) -> str:
@@ -508,14 +517,12 @@ class Memory:
             expected = self.expected_files()
             for obs_id in self.store.all_observation_ids():
                 row = self.store.get_observation(obs_id)
-                relpath = layout.observation_relpath(row)
-                if row["path"] != relpath:
-                    self.store.set_export(obs_id, relpath, row["tokens"])
+                if not row["path"]:  # names are kept; only a row that never had one gets it now
+                    self.store.set_export(obs_id, layout.observation_relpath(row), row["tokens"])
             for summary_id in self.store.all_summary_ids():
                 row = self.store.get_summary(summary_id)
-                relpath = layout.summary_relpath(row)
-                if row["path"] != relpath:
-                    self.store.set_summary_path(summary_id, relpath)
+                if not row["path"]:
+                    self.store.set_summary_path(summary_id, layout.summary_relpath(row))
             hashes = self.store.file_hashes()
             stats = self.store.file_stats()
             for relpath, text in expected.items():

@@ -84,6 +84,9 @@ def apply(
     notes: list[str] = []
     arriving = {item.uid for item in incoming if item.uid}
     rows: list[tuple[Incoming, dict[str, Any]]] = []
+    # a file that names its uid lives where git put it (its name was fixed where it was made); one
+    # without (a person's, committed with plain git) gets its standard name here
+    named = {id(item) for item in incoming if item.uid and item.relpath}
     for item in incoming:
         if item.kind == "removal":  # a duplicate file whose text lives on elsewhere
             if item.relpath:
@@ -119,7 +122,7 @@ def apply(
     exported = {row["id"] for _, row in rows}
     for item, row in rows:
         fresh = store.get_observation(row["id"])
-        fresh = memory._export_observation(fresh, files)
+        fresh = memory._export_observation(fresh, files, relpath=item.relpath if id(item) in named else None)
         if item.relpath and item.relpath != fresh["path"]:
             files.delete_after_commit(item.relpath)
     for item, row in rows:  # links name paths: write linking files again once every target has moved
@@ -163,6 +166,6 @@ def _write_summary(memory: Memory, files: FileTransaction, item: Incoming) -> No
         summary_id = existing["id"]
     else:
         summary_id = store.insert_summary(record)["id"]
-    row = memory.export_summary(store.get_summary(summary_id), files)
+    row = memory.export_summary(store.get_summary(summary_id), files, relpath=item.relpath)
     if item.relpath and item.relpath != row["path"]:
         files.delete_after_commit(item.relpath)
