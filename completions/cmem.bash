@@ -12,16 +12,17 @@ _cmem() {
     done
     local words="" valued=""
     case "$path" in
-        "") words="add edit link forget search timeline get stats view export doctor index status watch hook context mcp completion man session prompt summary sync collection models import install --home --version -V -h --help"; valued="--home" ;;
+        "") words="add edit link forget search timeline get stats view verify export doctor index status watch hook context mcp completion man session prompt summary sync collection models import install --home --version -V -h --help"; valued="--home" ;;
         "add") words="--title -t --type --subtitle --narrative --fact --concept --read --modified --tool --project -p --session --agent --key --confidence --link --json -h --help"; valued="--title -t --type --subtitle --narrative --fact --concept --read --modified --tool --project -p --session --agent --key --confidence --link --json" ;;
         "edit") words="--title -t --type --subtitle --narrative --fact --add-fact --concept --read --modified --project -p --key --confidence --link -h --help"; valued="--title -t --type --subtitle --narrative --fact --add-fact --concept --read --modified --project -p --key --confidence --link" ;;
         "link") words="--remove -h --help"; valued="" ;;
         "forget") words="--yes -y -h --help"; valued="" ;;
-        "search") words="--project -p --type --concept --file --agent --session --since --until --limit -n --offset --order --mode --rerank --no-rerank --min-score --collection -c --explain --all --json --format -f -h --help"; valued="--project -p --type --concept --file --agent --session --since --until --limit -n --offset --order --mode --min-score --collection -c --format -f" ;;
+        "search") words="--project -p --type --concept --file --agent --session --since --until --limit -n --offset --order --mode --rerank --no-rerank --min-score --collection -c --explain --all --branch --json --format -f -h --help"; valued="--project -p --type --concept --file --agent --session --since --until --limit -n --offset --order --mode --min-score --collection -c --branch --format -f" ;;
         "timeline") words="--query -q --before -b --after -a --project -p --json --format -f -h --help"; valued="--query -q --before -b --after -a --project -p --format -f" ;;
         "get") words="--links --path --json --format -f -h --help"; valued="--format -f" ;;
         "stats") words="--json -h --help"; valued="" ;;
         "view") words="--project -p --all-projects --type --concept --file --agent --session --since --until --limit -n --output -o --open --no-open --json -h --help"; valued="--project -p --type --concept --file --agent --session --since --until --limit -n --output -o" ;;
+        "verify") words="--stale --project -p --json --format -f -h --help"; valued="--project -p --format -f" ;;
         "export") words="--rebuild --json -h --help"; valued="" ;;
         "doctor") words="--fix --json -h --help"; valued="" ;;
         "index") words="--full --json -h --help"; valued="" ;;
@@ -70,6 +71,7 @@ _cmem() {
         "timeline --format"|"timeline -f") choices="table plain json ndjson csv ids md" ;;
         "get --format"|"get -f") choices="md json ndjson plain" ;;
         "view --type") choices="decision bugfix feature refactor discovery change error insight question" ;;
+        "verify --format"|"verify -f") choices="table plain json ndjson csv ids md" ;;
         "session end --status") choices="active completed failed abandoned" ;;
         "session list --status") choices="active completed failed abandoned" ;;
         "session list --format"|"session list -f") choices="table plain json ndjson csv ids md" ;;

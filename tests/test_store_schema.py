@@ -19,6 +19,7 @@ def test_new_database_is_created_at_the_current_version_with_wal(tmp_path):
         "m001_initial",
         "m002_export_files",
         "m003_date_search_terms",
+        "m004_observation_anchors",
     ]
     assert store.db.scalar("PRAGMA journal_mode") == "wal"
     assert not list(tmp_path.glob("*.bak"))  # nothing to back up on a fresh file
@@ -86,12 +87,14 @@ def test_a_store_from_before_named_migrations_is_adopted_without_rerunning(tmp_p
     assert db.migrate(_with(lambda c: c.execute("CREATE TABLE extra (x)"), name="m999_extra")) == [
         "m002_export_files",
         "m003_date_search_terms",
+        "m004_observation_anchors",
         "m999_extra",
     ]
     assert [r["name"] for r in db.query(f"SELECT name FROM {TABLE} ORDER BY name")] == [
         "m001_initial",
         "m002_export_files",
         "m003_date_search_terms",
+        "m004_observation_anchors",
         "m999_extra",
     ]
 

@@ -209,16 +209,19 @@ class Memory:
         key: str | None = None,
         confidence: float | None = None,
         links: Iterable[str] | None = None,
+        cwd: str | Path | None = None,
     ) -> Observation:
         """Record one observation (with ``key``: replace the project's observation with that key).
 
         ``links`` are ``"TYPE:ID"`` strings as for ``cmem add --link``. Project, agent and session default as
-        the CLI's do (the git repository's name, ``$CMEM_AGENT``, ``$CMEM_SESSION``)."""
+        the CLI's do (the git repository's name, ``$CMEM_AGENT``, ``$CMEM_SESSION``). Files are anchored in
+        their git work tree (docs/truth.md); relative paths are resolved against ``cwd`` (default: the
+        current directory)."""
         return self._observation(
             self.add_id(
                 title, type=type, subtitle=subtitle, narrative=narrative, facts=facts, concepts=concepts,
                 files_read=files_read, files_modified=files_modified, tools_used=tools_used, project=project,
-                session=session, agent=agent, key=key, confidence=confidence, links=links,
+                session=session, agent=agent, key=key, confidence=confidence, links=links, cwd=cwd,
             )
         )  # fmt: skip
 
@@ -240,6 +243,7 @@ class Memory:
         key: str | None = None,
         confidence: float | None = None,
         links: Iterable[str] | None = None,
+        cwd: str | Path | None = None,
     ) -> int:
         """:meth:`add`, returning only the new observation's id (what `cmem add` prints): no re-read."""
         record = {
@@ -250,7 +254,7 @@ class Memory:
             "tools_used": _strings("tools_used", tools_used), "key": key, "confidence": confidence,
             "links": _strings("links", links),
         }  # fmt: skip
-        row = self.service.add_observation(record, _defaults(project, agent, session))
+        row = self.service.add_observation(record, _defaults(project, agent, session), cwd=_cwd(cwd))
         return int(row["id"])
 
     def add_many(
@@ -260,11 +264,13 @@ class Memory:
         project: str | None = None,
         agent: str | None = None,
         session: str | None = None,
+        cwd: str | Path | None = None,
     ) -> list[int]:
         """Record several observations (dicts in the JSON record format) in one transaction: all or none.
 
         Every record is validated before anything is written; the first invalid one raises
-        :class:`InvalidRecord` (an :class:`InvalidInput`) carrying its position. Returns the new ids."""
+        :class:`InvalidRecord` (an :class:`InvalidInput`) carrying its position. Returns the new ids.
+        Files are anchored as :meth:`add` anchors them."""
         service = self.service
         defaults = _defaults(project, agent, session)
         prepared = []
@@ -273,7 +279,7 @@ class Memory:
                 prepared.append(service.prepare(record, defaults))
             except InvalidInput as exc:
                 raise InvalidRecord(index, exc.message) from None
-        return [int(row["id"]) for row in service.add_observations(prepared)]
+        return [int(row["id"]) for row in service.add_observations(prepared, cwd=_cwd(cwd))]
 
     def edit(self, id: int, *, add_facts: Iterable[str] | None = None, **changes: Any) -> Observation:
         """Change fields (the names of :meth:`add`'s parameters; ``None`` clears an optional one).
@@ -339,16 +345,19 @@ class Memory:
         min_score: float | None = None,
         collections: Sequence[str] | None = None,
         explain: bool = False,
+        branch: str | None = None,
     ) -> Hits:
         """First layer: compact hits, best first (``cmem search``). No query lists observations by the filters.
 
         ``mode`` is auto, keyword, vector or hybrid; auto uses the index when it is there and falls back to
         the store's keyword search otherwise (see ``Hits.notes``). ``min_score`` None is the calibrated
-        evidence cut-off of ``cmem search``; ``limit`` 0 returns every hit."""
+        evidence cut-off of ``cmem search``; ``limit`` 0 returns every hit. ``branch``: None ranks memories
+        of git branches not merged into the current HEAD last, ``"all"`` does not, a name keeps only the
+        memories recorded on that branch (docs/truth.md)."""
         page = self.search_page(
             query, project=project, type=type, concept=concept, file=file, agent=agent, session=session,
             since=since, until=until, limit=limit, offset=offset, order=order, mode=mode, rerank=rerank,
-            min_score=min_score, collections=collections, explain=explain,
+            min_score=min_score, collections=collections, explain=explain, branch=branch,
         )  # fmt: skip
         return _types().Hits((_build(_types().Hit, row) for row in page.rows), page.mode, page.notes)
 
@@ -372,6 +381,7 @@ class Memory:
         min_score: float | None = None,
         collections: Sequence[str] | None = None,
         explain: bool = False,
+        branch: str | None = None,
     ) -> SearchPage:
         """:meth:`search` as JSON-ready rows (what `cmem search --json` prints, paths relative), plus how
         many hits there are in all: a :class:`SearchPage` (``rows``, ``mode``, ``notes``, ``total``,
@@ -395,6 +405,7 @@ class Memory:
             min_score=min_score,
             collections=list(collections) if collections else None,
             explain=explain,
+            branch=branch,
         )
 
     def window(
@@ -486,6 +497,25 @@ class Memory:
         if absolute_paths:
             records = [with_absolute_paths(reader.config, r) for r in records]
         return records
+
+    def verify(self, *ids: int, cwd: str | Path | None = None) -> list[dict[str, Any]]:
+        """Re-anchor observations to their cited files as they are now and record when (`cmem verify`):
+        say they still hold. Each result has ``id``, ``verified`` and, when not verified, ``reason`` (no
+        git work tree holds the files, or the repository is not on this machine). An observation that was
+        never anchored is anchored to its files resolved against ``cwd`` (default: the current directory).
+        :class:`NotFound` for an unknown id, before anything changes."""
+        from cmem_cli.services.anchors import verify
+
+        if not ids:
+            raise InvalidInput("no observation ids given")
+        return verify(self.service, [_id(i) for i in ids], cwd=_cwd(cwd))
+
+    def stale(self, *, project: str | None = None) -> list[dict[str, Any]]:
+        """Observations whose cited files changed or vanished since they were anchored (`cmem verify
+        --stale`), oldest first: search rows with ``stale`` and ``branch``."""
+        from cmem_cli.services.anchors import stale_rows
+
+        return stale_rows(self.reader.store, project=project)
 
     def resolve_session(self, session_id: str) -> str | None:
         """The full id of the session ``session_id`` names (itself, or a unique prefix), None if none does.
@@ -738,12 +768,13 @@ class Memory:
         with contextlib.suppress(AttributeError, apsw.Error):
             conn.set_busy_timeout(busy_timeout_ms)
 
-    def add_record(self, record: dict[str, Any]) -> int:
+    def add_record(self, record: dict[str, Any], *, cwd: str | None = None) -> int:
         """Record one observation given as a dict in the JSON record format, plus ``uid`` and ``created_at``
         (epoch ms) when the caller has them; returns its id. An observation with that ``uid`` (or the
         project's ``key``) already stored is updated instead. Project, agent and session are taken from the
-        record as they are (no CLI defaults)."""
-        return int(self.service.add_observation(record)["id"])
+        record as they are (no CLI defaults). With ``cwd`` (where the event happened) it is anchored to its
+        files and branch in git, as :meth:`add` does; without, it is not (history imported later)."""
+        return int(self.service.add_observation(record, cwd=cwd)["id"])
 
     def briefing_text(self, project: str, *, budget: int = 1500, exclude_session: str | None = None) -> str:
         """:meth:`context`'s text (what the SessionStart hook injects) without building a result; with
@@ -861,6 +892,18 @@ def _id(value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise InvalidInput(f"not an observation id: {value!r}")
     return value
+
+
+def _cwd(value: str | Path | None) -> str:
+    """The folder relative file paths are resolved against: the caller's, else the current directory."""
+    import os
+
+    if value is not None:
+        return os.path.abspath(value)
+    try:
+        return os.getcwd()
+    except OSError:  # the current directory was deleted: nothing relative can be resolved, or anchored
+        return os.sep
 
 
 def _listed(value: str | Sequence[str] | None) -> list[str] | None:

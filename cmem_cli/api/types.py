@@ -47,6 +47,9 @@ class Observation(NamedTuple):
     retrieval_count: int = 0
     last_retrieved_at: str | None = None
     kind: str = "observation"
+    stale: list[str] | None = None  # cited files changed or vanished since (docs/truth.md); None: no anchor
+    branch: str | None = None  # the git branch it was recorded on
+    anchor: dict[str, Any] | None = None  # repository, commit, times and each cited file's state
 
     @property
     def uri(self) -> str:
@@ -122,6 +125,8 @@ class Hit(NamedTuple):
     line: int | None = None
     prompt_number: int | None = None
     signals: dict[str, Any] | None = None
+    stale: list[str] | None = None  # cited files changed or vanished since; None: nothing anchored
+    branch: str | None = None  # the git branch the memory was recorded on
 
 
 class Hits(list[Hit]):
@@ -146,6 +151,8 @@ class TimelineItem(NamedTuple):
     uid: str | None = None
     session: str | None = None
     agent: str | None = None
+    stale: list[str] | None = None
+    branch: str | None = None
 
 
 class Timeline(NamedTuple):

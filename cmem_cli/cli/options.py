@@ -126,6 +126,13 @@ SEARCH = Command(
             False,
         ),
         Opt("all_hits", ("--all",), "Every hit above the cut-off (same as -n 0).", bool, False),
+        Opt(
+            "branch",
+            ("--branch",),
+            "Only memories recorded on this git branch; 'all' also stops ranking memories of branches "
+            "not merged into HEAD last.",
+            metavar="NAME|all",
+        ),
         JSON,
         FORMAT,
     ),

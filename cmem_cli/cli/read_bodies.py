@@ -45,6 +45,13 @@ def _compact_date(row: dict[str, Any]) -> str:
     return day.strftime("%b %d") if day.year == date.today().year else stamp[:7]
 
 
+def _title(row: dict[str, Any]) -> str:
+    """The title, after a ``[stale]`` mark when files it cites changed since (plain text: it survives a
+    pipe and NO_COLOR; docs/truth.md)."""
+    title = "" if row.get("title") is None else str(row["title"])
+    return f"[stale] {title}" if row.get("stale") else title
+
+
 def _type_cell(row: dict[str, Any]) -> str:
     return f"{TYPE_ICONS.get(row['type'], '•')} {row['type']}"
 
@@ -59,7 +66,7 @@ SEARCH_COLUMNS = [
     Column("id", "ID", justify="right", priority=0),
     Column("created_at", "DATE", _date, priority=3),
     Column("type", "TYPE", priority=2),
-    Column("title", "TITLE", max_width=72, priority=1, shrink_to=30),
+    Column("title", "TITLE", _title, max_width=72, priority=1, shrink_to=30),
     Column("project", "PROJECT", max_width=20, priority=4),
     Column("tokens", "TOKENS", _tokens, justify="right", priority=5),
 ]
@@ -91,6 +98,7 @@ def search(
     collection: list[str] | None = None,
     explain: bool = False,
     all_hits: bool = False,
+    branch: str | None = None,
     as_json: bool = False,
     fmt: str | None = None,
 ) -> int:
@@ -119,6 +127,7 @@ def search(
             min_score=min_score,
             collections=collection,
             explain=explain,
+            branch=branch,
         )
         _absolute_paths(memory.config, rows)
     if mode != "auto" or explain:  # in auto mode a missing index or model is expected, not news
@@ -165,7 +174,7 @@ TIMELINE_COLUMNS = [
     Column("id", "ID", justify="right", priority=0),
     Column("created_at", "TIME", _datetime, priority=0),
     Column("type", "TYPE", priority=2),
-    Column("title", "TITLE", max_width=80, priority=1, shrink_to=20),
+    Column("title", "TITLE", _title, max_width=80, priority=1, shrink_to=20),
     Column("tokens", "TOKENS", lambda r: f"~{r['tokens']}", justify="right", priority=5),
 ]
 

@@ -89,6 +89,11 @@ Types = Annotated[
 ]  # fmt: skip
 When = Annotated[str | None, Field(description="ISO date or time (2025-01-31), or relative (7d, 2w).")]
 Mode = Annotated[str, Field(description="auto (index when built, else keywords), keyword, vector or hybrid.")]
+Branch = Annotated[
+    str | None,
+    Field(description="Only memories recorded on this git branch; 'all': also those of unmerged branches "
+          "without ranking them last (the default does)."),
+]  # fmt: skip
 Ref = Annotated[int | str | None, Field(description="An id from search: 12, S3 (summary) or P7 (prompt).")]
 Ids = Annotated[
     list[int | str],
@@ -164,11 +169,12 @@ class Tools:
         until: When = None,
         limit: Limit = 10,
         mode: Mode = "auto",
+        branch: Branch = None,
     ) -> CallToolResult:
         with self.memory() as memory:
             hits = memory.search(
                 query, project=project, type=type, concept=concept, file=file, since=since, until=until,
-                limit=limit, mode=mode,
+                limit=limit, mode=mode, branch=branch,
             )  # fmt: skip
         rows = [_hit_json(hit) for hit in hits]
         lines = [_row_line(row) for row in rows] or ["no matches"]
@@ -256,6 +262,7 @@ def _hit_json(hit: Any) -> dict[str, Any]:
     row = {
         "id": hit.id, "uid": hit.uid, "kind": hit.kind, "type": hit.type, "title": hit.title,
         "project": hit.project, "created_at": hit.created_at, "score": hit.score, "tokens": hit.tokens,
+        "stale": hit.stale, "branch": hit.branch,
     }  # fmt: skip
     if hit.kind == "document":
         row["path"], row["line"] = hit.path, hit.line
@@ -273,7 +280,8 @@ def _row_line(row: dict[str, Any]) -> str:
     cost = f" ~{row['tokens']}t" if row.get("tokens") is not None else ""
     where = f" [{row['project']}]" if row.get("project") else ""
     date = (row.get("created_at") or "")[:10]
-    return escape_control(f"{row['id']} {date} {row['type']} {row['title']}{where}{cost}")
+    stale = "[stale] " if row.get("stale") else ""  # cited files changed since (docs/truth.md)
+    return escape_control(f"{row['id']} {date} {row['type']} {stale}{row['title']}{where}{cost}")
 
 
 def _result(text: str, structured: dict[str, Any]) -> CallToolResult:

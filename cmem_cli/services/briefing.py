@@ -153,9 +153,10 @@ def _summary_lines(last: dict[str, Any], char_budget: int) -> list[str]:
 
 def _observation_line(row: dict[str, Any]) -> str:
     icon = TYPE_ICONS.get(row.get("type") or "", "•")
+    stale = " [stale]" if row.get("stale") else ""  # its cited files changed since (docs/truth.md)
     return (
         f"#{row['id']} {to_date(row['created_at'])} {icon} {_line(row.get('title'), 110)} "
-        f"(~{int(row.get('tokens') or 0)}t)"
+        f"(~{int(row.get('tokens') or 0)}t){stale}"
     )
 
 
@@ -216,6 +217,9 @@ def build_context(
         if key not in seen_titles:
             seen_titles.add(key)
             distinct.append(row)
+    from cmem_cli.services.anchors import annotate
+
+    annotate(store, distinct)
     ranked = sorted(distinct, key=lambda r: usefulness(r, now), reverse=True)
     heading = "## Recent observations (id, date, type, title, ~tokens to `cmem get`)"
     chosen: list[dict[str, Any]] = []
@@ -240,6 +244,8 @@ def build_context(
                 "title": chosen[i]["title"],
                 "created_at": to_iso(chosen[i]["created_at"]),
                 "tokens": chosen[i].get("tokens"),
+                "stale": chosen[i]["stale"],
+                "branch": chosen[i]["branch"],
             }
             for i in order
         ]

@@ -26,6 +26,9 @@ def observation_record(memory: Any, row: dict[str, Any]) -> dict[str, Any]:
         {"type": link["type"], "id": link["id"], "uid": link["uid"], "title": link["title"]}
         for link in memory.store.links_to(row["id"])
     ]
+    from cmem_cli.services.anchors import anchor_fields
+
+    record.update(anchor_fields(memory.store, row["id"]))
     return record
 
 
@@ -97,6 +100,10 @@ def render_details(record: dict[str, Any]) -> str:
             row[key] = parse_iso(record[key]) if record.get(key) else None
         links = [{**link, "href": f"#{link['id']}"} for link in record["links"]]
         text = _title_once_with_path(markdown.render_observation(row, links), record.get("path"))
+        if record.get("stale"):
+            from cmem_cli.services.anchors import stale_note
+
+            text = stale_note(record) + "\n" + text
         if record.get("via"):
             text = f"<!-- linked: {record['via']['type']} of #{record['via']['from']} -->\n" + text
         return text

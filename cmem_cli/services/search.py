@@ -184,7 +184,9 @@ def timeline(store: Store, ref: str, *, before: int = 5, after: int = 5) -> dict
             "created_at": to_iso(item["created_at"]), "tokens": item["tokens"] or 0,
             "anchor": item["kind"] == kind and item["id"] == number,
         })  # fmt: skip
-    return {"anchor": ref, "project": anchor["project"], "items": rows}
+    from cmem_cli.services.anchors import annotate
+
+    return {"anchor": ref, "project": anchor["project"], "items": annotate(store, rows)}
 
 
 def resolve_query_anchor(store: Store, query: str, filters: Filters) -> str:
@@ -250,6 +252,7 @@ def search(
     min_score: float | None = None,
     collections: list[str] | None = None,
     explain: bool = False,
+    branch: str | None = None,
 ) -> SearchPage:
     """The first layer: rows, the mode actually used, notes for stderr and how many rows there are in all.
 
@@ -257,22 +260,28 @@ def search(
     with the index's BM25 and vector hits over cmem's export tree and the user's collections. With no query
     it lists observations by the filters. Without an index everything still works from the store alone.
     ``limit`` 0 means every hit. ``min_score`` None is the calibrated cut-off (see ``cmem_index.search.hybrid``).
-    ``collections`` keeps rows from those collections only; an unknown name is NotFound.
+    ``collections`` keeps rows from those collections only; an unknown name is NotFound. ``branch``: see
+    :func:`cmem_cli.services.anchors.by_branch`; every row carries ``stale`` and ``branch``.
     """
+    from cmem_cli.services import anchors
+
     check_paging(order, limit, offset)
     store = memory.store
     if collections:
         collections = check_collections(memory.config, collections)
+    if branch is not None and branch != anchors.ALL_BRANCHES:
+        filters.branch = branch
     if not query or not query.strip():
         if collections and MEMORIES not in collections:
             return SearchPage([], "list", [], 0)
         page = keyword_search(store, query, filters, limit=(limit or ALL) + 1, offset=offset, order=order)
         more = len(page) > (limit or ALL)  # one row past the page says more exist without counting them all
-        page = page[: limit or ALL]
+        page = anchors.annotate(store, page[: limit or ALL])
         return SearchPage(page, "list", [], offset + len(page) + more, capped=more)
     window = limit + offset if limit else None
-    # Ordered by date, the page is the newest (oldest) of every match, not of the most relevant few.
-    depth = max(window, 50) if window and order == "relevance" else ALL
+    # Ordered by date, the page is the newest (oldest) of every match, not of the most relevant few; a branch
+    # filter leaves out index hits after fusion, so it takes every hit too.
+    depth = max(window, 50) if window and order == "relevance" and filters.branch is None else ALL
     with_store = not collections or MEMORIES in collections
     observations = store.search_observations(query, filters, limit=depth) if with_store else []
     summaries = store.search_summaries(query, filters, limit=depth) if with_store else []
@@ -329,8 +338,10 @@ def search(
         rows = with_replies(store, rows, filters, head=min(window or REPLY_HEAD, REPLY_HEAD), explain=explain)
     else:
         rows.sort(key=lambda r: r["created_at"] or "", reverse=order == "newest")
+    rows, anchored = anchors.by_branch(store, rows, branch, demote=order == "relevance")
     total = max(results.total - (len(results) - len(rows)), len(rows))  # less what the store no longer has
-    return SearchPage(rows[offset:window], results.mode, results.notes, total, results.capped or store_capped)
+    page = anchors.annotate(store, rows[offset:window], anchors=anchored)
+    return SearchPage(page, results.mode, results.notes, total, results.capped or store_capped)
 
 
 REPLY_HEAD = 100  # the rows whose questions bring their replies along

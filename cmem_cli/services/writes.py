@@ -183,20 +183,26 @@ class Memory:
             record = self._scrub_record(record)
         return normalize_observation(record, defaults=defaults)
 
-    def add_observation(self, record: Any, defaults: dict[str, Any] | None = None) -> dict[str, Any]:
-        """Validate and store one observation; returns the stored row (with id, uid, path)."""
+    def add_observation(
+        self, record: Any, defaults: dict[str, Any] | None = None, *, cwd: str | None = None
+    ) -> dict[str, Any]:
+        """Validate and store one observation; returns the stored row (with id, uid, path). With ``cwd``
+        (where the caller works; relative file paths are resolved against it) the observation is anchored
+        to its files and branch in git (see :mod:`cmem_cli.services.anchors`)."""
         prepared = self.prepare(record, defaults)
         with self._write() as files:
-            return self._store_observation(prepared, files)
+            return self._store_observation(prepared, files, cwd=cwd)
 
-    def add_observations(self, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def add_observations(
+        self, records: list[dict[str, Any]], *, cwd: str | None = None
+    ) -> list[dict[str, Any]]:
         """Store already-prepared records in one transaction (bulk import): all or none."""
         with self._write(fsync=False) as files:
             self._ensure_sessions(records)
             rows = []
             for index, record in enumerate(records):
                 try:
-                    rows.append(self._store_observation(record, files, session_ready=True))
+                    rows.append(self._store_observation(record, files, session_ready=True, cwd=cwd))
                 except InvalidRecord:
                     raise
                 except InvalidInput as exc:  # a clash with what is stored: which record, for the caller
@@ -224,6 +230,7 @@ class Memory:
         session_ready: bool = False,
         restore: dict[str, Any] | None = None,
         relpath: str | None = None,
+        cwd: str | None = None,
     ) -> dict[str, Any]:
         """Insert or update one prepared record and write its file. A new row's file name is fixed here,
         for good: ``relpath`` (a file adopted with a uid keeps the name it has), else the standard name
@@ -252,6 +259,10 @@ class Memory:
         for link in record.get("links") or []:
             target = self._resolve_link_target(link)
             store.add_link(row["id"], target, link["type"])
+        if cwd is not None:
+            from cmem_cli.services.anchors import cited_files, record_anchor
+
+            record_anchor(store, row["id"], cited_files(record), cwd)
         # a new row without links has none to list: no need to ask the store (bulk imports do this a lot)
         no_links = existing is None and not record.get("links")
         return self._export_observation(row, files, relpath=relpath, no_links=no_links)

@@ -56,10 +56,12 @@ def _missing_or_empty(path: Path) -> bool:
 class Filters(FilterFields):
     """Filters shared by search, listing and the hybrid path, as SQL over the store's tables."""
 
+    branch: str | None = None  # only observations recorded on this git branch (the store's own field)
+
     @property
     def observation_only(self) -> bool:
-        """Type, concept and file filters only make sense for observations."""
-        return bool(self.types or self.concepts or self.files)
+        """Type, concept, file and branch filters only make sense for observations."""
+        return bool(self.types or self.concepts or self.files or self.branch)
 
     def sql(self, alias: str = "o", *, observations: bool = True) -> tuple[str, list[Any]]:
         clauses, params = self.scalar_clauses(alias)
@@ -79,6 +81,12 @@ class Filters(FilterFields):
                     f"EXISTS (SELECT 1 FROM observation_files f WHERE f.observation_id = {alias}.id AND {condition})"
                 )
                 params.extend(values)
+            if self.branch is not None:
+                clauses.append(
+                    "EXISTS (SELECT 1 FROM observation_anchors a "
+                    f"WHERE a.observation_id = {alias}.id AND a.branch = ?)"
+                )
+                params.append(self.branch)
         return (" AND ".join(clauses) or "1"), params
 
 

@@ -209,3 +209,34 @@ def m003_date_search_terms(conn: apsw.Connection) -> None:
         "UPDATE observations SET search_terms = search_terms || ' ' || ? WHERE id = ?",
         [(ms_date_words(created_at), obs_id) for obs_id, created_at in rows],
     )
+
+
+# Code anchors (cmem_cli.store.anchors): the repository, branch, commit and blob hashes of the files an
+# observation cited when it was recorded or last verified; and the stat cache of files' blob hashes.
+V4_ANCHORS = """
+CREATE TABLE observation_anchors (
+    observation_id INTEGER PRIMARY KEY REFERENCES observations (id) ON DELETE CASCADE,
+    repo        TEXT,     -- the repository's name on every machine: its origin URL, normalised (NULL: none)
+    root        TEXT,     -- its top-level folder on this machine (NULL: recorded on another machine)
+    branch      TEXT,     -- NULL: a detached HEAD
+    commit_id   TEXT,     -- HEAD when recorded (NULL: no commit yet)
+    files       TEXT NOT NULL DEFAULT '{}',  -- JSON: repository-relative path -> git blob id
+    anchored_at INTEGER NOT NULL,
+    verified_at INTEGER
+);
+CREATE INDEX observation_anchors_repo ON observation_anchors (repo);
+CREATE INDEX observation_anchors_branch ON observation_anchors (branch);
+
+CREATE TABLE file_blobs (
+    path     TEXT PRIMARY KEY,  -- absolute, on this machine
+    size     INTEGER NOT NULL,
+    mtime_ns INTEGER NOT NULL,
+    blob     TEXT NOT NULL,
+    seen_ns  INTEGER NOT NULL
+) WITHOUT ROWID;
+"""
+
+
+@MIGRATIONS
+def m004_observation_anchors(conn: apsw.Connection) -> None:
+    conn.execute(V4_ANCHORS)

@@ -34,10 +34,14 @@ class Capture:
         *,
         count_repeats: bool = True,
         exclude_projects: Sequence[str] = (),
+        anchor: bool = True,
     ):
         self.mem = mem
         self.rules = rules
         self.count_repeats = count_repeats  # hooks count merged repeats; re-reading a transcript must not
+        # hooks anchor observations to the files and branch of the work tree as it is now; a transcript
+        # imported later describes a work tree that has moved on since, so it is not anchored
+        self.anchor = anchor
         self.exclude_projects = tuple(exclude_projects)
         self.state = CaptureState(mem.database)
 
@@ -119,8 +123,9 @@ class Capture:
             "prompt_number": number,
             "created_at": created_at,
         }
+        cwd = call.cwd if self.anchor else None
         if key is None:
-            return self.mem.add_record(record)
+            return self.mem.add_record(record, cwd=cwd)
         known = self.state.uid_for(where.session, key)
         if known is not None and self.mem.has_uid(known):
             if self.count_repeats:
@@ -130,7 +135,7 @@ class Capture:
         if not claim.fresh and self.mem.has_uid(claim.uid):
             return None  # the other capture path stored it a moment ago
         # Fresh, or a claim whose write never happened (a crash between claim and write): write it now.
-        return self.mem.add_record({**record, "uid": claim.uid})
+        return self.mem.add_record({**record, "uid": claim.uid}, cwd=cwd)
 
     def scrubbed_call(self, call: ToolCall) -> ToolCall:
         """The call with private spans and secrets removed *before* its output is clipped: clipping first

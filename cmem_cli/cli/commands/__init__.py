@@ -11,6 +11,7 @@ COMMAND_MODULES = [
     "cmem_cli.cli.commands.write",
     "cmem_cli.cli.commands.read",
     "cmem_cli.cli.commands.view",
+    "cmem_cli.cli.commands.verify",
     "cmem_cli.cli.commands.sessions",
     "cmem_cli.cli.commands.maintenance",
     "cmem_cli.cli.commands.sync",

@@ -81,7 +81,7 @@ def _run_import(
     config = current_config()
     rules = rules_from_config(config.section("hooks"))
     with open_api(write=True) as memory:
-        capture = Capture(memory, rules, count_repeats=False, exclude_projects=exclude or [])
+        capture = Capture(memory, rules, count_repeats=False, exclude_projects=exclude or [], anchor=False)
         reports = import_paths(
             capture, paths, project=check_cli_text("--project", project), settle_seconds=settle
         )

@@ -1,0 +1,211 @@
+"""Reading a git work tree the way git would, without running git: its top level, HEAD, branch, origin and
+the blob hash of a file.
+
+A hook records an observation on every tool call and a search checks the files its rows cite, so neither
+may start a git process per file (or at all, when a few small files under ``.git`` tell the same). Only
+what a work tree states in plain files is read here: ``.git`` (a folder, or a file naming one for linked
+worktrees and submodules), ``HEAD``, loose refs, ``packed-refs`` and ``config``. Reachability between
+commits needs git itself (see :func:`unreachable`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import stat as stat_module
+import subprocess
+from pathlib import Path
+from typing import NamedTuple
+
+_HEX = re.compile(r"^[0-9a-f]{40}(?:[0-9a-f]{24})?$")
+_SCP_URL = re.compile(r"^(?:[^@/]+@)?([^:/]+):(?!//)(.+)$")  # git@host:owner/repo.git
+_GIT_TIMEOUT_S = 10
+
+
+class Repo(NamedTuple):
+    """One git work tree: ``root`` is its top-level folder, ``git_dir`` the folder HEAD lives in (a linked
+    worktree's own), ``common_dir`` where refs, packed-refs and config live."""
+
+    root: str
+    git_dir: str
+    common_dir: str
+
+
+class Head(NamedTuple):
+    """What HEAD names: ``branch`` is None on a detached HEAD, ``commit`` None before the first commit."""
+
+    branch: str | None
+    commit: str | None
+
+
+def blob_hash(path: str | os.PathLike[str]) -> str | None:
+    """The file's git blob id as ``git hash-object`` computes it (sha1 of ``blob <size>\\0<content>``; a
+    symbolic link hashes its target text), None when it is not a regular file or a link, or unreadable.
+
+    Content filters (``core.autocrlf``, clean filters, LFS) are not applied: cmem compares its own hashes,
+    so only sameness matters, and an uncommitted edit counts as a change."""
+    try:
+        info = os.lstat(path)
+        if stat_module.S_ISLNK(info.st_mode):
+            data = os.fsencode(os.readlink(path))
+        elif stat_module.S_ISREG(info.st_mode):
+            with open(path, "rb") as handle:
+                data = handle.read()
+        else:
+            return None
+    except OSError:
+        return None
+    digest = hashlib.sha1(b"blob %d\0" % len(data), usedforsecurity=False)
+    digest.update(data)
+    return digest.hexdigest()
+
+
+def find_repo(path: str | os.PathLike[str]) -> Repo | None:
+    """The work tree that holds ``path`` (a file or a folder, which need not exist), or None."""
+    start = Path(os.path.abspath(path))
+    for candidate in (start, *start.parents):
+        dot_git = candidate / ".git"
+        try:
+            if dot_git.is_dir():
+                if (dot_git / "HEAD").is_file():
+                    return Repo(str(candidate), str(dot_git), str(dot_git))
+                continue
+            if dot_git.is_file():
+                return _linked(candidate, dot_git)
+        except OSError:
+            return None
+    return None
+
+
+def _linked(root: Path, dot_git: Path) -> Repo | None:
+    """A ``.git`` file (``gitdir: PATH``): a linked worktree (its git dir names a ``commondir``) or a
+    submodule (its git dir is the whole repository)."""
+    try:
+        text = dot_git.read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        return None
+    if not text.startswith("gitdir:"):
+        return None
+    git_dir = (root / text[len("gitdir:") :].strip()).resolve()
+    common = git_dir
+    try:
+        named = (git_dir / "commondir").read_text(encoding="utf-8").strip()
+        common = (git_dir / named).resolve()
+    except OSError:
+        pass
+    if not (git_dir / "HEAD").is_file():
+        return None
+    return Repo(str(root), str(git_dir), str(common))
+
+
+def _read(path: str) -> str | None:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return handle.read()
+    except OSError:
+        return None
+
+
+def head(repo: Repo) -> Head:
+    """The branch HEAD is on (None when detached) and the commit it points at (None before the first)."""
+    text = (_read(os.path.join(repo.git_dir, "HEAD")) or "").strip()
+    if text.startswith("ref:"):
+        ref = text[4:].strip()
+        branch = ref[len("refs/heads/") :] if ref.startswith("refs/heads/") else None
+        return Head(branch, ref_commit(repo, ref))
+    return Head(None, text if _HEX.match(text) else None)
+
+
+def branch_commit(repo: Repo, branch: str) -> str | None:
+    """The commit local branch ``branch`` points at, None when there is no such branch."""
+    return ref_commit(repo, "refs/heads/" + branch)
+
+
+def ref_commit(repo: Repo, ref: str) -> str | None:
+    """The commit a ref names: its loose file (in the worktree's or the common git dir), else packed-refs."""
+    if ".." in ref.split("/") or ref.startswith("/"):
+        return None
+    for base in dict.fromkeys((repo.git_dir, repo.common_dir)):
+        text = _read(os.path.join(base, ref))
+        if text is not None:
+            value = text.strip()
+            if value.startswith("ref:"):
+                return ref_commit(repo, value[4:].strip())
+            return value if _HEX.match(value) else None
+    packed = _read(os.path.join(repo.common_dir, "packed-refs")) or ""
+    for line in packed.splitlines():
+        commit, _, name = line.partition(" ")
+        if name == ref and _HEX.match(commit):
+            return commit
+    return None
+
+
+def remote_key(repo: Repo) -> str | None:
+    """The repository's name on every machine: its ``origin`` remote's URL (else the first remote's),
+    without scheme, credentials, port or ``.git`` (``github.com/owner/repo``); None without a remote."""
+    config = _read(os.path.join(repo.common_dir, "config")) or ""
+    remotes: dict[str, str] = {}
+    section: str | None = None
+    for raw in config.splitlines():
+        line = raw.strip()
+        if line.startswith("["):
+            match = re.match(r'^\[\s*remote\s+"(.*)"\s*\]', line)
+            section = match.group(1) if match else None
+        elif section is not None and section not in remotes:
+            name, sep, value = line.partition("=")
+            if sep and name.strip().lower() == "url" and value.strip():
+                remotes[section] = value.strip().strip('"')
+    url = remotes.get("origin") or next(iter(remotes.values()), None)
+    return normalize_url(url) if url else None
+
+
+def normalize_url(url: str) -> str:
+    """``https://user:token@GitHub.com:443/Owner/Repo.git/`` and ``git@github.com:Owner/Repo`` ->
+    ``github.com/Owner/Repo``: one name for a repository however it is cloned, never with credentials."""
+    url = url.strip()
+    host, path = "", url
+    if "://" in url:
+        rest = url.split("://", 1)[1]
+        authority, _, path = rest.partition("/")
+        host = authority.rpartition("@")[2]  # no user or password
+        if not host.startswith("["):
+            host = host.partition(":")[0]  # no port
+    elif (match := _SCP_URL.match(url)) and not os.path.isabs(url):
+        host, path = match.group(1), match.group(2)
+    path = path.strip("/")
+    if path.endswith(".git"):
+        path = path[:-4].rstrip("/")
+    if host:
+        return f"{host.lower()}/{path}"
+    return "/" + path if url.startswith(("/", "file:")) else path
+
+
+def unreachable(repo: Repo, commits: list[str]) -> set[str] | None:
+    """Which of ``commits`` are not reachable from HEAD (not merged into it), in one git process:
+    ``git rev-list C... --not HEAD`` lists exactly the commits reachable from some C but not from HEAD,
+    so a C it prints is one HEAD does not contain. Commits this repository does not have count as
+    reachable (nothing says otherwise). None when git cannot answer (no git, no HEAD commit)."""
+    wanted = [c for c in dict.fromkeys(commits) if _HEX.match(c)]
+    if not wanted:
+        return set()
+    try:
+        proc = subprocess.run(
+            ["git", "-C", repo.root, "rev-list", "--ignore-missing", *wanted, "--not", "HEAD"],
+            capture_output=True,
+            timeout=_GIT_TIMEOUT_S,
+            env=_git_env(),
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if proc.returncode != 0:
+        return None
+    printed = set(proc.stdout.decode("ascii", "replace").split())
+    return {c for c in wanted if c in printed}
+
+
+def _git_env() -> dict[str, str]:
+    """The caller's environment without what would point git elsewhere (GIT_DIR set by a hook, say)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env["LC_ALL"] = "C"
+    return env

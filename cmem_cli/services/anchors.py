@@ -1,0 +1,475 @@
+"""Code anchors and branches: which files an observation cited and what they held when it was recorded,
+whether they still hold it, and which branch it was made on (docs/truth.md).
+
+Recording reads the work tree's own files (``cmem_cli.core.gitrepo``): no git process, one hash per cited
+file. Checking stats only the files of the rows shown and hashes a file again only when its size or
+modification time moved since cmem last hashed it (the ``file_blobs`` stat cache). Ranking by branch runs
+one git process per search at most, and only when some row was made on another branch of this repository.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from typing import Any, NamedTuple
+
+from cmem_cli.core import gitrepo
+from cmem_cli.core.timeutil import now_ms, to_iso
+from cmem_cli.store.anchors import Anchor, AnchorStore, CachedBlob
+
+# A file modified this close to when its hash was taken may have changed again within the same tick of the
+# file system's clock without its size or time moving (git's "racily clean" entries): hash it again.
+RACY_NS = 100_000_000
+ALL_BRANCHES = "all"
+
+UNCHANGED, CHANGED, VANISHED = "unchanged", "changed", "vanished"
+
+
+class FileState(NamedTuple):
+    path: str  # relative to the repository's top level
+    status: str  # unchanged, changed or vanished
+    modified_at: int | None  # the file's modification time (ms) when it changed; None otherwise
+
+
+class Checked(NamedTuple):
+    """An anchor as it stands now: ``root`` is where its repository is on this machine (None: not here),
+    ``files`` the state of each cited file (None when the repository is not here)."""
+
+    anchor: Anchor
+    root: str | None
+    files: list[FileState] | None
+
+    @property
+    def stale(self) -> list[str] | None:
+        """The cited files that changed or vanished; None when nothing can be checked here."""
+        if self.files is None or not self.anchor.files:
+            return None
+        return [f.path for f in self.files if f.status != UNCHANGED]
+
+
+# -- recording -----------------------------------------------------------------------------------------------
+def cited_files(record: dict[str, Any]) -> list[str]:
+    return list(dict.fromkeys([*(record.get("files_read") or []), *(record.get("files_modified") or [])]))
+
+
+def record_anchor(
+    store: Any,
+    obs_id: int,
+    paths: Sequence[str],
+    cwd: str,
+    *,
+    verified: bool = False,
+    keep: Anchor | None = None,
+) -> Anchor | None:
+    """Anchor observation ``obs_id`` to ``paths`` (resolved against ``cwd``) in the repository that holds
+    the first of them (else the one ``cwd`` lies in), inside the caller's transaction. Files outside that
+    repository, or that are not files, are not anchored. Outside any repository the observation gets no
+    anchor (an earlier one is dropped, unless ``verified``: a verify changes nothing it cannot anchor).
+    ``verified`` records the time as a verification; ``keep``: the anchor whose branch and commit stay."""
+    anchors = AnchorStore(store.db)
+    absolute = [os.path.abspath(os.path.join(cwd, os.path.expanduser(p))) for p in paths]
+    repo = None
+    seen_dirs: dict[str, gitrepo.Repo | None] = {}
+    for path in absolute:
+        folder = os.path.dirname(path)
+        if folder not in seen_dirs:
+            seen_dirs[folder] = gitrepo.find_repo(folder)
+        repo = seen_dirs[folder]
+        if repo is not None:
+            break
+    if repo is None:
+        repo = gitrepo.find_repo(cwd)
+    if repo is None:
+        if not verified:
+            anchors.drop(obs_id)
+        return None
+    files: dict[str, str] = {}
+    fresh: dict[str, CachedBlob] = {}
+    top = repo.root.rstrip(os.sep) + os.sep
+    for path in absolute:
+        if not path.startswith(top):
+            continue
+        found = _hash(path)
+        if found is not None:
+            files[os.path.relpath(path, repo.root).replace(os.sep, "/")] = found.blob
+            fresh[path] = found
+    head = gitrepo.head(repo)
+    now = now_ms()
+    anchor = Anchor(
+        repo=gitrepo.remote_key(repo),
+        root=repo.root,
+        branch=keep.branch if keep else head.branch,
+        commit=keep.commit if keep else head.commit,
+        files=files,
+        anchored_at=now,
+        verified_at=now if verified else None,
+    )
+    anchors.put(obs_id, anchor)
+    anchors.cache_blobs(fresh)
+    return anchor
+
+
+def _hash(path: str) -> CachedBlob | None:
+    """The file's blob id with the stat it was taken at (stat first: a change while hashing shows later)."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return None
+    blob = gitrepo.blob_hash(path)
+    if blob is None:
+        return None
+    return CachedBlob(info.st_size, info.st_mtime_ns, blob, _now_ns())
+
+
+def _now_ns() -> int:
+    import time
+
+    return time.time_ns()
+
+
+# -- checking ----------------------------------------------------------------------------------------------
+def check(store: Any, obs_ids: Iterable[int], *, cwd: str | None = None) -> dict[int, Checked]:
+    """The anchors of these observations as they stand now (observations without one are left out)."""
+    return check_anchors(store, AnchorStore(store.db).for_ids(obs_ids), cwd=cwd)
+
+
+def check_anchors(store: Any, anchors: dict[int, Anchor], *, cwd: str | None = None) -> dict[int, Checked]:
+    if not anchors:
+        return {}
+    roots = locate(store, anchors.values(), cwd=cwd)
+    wanted: dict[str, None] = {}
+    for anchor in anchors.values():
+        root = roots.get((anchor.repo, anchor.root))
+        if root is not None:
+            for path in anchor.files:
+                wanted[os.path.join(root, path)] = None
+    blobs, modified = current_blobs(store, list(wanted))
+    out: dict[int, Checked] = {}
+    for obs_id, anchor in anchors.items():
+        root = roots.get((anchor.repo, anchor.root))
+        if root is None:
+            out[obs_id] = Checked(anchor, None, None)
+            continue
+        states = []
+        for path, blob in anchor.files.items():
+            full = os.path.join(root, path)
+            now = blobs.get(full)
+            if now is None:
+                states.append(FileState(path, VANISHED, None))
+            elif now != blob:
+                states.append(FileState(path, CHANGED, modified.get(full)))
+            else:
+                states.append(FileState(path, UNCHANGED, None))
+        out[obs_id] = Checked(anchor, root, states)
+    return out
+
+
+def locate(store: Any, anchors: Iterable[Anchor], *, cwd: str | None = None) -> dict[tuple, str | None]:
+    """Where each anchor's repository is on this machine: the folder it was recorded in when that is still
+    a work tree; else (an anchor from another machine, a moved clone) a work tree with the same origin —
+    the current directory's, or one where other anchors were recorded. None when it is not here."""
+    found: dict[tuple, str | None] = {}
+    pending: list[tuple] = []
+    for anchor in anchors:
+        key = (anchor.repo, anchor.root)
+        if key in found:
+            continue
+        if anchor.root and _is_top(anchor.root):
+            found[key] = anchor.root
+        else:
+            found[key] = None
+            if anchor.repo:
+                pending.append(key)
+    if not pending:
+        return found
+    here = gitrepo.find_repo(cwd or os.getcwd())
+    here_key = gitrepo.remote_key(here) if here else None
+    others = AnchorStore(store.db).roots(repo for repo, _ in pending)
+    for key in pending:
+        repo = key[0]
+        if here is not None and here_key == repo:
+            found[key] = here.root
+            continue
+        for root in others.get(repo, []):
+            if _is_top(root) and (located := gitrepo.find_repo(root)) and gitrepo.remote_key(located) == repo:
+                found[key] = root
+                break
+    return found
+
+
+def _is_top(root: str) -> bool:
+    repo = gitrepo.find_repo(root)
+    return repo is not None and repo.root == os.path.abspath(root)
+
+
+def current_blobs(store: Any, paths: list[str]) -> tuple[dict[str, str], dict[str, int]]:
+    """Each existing file's blob id now (absent: it is gone or not a file) and its modification time (ms),
+    hashing only files whose stat moved since the cache saw them; new hashes go to the cache when the
+    database is free (a search never waits for a writer to save a hash)."""
+    if not paths:
+        return {}, {}
+    anchors = AnchorStore(store.db)
+    cached = anchors.cached_blobs(paths)
+    blobs: dict[str, str] = {}
+    modified: dict[str, int] = {}
+    fresh: dict[str, CachedBlob] = {}
+    for path in paths:
+        try:
+            info = os.lstat(path)
+        except OSError:
+            continue
+        modified[path] = info.st_mtime_ns // 1_000_000
+        entry = cached.get(path)
+        if (
+            entry is not None
+            and entry.size == info.st_size
+            and entry.mtime_ns == info.st_mtime_ns
+            and info.st_mtime_ns + RACY_NS < entry.seen_ns
+        ):
+            blobs[path] = entry.blob
+            continue
+        found = _hash(path)
+        if found is not None:
+            blobs[path] = found.blob
+            fresh[path] = found
+    if fresh:
+        _save_quietly(store, anchors, fresh)
+    return blobs, modified
+
+
+def _save_quietly(store: Any, anchors: AnchorStore, fresh: dict[str, CachedBlob]) -> None:
+    """Cache new hashes if the database takes a write right now; a read never fails or waits for it."""
+    import contextlib
+
+    from cmem_cli.core.errors import CmemError
+
+    conn = store.db.conn
+    if not conn.getautocommit():  # inside the caller's transaction: just write
+        anchors.cache_blobs(fresh)
+        return
+    with contextlib.suppress(CmemError, Exception):
+        conn.set_busy_timeout(0)
+        try:
+            with store.db.transaction():
+                anchors.cache_blobs(fresh)
+        finally:
+            from cmem_cli.core.config import env_int
+            from cmem_cli.core.db import BUSY_TIMEOUT_MS
+
+            conn.set_busy_timeout(env_int("CMEM_BUSY_TIMEOUT_MS", BUSY_TIMEOUT_MS, 0, 86_400_000))
+
+
+# -- rows ----------------------------------------------------------------------------------------------------
+def annotate(
+    store: Any,
+    rows: list[dict[str, Any]],
+    *,
+    cwd: str | None = None,
+    anchors: dict[int, Anchor] | None = None,
+) -> list[dict[str, Any]]:
+    """Give every row ``stale`` and ``branch`` (None for rows that are not observations or not anchored)."""
+    ids = [row["id"] for row in rows if _is_observation(row)]
+    if anchors is None:
+        anchors = AnchorStore(store.db).for_ids(ids)
+    else:
+        anchors = {i: anchors[i] for i in ids if i in anchors}
+    checked = check_anchors(store, anchors, cwd=cwd)
+    for row in rows:
+        state = checked.get(row["id"]) if _is_observation(row) else None
+        row["stale"] = state.stale if state is not None else None
+        row["branch"] = state.anchor.branch if state is not None else None
+    return rows
+
+
+def detail(state: Checked | None) -> dict[str, Any] | None:
+    """What `cmem get --json` shows of an anchor: where, when, and each cited file's state."""
+    if state is None:
+        return None
+    anchor = state.anchor
+    files = None
+    if state.files is not None:
+        files = [
+            {
+                "path": f.path,
+                "status": f.status,
+                "modified_at": to_iso(f.modified_at) if f.modified_at else None,
+            }
+            for f in state.files
+        ]
+    return {
+        "repo": anchor.repo,
+        "root": state.root,
+        "branch": anchor.branch,
+        "commit": anchor.commit,
+        "anchored_at": to_iso(anchor.anchored_at),
+        "verified_at": to_iso(anchor.verified_at),
+        "present": state.root is not None,
+        "files": files
+        if files is not None
+        else [{"path": p, "status": None, "modified_at": None} for p in anchor.files],
+    }
+
+
+# -- branches -------------------------------------------------------------------------------------------------
+def by_branch(
+    store: Any, rows: list[dict[str, Any]], branch: str | None, *, demote: bool = True, cwd: str | None = None
+) -> tuple[list[dict[str, Any]], dict[int, Anchor]]:
+    """``rows`` by the branch each was recorded on, and the anchors read on the way (for :func:`annotate`).
+
+    ``branch`` NAME keeps only observations recorded on that branch; ``all`` changes nothing. None (the
+    default) with ``demote``: in a git work tree, observations of this repository recorded on another
+    branch whose work HEAD does not contain (neither the commit they were recorded at nor the branch's tip
+    is reachable from HEAD) move below every other row, keeping their order; merging the branch ends it.
+    One git process at most, and none when no row was recorded on another branch."""
+    ids = [row["id"] for row in rows if _is_observation(row)]
+    anchors = AnchorStore(store.db).for_ids(ids) if ids else {}
+    if branch == ALL_BRANCHES:
+        return rows, anchors
+    if branch is not None:
+        kept = [r for r in rows if _is_observation(r) and (a := anchors.get(r["id"])) and a.branch == branch]
+        return kept, anchors
+    if not demote or not anchors:
+        return rows, anchors
+    demoted = _unmerged(anchors, cwd)
+    if not demoted:
+        return rows, anchors
+    ahead = [r for r in rows if not (_is_observation(r) and r["id"] in demoted)]
+    behind = [r for r in rows if _is_observation(r) and r["id"] in demoted]
+    return ahead + behind, anchors
+
+
+def _unmerged(anchors: dict[int, Anchor], cwd: str | None) -> set[int]:
+    """The observations recorded on a branch of the current repository that HEAD has not merged."""
+    here = gitrepo.find_repo(cwd or os.getcwd())
+    if here is None:
+        return set()
+    head = gitrepo.head(here)
+    if head.commit is None:
+        return set()
+    here_key: list[str | None] = []  # read on first need
+    tips: dict[str, str | None] = {}
+    evidence: dict[int, list[str]] = {}
+    for obs_id, anchor in anchors.items():
+        if anchor.branch is not None and anchor.branch == head.branch:
+            continue
+        if anchor.root != here.root:
+            if not here_key:
+                here_key.append(gitrepo.remote_key(here))
+            if anchor.repo is None or anchor.repo != here_key[0]:
+                continue  # another repository's memory: this HEAD says nothing about it
+        if anchor.branch is not None and anchor.branch not in tips:
+            tips[anchor.branch] = gitrepo.branch_commit(here, anchor.branch)
+        commits = [c for c in (anchor.commit, tips.get(anchor.branch or "")) if c]
+        if commits and commits != [head.commit]:
+            evidence[obs_id] = commits
+    if not evidence:
+        return set()
+    gone = gitrepo.unreachable(here, [c for commits in evidence.values() for c in commits])
+    if not gone:
+        return set()
+    return {obs_id for obs_id, commits in evidence.items() if all(c in gone for c in commits)}
+
+
+def _is_observation(row: dict[str, Any]) -> bool:
+    return row.get("kind", "observation") == "observation" and isinstance(row.get("id"), int)
+
+
+# -- full records -----------------------------------------------------------------------------------------------
+def anchor_fields(store: Any, obs_id: int, *, cwd: str | None = None) -> dict[str, Any]:
+    """``stale``, ``branch`` and ``anchor`` (where, when, each cited file's state) of one observation."""
+    state = check(store, [obs_id], cwd=cwd).get(obs_id)
+    if state is None:
+        return {"stale": None, "branch": None, "anchor": None}
+    return {"stale": state.stale, "branch": state.anchor.branch, "anchor": detail(state)}
+
+
+def stale_note(record: dict[str, Any]) -> str:
+    """The line `cmem get` puts above a stale memory: which files changed or vanished, and since when."""
+    anchor = record.get("anchor") or {}
+    parts = []
+    for entry in anchor.get("files") or []:
+        if entry.get("status") == CHANGED:
+            when = f" {_minute(entry['modified_at'])}" if entry.get("modified_at") else ""
+            parts.append(f"{entry['path']} changed{when}")
+        elif entry.get("status") == VANISHED:
+            parts.append(f"{entry['path']} vanished")
+    where = f" on {anchor['branch']}" if anchor.get("branch") else ""
+    if anchor.get("commit"):
+        where += f" at {anchor['commit'][:12]}"
+    since = _minute(anchor.get("verified_at") or anchor.get("anchored_at"))
+    verb = "verified" if anchor.get("verified_at") else "anchored"
+    return (
+        f"<!-- stale: {', '.join(parts)}; {verb} {since}{where}. "
+        f"`cmem verify {record['id']}` once it holds for the files as they are now -->"
+    )
+
+
+def _minute(stamp: str | None) -> str:
+    """``2026-01-14T09:12:33.120Z`` -> ``2026-01-14 09:12`` (UTC)."""
+    return f"{stamp[:10]} {stamp[11:16]}" if stamp else "?"
+
+
+# -- verifying --------------------------------------------------------------------------------------------------
+def verify(service: Any, obs_ids: list[int], *, cwd: str) -> list[dict[str, Any]]:
+    """Re-anchor each observation to its files as they are now (one transaction; an unknown id fails it
+    before anything changes). An anchored observation keeps its repository, branch and commit and its
+    files are hashed again where the repository is on this machine (files that vanished leave the anchor);
+    one never anchored is anchored now, its cited files resolved against ``cwd``."""
+    store = service.store
+    results: list[dict[str, Any]] = []
+    with store.db.transaction():
+        rows = [store.get_observation(obs_id) for obs_id in dict.fromkeys(obs_ids)]
+        known = AnchorStore(store.db).for_ids(obs_ids)
+        for row in rows:
+            anchor = known.get(row["id"])
+            if anchor is not None and anchor.files:
+                root = locate(store, [anchor], cwd=cwd).get((anchor.repo, anchor.root))
+                if root is None:
+                    results.append(_not_verified(row["id"], "its repository is not on this machine"))
+                    continue
+                paths = [os.path.join(root, path) for path in anchor.files]
+                made = record_anchor(store, row["id"], paths, root, verified=True, keep=anchor)
+            else:
+                made = record_anchor(store, row["id"], cited_files(row), cwd, verified=True, keep=anchor)
+            if made is None:
+                results.append(
+                    _not_verified(
+                        row["id"], "not in a git work tree (neither its files nor the current directory)"
+                    )
+                )
+                continue
+            results.append(
+                {
+                    "id": row["id"],
+                    "verified": True,
+                    "files": sorted(made.files),
+                    "branch": made.branch,
+                    "verified_at": to_iso(made.verified_at),
+                }
+            )
+    return results
+
+
+def _not_verified(obs_id: int, reason: str) -> dict[str, Any]:
+    return {"id": obs_id, "verified": False, "reason": reason}
+
+
+def stale_rows(store: Any, *, project: str | None = None, cwd: str | None = None) -> list[dict[str, Any]]:
+    """Every observation (of ``project``) whose cited files changed or vanished, as search rows, oldest first."""
+    from cmem_cli.services.search import observation_row
+
+    states = check_anchors(store, AnchorStore(store.db).with_files(project), cwd=cwd)
+    stale = {obs_id: state for obs_id, state in states.items() if state.stale}
+    if not stale:
+        return []
+    marks = ", ".join("?" * len(stale))
+    found = store.db.query(
+        f"SELECT * FROM observations WHERE id IN ({marks}) ORDER BY created_at, id", list(stale)
+    )
+    rows = []
+    for row in found:
+        out = observation_row(row)
+        out["stale"] = stale[row["id"]].stale
+        out["branch"] = stale[row["id"]].anchor.branch
+        rows.append(out)
+    return rows

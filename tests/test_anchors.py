@@ -1,0 +1,311 @@
+"""Code anchors through the real CLI in a real git repository: an observation that cites files records
+their git blob hashes; every read path says which cited files changed or vanished since (`stale`);
+`cmem verify` re-anchors. No repository, a detached HEAD or a deleted repository make nothing fail."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.agent_fixtures import tool_payload
+
+
+def git(repo: Path, *args: str) -> str:
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@example.com",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@example.com",
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        "GIT_CONFIG_NOSYSTEM": "1",
+    }
+    proc = subprocess.run(["git", *args], cwd=repo, env=env, capture_output=True, text=True, check=True)
+    return proc.stdout.strip()
+
+
+@pytest.fixture
+def repo(tmp_path: Path, home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A git repository on branch main with one commit of src/auth.py and src/db.py; the cwd."""
+    root = tmp_path / "app"
+    (root / "src").mkdir(parents=True)
+    git(root, "init", "-q", "-b", "main")
+    (root / "src" / "auth.py").write_text("def login():\n    return True\n")
+    (root / "src" / "db.py").write_text("POOL = 4\n")
+    git(root, "add", ".")
+    git(root, "commit", "-qm", "first")
+    monkeypatch.chdir(root)
+    return root
+
+
+def search_rows(sh, *args: str) -> list[dict]:
+    result = sh("search", *args, "--json")
+    assert result.exit_code == 0, result.stderr
+    return result.json()
+
+
+def only(rows: list[dict], obs_id: int) -> dict:
+    [row] = [r for r in rows if r["id"] == obs_id]
+    return row
+
+
+def add(sh, *args: str) -> int:
+    result = sh("add", *args)
+    assert result.exit_code == 0, result.stderr
+    return int(result.stdout)
+
+
+def test_a_cited_file_that_changes_or_vanishes_makes_the_memory_stale_on_every_read_path(sh, repo):
+    obs = add(sh, "Login always succeeds in tests", "--read", "src/auth.py", "--modified", "src/db.py")
+    row = only(search_rows(sh, "login"), obs)
+    assert (row["stale"], row["branch"]) == ([], "main")
+    assert sh("search", "login").stdout.split("\t")[3] == "Login always succeeds in tests"
+
+    (repo / "src" / "auth.py").write_text("def login():\n    return check()\n")
+    assert only(search_rows(sh, "login"), obs)["stale"] == ["src/auth.py"]
+    plain = sh("search", "login", env={"NO_COLOR": "1"}).stdout
+    assert plain.split("\t")[3] == "[stale] Login always succeeds in tests"
+    [timeline_item] = sh("timeline", str(obs), "--json").json()["items"]
+    assert timeline_item["stale"] == ["src/auth.py"]
+    [record] = sh("get", str(obs), "--json").json()
+    assert record["stale"] == ["src/auth.py"] and record["branch"] == "main"
+    files = {f["path"]: f for f in record["anchor"]["files"]}
+    assert files["src/auth.py"]["status"] == "changed" and files["src/auth.py"]["modified_at"]
+    assert files["src/db.py"]["status"] == "unchanged"
+    assert record["anchor"]["commit"] == git(repo, "rev-parse", "HEAD")
+    text = sh("get", str(obs)).stdout
+    assert "stale: src/auth.py changed" in text and f"anchored {record['anchor']['anchored_at'][:10]}" in text
+
+    (repo / "src" / "db.py").unlink()
+    assert only(search_rows(sh, "login"), obs)["stale"] == ["src/auth.py", "src/db.py"]
+    [record] = sh("get", str(obs), "--json").json()
+    assert {f["path"]: f["status"] for f in record["anchor"]["files"]} == {
+        "src/auth.py": "changed",
+        "src/db.py": "vanished",
+    }
+    context = sh("context", "--json").json()
+    assert only(context["observations"], obs)["stale"] == ["src/auth.py", "src/db.py"]
+    assert f"#{obs} " in context["text"] and "[stale]" in context["text"]
+
+
+def test_an_uncommitted_edit_is_what_the_memory_is_anchored_to(sh, repo):
+    (repo / "src" / "auth.py").write_text("def login():\n    return user.ok\n")  # not committed
+    obs = add(sh, "Login checks the user", "--modified", "src/auth.py")
+    assert only(search_rows(sh, "login"), obs)["stale"] == []
+    git(repo, "commit", "-qam", "check the user")  # committing the same content changes nothing
+    assert only(search_rows(sh, "login"), obs)["stale"] == []
+
+
+def test_touching_a_file_without_changing_it_is_not_a_change(sh, repo):
+    obs = add(sh, "Pool size is four", "--read", "src/db.py")
+    path = repo / "src" / "db.py"
+    os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 5_000_000_000))
+    assert only(search_rows(sh, "pool"), obs)["stale"] == []
+
+
+def test_verify_reanchors_and_verify_stale_lists_what_changed(sh, repo):
+    fresh = add(sh, "Database pool of four", "--read", "src/db.py")
+    stale = add(sh, "Login returns True", "--read", "src/auth.py")
+    (repo / "src" / "auth.py").write_text("def login():\n    return False\n")
+
+    listed = sh("verify", "--stale", "--json")
+    assert listed.exit_code == 0, listed.stderr
+    assert [(r["id"], r["stale"]) for r in listed.json()] == [(stale, ["src/auth.py"])]
+    assert sh("verify", "--stale", "--project", "elsewhere", "--json").json() == []
+    assert sh("verify", "--stale").stdout.startswith(f"{stale}\t")
+
+    done = sh("verify", str(stale))
+    assert done.exit_code == 0, done.stderr
+    assert done.stdout.startswith(f"{stale}\tverified")
+    assert only(search_rows(sh, "login"), stale)["stale"] == []
+    [record] = sh("get", str(stale), "--json").json()
+    assert record["anchor"]["verified_at"] is not None and record["branch"] == "main"
+    assert sh("verify", "--stale", "--json").json() == []
+    assert only(search_rows(sh, "pool"), fresh)["stale"] == []
+
+
+def test_verify_refuses_unknown_ids_and_a_missing_argument(sh, repo):
+    obs = add(sh, "Something", "--read", "src/db.py")
+    missing = sh("verify", str(obs), "999")
+    assert missing.exit_code == 3 and "999" in missing.stderr and "Traceback" not in missing.stderr
+    assert sh("verify").exit_code == 2
+
+
+def test_outside_git_nothing_is_anchored_and_nothing_fails(sh, home, tmp_path, monkeypatch):
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "notes.txt").write_text("hello\n")
+    monkeypatch.chdir(plain)
+    obs = add(sh, "Notes say hello", "--read", "notes.txt")
+    row = only(search_rows(sh, "hello"), obs)
+    assert (row["stale"], row["branch"]) == (None, None)
+    [record] = sh("get", str(obs), "--json").json()
+    assert (record["stale"], record["anchor"]) == (None, None)
+    verified = sh("verify", str(obs))
+    assert verified.exit_code == 3 and "not in a git work tree" in verified.stderr
+    assert sh("verify", "--stale", "--json").json() == []
+
+
+def test_an_observation_without_files_records_the_branch(sh, repo):
+    obs = add(sh, "Decided to keep sessions short")
+    row = only(search_rows(sh, "sessions"), obs)
+    assert (row["stale"], row["branch"]) == (None, "main")
+
+
+def test_a_detached_head_records_no_branch_and_still_anchors(sh, repo):
+    git(repo, "checkout", "-q", "--detach")
+    obs = add(sh, "Detached work on auth", "--read", "src/auth.py")
+    row = only(search_rows(sh, "detached"), obs)
+    assert (row["stale"], row["branch"]) == ([], None)
+    [record] = sh("get", str(obs), "--json").json()
+    assert record["anchor"]["commit"] == git(repo, "rev-parse", "HEAD")
+
+
+def test_a_deleted_repository_leaves_stale_unknown(sh, repo, tmp_path, monkeypatch):
+    obs = add(sh, "Auth module layout", "--read", "src/auth.py")
+    monkeypatch.chdir(tmp_path)
+    shutil.rmtree(repo)
+    row = only(search_rows(sh, "auth"), obs)
+    assert (row["stale"], row["branch"]) == (None, "main")
+    [record] = sh("get", str(obs), "--json").json()
+    assert record["anchor"]["present"] is False and record["stale"] is None
+    assert sh("get", str(obs)).exit_code == 0
+    assert sh("verify", "--stale", "--json").json() == []
+
+
+def test_a_moved_clone_is_found_by_its_origin_and_without_one_is_unknown(sh, repo, tmp_path, monkeypatch):
+    git(repo, "remote", "add", "origin", "https://user:secret@example.com/team/app.git")
+    obs = add(sh, "Auth returns a bool", "--read", "src/auth.py")
+    [record] = sh("get", str(obs), "--json").json()
+    assert record["anchor"]["repo"] == "example.com/team/app"  # no credentials kept
+    moved = tmp_path / "elsewhere" / "app"
+    moved.parent.mkdir()
+    shutil.move(repo, moved)
+    monkeypatch.chdir(moved)
+    assert only(search_rows(sh, "auth"), obs)["stale"] == []
+    (moved / "src" / "auth.py").write_text("changed\n")
+    assert only(search_rows(sh, "auth"), obs)["stale"] == ["src/auth.py"]
+
+    git(moved, "remote", "remove", "origin")  # a clone without the same origin is another repository
+    assert only(search_rows(sh, "auth"), obs)["stale"] is None
+
+
+def test_files_in_json_records_and_paths_outside_the_repository(sh, repo, tmp_path):
+    outside = tmp_path / "outside.txt"
+    outside.write_text("x\n")
+    records = [{"title": "Imported auth note", "files_read": ["src/auth.py", str(outside), "src/nope.py"]}]
+    result = sh("add", "--json", "-", input=json.dumps(records))
+    assert result.exit_code == 0, result.stderr
+    obs = int(result.stdout)
+    [record] = sh("get", str(obs), "--json").json()
+    assert [f["path"] for f in record["anchor"]["files"]] == ["src/auth.py"]
+    assert record["stale"] == []
+
+
+def test_a_hook_anchors_against_the_sessions_cwd(sh, repo, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # Claude Code runs hooks from anywhere; the payload says where the work is
+    edit = tool_payload(
+        "s-1",
+        repo,
+        "Edit",
+        {"file_path": str(repo / "src" / "auth.py"), "old_string": "True", "new_string": "False"},
+    )
+    assert sh("hook", "PostToolUse", input=json.dumps(edit)).exit_code == 0
+    bash = tool_payload("s-1", repo, "Bash", {"command": "pytest -q"}, {"stdout": "1 failed", "stderr": ""})
+    assert sh("hook", "PostToolUse", input=json.dumps(bash)).exit_code == 0
+    rows = search_rows(sh, "--session", "s-1", "--order", "oldest")
+    assert [(r["branch"], r["stale"]) for r in rows] == [("main", []), ("main", None)]
+    (repo / "src" / "auth.py").write_text("changed\n")
+    assert search_rows(sh, "--session", "s-1", "--order", "oldest")[0]["stale"] == ["src/auth.py"]
+
+
+# -- branches --------------------------------------------------------------------------------------------------
+def test_memories_of_a_branch_not_merged_rank_last_until_it_is_merged(sh, repo):
+    on_main = add(sh, "Notes on comments in the old parser module, and on other things entirely")
+    git(repo, "checkout", "-q", "-b", "feature")
+    (repo / "src" / "parser.py").write_text("def parse(): ...\n")
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "parser")
+    # a stronger match for the query than the memory on main
+    on_feature = add(sh, "Parser comments: the parser drops comments", "--modified", "src/parser.py")
+    assert [r["id"] for r in search_rows(sh, "parser comments")] == [on_feature, on_main]  # its own branch
+
+    git(repo, "checkout", "-q", "main")
+    rows = search_rows(sh, "parser comments")
+    assert [(r["id"], r["branch"]) for r in rows] == [(on_main, "main"), (on_feature, "feature")]
+    assert [r["id"] for r in search_rows(sh, "parser comments", "--branch", "all")] == [on_feature, on_main]
+    assert [r["id"] for r in search_rows(sh, "parser comments", "--branch", "feature")] == [on_feature]
+    assert [r["id"] for r in search_rows(sh, "--branch", "main")] == [on_main]  # listing, no query
+    assert sh("search", "parser", "--branch", "nope").exit_code == 10
+
+    git(repo, "merge", "-q", "--no-ff", "-m", "merge feature", "feature")
+    assert [r["id"] for r in search_rows(sh, "parser comments")] == [on_feature, on_main]
+    git(repo, "branch", "-q", "-d", "feature")  # a merged branch deleted: its memories stay merged
+    assert [r["id"] for r in search_rows(sh, "parser comments")] == [on_feature, on_main]
+
+
+def test_an_abandoned_branch_stays_last_after_it_is_deleted(sh, repo):
+    on_main = add(sh, "Notes on cache keys in the session layer, and on other things entirely")
+    git(repo, "checkout", "-q", "-b", "spike")
+    (repo / "src" / "cache.py").write_text("KEYS = 1\n")
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "spike")
+    spike = add(sh, "Cache keys: drop the user from cache keys", "--modified", "src/cache.py")
+    git(repo, "checkout", "-q", "main")
+    assert [r["id"] for r in search_rows(sh, "cache keys", "--branch", "all")] == [spike, on_main]
+    git(repo, "branch", "-q", "-D", "spike")
+    assert [r["id"] for r in search_rows(sh, "cache keys")] == [on_main, spike]
+
+
+def test_outside_git_search_order_does_not_change(sh, repo, tmp_path, monkeypatch):
+    git(repo, "checkout", "-q", "-b", "feature")
+    (repo / "src" / "x.py").write_text("x\n")
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "x")
+    strong = add(sh, "Upload retry: retry the upload")
+    git(repo, "checkout", "-q", "main")
+    weak = add(sh, "Notes on retry of the upload in the old client, and on other things entirely")
+    assert [r["id"] for r in search_rows(sh, "retry upload")] == [weak, strong]  # in the work tree
+    monkeypatch.chdir(tmp_path)  # not a work tree: nothing to compare branches with
+    assert [r["id"] for r in search_rows(sh, "retry upload")] == [strong, weak]
+
+
+def test_the_mcp_server_returns_the_same_fields(sh, repo):
+    from mcp import Client
+
+    from tests.test_mcp import with_server
+
+    (repo / "src" / "auth.py").write_text("def login():\n    return None\n")  # uncommitted: anchored as is
+
+    async def body(client: Client) -> dict:
+        out = {}
+        out["remember"] = await client.call_tool(
+            "remember", {"title": "Login returns None now", "files_modified": ["src/auth.py"]}
+        )
+        (repo / "src" / "auth.py").write_text("def login():\n    return 1\n")
+        out["search"] = await client.call_tool("search", {"query": "login"})
+        out["feature"] = await client.call_tool("search", {"query": "login", "branch": "feature"})
+        out["timeline"] = await client.call_tool("timeline", {"anchor": 1})
+        out["get"] = await client.call_tool("get", {"ids": [1]})
+        out["context"] = await client.call_tool("context", {})
+        return out
+
+    out = with_server(body, cwd=repo)
+    assert not any(getattr(r, "is_error", False) for r in out.values())
+    [hit] = out["search"].structured_content["hits"]
+    assert (hit["stale"], hit["branch"]) == (["src/auth.py"], "main")
+    assert "[stale] Login returns None now" in out["search"].content[0].text
+    assert out["feature"].structured_content["hits"] == []
+    [item] = out["timeline"].structured_content["items"]
+    assert (item["stale"], item["branch"]) == (["src/auth.py"], "main")
+    [record] = out["get"].structured_content["records"]
+    assert record["stale"] == ["src/auth.py"] and record["anchor"]["files"][0]["status"] == "changed"
+    [row] = out["context"].structured_content["observations"]
+    assert row["stale"] == ["src/auth.py"]
+    cli_row = only(search_rows(sh, "login"), 1)
+    assert (cli_row["stale"], cli_row["branch"]) == (hit["stale"], hit["branch"])
