@@ -146,6 +146,7 @@ def test_the_index_and_the_capture_tables_use_the_same_mechanism(tmp_path):
         {"scope": "store", "name": "m001_initial"},
         {"scope": "store", "name": "m002_export_files"},
         {"scope": "store", "name": "m003_date_search_terms"},
+        {"scope": "store", "name": "m004_observation_anchors"},
     ]
 
 

@@ -31,7 +31,20 @@ INPUT_FIELDS = frozenset(
 EDITABLE_FIELDS = tuple(sorted(INPUT_FIELDS - {"uid", "links"}))
 # Fields that `--json` output carries; accepted on input (so output can be re-imported) and ignored.
 OUTPUT_ONLY_FIELDS = frozenset(
-    {"id", "kind", "score", "tokens", "path", "retrieval_count", "last_retrieved_at", "updated_at", "date"}
+    {
+        "id",
+        "kind",
+        "score",
+        "tokens",
+        "path",
+        "retrieval_count",
+        "last_retrieved_at",
+        "updated_at",
+        "date",
+        "stale",
+        "branch",
+        "anchor",
+    }
 )
 
 
