@@ -26,7 +26,20 @@ import time
 from pathlib import Path
 from typing import Any
 
-WORDS = "auth token cache retry queue parser schema config deploy invoice webhook session".split()
+WORDS = [
+    "auth",
+    "token",
+    "cache",
+    "retry",
+    "queue",
+    "parser",
+    "schema",
+    "config",
+    "deploy",
+    "invoice",
+    "webhook",
+    "session",
+]
 
 
 def command() -> list[str]:

@@ -205,7 +205,8 @@ def test_files_in_json_records_and_paths_outside_the_repository(sh, repo, tmp_pa
     [record] = sh("get", str(obs), "--json").json()
     assert [f["path"] for f in record["anchor"]["files"]] == ["src/auth.py"]
     assert record["stale"] == []
-    fed_back = sh("add", "--json", "-", input=json.dumps(record))  # output-only fields are accepted
+    row = {**only(search_rows(sh, "imported"), obs), "anchor": record["anchor"]}
+    fed_back = sh("add", "--json", "-", input=json.dumps(row))  # output-only fields are accepted
     assert (fed_back.exit_code, fed_back.stdout.strip()) == (0, str(obs)), fed_back.stderr
 
 

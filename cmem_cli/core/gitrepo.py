@@ -14,7 +14,6 @@ import hashlib
 import os
 import re
 import stat as stat_module
-import subprocess
 from pathlib import Path
 from typing import NamedTuple
 
@@ -189,6 +188,8 @@ def unreachable(repo: Repo, commits: list[str]) -> set[str] | None:
     wanted = [c for c in dict.fromkeys(commits) if _HEX.match(c)]
     if not wanted:
         return set()
+    import subprocess  # only a search that found memories of another branch runs git
+
     try:
         proc = subprocess.run(
             ["git", "-C", repo.root, "rev-list", "--ignore-missing", *wanted, "--not", "HEAD"],
