@@ -10,7 +10,6 @@ commits needs git itself (see :func:`unreachable`).
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import stat as stat_module
@@ -55,7 +54,11 @@ def blob_hash(path: str | os.PathLike[str]) -> str | None:
             return None
     except OSError:
         return None
-    digest = hashlib.sha1(b"blob %d\0" % len(data), usedforsecurity=False)
+    try:  # the interpreter's own SHA-1: importing hashlib loads OpenSSL, a cost a search need not pay
+        from _sha1 import sha1
+    except ImportError:
+        from hashlib import sha1
+    digest = sha1(b"blob %d\0" % len(data))
     digest.update(data)
     return digest.hexdigest()
 
