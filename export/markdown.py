@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from cmem_cli.core.fields import LINKS_MARKER, SUMMARY_FIELDS
+from cmem_cli.core.frontmatter import FrontMatterError, check_values, load_yaml
 from cmem_cli.core.summary_title import summary_title
 from cmem_cli.core.timeutil import parse_time, to_iso
 
@@ -135,7 +136,7 @@ def _fast_front_matter(block: str) -> dict[str, Any] | None:
         if value[0] in '"[{' or value in ("true", "false", "null") or _NUMBER.fullmatch(value):
             try:
                 meta[key] = json.loads(value)
-            except ValueError:
+            except (ValueError, RecursionError):  # RecursionError: [[[[...]]]] deeper than Python recurses
                 return None
         elif _PLAIN.match(value) and value.lower() not in _YAML_WORDS:
             meta[key] = value
@@ -145,7 +146,9 @@ def _fast_front_matter(block: str) -> dict[str, Any] | None:
 
 
 def split_front_matter(text: str) -> tuple[dict[str, Any], str]:
-    """(front matter dict, body). Files without front matter give ({}, text)."""
+    """(front matter dict, body). Files without front matter give ({}, text); a block that cannot be read
+    safely (broken YAML, not a mapping, anchors, deep nesting, numbers or dates out of range) raises
+    :class:`FrontMatterError` with the reason."""
     if not text.startswith("---\n"):
         return {}, text
     end = text.find("\n---\n", 3)
@@ -154,17 +157,14 @@ def split_front_matter(text: str) -> tuple[dict[str, Any], str]:
             end = len(text) - 4
         else:
             return {}, text
-    fast = _fast_front_matter(text[4:end])
-    if fast is not None:
-        return fast, text[end + 5 :]
-    import yaml  # lazy: only hand-edited front matter needs a YAML parser
-
-    try:
-        meta = yaml.safe_load(text[4:end]) or {}
-    except yaml.YAMLError:
-        return {}, text
+    block = text[4:end]
+    meta = _fast_front_matter(block)
+    if meta is None:
+        meta = load_yaml(block) or {}
+    else:
+        check_values(meta)
     if not isinstance(meta, dict):
-        return {}, text
+        raise FrontMatterError("broken front matter (not a YAML mapping between --- lines)")
     return meta, text[end + 5 :]
 
 

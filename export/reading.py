@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any
 
+from cmem_cli.core.frontmatter import FrontMatterError
 from cmem_export.markdown import (
     LINKS_MARKER,
     OBSERVATION_KEYS,
@@ -69,10 +70,27 @@ def decode(data: bytes) -> str:
         raise UnreadableFile("not UTF-8 text") from None
 
 
+_CLAIM = re.compile(r"^(?:cmem|project|uid):", re.M)
+
+
+def claims_memory(text: str) -> bool:
+    """True when a file directly in the export root says it is a memory: front matter naming ``cmem:``,
+    ``project:`` or ``uid:``. Any other file there (a README.md, a team's TEAM.md) is the user's own and
+    is left alone, silently; files in project folders are always memories."""
+    text = text.replace("\r\n", "\n").lstrip("\ufeff")
+    if not text.startswith("---\n"):
+        return False
+    end = text.find("\n---", 3)
+    return bool(_CLAIM.search(text, 4, end if end != -1 else len(text)))
+
+
 def parse_file(text: str, relpath: str) -> ParsedFile:
     """Parse one export file (cmem's or a person's) into a record; raise UnreadableFile if impossible."""
     text = text.replace("\r\n", "\n").lstrip("\ufeff")
-    meta, body = split_front_matter(text)
+    try:
+        meta, body = split_front_matter(text)
+    except FrontMatterError as exc:
+        raise UnreadableFile(str(exc)) from None
     if not meta and text.startswith("---\n"):
         raise UnreadableFile("broken front matter (not a YAML mapping between --- lines)")
     kind = meta.get("cmem", "observation")

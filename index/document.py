@@ -77,12 +77,13 @@ def parse_markdown(text: str, relpath: str) -> ParsedDocument:
 
 
 def _load_yaml(block: str) -> dict[str, Any] | None:
-    import yaml  # lazy: only the indexer parses front matter
+    """The block's mapping, or None when it is broken or unsafe (then read leniently): the same limits as
+    the export reader (no anchors, bounded depth and numbers, dates in range)."""
+    from cmem_cli.core.frontmatter import FrontMatterError, load_yaml
 
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        data = yaml.load(block, Loader=loader)  # noqa: S506 - a safe loader
-    except yaml.YAMLError:
+        data = load_yaml(block)
+    except FrontMatterError:
         return None
     if data is None:
         return {}

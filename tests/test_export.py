@@ -168,7 +168,9 @@ def test_rebuild_is_idempotent_restores_deleted_files_and_adopts_edited_or_new_o
     stray = home / "export" / "p" / "s1" / "stray.md"
     stray.write_text("---\ncmem: observation\nid: 99\n---\n# gone\n")
     notes = home / "export" / "notes.md"
-    notes.write_text("my own notes, not cmem's")
+    notes.write_text("---\ncmem: observation\n---\nclaims to be a memory, of no project")
+    own = home / "export" / "TEAM.md"
+    own.write_text("my own notes, not cmem's: left alone, never reported")
     second = json.loads(cli("export", "--rebuild", "--json").stdout)
     assert second == {
         "written": 1, "unchanged": 6, "adopted": 1, "created": 1, "rolled_back": 0,
@@ -178,7 +180,8 @@ def test_rebuild_is_idempotent_restores_deleted_files_and_adopts_edited_or_new_o
     assert edited.read_text().rstrip().endswith("## Narrative\n\nhand edited")
     assert not stray.exists()
     assert cli("search", "gone", "--json").json()[0]["title"] == "gone"
-    assert notes.read_text() == "my own notes, not cmem's"
+    assert notes.read_text() == "---\ncmem: observation\n---\nclaims to be a memory, of no project"
+    assert own.read_text() == "my own notes, not cmem's: left alone, never reported"
     third = json.loads(cli("export", "--rebuild", "--json").stdout)
     assert (third["written"], third["adopted"], third["created"]) == (0, 0, 0)
 

@@ -143,7 +143,10 @@ def test_bad_files_are_reported_by_path_and_change_nothing(team):
     (project / "binary.md").write_bytes(b"\x00\x01\x02 not text")
     with open(project / "huge.md", "wb") as fh:
         fh.truncate(50 * 1024 * 1024)
-    (a.export / "outside.md").write_text("# loose\n\nno project folder, no project: line\n")
+    (a.export / "outside.md").write_text(
+        "---\ncmem: observation\n---\n# loose\n\nno project folder or line\n"
+    )
+    (a.export / "TEAM.md").write_text("# The team's own page\n\nnot a memory: ignored, and never committed\n")
     good = project / "good.md"
     good.write_text(
         "---\ncmem: observation\ntitle: A good hand note\nproject: web\n---\n# A good hand note\n"
@@ -159,12 +162,12 @@ def test_bad_files_are_reported_by_path_and_change_nothing(team):
         ("outside.md", "outside any project folder"),
     ):
         assert [line for line in lines if line.startswith(f"cmem: {name}: {reason}")], (name, err)
-    assert "Traceback" not in err
+    assert "Traceback" not in err and "TEAM.md" not in err
     titles = {row["title"] for row in a.by_uid().values()}
     assert set(a.by_uid()) - before and "A good hand note" in titles and "loose" not in titles
     history = remote_history(url)
     assert "A good hand note" in history
-    for name in ("broken.md", "binary.md", "huge.md", "outside.md"):
+    for name in ("broken.md", "binary.md", "huge.md", "outside.md", "TEAM.md"):
         assert name not in history
 
 

@@ -129,7 +129,8 @@ def test_invalid_files_are_reported_by_path_and_change_nothing(cli, home):
     (root / "web" / "binary.md").write_bytes(b"\x00\x01\x02")
     (root / "web" / "huge.md").write_text("# Huge\n\n" + "x" * 1_100_000)
     (root / "web" / "badtype.md").write_text("---\ncmem: observation\ntype: banana\n---\n# t\n")
-    (root / "loose.md").write_text("# Loose\n\nno project folder\n")
+    (root / "loose.md").write_text("---\ncmem: observation\n---\n# Loose\n\nno project folder\n")
+    (root / "TEAM.md").write_text("# Our team\n\nthe user's own file: not a memory, never an error\n")
     before = _files(home)
     result = cli("sync")
     assert result.exit_code == 4
@@ -139,7 +140,7 @@ def test_invalid_files_are_reported_by_path_and_change_nothing(cli, home):
         "cmem: web/badtype.md: unknown type 'banana' (expected one of: decision, bugfix, feature, refactor, "
         "discovery, change, error, insight, question)",
         "cmem: web/binary.md: binary file (contains NUL bytes)",
-        "cmem: web/broken.md: broken front matter (not a YAML mapping between --- lines)",
+        "cmem: web/broken.md: broken front matter (did not find expected ',' or ']')",
         "cmem: web/huge.md: file too large (1100008 bytes, limit 1000000)",
     ]
     assert _files(home) == before

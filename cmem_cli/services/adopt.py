@@ -21,6 +21,7 @@ from typing import Any
 
 from cmem_cli.core.errors import CmemError, InvalidInput
 from cmem_cli.core.fields import SUMMARY_FIELDS
+from cmem_cli.core.files import FileTooLarge, read_regular
 from cmem_cli.core.ids import new_uid
 from cmem_cli.core.timeutil import now_ms
 from cmem_cli.services.recovery import recover
@@ -28,7 +29,7 @@ from cmem_cli.services.writes import FileTransaction, Memory
 from cmem_cli.store.records import EDITABLE_FIELDS
 from cmem_cli.store.schema import LINK_TYPES
 from cmem_export import atomic, digest
-from cmem_export.reading import ParsedFile, UnreadableFile, decode, parse_file
+from cmem_export.reading import MAX_FILE_BYTES, ParsedFile, UnreadableFile, claims_memory, decode, parse_file
 
 # A file cmem wrote this recently is read and hashed even when its size and mtime match (as git does with
 # "racily clean" entries): filesystem timestamps are coarse, so a quick same-size edit could share one.
@@ -44,6 +45,7 @@ class AdoptReport:
     conflicts: list[tuple[str, str]] = field(default_factory=list)  # (path, what): left untouched
     rolled_back: list[str] = field(default_factory=list)  # files of interrupted writes put back
     debris: list[str] = field(default_factory=list)  # temporary files of killed writes, removed
+    ignored: list[str] = field(default_factory=list)  # a person's own files in the export root (not memories)
 
     @property
     def changed(self) -> bool:
@@ -58,6 +60,7 @@ class AdoptReport:
             "conflicts": [{"path": p, "reason": r} for p, r in self.conflicts],
             "rolled_back": self.rolled_back,
             "debris": self.debris,
+            "ignored": self.ignored,
         }
 
 
@@ -82,6 +85,18 @@ def adopt_tree(
         return _Adopter(memory, forget_deleted).run(paths)
 
 
+def refused_files(memory: Memory, relpaths: list[str]) -> list[tuple[str, str]]:
+    """(path, reason) for each of ``relpaths`` that adoption would refuse (invalid, or a second file of one
+    uid), found by the same checks and nothing written: what doctor lists before and after ``--fix``."""
+    adopter = _Adopter(memory, forget_deleted=False)
+    adopter.load_state()
+    for relpath in sorted(set(relpaths)):
+        item = adopter._stage(relpath)
+        if item is not None:
+            adopter._links_valid(item[0], item[1])
+    return adopter.report.invalid + adopter.report.conflicts
+
+
 class _Adopter:
     def __init__(self, memory: Memory, forget_deleted: bool):
         self.memory = memory
@@ -95,10 +110,7 @@ class _Adopter:
     def run(self, paths: list[Path] | None) -> AdoptReport:
         with self.memory._write(fsync=False) as files:
             self.report.rolled_back = recover(self.memory)
-            self.known = self.store.record_paths()
-            self.hashes = self.store.file_hashes()
-            self.stats = self.store.file_stats()
-            self.racy_before = time.time_ns() - RACY_NS
+            self.load_state()
             on_disk = self._scan() if paths is None else self._given(paths)
             staged = [item for relpath in sorted(on_disk) if (item := self._stage(relpath))]
             staged = [item for item in staged if self._links_valid(item[0], item[1])]
@@ -111,6 +123,13 @@ class _Adopter:
             if self.forget_deleted:
                 self._forget_missing(on_disk, paths, files)
         return self.report
+
+    def load_state(self) -> None:
+        """What cmem last wrote: each file's record, hash and size/mtime."""
+        self.known = self.store.record_paths()
+        self.hashes = self.store.file_hashes()
+        self.stats = self.store.file_stats()
+        self.racy_before = time.time_ns() - RACY_NS
 
     # -- finding files ---------------------------------------------------------------------------------
     def _scan(self) -> set[str]:
@@ -173,8 +192,10 @@ class _Adopter:
         ):
             return None  # same size and modification time as when cmem wrote it: not read again
         try:
-            with open(os.path.join(self.root, relpath), "rb") as fh:
-                data = fh.read()
+            data = read_regular(os.path.join(self.root, relpath), MAX_FILE_BYTES)
+        except FileTooLarge as exc:
+            self.report.invalid.append((relpath, exc.strerror))
+            return None
         except OSError as exc:
             self.report.invalid.append((relpath, f"cannot read: {exc.strerror}"))
             return None
@@ -182,7 +203,11 @@ class _Adopter:
         if known is not None and self._unchanged(relpath, known, data):
             return None  # exactly what cmem wrote
         try:
-            parsed = parse_file(decode(data), relpath)
+            text = decode(data)
+            if known is None and "/" not in relpath and not claims_memory(text):
+                self.report.ignored.append(relpath)  # a person's own file beside the project folders
+                return None
+            parsed = parse_file(text, relpath)
         except UnreadableFile as exc:
             self.report.invalid.append((relpath, str(exc)))
             return None

@@ -17,11 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from cmem_cli.core.errors import CmemError
+from cmem_cli.core.files import read_regular
 from cmem_cli.services.debris import find_debris
 from cmem_cli.services.debris import remove as remove_debris
 from cmem_cli.store.presence import REPAIR_ADVICE, lost_store_problem
 from cmem_export import digest, layout
 from cmem_export.journal import pending
+from cmem_export.reading import MAX_FILE_BYTES
 
 DAMAGED_ADVICE = (
     "restore cmem.db from a backup, or move it aside (mv cmem.db cmem.db.damaged) and rebuild it from the "
@@ -129,13 +131,57 @@ def run_checks(memory: Any, *, fix: bool = False) -> dict[str, Any]:
         )
         return {"ok": False, "checks": checks}
 
+    before = export_problems(memory)
+    if fix:
+        if any(before[name] for name in _REBUILT_BY_FIX):
+            memory.rebuild_export()
+        remove_debris([memory.config.home / p for p, _ in before["crash debris"]])
+        tighten_modes([memory.config.home / p for p, _ in before["private modes"]])
+        after = export_problems(memory)  # "fixed" only for what is gone now: what the next doctor sees
+    else:
+        after = before
+    for name, items in after.items():
+        was = before[name]
+        status = "fail" if items else ("fixed" if was else "ok")
+        shown = items if items else (was if status == "fixed" else [])
+        described = [f"{path}: {why}" if why else path for path, why in shown]
+        separator = "; " if name == NOT_ADOPTED else ", "
+        check: dict[str, Any] = {
+            "name": name,
+            "status": status,
+            "detail": f"{len(shown)}" + (": " + separator.join(described[:5]) if shown else ""),
+            "paths": [path for path, _ in shown],
+        }
+        if name == NOT_ADOPTED:
+            check["reasons"] = [why for _, why in shown]
+        checks.append(check)
+    ok = all(c["status"] in ("ok", "fixed") for c in checks)
+    return {"ok": ok, "checks": checks}
+
+
+# What `doctor --fix` repairs by adopting and regenerating the export (``Memory.rebuild_export``).
+_REBUILT_BY_FIX = (
+    "missing files", "changed files", "changed, to adopt", "new files, to adopt", "interrupted writes",
+)  # fmt: skip
+NOT_ADOPTED = "files not adopted"
+
+
+Findings = dict[str, list[tuple[str, str | None]]]
+
+
+def export_problems(memory: Any) -> Findings:
+    """Every export check's findings as (path, reason or None), by check name, in the order doctor shows
+    them. A file adoption would refuse is listed once, under :data:`NOT_ADOPTED` with its reason, not as a
+    file to adopt."""
+    from cmem_cli.services.adopt import refused_files
+
     expected = memory.expected_files()
     hashes = memory.store.file_hashes()
     missing, changed, edited = [], [], []
     for relpath, text in expected.items():
         path = layout.resolve_inside(memory.export_root, relpath)
         try:
-            data = path.read_bytes()
+            data = read_regular(path, max(len(text.encode("utf-8")), MAX_FILE_BYTES))
         except FileNotFoundError:
             missing.append(relpath)
             continue
@@ -148,46 +194,26 @@ def run_checks(memory: Any, *, fix: bool = False) -> dict[str, Any]:
         else:
             changed.append(relpath)
     new = [p.relative_to(memory.export_root).as_posix() for p in memory.orphan_files(set(expected))]
+    refused = refused_files(memory, [*edited, *new])
+    refused_paths = {path for path, _ in refused}
     interrupted = [str(file.name) for file, _ in pending(memory.journal_dir)]
-    debris = find_debris(memory.config.home, memory.export_root)
-    debris_rel = [_display(p, memory.config.home) for p in debris]
+    home = memory.config.home
+    debris = [_display(p, home) for p in find_debris(home, memory.export_root)]
     # older versions left 0755 folders and 0644 models in cmem's own cache
     cache = memory.config.own_cache_dir
-    loose = loose_modes([memory.config.home, memory.export_root, *([cache] if cache else [])])
-    loose_rel = [_display(p, memory.config.home) for p in loose]
-    for name, items in (
-        ("missing files", missing),
-        ("changed files", changed),
-        ("changed, to adopt", edited),
-        ("new files, to adopt", new),
-        ("interrupted writes", interrupted),
-        ("crash debris", debris_rel),
-        ("private modes", loose_rel),
-    ):
-        checks.append(
-            {
-                "name": name,
-                "status": "ok" if not items else ("fixed" if fix else "fail"),
-                "detail": f"{len(items)}" + (": " + ", ".join(items[:5]) if items else ""),
-                "paths": items,
-            }
-        )
-    if fix and (missing or changed or edited or new or interrupted):
-        result = memory.rebuild_export()
-        if result["invalid"]:
-            checks.append(
-                {
-                    "name": "files not adopted",
-                    "status": "fail",
-                    "detail": "; ".join(f"{i['path']}: {i['reason']}" for i in result["invalid"][:5]),
-                    "paths": [i["path"] for i in result["invalid"]],
-                }
-            )
-    if fix:
-        remove_debris(debris)
-        tighten_modes(loose)
-    ok = all(c["status"] in ("ok", "fixed") for c in checks)
-    return {"ok": ok, "checks": checks}
+    loose = loose_modes([home, memory.export_root, *([cache] if cache else [])])
+    found = {
+        "missing files": missing,
+        "changed files": changed,
+        "changed, to adopt": [p for p in edited if p not in refused_paths],
+        "new files, to adopt": [p for p in new if p not in refused_paths],
+        "interrupted writes": interrupted,
+        "crash debris": debris,
+        "private modes": [_display(p, home) for p in loose],
+    }
+    findings: Findings = {name: [(path, None) for path in paths] for name, paths in found.items()}
+    findings[NOT_ADOPTED] = list(refused)
+    return findings
 
 
 def _schema_objects() -> set[str]:

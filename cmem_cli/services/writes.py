@@ -15,13 +15,14 @@ from typing import Any
 
 from cmem_cli.core.config import Config
 from cmem_cli.core.errors import InvalidInput, InvalidRecord, NotFound, StorageError
+from cmem_cli.core.files import read_regular
 from cmem_cli.core.ids import new_uid
 from cmem_cli.core.text import estimate_tokens
 from cmem_cli.core.timeutil import now_ms
 from cmem_cli.store.records import EDITABLE_FIELDS, is_valid_text, normalize_observation
 from cmem_cli.store.repository import Store
 from cmem_cli.store.schema import LINK_TYPES, SESSION_STATUSES
-from cmem_export import atomic, digest, layout, markdown
+from cmem_export import atomic, digest, layout, markdown, reading
 from cmem_export.journal import JOURNAL_DIR, Journal
 
 SUMMARY_LIMIT = 50_000
@@ -539,7 +540,7 @@ class Memory:
             for relpath, text in expected.items():
                 path = layout.resolve_inside(self.export_root, relpath)
                 try:
-                    if path.read_text(encoding="utf-8") == text:
+                    if read_regular(path, len(text.encode("utf-8"))).decode("utf-8") == text:
                         unchanged += 1
                         if hashes.get(relpath) != digest.text_hash(text) or relpath not in stats:
                             self.store.record_file(relpath, digest.text_hash(text), atomic.stat_key(path))
@@ -560,9 +561,12 @@ class Memory:
         }
 
     def orphan_files(self, expected: set[str]) -> list[Path]:
-        """Markdown files no database row accounts for: files in a project folder, or cmem files anywhere.
+        """Markdown files no database row accounts for: regular files in a project folder, or files in the
+        export root that claim to be memories (``reading.claims_memory``).
 
         These are what ``cmem sync`` and ``doctor --fix`` adopt (a person's, or another machine's)."""
+        import stat
+
         orphans = []
         if not self.export_root.exists():
             return orphans
@@ -570,13 +574,16 @@ class Memory:
             parts = path.relative_to(self.export_root).parts
             if "/".join(parts) in expected or any(part.startswith(".") for part in parts):
                 continue
-            if len(parts) == 1:
-                try:
-                    head = path.read_text(encoding="utf-8", errors="replace")[:64]
-                except OSError:
-                    continue
-                if not head.startswith(("---\ncmem: observation\n", "---\ncmem: summary\n")):
+            try:
+                if not stat.S_ISREG(path.lstat().st_mode):
+                    continue  # a FIFO, a folder or a symlink: adoption never reads those either
+                if len(parts) == 1 and not reading.claims_memory(
+                    read_regular(path, reading.MAX_FILE_BYTES).decode("utf-8", errors="replace")
+                ):
                     continue  # a person's own file beside the project folders: not a memory
+            except OSError:
+                if len(parts) == 1:
+                    continue
             orphans.append(path)
         return orphans
 
@@ -584,7 +591,7 @@ class Memory:
 def _same_text(path: Path, text: str) -> bool:
     """True when ``path`` already holds exactly ``text`` (reading is far cheaper than a rename)."""
     try:
-        return path.read_bytes() == text.encode("utf-8")
+        return read_regular(path, len(text.encode("utf-8"))) == text.encode("utf-8")
     except OSError:
         return False
 

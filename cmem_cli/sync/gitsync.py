@@ -171,6 +171,7 @@ class Syncer:
         for relpath, reason in result.invalid + result.conflicts:
             self._reject(relpath, reason)
             refused.append(relpath)
+        refused += result.ignored  # a person's own file in the export root: never committed either
         return [p for p in refused if (self.root / p).exists() or p in deleted]
 
     def _tree_emptied(self, deleted: list[str]) -> bool:

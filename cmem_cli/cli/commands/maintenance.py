@@ -11,6 +11,7 @@ import typer
 from cmem_cli.cli.commands.common import JsonOpt
 from cmem_cli.cli.invocation import open_api
 from cmem_cli.cli.render import write
+from cmem_cli.core.errors import EXIT_INVALID
 
 
 def export_cmd(
@@ -41,6 +42,9 @@ def export_cmd(
             print(f"cmem: {item['path']}: {item['reason']} (not adopted)", file=sys.stderr)
 
 
+_NOT_ADOPTED = "files not adopted"  # doctor's check of files adoption refuses (services.doctor.NOT_ADOPTED)
+
+
 def doctor(
     fix: Annotated[
         bool,
@@ -51,7 +55,8 @@ def doctor(
     ] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Check database integrity and the export tree (missing, changed, orphaned files). Exit 1 on problems."""
+    """Check database integrity and the export tree (missing, changed, orphaned files). Exit 1 on problems,
+    4 when the only problem is files that cannot be adopted (each listed with its reason)."""
     from cmem_cli.cli.invocation import open_api
 
     with open_api() as memory:
@@ -68,7 +73,8 @@ def doctor(
         ]
         emit_rows(report["checks"], columns, resolve_format(None, False))
     if not report["ok"]:
-        raise typer.Exit(1)
+        failed = {c["name"] for c in report["checks"] if c["status"] == "fail"}
+        raise typer.Exit(EXIT_INVALID if failed == {_NOT_ADOPTED} else 1)
 
 
 def register(app: typer.Typer) -> None:
