@@ -17,7 +17,7 @@ _cmem() {
         "edit") words="--title -t --type --subtitle --narrative --fact --add-fact --concept --read --modified --project -p --key --confidence --link -h --help"; valued="--title -t --type --subtitle --narrative --fact --add-fact --concept --read --modified --project -p --key --confidence --link" ;;
         "link") words="--remove -h --help"; valued="" ;;
         "forget") words="--yes -y -h --help"; valued="" ;;
-        "search") words="--project -p --type --concept --file --agent --session --since --until --limit -n --offset --order --mode --rerank --no-rerank --min-score --collection -c --explain --all --branch --json --format -f -h --help"; valued="--project -p --type --concept --file --agent --session --since --until --limit -n --offset --order --mode --min-score --collection -c --branch --format -f" ;;
+        "search") words="--project -p --type --concept --file --agent --session --since --until --limit -n --offset --order --mode --rerank --no-rerank --min-score --collection -c --explain --all --branch --team --json --format -f -h --help"; valued="--project -p --type --concept --file --agent --session --since --until --limit -n --offset --order --mode --min-score --collection -c --branch --format -f" ;;
         "timeline") words="--query -q --before -b --after -a --project -p --json --format -f -h --help"; valued="--query -q --before -b --after -a --project -p --format -f" ;;
         "get") words="--links --path --json --format -f -h --help"; valued="--format -f" ;;
         "stats") words="--json -h --help"; valued="" ;;
@@ -43,7 +43,7 @@ _cmem() {
         "summary") words="add -h --help"; valued="" ;;
         "summary add") words="--session --request --investigated --learned --completed --next-steps --notes --project -p --agent --json -h --help"; valued="--session --request --investigated --learned --completed --next-steps --notes --project -p --agent --json" ;;
         "sync") words="init --json -h --help"; valued="" ;;
-        "sync init") words="--json -h --help"; valued="" ;;
+        "sync init") words="--project -p --machine --json -h --help"; valued="--project -p --machine" ;;
         "collection") words="add list remove -h --help"; valued="" ;;
         "collection add") words="--name --mask -h --help"; valued="--name --mask" ;;
         "collection list") words="--json -h --help"; valued="" ;;

@@ -444,6 +444,26 @@ class Memory:
             filters.session = reader.store.resolve_session(filters.session) or filters.session
         return window(reader.store, Path(reader.config.export_dir), filters, query, limit=limit)
 
+    def search_filters(
+        self,
+        *,
+        project: str | None = None,
+        type: str | Sequence[str] | None = None,
+        concept: str | Sequence[str] | None = None,
+        file: str | Sequence[str] | None = None,
+        agent: str | None = None,
+        session: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
+    ) -> Any:
+        """The filters :meth:`search` applies, checked and parsed (types known, dates as epoch ms), for a
+        front end that searches elsewhere with the same meaning (`cmem search --team`)."""
+        from cmem_cli.services.search import build_filters
+
+        return build_filters(
+            project, _listed(type), _listed(concept), _listed(file), agent, session, since, until
+        )
+
     def timeline(
         self,
         anchor: int | str | None = None,

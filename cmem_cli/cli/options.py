@@ -133,6 +133,14 @@ SEARCH = Command(
             "not merged into HEAD last.",
             metavar="NAME|all",
         ),
+        Opt(
+            "team",
+            ("--team",),
+            "Search the team database this home joined (`cmem sync init postgresql://...`): every member's "
+            "memories, with the machine that wrote each.",
+            bool,
+            False,
+        ),
         JSON,
         FORMAT,
     ),

@@ -99,6 +99,7 @@ def search(
     explain: bool = False,
     all_hits: bool = False,
     branch: str | None = None,
+    team: bool = False,
     as_json: bool = False,
     fmt: str | None = None,
 ) -> int:
@@ -108,6 +109,12 @@ def search(
     output = resolve_format(fmt, as_json)
     check_count("--limit", limit)
     check_count("--offset", offset)
+    if team:
+        return _team_search(
+            query, output, project=project, obs_type=obs_type, concept=concept, file=file, agent=agent,
+            session=session, since=since, until=until, limit=0 if all_hits else limit, offset=offset, order=order,
+            mode=mode, rerank=rerank, min_score=min_score, collection=collection, explain=explain, branch=branch,
+        )  # fmt: skip
     with open_api() as memory:
         rows, _, notes, total, capped = memory.search_page(
             query,
@@ -142,6 +149,47 @@ def search(
         more = f"{total}+" if capped else str(total)
         print(f"cmem: showing {len(rows)} of {more} (-n 0 or --all for every hit)", file=sys.stderr)
     return EXIT_OK if rows else EXIT_NO_MATCH
+
+
+def _team_search(query: str | None, output: str, **options: Any) -> int:
+    """`cmem search --team`: the same filters, formats and exit codes, over the team database; rows name
+    the agent and the machine that wrote each memory."""
+    from cmem_cli.core.errors import EXIT_NO_MATCH, EXIT_OK, UsageError
+    from cmem_cli.team.search import team_search
+
+    if options.pop("collection"):
+        raise UsageError("--collection searches this home's index; it does not combine with --team")
+    if options.pop("rerank"):
+        raise UsageError("--rerank does not combine with --team (the team database is searched as it ranks)")
+    if options.pop("branch"):
+        raise UsageError("--branch does not combine with --team (branches are recorded in this home only)")
+    with open_api() as memory:
+        filters = memory.search_filters(
+            project=options.pop("project"), type=options.pop("obs_type"), concept=options.pop("concept"),
+            file=options.pop("file"), agent=options.pop("agent"), session=options.pop("session"),
+            since=options.pop("since"), until=options.pop("until"),
+        )  # fmt: skip
+        rows, mode, notes, total, capped = team_search(memory, query, filters, **options)
+        _absolute_paths(memory.config, rows)
+    if options["mode"] != "auto" or options["explain"]:
+        for note in notes:
+            print(f"cmem: note: {note}", file=sys.stderr)
+    columns = TABLE_SEARCH_COLUMNS if output == "table" else SEARCH_COLUMNS
+    columns = [*columns[:-1], *TEAM_COLUMNS, columns[-1]]
+    if options["explain"]:
+        columns = [*columns, Column("signals", "WHY", _why, priority=2, shrink_to=24)]
+    emit_rows(rows, columns, output, empty_message="no matches")
+    shown_to = options["offset"] + len(rows)
+    if rows and (capped or total > shown_to):
+        more = f"{total}+" if capped else str(total)
+        print(f"cmem: showing {len(rows)} of {more} (-n 0 or --all for every hit)", file=sys.stderr)
+    return EXIT_OK if rows else EXIT_NO_MATCH
+
+
+TEAM_COLUMNS = [
+    Column("agent", "AGENT", max_width=16, priority=6),
+    Column("machine", "MACHINE", max_width=20, priority=4),
+]
 
 
 def _absolute_paths(config: Any, rows: list[dict[str, Any]]) -> None:

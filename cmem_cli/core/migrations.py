@@ -33,8 +33,11 @@ CREATE TABLE IF NOT EXISTS {TABLE} (
 class Migrations:
     """The ordered, named migrations of one scope; register with the instance as a decorator."""
 
-    def __init__(self, scope: str):
+    def __init__(self, scope: str, *, guest: bool = False):
+        """``guest``: the scope's tables live in another scope's file (capture's and team's in the store's),
+        so ``PRAGMA user_version`` is not its own: never read as its legacy count, never written."""
         self.scope = scope
+        self.guest = guest or scope == "capture"
         self.steps: list[tuple[str, MigrationStep]] = []
 
     def __call__(self, step: MigrationStep) -> MigrationStep:
@@ -69,8 +72,8 @@ class Migrations:
         return [name for name in self.names if name not in applied]
 
     def _legacy_count(self, conn: Any) -> int:
-        if self.scope == "capture":
-            return 0  # its CREATE IF NOT EXISTS step is safe to run again
+        if self.guest:
+            return 0  # user_version belongs to the file's own scope (capture's step is safe to run again)
         version = int(conn.execute("PRAGMA user_version").fetchone()[0] or 0)
         if version > len(self.steps):
             raise DatabaseCorrupt(
@@ -93,7 +96,7 @@ class Migrations:
         for name in pending:
             steps[name](conn)
             conn.execute(f"INSERT INTO {TABLE} VALUES (?, ?, ?)", (self.scope, name, now))
-        if self.scope != "capture":
+        if not self.guest:
             # an older cmem counted steps in user_version: keep it meaningful for it
             conn.execute(f"PRAGMA user_version = {len(already) + len(pending)}")
         return pending

@@ -1,8 +1,10 @@
-"""`cmem sync` and `cmem sync init URL`: adopt edits made in the export tree, and share it through git.
+"""`cmem sync` and `cmem sync init URL`: adopt edits made in the export tree, and share it through git
+or a team database.
 
 Without a remote, `cmem sync` adopts local edits (``cmem_cli.api.Memory.adopt_edits``); once `cmem sync init URL`
 has connected the tree to a git remote, it also commits, fetches, merges, adopts and pushes
-(``cmem_cli.sync.gitsync``).
+(``cmem_cli.sync.gitsync``). A ``postgresql://`` (or ``postgres://``) URL joins a team database instead
+(``cmem_cli.team``): the URL's scheme picks the kind of remote.
 """
 
 from __future__ import annotations
@@ -66,8 +68,13 @@ def sync(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     if ctx.invoked_subcommand is not None:
         return
     from cmem_cli.sync.gitsync import is_connected, run_sync
+    from cmem_cli.team import teamsync
 
     with open_api(write=True) as memory:
+        if teamsync.remote(memory.service) is not None:
+            report = teamsync.sync(memory.service)
+            _print_team_report(report, as_json)
+            return
         if not is_connected(memory.export_dir):
             _local(memory, as_json)
             return
@@ -75,15 +82,71 @@ def sync(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     _print_git_report(report, as_json)
 
 
+def _print_team_report(report: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        write(json.dumps(report, ensure_ascii=False, indent=2) + "\n")
+    for item in report["rejected"]:
+        print(f"cmem: {escape_control(item['path'])}: {escape_control(item['reason'])}", file=sys.stderr)
+    for item in report["conflicts"]:
+        print(f"cmem: conflict on {item['uid']}: {item['resolution']}", file=sys.stderr)
+    for note in report["notes"]:
+        print(f"cmem: {escape_control(note)}", file=sys.stderr)
+    if not as_json:
+        print(
+            f"{escape_control(report['remote'])}: adopted {report['adopted']}, pushed {report['pushed']}, "
+            f"pulled {report['pulled']}, forgotten {report['forgotten'] + report['forgotten_there']}, "
+            f"conflicts {len(report['conflicts'])}, rejected {len(report['rejected'])}, queued {report['queued']}",
+            file=sys.stderr,
+        )
+    if report["rejected"]:
+        raise typer.Exit(EXIT_INVALID)
+
+
 @sync_app.command("init")
 def sync_init(
-    url: Annotated[str, typer.Argument(help="Any URL git accepts, including a local bare repository.")],
+    url: Annotated[
+        str,
+        typer.Argument(
+            help="A team database (postgresql://...) or any URL git accepts, including a local bare repository."
+        ),
+    ],
+    project: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--project",
+            "-p",
+            help="Team database: pull only this project (repeatable; default: all).",
+            metavar="NAME",
+        ),
+    ] = None,
+    machine: Annotated[
+        str | None,
+        typer.Option(
+            "--machine",
+            help="Team database: this home's name on the server (default: host name).",
+            metavar="NAME",
+        ),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Connect the export tree to a git remote: bring in its history and adopt it, or push to an empty one."""
-    from cmem_cli.sync.gitsync import run_sync
+    """Connect to a remote: a PostgreSQL team database (its schema made if needed, every memory pushed,
+    the others' pulled) or a git remote (its history adopted, or pushed to when empty)."""
+    from cmem_cli.core.errors import UsageError
+    from cmem_cli.sync.gitsync import is_connected, run_sync
+    from cmem_cli.team import teamsync
+    from cmem_cli.team.url import is_team_url
 
     with open_api(write=True) as memory:
+        if is_team_url(url):
+            if is_connected(memory.export_dir):
+                raise UsageError("this home already syncs through git; a home has one remote")
+            report = teamsync.init(memory.service, url, projects=project or [], machine=machine)
+            _print_team_report(report, as_json)
+            return
+        if project or machine:
+            raise UsageError("--project and --machine are for a team database (postgresql://...)")
+        if teamsync.remote(memory.service) is not None:
+            raise UsageError("this home already syncs with a team database; a home has one remote")
         report = run_sync(memory.service, url)
     _print_git_report(report, as_json)
 

@@ -1,0 +1,146 @@
+"""Writing what the team database sent into this home, through the write service.
+
+Rows that arrive are validated and scrubbed like any input (``Memory.prepare``), keep the time of their
+edit (``updated_at``), and get their export files like any memory, in the caller's file transaction. The
+outbox's triggers are paused meanwhile (:func:`cmem_cli.team.outbox.queue_on`), so nothing that arrives
+is pushed back; a conflict copy made here is queued by hand, because it must travel.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cmem_cli.core.errors import CmemError
+from cmem_cli.core.fields import SUMMARY_FIELDS
+from cmem_cli.core.timeutil import now_ms
+from cmem_cli.services.writes import FileTransaction, Memory
+from cmem_cli.team import outbox
+from cmem_cli.team.records import observation_in
+
+
+class Applier:
+    """One batch of arrivals, written inside the caller's ``Memory._write`` transaction."""
+
+    def __init__(self, memory: Memory, files: FileTransaction, notes: list[str]):
+        self.memory = memory
+        self.store = memory.store
+        self.files = files
+        self.notes = notes
+        self._links: dict[int, list[tuple[str, str]]] = {}  # local id -> links (type, uid) to set
+        self._export: set[int] = set()
+
+    # -- observations ---------------------------------------------------------------------------------
+    def observation(self, row: dict[str, Any], *, queue: bool = False) -> int | None:
+        """Store ``row`` (a server row with ``links``) under its uid; None when it is refused (noted)."""
+        store = self.store
+        try:
+            record = self.memory.prepare(observation_in(row))
+        except CmemError as exc:
+            self.notes.append(f"{row.get('uid')}: not taken from the team database: {exc.message}")
+            return None
+        record.pop("links", None)
+        existing = store.observation_by_uid(record["uid"])
+        if record.get("key"):
+            clash = store.observation_by_key(record["project"], record["key"])
+            if clash is not None and (existing is None or clash["id"] != existing["id"]):
+                self.notes.append(
+                    f"{record['uid']}: key {record['key']!r} is taken here by {clash['uid']}; dropped"
+                )
+                record["key"] = None
+        if record.get("session"):
+            store.ensure_session(
+                record["session"],
+                agent=record["agent"],
+                project=record["project"],
+                at=record.get("created_at"),
+            )
+        updated = int(row.get("updated_at") or now_ms())
+        if existing is not None:
+            obs_id = store.update_observation(existing["id"], record, updated_at=updated)["id"]
+        else:
+            obs_id = store.insert_observation(record, updated_at=updated)["id"]
+        self._links[obs_id] = [tuple(link) for link in row.get("links") or []]  # type: ignore[misc]
+        self._export.add(obs_id)
+        if queue:
+            outbox.enqueue(self.store.db, outbox.OBSERVATION, record["uid"])
+        return int(obs_id)
+
+    def add_links(self, links: list[tuple[str, str, str]]) -> None:
+        """Links (from uid, to uid, type) whose target just arrived, from memories already here."""
+        for from_uid, to_uid, link_type in links:
+            source = self.store.observation_by_uid(from_uid)
+            target = self.store.observation_by_uid(to_uid)
+            if source is None or target is None or source["id"] in self._links:
+                continue
+            if not any(
+                link["uid"] == to_uid and link["type"] == link_type
+                for link in self.store.links_from(source["id"])
+            ):
+                self.store.add_link(source["id"], target["id"], link_type)
+                self._export.add(source["id"])
+
+    def forget(self, kind: str, uid: str) -> bool:
+        """Forget what another machine forgot (observations linking to it are written again)."""
+        if kind == outbox.SUMMARY:
+            row = self.store.summary_by_uid(uid)
+            if row is None:
+                return False
+            self.store.delete_summary(row["id"])
+            self.files.delete_after_commit(row.get("path"))
+            return True
+        row = self.store.observation_by_uid(uid)
+        if row is None:
+            return False
+        self._export.discard(row["id"])
+        self._links.pop(row["id"], None)
+        self.memory.forget_rows([row["id"]], self.files)
+        return True
+
+    # -- summaries ------------------------------------------------------------------------------------
+    def summary(self, row: dict[str, Any], *, queue: bool = False) -> int | None:
+        store = self.store
+        try:
+            values = self.memory.prepare_summary({f: row.get(f) for f in SUMMARY_FIELDS if row.get(f)})
+        except CmemError as exc:
+            self.notes.append(f"{row.get('uid')}: not taken from the team database: {exc.message}")
+            return None
+        record = {
+            **values,
+            "uid": row["uid"],
+            "session": row["session"],
+            "project": row["project"],
+            "agent": row["agent"],
+            "created_at": row["created_at"],
+        }
+        store.ensure_session(record["session"], agent=record["agent"], project=record["project"])
+        existing = store.summary_by_uid(record["uid"])
+        if existing is not None:
+            store.update_summary(existing["id"], record)
+            summary_id = existing["id"]
+        else:
+            summary_id = store.insert_summary(record)["id"]
+        self.memory.export_summary(store.get_summary(summary_id), self.files)
+        if queue:
+            outbox.enqueue(store.db, outbox.SUMMARY, record["uid"])
+        return int(summary_id)
+
+    # -- at the end -------------------------------------------------------------------------------------
+    def finish(self) -> None:
+        """Set the links of what arrived (their targets may have come in the same batch), then write files."""
+        store = self.store
+        for obs_id, links in self._links.items():
+            for link in store.links_from(obs_id):
+                store.remove_link(obs_id, link["id"], link["type"])
+            for link_type, uid in links:
+                target = store.observation_by_uid(uid)
+                if target is not None and target["id"] != obs_id:
+                    store.add_link(obs_id, target["id"], link_type)
+        for obs_id in sorted(self._export):  # files name their links' paths: after every row is in
+            row = store.find_observation(obs_id)
+            if row is not None:
+                self.memory._export_observation(row, self.files)
+        referrers = {link["id"] for obs_id in self._export for link in store.links_to(obs_id)}
+        for obs_id in sorted(referrers - self._export):
+            row = store.find_observation(obs_id)
+            if row is not None:
+                self.memory._export_observation(row, self.files)

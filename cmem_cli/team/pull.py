@@ -1,0 +1,140 @@
+"""Pulling what other homes pushed: every revision after the last one this home has, in revision order.
+
+One read-only REPEATABLE READ transaction gives a consistent view; what it holds is applied page by page,
+each page in one local transaction that also records how far this home has pulled, so a kill loses
+nothing and repeats nothing. Revisions are committed in order on the server (see
+:mod:`cmem_cli.team.server`), so "everything after N" never skips a row. A memory with a local change
+still queued is left for the push, which settles it by the conflict rules; a row this home already has
+at that revision (its own push) is skipped.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cmem_cli.services.writes import Memory
+from cmem_cli.team import outbox
+from cmem_cli.team.apply import Applier
+from cmem_cli.team.records import OBS_COLUMNS, SUMMARY_COLUMNS
+
+PAGE = 1000
+PULLED = "pulled"  # team_state key: the last revision applied here
+
+
+class Puller:
+    def __init__(self, memory: Memory, conn: Any, projects: list[str], report: dict[str, Any]):
+        self.memory = memory
+        self.db = memory.store.db
+        self.conn = conn
+        self.projects = projects
+        self.report = report
+
+    def _scope(self) -> tuple[str, tuple[Any, ...]]:
+        if not self.projects:
+            return "", ()
+        return " AND project = ANY(%s)", (self.projects,)
+
+    def run(self) -> None:
+        cursor = int(outbox.settings(self.db).get(PULLED) or 0)
+        with self.conn.transaction():
+            self.conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            horizon = int(
+                self.conn.execute(
+                    "SELECT greatest((SELECT max(rev) FROM cmem_observations), (SELECT max(rev) FROM cmem_summaries), "
+                    "(SELECT max(rev) FROM cmem_tombstones), 0)"
+                ).fetchone()[0]
+            )
+            while cursor < horizon:
+                cursor = self._page(cursor, horizon)
+
+    def _page(self, cursor: int, horizon: int) -> int:
+        scope, scope_params = self._scope()
+        fetched = {
+            "observation": self._rows(
+                "SELECT rev, " + ", ".join(OBS_COLUMNS) + " FROM cmem_observations",
+                cursor,
+                horizon,
+                scope,
+                scope_params,
+            ),
+            "summary": self._rows(
+                "SELECT rev, " + ", ".join(SUMMARY_COLUMNS) + " FROM cmem_summaries",
+                cursor,
+                horizon,
+                scope,
+                scope_params,
+            ),
+            "tombstone": self._rows(
+                "SELECT rev, kind, uid FROM cmem_tombstones", cursor, horizon, scope, scope_params
+            ),
+        }
+        end = horizon
+        for rows in fetched.values():
+            if len(rows) == PAGE:
+                end = min(end, rows[-1]["rev"])
+        for name, rows in fetched.items():
+            fetched[name] = [r for r in rows if r["rev"] <= end]
+        self._apply(fetched["observation"], fetched["summary"], fetched["tombstone"], end)
+        return end
+
+    def _rows(
+        self, select: str, cursor: int, horizon: int, scope: str, scope_params: tuple[Any, ...]
+    ) -> list[dict[str, Any]]:
+        cur = self.conn.execute(
+            f"{select} WHERE rev > %s AND rev <= %s{scope} ORDER BY rev LIMIT %s",
+            (cursor, horizon, *scope_params, PAGE),
+        )
+        names = [d.name for d in cur.description]
+        return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+
+    def _apply(
+        self,
+        observations: list[dict[str, Any]],
+        summaries: list[dict[str, Any]],
+        tombs: list[dict[str, Any]],
+        end: int,
+    ) -> None:
+        uids = [r["uid"] for r in observations]
+        links: dict[str, list[tuple[str, str]]] = {uid: [] for uid in uids}
+        arriving: list[tuple[str, str, str]] = []
+        if uids:
+            for from_uid, to_uid, link_type in self.conn.execute(
+                "SELECT from_uid, to_uid, type FROM cmem_links WHERE from_uid = ANY(%s) OR to_uid = ANY(%s)",
+                (uids, uids),
+            ):
+                if from_uid in links:
+                    links[from_uid].append((link_type, to_uid))
+                else:
+                    arriving.append((from_uid, to_uid, link_type))
+        db = self.db
+        with self.memory._write(fsync=False) as files:
+            outbox.queue_on(db, False)
+            applier = Applier(self.memory, files, self.report["notes"])
+            for kind, rows in ((outbox.OBSERVATION, observations), (outbox.SUMMARY, summaries)):
+                keys = [r["uid"] for r in rows]
+                waiting = outbox.pending_uids(db, kind, keys)
+                known = outbox.revs(db, kind, keys)
+                for row in rows:
+                    uid = row["uid"]
+                    if uid in waiting or known.get(uid) == row["rev"]:
+                        continue
+                    if kind == outbox.OBSERVATION:
+                        done = applier.observation({**row, "links": links.get(uid, [])})
+                    else:
+                        done = applier.summary(row)
+                    if done is not None:
+                        outbox.set_rev(db, kind, uid, row["rev"])
+                        self.report["pulled"] += 1
+            for kind in (outbox.OBSERVATION, outbox.SUMMARY):
+                rows = [t for t in tombs if t["kind"] == kind]
+                waiting = outbox.pending_uids(db, kind, [t["uid"] for t in rows])
+                for tomb in rows:
+                    if tomb["uid"] in waiting:
+                        continue
+                    if applier.forget(kind, tomb["uid"]):
+                        self.report["forgotten"] += 1
+                    outbox.set_rev(db, kind, tomb["uid"], None)
+            applier.add_links(arriving)
+            applier.finish()
+            outbox.put(db, **{PULLED: str(end)})
+            outbox.queue_on(db, True)

@@ -1,0 +1,363 @@
+"""Pushing the outbox: each queued observation or summary goes to the server by uid, with git sync's rules.
+
+For each queued uid the server's row is compared with the revision this home last saw (its base):
+
+| here | on the server | result |
+|---|---|---|
+| changed | unchanged since the base (or absent) | pushed |
+| changed | changed since the base, same content | nothing to do (the base moves on) |
+| changed | changed since the base, other content | the later edit (``updated_at``) is the memory; the other becomes a ``(conflict copy)`` linked ``related`` to it |
+| forgotten | unchanged since the base | deleted there, a tombstone left (every home forgets it) |
+| forgotten | changed since the base | the edit is kept: it comes back here |
+| edited | forgotten (a tombstone) | the edit is kept: it comes back everywhere |
+| never synced (joining) | forgotten (a tombstone) | forgotten here too: a forget stays forgotten |
+
+The server side of a batch is one transaction under the write lock; this home's side (acknowledging the
+outbox, base revisions, a server's winning edit, copies) is one local transaction after it. A kill between
+the two only repeats work: pushing the same content again finds it there and changes nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cmem_cli.core.timeutil import now_ms
+from cmem_cli.services.writes import Memory
+from cmem_cli.team import outbox, server
+from cmem_cli.team.apply import Applier
+from cmem_cli.team.records import (
+    OBS_COLUMNS,
+    SUMMARY_COLUMNS,
+    conflict_copy,
+    observation_out,
+    same_observation,
+    same_summary,
+    server_params,
+    summary_copy,
+    summary_out,
+)
+from cmem_cli.team.vectors import VectorMaker
+
+BATCH = 500
+MAX_ROUNDS = 10_000  # a runaway guard: each round acknowledges at least one entry
+
+_SELECT_OBS = (
+    "SELECT uid, rev, " + ", ".join(c for c in OBS_COLUMNS if c != "uid") + " FROM cmem_observations "
+    "WHERE uid = ANY(%s) FOR UPDATE"
+)
+_SELECT_SUMMARIES = (
+    "SELECT uid, rev, " + ", ".join(c for c in SUMMARY_COLUMNS if c != "uid") + " FROM cmem_summaries "
+    "WHERE uid = ANY(%s) FOR UPDATE"
+)
+
+
+class Pusher:
+    """Push everything queued; results go to ``report`` (pushed, forgotten, conflicts, notes)."""
+
+    def __init__(self, memory: Memory, conn: Any, machine: str, report: dict[str, Any], vectors: VectorMaker):
+        self.memory = memory
+        self.db = memory.store.db
+        self.conn = conn
+        self.machine = machine
+        self.report = report
+        self.vectors = vectors
+
+    def run(self) -> None:
+        seen: set[int] = set()
+        for _ in range(MAX_ROUNDS):
+            entries = [e for e in outbox.pending(self.db, limit=BATCH) if e.seq not in seen]
+            if not entries:
+                return
+            seen.update(e.seq for e in entries)
+            self._batch(entries)
+
+    # -- one batch ------------------------------------------------------------------------------------
+    def _batch(self, entries: list[outbox.Entry]) -> None:
+        store = self.memory.store
+        obs = [e for e in entries if e.kind == outbox.OBSERVATION]
+        sums = [e for e in entries if e.kind == outbox.SUMMARY]
+        rows = store.observations_by_uids([e.uid for e in obs])
+        local_obs = {
+            uid: observation_out(row, store.links_from(row["id"]), self.machine) for uid, row in rows.items()
+        }
+        now = now_ms()
+        local_sums = {}
+        for entry in sums:
+            row = store.summary_by_uid(entry.uid)
+            if row is not None:
+                local_sums[entry.uid] = summary_out(row, self.machine, now)
+        bases = {
+            outbox.OBSERVATION: outbox.revs(self.db, outbox.OBSERVATION, [e.uid for e in obs]),
+            outbox.SUMMARY: outbox.revs(self.db, outbox.SUMMARY, [e.uid for e in sums]),
+        }
+        embedded = self.vectors.embed([*local_obs.values()], [*local_sums.values()])
+        plan = _Plan()
+
+        def on_server() -> None:
+            plan.reset()
+            with self.conn.transaction():
+                self.conn.execute("SELECT pg_advisory_xact_lock(%s)", (server.WRITE_LOCK,))
+                self._observations(obs, local_obs, bases[outbox.OBSERVATION], plan)
+                self._summaries(sums, local_sums, bases[outbox.SUMMARY], plan)
+                self.vectors.store(self.conn, embedded, plan.pushed_uids)
+                if plan.last_rev:
+                    self.conn.execute("SELECT pg_notify(%s, %s)", (server.CHANNEL, str(plan.last_rev)))
+
+        server.with_retries(on_server)
+        self._here(entries, plan)
+
+    def _rev(self) -> int:
+        return int(self.conn.execute("SELECT nextval('cmem_rev')").fetchone()[0])
+
+    def _observations(
+        self,
+        entries: list[outbox.Entry],
+        local: dict[str, dict[str, Any]],
+        bases: dict[str, int],
+        plan: _Plan,
+    ) -> None:
+        if not entries:
+            return
+        uids = [e.uid for e in entries]
+        remote = {r["uid"]: r for r in _dicts(self.conn.execute(_SELECT_OBS, (uids,)))}
+        for link in _dicts(
+            self.conn.execute(
+                "SELECT from_uid, to_uid, type FROM cmem_links WHERE from_uid = ANY(%s)", (uids,)
+            )
+        ):
+            remote[link["from_uid"]].setdefault("links", []).append((link["type"], link["to_uid"]))
+        for row in remote.values():
+            row.setdefault("links", [])
+        tombs = {
+            r[0]
+            for r in self.conn.execute(
+                "SELECT uid FROM cmem_tombstones WHERE kind = 'observation' AND uid = ANY(%s)", (uids,)
+            )
+        }
+        kind = outbox.OBSERVATION
+        for entry in entries:
+            mine, theirs, base = local.get(entry.uid), remote.get(entry.uid), bases.get(entry.uid)
+            if mine is None:
+                if theirs is None:
+                    plan.rev(kind, entry.uid, None)
+                elif base == theirs["rev"]:
+                    self._tombstone(kind, entry.uid, theirs["project"], plan)
+                    plan.forgotten_there += 1
+                else:
+                    plan.bring(kind, theirs)
+                    plan.conflict(entry.uid, "edited on another machine, forgotten here: the edit is kept")
+            elif theirs is None:
+                if entry.uid in tombs and entry.snapshot:
+                    plan.forget(kind, entry.uid)
+                    plan.conflict(entry.uid, "forgotten on another machine before this one joined: forgotten")
+                else:
+                    if entry.uid in tombs:
+                        plan.conflict(
+                            entry.uid, "forgotten on another machine, edited here: the edit is kept"
+                        )
+                        self.conn.execute(
+                            "DELETE FROM cmem_tombstones WHERE kind = 'observation' AND uid = %s",
+                            (entry.uid,),
+                        )
+                    self._write_observation(mine, plan, insert=True)
+            elif same_observation(mine, theirs):
+                plan.rev(kind, entry.uid, theirs["rev"])
+            elif base == theirs["rev"]:
+                self._write_observation(mine, plan, insert=False)
+            elif _later(mine, theirs):
+                copy = conflict_copy(theirs, entry.uid)
+                self._write_observation(copy, plan, insert=True, own=False)
+                self._write_observation(mine, plan, insert=False)
+                plan.conflict(entry.uid, "both machines edited it: this machine's later edit kept, the other kept as a copy", copy["uid"])  # fmt: skip
+            else:
+                copy = conflict_copy(mine, entry.uid)
+                plan.bring(kind, theirs)
+                plan.copy_here(kind, copy)
+                plan.conflict(entry.uid, "both machines edited it: the other machine's later edit kept, this one kept as a copy", copy["uid"])  # fmt: skip
+
+    def _write_observation(self, row: dict[str, Any], plan: _Plan, *, insert: bool, own: bool = True) -> None:
+        """Insert or update one observation and replace its links; ``own`` False: a copy of another
+        machine's text (its machine stays, and no vector of this home's is stored for it)."""
+        rev = self._rev()
+        params = server_params(row, OBS_COLUMNS)
+        params["rev"] = rev
+        columns = [*OBS_COLUMNS, "rev"]
+        if insert:
+            names = ", ".join(columns)
+            marks = ", ".join(f"%({c})s" for c in columns)
+            self.conn.execute(f"INSERT INTO cmem_observations ({names}) VALUES ({marks})", params)
+        else:
+            sets = ", ".join(f"{c} = %({c})s" for c in columns if c != "uid")
+            self.conn.execute(f"UPDATE cmem_observations SET {sets} WHERE uid = %(uid)s", params)
+            self.conn.execute("DELETE FROM cmem_links WHERE from_uid = %s", (row["uid"],))
+        links = [(row["uid"], uid, link_type) for link_type, uid in row.get("links") or []]
+        if links:
+            with self.conn.cursor() as cur:
+                cur.executemany("INSERT INTO cmem_links (from_uid, to_uid, type) VALUES (%s, %s, %s)", links)
+        plan.pushed(outbox.OBSERVATION, row["uid"], rev, own)
+
+    def _tombstone(self, kind: str, uid: str, project: str, plan: _Plan) -> None:
+        table = "cmem_observations" if kind == outbox.OBSERVATION else "cmem_summaries"
+        rev = self._rev()
+        self.conn.execute(f"DELETE FROM {table} WHERE uid = %s", (uid,))
+        self.conn.execute("DELETE FROM cmem_vectors WHERE kind = %s AND uid = %s", (kind, uid))
+        self.conn.execute(
+            "INSERT INTO cmem_tombstones (kind, uid, rev, project, machine, deleted_at) "
+            "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (kind, uid) DO UPDATE SET rev = excluded.rev, "
+            "project = excluded.project, machine = excluded.machine, deleted_at = excluded.deleted_at",
+            (kind, uid, rev, project, self.machine, now_ms()),
+        )
+        plan.rev(kind, uid, None)
+        plan.last_rev = max(plan.last_rev, rev)
+
+    def _summaries(
+        self,
+        entries: list[outbox.Entry],
+        local: dict[str, dict[str, Any]],
+        bases: dict[str, int],
+        plan: _Plan,
+    ) -> None:
+        if not entries:
+            return
+        uids = [e.uid for e in entries]
+        remote = {r["uid"]: r for r in _dicts(self.conn.execute(_SELECT_SUMMARIES, (uids,)))}
+        tombs = {
+            r[0]
+            for r in self.conn.execute(
+                "SELECT uid FROM cmem_tombstones WHERE kind = 'summary' AND uid = ANY(%s)", (uids,)
+            )
+        }
+        kind = outbox.SUMMARY
+        for entry in entries:
+            mine, theirs, base = local.get(entry.uid), remote.get(entry.uid), bases.get(entry.uid)
+            if mine is None:
+                if theirs is None:
+                    plan.rev(kind, entry.uid, None)
+                elif base == theirs["rev"]:
+                    self._tombstone(kind, entry.uid, theirs["project"], plan)
+                    plan.forgotten_there += 1
+                else:
+                    plan.bring(kind, theirs)
+            elif theirs is None:
+                if entry.uid in tombs and entry.snapshot:
+                    plan.forget(kind, entry.uid)
+                else:
+                    if entry.uid in tombs:
+                        self.conn.execute(
+                            "DELETE FROM cmem_tombstones WHERE kind = 'summary' AND uid = %s", (entry.uid,)
+                        )
+                    self._write_summary(mine, plan, insert=True)
+            elif same_summary(mine, theirs):
+                plan.rev(kind, entry.uid, theirs["rev"])
+            elif base == theirs["rev"]:
+                self._write_summary(mine, plan, insert=False)
+            else:  # summaries carry no edit time of their own: the one already shared stays
+                copy = summary_copy(mine)
+                plan.bring(kind, theirs)
+                plan.copy_here(kind, copy)
+                plan.conflict(entry.uid, "summary edited on two machines: the shared one kept, this one kept as a copy", copy["uid"])  # fmt: skip
+
+    def _write_summary(self, row: dict[str, Any], plan: _Plan, *, insert: bool) -> None:
+        rev = self._rev()
+        params = {**server_params(row, SUMMARY_COLUMNS), "rev": rev}
+        columns = [*SUMMARY_COLUMNS, "rev"]
+        if insert:
+            names = ", ".join(columns)
+            marks = ", ".join(f"%({c})s" for c in columns)
+            self.conn.execute(f"INSERT INTO cmem_summaries ({names}) VALUES ({marks})", params)
+        else:
+            sets = ", ".join(f"{c} = %({c})s" for c in columns if c != "uid")
+            self.conn.execute(f"UPDATE cmem_summaries SET {sets} WHERE uid = %(uid)s", params)
+        plan.pushed(outbox.SUMMARY, row["uid"], rev, True)
+
+    # -- this home's side -------------------------------------------------------------------------------
+    def _here(self, entries: list[outbox.Entry], plan: _Plan) -> None:
+        """Acknowledge the batch and apply what the server decided, in one local transaction. An entry
+        queued again meanwhile (a newer local edit) keeps its place and its text: only its base moves on
+        when the server took this home's earlier version."""
+        with self.memory._write(fsync=False) as files:
+            db = self.db
+            still = {e.seq for e in outbox.pending(db, limit=len(entries) + BATCH)} & {e.seq for e in entries}
+            requeued = {e.uid for e in entries if e.seq not in still}
+            outbox.queue_on(db, False)
+            applier = Applier(self.memory, files, self.report["notes"])
+            for (kind, uid), rev in plan.revs.items():
+                if uid not in requeued or (kind, uid) in plan.pushed_keys:
+                    outbox.set_rev(db, kind, uid, rev)
+            for kind, row in plan.brought:
+                if row["uid"] in requeued:
+                    continue
+                (applier.observation if kind == outbox.OBSERVATION else applier.summary)(row)
+            for kind, uid in plan.forgotten:
+                if uid not in requeued and applier.forget(kind, uid):
+                    self.report["forgotten"] += 1
+            for kind, row in plan.copies:
+                (applier.observation if kind == outbox.OBSERVATION else applier.summary)(row, queue=True)
+            applier.finish()
+            outbox.acknowledge(db, sorted(still))
+            outbox.queue_on(db, True)
+        self.report["pushed"] += len(plan.pushed_keys)
+        self.report["forgotten_there"] += plan.forgotten_there
+        self.report["conflicts"] += plan.conflicts
+
+
+class _Plan:
+    """What one batch decided on the server, for this home to apply once the server has committed."""
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        self.revs: dict[tuple[str, str], int | None] = {}
+        self.brought: list[tuple[str, dict[str, Any]]] = []
+        self.forgotten: list[tuple[str, str]] = []
+        self.copies: list[tuple[str, dict[str, Any]]] = []
+        self.conflicts: list[dict[str, Any]] = []
+        self.pushed_keys: set[tuple[str, str]] = set()
+        self.pushed_uids: set[tuple[str, str]] = set()  # own rows pushed: their vectors go with them
+        self.forgotten_there = 0
+        self.last_rev = 0
+
+    def rev(self, kind: str, uid: str, rev: int | None) -> None:
+        self.revs[(kind, uid)] = rev
+
+    def pushed(self, kind: str, uid: str, rev: int, own: bool) -> None:
+        if own:
+            self.revs[(kind, uid)] = rev
+            self.pushed_keys.add((kind, uid))
+            self.pushed_uids.add((kind, uid))
+        self.last_rev = max(self.last_rev, rev)
+
+    def bring(self, kind: str, row: dict[str, Any]) -> None:
+        self.brought.append((kind, row))
+        self.revs[(kind, row["uid"])] = row["rev"]
+
+    def forget(self, kind: str, uid: str) -> None:
+        self.forgotten.append((kind, uid))
+        self.revs[(kind, uid)] = None
+
+    def copy_here(self, kind: str, row: dict[str, Any]) -> None:
+        self.copies.append((kind, row))
+
+    def conflict(self, uid: str, resolution: str, copy_uid: str | None = None) -> None:
+        item: dict[str, Any] = {"uid": uid, "resolution": resolution}
+        if copy_uid:
+            item["copy_uid"] = copy_uid
+        self.conflicts.append(item)
+
+
+def _later(mine: dict[str, Any], theirs: dict[str, Any]) -> bool:
+    """Is this home's edit the later one? Ties go the same way on every machine (by content, then machine)."""
+    return (mine["updated_at"], repr(sorted(mine.items()))) > (
+        theirs["updated_at"],
+        repr(sorted(_comparable(theirs).items())),
+    )
+
+
+def _comparable(row: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in row.items() if k != "rev"}
+
+
+def _dicts(cursor: Any) -> list[dict[str, Any]]:
+    names = [d.name for d in cursor.description]
+    return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]

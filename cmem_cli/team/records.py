@@ -1,0 +1,110 @@
+"""Memories as they travel to and from the team database: field lists, conversions, equality, copies.
+
+What travels is what is stored, and everything stored was scrubbed when it was written (``<private>``
+blocks stripped, secrets redacted): the server never sees text this home would not keep. Rows that
+arrive are validated and scrubbed again before they are written here, like any input.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from cmem_cli.core.fields import SUMMARY_FIELDS
+from cmem_cli.core.ids import new_uid
+from cmem_cli.store.records import LIST_FIELDS, MAX_TITLE
+
+COPY_SUFFIX = " (conflict copy)"  # as git sync names a conflict copy
+
+OBS_FIELDS = (
+    "type", "title", "subtitle", "narrative", *LIST_FIELDS, "project", "session", "agent", "prompt_number",
+    "key", "confidence", "created_at",
+)  # fmt: skip
+OBS_COLUMNS = ("uid", *OBS_FIELDS, "updated_at", "machine")
+SUMMARY_COLUMNS = (
+    "uid",
+    "session",
+    "project",
+    "agent",
+    *SUMMARY_FIELDS,
+    "created_at",
+    "updated_at",
+    "machine",
+)
+
+
+def observation_out(row: dict[str, Any], links: list[dict[str, Any]], machine: str) -> dict[str, Any]:
+    """A stored observation (and its links by uid) as the server's row."""
+    out = {name: row.get(name) for name in OBS_FIELDS}
+    out.update(uid=row["uid"], updated_at=row["updated_at"], machine=machine)
+    out["links"] = sorted({(link["type"], link["uid"]) for link in links})
+    return out
+
+
+def summary_out(row: dict[str, Any], machine: str, updated_at: int) -> dict[str, Any]:
+    out = {name: row.get(name) for name in ("uid", "session", "project", "agent", *SUMMARY_FIELDS)}
+    out.update(created_at=row["created_at"], updated_at=updated_at, machine=machine)
+    return out
+
+
+def server_params(row: dict[str, Any], columns: tuple[str, ...]) -> dict[str, Any]:
+    """Query parameters for one row: list fields as JSON text (the columns are jsonb)."""
+    params = {name: row.get(name) for name in columns}
+    for name in LIST_FIELDS:
+        if name in params:
+            params[name] = json.dumps(params[name] or [], ensure_ascii=False)
+    return params
+
+
+def observation_in(row: dict[str, Any]) -> dict[str, Any]:
+    """A server row as an input record for the write service (which validates and scrubs it)."""
+    record = {name: row.get(name) for name in OBS_FIELDS}
+    record["uid"] = row["uid"]
+    for name in LIST_FIELDS:
+        value = record.get(name)
+        record[name] = json.loads(value) if isinstance(value, str) else list(value or [])
+    return {k: v for k, v in record.items() if v is not None}
+
+
+def same_observation(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Equal content (times of the edit, the machine and the revision aside): no conflict, nothing to push."""
+    return _content(a) == _content(b)
+
+
+def _content(row: dict[str, Any]) -> tuple[Any, ...]:
+    values = []
+    for name in OBS_FIELDS:
+        value = row.get(name)
+        if name in LIST_FIELDS:
+            value = tuple(json.loads(value) if isinstance(value, str) else value or [])
+        elif name == "confidence" and value is not None:
+            value = round(float(value), 9)
+        values.append(value)
+    links = row.get("links")
+    if links is not None:
+        values.append(tuple(sorted(tuple(link) for link in links)))
+    return tuple(values)
+
+
+def same_summary(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    names = ("session", "project", "agent", *SUMMARY_FIELDS)
+    return all((a.get(n) or None) == (b.get(n) or None) for n in names)
+
+
+def conflict_copy(row: dict[str, Any], winner_uid: str) -> dict[str, Any]:
+    """The losing side of a concurrent edit as a new observation: its own uid, ``(conflict copy)`` in its
+    title, no key (the key stays with the memory kept), a ``related`` link to the one kept."""
+    copy = dict(row)
+    copy["uid"] = new_uid(row.get("created_at") or None)
+    title = row["title"]
+    if not title.endswith(COPY_SUFFIX):
+        copy["title"] = title[: MAX_TITLE - len(COPY_SUFFIX)] + COPY_SUFFIX
+    copy["key"] = None
+    links = {tuple(link) for link in row.get("links") or []}
+    links.add(("related", winner_uid))
+    copy["links"] = sorted(links)
+    return copy
+
+
+def summary_copy(row: dict[str, Any]) -> dict[str, Any]:
+    return {**row, "uid": new_uid(row.get("created_at") or None)}

@@ -1,0 +1,201 @@
+"""The team database: connecting (psycopg 3, loaded only here), its schema as named migrations, errors.
+
+Every table is prefixed ``cmem_`` so the team's memory can live in a database (or schema) that holds
+other things. Revisions come from one sequence and are taken only under a transaction-scoped advisory
+lock (:data:`WRITE_LOCK`), so they are committed in the order they were taken: a home that has pulled
+everything up to revision N never misses a row later committed with a smaller one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from cmem_cli.core.errors import SyncError, UsageError
+from cmem_cli.team.url import mask
+
+CONNECT_TIMEOUT = 5  # seconds; a stopped server fails fast, the next sync retries
+WRITE_LOCK = 0x636D656D  # "cmem": pg_advisory_xact_lock key held by every transaction that takes revisions
+CHANNEL = "cmem_team"  # NOTIFY channel: payload is the last revision a push committed
+
+MIGRATIONS: list[tuple[str, str]] = [
+    (
+        "m001_initial",
+        """
+CREATE EXTENSION IF NOT EXISTS vector;
+CREATE SEQUENCE cmem_rev;
+CREATE TABLE cmem_observations (
+    uid            text PRIMARY KEY,
+    rev            bigint NOT NULL,
+    type           text NOT NULL,
+    title          text NOT NULL,
+    subtitle       text,
+    narrative      text,
+    facts          jsonb NOT NULL DEFAULT '[]',
+    concepts       jsonb NOT NULL DEFAULT '[]',
+    files_read     jsonb NOT NULL DEFAULT '[]',
+    files_modified jsonb NOT NULL DEFAULT '[]',
+    tools_used     jsonb NOT NULL DEFAULT '[]',
+    project        text NOT NULL,
+    session        text,
+    agent          text NOT NULL,
+    machine        text NOT NULL,
+    prompt_number  integer,
+    key            text,
+    confidence     double precision,
+    created_at     bigint NOT NULL,
+    updated_at     bigint NOT NULL,
+    search         tsvector GENERATED ALWAYS AS (
+        setweight(to_tsvector('english', title), 'A')
+        || setweight(to_tsvector('english', coalesce(subtitle, '')), 'B')
+        || setweight(jsonb_to_tsvector('english', concepts, '["string"]'), 'B')
+        || setweight(jsonb_to_tsvector('english', facts, '["string"]'), 'C')
+        || setweight(to_tsvector('english', coalesce(narrative, '')), 'D')
+    ) STORED
+);
+CREATE UNIQUE INDEX cmem_observations_rev ON cmem_observations (rev);
+CREATE INDEX cmem_observations_project_rev ON cmem_observations (project, rev);
+CREATE INDEX cmem_observations_created ON cmem_observations (created_at);
+CREATE INDEX cmem_observations_search ON cmem_observations USING gin (search);
+
+CREATE TABLE cmem_links (
+    from_uid text NOT NULL REFERENCES cmem_observations (uid) ON DELETE CASCADE,
+    to_uid   text NOT NULL,
+    type     text NOT NULL,
+    PRIMARY KEY (from_uid, to_uid, type)
+);
+CREATE INDEX cmem_links_to ON cmem_links (to_uid);
+
+CREATE TABLE cmem_summaries (
+    uid          text PRIMARY KEY,
+    rev          bigint NOT NULL,
+    session      text NOT NULL,
+    project      text NOT NULL,
+    agent        text NOT NULL,
+    machine      text NOT NULL,
+    request      text,
+    investigated text,
+    learned      text,
+    completed    text,
+    next_steps   text,
+    notes        text,
+    created_at   bigint NOT NULL,
+    updated_at   bigint NOT NULL,
+    search       tsvector GENERATED ALWAYS AS (
+        setweight(to_tsvector('english', coalesce(request, '')), 'A')
+        || setweight(to_tsvector('english', coalesce(learned, '') || ' ' || coalesce(completed, '')), 'B')
+        || setweight(to_tsvector('english', coalesce(investigated, '') || ' ' || coalesce(next_steps, '')
+                                 || ' ' || coalesce(notes, '')), 'D')
+    ) STORED
+);
+CREATE UNIQUE INDEX cmem_summaries_rev ON cmem_summaries (rev);
+CREATE INDEX cmem_summaries_project_rev ON cmem_summaries (project, rev);
+CREATE INDEX cmem_summaries_search ON cmem_summaries USING gin (search);
+
+CREATE TABLE cmem_tombstones (
+    kind       text NOT NULL,
+    uid        text NOT NULL,
+    rev        bigint NOT NULL,
+    project    text NOT NULL,
+    machine    text NOT NULL,
+    deleted_at bigint NOT NULL,
+    PRIMARY KEY (kind, uid)
+);
+CREATE UNIQUE INDEX cmem_tombstones_rev ON cmem_tombstones (rev);
+CREATE INDEX cmem_tombstones_project_rev ON cmem_tombstones (project, rev);
+
+-- One vector per memory and embedding model (its fingerprint): homes with different models never
+-- compare each other's vectors. Each model gets its own HNSW index (partial, with the model's dimension).
+CREATE TABLE cmem_vectors (
+    kind        text NOT NULL,
+    uid         text NOT NULL,
+    fingerprint text NOT NULL,
+    embedding   vector NOT NULL,
+    PRIMARY KEY (kind, uid, fingerprint)
+);
+CREATE TABLE cmem_models (
+    fingerprint text PRIMARY KEY,
+    dim         integer NOT NULL,
+    name        text NOT NULL
+);
+""",
+    ),
+]
+
+
+def psycopg() -> Any:
+    """The driver, imported on first use; a one-line hint when the `postgres` extra is not installed."""
+    try:
+        import psycopg as driver
+    except ImportError:
+        raise UsageError("team memory on PostgreSQL needs psycopg: pip install 'cmem[postgres]'") from None
+    return driver
+
+
+def reason(exc: BaseException, *secrets: str | None) -> str:
+    """A driver error as one masked line (libpq's messages may quote the connection string)."""
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return mask(text, *secrets)
+
+
+@contextlib.contextmanager
+def translated(url: str, password: str | None = None) -> Iterator[None]:
+    """Driver errors become SyncError (exit 9) naming the masked URL, in one line."""
+    driver = psycopg()
+    try:
+        yield
+    except driver.OperationalError as exc:
+        raise SyncError(f"team database {url} is unreachable: {reason(exc, password)}") from None
+    except driver.Error as exc:
+        raise SyncError(f"team database {url}: {reason(exc, password)}") from None
+
+
+def connect(url: str, password: str | None = None, *, autocommit: bool = True) -> Any:
+    """A connection to the team database; libpq finds the password unless one is given for this run.
+
+    Autocommit: every transaction is an explicit ``conn.transaction()`` block, so none is left open."""
+    driver = psycopg()
+    extra = {"password": password} if password else {}
+    with translated(url, password):
+        return driver.connect(
+            url, connect_timeout=CONNECT_TIMEOUT, application_name="cmem", autocommit=autocommit, **extra
+        )
+
+
+def migrate(conn: Any) -> list[str]:
+    """Create or bring the schema up to date (one transaction, under the write lock); returns what ran."""
+    ran: list[str] = []
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS cmem_migrations (name text PRIMARY KEY, "
+            "applied_at timestamptz NOT NULL DEFAULT now())"
+        )
+        done = {row[0] for row in conn.execute("SELECT name FROM cmem_migrations")}
+        for name, sql in MIGRATIONS:
+            if name not in done:
+                conn.execute(sql)
+                conn.execute("INSERT INTO cmem_migrations (name) VALUES (%s)", (name,))
+                ran.append(name)
+    return ran
+
+
+def is_migrated(conn: Any) -> bool:
+    row = conn.execute("SELECT to_regclass('cmem_migrations') IS NOT NULL").fetchone()
+    if not row or not row[0]:
+        return False
+    done = {r[0] for r in conn.execute("SELECT name FROM cmem_migrations")}
+    return all(name in done for name, _ in MIGRATIONS)
+
+
+def with_retries(action: Callable[[], Any], attempts: int = 3) -> Any:
+    """Run ``action`` again when the server reports a serialization failure or deadlock."""
+    driver = psycopg()
+    for attempt in range(attempts):
+        try:
+            return action()
+        except (driver.errors.SerializationFailure, driver.errors.DeadlockDetected):
+            if attempt == attempts - 1:
+                raise
+    return None

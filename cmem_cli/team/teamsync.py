@@ -1,0 +1,191 @@
+"""`cmem sync` with a team database: adopt hand edits, push the outbox, pull what others pushed.
+
+`cmem sync init postgresql://...` joins: it creates or migrates the server's schema, installs this home's
+outbox (tables and triggers), records the URL without its password, queues every memory this home holds,
+and syncs. Later syncs need only the stored URL; libpq supplies the password (``PGPASSFILE``,
+``~/.pgpass``, ``pg_service.conf``, ``PGPASSWORD``). A server that cannot be reached is SyncError (exit 9):
+local writes keep queueing, and the next sync sends them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import socket
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from cmem_cli.core.errors import DatabaseBusy, UsageError
+from cmem_cli.services.writes import Memory
+from cmem_cli.team import outbox, server
+from cmem_cli.team.pull import PULLED, Puller
+from cmem_cli.team.push import Pusher
+from cmem_cli.team.url import split_password
+from cmem_cli.team.vectors import VectorMaker
+
+URL = "url"
+MACHINE = "machine"
+PROJECTS = "projects"
+PASSWORD_NOTE = (
+    "the password in the URL was used for this command only and is not stored: later syncs take it from "
+    "~/.pgpass (or PGPASSFILE), a pg_service.conf service, or PGPASSWORD"
+)
+
+
+@contextlib.contextmanager
+def sync_lock(home: Path, *, timeout: float = 0.0) -> Iterator[None]:
+    """One sync per home at a time, whichever the remote (the same lock file as git sync)."""
+    fd = os.open(home / "sync.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise DatabaseBusy("another cmem sync is running; try again later") from None
+                time.sleep(0.05)
+        yield
+    finally:
+        os.close(fd)
+
+
+def remote(memory: Memory) -> dict[str, Any] | None:
+    """This home's team remote (URL without password, machine name, pulled projects), or None."""
+    values = outbox.settings(memory.store.db)
+    if not values.get(URL):
+        return None
+    return {
+        "url": values[URL],
+        "machine": values.get(MACHINE) or "",
+        "projects": json.loads(values.get(PROJECTS) or "[]"),
+        "pulled": int(values.get(PULLED) or 0),
+        "queued": outbox.pending_count(memory.store.db),
+    }
+
+
+def new_report(settings: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "remote": settings["url"],
+        "machine": settings["machine"],
+        "projects": settings["projects"],
+        "adopted": 0,
+        "pushed": 0,
+        "pulled": 0,
+        "forgotten": 0,
+        "forgotten_there": 0,
+        "conflicts": [],
+        "rejected": [],
+        "notes": [],
+        "queued": 0,
+    }
+
+
+def init(memory: Memory, url_text: str, *, projects: list[str], machine: str | None) -> dict[str, Any]:
+    """Join the team database at ``url_text`` (creating its schema if needed) and sync."""
+    given = split_password(url_text)
+    for project in projects:
+        if not project.strip():
+            raise UsageError("--project must not be empty")
+    db = memory.store.db
+    current = remote(memory)
+    if current is not None and current["url"] != given.url:
+        raise UsageError(f"this home already syncs with {current['url']}")
+    with sync_lock(memory.config.home):
+        conn = server.connect(given.url, given.password)
+        try:
+            with server.translated(given.url, given.password):
+                server.migrate(conn)
+            outbox.install(db)
+            wanted = sorted(set(projects))
+            with db.transaction():
+                first = current is None
+                values: dict[str, str | None] = {
+                    URL: given.url,
+                    MACHINE: machine or (current or {}).get("machine") or default_machine(),
+                    PROJECTS: json.dumps(wanted),
+                }
+                if current is not None and _widened(current["projects"], wanted):
+                    values[PULLED] = (
+                        "0"  # newly included projects: pull from the start (known rows are skipped)
+                    )
+                outbox.put(db, **values)
+                outbox.queue_on(db, True)
+                if first:
+                    outbox.enqueue_all(db)
+            report = _run(memory, conn, given.url, given.password)
+        finally:
+            conn.close()
+    if given.password:
+        report["notes"].append(PASSWORD_NOTE)
+    return report
+
+
+def _widened(before: list[str], after: list[str]) -> bool:
+    """Does the new scope include projects the old one left out? (An empty list is every project.)"""
+    if not before:
+        return False
+    return not after or bool(set(after) - set(before))
+
+
+def sync(memory: Memory) -> dict[str, Any]:
+    """One `cmem sync` with the team database this home joined."""
+    current = remote(memory)
+    if current is None:
+        raise UsageError("this home has no team database; run `cmem sync init postgresql://...` first")
+    with sync_lock(memory.config.home):
+        conn = server.connect(current["url"])
+        try:
+            return _run(memory, conn, current["url"], None)
+        finally:
+            conn.close()
+
+
+def _run(memory: Memory, conn: Any, url: str, password: str | None) -> dict[str, Any]:
+    settings = remote(memory)
+    assert settings is not None
+    report = new_report(settings)
+    _adopt_local(memory, report)
+    with server.translated(url, password):
+        if not server.is_migrated(
+            conn
+        ):  # a newer cmem joined with more migrations; a read-only role never gets here
+            server.migrate(conn)
+        vectors = VectorMaker(memory.config, report["notes"])
+        Pusher(memory, conn, settings["machine"], report, vectors).run()
+        Puller(memory, conn, settings["projects"], report).run()
+    report["queued"] = outbox.pending_count(memory.store.db)
+    return report
+
+
+def _adopt_local(memory: Memory, report: dict[str, Any]) -> None:
+    """Hand edits of the export tree first: adopting them writes the store, which queues them."""
+    from cmem_cli.services.sync_local import sync_local
+
+    result = sync_local(memory)
+    report["adopted"] += len(result.adopted) + len(result.created)
+    report["forgotten"] += len(result.forgotten)
+    for relpath, why in result.invalid + result.conflicts:
+        report["rejected"].append({"path": relpath, "reason": why})
+
+
+def default_machine() -> str:
+    return os.environ.get("CMEM_MACHINE") or socket.gethostname() or "unknown"
+
+
+def push_only(
+    memory: Memory, conn: Any, settings: dict[str, Any], report: dict[str, Any], vectors: VectorMaker
+) -> None:
+    """Push what is queued (`cmem watch` does this within seconds of a local write)."""
+    with server.translated(settings["url"]):
+        Pusher(memory, conn, settings["machine"], report, vectors).run()
+
+
+def pull_only(memory: Memory, conn: Any, settings: dict[str, Any], report: dict[str, Any]) -> None:
+    with server.translated(settings["url"]):
+        Puller(memory, conn, settings["projects"], report).run()

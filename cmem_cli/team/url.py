@@ -1,0 +1,85 @@
+"""A team database's URL without its password: what cmem keeps, prints and logs.
+
+A password written in a ``postgresql://user:secret@host/db`` URL is used for the command it was given
+to and never kept: the stored URL has none, and every later connection lets libpq find the password its
+own ways (``PGPASSWORD``, ``PGPASSFILE`` or ``~/.pgpass``, a ``service=`` in ``pg_service.conf``).
+Anything printed that could contain a URL goes through :func:`mask` first.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+from urllib.parse import parse_qsl, unquote, urlencode
+
+from cmem_cli.core.errors import UsageError
+
+SCHEMES = ("postgresql://", "postgres://")
+_USERINFO = re.compile(r"(?P<scheme>[a-z][a-z0-9+.-]*://)(?P<user>[^:@/?#\s]*):(?P<secret>[^@/?#\s]*)@", re.I)
+_QUERY_PASSWORD = re.compile(r"([?&]password=)[^&#\s]*", re.I)
+_KV_PASSWORD = re.compile(r"(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", re.I)
+
+
+def is_team_url(url: str) -> bool:
+    """Does ``url`` name a PostgreSQL database (a team remote) rather than a git remote?"""
+    return url.strip().lower().startswith(SCHEMES)
+
+
+class TeamURL(NamedTuple):
+    """``url``: the URL as stored and shown (no password); ``password``: the one given, for this run only."""
+
+    url: str
+    password: str | None
+
+
+def split_password(url: str) -> TeamURL:
+    """The URL without its password (in the user part or a ``password=`` parameter), and that password."""
+    url = url.strip()
+    if not is_team_url(url):
+        raise UsageError("not a PostgreSQL URL (postgresql://...)")
+    if any(c in url for c in "\r\n\x00"):
+        raise UsageError("the URL contains control characters")
+    scheme, rest = url.split("://", 1)
+    netloc, sep, tail = _split_netloc(rest)
+    password = None
+    if "@" in netloc:
+        userinfo, host = netloc.rsplit("@", 1)
+        user, colon, secret = userinfo.partition(":")
+        if colon:
+            password = unquote(secret) or None
+        netloc = f"{user}@{host}" if user else host
+    path, qmark, query = tail.partition("?")
+    if qmark:
+        pairs = parse_qsl(query, keep_blank_values=True)
+        kept = [(k, v) for k, v in pairs if k.lower() != "password"]
+        for k, v in pairs:
+            if k.lower() == "password":
+                password = v or password
+        query = urlencode(kept, safe="/:,")
+        qmark = "?" if query else ""
+    return TeamURL(f"{scheme}://{netloc}{sep}{path}{qmark}{query}", password)
+
+
+def _split_netloc(rest: str) -> tuple[str, str, str]:
+    """(netloc, "/" or "", what follows). The user part ends at the last ``@`` before the query, so a
+    password may hold a ``/``; the host part ends at the first ``/`` or ``?`` after it."""
+    query = rest.find("?")
+    at = rest.rfind("@", 0, query if query >= 0 else len(rest))
+    cuts = [i for i in (rest.find("/", at + 1), rest.find("?", at + 1)) if i >= 0]
+    if not cuts:
+        return rest, "", ""
+    cut = min(cuts)
+    if rest[cut] == "/":
+        return rest[:cut], "/", rest[cut + 1 :]
+    return rest[:cut], "", rest[cut:]
+
+
+def mask(text: str, *secrets: str | None) -> str:
+    """``text`` with every URL password, ``password=`` setting and each of ``secrets`` replaced by ``***``."""
+    text = _USERINFO.sub(lambda m: f"{m['scheme']}{m['user']}:***@" if m["secret"] else m[0], text)
+    text = _QUERY_PASSWORD.sub(r"\1***", text)
+    text = _KV_PASSWORD.sub(r"\1***", text)
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, "***")
+    return text
