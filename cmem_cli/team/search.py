@@ -30,16 +30,16 @@ MIN_DEPTH = 50
 MODES = ("auto", "keyword", "vector", "hybrid")
 
 _OBS_SELECT = (
-    "SELECT 'observation' AS kind, uid, type, title, subtitle, project, session, agent, machine, key, created_at, "
-    "(length(title) + length(coalesce(subtitle, '')) + length(coalesce(narrative, '')) + length(facts::text)) / 4 "
-    "+ 40 AS tokens"
+    "SELECT 'observation' AS kind, o.uid, o.type, o.title, o.subtitle, o.project, o.session, o.agent, o.machine, "
+    "o.key, o.created_at, (length(o.title) + length(coalesce(o.subtitle, '')) + length(coalesce(o.narrative, '')) "
+    "+ length(o.facts::text)) / 4 + 40 AS tokens"
 )
 _SUMMARY_SELECT = (
-    "SELECT 'summary' AS kind, uid, 'summary' AS type, "
-    "left(coalesce(request, completed, learned, investigated, next_steps, notes, ''), 200) AS title, "
-    "NULL AS subtitle, project, session, agent, machine, NULL AS key, created_at, "
-    "length(coalesce(request, '') || coalesce(investigated, '') || coalesce(learned, '') || "
-    "coalesce(completed, '') || coalesce(next_steps, '') || coalesce(notes, '')) / 4 + 1 AS tokens"
+    "SELECT 'summary' AS kind, o.uid, 'summary' AS type, "
+    "left(coalesce(o.request, o.completed, o.learned, o.investigated, o.next_steps, o.notes, ''), 200) AS title, "
+    "NULL AS subtitle, o.project, o.session, o.agent, o.machine, NULL AS key, o.created_at, "
+    "length(coalesce(o.request, '') || coalesce(o.investigated, '') || coalesce(o.learned, '') || "
+    "coalesce(o.completed, '') || coalesce(o.next_steps, '') || coalesce(o.notes, '')) / 4 + 1 AS tokens"
 )
 
 

@@ -147,6 +147,11 @@ def translated(url: str, password: str | None = None) -> Iterator[None]:
         yield
     except driver.OperationalError as exc:
         raise SyncError(f"team database {url} is unreachable: {reason(exc, password)}") from None
+    except driver.errors.InsufficientPrivilege as exc:
+        raise SyncError(
+            f"team database {url}: {reason(exc, password)} (a read-only role can pull and search, not push; "
+            "what is queued here stays queued)"
+        ) from None
     except driver.Error as exc:
         raise SyncError(f"team database {url}: {reason(exc, password)}") from None
 

@@ -100,7 +100,8 @@ def init(memory: Memory, url_text: str, *, projects: list[str], machine: str | N
         conn = server.connect(given.url, given.password)
         try:
             with server.translated(given.url, given.password):
-                server.migrate(conn)
+                if not server.is_migrated(conn):  # a read-only role joins a database made by another
+                    server.migrate(conn)
             outbox.install(db)
             wanted = sorted(set(projects))
             with db.transaction():

@@ -221,7 +221,8 @@ def watch_cmd(
         float, typer.Option("--debounce", help="Seconds of quiet before re-indexing.", min=0.05, max=60.0)
     ] = 1.0,
 ) -> None:
-    """Watch the export tree and every collection; adopt hand edits and re-index until Ctrl-C / SIGTERM."""
+    """Watch the export tree and every collection; adopt hand edits and re-index until Ctrl-C / SIGTERM.
+    With a team database, also push local writes within seconds and pull what others push."""
     from cmem_index.watcher import Watcher
 
     config = current_config()
@@ -255,9 +256,32 @@ def watch_cmd(
 
     watcher = Watcher(config, debounce=debounce, on_report=report, on_error=error, on_export_change=adopt)
     watcher.install_signal_handlers()
+    team = _team_live(config, error)
     print("cmem: watching; Ctrl-C to stop", file=sys.stderr, flush=True)
-    watcher.run()
+    try:
+        watcher.run()
+    finally:
+        if team is not None:
+            team.stop()
     print("cmem: stopped", file=sys.stderr, flush=True)
+
+
+def _team_live(config: Any, error: Any) -> Any:
+    """With a team database, keep it live beside the watcher (push within seconds, pull on NOTIFY)."""
+    from cmem_cli.cli.invocation import open_api
+    from cmem_cli.team import teamsync
+
+    with open_api(write=True) as memory:
+        if teamsync.remote(memory.service) is None:
+            return None
+    from cmem_cli.team.live import TeamLive
+
+    def say(message: str) -> None:
+        print(f"cmem: {escape_control(message)}", file=sys.stderr, flush=True)
+
+    team = TeamLive(config, on_report=say, on_error=error)
+    team.start()
+    return team
 
 
 @collection_app.command("add")

