@@ -37,7 +37,9 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
 
     class SharedResourceScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            return next((group for prefix, group in SHARED_WORKER.items() if nodeid.startswith(prefix)), nodeid)
+            return next(
+                (group for prefix, group in SHARED_WORKER.items() if nodeid.startswith(prefix)), nodeid
+            )
 
     return SharedResourceScheduling(config, log)
 

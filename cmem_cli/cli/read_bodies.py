@@ -166,7 +166,7 @@ def _team_search(query: str | None, output: str, **options: Any) -> int:
     with open_api() as memory:
         filters = memory.search_filters(
             project=options.pop("project"), type=options.pop("obs_type"), concept=options.pop("concept"),
-            file=options.pop("file"), agent=options.pop("agent"), session=options.pop("session"),
+            file=options.pop("file"), agent=options.pop("agent"), session=typed_session(memory, options.pop("session")),
             since=options.pop("since"), until=options.pop("until"),
         )  # fmt: skip
         rows, mode, notes, total, capped = team_search(memory, query, filters, **options)

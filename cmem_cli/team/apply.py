@@ -40,13 +40,14 @@ class Applier:
             return None
         record.pop("links", None)
         existing = store.observation_by_uid(record["uid"])
-        if record.get("key"):
-            clash = store.observation_by_key(record["project"], record["key"])
-            if clash is not None and (existing is None or clash["id"] != existing["id"]):
-                self.notes.append(
-                    f"{record['uid']}: key {record['key']!r} is taken here by {clash['uid']}; dropped"
-                )
-                record["key"] = None
+        # the write service's key rule (Memory.check_key): a pull cannot refuse another machine's memory,
+        # so the key is dropped here instead, with a note (as git sync does)
+        clash = store.key_holder(record["project"], record.get("key"), besides=existing and existing["id"])
+        if clash is not None:
+            self.notes.append(
+                f"{record['uid']}: key {record['key']!r} is taken here by {clash['uid']}; dropped"
+            )
+            record["key"] = None
         if record.get("session"):
             store.ensure_session(
                 record["session"],
