@@ -184,3 +184,14 @@ def test_the_api_window_lists_links_both_ways_and_their_far_ends(home, filled):
     assert bugfix["files_modified"] == ["src/auth/jwt.ts"]
     assert bugfix["path"].startswith(str(home / "export"))
     assert [i["kind"] for i in window["items"]][:1] == ["observation"]  # newest first: the hostile insight
+
+
+def test_a_killed_runs_temp_page_is_swept_by_the_next_view(cli, home, filled):
+    folder = home / "view"
+    folder.mkdir(mode=0o700)
+    debris, fresh = folder / ".tmp-view-killed.html", folder / ".tmp-view-writing-now.html"
+    for path in (debris, fresh):
+        path.write_text("<!doctype html><p>half a pa")
+    os.utime(debris, (1_000_000_000, 1_000_000_000))
+    assert cli("view").exit_code == 0
+    assert sorted(p.name for p in folder.iterdir()) == [fresh.name, f"{PROJECT}.html"]

@@ -25,8 +25,9 @@ def day_start(days_ago: int) -> int:
     return now - now % DAY_MS - days_ago * DAY_MS
 
 
-def fill_home(home: Path) -> dict[str, Any]:
-    """Write the records into the cmem home ``home``; returns their ids by name."""
+def fill_home(home: Path, *, hostile: bool = True) -> dict[str, Any]:
+    """Write the records into the cmem home ``home``; returns their ids by name. ``hostile`` False gives
+    the hostile record a plain title and text (the README's picture)."""
     from cmem_cli.api import Memory
 
     two, one = day_start(2), day_start(1)
@@ -69,6 +70,12 @@ def fill_home(home: Path) -> dict[str, Any]:
                     "type": "insight", "title": HOSTILE_TITLE, "subtitle": "<b onmouseover=window.__pwned=6>sub</b>",
                     "narrative": HOSTILE_NARRATIVE, "facts": ["<iframe src=javascript:window.__pwned=7>"],
                     "files_read": ["<img src=y onerror=window.__pwned=8>.md"],
+                    "session": "02queue0session0webapp0000b", "agent": "codex", "created_at": one + 12 * hour,
+                }
+                if hostile
+                else {
+                    "type": "insight", "title": "A lock held across an await blocks every worker",
+                    "subtitle": "release before awaiting the network", "files_read": ["src/jobs/worker.ts"],
                     "session": "02queue0session0webapp0000b", "agent": "codex", "created_at": one + 12 * hour,
                 },
                 {"type": "decision", "title": "Ancient decision outside the window",

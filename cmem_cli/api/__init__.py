@@ -430,7 +430,8 @@ class Memory:
         absolute ``path`` of their file), ``sessions`` (by id), ``links`` (``from``, ``to``, ``type``: every
         link from or to a shown observation), ``others`` (the far ends of those links that are not shown, by
         id), ``observations`` (``shown``, ``total``, ``total_bounded``, ``capped``), ``since`` and
-        ``until``. Nothing is counted as a retrieval."""
+        ``until``. An observation's ``updated_at`` is None unless it changed after it was made. Nothing is
+        counted as a retrieval."""
         from cmem_cli.services.search import build_filters
         from cmem_cli.services.window import window
 

@@ -91,8 +91,8 @@ def _observation(row: dict[str, Any], export_dir: Any) -> dict[str, Any]:
     item = observation_row(row)
     for name in OBSERVATION_DETAIL:
         item[name] = row.get(name)
-    for name in ("updated_at", "last_retrieved_at"):
-        item[name] = to_iso(item[name])
+    item["updated_at"] = to_iso(item["updated_at"]) if item["updated_at"] != row["created_at"] else None
+    item["last_retrieved_at"] = to_iso(item["last_retrieved_at"])
     if item.get("path"):
         item["path"] = str(export_dir / item["path"])
     return item

@@ -17,6 +17,8 @@ from cmem_cli.core.config import FILE_MODE, Config, make_private_dirs
 from cmem_cli.core.errors import StorageError
 
 VIEW_DIR = "view"  # under the home
+TEMP_PREFIX = ".tmp-view-"
+DEBRIS_AGE_S = 600  # a temp page older than this was left by a killed `cmem view`, not one writing now
 
 
 def default_path(config: Config, title: str) -> Path:
@@ -33,7 +35,7 @@ def write_private(path: Path, text: str, *, make_dirs: bool) -> None:
             make_private_dirs(path.parent)
         if path.is_dir():
             raise StorageError(f"cannot write {path}: it is a directory")
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-view-", suffix=".html", dir=path.parent)
+        fd, tmp = tempfile.mkstemp(prefix=TEMP_PREFIX, suffix=".html", dir=path.parent)
     except OSError as exc:
         raise StorageError(f"cannot write {path}: {exc.strerror or exc}") from None
     try:
@@ -49,3 +51,16 @@ def write_private(path: Path, text: str, *, make_dirs: bool) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def sweep_debris(folder: Path) -> None:
+    """Remove the temp pages that killed runs left in ``folder`` (cmem's own view folder only)."""
+    import time
+
+    cutoff = time.time() - DEBRIS_AGE_S
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(folder):
+            if entry.name.startswith(TEMP_PREFIX) and entry.is_file(follow_symlinks=False):
+                with contextlib.suppress(OSError):
+                    if entry.stat(follow_symlinks=False).st_mtime < cutoff:
+                        os.unlink(entry.path)

@@ -251,8 +251,10 @@
     if (item._markers.includes("superseded")) {
       tags.push(el("span", "tag superseded", "replaced by #" + item.superseded_by));
     }
-    if (item.branch && (item._markers.includes("branch") || !meta.branch)) {
-      tags.push(el("span", "tag branch", "\u2387 " + item.branch));
+    if (item._markers.includes("branch")) {
+      const tag = el("span", "tag branch", "\u2387 " + item.branch);
+      tag.title = "Recorded on branch " + item.branch + ", not " + meta.branch;
+      tags.push(tag);
     }
     const links = (linksFrom.get(String(item.id)) || []).length + (linksTo.get(String(item.id)) || []).length;
     if (links) {
@@ -269,7 +271,8 @@
     shownItems = [];
     for (const item of items) {
       const on = visible(item);
-      rowsById.get(String(item.id)).hidden = !on;
+      const row = rowsById.get(String(item.id));
+      if (row.hidden === on) row.hidden = !on; // unchanged rows are left alone: no style work for them
       if (on) shownItems.push(item);
     }
     for (const day of dayNodes) {
@@ -400,6 +403,7 @@
     select(rows[at], true);
     if (!$("details").hidden) openDetails(byId.get(rows[at].dataset.id), true);
   }
+  const isRow = (target) => target instanceof HTMLElement && rowsById.get(target.dataset.id) === target;
   const typing = (target) => target instanceof HTMLInputElement || target instanceof HTMLSelectElement;
   document.addEventListener("keydown", (event) => {
     if (event.ctrlKey || event.metaKey || event.altKey) return;
@@ -420,7 +424,7 @@
       move(event.key === "ArrowDown" ? 1 : -1);
     } else if ((event.key === "j" || event.key === "k") && !typing(target)) {
       move(event.key === "j" ? 1 : -1);
-    } else if (event.key === "Enter" && (target === $("q") || !typing(target))) {
+    } else if (event.key === "Enter" && (target === $("q") || target === document.body || isRow(target))) {
       if (target === $("q") && !current) select(firstVisible(), true);
       if (current) {
         event.preventDefault();
@@ -564,14 +568,17 @@
   $("details-close").addEventListener("click", closeDetails);
 
   // -- start --------------------------------------------------------------------------------------------------
-  renderTimeline();
   const bar = $("filters");
   const setBarHeight = () => document.documentElement.style.setProperty(
     "--filters-h", (getComputedStyle(bar).position === "sticky" ? bar.offsetHeight : 0) + "px");
-  setBarHeight();
+  setBarHeight(); // before the rows exist: measuring the bar then lays out nothing else
   window.addEventListener("resize", setBarHeight);
+  renderTimeline();
   apply();
   const wanted = decodeURIComponent(location.hash.slice(1));
   if (wanted && byId.has(wanted)) showRecord(wanted);
+  // bench/view.py reads these: the rows are built (ready), and the first frame showing them was painted
+  performance.mark("cmem:ready");
+  requestAnimationFrame(() => setTimeout(() => performance.mark("cmem:drawn"), 0));
   document.body.dataset.ready = "true";
 })();

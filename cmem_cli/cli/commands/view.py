@@ -32,7 +32,7 @@ def view(
     """Write the page, say where (stdout) and what it leaves out (stderr), and open it when asked to."""
     from cmem_cli.view import build as build_page
     from cmem_cli.view import resolve
-    from cmem_cli.view.files import default_path, write_private
+    from cmem_cli.view.files import default_path, sweep_debris, write_private
 
     scope = resolve(
         query, project=project, all_projects=all_projects, types=obs_type, concepts=concept, files=file,
@@ -48,6 +48,8 @@ def view(
         return
     path = Path(output).absolute() if output else default_path(config, scope.title)
     write_private(path, page.html, make_dirs=output is None)
+    if output is None:
+        sweep_debris(path.parent)
     if as_json:
         write(json.dumps({"path": str(path), **page.summary}, ensure_ascii=False, indent=2) + "\n")
     else:
