@@ -441,8 +441,6 @@ class Memory:
             project, _listed(type), _listed(concept), _listed(file), agent, session, since, until
         )
         reader = self.reader
-        if filters.session:
-            filters.session = reader.store.resolve_session(filters.session) or filters.session
         return window(reader.store, Path(reader.config.export_dir), filters, query, limit=limit)
 
     def search_filters(

@@ -11,6 +11,7 @@ import typer
 from cmem_cli.cli import build, options
 from cmem_cli.cli.invocation import open_api
 from cmem_cli.cli.render import escape_control, write
+from cmem_cli.cli.typed_sessions import typed_session
 
 
 def view(
@@ -34,11 +35,11 @@ def view(
     from cmem_cli.view import resolve
     from cmem_cli.view.files import default_path, sweep_debris, write_private
 
-    scope = resolve(
-        query, project=project, all_projects=all_projects, types=obs_type, concepts=concept, files=file,
-        agent=agent, session=session, since=since, until=until, limit=limit,
-    )  # fmt: skip
     with open_api() as memory:
+        scope = resolve(
+            query, project=project, all_projects=all_projects, types=obs_type, concepts=concept, files=file,
+            agent=agent, session=typed_session(memory, session), since=since, until=until, limit=limit,
+        )  # fmt: skip
         page = build_page(memory, scope)
         config = memory.config
     if page.note:
