@@ -421,6 +421,7 @@ class Memory:
         since: str | None = None,
         until: str | None = None,
         limit: int = 2000,
+        cwd: str | Path | None = None,
     ) -> dict[str, Any]:
         """Everything recorded in a span of time, in full, newest first: what `cmem view` draws.
 
@@ -430,7 +431,9 @@ class Memory:
         absolute ``path`` of their file), ``sessions`` (by id), ``links`` (``from``, ``to``, ``type``: every
         link from or to a shown observation), ``others`` (the far ends of those links that are not shown, by
         id), ``observations`` (``shown``, ``total``, ``total_bounded``, ``capped``), ``since`` and
-        ``until``. An observation's ``updated_at`` is None unless it changed after it was made. Nothing is
+        ``until``. An observation's ``updated_at`` is None unless it changed after it was made; it carries
+        ``stale`` and ``branch`` as search rows do, and ``unmerged`` (recorded on a branch whose work the
+        HEAD of the git work tree at ``cwd``, default the current directory, has not merged). Nothing is
         counted as a retrieval."""
         from cmem_cli.services.search import build_filters
         from cmem_cli.services.window import window
@@ -441,7 +444,9 @@ class Memory:
             project, _listed(type), _listed(concept), _listed(file), agent, session, since, until
         )
         reader = self.reader
-        return window(reader.store, Path(reader.config.export_dir), filters, query, limit=limit)
+        return window(
+            reader.store, Path(reader.config.export_dir), filters, query, limit=limit, cwd=_cwd(cwd)
+        )
 
     def search_filters(
         self,

@@ -338,6 +338,13 @@ def by_branch(
     return ahead + behind, anchors
 
 
+def unmerged(store: Any, obs_ids: Iterable[int], *, cwd: str | None = None) -> set[int]:
+    """Which of ``obs_ids`` were recorded on a branch of the current repository whose work HEAD has not
+    merged (what search ranks last; `cmem view` marks them). One git process at most."""
+    anchors = AnchorStore(store.db).for_ids(list(obs_ids))
+    return _unmerged(anchors, cwd) if anchors else set()
+
+
 def _unmerged(anchors: dict[int, Anchor], cwd: str | None) -> set[int]:
     """The observations recorded on a branch of the current repository that HEAD has not merged."""
     here = gitrepo.find_repo(cwd or os.getcwd())

@@ -25,12 +25,16 @@ SESSION_FIELDS = ("agent", "project", "label", "status", "goal", "outcome", "nex
 
 
 def window(
-    store: Store, export_dir: Any, filters: Filters, query: str | None, *, limit: int
+    store: Store, export_dir: Any, filters: Filters, query: str | None, *, limit: int, cwd: str | None = None
 ) -> dict[str, Any]:
     """The records of the window, newest first, at most ``limit`` observations (and as many prompts and
     summaries), with ``sessions``, ``links`` among and from them, ``others`` (the far ends of links that
     are not in the window) and ``observations``: how many are shown, how many match (``total``, a lower
-    bound when ``total_bounded``) and whether the page is ``capped``."""
+    bound when ``total_bounded``) and whether the page is ``capped``. Observations carry ``stale`` and
+    ``branch`` as every read path gives them (docs/truth.md), and ``unmerged`` True when their branch's
+    work is not in the HEAD of the git work tree at ``cwd``."""
+    from cmem_cli.services import anchors
+
     found = rows_of.observations(store, filters, query, limit=limit + 1)
     capped = len(found) > limit
     found = found[:limit]
@@ -40,7 +44,10 @@ def window(
     prompts = rows_of.prompts(store, span, query, limit=limit)
     summaries = rows_of.summaries(store, span, query, limit=limit)
 
-    items = [_observation(row, export_dir) for row in found]
+    items = anchors.annotate(store, [_observation(row, export_dir) for row in found], cwd=cwd)
+    behind = anchors.unmerged(store, [item["id"] for item in items if item["branch"]], cwd=cwd)
+    for item in items:
+        item["unmerged"] = item["id"] in behind
     items += [{**prompt_row(row), "text": row["text"]} for row in prompts]
     items += [_summary(row, export_dir) for row in summaries]
     items.sort(key=_newest_first, reverse=True)

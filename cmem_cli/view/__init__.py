@@ -55,7 +55,7 @@ def page_for(window: dict[str, Any], scope: Scope) -> Page:
         "uri_prefix": URI_PREFIX,
         "since": window["since"],
         "until": window["until"],
-        "branch": None,
+        "branch": current_branch(),
     }
     summary = {
         "project": scope.project,
@@ -84,3 +84,16 @@ def cap_note(counts: dict[str, Any], since: str | None, limit: int) -> str | Non
         f"Showing the newest {counts['shown']:,} of {total} observations{start}, the cap of one page. "
         f"Narrow the window (--since, --type, a query) or raise --limit (now {limit:,})."
     )
+
+
+def current_branch() -> str | None:
+    """The branch of the git work tree the page is made in (None outside git or on a detached HEAD)."""
+    import os
+
+    from cmem_cli.core import gitrepo
+
+    try:
+        repo = gitrepo.find_repo(os.getcwd())
+    except OSError:
+        return None
+    return gitrepo.head(repo).branch if repo is not None else None

@@ -51,8 +51,10 @@ def content_security_policy(script: str, style: str) -> str:
 
 
 def compact(record: dict[str, Any]) -> dict[str, Any]:
-    """A record without empty fields (None, "", []): a page of thousands of records is a third smaller."""
-    return {k: v for k, v in record.items() if k not in _DROPPED and v not in (None, "", [])}
+    """A record without empty fields (None, "", [], False): a page of thousands of records is a third smaller."""
+    return {
+        k: v for k, v in record.items() if k not in _DROPPED and v is not False and v not in (None, "", [])
+    }
 
 
 def render(window: dict[str, Any], meta: dict[str, Any]) -> str:

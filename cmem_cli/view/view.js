@@ -73,7 +73,7 @@
     const found = [];
     if (Array.isArray(item.stale) && item.stale.length) found.push("stale");
     if (item.superseded_by !== undefined && item.superseded_by !== null) found.push("superseded");
-    if (item.branch && meta.branch && item.branch !== meta.branch) found.push("branch");
+    if (item.unmerged && item.branch) found.push("branch");
     if (linksFrom.has(String(item.id)) || linksTo.has(String(item.id))) found.push("linked");
     return found;
   }
@@ -253,7 +253,8 @@
     }
     if (item._markers.includes("branch")) {
       const tag = el("span", "tag branch", "\u2387 " + item.branch);
-      tag.title = "Recorded on branch " + item.branch + ", not " + meta.branch;
+      tag.title = "Recorded on branch " + item.branch + ", whose work " +
+        (meta.branch ? "the current branch (" + meta.branch + ")" : "the current HEAD") + " has not merged";
       tags.push(tag);
     }
     const links = (linksFrom.get(String(item.id)) || []).length + (linksTo.get(String(item.id)) || []).length;
@@ -513,6 +514,10 @@
     if (tags.childNodes.length) body.append(tags);
 
     if (Array.isArray(item.stale) && item.stale.length) section(body, "Stale: cited files changed", item.stale);
+    if (item._markers.includes("branch")) {
+      section(body, "Another branch", "Recorded on " + item.branch + ", whose work " +
+        (meta.branch || "the current HEAD") + " has not merged.");
+    }
     if (item.superseded_by !== undefined && item.superseded_by !== null) {
       const entry = linkEntry({ type: "replaced by" }, item.superseded_by);
       section(body, "Replaced", [entry]);
