@@ -1,8 +1,9 @@
 """`cmem view`'s page in a real browser: headless Chromium (Debian's package) renders what the real CLI wrote,
 and the tests read the DOM after the page's script ran, press keys and click as a person would.
 
-One Chromium serves the whole run (the tests share one xdist worker: ``xdist_group``). When chromium is
-missing it is installed with apt (as root); where that cannot be done the tests fail and say why.
+One Chromium serves the whole run (the tests share one xdist worker: ``SHARED_WORKER`` in conftest.py).
+When chromium is missing it is installed with apt (as root); where that cannot be done the tests fail and
+say why.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from tests.chromium import Browser, ChromiumMissing, Page, find_chromium
 from tests.png import pixels, rgb_at
 from tests.view_fixtures import HOSTILE_NARRATIVE, HOSTILE_TITLE, PROJECT, fill_home
 
-pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser")]
+pytestmark = pytest.mark.browser
 ALL_ROWS = {"P1", "1", "2", "3", "4", "5", "S1"}
 
 
