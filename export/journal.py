@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+from collections.abc import Set
 from pathlib import Path
 
 from cmem_export import atomic, layout
@@ -86,7 +87,7 @@ class Journal:
                 self.file.unlink()
 
 
-def undo_entries(root: Path, entries: list[Entry], *, keep: set[str] = frozenset()) -> list[str]:
+def undo_entries(root: Path, entries: list[Entry], *, keep: Set[str] = frozenset()) -> list[str]:
     """Restore the previous state of each written file not in ``keep``; returns the paths restored."""
     restored = []
     for entry in reversed(entries):

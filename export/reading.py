@@ -15,15 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any
 
+from cmem_cli.core.fields import LINKS_MARKER, SUMMARY_FIELDS
 from cmem_cli.core.frontmatter import FrontMatterError
-from cmem_export.markdown import (
-    LINKS_MARKER,
-    OBSERVATION_KEYS,
-    SUMMARY_FIELDS,
-    SUMMARY_HEADINGS,
-    _time,
-    split_front_matter,
-)
+from cmem_export.markdown import OBSERVATION_KEYS, SUMMARY_HEADINGS, _time, split_front_matter
 
 MAX_FILE_BYTES = 1_000_000
 _FILE_LINE = re.compile(r"^- (read|modified): `(.*)`$")

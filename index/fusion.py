@@ -171,7 +171,8 @@ def fuse(
             if name in hit.signals:
                 continue  # a list may repeat a key; its first (best) entry counts
             rank += 1
-            whole = specs[name].evidence.get(key) if specs[name].evidence is not None else None
+            cosines = specs[name].evidence
+            whole = cosines.get(key) if cosines is not None else None
             hit.signals[name] = SignalScore(rank, float(raw), norm, whole)
     weights = {KEYWORD: params.keyword_weight, VECTOR: params.vector_weight}
     if params.trust:

@@ -46,6 +46,7 @@ from cmem_index.store import IndexStore, NewChunk, StoredDocument
 
 if TYPE_CHECKING:
     from cmem_index.embedder import Embedder
+    from cmem_index.loading import LazyEmbedder
 
 MAX_FILE_BYTES = 10 * 1024 * 1024
 PROMPT_RESERVE = 16  # tokens the model's prompt template adds around title and text
@@ -91,7 +92,7 @@ class _Prepared:
     chunks: list[NewChunk] = field(default_factory=list)
 
 
-def chunker_signature(embedder: Embedder | None) -> str:
+def chunker_signature(embedder: Embedder | LazyEmbedder | None) -> str:
     """Identifies how chunks were cut; documents cut another way are re-chunked on the next pass."""
     if embedder is None:
         return f"v{CHUNKER_VERSION}/{DEFAULT_MAX_TOKENS}/{DEFAULT_OVERLAP}/chars4"
@@ -151,7 +152,7 @@ class Indexer:
         self,
         store: IndexStore,
         collections: Sequence[Collection],
-        embedder: Embedder | None,
+        embedder: Embedder | LazyEmbedder | None,
         *,
         note: str | None = None,
         progress: Progress | None = None,
@@ -282,7 +283,7 @@ class Indexer:
             count_tokens=self._count,
             first_line=parsed.body_line + body.count("\n", 0, head),
         )
-        chunks = []
+        chunks: list[NewChunk] = []
         for p in pieces:
             if not p.text.strip():
                 continue
@@ -402,7 +403,7 @@ def _fields(parsed: ParsedDocument) -> dict[str, Any]:
 def rebuild(
     index_path: Path,
     collections: Sequence[Collection],
-    embedder: Embedder | None,
+    embedder: Embedder | LazyEmbedder | None,
     *,
     note: str | None = None,
     progress: Progress | None = None,

@@ -45,7 +45,10 @@ if TYPE_CHECKING:
         Timeline,
     )
     from cmem_cli.core.db import Database
+    from cmem_cli.services.adopt import AdoptReport
     from cmem_cli.services.search import SearchPage
+    from cmem_cli.services.writes import Memory as WriteService
+    from cmem_cli.store.repository import Store
 
 # The result types load on first use (module ``__getattr__`` below): the CLI's hot path (`cmem search`,
 # `cmem add`) calls the row methods and never builds a NamedTuple, so it does not pay for defining them.
@@ -91,13 +94,6 @@ __all__ = [
 _T = TypeVar("_T")
 
 
-def _types() -> Any:
-    """The result types' module, imported on first use (see ``_TYPE_NAMES``)."""
-    from cmem_cli.api import types
-
-    return types
-
-
 def _build(cls: type[_T], row: dict[str, Any]) -> _T:
     """``cls`` from the fields of ``row`` it declares (rows carry more columns than a result exposes)."""
     fields = cls._fields  # type: ignore[attr-defined]
@@ -105,25 +101,31 @@ def _build(cls: type[_T], row: dict[str, Any]) -> _T:
 
 
 def _observation(record: dict[str, Any]) -> Observation:
+    from cmem_cli.api.types import Link, Observation
+
     record = {
         **record,
-        "links": [_build(_types().Link, link) for link in record.get("links") or []],
-        "linked_from": [_build(_types().Link, link) for link in record.get("linked_from") or []],
+        "links": [_build(Link, link) for link in record.get("links") or []],
+        "linked_from": [_build(Link, link) for link in record.get("linked_from") or []],
     }
-    return _build(_types().Observation, record)
+    return _build(Observation, record)
 
 
 def _record(record: dict[str, Any]) -> Record:
     kind = record["kind"]
     if kind == "observation":
         return _observation(record)
-    return _build(
-        {"summary": _types().Summary, "prompt": _types().Prompt, "document": _types().Document}[kind], record
-    )
+    from cmem_cli.api.types import Document, Prompt, Summary
+
+    if kind == "summary":
+        return _build(Summary, record)
+    return _build(Prompt, record) if kind == "prompt" else _build(Document, record)
 
 
 def _session(row: dict[str, Any]) -> Session:
-    return _build(_types().Session, _session_json(row))
+    from cmem_cli.api.types import Session
+
+    return _build(Session, _session_json(row))
 
 
 def _session_json(row: dict[str, Any]) -> dict[str, Any]:
@@ -152,10 +154,10 @@ class Memory:
     ``$XDG_DATA_HOME/cmem``. The database opens on first use, so creating a Memory costs almost nothing.
     """
 
-    def __init__(self, home: str | Any | None = None, *, config: Config | None = None):
-        self.config = config or load_config(home)
-        self._service: Any = None
-        self._reader: Any = None
+    def __init__(self, home: str | Path | None = None, *, config: Config | None = None):
+        self.config = config or load_config(None if home is None else str(home))
+        self._service: WriteService | None = None
+        self._reader: _StoreReader | None = None
 
     def __enter__(self) -> Memory:
         return self
@@ -164,14 +166,14 @@ class Memory:
         self.close()
 
     def close(self) -> None:
-        for name in ("_service", "_reader"):
-            opened = getattr(self, name)
+        service, reader = self._service, self._reader
+        self._service = self._reader = None
+        for opened in (service, reader):
             if opened is not None:
-                setattr(self, name, None)
                 opened.close()
 
     @property
-    def service(self) -> Any:
+    def service(self) -> WriteService:
         """The write service (:class:`cmem_cli.services.writes.Memory`) behind this object, opened on first use."""
         if self._service is None:
             from cmem_cli.services.writes import Memory as WriteService
@@ -180,7 +182,7 @@ class Memory:
         return self._service
 
     @property
-    def reader(self) -> Any:
+    def reader(self) -> WriteService | _StoreReader:
         """What the read methods need (``.config`` and ``.store``): the write service if it is open, else
         the store alone. Opening the store alone skips the exporter and the privacy filter, which a
         `cmem search` run many times a minute by hooks and scripts should not pay for."""
@@ -359,7 +361,9 @@ class Memory:
             since=since, until=until, limit=limit, offset=offset, order=order, mode=mode, rerank=rerank,
             min_score=min_score, collections=collections, explain=explain, branch=branch,
         )  # fmt: skip
-        return _types().Hits((_build(_types().Hit, row) for row in page.rows), page.mode, page.notes)
+        from cmem_cli.api.types import Hit, Hits
+
+        return Hits((_build(Hit, row) for row in page.rows), page.mode, page.notes)
 
     def search_page(
         self,
@@ -480,8 +484,10 @@ class Memory:
         """Second layer: items around ``anchor`` (an id, ``S<n>`` or ``P<n>``) or around the best keyword
         match for ``query``, in time order."""
         result = self.timeline_rows(anchor, query=query, before=before, after=after, project=project)
-        items = [_build(_types().TimelineItem, item) for item in result["items"]]
-        return _types().Timeline(anchor=result["anchor"], project=result["project"], items=items)
+        from cmem_cli.api.types import Timeline, TimelineItem
+
+        items = [_build(TimelineItem, item) for item in result["items"]]
+        return Timeline(anchor=result["anchor"], project=result["project"], items=items)
 
     def timeline_rows(
         self,
@@ -579,13 +585,18 @@ class Memory:
         """The session-start briefing for ``project`` (default: the current git repository's name).
 
         ``reminder`` replaces the closing line that tells how to drill down (by default: the CLI commands)."""
-        from cmem_cli.services.briefing import build_context
+        from cmem_cli.api.types import Briefing
+        from cmem_cli.services.briefing import REMINDER, build_context
 
         if budget < 1:
             raise InvalidInput("budget must be at least 1 token")
-        extra = {"reminder": reminder} if reminder is not None else {}
-        result = build_context(self.service.store, project or default_project(), budget=budget, **extra)
-        return _build(_types().Briefing, result.as_json())
+        result = build_context(
+            self.service.store,
+            project or default_project(),
+            budget=budget,
+            reminder=REMINDER if reminder is None else reminder,
+        )
+        return _build(Briefing, result.as_json())
 
     def stats(self) -> dict[str, Any]:
         """Counts of what is stored, by type and project, where it lives and its size: the JSON-ready dict
@@ -707,7 +718,9 @@ class Memory:
         from cmem_cli.services.search import prompt_row
 
         row = self.service.store.get_prompt(prompt_id)
-        return _build(_types().Prompt, {**prompt_row(row), "text": row["text"]})
+        from cmem_cli.api.types import Prompt
+
+        return _build(Prompt, {**prompt_row(row), "text": row["text"]})
 
     def add_summary(
         self,
@@ -753,7 +766,9 @@ class Memory:
         from cmem_cli.services.search import summary_row
 
         row = self.service.store.get_summary(summary_id)
-        return _build(_types().Summary, {**summary_row(row), **{f: row.get(f) for f in SUMMARY_FIELDS}})
+        from cmem_cli.api.types import Summary
+
+        return _build(Summary, {**summary_row(row), **{f: row.get(f) for f in SUMMARY_FIELDS}})
 
     # -- capture: cheap writes for front ends that keep their own bookkeeping -------------------------------
     # The hooks and the transcript importer run these many times a minute: they return ids or plain values
@@ -889,7 +904,7 @@ class Memory:
         return excluded_project(project, self.config, extra)
 
     # -- upkeep --------------------------------------------------------------------------------------------
-    def adopt_edits(self, paths: Sequence[Path] | None = None) -> Any:
+    def adopt_edits(self, paths: Sequence[Path] | None = None) -> AdoptReport:
         """Adopt what people changed in the export tree since cmem last wrote it (or only ``paths``): edited
         files update their observation, new files add one, deleted files forget theirs. Returns the
         :class:`cmem_cli.services.adopt.AdoptReport` (`cmem sync` without a remote prints it)."""
@@ -939,9 +954,10 @@ def _listed(value: str | Sequence[str] | None) -> list[str] | None:
 def markdown(record: Record | dict[str, Any]) -> str:
     """A full record (from :meth:`Memory.get` or :meth:`Memory.records`) as `cmem get` prints it: the
     observation's markdown file, a summary's or prompt's text with a header."""
+    from cmem_cli.api.types import as_dict
     from cmem_cli.services.details import render_details
 
-    return render_details(record if isinstance(record, dict) else _types().as_dict(record))
+    return render_details(record if isinstance(record, dict) else as_dict(record))
 
 
 # Privacy for front ends that handle text before (or without) opening a home: a hook spools a payload it
@@ -986,7 +1002,7 @@ def _defaults(project: str | None, agent: str | None, session: str | None) -> di
 class _StoreReader:
     """The store of a home opened on its own, for the read methods (see :attr:`Memory.reader`)."""
 
-    def __init__(self, config: Config, store: Any):
+    def __init__(self, config: Config, store: Store):
         self.config = config
         self.store = store
 

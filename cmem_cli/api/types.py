@@ -101,7 +101,7 @@ class Document(NamedTuple):
     file: str
     text: str
     line: int | None = None
-    count: int | None = None
+    count: int | None = None  # type: ignore[assignment]  # the lines asked for, shadowing tuple.count
     kind: str = "document"
 
 

@@ -353,7 +353,8 @@ class _FileRun:
             self.turn.answer = text
         for block in blocks:
             if block.get("type") == "tool_use" and isinstance(block.get("name"), str):
-                tool_input = block.get("input") if isinstance(block.get("input"), dict) else {}
+                raw_input = block.get("input")
+                tool_input: dict[str, Any] = raw_input if isinstance(raw_input, dict) else {}
                 self.pending[str(block.get("id"))] = _Pending(
                     start, dict(self.counts), where, block["name"], tool_input, _timestamp(obj)
                 )

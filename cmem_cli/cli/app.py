@@ -7,7 +7,7 @@ imports inside the command body so that ``cmem add`` never pays for numpy or lla
 from __future__ import annotations
 
 import sys
-from typing import Annotated
+from typing import Annotated, Any
 
 import click
 import typer
@@ -20,7 +20,7 @@ from cmem_cli.cli.invocation import set_home
 from cmem_cli.cli.options import HOME
 from cmem_cli.core.errors import EXIT_USAGE
 
-APP_SETTINGS = dict(
+APP_SETTINGS: dict[str, Any] = dict(
     name="cmem",
     help="Durable local memory for AI coding agents: record observations, search them, drill down.",
     epilog="Examples:\n\n\b\n" + EXAMPLES,
@@ -31,7 +31,7 @@ APP_SETTINGS = dict(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 app = typer.Typer(**APP_SETTINGS)
-HomeOpt = annotation(HOME)
+HomeOpt: Any = annotation(HOME)  # Annotated[...] built from the option table: a type only at run time
 
 
 def _version_callback(value: bool) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 import inspect
 from collections.abc import Callable
+from types import GenericAlias
 from typing import Annotated, Any
 
 import click
@@ -19,7 +20,7 @@ from cmem_cli.cli.options import Command, Opt
 
 def annotation(opt: Opt) -> Any:
     """``Annotated[type, typer.Option(...)]`` for one table entry (usable in a hand-written signature too)."""
-    value_type: Any = list[opt.type] if opt.multiple else opt.type
+    value_type: Any = GenericAlias(list, (opt.type,)) if opt.multiple else opt.type
     if not opt.required and (opt.default is None or opt.multiple):
         value_type = value_type | None
     choice = click.Choice(opt.choices) if opt.choices else None

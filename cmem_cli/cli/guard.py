@@ -65,7 +65,12 @@ def _database_error(exc: Exception) -> CmemError | None:
         return None
     from pathlib import Path
 
+    import apsw
+
     from cmem_cli.core.db import classify_error
+
+    if not isinstance(exc, apsw.Error):
+        return None
 
     translated = classify_error(exc, Path("the store"), "database", "see `cmem doctor`")
     return translated if isinstance(translated, CmemError) else None

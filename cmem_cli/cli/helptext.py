@@ -8,6 +8,7 @@ place that the CLI and the generated man page share.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 import click
 
@@ -31,7 +32,7 @@ def summary(help_text: str) -> str:
 
 
 class PlainHelpFormatter(click.HelpFormatter):
-    def write_dl(self, rows, col_max: int = 30, col_spacing: int = 2) -> None:  # type: ignore[override]
+    def write_dl(self, rows: Iterable[tuple[str, str]], col_max: int = 30, col_spacing: int = 2) -> None:
         super().write_dl([(term, text.replace("\\[", "[")) for term, text in rows], col_max, col_spacing)
 
 

@@ -13,7 +13,7 @@ import json
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from cmem_cli.core.errors import UsageError
 from cmem_cli.core.text import TYPE_ICONS, escape_control  # noqa: F401 (re-exported for the commands)
@@ -52,7 +52,7 @@ class Column:
         header: str,
         show: Callable[[dict[str, Any]], str] | None = None,
         *,
-        justify: str = "left",
+        justify: Literal["left", "right"] = "left",
         max_width: int | None = None,
         priority: int = 5,
         shrink_to: int | None = None,

@@ -20,14 +20,13 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from cmem_cli.core.errors import CmemError, InvalidInput
-from cmem_cli.core.fields import SUMMARY_FIELDS
+from cmem_cli.core.fields import LINK_TYPES, SUMMARY_FIELDS
 from cmem_cli.core.files import FileTooLarge, read_regular
 from cmem_cli.core.ids import new_uid
 from cmem_cli.core.timeutil import now_ms
 from cmem_cli.services.recovery import recover
 from cmem_cli.services.writes import FileTransaction, Memory
 from cmem_cli.store.records import EDITABLE_FIELDS
-from cmem_cli.store.schema import LINK_TYPES
 from cmem_export import atomic, digest
 from cmem_export.reading import MAX_FILE_BYTES, ParsedFile, UnreadableFile, claims_memory, decode, parse_file
 
@@ -220,7 +219,7 @@ class _Adopter:
             return None
         row = self._row_for(relpath, parsed, known)
         moved = row is not None and row.get("path") and row["path"] != relpath
-        if moved and (self.root / row["path"]).exists():
+        if row is not None and moved and (self.root / row["path"]).exists():
             self.report.conflicts.append((relpath, f"same uid as {row['path']}; not adopted"))
             return None
         if known is None and len(PurePosixPath(relpath).parts) < 2 and not parsed.record.get("project"):

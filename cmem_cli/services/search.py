@@ -6,8 +6,8 @@ Commands render what these return; tests call them directly. Rows are JSON-ready
 from __future__ import annotations
 
 import re
-from collections.abc import Hashable
-from typing import Any, NamedTuple
+from collections.abc import Hashable, Mapping, Sequence
+from typing import Any, NamedTuple, TypeVar
 
 from cmem_cli.core.errors import InvalidInput, NotFound
 from cmem_cli.core.fields import SUMMARY_FIELDS
@@ -16,6 +16,7 @@ from cmem_cli.core.text import estimate_tokens
 from cmem_cli.core.timeutil import parse_time, to_iso
 from cmem_cli.store.repository import Filters, Store
 
+K = TypeVar("K", bound=Hashable)
 ORDERS = ("relevance", "newest", "oldest")
 STORE_SIGNAL = "store"
 ALL = 1_000_000  # the depth of "every hit" (``limit`` 0)
@@ -87,7 +88,7 @@ def build_filters(
     until: str | None,
 ) -> Filters:
     """The store's filters from the search options as given (types checked, dates parsed)."""
-    from cmem_cli.store.schema import OBSERVATION_TYPES
+    from cmem_cli.core.fields import OBSERVATION_TYPES
 
     for obs_type in types or []:
         if obs_type not in OBSERVATION_TYPES:
@@ -378,12 +379,12 @@ def with_replies(
     return out
 
 
-def replies_first(keys: list[Hashable], replies: dict[Hashable, Hashable]) -> list[Hashable]:
+def replies_first(keys: Sequence[K], replies: Mapping[K, K]) -> list[K]:
     """``keys`` with each question's reply (``replies``: question -> reply) moved to just before the
     question, when the reply is among ``keys``; every key once. The benchmark replays this order."""
     present = set(keys)
-    out: list[Hashable] = []
-    placed: set[Hashable] = set()
+    out: list[K] = []
+    placed: set[K] = set()
     for key in keys:
         if key in placed:
             continue

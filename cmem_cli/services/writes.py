@@ -11,24 +11,25 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from cmem_cli.core.config import Config
 from cmem_cli.core.errors import InvalidInput, InvalidRecord, NotFound, StorageError
+from cmem_cli.core.fields import LINK_TYPES, SESSION_STATUSES
 from cmem_cli.core.files import read_regular
 from cmem_cli.core.ids import new_uid
-from cmem_cli.core.text import estimate_tokens
+from cmem_cli.core.text import estimate_tokens, is_valid_text
 from cmem_cli.core.timeutil import now_ms
-from cmem_cli.store.records import EDITABLE_FIELDS, is_valid_text, normalize_observation
+from cmem_cli.store.records import EDITABLE_FIELDS, normalize_observation
 from cmem_cli.store.repository import Store
-from cmem_cli.store.schema import LINK_TYPES, SESSION_STATUSES
 from cmem_export import atomic, digest, layout, markdown, reading
 from cmem_export.journal import JOURNAL_DIR, Journal
 
 SUMMARY_LIMIT = 50_000
 
 
-def _scrubber():
+def _scrubber() -> ModuleType:
     """Privacy filter applied to every text before storage (``<private>`` blocks, secrets); imported here,
     not at module level, so a read-only command never loads its patterns. It is never optional."""
     from cmem_cli.services import privacy
@@ -567,7 +568,7 @@ class Memory:
         These are what ``cmem sync`` and ``doctor --fix`` adopt (a person's, or another machine's)."""
         import stat
 
-        orphans = []
+        orphans: list[Path] = []
         if not self.export_root.exists():
             return orphans
         for path in sorted(self.export_root.rglob("*.md")):

@@ -12,9 +12,9 @@ import re
 from typing import Any
 
 from cmem_cli.core.errors import InvalidInput
+from cmem_cli.core.fields import LINK_TYPES, OBSERVATION_TYPES
 from cmem_cli.core.text import is_valid_text
 from cmem_cli.core.timeutil import parse_time
-from cmem_cli.store.schema import LINK_TYPES, OBSERVATION_TYPES
 
 # Sane limits: large enough for real notes, small enough that a runaway script cannot bloat the store.
 MAX_TITLE = 500
@@ -105,15 +105,15 @@ def parse_link(value: Any) -> dict[str, Any]:
         )
     if not isinstance(value, dict):
         raise InvalidInput("a link must be 'TYPE:ID' or an object with 'type' and 'id' or 'uid'")
-    link_type = value.get("type")
-    if link_type not in LINK_TYPES:
-        raise InvalidInput(f"unknown link type {link_type!r} (expected one of: {', '.join(LINK_TYPES)})")
+    kind = value.get("type")
+    if kind not in LINK_TYPES:
+        raise InvalidInput(f"unknown link type {kind!r} (expected one of: {', '.join(LINK_TYPES)})")
     if isinstance(value.get("id"), int) and not isinstance(value.get("id"), bool):
         if not 1 <= value["id"] <= MAX_SQL_INT:
             raise InvalidInput(f"link target id {value['id']} is out of range")
-        return {"type": link_type, "id": value["id"]}
+        return {"type": kind, "id": value["id"]}
     if isinstance(value.get("uid"), str) and value["uid"]:
-        return {"type": link_type, "uid": value["uid"]}
+        return {"type": kind, "uid": value["uid"]}
     raise InvalidInput("a link needs an integer 'id' or a 'uid'")
 
 

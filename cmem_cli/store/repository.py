@@ -37,8 +37,11 @@ def bm25_to_score(rank: float) -> float:
 
 
 def _decode(row: dict[str, Any] | None) -> dict[str, Any] | None:
-    if row is None:
-        return None
+    return None if row is None else _decoded(row)
+
+
+def _decoded(row: dict[str, Any]) -> dict[str, Any]:
+    """A row read from the observations table, its list columns decoded."""
     for column in LIST_COLUMNS:
         if column in row and isinstance(row[column], str):
             row[column] = json.loads(row[column])
@@ -132,7 +135,7 @@ class Store:
         row["uid"] = record.get("uid") or new_uid(row["created_at"])
         row["updated_at"] = updated_at or max(now, row["created_at"])
         row["path"] = path
-        insert_columns = INSERT_COLUMNS
+        insert_columns: tuple[str, ...] = INSERT_COLUMNS
         if restore:
             row["updated_at"] = restore.get("updated_at") or row["updated_at"]
             wanted = restore.get("id")
@@ -190,7 +193,8 @@ class Store:
         self.db.execute("DELETE FROM export_files WHERE path = ?", (relpath,))
 
     def file_hash(self, relpath: str) -> str | None:
-        return self.db.scalar("SELECT hash FROM export_files WHERE path = ?", (relpath,))
+        found = self.db.scalar("SELECT hash FROM export_files WHERE path = ?", (relpath,))
+        return None if found is None else str(found)
 
     def file_hashes(self) -> dict[str, str]:
         return {r[0]: r[1] for r in self.db.execute("SELECT path, hash FROM export_files")}
@@ -271,7 +275,7 @@ class Store:
             return {}
         marks = ", ".join("?" * len(uids))
         rows = self.db.query(f"SELECT * FROM observations WHERE uid IN ({marks})", uids)
-        return {row["uid"]: _decode(row) for row in rows}
+        return {row["uid"]: _decoded(row) for row in rows}
 
     def replies(self, obs_ids: list[int], filters: Filters) -> dict[int, int]:
         """For each of these observations that is a bare question (its title asks, nothing more is written)
@@ -457,9 +461,7 @@ class Store:
             "VALUES (?, ?, ?, ?, ?, ?, ?)",
             (new_uid(when), session, number, text, project, agent, when),
         )
-        return self.db.query_one(
-            "SELECT * FROM user_prompts WHERE id = ?", (self.db.conn.last_insert_rowid(),)
-        )
+        return self.get_prompt(self.db.conn.last_insert_rowid())
 
     def get_prompt(self, prompt_id: int) -> dict[str, Any]:
         row = self.db.query_one("SELECT * FROM user_prompts WHERE id = ?", (prompt_id,))

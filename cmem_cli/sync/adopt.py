@@ -112,12 +112,12 @@ def apply(
             if summary is not None:
                 store.delete_summary(summary["id"])
         else:
-            row = store.observation_by_uid(uid)
-            if row is None:
+            gone = store.observation_by_uid(uid)
+            if gone is None:
                 continue
-            referrers.update(link["id"] for link in store.links_to(row["id"]))
-            referrers.discard(row["id"])
-            store.delete_observation(row["id"])
+            referrers.update(link["id"] for link in store.links_to(gone["id"]))
+            referrers.discard(gone["id"])
+            store.delete_observation(gone["id"])
         forgotten += 1
     exported = {row["id"] for _, row in rows}
     for item, row in rows:
@@ -129,9 +129,9 @@ def apply(
         if item.links:
             memory._export_observation(store.get_observation(row["id"]), files)
     for obs_id in sorted(referrers - exported):
-        row = store.find_observation(obs_id)
-        if row is not None:
-            memory._export_observation(row, files)
+        referrer = store.find_observation(obs_id)
+        if referrer is not None:
+            memory._export_observation(referrer, files)
     return {"adopted": len(rows), "forgotten": forgotten, "notes": notes}
 
 
@@ -142,7 +142,9 @@ def _upsert_observation(memory: Memory, item: Incoming, notes: list[str]) -> dic
     existing = store.observation_by_uid(record["uid"]) if record.get("uid") else None
     # The write service's key rule (Memory.check_key); a merge cannot refuse another machine's file, so
     # the key is dropped instead, with a note.
-    clash = store.key_holder(record["project"], record.get("key"), besides=existing and existing["id"])
+    clash = store.key_holder(
+        record["project"], record.get("key"), besides=existing["id"] if existing else None
+    )
     if clash is not None:
         notes.append(f"{item.relpath}: key {record['key']!r} is taken here by {clash['uid']}; dropped")
         record["key"] = None

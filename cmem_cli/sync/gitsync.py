@@ -13,7 +13,7 @@ import contextlib
 import fcntl
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -190,7 +190,7 @@ class Syncer:
         self.report["forgotten"] += result["forgotten"]
         self.report["notes"] += result["notes"]
 
-    def _commit(self, what: str, *, unstage: list[str] = ()) -> None:
+    def _commit(self, what: str, *, unstage: Sequence[str] = ()) -> None:
         """Stage the whole tree (minus ``unstage``: rejected files stay out of history) and commit it."""
         self.git.run("add", "-A", what="git add")
         if unstage and self._has_head():
@@ -205,7 +205,8 @@ class Syncer:
 
     def _local_changes(self) -> tuple[list[str], list[str]]:
         """(added or modified paths, deleted paths) in the tree since the last commit."""
-        changed, deleted = [], []
+        changed: list[str] = []
+        deleted: list[str] = []
         entries = self.git.z_list("status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames")
         for entry in entries:
             status, relpath = entry[:2], entry[3:]
@@ -244,7 +245,8 @@ class Syncer:
 
     def _adopt_arrivals(self, files: FileTransaction, before: str, copies: list[sync_adopt.Incoming]) -> None:
         entries = self.git.z_list("diff", "--name-status", "-z", "--no-renames", before, "HEAD")
-        changed, deleted = [], []
+        changed: list[str] = []
+        deleted: list[str] = []
         for status, relpath in zip(entries[::2], entries[1::2], strict=False):
             if relpath.endswith(".md"):
                 (deleted if status == "D" else changed).append(relpath)

@@ -151,8 +151,10 @@ def response_text(response: Any) -> str:
     return str(response)
 
 
-def _str(value: Any) -> str:
-    return value.strip() if isinstance(value, str) else ""
+def _str(value: Any, *, strip: bool = True) -> str:
+    if not isinstance(value, str):
+        return ""
+    return value.strip() if strip else value
 
 
 def _int(value: Any) -> int | None:
@@ -195,7 +197,7 @@ def _write(call: ToolCall, rules: HookRules) -> ToolObservation | None:
     path = _str(call.input.get("file_path"))
     rel = relative_path(path, call.cwd) or "a file"
     created = isinstance(call.response, dict) and call.response.get("type") == "create"
-    content = call.input.get("content") if isinstance(call.input.get("content"), str) else ""
+    content = _str(call.input.get("content"), strip=False)
     facts = [f"{len(content.splitlines())} lines"] if content else []
     narrative = clip(content, rules.max_output_chars) if rules.max_output_chars else ""
     return ToolObservation(
