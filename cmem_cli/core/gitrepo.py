@@ -55,12 +55,12 @@ def blob_hash(path: str | os.PathLike[str]) -> str | None:
     except OSError:
         return None
     try:  # the interpreter's own SHA-1: importing hashlib loads OpenSSL, a cost a search need not pay
-        from _sha1 import sha1
+        from _sha1 import sha1  # type: ignore[import-not-found]  # CPython's, no stub
     except ImportError:
         from hashlib import sha1
     digest = sha1(b"blob %d\0" % len(data))
     digest.update(data)
-    return digest.hexdigest()
+    return str(digest.hexdigest())
 
 
 def find_repo(path: str | os.PathLike[str]) -> Repo | None:

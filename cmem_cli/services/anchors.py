@@ -190,7 +190,7 @@ def locate(store: Any, anchors: Iterable[Anchor], *, cwd: str | None = None) -> 
         if here is not None and here_key == repo:
             found[key] = here.root
             continue
-        for root in others.get(repo, []):
+        for root in others.get(repo, []) if repo is not None else []:
             if _is_top(root) and (located := gitrepo.find_repo(root)) and gitrepo.remote_key(located) == repo:
                 found[key] = root
                 break
