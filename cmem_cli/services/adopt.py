@@ -193,7 +193,7 @@ class _Adopter:
         try:
             data = read_regular(os.path.join(self.root, relpath), MAX_FILE_BYTES)
         except FileTooLarge as exc:
-            self.report.invalid.append((relpath, exc.strerror))
+            self.report.invalid.append((relpath, str(exc.strerror)))
             return None
         except OSError as exc:
             self.report.invalid.append((relpath, f"cannot read: {exc.strerror}"))
