@@ -42,7 +42,9 @@ class Applier:
         existing = store.observation_by_uid(record["uid"])
         # the write service's key rule (Memory.check_key): a pull cannot refuse another machine's memory,
         # so the key is dropped here instead, with a note (as git sync does)
-        clash = store.key_holder(record["project"], record.get("key"), besides=existing and existing["id"])
+        clash = store.key_holder(
+            record["project"], record.get("key"), besides=existing["id"] if existing else None
+        )
         if clash is not None:
             self.notes.append(
                 f"{record['uid']}: key {record['key']!r} is taken here by {clash['uid']}; dropped"
@@ -60,7 +62,7 @@ class Applier:
             obs_id = store.update_observation(existing["id"], record, updated_at=updated)["id"]
         else:
             obs_id = store.insert_observation(record, updated_at=updated)["id"]
-        self._links[obs_id] = [tuple(link) for link in row.get("links") or []]  # type: ignore[misc]
+        self._links[obs_id] = [tuple(link) for link in row.get("links") or []]
         self._export.add(obs_id)
         if queue:
             outbox.enqueue(self.store.db, outbox.OBSERVATION, record["uid"])
