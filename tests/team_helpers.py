@@ -65,11 +65,12 @@ class Home:
 
 
 def cmem(
-    home: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 120
+    home: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 120, stdin: str | None = None
 ) -> subprocess.CompletedProcess:
     """``cmem --home HOME ARGS`` as a real process (as hooks and cron run it)."""
     return subprocess.run(
         [sys.executable, "-m", "cmem_cli", "--home", str(home), *args],
+        input=stdin,
         capture_output=True,
         text=True,
         env={**os.environ, **(env or {})},

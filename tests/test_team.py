@@ -6,6 +6,7 @@ each test gets its own database. Every test drives the real CLI.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -73,7 +74,7 @@ def test_the_url_is_stored_and_shown_without_password_and_join_refuses_another(
 def test_edits_travel_and_a_forget_stays_forgotten(homes: dict[str, Home], team_db: str):
     a, b, c = homes["a"], homes["b"], homes["c"]
     kept = a.add("Kept memory", "--narrative", "first text")
-    gone = a.add("Memory to forget")
+    a.add("Memory to forget")
     a.join(team_db)
     b.join(team_db)
     c.join(team_db)
@@ -94,7 +95,6 @@ def test_edits_travel_and_a_forget_stays_forgotten(homes: dict[str, Home], team_
     for home in (a, b, c):  # nobody brings it back
         home.sync()
         assert uid_gone not in home.rows()
-    del gone
 
 
 def test_concurrent_edits_keep_the_later_and_the_other_as_a_linked_conflict_copy(
@@ -444,3 +444,95 @@ def test_a_read_only_role_pulls_and_searches_and_its_push_is_exit_9_keeping_the_
         conn.execute(f"GRANT INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {role}")
         conn.execute(f"GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO {role}")
     assert c.sync()["pushed"] == 1
+
+
+# -- a sync that dies half-way --------------------------------------------------------------------------
+def test_a_push_that_dies_after_the_server_committed_repeats_nothing_and_loses_nothing(
+    homes: dict[str, Home], team_db: str, monkeypatch: pytest.MonkeyPatch
+):
+    from cmem_cli.team import push
+
+    a, b = homes["a"], homes["b"]
+    a.join(team_db)
+    b.join(team_db)
+    a.add("Pushed, then the process died")
+    a.ok("edit", str(a.add("Edited, then the process died")), "--narrative", "the edit")
+
+    def killed(self: Any, entries: Any, plan: Any) -> None:
+        raise KeyboardInterrupt  # the server has committed; this home never hears of it
+
+    monkeypatch.setattr(push.Pusher, "_here", killed)
+    code, _, _ = a.run("sync")
+    assert code != 0
+    assert server_rows(team_db, "SELECT count(*) FROM cmem_observations") == [(2,)]
+    monkeypatch.undo()
+    report = a.sync()  # the same content is there already: the base moves on, no copy, no second row
+    assert (report["pushed"], report["conflicts"]) == (0, []) and report["queued"] == 0
+    assert server_rows(team_db, "SELECT count(*) FROM cmem_observations") == [(2,)]
+    b.sync()
+    assert titles(b) == {"Pushed, then the process died", "Edited, then the process died"}
+
+
+def test_a_pull_that_dies_half_way_is_undone_here_and_repeated_by_the_next_sync(
+    homes: dict[str, Home], team_db: str, monkeypatch: pytest.MonkeyPatch
+):
+    from cmem_cli.team.apply import Applier
+
+    a, b = homes["a"], homes["b"]
+    a.join(team_db)
+    b.join(team_db)
+    for i in range(3):
+        a.add(f"Arriving memory {i}")
+    a.sync()
+
+    def killed(self: Any) -> None:
+        raise KeyboardInterrupt  # rows written, files not, nothing committed
+
+    monkeypatch.setattr(Applier, "finish", killed)
+    code, _, _ = b.run("sync")
+    assert code != 0 and titles(b) == set()
+    assert not list((b.path / "export").rglob("*.md"))
+    monkeypatch.undo()
+    assert b.sync()["pulled"] == 3
+    assert titles(b) == {f"Arriving memory {i}" for i in range(3)}
+    assert len(list((b.path / "export").rglob("*.md"))) == 3
+
+
+def test_every_write_path_queues_in_its_own_transaction_and_the_next_sync_pushes_it(
+    homes: dict[str, Home], team_db: str, tmp_path: Path
+):
+    from cmem_cli.api import Memory
+    from tests.agent_fixtures import tool_payload
+
+    a, b = homes["a"], homes["b"]
+    linked = a.add("Edited by hand later")
+    a.join(team_db)
+    b.join(team_db)
+    project = tmp_path / "repo"
+    project.mkdir()
+    payload = tool_payload(
+        "s-hook", project, "Bash", {"command": "pytest -q"}, {"stdout": "3 passed", "exit_code": 0}
+    )
+    hooked = cmem(
+        a.path, "hook", "PostToolUse", env={"CMEM_EMBED_MODEL": "none"}, timeout=60, stdin=json.dumps(payload)
+    )
+    assert hooked.returncode == 0, hooked.stderr
+    with Memory(a.path) as api:  # what the MCP server calls
+        via_api = api.add("Written through the API", project="web")
+        api.link(via_api.id, "related", linked)
+    path = a.path / "export" / a.rows()[next(u for u, r in a.rows().items() if r["id"] == linked)]["path"]
+    path.write_text(path.read_text().replace("Edited by hand later", "Edited by hand, now"))
+    report = a.sync()
+    assert (
+        report["adopted"] == 1 and report["pushed"] == 3 and report["queued"] == 0
+    )  # the link rides on its memory
+    b.sync()
+    assert (
+        titles(b) == titles(a)
+        and "Edited by hand, now" in titles(b)
+        and "Written through the API" in titles(b)
+    )
+    assert any(r["agent"] != "cli" and "pytest" in r["title"] for r in b.rows().values())
+    uid = next(u for u, r in b.rows().items() if r["title"] == "Written through the API")
+    target = next(u for u, r in b.rows().items() if r["title"] == "Edited by hand, now")
+    assert b.links(uid) == [("related", target)]

@@ -160,6 +160,16 @@ def pending_uids(db: Database, kind: str, uids: list[str]) -> set[str]:
     return found
 
 
+def present(db: Database, seqs: list[int]) -> set[int]:
+    """Which of these entries are still queued (one queued again meanwhile has a new seq)."""
+    found: set[int] = set()
+    for start in range(0, len(seqs), 500):
+        chunk = seqs[start : start + 500]
+        marks = ", ".join("?" * len(chunk))
+        found.update(r["seq"] for r in db.query(f"SELECT seq FROM team_outbox WHERE seq IN ({marks})", chunk))
+    return found
+
+
 def acknowledge(db: Database, seqs: list[int]) -> None:
     """Drop exactly the entries a push read: one queued again meanwhile has a new seq and stays."""
     db.conn.executemany("DELETE FROM team_outbox WHERE seq = ?", [(s,) for s in seqs])

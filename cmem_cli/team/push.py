@@ -95,6 +95,9 @@ class Pusher:
 
         def on_server() -> None:
             plan.reset()
+            self._revs: list[int] = []
+            self._want = 2 * len(entries) + 1  # each entry, and a conflict copy at most for each
+            self._writes: dict[str, list[Any]] = {"insert": [], "update": [], "links": []}
             with self.conn.transaction():
                 self.conn.execute("SELECT pg_advisory_xact_lock(%s)", (server.WRITE_LOCK,))
                 self._observations(obs, local_obs, bases[outbox.OBSERVATION], plan)
@@ -107,7 +110,33 @@ class Pusher:
         self._here(entries, plan)
 
     def _rev(self) -> int:
-        return int(self.conn.execute("SELECT nextval('cmem_rev')").fetchone()[0])
+        """The next revision, from a block taken under the write lock (one round trip per batch; a
+        revision left unused is a gap, which pulls do not mind)."""
+        if not self._revs:
+            rows = self.conn.execute("SELECT nextval('cmem_rev') FROM generate_series(1, %s)", (self._want,))
+            self._revs = [int(r[0]) for r in rows.fetchall()]
+            self._revs.reverse()
+        return self._revs.pop()
+
+    def _flush(self) -> None:
+        """Send the batch's buffered rows and links, a statement for each kind (pipelined by psycopg)."""
+        columns = [*OBS_COLUMNS, "rev"]
+        w = self._writes
+        with self.conn.cursor() as cur:
+            if w["insert"]:
+                names, marks = ", ".join(columns), ", ".join(f"%({c})s" for c in columns)
+                cur.executemany(f"INSERT INTO cmem_observations ({names}) VALUES ({marks})", w["insert"])
+            if w["update"]:
+                sets = ", ".join(f"{c} = %({c})s" for c in columns if c != "uid")
+                cur.executemany(f"UPDATE cmem_observations SET {sets} WHERE uid = %(uid)s", w["update"])
+                cur.execute(
+                    "DELETE FROM cmem_links WHERE from_uid = ANY(%s)", ([p["uid"] for p in w["update"]],)
+                )
+            if w["links"]:
+                cur.executemany(
+                    "INSERT INTO cmem_links (from_uid, to_uid, type) VALUES (%s, %s, %s)", w["links"]
+                )
+        self._writes = {"insert": [], "update": [], "links": []}
 
     def _observations(
         self,
@@ -174,6 +203,7 @@ class Pusher:
                 plan.bring(kind, theirs)
                 plan.copy_here(kind, copy)
                 plan.conflict(entry.uid, "both machines edited it: the other machine's later edit kept, this one kept as a copy", copy["uid"])  # fmt: skip
+        self._flush()
 
     def _write_observation(self, row: dict[str, Any], plan: _Plan, *, insert: bool, own: bool = True) -> None:
         """Insert or update one observation and replace its links; ``own`` False: a copy of another
@@ -181,19 +211,8 @@ class Pusher:
         rev = self._rev()
         params = server_params(row, OBS_COLUMNS)
         params["rev"] = rev
-        columns = [*OBS_COLUMNS, "rev"]
-        if insert:
-            names = ", ".join(columns)
-            marks = ", ".join(f"%({c})s" for c in columns)
-            self.conn.execute(f"INSERT INTO cmem_observations ({names}) VALUES ({marks})", params)
-        else:
-            sets = ", ".join(f"{c} = %({c})s" for c in columns if c != "uid")
-            self.conn.execute(f"UPDATE cmem_observations SET {sets} WHERE uid = %(uid)s", params)
-            self.conn.execute("DELETE FROM cmem_links WHERE from_uid = %s", (row["uid"],))
-        links = [(row["uid"], uid, link_type) for link_type, uid in row.get("links") or []]
-        if links:
-            with self.conn.cursor() as cur:
-                cur.executemany("INSERT INTO cmem_links (from_uid, to_uid, type) VALUES (%s, %s, %s)", links)
+        self._writes["insert" if insert else "update"].append(params)
+        self._writes["links"] += [(row["uid"], uid, link_type) for link_type, uid in row.get("links") or []]
         plan.pushed(outbox.OBSERVATION, row["uid"], rev, own)
 
     def _tombstone(self, kind: str, uid: str, project: str, plan: _Plan) -> None:
@@ -277,7 +296,7 @@ class Pusher:
         when the server took this home's earlier version."""
         with self.memory._write(fsync=False) as files:
             db = self.db
-            still = {e.seq for e in outbox.pending(db, limit=len(entries) + BATCH)} & {e.seq for e in entries}
+            still = outbox.present(db, [e.seq for e in entries])
             requeued = {e.uid for e in entries if e.seq not in still}
             outbox.queue_on(db, False)
             applier = Applier(self.memory, files, self.report["notes"])
