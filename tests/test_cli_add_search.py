@@ -237,3 +237,17 @@ def test_other_formats(cli):
         == "| 1 | 2026-03-01 | change | Only, one | alpha | ~52 |"
     )
     assert cli("search", "--format", "yaml").exit_code == 2
+
+
+def test_a_relative_home_keeps_its_export_in_home_export_whatever_the_spelling(sh, tmp_path):
+    """`--home rel` and `--home /abs/rel` are one home: its files go to rel/export (not rel/rel/export), so a
+    later `cmem sync` given the absolute path does not take every file for deleted and forget them all."""
+    relative = sh("--home", "rel", "add", "--title", "Written with a relative home", "--project", "web")
+    assert relative.exit_code == 0, relative.stderr
+    assert [p.relative_to(tmp_path).parts[:2] for p in tmp_path.joinpath("rel").rglob("*.md")] == [
+        ("rel", "export")
+    ]
+    synced = sh("--home", str(tmp_path / "rel"), "sync", "--json")
+    assert synced.exit_code == 0 and synced.json()["forgotten"] == []
+    found = sh("--home", "rel", "search", "relative", "--format", "ids")
+    assert found.stdout.split() == ["1"]

@@ -182,9 +182,10 @@ def load_config(cli_home: str | os.PathLike[str] | None = None) -> Config:
         _config_path(raw, key)
     home = resolve_home(cli_home or raw.get("home"))
     export_setting = raw.get("export_dir")
-    export_dir = Path(export_setting).expanduser() if export_setting else home / "export"
-    if not export_dir.is_absolute():
-        export_dir = home / export_dir
+    export_dir = home / "export"
+    if export_setting:  # a relative setting is relative to home (home itself may be relative: once only)
+        setting = Path(export_setting).expanduser()
+        export_dir = setting if setting.is_absolute() else home / setting
     models = raw.get("models", {}) if isinstance(raw.get("models"), dict) else {}
     embed = os.environ.get("CMEM_EMBED_MODEL") or models.get("embed") or DEFAULT_EMBED_MODEL
     rerank = os.environ.get("CMEM_RERANK_MODEL") or models.get("rerank") or None
