@@ -154,7 +154,7 @@ def fill(url: str, rows: int, fingerprint: str, dim: int) -> float:
     import psycopg
     from pgvector.psycopg import register_vector
 
-    from cmem_cli.team.vectors import ensure_model
+    from cmem_cli.team.vectors import ensure_model, index_name
 
     rng = random.Random(11)
     gen = np.random.default_rng(11)
@@ -162,6 +162,9 @@ def fill(url: str, rows: int, fingerprint: str, dim: int) -> float:
     start = time.perf_counter()
     with psycopg.connect(url, autocommit=True) as conn:
         register_vector(conn)
+        # a bigger fill drops the model's index and builds it again at the end, as a bulk load would
+        conn.execute(f"DROP INDEX IF EXISTS {index_name(fingerprint)}")
+        conn.execute("DELETE FROM cmem_models WHERE fingerprint = %s", (fingerprint,))
         base = int(conn.execute("SELECT coalesce(max(rev), 0) FROM cmem_observations").fetchone()[0])
         done = int(
             conn.execute("SELECT count(*) FROM cmem_observations WHERE project = 'bench'").fetchone()[0]
@@ -194,11 +197,33 @@ def fill(url: str, rows: int, fingerprint: str, dim: int) -> float:
         conn.execute("SELECT setval('cmem_rev', (SELECT max(rev) FROM cmem_observations))")
         conn.execute("SET maintenance_work_mem = '2GB'")
         conn.execute("SET max_parallel_maintenance_workers = 2")
-        with conn.transaction():
+        with (
+            conn.transaction()
+        ):  # the model's HNSW index, built once over every row (cheaper than row by row)
             ensure_model(conn, fingerprint, dim, "all-MiniLM-L6-v2", [])
         conn.execute("ANALYZE cmem_observations")
         conn.execute("ANALYZE cmem_vectors")
     return time.perf_counter() - start
+
+
+def in_process(home: Path, queries: list[str], runs: int) -> dict[str, float]:
+    """The search itself, without a process's start-up: medians of `team_search` calls in this process
+    (connected and the model loaded once, by a first call not counted)."""
+    from cmem_cli.api import Memory
+    from cmem_cli.team.search import team_search
+
+    out: dict[str, float] = {}
+    with Memory(home) as memory:
+        filters = memory.search_filters()
+        for mode in ("keyword", "hybrid", "vector"):
+            team_search(memory, queries[0], filters, mode=mode)
+            times = []
+            for i in range(runs):
+                start = time.perf_counter()
+                team_search(memory, queries[i % len(queries)], filters, mode=mode)
+                times.append(time.perf_counter() - start)
+            out[f"{mode}_in_process_median_s"] = round(statistics.median(times), 4)
+    return out
 
 
 def search(srv: Any, work: Path, rows_list: list[int], runs: int, model: Path) -> list[dict[str, Any]]:
@@ -222,6 +247,7 @@ def search(srv: Any, work: Path, rows_list: list[int], runs: int, model: Path) -
     for rows in rows_list:
         filled = fill(url, rows, embedder.fingerprint, embedder.dim)
         result: dict[str, Any] = {"rows": rows, "fill_and_index_s": round(filled, 1)}
+        result.update(in_process(home, queries, runs))
         for mode in ("keyword", "hybrid", "vector"):
             times = []
             for i in range(runs):
