@@ -136,7 +136,7 @@ class Browser:
         while True:
             while b"\0" in self._buffer:
                 raw, _, self._buffer = self._buffer.partition(b"\0")
-                message = json.loads(raw)
+                message: dict[str, Any] = json.loads(raw)
                 if "method" in message:
                     self.events.setdefault(message.get("sessionId"), []).append(message)
                 if done(message):

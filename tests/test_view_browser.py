@@ -143,6 +143,28 @@ def test_filters_hide_and_show_rows_without_reloading(page):
     assert page.errors() == []
 
 
+def test_the_project_filter_of_a_page_of_every_project(browser, page_file, tmp_path):
+    path, ids = page_file
+    root = path.parent.parent.parent
+    out = tmp_path / "all.html"
+    done = subprocess.run(
+        [sys.executable, "-m", "cmem_cli", "view", "--all-projects", "--no-open", "-o", str(out)],
+        capture_output=True, text=True, env={**os.environ, **private_env(root)}, cwd=root, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    tab = browser.new_page()
+    tab.goto(out.as_uri())
+    options = tab.evaluate("[...document.querySelectorAll('#f-project option')].map(o => o.value)")
+    assert options == ["", "billing", PROJECT]
+    tab.evaluate(
+        "(() => { const s = document.getElementById('f-project'); s.value = 'billing';"
+        " s.dispatchEvent(new Event('change')); })()"
+    )
+    assert visible_ids(tab) == [str(ids["elsewhere"])]
+    assert tab.errors() == []
+    tab.close()
+
+
 def test_the_keyboard_moves_through_rows_and_opens_the_full_record(page, page_file):
     _, ids = page_file
     page.press("/")

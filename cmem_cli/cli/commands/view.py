@@ -10,8 +10,9 @@ import typer
 
 from cmem_cli.cli import build, options
 from cmem_cli.cli.invocation import open_api
-from cmem_cli.cli.render import escape_control, write
+from cmem_cli.cli.render import write
 from cmem_cli.cli.typed_sessions import typed_session
+from cmem_cli.core.text import escape_control
 
 
 def view(
