@@ -1,14 +1,18 @@
-"""What code anchors cost: whole-process time of `cmem search` and of a `cmem hook PostToolUse` call with
-anchors against without, run in pairs (A B A B ...) so that a machine whose speed drifts still gives a fair
-ratio.
+"""What code anchors cost: whole-process CPU and wall time of `cmem search` and of a `cmem hook PostToolUse`
+call (a Read), run in pairs (A B A B ...) so that a machine whose speed drifts still gives a fair ratio.
 
-With anchors: a home whose observations were recorded inside a git work tree (each cites one to three of
-its files; a fifth were recorded on a branch HEAD has not merged, so search asks git once; a tenth of the
-cited files changed since), searched and hooked from inside that work tree. Without: the same observations
-recorded from a plain copy of the folder (no .git: nothing anchored), searched and hooked from there.
-Keyword search only (no model), the cheapest search and so the largest share for anchors. Usage:
+The observations are recorded inside a git work tree (each cites one to three of its files; a fifth were
+recorded on a branch HEAD has not merged, so search has git's answer to keep; a tenth of the cited files
+changed since), and, for "outside a repository", from a plain copy of the folder (no .git: nothing
+anchored). Keyword search only (no model), the cheapest search and so the largest share for anchors.
 
-    python bench/anchors.py [--runs 30] [--observations 2000] [--json]
+Without ``--baseline``: this cmem inside the work tree (A) against this cmem in the plain copy (B).
+With ``--baseline CMEM`` (another installation's console script, e.g. a venv at the commit before anchors):
+this cmem (A) against it (B), each on homes it recorded itself, inside the work tree and outside one.
+Compile both installations first (``python -m compileall``) where PYTHONDONTWRITEBYTECODE is set, or each
+run pays for compiling. Usage:
+
+    python bench/anchors.py [--runs 30] [--observations 2000] [--baseline /path/to/venv/bin/cmem] [--json]
 """
 
 from __future__ import annotations
@@ -17,12 +21,14 @@ import argparse
 import json
 import os
 import random
+import resource
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +48,7 @@ WORDS = [
 ]
 
 
-def command() -> list[str]:
+def this_cmem() -> list[str]:
     """The installed console script next to this interpreter, else `python -m cmem_cli`."""
     script = Path(sys.executable).with_name("cmem")
     return [str(script)] if script.is_file() else [sys.executable, "-m", "cmem_cli"]
@@ -54,16 +60,21 @@ def git(repo: Path, *args: str) -> None:
     subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True)
 
 
-def cmem(args: list[str], home: Path, cwd: Path, stdin: bytes | None = None) -> float:
-    """One whole cmem process; its wall time in seconds."""
+def cmem(
+    command: list[str], args: list[str], home: Path, cwd: Path, stdin: bytes | None = None
+) -> tuple[float, float]:
+    """One whole cmem process: its CPU seconds (user + system, with any git it ran) and wall seconds."""
     env = {**os.environ, "CMEM_HOME": str(home), "CMEM_EMBED_MODEL": "none", "CMEM_RERANK_MODEL": "none"}
     env.pop("CMEM_PROJECT", None)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    proc = subprocess.run([*command(), *args], cwd=cwd, env=env, input=stdin, capture_output=True)
-    elapsed = time.perf_counter() - started
+    proc = subprocess.run([*command, *args], cwd=cwd, env=env, input=stdin, capture_output=True)
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode not in (0, 10):
         raise SystemExit(f"cmem {' '.join(args)} failed: {proc.stderr.decode(errors='replace')}")
-    return elapsed
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return cpu, wall
 
 
 def make_tree(root: Path, files: int) -> None:
@@ -86,58 +97,97 @@ def records(n: int, files: int, *, seed: int) -> list[dict[str, Any]]:
     return out
 
 
-def seed_home(home: Path, cwd: Path, batch: list[dict[str, Any]]) -> None:
-    cmem(["add", "--json", "-"], home, cwd, "\n".join(json.dumps(r) for r in batch).encode())
+def seed_home(command: list[str], home: Path, cwd: Path, batch: list[dict[str, Any]]) -> None:
+    cmem(command, ["add", "--json", "-"], home, cwd, "\n".join(json.dumps(r) for r in batch).encode())
 
 
-def setup(base: Path, n: int, files: int) -> dict[str, Path]:
+def setup(base: Path, n: int, files: int, commands: dict[str, list[str]]) -> dict[str, Path]:
+    """The work tree, its plain copy, and for each command a home recorded in each."""
     repo, plain = base / "git" / "app", base / "plain" / "app"
     make_tree(repo, files)
     shutil.copytree(repo, plain)
     git(repo, "init", "-q", "-b", "main")
     git(repo, "add", ".")
     git(repo, "commit", "-qm", "tree")
-    with_home, without_home = base / "home-anchors", base / "home-plain"
+    homes = {(name, where): base / f"home-{name}-{where}" for name in commands for where in ("repo", "plain")}
     batch = records(n, files, seed=1)
     cut = n * 4 // 5
-    seed_home(with_home, repo, batch[:cut])
-    seed_home(without_home, plain, batch[:cut])
+    for (name, where), home in homes.items():
+        seed_home(commands[name], home, repo if where == "repo" else plain, batch[:cut])
     git(repo, "checkout", "-q", "-b", "feature")
     (repo / "feature.txt").write_text("feature\n")
     git(repo, "add", ".")
     git(repo, "commit", "-qm", "feature")
-    seed_home(with_home, repo, batch[cut:])  # recorded on a branch main has not merged
-    seed_home(without_home, plain, batch[cut:])
+    for (name, where), home in homes.items():  # recorded on a branch main has not merged
+        seed_home(commands[name], home, repo if where == "repo" else plain, batch[cut:])
     git(repo, "checkout", "-q", "main")
     for i in range(0, files, 10):  # a tenth of the cited files changed since
         for tree in (repo, plain):
             with open(tree / "src" / f"mod_{i}.py", "a") as handle:
                 handle.write("# changed\n")
-    return {"repo": repo, "plain": plain, "with": with_home, "without": without_home}
+    return {
+        "repo": repo,
+        "plain": plain,
+        **{f"{name}-{where}": home for (name, where), home in homes.items()},
+    }
 
 
-def hook_payload(cwd: Path, n: int) -> bytes:
+def read_payload(cwd: Path, n: int) -> bytes:
+    """A Read of one of the tree's files; 50 reads per session, so none merges as a repeat."""
     path = cwd / "src" / f"mod_{n % 50}.py"
     return json.dumps({
-        "session_id": "bench", "transcript_path": f"{cwd}/t.jsonl", "cwd": str(cwd), "permission_mode": "default",
-        "hook_event_name": "PostToolUse", "tool_name": "Edit", "tool_use_id": f"toolu_{n}",
-        "tool_input": {"file_path": str(path), "old_string": "return x", "new_string": "return x"},
-        "tool_response": {"filePath": str(path)},
+        "session_id": f"bench-{n // 50 + 1}", "transcript_path": f"{cwd}/t.jsonl", "cwd": str(cwd),
+        "permission_mode": "default", "hook_event_name": "PostToolUse", "tool_name": "Read",
+        "tool_use_id": f"toolu_{n}", "tool_input": {"file_path": str(path)},
+        "tool_response": {"type": "text", "file": {"filePath": str(path), "numLines": 120, "totalLines": 120}},
     }).encode()  # fmt: skip
 
 
-def paired(runs: int, a: Any, b: Any) -> dict[str, float]:
-    """Median seconds of A and of B, and the median of the per-pair ratios A/B (one warm-up pair first)."""
+Run = Callable[[int], tuple[float, float]]
+
+
+def paired(runs: int, a: Run, b: Run) -> dict[str, float]:
+    """Medians of A's and B's CPU and wall seconds, and the medians of the per-pair ratios A/B (one
+    warm-up pair first, not counted)."""
     a(-1), b(-1)
-    times_a, times_b, ratios = [], [], []
+    cpu_a, cpu_b, wall_a, wall_b, cpu_ratio, wall_ratio = [], [], [], [], [], []
     for i in range(runs):
-        ta, tb = a(i), b(i)
-        times_a.append(ta), times_b.append(tb), ratios.append(ta / tb)
+        (ca, wa), (cb, wb) = a(i), b(i)
+        cpu_a.append(ca), cpu_b.append(cb), wall_a.append(wa), wall_b.append(wb)
+        cpu_ratio.append(ca / cb if cb else 1.0), wall_ratio.append(wa / wb)
     return {
-        "with_ms": round(statistics.median(times_a) * 1000, 1),
-        "without_ms": round(statistics.median(times_b) * 1000, 1),
-        "ratio": round(statistics.median(ratios), 3),
+        "a_cpu_ms": round(statistics.median(cpu_a) * 1000, 1),
+        "b_cpu_ms": round(statistics.median(cpu_b) * 1000, 1),
+        "cpu_ratio": round(statistics.median(cpu_ratio), 3),
+        "a_wall_ms": round(statistics.median(wall_a) * 1000, 1),
+        "b_wall_ms": round(statistics.median(wall_b) * 1000, 1),
+        "wall_ratio": round(statistics.median(wall_ratio), 3),
     }
+
+
+def measure(
+    runs: int, where: dict[str, Path], commands: dict[str, list[str]], baseline: bool
+) -> dict[str, Any]:
+    queries = [f"{w} note" for w in WORDS]
+
+    def search(name: str, place: str) -> Run:
+        return lambda i: cmem(commands[name], ["search", queries[i % len(queries)]], where[f"{name}-{place}"],
+                              where[place])  # fmt: skip
+
+    def hook(name: str, place: str) -> Run:
+        return lambda i: cmem(commands[name], ["hook", "PostToolUse"], where[f"{name}-{place}"], where[place],
+                              read_payload(where[place], i + 1))  # fmt: skip
+
+    if not baseline:  # this cmem in the work tree (anchors) against the plain copy (none)
+        return {
+            "search": paired(runs, search("this", "repo"), search("this", "plain")),
+            "hook PostToolUse (Read)": paired(runs, hook("this", "repo"), hook("this", "plain")),
+        }
+    results = {}
+    for place, label in (("repo", "in a git work tree"), ("plain", "outside a repository")):
+        results[f"search, {label}"] = paired(runs, search("this", place), search("base", place))
+        results[f"hook PostToolUse (Read), {label}"] = paired(runs, hook("this", place), hook("base", place))
+    return results
 
 
 def main() -> None:
@@ -145,33 +195,29 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=30)
     parser.add_argument("--observations", type=int, default=2000)
     parser.add_argument("--files", type=int, default=200)
+    parser.add_argument("--baseline", metavar="CMEM", help="another installation's cmem to compare against")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    if args.runs < 1 or args.observations < 10 or args.files < 10:
-        parser.error("--runs must be at least 1, --observations and --files at least 10")
+    if args.runs < 1 or args.observations < 10 or args.files < 50:
+        parser.error("--runs must be at least 1, --observations at least 10, --files at least 50")
+    commands = {"this": this_cmem()}
+    if args.baseline:
+        if not (shutil.which(args.baseline) or os.access(args.baseline, os.X_OK)):
+            parser.error(f"--baseline: {args.baseline} is not an executable")
+        commands["base"] = [args.baseline]
     with tempfile.TemporaryDirectory(prefix="cmem-bench-anchors-") as tmp:
-        where = setup(Path(tmp), args.observations, args.files)
-        queries = [f"{w} note" for w in WORDS]
-        results = {
-            "search": paired(
-                args.runs,
-                lambda i: cmem(["search", queries[i % len(queries)]], where["with"], where["repo"]),
-                lambda i: cmem(["search", queries[i % len(queries)]], where["without"], where["plain"]),
-            ),
-            "hook PostToolUse Edit": paired(
-                args.runs,
-                lambda i: cmem(["hook", "PostToolUse"], where["with"], where["repo"], hook_payload(where["repo"], i)),
-                lambda i: cmem(["hook", "PostToolUse"], where["without"], where["plain"], hook_payload(where["plain"], i)),
-            ),
-        }  # fmt: skip
+        where = setup(Path(tmp), args.observations, args.files, commands)
+        results = measure(args.runs, where, commands, baseline=bool(args.baseline))
     if args.json:
         print(json.dumps(results, indent=2))
         return
+    a, b = ("this cmem", "baseline") if args.baseline else ("with anchors", "without")
     print(f"{args.observations} observations, {args.runs} pairs; medians, whole processes\n")
-    print("| command | with anchors | without | ratio (median of pairs) |")
-    print("|---|---:|---:|---:|")
+    print(f"| command | {a} CPU | {b} CPU | CPU ratio | {a} wall | {b} wall | wall ratio |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
     for name, r in results.items():
-        print(f"| `cmem {name}` | {r['with_ms']} ms | {r['without_ms']} ms | {r['ratio']} |")
+        print(f"| `cmem {name}` | {r['a_cpu_ms']} ms | {r['b_cpu_ms']} ms | {r['cpu_ratio']} | "
+              f"{r['a_wall_ms']} ms | {r['b_wall_ms']} ms | {r['wall_ratio']} |")  # fmt: skip
 
 
 if __name__ == "__main__":

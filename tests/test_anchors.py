@@ -312,3 +312,92 @@ def test_the_mcp_server_returns_the_same_fields(sh, repo):
     assert row["stale"] == ["src/auth.py"]
     cli_row = only(search_rows(sh, "login"), 1)
     assert (cli_row["stale"], cli_row["branch"]) == (hit["stale"], hit["branch"])
+
+
+# -- git's answers kept until HEAD moves -----------------------------------------------------------------------
+@pytest.fixture
+def git_log(tmp_path: Path) -> tuple[dict[str, str], Path]:
+    """An environment whose `git` writes each call's arguments to a log, then runs the real git."""
+    real = shutil.which("git")
+    assert real is not None
+    folder = tmp_path / "logged-git"
+    folder.mkdir()
+    log = tmp_path / "git-calls.log"
+    script = folder / "git"
+    script.write_text(f'#!/bin/sh\necho "$@" >> "{log}"\nexec "{real}" "$@"\n')
+    script.chmod(0o755)
+    return {"PATH": f"{folder}{os.pathsep}{os.environ['PATH']}"}, log
+
+
+def calls(log: Path) -> list[str]:
+    lines = log.read_text().splitlines() if log.exists() else []
+    log.unlink(missing_ok=True)
+    return lines
+
+
+def test_search_asks_git_once_per_head_commit(sh, repo, git_log):
+    env, log = git_log
+    on_main = add(sh, "Notes on comments in the old parser module, and on other things entirely")
+    git(repo, "checkout", "-q", "-b", "feature")
+    (repo / "src" / "parser.py").write_text("def parse(): ...\n")
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "parser")
+    on_feature = add(sh, "Parser comments: the parser drops comments", "--modified", "src/parser.py")
+    git(repo, "checkout", "-q", "main")
+
+    def ranked() -> list[int]:
+        result = sh("search", "parser comments", "--json", env=env)
+        assert result.exit_code == 0, result.stderr
+        return [r["id"] for r in result.json()]
+
+    assert ranked() == [on_main, on_feature]
+    assert [c.split()[2] for c in calls(log)] == ["rev-list"]  # asked once ...
+    assert ranked() == [on_main, on_feature]
+    assert calls(log) == []  # ... and not again while HEAD stays where it was
+    git(repo, "merge", "-q", "--no-ff", "-m", "merge feature", "feature")  # HEAD moves: ask again
+    assert ranked() == [on_feature, on_main]
+    assert len(calls(log)) == 1
+    assert ranked() == [on_feature, on_main]
+    assert calls(log) == []
+
+
+def test_a_commit_the_clone_lacked_is_asked_about_again_once_it_arrives(
+    sh, tmp_path, home, git_log, monkeypatch
+):
+    """A memory of a branch another clone has not fetched counts as merged there (git knows nothing of its
+    commit); once a fetch brings the commit, without HEAD moving, the memory ranks last."""
+    env, log = git_log
+    origin = tmp_path / "origin.git"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(origin))
+    first = tmp_path / "first"
+    git(tmp_path, "clone", "-q", str(origin), str(first))
+    (first / "parser.py").write_text("def parse(): ...\n")
+    git(first, "add", ".")
+    git(first, "commit", "-qm", "parser")
+    git(first, "push", "-q", "origin", "main")
+    second = tmp_path / "second"
+    git(tmp_path, "clone", "-q", str(origin), str(second))
+
+    monkeypatch.chdir(second)
+    on_main = add(sh, "Notes on comments in the old parser module, and on other things entirely")
+    monkeypatch.chdir(first)
+    git(first, "checkout", "-q", "-b", "feature")
+    (first / "parser.py").write_text("def parse(): drop_comments()\n")
+    git(first, "commit", "-qam", "drop comments")
+    on_feature = add(sh, "Parser comments: the parser drops comments", "--modified", "parser.py")
+
+    monkeypatch.chdir(second)
+
+    def ranked() -> list[int]:
+        result = sh("search", "parser comments", "--json", env=env)
+        assert result.exit_code == 0, result.stderr
+        return [r["id"] for r in result.json()]
+
+    assert ranked() == [on_feature, on_main]  # its commit is unknown here: nothing says it is unmerged
+    assert len(calls(log)) == 1
+    assert ranked() == [on_feature, on_main]
+    assert calls(log) == []
+    git(first, "push", "-q", "origin", "feature")
+    git(second, "fetch", "-q", "origin")  # the commit arrives; HEAD does not move
+    assert ranked() == [on_main, on_feature]
+    assert len(calls(log)) == 1

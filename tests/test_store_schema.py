@@ -20,6 +20,7 @@ def test_new_database_is_created_at_the_current_version_with_wal(tmp_path):
         "m002_export_files",
         "m003_date_search_terms",
         "m004_observation_anchors",
+        "m005_git_reach",
     ]
     assert store.db.scalar("PRAGMA journal_mode") == "wal"
     assert not list(tmp_path.glob("*.bak"))  # nothing to back up on a fresh file
@@ -88,6 +89,7 @@ def test_a_store_from_before_named_migrations_is_adopted_without_rerunning(tmp_p
         "m002_export_files",
         "m003_date_search_terms",
         "m004_observation_anchors",
+        "m005_git_reach",
         "m999_extra",
     ]
     assert [r["name"] for r in db.query(f"SELECT name FROM {TABLE} ORDER BY name")] == [
@@ -95,6 +97,7 @@ def test_a_store_from_before_named_migrations_is_adopted_without_rerunning(tmp_p
         "m002_export_files",
         "m003_date_search_terms",
         "m004_observation_anchors",
+        "m005_git_reach",
         "m999_extra",
     ]
 
@@ -147,6 +150,7 @@ def test_the_index_and_the_capture_tables_use_the_same_mechanism(tmp_path):
         {"scope": "store", "name": "m002_export_files"},
         {"scope": "store", "name": "m003_date_search_terms"},
         {"scope": "store", "name": "m004_observation_anchors"},
+        {"scope": "store", "name": "m005_git_reach"},
     ]
 
 

@@ -14,27 +14,40 @@ import os
 import re
 import stat as stat_module
 from pathlib import Path
-from typing import NamedTuple
 
-_HEX = re.compile(r"^[0-9a-f]{40}(?:[0-9a-f]{24})?$")
-_SCP_URL = re.compile(r"^(?:[^@/]+@)?([^:/]+):(?!//)(.+)$")  # git@host:owner/repo.git
+_SCP_URL = r"^(?:[^@/]+@)?([^:/]+):(?!//)(.+)$"  # git@host:owner/repo.git (compiled on first use)
 _GIT_TIMEOUT_S = 10
+_HEX_DIGITS = "0123456789abcdef"
+
+# Plain classes with slots, not named tuples: every search and hook imports this module, and a named
+# tuple costs ten times as much to create at import.
 
 
-class Repo(NamedTuple):
+class Repo:
     """One git work tree: ``root`` is its top-level folder, ``git_dir`` the folder HEAD lives in (a linked
-    worktree's own), ``common_dir`` where refs, packed-refs and config live."""
+    worktree's own), ``common_dir`` where refs, packed-refs, config and the objects live."""
 
-    root: str
-    git_dir: str
-    common_dir: str
+    __slots__ = ("root", "git_dir", "common_dir")
+
+    def __init__(self, root: str, git_dir: str, common_dir: str) -> None:
+        self.root, self.git_dir, self.common_dir = root, git_dir, common_dir
+
+    def __repr__(self) -> str:
+        return f"Repo({self.root!r})"
 
 
-class Head(NamedTuple):
+class Head:
     """What HEAD names: ``branch`` is None on a detached HEAD, ``commit`` None before the first commit."""
 
-    branch: str | None
-    commit: str | None
+    __slots__ = ("branch", "commit")
+
+    def __init__(self, branch: str | None, commit: str | None) -> None:
+        self.branch, self.commit = branch, commit
+
+
+def is_commit_id(text: str) -> bool:
+    """A full SHA-1 or SHA-256 object id in lower-case hex (what refs and HEAD hold)."""
+    return len(text) in (40, 64) and not text.strip(_HEX_DIGITS)
 
 
 def blob_hash(path: str | os.PathLike[str]) -> str | None:
@@ -116,7 +129,7 @@ def head(repo: Repo) -> Head:
         ref = text[4:].strip()
         branch = ref[len("refs/heads/") :] if ref.startswith("refs/heads/") else None
         return Head(branch, ref_commit(repo, ref))
-    return Head(None, text if _HEX.match(text) else None)
+    return Head(None, text if is_commit_id(text) else None)
 
 
 def branch_commit(repo: Repo, branch: str) -> str | None:
@@ -134,11 +147,11 @@ def ref_commit(repo: Repo, ref: str) -> str | None:
             value = text.strip()
             if value.startswith("ref:"):
                 return ref_commit(repo, value[4:].strip())
-            return value if _HEX.match(value) else None
+            return value if is_commit_id(value) else None
     packed = _read(os.path.join(repo.common_dir, "packed-refs")) or ""
     for line in packed.splitlines():
         commit, _, name = line.partition(" ")
-        if name == ref and _HEX.match(commit):
+        if name == ref and is_commit_id(commit):
             return commit
     return None
 
@@ -173,7 +186,7 @@ def normalize_url(url: str) -> str:
         host = authority.rpartition("@")[2]  # no user or password
         if not host.startswith("["):
             host = host.partition(":")[0]  # no port
-    elif (match := _SCP_URL.match(url)) and not os.path.isabs(url):
+    elif (match := re.match(_SCP_URL, url)) and not os.path.isabs(url):
         host, path = match.group(1), match.group(2)
     path = path.strip("/")
     if path.endswith(".git"):
@@ -183,19 +196,21 @@ def normalize_url(url: str) -> str:
     return "/" + path if url.startswith(("/", "file:")) else path
 
 
-def unreachable(repo: Repo, commits: list[str]) -> set[str] | None:
-    """Which of ``commits`` are not reachable from HEAD (not merged into it), in one git process:
-    ``git rev-list C... --not HEAD`` lists exactly the commits reachable from some C but not from HEAD,
-    so a C it prints is one HEAD does not contain. Commits this repository does not have count as
-    reachable (nothing says otherwise). None when git cannot answer (no git, no HEAD commit)."""
-    wanted = [c for c in dict.fromkeys(commits) if _HEX.match(c)]
+def unreachable(repo: Repo, head: str, commits: list[str]) -> set[str] | None:
+    """Which of ``commits`` are not reachable from commit ``head`` (not merged into it), in one git
+    process: ``git rev-list C... --not HEAD`` lists exactly the commits reachable from some C but not from
+    HEAD, so a C it prints is one HEAD does not contain. Commits this repository does not have count as
+    reachable (nothing says otherwise). None when git cannot answer (no git, no such head)."""
+    wanted = [c for c in dict.fromkeys(commits) if is_commit_id(c)]
     if not wanted:
         return set()
-    import subprocess  # only a search that found memories of another branch runs git
+    if not is_commit_id(head):
+        return None
+    import subprocess  # only a search that found memories of another branch runs git, once per HEAD
 
     try:
         proc = subprocess.run(
-            ["git", "-C", repo.root, "rev-list", "--ignore-missing", *wanted, "--not", "HEAD"],
+            ["git", "-C", repo.root, "rev-list", "--ignore-missing", *wanted, "--not", head],
             capture_output=True,
             timeout=_GIT_TIMEOUT_S,
             env=_git_env(),
@@ -206,6 +221,20 @@ def unreachable(repo: Repo, commits: list[str]) -> set[str] | None:
         return None
     printed = set(proc.stdout.decode("ascii", "replace").split())
     return {c for c in wanted if c in printed}
+
+
+def stored_loose(repo: Repo, object_id: str) -> bool:
+    """Whether the object is a loose file of the repository's object store (a stat, no git)."""
+    return os.path.isfile(os.path.join(repo.common_dir, "objects", object_id[:2], object_id[2:]))
+
+
+def packs_stamp(repo: Repo) -> int:
+    """The modification time (ns) of the object store's pack folder, 0 when it has none: it moves when a
+    fetch, a push or a repack adds or removes a pack."""
+    try:
+        return os.stat(os.path.join(repo.common_dir, "objects", "pack")).st_mtime_ns
+    except OSError:
+        return 0
 
 
 def _git_env() -> dict[str, str]:

@@ -3,19 +3,20 @@ whether they still hold it, and which branch it was made on (docs/truth.md).
 
 Recording reads the work tree's own files (``cmem_cli.core.gitrepo``): no git process, one hash per cited
 file. Checking stats only the files of the rows shown and hashes a file again only when its size or
-modification time moved since cmem last hashed it (the ``file_blobs`` stat cache). Ranking by branch runs
-one git process per search at most, and only when some row was made on another branch of this repository.
+modification time moved since cmem last hashed it (the ``file_blobs`` stat cache). Ranking by branch asks
+git (one process) only when some row was made on another branch of this repository and git's answer for
+the current HEAD commit is not kept yet (the ``git_reach`` table): between two commits, no git process.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
-from typing import Any, NamedTuple
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 from cmem_cli.core import gitrepo
 from cmem_cli.core.timeutil import now_ms, to_iso
-from cmem_cli.store.anchors import Anchor, AnchorStore, CachedBlob
+from cmem_cli.store.anchors import Anchor, AnchorStore, CachedBlob, Reach
 
 # A file modified this close to when its hash was taken may have changed again within the same tick of the
 # file system's clock without its size or time moving (git's "racily clean" entries): hash it again.
@@ -25,19 +26,24 @@ ALL_BRANCHES = "all"
 UNCHANGED, CHANGED, VANISHED = "unchanged", "changed", "vanished"
 
 
-class FileState(NamedTuple):
-    path: str  # relative to the repository's top level
-    status: str  # unchanged, changed or vanished
-    modified_at: int | None  # the file's modification time (ms) when it changed; None otherwise
+class FileState:
+    """A cited file now: ``path`` relative to the repository's top level; ``status`` unchanged, changed or
+    vanished; ``modified_at`` its modification time (ms) when it changed, else None."""
+
+    __slots__ = ("path", "status", "modified_at")  # plain classes: cheaper to create at import than tuples
+
+    def __init__(self, path: str, status: str, modified_at: int | None) -> None:
+        self.path, self.status, self.modified_at = path, status, modified_at
 
 
-class Checked(NamedTuple):
+class Checked:
     """An anchor as it stands now: ``root`` is where its repository is on this machine (None: not here),
     ``files`` the state of each cited file (None when the repository is not here)."""
 
-    anchor: Anchor
-    root: str | None
-    files: list[FileState] | None
+    __slots__ = ("anchor", "root", "files")
+
+    def __init__(self, anchor: Anchor, root: str | None, files: list[FileState] | None) -> None:
+        self.anchor, self.root, self.files = anchor, root, files
 
     @property
     def stale(self) -> list[str] | None:
@@ -233,25 +239,26 @@ def current_blobs(store: Any, paths: list[str]) -> tuple[dict[str, str], dict[st
             blobs[path] = found.blob
             fresh[path] = found
     if fresh:
-        _save_quietly(store, anchors, fresh)
+        _save_quietly(store, lambda: anchors.cache_blobs(fresh))
     return blobs, modified
 
 
-def _save_quietly(store: Any, anchors: AnchorStore, fresh: dict[str, CachedBlob]) -> None:
-    """Cache new hashes if the database takes a write right now; a read never fails or waits for it."""
+def _save_quietly(store: Any, write: Callable[[], None]) -> None:
+    """Cache what a read learnt (new hashes, git's answers) if the database takes a write right now; a
+    read never fails or waits for it."""
     import contextlib
 
     from cmem_cli.core.errors import CmemError
 
     conn = store.db.conn
     if not conn.getautocommit():  # inside the caller's transaction: just write
-        anchors.cache_blobs(fresh)
+        write()
         return
     with contextlib.suppress(CmemError, Exception):
         conn.set_busy_timeout(0)
         try:
             with store.db.transaction():
-                anchors.cache_blobs(fresh)
+                write()
         finally:
             from cmem_cli.core.config import env_int
             from cmem_cli.core.db import BUSY_TIMEOUT_MS
@@ -330,7 +337,7 @@ def by_branch(
         return kept, anchors
     if not demote or not anchors:
         return rows, anchors
-    demoted = _unmerged(anchors, cwd)
+    demoted = _unmerged(store, anchors, cwd)
     if not demoted:
         return rows, anchors
     ahead = [r for r in rows if not (_is_observation(r) and r["id"] in demoted)]
@@ -340,12 +347,13 @@ def by_branch(
 
 def unmerged(store: Any, obs_ids: Iterable[int], *, cwd: str | None = None) -> set[int]:
     """Which of ``obs_ids`` were recorded on a branch of the current repository whose work HEAD has not
-    merged (what search ranks last; `cmem view` marks them). One git process at most."""
+    merged (what search ranks last; `cmem view` marks them). One git process at most, none while HEAD
+    stays where it was when git last answered."""
     anchors = AnchorStore(store.db).for_ids(list(obs_ids))
-    return _unmerged(anchors, cwd) if anchors else set()
+    return _unmerged(store, anchors, cwd) if anchors else set()
 
 
-def _unmerged(anchors: dict[int, Anchor], cwd: str | None) -> set[int]:
+def _unmerged(store: Any, anchors: dict[int, Anchor], cwd: str | None) -> set[int]:
     """The observations recorded on a branch of the current repository that HEAD has not merged."""
     here = gitrepo.find_repo(cwd or os.getcwd())
     if here is None:
@@ -371,10 +379,47 @@ def _unmerged(anchors: dict[int, Anchor], cwd: str | None) -> set[int]:
             evidence[obs_id] = commits
     if not evidence:
         return set()
-    gone = gitrepo.unreachable(here, [c for commits in evidence.values() for c in commits])
+    gone = _unreachable(store, here, head.commit, [c for commits in evidence.values() for c in commits])
     if not gone:
         return set()
     return {obs_id for obs_id, commits in evidence.items() if all(c in gone for c in commits)}
+
+
+def _unreachable(store: Any, repo: gitrepo.Repo, head: str, commits: list[str]) -> set[str]:
+    """Which of ``commits`` HEAD commit ``head`` does not contain: git's answer, kept per work tree and
+    HEAD commit (a commit's ancestry never changes), so git runs again only when HEAD moves or a commit
+    is new. A commit the repository lacked when asked counts as merged (as git says nothing of it), an
+    answer kept only while no pack and no loose object arrived since (a fetch may bring it). When git
+    cannot answer, what was kept is all there is."""
+    anchors = AnchorStore(store.db)
+    wanted = list(dict.fromkeys(commits))
+    kept = anchors.reach(repo.git_dir, head, wanted)
+    packs: int | None = None
+    gone: set[str] = set()
+    ask: list[str] = []
+    for commit in wanted:
+        answer = kept.get(commit)
+        if answer is not None and answer.packs_ns is not None:
+            packs = gitrepo.packs_stamp(repo) if packs is None else packs
+            if answer.packs_ns != packs or gitrepo.stored_loose(repo, commit):
+                answer = None  # it may have arrived since: ask again
+        if answer is None:
+            ask.append(commit)
+        elif not answer.merged:
+            gone.add(commit)
+    if not ask:
+        return gone
+    packs = gitrepo.packs_stamp(repo)  # before git looks: a pack that lands meanwhile moves it
+    loose = {commit for commit in ask if gitrepo.stored_loose(repo, commit)}
+    unmerged = gitrepo.unreachable(repo, head, ask)
+    if unmerged is None:
+        return gone
+    fresh = {
+        commit: Reach(False, None) if commit in unmerged else Reach(True, None if commit in loose else packs)
+        for commit in ask
+    }
+    _save_quietly(store, lambda: anchors.remember_reach(repo.git_dir, head, fresh))
+    return gone | unmerged
 
 
 def _is_observation(row: dict[str, Any]) -> bool:

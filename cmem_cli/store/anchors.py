@@ -1,5 +1,6 @@
 """The anchors table: for each observation, the git repository, branch, commit and blob hashes of the files
-it cited, as they were when it was recorded (or last verified); and a stat cache of files' blob hashes.
+it cited, as they were when it was recorded (or last verified); a stat cache of files' blob hashes; and
+git's answers about which commits a HEAD contains.
 
 Pure data access, in the caller's transaction; ``cmem_cli.services.anchors`` decides what to record and
 what a row's anchors say now. Paths in an anchor are relative to the repository's top level, so an anchor
@@ -10,32 +11,60 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from typing import Any, NamedTuple
+from typing import Any
 
 from cmem_cli.core.db import Database
 
 _BATCH = 500  # SQLite's variable limit is far above; batches keep each statement small
 
+# Plain classes with slots, not named tuples: a search imports this module, and a named tuple costs ten
+# times as much to create.
 
-class Anchor(NamedTuple):
+
+class Anchor:
     """``repo`` names the repository on every machine (its origin's URL, normalised; None without a
     remote); ``root`` is its top-level folder on the machine that recorded it (None when the anchor came
     from another machine); ``files`` maps repository-relative paths to git blob ids."""
 
-    repo: str | None
-    root: str | None
-    branch: str | None
-    commit: str | None
-    files: dict[str, str]
-    anchored_at: int
-    verified_at: int | None = None
+    __slots__ = ("repo", "root", "branch", "commit", "files", "anchored_at", "verified_at")
+
+    def __init__(
+        self,
+        repo: str | None,
+        root: str | None,
+        branch: str | None,
+        commit: str | None,
+        files: dict[str, str],
+        anchored_at: int,
+        verified_at: int | None = None,
+    ) -> None:
+        self.repo, self.root, self.branch, self.commit = repo, root, branch, commit
+        self.files, self.anchored_at, self.verified_at = files, anchored_at, verified_at
+
+    def __repr__(self) -> str:
+        return f"Anchor({self.repo!r}, {self.root!r}, {self.branch!r}, {self.commit!r}, {self.files!r})"
 
 
-class CachedBlob(NamedTuple):
-    size: int
-    mtime_ns: int
-    blob: str
-    seen_ns: int  # when the hash was taken: a file modified in the same instant may not show it (racy)
+class CachedBlob:
+    """A file's blob id with the stat it was taken at; ``seen_ns``: when the hash was taken (a file
+    modified in the same instant may not show it: racy)."""
+
+    __slots__ = ("size", "mtime_ns", "blob", "seen_ns")
+
+    def __init__(self, size: int, mtime_ns: int, blob: str, seen_ns: int) -> None:
+        self.size, self.mtime_ns, self.blob, self.seen_ns = size, mtime_ns, blob, seen_ns
+
+
+class Reach:
+    """A cached answer of git: whether ``commit`` is reachable from a HEAD commit (``merged``; a commit
+    the repository did not have counts as merged). ``packs_ns``: for a merged commit that was not a loose
+    object when asked, the pack folder's time then (it may have been missing: the answer holds only while
+    no pack and no loose object arrived); None when the answer is final."""
+
+    __slots__ = ("merged", "packs_ns")
+
+    def __init__(self, merged: bool, packs_ns: int | None) -> None:
+        self.merged, self.packs_ns = merged, packs_ns
 
 
 class AnchorStore:
@@ -128,8 +157,34 @@ class AnchorStore:
                 "INSERT INTO file_blobs (path, size, mtime_ns, blob, seen_ns) VALUES (?, ?, ?, ?, ?) "
                 "ON CONFLICT (path) DO UPDATE SET size = excluded.size, mtime_ns = excluded.mtime_ns, "
                 "blob = excluded.blob, seen_ns = excluded.seen_ns",
-                [(path, *entry) for path, entry in entries.items()],
+                [(path, e.size, e.mtime_ns, e.blob, e.seen_ns) for path, e in entries.items()],
             )
+
+    # -- reachability answers of git ---------------------------------------------------------------------
+    def reach(self, git_dir: str, head: str, commits: Iterable[str]) -> dict[str, Reach]:
+        """What git said about these commits and ``head`` in the work tree whose git folder is ``git_dir``."""
+        wanted = list(dict.fromkeys(commits))
+        if not wanted:
+            return {}
+        marks = ", ".join("?" * len(wanted))
+        return {
+            commit: Reach(bool(merged), packs_ns)
+            for commit, merged, packs_ns in self.db.execute(
+                f"SELECT commit_id, merged, packs_ns FROM git_reach WHERE git_dir = ? AND head = ? "
+                f"AND commit_id IN ({marks})",
+                [git_dir, head, *wanted],
+            )
+        }
+
+    def remember_reach(self, git_dir: str, head: str, answers: dict[str, Reach]) -> None:
+        """Keep these answers for ``head``; the work tree's answers for any other HEAD go (it moved on)."""
+        self.db.execute("DELETE FROM git_reach WHERE git_dir = ? AND head != ?", (git_dir, head))
+        self.db.conn.executemany(
+            "INSERT INTO git_reach (git_dir, head, commit_id, merged, packs_ns) VALUES (?, ?, ?, ?, ?) "
+            "ON CONFLICT (git_dir, head, commit_id) DO UPDATE SET merged = excluded.merged, "
+            "packs_ns = excluded.packs_ns",
+            [(git_dir, head, commit, int(r.merged), r.packs_ns) for commit, r in answers.items()],
+        )
 
 
 def _anchor(values: tuple[Any, ...]) -> Anchor:

@@ -240,3 +240,24 @@ CREATE TABLE file_blobs (
 @MIGRATIONS
 def m004_observation_anchors(conn: apsw.Connection) -> None:
     conn.execute(V4_ANCHORS)
+
+
+# What git answered about commits of anchored memories: reachable from a HEAD commit or not. Search ranks
+# memories of unmerged branches last; asking git costs a process, so the answer is kept until HEAD moves
+# (cmem_cli.services.anchors). ``git_dir``: the work tree's git folder on this machine (its own for a
+# linked worktree, whose HEAD is its own).
+V5_GIT_REACH = """
+CREATE TABLE git_reach (
+    git_dir   TEXT NOT NULL,
+    head      TEXT NOT NULL,
+    commit_id TEXT NOT NULL,
+    merged    INTEGER NOT NULL,  -- 1: reachable from head, or not in the repository when asked
+    packs_ns  INTEGER,           -- merged, not a loose object when asked: objects/pack's time then
+    PRIMARY KEY (git_dir, head, commit_id)
+) WITHOUT ROWID;
+"""
+
+
+@MIGRATIONS
+def m005_git_reach(conn: apsw.Connection) -> None:
+    conn.execute(V5_GIT_REACH)
