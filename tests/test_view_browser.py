@@ -296,31 +296,35 @@ def test_stale_and_other_branch_markers_come_from_the_real_fields(browser, tmp_p
     tab.close()
 
 
-def test_a_replaced_record_is_struck_through_and_names_its_successor(browser, page_file, tmp_path):
-    """``superseded_by`` as rows will carry it (issue 24's supersession): set here on the API's window, since
-    the store does not record it yet; rows without it (absent or null) show nothing."""
-    from cmem_cli.api import Memory
-    from cmem_cli.view import page_for, resolve
+def test_a_replaced_record_is_struck_through_and_names_its_successor(browser, tmp_path):
+    """``superseded_by`` from a real `cmem link NEW supersedes OLD`; the other rows carry it as null."""
+    env = {**os.environ, **private_env(tmp_path)}
 
-    path, ids = page_file
-    with Memory(path.parent.parent) as memory:
-        window = memory.window(project=PROJECT, since="30d")
-    for item in window["items"]:
-        if item["id"] == ids["bugfix"]:
-            item["superseded_by"] = ids["decision"]
-        elif item["kind"] == "observation":
-            item["superseded_by"] = None
-    page_path = tmp_path / "replaced.html"
-    page_path.write_text(page_for(window, resolve(project=PROJECT, limit=2000)).html, encoding="utf-8")
+    def cmem(*args: str) -> str:
+        done = subprocess.run(
+            [sys.executable, "-m", "cmem_cli", *args], cwd=tmp_path, env=env, capture_output=True, text=True
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout.strip()
+
+    old = cmem("add", "Deploys go through staging", "--type", "decision")
+    new = cmem("add", "Deploys go straight to production behind a flag", "--type", "decision")
+    kept = cmem("add", "Staging keeps nightly data", "--type", "discovery")
+    cmem("link", new, "supersedes", old)
     tab = browser.new_page()
-    tab.goto(page_path.as_uri())
-    replaced = tab.evaluate("[...document.querySelectorAll('.row.is-superseded')].map(r => r.dataset.id)")
-    assert replaced == [str(ids["bugfix"])]
+    tab.goto(Path(cmem("view", "--no-open")).as_uri())
+    assert tab.evaluate("[...document.querySelectorAll('.row.is-superseded')].map(r => r.dataset.id)") == [
+        old
+    ]
     assert tab.evaluate("document.querySelector('.row.is-superseded .tag.superseded').textContent") == (
-        f"replaced by #{ids['decision']}"
+        f"replaced by #{new}"
     )
-    tab.click(f'.row[data-id="{ids["bugfix"]}"]')
-    assert f"replaced by #{ids['decision']} Use Postgres advisory locks" in details_text(tab)
+    assert tab.evaluate(f"document.querySelector('.row[data-id=\"{kept}\"] .tag.superseded')") is None
+    tab.click(f'.row[data-id="{old}"]')
+    text = details_text(tab)
+    assert f"replaced by #{new} Deploys go straight to production behind a flag" in text
+    tab.click("#details button.jump")  # to the successor
+    assert current_id(tab) == new
     assert tab.errors() == []
     tab.close()
 

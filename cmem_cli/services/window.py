@@ -31,8 +31,8 @@ def window(
     summaries), with ``sessions``, ``links`` among and from them, ``others`` (the far ends of links that
     are not in the window) and ``observations``: how many are shown, how many match (``total``, a lower
     bound when ``total_bounded``) and whether the page is ``capped``. Observations carry ``stale`` and
-    ``branch`` as every read path gives them (docs/truth.md), and ``unmerged`` True when their branch's
-    work is not in the HEAD of the git work tree at ``cwd``."""
+    ``branch`` as every read path gives them (docs/truth.md), ``unmerged`` True when their branch's work is
+    not in the HEAD of the git work tree at ``cwd``, and ``superseded_by``."""
     from cmem_cli.services import anchors
 
     found = rows_of.observations(store, filters, query, limit=limit + 1)
@@ -60,6 +60,7 @@ def window(
             store, {end for link in links for end in (link["from_id"], link["to_id"])} - shown
         )
     }
+    _mark_replaced([item for item in items if item["kind"] == "observation"], links, others)
     session_ids = {item["session"] for item in items if item.get("session")}
     total = len(found)
     if capped:
@@ -91,6 +92,25 @@ def _newest_first(item: dict[str, Any]) -> tuple[str, int, int]:
     """Time, then kind, then number, to be sorted in reverse: newest first, a summary above the work of
     the same instant and the work above its prompt."""
     return (item["created_at"], KIND_ORDER[item["kind"]], int(str(item["id"]).lstrip("SP")))
+
+
+def _mark_replaced(
+    observations: list[dict[str, Any]], links: list[dict[str, Any]], others: dict[int, dict[str, Any]]
+) -> None:
+    """Give each observation ``superseded_by``: the newest observation linked to it as ``supersedes``
+    (`cmem link NEW supersedes OLD`), else None. The links were read for the page anyway; the rule is the
+    read paths' (issue 24: the newest direct successor)."""
+    created = {o["id"]: o["created_at"] for o in observations}
+    created.update({obs_id: head["created_at"] for obs_id, head in others.items()})
+    newest: dict[int, int] = {}
+    for link in links:
+        if link["type"] != "supersedes" or link["to_id"] not in created:
+            continue
+        old, new = link["to_id"], link["from_id"]
+        if old not in newest or (created[new], new) > (created[newest[old]], newest[old]):
+            newest[old] = new
+    for observation in observations:
+        observation["superseded_by"] = newest.get(observation["id"])
 
 
 def _observation(row: dict[str, Any], export_dir: Any) -> dict[str, Any]:
