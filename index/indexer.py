@@ -41,14 +41,13 @@ from cmem_index.document import (
     parse_markdown,
     short_docid,
 )
-from cmem_index.scan import FileStat, resolves_inside, scan
+from cmem_index.scan import MAX_FILE_BYTES, FileStat, resolves_inside, scan
 from cmem_index.store import IndexStore, NewChunk, StoredDocument
 
 if TYPE_CHECKING:
     from cmem_index.embedder import Embedder
     from cmem_index.loading import LazyEmbedder
 
-MAX_FILE_BYTES = 10 * 1024 * 1024
 PROMPT_RESERVE = 16  # tokens the model's prompt template adds around title and text
 MIN_CHUNK_TOKENS = 64
 WRITE_BATCH_FILES = 64

@@ -13,6 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
+MAX_FILE_BYTES = 10 * 1024 * 1024  # larger files are not indexed (nor served by `cmem get`)
+
 
 @dataclass(frozen=True)
 class FileStat:
@@ -117,3 +119,35 @@ def scan(root: os.PathLike[str] | str, mask: str, skipped: list[str] | None = No
                     continue  # vanished between listing and stat: the next pass sees the truth
                 found[relative] = FileStat(st.st_size, st.st_mtime_ns)
     return found
+
+
+def why_not_indexed(root: str, relpath: str, mask: str) -> str | None:
+    """Why :func:`scan` would not list ``relpath`` under ``root`` (None when it would): the index's own
+    rules, for whoever must serve only what the index reads (`cmem get`). ``root`` is the collection's
+    real path (symlinks resolved); raises FileNotFoundError when nothing is there."""
+    import stat
+
+    parts = relpath.split("/")
+    if any(part in ("", ".", "..") for part in parts):
+        return "not a path inside the collection"
+    if any(is_ignored_name(part) for part in parts):
+        return "a hidden or temporary file, which the index skips"
+    if not compile_mask(mask)(relpath):
+        return f"not matched by the collection's mask {mask}"
+    folder = root
+    for part in parts[:-1]:  # scan never enters a symlinked folder
+        folder = os.path.join(folder, part)
+        info = os.lstat(folder)
+        if stat.S_ISLNK(info.st_mode):
+            return "inside a symlinked folder, which the index does not enter"
+        if not stat.S_ISDIR(info.st_mode):
+            raise FileNotFoundError(folder)
+    path = os.path.join(root, relpath)
+    info = os.lstat(path)
+    if stat.S_ISLNK(info.st_mode):
+        if not resolves_inside(path, root):
+            return "a symlink out of the collection"
+        info = os.stat(path)
+    if not stat.S_ISREG(info.st_mode):
+        return "not a regular file"
+    return None

@@ -65,6 +65,38 @@ def _by_path(config: Config, text: str) -> tuple[Any, str]:
     raise NotFound(f"{text} is not in cmem's export tree or any collection (see `cmem collection list`)")
 
 
+def _read_indexed(config: Config, collection: Any, relpath: str) -> tuple[str, Path]:
+    """The scrubbed text of a file the indexer would read, and its path; anything else is refused.
+
+    The index's own rules decide (no dotfiles, no ``.git/``, the collection's mask, regular files only, no
+    symlink out of the collection): an agent prompted to ask for ``notes:.env`` or ``export/.git/config``
+    gets an error, never the file. The file is opened without blocking (a FIFO named ``x.md`` would hang
+    the caller, and an MCP server's later calls with it) and read up to the indexer's size limit;
+    ``<private>`` spans and secrets are removed as from every memory."""
+    import os
+
+    from cmem_cli.core.files import FileTooLarge, read_regular
+    from cmem_cli.services.privacy import scrub
+    from cmem_index.scan import MAX_FILE_BYTES, why_not_indexed
+
+    root = os.path.realpath(collection.root.expanduser())
+    where = f"{collection.name}:{relpath}"
+    try:
+        problem = why_not_indexed(root, relpath, collection.mask)
+        if problem is not None:
+            raise InvalidInput(f"{where} is not a document cmem indexes: {problem}")
+        path = Path(os.path.realpath(os.path.join(root, relpath)))
+        data = read_regular(path, MAX_FILE_BYTES)
+    except (FileNotFoundError, NotADirectoryError):
+        raise NotFound(f"{where} does not exist (run `cmem index`)") from None
+    except FileTooLarge:
+        raise InvalidInput(f"{where} is larger than the index reads ({MAX_FILE_BYTES} bytes)") from None
+    except OSError as exc:
+        raise NotFound(f"cannot read {where}: {exc.strerror}") from None
+    text = data.decode("utf-8", errors="replace")[:MAX_DOCUMENT_CHARS]
+    return scrub(text, config=config), path
+
+
 def fetch_document(config: Config, ref: str) -> dict[str, Any]:
     """The document's text (or the requested line slice) with where it came from."""
     ref = ref.strip()
@@ -79,16 +111,7 @@ def fetch_document(config: Config, ref: str) -> dict[str, Any]:
         line = int(sliced.group("line")) if sliced.group("line") else None
         count = int(sliced.group("count")) if sliced.group("count") else None
         collection, relpath = _by_path(config, sliced.group("path"))
-    root = collection.root.expanduser().resolve()
-    path = (root / relpath).resolve()
-    if root not in path.parents:
-        raise InvalidInput(f"{ref} points outside collection {collection.name!r}")
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")[:MAX_DOCUMENT_CHARS]
-    except FileNotFoundError:
-        raise NotFound(f"{collection.name}:{relpath} no longer exists (run `cmem index`)") from None
-    except OSError as exc:
-        raise NotFound(f"cannot read {path}: {exc.strerror}") from None
+    text, path = _read_indexed(config, collection, relpath)
     if line is not None:
         if line < 1:
             raise InvalidInput("line numbers start at 1")
