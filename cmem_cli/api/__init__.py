@@ -283,14 +283,15 @@ class Memory:
                 raise InvalidRecord(index, exc.message) from None
         return [int(row["id"]) for row in service.add_observations(prepared, cwd=_cwd(cwd))]
 
-    def edit(self, id: int, *, add_facts: Iterable[str] | None = None, **changes: Any) -> Observation:
+    def edit(self, id: int | str, *, add_facts: Iterable[str] | None = None, **changes: Any) -> Observation:
         """Change fields (the names of :meth:`add`'s parameters; ``None`` clears an optional one).
 
         ``links`` adds links; ``add_facts`` appends to the facts (after ``facts``, if given, replaced them);
         the others replace the field's value. The markdown file is rewritten."""
+        obs_id = self._write_id(id)
         appended = _strings("add_facts", add_facts)
         if appended:
-            current = changes["facts"] if "facts" in changes else self.observation(id).facts
+            current = changes["facts"] if "facts" in changes else self.observation(obs_id).facts
             changes["facts"] = [*(current or []), *appended]
         if not changes:
             raise InvalidInput("nothing to change")
@@ -299,25 +300,43 @@ class Memory:
         for name in ("facts", "concepts", "files_read", "files_modified", "tools_used", "links"):
             if name in changes:
                 changes[name] = _strings(name, changes[name])
-        row = self.service.edit_observation(_id(id), changes)
+        row = self.service.edit_observation(obs_id, changes)
         return self._observation(row["id"])
 
-    def forget(self, *ids: int) -> list[int]:
+    def forget(self, *ids: int | str) -> list[int]:
         """Delete observations and their files; returns the ids deleted. Observations linking to them are
         re-exported without the link."""
         if not ids:
             raise InvalidInput("no observation ids given")
-        return self.service.forget([_id(i) for i in ids])
+        return self.service.forget([self._write_id(i) for i in ids])
 
-    def link(self, from_id: int, type: str, to_id: int, *, remove: bool = False) -> Observation:
+    def link(self, from_id: int | str, type: str, to_id: int | str, *, remove: bool = False) -> Observation:
         """Link two observations (``link(14, "caused_by", 9)``) or, with ``remove``, unlink them."""
-        row = self.service.link(_id(from_id), _id(to_id), type, remove=remove)
+        row = self.service.link(self._write_id(from_id), self._write_id(to_id), type, remove=remove)
         return self._observation(row["id"])
 
-    def observation(self, id: int) -> Observation:
+    def observation(self, id: int | str) -> Observation:
         """Observation ``id`` without counting a retrieval (:meth:`get` counts one); :class:`NotFound` if
         there is none."""
-        return self._observation(_id(id))
+        return self._observation(self.resolve_id(id))
+
+    def resolve_id(self, ref: int | str) -> int:
+        """The id of the observation ``ref`` names: an id, a uid (the same on every machine) or a unique uid
+        prefix of six or more characters; :class:`NotFound` if none, :class:`InvalidInput` (listing the
+        candidates) if the prefix is ambiguous. Every method that takes an observation resolves through it."""
+        return self._resolve_on(self.reader.store, ref)
+
+    def _write_id(self, ref: int | str) -> int:
+        """:meth:`resolve_id` on the write connection (a write method opens it anyway)."""
+        return self._resolve_on(self.service.store, ref)
+
+    @staticmethod
+    def _resolve_on(store: Any, ref: int | str) -> int:
+        from cmem_cli.services.search import resolve_observation
+
+        if isinstance(ref, bool) or not isinstance(ref, int | str):
+            raise InvalidInput(f"not an observation id: {ref!r}")
+        return resolve_observation(store, ref)
 
     def _observation(self, obs_id: int) -> Observation:
         """The stored observation without counting a retrieval (writes return what they stored)."""
@@ -528,7 +547,7 @@ class Memory:
             records = [with_absolute_paths(reader.config, r) for r in records]
         return records
 
-    def verify(self, *ids: int, cwd: str | Path | None = None) -> list[dict[str, Any]]:
+    def verify(self, *ids: int | str, cwd: str | Path | None = None) -> list[dict[str, Any]]:
         """Re-anchor observations to their cited files as they are now and record when (`cmem verify`):
         say they still hold. Each result has ``id``, ``verified`` and, when not verified, ``reason`` (no
         git work tree holds the files, or the repository is not on this machine). An observation that was
@@ -538,7 +557,7 @@ class Memory:
 
         if not ids:
             raise InvalidInput("no observation ids given")
-        return verify(self.service, [_id(i) for i in ids], cwd=_cwd(cwd))
+        return verify(self.service, [self._write_id(i) for i in ids], cwd=_cwd(cwd))
 
     def stale(self, *, project: str | None = None) -> list[dict[str, Any]]:
         """Observations whose cited files changed or vanished since they were anchored (`cmem verify
@@ -925,12 +944,6 @@ class Memory:
         from cmem_cli.services.index_status import index_status
 
         return index_status(self.config)
-
-
-def _id(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise InvalidInput(f"not an observation id: {value!r}")
-    return value
 
 
 def _cwd(value: str | Path | None) -> str:

@@ -151,7 +151,11 @@ TIMELINE = Command(
     "What happened around one observation: prompts, observations and summaries in time order.",
     "cmem_cli.cli.read_bodies:timeline",
     (
-        Opt("ref", help="Anchor: observation id, S<n> summary or P<n> prompt.", metavar="ID"),
+        Opt(
+            "ref",
+            help="Anchor: observation id, uid or unique uid prefix, S<n> summary or P<n> prompt.",
+            metavar="ID",
+        ),
         Opt("query", ("--query", "-q"), "Use the best search hit as anchor."),
         Opt("before", ("--before", "-b"), "Items before the anchor.", int, 5),
         Opt("after", ("--after", "-a"), "Items after the anchor.", int, 5),
@@ -168,7 +172,7 @@ GET = Command(
     (
         Opt(
             "refs",
-            help="Observation ids (S<n> summaries, P<n> prompts).",
+            help="Observation ids, uids or unique uid prefixes (S<n> summaries, P<n> prompts, doc:<docid>).",
             multiple=True,
             required=True,
             metavar="ID...",

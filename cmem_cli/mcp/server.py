@@ -94,10 +94,18 @@ Branch = Annotated[
     Field(description="Only memories recorded on this git branch; 'all': also those of unmerged branches "
           "without ranking them last (the default does)."),
 ]  # fmt: skip
-Ref = Annotated[int | str | None, Field(description="An id from search: 12, S3 (summary) or P7 (prompt).")]
+Ref = Annotated[
+    int | str | None,
+    Field(description="An id from search: 12 (or the observation's uid, or a unique uid prefix), S3 (summary) "
+          "or P7 (prompt)."),
+]  # fmt: skip
 Ids = Annotated[
     list[int | str],
-    Field(min_length=1, max_length=50, description="Ids from search or timeline: 12, S3, P7, #docid."),
+    Field(
+        min_length=1,
+        max_length=50,
+        description="Ids from search or timeline: 12 (or a uid or unique uid prefix), S3, P7, doc:docid.",
+    ),  # fmt: skip
 ]
 ObsType = Annotated[
     str,

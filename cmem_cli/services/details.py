@@ -9,7 +9,7 @@ from typing import Any
 from cmem_cli.core.fields import SUMMARY_FIELDS
 from cmem_cli.core.timeutil import now_ms, to_iso
 from cmem_cli.services.documents import fetch_document, is_document_ref
-from cmem_cli.services.search import parse_ref, prompt_row, summary_row
+from cmem_cli.services.search import prompt_row, resolve_ref, summary_row
 from cmem_export import markdown
 
 
@@ -42,7 +42,7 @@ def fetch_details(memory: Any, refs: list[str], *, follow_links: bool = False) -
         if is_document_ref(ref):
             records.append(fetch_document(memory.config, ref))
             continue
-        kind, number = parse_ref(ref)
+        kind, number = resolve_ref(store, ref)
         if (kind, number) in seen:
             continue
         seen.add((kind, number))

@@ -143,13 +143,61 @@ def keyword_search(
     return page
 
 
+MIN_UID_PREFIX = 6
+_UID_PREFIX = re.compile(rf"^[0-9A-HJKMNP-TV-Z]{{{MIN_UID_PREFIX},26}}$", re.IGNORECASE)
+
+
+def resolve_observation(store: Store, ref: int | str) -> int:
+    """The id of the observation ``ref`` names: its integer id (``12``), its uid (the one id that is the
+    same on every machine), or a unique prefix of the uid of at least six characters, in any case.
+
+    The one resolver behind every command and tool that takes an observation (get, edit, timeline,
+    forget, link, MCP). Digits alone are an id; an ambiguous prefix is an error listing the candidates,
+    as a session prefix is; an exact uid always wins."""
+    if isinstance(ref, int) and not isinstance(ref, bool):
+        return ref
+    text = str(ref).strip()
+    if text.isascii() and text.isdigit():
+        return int(text)
+    if not _UID_PREFIX.match(text):
+        raise InvalidInput(
+            f"not an observation id: {text!r} (expected a number, a uid, or a uid prefix of at least "
+            f"{MIN_UID_PREFIX} characters)"
+        )
+    prefix = text.upper()
+    matches = store.uid_matches(prefix)
+    exact = [obs_id for obs_id, uid in matches if uid == prefix]
+    if exact:
+        return exact[0]
+    if not matches:
+        raise NotFound(
+            f"no observation with uid {text}"
+            if len(prefix) == 26
+            else f"no observation uid starts with {text}"
+        )
+    if len(matches) > 1:
+        shown = ", ".join(uid for _, uid in matches[:3]) + (", ..." if len(matches) > 3 else "")
+        raise InvalidInput(f"uid prefix {text!r} is ambiguous: {shown}")
+    return matches[0][0]
+
+
+def resolve_ref(store: Store, ref: str) -> tuple[str, int]:
+    """:func:`parse_ref`, and a uid or unique uid prefix names an observation (:func:`resolve_observation`)."""
+    text = ref.strip()
+    if _REF.match(text):
+        return parse_ref(text)
+    if _UID_PREFIX.match(text):
+        return "observation", resolve_observation(store, text)
+    return parse_ref(text)
+
+
 def parse_ref(ref: str) -> tuple[str, int]:
     """``12`` -> observation 12; ``S3`` -> summary 3; ``P7`` -> prompt 7."""
     match = _REF.match(ref.strip())
     if not match:
         raise InvalidInput(
-            f"not an id: {ref!r} (expected a number, S<n> for a summary, P<n> for a prompt, doc:<docid> for a "
-            "document, or PATH[:LINE[:COUNT]])"
+            f"not an id: {ref!r} (expected a number or a uid, S<n> for a summary, P<n> for a prompt, "
+            "doc:<docid> for a document, or PATH[:LINE[:COUNT]])"
         )
     prefix = match.group("prefix").upper()
     kind = {"S": "summary", "P": "prompt"}.get(prefix, "observation")
@@ -160,7 +208,7 @@ def timeline(store: Store, ref: str, *, before: int = 5, after: int = 5) -> dict
     """Items around an anchor in the anchor's project, oldest first, the anchor marked."""
     if before < 0 or after < 0:
         raise InvalidInput("--before and --after must not be negative")
-    kind, number = parse_ref(ref)
+    kind, number = resolve_ref(store, ref)
     if kind == "observation":
         anchor = store.get_observation(number)
     elif kind == "summary":

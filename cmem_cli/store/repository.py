@@ -270,6 +270,15 @@ class Store:
     def observation_by_uid(self, uid: str) -> dict[str, Any] | None:
         return _decode(self.db.query_one("SELECT * FROM observations WHERE uid = ?", (uid,)))
 
+    def uid_matches(self, prefix: str, limit: int = 4) -> list[tuple[int, str]]:
+        """(id, uid) of the observations whose uid is ``prefix`` or starts with it (uids are upper case),
+        in uid order, at most ``limit``: a range scan of the uid index."""
+        rows = self.db.query(
+            "SELECT id, uid FROM observations WHERE uid >= ? AND uid < ? ORDER BY uid LIMIT ?",
+            (prefix, prefix + "\U0010ffff", limit),
+        )
+        return [(int(r["id"]), str(r["uid"])) for r in rows]
+
     def observations_by_uids(self, uids: list[str]) -> dict[str, dict[str, Any]]:
         if not uids:
             return {}

@@ -24,7 +24,8 @@ STALE_COLUMNS = [
 
 def verify(
     obs_ids: Annotated[
-        list[int] | None, typer.Argument(help="Observations to re-anchor.", metavar="ID...")
+        list[str] | None,
+        typer.Argument(help="Observations to re-anchor (ids, uids or unique uid prefixes).", metavar="ID..."),
     ] = None,
     stale: Annotated[
         bool, typer.Option("--stale", help="List memories whose cited files changed or vanished instead.")

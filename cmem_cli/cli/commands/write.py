@@ -14,7 +14,7 @@ from cmem_cli.core.errors import InvalidInput
 
 
 def edit(
-    obs_id: Annotated[int, typer.Argument(help="Observation id.", metavar="ID")],
+    obs_id: Annotated[str, typer.Argument(help="Observation id, uid or unique uid prefix.", metavar="ID")],
     title: Annotated[str | None, typer.Option("--title", "-t", help="New title.")] = None,
     obs_type: Annotated[str | None, typer.Option("--type", help="New type.")] = None,
     subtitle: Annotated[str | None, typer.Option("--subtitle", help="New subtitle ('' clears).")] = None,
@@ -69,11 +69,15 @@ def edit(
 
 
 def link_cmd(
-    from_id: Annotated[int, typer.Argument(help="Observation the link starts at.", metavar="FROM")],
+    from_id: Annotated[
+        str, typer.Argument(help="Observation the link starts at (id, uid or uid prefix).", metavar="FROM")
+    ],
     link_type: Annotated[
         str, typer.Argument(help="caused_by, led_to, related, supersedes or reverts.", metavar="TYPE")
     ],
-    to_id: Annotated[int, typer.Argument(help="Observation the link points to.", metavar="TO")],
+    to_id: Annotated[
+        str, typer.Argument(help="Observation the link points to (id, uid or uid prefix).", metavar="TO")
+    ],
     remove: Annotated[bool, typer.Option("--remove", help="Remove the link instead.")] = False,
 ) -> None:
     """Link two observations (FROM TYPE TO), e.g. `cmem link 14 caused_by 9`."""
@@ -82,7 +86,9 @@ def link_cmd(
 
 
 def forget(
-    obs_ids: Annotated[list[int], typer.Argument(help="Observation ids.", metavar="ID...")],
+    obs_ids: Annotated[
+        list[str], typer.Argument(help="Observation ids, uids or unique uid prefixes.", metavar="ID...")
+    ],
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
 ) -> None:
     """Delete observations and their markdown files."""

@@ -1,0 +1,126 @@
+"""Uids everywhere: every command and tool that takes an observation takes its integer id, its uid (the one
+id that is the same on every machine) or a unique uid prefix of six or more characters, through one resolver
+(``cmem_cli.services.search.resolve_observation``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client
+
+from cmem_cli.core.config import load_config
+from cmem_cli.core.errors import InvalidInput, NotFound
+from cmem_cli.services.search import resolve_observation
+from cmem_cli.services.writes import Memory
+from tests.test_mcp import text_of, with_server
+
+
+def _cmem(*args: str, input: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "cmem_cli", *args],
+        capture_output=True, text=True, env=os.environ, timeout=60, input=input,
+    )  # fmt: skip
+
+
+def _store_with(home: Path, uids: list[str]) -> Memory:
+    memory = Memory.open(load_config(home))
+    for number, uid in enumerate(uids):
+        memory.add_observation({"title": f"note {number}", "uid": uid, "project": "web", "agent": "cli"})
+    return memory
+
+
+def test_the_resolver_takes_ids_uids_and_unique_prefixes(home):
+    uids = ["01KBX7AAAA0000000000000000", "01KBX7AAAB0000000000000000", "01KBX9CCCC0000000000000000"]
+    with _store_with(home, uids) as memory:
+        store = memory.store
+        ids = {uid: store.observation_by_uid(uid)["id"] for uid in uids}
+        assert resolve_observation(store, 2) == 2 and resolve_observation(store, "2") == 2
+        assert resolve_observation(store, uids[0]) == ids[uids[0]]
+        assert resolve_observation(store, uids[2].lower()) == ids[uids[2]]  # case does not matter
+        assert resolve_observation(store, "01KBX9") == ids[uids[2]]  # six characters, unique
+        assert resolve_observation(store, " 01kbx7aaab ") == ids[uids[1]]
+        with pytest.raises(InvalidInput, match=f"ambiguous: {uids[0]}, {uids[1]}$"):
+            resolve_observation(store, "01KBX7AAA")
+        with pytest.raises(NotFound, match="no observation uid starts with 01KBX8"):
+            resolve_observation(store, "01KBX8")
+        with pytest.raises(InvalidInput, match="at least 6 characters"):
+            resolve_observation(store, "01KBX")  # too short to be told from a typo
+        with pytest.raises(InvalidInput, match="not an observation id"):
+            resolve_observation(store, "01KBX7-U")  # not Crockford base32
+
+
+FIRST, SECOND = "01KBX7AAAA0000000000000000", "01KBX7AAAB0000000000000000"  # share 9 characters
+
+
+@pytest.fixture
+def two(home: Path) -> list[dict[str, Any]]:
+    records = [
+        {"title": "Chose WAL for the store", "uid": FIRST, "project": "web", "created_at": "2026-01-01"},
+        {"title": "Busy timeout set to 5 s", "uid": SECOND, "project": "web", "created_at": "2026-01-02"},
+    ]
+    assert _cmem("add", "--json", "-", input="\n".join(json.dumps(r) for r in records)).returncode == 0
+    rows = json.loads(_cmem("search", "--json", "--order", "oldest").stdout)
+    assert [r["uid"] for r in rows] == [FIRST, SECOND]
+    return rows
+
+
+def test_get_takes_a_uid_or_a_unique_prefix(two):
+    first, second = two
+    by_uid = json.loads(_cmem("get", FIRST, "--json").stdout)
+    by_prefix = json.loads(_cmem("get", "01kbx7aaab", "--json").stdout)
+    assert [r["id"] for r in by_uid + by_prefix] == [first["id"], second["id"]]
+    ambiguous = _cmem("get", "01KBX7AAA")
+    assert ambiguous.returncode == 4 and ambiguous.stdout == ""
+    assert ambiguous.stderr == f"cmem: uid prefix '01KBX7AAA' is ambiguous: {FIRST}, {SECOND}\n"
+    missing = _cmem("get", "7ZZZZZZZZZ")
+    assert missing.returncode == 3 and missing.stderr == "cmem: no observation uid starts with 7ZZZZZZZZZ\n"
+
+
+def test_edit_takes_a_uid(two):
+    first, _ = two
+    assert _cmem("edit", first["uid"].lower(), "-t", "Chose WAL, edited by uid").returncode == 0
+    assert (
+        json.loads(_cmem("get", str(first["id"]), "--json").stdout)[0]["title"] == "Chose WAL, edited by uid"
+    )
+
+
+def test_timeline_takes_a_uid_prefix(two):
+    first, second = two
+    result = json.loads(_cmem("timeline", "01KBX7AAAB", "--json").stdout)
+    assert [(i["id"], i["anchor"]) for i in result["items"]] == [(first["id"], False), (second["id"], True)]
+
+
+def test_link_takes_uids(two):
+    first, second = two
+    assert _cmem("link", FIRST, "related", "01kbx7aaab").returncode == 0
+    links = json.loads(_cmem("get", str(first["id"]), "--json").stdout)[0]["links"]
+    assert [(link["id"], link["type"]) for link in links] == [(second["id"], "related")]
+
+
+def test_forget_takes_a_uid(two):
+    first, second = two
+    result = _cmem("forget", "--yes", second["uid"])
+    assert result.returncode == 0, result.stderr
+    assert [r["id"] for r in json.loads(_cmem("search", "--json").stdout)] == [first["id"]]
+    assert _cmem("forget", "--yes", "not-an-id").returncode == 4
+
+
+def test_mcp_get_and_timeline_take_uids(two):
+    first, second = two
+
+    async def body(client: Client) -> dict[str, Any]:
+        return {
+            "get": await client.call_tool("get", {"ids": [first["uid"]]}),
+            "timeline": await client.call_tool("timeline", {"anchor": SECOND[:12]}),
+        }
+
+    out = with_server(body)
+    assert not out["get"].is_error and "Chose WAL for the store" in text_of(out["get"])
+    items = out["timeline"].structured_content["items"]
+    assert [(i["id"], i["anchor"]) for i in items] == [(first["id"], False), (second["id"], True)]
