@@ -49,7 +49,9 @@ def test_man_prints_the_page_with_examples_when_piped(sh):
     assert result.exit_code == 0
     assert result.stdout == (REPO / "man" / "cmem.1").read_text()
     assert ".SH EXAMPLES" in result.stdout and ".SS search" in result.stdout
-    assert "\\fIFROM\\fR\nObservation the link starts at." in result.stdout  # positional arguments have help
+    assert (
+        "\\fIFROM\\fR\nObservation the link starts at (id, uid or uid prefix)." in result.stdout
+    )  # positional arguments have help
 
 
 def test_help_has_no_markup_escapes_and_whole_summaries(sh):
