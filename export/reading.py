@@ -40,6 +40,12 @@ class ParsedFile:
     uid: str | None
     stated: set[str] = field(default_factory=set)  # fields the file itself states (others: keep)
     restore: dict[str, Any] = field(default_factory=dict)  # id and updated_at, kept when rebuilding
+    # what the front matter says of the fields the body shows (title, subtitle, facts, files), where the
+    # body shows them too: the front matter wins when only it changed (see ``front_matter_edits``)
+    front: dict[str, Any] = field(default_factory=dict)
+    written_at: int | None = (
+        None  # the file's mtime (epoch ms), set by whoever read it: when the edit was made
+    )
 
 
 def _restore(meta: dict[str, Any]) -> dict[str, Any]:
@@ -132,6 +138,7 @@ def _parse_observation(meta: dict[str, Any], body: str, relpath: str) -> ParsedF
         ]
         stated.add("links")
     body_fields, extra = _observation_body(body)
+    front = {k: record[k] for k in BODY_SHOWN if k in body_fields and meta and k in meta}
     record.update(body_fields)
     stated.update(body_fields)
     if meta and "narrative" not in body_fields:
@@ -145,7 +152,24 @@ def _parse_observation(meta: dict[str, Any], body: str, relpath: str) -> ParsedF
         record["title"] = _title_from_name(relpath)
     if not record.get("project") and _folder_project(relpath):
         record["project"] = _folder_project(relpath)
-    return ParsedFile("observation", record, bool(meta), _uid(meta), stated, _restore(meta))
+    return ParsedFile("observation", record, bool(meta), _uid(meta), stated, _restore(meta), front)
+
+
+BODY_SHOWN = ("title", "subtitle", "facts", "files_read", "files_modified")  # also in cmem's front matter
+
+
+def front_matter_edits(parsed: ParsedFile, written: dict[str, Any]) -> dict[str, Any]:
+    """The fields changed only in the front matter, against ``written`` (the record cmem last wrote):
+    where the body still shows what cmem wrote and the front matter says otherwise, the person edited the
+    front matter, and that edit is taken. Changed in both places, the body wins."""
+    taken: dict[str, Any] = {}
+    for key, value in parsed.front.items():
+        if key == "title" or key == "subtitle":
+            value = None if value is None else " ".join(str(value).split()) or None
+        was = written.get(key) or ([] if key in _LIST_KEYS else None)
+        if parsed.record.get(key) == was and value != was:
+            taken[key] = value
+    return taken
 
 
 def _str_list(value: Any) -> list[str]:

@@ -28,7 +28,15 @@ from cmem_cli.services.recovery import recover
 from cmem_cli.services.writes import FileTransaction, Memory
 from cmem_cli.store.records import EDITABLE_FIELDS
 from cmem_export import atomic, digest
-from cmem_export.reading import MAX_FILE_BYTES, ParsedFile, UnreadableFile, claims_memory, decode, parse_file
+from cmem_export.reading import (
+    MAX_FILE_BYTES,
+    ParsedFile,
+    UnreadableFile,
+    claims_memory,
+    decode,
+    front_matter_edits,
+    parse_file,
+)
 
 # A file cmem wrote this recently is read and hashed even when its size and mtime match (as git does with
 # "racily clean" entries): filesystem timestamps are coarse, so a quick same-size edit could share one.
@@ -192,6 +200,7 @@ class _Adopter:
             return None  # same size and modification time as when cmem wrote it: not read again
         try:
             data = read_regular(os.path.join(self.root, relpath), MAX_FILE_BYTES)
+            written_at = os.stat(os.path.join(self.root, relpath)).st_mtime_ns // 1_000_000
         except FileTooLarge as exc:
             self.report.invalid.append((relpath, str(exc.strerror)))
             return None
@@ -207,6 +216,7 @@ class _Adopter:
                 self.report.ignored.append(relpath)  # a person's own file beside the project folders
                 return None
             parsed = parse_file(text, relpath)
+            parsed.written_at = written_at
         except UnreadableFile as exc:
             self.report.invalid.append((relpath, str(exc)))
             return None
@@ -279,13 +289,14 @@ class _Adopter:
         if row is not None:
             merged = {k: row.get(k) for k in EDITABLE_FIELDS}
             merged.update({k: v for k, v in record.items() if k in parsed.stated})
+            merged.update(front_matter_edits(parsed, row))
             merged["uid"] = row["uid"]
             record = merged
         prepared = self.memory.prepare(record)
         known = row if row is not None else self.store.observation_by_uid(prepared.get("uid") or "")
         self.memory.check_key(prepared, known["id"] if known is not None else None)
         if not prepared.get("uid"):
-            prepared["created_at"] = prepared.get("created_at") or now_ms()
+            prepared["created_at"] = prepared.get("created_at") or _edited_at(parsed, None)
             prepared["uid"] = new_uid(prepared["created_at"])
         prepared["links"] = links if "links" in parsed.stated else None
         return prepared
@@ -334,7 +345,11 @@ class _Adopter:
         else:
             restore = parsed.restore if row is None else None
             written = memory._store_observation(
-                {**parsed.record, "links": []}, files, restore=restore, relpath=kept_name
+                {**parsed.record, "links": []},
+                files,
+                restore=restore,
+                relpath=kept_name,
+                updated_at=None if row is None else _edited_at(parsed, row),
             )
             parsed.record["id"] = written["id"]
         self.touched.add((parsed.kind, written["id"]))
@@ -400,3 +415,12 @@ class _Adopter:
             self.report.forgotten.append(relpath)
         if ids:
             self.memory.forget_rows(ids, files)
+
+
+def _edited_at(parsed: ParsedFile, row: dict[str, Any] | None) -> int:
+    """When a person made the edit: the file's mtime, not the time it is adopted (so "the later edit wins"
+    means later, across machines too). Never in the future, and after the row's last update, so a file
+    restored with an old mtime still counts as a change here."""
+    now = now_ms()
+    stamp = min(parsed.written_at or now, now)
+    return stamp if row is None else max(stamp, int(row["updated_at"]) + 1)

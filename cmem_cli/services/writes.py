@@ -233,10 +233,12 @@ class Memory:
         restore: dict[str, Any] | None = None,
         relpath: str | None = None,
         cwd: str | None = None,
+        updated_at: int | None = None,
     ) -> dict[str, Any]:
         """Insert or update one prepared record and write its file. A new row's file name is fixed here,
         for good: ``relpath`` (a file adopted with a uid keeps the name it has), else the standard name
-        of the record as it is now; an existing row keeps its name whatever changes."""
+        of the record as it is now; an existing row keeps its name whatever changes. ``updated_at``: when
+        an update was made, if not now (a hand edit adopted later is dated by its file)."""
         store = self.store
         if record.get("session") and not session_ready:
             store.ensure_session(
@@ -251,7 +253,7 @@ class Memory:
         elif existing is not None:
             self.check_key(record, existing["id"])
         if existing is not None:
-            row = store.update_observation(existing["id"], record)
+            row = store.update_observation(existing["id"], record, updated_at=updated_at)
             relpath = None
         else:
             created = record.get("created_at") or now_ms()
