@@ -100,3 +100,25 @@ def test_a_duplicate_of_a_memory_file_is_listed_and_never_reported_fixed(home):
     assert duplicate.exists() and original.exists()
     sync = _cmem(home, "sync")
     assert sync.returncode == 4 and f"same uid as {relpath}" in sync.stderr
+
+
+def test_a_copy_of_a_forgotten_memory_is_never_brought_back(home):
+    _cmem(home, "add", "-t", "Soon forgotten", "-p", "web")
+    original = _file_of(home, "soon-forgotten")
+    copy = original.with_name("backup-of-it.md")
+    _write(copy, original.read_text())  # an editor's backup, a second file of the same memory
+    assert _cmem(home, "forget", "--yes", "1").returncode == 0
+    assert not original.exists()
+
+    for args in (("doctor", "--fix"), ("doctor",)):
+        code, checks = _doctor(home, *args[1:])
+        assert code == 4 and _failing(checks) == {"files not adopted"}
+        assert "forgotten here on" in checks["files not adopted"]["reasons"][0]
+    sync = _cmem(home, "sync")
+    assert sync.returncode == 4 and "backup-of-it.md: a copy of memory" in sync.stderr
+    assert json.loads(_cmem(home, "search", "--json").stdout or "[]") == []
+
+    _write(copy, "\n".join(line for line in copy.read_text().splitlines() if not line.startswith("uid:")))
+    code, checks = _doctor(home, "--fix")  # without its uid, the text is a new memory: kept as the user asked
+    assert code == 0
+    assert [row["title"] for row in json.loads(_cmem(home, "search", "--json").stdout)] == ["Soon forgotten"]

@@ -21,6 +21,7 @@ def test_new_database_is_created_at_the_current_version_with_wal(tmp_path):
         "m003_date_search_terms",
         "m004_observation_anchors",
         "m005_git_reach",
+        "m006_forgotten",
     ]
     assert store.db.scalar("PRAGMA journal_mode") == "wal"
     assert not list(tmp_path.glob("*.bak"))  # nothing to back up on a fresh file
@@ -90,6 +91,7 @@ def test_a_store_from_before_named_migrations_is_adopted_without_rerunning(tmp_p
         "m003_date_search_terms",
         "m004_observation_anchors",
         "m005_git_reach",
+        "m006_forgotten",
         "m999_extra",
     ]
     assert [r["name"] for r in db.query(f"SELECT name FROM {TABLE} ORDER BY name")] == [
@@ -98,6 +100,7 @@ def test_a_store_from_before_named_migrations_is_adopted_without_rerunning(tmp_p
         "m003_date_search_terms",
         "m004_observation_anchors",
         "m005_git_reach",
+        "m006_forgotten",
         "m999_extra",
     ]
 
@@ -151,6 +154,7 @@ def test_the_index_and_the_capture_tables_use_the_same_mechanism(tmp_path):
         {"scope": "store", "name": "m003_date_search_terms"},
         {"scope": "store", "name": "m004_observation_anchors"},
         {"scope": "store", "name": "m005_git_reach"},
+        {"scope": "store", "name": "m006_forgotten"},
     ]
 
 

@@ -23,7 +23,7 @@ from cmem_cli.core.errors import CmemError, InvalidInput
 from cmem_cli.core.fields import LINK_TYPES, SUMMARY_FIELDS
 from cmem_cli.core.files import FileTooLarge, read_regular
 from cmem_cli.core.ids import new_uid
-from cmem_cli.core.timeutil import now_ms
+from cmem_cli.core.timeutil import now_ms, to_iso
 from cmem_cli.services.recovery import recover
 from cmem_cli.services.writes import FileTransaction, Memory
 from cmem_cli.store.records import EDITABLE_FIELDS
@@ -228,6 +228,14 @@ class _Adopter:
             self.report.conflicts.append((relpath, f"same uid as {other}; not adopted"))
             return None
         row = self._row_for(relpath, parsed, known)
+        if row is None and parsed.uid and parsed.kind == "observation":
+            forgotten = self.store.forgotten_at(parsed.uid.upper())
+            if forgotten is not None:
+                self.report.invalid.append(
+                    (relpath, f"a copy of memory {parsed.uid}, forgotten here on {to_iso(forgotten)[:10]}: "
+                     "not brought back (delete the file, or its uid: line to keep the text as a new memory)")
+                )  # fmt: skip
+                return None
         moved = row is not None and row.get("path") and row["path"] != relpath
         if row is not None and moved and (self.root / row["path"]).exists():
             self.report.conflicts.append((relpath, f"same uid as {row['path']}; not adopted"))

@@ -317,7 +317,17 @@ class Store:
         return None if holder is None or holder["id"] == besides else holder
 
     def delete_observation(self, obs_id: int) -> None:
+        """Delete the row, remembering its uid as forgotten (see :meth:`forgotten_at`)."""
+        self.db.execute(
+            "INSERT OR REPLACE INTO forgotten (uid, forgotten_at) SELECT uid, ? FROM observations WHERE id = ?",
+            (now_ms(), obs_id),
+        )
         self.db.execute("DELETE FROM observations WHERE id = ?", (obs_id,))
+
+    def forgotten_at(self, uid: str) -> int | None:
+        """When the memory with this uid was forgotten on this machine (epoch ms), None if it never was."""
+        value = self.db.scalar("SELECT forgotten_at FROM forgotten WHERE uid = ?", (uid,))
+        return int(value) if value is not None else None
 
     def all_observation_ids(self) -> list[int]:
         return [r[0] for r in self.db.execute("SELECT id FROM observations ORDER BY id")]

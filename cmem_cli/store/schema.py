@@ -261,3 +261,18 @@ CREATE TABLE git_reach (
 @MIGRATIONS
 def m005_git_reach(conn: apsw.Connection) -> None:
     conn.execute(V5_GIT_REACH)
+
+
+# The uids of memories forgotten on this machine, so that a stray copy of a forgotten memory's file (an
+# editor's backup, a duplicate) is reported instead of adopted back as if it were new.
+V6_FORGOTTEN = """
+CREATE TABLE forgotten (
+    uid          TEXT PRIMARY KEY,
+    forgotten_at INTEGER NOT NULL
+) WITHOUT ROWID;
+"""
+
+
+@MIGRATIONS
+def m006_forgotten(conn: apsw.Connection) -> None:
+    conn.execute(V6_FORGOTTEN)
