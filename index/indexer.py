@@ -15,6 +15,7 @@ import hashlib
 import json
 import os
 import re
+import stat as stat_module
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -235,14 +236,20 @@ class Indexer:
             report.errors.append(f"{collection.name}:{relpath}: resolves outside the collection, skipped")
             return None
         try:
-            with open(os.path.realpath(path), "rb") as fh:
+            # without blocking: a FIFO swapped in since the scan must not hang the pass (or cmem watch)
+            fd = os.open(os.path.realpath(path), os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+            with os.fdopen(fd, "rb") as fh:
                 actual = os.fstat(fh.fileno())
+                if not stat_module.S_ISREG(actual.st_mode):
+                    report.errors.append(f"{collection.name}:{relpath}: not a regular file, skipped")
+                    return None
                 if actual.st_size > MAX_FILE_BYTES:
                     report.errors.append(
                         f"{collection.name}:{relpath}: larger than {MAX_FILE_BYTES} bytes, skipped"
                     )
                     return None
-                data = fh.read()
+                os.set_blocking(fd, True)
+                data = fh.read(MAX_FILE_BYTES + 1)
         except FileNotFoundError:
             return None  # deleted since the scan; the next pass removes it
         except OSError as exc:

@@ -101,3 +101,22 @@ def test_mcp_get_refuses_a_fifo_and_keeps_answering(notes):
     document = text_of(out["document"])
     assert not out["document"].is_error and "kubernetes deploys" in document
     assert SECRET not in document and "the root password" not in document
+
+
+def test_the_indexer_never_blocks_on_a_fifo_swapped_in_after_its_scan(tmp_path):
+    from cmem_index.collections import Collection
+    from cmem_index.indexer import Indexer, IndexReport
+    from cmem_index.scan import FileStat
+    from cmem_index.store import IndexStore
+
+    root = tmp_path / "docs"
+    root.mkdir()
+    os.mkfifo(root / "note.md")  # the scan saw a file here; a FIFO took its place before the read
+    store = IndexStore.open(tmp_path / "index.db")
+    try:
+        report = IndexReport()
+        indexer = Indexer(store, [Collection("docs", root)], None)
+        assert indexer._prepare(Collection("docs", root), "note.md", FileStat(1, 1), None, report) is None
+        assert report.errors == ["docs:note.md: not a regular file, skipped"]
+    finally:
+        store.close()
