@@ -430,5 +430,5 @@ def _edited_at(parsed: ParsedFile, row: dict[str, Any] | None) -> int:
     means later, across machines too). Never in the future, and after the row's last update, so a file
     restored with an old mtime still counts as a change here."""
     now = now_ms()
-    stamp = min(parsed.written_at or now, now)
+    stamp = max(0, min(parsed.written_at or now, now))
     return stamp if row is None else max(stamp, int(row["updated_at"]) + 1)
