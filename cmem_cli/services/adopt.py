@@ -23,7 +23,7 @@ from cmem_cli.core.errors import CmemError, InvalidInput
 from cmem_cli.core.fields import LINK_TYPES, SUMMARY_FIELDS
 from cmem_cli.core.files import FileTooLarge, read_regular
 from cmem_cli.core.ids import new_uid
-from cmem_cli.core.timeutil import now_ms, to_iso
+from cmem_cli.core.timeutil import now_ms, to_date
 from cmem_cli.services.recovery import recover
 from cmem_cli.services.writes import FileTransaction, Memory
 from cmem_cli.store.records import EDITABLE_FIELDS
@@ -232,7 +232,7 @@ class _Adopter:
             forgotten = self.store.forgotten_at(parsed.uid.upper())
             if forgotten is not None:
                 self.report.invalid.append(
-                    (relpath, f"a copy of memory {parsed.uid}, forgotten here on {to_iso(forgotten)[:10]}: "
+                    (relpath, f"a copy of memory {parsed.uid}, forgotten here on {to_date(forgotten)}: "
                      "not brought back (delete the file, or its uid: line to keep the text as a new memory)")
                 )  # fmt: skip
                 return None
