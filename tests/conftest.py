@@ -137,10 +137,16 @@ def pg_server() -> Iterator[Any]:
     root = Path(tempfile.mkdtemp(prefix="cmem-pg-"))
     root.chmod(0o755)
     server = pgserver.get_server(root / "data", cleanup_mode="delete")
+    from tests.pg_server import stop_when_gone
+
+    stop_when_gone(os.getpid(), server, root)
     try:
         yield server
     finally:
+        from tests.pg_server import stop_if_running
+
         server.cleanup()
+        stop_if_running(server)
         shutil.rmtree(root, ignore_errors=True)
 
 
