@@ -194,7 +194,11 @@ class Browser:
         for fd in (self._in, self._out):
             with contextlib.suppress(OSError):
                 os.close(fd)
-        shutil.rmtree(self.profile, ignore_errors=True)
+        for _ in range(50):  # chromium's helper processes may write a last file after the browser exits
+            shutil.rmtree(self.profile, ignore_errors=True)
+            if not os.path.exists(self.profile):
+                break
+            time.sleep(0.1)
 
     def __enter__(self) -> Browser:
         return self

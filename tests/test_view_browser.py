@@ -24,7 +24,7 @@ pytestmark = pytest.mark.browser
 ALL_ROWS = {"P1", "1", "2", "3", "4", "5", "S1"}
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")  # every browser test is in this module: Chromium exits when they are done
 def browser() -> Iterator[Browser]:
     try:
         executable = find_chromium()
