@@ -12,7 +12,7 @@ from typing import Any
 import anyio
 from mcp import Client, StdioServerParameters
 
-TOOLS = {"search", "timeline", "get", "remember", "context"}
+TOOLS = {"search", "timeline", "get", "remember", "context", "projects"}
 
 
 def with_server(body: Callable[[Client], Awaitable[Any]], *, cwd: Path | None = None) -> Any:
@@ -32,7 +32,7 @@ def text_of(result: Any) -> str:
     return "\n".join(block.text for block in result.content)
 
 
-def test_lists_the_five_tools_with_progressive_disclosure_descriptions(home):
+def test_lists_the_tools_with_progressive_disclosure_descriptions(home):
     async def body(client: Client) -> Any:
         return (await client.list_tools()).tools, client.instructions
 
@@ -109,6 +109,8 @@ BAD_CALLS = [
     ("get", {}, "invalid argument ids: Field required"),
     ("get", {"ids": ["999"]}, "no observation with id 999"),
     ("get", {"ids": ["twelve"]}, "not an id: 'twelve'"),
+    ("get", {"ids": ["1\x00"]}, "not an id: '1\\x00'"),
+    ("get", {"ids": ["notes/a\x00.md:1"]}, "not an id"),
     ("timeline", {"anchor": "1", "query": "x"}, "give an anchor id or a query, not both"),
     ("remember", {"title": ""}, "title"),
     ("remember", {"title": "t", "type": "gossip"}, "unknown type 'gossip'"),
@@ -132,21 +134,76 @@ def test_bad_arguments_give_a_one_line_tool_error_and_the_server_keeps_serving(h
     assert len(list((home / "export").rglob("*.md"))) == 1  # only the good call wrote a file
 
 
-def test_unknown_uid_resource_is_an_error_not_a_crash(home):
+def test_unknown_uid_resource_is_not_found_not_an_internal_error(home):
+    """The MCP revision the SDK speaks answers a missing resource with -32602 (SEP-2164; the older -32002
+    is retired); -32603 would say the server broke."""
+
     async def body(client: Client) -> Any:
         from mcp.shared.exceptions import MCPError
 
-        try:
-            await client.read_resource("cmem://observation/01ABCDEFGHJKMNPQRSTVWXYZ00")
-        except MCPError as exc:
-            failure = str(exc)
-        else:
-            failure = None
-        return failure, await client.call_tool("search", {})
+        failures = []
+        for uri in ("cmem://observation/01ABCDEFGHJKMNPQRSTVWXYZ00", "cmem://observation/not..a/uid"):
+            try:
+                await client.read_resource(uri)
+            except MCPError as exc:
+                failures.append((exc.code, str(exc)))
+        return failures, await client.call_tool("search", {})
 
-    failure, after = with_server(body)
-    assert failure is not None and "no observation with uid" in failure
+    failures, after = with_server(body)
+    assert [code for code, _ in failures] == [-32602, -32602]
+    assert "no observation with uid 01ABCDEFGHJKMNPQRSTVWXYZ00" in failures[0][1]
     assert after.is_error is False
+
+
+def test_every_tool_parameter_is_described(home):
+    async def body(client: Client) -> Any:
+        return (await client.list_tools()).tools
+
+    undescribed = [
+        f"{tool.name}.{name}"
+        for tool in with_server(body)
+        for name, schema in tool.input_schema["properties"].items()
+        if not schema.get("description")
+    ]
+    assert undescribed == []
+
+
+def test_list_parameters_take_a_plain_string_as_a_list_of_one(home):
+    async def body(client: Client) -> Any:
+        await client.call_tool(
+            "remember", {"title": "Pin apsw", "type": "decision", "facts": "3.46 broke it", "project": "demo"}
+        )
+        await client.call_tool("remember", {"title": "Fix the pool", "type": "bugfix", "project": "demo"})
+        return await client.call_tool("search", {"type": "decision", "project": "demo"})
+
+    found = with_server(body)
+    assert found.is_error is False
+    assert [hit["title"] for hit in found.structured_content["hits"]] == ["Pin apsw"]
+
+
+def test_outside_a_repository_the_server_lists_projects_and_asks_which(home, tmp_path):
+    """Desktop clients start the server in `/`: no repository names a project there, so `context` and
+    `remember` need one, and `projects` says which exist."""
+
+    async def body(client: Client) -> Any:
+        await client.call_tool("remember", {"title": "Chose WAL", "project": "web"})
+        await client.call_tool("remember", {"title": "Pool size 20", "project": "api"})
+        await client.call_tool("remember", {"title": "Busy timeout", "project": "api"})
+        return (
+            await client.call_tool("projects", {}),
+            await client.call_tool("context", {}),
+            await client.call_tool("remember", {"title": "Where does this go?"}),
+        )
+
+    projects, context, remember = with_server(body, cwd=Path("/"))
+    listed = projects.structured_content["projects"]
+    assert [(p["project"], p["observations"]) for p in listed] == [("api", 2), ("web", 1)]
+    assert text_of(projects).splitlines()[0].startswith("api: 2 observations")
+    for result in (context, remember):
+        assert result.is_error is True
+        assert text_of(result).endswith(
+            ": no project: the server runs outside a git repository; pass project (known: api, web)"
+        )
 
 
 def test_remember_is_seen_by_cmem_search(home, sh):

@@ -630,6 +630,13 @@ class Memory:
         data["first"], data["last"] = to_iso(data.get("first")), to_iso(data.get("last"))
         return data
 
+    def projects(self) -> list[dict[str, Any]]:
+        """The projects memory holds, most recently active first: ``project``, ``observations`` (a count)
+        and ``last`` (ISO-8601 time of the latest observation)."""
+        from cmem_cli.core.timeutil import to_iso
+
+        return [{**row, "last": to_iso(row["last"])} for row in self.reader.store.projects()]
+
     @property
     def export_dir(self) -> Path:
         """The folder of the markdown export (the home and its database are created if missing)."""

@@ -208,18 +208,25 @@ def _git_toplevel(cwd: Path) -> Path | None:
 
 
 def default_project(cwd: str | os.PathLike[str] | None = None) -> str:
-    """``CMEM_PROJECT`` > enclosing git repository's top directory name > directory name."""
-    env = os.environ.get("CMEM_PROJECT")
-    if env:
-        return env
-    return project_for_directory(Path(cwd) if cwd else Path.cwd())
+    """``CMEM_PROJECT`` > enclosing git repository's top directory name > directory name > ``default``."""
+    return named_project(cwd) or "default"
+
+
+def named_project(cwd: str | os.PathLike[str] | None = None) -> str | None:
+    """``CMEM_PROJECT`` > enclosing git repository's top directory name > directory name; None in `/`,
+    where nothing names one (a desktop MCP client starts its servers there)."""
+    return os.environ.get("CMEM_PROJECT") or _directory_name(Path(cwd) if cwd else Path.cwd())
 
 
 def project_for_directory(directory: Path) -> str:
+    """The project a directory's work belongs to: its git repository's name, else its own."""
+    return _directory_name(directory) or "default"
+
+
+def _directory_name(directory: Path) -> str | None:
     directory = directory.expanduser()
     top = _git_toplevel(directory.resolve() if directory.exists() else directory)
-    name = (top or directory).name
-    return name or "default"
+    return (top or directory).name or None
 
 
 def default_agent() -> str:
@@ -238,6 +245,7 @@ __all__ = [
     "FILE_MODE",
     "default_agent",
     "default_project",
+    "named_project",
     "default_session",
     "load_config",
     "make_private_dirs",

@@ -20,15 +20,15 @@ from contextlib import contextmanager
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ResourceError, ToolError, UnexpectedToolError
+from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError, UnexpectedToolError
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import Field
+from pydantic import BeforeValidator, Field
 
 from cmem_cli import __version__
 from cmem_cli.api import Memory
 from cmem_cli.api.types import URI_PREFIX, as_dict, citation_uri
-from cmem_cli.core.config import Config
-from cmem_cli.core.errors import CmemError
+from cmem_cli.core.config import Config, named_project
+from cmem_cli.core.errors import CmemError, InvalidInput, NotFound
 from cmem_cli.core.text import escape_control
 
 INSTRUCTIONS = """\
@@ -38,7 +38,8 @@ Retrieve cheapest first, and only what you need:
 2. `timeline` around a promising id shows what happened before and after it.
 3. `get` the few ids worth reading in full (it costs the tokens the rows announced).
 Record what you decide, fix or discover with `remember` (the why is what later sessions lack).
-`context` gives the session-start briefing for a project. Cite a memory by its `cmem://observation/<uid>`."""
+`context` gives the session-start briefing for a project; `projects` lists the projects memory holds.
+Cite a memory by its `cmem://observation/<uid>`."""
 
 SEARCH_DESCRIPTION = """\
 Step 1 of 3: find past observations (and session summaries, prompts, indexed notes) matching a query.
@@ -62,6 +63,9 @@ CONTEXT_DESCRIPTION = """\
 The session-start briefing for a project: the last session's summary and next steps, then the most useful
 recent observations as one line each (id, date, type, title, ~tokens), within a token budget. Call it once
 at the start of a task; drill down with `timeline` and `get`."""
+PROJECTS_DESCRIPTION = """\
+The projects memory holds, most recently active first, with how many observations each has and when the
+last was recorded. Use a name as `project` for `search`, `context` and `remember`."""
 
 # The briefing's last line, in this server's terms: an MCP client may have no shell to run `cmem` in.
 MCP_REMINDER = (
@@ -76,7 +80,26 @@ WRITE = ToolAnnotations(
     read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
 )
 
-Strings = list[str] | None
+
+def _listed(value: Any) -> Any:
+    """A plain string where a list is expected is a list of one (models often send ``"bugfix"``)."""
+    return [value] if isinstance(value, str) else value
+
+
+Strings = Annotated[list[str] | None, BeforeValidator(_listed)]
+Concepts = Annotated[Strings, Field(description="Only observations tagged with all of these concepts.")]
+Files = Annotated[Strings, Field(description="Only observations that read or modified these paths.")]
+Facts = Annotated[Strings, Field(description="Short, self-contained statements, one per item.")]
+Tags = Annotated[Strings, Field(description="Concepts to tag it with (a word or two each).")]
+FilesRead = Annotated[Strings, Field(description="Paths of the files read.")]
+FilesModified = Annotated[Strings, Field(description="Paths of the files modified.")]
+Subtitle = Annotated[str | None, Field(description="One more line under the title.")]
+Narrative = Annotated[str | None, Field(description="The why and how, in a few sentences.")]
+Around = Annotated[int, Field(ge=0, le=100, description="Items to show on that side of the anchor (0-100).")]
+ProjectToWrite = Annotated[
+    str | None,
+    Field(description="Default: the server's git repository's name; required outside one (see `projects`)."),
+]
 Limit = Annotated[int, Field(ge=1, le=200, description="Maximum rows (1-200).")]
 Query = Annotated[str | None, Field(description="Words to match (keywords; with an index, also by meaning).")]
 Project = Annotated[
@@ -171,8 +194,8 @@ class Tools:
         query: Query = None,
         project: Project = None,
         type: Types = None,
-        concept: Strings = None,
-        file: Strings = None,
+        concept: Concepts = None,
+        file: Files = None,
         since: When = None,
         until: When = None,
         limit: Limit = 10,
@@ -195,8 +218,8 @@ class Tools:
         query: Annotated[
             str | None, Field(description="Instead of an anchor: its best keyword match.")
         ] = None,
-        before: Annotated[int, Field(ge=0, le=100)] = 5,
-        after: Annotated[int, Field(ge=0, le=100)] = 5,
+        before: Around = 5,
+        after: Around = 5,
         project: Project = None,
     ) -> CallToolResult:
         with self.memory() as memory:
@@ -219,21 +242,20 @@ class Tools:
         self,
         title: Annotated[str, Field(description="One line that will make sense in a search list.")],
         type: ObsType = "discovery",
-        subtitle: str | None = None,
-        narrative: str | None = None,
-        facts: Strings = None,
-        concepts: Strings = None,
-        files_read: Strings = None,
-        files_modified: Strings = None,
-        project: Annotated[
-            str | None, Field(description="Default: the current git repository's name.")
-        ] = None,
+        subtitle: Subtitle = None,
+        narrative: Narrative = None,
+        facts: Facts = None,
+        concepts: Tags = None,
+        files_read: FilesRead = None,
+        files_modified: FilesModified = None,
+        project: ProjectToWrite = None,
         key: Key = None,
     ) -> CallToolResult:
         with self.memory() as memory:
             obs = memory.add(
                 title, type=type, subtitle=subtitle, narrative=narrative, facts=facts, concepts=concepts,
-                files_read=files_read, files_modified=files_modified, project=project, key=key,
+                files_read=files_read, files_modified=files_modified, project=self._project(memory, project),
+                key=key,
                 agent=os.environ.get("CMEM_AGENT") or "mcp",
             )  # fmt: skip
         row = {"id": obs.id, "uid": obs.uid, "uri": obs.uri, "project": obs.project, "tokens": obs.tokens}
@@ -241,28 +263,49 @@ class Tools:
 
     def context(
         self,
-        project: Annotated[
-            str | None, Field(description="Default: the current git repository's name.")
-        ] = None,
+        project: ProjectToWrite = None,
         budget: Budget = 1500,
     ) -> CallToolResult:
         with self.memory() as memory:
-            briefing = memory.context(project, budget=budget, reminder=MCP_REMINDER)
+            briefing = memory.context(self._project(memory, project), budget=budget, reminder=MCP_REMINDER)
         structured = as_dict(briefing)
         for row in structured["observations"]:
             _with_uri(row)
         return _result(escape_control(briefing.text, keep_newlines=True), structured)
+
+    def projects(self) -> CallToolResult:
+        with self.memory() as memory:
+            rows = memory.projects()
+        lines = [
+            f"{row['project']}: {row['observations']} observations, last {(row['last'] or '')[:10]}"
+            for row in rows
+        ]
+        return _result(escape_control("\n".join(lines) or "no projects yet"), {"projects": rows})
+
+    @staticmethod
+    def _project(memory: Memory, project: str | None) -> str:
+        """The project a write or a briefing is for: the one given, else the server's repository's. A
+        desktop client starts the server in `/`, where no repository names one: then the caller must."""
+        named = project or named_project()
+        if named:
+            return named
+        known = ", ".join(row["project"] for row in memory.projects()) or "none yet"
+        raise InvalidInput(
+            f"no project: the server runs outside a git repository; pass project (known: {known})"
+        )
 
     def read_observation(self, uid: str) -> str:
         """The resource ``cmem://observation/<uid>``: the observation as its markdown file reads."""
         from cmem_cli.api import markdown
 
         try:
-            with self.memory() as memory:
-                found = memory.find(uid)
-                record = memory.get(found.id)[0]
-        except ToolError as exc:
-            raise ResourceError(str(exc)) from None
+            with self._lock:
+                if self._memory is None:
+                    self._memory = Memory(config=self.config)
+                found = self._memory.find(uid)
+                record = self._memory.get(found.id)[0]
+        except (NotFound, InvalidInput) as exc:  # -32602: the MCP revision the SDK speaks
+            raise ResourceNotFoundError(exc.message) from None
         return markdown(record)
 
 
@@ -308,6 +351,7 @@ def build_server(config: Config) -> tuple[CmemMCPServer, Tools]:
         (tools.get, GET_DESCRIPTION, READ_ONLY),
         (tools.remember, REMEMBER_DESCRIPTION, WRITE),
         (tools.context, CONTEXT_DESCRIPTION, READ_ONLY),
+        (tools.projects, PROJECTS_DESCRIPTION, READ_ONLY),
     ]
     for fn, description, hints in registered:
         server.add_tool(fn, description=description, annotations=hints, structured_output=False)

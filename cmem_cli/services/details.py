@@ -6,6 +6,7 @@ import json
 import os
 from typing import Any
 
+from cmem_cli.core.errors import InvalidInput
 from cmem_cli.core.fields import SUMMARY_FIELDS
 from cmem_cli.core.timeutil import now_ms, to_iso
 from cmem_cli.services.documents import fetch_document, is_document_ref
@@ -39,6 +40,8 @@ def fetch_details(memory: Any, refs: list[str], *, follow_links: bool = False) -
     seen: set[tuple[str, int]] = set()
     observation_ids: list[int] = []
     for ref in refs:
+        if "\x00" in ref:  # no id, path or docid holds one (and the OS refuses it in a path)
+            raise InvalidInput(f"not an id: {ref!r}")
         if is_document_ref(ref):
             records.append(fetch_document(memory.config, ref))
             continue

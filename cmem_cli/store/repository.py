@@ -679,6 +679,13 @@ class Store:
         return list(reversed(earlier)) + later
 
     # -- statistics ---------------------------------------------------------------------------------------
+    def projects(self) -> list[dict[str, Any]]:
+        """Each project with observations: its name, how many, and the time of the latest; most recent first."""
+        return self.db.query(
+            "SELECT project, count(*) AS observations, max(created_at) AS last FROM observations "
+            "GROUP BY project ORDER BY last DESC, project"
+        )
+
     def stats(self) -> dict[str, Any]:
         counts = {
             table: int(self.db.scalar(f"SELECT count(*) FROM {table}"))
