@@ -60,7 +60,7 @@ def test_index_without_a_model_is_keyword_only_and_says_how_to_get_one(cli, home
     assert status["models"]["embed"]["available"] is False
     assert "cmem models" in status["models"]["embed"]["hint"]
     text = cli("status").stdout
-    assert "documents   1" in text and "embed model none usable" in text
+    assert "documents\t1\n" in text and "embed model\tnone usable" in text
 
 
 def test_full_rebuild_from_the_command_line(cli, home, tmp_path):
@@ -90,12 +90,22 @@ def test_status_counts_files_changed_since_the_last_index_run(cli):
     second = cli("add", "Second note").stdout.strip()
     assert cli("status", "--json").json()["changed_files"] == {"added": 2, "modified": 0, "removed": 0}
     assert cli("index").exit_code == 0
-    assert "changed     none since the last index run\n" in cli("status").stdout
+    assert "changed\tnone since the last index run\n" in cli("status").stdout
     cli("add", "Third note")
     cli("edit", first, "--subtitle", "now with a subtitle")  # same file, new content
     cli("forget", second, "--yes")
     assert cli("status", "--json").json()["changed_files"] == {"added": 1, "modified": 1, "removed": 1}
     assert (
-        "changed     3 files since the last index run (1 new, 1 modified, 1 deleted): run `cmem index`\n"
+        "changed\t3 files since the last index run (1 new, 1 modified, 1 deleted): run `cmem index`\n"
         in cli("status").stdout
     )
+
+
+def test_piped_status_is_key_tab_value_on_every_line(sh, home):
+    """As `cmem stats` and `session show` print when piped: scripts split each line on its tabs."""
+    assert sh("add", "A note to index").exit_code == 0
+    lines = sh("status").stdout.splitlines()
+    assert [line.split("\t")[0] for line in lines][:4] == ["index", "documents", "chunks", "changed"]
+    assert all("\t" in line and "  " not in line.split("\t")[0] for line in lines)
+    (collection,) = [line.split("\t") for line in lines if line.startswith("collection\t")]
+    assert collection[1:4] == ["memories", "0 docs", "0 chunks"]

@@ -162,58 +162,70 @@ def status_cmd(as_json: JsonOpt = False) -> None:
 
 
 def _status_text(info: dict[str, Any]) -> str:
-    lines = [f"index       {escape_control(info['index'])}{'' if info['exists'] else ' (not built yet)'}"]
+    """The status as ``key<TAB>value...`` lines when piped (scripts split on tabs, as for `cmem stats`), or
+    with the keys and the collections' columns aligned on a terminal."""
+    rows = [[escape_control(cell) for cell in row] for row in _status_rows(info)]
+    if not sys.stdout.isatty():
+        return "".join("\t".join(row) + "\n" for row in rows)
+    key_width = max(len(row[0]) for row in rows)
+    collections = [row for row in rows if row[0] == "collection"]
+    widths = [max(len(row[i]) for row in collections) for i in range(1, 5)] if collections else []
+    lines = []
+    for row in rows:
+        cells = [
+            cell.ljust(widths[i]) if row[0] == "collection" and i < 4 else cell
+            for i, cell in enumerate(row[1:])
+        ]
+        lines.append(f"{row[0].ljust(key_width)}  {'  '.join(cells)}".rstrip())
+    return "\n".join(lines) + "\n"
+
+
+def _status_rows(info: dict[str, Any]) -> list[list[str]]:
+    """What `cmem status` shows: one row per line, the key first (a collection's row has five values)."""
+    rows = [["index", f"{info['index']}{'' if info['exists'] else ' (not built yet)'}"]]
     if info.get("error"):
-        lines.append(f"error       {escape_control(info['error'])}")
-    lines.append(f"documents   {info['documents']}")
-    lines.append(f"chunks      {info['chunks']}")
+        rows.append(["error", info["error"]])
+    rows.append(["documents", str(info["documents"])])
+    rows.append(["chunks", str(info["chunks"])])
     changes = info.get("changed_files")
     if changes and any(changes.values()):
         count = sum(changes.values())
-        lines.append(
-            f"changed     {count} file{'s' if count != 1 else ''} since the last index run "
-            f"({changes['added']} new, {changes['modified']} modified, {changes['removed']} deleted): "
-            "run `cmem index`"
-        )
+        rows.append([
+            "changed",
+            f"{count} file{'s' if count != 1 else ''} since the last index run ({changes['added']} new, "
+            f"{changes['modified']} modified, {changes['removed']} deleted): run `cmem index`",
+        ])  # fmt: skip
     elif changes is not None:
-        lines.append("changed     none since the last index run")
+        rows.append(["changed", "none since the last index run"])
     vector_note = "" if info["vectors_current"] or not info["vectors"] else " (made by another model: stale)"
-    lines.append(f"vectors     {info['vectors']}{vector_note}")
+    rows.append(["vectors", f"{info['vectors']}{vector_note}"])
     if info["stale_documents"]:
-        lines.append(f"stale       {info['stale_documents']} documents chunked with other settings")
+        rows.append(["stale", f"{info['stale_documents']} documents chunked with other settings"])
     if info["chunks_without_current_vectors"]:
-        lines.append(f"pending     {info['chunks_without_current_vectors']} chunks need embedding")
+        rows.append(["pending", f"{info['chunks_without_current_vectors']} chunks need embedding"])
     embed = info["models"]["embed"]
     if embed["available"]:
-        lines.append(f"embed model {escape_control(str(embed['spec']))}")
+        rows.append(["embed model", str(embed["spec"])])
     else:
-        lines.append(f"embed model none usable: {escape_control(str(embed['hint']))}")
+        rows.append(["embed model", f"none usable: {embed['hint']}"])
     rerank = info["models"]["rerank"]["spec"]
-    lines.append(f"reranker    {escape_control(rerank) if rerank else 'off'}")
-    cells = [
-        [escape_control(c["name"]), f"{c['documents']} docs", f"{c['chunks']} chunks", escape_control(c["path"]),
-         escape_control(c["mask"])]
-        for c in info["collections"]
-    ]  # fmt: skip
-    if sys.stdout.isatty():  # a person reads aligned columns; scripts keep the tab-separated fields
-        widths = [max(len(row[i]) for row in cells) for i in range(5)] if cells else []
-        cells = [[cell.ljust(widths[i]) if i < 4 else cell for i, cell in enumerate(row)] for row in cells]
-        lines += [f"collection  {'  '.join(row)}" for row in cells]
-    else:
-        lines += [f"collection  {chr(9).join(row)}" for row in cells]
+    rows.append(["reranker", rerank or "off"])
+    for c in info["collections"]:
+        rows.append(
+            ["collection", c["name"], f"{c['documents']} docs", f"{c['chunks']} chunks", c["path"], c["mask"]]
+        )
     for c in info["collections"]:
         for relpath in c["skipped_symlinks"]:
-            lines.append(
-                f"skipped     {escape_control(c['name'])}:{escape_control(relpath)} (symlink outside the collection)"
-            )
+            rows.append(["skipped", f"{c['name']}:{relpath} (symlink outside the collection)"])
     last = info.get("last_run")
     if last:
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(last["started_at"] / 1000))
-        lines.append(
-            f"last run    {when}, {last['seconds']:.2f}s, {last['read']} read, {last['chunked']} re-chunked, "
-            f"{last['embedded']} embedded"
-        )
-    return "\n".join(lines) + "\n"
+        rows.append([
+            "last run",
+            f"{when}, {last['seconds']:.2f}s, {last['read']} read, {last['chunked']} re-chunked, "
+            f"{last['embedded']} embedded",
+        ])  # fmt: skip
+    return rows
 
 
 def watch_cmd(
