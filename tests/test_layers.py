@@ -146,3 +146,17 @@ def test_home_option_beats_environment(cli, tmp_path):
     assert (other / "cmem.db").exists()
     assert cli("search", "elsewhere", "--format", "ids").stdout == ""
     assert cli("--home", str(other), "search", "elsewhere", "--format", "ids").stdout == "1\n"
+
+
+def test_timeline_names_only_the_ids_it_takes(cli):
+    """Its error must not suggest a form it refuses (`doc:<docid>` is for `cmem get`)."""
+    wrong = cli("timeline", "zzz")
+    assert (wrong.exit_code, wrong.stderr) == (
+        4,
+        "cmem: not an id: 'zzz' (expected an observation's number or uid, S<n> for a summary or P<n> for a prompt)\n",
+    )
+    document = cli("timeline", "doc:abc123")
+    assert (document.exit_code, document.stderr) == (
+        4,
+        "cmem: doc:abc123 is a document: documents have no timeline (`cmem get doc:abc123` shows it)\n",
+    )

@@ -181,24 +181,29 @@ def resolve_observation(store: Store, ref: int | str) -> int:
     return matches[0][0]
 
 
-def resolve_ref(store: Store, ref: str) -> tuple[str, int]:
+GET_FORMS = (
+    "a number or a uid, S<n> for a summary, P<n> for a prompt, doc:<docid> for a document, or "
+    "PATH[:LINE[:COUNT]]"
+)
+TIMELINE_FORMS = "an observation's number or uid, S<n> for a summary or P<n> for a prompt"
+
+
+def resolve_ref(store: Store, ref: str, forms: str = GET_FORMS) -> tuple[str, int]:
     """:func:`parse_ref`, and a uid or unique uid prefix names an observation (:func:`resolve_observation`)."""
     text = ref.strip()
     if _REF.match(text):
-        return parse_ref(text)
+        return parse_ref(text, forms)
     if _UID_PREFIX.match(text):
         return "observation", resolve_observation(store, text)
-    return parse_ref(text)
+    return parse_ref(text, forms)
 
 
-def parse_ref(ref: str) -> tuple[str, int]:
-    """``12`` -> observation 12; ``S3`` -> summary 3; ``P7`` -> prompt 7."""
+def parse_ref(ref: str, forms: str = GET_FORMS) -> tuple[str, int]:
+    """``12`` -> observation 12; ``S3`` -> summary 3; ``P7`` -> prompt 7. ``forms`` is what the caller
+    takes, for the error message (`cmem get` takes documents and paths too)."""
     match = _REF.match(ref.strip())
     if not match:
-        raise InvalidInput(
-            f"not an id: {ref!r} (expected a number or a uid, S<n> for a summary, P<n> for a prompt, "
-            "doc:<docid> for a document, or PATH[:LINE[:COUNT]])"
-        )
+        raise InvalidInput(f"not an id: {ref!r} (expected {forms})")
     prefix = match.group("prefix").upper()
     kind = {"S": "summary", "P": "prompt"}.get(prefix, "observation")
     return kind, int(match.group("num"))
@@ -208,7 +213,9 @@ def timeline(store: Store, ref: str, *, before: int = 5, after: int = 5) -> dict
     """Items around an anchor in the anchor's project, oldest first, the anchor marked."""
     if before < 0 or after < 0:
         raise InvalidInput("--before and --after must not be negative")
-    kind, number = resolve_ref(store, ref)
+    if _DOCID.match(ref.strip()):
+        raise InvalidInput(f"{ref} is a document: documents have no timeline (`cmem get {ref}` shows it)")
+    kind, number = resolve_ref(store, ref, TIMELINE_FORMS)
     if kind == "observation":
         anchor = store.get_observation(number)
     elif kind == "summary":
