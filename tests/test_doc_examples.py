@@ -122,3 +122,16 @@ def test_documented_block_runs_as_pasted(user_home, lang, body):
     errors = err.read_text()
     assert code == 0, f"exit {code}\n{errors}"
     assert "Traceback" not in errors
+
+
+def test_readme_xargs_lines_do_nothing_on_empty_input(tmp_path):
+    """A search that finds nothing must not run `cmem get` with no ids (GNU xargs runs it once otherwise)."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    lines = [line.split("#")[0].strip() for line in readme.splitlines() if "| xargs" in line]
+    assert lines
+    env = {**os.environ, "CMEM_HOME": str(tmp_path / "empty-home"), "CMEM_EMBED_MODEL": "none"}
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"  # the venv's cmem
+    for line in lines:
+        done = subprocess.run(["bash", "-c", line], cwd=tmp_path, env=env, capture_output=True, text=True)
+        assert (done.returncode, done.stdout) == (0, ""), (line, done.stderr)
+        assert "cmem get" not in done.stderr and "no ids" not in done.stderr, (line, done.stderr)
