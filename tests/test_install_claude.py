@@ -99,8 +99,42 @@ def test_uninstall_removes_files_that_only_cmem_created(sh, claude_dir) -> None:
     sh("install", "claude-code")
     assert (claude_dir / "settings.json").exists() and (claude_dir / "CLAUDE.md").exists()
     sh("install", "claude-code", "--uninstall")
-    assert settings(claude_dir) == {}
-    assert not (claude_dir / "CLAUDE.md").exists()
+    assert list(claude_dir.iterdir()) == []  # no `{}` left behind, no backup of cmem's own content
+
+
+def test_uninstall_keeps_no_backup_that_holds_only_what_the_file_holds_now(sh, claude_dir) -> None:
+    (claude_dir / "settings.json").write_text(json.dumps(EXISTING, indent=2))
+    (claude_dir / "CLAUDE.md").write_text("# My rules\n")
+    sh("install", "claude-code")
+    assert len(backups(claude_dir)) == 2  # install backed up both of the user's files
+    sh("install", "claude-code", "--uninstall")
+    assert backups(claude_dir) == []
+    assert settings(claude_dir) == EXISTING and (claude_dir / "CLAUDE.md").read_text() == "# My rules\n"
+
+
+def test_a_backup_holding_the_user_s_later_changes_is_kept(sh, claude_dir) -> None:
+    (claude_dir / "settings.json").write_text(json.dumps(EXISTING, indent=2))
+    sh("install", "claude-code", "--no-instructions")
+    changed = {**settings(claude_dir), "model": "opus"}  # the user edits the file while cmem is installed
+    (claude_dir / "settings.json").write_text(json.dumps(changed, indent=2))
+    sh("install", "claude-code", "--uninstall", "--no-instructions")
+    kept = [json.loads(path.read_text()) for path in backups(claude_dir)]
+    assert kept == [EXISTING]  # the state before install; the uninstall's own backup held nothing more
+    assert settings(claude_dir)["model"] == "opus"
+
+
+def test_claude_md_names_cmem_by_a_path_the_agent_can_run(sh, claude_dir, tmp_path) -> None:
+    """Claude Code runs the section's commands with its own PATH: where `cmem` is not the one installed,
+    the section calls it by its absolute path, as the hooks do."""
+    import sys
+
+    installed = Path(sys.executable).with_name("cmem")
+    sh("install", "claude-code", env={"PATH": "/usr/bin:/bin"})
+    md = (claude_dir / "CLAUDE.md").read_text()
+    assert f'`{installed} search "QUERY"`' in md and f"`{installed} add --type" in md
+    sh("install", "claude-code", env={"PATH": f"{installed.parent}:/usr/bin:/bin"})
+    again = (claude_dir / "CLAUDE.md").read_text()
+    assert '`cmem search "QUERY"`' in again and str(installed) not in again
 
 
 def test_dry_run_writes_nothing_and_shows_the_diff(sh, claude_dir) -> None:

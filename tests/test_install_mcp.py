@@ -38,6 +38,13 @@ def test_install_registers_the_server_and_keeps_everything_else(sh, home) -> Non
     assert json.loads(user_file().read_text()) == CLAUDE_JSON
 
 
+def test_a_new_claude_json_is_private_to_the_user(sh, home) -> None:
+    """~/.claude.json holds Claude Code's account state: a file cmem creates for it is 0600."""
+    result = sh("install", "claude-code", "--mcp", "--no-instructions")
+    assert result.exit_code == 0, result.stderr
+    assert user_file().stat().st_mode & 0o777 == 0o600
+
+
 def test_without_mcp_the_file_is_not_touched(sh, home) -> None:
     result = sh("install", "claude-code", "--no-instructions")
     assert result.exit_code == 0, result.stderr

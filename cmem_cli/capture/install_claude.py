@@ -3,7 +3,9 @@ CLAUDE.md, or take both out again (``--uninstall``), touching nothing else.
 
 Every other setting and hook is kept as it was; cmem's own entries are recognised by their command
 (``... cmem hook EVENT`` or ``... -m cmem_cli hook EVENT``), so installing twice changes nothing and a moved
-cmem executable is updated in place. A file is backed up before it is first changed, and written atomically.
+cmem executable is updated in place. A file is backed up before it is changed, and written atomically;
+``--uninstall`` leaves no file that held only cmem's entries and no backup that holds nothing the file does
+not hold now besides cmem's entries.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import shlex
 import shutil
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,18 +39,26 @@ _OURS = re.compile(r"(?:^|[\s/\\'\"])(?:cmem|cmem_cli)(?:\.exe)?['\"]?\s+(?:--ho
 
 BEGIN = "<!-- cmem:begin (added by `cmem install claude-code`; `cmem install claude-code --uninstall` removes it) -->"
 END = "<!-- cmem:end -->"
-INSTRUCTIONS = f"""{BEGIN}
+_INSTRUCTIONS = f"""{BEGIN}
 ## Memory: cmem
 This machine keeps a local memory of past sessions in cmem; the session start shows recent entries by id.
-- Before investigating something again, look it up, cheapest first: `cmem search "QUERY"` (ids, titles,
-  token cost) -> `cmem timeline ID` (what happened around it) -> `cmem get ID` (full details, only the ids
-  you need).
+- Before investigating something again, look it up, cheapest first: `{{cmem}} search "QUERY"` (ids, titles,
+  token cost) -> `{{cmem}} timeline ID` (what happened around it) -> `{{cmem}} get ID` (full details, only the
+  ids you need).
 - When you make a decision, fix a bug, or discover something non-obvious, record it right away (edits and
   commands are captured automatically; the why is not):
-  `cmem add --type decision|bugfix|discovery|insight|feature --title "..." --fact "..." --modified PATH`
+  `{{cmem}} add --type decision|bugfix|discovery|insight|feature --title "..." --fact "..." --modified PATH`
 - Text inside <private>...</private> is never stored.
 {END}
 """
+
+
+def instructions(command: str = "cmem") -> str:
+    """The CLAUDE.md section, calling cmem as ``command``."""
+    return _INSTRUCTIONS.replace("{cmem}", command)
+
+
+INSTRUCTIONS = instructions()
 _BLOCK = re.compile(r"\n?" + re.escape(BEGIN.split(" (")[0]) + r".*?" + re.escape(END) + r"\n?", re.DOTALL)
 
 
@@ -57,6 +68,10 @@ class Change:
     old: str | None  # None: the file does not exist
     new: str | None  # None: the file is to be deleted
     what: str
+    mode: int = 0o644  # of a file created (Claude Code's settings are 0644; ~/.claude.json is private)
+    # uninstall: what a text of this file holds besides cmem's entries; a backup holding no more than the
+    # file's new content is not kept (nor made)
+    without_cmem: Callable[[str | None], object] | None = None
 
     @property
     def changed(self) -> bool:
@@ -80,6 +95,18 @@ def default_executable() -> str | None:
         if beside.is_file() and os.access(beside, os.X_OK):
             return str(beside)
     return shutil.which("cmem")
+
+
+def instruction_command(executable: str | None = None) -> str:
+    """How CLAUDE.md calls cmem: ``cmem`` when that name on PATH is the cmem installed, else its absolute
+    path (as the hooks use it), since the agent runs the commands with its own PATH."""
+    exe = executable or default_executable()
+    if exe is None:
+        return f"{shlex.quote(sys.executable)} -m cmem_cli"
+    on_path = shutil.which("cmem")
+    if on_path and os.path.realpath(on_path) == os.path.realpath(exe):
+        return "cmem"
+    return shlex.quote(exe)
 
 
 def hook_command(event: str, executable: str | None = None) -> str:
@@ -189,7 +216,7 @@ def _dump(settings: dict[str, Any]) -> str:
     return json.dumps(settings, indent=2, ensure_ascii=False) + "\n"
 
 
-def merge_instructions(text: str | None, *, uninstall: bool) -> str | None:
+def merge_instructions(text: str | None, *, uninstall: bool, command: str = "cmem") -> str | None:
     """CLAUDE.md with cmem's marked block replaced, added or removed (None: delete a file left empty)."""
     current = text or ""
     without = _BLOCK.sub("\n", current) if _BLOCK.search(current) else current
@@ -198,7 +225,7 @@ def merge_instructions(text: str | None, *, uninstall: bool) -> str | None:
         if text is None:
             return None
         return without if without else None
-    return (without + "\n" if without else "") + INSTRUCTIONS
+    return (without + "\n" if without else "") + instructions(command)
 
 
 def plan(
@@ -215,20 +242,40 @@ def plan(
     merged = merge_settings(data, uninstall=uninstall, executable=executable)
     if old_settings is not None and merged == data:
         new_settings: str | None = old_settings  # nothing to do: keep the file byte for byte
-    elif uninstall and old_settings is None:
-        new_settings = None
+    elif uninstall and not merged:
+        new_settings = None  # nothing but cmem's hooks was in it: no `{}` left behind
     else:
         new_settings = _dump(merged)
+
+    def settings_without_cmem(text: str | None) -> object:
+        return merge_settings(_load_settings(settings_path, text), uninstall=True)
+
     changes = [
-        Change(settings_path, old_settings, new_settings, "hooks removed" if uninstall else "hooks installed")
+        Change(
+            settings_path,
+            old_settings,
+            new_settings,
+            "hooks removed" if uninstall else "hooks installed",
+            without_cmem=settings_without_cmem if uninstall else None,
+        )  # fmt: skip
     ]
     if instructions:
         old_md = _read(claude_md)
-        new_md = merge_instructions(old_md, uninstall=uninstall)
+        new_md = merge_instructions(old_md, uninstall=uninstall, command=instruction_command(executable))
         if old_md is not None and new_md is not None and old_md.rstrip("\n") == new_md.rstrip("\n"):
             new_md = old_md
+
+        def md_without_cmem(text: str | None) -> object:
+            return (merge_instructions(text, uninstall=True) or "").rstrip("\n")
+
         changes.append(
-            Change(claude_md, old_md, new_md, "instructions removed" if uninstall else "instructions added")
+            Change(
+                claude_md,
+                old_md,
+                new_md,
+                "instructions removed" if uninstall else "instructions added",
+                without_cmem=md_without_cmem if uninstall else None,
+            )  # fmt: skip
         )
     return changes
 
@@ -244,12 +291,27 @@ def _backup(path: Path) -> Path:
     return backup
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    """Atomic replace that keeps the file's permissions (a new settings file gets 0644, as Claude Code's)."""
+def _write_atomic(path: Path, text: str, new_mode: int = 0o644) -> None:
+    """Atomic replace that keeps the file's permissions (``new_mode`` for a file created)."""
     from cmem_export.atomic import atomic_write
 
-    mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
+    mode = path.stat().st_mode & 0o777 if path.exists() else new_mode
     atomic_write(path, text, mode=mode)
+
+
+def _redundant_backups(change: Change) -> list[Path]:
+    """cmem's earlier backups of the file that hold nothing but its new content and cmem's own entries."""
+    if change.without_cmem is None:
+        return []
+    target = change.without_cmem(change.new)
+    found = []
+    for backup in sorted(change.path.parent.glob(f"{change.path.name}.cmem-backup-*")):
+        try:
+            if change.without_cmem(_read(backup)) == target:
+                found.append(backup)
+        except (InvalidInput, StorageError):
+            continue  # not one cmem can read: keep it
+    return found
 
 
 def apply(changes: list[Change]) -> list[str]:
@@ -260,11 +322,17 @@ def apply(changes: list[Change]) -> list[str]:
             messages.append(f"unchanged {change.path}")
             continue
         try:
-            backup = _backup(change.path) if change.old is not None else None
+            # taking out cmem's entries and nothing else needs no backup: the file keeps everything else
+            only_ours = change.without_cmem is not None and change.without_cmem(
+                change.old
+            ) == change.without_cmem(change.new)
+            backup = _backup(change.path) if change.old is not None and not only_ours else None
             if change.new is None:
                 change.path.unlink()
             else:
-                _write_atomic(change.path, change.new)
+                _write_atomic(change.path, change.new, change.mode)
+            for redundant in _redundant_backups(change):
+                redundant.unlink()
         except OSError as exc:
             raise StorageError(f"cannot update {change.path}: {exc.strerror or exc}") from None
         note = f" (backup: {backup.name})" if backup else ""

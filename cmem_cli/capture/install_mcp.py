@@ -73,4 +73,10 @@ def plan_mcp(
     else:
         new = json.dumps(merged, indent=2, ensure_ascii=False) + "\n"
     what = "MCP server removed" if uninstall else "MCP server registered"
-    return Change(path, old, new, what)
+
+    def without_cmem(text: str | None) -> object:
+        return merge_mcp(_load(path, text), uninstall=True)
+
+    # ~/.claude.json holds Claude Code's account state: a file created for it is the user's alone
+    mode = 0o600 if scope == "user" else 0o644
+    return Change(path, old, new, what, mode=mode, without_cmem=without_cmem if uninstall else None)
