@@ -32,7 +32,7 @@ _cmem() {
         "context") words="--project -p --budget --json -h --help"; valued="--project -p --budget" ;;
         "mcp") words="-h --help"; valued="" ;;
         "completion") words="-h --help"; valued="" ;;
-        "man") words="--raw -h --help"; valued="" ;;
+        "man") words="--raw --install --prefix -h --help"; valued="--prefix" ;;
         "session") words="start end list show -h --help"; valued="" ;;
         "session start") words="--project -p --agent --label --goal -h --help"; valued="--project -p --agent --label --goal" ;;
         "session end") words="--status --outcome --next-steps -h --help"; valued="--status --outcome --next-steps" ;;

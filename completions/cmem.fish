@@ -142,6 +142,8 @@ complete -c cmem -n '__fish_seen_subcommand_from context' -s h -l help -d 'Show 
 complete -c cmem -n '__fish_seen_subcommand_from mcp' -s h -l help -d 'Show help and exit.'
 complete -c cmem -n '__fish_seen_subcommand_from completion' -s h -l help -d 'Show help and exit.'
 complete -c cmem -n '__fish_seen_subcommand_from man' -l raw -d 'Print the roff source even on a terminal.'
+complete -c cmem -n '__fish_seen_subcommand_from man' -l install -d 'Write the page to PREFIX/share/man/man1/cmem.1, where `man cmem` finds'
+complete -c cmem -n '__fish_seen_subcommand_from man' -l prefix -r -F -d 'With --install: the prefix (default: this Python\'s, e.g. the venv).'
 complete -c cmem -n '__fish_seen_subcommand_from man' -s h -l help -d 'Show help and exit.'
 complete -c cmem -n '__fish_seen_subcommand_from session; and not __fish_seen_subcommand_from start end list show' -a start -d 'Start (or resume) a session; prints its id.'
 complete -c cmem -n '__fish_seen_subcommand_from session; and not __fish_seen_subcommand_from start end list show' -a end -d 'Close a session.'

@@ -91,3 +91,21 @@ def test_each_short_flag_has_one_meaning_across_commands():
     walk(typer.main.get_command(app))
     assert meanings["-n"] == {"--limit"}
     assert {short: longs for short, longs in meanings.items() if len(longs) > 1} == {}
+
+
+def test_man_install_puts_the_page_where_man_finds_it_for_an_editable_install(sh, tmp_path):
+    """`pip install -e` installs no data files, so the README's install runs `cmem man --install`: the page
+    goes to PREFIX/share/man/man1, which man(1) searches for PREFIX/bin on PATH."""
+    import shutil
+    import subprocess
+
+    prefix = tmp_path / "venv"
+    (prefix / "bin").mkdir(parents=True)
+    result = sh("man", "--install", "--prefix", str(prefix))
+    page = prefix / "share" / "man" / "man1" / "cmem.1"
+    assert (result.exit_code, result.stdout) == (0, f"{page}\n")
+    assert page.read_text() == (REPO / "man" / "cmem.1").read_text()
+    if shutil.which("man"):
+        env = {"PATH": f"{prefix / 'bin'}:/usr/bin:/bin", "HOME": str(tmp_path)}
+        found = subprocess.run(["man", "-w", "cmem"], env=env, capture_output=True, text=True)
+        assert found.stdout.strip() == str(page)
