@@ -10,54 +10,54 @@ _cmem() {
         local candidate="${path:+$path }$w"
         if [[ -z "$path" || " collection import install models prompt session summary sync " == *" $path "* ]]; then path="$candidate"; else break; fi
     done
-    local words="" valued=""
+    local words="" valued="" paths=""
     case "$path" in
-        "") words="add edit link forget search timeline get stats view verify export doctor index status watch hook context mcp completion man session prompt summary sync collection models import install --home --version -V -h --help"; valued="--home" ;;
-        "add") words="--title -t --type --subtitle --narrative --fact --concept --read --modified --tool --project -p --session --agent --key --confidence --link --json -h --help"; valued="--title -t --type --subtitle --narrative --fact --concept --read --modified --tool --project -p --session --agent --key --confidence --link --json" ;;
-        "edit") words="--title -t --type --subtitle --narrative --fact --add-fact --concept --read --modified --project -p --key --confidence --link -h --help"; valued="--title -t --type --subtitle --narrative --fact --add-fact --concept --read --modified --project -p --key --confidence --link" ;;
-        "link") words="--remove -h --help"; valued="" ;;
-        "forget") words="--yes -y -h --help"; valued="" ;;
-        "search") words="--project -p --type --concept --file --agent --session --since --until --limit -n --offset --order --mode --rerank --no-rerank --min-score --collection -c --explain --all --branch --team --json --format -f -h --help"; valued="--project -p --type --concept --file --agent --session --since --until --limit -n --offset --order --mode --min-score --collection -c --branch --format -f" ;;
-        "timeline") words="--query -q --before -b --after -a --project -p --json --format -f -h --help"; valued="--query -q --before -b --after -a --project -p --format -f" ;;
-        "get") words="--links --path --json --format -f -h --help"; valued="--format -f" ;;
-        "stats") words="--json -h --help"; valued="" ;;
-        "view") words="--project -p --all-projects --type --concept --file --agent --session --since --until --limit -n --output -o --open --no-open --json -h --help"; valued="--project -p --type --concept --file --agent --session --since --until --limit -n --output -o" ;;
-        "verify") words="--stale --project -p --json --format -f -h --help"; valued="--project -p --format -f" ;;
-        "export") words="--rebuild --json -h --help"; valued="" ;;
-        "doctor") words="--fix --json -h --help"; valued="" ;;
-        "index") words="--full --json -h --help"; valued="" ;;
-        "status") words="--json -h --help"; valued="" ;;
-        "watch") words="--debounce -h --help"; valued="--debounce" ;;
-        "hook") words="-h --help"; valued="" ;;
-        "context") words="--project -p --budget --json -h --help"; valued="--project -p --budget" ;;
-        "mcp") words="-h --help"; valued="" ;;
-        "completion") words="-h --help"; valued="" ;;
-        "man") words="--raw --install --prefix -h --help"; valued="--prefix" ;;
-        "session") words="start end list show -h --help"; valued="" ;;
-        "session start") words="--project -p --agent --label --goal -h --help"; valued="--project -p --agent --label --goal" ;;
-        "session end") words="--status --outcome --next-steps -h --help"; valued="--status --outcome --next-steps" ;;
-        "session list") words="--project -p --status --limit -n --json --format -f -h --help"; valued="--project -p --status --limit -n --format -f" ;;
-        "session show") words="--json -h --help"; valued="" ;;
-        "prompt") words="add -h --help"; valued="" ;;
-        "prompt add") words="--session --project -p --agent -h --help"; valued="--session --project -p --agent" ;;
-        "summary") words="add -h --help"; valued="" ;;
-        "summary add") words="--session --request --investigated --learned --completed --next-steps --notes --project -p --agent --json -h --help"; valued="--session --request --investigated --learned --completed --next-steps --notes --project -p --agent --json" ;;
-        "sync") words="init --json -h --help"; valued="" ;;
-        "sync init") words="--project -p --machine --json -h --help"; valued="--project -p --machine" ;;
-        "collection") words="add list remove -h --help"; valued="" ;;
-        "collection add") words="--name --mask -h --help"; valued="--name --mask" ;;
-        "collection list") words="--json -h --help"; valued="" ;;
-        "collection remove") words="-h --help"; valued="" ;;
-        "models") words="list pull import path -h --help"; valued="" ;;
-        "models list") words="--json -h --help"; valued="" ;;
-        "models pull") words="--rerank --sha256 --timeout --json -h --help"; valued="--sha256 --timeout" ;;
-        "models import") words="--name --outtype --force --json -h --help"; valued="--name --outtype" ;;
-        "models path") words="--rerank --json -h --help"; valued="" ;;
-        "import") words="transcript claude-code -h --help"; valued="" ;;
-        "import transcript") words="--project -p --exclude-project --settle --json -h --help"; valued="--project -p --exclude-project --settle" ;;
-        "import claude-code") words="--root --project -p --exclude-project --settle --json -h --help"; valued="--root --project -p --exclude-project --settle" ;;
-        "install") words="claude-code -h --help"; valued="" ;;
-        "install claude-code") words="--scope --uninstall --dry-run --instructions --no-instructions --mcp -h --help"; valued="--scope" ;;
+        "") words="add edit link forget search timeline get stats view verify export doctor index status watch hook context mcp completion man session prompt summary sync collection models import install --home --version -V -h --help"; valued="--home"; paths="--home" ;;
+        "add") words="--title -t --type --subtitle --narrative --fact --concept --read --modified --tool --project -p --session --agent --key --confidence --link --json -h --help"; valued="--title -t --type --subtitle --narrative --fact --concept --read --modified --tool --project -p --session --agent --key --confidence --link --json"; paths="--read --modified --json" ;;
+        "edit") words="--title -t --type --subtitle --narrative --fact --add-fact --concept --read --modified --project -p --key --confidence --link -h --help"; valued="--title -t --type --subtitle --narrative --fact --add-fact --concept --read --modified --project -p --key --confidence --link"; paths="--read --modified" ;;
+        "link") words="--remove -h --help"; valued=""; paths="" ;;
+        "forget") words="--yes -y -h --help"; valued=""; paths="" ;;
+        "search") words="--project -p --type --concept --file --agent --session --since --until --limit -n --offset --order --mode --rerank --no-rerank --min-score --collection -c --explain --all --branch --team --json --format -f -h --help"; valued="--project -p --type --concept --file --agent --session --since --until --limit -n --offset --order --mode --min-score --collection -c --branch --format -f"; paths="--file" ;;
+        "timeline") words="--query -q --before -b --after -a --project -p --json --format -f -h --help"; valued="--query -q --before -b --after -a --project -p --format -f"; paths="" ;;
+        "get") words="--links --path --json --format -f -h --help"; valued="--format -f"; paths="" ;;
+        "stats") words="--json -h --help"; valued=""; paths="" ;;
+        "view") words="--project -p --all-projects --type --concept --file --agent --session --since --until --limit -n --output -o --open --no-open --json -h --help"; valued="--project -p --type --concept --file --agent --session --since --until --limit -n --output -o"; paths="--file --output -o" ;;
+        "verify") words="--stale --project -p --json --format -f -h --help"; valued="--project -p --format -f"; paths="" ;;
+        "export") words="--rebuild --json -h --help"; valued=""; paths="" ;;
+        "doctor") words="--fix --json -h --help"; valued=""; paths="" ;;
+        "index") words="--full --json -h --help"; valued=""; paths="" ;;
+        "status") words="--json -h --help"; valued=""; paths="" ;;
+        "watch") words="--debounce -h --help"; valued="--debounce"; paths="" ;;
+        "hook") words="-h --help"; valued=""; paths="" ;;
+        "context") words="--project -p --budget --json -h --help"; valued="--project -p --budget"; paths="" ;;
+        "mcp") words="-h --help"; valued=""; paths="" ;;
+        "completion") words="-h --help"; valued=""; paths="" ;;
+        "man") words="--raw --install --prefix -h --help"; valued="--prefix"; paths="--prefix" ;;
+        "session") words="start end list show -h --help"; valued=""; paths="" ;;
+        "session start") words="--project -p --agent --label --goal -h --help"; valued="--project -p --agent --label --goal"; paths="" ;;
+        "session end") words="--status --outcome --next-steps -h --help"; valued="--status --outcome --next-steps"; paths="" ;;
+        "session list") words="--project -p --status --limit -n --json --format -f -h --help"; valued="--project -p --status --limit -n --format -f"; paths="" ;;
+        "session show") words="--json -h --help"; valued=""; paths="" ;;
+        "prompt") words="add -h --help"; valued=""; paths="" ;;
+        "prompt add") words="--session --project -p --agent -h --help"; valued="--session --project -p --agent"; paths="" ;;
+        "summary") words="add -h --help"; valued=""; paths="" ;;
+        "summary add") words="--session --request --investigated --learned --completed --next-steps --notes --project -p --agent --json -h --help"; valued="--session --request --investigated --learned --completed --next-steps --notes --project -p --agent --json"; paths="--json" ;;
+        "sync") words="init --json -h --help"; valued=""; paths="" ;;
+        "sync init") words="--project -p --machine --json -h --help"; valued="--project -p --machine"; paths="" ;;
+        "collection") words="add list remove -h --help"; valued=""; paths="" ;;
+        "collection add") words="--name --mask -h --help"; valued="--name --mask"; paths="" ;;
+        "collection list") words="--json -h --help"; valued=""; paths="" ;;
+        "collection remove") words="-h --help"; valued=""; paths="" ;;
+        "models") words="list pull import path -h --help"; valued=""; paths="" ;;
+        "models list") words="--json -h --help"; valued=""; paths="" ;;
+        "models pull") words="--rerank --sha256 --timeout --json -h --help"; valued="--sha256 --timeout"; paths="" ;;
+        "models import") words="--name --outtype --force --json -h --help"; valued="--name --outtype"; paths="" ;;
+        "models path") words="--rerank --json -h --help"; valued=""; paths="" ;;
+        "import") words="transcript claude-code -h --help"; valued=""; paths="" ;;
+        "import transcript") words="--project -p --exclude-project --settle --json -h --help"; valued="--project -p --exclude-project --settle"; paths="" ;;
+        "import claude-code") words="--root --project -p --exclude-project --settle --json -h --help"; valued="--root --project -p --exclude-project --settle"; paths="--root" ;;
+        "install") words="claude-code -h --help"; valued=""; paths="" ;;
+        "install claude-code") words="--scope --uninstall --dry-run --instructions --no-instructions --mcp -h --help"; valued="--scope"; paths="" ;;
     esac
     if [[ " $valued " == *" $prev "* ]]; then
         local choices=""
@@ -78,8 +78,11 @@ _cmem() {
         esac
         if [[ -n "$choices" ]]; then
             COMPREPLY=($(compgen -W "$choices" -- "$cur"))
-        else
+        elif [[ " $paths " == *" $prev "* ]]; then
             COMPREPLY=($(compgen -f -- "$cur"))
+        else
+            compopt +o default 2>/dev/null  # a name or a text: no file names (-o default would offer them)
+            COMPREPLY=()
         fi
         return
     fi

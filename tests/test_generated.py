@@ -33,3 +33,20 @@ def test_man_page_documents_every_command_and_exit_code():
     for command in ("add", "search", "timeline", "get", "doctor"):
         assert f".SS {command}" in page
     assert ".SH EXIT STATUS" in page and "\\fB8\\fR" in page
+
+
+def test_only_options_that_take_a_path_complete_file_names(tmp_path):
+    """`--project al<TAB>` must not offer alpha.txt; `--file al<TAB>` should."""
+    (tmp_path / "alpha.txt").write_text("")
+    script = f"""
+        source {REPO}/completions/cmem.bash
+        COMP_WORDS=(cmem search --project al); COMP_CWORD=3; _cmem; echo "project:${{COMPREPLY[@]}}"
+        COMP_WORDS=(cmem add --session al); COMP_CWORD=3; _cmem; echo "session:${{COMPREPLY[@]}}"
+        COMP_WORDS=(cmem search --file al); COMP_CWORD=3; _cmem; echo "file:${{COMPREPLY[@]}}"
+    """
+    out = subprocess.run(["bash", "-c", script], capture_output=True, text=True, check=True, cwd=tmp_path)
+    assert out.stdout.splitlines() == ["project:", "session:", "file:alpha.txt"]
+    zsh = (REPO / "completions" / "_cmem").read_text()
+    assert "[Project name.]:name: '" in zsh and "[Project name.]:name:_files" not in zsh
+    fish = (REPO / "completions" / "cmem.fish").read_text()
+    assert "complete -c cmem -n '__fish_seen_subcommand_from search' -l project -s p -r -f " in fish

@@ -19,6 +19,12 @@ class Opt:
     metavar: str
     choices: tuple[str, ...] = ()
 
+    @property
+    def takes_path(self) -> bool:
+        """A value that names a file or folder: the shells complete file names only for these (a project,
+        a session or a title is no file)."""
+        return self.takes_value and self.metavar in ("FILE", "PATH", "DIR")
+
 
 def option_choices(path: list[str], names: list[str]) -> tuple[str, ...]:
     """The values an option accepts, for completion: the constants the commands check against."""
@@ -101,7 +107,11 @@ def bash(tree: Cmd) -> str:
         key = " ".join(node.path[1:])
         words = [c.path[-1] for c in node.subcommands] + [n for o in node.options for n in o.names]
         value_opts = [n for o in node.options if o.takes_value for n in o.names]
-        cases.append(f'        "{key}") words="{" ".join(words)}"; valued="{" ".join(value_opts)}" ;;')
+        path_opts = [n for o in node.options if o.takes_path for n in o.names]
+        cases.append(
+            f'        "{key}") words="{" ".join(words)}"; valued="{" ".join(value_opts)}"; '
+            f'paths="{" ".join(path_opts)}" ;;'
+        )
         for opt in node.options:
             if opt.choices:
                 prefix = f"{key} " if key else ""
@@ -120,7 +130,7 @@ _cmem() {{
         local candidate="${{path:+$path }}$w"
         if [[ -z "$path" || " {groups} " == *" $path "* ]]; then path="$candidate"; else break; fi
     done
-    local words="" valued=""
+    local words="" valued="" paths=""
     case "$path" in
 {chr(10).join(cases)}
     esac
@@ -131,8 +141,11 @@ _cmem() {{
         esac
         if [[ -n "$choices" ]]; then
             COMPREPLY=($(compgen -W "$choices" -- "$cur"))
-        else
+        elif [[ " $paths " == *" $prev "* ]]; then
             COMPREPLY=($(compgen -f -- "$cur"))
+        else
+            compopt +o default 2>/dev/null  # a name or a text: no file names (-o default would offer them)
+            COMPREPLY=()
         fi
         return
     fi
@@ -162,7 +175,13 @@ def zsh(tree: Cmd) -> str:
         specs = []
         for opt in node.options:
             summary = _zsh_escape(opt.help.split(". ")[0][:70])
-            completer = f"({' '.join(opt.choices)})" if opt.choices else "_files"
+            completer = (
+                f"({' '.join(opt.choices)})"
+                if opt.choices
+                else ("_files -/" if opt.metavar == "DIR" else "_files")
+                if opt.takes_path
+                else " "
+            )
             value = f":{opt.metavar.lower() or 'value'}:{completer}" if opt.takes_value else ""
             if len(opt.names) > 1:
                 names = "{" + ",".join(opt.names) + "}"
@@ -233,7 +252,7 @@ def fish(tree: Cmd) -> str:
             parts = []
             for name in opt.names:
                 parts.append(f"-l {name[2:]}" if name.startswith("--") else f"-s {name[1:]}")
-            requires = " -r -F" if opt.takes_value else ""
+            requires = (" -r -F" if opt.takes_path else " -r -f") if opt.takes_value else ""
             if opt.choices:
                 requires = f" -r -f -a '{' '.join(opt.choices)}'"
             cond = "" if depth == 0 else f" -n '{condition}'"
