@@ -66,15 +66,15 @@ def ms_date_words(ms: int) -> str:
     return date_words(datetime.fromtimestamp(ms / 1000, tz=UTC))
 
 
-def parse_iso(text: str) -> int:
-    """An ISO 8601 date or datetime (naive means UTC) to epoch ms."""
+def parse_iso(text: str, *, hint: str = "") -> int:
+    """An ISO 8601 date or datetime (naive means UTC) to epoch ms; ``hint`` ends the error of any other text."""
     value = text.strip()
     if value.endswith(("Z", "z")):
         value = value[:-1] + "+00:00"
     try:
         dt = datetime.fromisoformat(value)
     except ValueError:
-        raise InvalidInput(f"not an ISO 8601 date or time: {text!r}") from None
+        raise InvalidInput(f"not an ISO 8601 date or time: {text!r}{hint}") from None
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=UTC)
     return check_ms(dt.timestamp() * 1000, text)
@@ -95,4 +95,4 @@ def parse_time(value: str | int | float, *, now: int | None = None) -> int:
         if age > MAX_MS:
             raise InvalidInput(f"time {value!r} is out of range (more than 9999 years ago)")
         return max(0, (now if now is not None else now_ms()) - age)
-    return parse_iso(value)
+    return parse_iso(value, hint="; an age works too: 7d, 2w, 12h, 3mo")  # "last week": say what works
