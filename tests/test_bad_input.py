@@ -186,5 +186,6 @@ def test_bare_cmem_prints_help_to_stdout_and_succeeds(sh):
 def test_a_date_in_words_says_that_an_age_works(sh):
     result = sh("search", "x", "--since", "last week")
     assert (result.exit_code, result.stderr) == (
-        4, "cmem: not an ISO 8601 date or time: 'last week'; an age works too: 7d, 2w, 12h, 3mo\n"
+        4,
+        "cmem: not an ISO 8601 date or time: 'last week'; an age works too: 7d, 2w, 12h, 3mo\n",
     )
