@@ -29,7 +29,7 @@ def test_index_skips_a_symlink_out_of_the_collection_and_status_reports_it(cli, 
     notes_status = next(c for c in status["collections"] if c["name"] == "notes")
     assert notes_status["skipped_symlinks"] == ["docs/setup.md"]
     assert notes_status["documents"] == 3
-    assert "skipped     notes:docs/setup.md" in cli("status").stdout
+    assert "skipped\tnotes:docs/setup.md" in cli("status").stdout
 
 
 def test_writes_do_not_follow_a_symlinked_project_folder_in_the_export(cli, home, tmp_path):

@@ -176,7 +176,7 @@ def _status_text(info: dict[str, Any]) -> str:
             cell.ljust(widths[i]) if row[0] == "collection" and i < 4 else cell
             for i, cell in enumerate(row[1:])
         ]
-        lines.append(f"{row[0].ljust(key_width)}  {'  '.join(cells)}".rstrip())
+        lines.append(f"{row[0].ljust(key_width)} {'  '.join(cells)}".rstrip())
     return "\n".join(lines) + "\n"
 
 
