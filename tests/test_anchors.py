@@ -227,6 +227,51 @@ def test_a_hook_anchors_against_the_sessions_cwd(sh, repo, tmp_path, monkeypatch
     assert search_rows(sh, "--session", "s-1", "--order", "oldest")[0]["stale"] == ["src/auth.py"]
 
 
+def anchored_files(sh, obs: int) -> dict[str, str]:
+    [record] = sh("get", str(obs), "--json").json()
+    return {f["path"]: f["status"] for f in record["anchor"]["files"]}
+
+
+def test_cmem_edit_that_changes_files_anchors_the_new_ones_and_keeps_the_others(sh, repo):
+    (repo / "src" / "new.py").write_text("NEW = 1\n")
+    (repo / "src" / "cache.py").write_text("CACHE = {}\n")
+    obs = add(sh, "Auth reads the pool", "--read", "src/auth.py", "--modified", "src/db.py")
+    (repo / "src" / "auth.py").write_text("def login():\n    return check()\n")  # stale from here on
+
+    edited = sh("edit", str(obs), "--read", "src/auth.py", "--read", "src/new.py")
+    assert edited.exit_code == 0, edited.stderr
+    # auth.py keeps the content it was anchored to (still stale); new.py is anchored as it is now
+    assert anchored_files(sh, obs) == {
+        "src/auth.py": "changed",
+        "src/db.py": "unchanged",
+        "src/new.py": "unchanged",
+    }
+    assert only(search_rows(sh, "pool"), obs)["stale"] == ["src/auth.py"]
+
+    assert sh("edit", str(obs), "--modified", "src/cache.py").exit_code == 0  # db.py no longer cited
+    assert anchored_files(sh, obs) == {
+        "src/auth.py": "changed",
+        "src/new.py": "unchanged",
+        "src/cache.py": "unchanged",
+    }
+    assert sh("edit", str(obs), "--title", "Auth reads the pool and the cache").exit_code == 0  # no files
+    assert set(anchored_files(sh, obs)) == {"src/auth.py", "src/new.py", "src/cache.py"}
+    (repo / "src" / "new.py").write_text("NEW = 2\n")
+    assert only(search_rows(sh, "pool"), obs)["stale"] == ["src/auth.py", "src/new.py"]
+
+
+def test_cmem_edit_anchors_a_memory_that_had_no_anchor(sh, repo, tmp_path, monkeypatch):
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    monkeypatch.chdir(plain)
+    obs = add(sh, "Login notes from outside the work tree")
+    monkeypatch.chdir(repo)
+    assert sh("edit", str(obs), "--read", "src/auth.py").exit_code == 0
+    [record] = sh("get", str(obs), "--json").json()
+    assert (record["stale"], record["branch"]) == ([], "main")
+    assert anchored_files(sh, obs) == {"src/auth.py": "unchanged"}
+
+
 # -- branches --------------------------------------------------------------------------------------------------
 def test_memories_of_a_branch_not_merged_rank_last_until_it_is_merged(sh, repo):
     on_main = add(sh, "Notes on comments in the old parser module, and on other things entirely")

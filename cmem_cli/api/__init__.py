@@ -283,11 +283,20 @@ class Memory:
                 raise InvalidRecord(index, exc.message) from None
         return [int(row["id"]) for row in service.add_observations(prepared, cwd=_cwd(cwd))]
 
-    def edit(self, id: int | str, *, add_facts: Iterable[str] | None = None, **changes: Any) -> Observation:
+    def edit(
+        self,
+        id: int | str,
+        *,
+        add_facts: Iterable[str] | None = None,
+        cwd: str | Path | None = None,
+        **changes: Any,
+    ) -> Observation:
         """Change fields (the names of :meth:`add`'s parameters; ``None`` clears an optional one).
 
         ``links`` adds links; ``add_facts`` appends to the facts (after ``facts``, if given, replaced them);
-        the others replace the field's value. The markdown file is rewritten."""
+        the others replace the field's value. The markdown file is rewritten. Files the edit cites anew
+        are anchored in git (relative paths resolved against ``cwd``, default the current directory);
+        those it no longer cites leave the anchor; the others keep what they were anchored to."""
         obs_id = self._write_id(id)
         appended = _strings("add_facts", add_facts)
         if appended:
@@ -300,7 +309,7 @@ class Memory:
         for name in ("facts", "concepts", "files_read", "files_modified", "tools_used", "links"):
             if name in changes:
                 changes[name] = _strings(name, changes[name])
-        row = self.service.edit_observation(obs_id, changes)
+        row = self.service.edit_observation(obs_id, changes, cwd=_cwd(cwd))
         return self._observation(row["id"])
 
     def forget(self, *ids: int | str) -> list[int]:

@@ -115,6 +115,65 @@ def record_anchor(
     return anchor
 
 
+def reanchor_edit(store: Any, obs_id: int, before: Sequence[str], after: Sequence[str], cwd: str) -> None:
+    """An edit changed the files an observation cites (``before`` -> ``after``): anchor the files it now
+    cites that it did not (hashed as they are now, paths resolved against ``cwd``), drop those it no
+    longer cites, and leave the others as they were anchored, so a file that changed since the memory was
+    made stays stale. Its branch and commit stay. A memory never anchored is anchored as `cmem add` would
+    anchor it; one whose repository is not on this machine only loses the files it no longer cites."""
+    if set(before) == set(after):
+        return
+    anchors = AnchorStore(store.db)
+    known = anchors.for_ids([obs_id]).get(obs_id)
+    if known is None:
+        record_anchor(store, obs_id, after, cwd)
+        return
+    root = locate(store, [known], cwd=cwd).get((known.repo, known.root))
+    kept = set(after)
+    gone = {
+        key for path in before if path not in kept for key in _anchored_keys(path, known.files, root, cwd)
+    }
+    files = {key: blob for key, blob in known.files.items() if key not in gone}
+    fresh: dict[str, CachedBlob] = {}
+    if root is not None:
+        top = root.rstrip(os.sep) + os.sep
+        for path in dict.fromkeys(after):
+            if path in before:
+                continue
+            absolute = os.path.abspath(os.path.join(cwd, os.path.expanduser(path)))
+            key = os.path.relpath(absolute, root).replace(os.sep, "/")
+            if not absolute.startswith(top) or key in files:
+                continue
+            found = _hash(absolute)
+            if found is not None:
+                files[key] = found.blob
+                fresh[absolute] = found
+    if files == known.files:
+        return
+    anchors.put(
+        obs_id,
+        Anchor(
+            known.repo, known.root, known.branch, known.commit, files, known.anchored_at, known.verified_at
+        ),
+    )
+    anchors.cache_blobs(fresh)
+
+
+def _anchored_keys(path: str, files: dict[str, str], root: str | None, cwd: str) -> list[str]:
+    """The anchored repository-relative paths a cited path names: resolved against ``cwd`` in the
+    repository's folder here, or, for a relative path recorded elsewhere (another folder, another
+    machine), the anchored paths it ends."""
+    keys = []
+    if root is not None:
+        absolute = os.path.abspath(os.path.join(cwd, os.path.expanduser(path)))
+        keys.append(os.path.relpath(absolute, root).replace(os.sep, "/"))
+    if not os.path.isabs(path):
+        tail = os.path.normpath(path).replace(os.sep, "/")
+        if not tail.startswith("../"):
+            keys += [key for key in files if key == tail or key.endswith("/" + tail)]
+    return [key for key in dict.fromkeys(keys) if key in files]
+
+
 def _hash(path: str) -> CachedBlob | None:
     """The file's blob id with the stat it was taken at (stat first: a change while hashing shows later)."""
     try:

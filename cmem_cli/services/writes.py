@@ -325,8 +325,11 @@ class Memory:
             row["path"], row["tokens"] = relpath, tokens
         return row
 
-    def edit_observation(self, obs_id: int, changes: dict[str, Any]) -> dict[str, Any]:
-        """Apply field changes (same names as the JSON record) and re-export."""
+    def edit_observation(
+        self, obs_id: int, changes: dict[str, Any], *, cwd: str | None = None
+    ) -> dict[str, Any]:
+        """Apply field changes (same names as the JSON record) and re-export. With ``cwd`` (where the
+        caller works), files the edit adds are anchored and those it drops leave the anchor."""
         with self._write() as files:
             current = self.store.get_observation(obs_id)
             merged = {k: current.get(k) for k in EDITABLE_FIELDS}
@@ -336,6 +339,10 @@ class Memory:
             row = self.store.update_observation(obs_id, prepared)
             for link in prepared.get("links") or []:
                 self.store.add_link(obs_id, self._resolve_link_target(link), link["type"])
+            if cwd is not None:
+                from cmem_cli.services.anchors import cited_files, reanchor_edit
+
+                reanchor_edit(self.store, obs_id, cited_files(current), cited_files(prepared), cwd)
             row["path"] = current["path"]
             return self._export_observation(row, files)
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -38,7 +38,7 @@ def edit(
     link: Annotated[list[str] | None, typer.Option("--link", help="Add a TYPE:ID link (repeatable).")] = None,
 ) -> None:
     """Change fields of an observation; its markdown file is rewritten."""
-    changes: dict[str, object] = {}
+    changes: dict[str, Any] = {}
     for name, value in (
         ("title", title),
         ("type", obs_type),
