@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -446,3 +447,37 @@ def test_a_commit_the_clone_lacked_is_asked_about_again_once_it_arrives(
     git(second, "fetch", "-q", "origin")  # the commit arrives; HEAD does not move
     assert ranked() == [on_main, on_feature]
     assert len(calls(log)) == 1
+
+
+# -- what anchoring costs a hook and a search ----------------------------------------------------------------
+HEAVY = ("dataclasses", "subprocess", "hashlib", "_hashlib")  # inspect/ast; a process; OpenSSL
+
+
+def loaded_modules(code: str, cwd: Path, *args: str) -> list[str]:
+    probe = f"import sys\n{code}\nprint(sorted(n for n in {HEAVY!r} if n in sys.modules))\n"
+    proc = subprocess.run(
+        [sys.executable, "-c", probe, *args], cwd=cwd, capture_output=True, text=True, env=os.environ.copy()
+    )
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout.splitlines()[-1].replace("'", '"'))
+
+
+def test_a_hook_that_anchors_a_read_and_a_search_that_checks_it_load_nothing_heavy(sh, repo):
+    """A Read in a work tree is anchored (the file hashed) and a search checks it, on every call: neither
+    may load OpenSSL (hashlib), start a process (subprocess) or load dataclasses (inspect, ast)."""
+    read = tool_payload("s-1", repo, "Read", {"file_path": str(repo / "src" / "auth.py")})
+    hook = (
+        "import io, json\n"
+        "from cmem_cli.capture.hooks.runner import run\n"
+        "run(['PostToolUse'], stdin=io.BytesIO(sys.argv[1].encode()), stdout=io.StringIO())"
+    )
+    assert loaded_modules(hook, repo, json.dumps(read)) == []
+    [row] = search_rows(sh, "--session", "s-1")
+    assert (row["stale"], row["branch"]) == ([], "main")
+    git(repo, "checkout", "-q", "-b", "feature")
+    git(repo, "commit", "-q", "--allow-empty", "-m", "feature")
+    add(sh, "Auth on the feature branch")
+    git(repo, "checkout", "-q", "main")
+    assert [r["branch"] for r in search_rows(sh, "auth")] == ["main", "feature"]  # git asked, once
+    search = "from cmem_cli.__main__ import main\nmain(['search', 'auth', '-f', 'ids'])"
+    assert loaded_modules(search, repo) == []  # HEAD has not moved: git's answer is kept

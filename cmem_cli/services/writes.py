@@ -23,7 +23,7 @@ from cmem_cli.core.text import estimate_tokens, is_valid_text
 from cmem_cli.core.timeutil import now_ms
 from cmem_cli.store.records import EDITABLE_FIELDS, normalize_observation
 from cmem_cli.store.repository import Store
-from cmem_export import atomic, digest, layout, markdown, reading
+from cmem_export import atomic, digest, layout, markdown
 from cmem_export.journal import JOURNAL_DIR, Journal
 
 SUMMARY_LIMIT = 50_000
@@ -576,6 +576,8 @@ class Memory:
 
         These are what ``cmem sync`` and ``doctor --fix`` adopt (a person's, or another machine's)."""
         import stat
+
+        from cmem_export import reading  # the reader loads dataclasses: not on every hook's write path
 
         orphans: list[Path] = []
         if not self.export_root.exists():
