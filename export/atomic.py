@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import itertools
 import os
 import stat
-import tempfile
 from pathlib import Path
 
 from cmem_cli.core.config import make_private_dirs
@@ -49,13 +49,15 @@ def atomic_write(
     make_dirs: bool = True,
     mode: int = FILE_MODE,
     root: Path | None = None,
-) -> None:
+) -> tuple[int, int]:
     """Write ``text`` to a temp file beside ``path``, optionally fsync it, then rename over ``path``.
 
     Bulk writers pass ``fsync=False`` and call ``sync_all`` once at the end, which is far cheaper than
-    one fsync per file and still durable before the database commit.
+    one fsync per file and still durable before the database commit. Returns the file's ``stat_key``.
     """
-    atomic_write_bytes(path, text.encode("utf-8"), fsync=fsync, make_dirs=make_dirs, mode=mode, root=root)
+    return atomic_write_bytes(
+        path, text.encode("utf-8"), fsync=fsync, make_dirs=make_dirs, mode=mode, root=root
+    )
 
 
 def atomic_write_bytes(
@@ -66,23 +68,59 @@ def atomic_write_bytes(
     make_dirs: bool = True,
     mode: int = FILE_MODE,
     root: Path | None = None,
-) -> None:
-    """``atomic_write`` for exact bytes (restoring a file as it was, whatever its encoding)."""
+) -> tuple[int, int]:
+    """``atomic_write`` for exact bytes (restoring a file as it was, whatever its encoding).
+
+    Few system calls, as a bulk import writes thousands of files: the temp file is created with its mode
+    and named without ``tempfile``'s machinery, and its (size, mtime_ns) are read from the open descriptor
+    (a rename keeps both), not by a second lookup of the path."""
     if make_dirs:
         ensure_dir(path.parent, root)
-    fd, tmp = tempfile.mkstemp(prefix=TEMP_PREFIX, suffix=path.suffix, dir=path.parent)
+    fd, tmp = _create_temp(os.fspath(path), mode)
     try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
             if fsync:
-                fh.flush()
-                os.fsync(fh.fileno())
-        os.chmod(tmp, mode)
+                os.fsync(fd)
+            if mode & _UMASK:  # the umask took bits the caller asked for: give them back
+                os.fchmod(fd, mode)
+            info = os.fstat(fd)
+        finally:
+            os.close(fd)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+    return (info.st_size, info.st_mtime_ns)
+
+
+def _current_umask() -> int:
+    mask = os.umask(0o077)
+    os.umask(mask)
+    return mask
+
+
+_UMASK = _current_umask()  # read once: setting it is the only way to read it
+_counter = itertools.count()
+
+
+def _create_temp(target: str, mode: int) -> tuple[int, str]:
+    """A new, exclusive temp file beside ``target``: ``.tmp-<pid>-<n>-<random>.<suffix>``."""
+    directory, name = os.path.split(target)
+    suffix = os.path.splitext(name)[1]
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    for _ in range(100):
+        tmp = os.path.join(
+            directory, f"{TEMP_PREFIX}{os.getpid()}-{next(_counter)}-{os.urandom(3).hex()}{suffix}"
+        )
+        try:
+            return os.open(tmp, flags, mode & 0o777), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, f"no free temp file name in {directory}")
 
 
 def stat_key(path: Path | str) -> tuple[int, int] | None:

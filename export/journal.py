@@ -48,13 +48,21 @@ class Journal:
 
     def before_write(self, relpath: str, path: Path) -> None:
         """Record ``path``'s current text (or absence) before it is first written in this transaction."""
-        if relpath in self._seen:
-            return
-        try:
-            prev: str | None = path.read_bytes().decode("utf-8", "surrogateescape")
-        except FileNotFoundError:
-            prev = None
-        self._append(Entry(relpath, prev))
+        self.before_writes([(relpath, path)])
+
+    def before_writes(self, items: list[tuple[str, Path]]) -> None:
+        """:meth:`before_write` for many files, noted in one append (a bulk import's batch)."""
+        entries = []
+        for relpath, path in items:
+            if relpath in self._seen:
+                continue
+            try:
+                prev: str | None = path.read_bytes().decode("utf-8", "surrogateescape")
+            except FileNotFoundError:
+                prev = None
+            self._seen.add(relpath)
+            entries.append(Entry(relpath, prev))
+        self._append_all(entries)
 
     def before_drop(self, relpath: str) -> None:
         """Record that ``relpath`` is to be removed once the transaction commits."""
@@ -63,13 +71,22 @@ class Journal:
 
     def _append(self, entry: Entry) -> None:
         self._seen.add(entry.path)
-        self.entries.append(entry)
+        self._append_all([entry])
+
+    def _append_all(self, entries: list[Entry]) -> None:
+        if not entries:
+            return
+        self.entries.extend(entries)
         if self._fd is None:
             atomic.ensure_dir(self.directory)
             self.file = self.directory / f"{os.getpid()}-{os.urandom(6).hex()}.jsonl"
             self._fd = os.open(self.file, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
-        line = {"path": entry.path, "drop": True} if entry.drop else {"path": entry.path, "prev": entry.prev}
-        os.write(self._fd, (json.dumps(line) + "\n").encode("utf-8"))
+        lines = (
+            {"path": e.path, "drop": True} if e.drop else {"path": e.path, "prev": e.prev} for e in entries
+        )
+        view = memoryview("".join(json.dumps(line) + "\n" for line in lines).encode("utf-8"))
+        while view:
+            view = view[os.write(self._fd, view) :]
         if self.fsync:
             os.fsync(self._fd)
 

@@ -66,25 +66,24 @@ def record_anchor(
     *,
     verified: bool = False,
     keep: Anchor | None = None,
+    repos: dict[str, gitrepo.Repo | None] | None = None,
 ) -> Anchor | None:
     """Anchor observation ``obs_id`` to ``paths`` (resolved against ``cwd``) in the repository that holds
     the first of them (else the one ``cwd`` lies in), inside the caller's transaction. Files outside that
     repository, or that are not files, are not anchored. Outside any repository the observation gets no
     anchor (an earlier one is dropped, unless ``verified``: a verify changes nothing it cannot anchor).
-    ``verified`` records the time as a verification; ``keep``: the anchor whose branch and commit stay."""
+    ``verified`` records the time as a verification; ``keep``: the anchor whose branch and commit stay.
+    ``repos`` remembers each folder's work tree across calls (a bulk import looks each folder up once)."""
     anchors = AnchorStore(store.db)
     absolute = [os.path.abspath(os.path.join(cwd, os.path.expanduser(p))) for p in paths]
     repo = None
-    seen_dirs: dict[str, gitrepo.Repo | None] = {}
-    for path in absolute:
-        folder = os.path.dirname(path)
+    seen_dirs: dict[str, gitrepo.Repo | None] = {} if repos is None else repos
+    for folder in [*(os.path.dirname(path) for path in absolute), os.path.abspath(cwd)]:
         if folder not in seen_dirs:
             seen_dirs[folder] = gitrepo.find_repo(folder)
         repo = seen_dirs[folder]
         if repo is not None:
             break
-    if repo is None:
-        repo = gitrepo.find_repo(cwd)
     if repo is None:
         if not verified:
             anchors.drop(obs_id)

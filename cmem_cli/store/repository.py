@@ -153,6 +153,32 @@ class Store:
             row[column] = list(record.get(column) or [])
         return row
 
+    def insert_new_observations(self, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Insert new observations in the caller's transaction, one statement per table (a bulk import's
+        batch). Each record is normalised and carries its ``uid``, ``created_at``, ``updated_at``, ``path``
+        and ``tokens``. Ids follow the largest one in order, as SQLite gives them one insert at a time.
+        Returns the stored rows, as :meth:`insert_observation` does."""
+        first = int(self.db.scalar("SELECT max(id) FROM observations") or 0) + 1
+        rows = []
+        for offset, record in enumerate(records):
+            row = self._row_values(record, tokens=record["tokens"], created_at=record["created_at"])
+            row.update(
+                id=first + offset, uid=record["uid"], updated_at=record["updated_at"], path=record["path"]
+            )
+            rows.append(row)
+        columns = ("id", *INSERT_COLUMNS)
+        self.db.conn.executemany(
+            f"INSERT INTO observations ({', '.join(columns)}) VALUES ({', '.join(f':{c}' for c in columns)})",
+            rows,
+        )
+        self._write_side_tables_many([(row["id"], record) for row, record in zip(rows, records, strict=True)])
+        for row, record in zip(rows, records, strict=True):
+            row.pop("search_terms")
+            row.update(retrieval_count=0, last_retrieved_at=None)
+            for column in LIST_COLUMNS:
+                row[column] = list(record.get(column) or [])
+        return rows
+
     def update_observation(
         self, obs_id: int, record: dict[str, Any], *, tokens: int = 0, updated_at: int | None = None
     ) -> dict[str, Any]:
@@ -187,6 +213,15 @@ class Store:
             "ON CONFLICT (path) DO UPDATE SET hash = excluded.hash, size = excluded.size, "
             "mtime_ns = excluded.mtime_ns",
             (relpath, digest, size, mtime_ns),
+        )
+
+    def record_files(self, files: list[tuple[str, str, tuple[int, int] | None]]) -> None:
+        """:meth:`record_file` for many (relpath, hash, stat) at once."""
+        self.db.conn.executemany(
+            "INSERT INTO export_files (path, hash, size, mtime_ns) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT (path) DO UPDATE SET hash = excluded.hash, size = excluded.size, "
+            "mtime_ns = excluded.mtime_ns",
+            [(relpath, digest, *(stat or (None, None))) for relpath, digest, stat in files],
         )
 
     def forget_file(self, relpath: str) -> None:
@@ -243,19 +278,23 @@ class Store:
         return row
 
     def _write_side_tables(self, obs_id: int, record: dict[str, Any]) -> None:
-        files = [("read", p) for p in record.get("files_read") or []] + [
-            ("modified", p) for p in record.get("files_modified") or []
+        self._write_side_tables_many([(obs_id, record)])
+
+    def _write_side_tables_many(self, items: list[tuple[int, dict[str, Any]]]) -> None:
+        files = [
+            (obs_id, kind, path)
+            for obs_id, record in items
+            for kind, column in (("read", "files_read"), ("modified", "files_modified"))
+            for path in record.get(column) or []
         ]
         if files:
             self.db.conn.executemany(
-                "INSERT OR IGNORE INTO observation_files (observation_id, kind, path) VALUES (?, ?, ?)",
-                [(obs_id, kind, path) for kind, path in files],
+                "INSERT OR IGNORE INTO observation_files (observation_id, kind, path) VALUES (?, ?, ?)", files
             )
-        concepts = record.get("concepts") or []
+        concepts = [(obs_id, c) for obs_id, record in items for c in record.get("concepts") or []]
         if concepts:
             self.db.conn.executemany(
-                "INSERT OR IGNORE INTO observation_concepts (observation_id, concept) VALUES (?, ?)",
-                [(obs_id, c) for c in concepts],
+                "INSERT OR IGNORE INTO observation_concepts (observation_id, concept) VALUES (?, ?)", concepts
             )
 
     def get_observation(self, obs_id: int) -> dict[str, Any]:
@@ -582,30 +621,55 @@ class Store:
     ) -> list[dict[str, Any]]:
         """Keyword search over observations; each row gets ``score`` (0..1) and ``kind``.
 
-        CROSS JOIN keeps the full-text match as the outer loop: with a selective filter SQLite's planner
-        would otherwise walk the filtered rows and re-run the whole MATCH for each one (seconds at 100k).
+        Two steps: the page's ids and ranks, then their rows. Ranking carries only (id, rank) through the
+        sort, not every matching row's text, and without a filter it never leaves the full-text index
+        (a common word matches a fifth of a million-row store). CROSS JOIN keeps the full-text match as the
+        outer loop: with a selective filter SQLite's planner would otherwise walk the filtered rows and
+        re-run the whole MATCH for each one (seconds at 100k).
         """
         match = fts_query(query)
         if match is None:
             return []
         where, params = filters.sql("o")
-        order_sql = {
-            "relevance": "rank",
-            "newest": "o.created_at DESC, o.id DESC",
-            "oldest": "o.created_at, o.id",
-        }[order]
-        rows = self.db.query(
-            f"SELECT o.*, {OBS_BM25} AS rank FROM observations_fts CROSS JOIN observations o "
-            f"ON o.id = observations_fts.rowid WHERE observations_fts MATCH ? AND {where} "
-            f"ORDER BY {order_sql} LIMIT ? OFFSET ?",
-            [match, *params, limit, offset],
-        )
-        for row in rows:
-            _decode(row)
+        if order == "relevance" and where == "1":
+            sql = (
+                f"SELECT rowid, {OBS_BM25} AS rank FROM observations_fts WHERE observations_fts MATCH ? "
+                "ORDER BY rank LIMIT ? OFFSET ?"
+            )
+        else:
+            order_sql = {
+                "relevance": "rank",
+                "newest": "o.created_at DESC, o.id DESC",
+                "oldest": "o.created_at, o.id",
+            }[order]
+            sql = (
+                f"SELECT o.id, {OBS_BM25} AS rank FROM observations_fts CROSS JOIN observations o "
+                f"ON o.id = observations_fts.rowid WHERE observations_fts MATCH ? AND {where} "
+                f"ORDER BY {order_sql} LIMIT ? OFFSET ?"
+            )
+        ranked = list(self.db.execute(sql, [match, *params, limit, offset]))
+        found = self._observations_by_id([obs_id for obs_id, _ in ranked])
+        rows = []
+        for obs_id, rank in ranked:
+            row = found.get(obs_id)
+            if row is None:
+                continue
             row["kind"] = "observation"
-            row["bm25"] = -row.pop("rank")  # FTS5 ranks lower-is-better; keep the positive strength
-            row["score"] = bm25_to_score(-row["bm25"])
+            row["bm25"] = -rank  # FTS5 ranks lower-is-better; keep the positive strength
+            row["score"] = bm25_to_score(rank)
+            rows.append(row)
         return rows
+
+    def _observations_by_id(self, ids: list[int]) -> dict[int, dict[str, Any]]:
+        found: dict[int, dict[str, Any]] = {}
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            marks = ", ".join("?" * len(chunk))
+            for row in self.db.query(f"SELECT * FROM observations WHERE id IN ({marks})", chunk):
+                decoded = _decode(row)
+                if decoded is not None:
+                    found[decoded["id"]] = decoded
+        return found
 
     def search_summaries(self, query: str, filters: Filters, *, limit: int) -> list[dict[str, Any]]:
         return self._search_side_table(query, filters, limit, "summary", "summaries_fts", "session_summaries")
