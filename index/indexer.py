@@ -42,7 +42,7 @@ from cmem_index.document import (
     parse_markdown,
     short_docid,
 )
-from cmem_index.scan import MAX_FILE_BYTES, FileStat, resolves_inside, scan
+from cmem_index.scan import MAX_FILE_BYTES, FileStat, merge_sorted, resolves_inside, walk
 from cmem_index.store import IndexStore, NewChunk, StoredDocument
 
 if TYPE_CHECKING:
@@ -52,10 +52,12 @@ if TYPE_CHECKING:
 PROMPT_RESERVE = 16  # tokens the model's prompt template adds around title and text
 MIN_CHUNK_TOKENS = 64
 WRITE_BATCH_FILES = 64
+WRITE_BATCH_DELETES = 1_000
+SCAN_PROGRESS_STEP = 1_000  # files stat'ed between progress reports
 EMBED_PAGE = 512  # chunks fetched, embedded and written per transaction
 EMBED_PROGRESS_STEP = 64  # chunks embedded per model call, so progress moves within a page
 
-Progress = Callable[[str, int, int], None]  # (phase, done, total); phases: "scan", "read", "embed"
+Progress = Callable[[str, int, int], None]  # (phase, done, total or 0 if unknown): "scan", "read", "embed"
 
 
 @dataclass
@@ -178,8 +180,11 @@ class Indexer:
             self._drop_unconfigured(report)
         if self.embedder is not None:
             self._embed_pending(report)
-        if report.removed or report.chunked:
+        if full:
             self.store.prune_cache()
+        elif report.removed or report.chunked:
+            self.store.prune_cache(self.store.dropped_hashes)
+        self.store.dropped_hashes.clear()
         report.seconds = round(time.monotonic() - started, 3)
         with self.store.transaction():
             self.store.set_setting("chunker", self.signature)
@@ -188,34 +193,43 @@ class Indexer:
 
     # -- change detection --------------------------------------------------------------------------
     def _update_collection(self, collection: Collection, report: IndexReport) -> None:
+        """Compare the folder with the index, both walked in path order (memory grows with what changed,
+        not with the collection), then drop what is gone and re-read what changed."""
         outside: list[str] = []
-        on_disk = scan(collection.root, collection.mask, outside)
+        changed: list[tuple[str, FileStat, StoredDocument | None]] = []
+        gone: list[int] = []
+        scanned = 0
+        on_disk = walk(collection.root, collection.mask, outside)
+        for relpath, stat, stored in merge_sorted(on_disk, self.store.iter_documents(collection.name)):
+            if stat is None:
+                assert stored is not None
+                gone.append(stored.id)
+                continue
+            scanned += 1
+            if scanned % SCAN_PROGRESS_STEP == 0:
+                self.progress("scan", scanned, 0)
+            if (
+                stored is None
+                or stored.size != stat.size
+                or stored.mtime_ns != stat.mtime_ns
+                or stored.chunked_with != self.signature
+            ):
+                changed.append((relpath, stat, stored))
         report.errors.extend(
             f"{collection.name}:{relpath}: a symlink resolving outside the collection, skipped"
             for relpath in outside
         )
-        indexed = self.store.documents_in(collection.name)
-        report.scanned += len(on_disk)
-        changed = [
-            (relpath, stat)
-            for relpath, stat in on_disk.items()
-            if (stored := indexed.get(relpath)) is None
-            or stored.size != stat.size
-            or stored.mtime_ns != stat.mtime_ns
-            or stored.chunked_with != self.signature
-        ]
-        gone = [stored.id for relpath, stored in indexed.items() if relpath not in on_disk]
-        if gone:
+        report.scanned += scanned
+        for start in range(0, len(gone), WRITE_BATCH_DELETES):
             with self.store.transaction():
-                for doc_id in gone:
+                for doc_id in gone[start : start + WRITE_BATCH_DELETES]:
                     self.store.delete_document(doc_id)
-            report.removed += len(gone)
-        changed.sort()
+        report.removed += len(gone)
         total = len(changed)
         for start in range(0, total, WRITE_BATCH_FILES):
             batch = []
-            for offset, (relpath, stat) in enumerate(changed[start : start + WRITE_BATCH_FILES]):
-                prepared = self._prepare(collection, relpath, stat, indexed.get(relpath), report)
+            for offset, (relpath, stat, stored) in enumerate(changed[start : start + WRITE_BATCH_FILES]):
+                prepared = self._prepare(collection, relpath, stat, stored, report)
                 if prepared is not None:
                     batch.append(prepared)
                 # per file, not per batch: chunking with a model's tokenizer can take seconds per batch

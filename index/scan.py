@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TypeVar
 
+T = TypeVar("T")
 MAX_FILE_BYTES = 10 * 1024 * 1024  # larger files are not indexed (nor served by `cmem get`)
 
 
@@ -83,42 +85,79 @@ def resolves_inside(path: str, real_root: str) -> bool:
 
 
 def scan(root: os.PathLike[str] | str, mask: str, skipped: list[str] | None = None) -> dict[str, FileStat]:
-    """Relative POSIX path -> size and mtime of every matching regular file under ``root``.
+    """Relative POSIX path -> size and mtime of every matching regular file under ``root`` (see :func:`walk`)."""
+    return dict(walk(root, mask, skipped))
+
+
+def walk(
+    root: os.PathLike[str] | str, mask: str, skipped: list[str] | None = None
+) -> Iterator[tuple[str, FileStat]]:
+    """(relative POSIX path, size and mtime) of every matching regular file under ``root``, in the order of
+    the paths as text (code points, which is how SQLite orders them), one folder in memory at a time.
 
     A missing root is an empty collection (a folder removed and recreated comes back on the next pass).
     Symlinked folders are not entered; a symlinked file is indexed only when it resolves inside the root
     (a ``setup.md -> ~/.aws/credentials`` must never be read), else its path is added to ``skipped``.
     """
     matches = compile_mask(mask)
-    found: dict[str, FileStat] = {}
-    real_root = os.path.realpath(root)
-    stack: list[tuple[str, str]] = [(os.fspath(root), "")]
-    while stack:
-        directory, prefix = stack.pop()
+    yield from _walk_folder(os.fspath(root), "", matches, os.path.realpath(root), skipped)
+
+
+def _walk_folder(
+    directory: str, prefix: str, matches: Callable[[str], bool], real_root: str, skipped: list[str] | None
+) -> Iterator[tuple[str, FileStat]]:
+    try:
+        with os.scandir(directory) as listing:
+            entries = [entry for entry in listing if not is_ignored_name(entry.name)]
+    except (FileNotFoundError, NotADirectoryError, PermissionError):
+        return
+    # every path below folder "a" starts with "a/": sorting folders as "a/" puts them where their files go
+    keyed = []
+    for entry in entries:
         try:
-            entries = os.scandir(directory)
-        except (FileNotFoundError, NotADirectoryError, PermissionError):
+            folder = entry.is_dir(follow_symlinks=False)
+        except OSError:
             continue
-        with entries:
-            for entry in entries:
-                if is_ignored_name(entry.name):
-                    continue
-                relative = prefix + entry.name
-                try:
-                    if entry.is_dir(follow_symlinks=False):
-                        stack.append((entry.path, relative + "/"))
-                        continue
-                    if not matches(relative) or not entry.is_file():
-                        continue
-                    if entry.is_symlink() and not resolves_inside(entry.path, real_root):
-                        if skipped is not None:
-                            skipped.append(relative)
-                        continue
-                    st = entry.stat()
-                except OSError:
-                    continue  # vanished between listing and stat: the next pass sees the truth
-                found[relative] = FileStat(st.st_size, st.st_mtime_ns)
-    return found
+        keyed.append((entry.name + "/" if folder else entry.name, folder, entry))
+    keyed.sort()
+    for _, folder, entry in keyed:
+        relative = prefix + entry.name
+        if folder:
+            yield from _walk_folder(entry.path, relative + "/", matches, real_root, skipped)
+            continue
+        try:
+            if not matches(relative) or not entry.is_file():
+                continue
+            if entry.is_symlink() and not resolves_inside(entry.path, real_root):
+                if skipped is not None:
+                    skipped.append(relative)
+                continue
+            st = entry.stat()
+        except OSError:
+            continue  # vanished between listing and stat: the next pass sees the truth
+        yield relative, FileStat(st.st_size, st.st_mtime_ns)
+
+
+def merge_sorted(
+    on_disk: Iterable[tuple[str, FileStat]], indexed: Iterable[tuple[str, T]]
+) -> Iterator[tuple[str, FileStat | None, T | None]]:
+    """Join two streams sorted by path: (path, its stat or None when gone, its index entry or None when new).
+
+    Should the two orders ever disagree (a name the two sorts see differently), a path comes out once as
+    gone and once as new: the file is indexed again, nothing is missed."""
+    disk, index = iter(on_disk), iter(indexed)
+    file, entry = next(disk, None), next(index, None)
+    while file is not None or entry is not None:
+        if entry is None or (file is not None and file[0] < entry[0]):
+            assert file is not None
+            yield file[0], file[1], None
+            file = next(disk, None)
+        elif file is None or entry[0] < file[0]:
+            yield entry[0], None, entry[1]
+            entry = next(index, None)
+        else:
+            yield file[0], file[1], entry[1]
+            file, entry = next(disk, None), next(index, None)
 
 
 def why_not_indexed(root: str, relpath: str, mask: str) -> str | None:

@@ -88,6 +88,9 @@ CREATE TABLE IF NOT EXISTS embed_cache(
 ) WITHOUT ROWID;
 """
 
+# A chunk without a vector of model ?1, in terms the chunks_pending index answers (`!=` would read every chunk)
+_PENDING = "c.embedded_with IS NULL OR c.embedded_with < ?1 OR c.embedded_with > ?1"
+
 # The index is derived data, so a later migration may simply drop everything and let `cmem index` rebuild.
 INDEX_MIGRATIONS = Migrations("index")
 
@@ -166,6 +169,7 @@ class IndexStore:
     def __init__(self, conn: Any, path: Path):
         self.conn = conn
         self.path = path
+        self.dropped_hashes: set[str] = set()  # of chunks deleted through this connection (cache pruning)
 
     # -- opening -----------------------------------------------------------------------------------
     @classmethod
@@ -245,8 +249,32 @@ class IndexStore:
         )
         return {r[0]: StoredDocument(r[1], r[2], r[3], r[4], r[5]) for r in rows}
 
+    def iter_documents(self, collection: str, page: int = 5_000) -> Iterator[tuple[str, StoredDocument]]:
+        """(path, entry) of a collection's documents in path order, a page at a time: a million-file
+        collection is compared with the disk without holding either side in memory."""
+        after = ""
+        while True:
+            rows = self.rows(
+                "SELECT path, id, size, mtime_ns, hash, chunked_with FROM documents "
+                "WHERE collection = ? AND path > ? ORDER BY path LIMIT ?",
+                (collection, after, page),
+            )
+            for r in rows:
+                yield r[0], StoredDocument(r[1], r[2], r[3], r[4], r[5])
+            if len(rows) < page:
+                return
+            after = rows[-1][0]
+
     def collections_indexed(self) -> list[str]:
-        return [r[0] for r in self.rows("SELECT DISTINCT collection FROM documents ORDER BY 1")]
+        """Collection names, one index seek each (DISTINCT would read the whole (collection, path) index)."""
+        names: list[str] = []
+        while True:
+            name = self.scalar(
+                "SELECT min(collection) FROM documents WHERE collection > ?", (names[-1] if names else "",)
+            )
+            if name is None:
+                return names
+            names.append(name)
 
     def touch_document(self, doc_id: int, size: int, mtime_ns: int) -> None:
         self.conn.execute(
@@ -258,9 +286,11 @@ class IndexStore:
         self.conn.execute("DELETE FROM documents WHERE id = ?", (doc_id,))
 
     def _delete_chunks(self, doc_id: int) -> None:
-        ids = [r[0] for r in self.conn.execute("SELECT id FROM chunks WHERE doc_id = ?", (doc_id,))]
-        if not ids:
+        rows = self.conn.execute("SELECT id, hash FROM chunks WHERE doc_id = ?", (doc_id,)).fetchall()
+        if not rows:
             return
+        ids = [r[0] for r in rows]
+        self.dropped_hashes.update(r[1] for r in rows)
         marks = ",".join("?" * len(ids))
         self.conn.execute(f"DELETE FROM chunks_fts WHERE rowid IN ({marks})", ids)
         if self.has_vectors_table():
@@ -374,20 +404,14 @@ class IndexStore:
 
     def pending_chunks(self, fingerprint: str, after_id: int = 0, limit: int = 1024) -> list[PendingChunk]:
         rows = self.rows(
-            """SELECT c.id, c.hash, d.context, c.text, d.title FROM chunks c JOIN documents d ON d.id = c.doc_id
-               WHERE (c.embedded_with IS NULL OR c.embedded_with != ?) AND c.id > ?
-               ORDER BY c.id LIMIT ?""",
+            f"""SELECT c.id, c.hash, d.context, c.text, d.title FROM chunks c JOIN documents d ON d.id = c.doc_id
+               WHERE ({_PENDING}) AND c.id > ?2 ORDER BY c.id LIMIT ?3""",
             (fingerprint, after_id, limit),
         )
         return [PendingChunk(*r) for r in rows]
 
     def count_pending(self, fingerprint: str) -> int:
-        return int(
-            self.scalar(
-                "SELECT count(*) FROM chunks WHERE embedded_with IS NULL OR embedded_with != ?",
-                (fingerprint,),
-            )
-        )
+        return int(self.scalar(f"SELECT count(*) FROM chunks c WHERE {_PENDING}", (fingerprint,)))
 
     def cached_vectors(self, hashes: Sequence[str], fingerprint: str) -> dict[str, bytes]:
         found: dict[str, bytes] = {}
@@ -420,11 +444,19 @@ class IndexStore:
                 [(h, fingerprint, blob) for _, h, blob in items],
             )
 
-    def prune_cache(self) -> int:
-        """Forget cached vectors of chunks that no longer exist (any model)."""
+    def prune_cache(self, hashes: Iterable[str] | None = None) -> int:
+        """Forget cached vectors of chunks that no longer exist (any model): of these chunk hashes (those an
+        update pass deleted: work in proportion to the change), or of all (a full rebuild)."""
         with self.transaction():
-            self.conn.execute("DELETE FROM embed_cache WHERE hash NOT IN (SELECT hash FROM chunks)")
-            return self.conn.changes()
+            if hashes is None:
+                self.conn.execute("DELETE FROM embed_cache WHERE hash NOT IN (SELECT hash FROM chunks)")
+                return self.conn.changes()
+            before = self.conn.total_changes()
+            self.conn.executemany(
+                "DELETE FROM embed_cache WHERE hash = ?1 AND NOT EXISTS (SELECT 1 FROM chunks WHERE hash = ?1)",
+                [(h,) for h in hashes],
+            )
+            return self.conn.total_changes() - before
 
     # -- status ------------------------------------------------------------------------------------
     def stats(self) -> dict[str, Any]:

@@ -343,3 +343,68 @@ def test_cmem_section_headings_are_not_embedded_but_stay_searchable(config):
         assert kept in embedded
     # keyword search and display keep them
     assert count(config, "SELECT count(*) FROM chunks WHERE text LIKE '%## Narrative%'") == 1
+
+
+AWKWARD_NAMES = [
+    "a.md",
+    "a-b.md",
+    "a/b.md",
+    "a/a.md",
+    "ab/c.md",
+    "B.md",
+    "é.md",
+    "z/y/x.md",
+    "a b.md",
+    "a_/q.md",
+]
+
+
+def test_the_walk_yields_paths_in_the_order_sqlite_sorts_them(tmp_path):
+    import apsw
+
+    from cmem_index.scan import walk
+
+    for name in AWKWARD_NAMES:
+        write(tmp_path, name, "# t\n")
+    walked = [path for path, _ in walk(tmp_path, "**/*.md")]
+    conn = apsw.Connection(":memory:")
+    conn.execute("CREATE TABLE t(path TEXT)")
+    conn.executemany("INSERT INTO t VALUES (?)", [(p,) for p in AWKWARD_NAMES])
+    assert walked == [r[0] for r in conn.execute("SELECT path FROM t ORDER BY path")]
+    assert walked == sorted(AWKWARD_NAMES)
+
+
+def test_an_update_pass_reads_exactly_what_changed_among_awkward_names(config):
+    root = config.export_dir
+    for i, name in enumerate(AWKWARD_NAMES):
+        observation_file(root, f"p/{name}", uid=f"U{i}", title=f"note {i}", body=f"body {i}")
+    first = run_pass(config)
+    assert (first.scanned, first.read, first.removed) == (len(AWKWARD_NAMES), len(AWKWARD_NAMES), 0)
+    (root / "p/a/b.md").unlink()
+    (root / "p/ab/c.md").unlink()
+    observation_file(root, "p/a/aa.md", uid="N1", title="new one", body="fresh")
+    observation_file(root, "p/a.md", uid="U0", title="note 0", body="changed body, longer than before")
+    second = run_pass(config)
+    assert (second.scanned, second.read, second.removed, second.unchanged) == (
+        len(AWKWARD_NAMES) - 1,
+        2,
+        2,
+        0,
+    )
+    paths = {r for (r,) in IndexStore.open(config.index_path).rows("SELECT path FROM documents")}
+    expected = {f"p/{n}" for n in AWKWARD_NAMES} - {"p/a/b.md", "p/ab/c.md"} | {"p/a/aa.md"}
+    assert paths == expected
+    third = run_pass(config)
+    assert (third.read, third.removed) == (0, 0)
+
+
+def test_only_the_dropped_chunks_cached_vectors_are_pruned(config):
+    embedder = CountingEmbedder()
+    observation_file(config.export_dir, "p/a.md", uid="U1", title="Alpha", body="alpha words")
+    observation_file(config.export_dir, "p/b.md", uid="U2", title="Beta", body="beta words")
+    run_pass(config, embedder)
+    assert count(config, "SELECT count(*) FROM embed_cache") == 2
+    (config.export_dir / "p/a.md").unlink()
+    run_pass(config, embedder)
+    assert count(config, "SELECT count(*) FROM embed_cache") == 1
+    assert count(config, "SELECT count(*) FROM embed_cache e JOIN chunks c ON c.hash = e.hash") == 1
