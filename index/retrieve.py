@@ -21,6 +21,9 @@ CONTEXT_WEIGHT = 1.0
 TEXT_WEIGHT = 1.0
 TERMS_WEIGHT = 0.5
 MAX_K = 4096  # sqlite-vec's largest k
+# Exact vector search up to this many vectors; more, and a search ranks bits first (docs/benchmarks.md)
+COMPACT_ABOVE = 100_000
+COMPACT_HEAD = 400  # chunks the bits pick for the exact re-ranking, at least
 
 
 class DocFilters(FilterFields):
@@ -181,21 +184,17 @@ def scope_chunks(store: IndexStore, filters: DocFilters, token: str | None = Non
 
 
 def vector(store: IndexStore, query_vector: bytes, filters: DocFilters, limit: int) -> list[DocHit]:
-    """Nearest chunks, collapsed to documents. Over-fetches chunks so ``limit`` documents usually survive."""
+    """Nearest chunks, collapsed to documents. Over-fetches chunks so ``limit`` documents usually survive.
+
+    Exact (every float32 vector compared) until the index holds more than ``COMPACT_ABOVE`` vectors; past
+    that, the nearest by one bit per dimension, re-ranked exactly (see :func:`compact_nearest`)."""
     if limit <= 0 or not store.has_vectors_table():
         return []
     k = min(MAX_K, max(limit * 4, 50))
-    where, params = filters.sql("d")
-    if filters.active:
-        sql = f"""SELECT v.rowid, v.distance, c.doc_id FROM chunk_vectors v JOIN chunks c ON c.id = v.rowid
-                  WHERE v.embedding MATCH ? AND k = ? AND v.rowid IN (
-                      SELECT c2.id FROM chunks c2 JOIN documents d ON d.id = c2.doc_id WHERE {where})
-                  ORDER BY v.distance"""
-        rows = store.rows(sql, [query_vector, k, *params])
+    if uses_compact_vectors(store):
+        rows = compact_nearest(store, query_vector, filters, k)
     else:
-        sql = """SELECT v.rowid, v.distance, c.doc_id FROM chunk_vectors v JOIN chunks c ON c.id = v.rowid
-                 WHERE v.embedding MATCH ? AND k = ? ORDER BY v.distance"""
-        rows = store.rows(sql, [query_vector, k])
+        rows = exact_nearest(store, query_vector, filters, k)
     best: dict[int, DocHit] = {}
     for chunk_id, distance, doc_id in rows:
         if doc_id not in best:
@@ -203,16 +202,87 @@ def vector(store: IndexStore, query_vector: bytes, filters: DocFilters, limit: i
     return list(best.values())[:limit]
 
 
+def uses_compact_vectors(store: IndexStore) -> bool:
+    return store.vector_count() > COMPACT_ABOVE and store.bits_center() is not None
+
+
+def exact_nearest(
+    store: IndexStore, query_vector: bytes, filters: DocFilters, k: int
+) -> list[tuple[int, float, int]]:
+    """(chunk id, cosine distance, document id) of the ``k`` nearest chunks, every vector compared."""
+    where, params = filters.sql("d")
+    if filters.active:
+        sql = f"""SELECT v.rowid, v.distance, c.doc_id FROM chunk_vectors v JOIN chunks c ON c.id = v.rowid
+                  WHERE v.embedding MATCH ? AND k = ? AND v.rowid IN (
+                      SELECT c2.id FROM chunks c2 JOIN documents d ON d.id = c2.doc_id WHERE {where})
+                  ORDER BY v.distance"""
+        return store.rows(sql, [query_vector, k, *params])
+    sql = """SELECT v.rowid, v.distance, c.doc_id FROM chunk_vectors v JOIN chunks c ON c.id = v.rowid
+             WHERE v.embedding MATCH ? AND k = ? ORDER BY v.distance"""
+    return store.rows(sql, [query_vector, k])
+
+
+def compact_nearest(
+    store: IndexStore, query_vector: bytes, filters: DocFilters, k: int
+) -> list[tuple[int, float, int]]:
+    """:func:`exact_nearest` over bits: the ``max(k, COMPACT_HEAD)`` nearest by Hamming distance between the
+    signs, then those re-ranked by their exact cosine (float32, as the exact search computes it)."""
+    head = max(k, COMPACT_HEAD)
+    bits = "vec_quantize_binary(vec_sub(?, ?))"
+    where, params = filters.sql("d")
+    center = store.bits_center()
+    if filters.active:
+        sql = f"""SELECT rowid FROM chunk_bits WHERE embedding MATCH {bits} AND k = ? AND rowid IN (
+                      SELECT c2.id FROM chunks c2 JOIN documents d ON d.id = c2.doc_id WHERE {where})"""
+        found = store.rows(sql, [query_vector, center, head, *params])
+    else:
+        found = store.rows(f"SELECT rowid FROM chunk_bits WHERE embedding MATCH {bits} AND k = ?",
+                           [query_vector, center, head])  # fmt: skip
+    distances = exact_distances(store, query_vector, [chunk_id for (chunk_id,) in found])
+    ranked = sorted(distances.items(), key=lambda item: (item[1][0], item[0]))[:k]
+    return [(chunk_id, distance, doc_id) for chunk_id, (distance, doc_id) in ranked]
+
+
+def exact_distances(
+    store: IndexStore, query_vector: bytes, chunk_ids: Sequence[int]
+) -> dict[int, tuple[float, int]]:
+    """chunk id -> (cosine distance to ``query_vector``, document id), from the float32 vectors: the cached
+    copy found by the chunk's hash (B-tree lookups), else the chunk's own row in ``chunk_vectors``."""
+    model = store.setting("vectors_model")
+    out: dict[int, tuple[float, int]] = {}
+    for start in range(0, len(chunk_ids), 500):
+        part = list(chunk_ids[start : start + 500])
+        marks = ",".join("?" * len(part))
+        for chunk_id, doc_id, distance in store.rows(
+            f"""SELECT c.id, c.doc_id, vec_distance_cosine(e.vector, ?) FROM chunks c
+                JOIN embed_cache e ON e.hash = c.hash AND e.model = ? WHERE c.id IN ({marks})""",
+            [query_vector, model, *part],
+        ):
+            out[chunk_id] = (float(distance), doc_id)
+    for chunk_id in chunk_ids:
+        if chunk_id not in out:
+            for doc_id, distance in store.rows(
+                "SELECT c.doc_id, vec_distance_cosine(v.embedding, ?) FROM chunk_vectors v "
+                "JOIN chunks c ON c.id = v.rowid WHERE v.rowid = ?",
+                [query_vector, chunk_id],
+            ):
+                out[chunk_id] = (float(distance), doc_id)
+    return out
+
+
 def cosines(store: IndexStore, query_vector: bytes, chunk_ids: Sequence[int]) -> dict[int, float]:
-    """These chunks' cosines to ``query_vector`` (as sqlite-vec computes them for a search, by rowid)."""
+    """These chunks' cosines to ``query_vector`` (as sqlite-vec computes them for a search, by rowid: one
+    lookup each, as vec0 reads its whole table for ``rowid IN``)."""
     if not chunk_ids or not store.has_vectors_table():
         return {}
-    marks = ",".join("?" * len(chunk_ids))
-    rows = store.rows(
-        f"SELECT rowid, vec_distance_cosine(embedding, ?) FROM chunk_vectors WHERE rowid IN ({marks})",
-        [query_vector, *chunk_ids],
-    )
-    return {int(rowid): 1.0 - float(distance) for rowid, distance in rows}
+    out: dict[int, float] = {}
+    for chunk_id in dict.fromkeys(chunk_ids):
+        for rowid, distance in store.rows(
+            "SELECT rowid, vec_distance_cosine(embedding, ?) FROM chunk_vectors WHERE rowid = ?",
+            [query_vector, chunk_id],
+        ):
+            out[int(rowid)] = 1.0 - float(distance)
+    return out
 
 
 def _as_list(value: Any) -> list[str]:

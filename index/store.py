@@ -88,6 +88,8 @@ CREATE TABLE IF NOT EXISTS embed_cache(
 ) WITHOUT ROWID;
 """
 
+# A float32 vector as bits: the signs of the vector less the centre (the second parameter)
+_QUANTIZED = "vec_quantize_binary(vec_sub(?, ?))"
 # A chunk without a vector of model ?1, in terms the chunks_pending index answers (`!=` would read every chunk)
 _PENDING = "c.embedded_with IS NULL OR c.embedded_with < ?1 OR c.embedded_with > ?1"
 
@@ -170,6 +172,7 @@ class IndexStore:
         self.conn = conn
         self.path = path
         self.dropped_hashes: set[str] = set()  # of chunks deleted through this connection (cache pruning)
+        self._bits: bytes | None = None  # bits_center, read once per connection (b"": no chunk_bits)
 
     # -- opening -----------------------------------------------------------------------------------
     @classmethod
@@ -293,8 +296,10 @@ class IndexStore:
         self.dropped_hashes.update(r[1] for r in rows)
         marks = ",".join("?" * len(ids))
         self.conn.execute(f"DELETE FROM chunks_fts WHERE rowid IN ({marks})", ids)
-        if self.has_vectors_table():
-            self.conn.execute(f"DELETE FROM chunk_vectors WHERE rowid IN ({marks})", ids)
+        if self.has_vectors_table():  # one rowid at a time: vec0 reads its whole table for `rowid IN`
+            self.conn.executemany("DELETE FROM chunk_vectors WHERE rowid = ?", [(i,) for i in ids])
+        if self.bits_center() is not None:
+            self.conn.executemany("DELETE FROM chunk_bits WHERE rowid = ?", [(i,) for i in ids])
         self.conn.execute("DELETE FROM chunks WHERE doc_id = ?", (doc_id,))
 
     def upsert_document(
@@ -394,12 +399,15 @@ class IndexStore:
             return False
         with self.transaction():
             self.conn.execute("DROP TABLE IF EXISTS chunk_vectors")
+            self.conn.execute("DROP TABLE IF EXISTS chunk_bits")
+            self.conn.execute("DELETE FROM settings WHERE key IN ('bits_center', 'vector_count')")
             self.conn.execute(
                 f"CREATE VIRTUAL TABLE chunk_vectors USING vec0(embedding float[{int(dim)}] distance_metric=cosine)"
             )
             self.conn.execute("UPDATE chunks SET embedded_with = NULL WHERE embedded_with IS NOT NULL")
             self.set_setting("vectors_model", fingerprint)
             self.set_setting("vectors_dim", str(int(dim)))
+        self._bits = None
         return True
 
     def pending_chunks(self, fingerprint: str, after_id: int = 0, limit: int = 1024) -> list[PendingChunk]:
@@ -435,6 +443,13 @@ class IndexStore:
         self.conn.executemany(
             "INSERT INTO chunk_vectors(rowid, embedding) VALUES (?, ?)", [(i, blob) for i, _, blob in items]
         )
+        center = self.bits_center()
+        if center is not None:
+            self.conn.executemany("DELETE FROM chunk_bits WHERE rowid = ?", chunk_ids)
+            self.conn.executemany(
+                f"INSERT INTO chunk_bits(rowid, embedding) VALUES (?, {_QUANTIZED})",
+                [(i, blob, center) for i, _, blob in items],
+            )
         self.conn.executemany(
             "UPDATE chunks SET embedded_with = ? WHERE id = ?", [(fingerprint, i) for i, _, _ in items]
         )
@@ -443,6 +458,62 @@ class IndexStore:
                 "INSERT OR IGNORE INTO embed_cache(hash, model, vector) VALUES (?, ?, ?)",
                 [(h, fingerprint, blob) for _, h, blob in items],
             )
+
+    # -- compact vectors ---------------------------------------------------------------------------
+    # Above COMPACT_ABOVE vectors a search first ranks one bit per dimension (the sign of the vector less
+    # the mean of the model's vectors: 48 bytes for 384 dimensions, against 1,536 for float32), then
+    # re-ranks the head exactly with the float32 vectors (cmem_index.retrieve.vector). Below it, and in
+    # every index that never grew past it, ``chunk_bits`` does not exist and search is exact.
+    def bits_center(self) -> bytes | None:
+        """The vector subtracted before taking signs, when ``chunk_bits`` exists (None: it does not)."""
+        if self._bits is None:
+            value = self.setting("bits_center") if self.has_table("chunk_bits") else None
+            self._bits = bytes.fromhex(value) if value else b""
+        return self._bits or None
+
+    def vector_count(self) -> int:
+        """How many vectors the last update pass left (a setting: counting a million rows per search would
+        cost more than the search)."""
+        return int(self.setting("vector_count") or 0)
+
+    def count_vectors(self, fingerprint: str) -> int:
+        return int(self.scalar("SELECT count(*) FROM chunks WHERE embedded_with = ?", (fingerprint,)) or 0)
+
+    def build_bits(self, fingerprint: str, sample: int = 20_000) -> None:
+        """Create ``chunk_bits`` from every stored vector, centred on the mean of up to ``sample`` of them
+        (from the cache: a scan of ``chunk_vectors`` by rowid would read all of it)."""
+        from array import array
+
+        dim = int(self.setting("vectors_dim") or 0)
+        if dim <= 0 or dim % 8:
+            return  # bits come in bytes: such a model is always searched exactly
+        total = array("d", bytes(8 * dim))
+        count = 0
+        for (blob,) in self.conn.execute(
+            "SELECT vector FROM embed_cache WHERE model = ? LIMIT ?", (fingerprint, sample)
+        ):
+            vector = array("f", blob)
+            for i in range(dim):
+                total[i] += vector[i]
+            count += 1
+        center = array("f", (x / max(count, 1) for x in total)).tobytes()
+        with self.transaction():
+            self.conn.execute("DROP TABLE IF EXISTS chunk_bits")
+            self.conn.execute(f"CREATE VIRTUAL TABLE chunk_bits USING vec0(embedding bit[{dim}])")
+            self.conn.execute(
+                f"INSERT INTO chunk_bits(rowid, embedding) SELECT rowid, {_QUANTIZED.replace('?', 'embedding', 1)} "
+                "FROM chunk_vectors",
+                (center,),
+            )
+            self.set_setting("bits_center", center.hex())
+        self._bits = center
+
+    def has_table(self, name: str) -> bool:
+        return bool(
+            self.conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)
+            ).fetchone()
+        )
 
     def prune_cache(self, hashes: Iterable[str] | None = None) -> int:
         """Forget cached vectors of chunks that no longer exist (any model): of these chunk hashes (those an
