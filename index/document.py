@@ -38,6 +38,13 @@ class ParsedDocument:
     meta: dict[str, Any] = field(default_factory=dict)
 
     @property
+    def capture(self) -> bool:
+        """A hook's record of one tool call (``tools_used`` set on an observation): its title says what
+        happened ("Edited src/app.py", "Ran pytest (failed)"); its body is the diff or output."""
+        tools = self.meta.get("tools_used")
+        return self.kind == "observation" and isinstance(tools, list) and bool(tools)
+
+    @property
     def kind(self) -> str | None:
         """``observation`` / ``summary`` for cmem's own files, else None (a plain collection document)."""
         kind = self.meta.get("cmem")

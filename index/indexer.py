@@ -43,7 +43,7 @@ from cmem_index.document import (
     short_docid,
 )
 from cmem_index.scan import MAX_FILE_BYTES, FileStat, merge_sorted, resolves_inside, walk
-from cmem_index.store import IndexStore, NewChunk, StoredDocument
+from cmem_index.store import IndexStore, NewChunk, PendingChunk, StoredDocument
 
 if TYPE_CHECKING:
     from cmem_index.embedder import Embedder
@@ -73,6 +73,7 @@ class IndexReport:
     removed: int = 0
     chunks_written: int = 0
     embedded: int = 0
+    embed_seconds: float = 0.0  # in the model: ``embedded`` / this is the embedding rate
     cache_hits: int = 0
     model: str | None = None
     note: str | None = None
@@ -131,6 +132,17 @@ def embedding_input(title: str, context: str, text: str) -> tuple[str, str]:
     return context, _without_section_headings(text[end:]).strip()
 
 
+def stored_input(chunk: PendingChunk) -> tuple[str, str]:
+    """What the model embeds for a stored chunk: the input whose hash the chunk carries. A hook's capture of
+    one tool call is embedded by its title alone, so the diffs and command output a person never reads cost
+    ~10 tokens each instead of up to ~250, and the same title again (a file read twice) is one cached
+    vector; the whole text stays in the keyword index."""
+    context, text = embedding_input(chunk.title, chunk.context, chunk.text)
+    if chunk.hash != chunk_hash(context, text) and chunk.hash == chunk_hash(context, ""):
+        return context, ""
+    return context, text
+
+
 def _without_section_headings(text: str) -> str:
     """The text without the section headings every cmem observation file carries (``## Narrative``...).
 
@@ -180,12 +192,14 @@ class Indexer:
             self._drop_unconfigured(report)
         if self.embedder is not None:
             self._embed_pending(report)
+        self.count_vectors()
         if full:
             self.store.prune_cache()
         elif report.removed or report.chunked:
             self.store.prune_cache(self.store.dropped_hashes)
         self.store.dropped_hashes.clear()
         report.seconds = round(time.monotonic() - started, 3)
+        report.embed_seconds = round(report.embed_seconds, 3)
         with self.store.transaction():
             self.store.set_setting("chunker", self.signature)
             self.store.set_setting("last_run", json.dumps(report.to_json()))
@@ -312,6 +326,8 @@ class Indexer:
                 text = body[:head] + text
                 line = parsed.body_line + body[: len(body) - len(body.lstrip())].count("\n")
             prompt_title, embedded = embedding_input(parsed.title, parsed.context, text)
+            if parsed.capture:
+                embedded = ""  # a tool call's title says what happened: embed it alone (see title_only)
             chunks.append(
                 NewChunk(seq=len(chunks), start_line=line, hash=chunk_hash(prompt_title, embedded), text=text)
             )
@@ -381,11 +397,13 @@ class Indexer:
             missing: dict[str, tuple[str, str]] = {}
             for chunk in page:
                 if chunk.hash not in vectors and chunk.hash not in missing:
-                    missing[chunk.hash] = embedding_input(chunk.title, chunk.context, chunk.text)
+                    missing[chunk.hash] = stored_input(chunk)
             keys = list(missing)
             for step in range(0, len(keys), EMBED_PROGRESS_STEP):
                 part = keys[step : step + EMBED_PROGRESS_STEP]
+                started = time.perf_counter()
                 computed = embedder.embed_documents([missing[key] for key in part])
+                report.embed_seconds += time.perf_counter() - started
                 for key, vector in zip(part, computed, strict=True):
                     vectors[key] = vector.astype("float32").tobytes()
                 report.embedded += len(part)
@@ -397,6 +415,21 @@ class Indexer:
                 )
             done += len(page)
             self.progress("embed", done, total)
+
+    def count_vectors(self) -> None:
+        """Record how many vectors the index holds (search reads it to choose exact or compact vectors), and
+        give it its bits the first time it holds more than ``COMPACT_ABOVE``."""
+        from cmem_index.retrieve import COMPACT_ABOVE
+
+        model = self.store.vectors_model()
+        if model is None:
+            return
+        count = self.store.count_vectors(model[0])
+        if count > COMPACT_ABOVE and self.store.bits_center() is None:
+            self.progress("compact", 0, 0)
+            self.store.build_bits(model[0])
+        with self.store.transaction():
+            self.store.set_setting("vector_count", str(count))
 
     def _token_counter(self) -> Callable[[str], int]:
         embedder = self.embedder

@@ -64,6 +64,7 @@ def observation_file(
     created_at: str = "2026-01-02T03:04:05.000Z",
     agent: str = "cli",
     session: str | None = None,
+    tools_used: list[str] | None = None,
 ) -> Path:
     """Write a file shaped like cmem's export of one observation."""
     lines = [
@@ -80,6 +81,8 @@ def observation_file(
         lines.append(f"session: {session}")
     if concepts:
         lines.append("concepts: [" + ", ".join(f'"{c}"' for c in concepts) + "]")
+    if tools_used:
+        lines.append("tools_used: [" + ", ".join(f'"{t}"' for t in tools_used) + "]")
     lines += [f'created_at: "{created_at}"', "---", f"# {title}", "", body]
     path = root / relpath
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -408,3 +408,24 @@ def test_only_the_dropped_chunks_cached_vectors_are_pruned(config):
     run_pass(config, embedder)
     assert count(config, "SELECT count(*) FROM embed_cache") == 1
     assert count(config, "SELECT count(*) FROM embed_cache e JOIN chunks c ON c.hash = e.hash") == 1
+
+
+def test_a_tool_call_capture_is_embedded_by_its_title_alone_and_repeats_share_a_vector(config):
+    embedder = CountingEmbedder()
+    diff = "- old line of code\n+ new line of code with a retry backoff"
+    observation_file(config.export_dir, "p/c1.md", uid="C1", title="Edited src/app.py", body=diff,
+                     tools_used=["Edit"])  # fmt: skip
+    observation_file(config.export_dir, "p/c2.md", uid="C2", title="Edited src/app.py", body="+ other",
+                     tools_used=["Edit"])  # fmt: skip
+    observation_file(
+        config.export_dir, "p/d.md", uid="D1", title="Retry with backoff", body="We chose jitter."
+    )
+    report = run_pass(config, embedder)
+    assert sorted(embedder.embedded) == [
+        ("Edited src/app.py", ""),
+        ("Retry with backoff", "We chose jitter."),
+    ]
+    assert report.embedded == 2  # the second capture of the same title reuses the first one's vector
+    assert count(config, "SELECT count(*) FROM chunks WHERE embedded_with IS NOT NULL") == 3
+    # the whole capture stays searchable by its words
+    assert count(config, "SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH 'backoff'") == 2
