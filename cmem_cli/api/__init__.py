@@ -16,7 +16,7 @@ server today, sync and the distiller later) stand on this module rather than on 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -267,12 +267,14 @@ class Memory:
         agent: str | None = None,
         session: str | None = None,
         cwd: str | Path | None = None,
+        progress: Callable[[str, int, int], None] | None = None,
     ) -> list[int]:
         """Record several observations (dicts in the JSON record format) in one transaction: all or none.
 
         Every record is validated before anything is written; the first invalid one raises
         :class:`InvalidRecord` (an :class:`InvalidInput`) carrying its position. Returns the new ids.
-        Files are anchored as :meth:`add` anchors them."""
+        Files are anchored as :meth:`add` anchors them. ``progress(phase, done, total)`` hears how far
+        checking (``prepare``) and writing (``write``) have come."""
         service = self.service
         defaults = _defaults(project, agent, session)
         prepared = []
@@ -281,7 +283,10 @@ class Memory:
                 prepared.append(service.prepare(record, defaults))
             except InvalidInput as exc:
                 raise InvalidRecord(index, exc.message) from None
-        return [int(row["id"]) for row in service.add_observations(prepared, cwd=_cwd(cwd))]
+            if progress is not None and index % 1000 == 999:
+                progress("prepare", index + 1, len(records))
+        rows = service.add_observations(prepared, cwd=_cwd(cwd), progress=progress)
+        return [int(row["id"]) for row in rows]
 
     def edit(
         self,

@@ -89,11 +89,12 @@ def _add_json(source: str, defaults: dict[str, str | None]) -> None:
     label = "stdin" if source == "-" else source
     records = parse_json_records(read_json_input(source), label)
     from cmem_cli.api import InvalidRecord
+    from cmem_cli.cli.progress import ProgressBar
 
-    with open_api(write=True) as memory:
+    with open_api(write=True) as memory, ProgressBar() as progress:
         defaults["session"] = _open_session(memory, defaults["session"])
         try:
-            ids = memory.add_many([record for _, record in records], **defaults)
+            ids = memory.add_many([record for _, record in records], **defaults, progress=progress)
         except InvalidRecord as exc:
             line = records[exc.index][0]
             where = f"line {line}" if len(records) > 1 or line > 1 else "record"

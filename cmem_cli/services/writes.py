@@ -9,7 +9,7 @@ files that a committed write replaced are deleted after the commit.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -214,7 +214,11 @@ class Memory:
             return self._store_observation(prepared, files, cwd=cwd)
 
     def add_observations(
-        self, records: list[dict[str, Any]], *, cwd: str | None = None
+        self,
+        records: list[dict[str, Any]],
+        *,
+        cwd: str | None = None,
+        progress: Callable[[str, int, int], None] | None = None,
     ) -> list[dict[str, Any]]:
         """Store already-prepared records in one transaction (bulk import): all or none.
 
@@ -234,6 +238,8 @@ class Memory:
                     if len(batch) >= BULK_BATCH:
                         rows += self._store_new(batch, files, cwd=cwd, repos=repos)
                         batch = []
+                        if progress is not None:
+                            progress("write", index + 1, len(records))
                     continue
                 rows += self._store_new(batch, files, cwd=cwd, repos=repos)
                 batch = []

@@ -26,36 +26,6 @@ collection_app = typer.Typer(
 )
 
 
-class _Progress:
-    """A one-line progress bar on stderr, only when stderr is a terminal."""
-
-    LABELS = {"read": "reading", "embed": "embedding"}
-
-    def __init__(self) -> None:
-        self.enabled = sys.stderr.isatty()
-        self.last = 0.0
-        self.shown = False
-
-    def __call__(self, phase: str, done: int, total: int) -> None:
-        if not self.enabled or total <= 0:
-            return
-        now = time.monotonic()
-        if done < total and now - self.last < 0.1:
-            return
-        self.last = now
-        width = 30
-        filled = int(width * done / total)
-        label = self.LABELS.get(phase, phase)
-        sys.stderr.write(f"\r{label:<9} [{'#' * filled}{'.' * (width - filled)}] {done}/{total} ")
-        sys.stderr.flush()
-        self.shown = True
-
-    def close(self) -> None:
-        if self.shown:
-            sys.stderr.write("\r\x1b[K")
-            sys.stderr.flush()
-
-
 def _summary(report: Any) -> str:
     parts = [
         f"{report.scanned} files",
@@ -64,7 +34,8 @@ def _summary(report: Any) -> str:
         f"{report.removed} removed",
     ]
     if report.model:
-        parts.append(f"{report.embedded} embedded, {report.cache_hits} from cache")
+        rate = f" ({report.embedded / report.embed_seconds:,.0f}/s)" if report.embed_seconds > 0 else ""
+        parts.append(f"{report.embedded} embedded{rate}, {report.cache_hits} from cache")
     return f"indexed {', '.join(parts)} in {report.seconds:.2f}s"
 
 
@@ -92,7 +63,9 @@ def index_cmd(
     if embedder is None:
         print(f"cmem: keyword-only index: {note}", file=sys.stderr)
         note = note if "cmem models" in (note or "") else f"{note}; {NO_MODEL_HINT}"
-    progress = _Progress()
+    from cmem_cli.cli.progress import ProgressBar
+
+    progress = ProgressBar()
 
     def waiting() -> None:
         print("cmem: waiting for another cmem process to finish updating the index...", file=sys.stderr)
