@@ -136,7 +136,7 @@ complete -c cmem -n '__fish_seen_subcommand_from watch' -l debounce -r -f -d 'Se
 complete -c cmem -n '__fish_seen_subcommand_from watch' -s h -l help -d 'Show help and exit.'
 complete -c cmem -n '__fish_seen_subcommand_from hook' -s h -l help -d 'Show help and exit.'
 complete -c cmem -n '__fish_seen_subcommand_from context' -l project -s p -r -f -d 'Project name.'
-complete -c cmem -n '__fish_seen_subcommand_from context' -l budget -r -f -d 'Token budget for the whole text.'
+complete -c cmem -n '__fish_seen_subcommand_from context' -l budget -r -f -d 'Token budget for the whole text (at least 1).'
 complete -c cmem -n '__fish_seen_subcommand_from context' -l json -d 'Output JSON.'
 complete -c cmem -n '__fish_seen_subcommand_from context' -s h -l help -d 'Show help and exit.'
 complete -c cmem -n '__fish_seen_subcommand_from mcp' -s h -l help -d 'Show help and exit.'

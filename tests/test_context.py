@@ -161,3 +161,9 @@ def test_the_index_is_shown_newest_first(big_store) -> None:
     dates = [o["created_at"] for o in context.observations]
     assert len(dates) > 3
     assert dates == sorted(dates, reverse=True)
+
+
+def test_a_budget_below_one_is_a_usage_error(sh, home) -> None:
+    result = sh("context", "--project", "shop", "--budget", "0")
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr.strip().endswith("--budget must be at least 1 (got 0)")

@@ -58,6 +58,8 @@ SIMPLE_LINES = [
     ["add", "--json", "-", "--link", "related:3"],
     ["add", "--json=records.ndjson"],
     ["add", "Fix the login bug", "--type", "bugfix"],
+    ["context"],
+    ["context", "-p", "shop", "--budget", "200", "--json"],
 ]
 
 FALLBACK_LINES = [
@@ -80,6 +82,7 @@ FALLBACK_LINES = [
     ["search", "--type", "bugfx", "q"],
     ["add", "--type", "nonsense", "-t", "T"],
     ["collection", "list"],
+    ["context", "--budget", "many"],
     [],
 ]
 

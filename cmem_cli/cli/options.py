@@ -228,6 +228,24 @@ ADD = Command(
     ),
 )
 
+CONTEXT = Command(
+    "context",
+    "What an agent should see at session start: last summary, useful recent observations, how to drill down.",
+    "cmem_cli.cli.read_bodies:context",
+    (
+        PROJECT,
+        Opt(
+            "budget",
+            ("--budget",),
+            "Token budget for the whole text (at least 1).",
+            int,
+            1500,
+            metavar="TOKENS",
+        ),
+        JSON,
+    ),
+)
+
 # -- `cmem view`: not a fast-path command (nothing calls it in a loop), declared here to share search's filters
 VIEW = Command(
     "view",
@@ -271,5 +289,5 @@ VIEW = Command(
     ),
 )
 
-FAST_COMMANDS = {command.name: command for command in (SEARCH, TIMELINE, GET, ADD)}
+FAST_COMMANDS = {command.name: command for command in (SEARCH, TIMELINE, GET, ADD, CONTEXT)}
 ROOT_OPTIONS = (HOME,)

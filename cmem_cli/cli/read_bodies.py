@@ -320,3 +320,20 @@ def get(
         write("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
     else:
         emit_text("\n\n".join(markdown(r) for r in records))
+
+
+def context(project: str | None = None, budget: int = 1500, as_json: bool = False) -> None:
+    """`cmem context`: the session-start briefing (a hook's SessionStart prints the same text)."""
+    from cmem_cli.cli.input import check_cli_text
+    from cmem_cli.core.errors import UsageError
+
+    if budget < 1:
+        raise UsageError(f"--budget must be at least 1 (got {budget})")
+    with open_api() as memory:
+        result = memory.context(check_cli_text("--project", project), budget=budget)
+    if as_json:
+        from cmem_cli.api import as_dict
+
+        write(json.dumps(as_dict(result), ensure_ascii=False, indent=2) + "\n")
+    else:
+        write(result.text + "\n")

@@ -51,25 +51,6 @@ def hook(
     run([event], config=current_config())
 
 
-def context(
-    project: ProjectOpt = None,
-    budget: Annotated[
-        int, typer.Option("--budget", help="Token budget for the whole text.", metavar="TOKENS", min=1)
-    ] = 1500,
-    as_json: JsonOpt = False,
-) -> None:
-    """What an agent should see at session start: last summary, useful recent observations, how to drill down."""
-    from cmem_cli.api import as_dict
-    from cmem_cli.cli.render import write
-
-    with open_api() as memory:
-        result = memory.context(check_cli_text("--project", project), budget=budget)
-    if as_json:
-        write(json.dumps(as_dict(result), ensure_ascii=False, indent=2) + "\n")
-    else:
-        write(result.text + "\n")
-
-
 def _run_import(
     paths: list[Path], *, project: str | None, exclude: list[str] | None, settle: float, as_json: bool
 ) -> None:
@@ -196,6 +177,9 @@ def install_claude_code(
 
 def register(app: typer.Typer) -> None:
     app.command("hook")(hook)
-    app.command("context")(context)
+    from cmem_cli.cli.build import register as register_table
+    from cmem_cli.cli.options import CONTEXT
+
+    register_table(app, CONTEXT)
     app.add_typer(import_app, name="import")
     app.add_typer(install_app, name="install")
