@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import stat
 from pathlib import Path
 
@@ -274,3 +275,25 @@ def test_fast_front_matter_reader_takes_cmem_files_and_defers_on_hand_yaml():
     assert markdown._fast_front_matter(text[4 : text.index("\n---\n", 3)]) is not None
     for hand in ("title: a: b", "title: x # note", "concepts:\n  - a", "title: yes", "confidence: 1e-05"):
         assert markdown._fast_front_matter(f"cmem: observation\n{hand}") is None, hand
+
+
+def test_doctor_reads_only_files_whose_stat_moved_and_still_sees_a_same_size_edit(cli, home, monkeypatch):
+    from cmem_cli.services import doctor as doctor_module
+
+    for i in range(3):
+        cli("add", "-t", f"note {i}", "-p", "p", "--narrative", "abcdef")
+    edited = _files(home)[1]
+    reads: list[str] = []
+    real_read = doctor_module.read_regular
+    monkeypatch.setattr(
+        doctor_module, "read_regular", lambda path, limit: reads.append(path.name) or real_read(path, limit)
+    )
+    assert cli("doctor").exit_code == 0
+    assert reads == []  # every file as cmem wrote it: none read
+    before = edited.stat()
+    edited.write_text(edited.read_text().replace("abcdef", "ABCDEF"))  # same size, new mtime
+    os.utime(edited, ns=(before.st_atime_ns, before.st_mtime_ns + 1_000_000))
+    report = cli("doctor", "--json")
+    checks = {c["name"]: c for c in report.json()["checks"]}
+    assert reads == [edited.name]
+    assert checks["changed, to adopt"]["paths"] == [edited.relative_to(home / "export").as_posix()]

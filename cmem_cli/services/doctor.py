@@ -174,12 +174,16 @@ def export_problems(memory: Any) -> Findings:
     them. A file adoption would refuse is listed once, under :data:`NOT_ADOPTED` with its reason, not as a
     file to adopt."""
     from cmem_cli.services.adopt import refused_files
+    from cmem_cli.services.writes import written_as
 
-    expected = memory.expected_files()
-    hashes = memory.store.file_hashes()
+    records = memory.store.file_records()
+    expected: set[str] = set()
     missing, changed, edited = [], [], []
-    for relpath, text in expected.items():
+    for relpath, text in memory.iter_expected_files():
+        expected.add(relpath)
         path = layout.resolve_inside(memory.export_root, relpath)
+        if written_as(path, records.get(relpath), text):
+            continue  # untouched since cmem wrote it, and that was this text: no need to read it
         try:
             data = read_regular(path, max(len(text.encode("utf-8")), MAX_FILE_BYTES))
         except FileNotFoundError:
@@ -189,11 +193,11 @@ def export_problems(memory: Any) -> Findings:
             data = b""
         if data == text.encode("utf-8"):
             continue
-        if relpath in hashes and digest.bytes_hash(data) != hashes[relpath]:
+        if relpath in records and digest.bytes_hash(data) != records[relpath][0]:
             edited.append(relpath)  # a person changed what cmem wrote: adopt it, never overwrite it
         else:
             changed.append(relpath)
-    new = [p.relative_to(memory.export_root).as_posix() for p in memory.orphan_files(set(expected))]
+    new = [p.relative_to(memory.export_root).as_posix() for p in memory.orphan_files(expected)]
     refused = refused_files(memory, [*edited, *new])
     refused_paths = {path for path, _ in refused}
     interrupted = [str(file.name) for file, _ in pending(memory.journal_dir)]
@@ -240,26 +244,34 @@ def _display(path: Path, home: Path) -> str:
 def loose_modes(roots: list[Path]) -> list[Path]:
     """Folders and files under cmem's roots that group or others may use (older versions made intermediate
     folders 0755); stricter modes (git's read-only 0400 objects) are fine; symlinks are neither followed
-    nor reported."""
+    nor reported. One ``lstat`` per entry and no path objects: a synced tree holds a million files."""
     import os
     import stat
 
-    found: set[Path] = set()
+    found: set[str] = set()
     for root in roots:
         if not root.is_dir() or root.is_symlink():
             continue
         if stat.S_IMODE(root.stat().st_mode) & 0o077:
-            found.add(root)
-        for folder, dirs, files in os.walk(root):
-            for name in [*dirs, *files]:
-                path = Path(folder, name)
-                try:
-                    info = path.lstat()
-                except OSError:
-                    continue
-                if not stat.S_ISLNK(info.st_mode) and stat.S_IMODE(info.st_mode) & 0o077:
-                    found.add(path)
-    return sorted(found)
+            found.add(str(root))
+        stack = [os.fspath(root)]
+        while stack:
+            try:
+                with os.scandir(stack.pop()) as entries:
+                    for entry in entries:
+                        try:
+                            info = entry.stat(follow_symlinks=False)
+                        except OSError:
+                            continue
+                        if stat.S_ISLNK(info.st_mode):
+                            continue
+                        if stat.S_IMODE(info.st_mode) & 0o077:
+                            found.add(entry.path)
+                        if stat.S_ISDIR(info.st_mode):
+                            stack.append(entry.path)
+            except OSError:
+                continue
+    return sorted(Path(p) for p in found)
 
 
 def tighten_modes(paths: list[Path]) -> None:

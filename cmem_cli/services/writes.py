@@ -360,10 +360,13 @@ class Memory:
             raise NotFound(f"link target {link['uid']} does not exist")
         return target["id"]
 
-    def _link_entries(self, row: dict[str, Any], relpath: str) -> list[dict[str, Any]]:
-        entries = []
+    def _link_entries(
+        self, row: dict[str, Any], relpath: str, links: list[dict[str, Any]] | None = None
+    ) -> list[dict[str, Any]]:
+        """The row's outgoing links as its file lists them (``links``: already read, else asked for)."""
+        entries: list[dict[str, Any]] = []
         base = Path(relpath).parent
-        for link in self.store.links_from(row["id"]):
+        for link in self.store.links_from(row["id"]) if links is None else links:
             href = ""
             if link["path"]:
                 href = Path(_relative(link["path"], str(base))).as_posix()
@@ -578,15 +581,19 @@ class Memory:
     # -- export maintenance ------------------------------------------------------------------------------
     def expected_files(self) -> dict[str, str]:
         """Every export file the database implies: relative path -> exact content."""
-        expected: dict[str, str] = {}
-        for obs_id in self.store.all_observation_ids():
-            row = self.store.get_observation(obs_id)
+        return dict(self.iter_expected_files())
+
+    def iter_expected_files(self) -> Iterator[tuple[str, str]]:
+        """:meth:`expected_files` one file at a time, the store read a page at a time: a whole-store pass
+        holds one page of rows, not a million rendered files."""
+        links = self.store.all_links_from()
+        for row in self.store.iter_observations():
             relpath = row["path"] or layout.observation_relpath(row)
-            expected[relpath] = markdown.render_observation(row, self._link_entries(row, relpath))
+            entries = self._link_entries(row, relpath, links.get(row["id"], []))
+            yield relpath, markdown.render_observation(row, entries)
         for summary_id in self.store.all_summary_ids():
             row = self.store.get_summary(summary_id)
-            expected[row["path"] or layout.summary_relpath(row)] = markdown.render_summary(row)
-        return expected
+            yield row["path"] or layout.summary_relpath(row), markdown.render_summary(row)
 
     def render_record(self, kind: str, record_id: int) -> str:
         """The exact text cmem writes for one observation or summary (at its current path)."""
@@ -607,30 +614,33 @@ class Memory:
         adoption = adopt_tree(self, forget_deleted=False)
         written = unchanged = 0
         with self._write(fsync=False) as files:
-            expected = self.expected_files()
-            for obs_id in self.store.all_observation_ids():
-                row = self.store.get_observation(obs_id)
-                if not row["path"]:  # names are kept; only a row that never had one gets it now
-                    self.store.set_export(obs_id, layout.observation_relpath(row), row["tokens"])
+            for obs_id in self.store.observation_ids_without_path():
+                row = self.store.get_observation(obs_id)  # names are kept; only a row without one gets it
+                self.store.set_export(obs_id, layout.observation_relpath(row), row["tokens"])
             for summary_id in self.store.all_summary_ids():
                 row = self.store.get_summary(summary_id)
                 if not row["path"]:
                     self.store.set_summary_path(summary_id, layout.summary_relpath(row))
-            hashes = self.store.file_hashes()
-            stats = self.store.file_stats()
-            for relpath, text in expected.items():
+            records = self.store.file_records()
+            expected: set[str] = set()
+            for relpath, text in self.iter_expected_files():
+                expected.add(relpath)
                 path = layout.resolve_inside(self.export_root, relpath)
+                record = records.get(relpath)
+                if written_as(path, record, text):
+                    unchanged += 1  # as cmem wrote it, and that was this text: not even read
+                    continue
                 try:
                     if read_regular(path, len(text.encode("utf-8"))).decode("utf-8") == text:
                         unchanged += 1
-                        if hashes.get(relpath) != digest.text_hash(text) or relpath not in stats:
+                        if record is None or record[0] != digest.text_hash(text) or record[1] is None:
                             self.store.record_file(relpath, digest.text_hash(text), atomic.stat_key(path))
                         continue
                 except (OSError, UnicodeDecodeError):
                     pass
                 files.write(relpath, text)
                 written += 1
-            for relpath in set(hashes) - set(expected):
+            for relpath in set(records) - expected:
                 self.store.forget_file(relpath)
         return {
             "written": written,
@@ -653,10 +663,11 @@ class Memory:
         orphans: list[Path] = []
         if not self.export_root.exists():
             return orphans
-        for path in sorted(self.export_root.rglob("*.md")):
-            parts = path.relative_to(self.export_root).parts
-            if "/".join(parts) in expected or any(part.startswith(".") for part in parts):
+        for relpath in sorted(_markdown_files(self.export_root), key=lambda r: r.split("/")):
+            if relpath in expected:
                 continue
+            path = self.export_root / relpath
+            parts = relpath.split("/")
             try:
                 if not stat.S_ISREG(path.lstat().st_mode):
                     continue  # a FIFO, a folder or a symlink: adoption never reads those either
@@ -669,6 +680,36 @@ class Memory:
                     continue
             orphans.append(path)
         return orphans
+
+
+def written_as(path: Path, record: tuple[str, tuple[int, int] | None] | None, text: str) -> bool:
+    """True when ``path`` is as cmem last wrote it (the same size and modification time, to the nanosecond,
+    as recorded then: the test git and make use) and what cmem wrote is ``text`` (its recorded hash):
+    a whole-tree pass then reads only the files that changed."""
+    if record is None or record[1] is None:
+        return False
+    return atomic.stat_key(path) == record[1] and record[0] == digest.text_hash(text)
+
+
+def _markdown_files(root: Path) -> Iterator[str]:
+    """Relative paths of the ``*.md`` entries under ``root``, hidden files and folders (``.git``: a synced
+    tree's object store) skipped without being entered; symlinked folders are not followed."""
+    import os
+
+    stack = [(os.fspath(root), "")]
+    while stack:
+        folder, prefix = stack.pop()
+        try:
+            with os.scandir(folder) as entries:
+                for entry in entries:
+                    if entry.name.startswith("."):
+                        continue
+                    if entry.is_dir(follow_symlinks=False):
+                        stack.append((entry.path, f"{prefix}{entry.name}/"))
+                    elif entry.name.endswith(".md"):
+                        yield prefix + entry.name
+        except OSError:
+            continue
 
 
 def _same_text(path: Path, text: str) -> bool:

@@ -7,6 +7,7 @@ every write with its export file. Times are INTEGER epoch milliseconds; list fie
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -234,6 +235,13 @@ class Store:
     def file_hashes(self) -> dict[str, str]:
         return {r[0]: r[1] for r in self.db.execute("SELECT path, hash FROM export_files")}
 
+    def file_records(self) -> dict[str, tuple[str, tuple[int, int] | None]]:
+        """relpath -> (hash, (size, mtime_ns) or None) of every file cmem wrote, in one query."""
+        return {
+            r[0]: (r[1], (r[2], r[3]) if r[2] is not None else None)
+            for r in self.db.execute("SELECT path, hash, size, mtime_ns FROM export_files")
+        }
+
     def file_stats(self) -> dict[str, tuple[int, int]]:
         """relpath -> (size, mtime_ns) of each file as cmem last wrote it."""
         return {
@@ -367,6 +375,33 @@ class Store:
         """When the memory with this uid was forgotten on this machine (epoch ms), None if it never was."""
         value = self.db.scalar("SELECT forgotten_at FROM forgotten WHERE uid = ?", (uid,))
         return int(value) if value is not None else None
+
+    def iter_observations(self, page: int = 2_000) -> Iterator[dict[str, Any]]:
+        """Every observation, decoded, in id order, a page at a time (whole-store passes: doctor, rebuild);
+        each page is read completely, so the caller may write between pages."""
+        after = 0
+        while True:
+            rows = self.db.query("SELECT * FROM observations WHERE id > ? ORDER BY id LIMIT ?", (after, page))
+            for row in rows:
+                decoded = _decode(row)
+                if decoded is not None:
+                    yield decoded
+            if len(rows) < page:
+                return
+            after = rows[-1]["id"]
+
+    def all_links_from(self) -> dict[int, list[dict[str, Any]]]:
+        """:meth:`links_from` of every observation that has links, in one query."""
+        found: dict[int, list[dict[str, Any]]] = {}
+        for row in self.db.query(
+            "SELECT l.from_id, l.type, o.id, o.uid, o.title, o.path FROM observation_links l "
+            "JOIN observations o ON o.id = l.to_id ORDER BY l.from_id, l.created_at, o.id"
+        ):
+            found.setdefault(row.pop("from_id"), []).append(row)
+        return found
+
+    def observation_ids_without_path(self) -> list[int]:
+        return [r[0] for r in self.db.execute("SELECT id FROM observations WHERE path IS NULL ORDER BY id")]
 
     def all_observation_ids(self) -> list[int]:
         return [r[0] for r in self.db.execute("SELECT id FROM observations ORDER BY id")]
