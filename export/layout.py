@@ -61,7 +61,7 @@ def resolve_inside(root: Path, relpath: str) -> Path:
     The check is lexical (no ``..``, not absolute): paths cmem generates are made of safe segments, and a
     lexical check costs nothing per file in a bulk import, where resolving symlinks did.
     """
-    parts = PurePosixPath(relpath).parts
-    if not parts or PurePosixPath(relpath).is_absolute() or ".." in parts or "\\" in relpath:
+    parts = [part for part in relpath.split("/") if part and part != "."]  # as PurePosixPath reads it
+    if not parts or relpath.startswith("/") or ".." in parts or "\\" in relpath:
         raise ValueError(f"path {relpath!r} escapes the export directory")
     return root.joinpath(*parts)
