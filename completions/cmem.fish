@@ -46,6 +46,7 @@ complete -c cmem -n '__fish_seen_subcommand_from add' -l agent -r -f -d 'Agent n
 complete -c cmem -n '__fish_seen_subcommand_from add' -l key -r -f -d 'Keyed memory: replaces the project\'s observation with the same key.'
 complete -c cmem -n '__fish_seen_subcommand_from add' -l confidence -r -f -d '0..1.'
 complete -c cmem -n '__fish_seen_subcommand_from add' -l link -r -f -d 'TYPE:ID link, e.g. related:12 (repeatable).'
+complete -c cmem -n '__fish_seen_subcommand_from add' -l supersedes -r -f -d 'The memory this one replaces (repeatable); it stays, marked superseded'
 complete -c cmem -n '__fish_seen_subcommand_from add' -l json -r -F -d 'Read one JSON object, an array, or NDJSON from FILE (\'-\' for stdin).'
 complete -c cmem -n '__fish_seen_subcommand_from add' -s h -l help -d 'Show help and exit.'
 complete -c cmem -n '__fish_seen_subcommand_from edit' -l title -s t -r -f -d 'New title.'

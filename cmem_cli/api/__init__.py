@@ -212,18 +212,21 @@ class Memory:
         confidence: float | None = None,
         links: Iterable[str] | None = None,
         cwd: str | Path | None = None,
+        supersedes: int | str | Sequence[int | str] | None = None,
     ) -> Observation:
         """Record one observation (with ``key``: replace the project's observation with that key).
 
-        ``links`` are ``"TYPE:ID"`` strings as for ``cmem add --link``. Project, agent and session default as
-        the CLI's do (the git repository's name, ``$CMEM_AGENT``, ``$CMEM_SESSION``). Files are anchored in
-        their git work tree (docs/truth.md); relative paths are resolved against ``cwd`` (default: the
-        current directory)."""
+        ``links`` are ``"TYPE:ID"`` strings as for ``cmem add --link``; ``supersedes`` names the memory (or
+        memories, by id or uid) this one replaces, as ``cmem add --supersedes`` does. Project, agent and
+        session default as the CLI's do (the git repository's name, ``$CMEM_AGENT``, ``$CMEM_SESSION``).
+        Files are anchored in their git work tree (docs/truth.md); relative paths are resolved against
+        ``cwd`` (default: the current directory)."""
         return self._observation(
             self.add_id(
                 title, type=type, subtitle=subtitle, narrative=narrative, facts=facts, concepts=concepts,
                 files_read=files_read, files_modified=files_modified, tools_used=tools_used, project=project,
                 session=session, agent=agent, key=key, confidence=confidence, links=links, cwd=cwd,
+                supersedes=supersedes,
             )
         )  # fmt: skip
 
@@ -246,6 +249,7 @@ class Memory:
         confidence: float | None = None,
         links: Iterable[str] | None = None,
         cwd: str | Path | None = None,
+        supersedes: int | str | Sequence[int | str] | None = None,
     ) -> int:
         """:meth:`add`, returning only the new observation's id (what `cmem add` prints): no re-read."""
         record = {
@@ -255,6 +259,7 @@ class Memory:
             "files_modified": _strings("files_modified", files_modified),
             "tools_used": _strings("tools_used", tools_used), "key": key, "confidence": confidence,
             "links": _strings("links", links),
+            "supersedes": list(supersedes) if isinstance(supersedes, list | tuple) else supersedes,
         }  # fmt: skip
         row = self.service.add_observation(record, _defaults(project, agent, session), cwd=_cwd(cwd))
         return int(row["id"])

@@ -50,6 +50,7 @@ class Observation(NamedTuple):
     stale: list[str] | None = None  # cited files changed or vanished since (docs/truth.md); None: no anchor
     branch: str | None = None  # the git branch it was recorded on
     anchor: dict[str, Any] | None = None  # repository, commit, times and each cited file's state
+    superseded_by: int | None = None  # the id of the newer memory that replaced this one
 
     @property
     def uri(self) -> str:
@@ -127,6 +128,8 @@ class Hit(NamedTuple):
     signals: dict[str, Any] | None = None
     stale: list[str] | None = None  # cited files changed or vanished since; None: nothing anchored
     branch: str | None = None  # the git branch the memory was recorded on
+    superseded_by: int | None = None  # a newer memory replaced this one (an explicit link)
+    possibly_superseded_by: int | None = None  # a newer hit states an update of what this one says
 
 
 class Hits(list[Hit]):
@@ -153,6 +156,7 @@ class TimelineItem(NamedTuple):
     agent: str | None = None
     stale: list[str] | None = None
     branch: str | None = None
+    superseded_by: int | None = None
 
 
 class Timeline(NamedTuple):

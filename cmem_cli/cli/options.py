@@ -220,6 +220,13 @@ ADD = Command(
         Opt("confidence", ("--confidence",), "0..1.", float),
         Opt("link", ("--link",), "TYPE:ID link, e.g. related:12 (repeatable).", multiple=True),
         Opt(
+            "supersedes",
+            ("--supersedes",),
+            "The memory this one replaces (repeatable); it stays, marked superseded_by this one.",
+            multiple=True,
+            metavar="ID",
+        ),
+        Opt(
             "json_source",
             ("--json",),
             "Read one JSON object, an array, or NDJSON from FILE ('-' for stdin).",

@@ -23,6 +23,7 @@ from cmem_cli.cli.render import (
     write,
 )
 from cmem_cli.cli.typed_sessions import typed_session
+from cmem_cli.core.marks import title_marks
 
 
 def _date(row: dict[str, Any]) -> str:
@@ -46,10 +47,10 @@ def _compact_date(row: dict[str, Any]) -> str:
 
 
 def _title(row: dict[str, Any]) -> str:
-    """The title, after a ``[stale]`` mark when files it cites changed since (plain text: it survives a
-    pipe and NO_COLOR; docs/truth.md)."""
+    """The title after its marks: ``[stale]`` when files it cites changed since, ``[replaced by #N]`` when
+    a newer memory superseded it (plain text: it survives a pipe and NO_COLOR; docs/truth.md)."""
     title = "" if row.get("title") is None else str(row["title"])
-    return f"[stale] {title}" if row.get("stale") else title
+    return title_marks(row) + title
 
 
 def _type_cell(row: dict[str, Any]) -> str:

@@ -37,6 +37,7 @@ def add(
     key: str | None = None,
     confidence: float | None = None,
     link: list[str] | None = None,
+    supersedes: list[str] | None = None,
     json_source: str | None = None,
 ) -> None:
     """`cmem add`: record one observation, or bulk-import JSON records; prints the new id(s)."""
@@ -52,6 +53,11 @@ def add(
     if json_source is not None:
         if title is not None:
             raise InvalidInput("use either --json or --title, not both")
+        if supersedes:
+            raise InvalidInput(
+                "--supersedes names what one observation replaces: with --json, give each "
+                "record a 'supersedes' field"
+            )
         _add_json(json_source, defaults)
         return
     if title is None:
@@ -60,7 +66,7 @@ def add(
         "type": obs_type, "title": title, "subtitle": subtitle, "narrative": narrative,
         "facts": fact or [], "concepts": concept or [], "files_read": read or [],
         "files_modified": modified or [], "tools_used": tool or [], "key": key, "confidence": confidence,
-        "links": link or [],
+        "links": link or [], "supersedes": supersedes or None,
     }  # fmt: skip
     for name, value in record.items():
         if isinstance(value, str):
@@ -73,7 +79,8 @@ def add(
         obs_id = memory.add_id(
             title, type=obs_type, subtitle=subtitle, narrative=narrative, facts=fact, concepts=concept,
             files_read=read, files_modified=modified, tools_used=tool, key=key, confidence=confidence,
-            links=link, project=defaults["project"], agent=defaults["agent"], session=defaults["session"],
+            links=link, supersedes=supersedes or None, project=defaults["project"], agent=defaults["agent"],
+            session=defaults["session"],
         )  # fmt: skip
     print(obs_id)
 

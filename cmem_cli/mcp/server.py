@@ -29,6 +29,7 @@ from cmem_cli.api import Memory
 from cmem_cli.api.types import URI_PREFIX, as_dict, citation_uri
 from cmem_cli.core.config import Config, named_project
 from cmem_cli.core.errors import CmemError, InvalidInput, NotFound
+from cmem_cli.core.marks import title_marks
 from cmem_cli.core.text import escape_control
 
 INSTRUCTIONS = """\
@@ -58,6 +59,7 @@ REMEMBER_DESCRIPTION = """\
 Store an observation so later sessions know it: a decision and its reason, a bugfix and its cause, a
 non-obvious discovery. Title: one line that will make sense in a search list. Facts: short, self-contained
 statements. With `key`, replaces the project's earlier observation with the same key (a living note).
+With `supersedes`, names earlier memories this one replaces: they stay findable, marked superseded_by it.
 Text inside <private>...</private> and secrets are stripped before storage. Returns the new id and URI."""
 CONTEXT_DESCRIPTION = """\
 The session-start briefing for a project: the last session's summary and next steps, then the most useful
@@ -135,6 +137,12 @@ ObsType = Annotated[
     Field(description="decision, bugfix, feature, refactor, discovery, change, error, insight or question."),
 ]
 Key = Annotated[str | None, Field(description="A stable name; remembering the same key again replaces it.")]
+Supersedes = Annotated[
+    list[int] | None,
+    Field(
+        max_length=50, description="Ids of memories this one replaces (they stay, marked superseded_by it)."
+    ),
+]
 Budget = Annotated[int, Field(ge=50, le=20_000, description="Token budget for the whole briefing.")]
 
 
@@ -250,12 +258,13 @@ class Tools:
         files_modified: FilesModified = None,
         project: ProjectToWrite = None,
         key: Key = None,
+        supersedes: Supersedes = None,
     ) -> CallToolResult:
         with self.memory() as memory:
             obs = memory.add(
                 title, type=type, subtitle=subtitle, narrative=narrative, facts=facts, concepts=concepts,
                 files_read=files_read, files_modified=files_modified, project=self._project(memory, project),
-                key=key,
+                key=key, supersedes=supersedes,
                 agent=os.environ.get("CMEM_AGENT") or "mcp",
             )  # fmt: skip
         row = {"id": obs.id, "uid": obs.uid, "uri": obs.uri, "project": obs.project, "tokens": obs.tokens}
@@ -314,6 +323,7 @@ def _hit_json(hit: Any) -> dict[str, Any]:
         "id": hit.id, "uid": hit.uid, "kind": hit.kind, "type": hit.type, "title": hit.title,
         "project": hit.project, "created_at": hit.created_at, "score": hit.score, "tokens": hit.tokens,
         "stale": hit.stale, "branch": hit.branch,
+        "superseded_by": hit.superseded_by, "possibly_superseded_by": hit.possibly_superseded_by,
     }  # fmt: skip
     if hit.kind == "document":
         row["path"], row["line"] = hit.path, hit.line
@@ -331,8 +341,8 @@ def _row_line(row: dict[str, Any]) -> str:
     cost = f" ~{row['tokens']}t" if row.get("tokens") is not None else ""
     where = f" [{row['project']}]" if row.get("project") else ""
     date = (row.get("created_at") or "")[:10]
-    stale = "[stale] " if row.get("stale") else ""  # cited files changed since (docs/truth.md)
-    return escape_control(f"{row['id']} {date} {row['type']} {stale}{row['title']}{where}{cost}")
+    title = title_marks(row) + str(row["title"])
+    return escape_control(f"{row['id']} {date} {row['type']} {title}{where}{cost}")
 
 
 def _result(text: str, structured: dict[str, Any]) -> CallToolResult:

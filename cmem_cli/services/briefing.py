@@ -109,10 +109,11 @@ def _candidates(store: Store, project: str) -> list[dict[str, Any]]:
     """The newest observations of ``project``, only the columns ranking and the index need (narratives can be
     large; a SessionStart hook must not read 200 of them)."""
     rows = store.db.query(
-        "SELECT id, uid, type, title, created_at, tokens, tools_used, retrieval_count FROM observations "
-        "WHERE project = ? ORDER BY created_at DESC, id DESC LIMIT ?",
+        "SELECT id, uid, type, title, created_at, tokens, tools_used, retrieval_count FROM observations o "
+        "WHERE project = ? AND NOT EXISTS (SELECT 1 FROM observation_links l "
+        "WHERE l.to_id = o.id AND l.type = 'supersedes') ORDER BY created_at DESC, id DESC LIMIT ?",
         (project, CANDIDATES),
-    )
+    )  # a memory a newer one replaced is left out: the briefing is what an agent takes as true
     for row in rows:
         try:
             row["tools_used"] = json.loads(row["tools_used"] or "[]")

@@ -9,6 +9,7 @@ from typing import Any
 from cmem_cli.core.errors import InvalidInput
 from cmem_cli.core.fields import SUMMARY_FIELDS
 from cmem_cli.core.timeutil import now_ms, to_iso
+from cmem_cli.services import supersession
 from cmem_cli.services.documents import fetch_document, is_document_ref
 from cmem_cli.services.search import prompt_row, resolve_ref, summary_row
 from cmem_export import markdown
@@ -30,6 +31,7 @@ def observation_record(memory: Any, row: dict[str, Any]) -> dict[str, Any]:
     from cmem_cli.services.anchors import anchor_fields
 
     record.update(anchor_fields(memory.store, row["id"]))
+    record["superseded_by"] = supersession.successors(memory.store, [row["id"]]).get(row["id"])
     return record
 
 
@@ -107,6 +109,8 @@ def render_details(record: dict[str, Any]) -> str:
             from cmem_cli.services.anchors import stale_note
 
             text = stale_note(record) + "\n" + text
+        if record.get("superseded_by") is not None:
+            text = supersession.notice(record) + text
         if record.get("via"):
             text = f"<!-- linked: {record['via']['type']} of #{record['via']['from']} -->\n" + text
         return text

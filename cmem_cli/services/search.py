@@ -14,6 +14,7 @@ from cmem_cli.core.fields import SUMMARY_FIELDS
 from cmem_cli.core.summary_title import summary_title
 from cmem_cli.core.text import estimate_tokens
 from cmem_cli.core.timeutil import parse_time, to_iso
+from cmem_cli.services import supersession
 from cmem_cli.store.repository import Filters, Store
 
 K = TypeVar("K", bound=Hashable)
@@ -123,7 +124,9 @@ def keyword_search(
         rows = store.list_observations(
             filters, limit=limit, offset=offset, order="oldest" if order == "oldest" else "newest"
         )
-        return [observation_row(r) for r in rows]
+        listed = [observation_row(r) for r in rows]
+        supersession.annotate(store, listed)
+        return listed
     window = limit + offset
     # Summaries and prompts are searched by relevance: ordered by date, every match must be read.
     depth = window if order == "relevance" else ALL
@@ -140,6 +143,7 @@ def keyword_search(
     page = hits[offset:window]
     for hit in page:  # full precision was needed to order; rows show four decimals
         hit["score"] = round(hit["score"], 4) if hit["score"] is not None else None
+    supersession.annotate(store, page)
     return page
 
 
@@ -240,6 +244,7 @@ def timeline(store: Store, ref: str, *, before: int = 5, after: int = 5) -> dict
             "created_at": to_iso(item["created_at"]), "tokens": item["tokens"] or 0,
             "anchor": item["kind"] == kind and item["id"] == number,
         })  # fmt: skip
+    supersession.annotate(store, rows)
     from cmem_cli.services.anchors import annotate
 
     return {"anchor": ref, "project": anchor["project"], "items": annotate(store, rows)}
@@ -395,8 +400,14 @@ def search(
     else:
         rows.sort(key=lambda r: r["created_at"] or "", reverse=order == "newest")
     rows, anchored = anchors.by_branch(store, rows, branch, demote=order == "relevance")
-    total = max(results.total - (len(results) - len(rows)), len(rows))  # less what the store no longer has
-    page = anchors.annotate(store, rows[offset:window], anchors=anchored)
+    shown = len(rows)
+    rows = supersession.current_first(
+        store, rows, filters, query=query if order == "relevance" else None, make_row=observation_row,
+        explain=explain, bring_in=branch in (None, anchors.ALL_BRANCHES),
+    )  # fmt: skip
+    # less what the store no longer has, plus the successors brought in
+    total = max(results.total - (len(results) - shown), shown) + len(rows) - shown
+    page = anchors.annotate(store, rows[offset:window], anchors=anchored if len(rows) == shown else None)
     return SearchPage(page, results.mode, results.notes, total, results.capped or store_capped)
 
 

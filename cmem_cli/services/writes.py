@@ -332,8 +332,7 @@ class Memory:
             relpath = relpath or layout.observation_relpath(record)
             row = store.insert_observation(record, path=relpath, restore=restore)
         for link in record.get("links") or []:
-            target = self._resolve_link_target(link)
-            store.add_link(row["id"], target, link["type"])
+            self._add_link(row["id"], self._resolve_link_target(link), link["type"])
         if cwd is not None:
             from cmem_cli.services.anchors import cited_files, record_anchor
 
@@ -412,7 +411,7 @@ class Memory:
             self.check_key(prepared, obs_id)
             row = self.store.update_observation(obs_id, prepared)
             for link in prepared.get("links") or []:
-                self.store.add_link(obs_id, self._resolve_link_target(link), link["type"])
+                self._add_link(obs_id, self._resolve_link_target(link), link["type"])
             if cwd is not None:
                 from cmem_cli.services.anchors import cited_files, reanchor_edit
 
@@ -429,8 +428,18 @@ class Memory:
                 if not self.store.remove_link(from_id, to_id, link_type):
                     raise NotFound(f"no {link_type} link from {from_id} to {to_id}")
             else:
-                self.store.add_link(from_id, to_id, link_type)
+                self._add_link(from_id, to_id, link_type)
             return self._export_observation(row, files)
+
+    def _add_link(self, from_id: int, to_id: int, link_type: str) -> None:
+        """One link, inside the caller's transaction. A ``supersedes`` link that would make two memories
+        replace each other is refused; a new one hands the replaced memory's retrieval count on."""
+        from cmem_cli.services import supersession
+
+        if link_type == supersession.SUPERSEDES and supersession.would_cycle(self.store, from_id, to_id):
+            raise InvalidInput(f"observation {to_id} already supersedes {from_id} (directly or by a chain)")
+        if self.store.add_link(from_id, to_id, link_type) and link_type == supersession.SUPERSEDES:
+            supersession.inherit_retrievals(self.store, from_id, to_id)
 
     def forget(self, obs_ids: Iterable[int]) -> list[int]:
         """Delete observations and their files; observations that linked to them are re-exported."""

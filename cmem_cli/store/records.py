@@ -25,10 +25,12 @@ MAX_LIST_ITEMS = 1_000
 LIST_FIELDS = ("facts", "concepts", "files_read", "files_modified", "tools_used")
 TEXT_FIELDS = ("title", "subtitle", "narrative", "project", "session", "agent", "key")
 INPUT_FIELDS = frozenset(
-    {*LIST_FIELDS, *TEXT_FIELDS, "type", "uid", "prompt_number", "confidence", "created_at", "links"}
-)
-# What `cmem edit` may change: every input field except identity (uid) and links (added, not replaced).
-EDITABLE_FIELDS = tuple(sorted(INPUT_FIELDS - {"uid", "links"}))
+    {*LIST_FIELDS, *TEXT_FIELDS, "type", "uid", "prompt_number", "confidence", "created_at", "links",
+     "supersedes"}
+)  # fmt: skip
+# What `cmem edit` may change: every input field except identity (uid) and links (added, not replaced;
+# ``supersedes`` is a link too).
+EDITABLE_FIELDS = tuple(sorted(INPUT_FIELDS - {"uid", "links", "supersedes"}))
 # Fields that `--json` output carries; accepted on input (so output can be re-imported) and ignored.
 OUTPUT_ONLY_FIELDS = frozenset(
     {
@@ -44,6 +46,8 @@ OUTPUT_ONLY_FIELDS = frozenset(
         "stale",
         "branch",
         "anchor",
+        "superseded_by",
+        "possibly_superseded_by",
     }
 )
 
@@ -184,5 +188,23 @@ def normalize_observation(record: Any, *, defaults: dict[str, Any] | None = None
     links = merged.get("links") or []
     if not isinstance(links, list):
         raise InvalidInput("field 'links' must be a list")
-    out["links"] = [parse_link(link) for link in links]
+    out["links"] = [parse_link(link) for link in links] + superseded_links(merged.get("supersedes"))
     return out
+
+
+def superseded_links(value: Any) -> list[dict[str, Any]]:
+    """``supersedes``: the id (or uid) of the memory this one replaces, or a list of them, as links."""
+    if value is None:
+        return []
+    targets = value if isinstance(value, list) else [value]
+    if len(targets) > MAX_LIST_ITEMS:
+        raise InvalidInput(f"field 'supersedes' has too many items ({len(targets)}, limit {MAX_LIST_ITEMS})")
+    links = []
+    for target in targets:
+        if isinstance(target, str) and target.strip().isascii() and target.strip().isdigit():
+            target = int(target.strip())
+        if not (isinstance(target, int | str) and not isinstance(target, bool)) or target == "":
+            raise InvalidInput("field 'supersedes' must be an observation id or uid, or a list of them")
+        key = "id" if isinstance(target, int) else "uid"
+        links.append(parse_link({"type": "supersedes", key: target}))
+    return links

@@ -417,7 +417,8 @@ class Store:
             )
 
     # -- links ---------------------------------------------------------------------------------------
-    def add_link(self, from_id: int, to_id: int, link_type: str) -> None:
+    def add_link(self, from_id: int, to_id: int, link_type: str) -> bool:
+        """Add a link; False when it was already there."""
         if from_id == to_id:
             raise InvalidInput("an observation cannot link to itself")
         self.get_observation(to_id)
@@ -425,6 +426,7 @@ class Store:
             "INSERT OR IGNORE INTO observation_links (from_id, to_id, type, created_at) VALUES (?, ?, ?, ?)",
             (from_id, to_id, link_type, now_ms()),
         )
+        return self.db.conn.changes() > 0
 
     def remove_link(self, from_id: int, to_id: int, link_type: str | None = None) -> int:
         sql = "DELETE FROM observation_links WHERE from_id = ? AND to_id = ?"

@@ -515,9 +515,15 @@ def _mark_failed(obs: ToolObservation, call: ToolCall, rules: HookRules) -> Tool
     return ToolObservation(record, repeat_key=None)
 
 
+# cmem's own MCP tools (the server `cmem install` registers is named "cmem"): a lookup in memory is not
+# something to remember, and recorded it became the top hit for the next question ("Called cmem search:
+# jwt"). Skipped whatever the [hooks] rules say, as `cmem` commands in Bash are by default.
+OWN_MCP_TOOLS = "mcp__cmem__"
+
+
 def build_observation(call: ToolCall, rules: HookRules) -> ToolObservation | None:
-    """The observation for one tool call, or None when the rules say it is noise."""
-    if not call.name or rules.skips_tool(call.name):
+    """The observation for one tool call, or None when the rules say it is noise (or it is cmem's own)."""
+    if not call.name or call.name.startswith(OWN_MCP_TOOLS) or rules.skips_tool(call.name):
         return None
     builder = BUILDERS.get(call.name, _generic)
     obs = builder(call, rules)

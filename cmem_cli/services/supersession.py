@@ -1,0 +1,206 @@
+"""Supersession: which memories a newer one replaced, and what the read paths do about it.
+
+A ``supersedes`` link from NEW to OLD (``cmem add --supersedes OLD``, JSON ``supersedes``, MCP ``remember``,
+``cmem link NEW supersedes OLD``) says OLD is no longer true. Nothing is deleted: OLD keeps its text and
+stays findable, but every row of it carries ``superseded_by`` (the newest direct successor's id), search
+ranks the successor just above it, and the session briefing leaves it out. The links are the one source of
+truth (they travel in the export files and through sync), so this module only reads them: one indexed
+query for the rows a command shows.
+
+Supersession that is only inferred (a newer memory states an update of the same subject) is weaker and
+lives in :mod:`cmem_cli.services.updates`; its rows carry ``possibly_superseded_by`` instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from cmem_cli.store.repository import Filters, Store
+
+SUPERSEDES = "supersedes"
+MAX_CHAIN = 20  # successors followed from one row (a chain of replacements; cycles stop earlier)
+
+
+def successors(store: Store, obs_ids: Iterable[int]) -> dict[int, int]:
+    """Each of ``obs_ids`` that a newer memory superseded -> that successor's id (the newest one when
+    several superseded it)."""
+    ids = sorted({int(i) for i in obs_ids})
+    if not ids:
+        return {}
+    found: dict[int, int] = {}
+    for start in range(0, len(ids), 500):
+        chunk = ids[start : start + 500]
+        marks = ", ".join("?" * len(chunk))
+        rows = store.db.query(
+            "SELECT l.to_id AS old, l.from_id AS new FROM observation_links l "
+            "JOIN observations n ON n.id = l.from_id "
+            f"WHERE l.type = '{SUPERSEDES}' AND l.to_id IN ({marks}) ORDER BY n.created_at, n.id",
+            chunk,
+        )
+        for row in rows:  # newest last: it wins
+            found[row["old"]] = row["new"]
+    return found
+
+
+def annotate(store: Store, rows: list[dict[str, Any]]) -> dict[int, int]:
+    """Give every row ``superseded_by`` (None unless it is an observation a newer one replaced); returns
+    the replaced ids -> successor ids it found."""
+    found = successors(store, (r["id"] for r in rows if r.get("kind", "observation") == "observation"))
+    for row in rows:
+        is_observation = row.get("kind", "observation") == "observation"
+        row["superseded_by"] = found.get(row["id"]) if is_observation else None
+    return found
+
+
+def current_first(
+    store: Store,
+    rows: list[dict[str, Any]],
+    filters: Filters,
+    *,
+    query: str | None,
+    make_row: Any,
+    explain: bool = False,
+    bring_in: bool = True,
+) -> list[dict[str, Any]]:
+    """Search rows as the read paths show them: each marked ``superseded_by``; with ``query`` (a search
+    in relevance order) each replaced memory's successor ranked just above it (``bring_in``: also when the
+    query did not find it)."""
+    annotate(store, rows)
+    if query is None:
+        return rows
+    return successor_first(store, rows, filters, make_row=make_row, explain=explain, bring_in=bring_in)
+
+
+def successor_first(
+    store: Store,
+    rows: list[dict[str, Any]],
+    filters: Filters,
+    *,
+    make_row: Any,
+    explain: bool = False,
+    bring_in: bool = True,
+) -> list[dict[str, Any]]:
+    """``rows`` (best first, annotated) with each replaced observation's successor just above it.
+
+    A successor that was a hit further down moves up; one that was no hit is brought in when it passes
+    the search's ``filters`` (a person searching the old wording should meet the current one), as a row
+    made by ``make_row(stored_row)`` with the replaced row's score. The chain is followed: when B replaced
+    A and C replaced B, a search that finds A shows C, B, A. Every row appears once; a cycle of links
+    stops where it closes.
+    """
+    replaced = {r["id"]: r["superseded_by"] for r in rows if r.get("superseded_by") is not None}
+    if not replaced:
+        return rows
+    by_id = {r["id"]: r for r in rows if r.get("kind", "observation") == "observation"}
+    chains: dict[int, list[int]] = {}
+    known = dict(replaced)
+    for old in replaced:
+        chain: list[int] = []
+        current = old
+        while current in known and len(chain) < MAX_CHAIN:
+            nxt = known[current]
+            if nxt == old or nxt in chain:
+                break
+            chain.append(nxt)
+            if nxt not in known:
+                known.update(successors(store, [nxt]))
+            current = nxt
+        chains[old] = chain
+    wanted = {i for chain in chains.values() for i in chain} - set(by_id)
+    fetched = _passing(store, wanted, filters) if bring_in else {}
+    out: list[dict[str, Any]] = []
+    placed: set[int] = set()
+    for row in rows:
+        obs_id = row["id"] if row.get("kind", "observation") == "observation" else None
+        if obs_id is not None and obs_id in placed:
+            continue
+        for successor in reversed(chains.get(obs_id, []) if obs_id is not None else []):
+            if successor in placed:
+                continue
+            if successor in by_id:
+                out.append(by_id[successor])
+            elif successor in fetched:
+                brought = make_row(fetched[successor])
+                brought["score"] = row.get("score")
+                brought["superseded_by"] = known.get(successor)
+                if explain:
+                    brought["signals"] = {"successor": {"rank": len(out) + 2, "score": row.get("score"),
+                                                        "norm": row.get("score")}}  # fmt: skip
+                out.append(brought)
+            else:
+                continue
+            placed.add(successor)
+        out.append(row)
+        if obs_id is not None:
+            placed.add(obs_id)
+    return out
+
+
+def _passing(store: Store, obs_ids: set[int], filters: Filters) -> dict[int, dict[str, Any]]:
+    """The stored rows of ``obs_ids`` that match ``filters`` (type, project, dates...)."""
+    if not obs_ids:
+        return {}
+    where, params = filters.sql("o")
+    marks = ", ".join("?" * len(obs_ids))
+    rows = store.db.query(
+        f"SELECT o.id FROM observations o WHERE o.id IN ({marks}) AND {where}", [*sorted(obs_ids), *params]
+    )
+    return {row["id"]: store.get_observation(row["id"]) for row in rows}
+
+
+def replaced_ids(store: Store, project: str) -> set[int]:
+    """Every observation of ``project`` that a newer one superseded (what the briefing leaves out)."""
+    rows = store.db.query(
+        "SELECT DISTINCT l.to_id AS id FROM observation_links l JOIN observations o ON o.id = l.to_id "
+        f"WHERE l.type = '{SUPERSEDES}' AND o.project = ?",
+        (project,),
+    )
+    return {row["id"] for row in rows}
+
+
+def would_cycle(store: Store, new_id: int, old_id: int) -> bool:
+    """Whether ``new_id`` superseding ``old_id`` would close a loop: ``old_id`` already replaced
+    ``new_id``, directly or down a chain of replacements."""
+    seen: set[int] = set()
+    frontier = {new_id}
+    while frontier and len(seen) < 10_000:
+        found = successors_all(store, frontier)
+        if old_id in found:
+            return True
+        seen |= frontier
+        frontier = found - seen
+    return False
+
+
+def successors_all(store: Store, obs_ids: set[int]) -> set[int]:
+    """Every memory that directly supersedes one of ``obs_ids``."""
+    marks = ", ".join("?" * len(obs_ids))
+    rows = store.db.query(
+        f"SELECT from_id FROM observation_links WHERE type = '{SUPERSEDES}' AND to_id IN ({marks})",
+        sorted(obs_ids),
+    )
+    return {row["from_id"] for row in rows}
+
+
+def inherit_retrievals(store: Store, new_id: int, old_id: int) -> None:
+    """The successor takes over how often the replaced memory was used (``get``): the count says the
+    subject matters, and the replaced memory will no longer be what people read. Inside the caller's
+    transaction; the replaced memory keeps its own count."""
+    store.db.execute(
+        "UPDATE observations SET retrieval_count = retrieval_count + "
+        "(SELECT retrieval_count FROM observations WHERE id = ?) WHERE id = ?",
+        (old_id, new_id),
+    )
+
+
+def notice(record: dict[str, Any]) -> str:
+    """The line `cmem get` puts above a replaced memory: which one replaced it, and its title."""
+    successor = record["superseded_by"]
+    title = next(
+        (link["title"] for link in record.get("linked_from") or []
+         if link["type"] == SUPERSEDES and link["id"] == successor),
+        None,
+    )  # fmt: skip
+    named = f" ({' '.join(str(title).split())[:120]})".replace("-->", "->") if title else ""
+    return f"<!-- superseded by #{successor}{named}: `cmem get {successor}` for the current memory -->\n"
