@@ -191,6 +191,7 @@ class Briefing(NamedTuple):
     tokens: int
     last_session: dict[str, Any] | None
     observations: list[dict[str, Any]]
+    activity: list[dict[str, Any]]  # what the hooks captured, one entry per session and kind (reads...)
     text: str  # last, as in `cmem context --json`: ``as_dict`` of a Briefing is what the CLI prints
 
 

@@ -9,12 +9,12 @@ agent's context the way unbounded injection does.
 from __future__ import annotations
 
 import json
-import math
 import re
 from typing import Any
 
 from cmem_cli.core.text import TYPE_ICONS, escape_control, estimate_tokens
 from cmem_cli.core.timeutil import now_ms, to_date, to_iso
+from cmem_cli.services.activity import fold
 from cmem_cli.store.repository import Store
 
 DEFAULT_BUDGET = 1_500
@@ -40,6 +40,8 @@ TYPE_WEIGHT = {
 }
 LOW_VALUE_TOOLS = {"Read", "NotebookRead", "Grep", "Glob"}
 HALF_LIFE_DAYS = 3.0
+KEY_HEADING = "## Decisions, bugfixes and discoveries (id, date, type, title, ~tokens to `cmem get`)"
+ACTIVITY_HEADING = "## What the agents did (folded by session; `cmem search --session ID` lists it)"
 _SPACE = re.compile(r"\s+")
 
 
@@ -52,6 +54,7 @@ class SessionContext:
         self.text = ""
         self.last_session: dict[str, Any] | None = None
         self.observations: list[dict[str, Any]] = []
+        self.activity: list[dict[str, Any]] = []
 
     @property
     def tokens(self) -> int:
@@ -64,6 +67,7 @@ class SessionContext:
             "tokens": self.tokens,
             "last_session": self.last_session,
             "observations": self.observations,
+            "activity": self.activity,
             "text": self.text,
         }
 
@@ -75,15 +79,17 @@ def _line(text: str | None, limit: int) -> str:
 
 
 def usefulness(row: dict[str, Any], now: int) -> float:
-    """Type weight times a recency decay; tool-captured reads/searches count half, retrievals add a little."""
+    """Type weight times a recency decay; tool-captured reads/searches count half.
+
+    How often a memory was fetched (``retrieval_count``) is left out: nothing in bench/ shows it picks
+    better lines, and a count that feeds the briefing that leads to fetches feeds itself."""
     weight = TYPE_WEIGHT.get(row.get("type") or "", 1.0)
     tools = set(row.get("tools_used") or [])
     if tools and tools <= LOW_VALUE_TOOLS:
         weight *= 0.5
     age_days = max(0.0, (now - int(row.get("created_at") or now)) / 86_400_000)
     recency = 0.5 ** (age_days / HALF_LIFE_DAYS)
-    retrieved = math.log1p(int(row.get("retrieval_count") or 0)) * 0.2
-    return weight * (0.25 + 0.75 * recency) + retrieved
+    return weight * (0.25 + 0.75 * recency)
 
 
 def _last_session(store: Store, project: str, exclude_session: str | None) -> dict[str, Any] | None:
@@ -109,17 +115,31 @@ def _candidates(store: Store, project: str) -> list[dict[str, Any]]:
     """The newest observations of ``project``, only the columns ranking and the index need (narratives can be
     large; a SessionStart hook must not read 200 of them)."""
     rows = store.db.query(
-        "SELECT id, uid, type, title, created_at, tokens, tools_used, retrieval_count FROM observations o "
+        "SELECT id, uid, type, title, created_at, tokens, session, tools_used, files_read, files_modified "
+        "FROM observations o "
         "WHERE project = ? AND NOT EXISTS (SELECT 1 FROM observation_links l "
         "WHERE l.to_id = o.id AND l.type = 'supersedes') ORDER BY created_at DESC, id DESC LIMIT ?",
         (project, CANDIDATES),
     )  # a memory a newer one replaced is left out: the briefing is what an agent takes as true
     for row in rows:
-        try:
-            row["tools_used"] = json.loads(row["tools_used"] or "[]")
-        except ValueError:
-            row["tools_used"] = []
+        for field in ("tools_used", "files_read", "files_modified"):
+            try:
+                row[field] = json.loads(row[field] or "[]")
+            except ValueError:
+                row[field] = []
     return rows
+
+
+def _ranked(rows: list[dict[str, Any]], now: int) -> list[dict[str, Any]]:
+    """One row per distinct title (the newest), most useful first."""
+    seen: set[str] = set()
+    distinct = []
+    for row in rows:
+        key = (row.get("title") or "").strip().lower()
+        if key not in seen:
+            seen.add(key)
+            distinct.append(row)
+    return sorted(distinct, key=lambda r: usefulness(r, now), reverse=True)
 
 
 def _summary_lines(last: dict[str, Any], char_budget: int) -> list[str]:
@@ -150,6 +170,20 @@ def _summary_lines(last: dict[str, Any], char_budget: int) -> list[str]:
         lines.append(line)
         room -= len(line) + 1
     return lines if len(lines) > 1 else []
+
+
+def _activity_line(entry: dict[str, Any]) -> str:
+    """``- 2026-11-25 4f1c2d3e: read 25 files under src/orders/ (#12..#40)``"""
+    ids = entry["ids"]
+    span = f"#{ids[0]}" if len(ids) == 1 else f"#{ids[0]}..#{ids[-1]}"
+    who = f" {_line(entry['session'], 12)}" if entry.get("session") else ""
+    return f"- {to_date(entry['last_at'])}{who}: {_line(entry['text'], 140)} ({span})"
+
+
+def _activity_json(entry: dict[str, Any]) -> dict[str, Any]:
+    out = {k: v for k, v in entry.items() if k not in ("first_at", "last_at")}
+    out["first_at"], out["last_at"] = to_iso(entry["first_at"]), to_iso(entry["last_at"])
+    return out
 
 
 def _observation_line(row: dict[str, Any]) -> str:
@@ -210,47 +244,53 @@ def build_context(
             }
 
     rows = _candidates(store, project)
-    # One line per distinct title (the newest), ranked by usefulness, shown newest first.
-    seen_titles: set[str] = set()
-    distinct = []
-    for row in rows:
-        key = (row.get("title") or "").strip().lower()
-        if key not in seen_titles:
-            seen_titles.add(key)
-            distinct.append(row)
+    activity, singles = fold(rows)
     from cmem_cli.services.anchors import annotate
 
-    annotate(store, distinct)
-    ranked = sorted(distinct, key=lambda r: usefulness(r, now), reverse=True)
-    heading = "## Recent observations (id, date, type, title, ~tokens to `cmem get`)"
+    annotate(store, singles)  # stale and branch, for the lines a session will read
+    # What was recorded on purpose (and plans) leads; what the hooks saw follows, folded.
+    recorded = [r for r in singles if not r.get("tools_used") or r.get("type") == "decision"]
+    captured = [r for r in singles if r.get("tools_used") and r.get("type") != "decision"]
+    sections = (
+        (KEY_HEADING, [(_observation_line(r), r, None) for r in _ranked(recorded, now)]),
+        (ACTIVITY_HEADING, [(_activity_line(a), None, a) for a in activity]
+         + [(_observation_line(r), r, None) for r in _ranked(captured, now)]),
+    )  # fmt: skip
     chosen: list[dict[str, Any]] = []
-    chosen_lines: list[str] = []
-    for row in ranked:
-        line = _observation_line(row)
-        if used([heading, *chosen_lines, line, reminder]) > char_budget:
-            continue  # a shorter line further down may still fit
-        chosen.append(row)
-        chosen_lines.append(line)
-    if chosen:
-        order = sorted(
-            range(len(chosen)), key=lambda i: (chosen[i]["created_at"], chosen[i]["id"]), reverse=True
-        )
+    for heading, candidates in sections:
+        texts: list[str] = []
+        shown: list[tuple[str, dict[str, Any]]] = []  # observation lines, shown newest first
+        folded: list[tuple[str, dict[str, Any]]] = []  # activity lines, shown first, newest session first
+        for line, row, entry in candidates:
+            if used([heading, *texts, line, reminder]) > char_budget:
+                continue  # a shorter line further down may still fit
+            texts.append(line)
+            if row is not None:
+                shown.append((line, row))
+            elif entry is not None:
+                folded.append((line, entry))
+        if not texts:
+            continue
+        shown.sort(key=lambda item: (item[1]["created_at"], item[1]["id"]), reverse=True)
         lines.append(heading)
-        lines += [chosen_lines[i] for i in order]
+        lines += [line for line, _ in folded] + [line for line, _ in shown]
+        chosen += [row for _, row in shown]
+        result.activity += [_activity_json(entry) for _, entry in folded]
+    if chosen:
         result.observations = [
             {
-                "id": chosen[i]["id"],
-                "uid": chosen[i]["uid"],
-                "type": chosen[i]["type"],
-                "title": chosen[i]["title"],
-                "created_at": to_iso(chosen[i]["created_at"]),
-                "tokens": chosen[i].get("tokens"),
-                "stale": chosen[i]["stale"],
-                "branch": chosen[i]["branch"],
+                "id": row["id"],
+                "uid": row["uid"],
+                "type": row["type"],
+                "title": row["title"],
+                "created_at": to_iso(row["created_at"]),
+                "tokens": row.get("tokens"),
+                "stale": row["stale"],
+                "branch": row["branch"],
             }
-            for i in order
+            for row in chosen
         ]
-    elif not result.last_session:
+    if not chosen and not result.activity and not result.last_session:
         lines.append(
             "No memories for this project yet. Record decisions, bugfixes and discoveries with "
             "`cmem add --type TYPE --title T --fact F`."
