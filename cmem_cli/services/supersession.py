@@ -67,9 +67,78 @@ def current_first(
     in relevance order) each replaced memory's successor ranked just above it (``bring_in``: also when the
     query did not find it)."""
     annotate(store, rows)
+    for row in rows:
+        row["possibly_superseded_by"] = None
     if query is None:
         return rows
-    return successor_first(store, rows, filters, make_row=make_row, explain=explain, bring_in=bring_in)
+    rows = successor_first(store, rows, filters, make_row=make_row, explain=explain, bring_in=bring_in)
+    return _inferred_first(store, rows, query)
+
+
+def _inferred_first(store: Store, rows: list[dict[str, Any]], query: str) -> list[dict[str, Any]]:
+    """Mark rows a newer hit seems to update (:mod:`cmem_cli.services.updates`) and rank that hit first."""
+    from cmem_cli.services import updates
+
+    head = [
+        r for r in rows[: updates.HEAD] if r.get("kind") == "observation" and r.get("superseded_by") is None
+    ]
+    if len(head) < 2:
+        return rows
+    marks = ", ".join("?" * len(head))
+    stored = store.db.query(
+        f"SELECT id, title, subtitle, narrative, facts, created_at FROM observations WHERE id IN ({marks})",
+        [r["id"] for r in head],
+    )
+    texts = {r["id"]: "\n".join(_text_parts(r)) for r in stored}
+    when = {r["id"]: r["created_at"] for r in stored}
+    found = updates.infer(head, texts, when, query)
+    if not found:
+        return rows
+    for row in rows:
+        if row.get("kind") == "observation" and row["id"] in found:
+            row["possibly_superseded_by"] = found[row["id"]]
+    return newer_above(rows, found)
+
+
+def _text_parts(row: dict[str, Any]) -> list[str]:
+    import json
+
+    facts = json.loads(row["facts"] or "[]") if isinstance(row["facts"], str) else row["facts"] or []
+    title = row["title"] or ""
+    narrative = row["narrative"] or ""
+    # a title cut from the narrative's start (an imported message) would be read twice
+    parts = [narrative] if narrative.startswith(title) else [title, narrative]
+    return [p for p in (*parts, row["subtitle"] or "", *facts) if p]
+
+
+def newer_above(rows: list[dict[str, Any]], pairs: dict[int, int]) -> list[dict[str, Any]]:
+    """``rows`` with each newer row (``pairs``: older id -> newer id) moved just above its older row when it
+    ranked below it; every row once, the rest in order."""
+    position = {r["id"]: i for i, r in enumerate(rows) if r.get("kind") == "observation"}
+    lead: dict[int, list[int]] = {}
+    for old, new in pairs.items():
+        if old in position and new in position and position[new] > position[old]:
+            lead.setdefault(old, []).append(new)
+    if not lead:
+        return rows
+    moved = {new for news in lead.values() for new in news}
+    by_id = {r["id"]: r for r in rows if r.get("kind") == "observation"}
+    out: list[dict[str, Any]] = []
+    placed: set[int] = set()
+    for row in rows:
+        obs_id = row["id"] if row.get("kind") == "observation" else None
+        if obs_id in moved and obs_id in placed:
+            continue
+        for new in sorted(lead.get(obs_id, []), key=lambda i: position[i]) if obs_id is not None else []:
+            if new not in placed:
+                out.append(by_id[new])
+                placed.add(new)
+        if obs_id is not None and obs_id in placed:
+            continue
+        out.append(row)
+        if obs_id is not None:
+            placed.add(obs_id)
+    return out
 
 
 def successor_first(

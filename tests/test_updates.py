@@ -1,0 +1,140 @@
+"""Inferred supersession through the CLI: a newer memory that states an update of the same subject ranks first
+and the older one carries `possibly_superseded_by`; related memories that are both true are never marked."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from cmem_cli.services.updates import clauses, updates
+
+
+def load(cli: Any, project: str, *titles: str) -> list[int]:
+    """Observations of ``project``, one day apart in the order given (the last is the newest)."""
+    records = [
+        {"title": title, "project": project, "created_at": f"2026-03-{10 + day:02d}T09:00:00Z"}
+        for day, title in enumerate(titles)
+    ]
+    result = cli("add", "--json", "-", input=json.dumps(records))
+    assert result.exit_code == 0, result.stderr
+    return [int(i) for i in result.stdout.split()]
+
+
+def search(cli: Any, query: str, project: str) -> list[dict[str, Any]]:
+    result = cli("search", query, "--project", project, "--mode", "keyword", "--json")
+    assert result.exit_code == 0, result.stderr
+    return result.json()
+
+
+# Each: an older memory, a newer one that updates it, and a question about the subject.
+UPDATES = [
+    ("Dashboard API p95 response time is 400ms under load",
+     "Dashboard API response time has improved to 250ms after adding caching",
+     "what is the dashboard API response time"),
+    ("Deploy freeze starts on April 1 for the release",
+     "The deploy freeze was moved to April 5",
+     "when does the deploy freeze start"),
+    ("Max upload size is 10 MB for attachments",
+     "Max upload size is now 25 MB",
+     "max upload size"),
+    ("We merged 150 commits into the main branch for v1.0",
+     "Commits merged into the main branch have now reached 165",
+     "how many commits are merged into main"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("old_title", "new_title", "query"), UPDATES, ids=[u[2] for u in UPDATES])
+def test_a_newer_update_of_the_same_subject_ranks_first_and_marks_the_older(cli, old_title, new_title, query):
+    old, new = load(cli, "app", old_title, new_title)
+    rows = search(cli, query, "app")
+    assert [r["id"] for r in rows][:2] == [new, old]
+    by_id = {r["id"]: r for r in rows}
+    assert (by_id[old]["possibly_superseded_by"], by_id[new]["possibly_superseded_by"]) == (new, None)
+    assert by_id[old]["superseded_by"] is None  # only an explicit link makes it certain
+    plain = cli("search", query, "--project", "app", "--mode", "keyword").stdout
+    assert f"[maybe replaced by #{new}] {old_title}" in plain
+
+
+# Related memories that are both true. The newer one often has a word of change and a value, and the two
+# share most of their words: only what tells them apart keeps them both current.
+BOTH_VALID = [
+    ("Redis caches user sessions with a TTL of 30 minutes",
+     "Memcached now caches rendered pages with a TTL of 5 minutes",
+     "cache TTL"),
+    ("API rate limit for the free tier is 100 requests per minute",
+     "API rate limit for the enterprise tier is now 5000 requests per minute",
+     "API rate limit"),
+    ("The production database runs Postgres 14",
+     "The staging database was upgraded to Postgres 16",
+     "which Postgres version does the database run"),
+    ("The worker pool has 4 workers",
+     "Added a second worker pool, now with 8 workers",
+     "worker pool size"),
+    ("Login endpoint p95 latency is 120ms",
+     "Search endpoint p95 latency improved to 80ms",
+     "endpoint p95 latency"),
+    ("Sprint 1 targets March 29 for auth",
+     "Sprint 2 now targets April 19 for analytics",
+     "sprint target date"),
+    ("Alice's monthly budget for the team is $300",
+     "Bob's monthly budget for the team increased to $500",
+     "monthly budget for the team"),
+    ("The staging cluster runs 2 replicas",
+     "The production cluster now runs 6 replicas",
+     "how many replicas does the cluster run"),
+    ("src/orders.py retries failed payments 3 times",
+     "src/auth.py now allows a clock skew of 30 seconds",
+     "retries"),
+    ("Unit tests take 40 seconds on CI",
+     "Integration tests now take 12 minutes on CI",
+     "how long do tests take on CI"),
+    # no word of change: a newer plain statement of another thing's value
+    ("Python services use a connection pool of 20",
+     "The Go gateway uses a connection pool of 50",
+     "connection pool size"),
+    ("The login service listens on port 8080 in docker compose",
+     "The billing service listens on port 9090 in docker compose",
+     "which port does the service listen on in docker compose"),
+    ("CI runs 1,200 unit tests in 3 minutes",
+     "CI runs 85 end-to-end tests in 14 minutes",
+     "how many tests does CI run"),
+    ("The frontend bundle is 240 KB gzipped",
+     "The backend Docker image is 180 MB",
+     "how big is the bundle or image"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("older", "newer", "query"), BOTH_VALID, ids=[b[2] for b in BOTH_VALID])
+def test_related_memories_that_are_both_true_are_never_marked(cli, older, newer, query):
+    load(cli, "svc", older, newer)
+    rows = search(cli, query, "svc")
+    assert rows, "the question should find them"
+    assert [r["possibly_superseded_by"] for r in rows] == [None] * len(rows)
+
+
+def test_other_projects_and_older_memories_never_replace(cli):
+    load(cli, "one", "Max upload size is 10 MB for attachments")
+    load(cli, "two", "Max upload size is now 25 MB")
+    assert all(r["possibly_superseded_by"] is None for r in search_all(cli, "max upload size"))
+    older, newer = load(
+        cli, "three", "Max upload size is now 25 MB", "Max upload size is 10 MB for attachments"
+    )
+    by_id = {r["id"]: r for r in search(cli, "max upload size", "three")}
+    assert (
+        by_id[newer]["possibly_superseded_by"] is None
+    )  # the older one's word of change does not reach back
+
+
+def search_all(cli: Any, query: str) -> list[dict[str, Any]]:
+    result = cli("search", query, "--mode", "keyword", "--json")
+    assert result.exit_code == 0, result.stderr
+    return result.json()
+
+
+def test_an_update_needs_a_word_of_change_and_a_value_and_code_blocks_do_not_count():
+    assert updates(clauses("The response time has improved to 250ms")) != []
+    assert updates(clauses("The response time is 250ms")) == []  # a value, no word of change
+    assert updates(clauses("The response time has improved a lot")) == []  # a change, no value
+    assert updates(clauses("Here:\n```\nlimit = now(); quota increased to 1200\n```\nthoughts?")) == []
