@@ -55,6 +55,9 @@ def man_cmd(
 
     page = clidocs.man(clidocs.build_tree())
     if install:
+        from cmem_cli.cli.input import check_cli_text
+
+        check_cli_text("--prefix", prefix)  # a path that is not UTF-8 cannot be said back: refused first
         _install_page(page, Path(prefix).expanduser() if prefix else Path(sys.prefix))
         return
     if prefix is not None:
