@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import subprocess
 from pathlib import Path
 from typing import Any
 
 from cmem_cli.__main__ import main
-from cmem_cli.sync.git import Git
+from cmem_cli.services.gitrepo import Git
 
 
 class Machine:
@@ -23,6 +25,11 @@ class Machine:
         return self.home / "export"
 
     def run(self, *args: str) -> tuple[int, str, str]:
+        if self.capsys is None:  # no pytest capture (a module-scoped fixture): capture here
+            out, err = io.StringIO(), io.StringIO()
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                code = main(["--home", str(self.home), *args])
+            return code, out.getvalue(), err.getvalue()
         self.capsys.readouterr()
         code = main(["--home", str(self.home), *args])
         out, err = self.capsys.readouterr()
@@ -56,6 +63,13 @@ class Machine:
         with Memory.open(load_config(self.home)) as memory:
             return memory.store.links_from(obs_id)
 
+    def links_to(self, obs_id: int) -> list[dict[str, Any]]:
+        from cmem_cli.core.config import load_config
+        from cmem_cli.services.writes import Memory
+
+        with Memory.open(load_config(self.home)) as memory:
+            return memory.store.links_to(obs_id)
+
     def file_of(self, uid: str) -> Path:
         return self.export / self.by_uid()[uid]["path"]
 
@@ -76,3 +90,18 @@ def remote_head(url: str) -> str:
 
 def all_text(root: Path) -> str:
     return "\n".join(p.read_text(encoding="utf-8", errors="replace") for p in sorted(root.rglob("*.md")))
+
+
+def remote_blobs(url: str) -> str:
+    """Every blob ever pushed to the remote (all objects reachable from any ref), as one text."""
+    git = Git(Path(url))
+    listed = git.text("rev-list", "--objects", "--all")
+    shas = [line.split()[0] for line in listed.splitlines() if line.strip()]
+    batch = git.run("cat-file", "--batch", input=("\n".join(shas) + "\n").encode()).stdout
+    return batch.decode("utf-8", "replace")
+
+
+def git_in(machine: Machine, *args: str) -> str:
+    """A plain git command in a machine's export tree, as a person would run it there."""
+    proc = subprocess.run(["git", *args], cwd=machine.export, capture_output=True, text=True, check=True)
+    return proc.stdout

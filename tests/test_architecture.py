@@ -69,7 +69,7 @@ def test_a_cli_command_that_imports_the_store_breaks_the_contracts(tmp_path: Pat
     body.write_text(body.read_text() + "\nimport cmem_cli.store.repository  # noqa\n")
     result = _lint(root)
     assert result.returncode == 1
-    assert "The CLI, capture, MCP and view front ends never import the store BROKEN" in result.stdout
+    assert "The CLI, capture, MCP, view and sync front ends never import the store BROKEN" in result.stdout
     assert "cmem_cli.cli.read_bodies -> cmem_cli.store.repository" in result.stdout
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.sync_helpers import Machine, all_text, bare_repo, remote_head, remote_history
+from tests.sync_helpers import Machine, all_text, bare_repo, remote_blobs, remote_head, remote_history
 
 
 @pytest.fixture
@@ -239,10 +240,30 @@ def test_sync_while_hooks_write_loses_nothing(team, tmp_path):
     assert set(a.by_uid()) == set(b.by_uid())
 
 
-@pytest.mark.parametrize("seed", [4, 6])  # seeds whose runs include concurrent edits (conflict copies)
+def _killed_sync(machine: Machine, rng) -> None:
+    """`cmem sync` as its own process group, SIGKILLed at a random moment (as systemd or the OOM killer
+    ends it: git included)."""
+    import signal
+    import time
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cmem_cli", "--home", str(machine.home), "sync"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    time.sleep(rng.uniform(0.05, 0.8))
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=60)
+
+
+@pytest.mark.parametrize("seed", [8, 12])  # seeds that make copies and kill syncs
 def test_random_add_edit_forget_sync_interleavings_converge(home, tmp_path, capsys, seed):
-    """Random work on two machines, synced at random; at the end both stores hold the same observations,
-    every note nobody forgot is there once, every conflict copy points at a live observation."""
+    """Random work on two machines (adds, edits, retitles, project moves, hand edits, forgets), synced at
+    random and sometimes killed mid-sync; at the end both stores hold the same observations, every note
+    nobody forgot is there once, every conflict copy points at a live observation, and no blob ever pushed
+    holds a conflict marker."""
     import random
 
     rng = random.Random(seed)
@@ -253,31 +274,48 @@ def test_random_add_edit_forget_sync_interleavings_converge(home, tmp_path, caps
         machine.sync(url)
     forgotten: set[str] = set()
     added: set[str] = set()
+    actions = ["add", "edit", "edit", "retitle", "move", "hand", "forget", "sync", "sync", "kill"]
     for step in range(30):
         machine = rng.choice(machines)
         rows = [r for r in machine.by_uid().values() if not r["title"].endswith("(conflict copy)")]
-        action = rng.choice(["add", "edit", "edit", "hand", "forget", "sync", "sync"])
+        action = rng.choice(actions)
         if action == "add" or not rows:
             added.add(machine.add(f"note {step}")["uid"])
         elif action == "edit":
             row = rng.choice(rows)
             machine.ok("edit", str(row["id"]), "--narrative", f"edit {step} on {machine.home.name}")
+        elif action == "retitle":
+            row = rng.choice(rows)
+            machine.ok("edit", str(row["id"]), "--title", f"retitled {step} on {machine.home.name}")
+        elif action == "move":
+            row = rng.choice(rows)
+            machine.ok("edit", str(row["id"]), "--project", f"project-{step % 3}")
         elif action == "hand":
             row = rng.choice(rows)
             path = machine.export / row["path"]
             path.write_text(path.read_text() + f"\nhand line {step}\n")
         elif action == "forget":
+            # not a note a conflict copy points at: the copy would lose its link (and the check below)
+            pointed = {
+                r["id"]
+                for r in rows
+                if any(ln["title"].endswith("(conflict copy)") for ln in machine.links_to(r["id"]))
+            }
             row = rng.choice(rows)
-            machine.ok("forget", "--yes", str(row["id"]))
-            forgotten.add(row["uid"])
+            if row["id"] not in pointed:
+                machine.ok("forget", "--yes", str(row["id"]))
+                forgotten.add(row["uid"])
+        elif action == "kill":
+            _killed_sync(machine, rng)
         else:
             machine.sync()
     for machine in (*machines, machines[0]):
         machine.sync()
     a, b = (m.by_uid() for m in machines)
     assert set(a) == set(b)
-    assert {u: (r["title"], r["narrative"]) for u, r in a.items()} == {
-        u: (r["title"], r["narrative"]) for u, r in b.items()
+    fields = ("title", "narrative", "project")
+    assert {u: tuple(r[f] for f in fields) for u, r in a.items()} == {
+        u: tuple(r[f] for f in fields) for u, r in b.items()
     }
     assert added - forgotten <= set(a)
     originals = [r["title"] for r in a.values() if not r["title"].endswith("(conflict copy)")]
@@ -286,6 +324,7 @@ def test_random_add_edit_forget_sync_interleavings_converge(home, tmp_path, caps
     assert copies  # these seeds do produce conflicts
     for copy in copies:
         assert {link["uid"] for link in machines[0].links(copy["id"])} & set(a)
+    assert "<<<<<<<" not in remote_blobs(url)
     for machine in machines:
         assert "<<<<<<<" not in all_text(machine.export)
         code, out, err = machine.run("doctor")
@@ -365,7 +404,7 @@ def test_init_keeps_a_gitignore_a_person_wrote(home, tmp_path, capsys):
 
 
 def test_a_failed_adoption_undoes_the_merge_and_the_store(team, monkeypatch):
-    from cmem_cli.sync import adopt as sync_adopt
+    from cmem_cli.services import arrivals as sync_adopt
 
     a, b, url, first, _ = team
     a.add("Arrives at b")
@@ -430,7 +469,7 @@ def test_bad_files_arriving_from_the_remote_are_reported_and_the_rest_adopted(te
 
 
 def test_a_second_sync_at_the_same_time_exits_5(team):
-    from cmem_cli.sync.gitsync import sync_lock
+    from cmem_cli.services.gitrepo import sync_lock
 
     a, *_ = team
     with sync_lock(a.home):

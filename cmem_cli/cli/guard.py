@@ -58,6 +58,20 @@ def run_guarded(command: Callable[[], int]) -> int:
         return EXIT_ERROR
 
 
+def failure(exc: BaseException) -> tuple[str, int]:
+    """The one-line message and exit code :func:`run_guarded` gives ``exc`` (for a result object that
+    reports a failure, e.g. `cmem sync --json`)."""
+    if isinstance(exc, CmemError):
+        return exc.message, exc.exit_code
+    if isinstance(exc, OSError):
+        where = f"{exc.filename}: " if exc.filename else ""
+        return f"{where}{exc.strerror or exc}", EXIT_IO
+    translated = _database_error(exc) if isinstance(exc, Exception) else None
+    if translated is not None:
+        return translated.message, translated.exit_code
+    return f"internal error: {type(exc).__name__}: {exc} (set CMEM_DEBUG=1 for details)", EXIT_ERROR
+
+
 def _database_error(exc: Exception) -> CmemError | None:
     """A SQLite error raised where no store call translated it (rows read lazily from a cursor): a damaged,
     locked or unwritable store is still the user's problem to fix, not a bug, so it gets its exit code."""

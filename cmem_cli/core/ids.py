@@ -21,3 +21,17 @@ def new_uid(ms: int | None = None) -> str:
 
 def is_uid(text: str) -> bool:
     return len(text) == 26 and all(c in _CROCKFORD for c in text.upper())
+
+
+def derived_uid(ms: int, seed: str) -> str:
+    """A uid of the ``new_uid`` shape whose random part comes from ``seed``: two machines that make the same
+    thing (a conflict copy of the same text) give it the same uid, so the copies merge instead of doubling."""
+    import hashlib
+
+    digest = int.from_bytes(hashlib.sha256(seed.encode("utf-8", "surrogatepass")).digest()[:10], "big")
+    value = (ms & ((1 << 48) - 1)) << 80 | digest
+    chars = []
+    for _ in range(26):
+        chars.append(_CROCKFORD[value & 31])
+        value >>= 5
+    return "".join(reversed(chars))

@@ -53,6 +53,8 @@ class AdoptReport:
     rolled_back: list[str] = field(default_factory=list)  # files of interrupted writes put back
     debris: list[str] = field(default_factory=list)  # temporary files of killed writes, removed
     ignored: list[str] = field(default_factory=list)  # a person's own files in the export root (not memories)
+    written: list[str] = field(default_factory=list)  # every file cmem (re)wrote (git sync stages these)
+    removed: list[str] = field(default_factory=list)  # every file cmem removed
 
     @property
     def changed(self) -> bool:
@@ -100,7 +102,7 @@ def refused_files(memory: Memory, relpaths: list[str]) -> list[tuple[str, str]]:
     for relpath in sorted(set(relpaths)):
         item = adopter._stage(relpath)
         if item is not None:
-            adopter._links_valid(item[0], item[1])
+            adopter._links_valid(*item)
     return adopter.report.invalid + adopter.report.conflicts
 
 
@@ -120,7 +122,7 @@ class _Adopter:
             self.load_state()
             on_disk = self._scan() if paths is None else self._given(paths)
             staged = [item for relpath in sorted(on_disk) if (item := self._stage(relpath))]
-            staged = [item for item in staged if self._links_valid(item[0], item[1])]
+            staged = [item for item in staged if self._links_valid(*item)]
             staged.sort(
                 key=lambda item: "id" not in item[1].restore
             )  # keep known ids before new rows take them
@@ -129,6 +131,8 @@ class _Adopter:
             self._links(staged, files)
             if self.forget_deleted:
                 self._forget_missing(on_disk, paths, files)
+        self.report.written = sorted(files.written)
+        self.report.removed = sorted(files.to_delete)
         return self.report
 
     def load_state(self) -> None:
@@ -309,12 +313,22 @@ class _Adopter:
         prepared["links"] = links if "links" in parsed.stated else None
         return prepared
 
-    def _links_valid(self, relpath: str, parsed: ParsedFile) -> bool:
-        """Every link a file names needs a known type and a target in the store or adopted in this run."""
+    def _waiting(self, row: dict[str, Any] | None) -> set[tuple[str, str]]:
+        """(uid, type) of the row's links to observations this store does not hold yet (git sync)."""
+        if row is None or row.get("kind") == "summary":
+            return set()
+        return {(link["uid"], link["type"]) for link in self.store.pending_links_from(row["id"])}
+
+    def _links_valid(self, relpath: str, parsed: ParsedFile, row: dict[str, Any] | None) -> bool:
+        """Every link a file names needs a known type and a target in the store or adopted in this run
+        (or one the store keeps waiting for, as it arrived from another machine)."""
         links = (parsed.record.get("links") or []) if parsed.kind == "observation" else []
+        waiting = self._waiting(row) if links else set()
         for link in links:
             if link.get("type") not in LINK_TYPES:
                 problem = f"unknown link type {link.get('type')!r} (expected one of: {', '.join(LINK_TYPES)})"
+            elif (link["uid"], link["type"]) in waiting:
+                continue
             elif link["uid"] not in self.staged_uids and self.store.observation_by_uid(link["uid"]) is None:
                 problem = f"link target {link['uid']} does not exist"
             else:
@@ -370,22 +384,35 @@ class _Adopter:
     ) -> None:
         """Set each adopted observation's links to exactly those its file names (by uid)."""
         store = self.store
-        for relpath, parsed, _row in staged:
+        for relpath, parsed, row in staged:
             links = parsed.record.get("links")
             if parsed.kind != "observation" or links is None:
                 continue
             obs_id = parsed.record["id"]
             wanted = set()
+            waiting = self._waiting(row)
+            still_waiting = {(link.get("uid"), link.get("type")) for link in links} & waiting
             for link in links:
                 target = store.observation_by_uid(link["uid"]) if link.get("uid") else None
+                if target is None and (link.get("uid"), link.get("type")) in waiting:
+                    continue  # still waiting for its target: kept as it is
                 if target is None or target["id"] == obs_id or link.get("type") not in LINK_TYPES:
                     self.report.conflicts.append(
                         (relpath, f"link to {link.get('uid')} dropped (no such target)")
                     )
                     continue
                 wanted.add((target["id"], link["type"]))
+            if still_waiting != waiting:  # the file no longer names some: they go
+                kept = [
+                    link
+                    for link in store.pending_links_from(obs_id)
+                    if (link["uid"], link["type"]) in still_waiting
+                ]
+                store.clear_pending_links_from(obs_id)
+                for link in kept:
+                    store.add_pending_link(obs_id, link["uid"], link["type"], link["title"], link["href"])
             current = {(link["id"], link["type"]) for link in store.links_from(obs_id)}
-            if wanted == current:
+            if wanted == current and still_waiting == waiting:
                 continue
             for target_id, link_type in current - wanted:
                 store.remove_link(obs_id, target_id, link_type)

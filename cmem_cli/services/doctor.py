@@ -13,6 +13,7 @@ rewrites the export from a store whose integrity check failed (that would spread
 from __future__ import annotations
 
 from collections.abc import Callable
+from collections.abc import Set as AbstractSet
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,8 @@ from cmem_cli.core.errors import CmemError
 from cmem_cli.core.files import read_regular
 from cmem_cli.services.debris import find_debris
 from cmem_cli.services.debris import remove as remove_debris
+from cmem_cli.services.git_checks import git_checks
+from cmem_cli.services.gitrepo import GIT_DIR_NAME
 from cmem_cli.store.presence import REPAIR_ADVICE, lost_store_problem
 from cmem_export import digest, layout
 from cmem_export.journal import pending
@@ -131,6 +134,9 @@ def run_checks(memory: Any, *, fix: bool = False) -> dict[str, Any]:
         )
         return {"ok": False, "checks": checks}
 
+    # a tree synced through git: what a killed sync left is settled first (doctor --fix must not restore a
+    # file another machine forgot because the sync that brought the forget died before adopting it)
+    checks += git_checks(memory, fix=fix)
     before = export_problems(memory)
     if fix:
         if any(before[name] for name in _REBUILT_BY_FIX):
@@ -205,7 +211,10 @@ def export_problems(memory: Any) -> Findings:
     debris = [_display(p, home) for p in find_debris(home, memory.export_root)]
     # older versions left 0755 folders and 0644 models in cmem's own cache
     cache = memory.config.own_cache_dir
-    loose = loose_modes([home, memory.export_root, *([cache] if cache else [])])
+    # git's folder is git's: its files follow the umask of whoever ran git, and nobody else can enter the
+    # 0700 folder; only the folder itself is checked
+    opaque = {home / GIT_DIR_NAME, memory.export_root / ".git"}
+    loose = loose_modes([home, memory.export_root, *([cache] if cache else [])], opaque=opaque)
     found = {
         "missing files": missing,
         "changed files": changed,
@@ -241,13 +250,15 @@ def _display(path: Path, home: Path) -> str:
         return str(path)
 
 
-def loose_modes(roots: list[Path]) -> list[Path]:
+def loose_modes(roots: list[Path], *, opaque: AbstractSet[Path] = frozenset()) -> list[Path]:
     """Folders and files under cmem's roots that group or others may use (older versions made intermediate
     folders 0755); stricter modes (git's read-only 0400 objects) are fine; symlinks are neither followed
-    nor reported. One ``lstat`` per entry and no path objects: a synced tree holds a million files."""
+    nor reported; an ``opaque`` folder (git's) is checked itself but not entered. One ``lstat`` per entry
+    and no path objects: a synced tree holds a million files."""
     import os
     import stat
 
+    closed = {os.fspath(p) for p in opaque}
     found: set[str] = set()
     for root in roots:
         if not root.is_dir() or root.is_symlink():
@@ -267,7 +278,7 @@ def loose_modes(roots: list[Path]) -> list[Path]:
                             continue
                         if stat.S_IMODE(info.st_mode) & 0o077:
                             found.add(entry.path)
-                        if stat.S_ISDIR(info.st_mode):
+                        if stat.S_ISDIR(info.st_mode) and entry.path not in closed:
                             stack.append(entry.path)
             except OSError:
                 continue

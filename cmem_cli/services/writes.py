@@ -326,6 +326,8 @@ class Memory:
         if existing is not None:
             row = store.update_observation(existing["id"], record, updated_at=updated_at)
             relpath = None
+            if row["title"] != existing["title"]:
+                self._refresh_referrers(row["id"], files)
         else:
             created = record.get("created_at") or now_ms()
             record = {**record, "created_at": created, "uid": record.get("uid") or new_uid(created)}
@@ -360,9 +362,16 @@ class Memory:
         return target["id"]
 
     def _link_entries(
-        self, row: dict[str, Any], relpath: str, links: list[dict[str, Any]] | None = None
+        self,
+        row: dict[str, Any],
+        relpath: str,
+        links: list[dict[str, Any]] | None = None,
+        pending: list[dict[str, Any]] | None = None,
     ) -> list[dict[str, Any]]:
-        """The row's outgoing links as its file lists them (``links``: already read, else asked for)."""
+        """The row's outgoing links as its file lists them (``links``, ``pending``: already read, else asked
+        for), in an order every machine agrees on (type, then the target's uid): ids and the times links
+        were added differ from store to store. A link to a uid this store does not hold yet (git sync) is
+        listed as its file showed it."""
         entries: list[dict[str, Any]] = []
         base = Path(relpath).parent
         for link in self.store.links_from(row["id"]) if links is None else links:
@@ -370,7 +379,16 @@ class Memory:
             if link["path"]:
                 href = Path(_relative(link["path"], str(base))).as_posix()
             entries.append({**link, "href": href})
+        for link in self.store.pending_links_from(row["id"]) if pending is None else pending:
+            entries.append({**link, "title": link["title"] or link["uid"], "href": link["href"] or ""})
+        entries.sort(key=lambda link: (link["type"], link["uid"]))
         return entries
+
+    def _refresh_referrers(self, obs_id: int, files: FileTransaction) -> None:
+        """Write again the files that link to ``obs_id``: they show its title."""
+        for link in self.store.links_to(obs_id):
+            if link["id"] != obs_id:
+                self._export_observation(self.store.get_observation(link["id"]), files)
 
     def _export_observation(
         self,
@@ -417,6 +435,8 @@ class Memory:
 
                 reanchor_edit(self.store, obs_id, cited_files(current), cited_files(prepared), cwd)
             row["path"] = current["path"]
+            if row["title"] != current["title"]:
+                self._refresh_referrers(obs_id, files)
             return self._export_observation(row, files)
 
     def link(self, from_id: int, to_id: int, link_type: str, *, remove: bool = False) -> dict[str, Any]:
@@ -596,9 +616,10 @@ class Memory:
         """:meth:`expected_files` one file at a time, the store read a page at a time: a whole-store pass
         holds one page of rows, not a million rendered files."""
         links = self.store.all_links_from()
+        pending = self.store.all_pending_links()
         for row in self.store.iter_observations():
             relpath = row["path"] or layout.observation_relpath(row)
-            entries = self._link_entries(row, relpath, links.get(row["id"], []))
+            entries = self._link_entries(row, relpath, links.get(row["id"], []), pending.get(row["id"], []))
             yield relpath, markdown.render_observation(row, entries)
         for summary_id in self.store.all_summary_ids():
             row = self.store.get_summary(summary_id)

@@ -452,6 +452,59 @@ class Store:
             (obs_id,),
         )
 
+    def add_pending_link(
+        self, from_id: int, uid: str, link_type: str, title: str | None, href: str | None
+    ) -> None:
+        """A link to a uid this store does not hold yet, kept (with the title and href its file showed)."""
+        self.db.execute(
+            "INSERT INTO pending_links (from_id, to_uid, type, title, href) VALUES (?, ?, ?, ?, ?) "
+            "ON CONFLICT (from_id, to_uid, type) DO UPDATE SET title = excluded.title, href = excluded.href",
+            (from_id, uid, link_type, title, href),
+        )
+
+    def pending_links_from(self, obs_id: int) -> list[dict[str, Any]]:
+        return self.db.query(
+            "SELECT type, to_uid AS uid, title, href FROM pending_links WHERE from_id = ? ORDER BY rowid",
+            (obs_id,),
+        )
+
+    def all_pending_links(self) -> dict[int, list[dict[str, Any]]]:
+        """:meth:`pending_links_from` of every observation at once (a whole-store pass)."""
+        found: dict[int, list[dict[str, Any]]] = {}
+        for row in self.db.query(
+            "SELECT from_id, type, to_uid AS uid, title, href FROM pending_links ORDER BY rowid"
+        ):
+            found.setdefault(row.pop("from_id"), []).append(row)
+        return found
+
+    def clear_pending_links_from(self, obs_id: int) -> None:
+        self.db.execute("DELETE FROM pending_links WHERE from_id = ?", (obs_id,))
+
+    def take_pending_links_to(self, uid: str) -> list[tuple[int, str]]:
+        """(from id, type) of every link waiting for ``uid``, removed from the waiting list."""
+        rows = [
+            (r[0], r[1])
+            for r in self.db.execute("SELECT from_id, type FROM pending_links WHERE to_uid = ?", (uid,))
+        ]
+        if rows:
+            self.db.execute("DELETE FROM pending_links WHERE to_uid = ?", (uid,))
+        return rows
+
+    # -- state: small facts that are no record -------------------------------------------------------------
+    def get_state(self, key: str) -> str | None:
+        value = self.db.scalar("SELECT value FROM state WHERE key = ?", (key,))
+        return None if value is None else str(value)
+
+    def set_state(self, key: str, value: str | None) -> None:
+        """Set (or with None remove) one value, in the caller's transaction."""
+        if value is None:
+            self.db.execute("DELETE FROM state WHERE key = ?", (key,))
+        else:
+            self.db.execute(
+                "INSERT INTO state (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                (key, value),
+            )
+
     # -- sessions --------------------------------------------------------------------------------------
     def ensure_session(
         self,

@@ -276,3 +276,31 @@ CREATE TABLE forgotten (
 @MIGRATIONS
 def m006_forgotten(conn: apsw.Connection) -> None:
     conn.execute(V6_FORGOTTEN)
+
+
+# Small facts about this store that are no record (``sync.last_adopted``: the last git commit whose
+# changes sync adopted, written in the same transaction as the adoption, so a sync killed after `git merge`
+# adopts the arrivals next time), and links whose target this store does not hold yet (a file that
+# arrived naming a uid that has not): kept, and written back into the file as they came, instead of
+# dropped, so the loss is never pushed to every other machine; they become links when the target arrives.
+V7_SYNC_STATE = f"""
+CREATE TABLE state (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+) WITHOUT ROWID;
+
+CREATE TABLE pending_links (
+    from_id    INTEGER NOT NULL REFERENCES observations (id) ON DELETE CASCADE,
+    to_uid     TEXT NOT NULL,
+    type       TEXT NOT NULL CHECK (type IN {_in(LINK_TYPES)}),
+    title      TEXT,
+    href       TEXT,
+    UNIQUE (from_id, to_uid, type)
+);
+CREATE INDEX pending_links_to ON pending_links (to_uid);
+"""
+
+
+@MIGRATIONS
+def m007_sync_state(conn: apsw.Connection) -> None:
+    conn.execute(V7_SYNC_STATE)

@@ -1,31 +1,50 @@
-"""`cmem sync` through git: commit local changes, fetch, merge without a person, adopt, push.
+"""`cmem sync` through git: adopt, commit exactly what cmem adopted, fetch, merge by uid, adopt, push.
 
-The export tree is the git working tree. Only observations and summaries travel (`.gitignore` keeps
-temporary and lock files out); the database, prompts, sessions and the index stay on the machine.
+The export tree is git's working tree (git's own folder is ``<home>/sync.git``, see
+``cmem_cli.services.gitrepo``). Only observations and summaries travel (`.gitignore` keeps temporary and
+lock files out); the database, prompts, sessions and the index stay on the machine.
+
+Kill-safety rests on three rules:
+
+- **The store knows how far it adopted.** ``sync.last_adopted`` (the store's ``state`` table) is written
+  in the same transaction as each adoption; every sync first adopts ``last..HEAD``
+  (``cmem_cli.services.arrivals``), so a sync killed after `git merge`, after the merge's commit (whose
+  conflict copies are files in that commit) or while a new machine joins converges on the next run.
+- **Only what cmem adopted is committed.** A path is staged only when its bytes are exactly what cmem
+  wrote there (the store's content hash), or when it is gone and the store holds nothing there; the index
+  is checked blob by blob after staging. A file saved while a sync runs (or anything a person staged by
+  hand) is left for the next sync, which adopts it (scrubbed) first.
+- **Debris of a killed run is cleared first:** interrupted export writes are rolled back, stale git locks
+  are removed and an unfinished merge is abandoned, when no git process works in the tree.
+
 One sync at a time (a lock file in the cmem home); the merge and the adoption of what it brought run
-inside one store transaction, so hooks wait a moment instead of writing into a half-merged tree, and a
-failed adoption puts the tree back where it was.
+inside one store transaction, so hooks wait a moment instead of writing into a half-merged tree.
 """
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
-import os
-import time
-from collections.abc import Iterator, Sequence
+import hashlib
 from pathlib import Path
 from typing import Any
 
-from cmem_cli.core.errors import CmemError, DatabaseBusy, SyncError, UsageError
-from cmem_cli.services.writes import FileTransaction, Memory
-from cmem_cli.sync import adopt as sync_adopt
-from cmem_cli.sync.git import Git
-from cmem_cli.sync.merge import resolve_conflicts, split_duplicates
+from cmem_cli.core.errors import SyncError, UsageError
+from cmem_cli.services import arrivals
+from cmem_cli.services.gitrepo import (
+    BRANCH,
+    MARKER,
+    REMOTE,
+    Git,
+    clear_git_debris,
+    connected_git_dir,
+    find_git_debris,
+    home_git_dir,
+    move_into_home,
+    sync_lock,
+)
+from cmem_cli.services.writes import Memory
+from cmem_cli.sync.merge import merge_versions, read_blobs
+from cmem_export import atomic, digest
 
-REMOTE = "origin"
-MARKER = "cmem.sync"  # set in the tree's .git/config by `cmem sync init`
-BRANCH = "main"
 GITIGNORE = """\
 # cmem sync: only observations and summaries travel; everything else stays on this machine.
 *
@@ -37,34 +56,19 @@ GITIGNORE = """\
 *~
 """
 PUSH_ATTEMPTS = 3
+TARGET = f"{REMOTE}/{BRANCH}"
+HEAD_REF = f"refs/heads/{BRANCH}"
 
 
-@contextlib.contextmanager
-def sync_lock(home: Path, *, timeout: float = 0.0) -> Iterator[None]:
-    """One `cmem sync` per home at a time (cron and a person may overlap); released if the process dies."""
-    fd = os.open(home / "sync.lock", os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    raise DatabaseBusy("another cmem sync is running; try again later") from None
-                time.sleep(0.05)
-        yield
-    finally:
-        os.close(fd)
-
-
-def is_connected(root: Path) -> bool:
+def is_connected(home: Path, export: Path) -> bool:
     """Has `cmem sync init` connected this export tree to a remote? (A tree a person keeps under git with
     a remote of their own is not: cmem never commits or pushes there unasked.)"""
-    if not (root / ".git").is_dir():
-        return False
-    marker = Git(root).run("config", "--get", MARKER, check=False)
-    return marker.returncode == 0 and marker.stdout.strip() == b"true"
+    return connected_git_dir(home, export) is not None
+
+
+def blob_id(data: bytes) -> str:
+    """The id git gives a blob of ``data`` (SHA-1 repositories, git's default)."""
+    return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
 
 
 class Syncer:
@@ -72,8 +76,9 @@ class Syncer:
 
     def __init__(self, memory: Memory):
         self.memory = memory
+        self.home = memory.config.home
         self.root = memory.export_root
-        self.git = Git(self.root)
+        self.git = Git(self.root, connected_git_dir(self.home, self.root))
         self.report: dict[str, Any] = {
             "committed": 0,
             "adopted": 0,
@@ -83,20 +88,23 @@ class Syncer:
             "notes": [],
             "pushed": False,
         }
+        self.head: str | None = None  # this branch's commit, kept current through the run
+        self.remote_head: str | None = None
+        self.write_gitignore = False
 
     # -- set-up -----------------------------------------------------------------------------------------
-    def is_connected(self) -> bool:
-        return is_connected(self.root)
-
     def init(self, url: str) -> dict[str, Any]:
-        """Connect the tree to ``url``: bring in its history (adopting every file), or push to an empty one."""
+        """Connect the tree to ``url``: start from its history (adopting every file), or push to an empty one."""
         if not url.strip() or url.startswith("-"):
             raise UsageError(f"not a git URL: {url!r}")
         self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
         # reach the remote before changing anything: a mistyped URL must not stick to the tree
-        self.git.run("ls-remote", "-q", "--heads", url, what="git ls-remote")
-        if not (self.root / ".git").exists():
+        Git(self.root).run("ls-remote", "-q", "--heads", url, what="git ls-remote")
+        git_dir = self.root / ".git" if (self.root / ".git").is_dir() else home_git_dir(self.home)
+        self.git = Git(self.root, git_dir)
+        if not git_dir.is_dir():
             self.git.run("init", "-q", "-b", BRANCH, what="git init")
+            self.git.run("config", "--unset", "core.worktree", check=False)
         current = self.git.run("remote", "get-url", REMOTE, check=False)
         if current.returncode == 0:
             existing = current.stdout.decode().strip()
@@ -106,12 +114,10 @@ class Syncer:
             self.git.run("remote", "add", REMOTE, url, what="git remote add")
         self.git.run("config", MARKER, "true", what="git config")
         self._write_gitignore()
-        return self.sync(first=True)
+        return self.sync()
 
     def _write_gitignore(self) -> None:
         """cmem's rules in ``.gitignore``; a person's own file is kept, with cmem's rules appended once."""
-        from cmem_export.atomic import atomic_write
-
         ignore = self.root / ".gitignore"
         try:
             current = ignore.read_text(encoding="utf-8")
@@ -119,157 +125,370 @@ class Syncer:
             current = ""
         except (OSError, UnicodeDecodeError) as exc:
             raise SyncError(f"cannot read {ignore}: {exc}") from None
+        self.write_gitignore = True  # cmem's own file: staged with this sync's commit
         if GITIGNORE in current:
             return
-        atomic_write(ignore, (current.rstrip("\n") + "\n\n" if current.strip() else "") + GITIGNORE)
+        atomic.atomic_write(ignore, (current.rstrip("\n") + "\n\n" if current.strip() else "") + GITIGNORE)
 
     # -- one sync ---------------------------------------------------------------------------------------
-    def sync(self, *, first: bool = False) -> dict[str, Any]:
-        if not self.is_connected():
+    def sync(self) -> dict[str, Any]:
+        git_dir = move_into_home(self.home, self.root) if self.git.git_dir else None
+        if git_dir is None:
             raise UsageError("the export tree is not connected to a remote; run `cmem sync init URL` first")
-        remote_has_branch = self._fetch()
-        for attempt in range(PUSH_ATTEMPTS):
-            rejected = self._adopt_local()
-            if rejected is not None:  # None: the tree is clean and has a commit, nothing to stage
-                self._commit("local change(s)", unstage=rejected)
-            if remote_has_branch:
-                self._merge(first=first and attempt == 0)
+        self.git = Git(self.root, git_dir)
+        self._clear_debris()
+        if self._moved() is None:  # a first sync: the remote's history (if any) comes first
+            remote = self._fetch()
+            if remote:
+                self._join()
+            unstaged = self._adopt_and_commit()
+        else:  # local work is adopted and committed before the network is needed (it fails offline)
+            unstaged = self._adopt_and_commit()
+            remote = self._fetch()
+        for _attempt in range(PUSH_ATTEMPTS):
+            if remote:
+                self._merge(unstaged)
             if self._push():
-                return self.report
-            remote_has_branch = self._fetch()
-        raise SyncError("git push kept being overtaken by other machines; run `cmem sync` again")
+                break
+            remote = self._fetch()
+            unstaged = self._adopt_and_commit()
+        else:
+            raise SyncError("git push kept being overtaken by other machines; run `cmem sync` again")
+        self._report_rejected()
+        return self.report
+
+    def _clear_debris(self) -> None:
+        """What a killed sync (or a killed git) left: interrupted export writes are rolled back first, so
+        their files are not taken for a person's, then stale git locks and an unfinished merge go."""
+        from cmem_cli.services.recovery import recover
+        from cmem_export.journal import pending as pending_journals
+
+        if pending_journals(self.memory.journal_dir):
+            with self.memory._write(fsync=False):
+                recover(self.memory)
+        assert self.git.git_dir is not None
+        debris = find_git_debris(self.git.git_dir, self.root, wait=True)
+        if debris:
+            clear_git_debris(self.git, debris)
+            self.report["notes"].append(
+                "cleared what a killed git left: " + ", ".join(debris.describe(self.git.git_dir))
+            )
 
     def _fetch(self) -> bool:
-        """Fetch the remote branch; False when the remote has none yet (an empty repository)."""
+        """Fetch the remote branch; False when the remote has none yet (an empty repository). Reads this
+        branch's head and the remote's in one go; the run keeps both current from then on."""
         self.git.run("fetch", "-q", "--no-tags", REMOTE, what="git fetch")
-        return self.git.ok("rev-parse", "-q", "--verify", f"refs/remotes/{REMOTE}/{BRANCH}")
+        heads = {}
+        refs = self.git.text(
+            "for-each-ref", "--format=%(objectname) %(refname)", HEAD_REF, f"refs/remotes/{TARGET}"
+        )
+        for line in refs.splitlines():
+            sha, _, ref = line.partition(" ")
+            heads[ref] = sha
+        self.head = heads.get(HEAD_REF)
+        self.remote_head = heads.get(f"refs/remotes/{TARGET}")
+        return self.remote_head is not None
 
-    def _has_head(self) -> bool:
-        return self.git.ok("rev-parse", "-q", "--verify", "HEAD")
+    def _moved(self) -> str | None:
+        """HEAD again, after a command that moved it (read from the branch's ref file when git left one
+        there, as a commit does: no process)."""
+        assert self.git.git_dir is not None
+        try:
+            sha = (self.git.git_dir / HEAD_REF).read_text(encoding="ascii").strip()
+        except (OSError, UnicodeDecodeError):
+            sha = ""
+        self.head = sha if len(sha) in (40, 64) else arrivals.head_of(self.git)
+        return self.head
 
-    def _adopt_local(self) -> list[str] | None:
-        """Adopt what people changed in the tree since the last commit (``sync_local`` on just those
-        paths, its own store transaction); returns the paths it refused, which stay out of the commit,
-        or None when the tree is clean (and has a first commit)."""
+    def _join(self) -> None:
+        """A machine joining a remote with history starts from that history: the remote's files are put in
+        the tree (a file this machine also has, with other text, is merged by uid), then HEAD and the
+        index become the remote's branch. This machine's own memories are committed on top by the next
+        step. Killed half-way, the next sync joins again (files already there are skipped)."""
+        listed = [
+            p for p in self.git.z_list("ls-tree", "-r", "-z", "--name-only", TARGET) if p != ".gitignore"
+        ]
+        present = [p for p in listed if (self.root / p).is_file()]
+        missing = [p for p in listed if not (self.root / p).exists()]
+        if present:
+            theirs = read_blobs(self.git, [f"{TARGET}:{p}" for p in present])
+            for relpath in present:
+                ours = (self.root / relpath).read_bytes()
+                other = theirs.get(f"{TARGET}:{relpath}")
+                if other is None or other == ours:
+                    continue
+                self._write_resolution(merge_versions(self.memory, relpath, None, ours, other))
+        if missing:
+            self.git.run(
+                "checkout", TARGET, "--pathspec-from-file=-", "--pathspec-file-nul",
+                input=b"\0".join(p.encode() for p in missing), what="git checkout",
+            )  # fmt: skip
+        self.git.run("reset", "-q", TARGET, what="git reset")
+        self._moved()
+
+    # -- local changes ----------------------------------------------------------------------------------
+    def _status(self) -> tuple[dict[str, str], bool]:
+        """Paths that differ from HEAD (status code per path), and whether the index holds staged changes."""
+        changed: dict[str, str] = {}
+        staged = False
+        for entry in self.git.z_list(
+            "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames"
+        ):
+            code, relpath = entry[:2], entry[3:]
+            changed[relpath] = code
+            staged = staged or code[0] not in " ?"
+        return changed, staged
+
+    def _adopt_and_commit(self) -> set[str]:
+        """Adopt what git brought that the store lacks (``last..HEAD``), then what people changed in the
+        tree; commit exactly the files cmem adopted or wrote. Returns the paths left uncommitted."""
         from cmem_cli.services.sync_local import sync_local
 
-        changed, deleted = self._local_changes()
-        if not changed and not deleted and self._has_head():
-            return None
-        if deleted and self._tree_emptied(deleted):
+        status, staged = self._status()
+        dirty = set(status)
+        candidates: set[str] = set()
+        todo = arrivals.pending(self.memory, self.git, self.head) if self.head else None
+        if todo is not None:
+            with self.memory._write(fsync=False, skip_identical=True) as files:
+                self._count(arrivals.adopt_pending(self.memory, files, todo, dirty=dirty))
+            candidates.update(files.written, files.to_delete)
+        local = [p for p in status if p.endswith(".md")]
+        if local:
+            self._refuse_a_lost_tree(status)
+            result = sync_local(self.memory, [self.root / p for p in local])
+            self.report["adopted"] += len(result.adopted) + len(result.created)
+            self.report["forgotten"] += len(result.forgotten)
+            for relpath, reason in result.invalid + result.conflicts:
+                self._reject(relpath, reason)
+            candidates.update(local, result.written, result.removed)
+        if self.write_gitignore:
+            candidates.add(".gitignore")
+        if staged:  # something a person staged by hand: only what cmem verifies goes into a commit
+            self.git.run("reset", "-q", what="git reset")
+        if not candidates and self.head is not None:
+            return dirty
+        committed = self._stage_and_commit(candidates, "local change(s)")
+        return {p for p in dirty if p not in committed}
+
+    def _refuse_a_lost_tree(self, status: dict[str, str]) -> None:
+        """Every committed memory gone at once, with no markdown left in the tree and the store still
+        holding them, is a lost tree (a deleted folder), not a forget of everything: refuse. Memories
+        forgotten through cmem are not in the store any more, and a renamed file is still markdown."""
+        deleted = [p for p, code in status.items() if "D" in code and p.endswith(".md")]
+        if not deleted or any("D" not in code and p.endswith(".md") for p, code in status.items()):
+            return
+        tracked = [p for p in self.git.z_list("ls-files", "-z") if p.endswith(".md")]
+        if set(tracked) - set(deleted):
+            return
+        held = self.memory.store.uids_at_paths(deleted)
+        if held and not any(self.root.rglob("*.md")):
             raise UsageError(
                 "every file of the export tree is gone: nothing forgotten, nothing pushed "
                 "(`cmem doctor --fix` restores the files)"
             )
-        paths = [self.root / p for p in changed + deleted if p.endswith(".md")]
-        if not paths:
-            return []
-        result = sync_local(self.memory, paths)
-        self.report["adopted"] += len(result.adopted) + len(result.created)
-        self.report["forgotten"] += len(result.forgotten)
-        refused = []
-        for relpath, reason in result.invalid + result.conflicts:
-            self._reject(relpath, reason)
-            refused.append(relpath)
-        refused += result.ignored  # a person's own file in the export root: never committed either
-        return [p for p in refused if (self.root / p).exists() or p in deleted]
 
-    def _tree_emptied(self, deleted: list[str]) -> bool:
-        """All of the committed observations and summaries gone at once: a lost tree, not a forget."""
-        tracked = [p for p in self.git.z_list("ls-files", "-z") if p.endswith(".md")]
-        return bool(tracked) and {p for p in deleted if p.endswith(".md")} >= set(tracked)
+    def _count(self, result: arrivals.Adoption) -> None:
+        self.report["adopted"] += result.adopted
+        self.report["forgotten"] += result.forgotten
+        self.report["conflicts"] += result.conflicts
+        self.report["notes"] += result.notes
+        for relpath, reason in result.rejected:
+            self._reject(relpath, reason)
 
     def _reject(self, relpath: str, reason: str) -> None:
-        self.report["rejected"].append({"path": relpath, "reason": reason})
+        if all(item["path"] != relpath for item in self.report["rejected"]):
+            self.report["rejected"].append({"path": relpath, "reason": reason})
 
-    def _apply(self, files: FileTransaction, incoming: list[sync_adopt.Incoming], deleted: list[str]) -> None:
-        incoming, conflicts = split_duplicates(incoming)
-        self.report["conflicts"] += conflicts
-        result = sync_adopt.apply(self.memory, files, incoming, deleted)
-        self.report["adopted"] += result["adopted"]
-        self.report["forgotten"] += result["forgotten"]
-        self.report["notes"] += result["notes"]
+    def _report_rejected(self) -> None:
+        """Arrived files that still cannot be adopted are reported on every sync until fixed or removed."""
+        for relpath, reason in arrivals.still_rejected(self.memory):
+            self._reject(relpath, reason)
 
-    def _commit(self, what: str, *, unstage: Sequence[str] = ()) -> None:
-        """Stage the whole tree (minus ``unstage``: rejected files stay out of history) and commit it."""
-        self.git.run("add", "-A", what="git add")
-        if unstage and self._has_head():
-            self.git.run("reset", "-q", "--", *unstage, what="git reset")
-        elif unstage:
-            self.git.run("rm", "-q", "--cached", "--", *unstage, what="git rm")
-        if self._has_head() and self.git.run("diff", "--cached", "--quiet", check=False).returncode == 0:
-            return
-        n = self.git.text("diff", "--cached", "--name-only", "-z").count("\0")
-        self.git.run("commit", "-q", "--allow-empty", "-m", f"cmem sync: {n} {what}", what="git commit")
-        self.report["committed"] += n
-
-    def _local_changes(self) -> tuple[list[str], list[str]]:
-        """(added or modified paths, deleted paths) in the tree since the last commit."""
-        changed: list[str] = []
-        deleted: list[str] = []
-        entries = self.git.z_list("status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames")
-        for entry in entries:
-            status, relpath = entry[:2], entry[3:]
-            if "D" in status:
-                deleted.append(relpath)
-            else:
-                changed.append(relpath)
-        return changed, deleted
-
-    def _merge(self, *, first: bool) -> None:
-        """Merge the fetched branch, resolve every conflict, adopt what arrived; undo it all on failure."""
-        target = f"{REMOTE}/{BRANCH}"
-        if self.git.ok("merge-base", "--is-ancestor", target, "HEAD"):
-            return  # nothing new
-        before = self.git.text("rev-parse", "HEAD").strip()
-        try:
-            with self.memory._write(fsync=False, skip_identical=True) as files:
-                args = ["merge", "-q", "--no-edit"]
-                if first:
-                    args.append("--allow-unrelated-histories")
-                merged = self.git.run(*args, target, check=False)
-                copies: list[sync_adopt.Incoming] = []
-                if merged.returncode != 0:
-                    if not self.git.z_list("ls-files", "-u", "-z"):
-                        raise SyncError(f"git merge failed: {_last(merged)}")
-                    conflicts, copies = resolve_conflicts(self.memory, self.git)
-                    self.report["conflicts"] += conflicts
-                    message = f"cmem sync: merge, {len(conflicts)} conflict(s) resolved"
-                    self.git.run("commit", "-q", "--no-edit", "-m", message, what="git commit (merge)")
-                self._adopt_arrivals(files, before, copies)
-        except BaseException:
-            self.git.run("merge", "--abort", check=False)
-            self.git.run("reset", "-q", "--hard", before, check=False)
-            raise
-        self._commit("file(s) written while adopting (conflict copies, moves, normalised files)")
-
-    def _adopt_arrivals(self, files: FileTransaction, before: str, copies: list[sync_adopt.Incoming]) -> None:
-        entries = self.git.z_list("diff", "--name-status", "-z", "--no-renames", before, "HEAD")
-        changed: list[str] = []
-        deleted: list[str] = []
-        for status, relpath in zip(entries[::2], entries[1::2], strict=False):
-            if relpath.endswith(".md"):
-                (deleted if status == "D" else changed).append(relpath)
-        incoming = list(copies)
-        for relpath in changed:
+    # -- staging exactly what cmem wrote ----------------------------------------------------------------
+    def _verified(self, candidates: set[str]) -> tuple[dict[str, bytes], list[str]]:
+        """The candidates whose bytes are exactly what cmem wrote (path -> bytes), and those that are gone
+        while the store holds nothing at their path (deletions cmem made or a person's of an unadopted
+        file). Everything else (a file saved mid-sync, an invalid file) is left out."""
+        store = self.memory.store
+        hashes = store.file_hashes()
+        held = store.record_paths()
+        add: dict[str, bytes] = {}
+        remove: list[str] = []
+        for relpath in sorted(candidates):
             try:
                 data = (self.root / relpath).read_bytes()
-                incoming.append(sync_adopt.parse_file(self.memory, relpath, data))
-            except CmemError as exc:
-                self._reject(relpath, exc.message)
-            except OSError as exc:
-                self._reject(relpath, exc.strerror or str(exc))
-        self._apply(files, incoming, deleted)
+            except FileNotFoundError:
+                if relpath not in held:
+                    remove.append(relpath)
+                continue
+            except OSError:
+                continue
+            ours = relpath == ".gitignore" and self.write_gitignore and GITIGNORE.encode() in data
+            if ours or hashes.get(relpath) == digest.bytes_hash(data):
+                add[relpath] = data
+        return add, remove
 
+    def _stage(self, add: dict[str, bytes], remove: list[str]) -> None:
+        """Put exactly these blobs in the index (and these deletions), then check the index holds them: a
+        file changed between reading and staging gets the blob cmem read, not the new text."""
+        paths = [*add, *remove]
+        if not paths:
+            return
+        self.git.run(
+            "update-index", "--add", "--remove", "-z", "--stdin",
+            input=b"".join(p.encode() + b"\0" for p in paths), what="git update-index",
+        )  # fmt: skip
+        listed = self.git.z_list("ls-files", "-s", "-z") if add else []
+        indexed = {}
+        for entry in listed:
+            info, relpath = entry.split("\t", 1)
+            indexed[relpath] = info.split()[1]
+        for relpath, data in add.items():
+            if indexed.get(relpath) != blob_id(data):
+                blob = self.git.text(
+                    "hash-object", "-w", "--stdin", input=data, what="git hash-object"
+                ).strip()
+                self.git.run(
+                    "update-index",
+                    "--add",
+                    "--cacheinfo",
+                    f"100644,{blob},{relpath}",
+                    what="git update-index",
+                )
+
+    def _stage_and_commit(self, candidates: set[str], what: str) -> set[str]:
+        """Stage the verified candidates and commit them (nothing staged, no commit, unless the branch has
+        none yet). Returns the paths committed."""
+        add, remove = self._verified(candidates)
+        self._stage(add, remove)
+        head = self.head
+        if head is not None and not add and not remove:
+            return set()
+        names = self.git.z_list("diff", "--cached", "--name-only", "-z", *([] if head is None else ["HEAD"]))
+        if head is not None and not names:
+            return set()
+        self.git.run(
+            "commit", "-q", "--allow-empty", "-m", f"cmem sync: {len(names)} {what}", what="git commit"
+        )
+        self.report["committed"] += len(names)
+        self._moved()
+        self._advance_last(head)
+        return set(names)
+
+    def _advance_last(self, parent: str | None) -> None:
+        """The commit just made holds only what the store holds: if its parent was adopted, so is it."""
+        store = self.memory.store
+        if store.get_state(arrivals.LAST_ADOPTED) == parent:
+            with store.db.transaction():
+                store.set_state(arrivals.LAST_ADOPTED, self.head)
+
+    # -- merging ----------------------------------------------------------------------------------------
+    def _merge(self, unstaged: set[str]) -> None:
+        """Merge the fetched branch by uid, commit the result, adopt what arrived; undo it all on failure."""
+        before = self.head
+        if before == self.remote_head:
+            return
+        base = None
+        if before is not None:
+            found = self.git.run("merge-base", "HEAD", TARGET, check=False)
+            base = found.stdout.decode().strip() or None if found.returncode == 0 else None
+            if base == self.remote_head:
+                return  # the remote has nothing this branch lacks
+        fast_forward = base == before
+        try:
+            with self.memory._write(fsync=False, skip_identical=True) as files:
+                if fast_forward:
+                    self.git.run("merge", "-q", "--ff-only", TARGET, what="git merge")
+                else:
+                    self._merge_commit(base)
+                todo = arrivals.pending(self.memory, self.git, self._moved(), ancestor=before)
+                if todo is not None:
+                    self._count(arrivals.adopt_pending(self.memory, files, todo, dirty=unstaged))
+        except BaseException:
+            self.git.run("merge", "--abort", check=False)
+            if before is not None:
+                self.git.run("reset", "-q", "--keep", before, check=False)
+            self._moved()
+            raise
+        self._stage_and_commit(set(files.written) | set(files.to_delete), "file(s) written while adopting")
+
+    def _merge_commit(self, base: str | None) -> None:
+        """`git merge` without rename detection and without committing; every path both sides changed is
+        merged by uid, field by field (``cmem_cli.sync.merge``), staged exactly, and the merge committed."""
+        merged = self.git.run(
+            "merge", "-q", "--no-commit", "--no-ff", "-X", "no-renames", "--allow-unrelated-histories", TARGET,
+            check=False,
+        )  # fmt: skip
+        unmerged = {entry.split("\t", 1)[1] for entry in self.git.z_list("ls-files", "-u", "-z")}
+        if merged.returncode != 0 and not unmerged:
+            raise SyncError(f"git merge failed: {_last(merged)}")
+        both = self._changed_on_both_sides(base) | unmerged
+        conflicts = 0
+        if both:
+            specs = [
+                f"{rev}:{p}" for p in sorted(both) for rev in ((base,) if base else ()) + ("HEAD", TARGET)
+            ]
+            blobs = read_blobs(self.git, specs)
+            add: dict[str, bytes] = {}
+            remove: list[str] = []
+            for relpath in sorted(both):
+                resolution = merge_versions(
+                    self.memory,
+                    relpath,
+                    blobs.get(f"{base}:{relpath}") if base else None,
+                    blobs.get(f"HEAD:{relpath}"),
+                    blobs.get(f"{TARGET}:{relpath}"),
+                )
+                written = self._write_resolution(resolution)
+                for path, data in written.items():
+                    if data is None:
+                        remove.append(path)
+                    else:
+                        add[path] = data
+                if resolution.conflict is not None:
+                    self.report["conflicts"].append(resolution.conflict)
+                    conflicts += 1
+            self._stage(add, remove)
+        if self.git.z_list("ls-files", "-u", "-z"):
+            raise SyncError("git merge left unresolved paths; nothing committed")
+        message = f"cmem sync: merge, {conflicts} conflict(s) resolved"
+        self.git.run("commit", "-q", "--no-edit", "-m", message, what="git commit (merge)")
+
+    def _changed_on_both_sides(self, base: str | None) -> set[str]:
+        def changed(rev: str) -> set[str]:
+            if base is None:
+                return set(self.git.z_list("ls-tree", "-r", "-z", "--name-only", rev))
+            return set(self.git.z_list("diff", "--name-only", "-z", "--no-renames", base, rev))
+
+        return changed("HEAD") & changed(TARGET)
+
+    def _write_resolution(self, resolution: Any) -> dict[str, bytes | None]:
+        """Write a merged path and its conflict copies into the tree (plain atomic writes: they become the
+        merge's commit, and the adoption that follows journals its own rewrites over them)."""
+        from cmem_export import layout
+
+        written: dict[str, bytes | None] = {}
+        for relpath, data in [(resolution.relpath, resolution.data), *resolution.copies]:
+            path = layout.resolve_inside(self.root, relpath)
+            if data is None:
+                if atomic.remove_file(path):
+                    atomic.prune_empty_dirs(path.parent, self.root)
+            else:
+                atomic.ensure_dir(path.parent, self.root)
+                atomic.atomic_write_bytes(path, data)
+            written[relpath] = data
+        return written
+
+    # -- pushing ----------------------------------------------------------------------------------------
     def _push(self) -> bool:
         """Push; False when the remote moved on meanwhile (fetch and merge again), SyncError if refused."""
-        if self.git.ok("rev-parse", "-q", "--verify", f"refs/remotes/{REMOTE}/{BRANCH}") and self.git.ok(
-            "merge-base", "--is-ancestor", "HEAD", f"{REMOTE}/{BRANCH}"
-        ):
-            return True  # the remote already has everything
+        head = self.head
+        if head is None or head == self.remote_head:
+            return True  # nothing to push
         proc = self.git.run("push", "-q", REMOTE, f"HEAD:refs/heads/{BRANCH}", check=False)
         if proc.returncode == 0:
             self.report["pushed"] = True
+            self.remote_head = head
             return True
         message = proc.stderr.decode("utf-8", "replace")
         if "[rejected]" in message and ("fetch first" in message or "non-fast-forward" in message):
@@ -278,13 +497,19 @@ class Syncer:
 
 
 def _last(proc: Any) -> str:
-    from cmem_cli.sync.git import last_line
+    from cmem_cli.services.gitrepo import last_line
 
     return last_line(proc.stderr or proc.stdout)
 
 
-def run_sync(memory: Memory, url: str | None = None) -> dict[str, Any]:
-    """`cmem sync [init URL]` under the sync lock."""
+def run_sync(
+    memory: Memory, url: str | None = None, *, report: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """`cmem sync [init URL]` under the sync lock. ``report``: a dict the run fills in as it goes, so a
+    caller can still say what was done when the sync fails half-way."""
     with sync_lock(memory.config.home):
         syncer = Syncer(memory)
+        if report is not None:
+            report.update(syncer.report)
+            syncer.report = report
         return syncer.init(url) if url is not None else syncer.sync()

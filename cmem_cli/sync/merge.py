@@ -1,160 +1,216 @@
-"""Resolving git merge conflicts in the export tree without a person and without conflict markers.
+"""Merging two machines' versions of a memory by uid, field by field, without a person and without markers.
 
-Two machines that changed the same observation both keep their text: the later edit (by its
-``updated_at``) stays the observation, the other becomes a conflict copy with a new uid, linked
-``related`` to it. An edit on one side and a forget (deletion) on the other keeps the edit.
+For every file both sides changed since their common commit, the three versions (the base, this
+machine's, the remote's) are read back into records and merged field by field: a field only one side
+changed takes that side's value; a field both changed to the same value is that value (identical edits
+make no copy); a field both changed differently keeps the later edit's value (by ``updated_at``) and
+the earlier side is kept whole as a new observation titled ``… (conflict copy)``, linked ``related`` to
+the one kept. Links merge as sets. The result is written in cmem's own form, so no file ever holds
+conflict markers. git's rename detection is never involved: a file keeps its name for life, so one
+memory is one path on every machine.
+
+An edit on one side and a forget (deletion) on the other keeps the edit. A side that cannot be read as a
+memory loses to one that can; the unreadable text is kept beside it as ``<name>.conflict.md`` (it came
+from a commit already, so nothing new leaves the machine) and reported.
 """
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
 from typing import Any
 
 from cmem_cli.core.errors import CmemError
-from cmem_cli.core.ids import new_uid
+from cmem_cli.services.arrivals import Incoming, conflict_copy, parse_file
+from cmem_cli.services.gitrepo import Git
 from cmem_cli.services.writes import Memory
-from cmem_cli.store.records import MAX_TITLE
-from cmem_cli.sync import adopt as sync_adopt
-from cmem_cli.sync.git import Git
-from cmem_export import atomic, layout
-
-COPY_SUFFIX = " (conflict copy)"
+from cmem_export import layout, markdown
 
 
-def unmerged(git: Git) -> dict[str, dict[int, str]]:
-    """Conflicted path -> {stage: blob} (1 base, 2 this machine, 3 the remote)."""
-    paths: dict[str, dict[int, str]] = {}
-    for entry in git.z_list("ls-files", "-u", "-z"):
-        info, relpath = entry.split("\t", 1)
-        _mode, blob, stage = info.split()
-        paths.setdefault(relpath, {})[int(stage)] = blob
-    return paths
+@dataclass
+class Resolution:
+    """What one path becomes: its bytes (None: deleted), the conflict copies to add beside it, and the
+    conflict to report (None: the sides merged cleanly)."""
+
+    relpath: str
+    data: bytes | None
+    copies: list[tuple[str, bytes]] = field(default_factory=list)
+    conflict: dict[str, Any] | None = None
 
 
-def resolve_conflicts(memory: Memory, git: Git) -> tuple[list[dict[str, Any]], list[sync_adopt.Incoming]]:
-    """Resolve every conflicted path in the working tree and stage it.
-
-    Returns the conflicts (for the report) and the conflict copies to adopt with the merge's arrivals.
-    """
-    conflicts: list[dict[str, Any]] = []
-    copies: list[sync_adopt.Incoming] = []
-    for relpath, stages in sorted(unmerged(git).items()):
-        ours = git.run("cat-file", "blob", stages[2]).stdout if 2 in stages else None
-        theirs = git.run("cat-file", "blob", stages[3]).stdout if 3 in stages else None
-        path = layout.resolve_inside(memory.export_root, relpath)
-        if ours is None or theirs is None:
-            kept = ours if ours is not None else theirs
-            if kept is not None:
-                _write(path, kept)
-            conflicts.append(
-                {"path": relpath, "resolution": "edited on one machine, forgotten on the other: edit kept"}
-            )
-        elif not relpath.endswith(".md"):
-            _write(path, ours)
-            conflicts.append(
-                {"path": relpath, "resolution": "not an observation: this machine's version kept"}
-            )
-        else:
-            winner, loser = _order(memory, relpath, ours, theirs)
-            _write(path, winner[0])
-            copy = _conflict_copy(loser[1], winner[1])
-            if copy is not None:
-                copies.append(copy)
-                conflicts.append(
-                    {"path": relpath, "resolution": "both machines edited it: later edit kept, other kept as a copy",
-                     "copy_uid": copy.uid}
-                )  # fmt: skip
-            else:
-                raw = path.with_name(path.stem + ".conflict.md")
-                _write(raw, loser[0])
-                conflicts.append(
-                    {"path": relpath, "resolution": f"unreadable side kept as {raw.name} (not adopted)"}
-                )
-        git.run("add", "-A", "--", relpath, what="git add (resolved conflict)")
-    if copies or conflicts:
-        git.run("add", "-A", what="git add (conflict copies)")
-    return conflicts, copies
+def read_blobs(git: Git, specs: list[str]) -> dict[str, bytes | None]:
+    """``rev:path`` -> the blob's bytes (None when there is none), with one ``git cat-file`` process."""
+    if not specs:
+        return {}
+    proc = git.run(
+        "cat-file", "--batch", input=("\n".join(specs) + "\n").encode("utf-8"), what="git cat-file"
+    )
+    out, pos = proc.stdout, 0
+    found: dict[str, bytes | None] = {}
+    for spec in specs:
+        end = out.index(b"\n", pos)
+        header = out[pos:end].decode("utf-8", "replace")
+        pos = end + 1
+        if header.endswith(" missing") or header.endswith(" ambiguous"):
+            found[spec] = None
+            continue
+        _sha, kind, size = header.rsplit(" ", 2)
+        data = out[pos : pos + int(size)]
+        pos += int(size) + 1
+        found[spec] = data if kind == "blob" else None
+    return found
 
 
-def _write(path: Any, data: bytes) -> None:
-    atomic.atomic_write_bytes(path, data)  # exact bytes: an unreadable side is kept as it was
-
-
-def _parse(memory: Memory, relpath: str, data: bytes) -> sync_adopt.Incoming | None:
+def _parse(memory: Memory, relpath: str, data: bytes | None) -> Incoming | None:
+    if data is None:
+        return None
     try:
-        return sync_adopt.parse_file(memory, relpath, data)
+        return parse_file(memory, relpath, data)
     except CmemError:
         return None
 
 
-def _order(
-    memory: Memory, relpath: str, ours: bytes, theirs: bytes
-) -> tuple[tuple[bytes, Any], tuple[bytes, Any]]:
-    """(winner, loser) as (bytes, parsed or None): the later edit wins; a readable side beats a broken
-    one; the same choice on every machine (ties go to the larger text)."""
+def merge_versions(
+    memory: Memory, relpath: str, base: bytes | None, ours: bytes | None, theirs: bytes | None
+) -> Resolution:
+    """Merge one path's three versions (None: absent on that side)."""
+    if ours == theirs:
+        return Resolution(relpath, ours)
+    if ours is None or theirs is None:
+        kept = ours if ours is not None else theirs
+        return Resolution(
+            relpath,
+            kept,
+            conflict={
+                "path": relpath,
+                "resolution": "edited on one machine, forgotten on the other: edit kept",
+            },
+        )
+    if not relpath.endswith(".md"):
+        return Resolution(
+            relpath,
+            ours,
+            conflict={"path": relpath, "resolution": "not a memory: this machine's version kept"},
+        )
     a, b = _parse(memory, relpath, ours), _parse(memory, relpath, theirs)
-
-    def rank(item: sync_adopt.Incoming | None, data: bytes) -> tuple[int, int, bytes]:
-        return (item is not None, (item.updated_at or 0) if item else 0, data)
-
-    if rank(a, ours) >= rank(b, theirs):
-        return (ours, a), (theirs, b)
-    return (theirs, b), (ours, a)
-
-
-def _conflict_copy(
-    loser: sync_adopt.Incoming | None, winner: sync_adopt.Incoming | None
-) -> sync_adopt.Incoming | None:
-    """The losing text as a new observation (or summary) with its own uid, linked to the winner."""
-    if loser is None or winner is None:
-        return None
-    record = dict(loser.record)
-    record["uid"] = new_uid(record.get("created_at") or 0)
-    if loser.kind == "summary":
-        return sync_adopt.Incoming("summary", record)
-    title = record["title"]
-    if not title.endswith(COPY_SUFFIX):
-        record["title"] = title[: MAX_TITLE - len(COPY_SUFFIX)] + COPY_SUFFIX
-    record["key"] = None  # the key stays with the observation
-    links = [*loser.links, {"type": "related", "uid": winner.uid}]
-    return sync_adopt.Incoming("observation", record, links=links, updated_at=loser.updated_at)
+    if a is None or b is None:
+        return _unreadable(relpath, (ours, a), (theirs, b))
+    if a.kind != b.kind or a.uid != b.uid:  # two memories at one path (cannot happen with uid tails)
+        winner, loser = _order(a, b)
+        copy = conflict_copy(loser, winner.uid or "")
+        return Resolution(
+            relpath, render(memory, winner, relpath), [_copy_file(memory, copy)],
+            {"path": relpath, "resolution": "two memories at one path: later kept, other kept as a copy", "copy_uid": copy.uid},
+        )  # fmt: skip
+    old = _parse(memory, relpath, base)
+    if old is not None and (old.kind != a.kind or old.uid != a.uid):
+        old = None
+    merged, clashes = merge_records(old, a, b)
+    if not clashes:
+        return Resolution(relpath, render(memory, merged, relpath))
+    _winner, loser = _order(a, b)
+    copy = conflict_copy(loser, a.uid or "")
+    fields = ", ".join(sorted(clashes))
+    return Resolution(
+        relpath, render(memory, merged, relpath), [_copy_file(memory, copy)],
+        {"path": relpath, "resolution": f"both machines changed {fields}: later edit kept, other kept as a copy",
+         "copy_uid": copy.uid},
+    )  # fmt: skip
 
 
-def split_duplicates(
-    incoming: list[sync_adopt.Incoming],
-) -> tuple[list[sync_adopt.Incoming], list[dict[str, Any]]]:
-    """Two arriving files with one uid (a rename on one machine, an edit on the other): keep the later,
-    turn the other into a conflict copy."""
-    by_uid: dict[str, list[sync_adopt.Incoming]] = {}
-    out: list[sync_adopt.Incoming] = []
-    for item in incoming:
-        if item.uid and item.kind == "observation":
-            by_uid.setdefault(item.uid, []).append(item)
+def _rank(item: Incoming) -> tuple[int, str]:
+    """Later edit first; ties (summaries carry no edit time) go to the larger text, on every machine alike."""
+    return (item.updated_at or 0, json.dumps([item.record, item.links], sort_keys=True, default=str))
+
+
+def _order(a: Incoming, b: Incoming) -> tuple[Incoming, Incoming]:
+    return (a, b) if _rank(a) >= _rank(b) else (b, a)
+
+
+def merge_records(base: Incoming | None, ours: Incoming, theirs: Incoming) -> tuple[Incoming, set[str]]:
+    """The field-by-field merge of two versions of one memory; returns it and the fields both changed
+    differently (where the later edit's value was taken)."""
+    later = _order(ours, theirs)[0]
+    before = base.record if base is not None else {}
+    record: dict[str, Any] = {}
+    clashes: set[str] = set()
+    for key in sorted(set(ours.record) | set(theirs.record)):
+        mine, other = ours.record.get(key), theirs.record.get(key)
+        if mine == other:
+            record[key] = mine
+        elif base is not None and mine == before.get(key):
+            record[key] = other
+        elif base is not None and other == before.get(key):
+            record[key] = mine
         else:
-            out.append(item)
-    conflicts = []
-    for items in by_uid.values():
-        items.sort(key=lambda i: (i.updated_at or 0, i.relpath or ""), reverse=True)
-        winner = items[0]
-        out.append(winner)
-        for loser in items[1:]:
-            out_item = None if _content(loser) == _content(winner) else _conflict_copy(loser, winner)
-            if loser.relpath:
-                out.append(_Removal(loser.relpath))
-            if out_item is not None:
-                out.append(out_item)
-                conflicts.append(
-                    {"path": loser.relpath, "resolution": "renamed on one machine, edited on the other: "
-                     "later edit kept, other kept as a copy", "copy_uid": out_item.uid}
-                )  # fmt: skip
-    return out, conflicts
+            record[key] = later.record.get(key)
+            clashes.add(key)
+    times = [t for t in (ours.updated_at, theirs.updated_at) if t]
+    merged = Incoming(ours.kind, record, relpath=ours.relpath, updated_at=max(times) if times else None)
+    merged.links = _merge_links(base.links if base is not None else None, ours.links, theirs.links)
+    return merged, clashes
 
 
-def _content(item: sync_adopt.Incoming) -> dict[str, Any]:
-    return {k: v for k, v in item.record.items() if k not in ("created_at",)}
+def _merge_links(
+    base: list[dict[str, Any]] | None, ours: list[dict[str, Any]], theirs: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """Links as sets: kept if both sides keep them, added if either adds, removed if either removes."""
+
+    def keys(links: list[dict[str, Any]]) -> set[tuple[str, str]]:
+        return {(link["type"], link["uid"]) for link in links}
+
+    mine, other = keys(ours), keys(theirs)
+    old = keys(base) if base is not None else mine & other
+    wanted = (mine & other) | (mine - old) | (other - old)
+    shown = {(link["type"], link["uid"]): link for link in [*theirs, *ours]}
+    return [shown[key] for key in sorted(wanted)]
 
 
-class _Removal(sync_adopt.Incoming):
-    """A duplicate file to delete (its text lives on in the winner or a copy)."""
+def render(memory: Memory, item: Incoming, relpath: str) -> bytes:
+    """The file cmem would write for ``item`` at ``relpath`` (links name their targets as this store
+    knows them, else as the merged files showed them)."""
+    record = dict(item.record)
+    if item.kind == "summary":
+        return markdown.render_summary(record).encode("utf-8")
+    record["updated_at"] = item.updated_at or record.get("updated_at")
+    base = PurePosixPath(relpath).parent
+    links = []
+    for link in item.links:
+        target = memory.store.observation_by_uid(link["uid"])
+        if target is not None and target.get("path"):
+            import os.path
 
-    def __init__(self, relpath: str):
-        super().__init__("removal", {}, relpath=relpath)
+            title, href = (
+                target["title"],
+                PurePosixPath(os.path.relpath(target["path"], str(base) or ".")).as_posix(),
+            )
+        else:
+            title, href = link.get("title") or link["uid"], link.get("href") or ""
+        links.append({"type": link["type"], "uid": link["uid"], "title": title, "href": href})
+    links.sort(key=lambda link: (link["type"], link["uid"]))
+    return markdown.render_observation(record, links).encode("utf-8")
+
+
+def _copy_file(memory: Memory, copy: Incoming) -> tuple[str, bytes]:
+    record = copy.record
+    if copy.kind == "summary":
+        relpath = layout.summary_relpath(record)
+    else:
+        relpath = layout.observation_relpath({**record, "created_at": record.get("created_at") or 0})
+    return relpath, render(memory, copy, relpath)
+
+
+def _unreadable(
+    relpath: str, ours: tuple[bytes, Incoming | None], theirs: tuple[bytes, Incoming | None]
+) -> Resolution:
+    """A side that is no memory: the readable one stays (else the larger), the other beside it, reported."""
+    (kept, _), (other, _) = sorted(
+        (ours, theirs), key=lambda side: (side[1] is not None, side[0]), reverse=True
+    )
+    path = PurePosixPath(relpath)
+    aside = str(path.with_name(path.stem + ".conflict.md"))
+    return Resolution(
+        relpath, kept, [(aside, other)],
+        {"path": relpath, "resolution": f"unreadable side kept as {PurePosixPath(aside).name} (not adopted)"},
+    )  # fmt: skip

@@ -16,6 +16,7 @@ from typing import Annotated, Any
 import typer
 
 from cmem_cli.cli.commands.common import JsonOpt
+from cmem_cli.cli.guard import failure
 from cmem_cli.cli.invocation import open_api
 from cmem_cli.cli.render import escape_control, write
 from cmem_cli.core.errors import EXIT_INVALID
@@ -38,8 +39,14 @@ def _local(memory: Any, as_json: bool) -> None:
 
 
 def _print_git_report(report: dict[str, Any], as_json: bool) -> None:
+    code = EXIT_INVALID if report["rejected"] else 0
     if as_json:
-        write(json.dumps(report, ensure_ascii=False, indent=2) + "\n")
+        write(
+            json.dumps(
+                {**report, "ok": code == 0, "exit_code": code, "error": None}, ensure_ascii=False, indent=2
+            )
+            + "\n"
+        )
     for item in report["rejected"]:
         print(f"cmem: {escape_control(item['path'])}: {escape_control(item['reason'])}", file=sys.stderr)
     for item in report["conflicts"]:
@@ -53,8 +60,29 @@ def _print_git_report(report: dict[str, Any], as_json: bool) -> None:
             + (", pushed" if report["pushed"] else ""),
             file=sys.stderr,
         )
-    if report["rejected"]:
-        raise typer.Exit(EXIT_INVALID)
+    if code:
+        raise typer.Exit(code)
+
+
+def _run_git_sync(memory: Any, url: str | None, as_json: bool) -> None:
+    """Run the git sync; with ``--json`` a failure still prints a result object (what was done before it,
+    the error and the exit code) before the one-line error on stderr."""
+    from cmem_cli.sync.gitsync import run_sync
+
+    report: dict[str, Any] = {}
+    try:
+        report = run_sync(memory.service, url, report=report)  # works inside the write service's transaction
+    except Exception as exc:
+        if as_json:
+            message, code = failure(exc)
+            write(
+                json.dumps(
+                    {**report, "ok": False, "exit_code": code, "error": message}, ensure_ascii=False, indent=2
+                )
+                + "\n"
+            )
+        raise
+    _print_git_report(report, as_json)
 
 
 @sync_app.callback()
@@ -62,12 +90,14 @@ def sync(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     """Adopt what changed in the export tree (edited files update, new files add, deleted files forget);
     with a git remote (`cmem sync init URL`) also commit, fetch, merge, adopt what arrived and push.
 
-    Safe to repeat and to run from cron. Conflicts need no person: the later edit stays, the other text
-    is kept as a linked conflict copy; an edit beats a forget. Exit 4 when a file could not be adopted
-    (reported by path, left untouched), 9 when git fails (remote unreachable or refusing the push)."""
+    Safe to repeat and to run from cron. Conflicts need no person: concurrent edits of different fields
+    merge; where both machines changed one field the later edit stays and the other text is kept as a
+    linked conflict copy; an edit beats a forget. Exit 4 when a file could not be adopted (reported by
+    path, left untouched, on every sync until fixed), 9 when git fails (remote unreachable or refusing
+    the push); `--json` prints a result object on failure too."""
     if ctx.invoked_subcommand is not None:
         return
-    from cmem_cli.sync.gitsync import is_connected, run_sync
+    from cmem_cli.sync.gitsync import is_connected
     from cmem_cli.team import teamsync
 
     with open_api(write=True) as memory:
@@ -75,11 +105,10 @@ def sync(ctx: typer.Context, as_json: JsonOpt = False) -> None:
             report = teamsync.sync(memory.service)
             _print_team_report(report, as_json)
             return
-        if not is_connected(memory.export_dir):
+        if not is_connected(memory.service.config.home, memory.export_dir):
             _local(memory, as_json)
             return
-        report = run_sync(memory.service)  # git sync works inside the write service's file transaction
-    _print_git_report(report, as_json)
+        _run_git_sync(memory, None, as_json)
 
 
 def _print_team_report(report: dict[str, Any], as_json: bool) -> None:
@@ -130,15 +159,15 @@ def sync_init(
     as_json: JsonOpt = False,
 ) -> None:
     """Connect to a remote: a PostgreSQL team database (its schema made if needed, every memory pushed,
-    the others' pulled) or a git remote (its history adopted, or pushed to when empty)."""
+    the others' pulled) or a git remote (its history started from and adopted, or pushed to when empty)."""
     from cmem_cli.core.errors import UsageError
-    from cmem_cli.sync.gitsync import is_connected, run_sync
+    from cmem_cli.sync.gitsync import is_connected
     from cmem_cli.team import teamsync
     from cmem_cli.team.url import is_team_url
 
     with open_api(write=True) as memory:
         if is_team_url(url):
-            if is_connected(memory.export_dir):
+            if is_connected(memory.service.config.home, memory.export_dir):
                 raise UsageError("this home already syncs through git; a home has one remote")
             report = teamsync.init(memory.service, url, projects=project or [], machine=machine)
             _print_team_report(report, as_json)
@@ -147,8 +176,7 @@ def sync_init(
             raise UsageError("--project and --machine are for a team database (postgresql://...)")
         if teamsync.remote(memory.service) is not None:
             raise UsageError("this home already syncs with a team database; a home has one remote")
-        report = run_sync(memory.service, url)
-    _print_git_report(report, as_json)
+        _run_git_sync(memory, url, as_json)
 
 
 def register(app: typer.Typer) -> None:

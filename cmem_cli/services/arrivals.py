@@ -1,0 +1,410 @@
+"""Adopting what git brought into the export tree, all or nothing, and knowing what is still to adopt.
+
+git says exactly which files changed between two commits, so adoption works on that list: the commits
+since the last one whose changes the store adopted (``sync.last_adopted``, in the store's ``state``
+table, written in the same transaction as the adoption) up to HEAD. Whatever point a sync dies at (after
+`git merge`, after the merge's commit, while a new machine joins), the next sync, or ``doctor --fix``,
+adopts ``last..HEAD`` and so converges; a file that equals what cmem last wrote at its path is already
+adopted and is not read again.
+
+Each file is read and validated first (size, encoding, front matter, the same rules as `cmem add`,
+redaction included) with the tree's own reader (``cmem_export.reading``); invalid ones are reported by
+path and change nothing (and are reported again on every sync, ``sync.rejected``, until fixed or
+removed); the valid ones are written to the store inside the caller's transaction and re-exported, so
+the store and the tree agree. What this module adds for git: identity by uid only (ids are local), an
+edit's ``updated_at`` kept from the file (so a later sync does not see the adoption as a new edit), links
+to uids not here yet kept rather than dropped, and deletions by path.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+from typing import Any
+
+from cmem_cli.core.errors import CmemError, InvalidInput
+from cmem_cli.core.fields import LINKS_MARKER, SUMMARY_FIELDS
+from cmem_cli.core.ids import derived_uid
+from cmem_cli.core.timeutil import now_ms
+from cmem_cli.services.gitrepo import Git
+from cmem_cli.services.writes import FileTransaction, Memory
+from cmem_cli.store.records import MAX_TITLE, parse_link
+from cmem_export import digest, reading
+
+LAST_ADOPTED = "sync.last_adopted"  # state key: the last commit whose changes are in the store
+REJECTED = "sync.rejected"  # state key: {path: reason} of arrived files that cannot be adopted
+COPY_SUFFIX = " (conflict copy)"
+_SHOWN_LINK = re.compile(r"^- ([a-z_]+): \[(.*)\]\((.*)\)$")
+
+
+class Incoming:
+    """One observation or summary to write: its validated record, links by uid, and times to keep."""
+
+    def __init__(
+        self,
+        kind: str,
+        record: dict[str, Any],
+        *,
+        relpath: str | None = None,
+        links: list[dict[str, Any]] | None = None,
+        updated_at: int | None = None,
+    ):
+        self.kind = kind
+        self.record = record
+        self.relpath = relpath
+        self.links = links or []
+        self.updated_at = updated_at
+
+    @property
+    def uid(self) -> str | None:
+        return self.record.get("uid")
+
+
+def parse_file(memory: Memory, relpath: str, data: bytes, *, keep_times: bool = True) -> Incoming:
+    """Validate one file with the tree's own reader (``cmem_export.reading``, as local adoption uses);
+    InvalidInput names the first problem. Nothing is written.
+
+    ``keep_times``: keep the file's ``updated_at`` (an edit made on another machine keeps its time)."""
+    try:
+        parsed = reading.parse_file(reading.decode(data), relpath)
+    except reading.UnreadableFile as exc:
+        raise InvalidInput(str(exc)) from None
+    record = dict(parsed.record)
+    if not record.get("project"):
+        if len(PurePosixPath(relpath).parts) < 2:
+            raise InvalidInput("outside any project folder (and no project: in front matter)")
+        record["project"] = PurePosixPath(relpath).parts[0]
+    record["uid"] = parsed.uid
+    updated = parsed.restore.get("updated_at") if keep_times else None
+    if parsed.kind == "summary":
+        if not record.get("session") or not parsed.uid:
+            raise InvalidInput("a summary needs a session and a uid")
+        values = memory.prepare_summary({k: record.get(k) for k in SUMMARY_FIELDS})
+        record.update(values, agent=record.get("agent") or "cli")
+        return Incoming("summary", record, relpath=relpath)
+    links = [parse_link(link) for link in record.pop("links", None) or [] if link.get("uid")]
+    shown = _shown_links(data)
+    for link, (link_type, title, href) in zip(links, shown, strict=False):
+        if link_type == link["type"]:  # what the file shows for a target this store may not hold yet
+            link.update(title=title, href=href)
+    prepared = memory.prepare({k: v for k, v in record.items() if v is not None})
+    return Incoming("observation", prepared, relpath=relpath, links=links, updated_at=updated)
+
+
+def _shown_links(data: bytes) -> list[tuple[str, str, str]]:
+    """(type, title, href) of each ``- type: [title](href)`` line under the file's links marker."""
+    text = data.decode("utf-8", "replace")
+    at = text.find(LINKS_MARKER)
+    if at == -1:
+        return []
+    return [(m[1], m[2], m[3]) for line in text[at:].split("\n") if (m := _SHOWN_LINK.match(line))]
+
+
+def apply(
+    memory: Memory, files: FileTransaction, incoming: list[Incoming], deleted: list[str]
+) -> dict[str, Any]:
+    """Write ``incoming`` and forget what was at the ``deleted`` paths, inside the caller's transaction.
+
+    A deleted path whose uid arrives again under another name (a file moved with plain git) is a move,
+    not a forget: the observation follows the file to where git put it.
+    """
+    store = memory.store
+    notes: list[str] = []
+    arriving = {item.uid for item in incoming if item.uid}
+    # a file that names its uid lives where git put it (its name was fixed where it was made); one
+    # without (a person's, committed with plain git) gets its standard name here
+    named = {id(item) for item in incoming if item.uid and item.relpath}
+    rows: list[tuple[Incoming, dict[str, Any]]] = []
+    refresh: set[int] = set()  # observations whose file shows another one's title or path
+    for item in incoming:
+        if item.kind == "removal":  # a duplicate file whose text lives on elsewhere
+            if item.relpath:
+                files.delete_after_commit(item.relpath)
+        elif item.kind == "summary":
+            _write_summary(memory, files, item)
+        else:
+            before = store.observation_by_uid(item.uid) if item.uid else None
+            row = _upsert_observation(memory, item, notes)
+            if before is not None and before["title"] != row["title"]:
+                refresh.update(link["id"] for link in store.links_to(row["id"]))
+            rows.append((item, row))
+    for item, row in rows:  # links last: their targets may have arrived in the same batch
+        for link in store.links_from(row["id"]):
+            store.remove_link(row["id"], link["id"], link["type"])
+        store.clear_pending_links_from(row["id"])
+        for link in item.links:
+            target = store.observation_by_uid(link["uid"])
+            if target is None:  # not here (yet): kept, never dropped (dropping would travel)
+                store.add_pending_link(
+                    row["id"], link["uid"], link["type"], link.get("title"), link.get("href")
+                )
+            elif target["id"] != row["id"]:
+                store.add_link(row["id"], target["id"], link["type"])
+    for _item, row in rows:  # links that were waiting for one of these
+        for from_id, link_type in store.take_pending_links_to(row["uid"]):
+            if store.find_observation(from_id) is not None and from_id != row["id"]:
+                store.add_link(from_id, row["id"], link_type)
+                refresh.add(from_id)
+    forgotten = 0
+    for _relpath, (kind, uid) in store.uids_at_paths(deleted).items():
+        if uid in arriving:
+            continue
+        if kind == "summary":
+            summary = store.summary_by_uid(uid)
+            if summary is not None:
+                store.delete_summary(summary["id"])
+        else:
+            gone = store.observation_by_uid(uid)
+            if gone is None:
+                continue
+            refresh.update(link["id"] for link in store.links_to(gone["id"]))
+            store.delete_observation(gone["id"])
+        forgotten += 1
+    exported = {row["id"] for _, row in rows}
+    for item, row in rows:
+        fresh = store.get_observation(row["id"])
+        fresh = memory._export_observation(fresh, files, relpath=item.relpath if id(item) in named else None)
+        if item.relpath and item.relpath != fresh["path"]:
+            files.delete_after_commit(item.relpath)
+    for item, row in rows:  # links name paths: write linking files again once every target has moved
+        if item.links:
+            memory._export_observation(store.get_observation(row["id"]), files)
+    for obs_id in sorted(refresh - exported):
+        referrer = store.find_observation(obs_id)
+        if referrer is not None:
+            memory._export_observation(referrer, files)
+    return {"adopted": len(rows), "forgotten": forgotten, "notes": notes}
+
+
+def _upsert_observation(memory: Memory, item: Incoming, notes: list[str]) -> dict[str, Any]:
+    store = memory.store
+    record = dict(item.record)
+    record.pop("links", None)
+    existing = store.observation_by_uid(record["uid"]) if record.get("uid") else None
+    # The write service's key rule (Memory.check_key); a merge cannot refuse another machine's file, so
+    # the key is dropped instead, with a note.
+    clash = store.key_holder(
+        record["project"], record.get("key"), besides=existing["id"] if existing else None
+    )
+    if clash is not None:
+        notes.append(f"{item.relpath}: key {record['key']!r} is taken here by {clash['uid']}; dropped")
+        record["key"] = None
+    if record.get("session"):
+        store.ensure_session(
+            record["session"], agent=record["agent"], project=record["project"], at=record.get("created_at")
+        )
+    if existing is not None:
+        return store.update_observation(existing["id"], record, updated_at=item.updated_at)
+    record["created_at"] = record.get("created_at") or now_ms()
+    return store.insert_observation(record, updated_at=item.updated_at)
+
+
+def _write_summary(memory: Memory, files: FileTransaction, item: Incoming) -> None:
+    store = memory.store
+    record = item.record
+    existing = store.summary_by_uid(record["uid"])
+    store.ensure_session(record["session"], agent=record["agent"], project=record["project"])
+    if existing is not None:
+        store.update_summary(existing["id"], record)
+        summary_id = existing["id"]
+    else:
+        summary_id = store.insert_summary(record)["id"]
+    row = memory.export_summary(store.get_summary(summary_id), files, relpath=item.relpath)
+    if item.relpath and item.relpath != row["path"]:
+        files.delete_after_commit(item.relpath)
+
+
+# -- conflict copies ---------------------------------------------------------------------------------------
+def conflict_copy(loser: Incoming, winner_uid: str) -> Incoming:
+    """The losing text as a new observation (or summary) linked ``related`` to the one kept. Its uid is
+    derived from the text and the winner, so two machines (or a sync run again after a kill) that make
+    the same copy make one file, not two."""
+    record = dict(loser.record)
+    created = record.get("created_at") or 0
+    seed = json.dumps([winner_uid, loser.kind, _content(loser), loser.links], sort_keys=True, default=str)
+    record["uid"] = derived_uid(created, seed)
+    if loser.kind == "summary":
+        return Incoming("summary", record)
+    title = record["title"]
+    if not title.endswith(COPY_SUFFIX):
+        record["title"] = title[: MAX_TITLE - len(COPY_SUFFIX)] + COPY_SUFFIX
+    record["key"] = None  # the key stays with the observation
+    links = [
+        *(link for link in loser.links if link["uid"] != winner_uid),
+        {"type": "related", "uid": winner_uid},
+    ]
+    return Incoming("observation", record, links=links, updated_at=loser.updated_at)
+
+
+def _content(item: Incoming) -> dict[str, Any]:
+    return {k: v for k, v in item.record.items() if k not in ("uid",)}
+
+
+def split_duplicates(incoming: list[Incoming]) -> tuple[list[Incoming], list[dict[str, Any]]]:
+    """Two arriving files with one uid (one moved or copied with plain git, the other edited): keep the
+    later, turn the other into a conflict copy (none when both say the same)."""
+    by_uid: dict[str, list[Incoming]] = {}
+    out: list[Incoming] = []
+    for item in incoming:
+        if item.uid and item.kind == "observation":
+            by_uid.setdefault(item.uid, []).append(item)
+        else:
+            out.append(item)
+    conflicts = []
+    for uid, items in by_uid.items():
+        items.sort(key=lambda i: (i.updated_at or 0, i.relpath or ""), reverse=True)
+        winner = items[0]
+        out.append(winner)
+        for loser in items[1:]:
+            same = {k: v for k, v in _content(loser).items() if k != "created_at"} == {
+                k: v for k, v in _content(winner).items() if k != "created_at"
+            }
+            if loser.relpath:
+                out.append(Incoming("removal", {}, relpath=loser.relpath))
+            if not same:
+                copy = conflict_copy(loser, uid)
+                out.append(copy)
+                conflicts.append(
+                    {"path": loser.relpath, "resolution": "two files with one uid: later edit kept, "
+                     "other kept as a copy", "copy_uid": copy.uid}
+                )  # fmt: skip
+    return out, conflicts
+
+
+# -- what git brought since the last adoption ----------------------------------------------------------
+def head_of(git: Git) -> str | None:
+    """HEAD's commit, or None before the first commit."""
+    proc = git.run("rev-parse", "-q", "--verify", "HEAD^{commit}", check=False)
+    return proc.stdout.decode().strip() or None if proc.returncode == 0 else None
+
+
+@dataclass
+class Pending:
+    """The changes of ``last..head`` not yet adopted (``whole_tree``: no usable ``last``, so every file
+    of ``head`` is looked at, and nothing is forgotten)."""
+
+    last: str | None
+    head: str
+    changed: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    whole_tree: bool = False
+
+
+def pending(
+    memory: Memory, git: Git, head: str | None = None, *, ancestor: str | None = None
+) -> Pending | None:
+    """What git brought that the store has not adopted; None when it is up to date. ``ancestor``: a
+    commit the caller knows ``head`` descends from (no need to ask git)."""
+    head = head or head_of(git)
+    if head is None:
+        return None
+    last = memory.store.get_state(LAST_ADOPTED)
+    if last == head:
+        return None
+    if last and (last == ancestor or git.ok("merge-base", "--is-ancestor", last, head)):
+        entries = git.z_list("diff", "--name-status", "-z", "--no-renames", last, head)
+        found = Pending(last, head)
+        for status, relpath in zip(entries[::2], entries[1::2], strict=False):
+            if relpath.endswith(".md"):
+                (found.deleted if status == "D" else found.changed).append(relpath)
+        return found
+    listed = git.z_list("ls-tree", "-r", "-z", "--name-only", head)
+    return Pending(last, head, [p for p in listed if p.endswith(".md")], whole_tree=True)
+
+
+@dataclass
+class Adoption:
+    adopted: int = 0
+    forgotten: int = 0
+    rejected: list[tuple[str, str]] = field(default_factory=list)
+    conflicts: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def adopt_pending(
+    memory: Memory, files: FileTransaction, todo: Pending, *, dirty: AbstractSet[str] = frozenset()
+) -> Adoption:
+    """Adopt ``todo`` inside the caller's transaction and record its head as adopted, in that same
+    transaction. ``dirty``: paths a person changed in the tree since HEAD; their own adoption (as local
+    edits) takes them, so they are left alone here."""
+    store, root = memory.store, memory.export_root
+    result = Adoption()
+    hashes = store.file_hashes()
+    incoming: list[Incoming] = []
+    for relpath in todo.changed:
+        if relpath in dirty:
+            continue
+        try:
+            with open(root / relpath, "rb") as fh:
+                data = fh.read()
+        except FileNotFoundError:
+            continue  # deleted in the tree since: a local change, adopted as one
+        except OSError as exc:
+            result.rejected.append((relpath, f"cannot read: {exc.strerror}"))
+            continue
+        if hashes.get(relpath) == digest.bytes_hash(data):
+            continue  # exactly what cmem wrote here: adopted already (this machine's own commit)
+        try:
+            incoming.append(parse_file(memory, relpath, data))
+        except CmemError as exc:
+            result.rejected.append((relpath, exc.message))
+    deleted = [p for p in todo.deleted if p not in dirty and not (root / p).exists()]
+    incoming, result.conflicts = split_duplicates(incoming)
+    applied = apply(memory, files, incoming, deleted)
+    result.adopted, result.forgotten, result.notes = (
+        applied["adopted"],
+        applied["forgotten"],
+        applied["notes"],
+    )
+    remember_rejected(memory, result.rejected, settled=[i.relpath for i in incoming if i.relpath] + deleted)
+    store.set_state(LAST_ADOPTED, todo.head)
+    return result
+
+
+def adopt_pending_now(memory: Memory, git: Git, *, dirty: AbstractSet[str] = frozenset()) -> Adoption | None:
+    """:func:`adopt_pending` in its own write transaction (doctor --fix, a sync's first step)."""
+    todo = pending(memory, git)
+    if todo is None:
+        return None
+    with memory._write(fsync=False, skip_identical=True) as files:
+        return adopt_pending(memory, files, todo, dirty=dirty)
+
+
+# -- arrived files that cannot be adopted, reported on every sync until fixed or removed --------------------
+def rejected_files(memory: Memory) -> dict[str, str]:
+    try:
+        value = json.loads(memory.store.get_state(REJECTED) or "{}")
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def remember_rejected(
+    memory: Memory, rejected: list[tuple[str, str]], *, settled: Sequence[str] = ()
+) -> None:
+    """Add ``rejected`` to the list kept in the store, and drop the ``settled`` paths (adopted, deleted)."""
+    current = rejected_files(memory)
+    if not rejected and not any(p in current for p in settled):
+        return
+    for relpath in settled:
+        current.pop(relpath, None)
+    current.update(dict(rejected))
+    memory.store.set_state(REJECTED, json.dumps(current, sort_keys=True) if current else None)
+
+
+def still_rejected(memory: Memory) -> list[tuple[str, str]]:
+    """The kept rejections whose file is still in the tree and still not adopted (the list is pruned of
+    the others)."""
+    current = rejected_files(memory)
+    if not current:
+        return []
+    known = memory.store.record_paths()
+    keep = {p: r for p, r in current.items() if (memory.export_root / p).is_file() and p not in known}
+    if keep != current:
+        with memory.store.db.transaction():
+            memory.store.set_state(REJECTED, json.dumps(keep, sort_keys=True) if keep else None)
+    return sorted(keep.items())
