@@ -116,3 +116,41 @@ def test_a_machine_killed_while_joining_converges_and_history_stays_one_line(hom
         roots = git_in(c, "rev-list", "--max-parents=0", "HEAD").split()
         assert len(roots) == 1, (step, roots)
         assert c.run("doctor")[0] == 0 and git_in(c, "status", "--porcelain") == ""
+
+
+def test_a_git_killed_while_its_merge_wrote_the_tree_is_undone_and_merged_again(home, tmp_path, capsys):
+    """What a git killed half-way through writing a merge into the tree leaves (no MERGE_HEAD yet): one
+    file at the new version, one cut short, one removed. None of it is taken for a person's edit (a cut
+    short file adopted would lose text; an unreadable one would block every later merge); a person's own
+    edit made since stays and travels."""
+    url = bare_repo(tmp_path / "team.git")
+    a, b = Machine(tmp_path / "a", capsys), Machine(tmp_path / "b", capsys)
+    notes = {
+        n: a.add(f"Note {n}", "--narrative", f"{n} as it began")["uid"]
+        for n in ("cut", "new", "gone", "mine")
+    }
+    a.sync(url)
+    b.sync(url)
+    for name in ("cut", "new", "gone"):
+        a.ok("edit", str(a.by_uid()[notes[name]]["id"]), "--narrative", f"{name} edited on a " + "x" * 400)
+    a.sync()
+    git_in(b, "fetch", "-q")
+    head, target = git_in(b, "rev-parse", "HEAD").strip(), git_in(b, "rev-parse", "origin/main").strip()
+    paths = {name: b.by_uid()[uid]["path"] for name, uid in notes.items()}
+    theirs = {name: git_in(b, "show", f"origin/main:{paths[name]}") for name in ("cut", "new")}
+    (b.export / paths["new"]).write_text(theirs["new"])
+    (b.export / paths["cut"]).write_text(theirs["cut"][:60])  # cut inside the front matter
+    (b.export / paths["gone"]).unlink()
+    mine = b.export / paths["mine"]
+    mine.write_text(mine.read_text().replace("mine as it began", "mine, edited by a person meanwhile"))
+    (b.home / "sync.git" / "cmem-merging").write_text(f"{head} {target}\n")
+    code, out, err = b.run("sync")
+    assert code == 0, err
+    a.sync()
+    for machine in (a, b):
+        rows = machine.by_uid()
+        for name in ("cut", "new", "gone"):
+            assert rows[notes[name]]["narrative"] == f"{name} edited on a " + "x" * 400
+        assert rows[notes["mine"]]["narrative"] == "mine, edited by a person meanwhile"
+        assert not [r for r in rows.values() if r["title"].endswith("(conflict copy)")]
+        assert git_in(machine, "status", "--porcelain") == ""

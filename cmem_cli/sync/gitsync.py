@@ -42,7 +42,7 @@ from cmem_cli.services.gitrepo import (
     sync_lock,
 )
 from cmem_cli.services.writes import Memory
-from cmem_cli.sync.merge import merge_versions, read_blobs
+from cmem_cli.sync.merge import Resolution, merge_versions, read_blobs
 from cmem_export import atomic, digest
 
 GITIGNORE = """\
@@ -57,6 +57,7 @@ GITIGNORE = """\
 """
 PUSH_ATTEMPTS = 3
 TARGET = f"{REMOTE}/{BRANCH}"
+MERGE_MARK = "cmem-merging"  # in git's folder while a merge writes the tree: "<HEAD before> <target>"
 HEAD_REF = f"refs/heads/{BRANCH}"
 
 
@@ -173,6 +174,49 @@ class Syncer:
             self.report["notes"].append(
                 "cleared what a killed git left: " + ", ".join(debris.describe(self.git.git_dir))
             )
+        self._undo_half_merge()
+
+    # -- a git killed while it wrote the tree ----------------------------------------------------------------
+    def _mark(self, target: str) -> None:
+        """Note, before git writes the tree for a merge, what it goes from and to (see _undo_half_merge)."""
+        assert self.git.git_dir is not None
+        atomic.atomic_write(self.git.git_dir / MERGE_MARK, f"{self.head or '-'} {target}\n")
+
+    def _unmark(self) -> None:
+        assert self.git.git_dir is not None
+        atomic.remove_file(self.git.git_dir / MERGE_MARK)
+
+    def _undo_half_merge(self) -> None:
+        """A git killed while a merge wrote the tree (no MERGE_HEAD yet, HEAD not moved) leaves some files
+        at the new version, some cut short, some removed, and maybe the index half-way. Those are git's
+        writes, not a person's edits: each file the merge was changing is put back as HEAD has it when it is
+        the new version, a piece of it (a cut-short write) or gone; any other text (a person's) stays. The
+        index goes back to HEAD. The next merge does it all again."""
+        assert self.git.git_dir is not None
+        mark = self.git.git_dir / MERGE_MARK
+        try:
+            before, target = mark.read_text(encoding="ascii").split()
+        except (OSError, ValueError, UnicodeDecodeError):
+            return
+        head = self._moved()
+        if head is not None and head == before and self.git.ok("cat-file", "-e", f"{target}^{{commit}}"):
+            self.git.run("reset", "-q", what="git reset")
+            paths = self.git.z_list("diff", "--name-only", "-z", "--no-renames", before, target)
+            blobs = read_blobs(self.git, [f"{rev}:{p}" for p in paths for rev in (before, target)])
+            for relpath in paths:
+                mine, theirs = blobs.get(f"{before}:{relpath}"), blobs.get(f"{target}:{relpath}")
+                path = self.root / relpath
+                try:
+                    current: bytes | None = path.read_bytes()
+                except FileNotFoundError:
+                    current = None
+                except OSError:
+                    continue
+                if current == mine:
+                    continue
+                if current is None or (theirs is not None and theirs.startswith(current)):
+                    self._write_resolution(Resolution(relpath, mine))
+        self._unmark()
 
     def _fetch(self) -> bool:
         """Fetch the remote branch; False when the remote has none yet (an empty repository). Reads this
@@ -216,6 +260,9 @@ class Syncer:
                 ours = (self.root / relpath).read_bytes()
                 other = theirs.get(f"{TARGET}:{relpath}")
                 if other is None or other == ours:
+                    continue
+                if other.startswith(ours):  # cut short by a git killed while it wrote it: again
+                    missing.append(relpath)
                     continue
                 self._write_resolution(merge_versions(self.memory, relpath, None, ours, other))
         if missing:
@@ -398,7 +445,9 @@ class Syncer:
         try:
             with self.memory._write(fsync=False, skip_identical=True) as files:
                 if fast_forward:
+                    self._mark(self.remote_head or TARGET)
                     self.git.run("merge", "-q", "--ff-only", TARGET, what="git merge")
+                    self._unmark()
                 else:
                     self._merge_commit(base)
                 todo = arrivals.pending(self.memory, self.git, self._moved(), ancestor=before)
@@ -415,10 +464,12 @@ class Syncer:
     def _merge_commit(self, base: str | None) -> None:
         """`git merge` without rename detection and without committing; every path both sides changed is
         merged by uid, field by field (``cmem_cli.sync.merge``), staged exactly, and the merge committed."""
+        self._mark(self.remote_head or TARGET)
         merged = self.git.run(
             "merge", "-q", "--no-commit", "--no-ff", "-X", "no-renames", "--allow-unrelated-histories", TARGET,
             check=False,
         )  # fmt: skip
+        self._unmark()
         unmerged = {entry.split("\t", 1)[1] for entry in self.git.z_list("ls-files", "-u", "-z")}
         if merged.returncode != 0 and not unmerged:
             raise SyncError(f"git merge failed: {_last(merged)}")
@@ -462,7 +513,7 @@ class Syncer:
 
         return changed("HEAD") & changed(TARGET)
 
-    def _write_resolution(self, resolution: Any) -> dict[str, bytes | None]:
+    def _write_resolution(self, resolution: Resolution) -> dict[str, bytes | None]:
         """Write a merged path and its conflict copies into the tree (plain atomic writes: they become the
         merge's commit, and the adoption that follows journals its own rewrites over them)."""
         from cmem_export import layout
