@@ -75,8 +75,14 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
-def render_observation(record: dict[str, Any], links: list[dict[str, Any]] | None = None) -> str:
-    """The markdown file for one observation. ``links``: dicts with type, id, uid, title, relpath."""
+def render_observation(
+    record: dict[str, Any],
+    links: list[dict[str, Any]] | None = None,
+    anchor: dict[str, Any] | None = None,
+) -> str:
+    """The markdown file for one observation. ``links``: dicts with type, id, uid, title, relpath.
+    ``anchor``: the code anchor as it travels between machines (repository name, branch, commit, blob
+    ids by repository-relative path, times), one JSON line in the front matter."""
     fields: list[tuple[str, Any]] = [("cmem", "observation")]
     for key in OBSERVATION_KEYS:
         value = record.get(key)
@@ -86,6 +92,8 @@ def render_observation(record: dict[str, Any], links: list[dict[str, Any]] | Non
             fields.append((key, value))
     if links:
         fields.append(("links", [{"type": link["type"], "uid": link["uid"]} for link in links]))
+    if anchor:
+        fields.append(("anchor", anchor))
     parts = [front_matter(fields), f"# {_one_line(record['title'])}\n"]
     if record.get("subtitle"):
         parts.append(f"\n*{_one_line(record['subtitle'])}*\n")

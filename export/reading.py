@@ -46,6 +46,7 @@ class ParsedFile:
     written_at: int | None = (
         None  # the file's mtime (epoch ms), set by whoever read it: when the edit was made
     )
+    anchor: dict[str, Any] | None = None  # the code anchor the front matter states (None: keep the store's)
 
 
 def _restore(meta: dict[str, Any]) -> dict[str, Any]:
@@ -152,7 +153,10 @@ def _parse_observation(meta: dict[str, Any], body: str, relpath: str) -> ParsedF
         record["title"] = _title_from_name(relpath)
     if not record.get("project") and _folder_project(relpath):
         record["project"] = _folder_project(relpath)
-    return ParsedFile("observation", record, bool(meta), _uid(meta), stated, _restore(meta), front)
+    parsed = ParsedFile("observation", record, bool(meta), _uid(meta), stated, _restore(meta), front)
+    if isinstance(meta.get("anchor"), dict):
+        parsed.anchor = meta["anchor"]
+    return parsed
 
 
 BODY_SHOWN = ("title", "subtitle", "facts", "files_read", "files_modified")  # also in cmem's front matter

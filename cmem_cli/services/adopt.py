@@ -372,6 +372,7 @@ class _Adopter:
                 restore=restore,
                 relpath=kept_name,
                 updated_at=None if row is None else _edited_at(parsed, row),
+                anchor=parsed.anchor,
             )
             parsed.record["id"] = written["id"]
         self.touched.add((parsed.kind, written["id"]))

@@ -68,13 +68,33 @@ def record_anchor(
     keep: Anchor | None = None,
     repos: dict[str, gitrepo.Repo | None] | None = None,
 ) -> Anchor | None:
-    """Anchor observation ``obs_id`` to ``paths`` (resolved against ``cwd``) in the repository that holds
-    the first of them (else the one ``cwd`` lies in), inside the caller's transaction. Files outside that
-    repository, or that are not files, are not anchored. Outside any repository the observation gets no
-    anchor (an earlier one is dropped, unless ``verified``: a verify changes nothing it cannot anchor).
-    ``verified`` records the time as a verification; ``keep``: the anchor whose branch and commit stay.
-    ``repos`` remembers each folder's work tree across calls (a bulk import looks each folder up once)."""
+    """Anchor observation ``obs_id`` to ``paths`` (see :func:`make_anchor`), inside the caller's
+    transaction. Outside any repository the observation gets no anchor (an earlier one is dropped, unless
+    ``verified``: a verify changes nothing it cannot anchor)."""
     anchors = AnchorStore(store.db)
+    anchor, fresh = make_anchor(paths, cwd, verified=verified, keep=keep, repos=repos)
+    if anchor is None:
+        if not verified:
+            anchors.drop(obs_id)
+        return None
+    anchors.put(obs_id, anchor)
+    anchors.cache_blobs(fresh)
+    return anchor
+
+
+def make_anchor(
+    paths: Sequence[str],
+    cwd: str,
+    *,
+    verified: bool = False,
+    keep: Anchor | None = None,
+    repos: dict[str, gitrepo.Repo | None] | None = None,
+) -> tuple[Anchor | None, dict[str, CachedBlob]]:
+    """The anchor of ``paths`` (resolved against ``cwd``) in the repository that holds the first of them
+    (else the one ``cwd`` lies in), with the hashes taken (for the stat cache); (None, {}) outside any
+    repository. Files outside that repository, or that are not files, are not anchored. ``verified``
+    records the time as a verification; ``keep``: the anchor whose branch and commit stay. ``repos``
+    remembers each folder's work tree across calls (a bulk import looks each folder up once)."""
     absolute = [os.path.abspath(os.path.join(cwd, os.path.expanduser(p))) for p in paths]
     repo = None
     seen_dirs: dict[str, gitrepo.Repo | None] = {} if repos is None else repos
@@ -85,9 +105,7 @@ def record_anchor(
         if repo is not None:
             break
     if repo is None:
-        if not verified:
-            anchors.drop(obs_id)
-        return None
+        return None, {}
     files: dict[str, str] = {}
     fresh: dict[str, CachedBlob] = {}
     top = repo.root.rstrip(os.sep) + os.sep
@@ -109,9 +127,7 @@ def record_anchor(
         anchored_at=now,
         verified_at=now if verified else None,
     )
-    anchors.put(obs_id, anchor)
-    anchors.cache_blobs(fresh)
-    return anchor
+    return anchor, fresh
 
 
 def reanchor_edit(store: Any, obs_id: int, before: Sequence[str], after: Sequence[str], cwd: str) -> None:
@@ -189,6 +205,95 @@ def _now_ns() -> int:
     import time
 
     return time.time_ns()
+
+
+# -- in the export file ---------------------------------------------------------------------------------------
+def exported(anchor: Anchor | None, scrub: Callable[[str], str | None]) -> dict[str, Any] | None:
+    """What an observation's file says of its anchor, so that another machine with a clone of the same
+    repository (wherever it lives) can check it: the repository by its name on every machine (``repo``,
+    its origin's URL without credentials), ``branch``, ``commit``, repository-relative paths to blob ids,
+    and when. Never the folder it lives in here. None without an anchor or a name for its repository (a
+    repository without a remote is known only where it is). ``scrub``: the privacy filter, for the
+    names read from git's files."""
+    if anchor is None or not anchor.repo:
+        return None
+    out: dict[str, Any] = {"repo": scrub(anchor.repo)}
+    if anchor.branch is not None:
+        out["branch"] = scrub(anchor.branch)
+    if anchor.commit is not None:
+        out["commit"] = anchor.commit
+    out["files"] = dict(sorted(anchor.files.items()))
+    out["anchored_at"] = to_iso(anchor.anchored_at)
+    if anchor.verified_at is not None:
+        out["verified_at"] = to_iso(anchor.verified_at)
+    return out
+
+
+def from_exported(meta: Any) -> Anchor | None:
+    """The anchor a file's front matter states, None when it states none or one that cannot be trusted
+    (a path out of the repository, a malformed id or time): such a value is ignored, never followed."""
+    if not isinstance(meta, dict):
+        return None
+    repo, branch, commit, files = meta.get("repo"), meta.get("branch"), meta.get("commit"), meta.get("files")
+    if not isinstance(repo, str) or not repo or not isinstance(files, dict):
+        return None
+    if branch is not None and (not isinstance(branch, str) or not branch):
+        return None
+    if commit is not None and not (isinstance(commit, str) and gitrepo.is_commit_id(commit)):
+        return None
+    for path, blob in files.items():
+        parts = path.split("/")
+        if not path or path.startswith("/") or "\\" in path or any(p in ("", ".", "..") for p in parts):
+            return None
+        if not (isinstance(blob, str) and gitrepo.is_commit_id(blob)):
+            return None
+    anchored, verified = _stamp(meta.get("anchored_at")), _stamp(meta.get("verified_at"))
+    if anchored is None or (verified is None and meta.get("verified_at") is not None):
+        return None
+    return Anchor(repo, None, branch, commit, {str(k): str(v) for k, v in files.items()}, anchored, verified)
+
+
+def _stamp(value: Any) -> int | None:
+    """An ISO time from front matter (a YAML reader may have made it a datetime) in epoch ms, else None."""
+    from datetime import UTC, datetime
+
+    from cmem_cli.core.errors import CmemError
+    from cmem_cli.core.timeutil import parse_iso
+
+    if isinstance(value, datetime):
+        return int((value if value.tzinfo else value.replace(tzinfo=UTC)).timestamp() * 1000)
+    if not isinstance(value, str):
+        return None
+    try:
+        return parse_iso(value)
+    except CmemError:
+        return None
+
+
+def adopt_anchor(store: Any, obs_id: int, meta: Any, scrub: Callable[[str], str | None]) -> None:
+    """Take the anchor an adopted file states (another machine's, or a verify made there) unless it is
+    the one this store holds. The folder the repository lives in here is kept when it is the same
+    repository; an anchor from elsewhere has none until a check finds a clone here by its name."""
+    anchor = from_exported(meta)
+    if anchor is None:
+        return
+    anchors = AnchorStore(store.db)
+    local = anchors.for_ids([obs_id]).get(obs_id)
+    if local is not None and exported(local, scrub) == exported(anchor, scrub):
+        return
+    root = local.root if local is not None and local.repo == anchor.repo else None
+    anchors.put(
+        obs_id,
+        Anchor(
+            anchor.repo,
+            root,
+            anchor.branch,
+            anchor.commit,
+            anchor.files,
+            anchor.anchored_at,
+            anchor.verified_at,
+        ),
+    )
 
 
 # -- checking ----------------------------------------------------------------------------------------------
@@ -527,7 +632,7 @@ def verify(service: Any, obs_ids: list[int], *, cwd: str) -> list[dict[str, Any]
     one never anchored is anchored now, its cited files resolved against ``cwd``."""
     store = service.store
     results: list[dict[str, Any]] = []
-    with store.db.transaction():
+    with service._write() as files:  # the file carries the anchor: it is written again (git sync shares it)
         rows = [store.get_observation(obs_id) for obs_id in dict.fromkeys(obs_ids)]
         known = AnchorStore(store.db).for_ids(obs_ids)
         for row in rows:
@@ -548,6 +653,7 @@ def verify(service: Any, obs_ids: list[int], *, cwd: str) -> list[dict[str, Any]
                     )
                 )
                 continue
+            service._export_observation(store.get_observation(row["id"]), files)
             results.append(
                 {
                     "id": row["id"],

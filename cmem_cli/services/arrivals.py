@@ -52,12 +52,14 @@ class Incoming:
         relpath: str | None = None,
         links: list[dict[str, Any]] | None = None,
         updated_at: int | None = None,
+        anchor: dict[str, Any] | None = None,
     ):
         self.kind = kind
         self.record = record
         self.relpath = relpath
         self.links = links or []
         self.updated_at = updated_at
+        self.anchor = anchor  # the code anchor the file states (None: it states none; the store's stays)
 
     @property
     def uid(self) -> str | None:
@@ -92,7 +94,9 @@ def parse_file(memory: Memory, relpath: str, data: bytes, *, keep_times: bool = 
         if link_type == link["type"]:  # what the file shows for a target this store may not hold yet
             link.update(title=title, href=href)
     prepared = memory.prepare({k: v for k, v in record.items() if v is not None})
-    return Incoming("observation", prepared, relpath=relpath, links=links, updated_at=updated)
+    return Incoming(
+        "observation", prepared, relpath=relpath, links=links, updated_at=updated, anchor=parsed.anchor
+    )
 
 
 def _shown_links(data: bytes) -> list[tuple[str, str, str]]:
@@ -129,6 +133,10 @@ def apply(
         else:
             before = store.observation_by_uid(item.uid) if item.uid else None
             row = _upsert_observation(memory, item, notes)
+            if item.anchor is not None:
+                from cmem_cli.services.anchors import adopt_anchor
+
+                adopt_anchor(store, row["id"], item.anchor, memory._scrub_text)
             if before is not None and before["title"] != row["title"]:
                 refresh.update(link["id"] for link in store.links_to(row["id"]))
             rows.append((item, row))
@@ -237,7 +245,7 @@ def conflict_copy(loser: Incoming, winner_uid: str) -> Incoming:
         *(link for link in loser.links if link["uid"] != winner_uid),
         {"type": "related", "uid": winner_uid},
     ]
-    return Incoming("observation", record, links=links, updated_at=loser.updated_at)
+    return Incoming("observation", record, links=links, updated_at=loser.updated_at, anchor=loser.anchor)
 
 
 def _content(item: Incoming) -> dict[str, Any]:

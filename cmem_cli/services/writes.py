@@ -9,6 +9,7 @@ files that a committed write replaced are deleted after the commit.
 from __future__ import annotations
 
 import contextlib
+import itertools
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from types import ModuleType
@@ -26,7 +27,10 @@ from cmem_cli.store.repository import Store
 from cmem_export import atomic, digest, layout, markdown
 from cmem_export.journal import JOURNAL_DIR, Journal
 
+_STORED: Any = object()  # "the observation's anchor as the store holds it" (read when needed)
+
 SUMMARY_LIMIT = 50_000
+EXPECTED_PAGE = 500  # observations whose anchors a whole-store pass reads at once
 BULK_BATCH = 1_000  # new observations written per batch of a bulk import (files and rows)
 # SQLite's page cache for a bulk import: at the default 2 MB the transaction's dirty pages spill to the WAL
 # and are written again and again (17 page writes per observation at 3,000 records)
@@ -263,23 +267,32 @@ class Memory:
         """Write new observations (no uid, key or links) and their files in the caller's transaction."""
         if not records:
             return []
+        from cmem_cli.services.anchors import cited_files, make_anchor
+        from cmem_cli.store.anchors import AnchorStore, CachedBlob
+
         now = now_ms()
-        made, texts = [], []
+        made, texts, anchors = [], [], []
+        fresh: dict[str, CachedBlob] = {}
         for record in records:
             created = record.get("created_at") or now
             row = {**record, "created_at": created, "uid": new_uid(created), "updated_at": max(now, created)}
             row["path"] = layout.observation_relpath(row)
-            text = markdown.render_observation(row, [])
+            anchor = None
+            if cwd is not None:  # anchored before the file is written: the file carries the anchor
+                anchor, hashed = make_anchor(cited_files(record), cwd, repos=repos)
+                fresh.update(hashed)
+            text = markdown.render_observation(row, [], self._anchor_front(0, anchor))
             row["tokens"] = estimate_tokens(text)  # what `cmem get` prints for it
             made.append(row)
             texts.append((row["path"], text))
+            anchors.append(anchor)
         files.write_many(texts)
         rows = self.store.insert_new_observations(made)
-        if cwd is not None:
-            from cmem_cli.services.anchors import cited_files, record_anchor
-
-            for row, record in zip(rows, made, strict=True):
-                record_anchor(self.store, row["id"], cited_files(record), cwd, repos=repos)
+        store = AnchorStore(self.store.db)
+        for row, anchor in zip(rows, anchors, strict=True):
+            if anchor is not None:
+                store.put(row["id"], anchor)
+        store.cache_blobs(fresh)
         return rows
 
     def _ensure_sessions(self, records: list[dict[str, Any]]) -> None:
@@ -305,11 +318,13 @@ class Memory:
         relpath: str | None = None,
         cwd: str | None = None,
         updated_at: int | None = None,
+        anchor: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """Insert or update one prepared record and write its file. A new row's file name is fixed here,
         for good: ``relpath`` (a file adopted with a uid keeps the name it has), else the standard name
         of the record as it is now; an existing row keeps its name whatever changes. ``updated_at``: when
-        an update was made, if not now (a hand edit adopted later is dated by its file)."""
+        an update was made, if not now (a hand edit adopted later is dated by its file). ``cwd``: anchor
+        it in git from there; else ``anchor``, the code anchor an adopted file states, is taken."""
         store = self.store
         if record.get("session") and not session_ready:
             store.ensure_session(
@@ -335,13 +350,18 @@ class Memory:
             row = store.insert_observation(record, path=relpath, restore=restore)
         for link in record.get("links") or []:
             self._add_link(row["id"], self._resolve_link_target(link), link["type"])
+        made: Any = _STORED
         if cwd is not None:
             from cmem_cli.services.anchors import cited_files, record_anchor
 
-            record_anchor(store, row["id"], cited_files(record), cwd)
+            made = record_anchor(store, row["id"], cited_files(record), cwd)
+        elif anchor is not None:
+            from cmem_cli.services.anchors import adopt_anchor
+
+            adopt_anchor(store, row["id"], anchor, self._scrub_text)
         # a new row without links has none to list: no need to ask the store (bulk imports do this a lot)
         no_links = existing is None and not record.get("links")
-        return self._export_observation(row, files, relpath=relpath, no_links=no_links)
+        return self._export_observation(row, files, relpath=relpath, no_links=no_links, anchor=made)
 
     def check_key(self, record: dict[str, Any], obs_id: int | None) -> None:
         """The one key rule of every write that names its observation (an edit, a uid, a file): a project's
@@ -397,16 +417,18 @@ class Memory:
         *,
         relpath: str | None = None,
         no_links: bool = False,
+        anchor: Any = _STORED,
     ) -> dict[str, Any]:
         """Write the row's file at the name the row holds and record path and token cost.
 
         The name never changes with the content (a retitle, a project move): only a row without one (a
         store older than names in rows) gets its standard name. ``relpath`` is given for a new row's
         chosen name, or to move the file there (git brought it under another name); ``no_links`` says
-        the row cannot have links yet."""
+        the row cannot have links yet; ``anchor``: its code anchor when the caller just made it (else it
+        is read from the store)."""
         relpath = relpath or row.get("path") or layout.observation_relpath(row)
         links = [] if no_links else self._link_entries(row, relpath)
-        text = markdown.render_observation(row, links)
+        text = markdown.render_observation(row, links, self._anchor_front(row["id"], anchor))
         files.write(relpath, text)
         tokens = estimate_tokens(text)  # what `cmem get` prints for it
         if row.get("path") and row["path"] != relpath:
@@ -415,6 +437,15 @@ class Memory:
             self.store.set_export(row["id"], relpath, tokens)
             row["path"], row["tokens"] = relpath, tokens
         return row
+
+    def _anchor_front(self, obs_id: int, anchor: Any = _STORED) -> dict[str, Any] | None:
+        """What the observation's file says of its code anchor (``cmem_cli.services.anchors.exported``)."""
+        from cmem_cli.services.anchors import exported
+        from cmem_cli.store.anchors import AnchorStore
+
+        if anchor is _STORED:
+            anchor = AnchorStore(self.store.db).for_ids([obs_id]).get(obs_id)
+        return exported(anchor, self._scrub_text)
 
     def edit_observation(
         self, obs_id: int, changes: dict[str, Any], *, cwd: str | None = None
@@ -615,12 +646,26 @@ class Memory:
     def iter_expected_files(self) -> Iterator[tuple[str, str]]:
         """:meth:`expected_files` one file at a time, the store read a page at a time: a whole-store pass
         holds one page of rows, not a million rendered files."""
+        from cmem_cli.store.anchors import AnchorStore
+
         links = self.store.all_links_from()
         pending = self.store.all_pending_links()
-        for row in self.store.iter_observations():
-            relpath = row["path"] or layout.observation_relpath(row)
-            entries = self._link_entries(row, relpath, links.get(row["id"], []), pending.get(row["id"], []))
-            yield relpath, markdown.render_observation(row, entries)
+        anchors = AnchorStore(self.store.db)
+        page: list[dict[str, Any]] = []
+        for row in itertools.chain(self.store.iter_observations(), [None]):
+            if row is not None:
+                page.append(row)
+                if len(page) < EXPECTED_PAGE:
+                    continue
+            anchored = anchors.for_ids([r["id"] for r in page])  # the page's anchors, in one query
+            for done in page:
+                relpath = done["path"] or layout.observation_relpath(done)
+                entries = self._link_entries(
+                    done, relpath, links.get(done["id"], []), pending.get(done["id"], [])
+                )
+                front = self._anchor_front(done["id"], anchored.get(done["id"]))
+                yield relpath, markdown.render_observation(done, entries, front)
+            page = []
         for summary_id in self.store.all_summary_ids():
             row = self.store.get_summary(summary_id)
             yield row["path"] or layout.summary_relpath(row), markdown.render_summary(row)
@@ -631,7 +676,9 @@ class Memory:
             return markdown.render_summary(self.store.get_summary(record_id))
         row = self.store.get_observation(record_id)
         relpath = row["path"] or layout.observation_relpath(row)
-        return markdown.render_observation(row, self._link_entries(row, relpath))
+        return markdown.render_observation(
+            row, self._link_entries(row, relpath), self._anchor_front(record_id)
+        )
 
     def rebuild_export(self) -> dict[str, Any]:
         """Adopt what people changed or added in the tree, then regenerate every file the store implies.

@@ -149,7 +149,20 @@ def merge_records(base: Incoming | None, ours: Incoming, theirs: Incoming) -> tu
     times = [t for t in (ours.updated_at, theirs.updated_at) if t]
     merged = Incoming(ours.kind, record, relpath=ours.relpath, updated_at=max(times) if times else None)
     merged.links = _merge_links(base.links if base is not None else None, ours.links, theirs.links)
+    merged.anchor = _merge_anchor(base.anchor if base is not None else None, ours, theirs, later)
     return merged, clashes
+
+
+def _merge_anchor(
+    base: dict[str, Any] | None, ours: Incoming, theirs: Incoming, later: Incoming
+) -> dict[str, Any] | None:
+    """The code anchor as a field of its own: the side that changed it (a verify, an edit of the files)
+    wins; both changed it, the later edit's. Never a clash: an anchor is a check, not a person's text."""
+    if ours.anchor == theirs.anchor or theirs.anchor == base:
+        return ours.anchor
+    if ours.anchor == base:
+        return theirs.anchor
+    return later.anchor
 
 
 def _merge_links(
@@ -189,7 +202,7 @@ def render(memory: Memory, item: Incoming, relpath: str) -> bytes:
             title, href = link.get("title") or link["uid"], link.get("href") or ""
         links.append({"type": link["type"], "uid": link["uid"], "title": title, "href": href})
     links.sort(key=lambda link: (link["type"], link["uid"]))
-    return markdown.render_observation(record, links).encode("utf-8")
+    return markdown.render_observation(record, links, item.anchor).encode("utf-8")
 
 
 def _copy_file(memory: Memory, copy: Incoming) -> tuple[str, bytes]:
