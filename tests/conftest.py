@@ -72,6 +72,13 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         "CMEM_RERANK_MODEL",
     ):
         monkeypatch.delenv(var, raising=False)
+    # No test opens a real browser (the CLI fuzz test draws `view --open`); webbrowser picks its browser once
+    # a process and keeps it, so the choice is forgotten for each test that sets BROWSER its own way.
+    import webbrowser
+
+    monkeypatch.setenv("BROWSER", "true")
+    monkeypatch.setattr(webbrowser, "_tryorder", None)
+    monkeypatch.setattr(webbrowser, "_browsers", {})
     monkeypatch.chdir(tmp_path)
     return cmem_home
 
