@@ -12,6 +12,8 @@ from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from cmem_cli.core.ids import UID_TAIL
+
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 MAX_SEGMENT = 64
 MAX_SLUG = 48
@@ -36,7 +38,7 @@ def _stamp(ms: int, fmt: str) -> str:
 
 
 def _uid_tail(uid: str) -> str:
-    return safe_segment(uid[-8:].lower(), fallback="uid")
+    return safe_segment(uid[-UID_TAIL:].lower(), fallback="uid")
 
 
 def _group_dir(record: dict[str, Any]) -> str:

@@ -79,7 +79,8 @@ def test_get_takes_a_uid_or_a_unique_prefix(two):
     assert ambiguous.returncode == 4 and ambiguous.stdout == ""
     assert ambiguous.stderr == f"cmem: uid prefix '01KBX7AAA' is ambiguous: {FIRST}, {SECOND}\n"
     missing = _cmem("get", "7ZZZZZZZZZ")
-    assert missing.returncode == 3 and missing.stderr == "cmem: no observation uid starts with 7ZZZZZZZZZ\n"
+    assert missing.returncode == 3
+    assert missing.stderr == "cmem: no observation or summary uid starts with 7ZZZZZZZZZ\n"
 
 
 def test_edit_takes_a_uid(two):
@@ -124,3 +125,64 @@ def test_mcp_get_and_timeline_take_uids(two):
     assert not out["get"].is_error and "Chose WAL for the store" in text_of(out["get"])
     items = out["timeline"].structured_content["items"]
     assert [(i["id"], i["anchor"]) for i in items] == [(first["id"], False), (second["id"], True)]
+
+
+# -- the uid's tail, as a file name shows it, and summaries' uids ----------------------------------------------
+TAILED = "01KBX7AAAC000000007ZK3QW9M"  # shares its first 9 characters with FIRST and SECOND
+DIGITS = "01KBX7AAAD0000000012345678"  # a tail of digits only (about one uid in 10,000)
+
+
+@pytest.fixture
+def tailed(home: Path, cli: Any) -> dict[str, Any]:
+    """Two memories, whose uids begin like every uid of that minute, and a session summary; each memory's
+    file name ends in the last 8 characters of its uid (``...-7zk3qw9m.md``)."""
+    records = [
+        {"title": "Retry with backoff", "uid": TAILED, "project": "web", "session": "s1"},
+        {"title": "Pool of 12 connections", "uid": DIGITS, "project": "web", "session": "s1"},
+    ]
+    assert cli("add", "--json", "-", input="\n".join(json.dumps(r) for r in records)).exit_code == 0
+    assert cli("summary", "add", "--session", "s1", "-p", "web", "--learned", "tails work").exit_code == 0
+    names = {p.stem.rsplit("-", 1)[1] for p in (home / "export" / "web" / "s1").glob("*.md")}
+    summary = cli("get", "S1", "--json").json()[0]
+    assert names == {"7zk3qw9m", "12345678", summary["uid"][-8:].lower()}
+    return {"summary": summary, "summary_tail": summary["uid"][-8:].lower()}
+
+
+def test_the_uid_tail_in_a_file_name_names_its_memory(tailed, cli):
+    got = cli("get", "7zk3qw9m", "12345678", "--json").json()
+    assert [(r["uid"], r["title"]) for r in got] == [
+        (TAILED, "Retry with backoff"), (DIGITS, "Pool of 12 connections")
+    ]  # fmt: skip
+    assert cli("edit", "7ZK3QW9M", "--narrative", "edited by the tail").exit_code == 0
+    assert cli("get", TAILED, "--json").json()[0]["narrative"] == "edited by the tail"
+    anchor = cli("timeline", "7zk3qw9m", "--json").json()
+    assert [i["title"] for i in anchor["items"] if i["anchor"]] == ["Retry with backoff"]
+    ambiguous = cli("get", "01KBX7AAA")
+    assert (ambiguous.exit_code, ambiguous.stdout) == (4, "")
+    assert ambiguous.stderr == f"cmem: uid prefix '01KBX7AAA' is ambiguous: {TAILED}, {DIGITS}\n"
+    missing = cli("get", "zzzzzzzz")
+    assert (missing.exit_code, missing.stderr) == (
+        3,
+        "cmem: no observation or summary uid starts or ends with zzzzzzzz\n",
+    )
+
+
+def test_a_summarys_uid_and_tail_name_it_where_a_command_takes_a_summary(tailed, cli):
+    summary, tail = tailed["summary"], tailed["summary_tail"]
+    for ref in (summary["uid"], summary["uid"][:12].lower(), tail):
+        got = cli("get", ref, "--json")
+        assert got.exit_code == 0, (ref, got.stderr)
+        assert [(r["id"], r["kind"]) for r in got.json()] == [("S1", "summary")]
+    anchor = cli("timeline", tail, "--json").json()
+    assert [i["id"] for i in anchor["items"] if i["anchor"]] == ["S1"]
+    refused = cli("edit", tail, "-t", "A summary is no observation")
+    assert (refused.exit_code, refused.stderr) == (
+        4,
+        f"cmem: {tail} is the uid of summary S1, not of an observation\n",
+    )
+
+    async def body(client: Client) -> Any:
+        return await client.call_tool("get", {"ids": ["7zk3qw9m", tail]})
+
+    out = with_server(body)
+    assert not out.is_error and "Retry with backoff" in text_of(out) and "tails work" in text_of(out)

@@ -6,6 +6,9 @@ import os
 import time
 
 _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+# A file name ends in its uid's last characters (``...-7zk3qw9m.md``): random, so they tell files apart
+# where the uid's head (its time) does not, and a person may copy them as the id (``cmem get 7zk3qw9m``).
+UID_TAIL = 8
 
 
 def new_uid(ms: int | None = None) -> str:

@@ -11,6 +11,7 @@ from typing import Any, NamedTuple, TypeVar
 
 from cmem_cli.core.errors import InvalidInput, NotFound
 from cmem_cli.core.fields import SUMMARY_FIELDS
+from cmem_cli.core.ids import UID_TAIL
 from cmem_cli.core.summary_title import summary_title
 from cmem_cli.core.text import estimate_tokens
 from cmem_cli.core.timeutil import parse_time, to_iso
@@ -153,36 +154,66 @@ _UID_PREFIX = re.compile(rf"^[0-9A-HJKMNP-TV-Z]{{{MIN_UID_PREFIX},26}}$", re.IGN
 
 def resolve_observation(store: Store, ref: int | str) -> int:
     """The id of the observation ``ref`` names: its integer id (``12``), its uid (the one id that is the
-    same on every machine), or a unique prefix of the uid of at least six characters, in any case.
+    same on every machine), a unique prefix of the uid of at least six characters, or the uid's last 8
+    characters as its file name shows them (``...-7zk3qw9m.md``), in any case.
 
-    The one resolver behind every command and tool that takes an observation (get, edit, timeline,
-    forget, link, MCP). Digits alone are an id; an ambiguous prefix is an error listing the candidates,
-    as a session prefix is; an exact uid always wins."""
+    The one resolver behind every command and tool that takes an observation (edit, forget, link, MCP;
+    get and timeline through :func:`resolve_ref`). Digits alone are an id; an ambiguous prefix is an
+    error listing the candidates, as a session prefix is; an exact uid always wins. A summary's uid is
+    refused by name."""
     if isinstance(ref, int) and not isinstance(ref, bool):
         return ref
     text = str(ref).strip()
     if text.isascii() and text.isdigit():
-        return int(text)
+        number = int(text)
+        if _maybe_tail(text) and store.find_observation(number) is None:
+            return _tail_or(store, text, ("observation", number), summaries=False)[1]
+        return number
     if not _UID_PREFIX.match(text):
         raise InvalidInput(
             f"not an observation id: {text!r} (expected a number, a uid, or a uid prefix of at least "
             f"{MIN_UID_PREFIX} characters)"
         )
-    prefix = text.upper()
-    matches = store.uid_matches(prefix)
-    exact = [obs_id for obs_id, uid in matches if uid == prefix]
-    if exact:
-        return exact[0]
-    if not matches:
-        raise NotFound(
-            f"no observation with uid {text}"
-            if len(prefix) == 26
-            else f"no observation uid starts with {text}"
-        )
-    if len(matches) > 1:
-        shown = ", ".join(uid for _, uid in matches[:3]) + (", ..." if len(matches) > 3 else "")
+    return resolve_uid(store, text, summaries=False)[1]
+
+
+def resolve_uid(store: Store, text: str, *, summaries: bool) -> tuple[str, int]:
+    """(kind, id) of the observation (or, with ``summaries``, session summary) whose uid is ``text``,
+    starts with it, or ends with it as a file name shows it. NotFound when none does; InvalidInput when
+    several do (naming them), or when it names a summary and ``summaries`` is off."""
+    wanted = text.strip().upper()
+    found = store.uid_matches(wanted)
+    exact = [c for c in found if c[2] == wanted]
+    usable = [c for c in exact or found if summaries or c[0] == "observation"]
+    if not usable and (exact or found):
+        number = (exact or found)[0][1]
+        raise InvalidInput(f"{text} is the uid of summary S{number}, not of an observation")
+    what = "observation or summary" if summaries else "observation"
+    if not usable:
+        if len(wanted) == 26:
+            raise NotFound(f"no {what} with uid {text}")
+        ends = " or ends" if _maybe_tail(wanted) else ""
+        raise NotFound(f"no {what} uid starts{ends} with {text}")
+    if len(usable) > 1:
+        shown = ", ".join(uid for _, _, uid in usable[:3]) + (", ..." if len(usable) > 3 else "")
         raise InvalidInput(f"uid prefix {text!r} is ambiguous: {shown}")
-    return matches[0][0]
+    kind, number, _ = usable[0]
+    return kind, number
+
+
+def _maybe_tail(text: str) -> bool:
+    """Could ``text`` be the uid tail a file name ends with? (8 characters of a uid's alphabet.)"""
+    return len(text) == UID_TAIL and bool(_UID_PREFIX.match(text))
+
+
+def _tail_or(store: Store, text: str, parsed: tuple[str, int], *, summaries: bool) -> tuple[str, int]:
+    """A tail that reads as an id (``12345678``, ``S1234567``: about one uid in 10,000) and names no
+    record as one: the record whose uid it ends (or begins), else ``parsed`` (whose lookup then says
+    what is missing)."""
+    try:
+        return resolve_uid(store, text, summaries=summaries)
+    except NotFound:
+        return parsed
 
 
 GET_FORMS = (
@@ -193,13 +224,27 @@ TIMELINE_FORMS = "an observation's number or uid, S<n> for a summary or P<n> for
 
 
 def resolve_ref(store: Store, ref: str, forms: str = GET_FORMS) -> tuple[str, int]:
-    """:func:`parse_ref`, and a uid or unique uid prefix names an observation (:func:`resolve_observation`)."""
+    """:func:`parse_ref`, and a uid, a unique uid prefix or a file name's uid tail names an observation or
+    a session summary (:func:`resolve_uid`)."""
     text = ref.strip()
     if _REF.match(text):
-        return parse_ref(text, forms)
+        kind, number = parse_ref(text, forms)
+        if _maybe_tail(text) and not _exists(store, kind, number):
+            return _tail_or(store, text, (kind, number), summaries=True)
+        return kind, number
     if _UID_PREFIX.match(text):
-        return "observation", resolve_observation(store, text)
+        return resolve_uid(store, text, summaries=True)
     return parse_ref(text, forms)
+
+
+def _exists(store: Store, kind: str, number: int) -> bool:
+    try:
+        {"observation": store.get_observation, "summary": store.get_summary, "prompt": store.get_prompt}[
+            kind
+        ](number)
+    except NotFound:
+        return False
+    return True
 
 
 def parse_ref(ref: str, forms: str = GET_FORMS) -> tuple[str, int]:
