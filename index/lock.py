@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from cmem_cli.core import stopping
 from cmem_cli.core.errors import DatabaseBusy
 
 
@@ -36,6 +37,8 @@ def writer_lock(
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 break
             except BlockingIOError:
+                if stopping.asked_to_stop():  # `cmem watch` told to stop: give the wait up
+                    raise DatabaseBusy("stopped while another cmem process was updating the index") from None
                 if deadline is not None and time.monotonic() >= deadline:
                     raise DatabaseBusy(
                         "another cmem process is updating the index; try again later"

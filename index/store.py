@@ -192,8 +192,10 @@ class IndexStore:
             if new_file:
                 with contextlib.suppress(OSError):
                     os.chmod(path, 0o600)
-            conn.set_busy_timeout(
-                busy_ms if busy_ms is not None else (READ_BUSY_MS if readonly else WRITE_BUSY_MS)
+            from cmem_cli.core.db import wait_for_locks
+
+            wait_for_locks(
+                conn, busy_ms if busy_ms is not None else (READ_BUSY_MS if readonly else WRITE_BUSY_MS)
             )
             conn.enable_load_extension(True)
             conn.load_extension(sqlite_vec_path())

@@ -5,7 +5,8 @@ then decides what changed. That makes every tricky case correct by construction:
 (write a temp file, rename it over the original), moves in, out and within a collection, deletes, and a
 collection folder deleted and recreated (a supervisor notices the root's inode changing and re-arms the
 watch). Events are debounced (about a second of quiet) and coalesced per collection, with a cap so a
-constantly written folder is still indexed. SIGINT/SIGTERM stop it between batches, never mid-transaction.
+constantly written folder is still indexed. SIGINT/SIGTERM stop it between batches, never mid-transaction,
+and within a second while it waits for a lock another process holds (``cmem_cli.core.stopping``).
 """
 
 from __future__ import annotations
@@ -90,6 +91,9 @@ class Watcher:
 
         signal.signal(signal.SIGINT, handler)
         signal.signal(signal.SIGTERM, handler)
+        from cmem_cli.core import stopping
+
+        stopping.stop_waiting_when(self._stop.is_set)  # a lock wait gives up on the signal, not 15 s later
 
     def run(self) -> None:
         from watchdog.observers import Observer
@@ -222,6 +226,8 @@ class Watcher:
         try:
             self.on_export_change(None if names is None or whole_tree else sorted(paths))
         except Exception as exc:  # noqa: BLE001 - a watcher must survive a bad file or a busy database
+            if self._stop.is_set():
+                raise Stopped from None  # a lock wait given up on SIGTERM: nothing was written
             from cmem_cli.core.errors import CmemError
 
             message = exc.message if isinstance(exc, CmemError) else f"{type(exc).__name__}: {exc}"
@@ -252,6 +258,8 @@ class Watcher:
         except Stopped:
             raise
         except Exception as exc:  # noqa: BLE001 - a watcher must survive a bad file or a busy database
+            if self._stop.is_set():
+                raise Stopped from None  # a lock wait given up on SIGTERM: nothing was written
             from cmem_cli.core.errors import CmemError
 
             message = exc.message if isinstance(exc, CmemError) else f"{type(exc).__name__}: {exc}"

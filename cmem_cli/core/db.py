@@ -15,6 +15,7 @@ from typing import Any
 
 import apsw
 
+from cmem_cli.core import stopping
 from cmem_cli.core.config import env_int
 from cmem_cli.core.errors import DatabaseBusy, DatabaseCorrupt, InvalidInput, StorageError
 from cmem_cli.core.migrations import Migrations
@@ -35,6 +36,30 @@ def classify_error(exc: apsw.Error, path: Path, label: str, repair_hint: str) ->
     if isinstance(exc, apsw.FullError):
         return StorageError(f"disk full while writing {label} {path}")
     return exc
+
+
+def wait_for_locks(conn: apsw.Connection, timeout_ms: int) -> None:
+    """Wait up to ``timeout_ms`` for a lock another connection holds (then SQLITE_BUSY: DatabaseBusy).
+
+    SQLite's own busy timeout sleeps in C, where a signal handler cannot run: a process that must stop
+    promptly (:mod:`cmem_cli.core.stopping`) waits in short Python sleeps instead and gives up as soon as
+    it is asked to stop."""
+    if not stopping.interruptible():
+        conn.set_busy_timeout(timeout_ms)
+        return
+    deadline = 0.0
+
+    def busy(count: int) -> bool:
+        nonlocal deadline
+        now = time.monotonic()
+        if count == 0:
+            deadline = now + timeout_ms / 1000
+        if stopping.asked_to_stop() or now >= deadline:
+            return False
+        time.sleep(min(0.005 * (count + 1), 0.1, deadline - now))  # a signal's handler runs in here
+        return not stopping.asked_to_stop()
+
+    conn.set_busy_handler(busy)
 
 
 @contextlib.contextmanager
@@ -96,7 +121,7 @@ class Database:
             if new_file and not readonly:
                 with contextlib.suppress(OSError):
                     os.chmod(path, 0o600)
-            self.conn.set_busy_timeout(env_int("CMEM_BUSY_TIMEOUT_MS", BUSY_TIMEOUT_MS, 0, 86_400_000))
+            wait_for_locks(self.conn, env_int("CMEM_BUSY_TIMEOUT_MS", BUSY_TIMEOUT_MS, 0, 86_400_000))
             # A corrupt or foreign file fails here, with a clear message, not deep inside a command.
             self.conn.execute("PRAGMA foreign_keys=ON")
             if not readonly:
