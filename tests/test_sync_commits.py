@@ -3,6 +3,7 @@ next sync, never committed raw (no secret reaches a pushed blob), and is adopted
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -60,4 +61,33 @@ def test_a_file_saved_mid_sync_is_never_committed_raw_and_is_adopted_next(world,
         assert leaked not in remote_blobs(str(tmp_path / "team.git"))
         assert leaked not in "".join(p.read_text() for p in b.export.rglob("*.md"))
     assert "Deploy keys" in remote_blobs(str(tmp_path / "team.git"))
+    assert git_in(b, "status", "--porcelain") == ""
+
+
+def test_a_merge_refused_for_a_file_saved_mid_sync_is_exit_9_and_the_next_sync_merges(
+    world, tmp_path, capsys
+):
+    """docs/sync.md, exit 9 "`git merge` failed": a person saves the note the merge must change after the
+    fetch; git refuses to overwrite it. Local work stays committed, the branch and the store are as before
+    the merge, the save is left as it is; the next sync adopts the save first, then merges, losing nothing."""
+    copy_world(world, tmp_path, ["a", "b"])
+    b = Machine(tmp_path / "b", capsys)
+    [shared] = [r for r in b.by_uid().values() if r["title"] == "Shared note"]
+    existing = b.export / shared["path"]
+    wrapper = GitWrapper(tmp_path / "wrapper")
+    wrapper.arm(after={"fetch": f"printf '\\nsaved while b fetched\\n' >> '{existing}'\n"})
+    first = wrapper.run(b.home, "sync", "--json")
+    assert first.returncode == 9 and first.stderr.startswith("cmem: git merge failed:"), first.stderr
+    report = json.loads(first.stdout)
+    assert (report["exit_code"], report["committed"], report["pushed"]) == (9, 1, False)
+    assert git_in(b, "log", "--format=%s", "origin/main..HEAD").strip() == "cmem sync: 1 local change(s)"
+    assert git_in(b, "status", "--porcelain").strip() == f"M {shared['path']}"
+    rows = {r["title"]: r for r in b.by_uid().values()}
+    assert "Second from a" not in rows and rows["Shared note"]["narrative"] == "as it began"
+    assert existing.read_text().endswith("\nsaved while b fetched\n")
+    b.sync()
+    rows = {r["title"]: r for r in b.by_uid().values()}
+    assert {"Second from a", "From b"} <= set(rows)
+    texts = [r["narrative"] for r in rows.values() if r["title"].startswith("Shared note")]
+    assert any("edited on a" in t for t in texts) and any("saved while b fetched" in t for t in texts)
     assert git_in(b, "status", "--porcelain") == ""

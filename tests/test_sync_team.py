@@ -205,14 +205,23 @@ def test_a_rejected_arriving_file_is_reported_on_every_sync_until_removed(team, 
         ]
         assert "cmem: TEAM.md: outside any project folder" in err
     assert "Fine by hand" in {r["title"] for r in b.by_uid().values()}
+    for fix in ((), ("--fix",)):  # doctor lists them too, and --fix never calls them fixed
+        code, out, _ = b.run("doctor", "--json", *fix)
+        not_adopted = {c["name"]: c for c in json.loads(out)["checks"]}["files not adopted"]
+        assert (code, not_adopted["status"]) == (4, "fail")
+        assert sorted(not_adopted["paths"]) == ["TEAM.md", "web/by-hand/broken.md"]
+        assert "outside any project folder" in not_adopted["reasons"][not_adopted["paths"].index("TEAM.md")]
     subprocess.run([*PLAIN_GIT, "pull", "-q", "--no-rebase"], cwd=clone, check=True)
     _teammate_commits(tmp_path, url, {"TEAM.md": None})
     code, out, err = b.run("sync", "--json")
     assert code == 4 and [item["path"] for item in json.loads(out)["rejected"]] == ["web/by-hand/broken.md"]
+    code, out, _ = b.run("doctor", "--json")
+    assert code == 4 and "TEAM.md" not in out
     (b.export / "web" / "by-hand" / "broken.md").unlink()
     code, out, err = b.run("sync", "--json")
     assert code == 0, err
     assert json.loads(out)["rejected"] == []
+    assert b.run("doctor")[0] == 0
 
 
 # -- joining ------------------------------------------------------------------------------------------------

@@ -404,15 +404,15 @@ def remember_rejected(
     memory.store.set_state(REJECTED, json.dumps(current, sort_keys=True) if current else None)
 
 
-def still_rejected(memory: Memory) -> list[tuple[str, str]]:
-    """The kept rejections whose file is still in the tree and still not adopted (the list is pruned of
-    the others)."""
+def still_rejected(memory: Memory, *, prune: bool = True) -> list[tuple[str, str]]:
+    """The kept rejections whose file is still in the tree and still not adopted (with ``prune``, the
+    list is pruned of the others; doctor without ``--fix`` only reads)."""
     current = rejected_files(memory)
     if not current:
         return []
     known = memory.store.record_paths()
     keep = {p: r for p, r in current.items() if (memory.export_root / p).is_file() and p not in known}
-    if keep != current:
+    if prune and keep != current:
         with memory.store.db.transaction():
             memory.store.set_state(REJECTED, json.dumps(keep, sort_keys=True) if keep else None)
     return sorted(keep.items())

@@ -180,6 +180,7 @@ def export_problems(memory: Any) -> Findings:
     them. A file adoption would refuse is listed once, under :data:`NOT_ADOPTED` with its reason, not as a
     file to adopt."""
     from cmem_cli.services.adopt import refused_files
+    from cmem_cli.services.arrivals import still_rejected
     from cmem_cli.services.writes import written_as
 
     records = memory.store.file_records()
@@ -225,7 +226,10 @@ def export_problems(memory: Any) -> Findings:
         "private modes": [_display(p, home) for p in loose],
     }
     findings: Findings = {name: [(path, None) for path in paths] for name, paths in found.items()}
-    findings[NOT_ADOPTED] = list(refused)
+    # and files git brought that no sync could adopt (a teammate's root TEAM.md: a file of this tree is
+    # the user's own, one that arrived through git is not), until they are fixed or removed
+    arrived = [(p, why) for p, why in still_rejected(memory, prune=False) if p not in refused_paths]
+    findings[NOT_ADOPTED] = sorted([*refused, *arrived])
     return findings
 
 
