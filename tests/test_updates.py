@@ -42,6 +42,37 @@ UPDATES = [
     ("We merged 150 commits into the main branch for v1.0",
      "Commits merged into the main branch have now reached 165",
      "how many commits are merged into main"),
+    # the new value is not the first one after the word of change: the date stays, the time moves
+    ("Design review with Dana on March 22 at 3 PM to go over the schema",
+     "The design review with Dana was rescheduled to March 22 at 4:30 PM",
+     "what time is the design review with Dana"),
+    # "it" stands for the subject the sentence named before the word of change
+    ("The staging deploy of the billing service takes 9 minutes",
+     "Looked at the staging deploy of the billing service again, and it was shortened to 6 minutes",
+     "how long does the staging deploy of the billing service take"),
+    # a range of a duration, and a word of change whose subject follows its value
+    ("Backups of the orders database are kept for 6-9 months",
+     "Retention for backups of the orders database was shortened to 5-7 months",
+     "how long are backups of the orders database kept"),
+    ("We have to ship the mobile release by the April 20 deadline",
+     "Agreed on the new April 25 deadline for the mobile release",
+     "mobile release deadline"),
+    # a number after a name is a version of it, not a count of the word after it ("15 last weekend")
+    ("The production server runs PostgreSQL 13 with one replica",
+     "Upgraded the production server to PostgreSQL 15 last weekend",
+     "which PostgreSQL version does production run"),
+    # "down to", "shrank to": words of change only with "to" before the value
+    ("The CI pipeline takes 14 minutes end to end",
+     "After caching dependencies the CI pipeline is down to 6 minutes",
+     "how long does the CI pipeline take"),
+    # one word says what both values are of ("image"), where the rest of the sentences differ
+    ("Our Docker image is 1.2 GB and slow to pull",
+     "With a slim base the image shrank to 340 MB",
+     "how big is the Docker image"),
+    # a day of the week is a date
+    ("The sprint demo is on Thursday at 3 PM",
+     "The sprint demo moved to Friday at 11 AM",
+     "when is the sprint demo"),
 ]  # fmt: skip
 
 
@@ -103,6 +134,42 @@ BOTH_VALID = [
     ("The frontend bundle is 240 KB gzipped",
      "The backend Docker image is 180 MB",
      "how big is the bundle or image"),
+    # a goal and where things stand are two facts
+    ("The goal for test coverage of the API is 90%",
+     "Test coverage of the API now reached 85%",
+     "API test coverage"),
+    # "by 5%" is how much it changed, not what it is
+    ("Checkout conversion on the web store is 3.1%",
+     "Checkout conversion on the web store increased by 5% after the redesign",
+     "checkout conversion on the web store"),
+    # a count and a duration are two kinds of value even with no unit in the value itself
+    ("The import job handles 500 files per run",
+     "The import job now runs every 30 minutes",
+     "import job"),
+    # a number is compared with a count only where that count's noun is next to it
+    ("Fixed 12 bugs in the parser this sprint",
+     "The parser sprint now has a velocity of 40",
+     "parser bugs this sprint"),
+    # the words of the question are in both sentences, but what changed is another thing
+    ("The login page loads in 900ms on mobile",
+     "Login page work continues, and the CI build time improved to 4 minutes",
+     "how fast does the login page load"),
+    # "now that" says when, not what changed; a plain date says when something happened
+    ("Release notes for v2 are due on May 2",
+     "Now that May 9 is here, the release notes for v2 went out to customers",
+     "release notes for v2"),
+    # a word of addition before the value, however far ("also ... now with 2 instances")
+    ("We run the web app in us-east-1 with 4 instances",
+     "We also run the web app in eu-west-1, now with 2 instances",
+     "how many instances does the web app run"),
+    # the newer memory states the older value too: it is not what was replaced
+    ("The grocery budget went up to $550 a month",
+     "We raised the grocery budget to $500 in May and later to $550 a month",
+     "grocery budget"),
+    # a verb that only carries a value ("takes") is not what the value is of: a suite and a build
+    ("The unit test suite takes 2 minutes",
+     "The Docker build now takes 9 minutes",
+     "how long does it take"),
 ]  # fmt: skip
 
 

@@ -12,19 +12,30 @@ minutes", "Memcached caches pages for 5 minutes"; the free tier's rate limit and
 must not retire each other. So every one of these must hold, or nothing is inferred:
 
 - the newer memory has an *update statement*: a word of change ("now", "increased", "moved", "new", ...)
-  followed closely by a value (a number, an amount, a date, a time, a version);
-- the older memory states a *different* value in a clause about the same subject: most of the update's
-  subject words around it, and at least one word of the query (the subject asked about);
+  followed closely by a value (a number, an amount, a date, a time, a version), or, weaker, a plain
+  statement of a value that is no date or time;
+- the older memory states a *different* value of the same kind (a duration against a duration, a count of
+  interviews against a count of interviews, a version against a version) about the same subject: most of
+  the update's subject words around it and a word of the query; or, for an update statement, the two
+  sentences share two words of the query, the update names one of them where it says what changed (or
+  says "it"), and the newer memory names what the older value is the value of (:func:`answers_alike`); or
+  both values are said of the same word of the query (:func:`keyed`: "the bundle is 1.8 MB", "the bundle
+  shrank to 900 KB");
 - no word says the two are different things: a subject word each side qualifies differently ("free tier"
-  against "enterprise tier") or a word of addition in the update ("also", "another", "second").
+  against "enterprise tier"), a name only one side has, a word of addition before the update's value
+  ("also", "another", "second"), a goal against a state ("a goal of 90%", "reached 85%"), a change's size
+  ("increased by 5%") taken for a value, or the newer memory stating the older value too (not as what it
+  was: "from 12").
 
 The query is what makes this cheap and safe: only rows a search already shows are compared, only about
-what was asked. docs/truth.md has the rule's measurements (BEAM's knowledge-update questions, the six
-retrieval sets, and tests/test_updates.py's related-but-valid memories, none of which may be marked).
+what was asked. docs/retrieval.md has the rule's measurements (BEAM's knowledge-update questions, pairs
+written after the rule in bench/update_pairs.py, the six retrieval sets) and tests/test_updates.py the
+related-but-valid memories none of which may be marked.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
@@ -39,6 +50,11 @@ AROUND_VALUE = 10  # tokens either side of the older value that say what it is a
 SUBJECT_SHARE = 0.5  # of the update's subject words, the share the older clause must have (and >= 2)
 RESTATED_AFTER = 3  # a plain statement's subject: the words before its value and a few after ("15 problems")
 RESTATED_SHARED = 3  # words a plain statement must share with the older clause (a word of change: 2)
+TOPIC_WORDS = 2  # words of the query both sentences of an update and an older value must have
+TOPIC_REACH = 16  # tokens before an update's value (either side of an older value) where those words count
+HEAD_BEFORE = 3  # tokens before a word of change that name what changed ("the deadline was extended")
+KEY_REACH = 4  # tokens before a value where the word it is said of is looked for
+GOAL_BEFORE = 8  # tokens before a value where a word of intent makes it a goal ("a goal of 12 books")
 
 # Words that say a value changed. Not "increase" as a verb of a goal ("I want to increase X"): only the
 # forms that report a change (past, perfect, "now", "new").
@@ -47,29 +63,60 @@ CUES = frozenset([
     "increased", "decreased", "reduced", "raised", "lowered", "improved", "extended", "shortened",
     "rescheduled", "postponed", "delayed", "adjusted", "revised", "corrected", "bumped", "grew", "grown",
     "reached", "dropped", "rose", "fell", "went", "jumped", "climbed", "expanded", "boosted", "doubled",
-    "halved", "pushed", "new", "latest",
+    "halved", "pushed", "new", "latest", "shrank", "shrunk", "cut", "trimmed", "scaled", "down",
+])  # fmt: skip
+# Words of change that are as often something else ("the final cut", "broke it down into 3 steps"): only
+# with "to" just before the value ("cut to 6 minutes", "down to 4 hours", "scaled the cluster to 5 brokers").
+TO_CUES = frozenset(["cut", "trimmed", "scaled", "down", "shrank", "shrunk"])
+DEGREE = frozenset(
+    ["just", "only", "about", "around", "roughly", "nearly", "almost", "approximately", "under"]
+)
+# Verbs that carry a value without saying what it is of ("takes 14 minutes", "costs $85", "has 3 brokers").
+CARRIERS = frozenset([
+    "take", "takes", "took", "taking", "has", "have", "had", "having", "run", "runs", "ran", "use", "uses",
+    "cost", "costs", "weigh", "weighs", "allow", "allows", "need", "needs", "hold", "holds", "last", "lasts",
+    "contain", "contains", "hit", "hits", "sit", "sits", "total", "totals", "stand", "stands", "get", "gets",
 ])  # fmt: skip
 # Words that add a second thing rather than replace the first.
 ADDITION = frozenset(["also", "another", "additional", "additionally", "second", "too", "addition", "besides",
                       "both"])  # fmt: skip
+# A unit after a number says what the number measures; one dimension whatever the unit ("3 hours" and "90
+# minutes" can be one duration that changed). Attached units count too ("250ms").
+DIMENSIONS = {
+    **dict.fromkeys(["ms", "second", "seconds", "sec", "secs", "minute", "minutes", "min", "mins", "hour", "hours",
+                     "hr", "hrs", "day", "days", "week", "weeks", "month", "months", "year", "years"], "duration"),
+    **dict.fromkeys(["kb", "mb", "gb", "tb", "byte", "bytes", "kib", "mib", "gib"], "size"),
+    "percent": "percent", "times": "times", "\u00b0": "degree",
+}  # fmt: skip
 # Units say what kind of number a value is, not what it is the value of ("30 minutes" of a TTL or of a run).
-UNITS = frozenset([
-    "second", "seconds", "sec", "secs", "minute", "minutes", "min", "mins", "hour", "hours", "hr", "hrs", "day",
-    "days", "week", "weeks", "month", "months", "year", "years", "percent", "times", "ms", "mb", "gb", "kb", "tb",
-])  # fmt: skip
+UNITS = frozenset(DIMENSIONS)
+EVENTS = frozenset(["date", "time"])  # kinds of value a plain statement (no word of change) cannot update
+# Words that make a value a goal rather than a state: "a goal of 12 books" and "finished 11 books" are two
+# facts, both true.
+GOALS = frozenset(["goal", "goals", "target", "targets", "targeting", "aim", "aiming", "objective"])
+# A pronoun just before the word of change: the subject was named earlier in the sentence ("the probate
+# process ... how it was shortened to 5-7 months").
+PRONOUNS = frozenset(["it", "it's", "its", "this", "these", "they", "they're"])
 # Words with no subject in them (beyond the search's stop words, the cues and the units).
 NOISE = STOPWORDS | CUES | UNITS | frozenset([
     "recently", "currently", "just", "already", "still", "total", "trying", "want", "need", "help", "make",
-    "sure", "using", "used", "way", "get", "got", "im", "ive", "id", "dont", "cant", "one", "two", "three",
+    "sure", "using", "used", "way", "get", "got", "im", "ive", "id", "dont", "cant", "wont", "didnt", "isnt",
+    "doesnt", "wasnt", "havent", "one", "two", "three",
     "will", "would", "should", "could", "like", "really", "kinda",
+    # how a person talks about a fact, not what the fact is about ("I'm kinda worried about my deadline")
+    "sorta", "worried", "worry", "wondering", "wonder", "understand", "understanding", "feel", "feeling",
+    "think", "thinking", "curious", "stressed", "nervous", "figure", "lot", "bit", "pretty", "many", "much",
+    "most",
 ])  # fmt: skip
 _CODE = re.compile(r"```.*?(?:```|$)", re.S)
 _CLAUSE = re.compile(r"(?<=[.!?;])\s+|\n+|\s+but\s+|\s+-\s+")
 _TOKEN = re.compile(
-    r"\d{1,2}:\d{2}\s?(?:am|pm)?|\d{1,2}\s?(?:am|pm)\b|\$?\d[\d,]*(?:\.\d+)?(?:%|[a-z]{1,7})?|[a-z][a-z'_-]*",
+    r"\d{4}-\d{2}-\d{2}|\d{1,2}:\d{2}\s?(?:am|pm)?|\d{1,2}\s?(?:am|pm)\b|\d+/\d+"
+    r"|\$?\d[\d,]*(?:\.\d+)?(?:\s?[-\u2013]\s?\$?\d[\d,]*(?:\.\d+)?)?(?:%|\u00b0|[a-z]{1,7})?|[a-z][a-z'_-]*",
     re.I,
 )
 _MONTHS = frozenset(["january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november", "december", "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec"])  # fmt: skip
+_WEEKDAYS = frozenset(["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"])
 _DIGIT = re.compile(r"\d")
 
 
@@ -77,8 +124,9 @@ class Token(NamedTuple):
     text: str  # lower-cased
     stem: str  # a light stem for words, the normalised value for values ("1200", "apr5")
     value: bool
-    kind: str = ""  # a value's kind: date, time, money, percent, a unit ("ms", "mb") or number
+    kind: str = ""  # a value's kind (:func:`_kind`): date, money, duration, n:<the noun it counts>...
     name: bool = False  # a capitalised word: a product, a component, a person ("Redis", "Go", "Alice")
+    content: bool = False  # a word that can say what a value is about: not a value, short or :data:`NOISE`
 
 
 class Update(NamedTuple):
@@ -89,8 +137,15 @@ class Update(NamedTuple):
     subject: frozenset[str]
     names: frozenset[str]  # the names among the words around it (:attr:`Token.name`)
     modifiers: dict[str, str]  # subject stem -> the content word just before it ("enterprise" tier)
+    clause: frozenset[str] = frozenset()  # every word of its clause (the sentence it is stated in)
+    before: Sequence[Token] = ()  # the clause's tokens up to the value (``TOPIC_REACH`` of them)
+    goal: bool = False  # a goal, not a state (:data:`GOALS`)
+    pronoun: bool = False  # its subject is a pronoun: the sentence named it earlier
+    head: frozenset[str] = frozenset()  # the content words from just before the word of change to the value
+    key: frozenset[str] = frozenset()  # the word the value is said of (:func:`_key`): "the bundle" shrank
 
 
+@functools.lru_cache(maxsize=4096)
 def stem(word: str) -> str:
     """A light English stem, enough to match ``caches``/``cached``/``cache`` and ``deadlines``."""
     word = word.lower().replace("'", "")
@@ -106,7 +161,8 @@ def stem(word: str) -> str:
 
 
 def tokens(clause: str) -> list[Token]:
-    """A clause's words and values; a month name and its day are one value (``april5``)."""
+    """A clause's words and values; a month name and its day are one value (``april5``). A number's kind
+    is what follows it: a unit ("3 hours": duration) or the noun it counts ("5 interviews": n:interview)."""
     found = _TOKEN.findall(clause)
     raw = [t.lower() for t in found]
     out: list[Token] = []
@@ -116,31 +172,68 @@ def tokens(clause: str) -> list[Token]:
             skip = False
             continue
         nxt = raw[index + 1] if index + 1 < len(raw) else ""
-        if text in _MONTHS and _DIGIT.match(nxt):
+        if text in _WEEKDAYS:  # "moved to Friday": a day is a date (not "on Fridays": that is every week)
+            out.append(Token(text, text[:3], True, "date"))
+        elif text in _MONTHS and _DIGIT.match(nxt):
             out.append(Token(f"{text} {nxt}", text[:3] + _number(nxt), True, "date"))
             skip = True
         elif _DIGIT.search(text):
-            out.append(Token(text, _number(text), True, _kind(text)))
+            kind = _kind(text, nxt)
+            if out and (out[-1].name or out[-1].text == "version") and kind in ("number", "n:" + stem(nxt)):
+                kind = "version"  # "PostgreSQL 15", "Node 20", "version 2.3": which one, not how many
+            out.append(Token(text, _number(text), True, kind))
         else:
-            name = found[index][0].isupper() and text not in NOISE and text not in _MONTHS and len(text) > 1
-            out.append(Token(text, stem(text), False, name=name))
+            bare = text.replace("'", "")
+            name = found[index][0].isupper() and bare not in NOISE and text not in _MONTHS and len(text) > 1
+            out.append(Token(text, stem(text), False, name=name, content=len(text) > 2 and bare not in NOISE))
     return out
 
 
-def _kind(value: str) -> str:
+def _kind(value: str, after: str = "") -> str:
+    """What a value is: a date, time, money, percent, score ("4/5"), year, a dimension ("250ms", "3 hours",
+    "10 MB"), a count of the noun after it ("5 interviews": ``n:interview``), else a plain number."""
+    if re.fullmatch(r"\d{4}-\d{2}-\d{2}", value):
+        return "date"
     if ":" in value or value.endswith(("am", "pm")):
         return "time"
     if value.startswith("$"):
         return "money"
     if value.endswith("%"):
         return "percent"
-    unit = re.sub(r"^[\d.,]+", "", value)
-    return unit if unit and unit not in ("st", "nd", "rd", "th") else "number"
+    if "/" in value:
+        return "score"
+    unit = re.sub(r"^[\d.,\s\u2013-]+", "", value)
+    if unit and unit not in ("st", "nd", "rd", "th"):
+        return DIMENSIONS.get(unit, unit)
+    if after in DIMENSIONS:
+        return DIMENSIONS[after]
+    if re.fullmatch(r"(19|20)\d\d,?", value):
+        return "year"
+    counted = after and not _DIGIT.search(after) and len(after) > 2 and after not in _MONTHS
+    return "n:" + stem(after) if counted and after.replace("'", "") not in NOISE else "number"
+
+
+def same_kind(one: str, other: str) -> bool:
+    """Two values can state one fact: the same kind, or a plain number against a count ("reached 165"
+    against "150 commits": the noun is left out)."""
+    return one == other or {one[:2], other[:2]} == {"nu", "n:"}
+
+
+def comparable(update: Update, stated: Stated) -> bool:
+    """An update's value and an older one are of one kind (:func:`same_kind`); a plain number only where
+    the noun the other counts is next to it ("commits ... now reached 165" against "150 commits", not "each
+    angle 60" against "12 problems")."""
+    ours, theirs = update.kind, stated.value.kind
+    if ours == theirs:
+        return True
+    if not same_kind(ours, theirs):
+        return False
+    return theirs[2:] in update.subject if ours == "number" else ours[2:] in stated.words
 
 
 def _number(text: str) -> str:
-    """``$1,200`` -> ``1200``; ``250ms`` -> ``250ms``; ``5th`` -> ``5``; ``4:30`` (split) -> ``4``."""
-    text = text.replace(",", "").lstrip("$")
+    """``$1,200`` -> ``1200``; ``250ms`` -> ``250ms``; ``5th`` -> ``5``; ``5 - 7`` -> ``5-7``."""
+    text = re.sub(r"\s", "", text).replace(",", "").replace("$", "").replace("\u2013", "-")
     return re.sub(r"(st|nd|rd|th)$", "", text)
 
 
@@ -150,52 +243,102 @@ def clauses(text: str) -> list[list[Token]]:
 
 
 def _content(token: Token) -> bool:
-    return not token.value and len(token.text) > 2 and token.text.replace("'", "") not in NOISE
+    return token.content
+
+
+def _added(window: Sequence[Token]) -> bool:
+    """A word of addition in what states the value ("also", "a second pool"): another thing, not a change."""
+    return any(t.text in ADDITION for t in window)
 
 
 def updates(clause_list: Sequence[list[Token]]) -> list[Update]:
-    """The update statements of a memory: a word of change with a value soon after it."""
+    """The update statements of a memory: a word of change with a value soon after it. Each value within
+    reach counts ("rescheduled to March 22 at 4:30 PM" states a date and a time), but not one after "from"
+    (the old value) or "by" (the size of the change, or when: "increased by 5%", "reached 4,700 words by May
+    13"); "now that ..." is no word of change."""
     found = []
     for clause in clause_list:
-        if any(t.text in ADDITION for t in clause):
-            continue
+        words = frozenset(t.stem for t in clause)
         for index, token in enumerate(clause):
             if token.value or token.text not in CUES:
                 continue
-            value = next((j for j in range(index + 1, min(len(clause), index + CUE_TO_VALUE + 1))
-                          if clause[j].value), None)  # fmt: skip
-            if value is None:
+            if token.text == "now" and index + 1 < len(clause) and clause[index + 1].text == "that":
                 continue
-            window = clause[max(0, index - SUBJECT_BEFORE) : value]
-            subject = frozenset(t.stem for t in window if _content(t))
-            if len(subject) >= 2:
-                stated = clause[value]
-                modifiers = _modifiers(clause, subject, stated.stem)
-                found.append(Update(stated.stem, stated.kind, subject, _names(window), modifiers))
+            pronoun = any(t.text in PRONOUNS for t in clause[max(0, index - HEAD_BEFORE) : index])
+            for at in range(index + 1, min(len(clause), index + CUE_TO_VALUE + 1)):
+                stated = clause[at]
+                if not stated.value or clause[at - 1].text in ("from", "by"):
+                    continue
+                if token.text in TO_CUES and not _after_to(clause, at):
+                    continue
+                window = clause[max(0, index - SUBJECT_BEFORE) : at + RESTATED_AFTER + 1]
+                subject = frozenset(t.stem for t in window if _content(t))
+                if len(subject) >= 2 and not _added(clause[: at + RESTATED_AFTER + 1]):
+                    modifiers = _modifiers(clause, subject, stated.stem)
+                    before = clause[max(0, at - TOPIC_REACH) : at + RESTATED_AFTER + 1]
+                    head = _stems(clause[max(0, index - HEAD_BEFORE) : at + RESTATED_AFTER + 1])
+                    found.append(Update(stated.stem, stated.kind, subject, _names(window), modifiers, words,
+                                        before, _goal(clause, at), pronoun, head, _key(clause, at)))  # fmt: skip
     return found
+
+
+def _after_to(clause: Sequence[Token], at: int) -> bool:
+    """The value follows "to", maybe with a word of degree between ("down to just 4 hours")."""
+    before = [t.text for t in clause[max(0, at - 3) : at] if t.text not in DEGREE]
+    return bool(before) and before[-1] == "to"
+
+
+def _key(clause: Sequence[Token], at: int) -> frozenset[str]:
+    """The word a value is said of: the nearest word of content before it, past words of change, small
+    words and verbs that only carry a value, within ``KEY_REACH`` tokens and not past another value ("the
+    bundle is 1.8 MB", "the bundle shrank to 900 KB", "the pipeline takes 14 minutes"); none when there is
+    none."""
+    for token in reversed(clause[max(0, at - KEY_REACH) : at]):
+        if token.value:
+            break
+        if token.content and token.text not in CARRIERS:
+            return frozenset([token.stem])
+    return frozenset()
+
+
+def _delta(clause: Sequence[Token], at: int) -> bool:
+    """The value says by how much something changed ("improved by 20%"), not what it is."""
+    return at >= 2 and clause[at - 1].text == "by" and clause[at - 2].text in CUES
+
+
+def _goal(clause: Sequence[Token], at: int) -> bool:
+    return any(t.text in GOALS for t in clause[max(0, at - GOAL_BEFORE) : at])
 
 
 def restatements(clause_list: Sequence[list[Token]]) -> list[Update]:
     """A memory's plain statements of a value ("15 problems done with 95% accuracy"): what a newer
     memory says a thing is, without a word of change. Weaker evidence, so :func:`infer` asks more of the
-    older memory's subject (``RESTATED_SHARED`` words)."""
+    older memory's subject (``RESTATED_SHARED`` words). Not a date or a time: without a word of change,
+    those say when something happened ("after peer review on August 7"), and things happen on many days."""
     found = []
     for clause in clause_list:
-        if any(t.text in ADDITION for t in clause):
-            continue
+        words = frozenset(t.stem for t in clause)
         for index, token in enumerate(clause):
-            if not token.value:
+            if not token.value or token.kind in EVENTS or _delta(clause, index):
                 continue
             window = clause[max(0, index - SUBJECT_BEFORE) : index + RESTATED_AFTER + 1]
             subject = frozenset(t.stem for t in window if _content(t))
-            if len(subject) >= RESTATED_SHARED:
+            if len(subject) >= RESTATED_SHARED and not _added(clause[: index + RESTATED_AFTER + 1]):
                 modifiers = _modifiers(window, subject, token.stem)
-                found.append(Update(token.stem, token.kind, subject, _names(window), modifiers))
+                found.append(Update(token.stem, token.kind, subject, _names(window), modifiers, words,
+                                    clause[max(0, index - TOPIC_REACH) : index + RESTATED_AFTER + 1],
+                                    _goal(clause, index)))  # fmt: skip
     return found
 
 
 def _names(window: Sequence[Token]) -> frozenset[str]:
     return frozenset(t.stem for t in window if t.name)
+
+
+def _verb(token: Token) -> bool:
+    """A past or present participle ("completed", "completing"): a number after it is what it counted
+    ("completed 15 problems"), not which one it is ("sprint 2")."""
+    return token.text.endswith(("ed", "ing"))
 
 
 def _modifiers(clause: Sequence[Token], subject: Iterable[str], value: str | None = None) -> dict[str, str]:
@@ -208,7 +351,7 @@ def _modifiers(clause: Sequence[Token], subject: Iterable[str], value: str | Non
             continue
         if _content(before):
             out.setdefault(token.stem, before.stem)
-        elif after is not None and after.value and after.stem != value:
+        elif after is not None and after.value and after.stem != value and not _verb(token):
             out.setdefault(token.stem, "#" + after.stem)
     if (
         clause
@@ -216,6 +359,7 @@ def _modifiers(clause: Sequence[Token], subject: Iterable[str], value: str | Non
         and len(clause) > 1
         and clause[1].value
         and clause[1].stem != value
+        and not _verb(clause[0])
     ):
         out.setdefault(clause[0].stem, "#" + clause[1].stem)
     return out
@@ -225,24 +369,39 @@ class Stated(NamedTuple):
     """One value an older memory states, with what is around it (computed once per memory)."""
 
     value: Token
-    clause_values: frozenset[str]  # every value of its clause: one equal to the update's says the new one
+    clause_values: frozenset[tuple[str, str]]  # its clause's values and kinds (one may be the new value)
     words: frozenset[str]  # the content words around it
     near: Sequence[Token]
     names_before: frozenset[str]  # the names in the words before it
+    clause: frozenset[str] = frozenset()  # every word of its clause
+    reach: Sequence[Token] = ()  # ``TOPIC_REACH`` tokens either side of it
+    goal: bool = False
+    subject: frozenset[str] = frozenset()  # the content words just before it and a few after ("deadline")
+    key: frozenset[str] = frozenset()  # the words the value is said of (:func:`_key`)
 
 
 def stated_values(older: Sequence[list[Token]]) -> list[Stated]:
     out = []
     for clause in older:
         values = [i for i, t in enumerate(clause) if t.value]
-        clause_values = frozenset(clause[i].stem for i in values)
+        clause_values = frozenset((clause[i].stem, clause[i].kind) for i in values)
+        every = frozenset(t.stem for t in clause)
         for i in values:
+            if _delta(clause, i):
+                continue
             near = clause[max(0, i - AROUND_VALUE) : i + AROUND_VALUE + 1]
             words = frozenset(t.stem for t in near if _content(t))
-            out.append(
-                Stated(clause[i], clause_values, words, near, _names(clause[max(0, i - SUBJECT_BEFORE) : i]))
-            )
+            names = _names(clause[max(0, i - SUBJECT_BEFORE) : i])
+            reach = clause[max(0, i - TOPIC_REACH) : i + TOPIC_REACH + 1]
+            subject = _stems(clause[max(0, i - SUBJECT_BEFORE) : i + RESTATED_AFTER + 1])
+            goal, key = _goal(clause, i), _key(clause, i)
+            out.append(Stated(clause[i], clause_values, words, near, names, every, reach, goal, subject, key))
     return out
+
+
+def _says_new_value(update: Update, stated: Stated) -> bool:
+    """The older clause already states the update's value (of a kind it could be): it is not the old one."""
+    return any(v == update.value and same_kind(k, update.kind) for v, k in stated.clause_values)
 
 
 def replaces(
@@ -256,22 +415,96 @@ def replaces(
     """Whether an older memory (its :func:`stated_values` and every word of it) states another value for
     the update's subject (``newer_words``: every word and value of the memory the update is in)."""
     for stated in older:
-        if stated.value.kind != update.kind or update.value in stated.clause_values:
+        if not comparable(update, stated) or _says_new_value(update, stated):
             continue  # another kind of value (a date, an amount) is another fact; or it says the new one
         shared = stated.words & update.subject
         if len(shared) < least or len(shared) < SUBJECT_SHARE * len(update.subject) or not shared & query:
             continue
-        if update.names - older_words and stated.names_before - newer_words:
-            continue  # "the Go gateway" against "Python services": each names what the other does not
-        kinds = _modifiers(stated.near, shared)
-        if any(
-            _differ(kinds.get(w), kind, older_words, newer_words)
-            for w, kind in update.modifiers.items()
-            if w in shared
-        ):
-            continue  # "free tier" against "enterprise tier": two things, not one changed
+        if not _one_thing(update, stated, shared, older_words, newer_words):
+            continue
         return True
     return False
+
+
+def answers_alike(
+    update: Update,
+    older: Sequence[Stated],
+    query: frozenset[str],
+    older_words: frozenset[str],
+    newer_words: frozenset[str],
+) -> bool:
+    """Whether an update (a word of change and a value) and an older value answer the same question: a value
+    of the same kind, each stated in a sentence that has the same ``TOPIC_WORDS`` or more words of the query,
+    the older value next to one of them. A message names its subject once and then says "it" ("the probate
+    process ... how it was shortened to 5-7 months"), so the sentence counts, not only the words before the
+    value; the query says which of the sentence's words are the subject."""
+    for stated in older:
+        if not comparable(update, stated) or _says_new_value(update, stated):
+            continue
+        topic = query & update.clause & stated.clause
+        if len(topic) < TOPIC_WORDS or not topic & _stems(stated.reach):
+            continue
+        if not topic & update.head and not (
+            update.pronoun and len(topic & _stems(update.before)) >= TOPIC_WORDS
+        ):
+            continue  # what changed is another thing, unless "it" stands for the subject named just before
+        if not query & stated.subject & newer_words:
+            continue  # the newer memory never names what the older value is the value of, as asked
+        if not _one_thing(update, stated, topic | (stated.words & update.subject), older_words, newer_words):
+            continue
+        theirs, ours = _modifiers(stated.reach, topic), _modifiers(update.before, topic)
+        if any(_differ(theirs.get(w), kind, older_words, newer_words) for w, kind in ours.items()):
+            continue
+        return True
+    return False
+
+
+def keyed(
+    update: Update,
+    older: Sequence[Stated],
+    query: frozenset[str],
+    older_words: frozenset[str],
+    newer_words: frozenset[str],
+) -> bool:
+    """Whether an update and an older value are said of the same word, one the query asks about, with values
+    of one kind ("the bundle is 1.8 MB", "the bundle shrank to 900 KB"): the subject named once, where the
+    other words of the two sentences differ."""
+    asked = update.key & query
+    if not asked:
+        return False
+    for stated in older:
+        key = stated.key & asked
+        if not key or not comparable(update, stated) or _says_new_value(update, stated):
+            continue
+        if _one_thing(update, stated, key | (stated.words & update.subject), older_words, newer_words):
+            return True
+    return False
+
+
+def _stems(window: Sequence[Token]) -> frozenset[str]:
+    return frozenset(t.stem for t in window if _content(t))
+
+
+def _one_thing(
+    update: Update,
+    stated: Stated,
+    shared: frozenset[str],
+    older_words: frozenset[str],
+    newer_words: frozenset[str],
+) -> bool:
+    """No word says an update and an older value are about two things: a name each side has that the other
+    lacks ("the Go gateway" against "Python services"), or a shared subject word each side qualifies with a
+    word the other never uses ("free tier" against "enterprise tier")."""
+    if update.goal != stated.goal:
+        return False  # a goal against a state: "a goal of 12 books", "finished 11 books"
+    if update.names - older_words and stated.names_before - newer_words:
+        return False
+    kinds = _modifiers(stated.near, shared)
+    return not any(
+        _differ(kinds.get(w), kind, older_words, newer_words)
+        for w, kind in update.modifiers.items()
+        if w in shared
+    )
 
 
 def _differ(theirs: str | None, ours: str, older_words: frozenset[str], newer_words: frozenset[str]) -> bool:
@@ -302,16 +535,41 @@ def infer(rows: Sequence[dict[str, Any]], texts: dict[int, str], when: dict[int,
     parsed = {i: clauses(texts[i]) for i in involved}
     words = {i: frozenset(t.stem for clause in found for t in clause) for i, found in parsed.items()}
     newer = {new["id"] for _, new in pairs}
-    stated = {i: [u for u in updates(parsed[i]) if u.subject & asked] for i in newer}
+    said = {i: [u for u in updates(parsed[i]) if u.clause & asked] for i in newer}
+    stated = {i: [u for u in said[i] if u.subject & asked] for i in newer}
     plain = {i: [u for u in restatements(parsed[i]) if u.subject & asked] for i in newer}
-    values = {old["id"]: stated_values(parsed[old["id"]]) for old, _ in pairs}
+    values: dict[int, list[Stated]] = {}
+    current: dict[int, frozenset[tuple[str, str]]] = {}
     found: dict[int, int] = {}
     for old, new in sorted(pairs, key=lambda pair: -when[pair[1]["id"]]):  # the newest update wins
         o, n = old["id"], new["id"]
-        if o in found or not (stated[n] or plain[n]):
+        if o in found or not (said[n] or plain[n]):
             continue
-        if any(replaces(u, values[o], asked, words[o], words[n]) for u in stated[n]) or any(
-            replaces(u, values[o], asked, words[o], words[n], least=RESTATED_SHARED) for u in plain[n]
+        if o not in values:
+            values[o] = stated_values(parsed[o])
+        if n not in current:
+            current[n] = _current_values(parsed[n])
+        # a value the newer memory states too (not as what it was: "from 12") is no value it replaced
+        olds = [s for s in values[o] if not _restated(s, current[n])]
+        if (
+            any(replaces(u, olds, asked, words[o], words[n]) for u in stated[n])
+            or any(replaces(u, olds, asked, words[o], words[n], least=RESTATED_SHARED) for u in plain[n])
+            or any(answers_alike(u, olds, asked, words[o], words[n]) for u in said[n])
+            or any(keyed(u, olds, asked, words[o], words[n]) for u in said[n])
         ):
             found[o] = n
     return found
+
+
+def _restated(stated: Stated, current: frozenset[tuple[str, str]]) -> bool:
+    return any(v == stated.value.stem and same_kind(k, stated.value.kind) for v, k in current)
+
+
+def _current_values(clause_list: Sequence[list[Token]]) -> frozenset[tuple[str, str]]:
+    """The values (and kinds) a memory states as they are, not as what they were ("from 12", "was 10 MB")."""
+    return frozenset(
+        (t.stem, t.kind)
+        for clause in clause_list
+        for k, t in enumerate(clause)
+        if t.value and not (k and clause[k - 1].text in ("from", "was", "were"))
+    )
