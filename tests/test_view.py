@@ -9,6 +9,8 @@ import json
 import os
 import re
 import stat
+import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -195,3 +197,32 @@ def test_a_killed_runs_temp_page_is_swept_by_the_next_view(cli, home, filled):
     os.utime(debris, (1_000_000_000, 1_000_000_000))
     assert cli("view").exit_code == 0
     assert sorted(p.name for p in folder.iterdir()) == [fresh.name, f"{PROJECT}.html"]
+
+
+def test_a_page_with_a_query_marks_what_search_infers_was_replaced(cli):
+    """`possibly_superseded_by` on the page is search's inference for the page's query (docs/truth.md); a
+    page without a query infers nothing, as the rule judges what was asked."""
+    now = int(time.time())
+    titles = {
+        "Max upload size is 10 MB for attachments": 3,  # days ago
+        "Max upload size is now 25 MB": 1,
+        "Uploads are scanned for viruses": 2,
+    }
+    records = [
+        {
+            "title": title,
+            "project": "app",
+            "created_at": datetime.fromtimestamp(now - days * 86_400, UTC).isoformat(),
+        }
+        for title, days in titles.items()
+    ]
+    old, new, other = cli("add", "--json", "-", input=json.dumps(records)).stdout.split()
+    asked = {
+        str(i["id"]): i
+        for i in page_data(cli("view", "max upload size", "-p", "app", "-o", "-").stdout)["items"]
+    }
+    assert asked[old]["possibly_superseded_by"] == int(new)
+    assert "possibly_superseded_by" not in asked[new]  # None: the page leaves empty fields out
+    plain = {str(i["id"]): i for i in page_data(cli("view", "-p", "app", "-o", "-").stdout)["items"]}
+    assert set(plain) == {old, new, other}
+    assert all("possibly_superseded_by" not in item for item in plain.values())

@@ -8,6 +8,7 @@ say why.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -297,12 +298,18 @@ def test_stale_and_other_branch_markers_come_from_the_real_fields(browser, tmp_p
 
 
 def test_a_replaced_record_is_struck_through_and_names_its_successor(browser, tmp_path):
-    """``superseded_by`` from a real `cmem link NEW supersedes OLD`; the other rows carry it as null."""
+    """``superseded_by`` from a real `cmem link NEW supersedes OLD`; the other rows carry it as null. Then
+    ``possibly_superseded_by``, inferred on a page made with a query, as a "maybe replaced" tag."""
     env = {**os.environ, **private_env(tmp_path)}
 
-    def cmem(*args: str) -> str:
+    def cmem(*args: str, input: str | None = None) -> str:
         done = subprocess.run(
-            [sys.executable, "-m", "cmem_cli", *args], cwd=tmp_path, env=env, capture_output=True, text=True
+            [sys.executable, "-m", "cmem_cli", *args],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            input=input,
         )
         assert done.returncode == 0, done.stderr
         return done.stdout.strip()
@@ -325,6 +332,24 @@ def test_a_replaced_record_is_struck_through_and_names_its_successor(browser, tm
     assert f"replaced by #{new} Deploys go straight to production behind a flag" in text
     tab.click("#details button.jump")  # to the successor
     assert current_id(tab) == new
+    assert tab.errors() == []
+    tab.close()
+    # inferred, not linked: a page made with a query marks what search would ("maybe replaced")
+    records = [
+        {"title": t, "created_at": f"{day}T09:00:00Z"}
+        for t, day in (
+            ("Max upload size is 10 MB for attachments", "2026-01-05"),
+            ("Max upload size is now 25 MB", "2026-01-09"),
+        )
+    ]
+    older, newer = cmem("add", "--json", "-", input=json.dumps(records)).split()
+    tab = browser.new_page()
+    tab.goto(Path(cmem("view", "max upload size", "--since", "2026-01-01", "--no-open")).as_uri())
+    assert tab.evaluate("[...document.querySelectorAll('.tag.possibly')].map(t => t.textContent)") == [
+        f"maybe replaced by #{newer}"
+    ]
+    tab.click(f'.row[data-id="{older}"]')
+    assert f"maybe replaced by #{newer} Max upload size is now 25 MB" in details_text(tab)
     assert tab.errors() == []
     tab.close()
 

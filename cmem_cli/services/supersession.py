@@ -77,13 +77,25 @@ def current_first(
 
 def _inferred_first(store: Store, rows: list[dict[str, Any]], query: str) -> list[dict[str, Any]]:
     """Mark rows a newer hit seems to update (:mod:`cmem_cli.services.updates`) and rank that hit first."""
+    found = inferred(store, rows, query)
+    if not found:
+        return rows
+    for row in rows:
+        if row.get("kind") == "observation" and row["id"] in found:
+            row["possibly_superseded_by"] = found[row["id"]]
+    return newer_above(rows, found)
+
+
+def inferred(store: Store, rows: list[dict[str, Any]], query: str) -> dict[int, int]:
+    """Older observation id -> the newer one that seems to update it, among the first rows (relevance
+    order) of a search for ``query`` that no explicit link replaced (:func:`cmem_cli.services.updates.infer`)."""
     from cmem_cli.services import updates
 
     head = [
         r for r in rows[: updates.HEAD] if r.get("kind") == "observation" and r.get("superseded_by") is None
     ]
     if len(head) < 2:
-        return rows
+        return {}
     marks = ", ".join("?" * len(head))
     stored = store.db.query(
         f"SELECT id, title, subtitle, narrative, facts, created_at FROM observations WHERE id IN ({marks})",
@@ -91,13 +103,7 @@ def _inferred_first(store: Store, rows: list[dict[str, Any]], query: str) -> lis
     )
     texts = {r["id"]: "\n".join(_text_parts(r)) for r in stored}
     when = {r["id"]: r["created_at"] for r in stored}
-    found = updates.infer(head, texts, when, query)
-    if not found:
-        return rows
-    for row in rows:
-        if row.get("kind") == "observation" and row["id"] in found:
-            row["possibly_superseded_by"] = found[row["id"]]
-    return newer_above(rows, found)
+    return updates.infer(head, texts, when, query)
 
 
 def _text_parts(row: dict[str, Any]) -> list[str]:

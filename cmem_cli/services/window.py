@@ -32,7 +32,8 @@ def window(
     are not in the window) and ``observations``: how many are shown, how many match (``total``, a lower
     bound when ``total_bounded``) and whether the page is ``capped``. Observations carry ``stale`` and
     ``branch`` as every read path gives them (docs/truth.md), ``unmerged`` True when their branch's work is
-    not in the HEAD of the git work tree at ``cwd``, and ``superseded_by``."""
+    not in the HEAD of the git work tree at ``cwd``, ``superseded_by`` and, with a ``query``,
+    ``possibly_superseded_by``."""
     from cmem_cli.services import anchors
 
     found = rows_of.observations(store, filters, query, limit=limit + 1)
@@ -61,6 +62,7 @@ def window(
         )
     }
     _mark_replaced([item for item in items if item["kind"] == "observation"], links, others)
+    _mark_possibly_replaced(store, [item for item in items if item["kind"] == "observation"], filters, query)
     session_ids = {item["session"] for item in items if item.get("session")}
     total = len(found)
     if capped:
@@ -111,6 +113,26 @@ def _mark_replaced(
             newest[old] = new
     for observation in observations:
         observation["superseded_by"] = newest.get(observation["id"])
+
+
+def _mark_possibly_replaced(
+    store: Store, observations: list[dict[str, Any]], filters: Filters, query: str | None
+) -> None:
+    """Give each observation ``possibly_superseded_by``: with a ``query``, what search would infer for it
+    (a newer memory among the query's first keyword hits states an update of what it says; docs/truth.md),
+    else None. The rule judges a search's first rows about what was asked, so a page without a query
+    infers nothing."""
+    from cmem_cli.services import supersession, updates
+
+    found: dict[int, int] = {}
+    if query and observations:
+        head = [observation_row(row) for row in store.search_observations(query, filters, limit=updates.HEAD)]
+        supersession.annotate(store, head)
+        found = supersession.inferred(store, head, query)
+    for observation in observations:
+        observation["possibly_superseded_by"] = (
+            found.get(observation["id"]) if observation.get("superseded_by") is None else None
+        )
 
 
 def _observation(row: dict[str, Any], export_dir: Any) -> dict[str, Any]:

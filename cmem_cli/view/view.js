@@ -73,6 +73,7 @@
     const found = [];
     if (Array.isArray(item.stale) && item.stale.length) found.push("stale");
     if (item.superseded_by !== undefined && item.superseded_by !== null) found.push("superseded");
+    if (item.possibly_superseded_by !== undefined && item.possibly_superseded_by !== null) found.push("possibly");
     if (item.unmerged && item.branch) found.push("branch");
     if (linksFrom.has(String(item.id)) || linksTo.has(String(item.id))) found.push("linked");
     return found;
@@ -126,7 +127,8 @@
   const distinct = (name) => [...new Set(items.map((i) => i[name]).filter(Boolean))].sort();
   fillSelect($("f-project"), distinct("project"), "all projects");
   fillSelect($("f-agent"), distinct("agent"), "all agents");
-  const markerNames = { stale: "stale", superseded: "superseded", branch: "other branch", linked: "linked" };
+  const markerNames = { stale: "stale", superseded: "superseded", possibly: "maybe replaced", branch: "other branch",
+    linked: "linked" };
   const present = Object.keys(markerNames).filter((m) => items.some((i) => i._markers.includes(m)));
   const markerSelect = $("f-marker");
   const anyMarker = el("option", "", "any marker");
@@ -250,6 +252,11 @@
     }
     if (item._markers.includes("superseded")) {
       tags.push(el("span", "tag superseded", "replaced by #" + item.superseded_by));
+    }
+    if (item._markers.includes("possibly")) {
+      const tag = el("span", "tag possibly", "maybe replaced by #" + item.possibly_superseded_by);
+      tag.title = "Inferred: a newer memory states an update of what this one says (a hint, not a link)";
+      tags.push(tag);
     }
     if (item._markers.includes("branch")) {
       const tag = el("span", "tag branch", "\u2387 " + item.branch);
@@ -521,6 +528,10 @@
     if (item.superseded_by !== undefined && item.superseded_by !== null) {
       const entry = linkEntry({ type: "replaced by" }, item.superseded_by);
       section(body, "Replaced", [entry]);
+    }
+    if (item._markers.includes("possibly")) {
+      const entry = linkEntry({ type: "maybe replaced by" }, item.possibly_superseded_by);
+      section(body, "Maybe replaced (inferred)", [entry]);
     }
     if (item.kind === "prompt") section(body, "Prompt", item.text);
     if (item.kind === "summary") {
