@@ -474,9 +474,10 @@ class Memory:
         link from or to a shown observation), ``others`` (the far ends of those links that are not shown, by
         id), ``observations`` (``shown``, ``total``, ``total_bounded``, ``capped``), ``since`` and
         ``until``. An observation's ``updated_at`` is None unless it changed after it was made; it carries
-        ``stale`` and ``branch`` as search rows do, and ``unmerged`` (recorded on a branch whose work the
-        HEAD of the git work tree at ``cwd``, default the current directory, has not merged). Nothing is
-        counted as a retrieval."""
+        ``stale`` and ``branch`` as search rows do, ``unmerged`` (recorded on a branch whose work the
+        HEAD of the git work tree at ``cwd``, default the current directory, has not merged),
+        ``superseded_by``, and ``possibly_superseded_by`` (what search infers for ``query``; None without
+        one). Nothing is counted as a retrieval."""
         from cmem_cli.services.search import build_filters
         from cmem_cli.services.window import window
 
