@@ -251,3 +251,25 @@ def test_a_relative_home_keeps_its_export_in_home_export_whatever_the_spelling(s
     assert synced.exit_code == 0 and synced.json()["forgotten"] == []
     found = sh("--home", "rel", "search", "relative", "--format", "ids")
     assert found.stdout.split() == ["1"]
+
+
+@pytest.mark.parametrize("window_ids", [0, 50_000])
+def test_a_time_window_finds_the_same_rows_whatever_order_ids_are_in(cli, monkeypatch, window_ids):
+    from cmem_cli.store import repository
+
+    monkeypatch.setattr(repository, "WINDOW_IDS", window_ids)  # 0: no id range, every match looked at
+    days = [5, 1, 9, 3, 7, 2, 8]  # ids 1..7, dates out of order (an import of older records)
+    records = [
+        {"title": f"deploy note {d}", "project": "p", "created_at": f"2026-03-0{d}T12:00:00Z"} for d in days
+    ]
+    records.append({"title": "unrelated", "project": "p", "created_at": "2026-03-04T12:00:00Z"})
+    cli("add", "--json", "-", input="\n".join(json.dumps(r) for r in records))
+
+    def titles(*window: str) -> set[str]:
+        rows = cli("search", "deploy", "--project", "p", *window, "--json").json()
+        return {r["title"] for r in rows}
+
+    assert titles("--since", "2026-03-07") == {"deploy note 7", "deploy note 8", "deploy note 9"}
+    assert titles("--until", "2026-03-02") == {"deploy note 1", "deploy note 2"}
+    assert titles("--since", "2026-03-03", "--until", "2026-03-05") == {"deploy note 3", "deploy note 5"}
+    assert titles("--since", "2026-04-01") == set()

@@ -27,6 +27,8 @@ OBS_COLUMNS = (
     "updated_at", "tokens", "search_terms",
 )  # fmt: skip
 INSERT_COLUMNS = (*OBS_COLUMNS, "path")
+MAX_ROWID = 2**63 - 1
+WINDOW_IDS = 50_000  # a time window with more rows than this is not turned into a range of ids
 # BM25 column weights for observations_fts: title, subtitle, narrative, facts, concepts, search_terms.
 OBS_BM25 = "bm25(observations_fts, 10.0, 4.0, 1.0, 2.0, 3.0, 1.0)"
 
@@ -741,6 +743,8 @@ class Store:
                 "newest": "o.created_at DESC, o.id DESC",
                 "oldest": "o.created_at, o.id",
             }[order]
+            low, high = self._window_ids(filters)
+            where += f" AND observations_fts.rowid BETWEEN {low} AND {high}"
             sql = (
                 f"SELECT o.id, {OBS_BM25} AS rank FROM observations_fts CROSS JOIN observations o "
                 f"ON o.id = observations_fts.rowid WHERE observations_fts MATCH ? AND {where} "
@@ -758,6 +762,34 @@ class Store:
             row["score"] = bm25_to_score(rank)
             rows.append(row)
         return rows
+
+    def _window_ids(self, filters: Filters) -> tuple[int, int]:
+        """The range of ids the observations of a narrow time window (``--since 7d``) lie in, so that the
+        full-text match skips the rest of the store: ids need not follow time (an import of old records),
+        so it is the least and greatest id of the window's rows, read from the time index when the window
+        holds at most ``WINDOW_IDS`` rows (else no bound: reading them would cost more than it saves)."""
+        low, high, most = 0, MAX_ROWID, WINDOW_IDS
+        if filters.since is None and filters.until is None:
+            return low, high
+        clauses, params = [], []
+        if filters.since is not None:
+            clauses.append("created_at >= ?")
+            params.append(int(filters.since))
+        if filters.until is not None:
+            clauses.append("created_at <= ?")
+            params.append(int(filters.until))
+        where = " AND ".join(clauses)
+        in_window = self.db.scalar(
+            f"SELECT count(*) FROM (SELECT 1 FROM observations WHERE {where} LIMIT ?)", [*params, most + 1]
+        )
+        if in_window > most:
+            return low, high
+        bounds = self.db.query_one(
+            f"SELECT min(id) AS low, max(id) AS high FROM observations WHERE {where}", params
+        )
+        if not bounds or bounds["low"] is None:
+            return 1, 0  # nothing in the window
+        return int(bounds["low"]), int(bounds["high"])
 
     def _observations_by_id(self, ids: list[int]) -> dict[int, dict[str, Any]]:
         found: dict[int, dict[str, Any]] = {}
