@@ -100,7 +100,7 @@ def make_anchor(
     seen_dirs: dict[str, gitrepo.Repo | None] = {} if repos is None else repos
     for folder in [*(os.path.dirname(path) for path in absolute), os.path.abspath(cwd)]:
         if folder not in seen_dirs:
-            seen_dirs[folder] = gitrepo.find_repo(folder)
+            seen_dirs[folder] = _repo_of(folder, seen_dirs)
         repo = seen_dirs[folder]
         if repo is not None:
             break
@@ -187,6 +187,18 @@ def _anchored_keys(path: str, files: dict[str, str], root: str | None, cwd: str)
         if not tail.startswith("../"):
             keys += [key for key in files if key == tail or key.endswith("/" + tail)]
     return [key for key in dict.fromkeys(keys) if key in files]
+
+
+def _repo_of(folder: str, known: dict[str, gitrepo.Repo | None]) -> gitrepo.Repo | None:
+    """:func:`gitrepo.find_repo` of ``folder``: a folder that does not exist holds no ``.git``, so its work
+    tree is its nearest existing ancestor's, looked up once for all of them (an import of records made on
+    another machine names thousands of folders that are not here)."""
+    existing = folder
+    while not os.path.isdir(existing) and os.path.dirname(existing) != existing:
+        existing = os.path.dirname(existing)
+    if existing not in known:
+        known[existing] = gitrepo.find_repo(existing)
+    return known[existing]
 
 
 def _hash(path: str) -> CachedBlob | None:
