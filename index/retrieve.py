@@ -23,6 +23,7 @@ TERMS_WEIGHT = 0.5
 MAX_K = 4096  # sqlite-vec's largest k
 # Exact vector search up to this many vectors; more, and a search ranks bits first (docs/benchmarks.md)
 COMPACT_ABOVE = 100_000
+RANK_ALONE = 5_000  # an unfiltered keyword search for at most this many documents ranks in the FTS alone
 COMPACT_HEAD = 400  # chunks the bits pick for the exact re-ranking, at least
 
 
@@ -101,6 +102,10 @@ def keyword(store: IndexStore, query: str, filters: DocFilters, limit: int) -> l
     if match is None or limit <= 0:
         return []
     where, params = filters.sql("d")
+    if where == "1" and limit <= RANK_ALONE:
+        found = _best_of_ranked_chunks(store, match, limit)
+        if found is not None:
+            return found
     # bm25() cannot run inside an aggregate: rank chunks in a materialised CTE, then keep each doc's best.
     # CROSS JOIN pins the full-text match as the outer loop: with a selective filter the planner would
     # otherwise scan the filtered documents and re-run the whole MATCH once per row.
@@ -114,6 +119,41 @@ def keyword(store: IndexStore, query: str, filters: DocFilters, limit: int) -> l
         [CONTEXT_WEIGHT, TEXT_WEIGHT, TERMS_WEIGHT, match, *params, limit],
     )
     return [DocHit(doc_id, chunk_id, -rank) for doc_id, chunk_id, rank in rows]
+
+
+def _best_of_ranked_chunks(store: IndexStore, match: str, limit: int) -> list[DocHit] | None:
+    """Unfiltered: the ``limit`` documents with the best chunks, ranked inside the full-text index alone.
+
+    Joining every match to its chunk and document before ranking cost 0.12 s CPU at 200,000 observations
+    for a query of common words; ranking (rowid, bm25) pairs and reading the documents of the head costs
+    0.025 s. Chunks are taken best first and each document keeps its first (best) chunk, so once ``limit``
+    documents are found no other can rank above them; a collection of long documents (many chunks each)
+    may need a deeper head, asked for again four times as deep (None past ``RANK_ALONE`` * 16 chunks: the
+    caller ranks by document instead)."""
+    want = limit * 4
+    while True:
+        ranked = store.rows(
+            "SELECT rowid, bm25(chunks_fts, ?, ?, ?) AS rank FROM chunks_fts WHERE chunks_fts MATCH ? "
+            "ORDER BY rank LIMIT ?",
+            [CONTEXT_WEIGHT, TEXT_WEIGHT, TERMS_WEIGHT, match, want],
+        )
+        docs: dict[int, int] = {}
+        for start in range(0, len(ranked), 500):
+            ids = [chunk_id for chunk_id, _ in ranked[start : start + 500]]
+            marks = ",".join("?" * len(ids))
+            docs.update(store.rows(f"SELECT id, doc_id FROM chunks WHERE id IN ({marks})", ids))
+        best: dict[int, DocHit] = {}
+        for chunk_id, rank in ranked:
+            doc_id = docs.get(chunk_id)
+            if doc_id is not None and doc_id not in best:
+                best[doc_id] = DocHit(doc_id, chunk_id, -rank)
+                if len(best) == limit:
+                    return list(best.values())
+        if len(ranked) < want:  # every match seen
+            return list(best.values())
+        want *= 4
+        if want > RANK_ALONE * 16:
+            return None
 
 
 def chunk_texts(store: IndexStore, chunk_ids: Sequence[int]) -> list[str]:

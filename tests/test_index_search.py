@@ -378,3 +378,38 @@ def test_a_query_scores_the_same_in_every_process(corpus):
         for seed in range(6)
     }
     assert len(seen) == 1, seen
+
+
+def test_unfiltered_keyword_search_ranked_in_the_full_text_index_alone_finds_what_ranking_by_document_finds(
+    config, tmp_path, monkeypatch
+):
+    from cmem_index import retrieve
+    from cmem_index.retrieve import DocFilters
+
+    notes = tmp_path / "notes"
+    # a long document whose sections all say "pool" (its chunks fill the first head: the search asks deeper)
+    parts = [
+        f"## Part {i}\n\n" + ("pool " * (i + 2) + "worker queue drains slowly. ") * 60 for i in range(12)
+    ]
+    write(notes, "long.md", "# Long\n\n" + "\n\n".join(parts))
+    for i in range(15):
+        write(notes, f"short{i}.md", f"# Note {i}\n\n" + "pool " * (i + 1) + "other words here. " * (20 - i))
+    add_collection(config, str(notes), name="notes")
+    index_all(config)
+    store = IndexStore.open(config.index_path, readonly=True)
+    try:
+        long_chunks = store.scalar(
+            "SELECT count(*) FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE d.path = 'long.md'"
+        )
+        assert long_chunks >= 8
+        for limit in (1, 2, 3, 5, 16, 100):
+            in_fts = retrieve.keyword(store, "pool", DocFilters(), limit)
+            with monkeypatch.context() as m:
+                m.setattr(retrieve, "RANK_ALONE", 0)  # every search ranks by document, joined first
+                by_document = retrieve.keyword(store, "pool", DocFilters(), limit)
+            assert [(h.doc_id, h.chunk_id, h.score) for h in in_fts] == [
+                (h.doc_id, h.chunk_id, h.score) for h in by_document
+            ]
+            assert len(in_fts) == min(limit, 16)
+    finally:
+        store.close()
