@@ -121,6 +121,11 @@ def test_open_hands_the_page_to_the_browser_only_when_asked(cli, home, filled, t
     browser.write_text(f'#!/bin/sh\nprintf "%s" "$1" > {called}\n')
     browser.chmod(0o700)
     monkeypatch.setenv("BROWSER", str(browser))
+    import webbrowser
+
+    # webbrowser reads BROWSER once a process: forget what an earlier test in this worker made it choose
+    monkeypatch.setattr(webbrowser, "_tryorder", None)
+    monkeypatch.setattr(webbrowser, "_browsers", {})
 
     assert cli("view").exit_code == 0  # stdout is not a terminal: written, not opened
     assert not called.exists()
