@@ -23,7 +23,8 @@ TERMS_WEIGHT = 0.5
 MAX_K = 4096  # sqlite-vec's largest k
 # Exact vector search up to this many vectors; more, and a search ranks bits first (docs/benchmarks.md)
 COMPACT_ABOVE = 100_000
-RANK_ALONE = 5_000  # an unfiltered keyword search for at most this many documents ranks in the FTS alone
+RANK_ALONE = 5_000  # a keyword search for at most this many documents ranks in the full-text index alone
+FEW_DOCUMENTS = 50_000  # ... when its filter leaves at most this many documents (else it joins each match)
 COMPACT_HEAD = 400  # chunks the bits pick for the exact re-ranking, at least
 
 
@@ -102,8 +103,8 @@ def keyword(store: IndexStore, query: str, filters: DocFilters, limit: int) -> l
     if match is None or limit <= 0:
         return []
     where, params = filters.sql("d")
-    if where == "1" and limit <= RANK_ALONE:
-        found = _best_of_ranked_chunks(store, match, limit)
+    if limit <= RANK_ALONE and (where == "1" or _few_documents(store, where, params)):
+        found = _best_of_ranked_chunks(store, match, limit, where, params)
         if found is not None:
             return found
     # bm25() cannot run inside an aggregate: rank chunks in a materialised CTE, then keep each doc's best.
@@ -121,21 +122,36 @@ def keyword(store: IndexStore, query: str, filters: DocFilters, limit: int) -> l
     return [DocHit(doc_id, chunk_id, -rank) for doc_id, chunk_id, rank in rows]
 
 
-def _best_of_ranked_chunks(store: IndexStore, match: str, limit: int) -> list[DocHit] | None:
-    """Unfiltered: the ``limit`` documents with the best chunks, ranked inside the full-text index alone.
+def _few_documents(store: IndexStore, where: str, params: list[Any]) -> bool:
+    """Whether at most ``FEW_DOCUMENTS`` documents pass the filter (counted no further than that)."""
+    sql = f"SELECT count(*) FROM (SELECT 1 FROM documents d WHERE {where} LIMIT ?)"
+    return int(store.scalar(sql, [*params, FEW_DOCUMENTS + 1])) <= FEW_DOCUMENTS
+
+
+def _best_of_ranked_chunks(
+    store: IndexStore, match: str, limit: int, where: str = "1", params: Sequence[Any] = ()
+) -> list[DocHit] | None:
+    """The ``limit`` documents with the best chunks, ranked inside the full-text index alone.
 
     Joining every match to its chunk and document before ranking cost 0.12 s CPU at 200,000 observations
     for a query of common words; ranking (rowid, bm25) pairs and reading the documents of the head costs
-    0.025 s. Chunks are taken best first and each document keeps its first (best) chunk, so once ``limit``
-    documents are found no other can rank above them; a collection of long documents (many chunks each)
-    may need a deeper head, asked for again four times as deep (None past ``RANK_ALONE`` * 16 chunks: the
-    caller ranks by document instead)."""
+    0.025 s. A filter is the set of its documents' chunks, built once and probed per match (``+rowid``:
+    not handed to FTS5, which would run the whole match once per chunk of the set): 1-20 ms where the join
+    took 30-80. Chunks are taken best first and each document keeps its first (best) chunk, so once
+    ``limit`` documents are found no other can rank above them; a collection of long documents (many
+    chunks each) may need a deeper head, asked for again four times as deep (None past ``RANK_ALONE`` * 16
+    chunks: the caller ranks by document instead)."""
+    within = ""
+    if where != "1":
+        within = (
+            f" AND +rowid IN (SELECT c.id FROM documents d JOIN chunks c ON c.doc_id = d.id WHERE {where})"
+        )
     want = limit * 4
     while True:
         ranked = store.rows(
-            "SELECT rowid, bm25(chunks_fts, ?, ?, ?) AS rank FROM chunks_fts WHERE chunks_fts MATCH ? "
+            f"SELECT rowid, bm25(chunks_fts, ?, ?, ?) AS rank FROM chunks_fts WHERE chunks_fts MATCH ?{within} "
             "ORDER BY rank LIMIT ?",
-            [CONTEXT_WEIGHT, TEXT_WEIGHT, TERMS_WEIGHT, match, want],
+            [CONTEXT_WEIGHT, TEXT_WEIGHT, TERMS_WEIGHT, match, *params, want],
         )
         docs: dict[int, int] = {}
         for start in range(0, len(ranked), 500):

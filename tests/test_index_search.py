@@ -380,7 +380,7 @@ def test_a_query_scores_the_same_in_every_process(corpus):
     assert len(seen) == 1, seen
 
 
-def test_unfiltered_keyword_search_ranked_in_the_full_text_index_alone_finds_what_ranking_by_document_finds(
+def test_keyword_search_ranked_in_the_full_text_index_alone_finds_what_ranking_by_document_finds(
     config, tmp_path, monkeypatch
 ):
     from cmem_index import retrieve
@@ -395,6 +395,9 @@ def test_unfiltered_keyword_search_ranked_in_the_full_text_index_alone_finds_wha
     for i in range(15):
         write(notes, f"short{i}.md", f"# Note {i}\n\n" + "pool " * (i + 1) + "other words here. " * (20 - i))
     add_collection(config, str(notes), name="notes")
+    for i in range(6):  # memories, left out by a filter on the notes
+        observation_file(config.export_dir, f"p/s/m{i}.md", uid=f"M{i}", obs_id=i + 1, title=f"Pool {i}",
+                         body="pool " * (i + 3) + "and the queue.", type="change", created_at="2026-01-10T00:00:00.000Z")  # fmt: skip
     index_all(config)
     store = IndexStore.open(config.index_path, readonly=True)
     try:
@@ -402,14 +405,15 @@ def test_unfiltered_keyword_search_ranked_in_the_full_text_index_alone_finds_wha
             "SELECT count(*) FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE d.path = 'long.md'"
         )
         assert long_chunks >= 8
-        for limit in (1, 2, 3, 5, 16, 100):
-            in_fts = retrieve.keyword(store, "pool", DocFilters(), limit)
-            with monkeypatch.context() as m:
-                m.setattr(retrieve, "RANK_ALONE", 0)  # every search ranks by document, joined first
-                by_document = retrieve.keyword(store, "pool", DocFilters(), limit)
-            assert [(h.doc_id, h.chunk_id, h.score) for h in in_fts] == [
-                (h.doc_id, h.chunk_id, h.score) for h in by_document
-            ]
-            assert len(in_fts) == min(limit, 16)
+        for filters, matching in ((DocFilters(), 22), (DocFilters(collections=["notes"]), 16)):
+            for limit in (1, 2, 3, 5, 16, 100):
+                in_fts = retrieve.keyword(store, "pool", filters, limit)
+                with monkeypatch.context() as m:
+                    m.setattr(retrieve, "RANK_ALONE", 0)  # every search ranks by document, joined first
+                    by_document = retrieve.keyword(store, "pool", filters, limit)
+                assert [(h.doc_id, h.chunk_id, h.score) for h in in_fts] == [
+                    (h.doc_id, h.chunk_id, h.score) for h in by_document
+                ]
+                assert len(in_fts) == min(limit, matching)
     finally:
         store.close()
