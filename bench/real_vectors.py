@@ -14,7 +14,6 @@ import argparse
 import json
 import re
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -52,22 +51,33 @@ def queries(data: Path = DATA) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-def embed(texts: list[str], *, as_queries: bool, model: Path, page: int = 256) -> object:
+def embed(
+    texts: list[str], *, as_queries: bool, model: Path, page: int = 256, partial: Path | None = None
+) -> object:
+    """Vectors of ``texts``; with ``partial``, saved there every few pages and resumed from it (an hour of
+    embedding on a busy machine should survive an interruption)."""
     import numpy as np
 
     from cmem_index.embedder import Embedder
 
     embedder = Embedder.load(model)
     out = np.zeros((len(texts), embedder.dim), dtype=np.float32)
-    started = time.monotonic()
-    for start in range(0, len(texts), page):
+    done = 0
+    if partial is not None and partial.exists():
+        saved = np.load(partial)
+        done = min(len(saved), len(texts))
+        out[:done] = saved[:done]
+    started, first = time.monotonic(), done
+    for start in range(done, len(texts), page):
         part = texts[start : start + page]
         if as_queries:
             out[start : start + len(part)] = np.array(embedder.query_vectors(part), dtype=np.float32)
         else:
             out[start : start + len(part)] = embedder.embed_documents([(None, t) for t in part])
         done = start + len(part)
-        rate = done / max(time.monotonic() - started, 1e-9)
+        if partial is not None and (done // page) % 20 == 0:
+            np.save(partial, out[:done])
+        rate = (done - first) / max(time.monotonic() - started, 1e-9)
         print(f"\r{'queries' if as_queries else 'documents'} {done}/{len(texts)} ({rate:.0f}/s)", end="",
               file=sys.stderr, flush=True)  # fmt: skip
     print(file=sys.stderr)
@@ -87,14 +97,13 @@ def main() -> int:
     sys.path.insert(0, str(ROOT))
     from tests.model_fixtures import build_minilm_gguf
 
-    model = build_minilm_gguf(Path(tempfile.gettempdir()) / "cmem-bench-models")
+    model = build_minilm_gguf(args.out.parent)
     docs = documents()[: args.limit]
     asked = queries()
-    np.savez(
-        args.out,
-        documents=embed(docs, as_queries=False, model=model),
-        queries=embed(asked, as_queries=True, model=model),
-    )
+    partial = args.out.with_name(args.out.stem + ".partial.npy")
+    doc_vectors = embed(docs, as_queries=False, model=model, partial=partial)
+    np.savez(args.out, documents=doc_vectors, queries=embed(asked, as_queries=True, model=model))
+    partial.unlink(missing_ok=True)
     print(f"{len(docs)} documents, {len(asked)} queries -> {args.out}", file=sys.stderr)
     return 0
 
