@@ -49,7 +49,7 @@ SUBJECT_BEFORE = 8  # tokens before the word of change that name what changed
 AROUND_VALUE = 10  # tokens either side of the older value that say what it is about
 SUBJECT_SHARE = 0.5  # of the update's subject words, the share the older clause must have (and >= 2)
 RESTATED_AFTER = 3  # a plain statement's subject: the words before its value and a few after ("15 problems")
-RESTATED_SHARED = 3  # words a plain statement must share with the older clause (a word of change: 2)
+RESTATED_SHARED = 4  # words a plain statement must share with the older clause (a word of change: 2)
 TOPIC_WORDS = 2  # words of the query both sentences of an update and an older value must have
 TOPIC_REACH = 16  # tokens before an update's value (either side of an older value) where those words count
 HEAD_BEFORE = 3  # tokens before a word of change that name what changed ("the deadline was extended")
