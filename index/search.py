@@ -97,15 +97,6 @@ class IndexHit:
     def __repr__(self) -> str:
         return f"IndexHit(key={self.key!r}, score={self.score!r})"
 
-    def to_json(self) -> dict[str, Any]:
-        data = {k: getattr(self, k) for k in self.__slots__ if k != "signals"}
-        data["signals"] = {
-            name: {"rank": s.rank, "score": round(s.raw, 6), "norm": round(s.norm, 4)}
-            for name, s in self.signals.items()
-        }
-        data["score"] = round(self.score, 4)
-        return data
-
 
 class SearchResults(list[IndexHit]):
     """The hits, plus the mode actually used and notes on anything that degraded (for stderr)."""

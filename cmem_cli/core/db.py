@@ -183,9 +183,6 @@ class Database:
             yield self
 
     # -- schema ----------------------------------------------------------------------------------
-    def user_version(self) -> int:
-        return int(self.scalar("PRAGMA user_version") or 0)
-
     def migrate(self, migrations: Migrations) -> list[str]:
         """Apply the pending named migrations; back up the file first unless it is new."""
         with translate_errors(self.path):

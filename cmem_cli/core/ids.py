@@ -22,10 +22,6 @@ def new_uid(ms: int | None = None) -> str:
     return "".join(reversed(chars))
 
 
-def is_uid(text: str) -> bool:
-    return len(text) == 26 and all(c in _CROCKFORD for c in text.upper())
-
-
 def derived_uid(ms: int, seed: str) -> str:
     """A uid of the ``new_uid`` shape whose random part comes from ``seed``: two machines that make the same
     thing (a conflict copy of the same text) give it the same uid, so the copies merge instead of doubling."""
