@@ -32,6 +32,7 @@ CUTOFFS = [0.0, 0.05, 0.06, 0.07, 0.075, 0.08, 0.1]
 
 def calibrate(name: str, work: Path, model: str, split: str) -> dict[str, object]:
     from cmem_cli.core.config import load_config
+    from cmem_cli.core.query import Query
     from cmem_cli.services.search import search
     from cmem_cli.services.writes import Memory
     from cmem_cli.store.repository import Filters
@@ -46,18 +47,18 @@ def calibrate(name: str, work: Path, model: str, split: str) -> dict[str, object
     nonsense_listed = 0
     for text in NONSENSE:
         for scope in sorted({json.dumps(s) for s in scopes})[:3]:  # the same three every run
-            page = search(memory, text, Filters(**(json.loads(scope) or {})), limit=1, mode="hybrid",
-                          rerank=False, min_score=0.0)  # fmt: skip
-            nonsense_best = max([nonsense_best, *(r["score"] for r in page.rows)])
+            page = search(memory, Query(text, limit=1, mode="hybrid", rerank=False, min_score=0.0),
+                          Filters(**(json.loads(scope) or {})))  # fmt: skip
+            nonsense_best = max([nonsense_best, *(r["score"] for r in page.to_json())])
             for mode in ("hybrid", "vector"):
-                listed = search(memory, text, Filters(**(json.loads(scope) or {})), limit=1, mode=mode,
-                                rerank=False).rows  # fmt: skip
+                listed = search(memory, Query(text, limit=1, mode=mode, rerank=False),
+                                Filters(**(json.loads(scope) or {}))).to_json()  # fmt: skip
                 nonsense_listed += bool(listed)
     per_cut: dict[float, list[dict[str, float]]] = {c: [] for c in CUTOFFS}
     removed = {c: 0 for c in CUTOFFS}
     for qid, text, filters in data["queries"]:
-        rows = search(memory, text, Filters(**(filters or {})), limit=10, mode="hybrid", rerank=False,
-                      min_score=0.0).rows  # fmt: skip
+        rows = search(memory, Query(text, limit=10, mode="hybrid", rerank=False, min_score=0.0),
+                      Filters(**(filters or {}))).to_json()  # fmt: skip
         relevant = data["qrels"].get(qid, {})
         for cut in CUTOFFS:
             kept = [id_map.get(str(r["id"]), "") for r in rows if r["score"] >= cut]

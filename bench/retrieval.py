@@ -287,6 +287,7 @@ def evaluate(
     name: str, data: dict[str, Any], home: Path, model: str, modes: list[str], dump: dict[str, Any] | None
 ) -> dict[str, Any]:
     from cmem_cli.core.config import load_config
+    from cmem_cli.core.query import Query
     from cmem_cli.services.search import search
     from cmem_cli.services.writes import Memory
     from cmem_cli.store.repository import Filters
@@ -313,9 +314,9 @@ def evaluate(
                 record = dump is not None and mode == "hybrid"
                 with _evidence_order(mode == "evidence"), _recording_fusion(recorded if record else []):
                     rows = search(
-                        memory, text, Filters(**(filters or {})), limit=10,
-                        mode="hybrid" if mode == "evidence" else mode, rerank=False,
-                    ).rows  # fmt: skip
+                        memory, Query(text, limit=10, mode="hybrid" if mode == "evidence" else mode, rerank=False),
+                        Filters(**(filters or {})),
+                    ).to_json()  # fmt: skip
                 ranked = [id_map.get(str(r["id"]), "") for r in rows]
             seconds += time.perf_counter() - started
             per_query.append(metrics(ranked, data["qrels"].get(qid, {})))

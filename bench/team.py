@@ -209,18 +209,17 @@ def fill(url: str, rows: int, fingerprint: str, dim: int) -> float:
 def in_process(home: Path, queries: list[str], runs: int) -> dict[str, float]:
     """The search itself, without a process's start-up: medians of `team_search` calls in this process
     (connected and the model loaded once, by a first call not counted)."""
-    from cmem_cli.api import Memory
+    from cmem_cli.api import Memory, Query
     from cmem_cli.team.search import team_search
 
     out: dict[str, float] = {}
     with Memory(home) as memory:
-        filters = memory.search_filters()
         for mode in ("keyword", "hybrid", "vector"):
-            team_search(memory, queries[0], filters, mode=mode)
+            team_search(memory, Query(queries[0], mode=mode))
             times = []
             for i in range(runs):
                 start = time.perf_counter()
-                team_search(memory, queries[i % len(queries)], filters, mode=mode)
+                team_search(memory, Query(queries[i % len(queries)], mode=mode))
                 times.append(time.perf_counter() - start)
             out[f"{mode}_in_process_median_s"] = round(statistics.median(times), 4)
     return out

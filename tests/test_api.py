@@ -11,12 +11,13 @@ from cmem_cli.api import (
     Briefing,
     Document,
     Hit,
-    Hits,
     InvalidInput,
     Memory,
     NotFound,
     Observation,
     Prompt,
+    Query,
+    SearchPage,
     Summary,
     as_dict,
 )
@@ -75,7 +76,7 @@ def test_search_returns_typed_hits_with_the_cli_rows(memory, cli):
     memory.add("Tokenizer crash on emoji", type="bugfix", project="demo")
     memory.add("Unrelated note about logging", project="demo")
     hits = memory.search("tokenizer", project="demo")
-    assert isinstance(hits, Hits) and all(isinstance(h, Hit) for h in hits)
+    assert isinstance(hits, SearchPage) and all(isinstance(h, Hit) for h in hits)
     assert [h.title for h in hits] == ["Tokenizer crash on emoji"]
     assert hits.mode == "keyword"  # no index in a fresh home
     cli_rows = cli("search", "tokenizer", "--project", "demo", "--json").json()
@@ -225,34 +226,52 @@ def test_importing_the_api_loads_no_cli_framework_database_or_model_runtime():
 # -- the row methods the CLI stands on ------------------------------------------------------------------------
 
 
-def test_search_page_is_what_cmem_search_json_prints_with_the_total(memory, cli):
+def test_a_search_page_is_what_cmem_search_json_prints_with_the_total(memory, cli):
     for n in range(3):
         memory.add(f"Flaky upload retry {n}", type="bugfix", project="demo")
-    page = memory.search_page("upload", project="demo", limit=2)
-    assert len(page.rows) == 2 and page.total == 3 and page.capped is False
+    page = memory.search("upload", project="demo", limit=2)
+    assert len(page) == 2 and page.total == 3 and page.capped is False
     printed = cli("search", "upload", "--project", "demo", "-n", "2", "--json").json()
-    assert [row["id"] for row in printed] == [row["id"] for row in page.rows]
-    assert [hit.id for hit in memory.search("upload", project="demo", limit=2)] == [
-        r["id"] for r in page.rows
-    ]
+    assert [row["id"] for row in printed] == [row["id"] for row in page.to_json()]
+    assert [hit.id for hit in page] == [row["id"] for row in printed]
+    assert [h.to_json()["title"] for h in page] == [row["title"] for row in printed]
 
 
-def test_search_page_takes_a_session_id_exactly_and_a_person_s_prefix_resolved_first(memory):
+def test_search_takes_a_session_id_exactly_and_a_person_s_prefix_resolved_first(memory):
     session = memory.start_session("abcdef123456", project="demo")
     memory.add("In the session", project="demo", session=session.session_id)
     memory.add("Outside it", project="demo")
-    assert memory.search_page(project="demo", session="abcdef").rows == []
-    page = memory.search_page(project="demo", session=memory.resolve_session("abcdef"))
-    assert [row["title"] for row in page.rows] == ["In the session"]
+    assert memory.search(project="demo", session="abcdef").to_json() == []
+    page = memory.search(project="demo", session=memory.resolve_session("abcdef"))
+    assert [hit.title for hit in page] == ["In the session"]
 
 
-def test_timeline_rows_and_records_are_the_cli_json(memory, cli):
+def test_one_query_object_is_what_search_takes_and_its_arguments_are_its_fields(memory):
+    memory.add("Chose SQLite", type="decision", project="demo")
+    memory.add("Fixed the lock", type="bugfix", project="demo")
+    ask = Query(type="decision", project="demo")
+    assert [h.title for h in memory.search(ask)] == ["Chose SQLite"]
+    assert memory.search(ask).to_json() == memory.search(type=["decision"], project="demo").to_json()
+    wider = Query(ask, type=["decision", "bugfix"], order="oldest")  # a changed copy; ask is unchanged
+    assert [h.title for h in memory.search(wider)] == ["Chose SQLite", "Fixed the lock"]
+    assert ask.type == ("decision",) and wider.project == "demo"
+    with pytest.raises(AttributeError):
+        ask.limit = 5  # type: ignore[misc]
+    with pytest.raises(InvalidInput):
+        Query(type="gossip")
+    with pytest.raises(InvalidInput):
+        Query(order="sideways")
+
+
+def test_timeline_and_get_give_the_cli_json(memory, cli):
     first = memory.add("First step", project="demo")
     memory.add("Second step", project="demo")
-    assert (
-        memory.timeline_rows(first.id, after=1) == cli("timeline", str(first.id), "-a", "1", "--json").json()
-    )
-    [record] = memory.records(first.id, absolute_paths=True)
+    timeline = memory.timeline(first.id, after=1)
+    assert timeline.to_json() == cli("timeline", str(first.id), "-a", "1", "--json").json()
+    assert [item.title for item in timeline.items] == ["First step", "Second step"]
+    got = memory.get(first.id, absolute_paths=True)
+    assert got[0].path == str(memory.export_dir / first.path)
+    [record] = got.to_json()
     assert record["path"] == str(memory.export_dir / first.path)
     printed = cli("get", str(first.id), "--json").json()[0]
     assert (record["retrieval_count"], printed["retrieval_count"]) == (1, 2)
@@ -321,8 +340,8 @@ def test_the_read_methods_open_neither_the_write_service_nor_the_result_types(ho
     probe = (
         "import sys\nfrom cmem_cli.api import Memory\n"
         "with Memory() as m:\n"
-        "    m.search_page('probe'); m.timeline_rows(%d); m.records(%d); m.stats()\n"
-        "print(sorted(n for n in ('cmem_cli.services.writes', 'cmem_cli.api.types') if n in sys.modules))\n"
+        "    m.search('probe').to_json(); m.timeline(%d).to_json(); m.get(%d).to_json(); m.stats()\n"
+        "print(sorted(n for n in ('cmem_cli.services.writes', 'cmem_cli.core.results') if n in sys.modules))\n"
     ).replace("%d", str(obs_id))
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert out == "[]\n"
@@ -332,7 +351,7 @@ def test_markdown_is_what_cmem_get_prints(memory, cli):
     from cmem_cli.api import markdown
 
     obs = memory.add("Render me", project="demo", facts=["one fact"])
-    [printed] = memory.records(obs.id, absolute_paths=True)  # the CLI prints where the file is
+    [printed] = memory.get(obs.id, absolute_paths=True).to_json()  # the CLI prints where the file is
     assert markdown(printed) == cli("get", str(obs.id)).stdout
     [record] = memory.get(obs.id)
     assert "- one fact" in markdown(record)

@@ -625,7 +625,7 @@ def test_a_hook_writes_through_the_api_without_building_its_result_types(home, p
         "from cmem_cli.capture.hooks.runner import run\n"
         "for event, data in json.loads(sys.argv[1]):\n"
         "    run([event], stdin=io.BytesIO(json.dumps(data).encode()), stdout=io.StringIO())\n"
-        "print(sorted(n for n in ('cmem_cli.api', 'cmem_cli.api.types', 'typer') if n in sys.modules))\n"
+        "print(sorted(n for n in ('cmem_cli.api', 'cmem_cli.core.results', 'typer') if n in sys.modules))\n"
     )
     out = subprocess.run(
         [sys.executable, "-c", probe, json.dumps(events)],

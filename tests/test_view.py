@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from cmem_cli.api import Memory
+from cmem_cli.api import Memory, Query
 from tests.view_fixtures import HOSTILE_NARRATIVE, HOSTILE_TITLE, PROJECT, day_start, fill_home
 
 DATA = re.compile(r'<script type="application/json" id="cmem-data">(.*?)</script>', re.S)
@@ -177,7 +177,7 @@ def test_a_failed_write_leaves_no_temp_file_and_keeps_the_old_page(tmp_path, mon
 
 def test_the_api_window_lists_links_both_ways_and_their_far_ends(home, filled):
     with Memory(home) as memory:
-        window = memory.window(project=PROJECT, since="30d")
+        window = memory.window(Query(project=PROJECT, since="30d"))
     links = {(link["from"], link["type"], link["to"]) for link in window["links"]}
     assert links == {
         (filled["decision"], "caused_by", filled["bugfix"]),

@@ -16,9 +16,10 @@ server today, sync and the distiller later) stand on this module rather than on 
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 from cmem_cli.core.config import Config, default_agent, default_project, default_session, load_config
 from cmem_cli.core.errors import (
@@ -32,100 +33,86 @@ from cmem_cli.core.errors import (
     StorageError,
     UsageError,
 )
+from cmem_cli.core.query import Query
 
 if TYPE_CHECKING:
-    from cmem_cli.api.types import (
+    from cmem_cli.core.db import Database
+    from cmem_cli.core.pages import Rows, SearchPage, Timeline
+    from cmem_cli.core.results import (
         Briefing,
-        Hits,
+        Document,
+        Hit,
+        Link,
         Observation,
         Prompt,
         Record,
         Session,
         Summary,
-        Timeline,
+        TimelineItem,
+        as_dict,
+        citation_uri,
     )
-    from cmem_cli.core.db import Database
     from cmem_cli.services.adopt import AdoptReport
-    from cmem_cli.services.search import SearchPage
     from cmem_cli.services.writes import Memory as WriteService
     from cmem_cli.store.repository import Store
 
 # The result types load on first use (module ``__getattr__`` below): the CLI's hot path (`cmem search`,
-# `cmem add`) calls the row methods and never builds a NamedTuple, so it does not pay for defining them.
-_TYPE_NAMES = frozenset(
-    [
-        "as_dict",
-        "citation_uri",
-        "Observation",
-        "Hit",
-        "Hits",
-        "Link",
-        "TimelineItem",
-        "Timeline",
-        "Summary",
-        "Prompt",
-        "Document",
-        "Session",
-        "Briefing",
-        "Record",
-    ]
-)
+# `cmem add`) reads JSON rows and never builds a named tuple, so it does not pay for defining them.
+_RESULTS = frozenset(
+    ["as_dict", "citation_uri", "Observation", "Hit", "Link", "TimelineItem", "Summary", "Prompt",
+     "Document", "Session", "Briefing", "Record"]
+)  # fmt: skip
+_PAGES = frozenset(["Rows", "SearchPage", "Timeline"])
 
 
-def __getattr__(name: str) -> Any:
-    if name in _TYPE_NAMES:
-        from cmem_cli.api import types
+def __getattr__(name: str) -> object:
+    if name in _RESULTS:
+        from cmem_cli.core import results
 
-        return getattr(types, name)
-    if name == "SearchPage":
-        from cmem_cli.services.search import SearchPage
+        return getattr(results, name)
+    if name in _PAGES:
+        from cmem_cli.core import pages
 
-        return SearchPage
+        return getattr(pages, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = [
-    "Memory", "as_dict", "citation_uri", "Observation", "Hit", "Hits", "TimelineItem", "Timeline", "Summary", "Prompt", "Document",
-    "Session", "Briefing", "SearchPage", "markdown", "scrub", "scrub_record", "strip_private", "excluded_project", "CmemError", "InvalidRecord", "NotFound", "InvalidInput", "UsageError", "DatabaseBusy",
-    "DatabaseCorrupt", "StorageError", "ModelError",
+    "Memory", "Query", "as_dict", "citation_uri", "Observation", "Hit", "Link", "TimelineItem", "Timeline",
+    "Summary", "Prompt", "Document", "Session", "Briefing", "Record", "Rows", "SearchPage", "markdown",
+    "scrub", "scrub_record", "strip_private", "excluded_project", "CmemError", "InvalidRecord", "NotFound",
+    "InvalidInput", "UsageError", "DatabaseBusy", "DatabaseCorrupt", "StorageError", "ModelError",
 ]  # fmt: skip
 
-
-_T = TypeVar("_T")
-
-
-def _build(cls: type[_T], row: dict[str, Any]) -> _T:
-    """``cls`` from the fields of ``row`` it declares (rows carry more columns than a result exposes)."""
-    fields = cls._fields  # type: ignore[attr-defined]
-    return cls(**{name: row[name] for name in fields if name in row})
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 
-def _observation(record: dict[str, Any]) -> Observation:
-    from cmem_cli.api.types import Link, Observation
+def _taking(
+    make: Callable[_P, Query],
+) -> Callable[[Callable[[Memory, Query], _R]], Callable[Concatenate[Memory, _P], _R]]:
+    """A method that takes a :class:`Query` takes the Query's own arguments too, so the search options are
+    declared once (by ``Query.__init__``) and checked by the type checker for every caller:
+    ``m.search("apsw", limit=5)`` is ``m.search(Query("apsw", limit=5))``, and ``m.search(query)`` passes a
+    built one as it is."""
 
-    record = {
-        **record,
-        "links": [_build(Link, link) for link in record.get("links") or []],
-        "linked_from": [_build(Link, link) for link in record.get("linked_from") or []],
-    }
-    return _build(Observation, record)
+    def decorate(method: Callable[[Memory, Query], _R]) -> Callable[Concatenate[Memory, _P], _R]:
+        @functools.wraps(method)
+        def call(self: Memory, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+            return method(self, make(*args, **kwargs))
+
+        return call
+
+    return decorate
 
 
-def _record(record: dict[str, Any]) -> Record:
-    kind = record["kind"]
-    if kind == "observation":
-        return _observation(record)
-    from cmem_cli.api.types import Document, Prompt, Summary
-
-    if kind == "summary":
-        return _build(Summary, record)
-    return _build(Prompt, record) if kind == "prompt" else _build(Document, record)
+_asks = _taking(Query)
 
 
 def _session(row: dict[str, Any]) -> Session:
-    from cmem_cli.api.types import Session
+    from cmem_cli.core.results import Session
 
-    return _build(Session, _session_json(row))
+    return Session.from_json(_session_json(row))
 
 
 def _session_json(row: dict[str, Any]) -> dict[str, Any]:
@@ -359,116 +346,36 @@ class Memory:
 
     def _observation(self, obs_id: int) -> Observation:
         """The stored observation without counting a retrieval (writes return what they stored)."""
+        from cmem_cli.core.results import Observation
         from cmem_cli.services.details import observation_record
 
         reader = self.reader
-        return _observation(observation_record(reader, reader.store.get_observation(obs_id)))
+        return Observation.from_json(observation_record(reader, reader.store.get_observation(obs_id)))
 
     # -- the three retrieval layers ------------------------------------------------------------------------
-    def search(
-        self,
-        query: str | None = None,
-        *,
-        project: str | None = None,
-        type: str | Sequence[str] | None = None,
-        concept: str | Sequence[str] | None = None,
-        file: str | Sequence[str] | None = None,
-        agent: str | None = None,
-        session: str | None = None,
-        since: str | None = None,
-        until: str | None = None,
-        limit: int = 20,
-        offset: int = 0,
-        order: str = "relevance",
-        mode: str = "auto",
-        rerank: bool | None = None,
-        min_score: float | None = None,
-        collections: Sequence[str] | None = None,
-        explain: bool = False,
-        branch: str | None = None,
-    ) -> Hits:
-        """First layer: compact hits, best first (``cmem search``). No query lists observations by the filters.
+    @_asks
+    def search(self, query: Query) -> SearchPage:
+        """First layer: compact hits, best first (``cmem search``). No words list observations by the filters.
 
-        ``mode`` is auto, keyword, vector or hybrid; auto uses the index when it is there and falls back to
-        the store's keyword search otherwise (see ``Hits.notes``). ``min_score`` None is the calibrated
-        evidence cut-off of ``cmem search``; ``limit`` 0 returns every hit. ``branch``: None ranks memories
-        of git branches not merged into the current HEAD last, ``"all"`` does not, a name keeps only the
-        memories recorded on that branch (docs/truth.md)."""
-        page = self.search_page(
-            query, project=project, type=type, concept=concept, file=file, agent=agent, session=session,
-            since=since, until=until, limit=limit, offset=offset, order=order, mode=mode, rerank=rerank,
-            min_score=min_score, collections=collections, explain=explain, branch=branch,
-        )  # fmt: skip
-        from cmem_cli.api.types import Hit, Hits
-
-        return Hits((_build(Hit, row) for row in page.rows), page.mode, page.notes)
-
-    def search_page(
-        self,
-        query: str | None = None,
-        *,
-        project: str | None = None,
-        type: str | Sequence[str] | None = None,
-        concept: str | Sequence[str] | None = None,
-        file: str | Sequence[str] | None = None,
-        agent: str | None = None,
-        session: str | None = None,
-        since: str | None = None,
-        until: str | None = None,
-        limit: int = 20,
-        offset: int = 0,
-        order: str = "relevance",
-        mode: str = "auto",
-        rerank: bool | None = None,
-        min_score: float | None = None,
-        collections: Sequence[str] | None = None,
-        explain: bool = False,
-        branch: str | None = None,
-    ) -> SearchPage:
-        """:meth:`search` as JSON-ready rows (what `cmem search --json` prints, paths relative), plus how
-        many hits there are in all: a :class:`SearchPage` (``rows``, ``mode``, ``notes``, ``total``,
-        ``capped``: ``total`` is a lower bound when ``capped``)."""
-        from cmem_cli.services.search import build_filters
+        Takes a :class:`Query`, or :class:`Query`'s arguments (``search("apsw", project="demo", limit=5)``):
+        ``mode`` auto uses the index when it is there and falls back to the store's keyword search otherwise
+        (see ``notes``); ``min_score`` None is the calibrated evidence cut-off; ``limit`` 0 returns every hit;
+        ``branch`` None ranks memories of git branches not merged into the current HEAD last, ``"all"``
+        does not, a name keeps only the memories recorded on that branch (docs/truth.md). Returns a
+        :class:`SearchPage`: typed :class:`Hit` items plus ``mode``, ``notes``, ``total`` (a lower bound when
+        ``capped``) and ``to_json()``, the rows `cmem search --json` prints (paths relative)."""
         from cmem_cli.services.search import search as run_search
 
-        filters = build_filters(
-            project, _listed(type), _listed(concept), _listed(file), agent, session, since, until
-        )
-        reader = self.reader
-        return run_search(
-            reader,
-            query,
-            filters,
-            limit=limit,
-            offset=offset,
-            order=order,
-            mode=mode,
-            rerank=rerank,
-            min_score=min_score,
-            collections=list(collections) if collections else None,
-            explain=explain,
-            branch=branch,
-        )
+        return run_search(self.reader, query)
 
     def window(
-        self,
-        query: str | None = None,
-        *,
-        project: str | None = None,
-        type: str | Sequence[str] | None = None,
-        concept: str | Sequence[str] | None = None,
-        file: str | Sequence[str] | None = None,
-        agent: str | None = None,
-        session: str | None = None,
-        since: str | None = None,
-        until: str | None = None,
-        limit: int = 2000,
-        cwd: str | Path | None = None,
+        self, query: Query | str | None = None, *, limit: int = 2000, cwd: str | Path | None = None
     ) -> dict[str, Any]:
         """Everything recorded in a span of time, in full, newest first: what `cmem view` draws.
 
-        The filters are :meth:`search`'s (a ``query`` matches words, as keyword search does; no vectors).
-        At most ``limit`` observations (the newest) and as many prompts and summaries of the span they cover;
+        The words and filters are ``query``'s (a :class:`Query`; words match as keyword search matches them,
+        no vectors; its paging and ranking options do not apply). At most ``limit`` observations (the newest)
+        and as many prompts and summaries of the span they cover;
         the JSON-ready dict has ``items`` (observations, prompts and summaries with every field and the
         absolute ``path`` of their file), ``sessions`` (by id), ``links`` (``from``, ``to``, ``type``: every
         link from or to a shown observation), ``others`` (the far ends of those links that are not shown, by
@@ -476,39 +383,22 @@ class Memory:
         ``until``. An observation's ``updated_at`` is None unless it changed after it was made; it carries
         ``stale`` and ``branch`` as search rows do, ``unmerged`` (recorded on a branch whose work the
         HEAD of the git work tree at ``cwd``, default the current directory, has not merged),
-        ``superseded_by``, and ``possibly_superseded_by`` (what search infers for ``query``; None without
+        ``superseded_by``, and ``possibly_superseded_by`` (what search infers for ``query``'s words; None without
         one). Nothing is counted as a retrieval."""
-        from cmem_cli.services.search import build_filters
+        from cmem_cli.services.search import filters_of
         from cmem_cli.services.window import window
 
         if limit < 1:
             raise InvalidInput("limit must be at least 1")
-        filters = build_filters(
-            project, _listed(type), _listed(concept), _listed(file), agent, session, since, until
-        )
+        query = query if isinstance(query, Query) else Query(query)
         reader = self.reader
         return window(
-            reader.store, Path(reader.config.export_dir), filters, query, limit=limit, cwd=_cwd(cwd)
-        )
-
-    def search_filters(
-        self,
-        *,
-        project: str | None = None,
-        type: str | Sequence[str] | None = None,
-        concept: str | Sequence[str] | None = None,
-        file: str | Sequence[str] | None = None,
-        agent: str | None = None,
-        session: str | None = None,
-        since: str | None = None,
-        until: str | None = None,
-    ) -> Any:
-        """The filters :meth:`search` applies, checked and parsed (types known, dates as epoch ms), for a
-        front end that searches elsewhere with the same meaning (`cmem search --team`)."""
-        from cmem_cli.services.search import build_filters
-
-        return build_filters(
-            project, _listed(type), _listed(concept), _listed(file), agent, session, since, until
+            reader.store,
+            Path(reader.config.export_dir),
+            filters_of(query),
+            query.text,
+            limit=limit,
+            cwd=_cwd(cwd),
         )
 
     def timeline(
@@ -521,24 +411,8 @@ class Memory:
         project: str | None = None,
     ) -> Timeline:
         """Second layer: items around ``anchor`` (an id, ``S<n>`` or ``P<n>``) or around the best keyword
-        match for ``query``, in time order."""
-        result = self.timeline_rows(anchor, query=query, before=before, after=after, project=project)
-        from cmem_cli.api.types import Timeline, TimelineItem
-
-        items = [_build(TimelineItem, item) for item in result["items"]]
-        return Timeline(anchor=result["anchor"], project=result["project"], items=items)
-
-    def timeline_rows(
-        self,
-        anchor: int | str | None = None,
-        *,
-        query: str | None = None,
-        before: int = 5,
-        after: int = 5,
-        project: str | None = None,
-    ) -> dict[str, Any]:
-        """:meth:`timeline` as the JSON-ready dict `cmem timeline --json` prints (``anchor``, ``project``,
-        ``items``: one dict per item)."""
+        match for ``query``, in time order: a :class:`Timeline` (``anchor``, ``project``, typed ``items``;
+        ``to_json()`` is what `cmem timeline --json` prints)."""
         from cmem_cli.services.search import resolve_query_anchor
         from cmem_cli.services.search import timeline as build_timeline
         from cmem_cli.store.repository import Filters
@@ -549,23 +423,9 @@ class Memory:
         ref = (
             resolve_query_anchor(store, query, Filters(project=project)) if query is not None else str(anchor)
         )
-        return build_timeline(store, ref, before=before, after=after)
+        from cmem_cli.core.pages import Timeline
 
-    def records(
-        self, *ids: int | str, links: bool = False, absolute_paths: bool = False
-    ) -> list[dict[str, Any]]:
-        """:meth:`get` as the JSON-ready dicts `cmem get --json` prints; counts a retrieval of each
-        observation. With ``absolute_paths`` each ``path`` is resolved to the file on this machine (as the
-        CLI prints it) rather than relative to the export folder or its collection."""
-        from cmem_cli.services.details import fetch_details, with_absolute_paths
-
-        if not ids:
-            raise InvalidInput("no ids given")
-        reader = self.reader
-        records = fetch_details(reader, [str(i) for i in ids], follow_links=links)
-        if absolute_paths:
-            records = [with_absolute_paths(reader.config, r) for r in records]
-        return records
+        return Timeline(build_timeline(store, ref, before=before, after=after))
 
     def verify(self, *ids: int | str, cwd: str | Path | None = None) -> list[dict[str, Any]]:
         """Re-anchor observations to their cited files as they are now and record when (`cmem verify`):
@@ -601,12 +461,24 @@ class Memory:
         except NotFound:
             return None
 
-    def get(self, *ids: int | str, links: bool = False) -> list[Record]:
+    def get(self, *ids: int | str, links: bool = False, absolute_paths: bool = False) -> Rows[Record]:
         """Third layer: full records for ids (``12``, ``S3``, ``P7``, ``doc:docid``, ``PATH[:LINE[:COUNT]]``).
 
         Counts a retrieval of each observation, as ``cmem get`` does. With ``links``, also the observations
-        linked to or from them (one hop)."""
-        return [_record(r) for r in self.records(*ids, links=links)]
+        linked to or from them (one hop). Typed items (:class:`Observation`, :class:`Summary`,
+        :class:`Prompt`, :class:`Document`); ``to_json()`` is what `cmem get --json` prints. With
+        ``absolute_paths`` each ``path`` is the file on this machine (as the CLI prints it) rather than
+        relative to the export folder or its collection."""
+        from cmem_cli.core.pages import records
+        from cmem_cli.services.details import fetch_details, with_absolute_paths
+
+        if not ids:
+            raise InvalidInput("no ids given")
+        reader = self.reader
+        rows = fetch_details(reader, [str(i) for i in ids], follow_links=links)
+        if absolute_paths:
+            rows = [with_absolute_paths(reader.config, r) for r in rows]
+        return records(rows)
 
     def find(self, uid: str) -> Observation:
         """The observation with this uid (the stable name in ``cmem://observation/<uid>``), without counting a
@@ -624,7 +496,7 @@ class Memory:
         """The session-start briefing for ``project`` (default: the current git repository's name).
 
         ``reminder`` replaces the closing line that tells how to drill down (by default: the CLI commands)."""
-        from cmem_cli.api.types import Briefing
+        from cmem_cli.core.results import Briefing
         from cmem_cli.services.briefing import REMINDER, build_context
 
         if budget < 1:
@@ -635,7 +507,7 @@ class Memory:
             budget=budget,
             reminder=REMINDER if reminder is None else reminder,
         )
-        return _build(Briefing, result.as_json())
+        return Briefing.from_json(result.as_json())
 
     def stats(self) -> dict[str, Any]:
         """Counts of what is stored, by type and project, where it lives and its size: the JSON-ready dict
@@ -764,9 +636,9 @@ class Memory:
         from cmem_cli.services.search import prompt_row
 
         row = self.service.store.get_prompt(prompt_id)
-        from cmem_cli.api.types import Prompt
+        from cmem_cli.core.results import Prompt
 
-        return _build(Prompt, {**prompt_row(row), "text": row["text"]})
+        return Prompt.from_json({**prompt_row(row), "text": row["text"]})
 
     def add_summary(
         self,
@@ -812,9 +684,9 @@ class Memory:
         from cmem_cli.services.search import summary_row
 
         row = self.service.store.get_summary(summary_id)
-        from cmem_cli.api.types import Summary
+        from cmem_cli.core.results import Summary
 
-        return _build(Summary, {**summary_row(row), **{f: row.get(f) for f in SUMMARY_FIELDS}})
+        return Summary.from_json({**summary_row(row), **{f: row.get(f) for f in SUMMARY_FIELDS}})
 
     # -- capture: cheap writes for front ends that keep their own bookkeeping -------------------------------
     # The hooks and the transcript importer run these many times a minute: they return ids or plain values
@@ -994,7 +866,7 @@ def _listed(value: str | Sequence[str] | None) -> list[str] | None:
 def markdown(record: Record | dict[str, Any]) -> str:
     """A full record (from :meth:`Memory.get` or :meth:`Memory.records`) as `cmem get` prints it: the
     observation's markdown file, a summary's or prompt's text with a header."""
-    from cmem_cli.api.types import as_dict
+    from cmem_cli.core.results import as_dict
     from cmem_cli.services.details import render_details
 
     return render_details(record if isinstance(record, dict) else as_dict(record))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cmem_cli.cli.invocation import open_api
 from cmem_cli.cli.render import (
@@ -24,6 +24,10 @@ from cmem_cli.cli.render import (
 )
 from cmem_cli.cli.typed_sessions import typed_session
 from cmem_cli.core.marks import title_marks
+
+if TYPE_CHECKING:
+    from cmem_cli.api import Memory, Query, SearchPage
+    from cmem_cli.core.config import Config
 
 
 def _date(row: dict[str, Any]) -> str:
@@ -82,109 +86,61 @@ TABLE_SEARCH_COLUMNS = [
 
 def search(
     query: str | None = None,
-    project: str | None = None,
     obs_type: list[str] | None = None,
-    concept: list[str] | None = None,
-    file: list[str] | None = None,
-    agent: str | None = None,
-    session: str | None = None,
-    since: str | None = None,
-    until: str | None = None,
-    limit: int = 20,
-    offset: int = 0,
-    order: str = "relevance",
-    mode: str = "auto",
-    rerank: bool | None = None,
-    min_score: float | None = None,
     collection: list[str] | None = None,
-    explain: bool = False,
     all_hits: bool = False,
-    branch: str | None = None,
     team: bool = False,
     as_json: bool = False,
     fmt: str | None = None,
+    **options: Any,
 ) -> int:
-    """`cmem search`: one compact row per hit; exit status EXIT_NO_MATCH when there is none (like grep)."""
+    """`cmem search`: one compact row per hit; exit status EXIT_NO_MATCH when there is none (like grep).
+
+    ``options`` are :class:`~cmem_cli.core.query.Query`'s arguments under their own names (the table names
+    ``--type`` and ``--collection`` for what they hold, one value each)."""
+    from cmem_cli.api import Query
     from cmem_cli.core.errors import EXIT_NO_MATCH, EXIT_OK
 
     output = resolve_format(fmt, as_json)
-    check_count("--limit", limit)
-    check_count("--offset", offset)
-    if team:
-        return _team_search(
-            query, output, project=project, obs_type=obs_type, concept=concept, file=file, agent=agent,
-            session=session, since=since, until=until, limit=0 if all_hits else limit, offset=offset, order=order,
-            mode=mode, rerank=rerank, min_score=min_score, collection=collection, explain=explain, branch=branch,
-        )  # fmt: skip
+    check_count("--limit", options["limit"])
+    check_count("--offset", options["offset"])
+    if all_hits:
+        options["limit"] = 0
     with open_api() as memory:
-        rows, _, notes, total, capped = memory.search_page(
-            query,
-            project=project,
-            type=obs_type,
-            concept=concept,
-            file=file,
-            agent=agent,
-            session=typed_session(memory, session),
-            since=since,
-            until=until,
-            limit=0 if all_hits else limit,
-            offset=offset,
-            order=order,
-            mode=mode,
-            rerank=rerank,
-            min_score=min_score,
-            collections=collection,
-            explain=explain,
-            branch=branch,
-        )
+        options["session"] = typed_session(memory, options["session"])
+        ask = Query(query, type=obs_type, collections=collection, **options)
+        page = _team_page(memory, ask) if team else memory.search(ask)
+        rows = page.to_json()
         _absolute_paths(memory.config, rows)
-    if mode != "auto" or explain:  # in auto mode a missing index or model is expected, not news
-        for note in notes:
+    if ask.mode != "auto" or ask.explain:  # in auto mode a missing index or model is expected, not news
+        for note in page.notes:
             print(f"cmem: note: {note}", file=sys.stderr)
     columns = TABLE_SEARCH_COLUMNS if output == "table" else SEARCH_COLUMNS
-    if explain:
+    if team:
+        columns = [*columns[:-1], *TEAM_COLUMNS, columns[-1]]
+    if ask.explain:
         columns = [*columns, Column("signals", "WHY", _why, priority=2, shrink_to=24)]
     emit_rows(rows, columns, output, empty_message="no matches")
-    shown_to = offset + len(rows)
-    if rows and (capped or total > shown_to):
-        more = f"{total}+" if capped else str(total)
+    shown_to = ask.offset + len(rows)
+    if rows and (page.capped or page.total > shown_to):
+        more = f"{page.total}+" if page.capped else str(page.total)
         print(f"cmem: showing {len(rows)} of {more} (-n 0 or --all for every hit)", file=sys.stderr)
     return EXIT_OK if rows else EXIT_NO_MATCH
 
 
-def _team_search(query: str | None, output: str, **options: Any) -> int:
+def _team_page(memory: Memory, ask: Query) -> SearchPage:
     """`cmem search --team`: the same filters, formats and exit codes, over the team database; rows name
     the agent and the machine that wrote each memory."""
-    from cmem_cli.core.errors import EXIT_NO_MATCH, EXIT_OK, UsageError
+    from cmem_cli.core.errors import UsageError
     from cmem_cli.team.search import team_search
 
-    if options.pop("collection"):
+    if ask.collections:
         raise UsageError("--collection searches this home's index; it does not combine with --team")
-    if options.pop("rerank"):
+    if ask.rerank:
         raise UsageError("--rerank does not combine with --team (the team database is searched as it ranks)")
-    if options.pop("branch"):
+    if ask.branch:
         raise UsageError("--branch does not combine with --team (branches are recorded in this home only)")
-    with open_api() as memory:
-        filters = memory.search_filters(
-            project=options.pop("project"), type=options.pop("obs_type"), concept=options.pop("concept"),
-            file=options.pop("file"), agent=options.pop("agent"), session=typed_session(memory, options.pop("session")),
-            since=options.pop("since"), until=options.pop("until"),
-        )  # fmt: skip
-        rows, mode, notes, total, capped = team_search(memory, query, filters, **options)
-        _absolute_paths(memory.config, rows)
-    if options["mode"] != "auto" or options["explain"]:
-        for note in notes:
-            print(f"cmem: note: {note}", file=sys.stderr)
-    columns = TABLE_SEARCH_COLUMNS if output == "table" else SEARCH_COLUMNS
-    columns = [*columns[:-1], *TEAM_COLUMNS, columns[-1]]
-    if options["explain"]:
-        columns = [*columns, Column("signals", "WHY", _why, priority=2, shrink_to=24)]
-    emit_rows(rows, columns, output, empty_message="no matches")
-    shown_to = options["offset"] + len(rows)
-    if rows and (capped or total > shown_to):
-        more = f"{total}+" if capped else str(total)
-        print(f"cmem: showing {len(rows)} of {more} (-n 0 or --all for every hit)", file=sys.stderr)
-    return EXIT_OK if rows else EXIT_NO_MATCH
+    return team_search(memory, ask)
 
 
 TEAM_COLUMNS = [
@@ -193,7 +149,7 @@ TEAM_COLUMNS = [
 ]
 
 
-def _absolute_paths(config: Any, rows: list[dict[str, Any]]) -> None:
+def _absolute_paths(config: Config, rows: list[dict[str, Any]]) -> None:
     """Give scripts a ``path`` that exists on this machine: memories are relative to the export folder,
     documents are ``collection:relative`` until resolved against their collection's root."""
     roots: dict[str, Any] | None = None
@@ -257,7 +213,7 @@ def timeline(
     check_count("--after", after)
     output = resolve_format(fmt, as_json)
     with open_api() as memory:
-        result = memory.timeline_rows(ref, query=query, before=before, after=after, project=project)
+        result = memory.timeline(ref, query=query, before=before, after=after, project=project).to_json()
     items = result["items"]
     if output == "json":
         write(json.dumps(result, ensure_ascii=False, indent=2) + "\n")
@@ -307,7 +263,7 @@ def get(
 
         raise UsageError(f"unknown format {output!r} for get (expected one of: {', '.join(GET_FORMATS)})")
     with open_api() as memory:
-        records = memory.records(*refs, links=links, absolute_paths=True)
+        records = memory.get(*refs, links=links, absolute_paths=True).to_json()
     if path_only:
         from cmem_cli.core.errors import NotFound
 

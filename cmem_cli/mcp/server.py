@@ -26,10 +26,10 @@ from pydantic import BeforeValidator, Field
 
 from cmem_cli import __version__
 from cmem_cli.api import Memory
-from cmem_cli.api.types import URI_PREFIX, as_dict, citation_uri
 from cmem_cli.core.config import Config, named_project
 from cmem_cli.core.errors import CmemError, InvalidInput, NotFound
 from cmem_cli.core.marks import title_marks
+from cmem_cli.core.results import URI_PREFIX, as_dict, citation_uri
 from cmem_cli.core.text import escape_control
 
 INSTRUCTIONS = """\

@@ -7,19 +7,37 @@ from __future__ import annotations
 
 import re
 from collections.abc import Hashable, Mapping, Sequence
-from typing import Any, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
+from cmem_cli.core.config import Config
 from cmem_cli.core.errors import InvalidInput, NotFound
 from cmem_cli.core.fields import SUMMARY_FIELDS
 from cmem_cli.core.ids import UID_TAIL
+from cmem_cli.core.pages import SearchPage
+from cmem_cli.core.query import ORDERS, Query
 from cmem_cli.core.summary_title import summary_title
 from cmem_cli.core.text import estimate_tokens
-from cmem_cli.core.timeutil import parse_time, to_iso
+from cmem_cli.core.timeutil import to_iso
 from cmem_cli.services import supersession
 from cmem_cli.store.repository import Filters, Store
 
+if TYPE_CHECKING:
+    from cmem_index.search import IndexHit
+
 K = TypeVar("K", bound=Hashable)
-ORDERS = ("relevance", "newest", "oldest")
+
+
+class Reader(Protocol):
+    """What a search reads: the home's config (for the index) and its store. The write service and the
+    API's store-only reader both are one."""
+
+    @property
+    def config(self) -> Config: ...
+
+    @property
+    def store(self) -> Store: ...
+
+
 STORE_SIGNAL = "store"
 ALL = 1_000_000  # the depth of "every hit" (``limit`` 0)
 MEMORIES = "memories"  # cmem's own export tree as a collection (cmem_index.collections.MEMORIES)
@@ -79,35 +97,9 @@ def check_paging(order: str, limit: int, offset: int) -> None:
         raise InvalidInput("--limit and --offset must not be negative")
 
 
-def build_filters(
-    project: str | None,
-    types: list[str] | None,
-    concepts: list[str] | None,
-    files: list[str] | None,
-    agent: str | None,
-    session: str | None,
-    since: str | None,
-    until: str | None,
-) -> Filters:
-    """The store's filters from the search options as given (types checked, dates parsed)."""
-    from cmem_cli.core.fields import OBSERVATION_TYPES
-
-    for obs_type in types or []:
-        if obs_type not in OBSERVATION_TYPES:
-            raise InvalidInput(f"unknown type {obs_type!r} (expected one of: {', '.join(OBSERVATION_TYPES)})")
-    until_ms = parse_time(until) if until else None
-    if until and len(until.strip()) == 10 and until_ms is not None:
-        until_ms += 86_400_000 - 1  # a bare date includes that whole day
-    return Filters(
-        project=project,
-        types=types or [],
-        concepts=concepts or [],
-        files=files or [],
-        agent=agent,
-        session=session,
-        since=parse_time(since) if since else None,
-        until=until_ms,
-    )
+def filters_of(query: Query) -> Filters:
+    """The store's filters of ``query`` (types checked when it was made, dates parsed here)."""
+    return Filters(**query.filter_fields().fields())
 
 
 def keyword_search(
@@ -305,17 +297,7 @@ def resolve_query_anchor(store: Store, query: str, filters: Filters) -> str:
 # -- hybrid search over the store and the index -----------------------------------------------------------
 
 
-class SearchPage(NamedTuple):
-    """One page of search rows; ``total`` counts every row above the cut-off (``capped``: maybe more)."""
-
-    rows: list[dict[str, Any]]
-    mode: str
-    notes: list[str]
-    total: int
-    capped: bool = False
-
-
-def check_collections(config: Any, names: list[str]) -> list[str]:
+def check_collections(config: Config, names: list[str]) -> list[str]:
     """The named collections, or NotFound for a name that is not one (a typo must not widen a search)."""
     from cmem_index.collections import load_collections
 
@@ -335,7 +317,7 @@ def _signals_json(signals: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def document_row(hit: Any) -> dict[str, Any]:
+def document_row(hit: IndexHit) -> dict[str, Any]:
     """A row for a collection document (a user's notes or docs) found by the index."""
     return {
         "id": f"doc:{hit.docid}" if hit.docid else hit.key, "uid": None, "kind": "document", "type": "document",
@@ -345,33 +327,24 @@ def document_row(hit: Any) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def search(
-    memory: Any,
-    query: str | None,
-    filters: Filters,
-    *,
-    limit: int = 20,
-    offset: int = 0,
-    order: str = "relevance",
-    mode: str = "auto",
-    rerank: bool | None = None,
-    min_score: float | None = None,
-    collections: list[str] | None = None,
-    explain: bool = False,
-    branch: str | None = None,
-) -> SearchPage:
+def search(memory: Reader, ask: Query, filters: Filters | None = None) -> SearchPage:
     """The first layer: rows, the mode actually used, notes for stderr and how many rows there are in all.
 
     Keyword hits from the store (fresh the moment a write commits, covering prompts and summaries) are fused
     with the index's BM25 and vector hits over cmem's export tree and the user's collections. With no query
     it lists observations by the filters. Without an index everything still works from the store alone.
-    ``limit`` 0 means every hit. ``min_score`` None is the calibrated cut-off (see ``cmem_index.search.hybrid``).
-    ``collections`` keeps rows from those collections only; an unknown name is NotFound. ``branch``: see
-    :func:`cmem_cli.services.anchors.by_branch`; every row carries ``stale`` and ``branch``.
+    The options are :class:`~cmem_cli.core.query.Query`'s. ``min_score`` None is the calibrated cut-off (see
+    ``cmem_index.search.hybrid``). An unknown collection is NotFound. ``branch``: see
+    :func:`cmem_cli.services.anchors.by_branch`; every row carries ``stale`` and ``branch``. ``filters``,
+    when given, replace the query's (a benchmark replays scopes it saved already parsed).
     """
     from cmem_cli.services import anchors
 
-    check_paging(order, limit, offset)
+    query, limit, offset, order, branch, explain = (
+        ask.text, ask.limit, ask.offset, ask.order, ask.branch, ask.explain
+    )  # fmt: skip
+    filters = filters_of(ask) if filters is None else filters
+    collections = list(ask.collections) or None
     store = memory.store
     if collections:
         collections = check_collections(memory.config, collections)
@@ -396,6 +369,7 @@ def search(
     store_capped = any(len(found) >= depth for found in (observations, summaries, prompts))
     by_key: dict[str, dict[str, Any]] = {}
     ranked: list[tuple[str, float]] = []
+    row: dict[str, Any] | None  # a stored row here, a hit's row (or none) below
     for row in observations:
         by_key[f"obs:{row['uid']}"] = observation_row(row)
         ranked.append((f"obs:{row['uid']}", row["bm25"]))
@@ -413,13 +387,13 @@ def search(
     results = hybrid(
         memory.config,
         query,
-        mode=mode,
+        mode=ask.mode,
         limit=None if depth == ALL else depth,
         filters=filters,
         collections=collections,
-        rerank=rerank,
+        rerank=ask.rerank,
         extra_lists={STORE_SIGNAL: ranked},
-        min_score=min_score,
+        min_score=ask.min_score,
     )
     missing = [h.uid for h in results if h.kind == "observation" and h.uid and f"obs:{h.uid}" not in by_key]
     found = store.observations_by_uids(missing)

@@ -19,15 +19,18 @@ from __future__ import annotations
 
 import math
 from array import array
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cmem_cli.core.errors import ModelError, UsageError
 from cmem_cli.core.timeutil import to_iso
 from cmem_cli.team import server
 
+if TYPE_CHECKING:
+    from cmem_cli.api import Memory, Query, SearchPage
+    from cmem_cli.core.filters import FilterFields
+
 DF_CAP = 50_000  # a word in more rows than this is common: counting further changes its IDF very little
 MIN_DEPTH = 50
-MODES = ("auto", "keyword", "vector", "hybrid")
 
 _OBS_SELECT = (
     "SELECT 'observation' AS kind, o.uid, o.type, o.title, o.subtitle, o.project, o.session, o.agent, o.machine, "
@@ -43,23 +46,16 @@ _SUMMARY_SELECT = (
 )
 
 
-def team_search(
-    memory: Any,
-    query: str | None,
-    filters: Any,
-    *,
-    limit: int = 20,
-    offset: int = 0,
-    order: str = "relevance",
-    mode: str = "auto",
-    min_score: float | None = None,
-    explain: bool = False,
-) -> tuple[list[dict[str, Any]], str, list[str], int, bool]:
-    """(rows, mode used, notes, total above the cut-off, capped) from ``memory``'s team database."""
+def team_search(memory: Memory, ask: Query) -> SearchPage:
+    """``ask`` over ``memory``'s team database: its filters, paging, order, mode, cut-off and ``explain``
+    (``collections``, ``rerank`` and ``branch`` are this home's own)."""
+    from cmem_cli.core.pages import SearchPage
     from cmem_cli.team.teamsync import remote
 
-    if mode not in MODES:
-        raise UsageError(f"unknown search mode {mode!r} (expected one of: {', '.join(MODES)})")
+    query, limit, offset, order, mode, min_score, explain = (
+        ask.text, ask.limit, ask.offset, ask.order, ask.mode, ask.min_score, ask.explain
+    )  # fmt: skip
+    filters = ask.filter_fields()
     settings = remote(memory.reader)
     if settings is None:
         raise UsageError("this home has no team database; run `cmem sync init postgresql://...` first")
@@ -75,7 +71,8 @@ def team_search(
                 rows = _listing(conn, scope, depth + 1, order, offset)
                 more = len(rows) > (window or ALL) - offset
                 rows = rows[: (window - offset) if window else None]
-                return _rows_out(memory, rows, explain), "list", notes, offset + len(rows) + more, more
+                listed = _rows_out(memory, rows, explain)
+                return SearchPage(listed, "list", notes, offset + len(rows) + more, capped=more)
             from cmem_index.fusion import KEYWORD, VECTOR, Signal
 
             lists: dict[str, list[tuple[str, float]]] = {}
@@ -107,7 +104,7 @@ def team_search(
         rows.sort(key=lambda r: (r["created_at"], r["uid"]), reverse=order == "newest")
     total = len(rows)
     page = rows[offset:window]
-    return _rows_out(memory, page, explain), used, notes, total, capped
+    return SearchPage(_rows_out(memory, page, explain), used, notes, total, capped)
 
 
 ALL = 100_000  # the depth of "every hit" (--all): far above a team's use, bounded for the server
@@ -116,7 +113,7 @@ ALL = 100_000  # the depth of "every hit" (--all): far above a team's use, bound
 class _Scope:
     """The search filters as SQL over a team table aliased ``o`` (named parameters, prefix ``f_``)."""
 
-    def __init__(self, filters: Any):
+    def __init__(self, filters: FilterFields):
         self.filters = filters
         self.with_summaries = not (filters.types or filters.concepts or filters.files)
         self.observations, self.params = self._sql(observations=True)

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from cmem_cli.core.errors import DatabaseBusy, UsageError
+from cmem_cli.services.search import Reader
 from cmem_cli.services.writes import Memory
 from cmem_cli.team import outbox, server
 from cmem_cli.team.pull import PULLED, Puller
@@ -55,7 +56,7 @@ def sync_lock(home: Path, *, timeout: float = 0.0) -> Iterator[None]:
         os.close(fd)
 
 
-def remote(memory: Memory) -> dict[str, Any] | None:
+def remote(memory: Reader) -> dict[str, Any] | None:
     """This home's team remote (URL without password, machine name, pulled projects), or None."""
     values = outbox.settings(memory.store.db)
     if not values.get(URL):

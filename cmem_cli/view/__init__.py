@@ -28,12 +28,12 @@ class Page(NamedTuple):
 
 def build(memory: Memory, scope: Scope) -> Page:
     """The page for ``scope``: its records read through the API, rendered with the data embedded."""
-    return page_for(memory.window(scope.query, **scope.window_arguments()), scope)
+    return page_for(memory.window(scope.as_query(), limit=scope.limit), scope)
 
 
 def page_for(window: dict[str, Any], scope: Scope) -> Page:
     """The page for a window :meth:`cmem_cli.api.Memory.window` returned, described by ``scope``."""
-    from cmem_cli.api.types import URI_PREFIX
+    from cmem_cli.core.results import URI_PREFIX
     from cmem_cli.core.text import TYPE_ICONS
     from cmem_cli.core.version import VERSION
     from cmem_cli.view.page import render

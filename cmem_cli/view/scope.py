@@ -7,11 +7,14 @@ which is what a person reviewing their agents' recent work wants; ``--all-projec
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from cmem_cli.core.config import default_project
 from cmem_cli.core.errors import UsageError
 from cmem_cli.core.timeutil import parse_time, to_iso
+
+if TYPE_CHECKING:
+    from cmem_cli.api import Query
 
 DEFAULT_DAYS = 30
 MAX_LIMIT = 100_000
@@ -32,12 +35,14 @@ class Scope(NamedTuple):
     until: str | None
     limit: int
 
-    def window_arguments(self) -> dict[str, Any]:
-        return {
-            "project": self.project, "type": self.types, "concept": self.concepts, "file": self.files,
-            "agent": self.agent, "session": self.session, "since": self.since, "until": self.until,
-            "limit": self.limit,
-        }  # fmt: skip
+    def as_query(self) -> Query:
+        """The words and filters as the :class:`~cmem_cli.api.Query` :meth:`Memory.window` takes."""
+        from cmem_cli.api import Query
+
+        return Query(
+            self.query, project=self.project, type=self.types, concept=self.concepts, file=self.files,
+            agent=self.agent, session=self.session, since=self.since, until=self.until,
+        )  # fmt: skip
 
     @property
     def title(self) -> str:

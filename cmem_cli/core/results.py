@@ -1,12 +1,22 @@
-"""The API's result types: named tuples, cheap to import, read like records; :func:`as_dict` makes JSON.
+"""The API's result types: named tuples, read like records; ``to_json()`` (or :func:`as_dict`) makes JSON.
 
-Kept apart from :mod:`cmem_cli.api` so that a front end can name the types without opening anything.
+In the kernel so that the services, the API and every front end name the same types. Defining them costs
+about a millisecond, so the hot commands do not: the lists they return (:mod:`cmem_cli.core.pages`) build
+an item only when it is read. ``from_json`` makes one from the JSON row of the same thing (rows carry
+more keys than a type declares; the rest are left out).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
+
+_T = TypeVar("_T")
+
+
+def _pick(cls: type[_T], row: dict[str, Any]) -> _T:
+    """``cls`` from the fields of ``row`` it declares."""
+    fields: tuple[str, ...] = cls._fields  # type: ignore[attr-defined]
+    return cls(**{name: row[name] for name in fields if name in row})
 
 
 class Link(NamedTuple):
@@ -16,6 +26,13 @@ class Link(NamedTuple):
     id: int
     uid: str
     title: str
+
+    @classmethod
+    def from_json(cls, row: dict[str, Any]) -> Link:
+        return _pick(cls, row)
+
+    def to_json(self) -> dict[str, Any]:
+        return as_dict(self)  # type: ignore[no-any-return]
 
 
 class Observation(NamedTuple):
@@ -56,6 +73,15 @@ class Observation(NamedTuple):
     def uri(self) -> str:
         return citation_uri(self.uid)
 
+    @classmethod
+    def from_json(cls, row: dict[str, Any]) -> Observation:
+        links = [Link.from_json(link) for link in row.get("links") or []]
+        linked_from = [Link.from_json(link) for link in row.get("linked_from") or []]
+        return _pick(cls, {**row, "links": links, "linked_from": linked_from})
+
+    def to_json(self) -> dict[str, Any]:
+        return as_dict(self)  # type: ignore[no-any-return]
+
 
 class Summary(NamedTuple):
     """A session summary (id ``S<n>``)."""
@@ -77,6 +103,13 @@ class Summary(NamedTuple):
     path: str | None = None
     kind: str = "summary"
 
+    @classmethod
+    def from_json(cls, row: dict[str, Any]) -> Summary:
+        return _pick(cls, row)
+
+    def to_json(self) -> dict[str, Any]:
+        return as_dict(self)  # type: ignore[no-any-return]
+
 
 class Prompt(NamedTuple):
     """A user prompt (id ``P<n>``), numbered within its session."""
@@ -92,6 +125,13 @@ class Prompt(NamedTuple):
     tokens: int = 0
     kind: str = "prompt"
 
+    @classmethod
+    def from_json(cls, row: dict[str, Any]) -> Prompt:
+        return _pick(cls, row)
+
+    def to_json(self) -> dict[str, Any]:
+        return as_dict(self)  # type: ignore[no-any-return]
+
 
 class Document(NamedTuple):
     """A passage of a collection document (a user's notes or docs), id ``doc:<docid>``."""
@@ -104,6 +144,13 @@ class Document(NamedTuple):
     line: int | None = None
     count: int | None = None  # type: ignore[assignment]  # the lines asked for, shadowing tuple.count
     kind: str = "document"
+
+    @classmethod
+    def from_json(cls, row: dict[str, Any]) -> Document:
+        return _pick(cls, row)
+
+    def to_json(self) -> dict[str, Any]:
+        return as_dict(self)  # type: ignore[no-any-return]
 
 
 class Hit(NamedTuple):
@@ -131,15 +178,12 @@ class Hit(NamedTuple):
     superseded_by: int | None = None  # a newer memory replaced this one (an explicit link)
     possibly_superseded_by: int | None = None  # a newer hit states an update of what this one says
 
+    @classmethod
+    def from_json(cls, row: dict[str, Any]) -> Hit:
+        return _pick(cls, row)
 
-class Hits(list[Hit]):
-    """Search hits, best first, plus how they were found: ``mode`` (keyword, vector, hybrid or list) and
-    ``notes`` (why a layer was skipped, e.g. no index yet)."""
-
-    def __init__(self, hits: Iterable[Hit], mode: str, notes: Sequence[str]):
-        super().__init__(hits)
-        self.mode = mode
-        self.notes = list(notes)
+    def to_json(self) -> dict[str, Any]:
+        return as_dict(self)  # type: ignore[no-any-return]
 
 
 class TimelineItem(NamedTuple):
@@ -158,13 +202,12 @@ class TimelineItem(NamedTuple):
     branch: str | None = None
     superseded_by: int | None = None
 
+    @classmethod
+    def from_json(cls, row: dict[str, Any]) -> TimelineItem:
+        return _pick(cls, row)
 
-class Timeline(NamedTuple):
-    """What happened around ``anchor`` in its project, oldest first; the anchor's item has ``anchor=True``."""
-
-    anchor: str
-    project: str
-    items: list[TimelineItem]
+    def to_json(self) -> dict[str, Any]:
+        return as_dict(self)  # type: ignore[no-any-return]
 
 
 class Session(NamedTuple):
@@ -182,6 +225,13 @@ class Session(NamedTuple):
     completed_at: str | None = None
     observations: int | None = None
 
+    @classmethod
+    def from_json(cls, row: dict[str, Any]) -> Session:
+        return _pick(cls, row)
+
+    def to_json(self) -> dict[str, Any]:
+        return as_dict(self)  # type: ignore[no-any-return]
+
 
 class Briefing(NamedTuple):
     """The session-start briefing: ``text`` never exceeds ``budget`` tokens (``tokens`` is its estimate)."""
@@ -194,6 +244,13 @@ class Briefing(NamedTuple):
     activity: list[dict[str, Any]]  # what the hooks captured, one entry per session and kind (reads...)
     text: str  # last, as in `cmem context --json`: ``as_dict`` of a Briefing is what the CLI prints
 
+    @classmethod
+    def from_json(cls, row: dict[str, Any]) -> Briefing:
+        return _pick(cls, row)
+
+    def to_json(self) -> dict[str, Any]:
+        return as_dict(self)  # type: ignore[no-any-return]
+
 
 Record = Observation | Summary | Prompt | Document
 URI_PREFIX = "cmem://observation/"
@@ -204,10 +261,23 @@ def citation_uri(uid: str) -> str:
     return URI_PREFIX + uid
 
 
+def record(row: dict[str, Any]) -> Record:
+    """The typed full record of a `cmem get --json` row, by its ``kind``."""
+    kind = row["kind"]
+    if kind == "observation":
+        return Observation.from_json(row)
+    if kind == "summary":
+        return Summary.from_json(row)
+    return Prompt.from_json(row) if kind == "prompt" else Document.from_json(row)
+
+
 def as_dict(value: Any) -> Any:
-    """JSON-ready form of a result: NamedTuples become dicts, recursively (``_asdict`` is shallow)."""
+    """JSON-ready form of a result: NamedTuples become dicts, recursively (``_asdict`` is shallow); a page
+    or list of results (:mod:`cmem_cli.core.pages`) its ``to_json()``."""
     if isinstance(value, tuple) and hasattr(value, "_asdict"):
         return {name: as_dict(item) for name, item in value._asdict().items()}
+    if hasattr(value, "to_json"):
+        return value.to_json()
     if isinstance(value, list):
         return [as_dict(item) for item in value]
     if isinstance(value, dict):
