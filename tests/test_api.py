@@ -21,7 +21,7 @@ from cmem_cli.api import (
     Summary,
     as_dict,
 )
-from cmem_cli.core.errors import EXIT_INVALID, EXIT_NOT_FOUND
+from cmem_cli.cli.exits import EXIT_INVALID, EXIT_NOT_FOUND, exit_code
 
 
 @pytest.fixture
@@ -164,14 +164,14 @@ def test_index_status_reports_a_missing_index(memory):
 def test_bad_input_raises_typed_errors_and_writes_nothing(memory, home):
     with pytest.raises(InvalidInput) as bad_type:
         memory.add("x", type="nonsense", project="demo")
-    assert bad_type.value.exit_code == EXIT_INVALID
+    assert exit_code(bad_type.value) == EXIT_INVALID
     with pytest.raises(InvalidInput):
         memory.add("x", facts="not a list", project="demo")
     with pytest.raises(InvalidInput):
         memory.add("x" * 501, project="demo")
     with pytest.raises(NotFound) as missing:
         memory.timeline(42)
-    assert missing.value.exit_code == EXIT_NOT_FOUND
+    assert exit_code(missing.value) == EXIT_NOT_FOUND
     with pytest.raises(InvalidInput):
         memory.search("x", type="nonsense")
     with pytest.raises(InvalidInput):
@@ -296,7 +296,7 @@ def test_add_many_is_all_or_none_and_names_the_bad_record(memory, home):
     with pytest.raises(InvalidRecord) as raised:
         memory.add_many([good, good, {"title": "bad", "type": "gossip"}], project="demo")
     assert raised.value.index == 2
-    assert raised.value.exit_code == EXIT_INVALID
+    assert exit_code(raised.value) == EXIT_INVALID
     assert "unknown type 'gossip'" in raised.value.reason
     assert memory.stats()["counts"]["observations"] == 0
     assert list((home / "export").rglob("*.md")) == []

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from cmem_cli.core import errors
+from cmem_cli.cli import exits
 
 
 def _state(home: Path) -> tuple[int, list[str]]:
@@ -55,7 +55,7 @@ def test_invalid_json_records_are_rejected_whole(cli, home, payload, fragment):
     if fragment is None:
         assert result.exit_code == 0
         return
-    code = errors.EXIT_NOT_FOUND if "does not exist" in fragment else errors.EXIT_INVALID
+    code = exits.EXIT_NOT_FOUND if "does not exist" in fragment else exits.EXIT_INVALID
     assert_clean_failure(result, code, fragment)
     assert _state(home)[0] == 0 and _state(home)[1] == []
 
@@ -64,47 +64,47 @@ def test_one_bad_line_in_bulk_import_imports_nothing_and_names_the_line(cli, hom
     lines = [json.dumps({"title": f"ok {i}", "project": "p"}) for i in range(50)]
     lines[37] = json.dumps({"title": "bad", "type": "nope"})
     result = cli("add", "--json", "-", input="\n".join(lines))
-    assert_clean_failure(result, errors.EXIT_INVALID, "line 38")
+    assert_clean_failure(result, exits.EXIT_INVALID, "line 38")
     assert "nothing was imported" in result.stderr
     assert _state(home) == (0, [])
 
 
 def test_oversized_fields_are_refused(cli, home):
     result = cli("add", "--title", "x" * 501)
-    assert_clean_failure(result, errors.EXIT_INVALID, "too long")
+    assert_clean_failure(result, exits.EXIT_INVALID, "too long")
     big = json.dumps({"title": "t", "narrative": "n" * 200_001})
-    assert_clean_failure(cli("add", "--json", "-", input=big), errors.EXIT_INVALID, "too long")
+    assert_clean_failure(cli("add", "--json", "-", input=big), exits.EXIT_INVALID, "too long")
     assert _state(home)[0] == 0
 
 
 def test_invalid_utf8_in_arguments_and_files(sh, home, tmp_path):
     bad_file = tmp_path / "bad.json"
     bad_file.write_bytes(b'{"title": "caf\xe9"}')
-    assert_clean_failure(sh("add", "--json", str(bad_file)), errors.EXIT_INVALID, "not valid UTF-8")
+    assert_clean_failure(sh("add", "--json", str(bad_file)), exits.EXIT_INVALID, "not valid UTF-8")
     result = subprocess.run(
         [sys.executable, "-m", "cmem_cli", "add", "--title", os.fsdecode(b"caf\xe9")],
         capture_output=True,
         text=True,
         env=os.environ,
     )
-    assert result.returncode == errors.EXIT_INVALID and "not valid UTF-8" in result.stderr
+    assert result.returncode == exits.EXIT_INVALID and "not valid UTF-8" in result.stderr
     assert _state(home)[0] == 0
 
 
 def test_unknown_ids_exit_with_not_found(cli):
-    assert_clean_failure(cli("get", "42"), errors.EXIT_NOT_FOUND, "no observation with id 42")
-    assert_clean_failure(cli("timeline", "7"), errors.EXIT_NOT_FOUND, "no observation with id 7")
-    assert_clean_failure(cli("get", "S3"), errors.EXIT_NOT_FOUND, "no summary S3")
-    assert_clean_failure(cli("forget", "5", "--yes"), errors.EXIT_NOT_FOUND, "no observation with id 5")
-    assert_clean_failure(cli("edit", "5", "--title", "x"), errors.EXIT_NOT_FOUND, "no observation")
-    assert_clean_failure(cli("get", "abc"), errors.EXIT_INVALID, "not an id")
+    assert_clean_failure(cli("get", "42"), exits.EXIT_NOT_FOUND, "no observation with id 42")
+    assert_clean_failure(cli("timeline", "7"), exits.EXIT_NOT_FOUND, "no observation with id 7")
+    assert_clean_failure(cli("get", "S3"), exits.EXIT_NOT_FOUND, "no summary S3")
+    assert_clean_failure(cli("forget", "5", "--yes"), exits.EXIT_NOT_FOUND, "no observation with id 5")
+    assert_clean_failure(cli("edit", "5", "--title", "x"), exits.EXIT_NOT_FOUND, "no observation")
+    assert_clean_failure(cli("get", "abc"), exits.EXIT_INVALID, "not an id")
 
 
 def test_corrupt_database_is_reported_not_traced(sh, home):
     home.mkdir(parents=True)
     (home / "cmem.db").write_bytes(b"this is not a database" * 100)
     result = sh("search", "x")
-    assert_clean_failure(result, errors.EXIT_CORRUPT, "not a usable cmem database")
+    assert_clean_failure(result, exits.EXIT_CORRUPT, "not a usable cmem database")
 
 
 def test_unwritable_home_is_reported(sh, tmp_path):
@@ -116,7 +116,7 @@ def test_unwritable_home_is_reported(sh, tmp_path):
         ro = tmp_path / "ro"
         ro.mkdir(mode=0o500)
         result = sh("add", "-t", "x", env={"CMEM_HOME": str(ro / "home")})
-    assert_clean_failure(result, errors.EXIT_IO, "cannot create")
+    assert_clean_failure(result, exits.EXIT_IO, "cannot create")
 
 
 def test_locked_database_times_out_with_busy_exit_code(sh, home, cli, monkeypatch):
@@ -130,7 +130,7 @@ def test_locked_database_times_out_with_busy_exit_code(sh, home, cli, monkeypatc
     finally:
         holder.execute("ROLLBACK")
         holder.close()
-    assert_clean_failure(result, errors.EXIT_BUSY, "locked")
+    assert_clean_failure(result, exits.EXIT_BUSY, "locked")
     assert _state(home)[0] == 1
     assert len(_state(home)[1]) == 1
 
@@ -144,7 +144,7 @@ def test_failed_file_write_rolls_back_the_row(cli, home, monkeypatch):
 
     monkeypatch.setattr(atomic, "atomic_write", explode)
     result = cli("add", "-t", "doomed", "-p", "p")
-    assert_clean_failure(result, errors.EXIT_IO, "No space left")
+    assert_clean_failure(result, exits.EXIT_IO, "No space left")
     assert _state(home)[0] == 1
 
 

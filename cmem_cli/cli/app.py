@@ -14,11 +14,11 @@ import typer
 
 from cmem_cli import __version__
 from cmem_cli.cli.build import annotation
+from cmem_cli.cli.exits import EXIT_USAGE
 from cmem_cli.cli.guard import run_guarded, say
 from cmem_cli.cli.helptext import EXAMPLES, polish
 from cmem_cli.cli.invocation import set_home
 from cmem_cli.cli.options import HOME
-from cmem_cli.core.errors import EXIT_USAGE
 
 APP_SETTINGS: dict[str, Any] = dict(
     name="cmem",

@@ -8,7 +8,8 @@ import re
 import sys
 from collections.abc import Callable
 
-from cmem_cli.core.errors import EXIT_ERROR, EXIT_IO, CmemError
+from cmem_cli.cli.exits import EXIT_ERROR, EXIT_IO, exit_code
+from cmem_cli.core.errors import CmemError
 
 _CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 
@@ -31,7 +32,7 @@ def run_guarded(command: Callable[[], int]) -> int:
         if debug:
             raise
         say(exc.message)
-        return exc.exit_code
+        return exit_code(exc)
     except KeyboardInterrupt:
         print("cmem: interrupted", file=sys.stderr)
         return 130
@@ -53,7 +54,7 @@ def run_guarded(command: Callable[[], int]) -> int:
         translated = _database_error(exc)
         if translated is not None:
             say(translated.message)
-            return translated.exit_code
+            return exit_code(translated)
         say(f"internal error: {type(exc).__name__}: {exc} (set CMEM_DEBUG=1 for details)")
         return EXIT_ERROR
 
@@ -62,13 +63,13 @@ def failure(exc: BaseException) -> tuple[str, int]:
     """The one-line message and exit code :func:`run_guarded` gives ``exc`` (for a result object that
     reports a failure, e.g. `cmem sync --json`)."""
     if isinstance(exc, CmemError):
-        return exc.message, exc.exit_code
+        return exc.message, exit_code(exc)
     if isinstance(exc, OSError):
         where = f"{exc.filename}: " if exc.filename else ""
         return f"{where}{exc.strerror or exc}", EXIT_IO
     translated = _database_error(exc) if isinstance(exc, Exception) else None
     if translated is not None:
-        return translated.message, translated.exit_code
+        return translated.message, exit_code(translated)
     return f"internal error: {type(exc).__name__}: {exc} (set CMEM_DEBUG=1 for details)", EXIT_ERROR
 
 

@@ -99,7 +99,7 @@ def search(
     ``options`` are :class:`~cmem_cli.core.query.Query`'s arguments under their own names (the table names
     ``--type`` and ``--collection`` for what they hold, one value each)."""
     from cmem_cli.api import Query
-    from cmem_cli.core.errors import EXIT_NO_MATCH, EXIT_OK
+    from cmem_cli.cli.exits import EXIT_NO_MATCH, EXIT_OK
 
     output = resolve_format(fmt, as_json)
     check_count("--limit", options["limit"])

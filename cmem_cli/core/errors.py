@@ -1,25 +1,14 @@
-"""Errors that the CLI turns into a one-line message and a documented exit code."""
+"""The library's errors: each class names a kind of failure, its ``message`` says what failed.
+
+They carry no exit code: a front end decides what a failure means to its user. The CLI maps them to its
+documented exit codes in one table (``cmem_cli.cli.exits``), the MCP server to tool and resource errors.
+"""
 
 from __future__ import annotations
 
-# Exit codes are part of the interface that scripts rely on; README documents them.
-EXIT_OK = 0
-EXIT_ERROR = 1  # unexpected failure (a bug): reported in one line, traceback only with CMEM_DEBUG=1
-EXIT_USAGE = 2  # bad command-line usage (unknown option, missing argument)
-EXIT_NOT_FOUND = 3  # an id, uid, path or name that does not exist
-EXIT_INVALID = 4  # invalid input data: JSON, field values, sizes, encodings
-EXIT_BUSY = 5  # the database stayed locked longer than the busy timeout
-EXIT_CORRUPT = 6  # the database file is not a usable cmem database
-EXIT_IO = 7  # the home directory or a file cannot be read or written
-EXIT_MODEL = 8  # a model is missing, unusable, or could not be downloaded
-EXIT_SYNC = 9  # git sync failed: remote unreachable or refusing the push, git missing or broken
-EXIT_NO_MATCH = 10  # a search found nothing (not an error: grep's 1, which cmem already uses for bugs)
-
 
 class CmemError(Exception):
-    """Base class: `message` is what the user sees after `cmem: `."""
-
-    exit_code = EXIT_ERROR
+    """Base class: ``message`` is one line a person can act on (the CLI prints it after ``cmem: ``)."""
 
     def __init__(self, message: str):
         super().__init__(message)
@@ -27,11 +16,11 @@ class CmemError(Exception):
 
 
 class NotFound(CmemError):
-    exit_code = EXIT_NOT_FOUND
+    """An id, uid, path or name that does not exist."""
 
 
 class InvalidInput(CmemError):
-    exit_code = EXIT_INVALID
+    """Invalid input data: JSON, field values, sizes, encodings."""
 
 
 class InvalidRecord(InvalidInput):
@@ -44,24 +33,24 @@ class InvalidRecord(InvalidInput):
 
 
 class UsageError(CmemError):
-    exit_code = EXIT_USAGE
+    """A request that cannot be made this way (options that do not combine, a missing argument)."""
 
 
 class DatabaseBusy(CmemError):
-    exit_code = EXIT_BUSY
+    """The database stayed locked longer than the busy timeout."""
 
 
 class DatabaseCorrupt(CmemError):
-    exit_code = EXIT_CORRUPT
+    """The database file is not a usable cmem database."""
 
 
 class StorageError(CmemError):
-    exit_code = EXIT_IO
+    """The home directory or a file cannot be read or written."""
 
 
 class ModelError(CmemError):
-    exit_code = EXIT_MODEL
+    """A model is missing, unusable, or could not be downloaded."""
 
 
 class SyncError(CmemError):
-    exit_code = EXIT_SYNC
+    """Sync failed: git or the team database unreachable, refusing, missing or broken."""

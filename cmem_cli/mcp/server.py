@@ -25,7 +25,7 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BeforeValidator, Field
 
 from cmem_cli import __version__
-from cmem_cli.api import Memory
+from cmem_cli.api import Hit, Memory
 from cmem_cli.core.config import Config, named_project
 from cmem_cli.core.errors import CmemError, InvalidInput, NotFound
 from cmem_cli.core.marks import title_marks
@@ -318,7 +318,7 @@ class Tools:
         return markdown(record)
 
 
-def _hit_json(hit: Any) -> dict[str, Any]:
+def _hit_json(hit: Hit) -> dict[str, Any]:
     row = {
         "id": hit.id, "uid": hit.uid, "kind": hit.kind, "type": hit.type, "title": hit.title,
         "project": hit.project, "created_at": hit.created_at, "score": hit.score, "tokens": hit.tokens,

@@ -17,7 +17,7 @@ from collections.abc import Set as AbstractSet
 from pathlib import Path
 from typing import Any
 
-from cmem_cli.core.errors import CmemError
+from cmem_cli.core.errors import CmemError, DatabaseCorrupt
 from cmem_cli.core.files import read_regular
 from cmem_cli.services.debris import find_debris
 from cmem_cli.services.debris import remove as remove_debris
@@ -45,9 +45,7 @@ def diagnose(config: Any, *, fix: bool = False) -> dict[str, Any]:
         return _rebuild_lost_store(config, problem)
     try:
         memory = Memory.open(config)
-    except CmemError as exc:
-        if exc.exit_code != 6:  # busy, unreadable home: nothing doctor can say better than the error
-            raise
+    except DatabaseCorrupt as exc:  # busy, unreadable home: nothing doctor can say better than the error
         message = _without_pointer(exc.message)
         advice = "" if message.endswith("upgrade cmem") else f"; {DAMAGED_ADVICE}"
         return _failed("store", message + advice)

@@ -13,8 +13,9 @@ from typing import Annotated
 import typer
 
 from cmem_cli.cli.commands.common import JsonOpt, ProjectOpt, check_cli_text
+from cmem_cli.cli.exits import EXIT_IO
 from cmem_cli.cli.invocation import current_config, open_api
-from cmem_cli.core.errors import EXIT_IO, InvalidInput
+from cmem_cli.core.errors import InvalidInput
 
 import_app = typer.Typer(help="Import agent transcripts into memory.", no_args_is_help=True)
 install_app = typer.Typer(help="Connect cmem to a coding agent.", no_args_is_help=True)

@@ -9,9 +9,9 @@ from typing import Annotated
 import typer
 
 from cmem_cli.cli.commands.common import JsonOpt
+from cmem_cli.cli.exits import EXIT_INVALID
 from cmem_cli.cli.invocation import open_api
 from cmem_cli.cli.render import write
-from cmem_cli.core.errors import EXIT_INVALID
 
 
 def export_cmd(

@@ -16,10 +16,10 @@ from typing import Annotated, Any
 import typer
 
 from cmem_cli.cli.commands.common import JsonOpt
+from cmem_cli.cli.exits import EXIT_INVALID
 from cmem_cli.cli.guard import failure
 from cmem_cli.cli.invocation import open_api
 from cmem_cli.cli.render import escape_control, write
-from cmem_cli.core.errors import EXIT_INVALID
 
 sync_app = typer.Typer(invoke_without_command=True)
 

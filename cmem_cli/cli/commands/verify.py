@@ -9,9 +9,10 @@ from typing import Annotated
 import typer
 
 from cmem_cli.cli.commands.common import FormatOpt, JsonOpt, ProjectOpt
+from cmem_cli.cli.exits import EXIT_NOT_FOUND
 from cmem_cli.cli.invocation import open_api
 from cmem_cli.cli.render import Column, emit_rows, escape_control, resolve_format, write
-from cmem_cli.core.errors import EXIT_NOT_FOUND, UsageError
+from cmem_cli.core.errors import UsageError
 
 STALE_COLUMNS = [
     Column("id", "ID", justify="right", priority=0),
