@@ -281,8 +281,8 @@ def test_timeline_and_get_give_the_cli_json(memory, cli):
     }
 
 
-def test_add_id_returns_the_id_and_observation_counts_no_retrieval(memory):
-    obs_id = memory.add_id("Cache the tokenizer", project="demo", facts=["saves 30 ms"])
+def test_observation_counts_no_retrieval(memory):
+    obs_id = memory.add("Cache the tokenizer", project="demo", facts=["saves 30 ms"]).id
     assert memory.observation(obs_id).facts == ["saves 30 ms"]
     assert memory.observation(obs_id).retrieval_count == 0
     with pytest.raises(NotFound):
@@ -310,23 +310,27 @@ def test_edit_appends_facts_after_replacing_them(memory):
     assert memory.edit(obs.id, facts=["new"], add_facts=["three"]).facts == ["new", "three"]
 
 
-def test_session_rows_record_and_status(memory, cli):
+def test_sessions_give_the_cli_json_and_their_status(memory, cli):
     session = memory.start_session("feedbeef0001", project="demo", label="try")
     memory.add_prompt("why?", session=session.session_id)
-    memory.add_summary_fields(session.session_id, {"learned": "because", "notes": None})
+    summary = memory.add_summary(session.session_id, {"learned": "because", "notes": None}, completed="yes")
+    assert (summary.learned, summary.completed, summary.notes) == ("because", "yes", None)
     assert memory.session_status("feedbeef0001") == "active"
     assert memory.session_status("feedbeef") is None  # ids are exact; a prefix goes through resolve_session
     assert memory.resolve_session("feedbeef") == "feedbeef0001"
     assert memory.session_status("nothing-like-it") is None
-    record = memory.session_record("feedbeef0001")
-    assert record == cli("session", "show", "feedbeef", "--json").json()
-    assert [p["text"] for p in record["prompts"]] == ["why?"]
-    assert memory.session_rows(project="demo") == cli("session", "list", "--project", "demo", "--json").json()
+    shown = memory.session("feedbeef0001")
+    assert shown.to_json() == cli("session", "show", "feedbeef", "--json").json()
+    assert [p["text"] for p in shown.prompts or []] == ["why?"] and shown.summaries == [summary.id]
+    listed = memory.sessions(project="demo")
+    assert listed.to_json() == cli("session", "list", "--project", "demo", "--json").json()
+    assert [(s.session_id, s.label, s.observations) for s in listed] == [("feedbeef0001", "try", 0)]
+    assert "prompts" not in listed[0].to_json()
     assert memory.session_ids() == ["feedbeef0001"]
     memory.end_session(session.session_id)
     assert memory.session_status("feedbeef0001") == "completed"
     with pytest.raises(InvalidInput):
-        memory.add_summary_fields(session.session_id, {"feelings": "fine"})
+        memory.add_summary(session.session_id, {"feelings": "fine"})
 
 
 def test_the_read_methods_open_neither_the_write_service_nor_the_result_types(home):
@@ -336,7 +340,7 @@ def test_the_read_methods_open_neither_the_write_service_nor_the_result_types(ho
     import sys
 
     with Memory() as m:
-        obs_id = m.add_id("Probe", project="demo")
+        obs_id = m.add("Probe", project="demo").id
     probe = (
         "import sys\nfrom cmem_cli.api import Memory\n"
         "with Memory() as m:\n"
@@ -375,46 +379,56 @@ def test_adopt_edits_and_doctor(memory, home):
 
 
 def test_a_failed_transaction_leaves_no_row_no_file_and_no_bookkeeping(memory):
-    sid = memory.ensure_session("cap-1", project="demo", agent="claude-code")
-    with pytest.raises(InvalidInput), memory.transaction() as db:
+    rec = memory.recorder
+    sid = rec.ensure_session("cap-1", project="demo", agent="claude-code")
+    with pytest.raises(InvalidInput), rec.transaction() as db:
         db.execute("CREATE TABLE IF NOT EXISTS marks (key TEXT PRIMARY KEY)")
         db.execute("INSERT INTO marks VALUES ('tool:1')")
-        memory.add_prompt_id("first", session=sid)
-        memory.add_record({"type": "change", "title": "kept?", "project": "demo", "session": sid})
-        memory.add_record({"type": "gossip", "title": "bad", "project": "demo", "session": sid})
-    assert memory.prompt_counter(sid) is None
+        rec.add_prompt("first", session=sid)
+        rec.add_record({"type": "change", "title": "kept?", "project": "demo", "session": sid})
+        rec.add_record({"type": "gossip", "title": "bad", "project": "demo", "session": sid})
+    assert rec.prompt_counter(sid) is None
     assert memory.search(project="demo").__len__() == 0
     assert list(memory.export_dir.rglob("*.md")) == []
-    assert memory.database.scalar("SELECT count(*) FROM sqlite_master WHERE name = 'marks'") == 0
-    assert not memory.in_transaction
+    assert rec.database.scalar("SELECT count(*) FROM sqlite_master WHERE name = 'marks'") == 0
+    assert not rec.in_transaction
 
 
 def test_add_record_keeps_the_given_uid_and_time_and_updates_on_a_second_write(memory):
+    rec = memory.recorder
     uid = "01HQ0000000000000000000000"
-    first = memory.add_record(
+    first = rec.add_record(
         {"type": "change", "title": "Read a.py", "project": "demo", "agent": "a", "uid": uid,
          "created_at": 1_700_000_000_000}
     )  # fmt: skip
-    again = memory.add_record({"type": "change", "title": "Read a.py twice", "project": "demo", "uid": uid})
+    again = rec.add_record({"type": "change", "title": "Read a.py twice", "project": "demo", "uid": uid})
     obs = memory.find(uid)
     assert (first, again, obs.id) == (obs.id, obs.id, obs.id)
     assert obs.title == "Read a.py twice" and obs.created_at.startswith("2023-11-14T22:13:20")
-    assert memory.has_uid(uid) and not memory.has_uid("01HQ0000000000000000000001")
+    assert rec.has_uid(uid) and not rec.has_uid("01HQ0000000000000000000001")
 
 
 def test_capture_prompts_and_summaries_take_their_time_and_return_ids(memory):
-    sid = memory.ensure_session("cap-2", project="demo", agent="claude-code")
-    prompt_id = memory.add_prompt_id(
-        "why <private>secret</private>?", session=sid, created_at=1_700_000_000_000
-    )
-    summary_id = memory.add_summary_id(
-        sid, {"completed": "done", "learned": None}, created_at=1_700_000_001_000
-    )
+    rec = memory.recorder
+    sid = rec.ensure_session("cap-2", project="demo", agent="claude-code")
+    prompt_id = rec.add_prompt("why <private>secret</private>?", session=sid, created_at=1_700_000_000_000)
+    summary_id = rec.add_summary(sid, {"completed": "done", "learned": None}, created_at=1_700_000_001_000)
     [prompt] = memory.prompts(sid)
     [summary] = memory.summaries(session=sid)
     assert (prompt.id, summary.id) == (prompt_id, summary_id)
     assert prompt.text == "why ?" and prompt.created_at.startswith("2023-11-14T22:13:20")
     assert summary.created_at.startswith("2023-11-14T22:13:21") and summary.learned is None
-    assert memory.latest_prompt(sid) == "why ?" and memory.prompt_counter(sid) == 1
-    memory.close_session(sid, status="abandoned")
+    assert rec.latest_prompt(sid) == "why ?" and rec.prompt_counter(sid) == 1
+    rec.close_session(sid, status="abandoned")
     assert memory.session(sid).status == "abandoned"
+
+
+def test_memory_keeps_one_typed_member_per_concept_and_capture_writes_on_its_recorder(memory):
+    """No typed/raw twins (``to_json()`` is the raw form) and no hook-only writes on the API scripts read."""
+    public = {name for name in dir(Memory) if not name.startswith("_")}
+    gone = {"search_page", "search_filters", "timeline_rows", "records", "add_id", "session_rows",
+            "session_record", "add_summary_fields", "add_prompt_id", "add_summary_id", "ensure_session",
+            "close_session", "briefing_text", "add_record", "transaction", "database", "tune"}  # fmt: skip
+    assert not public & gone
+    recorder = {name for name in dir(type(memory.recorder)) if not name.startswith("_")}
+    assert {"transaction", "add_record", "add_prompt", "add_summary", "ensure_session", "tune"} <= recorder

@@ -20,6 +20,6 @@ def test_every_python_example_in_docs_api_md_runs(home, capsys):
         exec(compile(block, str(DOC), "exec"), namespace)
     out = capsys.readouterr().out
     assert "keyword" in out  # hits.mode in a home without an index
-    assert "4 unknown type 'gossip'" in out
+    assert "InvalidInput unknown type 'gossip'" in out
     assert "no observation with id 10000" in out
     assert (home / "cmem.db").exists()

@@ -91,7 +91,7 @@ def test_more_matches_than_the_cap_are_said_on_stderr_and_in_the_page(cli, home,
     monkeypatch.setenv("CMEM_PROJECT", PROJECT)
     start = day_start(3)
     with Memory(home) as memory:
-        memory.add_prompt_id("an early prompt", session="s-cap", project=PROJECT, created_at=start)
+        memory.recorder.add_prompt("an early prompt", session="s-cap", project=PROJECT, created_at=start)
         memory.add_many(
             [
                 {"title": f"step {n}", "session": "s-cap", "created_at": start + (n + 1) * 60_000}

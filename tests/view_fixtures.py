@@ -35,11 +35,11 @@ def fill_home(home: Path, *, hostile: bool = True) -> dict[str, Any]:
     ids: dict[str, Any] = {}
     with Memory(home) as memory:
         login = "01login0session0webapp0000a"
-        ids["prompt"] = memory.add_prompt_id(
+        ids["prompt"] = memory.recorder.add_prompt(
             "why do users get logged out after an hour?", session=login, project=PROJECT,
             agent="claude-code", created_at=two + 9 * hour,
         )  # fmt: skip
-        memory.label_sessions({login: "Fix early logouts"})
+        memory.recorder.label_sessions({login: "Fix early logouts"})
         first, second, deploy, decision, hostile, older, elsewhere = memory.add_many(
             [
                 {
@@ -92,10 +92,10 @@ def fill_home(home: Path, *, hostile: bool = True) -> dict[str, Any]:
         memory.link(decision, "caused_by", second)
         memory.link(second, "related", first)
         memory.link(second, "led_to", older)  # to a record outside the window
-        ids["summary"] = memory.add_summary_id(
+        ids["summary"] = memory.recorder.add_summary(
             login,
             {"learned": "max-age was multiplied twice", "next_steps": "add a regression test for the cookie"},
             project=PROJECT, agent="claude-code", created_at=two + 10 * hour + 600_000,
         )  # fmt: skip
-        memory.label_sessions({"02queue0session0webapp0000b": "Job queue locking"})
+        memory.recorder.label_sessions({"02queue0session0webapp0000b": "Job queue locking"})
     return ids

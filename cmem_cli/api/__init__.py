@@ -15,9 +15,8 @@ server today, sync and the distiller later) stand on this module rather than on 
 
 from __future__ import annotations
 
-import contextlib
 import functools
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
@@ -36,7 +35,7 @@ from cmem_cli.core.errors import (
 from cmem_cli.core.query import Query
 
 if TYPE_CHECKING:
-    from cmem_cli.core.db import Database
+    from cmem_cli.api.recorder import Recorder
     from cmem_cli.core.pages import Rows, SearchPage, Timeline
     from cmem_cli.core.results import (
         Briefing,
@@ -208,37 +207,6 @@ class Memory:
         session default as the CLI's do (the git repository's name, ``$CMEM_AGENT``, ``$CMEM_SESSION``).
         Files are anchored in their git work tree (docs/truth.md); relative paths are resolved against
         ``cwd`` (default: the current directory)."""
-        return self._observation(
-            self.add_id(
-                title, type=type, subtitle=subtitle, narrative=narrative, facts=facts, concepts=concepts,
-                files_read=files_read, files_modified=files_modified, tools_used=tools_used, project=project,
-                session=session, agent=agent, key=key, confidence=confidence, links=links, cwd=cwd,
-                supersedes=supersedes,
-            )
-        )  # fmt: skip
-
-    def add_id(
-        self,
-        title: str,
-        *,
-        type: str = "change",
-        subtitle: str | None = None,
-        narrative: str | None = None,
-        facts: Iterable[str] | None = None,
-        concepts: Iterable[str] | None = None,
-        files_read: Iterable[str] | None = None,
-        files_modified: Iterable[str] | None = None,
-        tools_used: Iterable[str] | None = None,
-        project: str | None = None,
-        session: str | None = None,
-        agent: str | None = None,
-        key: str | None = None,
-        confidence: float | None = None,
-        links: Iterable[str] | None = None,
-        cwd: str | Path | None = None,
-        supersedes: int | str | Sequence[int | str] | None = None,
-    ) -> int:
-        """:meth:`add`, returning only the new observation's id (what `cmem add` prints): no re-read."""
         record = {
             "type": type, "title": title, "subtitle": subtitle, "narrative": narrative,
             "facts": _strings("facts", facts), "concepts": _strings("concepts", concepts),
@@ -249,7 +217,7 @@ class Memory:
             "supersedes": list(supersedes) if isinstance(supersedes, list | tuple) else supersedes,
         }  # fmt: skip
         row = self.service.add_observation(record, _defaults(project, agent, session), cwd=_cwd(cwd))
-        return int(row["id"])
+        return self._observation(int(row["id"]))
 
     def add_many(
         self,
@@ -576,25 +544,9 @@ class Memory:
         return _session(row)
 
     def session(self, session_id: str) -> Session:
-        store = self.service.store
-        row = store.get_session(session_id)
-        count = store.db.scalar("SELECT count(*) FROM observations WHERE session = ?", (session_id,))
-        return _session({**row, "observations": count})
-
-    def session_rows(
-        self, *, project: str | None = None, status: str | None = None, limit: int = 20
-    ) -> list[dict[str, Any]]:
-        """:meth:`sessions` as the JSON-ready dicts `cmem session list --json` prints."""
-        rows = self.reader.store.list_sessions(project=project, status=status, limit=limit)
-        return [_session_json(row) for row in rows]
-
-    def session_ids(self) -> list[str]:
-        """Every session id in the home (the CLI shows each by its shortest unique prefix)."""
-        return list(self.reader.store.session_ids())
-
-    def session_record(self, session_id: str) -> dict[str, Any]:
-        """Session ``session_id`` with its prompts, summary ids and observation count:
-        the JSON-ready dict `cmem session show --json` prints; :class:`NotFound` if there is none."""
+        """Session ``session_id`` (exactly: see :meth:`resolve_session`) with its ``prompts`` (number, text,
+        time), ``summaries`` (ids) and ``observations`` (a count); ``to_json()`` is what `cmem session show
+        --json` prints. :class:`NotFound` if there is none."""
         from cmem_cli.core.timeutil import to_iso
 
         store = self.reader.store
@@ -609,14 +561,23 @@ class Memory:
         ]
         row["summaries"] = [f"S{s['id']}" for s in store.summaries(session=full)]
         row["observations"] = store.db.scalar("SELECT count(*) FROM observations WHERE session = ?", (full,))
-        return row
+        from cmem_cli.core.results import Session
+
+        return Session.from_json(row)
+
+    def session_ids(self) -> list[str]:
+        """Every session id in the home (the CLI shows each by its shortest unique prefix)."""
+        return list(self.reader.store.session_ids())
 
     def sessions(
         self, *, project: str | None = None, status: str | None = None, limit: int = 20
-    ) -> list[Session]:
-        """Recent sessions, most recently active first."""
-        rows = self.service.store.list_sessions(project=project, status=status, limit=limit)
-        return [_session(row) for row in rows]
+    ) -> Rows[Session]:
+        """Recent sessions, most recently active first, each with its ``observations`` count;
+        ``to_json()`` is what `cmem session list --json` prints."""
+        from cmem_cli.core.pages import sessions
+
+        rows = self.reader.store.list_sessions(project=project, status=status, limit=limit)
+        return sessions([_session_json(row) for row in rows])
 
     def add_prompt(
         self, text: str, *, session: str, project: str | None = None, agent: str | None = None
@@ -643,6 +604,7 @@ class Memory:
     def add_summary(
         self,
         session: str,
+        fields: Mapping[str, str | None] | None = None,
         *,
         request: str | None = None,
         investigated: str | None = None,
@@ -653,26 +615,14 @@ class Memory:
         project: str | None = None,
         agent: str | None = None,
     ) -> Summary:
-        """Record a session summary (several per session are fine)."""
-        fields = {
+        """Record a session summary (several per session are fine), from its fields by name or from a dict of
+        them (as read from JSON; an unknown name is :class:`InvalidInput`); ``None`` values are left out."""
+        named = {
             "request": request, "investigated": investigated, "learned": learned, "completed": completed,
             "next_steps": next_steps, "notes": notes,
         }  # fmt: skip
-        return self.add_summary_fields(session, fields, project=project, agent=agent)
-
-    def add_summary_fields(
-        self,
-        session: str,
-        fields: dict[str, Any],
-        *,
-        project: str | None = None,
-        agent: str | None = None,
-    ) -> Summary:
-        """:meth:`add_summary` from a dict of summary fields (as read from JSON): ``None`` values are left
-        out, an unknown field name is :class:`InvalidInput`."""
-        row = self.service.add_summary(
-            session, {k: v for k, v in fields.items() if v is not None}, project=project, agent=agent
-        )
+        given = {k: v for k, v in [*(fields or {}).items(), *named.items()] if v is not None}
+        row = self.service.add_summary(session, given, project=project, agent=agent)
         return self._summary(row["id"])
 
     def summaries(self, *, session: str | None = None, project: str | None = None) -> list[Summary]:
@@ -688,138 +638,15 @@ class Memory:
 
         return Summary.from_json({**summary_row(row), **{f: row.get(f) for f in SUMMARY_FIELDS}})
 
-    # -- capture: cheap writes for front ends that keep their own bookkeeping -------------------------------
-    # The hooks and the transcript importer run these many times a minute: they return ids or plain values
-    # (no result object is built), take the uid and creation time an event already has, and run inside
-    # :meth:`transaction` together with the caller's own tables on the same connection.
-    @contextlib.contextmanager
-    def transaction(self) -> Iterator[Database]:
-        """One write transaction (BEGIN IMMEDIATE) around several writes: their rows and markdown files are
-        all kept or none is (an exception must leave the ``with`` block: do not catch a failed write inside). Yields the kernel :class:`~cmem_cli.core.db.Database` of the write connection, on which a front
-        end keeps its own bookkeeping tables (capture's ``agent_captures``) in the same transaction."""
-        service = self.service
-        with service.transaction():
-            yield service.store.db
-
+    # -- capture -------------------------------------------------------------------------------------------
     @property
-    def database(self) -> Database:
-        """The write connection's :class:`~cmem_cli.core.db.Database` (opens the write service), for a front
-        end's own tables; cmem's tables are written through the methods of this class only."""
-        return self.service.store.db
+    def recorder(self) -> Recorder:
+        """The writes of a front end that records what happens as it happens (the Claude Code hooks, the
+        transcript importer): cheap, id-returning, inside one transaction with its own bookkeeping. See
+        :class:`cmem_cli.api.recorder.Recorder`."""
+        from cmem_cli.api.recorder import Recorder
 
-    @property
-    def in_transaction(self) -> bool:
-        """True inside :meth:`transaction` (or a write the caller started)."""
-        return self._service is not None and bool(self._service.store.db.conn.in_transaction)
-
-    def tune(self, *, busy_timeout_ms: int, checkpoint_on_close: bool = True) -> None:
-        """Wait for a locked database at most ``busy_timeout_ms`` (then :class:`DatabaseBusy`); with
-        ``checkpoint_on_close`` False, leave the WAL checkpoint to SQLite's automatic one instead of paying
-        for a full checkpoint whenever the last connection closes (5-10 ms of every hook call)."""
-        import apsw
-
-        conn = self.service.store.db.conn
-        if not checkpoint_on_close:
-            with contextlib.suppress(AttributeError, apsw.Error):
-                conn.config(apsw.SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1)
-        with contextlib.suppress(AttributeError, apsw.Error):
-            conn.set_busy_timeout(busy_timeout_ms)
-
-    def add_record(self, record: dict[str, Any], *, cwd: str | None = None) -> int:
-        """Record one observation given as a dict in the JSON record format, plus ``uid`` and ``created_at``
-        (epoch ms) when the caller has them; returns its id. An observation with that ``uid`` (or the
-        project's ``key``) already stored is updated instead. Project, agent and session are taken from the
-        record as they are (no CLI defaults). With ``cwd`` (where the event happened) it is anchored to its
-        files and branch in git, as :meth:`add` does; without, it is not (history imported later)."""
-        return int(self.service.add_observation(record, cwd=cwd)["id"])
-
-    def briefing_text(self, project: str, *, budget: int = 1500, exclude_session: str | None = None) -> str:
-        """:meth:`context`'s text (what the SessionStart hook injects) without building a result; with
-        ``exclude_session``, that session's own summaries are left out (a new session wants the previous
-        one's)."""
-        from cmem_cli.services.briefing import build_context
-
-        if budget < 1:
-            raise InvalidInput("budget must be at least 1 token")
-        return build_context(self.service.store, project, budget=budget, exclude_session=exclude_session).text
-
-    def has_uid(self, uid: str) -> bool:
-        """True when an observation with this uid is stored (no retrieval counted, nothing built)."""
-        return self.service.store.observation_by_uid(uid) is not None
-
-    def ensure_session(self, session_id: str, *, project: str, agent: str) -> str:
-        """Create session ``session_id`` if it is new (kept as it is otherwise); returns its id.
-        :meth:`start_session` without building a result."""
-        row = self.service.ensure_session(session_id, agent=agent, project=project)
-        return str(row["session_id"])
-
-    def close_session(self, session_id: str, *, status: str = "completed") -> None:
-        """:meth:`end_session` without building a result."""
-        self.service.end_session(session_id, status=status)
-
-    def label_sessions(self, labels: dict[str, str]) -> None:
-        """Label sessions that have no label yet (a transcript's title; scrubbed, clipped to 500 characters),
-        in one transaction; a session that does not exist is left alone."""
-        self.service.label_sessions(labels)
-
-    def prompt_counter(self, session_id: str) -> int | None:
-        """The number of the session's latest prompt; None for a session without prompts or no session."""
-        try:
-            return int(self.service.store.get_session(session_id)["prompt_counter"]) or None
-        except NotFound:
-            return None
-
-    def latest_prompt(self, session_id: str) -> str | None:
-        """The text of the session's latest prompt, None if it has none."""
-        text = self.service.store.db.scalar(
-            "SELECT text FROM user_prompts WHERE session = ? ORDER BY prompt_number DESC LIMIT 1",
-            (session_id,),
-        )
-        return str(text) if text else None
-
-    def add_prompt_id(
-        self,
-        text: str,
-        *,
-        session: str,
-        project: str | None = None,
-        agent: str | None = None,
-        created_at: int | None = None,
-    ) -> str:
-        """:meth:`add_prompt` at time ``created_at`` (epoch ms; default now), returning only the prompt's id
-        (``P7``, as :meth:`get` takes it)."""
-        row = self.service.add_prompt(session, text, project=project, agent=agent, created_at=created_at)
-        return f"P{row['id']}"
-
-    def add_summary_id(
-        self,
-        session: str,
-        fields: dict[str, Any],
-        *,
-        project: str | None = None,
-        agent: str | None = None,
-        created_at: int | None = None,
-    ) -> str:
-        """:meth:`add_summary_fields` at time ``created_at`` (epoch ms; default now), returning only the
-        summary's id (``S3``)."""
-        fields = {k: v for k, v in fields.items() if v is not None}
-        if created_at:
-            fields["created_at"] = created_at
-        row = self.service.add_summary(session, fields, project=project, agent=agent)
-        return f"S{row['id']}"
-
-    def scrub(self, text: str) -> str:
-        """``text`` as cmem would store it: ``<private>`` spans and recognised secrets (and the home's
-        ``[privacy] redact`` rules) removed. Front ends that derive keys from text use it."""
-        return scrub(text, self.config)
-
-    def scrub_record(self, record: dict[str, Any]) -> dict[str, Any]:
-        """:meth:`scrub` applied to every string of ``record``, in lists and nested objects too."""
-        return scrub_record(record, self.config)
-
-    def excluded(self, project: str | None, extra: Sequence[str] = ()) -> bool:
-        """True when ``project`` is listed (name or glob) in ``[privacy] exclude_projects`` or ``extra``."""
-        return excluded_project(project, self.config, extra)
+        return Recorder(self)
 
     # -- upkeep --------------------------------------------------------------------------------------------
     def adopt_edits(self, paths: Sequence[Path] | None = None) -> AdoptReport:

@@ -388,7 +388,7 @@ class _FileRun:
     def finish(self, end: int, settled: bool) -> tuple[int, dict[str, int]]:
         """The offset to resume from and the prompt counts at that offset."""
         if self.labels:
-            self.capture.mem.label_sessions(self.labels)
+            self.capture.rec.label_sessions(self.labels)
         if settled:
             self.close_turn(abandon=True)
             return end, self.counts

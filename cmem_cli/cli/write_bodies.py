@@ -76,12 +76,12 @@ def add(
                 check_cli_text(f"--{name}", item)
     with open_api(write=True) as memory:
         defaults["session"] = _open_session(memory, defaults["session"])
-        obs_id = memory.add_id(
+        obs_id = memory.add(
             title, type=obs_type, subtitle=subtitle, narrative=narrative, facts=fact, concepts=concept,
             files_read=read, files_modified=modified, tools_used=tool, key=key, confidence=confidence,
             links=link, supersedes=supersedes or None, project=defaults["project"], agent=defaults["agent"],
             session=defaults["session"],
-        )  # fmt: skip
+        ).id  # fmt: skip
     print(obs_id)
 
 

@@ -211,26 +211,34 @@ class TimelineItem(NamedTuple):
 
 
 class Session(NamedTuple):
-    session_id: str
+    """A session; times are ISO-8601 strings."""
+
+    session_id: str  # the fields in the order `cmem session show --json` prints them (the table's)
     agent: str
     project: str
+    label: str | None
     status: str
+    prompt_counter: int
     started_at: str
+    completed_at: str | None
     last_activity_at: str
-    prompt_counter: int = 0
-    label: str | None = None
-    goal: str | None = None
-    outcome: str | None = None
-    next_steps: str | None = None
-    completed_at: str | None = None
+    goal: str | None
+    outcome: str | None
+    next_steps: str | None
     observations: int | None = None
+    prompts: list[dict[str, Any]] | None = None  # number, text, created_at (``Memory.session`` only)
+    summaries: list[str] | None = None  # the ids of its summaries (``Memory.session`` only)
 
     @classmethod
     def from_json(cls, row: dict[str, Any]) -> Session:
         return _pick(cls, row)
 
     def to_json(self) -> dict[str, Any]:
-        return as_dict(self)  # type: ignore[no-any-return]
+        data: dict[str, Any] = as_dict(self)
+        for detail in ("prompts", "summaries"):  # a listed session carries neither
+            if data[detail] is None:
+                del data[detail]
+        return data
 
 
 class Briefing(NamedTuple):

@@ -1,5 +1,5 @@
 """Agent capture: sessions, prompts, tool observations and turn summaries written through the Python API
-(:class:`cmem_cli.api.Memory`),
+(:class:`cmem_cli.api.Memory`'s :attr:`~cmem_cli.api.Memory.recorder`),
 de-duplicated by :class:`CaptureState` so that a hook and a later transcript import of the same session
 store each thing once. Used by ``cmem hook`` and ``cmem import``.
 """
@@ -36,41 +36,41 @@ class Capture:
         exclude_projects: Sequence[str] = (),
         anchor: bool = True,
     ):
-        self.mem = mem
+        self.rec = mem.recorder
         self.rules = rules
         self.count_repeats = count_repeats  # hooks count merged repeats; re-reading a transcript must not
         # hooks anchor observations to the files and branch of the work tree as it is now; a transcript
         # imported later describes a work tree that has moved on since, so it is not anchored
         self.anchor = anchor
         self.exclude_projects = tuple(exclude_projects)
-        self.state = CaptureState(mem.database)
+        self.state = CaptureState(self.rec.database)
 
     def excluded(self, where: Where) -> bool:
         """Projects listed in ``[privacy] exclude_projects`` (or ``--exclude-project``) are never recorded."""
-        return self.mem.excluded(where.project, self.exclude_projects)
+        return self.rec.excluded(where.project, self.exclude_projects)
 
     # -- sessions ------------------------------------------------------------------------------------
     def start_session(self, where: Where) -> str | None:
         """The session's full id once it exists; None for an excluded project."""
         if self.excluded(where):
             return None
-        return self.mem.ensure_session(where.session, agent=where.agent, project=where.project)
+        return self.rec.ensure_session(where.session, agent=where.agent, project=where.project)
 
     def end_session(self, where: Where, *, status: str = "completed") -> str | None:
         session = self.start_session(where)
         if session is None:
             return None  # a session that ends without having started still exists afterwards
-        self.mem.close_session(where.session, status=status)
+        self.rec.close_session(where.session, status=status)
         return session
 
     def prompt_number(self, session: str) -> int | None:
-        return self.mem.prompt_counter(session)
+        return self.rec.prompt_counter(session)
 
     # -- prompts ---------------------------------------------------------------------------------------
     def canonical_prompt(self, text: str) -> str:
         """The prompt exactly as it will be stored (private spans and secrets gone, clipped). Capture keys are
         computed from it, so that no key carries private text and hook and import agree."""
-        return clip(self.mem.scrub(text), MAX_PROMPT_CHARS).strip()
+        return clip(self.rec.scrub(text), MAX_PROMPT_CHARS).strip()
 
     def prompt(
         self, where: Where, text: str, *, occurrence: int | None = None, created_at: int | None = None
@@ -86,10 +86,10 @@ class Capture:
         if occurrence is None:
             occurrence = self.state.count_prefix(where.session, key_base) + 1
         key = f"{key_base}{occurrence}"
-        with self.mem.transaction():  # the prompt and its mark: both or neither (a replay must not repeat it)
+        with self.rec.transaction():  # the prompt and its mark: both or neither (a replay must not repeat it)
             if self.state.seen(where.session, key):
                 return None
-            prompt_id = self.mem.add_prompt_id(
+            prompt_id = self.rec.add_prompt(
                 text, session=where.session, project=where.project, agent=where.agent, created_at=created_at
             )
             self.state.mark(where.session, key)
@@ -112,7 +112,7 @@ class Capture:
         if key is not None:
             # Repeat keys hold paths, patterns and URLs: store a fingerprint of their scrubbed form only.
             kind, _, target = key.partition(":")
-            key = f"{kind}:{fingerprint(self.mem.scrub(target).encode('utf-8'))}"
+            key = f"{kind}:{fingerprint(self.rec.scrub(target).encode('utf-8'))}"
         elif tool_use_id:
             key = f"tool:{tool_use_id}"
         record = {
@@ -125,24 +125,24 @@ class Capture:
         }
         cwd = call.cwd if self.anchor else None
         if key is None:
-            return self.mem.add_record(record, cwd=cwd)
+            return self.rec.add_record(record, cwd=cwd)
         known = self.state.uid_for(where.session, key)
-        if known is not None and self.mem.has_uid(known):
+        if known is not None and self.rec.has_uid(known):
             if self.count_repeats:
                 self.state.bump(where.session, key)  # merged into the first observation
             return None
         claim = self.state.claim(where.session, key, created_at)
-        if not claim.fresh and self.mem.has_uid(claim.uid):
+        if not claim.fresh and self.rec.has_uid(claim.uid):
             return None  # the other capture path stored it a moment ago
         # Fresh, or a claim whose write never happened (a crash between claim and write): write it now.
-        return self.mem.add_record({**record, "uid": claim.uid}, cwd=cwd)
+        return self.rec.add_record({**record, "uid": claim.uid}, cwd=cwd)
 
     def scrubbed_call(self, call: ToolCall) -> ToolCall:
         """The call with private spans and secrets removed *before* its output is clipped: clipping first
         could cut a ``<private>`` opening tag or a key's BEGIN line off and keep what they guarded."""
         half = 2 * max(self.rules.max_output_chars, 2_000) + 8_000
         raw = {"input": call.input, "response": call.response, "error": call.error}
-        clean = self.mem.scrub_record(_bounded(raw, half))
+        clean = self.rec.scrub_record(_bounded(raw, half))
         return ToolCall(
             name=call.name,
             input=clean["input"],
@@ -155,7 +155,7 @@ class Capture:
     # -- summaries ---------------------------------------------------------------------------------------
     def latest_prompt_key(self, session: str) -> tuple[str | None, str | None]:
         """The session's latest prompt text and its capture key (for the turn summary's key)."""
-        text = self.mem.latest_prompt(session)
+        text = self.rec.latest_prompt(session)
         if not text:
             return None, None
         prefix = prompt_prefix(text)
@@ -178,13 +178,13 @@ class Capture:
         if prompt_key is None:
             request, prompt_key = self.latest_prompt_key(where.session)
         key = f"summary:{prompt_key or 'none'}"
-        fields = {"completed": clip(self.mem.scrub(completed), MAX_SUMMARY_CHARS)}
+        fields = {"completed": clip(self.rec.scrub(completed), MAX_SUMMARY_CHARS)}
         if request:
-            fields["request"] = clip(self.mem.scrub(request), MAX_SUMMARY_CHARS)
-        with self.mem.transaction():  # the summary and its mark: both or neither
+            fields["request"] = clip(self.rec.scrub(request), MAX_SUMMARY_CHARS)
+        with self.rec.transaction():  # the summary and its mark: both or neither
             if self.state.seen(where.session, key):
                 return None
-            summary_id = self.mem.add_summary_id(
+            summary_id = self.rec.add_summary(
                 where.session, fields, project=where.project, agent=where.agent, created_at=created_at
             )
             self.state.mark(where.session, key)

@@ -167,14 +167,14 @@ def _replay_spooled(config: Any, log_dir: Path, limit: int = REPLAY_LIMIT) -> No
 
     with Memory(config=config) as mem:
         _tune_connection(mem, rules_from_config(config.section("hooks")))
-        state = CaptureState(mem.database)
+        state = CaptureState(mem.recorder.database)
         for source, original, abandoned in work[:limit]:
             claimed = spool.reclaim(source, original) if abandoned else spool.claim(source)
             if claimed is None:
                 continue  # another hook is replaying it
             data = spool.load(claimed)
             try:
-                with mem.transaction():
+                with mem.recorder.transaction():
                     if data is not None and not state.seen(SPOOL_SESSION, original.name):
                         event = parse_payload(json.dumps(data["payload"]), data["event"])
                         _dispatch(event, config, at=data.get("at"), mem=mem)
@@ -213,7 +213,7 @@ def _dispatch(payload: Any, config: Any, at: int | None = None, mem: Any = None)
 
     where = Where(session=payload.session_id, project=project, agent=payload.agent)
     with contextlib.nullcontext(mem) if mem is not None else Memory(config=config) as mem:
-        if not mem.in_transaction:
+        if not mem.recorder.in_transaction:
             _tune_connection(mem, rules)
         capture = Capture(mem, rules)
         if payload.event == "SessionStart":
@@ -257,7 +257,7 @@ def _tune_connection(mem: Any, rules: Any) -> None:
     """Wait for a locked database at most ``busy_timeout_ms`` (then the event is spooled), and leave the WAL
     checkpoint to SQLite's automatic one instead of paying for a full checkpoint every time the last
     connection closes (about 5-10 ms of every hook call)."""
-    mem.tune(busy_timeout_ms=rules.busy_timeout_ms, checkpoint_on_close=False)
+    mem.recorder.tune(busy_timeout_ms=rules.busy_timeout_ms, checkpoint_on_close=False)
 
 
 def _session_start(mem: Any, project: str, payload: Any, config: Any, rules: Any) -> dict[str, Any] | None:
@@ -267,11 +267,11 @@ def _session_start(mem: Any, project: str, payload: Any, config: Any, rules: Any
         from cmem_cli.api import Memory
 
         with Memory(config=config) as opened:
-            context = opened.briefing_text(project, budget=rules.context_budget)
+            context = opened.recorder.briefing_text(project, budget=rules.context_budget)
     else:
         # A new session wants the previous one's summary; a resumed or compacted one may want its own.
         current = payload.session_id if payload.source in (None, "startup", "clear") else None
-        context = mem.briefing_text(project, budget=rules.context_budget, exclude_session=current)
+        context = mem.recorder.briefing_text(project, budget=rules.context_budget, exclude_session=current)
     return {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": context}}
 
 

@@ -117,7 +117,7 @@ def session_list(
     check_cli_text("--project", project)
     check_cli_text("--status", status)
     with open_api() as memory:
-        rows = memory.session_rows(project=project, status=status, limit=limit)
+        rows = memory.sessions(project=project, status=status, limit=limit).to_json()
         short = unique_prefixes(memory.session_ids()) if output == "table" else {}
     for row in rows:
         if short:
@@ -130,7 +130,7 @@ def session_list(
 def session_show(session: SessionArg = None, as_json: JsonOpt = False) -> None:
     """A session with its prompts, summaries and observation count."""
     with open_api() as memory:
-        row = memory.session_record(_session_id(memory, session))
+        row = memory.session(_session_id(memory, session)).to_json()
     if as_json:
         write(json.dumps(row, ensure_ascii=False, indent=2) + "\n")
         return
@@ -213,9 +213,7 @@ def summary_add(
         if isinstance(value, str):
             check_cli_text(f"--{key}", value)
     with open_api(write=True) as memory:
-        summary = memory.add_summary_fields(
-            _session_id(memory, session), fields, project=project, agent=agent
-        )
+        summary = memory.add_summary(_session_id(memory, session), fields, project=project, agent=agent)
     print(summary.id)
 
 

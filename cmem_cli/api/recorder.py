@@ -1,0 +1,167 @@
+"""Capture's writes: what a front end that records events as they happen needs from a home.
+
+The Claude Code hooks and the transcript importer (``cmem_cli/capture``) run many times a minute. Their
+writes return ids or plain values (no result object is built), take the uid and creation time an event
+already has, and run inside :meth:`Recorder.transaction` together with the caller's own bookkeeping tables
+on the same connection. They live here, apart from :class:`~cmem_cli.api.Memory`, so that the API a script
+reads stays the three retrieval layers and the typed writes; ``memory.recorder`` gives one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+from cmem_cli.core.errors import InvalidInput, NotFound
+
+if TYPE_CHECKING:
+    from cmem_cli.api import Memory
+    from cmem_cli.core.db import Database
+
+
+class Recorder:
+    """The capture writes over one :class:`~cmem_cli.api.Memory` (which opens and closes the home)."""
+
+    __slots__ = ("_memory",)
+
+    def __init__(self, memory: Memory):
+        self._memory = memory
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[Database]:
+        """One write transaction (BEGIN IMMEDIATE) around several writes: their rows and markdown files are
+        all kept or none is (an exception must leave the ``with`` block: do not catch a failed write inside). Yields the kernel :class:`~cmem_cli.core.db.Database` of the write connection, on which a front
+        end keeps its own bookkeeping tables (capture's ``agent_captures``) in the same transaction."""
+        service = self._memory.service
+        with service.transaction():
+            yield service.store.db
+
+    @property
+    def database(self) -> Database:
+        """The write connection's :class:`~cmem_cli.core.db.Database` (opens the write service), for a front
+        end's own tables; cmem's tables are written through the methods of this class only."""
+        return self._memory.service.store.db
+
+    @property
+    def in_transaction(self) -> bool:
+        """True inside :meth:`transaction` (or a write the caller started)."""
+        return self._memory._service is not None and bool(self._memory._service.store.db.conn.in_transaction)
+
+    def tune(self, *, busy_timeout_ms: int, checkpoint_on_close: bool = True) -> None:
+        """Wait for a locked database at most ``busy_timeout_ms`` (then :class:`DatabaseBusy`); with
+        ``checkpoint_on_close`` False, leave the WAL checkpoint to SQLite's automatic one instead of paying
+        for a full checkpoint whenever the last connection closes (5-10 ms of every hook call)."""
+        import apsw
+
+        conn = self._memory.service.store.db.conn
+        if not checkpoint_on_close:
+            with contextlib.suppress(AttributeError, apsw.Error):
+                conn.config(apsw.SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1)
+        with contextlib.suppress(AttributeError, apsw.Error):
+            conn.set_busy_timeout(busy_timeout_ms)
+
+    def add_record(self, record: dict[str, Any], *, cwd: str | None = None) -> int:
+        """Record one observation given as a dict in the JSON record format, plus ``uid`` and ``created_at``
+        (epoch ms) when the caller has them; returns its id. An observation with that ``uid`` (or the
+        project's ``key``) already stored is updated instead. Project, agent and session are taken from the
+        record as they are (no CLI defaults). With ``cwd`` (where the event happened) it is anchored to its
+        files and branch in git, as :meth:`Memory.add` does; without, it is not (history imported later)."""
+        return int(self._memory.service.add_observation(record, cwd=cwd)["id"])
+
+    def briefing_text(self, project: str, *, budget: int = 1500, exclude_session: str | None = None) -> str:
+        """:meth:`Memory.context`'s text (what the SessionStart hook injects), without a result object; with
+        ``exclude_session``, that session's own summaries are left out (a new session wants the previous
+        one's)."""
+        from cmem_cli.services.briefing import build_context
+
+        if budget < 1:
+            raise InvalidInput("budget must be at least 1 token")
+        return build_context(
+            self._memory.service.store, project, budget=budget, exclude_session=exclude_session
+        ).text
+
+    def has_uid(self, uid: str) -> bool:
+        """True when an observation with this uid is stored (no retrieval counted, nothing built)."""
+        return self._memory.service.store.observation_by_uid(uid) is not None
+
+    def ensure_session(self, session_id: str, *, project: str, agent: str) -> str:
+        """Create session ``session_id`` if it is new (kept as it is otherwise); returns its id."""
+        row = self._memory.service.ensure_session(session_id, agent=agent, project=project)
+        return str(row["session_id"])
+
+    def close_session(self, session_id: str, *, status: str = "completed") -> None:
+        """End session ``session_id`` (:meth:`Memory.end_session` without a result object)."""
+        self._memory.service.end_session(session_id, status=status)
+
+    def label_sessions(self, labels: dict[str, str]) -> None:
+        """Label sessions that have no label yet (a transcript's title; scrubbed, clipped to 500 characters),
+        in one transaction; a session that does not exist is left alone."""
+        self._memory.service.label_sessions(labels)
+
+    def prompt_counter(self, session_id: str) -> int | None:
+        """The number of the session's latest prompt; None for a session without prompts or no session."""
+        try:
+            return int(self._memory.service.store.get_session(session_id)["prompt_counter"]) or None
+        except NotFound:
+            return None
+
+    def latest_prompt(self, session_id: str) -> str | None:
+        """The text of the session's latest prompt, None if it has none."""
+        text = self._memory.service.store.db.scalar(
+            "SELECT text FROM user_prompts WHERE session = ? ORDER BY prompt_number DESC LIMIT 1",
+            (session_id,),
+        )
+        return str(text) if text else None
+
+    def add_prompt(
+        self,
+        text: str,
+        *,
+        session: str,
+        project: str | None = None,
+        agent: str | None = None,
+        created_at: int | None = None,
+    ) -> str:
+        """Record a user prompt in ``session`` at time ``created_at`` (epoch ms; default now); returns the
+        prompt's id (``P7``, as :meth:`Memory.get` takes it)."""
+        row = self._memory.service.add_prompt(
+            session, text, project=project, agent=agent, created_at=created_at
+        )
+        return f"P{row['id']}"
+
+    def add_summary(
+        self,
+        session: str,
+        fields: dict[str, Any],
+        *,
+        project: str | None = None,
+        agent: str | None = None,
+        created_at: int | None = None,
+    ) -> str:
+        """Record a session summary from a dict of its fields (``None`` values left out) at time
+        ``created_at`` (epoch ms; default now); returns its id (``S3``)."""
+        fields = {k: v for k, v in fields.items() if v is not None}
+        if created_at:
+            fields["created_at"] = created_at
+        row = self._memory.service.add_summary(session, fields, project=project, agent=agent)
+        return f"S{row['id']}"
+
+    def scrub(self, text: str) -> str:
+        """``text`` as cmem would store it: ``<private>`` spans and recognised secrets (and the home's
+        ``[privacy] redact`` rules) removed. Front ends that derive keys from text use it."""
+        from cmem_cli.api import scrub
+
+        return scrub(text, self._memory.config)
+
+    def scrub_record(self, record: dict[str, Any]) -> dict[str, Any]:
+        """:meth:`scrub` applied to every string of ``record``, in lists and nested objects too."""
+        from cmem_cli.api import scrub_record
+
+        return scrub_record(record, self._memory.config)
+
+    def excluded(self, project: str | None, extra: Sequence[str] = ()) -> bool:
+        """True when ``project`` is listed (name or glob) in ``[privacy] exclude_projects`` or ``extra``."""
+        from cmem_cli.api import excluded_project
+
+        return excluded_project(project, self._memory.config, extra)
