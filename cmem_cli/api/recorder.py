@@ -1,6 +1,7 @@
 """Capture's writes: what a front end that records events as they happen needs from a home.
 
-The Claude Code hooks and the transcript importer (``cmem_cli/capture``) run many times a minute. Their
+The Claude Code hooks and the transcript importer (``cmem_cli/capture``) run many times a minute, and
+`cmem add` is run by scripts as often. Their
 writes return ids or plain values (no result object is built), take the uid and creation time an event
 already has, and run inside :meth:`Recorder.transaction` together with the caller's own bookkeeping tables
 on the same connection. They live here, apart from :class:`~cmem_cli.api.Memory`, so that the API a script
@@ -61,13 +62,20 @@ class Recorder:
         with contextlib.suppress(AttributeError, apsw.Error):
             conn.set_busy_timeout(busy_timeout_ms)
 
-    def add_record(self, record: dict[str, Any], *, cwd: str | None = None) -> int:
+    def add_record(
+        self,
+        record: dict[str, Any],
+        *,
+        defaults: dict[str, str | None] | None = None,
+        cwd: str | None = None,
+    ) -> int:
         """Record one observation given as a dict in the JSON record format, plus ``uid`` and ``created_at``
-        (epoch ms) when the caller has them; returns its id. An observation with that ``uid`` (or the
-        project's ``key``) already stored is updated instead. Project, agent and session are taken from the
-        record as they are (no CLI defaults). With ``cwd`` (where the event happened) it is anchored to its
-        files and branch in git, as :meth:`Memory.add` does; without, it is not (history imported later)."""
-        return int(self._memory.service.add_observation(record, cwd=cwd)["id"])
+        (epoch ms) when the caller has them; returns its id (no result object: `cmem add` prints just the
+        id, hooks keep it). An observation with that ``uid`` (or the project's ``key``) already stored is
+        updated instead. Project, agent and session are the record's, else ``defaults``'. With ``cwd``
+        (where the event happened) it is anchored to its files and branch in git, as :meth:`Memory.add`
+        does; without, it is not (history imported later)."""
+        return int(self._memory.service.add_observation(record, defaults, cwd=cwd)["id"])
 
     def briefing_text(self, project: str, *, budget: int = 1500, exclude_session: str | None = None) -> str:
         """:meth:`Memory.context`'s text (what the SessionStart hook injects), without a result object; with
