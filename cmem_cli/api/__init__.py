@@ -7,10 +7,11 @@
         for hit in memory.search("apsw"):
             print(hit.id, hit.title, hit.tokens)
 
-Every method validates as the CLI does (same limits, privacy stripping, redaction), returns typed results
-(NamedTuples: cheap to import, read like records, ``._asdict()`` for JSON) and raises the CLI's typed errors
-(:class:`CmemError` and subclasses, each with its exit code). Nothing is printed. Front ends (the MCP
-server today, sync and the distiller later) stand on this module rather than on CLI bodies.
+Every method validates as the CLI does (same limits, privacy stripping, redaction), returns one typed result
+per concept (named tuples, and lists of them that keep the JSON they came from: ``to_json()`` is what the
+CLI prints) and raises typed errors (:class:`CmemError` and subclasses; exit codes are the CLI's business).
+A search is a :class:`Query`. Nothing is printed. Front ends (the CLI, MCP, capture through
+:attr:`Memory.recorder`, view, sync) stand on this module rather than on the services.
 """
 
 from __future__ import annotations
@@ -125,12 +126,17 @@ def _session_json(row: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _strings(name: str, values: Iterable[str] | None) -> list[str]:
+def _strings(name: str, values: object) -> list[str]:
+    """``values`` as a list of strings; anything else (a bare string would become a list of characters) is
+    :class:`InvalidInput` naming the field."""
     if values is None:
         return []
-    if isinstance(values, str):  # a bare string would become a list of characters
-        raise InvalidInput(f"{name} must be a list of strings, not a string")
-    return list(values)
+    if isinstance(values, str) or not isinstance(values, Iterable):
+        raise InvalidInput(f"{name} must be a list of strings, not {type(values).__name__}")
+    out = list(values)
+    if not all(isinstance(value, str) for value in out):
+        raise InvalidInput(f"{name} must be a list of strings")
+    return out
 
 
 class Memory:
@@ -254,7 +260,7 @@ class Memory:
         *,
         add_facts: Iterable[str] | None = None,
         cwd: str | Path | None = None,
-        **changes: Any,
+        **changes: object,
     ) -> Observation:
         """Change fields (the names of :meth:`add`'s parameters; ``None`` clears an optional one).
 
@@ -265,8 +271,10 @@ class Memory:
         obs_id = self._write_id(id)
         appended = _strings("add_facts", add_facts)
         if appended:
-            current = changes["facts"] if "facts" in changes else self.observation(obs_id).facts
-            changes["facts"] = [*(current or []), *appended]
+            current = (
+                _strings("facts", changes["facts"]) if "facts" in changes else self.observation(obs_id).facts
+            )
+            changes["facts"] = [*current, *appended]
         if not changes:
             raise InvalidInput("nothing to change")
         if "type" in changes and changes["type"] is None:
@@ -305,7 +313,7 @@ class Memory:
         return self._resolve_on(self.service.store, ref)
 
     @staticmethod
-    def _resolve_on(store: Any, ref: int | str) -> int:
+    def _resolve_on(store: Store, ref: int | str) -> int:
         from cmem_cli.services.search import resolve_observation
 
         if isinstance(ref, bool) or not isinstance(ref, int | str):

@@ -190,7 +190,7 @@ def merge_settings(
     settings: dict[str, Any], *, uninstall: bool, executable: str | None = None
 ) -> dict[str, Any]:
     """A new settings object: cmem's hook entries added (or removed); everything else identical."""
-    result = json.loads(json.dumps(settings))  # deep copy, same key order
+    result: dict[str, Any] = json.loads(json.dumps(settings))  # deep copy, same key order
     hooks: dict[str, Any] = result.get("hooks") or {}
     for event in list(hooks):
         cleaned = _without_ours(hooks[event])

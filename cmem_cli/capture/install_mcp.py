@@ -46,7 +46,7 @@ def _load(path: Path, text: str | None) -> dict[str, Any]:
 
 def merge_mcp(data: dict[str, Any], *, uninstall: bool, executable: str | None = None) -> dict[str, Any]:
     """A copy of ``data`` with ``mcpServers.cmem`` set (or removed); an emptied ``mcpServers`` goes too."""
-    result = json.loads(json.dumps(data))
+    result: dict[str, Any] = json.loads(json.dumps(data))
     servers: dict[str, Any] = result.get("mcpServers") or {}
     if uninstall:
         servers.pop(SERVER_NAME, None)

@@ -83,7 +83,7 @@ WRITE = ToolAnnotations(
 )
 
 
-def _listed(value: Any) -> Any:
+def _listed(value: object) -> object:
     """A plain string where a list is expected is a list of one (models often send ``"bugfix"``)."""
     return [value] if isinstance(value, str) else value
 

@@ -6,16 +6,17 @@ import json
 import os
 from typing import Any
 
+from cmem_cli.core.config import Config
 from cmem_cli.core.errors import InvalidInput
 from cmem_cli.core.fields import SUMMARY_FIELDS
 from cmem_cli.core.timeutil import now_ms, to_iso
 from cmem_cli.services import supersession
 from cmem_cli.services.documents import fetch_document, is_document_ref
-from cmem_cli.services.search import prompt_row, resolve_ref, summary_row
+from cmem_cli.services.search import Reader, prompt_row, resolve_ref, summary_row
 from cmem_export import markdown
 
 
-def observation_record(memory: Any, row: dict[str, Any]) -> dict[str, Any]:
+def observation_record(memory: Reader, row: dict[str, Any]) -> dict[str, Any]:
     record = {k: v for k, v in row.items()}
     record["kind"] = "observation"
     for key in ("created_at", "updated_at", "last_retrieved_at"):
@@ -35,7 +36,7 @@ def observation_record(memory: Any, row: dict[str, Any]) -> dict[str, Any]:
     return record
 
 
-def fetch_details(memory: Any, refs: list[str], *, follow_links: bool = False) -> list[dict[str, Any]]:
+def fetch_details(memory: Reader, refs: list[str], *, follow_links: bool = False) -> list[dict[str, Any]]:
     """Full records for ``refs`` (and, with ``follow_links``, their one-hop neighbours); counts retrievals."""
     store = memory.store
     records: list[dict[str, Any]] = []
@@ -82,7 +83,7 @@ def fetch_details(memory: Any, refs: list[str], *, follow_links: bool = False) -
     return records
 
 
-def with_absolute_paths(config: Any, record: dict[str, Any]) -> dict[str, Any]:
+def with_absolute_paths(config: Config, record: dict[str, Any]) -> dict[str, Any]:
     """``record`` as the CLI shows it: ``path`` is a file that exists on this machine (memories are stored
     relative to the export folder; a document's collection-relative path moves to ``relpath``)."""
     if record["kind"] == "document":

@@ -230,7 +230,7 @@ def _vector(
 
 
 def _query_vector(
-    memory: Any, conn: Any, query: str, mode: str, notes: list[str]
+    memory: Memory, conn: Any, query: str, mode: str, notes: list[str]
 ) -> tuple[str, int, list[float], float] | None:
     """(fingerprint, dim, query vector, its length) with this home's model; None: keyword search only."""
     if mode == "keyword":
@@ -301,7 +301,7 @@ def _listing(conn: Any, scope: _Scope, limit: int, order: str, offset: int) -> l
 
 
 # -- rows -------------------------------------------------------------------------------------------------
-def _rows_out(memory: Any, rows: list[dict[str, Any]], explain: bool) -> list[dict[str, Any]]:
+def _rows_out(memory: Memory, rows: list[dict[str, Any]], explain: bool) -> list[dict[str, Any]]:
     """Rows as local search prints them, plus ``machine``; ``id`` is the local id where this home has the
     memory (so `cmem get` takes it), else the uid."""
     store = memory.reader.store

@@ -13,9 +13,15 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from cmem_cli.core.errors import CmemError, DatabaseBusy, DatabaseCorrupt, InvalidInput
+
+if TYPE_CHECKING:
+    from cmem_cli.api import Memory
+    from cmem_cli.capture.hooks.payload import HookPayload
+    from cmem_cli.capture.hooks.rules import HookRules
+    from cmem_cli.core.config import Config
 
 LOG_NAME = "hooks.log"
 LOG_MAX_BYTES = 1_000_000
@@ -71,7 +77,10 @@ def _parse_args(args: list[str]) -> tuple[str | None, str | None]:
 
 
 def run(
-    args: list[str], stdin: IO[bytes] | None = None, stdout: IO[str] | None = None, config: Any = None
+    args: list[str],
+    stdin: IO[bytes] | None = None,
+    stdout: IO[str] | None = None,
+    config: Config | None = None,
 ) -> int:
     """Handle one hook call; the exit status is always 0. ``config`` is given when typer already loaded it."""
     started = time.perf_counter()
@@ -140,7 +149,7 @@ def _log(log_dir: Path | None, home: str | None, message: str) -> None:
     log_line(log_dir, message.replace("\r", " "))
 
 
-def _spool(config: Any, payload: Any) -> None:
+def _spool(config: Config, payload: HookPayload) -> None:
     from cmem_cli.api import scrub_record
     from cmem_cli.capture.hooks import spool
     from cmem_cli.core.timeutil import now_ms
@@ -148,7 +157,7 @@ def _spool(config: Any, payload: Any) -> None:
     spool.save(config.home, payload.event, scrub_record(payload.raw, config), now_ms())
 
 
-def _replay_spooled(config: Any, log_dir: Path, limit: int = REPLAY_LIMIT) -> None:
+def _replay_spooled(config: Config, log_dir: Path, limit: int = REPLAY_LIMIT) -> None:
     """Replay events that earlier hooks had to spool, oldest first, now that the database answered.
 
     Each replay and the mark that it happened commit in one transaction, so an event is recorded exactly
@@ -187,7 +196,9 @@ def _replay_spooled(config: Any, log_dir: Path, limit: int = REPLAY_LIMIT) -> No
             claimed.unlink(missing_ok=True)
 
 
-def _dispatch(payload: Any, config: Any, at: int | None = None, mem: Any = None) -> dict[str, Any] | None:
+def _dispatch(
+    payload: HookPayload, config: Config, at: int | None = None, mem: Memory | None = None
+) -> dict[str, Any] | None:
     """Record one event; returns the JSON answer for Claude Code, if the event has one.
 
     ``at`` is the original time of a replayed event; ``mem`` an open write service to use (a replay's,
@@ -253,14 +264,16 @@ def _dispatch(payload: Any, config: Any, at: int | None = None, mem: Any = None)
     return None
 
 
-def _tune_connection(mem: Any, rules: Any) -> None:
+def _tune_connection(mem: Memory, rules: HookRules) -> None:
     """Wait for a locked database at most ``busy_timeout_ms`` (then the event is spooled), and leave the WAL
     checkpoint to SQLite's automatic one instead of paying for a full checkpoint every time the last
     connection closes (about 5-10 ms of every hook call)."""
     mem.recorder.tune(busy_timeout_ms=rules.busy_timeout_ms, checkpoint_on_close=False)
 
 
-def _session_start(mem: Any, project: str, payload: Any, config: Any, rules: Any) -> dict[str, Any] | None:
+def _session_start(
+    mem: Memory | None, project: str, payload: HookPayload, config: Config, rules: HookRules
+) -> dict[str, Any] | None:
     if not rules.context_on_start:
         return None
     if mem is None:

@@ -140,8 +140,9 @@ def response_text(response: Any) -> str:
     if isinstance(response, list):
         return "\n".join(filter(None, (response_text(item) for item in response)))
     if isinstance(response, dict):
-        if response.get("type") == "text" and isinstance(response.get("text"), str):
-            return response["text"]
+        text = response.get("text")
+        if response.get("type") == "text" and isinstance(text, str):
+            return text
         parts = []
         for key in ("stdout", "stderr", "result", "output", "content", "text", "message"):
             value = response.get(key)
