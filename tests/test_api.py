@@ -255,6 +255,8 @@ def test_one_query_object_is_what_search_takes_and_its_arguments_are_its_fields(
     wider = Query(ask, type=["decision", "bugfix"], order="oldest")  # a changed copy; ask is unchanged
     assert [h.title for h in memory.search(wider)] == ["Chose SQLite", "Fixed the lock"]
     assert ask.type == ("decision",) and wider.project == "demo"
+    assert Query(Query("x", limit=5), limit=20).limit == 5  # an argument at its default keeps the base's
+    assert Query("x", type="bugfix") == Query("x", type=["bugfix"]) and len({ask, Query(ask)}) == 1
     with pytest.raises(AttributeError):
         ask.limit = 5  # type: ignore[misc]
     with pytest.raises(InvalidInput):

@@ -27,8 +27,9 @@ class Query:
     keyword, vector or hybrid; ``rerank`` None: when a reranker is configured; ``min_score`` None: the
     calibrated cut-off; ``collections``: only these (``memories`` is cmem's own); ``explain`` adds each
     row's signals; ``branch`` None ranks memories of unmerged branches last, ``"all"`` does not, a name keeps
-    that branch's only. ``text`` may itself be a Query: the result is a copy with the other arguments given
-    changed (``Query(base, limit=5)``).
+    that branch's only. ``text`` may itself be a Query: the result is a copy of it with every argument that
+    is not at its default changed (``Query(base, limit=5)``); an argument at its default keeps the base's
+    value, so a copy cannot set a field back to its default (make a new Query for that).
 
     Constructing one checks what can be checked without a home (known types, order and mode, no negative
     paging) and raises :class:`InvalidInput`; dates are parsed by :meth:`filter_fields`.
