@@ -284,16 +284,19 @@ def compact_nearest(
     """:func:`exact_nearest` over bits: the ``max(k, COMPACT_HEAD)`` nearest by Hamming distance between the
     signs, then those re-ranked by their exact cosine (float32, as the exact search computes it)."""
     head = max(k, COMPACT_HEAD)
-    bits = "vec_quantize_binary(vec_sub(?, ?))"
     where, params = filters.sql("d")
-    center = store.bits_center()
+    bits = store.scalar("SELECT vec_quantize_binary(vec_sub(?, ?))", [query_vector, store.bits_center()])
+    within = ""
     if filters.active:
-        sql = f"""SELECT rowid FROM chunk_bits WHERE embedding MATCH {bits} AND k = ? AND rowid IN (
-                      SELECT c2.id FROM chunks c2 JOIN documents d ON d.id = c2.doc_id WHERE {where})"""
-        found = store.rows(sql, [query_vector, center, head, *params])
-    else:
-        found = store.rows(f"SELECT rowid FROM chunk_bits WHERE embedding MATCH {bits} AND k = ?",
-                           [query_vector, center, head])  # fmt: skip
+        within = (
+            f"WHERE rowid IN (SELECT c2.id FROM chunks c2 JOIN documents d ON d.id = c2.doc_id WHERE {where})"
+        )
+    # a plain scan ranked by Hamming distance: sqlite-vec's own k-nearest search of bits slows with k
+    found = store.rows(
+        f"SELECT rowid FROM chunk_bits {within} "
+        "ORDER BY vec_distance_hamming(vec_bit(embedding), vec_bit(?)), rowid LIMIT ?",
+        [*params, bits, head],
+    )
     distances = exact_distances(store, query_vector, [chunk_id for (chunk_id,) in found])
     ranked = sorted(distances.items(), key=lambda item: (item[1][0], item[0]))[:k]
     return [(chunk_id, distance, doc_id) for chunk_id, (distance, doc_id) in ranked]

@@ -125,3 +125,30 @@ def test_incremental_indexing_keeps_the_bits_in_step(config, minilm_gguf, monkey
     assert compact == exact
     top = hybrid(config, "bread burnt in the oven", mode="vector", limit=1)
     assert top[0].uid == "UNEW"
+
+
+def test_bits_kept_by_sqlite_vec_before_are_searched_exactly_and_built_again_by_the_next_index_run(
+    config, minilm_gguf, monkeypatch
+):
+    store = IndexStore.open(config.index_path)
+    try:  # the layout of the index's first compact vectors: a sqlite-vec bit[] table
+        with store.transaction():
+            store.conn.execute("DROP TABLE chunk_bits")
+            store.conn.execute("CREATE VIRTUAL TABLE chunk_bits USING vec0(embedding bit[384])")
+    finally:
+        store.close()
+    store = IndexStore.open(config.index_path, readonly=True)
+    try:
+        assert not retrieve.uses_compact_vectors(store)
+    finally:
+        store.close()
+    config = indexed_with_model(config.home, minilm_gguf, monkeypatch)
+    store = IndexStore.open(config.index_path, readonly=True)
+    try:
+        assert retrieve.uses_compact_vectors(store)
+        assert store.scalar("SELECT count(*) FROM chunk_bits") == store.vector_count()
+    finally:
+        store.close()
+    monkeypatch.setattr(retrieve, "COMPACT_HEAD", 12)
+    exact, compact = _nearest(config, QUERIES[3], k=1)
+    assert compact == exact
