@@ -23,6 +23,7 @@ def test_new_database_is_created_at_the_current_version_with_wal(tmp_path):
         "m005_git_reach",
         "m006_forgotten",
         "m007_sync_state",
+        "m008_summary_updated_at",
     ]
     assert store.db.scalar("PRAGMA journal_mode") == "wal"
     assert not list(tmp_path.glob("*.bak"))  # nothing to back up on a fresh file
@@ -94,6 +95,7 @@ def test_a_store_from_before_named_migrations_is_adopted_without_rerunning(tmp_p
         "m005_git_reach",
         "m006_forgotten",
         "m007_sync_state",
+        "m008_summary_updated_at",
         "m999_extra",
     ]
     assert [r["name"] for r in db.query(f"SELECT name FROM {TABLE} ORDER BY name")] == [
@@ -104,6 +106,7 @@ def test_a_store_from_before_named_migrations_is_adopted_without_rerunning(tmp_p
         "m005_git_reach",
         "m006_forgotten",
         "m007_sync_state",
+        "m008_summary_updated_at",
         "m999_extra",
     ]
 
@@ -159,6 +162,7 @@ def test_the_index_and_the_capture_tables_use_the_same_mechanism(tmp_path):
         {"scope": "store", "name": "m005_git_reach"},
         {"scope": "store", "name": "m006_forgotten"},
         {"scope": "store", "name": "m007_sync_state"},
+        {"scope": "store", "name": "m008_summary_updated_at"},
     ]
 
 

@@ -536,3 +536,65 @@ def test_every_write_path_queues_in_its_own_transaction_and_the_next_sync_pushes
     uid = next(u for u, r in b.rows().items() if r["title"] == "Written through the API")
     target = next(u for u, r in b.rows().items() if r["title"] == "Edited by hand, now")
     assert b.links(uid) == [("related", target)]
+
+
+# -- summaries ------------------------------------------------------------------------------------------
+def summaries(home: Home) -> dict[str, dict[str, Any]]:
+    """uid -> stored summary."""
+    from cmem_cli.core.config import load_config
+    from cmem_cli.services.writes import Memory
+
+    with Memory.open(load_config(home.path)) as memory:
+        return {row["uid"]: row for row in memory.store.summaries(limit=1000)}
+
+
+def edit_summary_file(home: Home, uid: str, old: str, new: str, *, mtime: float) -> None:
+    """A person edits a summary's export file (dated ``mtime``); the next `cmem sync` adopts it."""
+    path = home.path / "export" / summaries(home)[uid]["path"]
+    path.write_text(path.read_text().replace(old, new))
+    os.utime(path, (mtime, mtime))
+
+
+def test_a_summary_edited_on_two_machines_keeps_the_later_edit_and_the_other_as_a_copy(
+    homes: dict[str, Home], team_db: str
+):
+    a, b = homes["a"], homes["b"]
+    a.ok("summary", "add", "--session", "s1", "--learned", "base text", "--project", "web")
+    a.join(team_db)
+    b.join(team_db)
+    (uid,) = summaries(a)
+    made = summaries(a)[uid]["created_at"] / 1000  # an edit is dated by its file's time, after the last one
+    time.sleep(max(0.0, made + 0.6 - time.time()))
+    edit_summary_file(a, uid, "base text", "edited on a, earlier", mtime=made + 0.1)
+    edit_summary_file(b, uid, "base text", "edited on b, later", mtime=made + 0.2)
+    assert a.sync()["pushed"] == 1  # a's edit is shared first...
+    report = b.sync()  # ...but b's is the later edit: it stays, a's becomes the copy
+    assert [(c["uid"], c["resolution"]) for c in report["conflicts"]] == [
+        (uid, "both machines edited it: this machine's later edit kept, the other kept as a copy")
+    ]
+    copy_uid = report["conflicts"][0]["copy_uid"]
+    a.sync()
+    for home in (a, b):
+        rows = summaries(home)
+        assert {u: r["learned"] for u, r in rows.items()} == {
+            uid: "edited on b, later",
+            copy_uid: "edited on a, earlier",
+        }
+        assert {r["session"] for r in rows.values()} == {"s1"}
+    # again, the earlier edit syncing last this time: it becomes the copy
+    edit_summary_file(a, uid, "edited on b, later", "edited on a, at last", mtime=made + 0.5)
+    edit_summary_file(b, uid, "edited on b, later", "edited on b, before that", mtime=made + 0.4)
+    a.sync()
+    report = b.sync()
+    assert [(c["uid"], c["resolution"]) for c in report["conflicts"]] == [
+        (uid, "both machines edited it: the other machine's later edit kept, this one kept as a copy")
+    ]
+    second_copy = report["conflicts"][0]["copy_uid"]
+    a.sync()
+    for home in (a, b):
+        assert {u: r["learned"] for u, r in summaries(home).items()} == {
+            uid: "edited on a, at last",
+            copy_uid: "edited on a, earlier",
+            second_copy: "edited on b, before that",
+        }
+    assert a.sync()["conflicts"] == [] and b.sync()["conflicts"] == []

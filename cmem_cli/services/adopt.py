@@ -362,7 +362,7 @@ class _Adopter:
                     },
                 )
             else:
-                written = store.update_summary(row["id"], record)
+                written = store.update_summary(row["id"], {**record, "updated_at": _edited_at(parsed, row)})
             written = memory.export_summary(written, files, relpath=kept_name)
         else:
             restore = parsed.restore if row is None else None

@@ -638,8 +638,8 @@ class Store:
             summary_id = None
         self.db.execute(
             "INSERT INTO session_summaries (id, uid, session, project, agent, request, investigated, learned, "
-            "completed, next_steps, notes, created_at) VALUES (:id, :uid, :session, :project, :agent, :request, "
-            ":investigated, :learned, :completed, :next_steps, :notes, :created_at)",
+            "completed, next_steps, notes, created_at, updated_at) VALUES (:id, :uid, :session, :project, :agent, "
+            ":request, :investigated, :learned, :completed, :next_steps, :notes, :created_at, :updated_at)",
             {
                 **values,
                 "id": summary_id,
@@ -648,16 +648,19 @@ class Store:
                 "project": record["project"],
                 "agent": record["agent"],
                 "created_at": when,
+                "updated_at": record.get("updated_at") or when,
             },
         )
         return self.get_summary(self.db.conn.last_insert_rowid())
 
     def update_summary(self, summary_id: int, values: dict[str, Any]) -> dict[str, Any]:
-        """Replace a summary's text fields (and project/agent when given), keeping id, uid and times."""
+        """Replace a summary's text fields (and project/agent when given), keeping id, uid and creation; its
+        ``updated_at`` is ``values``' (the time of the edit, when known) or now."""
         current = self.get_summary(summary_id)
         fields = {f: values.get(f) for f in SUMMARY_FIELDS}
         fields["project"] = values.get("project") or current["project"]
         fields["agent"] = values.get("agent") or current["agent"]
+        fields["updated_at"] = values.get("updated_at") or now_ms()
         assignments = ", ".join(f"{c} = :{c}" for c in fields)
         self.db.execute(
             f"UPDATE session_summaries SET {assignments} WHERE id = :id", {**fields, "id": summary_id}

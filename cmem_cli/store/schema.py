@@ -304,3 +304,16 @@ CREATE INDEX pending_links_to ON pending_links (to_uid);
 @MIGRATIONS
 def m007_sync_state(conn: apsw.Connection) -> None:
     conn.execute(V7_SYNC_STATE)
+
+
+# When a summary's text last changed (epoch ms; its creation until then). Summaries were write-once; since
+# hand edits of their files are adopted and a team database carries them, "the later edit wins" needs it.
+V8_SUMMARY_UPDATED = """
+ALTER TABLE session_summaries ADD COLUMN updated_at INTEGER NOT NULL DEFAULT 0;
+UPDATE session_summaries SET updated_at = created_at;
+"""
+
+
+@MIGRATIONS
+def m008_summary_updated_at(conn: apsw.Connection) -> None:
+    conn.execute(V8_SUMMARY_UPDATED)

@@ -114,6 +114,7 @@ class Applier:
             "project": row["project"],
             "agent": row["agent"],
             "created_at": row["created_at"],
+            "updated_at": int(row.get("updated_at") or row["created_at"]),
         }
         store.ensure_session(record["session"], agent=record["agent"], project=record["project"])
         existing = store.summary_by_uid(record["uid"])

@@ -80,12 +80,11 @@ class Pusher:
         local_obs = {
             uid: observation_out(row, store.links_from(row["id"]), self.machine) for uid, row in rows.items()
         }
-        now = now_ms()
         local_sums = {}
         for entry in sums:
             row = store.summary_by_uid(entry.uid)
             if row is not None:
-                local_sums[entry.uid] = summary_out(row, self.machine, now)
+                local_sums[entry.uid] = summary_out(row, self.machine)
         bases = {
             outbox.OBSERVATION: outbox.revs(self.db, outbox.OBSERVATION, [e.uid for e in obs]),
             outbox.SUMMARY: outbox.revs(self.db, outbox.SUMMARY, [e.uid for e in sums]),
@@ -270,13 +269,18 @@ class Pusher:
                 plan.rev(kind, entry.uid, theirs["rev"])
             elif base == theirs["rev"]:
                 self._write_summary(mine, plan, insert=False)
-            else:  # summaries carry no edit time of their own: the one already shared stays
+            elif _later(mine, theirs):
+                copy = summary_copy(theirs)
+                self._write_summary(copy, plan, insert=True, own=False)
+                self._write_summary(mine, plan, insert=False)
+                plan.conflict(entry.uid, "both machines edited it: this machine's later edit kept, the other kept as a copy", copy["uid"])  # fmt: skip
+            else:
                 copy = summary_copy(mine)
                 plan.bring(kind, theirs)
                 plan.copy_here(kind, copy)
-                plan.conflict(entry.uid, "summary edited on two machines: the shared one kept, this one kept as a copy", copy["uid"])  # fmt: skip
+                plan.conflict(entry.uid, "both machines edited it: the other machine's later edit kept, this one kept as a copy", copy["uid"])  # fmt: skip
 
-    def _write_summary(self, row: dict[str, Any], plan: _Plan, *, insert: bool) -> None:
+    def _write_summary(self, row: dict[str, Any], plan: _Plan, *, insert: bool, own: bool = True) -> None:
         rev = self._rev()
         params = {**server_params(row, SUMMARY_COLUMNS), "rev": rev}
         columns = [*SUMMARY_COLUMNS, "rev"]
@@ -287,7 +291,7 @@ class Pusher:
         else:
             sets = ", ".join(f"{c} = %({c})s" for c in columns if c != "uid")
             self.conn.execute(f"UPDATE cmem_summaries SET {sets} WHERE uid = %(uid)s", params)
-        plan.pushed(outbox.SUMMARY, row["uid"], rev, True)
+        plan.pushed(outbox.SUMMARY, row["uid"], rev, own)
 
     # -- this home's side -------------------------------------------------------------------------------
     def _here(self, entries: list[outbox.Entry], plan: _Plan) -> None:

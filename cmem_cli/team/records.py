@@ -41,9 +41,9 @@ def observation_out(row: dict[str, Any], links: list[dict[str, Any]], machine: s
     return out
 
 
-def summary_out(row: dict[str, Any], machine: str, updated_at: int) -> dict[str, Any]:
+def summary_out(row: dict[str, Any], machine: str) -> dict[str, Any]:
     out = {name: row.get(name) for name in ("uid", "session", "project", "agent", *SUMMARY_FIELDS)}
-    out.update(created_at=row["created_at"], updated_at=updated_at, machine=machine)
+    out.update(created_at=row["created_at"], updated_at=row["updated_at"], machine=machine)
     return out
 
 
@@ -107,4 +107,6 @@ def conflict_copy(row: dict[str, Any], winner_uid: str) -> dict[str, Any]:
 
 
 def summary_copy(row: dict[str, Any]) -> dict[str, Any]:
+    """The losing side of a concurrent summary edit as a second summary of the same session (summaries
+    have no links: the session ties them, as git sync's copies of a summary)."""
     return {**row, "uid": new_uid(row.get("created_at") or None)}
