@@ -563,10 +563,11 @@ def test_a_summary_edited_on_two_machines_keeps_the_later_edit_and_the_other_as_
     a.join(team_db)
     b.join(team_db)
     (uid,) = summaries(a)
-    made = summaries(a)[uid]["created_at"] / 1000  # an edit is dated by its file's time, after the last one
-    time.sleep(max(0.0, made + 0.6 - time.time()))
-    edit_summary_file(a, uid, "base text", "edited on a, earlier", mtime=made + 0.1)
-    edit_summary_file(b, uid, "base text", "edited on b, later", mtime=made + 0.2)
+    # an edit is dated by its file's time: after the summary was made, never in the future
+    made = summaries(a)[uid]["created_at"] / 1000
+    span = time.time() - made  # two joins: far more than the 5 ms the four distinct times below need
+    edit_summary_file(a, uid, "base text", "edited on a, earlier", mtime=made + 0.2 * span)
+    edit_summary_file(b, uid, "base text", "edited on b, later", mtime=made + 0.4 * span)
     assert a.sync()["pushed"] == 1  # a's edit is shared first...
     report = b.sync()  # ...but b's is the later edit: it stays, a's becomes the copy
     assert [(c["uid"], c["resolution"]) for c in report["conflicts"]] == [
@@ -582,8 +583,8 @@ def test_a_summary_edited_on_two_machines_keeps_the_later_edit_and_the_other_as_
         }
         assert {r["session"] for r in rows.values()} == {"s1"}
     # again, the earlier edit syncing last this time: it becomes the copy
-    edit_summary_file(a, uid, "edited on b, later", "edited on a, at last", mtime=made + 0.5)
-    edit_summary_file(b, uid, "edited on b, later", "edited on b, before that", mtime=made + 0.4)
+    edit_summary_file(a, uid, "edited on b, later", "edited on a, at last", mtime=made + 0.8 * span)
+    edit_summary_file(b, uid, "edited on b, later", "edited on b, before that", mtime=made + 0.6 * span)
     a.sync()
     report = b.sync()
     assert [(c["uid"], c["resolution"]) for c in report["conflicts"]] == [
@@ -598,3 +599,82 @@ def test_a_summary_edited_on_two_machines_keeps_the_later_edit_and_the_other_as_
             second_copy: "edited on b, before that",
         }
     assert a.sync()["conflicts"] == [] and b.sync()["conflicts"] == []
+
+
+# -- sessions and prompts ---------------------------------------------------------------------------------
+def session_shown(home: Home, session: str) -> dict[str, Any]:
+    return json.loads(home.ok("session", "show", session, "--json"))
+
+
+def test_sessions_and_prompts_travel_scrubbed_and_stay_one_session(
+    homes: dict[str, Home], team_db: str, pg_server: Any
+):
+    a, b = homes["a"], homes["b"]
+    secret = "ghp_" + "Tq4PzW8nLk2Vb6Xc9Rm1Hs5Jd3Fg7Ay0Ue2Io"
+    a.ok("session", "start", "s-login", "--project", "web", "--label", "Fix the login")
+    a.ok("prompt", "add", "--session", "s-login", "-p", "web", f"why does login fail? my token is {secret}")
+    obs = a.add("Login cookie expires early", "--session", "s-login")
+    a.join(team_db)
+    b.join(team_db)
+    shown = session_shown(b, "s-login")
+    assert (shown["label"], shown["status"], shown["project"], shown["observations"]) == (
+        "Fix the login",
+        "active",
+        "web",
+        1,
+    )
+    (prompt,) = shown["prompts"]
+    assert prompt["number"] == 1 and prompt["text"].startswith("why does login fail? my token is [REDACTED:")
+    uid = next(u for u, r in a.rows().items() if r["id"] == obs)
+    around = json.loads(b.ok("timeline", str(b.rows()[uid]["id"]), "--json"))
+    assert [(r["kind"], r["title"][:20]) for r in around["items"]] == [
+        ("prompt", "why does login fail?"),
+        ("observation", "Login cookie expires"),
+    ]
+    dump = pg_dump(pg_server, team_db)
+    assert "why does login fail?" in dump and "Fix the login" in dump and secret not in dump
+    # b goes on in the session while a ends it: one session, ended, with both machines' prompts
+    b.ok("prompt", "add", "--session", "s-login", "-p", "web", "and the remember-me box?")
+    a.ok("session", "end", "s-login", "--outcome", "cookie lifetime fixed")
+    b.sync()
+    a.sync()
+    b.sync()
+    for home in (a, b):
+        shown = session_shown(home, "s-login")
+        assert (shown["status"], shown["outcome"], shown["label"]) == (
+            "completed",
+            "cookie lifetime fixed",
+            "Fix the login",
+        )
+        assert [(p["number"], p["text"][:16]) for p in shown["prompts"]] == [
+            (1, "why does login f"),
+            (2, "and the remember"),
+        ]
+    assert server_rows(team_db, "SELECT session_id, status FROM cmem_sessions") == [("s-login", "completed")]
+    assert server_rows(team_db, "SELECT count(*) FROM cmem_prompts") == [(2,)]
+    for report in (a.sync(), b.sync()):  # nothing moves twice
+        assert (report["pushed"], report["pulled"], report["sessions"], report["prompts"]) == (
+            0, 0, {"pushed": 0, "pulled": 0}, {"pushed": 0, "pulled": 0},
+        )  # fmt: skip
+
+
+def test_prompts_both_machines_numbered_alike_are_both_kept_the_arrival_numbered_after(
+    homes: dict[str, Home], team_db: str
+):
+    a, b = homes["a"], homes["b"]
+    a.join(team_db)
+    b.join(team_db)
+    a.ok("prompt", "add", "--session", "s-two", "-p", "web", "asked on a")
+    b.ok("prompt", "add", "--session", "s-two", "-p", "web", "asked on b")
+    a.sync()
+    report = b.sync()
+    assert report["prompts"] == {"pushed": 1, "pulled": 1} and report["sessions"]["pushed"] == 1
+    assert any(
+        "number 1 of session s-two is another prompt's here; numbered 2 here" in n for n in report["notes"]
+    )
+    a.sync()
+    for home, first, second in ((a, "asked on a", "asked on b"), (b, "asked on b", "asked on a")):
+        shown = session_shown(home, "s-two")
+        assert [(p["number"], p["text"]) for p in shown["prompts"]] == [(1, first), (2, second)]
+        assert shown["prompt_counter"] == 2
+    assert server_rows(team_db, "SELECT count(*) FROM cmem_sessions") == [(1,)]

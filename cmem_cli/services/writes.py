@@ -21,7 +21,7 @@ from cmem_cli.core.fields import LINK_TYPES, SESSION_STATUSES
 from cmem_cli.core.files import read_regular
 from cmem_cli.core.ids import new_uid
 from cmem_cli.core.text import estimate_tokens, is_valid_text
-from cmem_cli.core.timeutil import now_ms
+from cmem_cli.core.timeutil import MAX_MS, now_ms
 from cmem_cli.store.records import EDITABLE_FIELDS, normalize_observation
 from cmem_cli.store.repository import Store
 from cmem_export import atomic, digest, layout, markdown
@@ -571,7 +571,7 @@ class Memory:
         agent: str | None = None,
         created_at: int | None = None,
     ) -> dict[str, Any]:
-        text = _required_text("prompt", self._scrub_text(text) or "", limit=SUMMARY_LIMIT)
+        text = self.prepare_prompt(text)
         with self.store.db.transaction():
             session = self.store.ensure_session(
                 session_id, agent=agent or "cli", project=project or "default", at=created_at
@@ -585,6 +585,55 @@ class Memory:
                 agent=agent or session["agent"],
                 created_at=created_at,
             )
+
+    def prepare_prompt(self, text: Any) -> str:
+        """A prompt's text as stored: scrubbed, then checked (a string, not empty, within the limit)."""
+        if not isinstance(text, str):
+            raise InvalidInput("prompt must be a string")
+        return _required_text("prompt", self._scrub_text(text) or "", limit=SUMMARY_LIMIT)
+
+    def prepare_prompt_row(self, row: dict[str, Any]) -> dict[str, Any]:
+        """A prompt from elsewhere (a team database), checked and scrubbed as `cmem prompt add` would."""
+        number, created = row.get("prompt_number"), row.get("created_at")
+        if isinstance(number, bool) or not isinstance(number, int) or not 1 <= number <= 2**31:
+            raise InvalidInput("prompt_number must be a whole number from 1")
+        if isinstance(created, bool) or not isinstance(created, int) or not 0 <= created <= MAX_MS:
+            raise InvalidInput("created_at must be a time in epoch milliseconds")
+        return {
+            "uid": _required_text("uid", row.get("uid"), limit=64),
+            "session": _required_text("session id", row.get("session")),
+            "prompt_number": number,
+            "text": self.prepare_prompt(row.get("text")),
+            "project": _required_text("project", row.get("project")),
+            "agent": _required_text("agent", row.get("agent")),
+            "created_at": created,
+        }
+
+    def prepare_session(self, row: dict[str, Any]) -> dict[str, Any]:
+        """A session row from elsewhere (a team database), checked and scrubbed as a local write would be."""
+        values: dict[str, Any] = {
+            "session_id": _required_text("session id", row.get("session_id")),
+            "agent": _required_text("agent", row.get("agent")),
+            "project": _required_text("project", row.get("project")),
+        }
+        if row.get("status") not in SESSION_STATUSES:
+            raise InvalidInput(f"unknown session status {row.get('status')!r}")
+        values["status"] = row["status"]
+        for name in ("started_at", "last_activity_at", "completed_at", "prompt_counter"):
+            value = row.get(name)
+            if value is None and name in ("completed_at",):
+                values[name] = None
+                continue
+            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_MS:
+                raise InvalidInput(f"session {name} must be a whole number from 0")
+            values[name] = value
+        for name, limit in (("label", 500), ("goal", SUMMARY_LIMIT), ("outcome", SUMMARY_LIMIT),
+                            ("next_steps", SUMMARY_LIMIT)):  # fmt: skip
+            value = row.get(name)
+            if value is not None:
+                value = self._scrub_text(_required_text(name, value, limit=limit, allow_empty=True)) or None
+            values[name] = value
+        return values
 
     def add_summary(
         self, session_id: str, fields: dict[str, Any], *, project: str | None = None, agent: str | None = None
@@ -803,7 +852,7 @@ def _relative(target: str, base: str) -> str:
     return os.path.relpath(target, base or ".")
 
 
-def _required_text(name: str, value: str, *, limit: int = 2_000, allow_empty: bool = False) -> str:
+def _required_text(name: str, value: Any, *, limit: int = 2_000, allow_empty: bool = False) -> str:
     if not isinstance(value, str):
         raise InvalidInput(f"{name} must be a string")
     if not is_valid_text(value) or "\x00" in value:

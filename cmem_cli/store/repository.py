@@ -583,6 +583,32 @@ class Store:
             raise InvalidInput(f"session prefix {text!r} is ambiguous: {shown}")
         return matches[0] if matches else None
 
+    def session_row(self, session_id: str) -> dict[str, Any] | None:
+        return self.db.query_one("SELECT * FROM sessions WHERE session_id = ?", (session_id,))
+
+    def sessions_by_ids(self, session_ids: list[str]) -> dict[str, dict[str, Any]]:
+        found: dict[str, dict[str, Any]] = {}
+        for start in range(0, len(session_ids), 500):
+            chunk = session_ids[start : start + 500]
+            marks = ", ".join("?" * len(chunk))
+            for row in self.db.query(f"SELECT * FROM sessions WHERE session_id IN ({marks})", chunk):
+                found[row["session_id"]] = row
+        return found
+
+    def put_session(self, values: dict[str, Any]) -> None:
+        """Write a whole session row (one that arrived from another machine, merged with this one's)."""
+        columns = (
+            "session_id", "agent", "project", "label", "status", "prompt_counter", "started_at",
+            "completed_at", "last_activity_at", "goal", "outcome", "next_steps",
+        )  # fmt: skip
+        names = ", ".join(columns)
+        marks = ", ".join(f":{c}" for c in columns)
+        sets = ", ".join(f"{c} = excluded.{c}" for c in columns if c != "session_id")
+        self.db.execute(
+            f"INSERT INTO sessions ({names}) VALUES ({marks}) ON CONFLICT (session_id) DO UPDATE SET {sets}",
+            {c: values.get(c) for c in columns},
+        )
+
     def session_ids(self) -> list[str]:
         return [r["session_id"] for r in self.db.query("SELECT session_id FROM sessions")]
 
@@ -610,17 +636,54 @@ class Store:
         )
         return int(self.db.scalar("SELECT prompt_counter FROM sessions WHERE session_id = ?", (session_id,)))
 
+    def raise_prompt_counter(self, session_id: str, number: int) -> None:
+        """A prompt numbered ``number`` arrived: the session's next prompt here is numbered after it."""
+        self.db.execute(
+            "UPDATE sessions SET prompt_counter = max(prompt_counter, ?) WHERE session_id = ?",
+            (number, session_id),
+        )
+
     # -- prompts and summaries ---------------------------------------------------------------------------
     def insert_prompt(
-        self, *, session: str, number: int, text: str, project: str, agent: str, created_at: int | None = None
+        self,
+        *,
+        session: str,
+        number: int,
+        text: str,
+        project: str,
+        agent: str,
+        created_at: int | None = None,
+        uid: str | None = None,
     ) -> dict[str, Any]:
         when = created_at or now_ms()
         self.db.execute(
             "INSERT INTO user_prompts (uid, session, prompt_number, text, project, agent, created_at) "
             "VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (new_uid(when), session, number, text, project, agent, when),
+            (uid or new_uid(when), session, number, text, project, agent, when),
         )
         return self.get_prompt(self.db.conn.last_insert_rowid())
+
+    def prompts_by_uids(self, uids: list[str]) -> dict[str, dict[str, Any]]:
+        found: dict[str, dict[str, Any]] = {}
+        for start in range(0, len(uids), 500):
+            chunk = uids[start : start + 500]
+            marks = ", ".join("?" * len(chunk))
+            for row in self.db.query(f"SELECT * FROM user_prompts WHERE uid IN ({marks})", chunk):
+                found[row["uid"]] = row
+        return found
+
+    def free_prompt_number(self, session_id: str, number: int) -> int:
+        """``number`` if no prompt of the session has it here, else the one after the session's last."""
+        if not self.db.scalar(
+            "SELECT 1 FROM user_prompts WHERE session = ? AND prompt_number = ?", (session_id, number)
+        ):
+            return number
+        last = self.db.scalar(
+            "SELECT max(coalesce((SELECT max(prompt_number) FROM user_prompts WHERE session = :s), 0), "
+            "coalesce((SELECT prompt_counter FROM sessions WHERE session_id = :s), 0))",
+            {"s": session_id},
+        )
+        return int(last or 0) + 1
 
     def get_prompt(self, prompt_id: int) -> dict[str, Any]:
         row = self.db.query_one("SELECT * FROM user_prompts WHERE id = ?", (prompt_id,))

@@ -16,6 +16,7 @@ from cmem_cli.core.timeutil import now_ms
 from cmem_cli.services.writes import FileTransaction, Memory
 from cmem_cli.team import outbox
 from cmem_cli.team.records import observation_in
+from cmem_cli.team.sessions import merged, same_session
 
 
 class Applier:
@@ -116,7 +117,9 @@ class Applier:
             "created_at": row["created_at"],
             "updated_at": int(row.get("updated_at") or row["created_at"]),
         }
-        store.ensure_session(record["session"], agent=record["agent"], project=record["project"])
+        store.ensure_session(
+            record["session"], agent=record["agent"], project=record["project"], at=record["created_at"]
+        )
         existing = store.summary_by_uid(record["uid"])
         if existing is not None:
             store.update_summary(existing["id"], record)
@@ -127,6 +130,58 @@ class Applier:
         if queue:
             outbox.enqueue(store.db, outbox.SUMMARY, record["uid"])
         return int(summary_id)
+
+    # -- sessions and prompts ------------------------------------------------------------------------
+    def session(self, row: dict[str, Any]) -> bool:
+        """Merge another machine's version of a session into this one's (one row per session id)."""
+        try:
+            values = self.memory.prepare_session(row)
+        except CmemError as exc:
+            self.notes.append(
+                f"session {row.get('session_id')}: not taken from the team database: {exc.message}"
+            )
+            return False
+        here = self.store.session_row(values["session_id"])
+        if here is None:
+            self.store.put_session(values)
+        else:
+            result = merged(values, here, concurrent=False)
+            if not same_session(result, here):
+                self.store.put_session(result)
+        return True
+
+    def prompt(self, row: dict[str, Any]) -> bool:
+        """Store a prompt under its uid (once: prompts never change); its number stays unless this machine
+        gave it to another prompt of the session, which a note says."""
+        store = self.store
+        if store.prompts_by_uids([row["uid"]]):
+            return True
+        try:
+            prompt = self.memory.prepare_prompt_row(row)
+        except CmemError as exc:
+            self.notes.append(f"prompt {row.get('uid')}: not taken from the team database: {exc.message}")
+            return False
+        session = prompt["session"]
+        store.ensure_session(
+            session, agent=prompt["agent"], project=prompt["project"], at=prompt["created_at"]
+        )
+        number = store.free_prompt_number(session, prompt["prompt_number"])
+        if number != prompt["prompt_number"]:
+            self.notes.append(
+                f"prompt {prompt['uid']}: number {prompt['prompt_number']} of session {session} is another "
+                f"prompt's here; numbered {number} here"
+            )
+        store.insert_prompt(
+            uid=prompt["uid"],
+            session=session,
+            number=number,
+            text=prompt["text"],
+            project=prompt["project"],
+            agent=prompt["agent"],
+            created_at=prompt["created_at"],
+        )
+        store.raise_prompt_counter(session, number)
+        return True
 
     # -- at the end -------------------------------------------------------------------------------------
     def finish(self) -> None:

@@ -69,6 +69,8 @@ class TeamLive:
             settings = teamsync.remote(memory)
             if settings is None:
                 raise CmemError("this home has no team database any more")
+            with teamsync.sync_lock(memory.config.home, timeout=30):
+                outbox.install(memory.store.db)  # joined with an older cmem: its newer triggers
             conn = server.connect(settings["url"])
             try:
                 with server.translated(settings["url"]):

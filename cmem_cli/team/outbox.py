@@ -22,7 +22,10 @@ from cmem_cli.core.migrations import Migrations
 
 OBSERVATION = "observation"
 SUMMARY = "summary"
+SESSION = "session"  # its uid in the outbox and team_revs: the session id
+PROMPT = "prompt"
 QUEUE = "queue"
+URL_KEY = "url"
 
 _OBS_CONTENT = (
     "type, title, subtitle, narrative, facts, concepts, files_read, files_modified, tools_used, project, "
@@ -71,12 +74,42 @@ CREATE TRIGGER team_summary_delete AFTER DELETE ON session_summaries {_WHEN}
 BEGIN {_ENQUEUE} VALUES ('{SUMMARY}', old.uid); END;
 """
 
+# A session is queued when its state changes (a start, an end, a label), not on every write in it: its
+# activity times and prompt counter ride along with the next push, and each side merges them.
+_SESSION_STATE = ("agent", "project", "label", "status", "completed_at", "goal", "outcome", "next_steps")
+_SESSION_CHANGED = " OR ".join(f"old.{c} IS NOT new.{c}" for c in _SESSION_STATE)
+SESSIONS_SCHEMA = f"""
+CREATE TRIGGER team_session_insert AFTER INSERT ON sessions {_WHEN}
+BEGIN {_ENQUEUE} VALUES ('{SESSION}', new.session_id); END;
+CREATE TRIGGER team_session_update AFTER UPDATE ON sessions {_WHEN} AND ({_SESSION_CHANGED})
+BEGIN {_ENQUEUE} VALUES ('{SESSION}', new.session_id); END;
+CREATE TRIGGER team_prompt_insert AFTER INSERT ON user_prompts {_WHEN}
+BEGIN {_ENQUEUE} VALUES ('{PROMPT}', new.uid); END;
+"""
+
+# What enqueue_all queues, kind by kind: (kind, table, its uid column)
+_TABLES = (
+    (SESSION, "sessions", "session_id"),
+    (PROMPT, "user_prompts", "uid"),
+    (OBSERVATION, "observations", "uid"),
+    (SUMMARY, "session_summaries", "uid"),
+)
+
 TEAM_MIGRATIONS = Migrations("team", guest=True)
 
 
 @TEAM_MIGRATIONS
 def m001_team_outbox(conn: Any) -> None:
     conn.execute(SCHEMA)
+
+
+@TEAM_MIGRATIONS
+def m002_sessions_prompts(conn: Any) -> None:
+    """Sessions and prompts travel too; a home that joined before queues those it holds."""
+    conn.execute(SESSIONS_SCHEMA)
+    if conn.execute(f"SELECT 1 FROM team_state WHERE key = '{URL_KEY}'").fetchone():
+        for kind, table, column in _TABLES[:2]:
+            conn.execute(_enqueue_all_sql(kind, table, column))
 
 
 class Entry(NamedTuple):
@@ -123,16 +156,31 @@ def queue_on(db: Database, on: bool) -> None:
     put(db, **{QUEUE: "1" if on else None})
 
 
+def count(report: dict[str, Any], kind: str, direction: str) -> None:
+    """One row of ``kind`` pushed or pulled: memories count at the top, sessions and prompts apart."""
+    if kind == SESSION:
+        report["sessions"][direction] += 1
+    elif kind == PROMPT:
+        report["prompts"][direction] += 1
+    else:
+        report[direction] += 1
+
+
 # -- the outbox ---------------------------------------------------------------------------------------
+def _enqueue_all_sql(kind: str, table: str, column: str) -> str:
+    return (
+        f"INSERT OR IGNORE INTO team_outbox (kind, uid, snapshot) SELECT '{kind}', t.{column}, 1 FROM {table} t "
+        f"WHERE NOT EXISTS (SELECT 1 FROM team_revs r WHERE r.kind = '{kind}' AND r.uid = t.{column}) "
+        "ORDER BY t.id"
+    )
+
+
 def enqueue_all(db: Database) -> int:
-    """Queue every observation and summary this home holds (joining a team: its memory travels too)."""
+    """Queue every session, prompt, observation and summary this home holds (joining a team: its memory
+    travels too)."""
     before = db.scalar("SELECT count(*) FROM team_outbox")
-    for kind, table in ((OBSERVATION, "observations"), (SUMMARY, "session_summaries")):
-        db.execute(
-            f"INSERT OR IGNORE INTO team_outbox (kind, uid, snapshot) SELECT '{kind}', t.uid, 1 FROM {table} t "
-            "WHERE NOT EXISTS (SELECT 1 FROM team_revs r WHERE r.kind = ? AND r.uid = t.uid) ORDER BY t.id",
-            (kind,),
-        )
+    for kind, table, column in _TABLES:
+        db.execute(_enqueue_all_sql(kind, table, column))
     return int(db.scalar("SELECT count(*) FROM team_outbox")) - int(before)
 
 

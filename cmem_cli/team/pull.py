@@ -16,9 +16,24 @@ from cmem_cli.services.writes import Memory
 from cmem_cli.team import outbox
 from cmem_cli.team.apply import Applier
 from cmem_cli.team.records import OBS_COLUMNS, SUMMARY_COLUMNS
+from cmem_cli.team.sessions import PROMPT_COLUMNS, SESSION_COLUMNS
 
 PAGE = 1000
 PULLED = "pulled"  # team_state key: the last revision applied here
+TABLES = {
+    outbox.SESSION: "cmem_sessions",
+    outbox.PROMPT: "cmem_prompts",
+    outbox.OBSERVATION: "cmem_observations",
+    outbox.SUMMARY: "cmem_summaries",
+    "tombstone": "cmem_tombstones",
+}
+_COLUMNS = {
+    outbox.SESSION: ", ".join(SESSION_COLUMNS),
+    outbox.PROMPT: ", ".join(PROMPT_COLUMNS),
+    outbox.OBSERVATION: ", ".join(OBS_COLUMNS),
+    outbox.SUMMARY: ", ".join(SUMMARY_COLUMNS),
+    "tombstone": "kind, uid",
+}
 
 
 class Puller:
@@ -40,8 +55,9 @@ class Puller:
             self.conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
             horizon = int(
                 self.conn.execute(
-                    "SELECT greatest((SELECT max(rev) FROM cmem_observations), (SELECT max(rev) FROM cmem_summaries), "
-                    "(SELECT max(rev) FROM cmem_tombstones), 0)"
+                    "SELECT greatest("
+                    + ", ".join(f"(SELECT max(rev) FROM {table})" for table in TABLES.values())
+                    + ", 0)"
                 ).fetchone()[0]
             )
             while cursor < horizon:
@@ -50,23 +66,10 @@ class Puller:
     def _page(self, cursor: int, horizon: int) -> int:
         scope, scope_params = self._scope()
         fetched = {
-            "observation": self._rows(
-                "SELECT rev, " + ", ".join(OBS_COLUMNS) + " FROM cmem_observations",
-                cursor,
-                horizon,
-                scope,
-                scope_params,
-            ),
-            "summary": self._rows(
-                "SELECT rev, " + ", ".join(SUMMARY_COLUMNS) + " FROM cmem_summaries",
-                cursor,
-                horizon,
-                scope,
-                scope_params,
-            ),
-            "tombstone": self._rows(
-                "SELECT rev, kind, uid FROM cmem_tombstones", cursor, horizon, scope, scope_params
-            ),
+            name: self._rows(
+                f"SELECT rev, {columns} FROM {TABLES[name]}", cursor, horizon, scope, scope_params
+            )
+            for name, columns in _COLUMNS.items()
         }
         end = horizon
         for rows in fetched.values():
@@ -74,7 +77,7 @@ class Puller:
                 end = min(end, rows[-1]["rev"])
         for name, rows in fetched.items():
             fetched[name] = [r for r in rows if r["rev"] <= end]
-        self._apply(fetched["observation"], fetched["summary"], fetched["tombstone"], end)
+        self._apply(fetched, end)
         return end
 
     def _rows(
@@ -87,13 +90,8 @@ class Puller:
         names = [d.name for d in cur.description]
         return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
 
-    def _apply(
-        self,
-        observations: list[dict[str, Any]],
-        summaries: list[dict[str, Any]],
-        tombs: list[dict[str, Any]],
-        end: int,
-    ) -> None:
+    def _apply(self, fetched: dict[str, list[dict[str, Any]]], end: int) -> None:
+        observations, tombs = fetched["observation"], fetched["tombstone"]
         uids = [r["uid"] for r in observations]
         links: dict[str, list[tuple[str, str]]] = {uid: [] for uid in uids}
         arriving: list[tuple[str, str, str]] = []
@@ -110,21 +108,28 @@ class Puller:
         with self.memory._write(fsync=False) as files:
             outbox.queue_on(db, False)
             applier = Applier(self.memory, files, self.report["notes"])
-            for kind, rows in ((outbox.OBSERVATION, observations), (outbox.SUMMARY, summaries)):
-                keys = [r["uid"] for r in rows]
+            for kind in (outbox.SESSION, outbox.PROMPT, outbox.OBSERVATION, outbox.SUMMARY):
+                rows = fetched[kind]
+                key = "session_id" if kind == outbox.SESSION else "uid"
+                keys = [r[key] for r in rows]
                 waiting = outbox.pending_uids(db, kind, keys)
                 known = outbox.revs(db, kind, keys)
                 for row in rows:
-                    uid = row["uid"]
+                    uid = row[key]
                     if uid in waiting or known.get(uid) == row["rev"]:
                         continue
+                    done: Any
                     if kind == outbox.OBSERVATION:
                         done = applier.observation({**row, "links": links.get(uid, [])})
-                    else:
+                    elif kind == outbox.SUMMARY:
                         done = applier.summary(row)
+                    elif kind == outbox.SESSION:
+                        done = applier.session(row) or None
+                    else:
+                        done = applier.prompt(row) or None
                     if done is not None:
                         outbox.set_rev(db, kind, uid, row["rev"])
-                        self.report["pulled"] += 1
+                        outbox.count(self.report, kind, "pulled")
             for kind in (outbox.OBSERVATION, outbox.SUMMARY):
                 rows = [t for t in tombs if t["kind"] == kind]
                 waiting = outbox.pending_uids(db, kind, [t["uid"] for t in rows])

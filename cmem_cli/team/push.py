@@ -36,6 +36,14 @@ from cmem_cli.team.records import (
     summary_copy,
     summary_out,
 )
+from cmem_cli.team.sessions import (
+    PROMPT_COLUMNS,
+    SESSION_COLUMNS,
+    merged,
+    prompt_out,
+    same_session,
+    session_out,
+)
 from cmem_cli.team.vectors import VectorMaker
 
 BATCH = 500
@@ -76,6 +84,16 @@ class Pusher:
         store = self.memory.store
         obs = [e for e in entries if e.kind == outbox.OBSERVATION]
         sums = [e for e in entries if e.kind == outbox.SUMMARY]
+        sessions = [e for e in entries if e.kind == outbox.SESSION]
+        prompts = [e for e in entries if e.kind == outbox.PROMPT]
+        local_sessions = {
+            sid: session_out(row, self.machine)
+            for sid, row in store.sessions_by_ids([e.uid for e in sessions]).items()
+        }
+        local_prompts = {
+            uid: prompt_out(row, self.machine)
+            for uid, row in store.prompts_by_uids([e.uid for e in prompts]).items()
+        }
         rows = store.observations_by_uids([e.uid for e in obs])
         local_obs = {
             uid: observation_out(row, store.links_from(row["id"]), self.machine) for uid, row in rows.items()
@@ -88,6 +106,7 @@ class Pusher:
         bases = {
             outbox.OBSERVATION: outbox.revs(self.db, outbox.OBSERVATION, [e.uid for e in obs]),
             outbox.SUMMARY: outbox.revs(self.db, outbox.SUMMARY, [e.uid for e in sums]),
+            outbox.SESSION: outbox.revs(self.db, outbox.SESSION, [e.uid for e in sessions]),
         }
         embedded = self.vectors.embed([*local_obs.values()], [*local_sums.values()])
         plan = _Plan()
@@ -101,6 +120,8 @@ class Pusher:
                 self.conn.execute("SELECT pg_advisory_xact_lock(%s)", (server.WRITE_LOCK,))
                 self._observations(obs, local_obs, bases[outbox.OBSERVATION], plan)
                 self._summaries(sums, local_sums, bases[outbox.SUMMARY], plan)
+                self._sessions(sessions, local_sessions, bases[outbox.SESSION], plan)
+                self._prompts(prompts, local_prompts, plan)
                 self.vectors.store(self.conn, embedded, plan.pushed_uids)
                 if plan.last_rev:
                     self.conn.execute("SELECT pg_notify(%s, %s)", (server.CHANNEL, str(plan.last_rev)))
@@ -293,6 +314,80 @@ class Pusher:
             self.conn.execute(f"UPDATE cmem_summaries SET {sets} WHERE uid = %(uid)s", params)
         plan.pushed(outbox.SUMMARY, row["uid"], rev, own)
 
+    def _sessions(
+        self,
+        entries: list[outbox.Entry],
+        local: dict[str, dict[str, Any]],
+        bases: dict[str, int],
+        plan: _Plan,
+    ) -> None:
+        """Sessions merge (one row per session id): this home's changes on the server's row, or both
+        machines' when the server's changed since this home last saw it (:func:`sessions.merged`)."""
+        if not entries:
+            return
+        ids = [e.uid for e in entries]
+        remote = {
+            r["session_id"]: r
+            for r in _dicts(
+                self.conn.execute(
+                    f"SELECT rev, {', '.join(SESSION_COLUMNS)} FROM cmem_sessions "
+                    "WHERE session_id = ANY(%s) FOR UPDATE",
+                    (ids,),
+                )
+            )
+        }
+        kind = outbox.SESSION
+        for entry in entries:
+            mine, theirs = local.get(entry.uid), remote.get(entry.uid)
+            if mine is None:  # sessions are never deleted: nothing to send
+                plan.rev(kind, entry.uid, theirs["rev"] if theirs else None)
+                continue
+            if theirs is None:
+                self._write_session(mine, plan, insert=True)
+                continue
+            result = merged(mine, theirs, concurrent=bases.get(entry.uid) != theirs["rev"])
+            if same_session(result, theirs):
+                plan.rev(kind, entry.uid, theirs["rev"])
+            else:
+                self._write_session(result, plan, insert=False)
+            if not same_session(result, mine):
+                plan.sessions_here.append(result)
+
+    def _write_session(self, row: dict[str, Any], plan: _Plan, *, insert: bool) -> None:
+        rev = self._rev()
+        params = {**{c: row.get(c) for c in SESSION_COLUMNS}, "rev": rev, "machine": self.machine}
+        columns = [*SESSION_COLUMNS, "rev"]
+        if insert:
+            names, marks = ", ".join(columns), ", ".join(f"%({c})s" for c in columns)
+            self.conn.execute(f"INSERT INTO cmem_sessions ({names}) VALUES ({marks})", params)
+        else:
+            sets = ", ".join(f"{c} = %({c})s" for c in columns if c != "session_id")
+            self.conn.execute(f"UPDATE cmem_sessions SET {sets} WHERE session_id = %(session_id)s", params)
+        plan.pushed(outbox.SESSION, row["session_id"], rev, True)
+
+    def _prompts(self, entries: list[outbox.Entry], local: dict[str, dict[str, Any]], plan: _Plan) -> None:
+        """Prompts never change: one the server has already is acknowledged, the others inserted."""
+        if not entries:
+            return
+        uids = [e.uid for e in entries]
+        there = dict(
+            self.conn.execute("SELECT uid, rev FROM cmem_prompts WHERE uid = ANY(%s)", (uids,)).fetchall()
+        )
+        rows = []
+        for entry in entries:
+            mine = local.get(entry.uid)
+            if entry.uid in there or mine is None:
+                plan.rev(outbox.PROMPT, entry.uid, there.get(entry.uid))
+                continue
+            rev = self._rev()
+            rows.append({**mine, "rev": rev})
+            plan.pushed(outbox.PROMPT, entry.uid, rev, True)
+        if rows:
+            columns = [*PROMPT_COLUMNS, "rev"]
+            names, marks = ", ".join(columns), ", ".join(f"%({c})s" for c in columns)
+            with self.conn.cursor() as cur:
+                cur.executemany(f"INSERT INTO cmem_prompts ({names}) VALUES ({marks})", rows)
+
     # -- this home's side -------------------------------------------------------------------------------
     def _here(self, entries: list[outbox.Entry], plan: _Plan) -> None:
         """Acknowledge the batch and apply what the server decided, in one local transaction. An entry
@@ -316,10 +411,14 @@ class Pusher:
                     self.report["forgotten"] += 1
             for kind, row in plan.copies:
                 (applier.observation if kind == outbox.OBSERVATION else applier.summary)(row, queue=True)
+            for row in plan.sessions_here:
+                if row["session_id"] not in requeued:
+                    applier.session(row)
             applier.finish()
             outbox.acknowledge(db, sorted(still))
             outbox.queue_on(db, True)
-        self.report["pushed"] += len(plan.pushed_keys)
+        for kind, _ in plan.pushed_keys:
+            outbox.count(self.report, kind, "pushed")
         self.report["forgotten_there"] += plan.forgotten_there
         self.report["conflicts"] += plan.conflicts
 
@@ -335,6 +434,7 @@ class _Plan:
         self.brought: list[tuple[str, dict[str, Any]]] = []
         self.forgotten: list[tuple[str, str]] = []
         self.copies: list[tuple[str, dict[str, Any]]] = []
+        self.sessions_here: list[dict[str, Any]] = []  # merged sessions this home takes
         self.conflicts: list[dict[str, Any]] = []
         self.pushed_keys: set[tuple[str, str]] = set()
         self.pushed_uids: set[tuple[str, str]] = set()  # own rows pushed: their vectors go with them

@@ -121,6 +121,46 @@ CREATE TABLE cmem_models (
 );
 """,
     ),
+    (
+        "m002_sessions_prompts",
+        """
+-- One row per session id (two machines' versions are merged, never copied), and the prompts people
+-- typed, by uid: both scrubbed on the machine that wrote them, as everything else.
+CREATE TABLE cmem_sessions (
+    session_id       text PRIMARY KEY,
+    rev              bigint NOT NULL,
+    agent            text NOT NULL,
+    project          text NOT NULL,
+    label            text,
+    status           text NOT NULL,
+    prompt_counter   integer NOT NULL DEFAULT 0,
+    started_at       bigint NOT NULL,
+    completed_at     bigint,
+    last_activity_at bigint NOT NULL,
+    goal             text,
+    outcome          text,
+    next_steps       text,
+    machine          text NOT NULL
+);
+CREATE UNIQUE INDEX cmem_sessions_rev ON cmem_sessions (rev);
+CREATE INDEX cmem_sessions_project_rev ON cmem_sessions (project, rev);
+
+CREATE TABLE cmem_prompts (
+    uid           text PRIMARY KEY,
+    rev           bigint NOT NULL,
+    session       text NOT NULL,
+    prompt_number integer NOT NULL,
+    text          text NOT NULL,
+    project       text NOT NULL,
+    agent         text NOT NULL,
+    machine       text NOT NULL,
+    created_at    bigint NOT NULL
+);
+CREATE UNIQUE INDEX cmem_prompts_rev ON cmem_prompts (rev);
+CREATE INDEX cmem_prompts_project_rev ON cmem_prompts (project, rev);
+CREATE INDEX cmem_prompts_session ON cmem_prompts (session, prompt_number);
+""",
+    ),
 ]
 
 

@@ -76,8 +76,10 @@ def new_report(settings: dict[str, Any]) -> dict[str, Any]:
         "machine": settings["machine"],
         "projects": settings["projects"],
         "adopted": 0,
-        "pushed": 0,
+        "pushed": 0,  # memories: observations and summaries
         "pulled": 0,
+        "sessions": {"pushed": 0, "pulled": 0},
+        "prompts": {"pushed": 0, "pulled": 0},
         "forgotten": 0,
         "forgotten_there": 0,
         "conflicts": [],
@@ -141,6 +143,7 @@ def sync(memory: Memory) -> dict[str, Any]:
     if current is None:
         raise UsageError("this home has no team database; run `cmem sync init postgresql://...` first")
     with sync_lock(memory.config.home):
+        outbox.install(memory.store.db)  # a home that joined with an older cmem: its newer triggers
         conn = server.connect(current["url"])
         try:
             return _run(memory, conn, current["url"], None)
