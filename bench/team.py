@@ -11,7 +11,8 @@ folder and times whole `cmem` processes, as a person or a hook runs them. Not a 
   vocabulary) and one 384-dimension vector each (clustered random vectors under the fingerprint of the
   test model, all-MiniLM-L6-v2, with its HNSW index); `cmem search --team` from a home that pulled none
   of them (its scope is another project), keyword and hybrid, median of ``--runs``.
-- hooks: `cmem add` in a home with a team database configured and in one without, alternated run by run.
+- hooks: `cmem hook PostToolUse` (a Read in a git work tree: anchored) and `cmem hook UserPromptSubmit`
+  in a home with a team database configured and in one without, in pairs; CPU and wall, ratio per pair.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import argparse
 import json
 import os
 import random
+import resource
 import shutil
 import statistics
 import subprocess
@@ -130,21 +132,80 @@ def push_pull(srv: Any, work: Path, memories: int) -> dict[str, float]:
 
 
 # -- hooks --------------------------------------------------------------------------------------------------
-def hooks(srv: Any, work: Path, runs: int) -> dict[str, float]:
+def hook_payload(cwd: Path, n: int, event: str) -> str:
+    """What Claude Code sends: a Read of one of the work tree's files (anchored: the anchor's trigger fires
+    too), or a prompt; 50 calls per session, so none merges as a repeat."""
+    session = {"session_id": f"bench-{n // 50 + 1}", "transcript_path": f"{cwd}/t.jsonl", "cwd": str(cwd),
+               "permission_mode": "default", "hook_event_name": event}  # fmt: skip
+    if event == "UserPromptSubmit":
+        return json.dumps({**session, "prompt": f"why does module {n} time out under load? ({n})"})
+    path = cwd / "src" / f"mod_{n % 50}.py"
+    return json.dumps({
+        **session, "tool_name": "Read", "tool_use_id": f"toolu_{n}", "tool_input": {"file_path": str(path)},
+        "tool_response": {"type": "text", "file": {"filePath": str(path), "numLines": 3, "totalLines": 3}},
+    })  # fmt: skip
+
+
+def work_tree(path: Path) -> Path:
+    """A git work tree with an origin (so anchors have a repository name to travel by) and 50 files."""
+    (path / "src").mkdir(parents=True)
+    for i in range(50):
+        (path / "src" / f"mod_{i}.py").write_text(f"def handler_{i}():\n    return {i}\n")
+    git = ["git", "-c", "user.name=b", "-c", "user.email=b@x", "-C", str(path)]
+    for args in (["init", "-q"], ["remote", "add", "origin", "https://example.com/team/app.git"],
+                 ["add", "."], ["commit", "-qm", "files"]):  # fmt: skip
+        subprocess.run([*git, *args], check=True, capture_output=True)
+    return path
+
+
+def timed(home: Path, cwd: Path, args: list[str], stdin: str) -> tuple[float, float]:
+    """One whole process as a hook runs it: CPU seconds (user + system) and wall seconds."""
+    env = {**os.environ, "CMEM_EMBED_MODEL": "none", "CMEM_RERANK_MODEL": "none"}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "cmem_cli", "--home", str(home), *args], cwd=cwd, env=env,
+                          input=stdin, capture_output=True, text=True)  # fmt: skip
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode != 0:
+        raise SystemExit(f"cmem {' '.join(args)} failed ({proc.returncode}): {proc.stderr.strip()}")
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), wall
+
+
+def hooks(srv: Any, work: Path, runs: int) -> dict[str, Any]:
+    """`cmem hook` in a home with a team database and in one without, in pairs (team, plain, plain, team,
+    ...): the ratio is taken pair by pair, so a machine whose speed drifts still compares like with like.
+    A hook never touches the network: its change waits in the outbox (``queued_after`` counts it)."""
     url = database(srv, "bench_hooks")
-    env = {"CMEM_EMBED_MODEL": "none"}
+    tree = work_tree(work / "app")
     plain, team = work / "hook-plain", work / "hook-team"
     for home in (plain, team):
-        cmem(home, "add", "--title", "first", "--project", "web", env=env)
-    cmem(team, "sync", "init", url, "--machine", "t", env=env)
-    times: dict[str, list[float]] = {"plain": [], "team": []}
-    for i in range(runs):
-        for name, home in (("plain", plain), ("team", team)) if i % 2 else (("team", team), ("plain", plain)):
-            elapsed, _ = cmem(home, "add", "--title", f"hook write {i}", "--project", "web", env=env)
-            times[name].append(elapsed)
-    ratios = [t / p for t, p in zip(times["team"], times["plain"], strict=True)]
-    return {"runs": runs, "plain_median_s": statistics.median(times["plain"]),
-            "team_median_s": statistics.median(times["team"]), "ratio_median": statistics.median(ratios)}  # fmt: skip
+        cmem(home, "add", "--title", "first", "--project", "web", env={"CMEM_EMBED_MODEL": "none"})
+    cmem(team, "sync", "init", url, "--machine", "t", env={"CMEM_EMBED_MODEL": "none"})
+    out: dict[str, Any] = {"runs": runs}
+    for event in ("PostToolUse", "UserPromptSubmit"):
+        cpu: dict[str, list[float]] = {"plain": [], "team": []}
+        wall: dict[str, list[float]] = {"plain": [], "team": []}
+        for i in range(runs):
+            order = (("team", team), ("plain", plain)) if i % 2 else (("plain", plain), ("team", team))
+            for name, home in order:
+                c, w = timed(home, tree, ["hook", event], hook_payload(tree, i, event))
+                cpu[name].append(c)
+                wall[name].append(w)
+        out[event] = {
+            "plain_cpu_median_s": round(statistics.median(cpu["plain"]), 4),
+            "team_cpu_median_s": round(statistics.median(cpu["team"]), 4),
+            "cpu_ratio_median": round(statistics.median(t / p for t, p in zip(cpu["team"], cpu["plain"], strict=True)), 3),
+            "wall_ratio_median": round(statistics.median(t / p for t, p in zip(wall["team"], wall["plain"], strict=True)), 3),
+        }  # fmt: skip
+    import apsw
+
+    conn = apsw.Connection(str(team / "cmem.db"), flags=apsw.SQLITE_OPEN_READONLY)
+    out["queued_after"] = dict(
+        conn.execute("SELECT kind, count(*) FROM team_outbox GROUP BY kind").fetchall()
+    )
+    conn.close()
+    return out
 
 
 # -- search at scale ------------------------------------------------------------------------------------
@@ -304,8 +365,10 @@ def _table(report: dict[str, Any]) -> str:
         lines.append(f"sync with nothing to do: {s['noop_sync_s']:.2f} s")
     if "hooks" in report:
         h = report["hooks"]
-        lines.append(f"cmem add, median of {h['runs']}: plain {h['plain_median_s']:.3f} s, team {h['team_median_s']:.3f} s, "
-                     f"paired ratio {h['ratio_median']:.3f}")  # fmt: skip
+        for event in ("PostToolUse", "UserPromptSubmit"):
+            e = h[event]
+            lines.append(f"cmem hook {event}, {h['runs']} pairs: CPU plain {e['plain_cpu_median_s']} s, team "
+                         f"{e['team_cpu_median_s']} s, paired ratio {e['cpu_ratio_median']} (wall {e['wall_ratio_median']})")  # fmt: skip
     for r in report.get("search", []):
         lines.append(f"search --team at {r['rows']:,} rows: keyword {r['keyword_median_s']} s, hybrid {r['hybrid_median_s']} s, "
                      f"vector {r['vector_median_s']} s (local search {r['local_search_median_s']} s)")  # fmt: skip

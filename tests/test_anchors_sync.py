@@ -16,6 +16,10 @@ from tests.test_anchors import git
 
 @pytest.fixture
 def clones(tmp_path: Path) -> tuple[Path, Path]:
+    return two_clones(tmp_path)
+
+
+def two_clones(tmp_path: Path) -> tuple[Path, Path]:
     """Two clones of one code repository at different paths, their origin written two ways (one with
     credentials): both name the repository example.com/team/app."""
     origin = tmp_path / "code.git"

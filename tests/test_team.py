@@ -19,6 +19,7 @@ import pytest
 
 from tests.pg_server import pg_dump, start, stop
 from tests.team_helpers import Home, cmem, server_rows
+from tests.test_anchors_sync import two_clones
 
 pytestmark = pytest.mark.postgres  # one worker runs them all (tests/conftest.py): they share one server
 
@@ -183,8 +184,24 @@ def test_a_pull_scoped_to_projects_holds_only_those_but_pushes_everything(
     assert titles(c) == {"Web memory", "Api memory", "Laptop-only project memory", "Later web memory"}
     a.sync()
     assert "Laptop-only project memory" in titles(a)
+    # c leaves api: what it holds of api stays (and its own edits still travel); nothing new of api comes
+    assert c.join(team_db, "--project", "web")["projects"] == ["web"]
+    a.add("Api memory after c left", project="api")
+    a.ok("edit", str(a.rows()[uid_of(a, "Api memory")]["id"]), "--narrative", "edited on a")
+    a.sync()
+    assert c.sync()["pulled"] == 0
+    assert (
+        "Api memory after c left" not in titles(c) and c.rows()[uid_of(c, "Api memory")]["narrative"] is None
+    )
     c.ok("sync", "init", team_db, "--json")  # the same URL, no projects: every project from now on
-    assert {"Infra memory", "Later infra memory"} <= titles(c)
+    assert {"Infra memory", "Later infra memory", "Api memory after c left"} <= titles(c)
+    assert c.rows()[uid_of(c, "Api memory")]["narrative"] == "edited on a"
+    assert c.sync()["conflicts"] == [] and len(c.rows()) == len(a.rows()) == 7
+
+
+def uid_of(home: Home, title: str) -> str:
+    (uid,) = [u for u, r in home.rows().items() if r["title"] == title]
+    return uid
 
 
 # -- privacy -----------------------------------------------------------------------------------------------
@@ -678,3 +695,117 @@ def test_prompts_both_machines_numbered_alike_are_both_kept_the_arrival_numbered
         assert [(p["number"], p["text"]) for p in shown["prompts"]] == [(1, first), (2, second)]
         assert shown["prompt_counter"] == 2
     assert server_rows(team_db, "SELECT count(*) FROM cmem_sessions") == [(1,)]
+
+
+# -- code anchors --------------------------------------------------------------------------------------------
+def listed(home: Home, uid: str) -> dict[str, Any]:
+    """The search row of ``uid`` (stale, branch), checked from the current directory."""
+    [row] = [r for r in json.loads(home.ok("search", "--json", "-n", "0")) if r["uid"] == uid]
+    return row
+
+
+def anchor_detail(home: Home, uid: str) -> dict[str, Any]:
+    [record] = json.loads(home.ok("get", uid, "--json"))
+    return record["anchor"]
+
+
+@pytest.fixture
+def clones(tmp_path: Path) -> tuple[Path, Path]:
+    return two_clones(tmp_path)
+
+
+def test_code_anchors_travel_by_repository_name_never_a_folder_and_the_later_verify_stays(
+    homes: dict[str, Home],
+    team_db: str,
+    pg_server: Any,
+    clones: tuple[Path, Path],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+):
+    first, second = clones  # one repository cloned at two paths (tests/test_anchors_sync.py)
+    a, b, c = homes["a"], homes["b"], homes["c"]
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    monkeypatch.chdir(first)
+    a.add("Login returns a bool", "--read", "src/auth.py", "--modified", "src/db.py")
+    for home in (a, b, c):
+        home.join(team_db)
+    (uid,) = a.rows()
+    [(anchor,)] = server_rows(team_db, "SELECT anchor FROM cmem_observations")
+    assert (anchor["repo"], anchor["branch"], sorted(anchor["files"])) == (
+        "example.com/team/app",
+        "main",
+        ["src/auth.py", "src/db.py"],
+    )
+    dump = pg_dump(pg_server, team_db)
+    assert str(tmp_path) not in dump and "s3cr3t" not in dump  # no folder of a's, no credential of its origin
+
+    monkeypatch.chdir(second)  # b's clone of the same repository, elsewhere
+    assert (listed(b, uid)["stale"], listed(b, uid)["branch"]) == ([], "main")
+    (second / "src" / "auth.py").write_text("def login():\n    return check()\n")
+    assert listed(b, uid)["stale"] == ["src/auth.py"]
+    assert (
+        "anchor: " in (b.path / "export" / b.rows()[uid]["path"]).read_text()
+    )  # git sync's file says it too
+    monkeypatch.chdir(plain)  # c has no clone: unknown, not "vanished"
+    assert (listed(c, uid)["stale"], anchor_detail(c, uid)["present"]) == (None, False)
+
+    # b says the memory holds for its auth.py; a, meanwhile, for its own: both changed only the anchor
+    monkeypatch.chdir(second)
+    b.ok("verify", uid)
+    monkeypatch.chdir(first)
+    a.ok("verify", uid)
+    stamps = {home.name: anchor_detail(home, uid)["verified_at"] for home in (a, b)}
+    assert stamps["a"] > stamps["b"]  # milliseconds: a verify (a store, git's files, an export) takes more
+    assert b.sync()["pushed"] == 1  # b's verify is shared first...
+    report = a.sync()  # ...a's is the later one: it stays
+    assert (report["conflicts"], report["pushed"], report["pulled"]) == ([], 1, 0)
+    b.sync()
+    c.sync()
+    monkeypatch.chdir(plain)
+    for home in (a, b, c):
+        assert set(home.rows()) == {uid}  # no conflict copy: the text did not change
+        assert anchor_detail(home, uid)["verified_at"] == stamps["a"]
+    assert anchor_detail(a, uid)["root"] == str(first)  # a's clone stays where a's anchor looks
+    monkeypatch.chdir(second)
+    assert listed(b, uid)["stale"] == ["src/auth.py"]  # anchored now to a's auth.py
+
+
+def test_a_home_that_joined_before_sessions_prompts_and_anchors_travelled_sends_them_on_its_next_sync(
+    homes: dict[str, Home], team_db: str, clones: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+):
+    import apsw
+
+    a, b = homes["a"], homes["b"]
+    monkeypatch.chdir(clones[0])
+    a.add("Login returns a bool", "--read", "src/auth.py", "--session", "s-old")
+    a.ok("prompt", "add", "--session", "s-old", "-p", "web", "asked before the upgrade")
+    a.join(team_db)
+    # a as the first team schema left it: no triggers for sessions, prompts and anchors, none of them sent
+    conn = apsw.Connection(str(a.path / "cmem.db"))
+    with conn:
+        for (name,) in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'trigger' AND (name LIKE 'team_session%' "
+            "OR name LIKE 'team_prompt%' OR name LIKE 'team_anchor%')"
+        ).fetchall():
+            conn.execute(f"DROP TRIGGER {name}")
+        conn.execute("DELETE FROM team_revs WHERE kind IN ('session', 'prompt')")
+        conn.execute(
+            "DELETE FROM _cmem_migrations WHERE scope = 'team' AND name IN "
+            "('m002_sessions_prompts', 'm003_anchor_triggers')"
+        )
+    conn.close()
+    server_rows(team_db, "DELETE FROM cmem_prompts RETURNING 1")
+    server_rows(team_db, "DELETE FROM cmem_sessions RETURNING 1")
+    server_rows(team_db, "UPDATE cmem_observations SET anchor = NULL RETURNING 1")
+    a.ok("prompt", "add", "--session", "s-old", "-p", "web", "asked after it, before the next sync")
+    report = a.sync()  # installs the newer triggers and sends what they would have queued
+    assert (report["sessions"]["pushed"], report["prompts"]["pushed"], report["pushed"]) == (1, 2, 1)
+    b.join(team_db)
+    shown = session_shown(b, "s-old")
+    assert [p["text"] for p in shown["prompts"]] == [
+        "asked before the upgrade",
+        "asked after it, before the next sync",
+    ]
+    [(anchor,)] = server_rows(team_db, "SELECT anchor FROM cmem_observations")
+    assert list(anchor["files"]) == ["src/auth.py"]

@@ -13,9 +13,10 @@ from typing import Any
 from cmem_cli.core.errors import CmemError
 from cmem_cli.core.fields import SUMMARY_FIELDS
 from cmem_cli.core.timeutil import now_ms
+from cmem_cli.services.anchors import adopt_anchor
 from cmem_cli.services.writes import FileTransaction, Memory
 from cmem_cli.team import outbox
-from cmem_cli.team.records import observation_in
+from cmem_cli.team.records import anchor_of, observation_in
 from cmem_cli.team.sessions import merged, same_session
 
 
@@ -63,6 +64,8 @@ class Applier:
             obs_id = store.update_observation(existing["id"], record, updated_at=updated)["id"]
         else:
             obs_id = store.insert_observation(record, updated_at=updated)["id"]
+        if row.get("anchor") is not None:  # the repository by name: a clone here, wherever, is found by it
+            adopt_anchor(store, obs_id, anchor_of(row), self.memory._scrub_text)
         self._links[obs_id] = [tuple(link) for link in row.get("links") or []]
         self._export.add(obs_id)
         if queue:

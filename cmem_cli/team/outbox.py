@@ -87,6 +87,21 @@ CREATE TRIGGER team_prompt_insert AFTER INSERT ON user_prompts {_WHEN}
 BEGIN {_ENQUEUE} VALUES ('{PROMPT}', new.uid); END;
 """
 
+# A code anchor travels with its observation: a change of it (a `cmem verify`, an edit that cites other
+# files) queues the observation, though its row did not change.
+_ANCHOR_COLUMNS = (
+    "repo, branch, commit_id, files, anchored_at, verified_at"  # not root: a folder of this machine
+)
+_ANCHORED = f"{_ENQUEUE} SELECT '{OBSERVATION}', uid FROM observations WHERE id ="
+ANCHORS_SCHEMA = f"""
+CREATE TRIGGER team_anchor_insert AFTER INSERT ON observation_anchors {_WHEN}
+BEGIN {_ANCHORED} new.observation_id; END;
+CREATE TRIGGER team_anchor_update AFTER UPDATE OF {_ANCHOR_COLUMNS} ON observation_anchors {_WHEN}
+BEGIN {_ANCHORED} new.observation_id; END;
+CREATE TRIGGER team_anchor_delete AFTER DELETE ON observation_anchors {_WHEN}
+BEGIN {_ANCHORED} old.observation_id; END;
+"""
+
 # What enqueue_all queues, kind by kind: (kind, table, its uid column)
 _TABLES = (
     (SESSION, "sessions", "session_id"),
@@ -110,6 +125,18 @@ def m002_sessions_prompts(conn: Any) -> None:
     if conn.execute(f"SELECT 1 FROM team_state WHERE key = '{URL_KEY}'").fetchone():
         for kind, table, column in _TABLES[:2]:
             conn.execute(_enqueue_all_sql(kind, table, column))
+
+
+@TEAM_MIGRATIONS
+def m003_anchor_triggers(conn: Any) -> None:
+    """Code anchors travel too; a home that joined before queues its anchored observations."""
+    conn.execute(ANCHORS_SCHEMA)
+    if conn.execute(f"SELECT 1 FROM team_state WHERE key = '{URL_KEY}'").fetchone():
+        conn.execute(
+            f"INSERT OR IGNORE INTO team_outbox (kind, uid, snapshot) SELECT '{OBSERVATION}', o.uid, 1 "
+            "FROM observations o JOIN observation_anchors a ON a.observation_id = o.id "
+            "WHERE a.repo IS NOT NULL ORDER BY o.id"
+        )
 
 
 class Entry(NamedTuple):

@@ -5,7 +5,7 @@ For each queued uid the server's row is compared with the revision this home las
 | here | on the server | result |
 |---|---|---|
 | changed | unchanged since the base (or absent) | pushed |
-| changed | changed since the base, same content | nothing to do (the base moves on) |
+| changed | changed since the base, same content | nothing to do (the base moves on); when only their code anchors differ, the later anchor (verified or anchored) stays |
 | changed | changed since the base, other content | the later edit (``updated_at``) is the memory; the other becomes a ``(conflict copy)`` linked ``related`` to it |
 | forgotten | unchanged since the base | deleted there, a tombstone left (every home forgets it) |
 | forgotten | changed since the base | the edit is kept: it comes back here |
@@ -19,17 +19,23 @@ the two only repeats work: pushing the same content again finds it there and cha
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from cmem_cli.core.timeutil import now_ms
+from cmem_cli.services.anchors import exported
 from cmem_cli.services.writes import Memory
+from cmem_cli.store.anchors import AnchorStore
 from cmem_cli.team import outbox, server
 from cmem_cli.team.apply import Applier
 from cmem_cli.team.records import (
     OBS_COLUMNS,
     SUMMARY_COLUMNS,
+    anchor_of,
     conflict_copy,
+    newer_anchor,
     observation_out,
+    same_anchor,
     same_observation,
     same_summary,
     server_params,
@@ -95,8 +101,13 @@ class Pusher:
             for uid, row in store.prompts_by_uids([e.uid for e in prompts]).items()
         }
         rows = store.observations_by_uids([e.uid for e in obs])
+        anchors = AnchorStore(self.db).for_ids([row["id"] for row in rows.values()])
+        scrub = self.memory._scrub_text
         local_obs = {
-            uid: observation_out(row, store.links_from(row["id"]), self.machine) for uid, row in rows.items()
+            uid: observation_out(
+                row, store.links_from(row["id"]), self.machine, exported(anchors.get(row["id"]), scrub)
+            )
+            for uid, row in rows.items()
         }
         local_sums = {}
         for entry in sums:
@@ -209,10 +220,15 @@ class Pusher:
                             (entry.uid,),
                         )
                     self._write_observation(mine, plan, insert=True)
-            elif same_observation(mine, theirs):
+            elif same_observation(mine, theirs) and same_anchor(mine, theirs):
                 plan.rev(kind, entry.uid, theirs["rev"])
             elif base == theirs["rev"]:
                 self._write_observation(mine, plan, insert=False)
+            elif same_observation(mine, theirs):  # both changed only its code anchor: the later one stays
+                if newer_anchor(mine, theirs):
+                    self._write_observation(mine, plan, insert=False)
+                else:
+                    plan.bring(kind, theirs)
             elif _later(mine, theirs):
                 copy = conflict_copy(theirs, entry.uid)
                 self._write_observation(copy, plan, insert=True, own=False)
@@ -471,14 +487,15 @@ class _Plan:
 
 def _later(mine: dict[str, Any], theirs: dict[str, Any]) -> bool:
     """Is this home's edit the later one? Ties go the same way on every machine (by content, then machine)."""
-    return (mine["updated_at"], repr(sorted(mine.items()))) > (
-        theirs["updated_at"],
-        repr(sorted(_comparable(theirs).items())),
-    )
+    return (mine["updated_at"], _canonical(mine)) > (theirs["updated_at"], _canonical(theirs))
 
 
-def _comparable(row: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in row.items() if k != "rev"}
+def _canonical(row: dict[str, Any]) -> str:
+    """The row as the same text on every machine, whether read from this store or from the server."""
+    values = {k: v for k, v in row.items() if k != "rev"}
+    if "anchor" in values:
+        values["anchor"] = anchor_of(values)
+    return json.dumps(values, sort_keys=True, default=list, ensure_ascii=False)
 
 
 def _dicts(cursor: Any) -> list[dict[str, Any]]:

@@ -20,7 +20,7 @@ OBS_FIELDS = (
     "type", "title", "subtitle", "narrative", *LIST_FIELDS, "project", "session", "agent", "prompt_number",
     "key", "confidence", "created_at",
 )  # fmt: skip
-OBS_COLUMNS = ("uid", *OBS_FIELDS, "updated_at", "machine")
+OBS_COLUMNS = ("uid", *OBS_FIELDS, "updated_at", "machine", "anchor")
 SUMMARY_COLUMNS = (
     "uid",
     "session",
@@ -33,10 +33,14 @@ SUMMARY_COLUMNS = (
 )
 
 
-def observation_out(row: dict[str, Any], links: list[dict[str, Any]], machine: str) -> dict[str, Any]:
-    """A stored observation (and its links by uid) as the server's row."""
+def observation_out(
+    row: dict[str, Any], links: list[dict[str, Any]], machine: str, anchor: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """A stored observation (and its links by uid) as the server's row; ``anchor``: its code anchor as its
+    export file states it (``cmem_cli.services.anchors.exported``: the repository by name, never a folder
+    of this machine)."""
     out = {name: row.get(name) for name in OBS_FIELDS}
-    out.update(uid=row["uid"], updated_at=row["updated_at"], machine=machine)
+    out.update(uid=row["uid"], updated_at=row["updated_at"], machine=machine, anchor=anchor)
     out["links"] = sorted({(link["type"], link["uid"]) for link in links})
     return out
 
@@ -53,6 +57,8 @@ def server_params(row: dict[str, Any], columns: tuple[str, ...]) -> dict[str, An
     for name in LIST_FIELDS:
         if name in params:
             params[name] = json.dumps(params[name] or [], ensure_ascii=False)
+    if params.get("anchor") is not None:
+        params["anchor"] = json.dumps(params["anchor"], ensure_ascii=False, sort_keys=True)
     return params
 
 
@@ -67,8 +73,33 @@ def observation_in(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def same_observation(a: dict[str, Any], b: dict[str, Any]) -> bool:
-    """Equal content (times of the edit, the machine and the revision aside): no conflict, nothing to push."""
+    """Equal content (times of the edit, the machine, the revision and the code anchor aside): no conflict."""
     return _content(a) == _content(b)
+
+
+def anchor_of(row: dict[str, Any]) -> dict[str, Any] | None:
+    value = row.get("anchor")
+    return json.loads(value) if isinstance(value, str) else value
+
+
+def same_anchor(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    return anchor_of(a) == anchor_of(b)
+
+
+def newer_anchor(mine: dict[str, Any], theirs: dict[str, Any]) -> bool:
+    """Is this home's code anchor the later one (verified or anchored later)? A missing anchor never
+    replaces one; ties go the same way on every machine (by content)."""
+    a, b = anchor_of(mine), anchor_of(theirs)
+    if a is None or b is None:
+        return b is None and a is not None
+    return _anchor_order(a) > _anchor_order(b)
+
+
+def _anchor_order(anchor: dict[str, Any]) -> tuple[str, str]:
+    return (
+        str(anchor.get("verified_at") or anchor.get("anchored_at") or ""),
+        json.dumps(anchor, sort_keys=True),
+    )
 
 
 def _content(row: dict[str, Any]) -> tuple[Any, ...]:

@@ -161,6 +161,15 @@ CREATE INDEX cmem_prompts_project_rev ON cmem_prompts (project, rev);
 CREATE INDEX cmem_prompts_session ON cmem_prompts (session, prompt_number);
 """,
     ),
+    (
+        "m003_observation_anchors",
+        """
+-- An observation's code anchor as its export file states it: the repository by its name on every
+-- machine (its origin without credentials), branch, commit, blob ids by repository-relative path, and
+-- when; never a folder of the machine that recorded it. NULL: not anchored (or no name for its repository).
+ALTER TABLE cmem_observations ADD COLUMN anchor jsonb;
+""",
+    ),
 ]
 
 

@@ -28,7 +28,7 @@ from cmem_cli.team.push import Pusher
 from cmem_cli.team.url import split_password
 from cmem_cli.team.vectors import VectorMaker
 
-URL = "url"
+URL = outbox.URL_KEY
 MACHINE = "machine"
 PROJECTS = "projects"
 PASSWORD_NOTE = (
