@@ -65,12 +65,15 @@ class Signal(NamedTuple):
     (:mod:`cmem_index.codelike`; 0 when the query names an identifier). ``evidence``: for a vector list
     found by the query embedded without some of its words (:mod:`cmem_index.scope_words`), each hit's
     cosine to the whole query, which the evidence score reads instead: the calibration was fitted on
-    whole queries, and a shorter one lowers every cosine."""
+    whole queries, and a shorter one lowers every cosine. ``scaled``: a keyword list whose raw scores are
+    already BM25 over the query's IDF sum in its own table (the store's strengths, :mod:`cmem_cli.core.bm25`);
+    with no list to anchor it, it is read on the calibrated keyword curve itself."""
 
     kind: str = KEYWORD
     idf_sum: float | None = None
     code_share: float = 0.0
     evidence: Mapping[str, float] | None = None
+    scaled: bool = False
 
 
 class SignalScore:
@@ -200,6 +203,12 @@ def fuse(
 
 
 STANDARDISE_AT = 100  # a list's mean and spread come from its first hits, whatever the --limit
+# A keyword list that matched fewer documents is standardised as if it had this many places, the rest
+# holding what a document without the words scores (0): one match among many documents stands out as it
+# should, where a list of one hit had no spread and gave its hit nothing (a weak vector neighbour then
+# outranked an exact title match). Up to 20 no query of MADial or LoCoMo moves; completing lists up to 100
+# cost LoCoMo turns 0.006 (docs/retrieval.md, issue 25).
+STANDARDISE_FLOOR = 20
 
 
 def _relative_order(
@@ -234,6 +243,8 @@ def _relative_order(
         if not items:
             continue
         head = [float(raw) for _, raw in items[:STANDARDISE_AT]]
+        if kind == KEYWORD:  # the documents it did not match complete a short list (STANDARDISE_FLOOR)
+            head += [0.0] * (STANDARDISE_FLOOR - len(head))
         mean = sum(head) / len(head)
         spread = math.sqrt(sum((v - mean) ** 2 for v in head) / len(head)) or 1.0
         lowest = (min(head) - mean) / spread
@@ -241,7 +252,10 @@ def _relative_order(
         for key, raw in items:
             z.setdefault(key, max(lowest, (float(raw) - mean) / spread))
         per_list.setdefault(kind, []).append((z, lowest))
-        decisive[kind] = max(decisive.get(kind, 0.0), _decisiveness(norms[name], decisive_at))
+        short = (
+            kind == KEYWORD and len(items) < STANDARDISE_FLOOR
+        )  # its head is compared with a non-match's 0
+        decisive[kind] = max(decisive.get(kind, 0.0), _decisiveness(norms[name], decisive_at, short=short))
         code[kind] = max(code.get(kind, 0.0), specs[name].code_share)
     if len(per_list) < 2:
         return
@@ -256,9 +270,12 @@ def _relative_order(
         )
 
 
-def _decisiveness(values: Sequence[float], depth: int) -> float:
+def _decisiveness(values: Sequence[float], depth: int, *, short: bool = False) -> float:
     """A list's best normalised score less the one at ``depth``: how far its head stands above the rest
-    of what it found (0 when flat)."""
+    of what it found (0 when flat). A ``short`` keyword list (under ``STANDARDISE_FLOOR`` hits) compares its
+    head with what it did not match, 0."""
+    if short:
+        return max(0.0, values[0])
     return max(0.0, values[0] - values[min(depth, len(values)) - 1])
 
 
@@ -309,6 +326,8 @@ def _normalised(
         if anchor is not None and top > 0:
             # Same curve as the index's keyword list, with this list's best hit at the index's best strength.
             out[name] = [1.0 - math.exp(-anchor * raw / top) for raw in raws]
+        elif specs[name].scaled:  # strengths: the curve itself (a prompt the index does not hold)
+            out[name] = [keyword_norm(raw, 1.0, params) for raw in raws]
         else:
             out[name] = [raw / (raw + params.fallback_half) for raw in raws]
     return out

@@ -8,10 +8,10 @@ sqlite-vec nearest neighbours over chunk embeddings. Filters are pushed into SQL
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
+from cmem_cli.core import bm25
 from cmem_cli.core.filters import FilterFields, file_path_match
 from cmem_cli.core.fts import fts_query, query_tokens
 from cmem_index.store import FTS_TOKENIZER, IndexStore
@@ -189,27 +189,14 @@ def query_idf(store: IndexStore, query: str) -> float:
     stems = set(stems_of(store, query_tokens(query)).values())
     if not stems:
         return 0.0
+    # The two counts come from separate reads (an indexer may commit in between): bm25.idf_sum clamps them.
     total = int(store.scalar("SELECT count(*) FROM chunks") or 0)
-    frequency = chunk_counts(store, stems)
-    # The two counts come from separate reads; an indexer committing in between can make a term's document
-    # count exceed the chunk total, so clamp rather than take the log of a negative number.
-    total = max([total, *frequency.values()])
-    # fsum is exact whatever the order: a plain sum in set order (salted per process) differed in the last
-    # bit from one process to the next, enough to swap two hits the fusion ties.
-    return math.fsum(
-        max(1e-6, math.log((total - n + 0.5) / (n + 0.5))) for n in (frequency.get(stem, 0) for stem in stems)
-    )
+    return bm25.idf_sum(total, chunk_counts(store, stems), stems)
 
 
 def stems_of(store: IndexStore, tokens: Sequence[str]) -> dict[str, str]:
     """Each token's term as the index stores it (the FTS tokenizer's stem); tokens it drops are left out."""
-    name, *args = FTS_TOKENIZER.split()
-    tokenizer = store.conn.fts5_tokenizer(name, args)
-    stems: dict[str, str] = {}
-    for token in tokens:
-        for item in tokenizer(token.encode("utf-8"), _apsw_flag("FTS5_TOKENIZE_QUERY"), None):
-            stems.setdefault(token, item[2])
-    return stems
+    return bm25.stems(store.conn, FTS_TOKENIZER, tokens)
 
 
 def chunk_counts(store: IndexStore, stems: set[str]) -> dict[str, int]:
@@ -350,9 +337,3 @@ def _as_list(value: Any) -> list[str]:
     if isinstance(value, str):
         return [value]
     return [str(v) for v in value]
-
-
-def _apsw_flag(name: str) -> int:
-    import apsw
-
-    return int(getattr(apsw, name))

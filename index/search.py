@@ -140,9 +140,10 @@ def hybrid(
       agent, session, since, until — epoch ms, inclusive). Documents without a filtered field are excluded.
     - ``collections``: restrict to these collection names (``memories`` is cmem's export tree).
     - ``rerank``: None = rerank when a reranker is configured; True/False force it (at most 20 candidates).
-    - ``extra_lists``: more keyword-like ranked lists ``{signal: [(key, raw_score), ...]}``, best first,
-      raw scores higher-is-better BM25 (e.g. the store's BM25 over observations keyed ``obs:<uid>``). A key
-      found there and in the index is one hit.
+    - ``extra_lists``: more keyword-like ranked lists ``{signal: [(key, strength), ...]}``, best first,
+      each score a BM25 over the query's IDF sum in its own table (the store's observations, summaries and
+      prompts; :mod:`cmem_cli.core.bm25`), keyed ``obs:<uid>`` and the like. A key found there and in the
+      index is one hit.
     - ``min_score``: drop hits whose calibrated score is lower. None: the mode's calibrated cut-off
       (``cmem_index.fusion.default_cutoff``: vectors always have a nearest neighbour, evidence or not; every
       keyword hit matched a term, so keyword search has none).
@@ -157,9 +158,10 @@ def hybrid(
     lists: dict[str, list[tuple[str, float]]] = {
         name: list(items) for name, items in (extra_lists or {}).items()
     }
-    signals = {name: Signal(KEYWORD) for name in lists}
+    signals = {name: Signal(KEYWORD, scaled=True) for name in lists}
     candidates = ALL_CANDIDATES if limit is None else max(CANDIDATES, limit * 2)
     capped = False
+    vector_tail: str | None = None  # the last neighbour of a vector list cut at its depth
     store = _open(config, notes)
     rows: dict[str, tuple[DocHit, dict[str, Any]]] = {}
     used_mode = "keyword"
@@ -188,11 +190,12 @@ def hybrid(
             hits = _guard(
                 lambda: retrieve.vector(store, query_vector, doc_filters, candidates), notes, "vector search"
             )
-            capped = capped or len(hits) >= candidates or len(hits) >= retrieve.MAX_K // 4
+            full = len(hits) >= candidates or len(hits) >= retrieve.MAX_K // 4
             scale = query_vector_scale(query_vector)
             for hit in hits:  # sqlite-vec's cosine normalises the query: back to the mean of the cosines
                 hit.score *= scale
             lists[VECTOR] = _keyed(store, hits, rows)
+            vector_tail = lists[VECTOR][-1][0] if full and lists[VECTOR] else None
             signals[VECTOR] = Signal(VECTOR, evidence=_whole_query_cosines(store, whole_vector, hits, rows))
             used_mode = "vector" if mode == "vector" else "hybrid"
         words_matched = any(items for name, items in lists.items() if signals[name].kind == KEYWORD)
@@ -212,6 +215,9 @@ def hybrid(
                 else:
                     fused = []
         fused = [f for f in fused if f.score >= min_score]
+        # A vector list always has more neighbours past its depth; they may be hits only while its last one
+        # still had the evidence to pass (else "showing 2 of 2+" under --all, with nothing more to show).
+        capped = capped or (vector_tail is not None and any(f.key == vector_tail for f in fused))
         top = fused if limit is None else fused[: max(limit, RERANK_CANDIDATES)]
         texts: dict[str, str] = {}
         hits_out = [_to_hit(store, f, rows, texts) for f in top]

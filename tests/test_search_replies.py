@@ -71,9 +71,10 @@ def test_explain_says_which_question_a_reply_precedes(cli, chat):
     question = rows[at + 1]
     assert rows[at]["signals"]["reply"] == {
         "rank": at + 2,
-        "score": question["score"],
-        "norm": question["score"],
+        "score": question["evidence"],  # its own; the row shows no more than the reply above it
+        "norm": question["evidence"],
     }
+    assert question["score"] <= rows[at]["score"]
     assert rows[at]["signals"]["store"]["rank"] > question["signals"]["store"]["rank"]  # a hit of its own
 
 

@@ -5,6 +5,7 @@ Commands render what these return; tests call them directly. Rows are JSON-ready
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Hashable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
@@ -372,14 +373,14 @@ def search(memory: Reader, ask: Query, filters: Filters | None = None) -> Search
     row: dict[str, Any] | None  # a stored row here, a hit's row (or none) below
     for row in observations:
         by_key[f"obs:{row['uid']}"] = observation_row(row)
-        ranked.append((f"obs:{row['uid']}", row["bm25"]))
+        ranked.append((f"obs:{row['uid']}", row["strength"]))
     for row in summaries:
         key = f"doc:memories:{row['path']}" if row.get("path") else f"summary:{row['id']}"
         by_key[key] = summary_row(row)
-        ranked.append((key, row["bm25"]))
+        ranked.append((key, row["strength"]))
     for row in prompts:
         by_key[f"prompt:{row['id']}"] = prompt_row(row)
-        ranked.append((f"prompt:{row['id']}", row["bm25"]))
+        ranked.append((f"prompt:{row['id']}", row["strength"]))
     ranked.sort(key=lambda item: -item[1])
 
     from cmem_index.search import hybrid
@@ -424,10 +425,32 @@ def search(memory: Reader, ask: Query, filters: Filters | None = None) -> Search
         store, rows, filters, query=query if order == "relevance" else None, make_row=observation_row,
         explain=explain, bring_in=branch in (None, anchors.ALL_BRANCHES),
     )  # fmt: skip
+    if order == "relevance":
+        scored_in_order(rows, explain=explain)
     # less what the store no longer has, plus the successors brought in
     total = max(results.total - (len(results) - shown), shown) + len(rows) - shown
     page = anchors.annotate(store, rows[offset:window], anchors=anchored if len(rows) == shown else None)
     return SearchPage(page, results.mode, results.notes, total, results.capped or store_capped)
+
+
+def scored_in_order(rows: list[dict[str, Any]], *, explain: bool = False) -> None:
+    """Make each row's printed score the one that put it where it is: no row shows more than the row above.
+
+    What ranks hybrid hits is each list's standardised scores (``cmem_index.fusion``), then a question's
+    reply before it, the reranker's head, other branches last, a replaced memory's successor just above it; the calibrated evidence each hit has (what
+    ``--min-score`` and the cut-off read) can be higher for a row ranked lower. A row shows the lower of its
+    evidence and the score of the row above, so the column reads in order and never claims more than the
+    hit's evidence; every shown score is still above the cut-off. With ``explain`` each row also carries
+    its own ``evidence``."""
+    ceiling = math.inf
+    for row in rows:
+        score = row.get("score")
+        if score is None:
+            continue
+        if explain:
+            row["evidence"] = score
+        row["score"] = min(score, ceiling)
+        ceiling = row["score"]
 
 
 REPLY_HEAD = 100  # the rows whose questions bring their replies along

@@ -11,14 +11,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from cmem_cli.core import bm25
 from cmem_cli.core.db import Database
 from cmem_cli.core.errors import InvalidInput, NotFound
 from cmem_cli.core.fields import SUMMARY_FIELDS
 from cmem_cli.core.filters import FilterFields, file_path_match
-from cmem_cli.core.fts import fts_query, search_terms
+from cmem_cli.core.fts import fts_query, query_tokens, search_terms
 from cmem_cli.core.ids import UID_TAIL, new_uid
 from cmem_cli.core.timeutil import ms_date_words, now_ms
-from cmem_cli.store.schema import MIGRATIONS
+from cmem_cli.store.schema import FTS_TOKENIZER, MIGRATIONS
 
 LIST_COLUMNS = ("facts", "concepts", "files_read", "files_modified", "tools_used")
 OBS_COLUMNS = (
@@ -30,7 +31,8 @@ INSERT_COLUMNS = (*OBS_COLUMNS, "path")
 MAX_ROWID = 2**63 - 1
 WINDOW_IDS = 50_000  # a time window with more rows than this is not turned into a range of ids
 # BM25 column weights for observations_fts: title, subtitle, narrative, facts, concepts, search_terms.
-OBS_BM25 = "bm25(observations_fts, 10.0, 4.0, 1.0, 2.0, 3.0, 1.0)"
+OBS_WEIGHTS = (10.0, 4.0, 1.0, 2.0, 3.0, 1.0)
+OBS_BM25 = f"bm25(observations_fts, {', '.join(map(str, OBS_WEIGHTS))})"
 
 
 def bm25_to_score(rank: float) -> float:
@@ -818,6 +820,9 @@ class Store:
             )
         ranked = list(self.db.execute(sql, [match, *params, limit, offset]))
         found = self._observations_by_id([obs_id for obs_id, _ in ranked])
+        scale = (
+            self._match_scale(query, "observations_fts", "observations", max(OBS_WEIGHTS)) if ranked else 0.0
+        )
         rows = []
         for obs_id, rank in ranked:
             row = found.get(obs_id)
@@ -826,6 +831,7 @@ class Store:
             row["kind"] = "observation"
             row["bm25"] = -rank  # FTS5 ranks lower-is-better; keep the positive strength
             row["score"] = bm25_to_score(rank)
+            row["strength"] = row["bm25"] / scale if scale else 0.0
             rows.append(row)
         return rows
 
@@ -857,6 +863,16 @@ class Store:
             return 1, 0  # nothing in the window
         return int(bounds["low"]), int(bounds["high"])
 
+    def _match_scale(self, query: str, fts: str, table: str, weight: float) -> float:
+        """What a hit matching every term of ``query`` once, in its heaviest column, scores in ``fts``: the
+        query's IDF sum there times that column's weight (:mod:`cmem_cli.core.bm25`). A hit's BM25 over it
+        is its *strength*, comparable between the observations, the summaries and the prompts whatever
+        their tables' sizes (one prompt in a table of one scored 0.000002 for its own words)."""
+        conn = self.db.conn
+        stems = set(bm25.stems(conn, FTS_TOKENIZER, query_tokens(query)).values())
+        rows = int(self.db.scalar(f"SELECT count(*) FROM {table}") or 0)
+        return bm25.idf_sum(rows, bm25.term_counts(conn, fts, stems), stems) * weight
+
     def _observations_by_id(self, ids: list[int]) -> dict[int, dict[str, Any]]:
         found: dict[int, dict[str, Any]] = {}
         for start in range(0, len(ids), 500):
@@ -887,10 +903,12 @@ class Store:
             f"ON t.id = {fts}.rowid WHERE {fts} MATCH ? AND {where} ORDER BY rank LIMIT ?",
             [match, *params, limit],
         )
+        scale = self._match_scale(query, fts, table, 1.0) if rows else 0.0
         for row in rows:
             row["kind"] = kind
             row["bm25"] = -row.pop("rank")  # FTS5 ranks lower-is-better; keep the positive strength
             row["score"] = bm25_to_score(-row["bm25"])
+            row["strength"] = row["bm25"] / scale if scale else 0.0
         return rows
 
     def list_observations(
