@@ -44,6 +44,26 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
     return SharedResourceScheduling(config, log)
 
 
+# What makes a test slow: a real model (all-MiniLM-L6-v2 converted by cmem's importer; a reranker).
+SLOW_FIXTURES = frozenset({"minilm_gguf", "tiny_reranker"})
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark tests by what they do, so a run can choose (``-m "not slow"``, ``-m integration``):
+    ``integration`` for those that run cmem, a hook, git or a server as a separate process (the ``sh``
+    fixture, or a module that starts processes itself), ``slow`` for those that load a real model."""
+    spawning: dict[Path, bool] = {}
+    for item in items:
+        fixtures = set(getattr(item, "fixturenames", ()))
+        path = Path(str(item.fspath))
+        if path not in spawning:
+            spawning[path] = "subprocess" in path.read_text(encoding="utf-8")
+        if "sh" in fixtures or spawning[path]:
+            item.add_marker(pytest.mark.integration)
+        if fixtures & SLOW_FIXTURES:
+            item.add_marker(pytest.mark.slow)
+
+
 @dataclass
 class Result:
     exit_code: int

@@ -52,14 +52,23 @@ def test_every_marker_is_a_skip_with_a_reason_and_most_blocks_run():
     assert len(RUNNABLE) >= 12 and len(RUNNABLE) > len(markers)
 
 
+def _without_the_venv(path: str) -> list[str]:
+    """PATH's folders less the one of the Python running the tests (an activated venv's bin)."""
+    venv_bin = os.path.realpath(os.path.dirname(sys.executable))
+    return [folder for folder in path.split(os.pathsep) if folder and os.path.realpath(folder) != venv_bin]
+
+
 @pytest.fixture
 def user_home(tmp_path: Path) -> tuple[Path, Path, dict[str, str]]:
     home = tmp_path / "home"
     bin_dir = home / ".local" / "bin"
     bin_dir.mkdir(parents=True)
-    shim = bin_dir / "cmem"
-    shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m cmem_cli "$@"\n')
-    shim.chmod(0o755)
+    # The user's cmem, and `python3` as the Python it is installed in (what an activated venv gives): the
+    # blocks run the same whether or not the test runner's venv is activated, since its bin is left out
+    for name, command in (("cmem", f'"{sys.executable}" -m cmem_cli'), ("python3", f'"{sys.executable}"')):
+        shim = bin_dir / name
+        shim.write_text(f'#!/bin/sh\nexec {command} "$@"\n')
+        shim.chmod(0o755)
     for relpath, text in {
         "notes/login.md": "# Login\n\nUsers were logged out early: the cookie max-age was multiplied twice.\n",
         "notes/deploy.md": "# Deploy\n\nDeploys go through the staging cluster first.\n",
@@ -74,7 +83,7 @@ def user_home(tmp_path: Path) -> tuple[Path, Path, dict[str, str]]:
     env = {k: v for k, v in os.environ.items() if k in keep}
     env.update(
         HOME=str(home),
-        PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+        PATH=os.pathsep.join([str(bin_dir), *_without_the_venv(os.environ["PATH"])]),
         GIT_AUTHOR_NAME="doc test",
         GIT_AUTHOR_EMAIL="doc@example.com",
         GIT_COMMITTER_NAME="doc test",

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from cmem_cli.core.config import load_config
 from cmem_cli.services.writes import Memory
-from cmem_export import layout, markdown
+from cmem_export import layout, markdown, reading
 
 FULL = {
     "type": "bugfix",
@@ -37,12 +37,19 @@ def _files(home: Path) -> list[Path]:
     return sorted((home / "export").rglob("*.md"))
 
 
+def read_back(text: str, relpath: str = "p/s/file.md") -> dict:
+    """A file as the product reads it back (``cmem_export.reading``: sync, doctor and rebuild use it): the
+    record, with what the reader keeps apart (the uid, the updated time) put back beside it."""
+    parsed = reading.parse_file(text, relpath)
+    return {**parsed.record, "uid": parsed.uid, **parsed.restore}
+
+
 def test_observation_file_round_trips_every_field(home):
     with Memory.open(load_config()) as memory:
         target = memory.add_observation({"title": "Earlier finding", "project": "web app/ü"})
         row = memory.add_observation({**FULL, "links": [{"type": "caused_by", "id": target["id"]}]})
         text = (home / "export" / row["path"]).read_text()
-    parsed = markdown.parse_observation(text)
+    parsed = read_back(text, row["path"])
     assert "id" not in parsed  # ids are local to one store; files name uids
     for key in (
         "uid",
@@ -80,16 +87,17 @@ def test_observation_file_round_trips_every_field(home):
         st.text(min_size=1, max_size=40).filter(lambda t: t.strip() and "\x00" not in t), max_size=4
     ),
 )
-def test_front_matter_survives_arbitrary_text(title, narrative, facts):
+def test_arbitrary_text_reads_back_through_the_product_s_reader(title, narrative, facts):
     from cmem_cli.store.records import normalize_observation
 
     record = normalize_observation({"title": title, "narrative": narrative, "facts": facts, "project": "p"})
     record.update(
         id=1, uid="01ARZ3NDEKTSV4RRFFQ69G5FAV", created_at=1_700_000_000_123, updated_at=1_700_000_000_456
     )
-    parsed = markdown.parse_observation(markdown.render_observation(record))
-    assert parsed["title"] == record["title"]
-    assert parsed["facts"] == record["facts"]
+    parsed = read_back(markdown.render_observation(record))
+    # A title and each fact are one line of the body, which the reader takes: their whitespace as one line
+    assert parsed["title"] == " ".join(record["title"].split())
+    assert parsed["facts"] == [" ".join(fact.split()) for fact in record["facts"]]
     assert (parsed["narrative"] or None) == (
         record["narrative"].rstrip("\n") or None if record["narrative"] else None
     )
@@ -137,7 +145,7 @@ def test_edit_rewrites_the_file_in_place_when_the_title_changes(cli, home):
     assert cli("edit", "1", "--title", "New title", "--add-fact", "added later").exit_code == 0
     (new,) = _files(home)
     assert new == old and "old-title" in new.name  # the name is fixed at creation
-    parsed = markdown.parse_observation(new.read_text())
+    parsed = read_back(new.read_text(), new.relative_to(home / "export").as_posix())
     assert parsed["title"] == "New title" and parsed["facts"] == ["added later"]
 
 
@@ -210,7 +218,7 @@ def test_summary_file_round_trips(home):
             project="web",
         )
         text = (home / "export" / row["path"]).read_text()
-    parsed = markdown.parse_summary(text)
+    parsed = read_back(text, row["path"])
     assert {k: parsed[k] for k in ("request", "learned", "next_steps", "completed")} == {
         "request": "fix login",
         "learned": "cookies expire\n\n- twice",
