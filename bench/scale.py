@@ -553,7 +553,8 @@ def _cell(value: Any) -> str:
             extra = ""
             if value.get("embedded") is not None:
                 extra = f"; {value['embedded']} embedded in {value.get('embed_seconds') or 0:.1f} s"
-            return f"{value['wall']:.1f} s (CPU {value['cpu']:.1f} s, peak {value['rss']:,.0f} MiB{extra})"
+            peak = f", peak {value['rss']:,.0f} MiB" if value.get("rss") else ""
+            return f"{value['wall']:.1f} s (CPU {value['cpu']:.1f} s{peak}{extra})"
         if "seconds" in value:
             return f"{value['seconds']:.0f} s"
         return ", ".join(f"{k} {_cell(v)}" for k, v in value.items())
