@@ -53,6 +53,7 @@ if TYPE_CHECKING:
         citation_uri,
     )
     from cmem_cli.services.adopt import AdoptReport
+    from cmem_cli.services.search import Reader
     from cmem_cli.services.writes import Memory as WriteService
     from cmem_cli.store.repository import Store
 
@@ -174,7 +175,7 @@ class Memory:
         return self._service
 
     @property
-    def reader(self) -> WriteService | _StoreReader:
+    def reader(self) -> Reader:
         """What the read methods need (``.config`` and ``.store``): the write service if it is open, else
         the store alone. Opening the store alone skips the exporter and the privacy filter, which a
         `cmem search` run many times a minute by hooks and scripts should not pay for."""

@@ -25,7 +25,7 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BeforeValidator, Field
 
 from cmem_cli import __version__
-from cmem_cli.api import Hit, Memory
+from cmem_cli.api import Hit, Memory, Query
 from cmem_cli.core.config import Config, named_project
 from cmem_cli.core.errors import CmemError, InvalidInput, NotFound
 from cmem_cli.core.marks import title_marks
@@ -103,7 +103,7 @@ ProjectToWrite = Annotated[
     Field(description="Default: the server's git repository's name; required outside one (see `projects`)."),
 ]
 Limit = Annotated[int, Field(ge=1, le=200, description="Maximum rows (1-200).")]
-Query = Annotated[str | None, Field(description="Words to match (keywords; with an index, also by meaning).")]
+Words = Annotated[str | None, Field(description="Words to match (keywords; with an index, also by meaning).")]
 Project = Annotated[
     str | None, Field(description="Only this project (default: all for search and timeline).")
 ]
@@ -199,7 +199,7 @@ class Tools:
 
     def search(
         self,
-        query: Query = None,
+        query: Words = None,
         project: Project = None,
         type: Types = None,
         concept: Concepts = None,
@@ -211,10 +211,11 @@ class Tools:
         branch: Branch = None,
     ) -> CallToolResult:
         with self.memory() as memory:
-            hits = memory.search(
+            ask = Query(
                 query, project=project, type=type, concept=concept, file=file, since=since, until=until,
                 limit=limit, mode=mode, branch=branch,
             )  # fmt: skip
+            hits = memory.search(ask)
         rows = [_hit_json(hit) for hit in hits]
         lines = [_row_line(row) for row in rows] or ["no matches"]
         structured = {"mode": hits.mode, "notes": hits.notes, "hits": rows}
