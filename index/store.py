@@ -236,6 +236,11 @@ class IndexStore:
         return row[0] if row else None
 
     # -- settings ----------------------------------------------------------------------------------
+    def document_location(self, docid: str) -> tuple[str, str] | None:
+        """The collection and relative path of the document whose short id is ``docid``, or None."""
+        rows = self.rows("SELECT collection, path FROM documents WHERE docid = ?", (docid.lower(),))
+        return (str(rows[0][0]), str(rows[0][1])) if rows else None
+
     def setting(self, key: str) -> str | None:
         return self.scalar("SELECT value FROM settings WHERE key = ?", (key,))
 

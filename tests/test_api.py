@@ -383,16 +383,15 @@ def test_adopt_edits_and_doctor(memory, home):
 def test_a_failed_transaction_leaves_no_row_no_file_and_no_bookkeeping(memory):
     rec = memory.recorder
     sid = rec.ensure_session("cap-1", project="demo", agent="claude-code")
-    with pytest.raises(InvalidInput), rec.transaction() as db:
-        db.execute("CREATE TABLE IF NOT EXISTS marks (key TEXT PRIMARY KEY)")
-        db.execute("INSERT INTO marks VALUES ('tool:1')")
+    with pytest.raises(InvalidInput), rec.transaction():
+        rec.capture_log.mark(sid, "tool:1")
         rec.add_prompt("first", session=sid)
         rec.add_record({"type": "change", "title": "kept?", "project": "demo", "session": sid})
         rec.add_record({"type": "gossip", "title": "bad", "project": "demo", "session": sid})
     assert rec.prompt_counter(sid) is None
     assert memory.search(project="demo").__len__() == 0
     assert list(memory.export_dir.rglob("*.md")) == []
-    assert rec.database.scalar("SELECT count(*) FROM sqlite_master WHERE name = 'marks'") == 0
+    assert not rec.capture_log.seen(sid, "tool:1")
     assert not rec.in_transaction
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ast
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -41,7 +43,7 @@ def _copy_tree(dest: Path) -> Path:
 def test_the_layer_contracts_hold(tmp_path: Path) -> None:
     result = _lint(_copy_tree(tmp_path))
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "4 kept, 0 broken" in result.stdout
+    assert "6 kept, 0 broken" in result.stdout
 
 
 def test_a_store_that_imports_the_index_breaks_the_contracts(tmp_path: Path) -> None:
@@ -103,3 +105,86 @@ def test_a_hook_that_calls_a_service_breaks_the_contracts(tmp_path: Path) -> Non
     assert result.returncode == 1
     assert "CLI, capture, MCP and view reach the services only through the API BROKEN" in result.stdout
     assert "cmem_cli.capture.hooks.capture -> cmem_cli.services.writes" in result.stdout
+
+
+# -- SQL lives in the store ----------------------------------------------------------------------------------
+# The store (cmem_cli/store/) owns the SQL of cmem.db, the kernel (core/db.py, core/migrations.py) the
+# connection and the migration bookkeeping, and the full-text statistics (core/bm25.py) that the store and
+# the index both read, the index (index/) its own index.db; the team remote owns the
+# SQL of its PostgreSQL server (these modules of cmem_cli/team/ talk to it, never to SQLite). Everything
+# else asks the store by name.
+SQL_OWNERS = ("store/", "core/db.py", "core/migrations.py", "core/bm25.py")
+POSTGRES_MODULES = (
+    "team/push.py",
+    "team/pull.py",
+    "team/search.py",
+    "team/server.py",
+    "team/vectors.py",
+    "team/live.py",
+)
+QUERY_METHODS = {"execute", "executemany", "query", "query_one", "scalar", "rows", "cursor"}
+CONNECTION_ATTRIBUTES = {"db", "conn", "database"}
+SQL_TEXT = re.compile(
+    r"\b(SELECT\s.+\sFROM|INSERT\s+(OR\s+\w+\s+)?INTO|UPDATE\s+\w+\s+SET|DELETE\s+FROM|CREATE\s+(TABLE|INDEX|TRIGGER)|PRAGMA\s+\w+)\b",
+    re.S,
+)
+
+
+def sql_outside_the_store(root: Path) -> list[str]:
+    """Every place under ``root`` (a cmem_cli tree) that runs SQL or holds a connection but is no owner."""
+    found: list[str] = []
+    for path in sorted(root.rglob("*.py")):
+        relative = path.relative_to(root).as_posix()
+        if relative.startswith(SQL_OWNERS):
+            continue
+        postgres = relative in POSTGRES_MODULES
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            where = f"{relative}:{getattr(node, 'lineno', 0)}"
+            if postgres:
+                # its connection is PostgreSQL's; this home's SQLite is reached only through the store
+                if isinstance(node, ast.Attribute) and node.attr in {"db", "database"}:
+                    found.append(f"{where} .{node.attr}")
+                continue
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                if node.func.attr in QUERY_METHODS:
+                    found.append(f"{where} .{node.func.attr}()")
+            elif isinstance(node, ast.Attribute) and node.attr in CONNECTION_ATTRIBUTES:
+                found.append(f"{where} .{node.attr}")
+            elif (
+                isinstance(node, ast.Constant) and isinstance(node.value, str) and SQL_TEXT.search(node.value)
+            ):
+                found.append(f"{where} SQL text {node.value[:40]!r}")
+    return found
+
+
+def test_sql_runs_only_in_the_store() -> None:
+    assert sql_outside_the_store(REPO / "cmem_cli") == []
+
+
+def test_a_service_that_runs_its_own_sql_is_found(tmp_path: Path) -> None:
+    services = tmp_path / "services"
+    services.mkdir()
+    (services / "briefing.py").write_text(
+        "def last(store):\n"
+        "    return store.db.query('SELECT * FROM sessions ORDER BY last_activity_at DESC LIMIT 1')\n"
+    )
+    (services / "fine.py").write_text("def last(store):\n    return store.latest_session()\n")
+    assert sorted(sql_outside_the_store(tmp_path)) == [
+        "services/briefing.py:2 .db",
+        "services/briefing.py:2 .query()",
+        "services/briefing.py:2 SQL text 'SELECT * FROM sessions ORDER BY last_act'",
+    ]
+
+
+def test_a_service_or_team_module_that_opens_sqlite_breaks_the_contracts(tmp_path: Path) -> None:
+    root = _copy_tree(tmp_path)
+    doctor = root / "cmem_cli" / "services" / "doctor.py"
+    doctor.write_text(doctor.read_text() + "\nimport apsw  # noqa\n")
+    pull = root / "cmem_cli" / "team" / "pull.py"
+    pull.write_text(pull.read_text() + "\nfrom cmem_cli.store.repository import Store as _Store  # noqa\n")
+    result = _lint(root)
+    assert result.returncode == 1
+    assert "Only the store and the index open SQLite" in result.stdout
+    assert "cmem_cli.services.doctor -> apsw" in result.stdout
+    assert "The team remote reaches this home's store only through its outbox and the write" in result.stdout
+    assert "cmem_cli.team.pull -> cmem_cli.store.repository" in result.stdout

@@ -126,14 +126,14 @@ def test_a_live_hook_stores_and_marks_in_one_transaction(home, project, monkeypa
     import io
 
     from cmem_cli.capture.hooks import runner
-    from cmem_cli.capture.hooks.state import CaptureState
     from cmem_cli.core.errors import DatabaseBusy
+    from cmem_cli.store.capture_log import CaptureLog
 
     def hook(name: str, data: dict) -> None:
         runner.run([name], stdin=io.BytesIO(json.dumps(data).encode()), stdout=io.StringIO())
 
     hook("UserPromptSubmit", payload("UserPromptSubmit", "s-live", project, prompt="first question"))
-    real_mark = CaptureState.mark
+    real_mark = CaptureLog.mark
     failures = iter([True])
 
     def busy_once(self, session, key):
@@ -141,7 +141,7 @@ def test_a_live_hook_stores_and_marks_in_one_transaction(home, project, monkeypa
             raise DatabaseBusy("database is locked")
         return real_mark(self, session, key)
 
-    monkeypatch.setattr(CaptureState, "mark", busy_once)
+    monkeypatch.setattr(CaptureLog, "mark", busy_once)
     hook(event, payload(event, "s-live", project, **fields))
     assert len(spool.pending(home)) == 1  # the event was kept for the next hook
     hook("SessionEnd", payload("SessionEnd", "s-other", project))  # replays it

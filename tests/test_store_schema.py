@@ -114,7 +114,7 @@ def test_a_store_from_before_named_migrations_is_adopted_without_rerunning(tmp_p
 def test_observations_from_before_dates_were_search_terms_get_theirs(tmp_path):
     path = tmp_path / "cmem.db"
     store = Store.open(path)
-    with store.db.transaction():
+    with store.transaction():
         store.insert_observation(
             {
                 "title": "Went camping",
@@ -144,14 +144,13 @@ def test_observations_from_before_dates_were_search_terms_get_theirs(tmp_path):
 
 
 def test_the_index_and_the_capture_tables_use_the_same_mechanism(tmp_path):
-    from cmem_cli.capture.hooks.state import CaptureState
     from cmem_index.store import IndexStore
 
     index = IndexStore.open(tmp_path / "index.db")
     assert index.rows(f"SELECT scope, name FROM {TABLE}") == [("index", "m001_initial")]
     index.close()
     store = Store.open(tmp_path / "cmem.db")
-    CaptureState(store.db)
+    assert store.capture_log.count_prefix("s", "prompt:") == 0  # creates capture's tables
     scopes = store.db.query(f"SELECT scope, name FROM {TABLE} ORDER BY scope, name")
     assert scopes == [
         {"scope": "capture", "name": "m001_capture_tables"},

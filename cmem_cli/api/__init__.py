@@ -564,12 +564,10 @@ class Memory:
         row = _session_json(found)
         row["prompts"] = [
             {"number": p["prompt_number"], "text": p["text"], "created_at": to_iso(p["created_at"])}
-            for p in store.db.query(
-                "SELECT * FROM user_prompts WHERE session = ? ORDER BY prompt_number", (full,)
-            )
+            for p in store.session_prompts(full)
         ]
         row["summaries"] = [f"S{s['id']}" for s in store.summaries(session=full)]
-        row["observations"] = store.db.scalar("SELECT count(*) FROM observations WHERE session = ?", (full,))
+        row["observations"] = store.session_observation_count(full)
         from cmem_cli.core.results import Session
 
         return Session.from_json(row)
@@ -597,9 +595,7 @@ class Memory:
         return self._prompt(row["id"])
 
     def prompts(self, session: str) -> list[Prompt]:
-        rows = self.service.store.db.query(
-            "SELECT id FROM user_prompts WHERE session = ? ORDER BY prompt_number", (session,)
-        )
+        rows = self.service.store.session_prompts(session)
         return [self._prompt(row["id"]) for row in rows]
 
     def _prompt(self, prompt_id: int) -> Prompt:

@@ -3,8 +3,8 @@
 The Claude Code hooks and the transcript importer (``cmem_cli/capture``) run many times a minute, and
 `cmem add` is run by scripts as often. Their
 writes return ids or plain values (no result object is built), take the uid and creation time an event
-already has, and run inside :meth:`Recorder.transaction` together with the caller's own bookkeeping tables
-on the same connection. They live here, apart from :class:`~cmem_cli.api.Memory`, so that the API a script
+already has, and run inside :meth:`Recorder.transaction` together with the marks of what was recorded
+(:attr:`Recorder.capture_log`) on the same connection. They live here, apart from :class:`~cmem_cli.api.Memory`, so that the API a script
 reads stays the three retrieval layers and the typed writes; ``memory.recorder`` gives one.
 """
 
@@ -18,7 +18,7 @@ from cmem_cli.core.errors import InvalidInput, NotFound
 
 if TYPE_CHECKING:
     from cmem_cli.api import Memory
-    from cmem_cli.core.db import Database
+    from cmem_cli.store.capture_log import CaptureLog
 
 
 class Recorder:
@@ -30,37 +30,33 @@ class Recorder:
         self._memory = memory
 
     @contextlib.contextmanager
-    def transaction(self) -> Iterator[Database]:
+    def transaction(self) -> Iterator[None]:
         """One write transaction (BEGIN IMMEDIATE) around several writes: their rows and markdown files are
-        all kept or none is (an exception must leave the ``with`` block: do not catch a failed write inside). Yields the kernel :class:`~cmem_cli.core.db.Database` of the write connection, on which a front
-        end keeps its own bookkeeping tables (capture's ``agent_captures``) in the same transaction."""
-        service = self._memory.service
-        with service.transaction():
-            yield service.store.db
+        all kept or none is (an exception must leave the ``with`` block: do not catch a failed write
+        inside), and so are the marks of :attr:`capture_log` made in it."""
+        with self._memory.service.transaction():
+            yield
 
     @property
-    def database(self) -> Database:
-        """The write connection's :class:`~cmem_cli.core.db.Database` (opens the write service), for a front
-        end's own tables; cmem's tables are written through the methods of this class only."""
-        return self._memory.service.store.db
+    def capture_log(self) -> CaptureLog:
+        """What capture already recorded (claims and marks of tool calls, prompts and replayed events,
+        transcript offsets; :class:`cmem_cli.store.capture_log.CaptureLog`), on the write connection (opens
+        the write service): a mark made inside :meth:`transaction` commits with the writes it marks, or
+        not at all."""
+        return self._memory.service.store.capture_log
 
     @property
     def in_transaction(self) -> bool:
         """True inside :meth:`transaction` (or a write the caller started)."""
-        return self._memory._service is not None and bool(self._memory._service.store.db.conn.in_transaction)
+        return self._memory._service is not None and self._memory._service.store.in_transaction
 
     def tune(self, *, busy_timeout_ms: int, checkpoint_on_close: bool = True) -> None:
         """Wait for a locked database at most ``busy_timeout_ms`` (then :class:`DatabaseBusy`); with
         ``checkpoint_on_close`` False, leave the WAL checkpoint to SQLite's automatic one instead of paying
         for a full checkpoint whenever the last connection closes (5-10 ms of every hook call)."""
-        import apsw
-
-        conn = self._memory.service.store.db.conn
-        if not checkpoint_on_close:
-            with contextlib.suppress(AttributeError, apsw.Error):
-                conn.config(apsw.SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1)
-        with contextlib.suppress(AttributeError, apsw.Error):
-            conn.set_busy_timeout(busy_timeout_ms)
+        self._memory.service.store.tune(
+            busy_timeout_ms=busy_timeout_ms, checkpoint_on_close=checkpoint_on_close
+        )
 
     def add_record(
         self,
@@ -116,11 +112,7 @@ class Recorder:
 
     def latest_prompt(self, session_id: str) -> str | None:
         """The text of the session's latest prompt, None if it has none."""
-        text = self._memory.service.store.db.scalar(
-            "SELECT text FROM user_prompts WHERE session = ? ORDER BY prompt_number DESC LIMIT 1",
-            (session_id,),
-        )
-        return str(text) if text else None
+        return self._memory.service.store.latest_prompt_text(session_id)
 
     def add_prompt(
         self,

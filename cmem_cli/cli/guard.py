@@ -77,15 +77,7 @@ def _database_error(exc: Exception) -> CmemError | None:
     """A SQLite error raised where no store call translated it (rows read lazily from a cursor): a damaged,
     locked or unwritable store is still the user's problem to fix, not a bug, so it gets its exit code."""
     if type(exc).__module__ != "apsw":
-        return None
-    from pathlib import Path
+        return None  # no SQLite error: the database module (and apsw) need not load
+    from cmem_cli.core.db import escaped_error
 
-    import apsw
-
-    from cmem_cli.core.db import classify_error
-
-    if not isinstance(exc, apsw.Error):
-        return None
-
-    translated = classify_error(exc, Path("the store"), "database", "see `cmem doctor`")
-    return translated if isinstance(translated, CmemError) else None
+    return escaped_error(exc)

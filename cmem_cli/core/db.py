@@ -17,10 +17,15 @@ import apsw
 
 from cmem_cli.core import stopping
 from cmem_cli.core.config import env_int
-from cmem_cli.core.errors import DatabaseBusy, DatabaseCorrupt, InvalidInput, StorageError
+from cmem_cli.core.errors import CmemError, DatabaseBusy, DatabaseCorrupt, InvalidInput, StorageError
 from cmem_cli.core.migrations import Migrations
 
 BUSY_TIMEOUT_MS = 15_000  # overridable with CMEM_BUSY_TIMEOUT_MS
+
+
+def busy_timeout_ms() -> int:
+    """How long a statement waits for another process's lock (``CMEM_BUSY_TIMEOUT_MS``, default 15 s)."""
+    return env_int("CMEM_BUSY_TIMEOUT_MS", BUSY_TIMEOUT_MS, 0, 86_400_000)
 
 
 def classify_error(exc: apsw.Error, path: Path, label: str, repair_hint: str) -> Exception:
@@ -60,6 +65,15 @@ def wait_for_locks(conn: apsw.Connection, timeout_ms: int) -> None:
         return not stopping.asked_to_stop()
 
     conn.set_busy_handler(busy)
+
+
+def escaped_error(exc: BaseException) -> CmemError | None:
+    """The cmem error for a SQLite error that escaped every store call (rows read lazily from a cursor),
+    None when it is no SQLite error or not one a user can act on (then it is a bug)."""
+    if not isinstance(exc, apsw.Error):
+        return None
+    translated = classify_error(exc, Path("the store"), "database", "see `cmem doctor`")
+    return translated if isinstance(translated, CmemError) else None
 
 
 @contextlib.contextmanager
@@ -121,7 +135,7 @@ class Database:
             if new_file and not readonly:
                 with contextlib.suppress(OSError):
                     os.chmod(path, 0o600)
-            wait_for_locks(self.conn, env_int("CMEM_BUSY_TIMEOUT_MS", BUSY_TIMEOUT_MS, 0, 86_400_000))
+            wait_for_locks(self.conn, busy_timeout_ms())
             # A corrupt or foreign file fails here, with a clear message, not deep inside a command.
             self.conn.execute("PRAGMA foreign_keys=ON")
             if not readonly:
@@ -162,6 +176,11 @@ class Database:
             except apsw.ExecutionCompleteError:
                 return []
             return [dict(zip(names, row, strict=True)) for row in cursor]
+
+    def rows(self, sql: str, params: Any = ()) -> list[tuple[Any, ...]]:
+        """Rows as tuples, all read inside the error translation (a busy read fails as DatabaseBusy)."""
+        with translate_errors(self.path):
+            return self.conn.execute(sql, params).fetchall()
 
     def query_one(self, sql: str, params: Any = ()) -> dict[str, Any] | None:
         rows = self.query(sql, params)

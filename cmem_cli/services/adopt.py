@@ -117,7 +117,7 @@ class _Adopter:
         self.staged_uids: dict[str, str] = {}  # uid -> the file adopted for it in this run
 
     def run(self, paths: list[Path] | None) -> AdoptReport:
-        with self.memory._write(fsync=False) as files:
+        with self.memory.write_transaction(fsync=False) as files:
             self.report.rolled_back = recover(self.memory)
             self.load_state()
             on_disk = self._scan() if paths is None else self._given(paths)
@@ -366,7 +366,7 @@ class _Adopter:
             written = memory.export_summary(written, files, relpath=kept_name)
         else:
             restore = parsed.restore if row is None else None
-            written = memory._store_observation(
+            written = memory.store_observation(
                 {**parsed.record, "links": []},
                 files,
                 restore=restore,
@@ -419,7 +419,7 @@ class _Adopter:
                 store.remove_link(obs_id, target_id, link_type)
             for target_id, link_type in wanted - current:
                 store.add_link(obs_id, target_id, link_type)
-            self.memory._export_observation(store.get_observation(obs_id), files)
+            self.memory.export_observation(store.get_observation(obs_id), files)
 
     def _forget_missing(self, on_disk: set[str], paths: list[Path] | None, files: FileTransaction) -> None:
         """Forget records whose file cmem wrote is gone; never when the whole tree is missing or empty."""

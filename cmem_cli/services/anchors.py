@@ -16,7 +16,7 @@ from typing import Any
 
 from cmem_cli.core import gitrepo
 from cmem_cli.core.timeutil import now_ms, to_iso
-from cmem_cli.store.anchors import Anchor, AnchorStore, CachedBlob, Reach
+from cmem_cli.store.anchors import Anchor, CachedBlob, Reach
 
 # A file modified this close to when its hash was taken may have changed again within the same tick of the
 # file system's clock without its size or time moving (git's "racily clean" entries): hash it again.
@@ -71,7 +71,7 @@ def record_anchor(
     """Anchor observation ``obs_id`` to ``paths`` (see :func:`make_anchor`), inside the caller's
     transaction. Outside any repository the observation gets no anchor (an earlier one is dropped, unless
     ``verified``: a verify changes nothing it cannot anchor)."""
-    anchors = AnchorStore(store.db)
+    anchors = store.anchors
     anchor, fresh = make_anchor(paths, cwd, verified=verified, keep=keep, repos=repos)
     if anchor is None:
         if not verified:
@@ -138,7 +138,7 @@ def reanchor_edit(store: Any, obs_id: int, before: Sequence[str], after: Sequenc
     anchor it; one whose repository is not on this machine only loses the files it no longer cites."""
     if set(before) == set(after):
         return
-    anchors = AnchorStore(store.db)
+    anchors = store.anchors
     known = anchors.for_ids([obs_id]).get(obs_id)
     if known is None:
         record_anchor(store, obs_id, after, cwd)
@@ -289,7 +289,7 @@ def adopt_anchor(store: Any, obs_id: int, meta: Any, scrub: Callable[[str], str 
     anchor = from_exported(meta)
     if anchor is None:
         return
-    anchors = AnchorStore(store.db)
+    anchors = store.anchors
     local = anchors.for_ids([obs_id]).get(obs_id)
     if local is not None and exported(local, scrub) == exported(anchor, scrub):
         return
@@ -311,7 +311,7 @@ def adopt_anchor(store: Any, obs_id: int, meta: Any, scrub: Callable[[str], str 
 # -- checking ----------------------------------------------------------------------------------------------
 def check(store: Any, obs_ids: Iterable[int], *, cwd: str | None = None) -> dict[int, Checked]:
     """The anchors of these observations as they stand now (observations without one are left out)."""
-    return check_anchors(store, AnchorStore(store.db).for_ids(obs_ids), cwd=cwd)
+    return check_anchors(store, store.anchors.for_ids(obs_ids), cwd=cwd)
 
 
 def check_anchors(store: Any, anchors: dict[int, Anchor], *, cwd: str | None = None) -> dict[int, Checked]:
@@ -365,7 +365,7 @@ def locate(store: Any, anchors: Iterable[Anchor], *, cwd: str | None = None) -> 
         return found
     here = gitrepo.find_repo(cwd or os.getcwd())
     here_key = gitrepo.remote_key(here) if here else None
-    others = AnchorStore(store.db).roots(repo for repo, _ in pending)
+    others = store.anchors.roots(repo for repo, _ in pending)
     for key in pending:
         repo = key[0]
         if here is not None and here_key == repo:
@@ -389,7 +389,7 @@ def current_blobs(store: Any, paths: list[str]) -> tuple[dict[str, str], dict[st
     database is free (a search never waits for a writer to save a hash)."""
     if not paths:
         return {}, {}
-    anchors = AnchorStore(store.db)
+    anchors = store.anchors
     cached = anchors.cached_blobs(paths)
     blobs: dict[str, str] = {}
     modified: dict[str, int] = {}
@@ -414,31 +414,8 @@ def current_blobs(store: Any, paths: list[str]) -> tuple[dict[str, str], dict[st
             blobs[path] = found.blob
             fresh[path] = found
     if fresh:
-        _save_quietly(store, lambda: anchors.cache_blobs(fresh))
+        store.write_if_free(lambda: anchors.cache_blobs(fresh))
     return blobs, modified
-
-
-def _save_quietly(store: Any, write: Callable[[], None]) -> None:
-    """Cache what a read learnt (new hashes, git's answers) if the database takes a write right now; a
-    read never fails or waits for it."""
-    import contextlib
-
-    from cmem_cli.core.errors import CmemError
-
-    conn = store.db.conn
-    if not conn.getautocommit():  # inside the caller's transaction: just write
-        write()
-        return
-    with contextlib.suppress(CmemError, Exception):
-        conn.set_busy_timeout(0)
-        try:
-            with store.db.transaction():
-                write()
-        finally:
-            from cmem_cli.core.config import env_int
-            from cmem_cli.core.db import BUSY_TIMEOUT_MS
-
-            conn.set_busy_timeout(env_int("CMEM_BUSY_TIMEOUT_MS", BUSY_TIMEOUT_MS, 0, 86_400_000))
 
 
 # -- rows ----------------------------------------------------------------------------------------------------
@@ -451,10 +428,7 @@ def annotate(
 ) -> list[dict[str, Any]]:
     """Give every row ``stale`` and ``branch`` (None for rows that are not observations or not anchored)."""
     ids = [row["id"] for row in rows if _is_observation(row)]
-    if anchors is None:
-        anchors = AnchorStore(store.db).for_ids(ids)
-    else:
-        anchors = {i: anchors[i] for i in ids if i in anchors}
+    anchors = store.anchors.for_ids(ids) if anchors is None else {i: anchors[i] for i in ids if i in anchors}
     checked = check_anchors(store, anchors, cwd=cwd)
     for row in rows:
         state = checked.get(row["id"]) if _is_observation(row) else None
@@ -504,7 +478,7 @@ def by_branch(
     is reachable from HEAD) move below every other row, keeping their order; merging the branch ends it.
     One git process at most, and none when no row was recorded on another branch."""
     ids = [row["id"] for row in rows if _is_observation(row)]
-    anchors = AnchorStore(store.db).for_ids(ids) if ids else {}
+    anchors = store.anchors.for_ids(ids) if ids else {}
     if branch == ALL_BRANCHES:
         return rows, anchors
     if branch is not None:
@@ -524,7 +498,7 @@ def unmerged(store: Any, obs_ids: Iterable[int], *, cwd: str | None = None) -> s
     """Which of ``obs_ids`` were recorded on a branch of the current repository whose work HEAD has not
     merged (what search ranks last; `cmem view` marks them). One git process at most, none while HEAD
     stays where it was when git last answered."""
-    anchors = AnchorStore(store.db).for_ids(list(obs_ids))
+    anchors = store.anchors.for_ids(list(obs_ids))
     return _unmerged(store, anchors, cwd) if anchors else set()
 
 
@@ -566,7 +540,7 @@ def _unreachable(store: Any, repo: gitrepo.Repo, head: str, commits: list[str]) 
     is new. A commit the repository lacked when asked counts as merged (as git says nothing of it), an
     answer kept only while no pack and no loose object arrived since (a fetch may bring it). When git
     cannot answer, what was kept is all there is."""
-    anchors = AnchorStore(store.db)
+    anchors = store.anchors
     wanted = list(dict.fromkeys(commits))
     kept = anchors.reach(repo.git_dir, head, wanted)
     packs: int | None = None
@@ -593,7 +567,7 @@ def _unreachable(store: Any, repo: gitrepo.Repo, head: str, commits: list[str]) 
         commit: Reach(False, None) if commit in unmerged else Reach(True, None if commit in loose else packs)
         for commit in ask
     }
-    _save_quietly(store, lambda: anchors.remember_reach(repo.git_dir, head, fresh))
+    store.write_if_free(lambda: anchors.remember_reach(repo.git_dir, head, fresh))
     return gone | unmerged
 
 
@@ -644,9 +618,11 @@ def verify(service: Any, obs_ids: list[int], *, cwd: str) -> list[dict[str, Any]
     one never anchored is anchored now, its cited files resolved against ``cwd``."""
     store = service.store
     results: list[dict[str, Any]] = []
-    with service._write() as files:  # the file carries the anchor: it is written again (git sync shares it)
+    with (
+        service.write_transaction() as files
+    ):  # the file carries the anchor: it is written again (git sync shares it)
         rows = [store.get_observation(obs_id) for obs_id in dict.fromkeys(obs_ids)]
-        known = AnchorStore(store.db).for_ids(obs_ids)
+        known = store.anchors.for_ids(obs_ids)
         for row in rows:
             anchor = known.get(row["id"])
             if anchor is not None and anchor.files:
@@ -665,7 +641,7 @@ def verify(service: Any, obs_ids: list[int], *, cwd: str) -> list[dict[str, Any]
                     )
                 )
                 continue
-            service._export_observation(store.get_observation(row["id"]), files)
+            service.export_observation(store.get_observation(row["id"]), files)
             results.append(
                 {
                     "id": row["id"],
@@ -686,16 +662,12 @@ def stale_rows(store: Any, *, project: str | None = None, cwd: str | None = None
     """Every observation (of ``project``) whose cited files changed or vanished, as search rows, oldest first."""
     from cmem_cli.services.search import observation_row
 
-    states = check_anchors(store, AnchorStore(store.db).with_files(project), cwd=cwd)
+    states = check_anchors(store, store.anchors.with_files(project), cwd=cwd)
     stale = {obs_id: state for obs_id, state in states.items() if state.stale}
     if not stale:
         return []
-    marks = ", ".join("?" * len(stale))
-    found = store.db.query(
-        f"SELECT * FROM observations WHERE id IN ({marks}) ORDER BY created_at, id", list(stale)
-    )
     rows = []
-    for row in found:
+    for row in store.observations_oldest_first(stale):
         out = observation_row(row)
         out["stale"] = stale[row["id"]].stale
         out["branch"] = stale[row["id"]].anchor.branch

@@ -175,16 +175,16 @@ def apply(
     exported = {row["id"] for _, row in rows}
     for item, row in rows:
         fresh = store.get_observation(row["id"])
-        fresh = memory._export_observation(fresh, files, relpath=item.relpath if id(item) in named else None)
+        fresh = memory.export_observation(fresh, files, relpath=item.relpath if id(item) in named else None)
         if item.relpath and item.relpath != fresh["path"]:
             files.delete_after_commit(item.relpath)
     for item, row in rows:  # links name paths: write linking files again once every target has moved
         if item.links:
-            memory._export_observation(store.get_observation(row["id"]), files)
+            memory.export_observation(store.get_observation(row["id"]), files)
     for obs_id in sorted(refresh - exported):
         referrer = store.find_observation(obs_id)
         if referrer is not None:
-            memory._export_observation(referrer, files)
+            memory.export_observation(referrer, files)
     return {"adopted": len(rows), "forgotten": forgotten, "notes": notes}
 
 
@@ -373,12 +373,20 @@ def adopt_pending(
     return result
 
 
+def advance_adopted(memory: Memory, parent: str | None, head: str | None) -> None:
+    """A commit cmem made (``head``) holds only what the store holds: if its ``parent`` was adopted, so is
+    it (the next sync need not read ``parent..head`` back)."""
+    if memory.store.get_state(LAST_ADOPTED) == parent:
+        with memory.store.transaction():
+            memory.store.set_state(LAST_ADOPTED, head)
+
+
 def adopt_pending_now(memory: Memory, git: Git, *, dirty: AbstractSet[str] = frozenset()) -> Adoption | None:
     """:func:`adopt_pending` in its own write transaction (doctor --fix, a sync's first step)."""
     todo = pending(memory, git)
     if todo is None:
         return None
-    with memory._write(fsync=False, skip_identical=True) as files:
+    with memory.write_transaction(fsync=False, skip_identical=True) as files:
         return adopt_pending(memory, files, todo, dirty=dirty)
 
 
@@ -413,6 +421,6 @@ def still_rejected(memory: Memory, *, prune: bool = True) -> list[tuple[str, str
     known = memory.store.record_paths()
     keep = {p: r for p, r in current.items() if (memory.export_root / p).is_file() and p not in known}
     if prune and keep != current:
-        with memory.store.db.transaction():
+        with memory.store.transaction():
             memory.store.set_state(REJECTED, json.dumps(keep, sort_keys=True) if keep else None)
     return sorted(keep.items())

@@ -8,13 +8,13 @@ agent's context the way unbounded injection does.
 
 from __future__ import annotations
 
-import json
 import re
-from typing import Any
+from typing import Any, cast
 
 from cmem_cli.core.text import TYPE_ICONS, escape_control, estimate_tokens
 from cmem_cli.core.timeutil import now_ms, to_date, to_iso
 from cmem_cli.services.activity import fold
+from cmem_cli.store import briefing
 from cmem_cli.store.repository import Store
 
 DEFAULT_BUDGET = 1_500
@@ -96,38 +96,15 @@ def _last_session(store: Store, project: str, exclude_session: str | None) -> di
     """The newest summary (and its session's next steps) from a session other than the current one."""
     for summary in store.summaries(project=project, limit=20):
         if summary["session"] != exclude_session:
-            session = store.db.query_one(
-                "SELECT session_id, status, outcome, next_steps, started_at, last_activity_at "
-                "FROM sessions WHERE session_id = ?",
-                (summary["session"],),
-            )
-            return {"summary": summary, "session": session}
-    sessions = store.db.query(
-        "SELECT session_id, status, outcome, next_steps, started_at, last_activity_at FROM sessions "
-        "WHERE project = ? AND (outcome IS NOT NULL OR next_steps IS NOT NULL) AND session_id IS NOT ? "
-        "ORDER BY last_activity_at DESC LIMIT 1",
-        (project, exclude_session),
-    )
-    return {"summary": None, "session": sessions[0]} if sessions else None
+            return {"summary": summary, "session": briefing.session_outcome(store, summary["session"])}
+    session = briefing.latest_outcome(store, project, besides=exclude_session)
+    return {"summary": None, "session": session} if session else None
 
 
 def _candidates(store: Store, project: str) -> list[dict[str, Any]]:
     """The newest observations of ``project``, only the columns ranking and the index need (narratives can be
-    large; a SessionStart hook must not read 200 of them)."""
-    rows = store.db.query(
-        "SELECT id, uid, type, title, created_at, tokens, session, tools_used, files_read, files_modified "
-        "FROM observations o "
-        "WHERE project = ? AND NOT EXISTS (SELECT 1 FROM observation_links l "
-        "WHERE l.to_id = o.id AND l.type = 'supersedes') ORDER BY created_at DESC, id DESC LIMIT ?",
-        (project, CANDIDATES),
-    )  # a memory a newer one replaced is left out: the briefing is what an agent takes as true
-    for row in rows:
-        for field in ("tools_used", "files_read", "files_modified"):
-            try:
-                row[field] = json.loads(row[field] or "[]")
-            except ValueError:
-                row[field] = []
-    return rows
+    large; a SessionStart hook must not read 200 of them); a memory a newer one replaced is left out."""
+    return cast(list[dict[str, Any]], briefing.current_observations(store, project, limit=CANDIDATES))
 
 
 def _ranked(rows: list[dict[str, Any]], now: int) -> list[dict[str, Any]]:

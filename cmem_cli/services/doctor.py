@@ -83,39 +83,36 @@ def _without_pointer(message: str) -> str:
 
 
 def _guarded(checks: list[dict[str, Any]], name: str, check: Callable[[], tuple[bool, str]]) -> bool:
-    """Run one check; a store error while running it is that check failing, not doctor crashing."""
-    import apsw
-
+    """Run one check; a store error while running it is that check failing, not doctor crashing (the
+    store's health checks raise only cmem errors)."""
     try:
         ok, detail = check()
-    except (CmemError, apsw.Error) as exc:
+    except CmemError as exc:
         ok, detail = False, f"{getattr(exc, 'message', exc)}"
     checks.append({"name": name, "status": "ok" if ok else "fail", "detail": detail})
     return ok
 
 
 def run_checks(memory: Any, *, fix: bool = False) -> dict[str, Any]:
-    db = memory.store.db
+    from cmem_cli.store import health
+
+    store = memory.store
     checks: list[dict[str, Any]] = []
 
     def integrity() -> tuple[bool, str]:
-        rows = [r[0] for r in db.conn.execute("PRAGMA quick_check")]
-        return rows == ["ok"], "; ".join(rows[:3])
+        problems = health.integrity_problems(store)
+        return not problems, "; ".join(problems) or "ok"
 
     def foreign_keys() -> tuple[bool, str]:
-        count = len(list(db.conn.execute("PRAGMA foreign_key_check")))
+        count = health.foreign_key_violations(store)
         return count == 0, f"{count} violation(s)"
 
     def keyword_index() -> tuple[bool, str]:
-        # contentless: counts rows of the index
-        same = db.scalar("SELECT count(*) FROM observations") == db.scalar(
-            "SELECT count(*) FROM observations_fts"
-        )
+        same = health.keyword_index_in_sync(store)
         return same, "in sync" if same else "row counts differ"
 
     def schema() -> tuple[bool, str]:
-        present = {r[0] for r in db.conn.execute("SELECT name FROM sqlite_master")}
-        missing = sorted(_schema_objects() - present)
+        missing = health.missing_schema_objects(store)
         return not missing, "complete" if not missing else "missing: " + ", ".join(missing)
 
     sound = _guarded(checks, "database integrity", integrity)
@@ -229,20 +226,6 @@ def export_problems(memory: Any) -> Findings:
     arrived = [(p, why) for p, why in still_rejected(memory, prune=False) if p not in refused_paths]
     findings[NOT_ADOPTED] = sorted([*refused, *arrived])
     return findings
-
-
-def _schema_objects() -> set[str]:
-    """Every table, index and trigger cmem's migrations create (built in memory: doctor only)."""
-    import apsw
-
-    from cmem_cli.store.schema import MIGRATIONS
-
-    conn = apsw.Connection(":memory:")
-    for _, step in MIGRATIONS.steps:
-        step(conn)
-    names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'")}
-    conn.close()
-    return names
 
 
 def _display(path: Path, home: Path) -> str:

@@ -38,12 +38,12 @@ def _by_docid(config: Config, docid: str) -> tuple[Any, str]:
         raise NotFound(f"no document doc:{docid} (the index has not been built; run `cmem index`)")
     store = IndexStore.open(config.index_path, readonly=True)
     try:
-        rows = store.rows("SELECT collection, path FROM documents WHERE docid = ?", (docid.lower(),))
+        found = store.document_location(docid)
     finally:
         store.close()
-    if not rows:
+    if found is None:
         raise NotFound(f"no document doc:{docid}")
-    collection_name, relpath = rows[0]
+    collection_name, relpath = found
     for collection in _collections(config):
         if collection.name == collection_name:
             return collection, relpath

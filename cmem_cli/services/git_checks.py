@@ -69,7 +69,7 @@ def _adopt(memory: Any, git: Git) -> None:
         entry[3:]
         for entry in git.z_list("status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames")
     }
-    with memory._write(fsync=False, skip_identical=True) as files:
+    with memory.write_transaction(fsync=False, skip_identical=True) as files:
         recover(memory)
         todo = arrivals.pending(memory, git)
         if todo is not None:

@@ -506,5 +506,5 @@ def replies_first(keys: Sequence[K], replies: Mapping[K, K]) -> list[K]:
 
 
 def _summary_by_path(store: Store, path: str) -> dict[str, Any] | None:
-    row = store.db.query_one("SELECT * FROM session_summaries WHERE path = ?", (path,))
+    row = store.summary_by_path(path)
     return summary_row(row) if row else None

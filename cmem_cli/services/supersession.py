@@ -16,31 +16,17 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from cmem_cli.store import supersession as links
 from cmem_cli.store.repository import Filters, Store
+from cmem_cli.store.supersession import SUPERSEDES
 
-SUPERSEDES = "supersedes"
 MAX_CHAIN = 20  # successors followed from one row (a chain of replacements; cycles stop earlier)
 
 
 def successors(store: Store, obs_ids: Iterable[int]) -> dict[int, int]:
     """Each of ``obs_ids`` that a newer memory superseded -> that successor's id (the newest one when
     several superseded it)."""
-    ids = sorted({int(i) for i in obs_ids})
-    if not ids:
-        return {}
-    found: dict[int, int] = {}
-    for start in range(0, len(ids), 500):
-        chunk = ids[start : start + 500]
-        marks = ", ".join("?" * len(chunk))
-        rows = store.db.query(
-            "SELECT l.to_id AS old, l.from_id AS new FROM observation_links l "
-            "JOIN observations n ON n.id = l.from_id "
-            f"WHERE l.type = '{SUPERSEDES}' AND l.to_id IN ({marks}) ORDER BY n.created_at, n.id",
-            chunk,
-        )
-        for row in rows:  # newest last: it wins
-            found[row["old"]] = row["new"]
-    return found
+    return links.newest_successors(store, obs_ids)
 
 
 def annotate(store: Store, rows: list[dict[str, Any]]) -> dict[int, int]:
@@ -96,25 +82,16 @@ def inferred(store: Store, rows: list[dict[str, Any]], query: str) -> dict[int, 
     ]
     if len(head) < 2:
         return {}
-    marks = ", ".join("?" * len(head))
-    stored = store.db.query(
-        f"SELECT id, title, subtitle, narrative, facts, created_at FROM observations WHERE id IN ({marks})",
-        [r["id"] for r in head],
-    )
-    texts = {r["id"]: "\n".join(_text_parts(r)) for r in stored}
-    when = {r["id"]: r["created_at"] for r in stored}
+    stored = links.stated_texts(store, [r["id"] for r in head])
+    texts = {r.id: "\n".join(_text_parts(r)) for r in stored}
+    when = {r.id: r.created_at for r in stored}
     return updates.infer(head, texts, when, query)
 
 
-def _text_parts(row: dict[str, Any]) -> list[str]:
-    import json
-
-    facts = json.loads(row["facts"] or "[]") if isinstance(row["facts"], str) else row["facts"] or []
-    title = row["title"] or ""
-    narrative = row["narrative"] or ""
+def _text_parts(row: links.ObservationText) -> list[str]:
     # a title cut from the narrative's start (an imported message) would be read twice
-    parts = [narrative] if narrative.startswith(title) else [title, narrative]
-    return [p for p in (*parts, row["subtitle"] or "", *facts) if p]
+    parts = [row.narrative] if row.narrative.startswith(row.title) else [row.title, row.narrative]
+    return [p for p in (*parts, row.subtitle, *row.facts) if p]
 
 
 def newer_above(rows: list[dict[str, Any]], pairs: dict[int, int]) -> list[dict[str, Any]]:
@@ -216,22 +193,7 @@ def _passing(store: Store, obs_ids: set[int], filters: Filters) -> dict[int, dic
     """The stored rows of ``obs_ids`` that match ``filters`` (type, project, dates...)."""
     if not obs_ids:
         return {}
-    where, params = filters.sql("o")
-    marks = ", ".join("?" * len(obs_ids))
-    rows = store.db.query(
-        f"SELECT o.id FROM observations o WHERE o.id IN ({marks}) AND {where}", [*sorted(obs_ids), *params]
-    )
-    return {row["id"]: store.get_observation(row["id"]) for row in rows}
-
-
-def replaced_ids(store: Store, project: str) -> set[int]:
-    """Every observation of ``project`` that a newer one superseded (what the briefing leaves out)."""
-    rows = store.db.query(
-        "SELECT DISTINCT l.to_id AS id FROM observation_links l JOIN observations o ON o.id = l.to_id "
-        f"WHERE l.type = '{SUPERSEDES}' AND o.project = ?",
-        (project,),
-    )
-    return {row["id"] for row in rows}
+    return {obs_id: store.get_observation(obs_id) for obs_id in links.ids_passing(store, obs_ids, filters)}
 
 
 def would_cycle(store: Store, new_id: int, old_id: int) -> bool:
@@ -250,23 +212,14 @@ def would_cycle(store: Store, new_id: int, old_id: int) -> bool:
 
 def successors_all(store: Store, obs_ids: set[int]) -> set[int]:
     """Every memory that directly supersedes one of ``obs_ids``."""
-    marks = ", ".join("?" * len(obs_ids))
-    rows = store.db.query(
-        f"SELECT from_id FROM observation_links WHERE type = '{SUPERSEDES}' AND to_id IN ({marks})",
-        sorted(obs_ids),
-    )
-    return {row["from_id"] for row in rows}
+    return links.superseders(store, obs_ids)
 
 
 def inherit_retrievals(store: Store, new_id: int, old_id: int) -> None:
     """The successor takes over how often the replaced memory was used (``get``): the count says the
     subject matters, and the replaced memory will no longer be what people read. Inside the caller's
     transaction; the replaced memory keeps its own count."""
-    store.db.execute(
-        "UPDATE observations SET retrieval_count = retrieval_count + "
-        "(SELECT retrieval_count FROM observations WHERE id = ?) WHERE id = ?",
-        (old_id, new_id),
-    )
+    links.inherit_retrievals(store, new_id, old_id)
 
 
 def notice(record: dict[str, Any]) -> str:

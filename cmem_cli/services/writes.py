@@ -121,7 +121,13 @@ class FileTransaction:
 
 
 class Memory:
-    """High-level operations used by commands, hooks and importers."""
+    """High-level operations used by commands, hooks and importers.
+
+    Besides the one-call writes (``add_observation``, ``edit_observation``, ``forget``, ...), sync, team
+    sync and the adoption of hand edits compose their own writes from three public steps, so that what
+    git or a remote brought is written exactly as cmem writes it: :meth:`write_transaction` (the store
+    and the export files, all or nothing), :meth:`store_observation` (insert or update a prepared record
+    and write its file) and :meth:`export_observation` (write a stored row's file again)."""
 
     def __init__(self, config: Config, store: Store):
         self.config = config
@@ -152,10 +158,16 @@ class Memory:
         return self.config.home / JOURNAL_DIR
 
     @contextlib.contextmanager
-    def _write(self, *, fsync: bool = True, skip_identical: bool = False) -> Iterator[FileTransaction]:
-        """One write transaction over the store and the export files: all or nothing across both.
+    def write_transaction(
+        self, *, fsync: bool = True, skip_identical: bool = False
+    ) -> Iterator[FileTransaction]:
+        """One write transaction over the store and the export files: all or nothing across both. Yields
+        the :class:`FileTransaction` that :meth:`store_observation` and :meth:`export_observation` write to.
 
-        Inside :meth:`transaction` it joins that one: its files are kept or undone with the whole."""
+        ``fsync=False``: the files are synced once, before the commit, not one by one (a sync or an
+        import writes many); ``skip_identical``: a file whose text is already on disk is not rewritten
+        (adopting what git brought must not touch the work tree it came in). Inside :meth:`transaction`
+        it joins that one: its files are kept or undone with the whole."""
         if self._joined is not None:
             yield self._joined
             return
@@ -163,7 +175,7 @@ class Memory:
             self.export_root, self.store, self.journal_dir, fsync=fsync, skip_identical=skip_identical
         )
         try:
-            with self.store.db.transaction():
+            with self.store.transaction():
                 try:
                     yield files
                     if not fsync and files.written:
@@ -184,7 +196,7 @@ class Memory:
         if self._joined is not None:
             yield
             return
-        with self._write() as files:
+        with self.write_transaction() as files:
             self._joined = files
             try:
                 yield
@@ -214,8 +226,8 @@ class Memory:
         (where the caller works; relative file paths are resolved against it) the observation is anchored
         to its files and branch in git (see :mod:`cmem_cli.services.anchors`)."""
         prepared = self.prepare(record, defaults)
-        with self._write() as files:
-            return self._store_observation(prepared, files, cwd=cwd)
+        with self.write_transaction() as files:
+            return self.store_observation(prepared, files, cwd=cwd)
 
     def add_observations(
         self,
@@ -230,10 +242,9 @@ class Memory:
         journalled in one append and their rows inserted one statement per table. The others, in their
         place in the order, go one at a time."""
         rows: list[dict[str, Any]] = []
-        self.store.db.execute(f"PRAGMA cache_size = -{BULK_CACHE_KIB}")
-        self.store.db.execute("PRAGMA temp_store = MEMORY")  # statement journals: 15 temp-file writes a row
+        self.store.prepare_bulk_write(BULK_CACHE_KIB)
         repos: dict[str, Any] = {}  # folder -> its git work tree, looked up once for the whole import
-        with self._write(fsync=False) as files:
+        with self.write_transaction(fsync=False) as files:
             self._ensure_sessions(records)
             batch: list[dict[str, Any]] = []
             for index, record in enumerate(records):
@@ -248,7 +259,7 @@ class Memory:
                 rows += self._store_new(batch, files, cwd=cwd, repos=repos)
                 batch = []
                 try:
-                    rows.append(self._store_observation(record, files, session_ready=True, cwd=cwd))
+                    rows.append(self.store_observation(record, files, session_ready=True, cwd=cwd))
                 except InvalidRecord:
                     raise
                 except InvalidInput as exc:  # a clash with what is stored: which record, for the caller
@@ -268,7 +279,7 @@ class Memory:
         if not records:
             return []
         from cmem_cli.services.anchors import cited_files, make_anchor
-        from cmem_cli.store.anchors import AnchorStore, CachedBlob
+        from cmem_cli.store.anchors import CachedBlob
 
         now = now_ms()
         made, texts, anchors = [], [], []
@@ -288,7 +299,7 @@ class Memory:
             anchors.append(anchor)
         files.write_many(texts)
         rows = self.store.insert_new_observations(made)
-        store = AnchorStore(self.store.db)
+        store = self.store.anchors
         for row, anchor in zip(rows, anchors, strict=True):
             if anchor is not None:
                 store.put(row["id"], anchor)
@@ -308,7 +319,7 @@ class Memory:
             for at in (low, high):
                 self.store.ensure_session(session, agent=first["agent"], project=first["project"], at=at)
 
-    def _store_observation(
+    def store_observation(
         self,
         record: dict[str, Any],
         files: FileTransaction,
@@ -320,7 +331,8 @@ class Memory:
         updated_at: int | None = None,
         anchor: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
-        """Insert or update one prepared record and write its file. A new row's file name is fixed here,
+        """Insert or update one prepared record (:meth:`prepare`) and write its file, in the caller's
+        :meth:`write_transaction` (``files``); returns the stored row. A new row's file name is fixed here,
         for good: ``relpath`` (a file adopted with a uid keeps the name it has), else the standard name
         of the record as it is now; an existing row keeps its name whatever changes. ``updated_at``: when
         an update was made, if not now (a hand edit adopted later is dated by its file). ``cwd``: anchor
@@ -361,7 +373,7 @@ class Memory:
             adopt_anchor(store, row["id"], anchor, self._scrub_text)
         # a new row without links has none to list: no need to ask the store (bulk imports do this a lot)
         no_links = existing is None and not record.get("links")
-        return self._export_observation(row, files, relpath=relpath, no_links=no_links, anchor=made)
+        return self.export_observation(row, files, relpath=relpath, no_links=no_links, anchor=made)
 
     def check_key(self, record: dict[str, Any], obs_id: int | None) -> None:
         """The one key rule of every write that names its observation (an edit, a uid, a file): a project's
@@ -408,9 +420,9 @@ class Memory:
         """Write again the files that link to ``obs_id``: they show its title."""
         for link in self.store.links_to(obs_id):
             if link["id"] != obs_id:
-                self._export_observation(self.store.get_observation(link["id"]), files)
+                self.export_observation(self.store.get_observation(link["id"]), files)
 
-    def _export_observation(
+    def export_observation(
         self,
         row: dict[str, Any],
         files: FileTransaction,
@@ -419,7 +431,8 @@ class Memory:
         no_links: bool = False,
         anchor: Any = _STORED,
     ) -> dict[str, Any]:
-        """Write the row's file at the name the row holds and record path and token cost.
+        """Write the row's file at the name the row holds and record path and token cost, in the caller's
+        :meth:`write_transaction` (``files``); returns the row with its path and tokens.
 
         The name never changes with the content (a retitle, a project move): only a row without one (a
         store older than names in rows) gets its standard name. ``relpath`` is given for a new row's
@@ -441,10 +454,9 @@ class Memory:
     def _anchor_front(self, obs_id: int, anchor: Any = _STORED) -> dict[str, Any] | None:
         """What the observation's file says of its code anchor (``cmem_cli.services.anchors.exported``)."""
         from cmem_cli.services.anchors import exported
-        from cmem_cli.store.anchors import AnchorStore
 
         if anchor is _STORED:
-            anchor = AnchorStore(self.store.db).for_ids([obs_id]).get(obs_id)
+            anchor = self.store.anchors.for_ids([obs_id]).get(obs_id)
         return exported(anchor, self._scrub_text)
 
     def edit_observation(
@@ -452,7 +464,7 @@ class Memory:
     ) -> dict[str, Any]:
         """Apply field changes (same names as the JSON record) and re-export. With ``cwd`` (where the
         caller works), files the edit adds are anchored and those it drops leave the anchor."""
-        with self._write() as files:
+        with self.write_transaction() as files:
             current = self.store.get_observation(obs_id)
             merged = {k: current.get(k) for k in EDITABLE_FIELDS}
             merged.update(changes)
@@ -468,19 +480,19 @@ class Memory:
             row["path"] = current["path"]
             if row["title"] != current["title"]:
                 self._refresh_referrers(obs_id, files)
-            return self._export_observation(row, files)
+            return self.export_observation(row, files)
 
     def link(self, from_id: int, to_id: int, link_type: str, *, remove: bool = False) -> dict[str, Any]:
         if link_type not in LINK_TYPES:
             raise InvalidInput(f"unknown link type {link_type!r} (expected one of: {', '.join(LINK_TYPES)})")
-        with self._write() as files:
+        with self.write_transaction() as files:
             row = self.store.get_observation(from_id)
             if remove:
                 if not self.store.remove_link(from_id, to_id, link_type):
                     raise NotFound(f"no {link_type} link from {from_id} to {to_id}")
             else:
                 self._add_link(from_id, to_id, link_type)
-            return self._export_observation(row, files)
+            return self.export_observation(row, files)
 
     def _add_link(self, from_id: int, to_id: int, link_type: str) -> None:
         """One link, inside the caller's transaction. A ``supersedes`` link that would make two memories
@@ -495,7 +507,7 @@ class Memory:
     def forget(self, obs_ids: Iterable[int]) -> list[int]:
         """Delete observations and their files; observations that linked to them are re-exported."""
         ids = list(dict.fromkeys(obs_ids))
-        with self._write() as files:
+        with self.write_transaction() as files:
             self.forget_rows(ids, files)
         return ids
 
@@ -507,7 +519,7 @@ class Memory:
             self.store.delete_observation(row["id"])
             files.delete_after_commit(row["path"])
         for referrer in sorted(referrers):
-            self._export_observation(self.store.get_observation(referrer), files)
+            self.export_observation(self.store.get_observation(referrer), files)
 
     # -- sessions, prompts, summaries -------------------------------------------------------------------
     def ensure_session(
@@ -522,13 +534,9 @@ class Memory:
     ) -> dict[str, Any]:
         """Create the session if new; ``resume`` also reopens it if it had ended (`cmem session start ID`)."""
         session_id = _required_text("session id", session_id)
-        with self.store.db.transaction():
+        with self.store.transaction():
             if resume:
-                self.store.db.execute(
-                    "UPDATE sessions SET status = 'active', completed_at = NULL "
-                    "WHERE session_id = ? AND status != 'active'",
-                    (session_id,),
-                )
+                self.store.reopen_session(session_id)
             return self.store.ensure_session(
                 session_id,
                 agent=agent,
@@ -540,7 +548,7 @@ class Memory:
     def label_sessions(self, labels: dict[str, str]) -> None:
         """Label sessions that have no label yet (a transcript's title), scrubbed and clipped to 500
         characters, in one transaction; a session that does not exist is left alone."""
-        with self.store.db.transaction():
+        with self.store.transaction():
             for session_id, label in labels.items():
                 self.store.label_session(session_id, (self._scrub_text(label) or "")[:500] or None)
 
@@ -554,7 +562,7 @@ class Memory:
     ) -> dict[str, Any]:
         if status not in SESSION_STATUSES:
             raise InvalidInput(f"unknown status {status!r} (expected one of: {', '.join(SESSION_STATUSES)})")
-        with self.store.db.transaction():
+        with self.store.transaction():
             return self.store.end_session(
                 session_id,
                 status=status,
@@ -572,7 +580,7 @@ class Memory:
         created_at: int | None = None,
     ) -> dict[str, Any]:
         text = self.prepare_prompt(text)
-        with self.store.db.transaction():
+        with self.store.transaction():
             session = self.store.ensure_session(
                 session_id, agent=agent or "cli", project=project or "default", at=created_at
             )
@@ -639,7 +647,7 @@ class Memory:
         self, session_id: str, fields: dict[str, Any], *, project: str | None = None, agent: str | None = None
     ) -> dict[str, Any]:
         values = self.prepare_summary(fields)
-        with self._write() as files:
+        with self.write_transaction() as files:
             session = self.store.ensure_session(
                 session_id, agent=agent or "cli", project=project or "default"
             )
@@ -695,11 +703,10 @@ class Memory:
     def iter_expected_files(self) -> Iterator[tuple[str, str]]:
         """:meth:`expected_files` one file at a time, the store read a page at a time: a whole-store pass
         holds one page of rows, not a million rendered files."""
-        from cmem_cli.store.anchors import AnchorStore
 
         links = self.store.all_links_from()
         pending = self.store.all_pending_links()
-        anchors = AnchorStore(self.store.db)
+        anchors = self.store.anchors
         page: list[dict[str, Any]] = []
         for row in itertools.chain(self.store.iter_observations(), [None]):
             if row is not None:
@@ -739,7 +746,7 @@ class Memory:
 
         adoption = adopt_tree(self, forget_deleted=False)
         written = unchanged = 0
-        with self._write(fsync=False) as files:
+        with self.write_transaction(fsync=False) as files:
             for obs_id in self.store.observation_ids_without_path():
                 row = self.store.get_observation(obs_id)  # names are kept; only a row without one gets it
                 self.store.set_export(obs_id, layout.observation_relpath(row), row["tokens"])

@@ -6,13 +6,15 @@ every write with its export file. Times are INTEGER epoch milliseconds; list fie
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cmem_cli.core import bm25
-from cmem_cli.core.db import Database
+from cmem_cli.core.db import Database, wait_for_locks
+from cmem_cli.core.db import busy_timeout_ms as configured_busy_timeout_ms
 from cmem_cli.core.errors import InvalidInput, NotFound
 from cmem_cli.core.fields import SUMMARY_FIELDS
 from cmem_cli.core.filters import FilterFields, file_path_match
@@ -20,6 +22,10 @@ from cmem_cli.core.fts import fts_query, query_tokens, search_terms
 from cmem_cli.core.ids import UID_TAIL, new_uid
 from cmem_cli.core.timeutil import ms_date_words, now_ms
 from cmem_cli.store.schema import FTS_TOKENIZER, MIGRATIONS
+
+if TYPE_CHECKING:
+    from cmem_cli.store.anchors import AnchorStore
+    from cmem_cli.store.capture_log import CaptureLog
 
 LIST_COLUMNS = ("facts", "concepts", "files_read", "files_modified", "tools_used")
 OBS_COLUMNS = (
@@ -118,6 +124,68 @@ class Store:
 
     def close(self) -> None:
         self.db.close()
+
+    def prepare_bulk_write(self, cache_kib: int) -> None:
+        """Settings for one large write on this connection (a bulk import): a page cache of ``cache_kib``
+        and statement journals in memory (otherwise about 15 temp-file writes a row)."""
+        self.db.execute(f"PRAGMA cache_size = -{int(cache_kib)}")
+        self.db.execute("PRAGMA temp_store = MEMORY")
+
+    @property
+    def capture_log(self) -> CaptureLog:
+        """What agent capture already recorded (:mod:`cmem_cli.store.capture_log`); its tables are created
+        here when missing (not kept: made inside a transaction that rolls back, they would be gone)."""
+        from cmem_cli.store.capture_log import CaptureLog
+
+        return CaptureLog(self.db)
+
+    @property
+    def in_transaction(self) -> bool:
+        """True inside a transaction on this connection."""
+        return bool(self.db.conn.in_transaction)
+
+    def tune(self, *, busy_timeout_ms: int, checkpoint_on_close: bool = True) -> None:
+        """Wait for a locked database at most ``busy_timeout_ms``; with ``checkpoint_on_close`` False, leave
+        the WAL checkpoint to SQLite's automatic one instead of a full checkpoint whenever the last
+        connection closes (5-10 ms of every hook call). Settings an older SQLite lacks are skipped."""
+        import apsw
+
+        conn = self.db.conn
+        if not checkpoint_on_close:
+            with contextlib.suppress(AttributeError, apsw.Error):
+                conn.config(apsw.SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1)
+        with contextlib.suppress(AttributeError, apsw.Error):
+            conn.set_busy_timeout(busy_timeout_ms)
+
+    @property
+    def anchors(self) -> AnchorStore:
+        """The anchors of observations to the git files they cite (:mod:`cmem_cli.store.anchors`)."""
+        from cmem_cli.store.anchors import AnchorStore
+
+        return AnchorStore(self.db)
+
+    def write_if_free(self, write: Callable[[], None]) -> None:
+        """Run ``write`` in a transaction if the database takes a write right now, else skip it, quietly:
+        for what a read learnt on the way (a cache), which must never make the read fail or wait. Inside
+        the caller's open transaction it just runs."""
+        conn = self.db.conn
+        if not conn.getautocommit():
+            write()
+            return
+        with contextlib.suppress(Exception):
+            conn.set_busy_timeout(0)
+            try:
+                with self.db.transaction():
+                    write()
+            finally:
+                wait_for_locks(conn, configured_busy_timeout_ms())
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """A write transaction that takes the write lock up front (a savepoint inside an open one): the
+        store's writes made in it are kept together or not at all."""
+        with self.db.transaction():
+            yield
 
     # -- observations ------------------------------------------------------------------------------
     def insert_observation(
@@ -540,6 +608,14 @@ class Store:
         )
         return self.get_session(session_id)
 
+    def reopen_session(self, session_id: str) -> None:
+        """Mark an ended session active again (`cmem session start ID` on it); inside the caller's
+        transaction. A session that does not exist or is active is left alone."""
+        self.db.execute(
+            "UPDATE sessions SET status = 'active', completed_at = NULL WHERE session_id = ? AND status != 'active'",
+            (session_id,),
+        )
+
     def label_session(self, session_id: str, label: str | None) -> None:
         """Set a session's label if it has none; neither creates the session nor bumps its last activity."""
         self.db.execute(
@@ -645,7 +721,25 @@ class Store:
             (number, session_id),
         )
 
+    def session_observation_count(self, session_id: str) -> int:
+        """How many observations session ``session_id`` (exactly) holds."""
+        return int(self.db.scalar("SELECT count(*) FROM observations WHERE session = ?", (session_id,)) or 0)
+
     # -- prompts and summaries ---------------------------------------------------------------------------
+    def session_prompts(self, session_id: str) -> list[dict[str, Any]]:
+        """The prompts of session ``session_id`` (exactly), in their order."""
+        return self.db.query(
+            "SELECT * FROM user_prompts WHERE session = ? ORDER BY prompt_number", (session_id,)
+        )
+
+    def latest_prompt_text(self, session_id: str) -> str | None:
+        """The text of the latest prompt of session ``session_id``, None if it has none."""
+        text = self.db.scalar(
+            "SELECT text FROM user_prompts WHERE session = ? ORDER BY prompt_number DESC LIMIT 1",
+            (session_id,),
+        )
+        return str(text) if text else None
+
     def insert_prompt(
         self,
         *,
@@ -741,6 +835,10 @@ class Store:
 
     def summary_by_uid(self, uid: str) -> dict[str, Any] | None:
         return self.db.query_one("SELECT * FROM session_summaries WHERE uid = ?", (uid,))
+
+    def summary_by_path(self, relpath: str) -> dict[str, Any] | None:
+        """The summary whose export file is ``relpath`` (what the index found), or None."""
+        return self.db.query_one("SELECT * FROM session_summaries WHERE path = ?", (relpath,))
 
     def uids_at_paths(self, relpaths: list[str]) -> dict[str, tuple[str, str]]:
         """Export path -> (kind, uid) for the observations and summaries whose files are at ``relpaths``."""
@@ -872,6 +970,11 @@ class Store:
         stems = set(bm25.stems(conn, FTS_TOKENIZER, query_tokens(query)).values())
         rows = int(self.db.scalar(f"SELECT count(*) FROM {table}") or 0)
         return bm25.idf_sum(rows, bm25.term_counts(conn, fts, stems), stems) * weight
+
+    def observations_oldest_first(self, ids: Iterable[int]) -> list[dict[str, Any]]:
+        """The stored observations among ``ids``, oldest first (ids that do not exist are left out)."""
+        found = self._observations_by_id(list(dict.fromkeys(ids)))
+        return sorted(found.values(), key=lambda row: (row["created_at"], row["id"]))
 
     def _observations_by_id(self, ids: list[int]) -> dict[int, dict[str, Any]]:
         found: dict[int, dict[str, Any]] = {}

@@ -165,7 +165,7 @@ class Syncer:
         from cmem_export.journal import pending as pending_journals
 
         if pending_journals(self.memory.journal_dir):
-            with self.memory._write(fsync=False):
+            with self.memory.write_transaction(fsync=False):
                 recover(self.memory)
         assert self.git.git_dir is not None
         debris = find_git_debris(self.git.git_dir, self.root, wait=True)
@@ -296,7 +296,7 @@ class Syncer:
         candidates: set[str] = set()
         todo = arrivals.pending(self.memory, self.git, self.head) if self.head else None
         if todo is not None:
-            with self.memory._write(fsync=False, skip_identical=True) as files:
+            with self.memory.write_transaction(fsync=False, skip_identical=True) as files:
                 self._count(arrivals.adopt_pending(self.memory, files, todo, dirty=dirty))
             candidates.update(files.written, files.to_delete)
         local = [p for p in status if p.endswith(".md")]
@@ -424,10 +424,7 @@ class Syncer:
 
     def _advance_last(self, parent: str | None) -> None:
         """The commit just made holds only what the store holds: if its parent was adopted, so is it."""
-        store = self.memory.store
-        if store.get_state(arrivals.LAST_ADOPTED) == parent:
-            with store.db.transaction():
-                store.set_state(arrivals.LAST_ADOPTED, self.head)
+        arrivals.advance_adopted(self.memory, parent, self.head)
 
     # -- merging ----------------------------------------------------------------------------------------
     def _merge(self, unstaged: set[str]) -> None:
@@ -443,7 +440,7 @@ class Syncer:
                 return  # the remote has nothing this branch lacks
         fast_forward = base == before
         try:
-            with self.memory._write(fsync=False, skip_identical=True) as files:
+            with self.memory.write_transaction(fsync=False, skip_identical=True) as files:
                 if fast_forward:
                     self._mark(self.remote_head or TARGET)
                     self.git.run("merge", "-q", "--ff-only", TARGET, what="git merge")

@@ -2,7 +2,7 @@
 
 Rows that arrive are validated and scrubbed like any input (``Memory.prepare``), keep the time of their
 edit (``updated_at``), and get their export files like any memory, in the caller's file transaction. The
-outbox's triggers are paused meanwhile (:func:`cmem_cli.team.outbox.queue_on`), so nothing that arrives
+outbox's triggers are paused meanwhile (:func:`cmem_cli.store.team_outbox.queue_on`), so nothing that arrives
 is pushed back; a conflict copy made here is queued by hand, because it must travel.
 """
 
@@ -15,13 +15,13 @@ from cmem_cli.core.fields import SUMMARY_FIELDS
 from cmem_cli.core.timeutil import now_ms
 from cmem_cli.services.anchors import adopt_anchor
 from cmem_cli.services.writes import FileTransaction, Memory
-from cmem_cli.team import outbox
+from cmem_cli.store import team_outbox as outbox
 from cmem_cli.team.records import anchor_of, observation_in
 from cmem_cli.team.sessions import merged, same_session
 
 
 class Applier:
-    """One batch of arrivals, written inside the caller's ``Memory._write`` transaction."""
+    """One batch of arrivals, written inside the caller's ``Memory.write_transaction`` transaction."""
 
     def __init__(self, memory: Memory, files: FileTransaction, notes: list[str]):
         self.memory = memory
@@ -69,7 +69,7 @@ class Applier:
         self._links[obs_id] = [tuple(link) for link in row.get("links") or []]
         self._export.add(obs_id)
         if queue:
-            outbox.enqueue(self.store.db, outbox.OBSERVATION, record["uid"])
+            outbox.enqueue(self.store, outbox.OBSERVATION, record["uid"])
         return int(obs_id)
 
     def add_links(self, links: list[tuple[str, str, str]]) -> None:
@@ -131,7 +131,7 @@ class Applier:
             summary_id = store.insert_summary(record)["id"]
         self.memory.export_summary(store.get_summary(summary_id), self.files)
         if queue:
-            outbox.enqueue(store.db, outbox.SUMMARY, record["uid"])
+            outbox.enqueue(store, outbox.SUMMARY, record["uid"])
         return int(summary_id)
 
     # -- sessions and prompts ------------------------------------------------------------------------
@@ -200,9 +200,9 @@ class Applier:
         for obs_id in sorted(self._export):  # files name their links' paths: after every row is in
             row = store.find_observation(obs_id)
             if row is not None:
-                self.memory._export_observation(row, self.files)
+                self.memory.export_observation(row, self.files)
         referrers = {link["id"] for obs_id in self._export for link in store.links_to(obs_id)}
         for obs_id in sorted(referrers - self._export):
             row = store.find_observation(obs_id)
             if row is not None:
-                self.memory._export_observation(row, self.files)
+                self.memory.export_observation(row, self.files)

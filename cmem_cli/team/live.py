@@ -62,7 +62,8 @@ class TeamLive:
     def _session(self) -> None:
         """One connection's life: catch up, then push and pull as things happen."""
         from cmem_cli.services.writes import Memory
-        from cmem_cli.team import outbox, server, teamsync
+        from cmem_cli.store import team_outbox as outbox
+        from cmem_cli.team import server, teamsync
         from cmem_cli.team.vectors import VectorMaker
 
         with Memory.open(self.config) as memory:
@@ -70,7 +71,7 @@ class TeamLive:
             if settings is None:
                 raise CmemError("this home has no team database any more")
             with teamsync.sync_lock(memory.config.home, timeout=30):
-                outbox.install(memory.store.db)  # joined with an older cmem: its newer triggers
+                outbox.install(memory.store)  # joined with an older cmem: its newer triggers
             conn = server.connect(settings["url"])
             try:
                 with server.translated(settings["url"]):
@@ -82,7 +83,7 @@ class TeamLive:
                 last_pull = time.monotonic()
                 while not self._stop.is_set():
                     pull = self._wait(conn, settings["url"]) or time.monotonic() - last_pull >= POLL_SECONDS
-                    if outbox.pending_count(memory.store.db) or pull:
+                    if outbox.pending_count(memory.store) or pull:
                         self._cycle(memory, conn, settings, vectors, pull=pull)
                         if pull:
                             last_pull = time.monotonic()

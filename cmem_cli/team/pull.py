@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from cmem_cli.services.writes import Memory
-from cmem_cli.team import outbox
+from cmem_cli.store import team_outbox as outbox
 from cmem_cli.team.apply import Applier
 from cmem_cli.team.records import OBS_COLUMNS, SUMMARY_COLUMNS
 from cmem_cli.team.sessions import PROMPT_COLUMNS, SESSION_COLUMNS
@@ -39,7 +39,7 @@ _COLUMNS = {
 class Puller:
     def __init__(self, memory: Memory, conn: Any, projects: list[str], report: dict[str, Any]):
         self.memory = memory
-        self.db = memory.store.db
+        self.local = memory.store  # this home's store: the outbox and base revisions
         self.conn = conn
         self.projects = projects
         self.report = report
@@ -50,7 +50,7 @@ class Puller:
         return " AND project = ANY(%s)", (self.projects,)
 
     def run(self) -> None:
-        cursor = int(outbox.settings(self.db).get(PULLED) or 0)
+        cursor = int(outbox.settings(self.local).get(PULLED) or 0)
         with self.conn.transaction():
             self.conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
             horizon = int(
@@ -104,16 +104,16 @@ class Puller:
                     links[from_uid].append((link_type, to_uid))
                 else:
                     arriving.append((from_uid, to_uid, link_type))
-        db = self.db
-        with self.memory._write(fsync=False) as files:
-            outbox.queue_on(db, False)
+        local = self.local
+        with self.memory.write_transaction(fsync=False) as files:
+            outbox.queue_on(local, False)
             applier = Applier(self.memory, files, self.report["notes"])
             for kind in (outbox.SESSION, outbox.PROMPT, outbox.OBSERVATION, outbox.SUMMARY):
                 rows = fetched[kind]
                 key = "session_id" if kind == outbox.SESSION else "uid"
                 keys = [r[key] for r in rows]
-                waiting = outbox.pending_uids(db, kind, keys)
-                known = outbox.revs(db, kind, keys)
+                waiting = outbox.pending_uids(local, kind, keys)
+                known = outbox.revs(local, kind, keys)
                 for row in rows:
                     uid = row[key]
                     if uid in waiting or known.get(uid) == row["rev"]:
@@ -128,18 +128,18 @@ class Puller:
                     else:
                         done = applier.prompt(row) or None
                     if done is not None:
-                        outbox.set_rev(db, kind, uid, row["rev"])
+                        outbox.set_rev(local, kind, uid, row["rev"])
                         outbox.count(self.report, kind, "pulled")
             for kind in (outbox.OBSERVATION, outbox.SUMMARY):
                 rows = [t for t in tombs if t["kind"] == kind]
-                waiting = outbox.pending_uids(db, kind, [t["uid"] for t in rows])
+                waiting = outbox.pending_uids(local, kind, [t["uid"] for t in rows])
                 for tomb in rows:
                     if tomb["uid"] in waiting:
                         continue
                     if applier.forget(kind, tomb["uid"]):
                         self.report["forgotten"] += 1
-                    outbox.set_rev(db, kind, tomb["uid"], None)
+                    outbox.set_rev(local, kind, tomb["uid"], None)
             applier.add_links(arriving)
             applier.finish()
-            outbox.put(db, **{PULLED: str(end)})
-            outbox.queue_on(db, True)
+            outbox.put(local, **{PULLED: str(end)})
+            outbox.queue_on(local, True)

@@ -25,8 +25,8 @@ from typing import Any
 from cmem_cli.core.timeutil import now_ms
 from cmem_cli.services.anchors import exported
 from cmem_cli.services.writes import Memory
-from cmem_cli.store.anchors import AnchorStore
-from cmem_cli.team import outbox, server
+from cmem_cli.store import team_outbox as outbox
+from cmem_cli.team import server
 from cmem_cli.team.apply import Applier
 from cmem_cli.team.records import (
     OBS_COLUMNS,
@@ -70,7 +70,7 @@ class Pusher:
 
     def __init__(self, memory: Memory, conn: Any, machine: str, report: dict[str, Any], vectors: VectorMaker):
         self.memory = memory
-        self.db = memory.store.db
+        self.local = memory.store  # this home's store: the outbox and base revisions
         self.conn = conn
         self.machine = machine
         self.report = report
@@ -79,7 +79,7 @@ class Pusher:
     def run(self) -> None:
         seen: set[int] = set()
         for _ in range(MAX_ROUNDS):
-            entries = [e for e in outbox.pending(self.db, limit=BATCH) if e.seq not in seen]
+            entries = [e for e in outbox.pending(self.local, limit=BATCH) if e.seq not in seen]
             if not entries:
                 return
             seen.update(e.seq for e in entries)
@@ -101,7 +101,7 @@ class Pusher:
             for uid, row in store.prompts_by_uids([e.uid for e in prompts]).items()
         }
         rows = store.observations_by_uids([e.uid for e in obs])
-        anchors = AnchorStore(self.db).for_ids([row["id"] for row in rows.values()])
+        anchors = self.local.anchors.for_ids([row["id"] for row in rows.values()])
         scrub = self.memory._scrub_text
         local_obs = {
             uid: observation_out(
@@ -115,9 +115,9 @@ class Pusher:
             if row is not None:
                 local_sums[entry.uid] = summary_out(row, self.machine)
         bases = {
-            outbox.OBSERVATION: outbox.revs(self.db, outbox.OBSERVATION, [e.uid for e in obs]),
-            outbox.SUMMARY: outbox.revs(self.db, outbox.SUMMARY, [e.uid for e in sums]),
-            outbox.SESSION: outbox.revs(self.db, outbox.SESSION, [e.uid for e in sessions]),
+            outbox.OBSERVATION: outbox.revs(self.local, outbox.OBSERVATION, [e.uid for e in obs]),
+            outbox.SUMMARY: outbox.revs(self.local, outbox.SUMMARY, [e.uid for e in sums]),
+            outbox.SESSION: outbox.revs(self.local, outbox.SESSION, [e.uid for e in sessions]),
         }
         embedded = self.vectors.embed([*local_obs.values()], [*local_sums.values()])
         plan = _Plan()
@@ -409,15 +409,15 @@ class Pusher:
         """Acknowledge the batch and apply what the server decided, in one local transaction. An entry
         queued again meanwhile (a newer local edit) keeps its place and its text: only its base moves on
         when the server took this home's earlier version."""
-        with self.memory._write(fsync=False) as files:
-            db = self.db
-            still = outbox.present(db, [e.seq for e in entries])
+        with self.memory.write_transaction(fsync=False) as files:
+            local = self.local
+            still = outbox.present(local, [e.seq for e in entries])
             requeued = {e.uid for e in entries if e.seq not in still}
-            outbox.queue_on(db, False)
+            outbox.queue_on(local, False)
             applier = Applier(self.memory, files, self.report["notes"])
             for (kind, uid), rev in plan.revs.items():
                 if uid not in requeued or (kind, uid) in plan.pushed_keys:
-                    outbox.set_rev(db, kind, uid, rev)
+                    outbox.set_rev(local, kind, uid, rev)
             for kind, row in plan.brought:
                 if row["uid"] in requeued:
                     continue
@@ -431,8 +431,8 @@ class Pusher:
                 if row["session_id"] not in requeued:
                     applier.session(row)
             applier.finish()
-            outbox.acknowledge(db, sorted(still))
-            outbox.queue_on(db, True)
+            outbox.acknowledge(local, sorted(still))
+            outbox.queue_on(local, True)
         for kind, _ in plan.pushed_keys:
             outbox.count(self.report, kind, "pushed")
         self.report["forgotten_there"] += plan.forgotten_there

@@ -22,7 +22,8 @@ from typing import Any
 from cmem_cli.core.errors import DatabaseBusy, UsageError
 from cmem_cli.services.search import Reader
 from cmem_cli.services.writes import Memory
-from cmem_cli.team import outbox, server
+from cmem_cli.store import team_outbox as outbox
+from cmem_cli.team import server
 from cmem_cli.team.pull import PULLED, Puller
 from cmem_cli.team.push import Pusher
 from cmem_cli.team.url import split_password
@@ -58,7 +59,7 @@ def sync_lock(home: Path, *, timeout: float = 0.0) -> Iterator[None]:
 
 def remote(memory: Reader) -> dict[str, Any] | None:
     """This home's team remote (URL without password, machine name, pulled projects), or None."""
-    values = outbox.settings(memory.store.db)
+    values = outbox.settings(memory.store)
     if not values.get(URL):
         return None
     return {
@@ -66,7 +67,7 @@ def remote(memory: Reader) -> dict[str, Any] | None:
         "machine": values.get(MACHINE) or "",
         "projects": json.loads(values.get(PROJECTS) or "[]"),
         "pulled": int(values.get(PULLED) or 0),
-        "queued": outbox.pending_count(memory.store.db),
+        "queued": outbox.pending_count(memory.store),
     }
 
 
@@ -95,7 +96,7 @@ def init(memory: Memory, url_text: str, *, projects: list[str], machine: str | N
     for project in projects:
         if not project.strip():
             raise UsageError("--project must not be empty")
-    db = memory.store.db
+    local = memory.store
     current = remote(memory)
     if current is not None and current["url"] != given.url:
         raise UsageError(f"this home already syncs with {current['url']}")
@@ -105,9 +106,9 @@ def init(memory: Memory, url_text: str, *, projects: list[str], machine: str | N
             with server.translated(given.url, given.password):
                 if not server.is_migrated(conn):  # a read-only role joins a database made by another
                     server.migrate(conn)
-            outbox.install(db)
+            outbox.install(local)
             wanted = sorted(set(projects))
-            with db.transaction():
+            with local.transaction():
                 first = current is None
                 values: dict[str, str | None] = {
                     URL: given.url,
@@ -118,10 +119,10 @@ def init(memory: Memory, url_text: str, *, projects: list[str], machine: str | N
                     values[PULLED] = (
                         "0"  # newly included projects: pull from the start (known rows are skipped)
                     )
-                outbox.put(db, **values)
-                outbox.queue_on(db, True)
+                outbox.put(local, **values)
+                outbox.queue_on(local, True)
                 if first:
-                    outbox.enqueue_all(db)
+                    outbox.enqueue_all(local)
             report = _run(memory, conn, given.url, given.password)
         finally:
             conn.close()
@@ -143,7 +144,7 @@ def sync(memory: Memory) -> dict[str, Any]:
     if current is None:
         raise UsageError("this home has no team database; run `cmem sync init postgresql://...` first")
     with sync_lock(memory.config.home):
-        outbox.install(memory.store.db)  # a home that joined with an older cmem: its newer triggers
+        outbox.install(memory.store)  # a home that joined with an older cmem: its newer triggers
         conn = server.connect(current["url"])
         try:
             return _run(memory, conn, current["url"], None)
@@ -164,7 +165,7 @@ def _run(memory: Memory, conn: Any, url: str, password: str | None) -> dict[str,
         vectors = VectorMaker(memory.config, report["notes"])
         Pusher(memory, conn, settings["machine"], report, vectors).run()
         Puller(memory, conn, settings["projects"], report).run()
-    report["queued"] = outbox.pending_count(memory.store.db)
+    report["queued"] = outbox.pending_count(memory.store)
     return report
 
 

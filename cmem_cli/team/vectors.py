@@ -15,7 +15,7 @@ from typing import Any
 
 from cmem_cli.core.config import Config
 from cmem_cli.core.fields import SUMMARY_FIELDS
-from cmem_cli.team import outbox
+from cmem_cli.store import team_outbox as outbox
 
 _FINGERPRINT = re.compile(r"[0-9a-f]{8,64}")
 

@@ -1,6 +1,6 @@
 """Agent capture: sessions, prompts, tool observations and turn summaries written through the Python API
-(:class:`cmem_cli.api.Memory`'s :attr:`~cmem_cli.api.Memory.recorder`),
-de-duplicated by :class:`CaptureState` so that a hook and a later transcript import of the same session
+(:class:`cmem_cli.api.Memory`'s :attr:`~cmem_cli.api.Memory.recorder`), de-duplicated by the store's
+capture log (``recorder.capture_log``) so that a hook and a later transcript import of the same session
 store each thing once. Used by ``cmem hook`` and ``cmem import``.
 """
 
@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 
 from cmem_cli.api import Memory, strip_private
 from cmem_cli.capture.hooks.rules import HookRules
-from cmem_cli.capture.hooks.state import CaptureState, fingerprint, prompt_prefix
+from cmem_cli.capture.hooks.state import fingerprint, prompt_prefix
 from cmem_cli.capture.hooks.tools import ToolCall, build_observation, clip
 
 MAX_PROMPT_CHARS = 20_000
@@ -43,7 +43,7 @@ class Capture:
         # imported later describes a work tree that has moved on since, so it is not anchored
         self.anchor = anchor
         self.exclude_projects = tuple(exclude_projects)
-        self.state = CaptureState(self.rec.database)
+        self.state = self.rec.capture_log
 
     def excluded(self, where: Where) -> bool:
         """Projects listed in ``[privacy] exclude_projects`` (or ``--exclude-project``) are never recorded."""

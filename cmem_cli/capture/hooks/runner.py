@@ -172,11 +172,10 @@ def _replay_spooled(config: Config, log_dir: Path, limit: int = REPLAY_LIMIT) ->
     from cmem_cli.api import Memory
     from cmem_cli.capture.hooks.payload import parse_payload
     from cmem_cli.capture.hooks.rules import rules_from_config
-    from cmem_cli.capture.hooks.state import CaptureState
 
     with Memory(config=config) as mem:
         _tune_connection(mem, rules_from_config(config.section("hooks")))
-        state = CaptureState(mem.recorder.database)
+        state = mem.recorder.capture_log
         for source, original, abandoned in work[:limit]:
             claimed = spool.reclaim(source, original) if abandoned else spool.claim(source)
             if claimed is None:

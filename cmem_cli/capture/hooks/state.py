@@ -1,58 +1,13 @@
-"""What agent capture has already recorded, so hooks and transcript import never store a thing twice.
+"""The keys capture marks what it recorded under, so hooks and transcript import never store a thing twice.
 
-Two small tables live in ``cmem.db`` next to the store's own (created idempotently on first use; they hold
-bookkeeping only, so losing them costs at most a duplicate, never data):
-
-- ``agent_captures``: one row per (session, key). Keys are ``tool:<tool_use_id>`` for a tool call,
-  a repeat key such as ``read:<path>`` for calls merged by the rules, and ``prompt:<hash>:<n>`` for the n-th
-  prompt with that text in the session. A tool call's row carries the observation ``uid`` chosen when the
-  call was first claimed: whichever path (hook or import) writes it, it is the same observation.
-- ``transcript_offsets``: how far each transcript file has been imported.
+The marks themselves are kept by the store (``cmem_cli.store.capture_log``, reached through the API's
+``Memory.capture_log``): ``tool:<tool_use_id>`` for a tool call, a repeat key such as ``read:<path>`` for
+calls merged by the rules, and ``<prompt_prefix(text)><n>`` for the n-th prompt with that text in a session.
 """
 
 from __future__ import annotations
 
-import json
 import zlib
-from typing import Any, NamedTuple
-
-from cmem_cli.core.db import Database
-from cmem_cli.core.ids import new_uid
-from cmem_cli.core.migrations import Migrations
-from cmem_cli.core.timeutil import now_ms
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS agent_captures (
-    session    TEXT NOT NULL,
-    key        TEXT NOT NULL,
-    uid        TEXT,
-    repeats    INTEGER NOT NULL DEFAULT 0,
-    created_at INTEGER NOT NULL,
-    PRIMARY KEY (session, key)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS transcript_offsets (
-    path       TEXT PRIMARY KEY,
-    offset     INTEGER NOT NULL,
-    head       TEXT NOT NULL,
-    counts     TEXT NOT NULL DEFAULT '{}',
-    session    TEXT,
-    updated_at INTEGER NOT NULL
-) WITHOUT ROWID;
-"""
-
-
-CAPTURE_MIGRATIONS = Migrations("capture")
-
-
-@CAPTURE_MIGRATIONS
-def m001_capture_tables(conn: Any) -> None:
-    conn.execute(SCHEMA)  # IF NOT EXISTS: stores from before named migrations already have them
-
-
-def ensure_tables(db: Database) -> None:
-    """Create the bookkeeping tables once; a read-only check first so the common case takes no write lock."""
-    if CAPTURE_MIGRATIONS.pending(db.conn):
-        db.migrate(CAPTURE_MIGRATIONS)
 
 
 def prompt_prefix(text: str) -> str:
@@ -64,90 +19,3 @@ def fingerprint(data: bytes) -> str:
     """64 bits from two CRC32s: enough to tell prompts (or file heads) apart, and zlib loads in no time where
     hashlib's OpenSSL binding costs a hook several milliseconds."""
     return f"{zlib.crc32(data):08x}{zlib.crc32(data, 0x9E3779B9):08x}"
-
-
-class Claim(NamedTuple):
-    uid: str
-    fresh: bool  # True when this call made the claim; False when it was already there
-
-
-class CaptureState:
-    def __init__(self, db: Database):
-        self.db = db
-        ensure_tables(db)
-
-    def claim(self, session: str, key: str, created_at: int | None = None) -> Claim:
-        """Reserve ``key`` for a new observation uid, or return the uid already reserved (counting the repeat)."""
-        uid = new_uid(created_at)
-        with self.db.transaction():
-            self.db.execute(
-                "INSERT INTO agent_captures (session, key, uid, created_at) VALUES (?, ?, ?, ?) "
-                "ON CONFLICT (session, key) DO UPDATE SET repeats = repeats + 1",
-                (session, key, uid, now_ms()),
-            )
-            row = self.db.query_one(
-                "SELECT uid, repeats FROM agent_captures WHERE session = ? AND key = ?", (session, key)
-            )
-        assert row is not None
-        return Claim(uid=row["uid"] or uid, fresh=row["uid"] == uid and row["repeats"] == 0)
-
-    def uid_for(self, session: str, key: str) -> str | None:
-        row = self.db.query_one(
-            "SELECT uid FROM agent_captures WHERE session = ? AND key = ?", (session, key)
-        )
-        return row["uid"] if row else None
-
-    def bump(self, session: str, key: str) -> None:
-        with self.db.transaction():
-            self.db.execute(
-                "UPDATE agent_captures SET repeats = repeats + 1 WHERE session = ? AND key = ?",
-                (session, key),
-            )
-
-    def seen(self, session: str, key: str) -> bool:
-        return (
-            self.db.scalar("SELECT 1 FROM agent_captures WHERE session = ? AND key = ?", (session, key))
-            is not None
-        )
-
-    def mark(self, session: str, key: str) -> None:
-        with self.db.transaction():
-            self.db.execute(
-                "INSERT INTO agent_captures (session, key, created_at) VALUES (?, ?, ?) "
-                "ON CONFLICT (session, key) DO UPDATE SET repeats = repeats + 1",
-                (session, key, now_ms()),
-            )
-
-    def count_prefix(self, session: str, prefix: str) -> int:
-        return int(
-            self.db.scalar(
-                "SELECT count(*) FROM agent_captures WHERE session = ? AND key >= ? AND key < ?",
-                (session, prefix, prefix + "\U0010ffff"),
-            )
-            or 0
-        )
-
-    # -- transcript offsets ------------------------------------------------------------------------------
-    def offset(self, path: str) -> dict[str, Any] | None:
-        """Where import of ``path`` resumes: byte offset, first-line fingerprint, prompt counts there."""
-        row = self.db.query_one(
-            "SELECT offset, head, counts, session FROM transcript_offsets WHERE path = ?", (path,)
-        )
-        if row is not None:
-            try:
-                row["counts"] = json.loads(row["counts"])
-            except ValueError:
-                row["counts"] = {}
-        return row
-
-    def set_offset(
-        self, path: str, offset: int, head: str, counts: dict[str, int], session: str | None
-    ) -> None:
-        with self.db.transaction():
-            self.db.execute(
-                "INSERT INTO transcript_offsets (path, offset, head, counts, session, updated_at) "
-                "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (path) DO UPDATE SET offset = excluded.offset, "
-                "head = excluded.head, counts = excluded.counts, session = coalesce(excluded.session, session), "
-                "updated_at = excluded.updated_at",
-                (path, offset, head, json.dumps(counts, sort_keys=True), session, now_ms()),
-            )

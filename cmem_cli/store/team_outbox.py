@@ -1,5 +1,9 @@
 """This home's side of a team database: the remote's settings, the outbox of changes to push, base revisions.
 
+The team remote (``cmem_cli.team``) owns its PostgreSQL and talks to it itself; what it keeps in this home's
+SQLite file lives here, in the store, like every other table of that file: one owner for the file's schema,
+migrations and transactions, and the outbox's triggers fire in the same transaction as the store's writes.
+
 The outbox is filled by SQLite triggers on the store's own tables, in the transaction of the write that
 caused it: whatever writes (a CLI command, a hook, the MCP server, adoption of a hand edit), its change is
 queued or it did not happen, and nothing waits on the network. The tables and triggers are created by
@@ -17,8 +21,8 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from cmem_cli.core.db import Database
 from cmem_cli.core.migrations import Migrations
+from cmem_cli.store.repository import Store
 
 OBSERVATION = "observation"
 SUMMARY = "summary"
@@ -148,39 +152,39 @@ class Entry(NamedTuple):
     snapshot: bool
 
 
-def is_installed(db: Database) -> bool:
+def is_installed(store: Store) -> bool:
     """Has `cmem sync init` made this home a member of a team database? (No tables: no.)"""
-    return bool(db.scalar("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'team_state'"))
+    return bool(store.db.scalar("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'team_state'"))
 
 
-def install(db: Database) -> None:
+def install(store: Store) -> None:
     """Create the team tables and triggers (once) inside the caller's transaction or on their own."""
-    if TEAM_MIGRATIONS.pending(db.conn):
-        db.migrate(TEAM_MIGRATIONS)
+    if TEAM_MIGRATIONS.pending(store.db.conn):
+        store.db.migrate(TEAM_MIGRATIONS)
 
 
 # -- settings -----------------------------------------------------------------------------------------
-def settings(db: Database) -> dict[str, str]:
-    if not is_installed(db):
+def settings(store: Store) -> dict[str, str]:
+    if not is_installed(store):
         return {}
-    return {row["key"]: row["value"] for row in db.query("SELECT key, value FROM team_state")}
+    return {row["key"]: row["value"] for row in store.db.query("SELECT key, value FROM team_state")}
 
 
-def put(db: Database, **values: str | None) -> None:
+def put(store: Store, **values: str | None) -> None:
     for key, value in values.items():
         if value is None:
-            db.execute("DELETE FROM team_state WHERE key = ?", (key,))
+            store.db.execute("DELETE FROM team_state WHERE key = ?", (key,))
         else:
-            db.execute(
+            store.db.execute(
                 "INSERT INTO team_state (key, value) VALUES (?, ?) "
                 "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
                 (key, value),
             )
 
 
-def queue_on(db: Database, on: bool) -> None:
+def queue_on(store: Store, on: bool) -> None:
     """Start (or, while applying what was pulled, pause) queueing local writes, in the caller's transaction."""
-    put(db, **{QUEUE: "1" if on else None})
+    put(store, **{QUEUE: "1" if on else None})
 
 
 def count(report: dict[str, Any], kind: str, direction: str) -> None:
@@ -202,70 +206,76 @@ def _enqueue_all_sql(kind: str, table: str, column: str) -> str:
     )
 
 
-def enqueue_all(db: Database) -> int:
+def enqueue_all(store: Store) -> int:
     """Queue every session, prompt, observation and summary this home holds (joining a team: its memory
     travels too)."""
-    before = db.scalar("SELECT count(*) FROM team_outbox")
+    before = store.db.scalar("SELECT count(*) FROM team_outbox")
     for kind, table, column in _TABLES:
-        db.execute(_enqueue_all_sql(kind, table, column))
-    return int(db.scalar("SELECT count(*) FROM team_outbox")) - int(before)
+        store.db.execute(_enqueue_all_sql(kind, table, column))
+    return int(store.db.scalar("SELECT count(*) FROM team_outbox")) - int(before)
 
 
-def enqueue(db: Database, kind: str, uid: str) -> None:
-    db.execute(f"{_ENQUEUE} VALUES (?, ?)", (kind, uid))
+def enqueue(store: Store, kind: str, uid: str) -> None:
+    store.db.execute(f"{_ENQUEUE} VALUES (?, ?)", (kind, uid))
 
 
-def pending(db: Database, *, limit: int) -> list[Entry]:
-    rows = db.query("SELECT seq, kind, uid, snapshot FROM team_outbox ORDER BY seq LIMIT ?", (limit,))
+def pending(store: Store, *, limit: int) -> list[Entry]:
+    rows = store.db.query("SELECT seq, kind, uid, snapshot FROM team_outbox ORDER BY seq LIMIT ?", (limit,))
     return [Entry(r["seq"], r["kind"], r["uid"], bool(r["snapshot"])) for r in rows]
 
 
-def pending_count(db: Database) -> int:
-    return int(db.scalar("SELECT count(*) FROM team_outbox") or 0) if is_installed(db) else 0
+def pending_count(store: Store) -> int:
+    return int(store.db.scalar("SELECT count(*) FROM team_outbox") or 0) if is_installed(store) else 0
 
 
-def pending_uids(db: Database, kind: str, uids: list[str]) -> set[str]:
+def pending_uids(store: Store, kind: str, uids: list[str]) -> set[str]:
     """Which of ``uids`` have a local change waiting to be pushed (a pull must not overwrite them)."""
     found: set[str] = set()
     for start in range(0, len(uids), 500):
         chunk = uids[start : start + 500]
         marks = ", ".join("?" * len(chunk))
-        rows = db.query(f"SELECT uid FROM team_outbox WHERE kind = ? AND uid IN ({marks})", (kind, *chunk))
+        rows = store.db.query(
+            f"SELECT uid FROM team_outbox WHERE kind = ? AND uid IN ({marks})", (kind, *chunk)
+        )
         found.update(r["uid"] for r in rows)
     return found
 
 
-def present(db: Database, seqs: list[int]) -> set[int]:
+def present(store: Store, seqs: list[int]) -> set[int]:
     """Which of these entries are still queued (one queued again meanwhile has a new seq)."""
     found: set[int] = set()
     for start in range(0, len(seqs), 500):
         chunk = seqs[start : start + 500]
         marks = ", ".join("?" * len(chunk))
-        found.update(r["seq"] for r in db.query(f"SELECT seq FROM team_outbox WHERE seq IN ({marks})", chunk))
+        found.update(
+            r["seq"] for r in store.db.query(f"SELECT seq FROM team_outbox WHERE seq IN ({marks})", chunk)
+        )
     return found
 
 
-def acknowledge(db: Database, seqs: list[int]) -> None:
+def acknowledge(store: Store, seqs: list[int]) -> None:
     """Drop exactly the entries a push read: one queued again meanwhile has a new seq and stays."""
-    db.conn.executemany("DELETE FROM team_outbox WHERE seq = ?", [(s,) for s in seqs])
+    store.db.conn.executemany("DELETE FROM team_outbox WHERE seq = ?", [(s,) for s in seqs])
 
 
 # -- base revisions -----------------------------------------------------------------------------------
-def revs(db: Database, kind: str, uids: list[str]) -> dict[str, int]:
+def revs(store: Store, kind: str, uids: list[str]) -> dict[str, int]:
     found: dict[str, int] = {}
     for start in range(0, len(uids), 500):
         chunk = uids[start : start + 500]
         marks = ", ".join("?" * len(chunk))
-        rows = db.query(f"SELECT uid, rev FROM team_revs WHERE kind = ? AND uid IN ({marks})", (kind, *chunk))
+        rows = store.db.query(
+            f"SELECT uid, rev FROM team_revs WHERE kind = ? AND uid IN ({marks})", (kind, *chunk)
+        )
         found.update((r["uid"], r["rev"]) for r in rows)
     return found
 
 
-def set_rev(db: Database, kind: str, uid: str, rev: int | None) -> None:
+def set_rev(store: Store, kind: str, uid: str, rev: int | None) -> None:
     if rev is None:
-        db.execute("DELETE FROM team_revs WHERE kind = ? AND uid = ?", (kind, uid))
+        store.db.execute("DELETE FROM team_revs WHERE kind = ? AND uid = ?", (kind, uid))
     else:
-        db.execute(
+        store.db.execute(
             "INSERT INTO team_revs (kind, uid, rev) VALUES (?, ?, ?) "
             "ON CONFLICT (kind, uid) DO UPDATE SET rev = excluded.rev",
             (kind, uid, rev),

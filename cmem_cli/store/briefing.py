@@ -1,0 +1,78 @@
+"""The store's side of the session briefing (`cmem context`, the SessionStart hook): the last session's
+outcome and the newest observations of a project, reading only the columns the briefing shows.
+
+Pure data access; :mod:`cmem_cli.services.briefing` ranks and renders. A SessionStart hook runs this on
+every session, so each query is one walk of an index in time order, bounded by a limit.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TypedDict, cast
+
+from cmem_cli.store.repository import Store
+
+_SESSION_COLUMNS = "session_id, status, outcome, next_steps, started_at, last_activity_at"
+
+
+class SessionOutcome(TypedDict):
+    """How a session ended, as the briefing's "Last session" block shows it."""
+
+    session_id: str
+    status: str
+    outcome: str | None
+    next_steps: str | None
+    started_at: int
+    last_activity_at: int
+
+
+class BriefCandidate(TypedDict):
+    """An observation the briefing may list: no narrative (they can be large), list fields decoded."""
+
+    id: int
+    uid: str
+    type: str
+    title: str
+    created_at: int
+    tokens: int
+    session: str | None
+    tools_used: list[str]
+    files_read: list[str]
+    files_modified: list[str]
+
+
+def session_outcome(store: Store, session_id: str) -> SessionOutcome | None:
+    """The session ``session_id`` (exactly), or None."""
+    row = store.db.query_one(f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE session_id = ?", (session_id,))
+    return cast(SessionOutcome, row) if row else None
+
+
+def latest_outcome(store: Store, project: str, *, besides: str | None) -> SessionOutcome | None:
+    """The most recently active session of ``project`` that recorded an outcome or next steps, other than
+    ``besides`` (the session asking)."""
+    row = store.db.query_one(
+        f"SELECT {_SESSION_COLUMNS} FROM sessions "
+        "WHERE project = ? AND (outcome IS NOT NULL OR next_steps IS NOT NULL) AND session_id IS NOT ? "
+        "ORDER BY last_activity_at DESC LIMIT 1",
+        (project, besides),
+    )
+    return cast(SessionOutcome, row) if row else None
+
+
+def current_observations(store: Store, project: str, *, limit: int) -> list[BriefCandidate]:
+    """The newest ``limit`` observations of ``project`` that no newer memory superseded (the briefing is
+    what an agent takes as true), newest first."""
+    rows = store.db.query(
+        "SELECT id, uid, type, title, created_at, tokens, session, tools_used, files_read, files_modified "
+        "FROM observations o "
+        "WHERE project = ? AND NOT EXISTS (SELECT 1 FROM observation_links l "
+        "WHERE l.to_id = o.id AND l.type = 'supersedes') ORDER BY created_at DESC, id DESC LIMIT ?",
+        (project, limit),
+    )
+    for row in rows:
+        for field in ("tools_used", "files_read", "files_modified"):
+            try:
+                row[field] = json.loads(row[field] or "[]")
+            except ValueError:
+                row[field] = []
+    return cast(list[BriefCandidate], rows)

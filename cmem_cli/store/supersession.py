@@ -1,0 +1,116 @@
+"""The store's side of supersession: the ``supersedes`` links read as who replaced whom.
+
+Pure data access over ``observation_links``; :mod:`cmem_cli.services.supersession` decides what the read
+paths do with it (mark rows, rank successors, leave replaced memories out of the briefing). Every query is
+one indexed lookup for the ids a command shows, in chunks well under SQLite's bound-parameter limit.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+
+from cmem_cli.store.repository import Filters, Store
+
+SUPERSEDES = "supersedes"
+_CHUNK = 500
+
+
+class ObservationText:
+    """The stated text of an observation (what an inferred update compares) and when it was recorded."""
+
+    __slots__ = ("id", "title", "subtitle", "narrative", "facts", "created_at")
+
+    def __init__(
+        self, id: int, title: str, subtitle: str, narrative: str, facts: list[str], created_at: int
+    ) -> None:
+        self.id, self.title, self.subtitle, self.narrative = id, title, subtitle, narrative
+        self.facts, self.created_at = facts, created_at
+
+
+def newest_successors(store: Store, obs_ids: Iterable[int]) -> dict[int, int]:
+    """Each of ``obs_ids`` that a newer memory superseded -> that successor's id (the newest one, by the
+    time it was recorded, when several superseded it)."""
+    ids = sorted({int(i) for i in obs_ids})
+    found: dict[int, int] = {}
+    for start in range(0, len(ids), _CHUNK):
+        chunk = ids[start : start + _CHUNK]
+        marks = ", ".join("?" * len(chunk))
+        rows = store.db.rows(
+            "SELECT l.to_id, l.from_id FROM observation_links l JOIN observations n ON n.id = l.from_id "
+            f"WHERE l.type = '{SUPERSEDES}' AND l.to_id IN ({marks}) ORDER BY n.created_at, n.id",
+            chunk,
+        )
+        for old, new in rows:  # newest last: it wins
+            found[old] = new
+    return found
+
+
+def superseders(store: Store, obs_ids: Iterable[int]) -> set[int]:
+    """Every memory that directly supersedes one of ``obs_ids``."""
+    ids = sorted({int(i) for i in obs_ids})
+    found: set[int] = set()
+    for start in range(0, len(ids), _CHUNK):
+        chunk = ids[start : start + _CHUNK]
+        marks = ", ".join("?" * len(chunk))
+        found.update(
+            row[0]
+            for row in store.db.rows(
+                f"SELECT from_id FROM observation_links WHERE type = '{SUPERSEDES}' AND to_id IN ({marks})",
+                chunk,
+            )
+        )
+    return found
+
+
+def inherit_retrievals(store: Store, new_id: int, old_id: int) -> None:
+    """Add the retrieval count of ``old_id`` to that of ``new_id``, inside the caller's transaction."""
+    store.db.execute(
+        "UPDATE observations SET retrieval_count = retrieval_count + "
+        "(SELECT retrieval_count FROM observations WHERE id = ?) WHERE id = ?",
+        (old_id, new_id),
+    )
+
+
+def ids_passing(store: Store, obs_ids: Iterable[int], filters: Filters) -> list[int]:
+    """The ids among ``obs_ids`` whose observations match ``filters`` (type, project, dates...), ascending."""
+    ids = sorted({int(i) for i in obs_ids})
+    where, params = filters.sql("o")
+    found: list[int] = []
+    for start in range(0, len(ids), _CHUNK):
+        chunk = ids[start : start + _CHUNK]
+        marks = ", ".join("?" * len(chunk))
+        found.extend(
+            row[0]
+            for row in store.db.rows(
+                f"SELECT o.id FROM observations o WHERE o.id IN ({marks}) AND {where} ORDER BY o.id",
+                [*chunk, *params],
+            )
+        )
+    return found
+
+
+def stated_texts(store: Store, obs_ids: Iterable[int]) -> list[ObservationText]:
+    """The stated text of each of ``obs_ids`` that exists (narratives included: few rows, a search's head)."""
+    ids = sorted({int(i) for i in obs_ids})
+    found: list[ObservationText] = []
+    for start in range(0, len(ids), _CHUNK):
+        chunk = ids[start : start + _CHUNK]
+        marks = ", ".join("?" * len(chunk))
+        rows = store.db.rows(
+            "SELECT id, title, subtitle, narrative, facts, created_at FROM observations "
+            f"WHERE id IN ({marks})",
+            chunk,
+        )
+        for obs_id, title, subtitle, narrative, facts, created_at in rows:
+            found.append(
+                ObservationText(
+                    obs_id,
+                    title or "",
+                    subtitle or "",
+                    narrative or "",
+                    json.loads(facts or "[]"),
+                    created_at,
+                )
+            )
+    return found
