@@ -97,13 +97,7 @@ def adopt_tree(
 def refused_files(memory: Memory, relpaths: list[str]) -> list[tuple[str, str]]:
     """(path, reason) for each of ``relpaths`` that adoption would refuse (invalid, or a second file of one
     uid), found by the same checks and nothing written: what doctor lists before and after ``--fix``."""
-    adopter = _Adopter(memory, forget_deleted=False)
-    adopter.load_state()
-    for relpath in sorted(set(relpaths)):
-        item = adopter._stage(relpath)
-        if item is not None:
-            adopter._links_valid(*item)
-    return adopter.report.invalid + adopter.report.conflicts
+    return _Adopter(memory, forget_deleted=False).refusals(relpaths)
 
 
 class _Adopter:
@@ -134,6 +128,16 @@ class _Adopter:
         self.report.written = sorted(files.written)
         self.report.removed = sorted(files.to_delete)
         return self.report
+
+    def refusals(self, relpaths: list[str]) -> list[tuple[str, str]]:
+        """(path, reason) for each of ``relpaths`` adoption would refuse, by the checks :meth:`run` makes,
+        writing nothing."""
+        self.load_state()
+        for relpath in sorted(set(relpaths)):
+            item = self._stage(relpath)
+            if item is not None:
+                self._links_valid(*item)
+        return self.report.invalid + self.report.conflicts
 
     def load_state(self) -> None:
         """What cmem last wrote: each file's record, hash and size/mtime."""

@@ -1,1 +1,1 @@
-"""The record model and the repository: rows in, rows out. Imports only the kernel."""
+"""The record model, the repository and every SQL statement against ``cmem.db``. Imports only the kernel."""
