@@ -136,7 +136,7 @@ def apply(
             if item.anchor is not None:
                 from cmem_cli.services.anchors import adopt_anchor
 
-                adopt_anchor(store, row["id"], item.anchor, memory._scrub_text)
+                adopt_anchor(store, row["id"], item.anchor, memory.scrub_text)
             if before is not None and before["title"] != row["title"]:
                 refresh.update(link["id"] for link in store.links_to(row["id"]))
             rows.append((item, row))

@@ -207,7 +207,9 @@ class Memory:
     def _scrub_record(self, record: dict[str, Any]) -> dict[str, Any]:
         return self.privacy.scrub_record(record, config=self.config)
 
-    def _scrub_text(self, text: str | None) -> str | None:
+    def scrub_text(self, text: str | None) -> str | None:
+        """``text`` with this home's privacy rules applied (private spans and secrets removed); what adoption
+        and team sync pass to a record's other fields, such as an adopted anchor."""
         if text is None:
             return text
         return self.privacy.scrub(text, config=self.config)
@@ -370,7 +372,7 @@ class Memory:
         elif anchor is not None:
             from cmem_cli.services.anchors import adopt_anchor
 
-            adopt_anchor(store, row["id"], anchor, self._scrub_text)
+            adopt_anchor(store, row["id"], anchor, self.scrub_text)
         # a new row without links has none to list: no need to ask the store (bulk imports do this a lot)
         no_links = existing is None and not record.get("links")
         return self.export_observation(row, files, relpath=relpath, no_links=no_links, anchor=made)
@@ -457,7 +459,7 @@ class Memory:
 
         if anchor is _STORED:
             anchor = self.store.anchors.for_ids([obs_id]).get(obs_id)
-        return exported(anchor, self._scrub_text)
+        return exported(anchor, self.scrub_text)
 
     def edit_observation(
         self, obs_id: int, changes: dict[str, Any], *, cwd: str | None = None
@@ -541,8 +543,8 @@ class Memory:
                 session_id,
                 agent=agent,
                 project=project,
-                label=self._scrub_text(label),
-                goal=self._scrub_text(goal),
+                label=self.scrub_text(label),
+                goal=self.scrub_text(goal),
             )
 
     def label_sessions(self, labels: dict[str, str]) -> None:
@@ -550,7 +552,7 @@ class Memory:
         characters, in one transaction; a session that does not exist is left alone."""
         with self.store.transaction():
             for session_id, label in labels.items():
-                self.store.label_session(session_id, (self._scrub_text(label) or "")[:500] or None)
+                self.store.label_session(session_id, (self.scrub_text(label) or "")[:500] or None)
 
     def end_session(
         self,
@@ -566,8 +568,8 @@ class Memory:
             return self.store.end_session(
                 session_id,
                 status=status,
-                outcome=self._scrub_text(outcome),
-                next_steps=self._scrub_text(next_steps),
+                outcome=self.scrub_text(outcome),
+                next_steps=self.scrub_text(next_steps),
             )
 
     def add_prompt(
@@ -598,7 +600,7 @@ class Memory:
         """A prompt's text as stored: scrubbed, then checked (a string, not empty, within the limit)."""
         if not isinstance(text, str):
             raise InvalidInput("prompt must be a string")
-        return _required_text("prompt", self._scrub_text(text) or "", limit=SUMMARY_LIMIT)
+        return _required_text("prompt", self.scrub_text(text) or "", limit=SUMMARY_LIMIT)
 
     def prepare_prompt_row(self, row: dict[str, Any]) -> dict[str, Any]:
         """A prompt from elsewhere (a team database), checked and scrubbed as `cmem prompt add` would."""
@@ -639,7 +641,7 @@ class Memory:
                             ("next_steps", SUMMARY_LIMIT)):  # fmt: skip
             value = row.get(name)
             if value is not None:
-                value = self._scrub_text(_required_text(name, value, limit=limit, allow_empty=True)) or None
+                value = self.scrub_text(_required_text(name, value, limit=limit, allow_empty=True)) or None
             values[name] = value
         return values
 
@@ -675,7 +677,7 @@ class Memory:
             if value is not None:
                 if not isinstance(value, str):
                     raise InvalidInput(f"summary field '{name}' must be a string")
-                value = self._scrub_text(_required_text(name, value, limit=SUMMARY_LIMIT, allow_empty=True))
+                value = self.scrub_text(_required_text(name, value, limit=SUMMARY_LIMIT, allow_empty=True))
             values[name] = value or None
         if not any(values.values()):
             raise InvalidInput("a summary needs at least one of: " + ", ".join(SUMMARY_FIELDS))

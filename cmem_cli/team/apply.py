@@ -65,7 +65,7 @@ class Applier:
         else:
             obs_id = store.insert_observation(record, updated_at=updated)["id"]
         if row.get("anchor") is not None:  # the repository by name: a clone here, wherever, is found by it
-            adopt_anchor(store, obs_id, anchor_of(row), self.memory._scrub_text)
+            adopt_anchor(store, obs_id, anchor_of(row), self.memory.scrub_text)
         self._links[obs_id] = [tuple(link) for link in row.get("links") or []]
         self._export.add(obs_id)
         if queue:

@@ -102,7 +102,7 @@ class Pusher:
         }
         rows = store.observations_by_uids([e.uid for e in obs])
         anchors = self.local.anchors.for_ids([row["id"] for row in rows.values()])
-        scrub = self.memory._scrub_text
+        scrub = self.memory.scrub_text
         local_obs = {
             uid: observation_out(
                 row, store.links_from(row["id"]), self.machine, exported(anchors.get(row["id"]), scrub)
