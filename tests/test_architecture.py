@@ -188,3 +188,38 @@ def test_a_service_or_team_module_that_opens_sqlite_breaks_the_contracts(tmp_pat
     assert "cmem_cli.services.doctor -> apsw" in result.stdout
     assert "The team remote reaches this home's store only through its outbox and the write" in result.stdout
     assert "cmem_cli.team.pull -> cmem_cli.store.repository" in result.stdout
+
+
+# -- the write service's public surface ------------------------------------------------------------------
+WRITE_SERVICE_NAMES = {"memory", "service", "store"}  # how sync, team sync and adoption name it and its store
+
+
+def private_reaches(root: Path) -> list[str]:
+    """Every ``memory._x`` / ``self.memory._x`` / ``service._x`` / ``store._x`` under ``root`` (a cmem_cli tree)
+    outside the API and the write service's own module: callers use the write service's public surface."""
+    found: list[str] = []
+    for path in sorted(root.rglob("*.py")):
+        relative = path.relative_to(root).as_posix()
+        if relative.startswith(("api/", "store/")) or relative == "services/writes.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if not (
+                isinstance(node, ast.Attribute)
+                and node.attr.startswith("_")
+                and not node.attr.startswith("__")
+            ):
+                continue
+            owner = node.value
+            name = owner.id if isinstance(owner, ast.Name) else getattr(owner, "attr", None)
+            if name in WRITE_SERVICE_NAMES:
+                found.append(f"{relative}:{node.lineno} {name}.{node.attr}")
+    return found
+
+
+def test_sync_team_and_adoption_use_the_write_services_public_surface(tmp_path: Path) -> None:
+    assert private_reaches(REPO / "cmem_cli") == []
+    (tmp_path / "sync").mkdir()
+    (tmp_path / "sync" / "gitsync.py").write_text(
+        "def run(self):\n    with self.memory._write(fsync=False) as files:\n        return files\n"
+    )
+    assert private_reaches(tmp_path) == ["sync/gitsync.py:2 memory._write"]
