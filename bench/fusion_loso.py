@@ -5,14 +5,15 @@ store's BM25, the index's BM25, the vectors: candidates with raw scores) and wha
 query is re-fused here exactly as ``cmem search`` does (``cmem_index.fusion.fuse``, then the default evidence
 cut-off), under every point of a family of constants, and scored by nDCG@10. Then, for each set, the point
 with the best mean over the *other* sets is chosen and its score on the held-out set reported: the figure
-for a set comes from a fit that never saw it. Three families, each varying one thing:
+for a set comes from a fit that never saw it. Two families, each varying one thing:
 
 * ``relative``: today's default order (z-scores weighted by each list's decisiveness); its constant here is
   the decisiveness depth ``decisive_at`` (best normalised score less the one at that rank).
 * ``code``: the same order with ``code_keyword``, how much a keyword list whose head is source code counts
   for a question in words (cmem_index.codelike).
-* ``evidence``: the order before issue 10 (the calibrated score), with its weights, cosine floor and
-  per-query ``trust``.
+
+(A third family, the order before issue 10 with a per-query ``trust`` weight, was measured and not kept:
+docs/retrieval.md, "What bench/ no longer holds".)
 
 After fusion, the search's reply step is replayed (a bare question's reply, when a hit, moves to just
 before it; ``replies_first``), from the question -> reply pairs the dump records.
@@ -26,7 +27,6 @@ instead counts how often each code factor is the best in N resamples of every se
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import statistics
 import sys
@@ -66,18 +66,7 @@ def evaluate(queries: list[Query], params: FusionParams, kind: str | None = None
 def families() -> dict[str, list[FusionParams]]:
     relative = [DEFAULT_PARAMS._replace(decisive_at=depth) for depth in DEPTHS]
     code = [DEFAULT_PARAMS._replace(code_keyword=share) for share in CODE_KEYWORD]
-    evidence = [
-        DEFAULT_PARAMS._replace(
-            relative=False,
-            keyword_weight=w,
-            vector_weight=1 - w,
-            cos_floor=floor,
-            trust=trust,
-            decisive_at=10,
-        )
-        for w, floor, trust in itertools.product([0.5, 0.6, 0.7], [0.1, 0.2, 0.3], [0.0, 0.5, 1.0, 2.0])
-    ]
-    return {"relative": relative, "code": code, "evidence": evidence}
+    return {"relative": relative, "code": code}
 
 
 def load(paths: list[str]) -> dict[str, list[Query]]:
@@ -131,15 +120,13 @@ def report(sets: dict[str, list[Query]]) -> dict[str, Any]:
 
 def print_report(rows: dict[str, Any]) -> None:
     print(
-        f"{'set':14}{'keyword':>9}{'vector':>9}{'default':>9}{'rel LOSO':>10}{'code LOSO':>11}{'evid LOSO':>11}"
-        "  LOSO constants"
+        f"{'set':14}{'keyword':>9}{'vector':>9}{'default':>9}{'rel LOSO':>10}{'code LOSO':>11}  LOSO constants"
     )
     for name, row in rows.items():
         print(
             f"{name:14}{row['keyword']:>9.4f}{row['vector']:>9.4f}{row['default']:>9.4f}"
-            f"{row['relative_loso']:>10.4f}{row['code_loso']:>11.4f}{row['evidence_loso']:>11.4f}"
-            f"  relative: {row['relative_constants']}; code: {row['code_constants']};"
-            f" evidence: {row['evidence_constants']}"
+            f"{row['relative_loso']:>10.4f}{row['code_loso']:>11.4f}"
+            f"  relative: {row['relative_constants']}; code: {row['code_constants']}"
         )
     print("\nrelative order by decisiveness depth (nDCG@10):")
     print(f"{'set':14}" + "".join(f"{d:>8}" for d in DEPTHS))
@@ -234,9 +221,7 @@ def require_homes(parser: argparse.ArgumentParser, work: Path, names: list[str])
 def _constants(p: FusionParams, family: str) -> str:
     if family == "relative":
         return f"decisive_at={p.decisive_at}"
-    if family == "code":
-        return f"code_keyword={p.code_keyword}"
-    return f"w={p.keyword_weight}, floor={p.cos_floor}, trust={p.trust}"
+    return f"code_keyword={p.code_keyword}"
 
 
 if __name__ == "__main__":

@@ -105,12 +105,15 @@ def cos_linear(floor: float, ceiling: float) -> Callable[[list[float]], list[flo
 
 
 def calibrated(params: FusionParams) -> Fusion:
-    """cmem's fusion (cmem_index.fusion) with the given constants."""
+    """cmem's calibrated evidence score (cmem_index.fusion) with the given constants, hits ordered by it:
+    what these constants decide (the order of hybrid hits has been the relative order since issue 10; the
+    evidence is what --min-score and the cut-off read, and the order when one kind of list found nothing)."""
 
     def run(q: Query) -> list[str]:
         lists = {"keyword": q["keyword"], "vector": q["vector"]}
         signals = {"keyword": Signal(KEYWORD, q.get("idf") or None), "vector": Signal(VECTOR)}
-        return [h.key for h in fuse(lists, signals, params=params)]
+        hits = fuse(lists, signals, params=params)
+        return [h.key for h in sorted(hits, key=lambda h: (-h.score, h.key))]
 
     return run
 

@@ -23,7 +23,6 @@ leave-one-set-out table for the sets just run.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import math
 import os
@@ -31,7 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +39,6 @@ DATA = Path(os.environ.get("CMEM_BENCH_DATA") or REPO.parent / "shared" / "data"
 sys.path.insert(0, str(REPO))
 
 MODES = ("keyword", "vector", "hybrid", "rrf")
-# also: "evidence", the hybrid default before issue 10 (hits ordered by the calibrated score alone)
 
 
 # -- data sets -------------------------------------------------------------------------------------------
@@ -292,6 +290,7 @@ def evaluate(
     from cmem_cli.services.writes import Memory
     from cmem_cli.store.repository import Filters
     from cmem_index.search import hybrid
+    from cmem_index.trace import Trace
 
     info = build_home(name, data, home, model)
     os.environ["CMEM_EMBED_MODEL"] = model
@@ -305,19 +304,18 @@ def evaluate(
         per_query, seconds = [], 0.0
         for qid, text, filters in data["queries"]:
             started = time.perf_counter()
+            trace = Trace()
             if mode == "rrf":  # the baseline: plain RRF of the index's FTS5 BM25 and vector lists
-                hits = hybrid(
-                    config, text, mode="hybrid", limit=10, filters=filters, rerank=False, fusion="rrf"
-                )
-                ranked = [by_key.get(h.key, "") for h in hits]
+                hybrid(config, text, mode="hybrid", limit=10, filters=filters, rerank=False, trace=trace)
+                ranked = [by_key.get(key, "") for key in rrf(trace.lists)[:10]]
             else:  # what `cmem search --mode MODE` runs: store BM25 + index BM25 + vectors, fused
-                record = dump is not None and mode == "hybrid"
-                with _evidence_order(mode == "evidence"), _recording_fusion(recorded if record else []):
-                    rows = search(
-                        memory, Query(text, limit=10, mode="hybrid" if mode == "evidence" else mode, rerank=False),
-                        Filters(**(filters or {})),
-                    ).to_json()  # fmt: skip
+                ask = Query(text, limit=10, mode=mode, rerank=False)
+                rows = search(memory, ask, Filters(**(filters or {})), trace=trace).to_json()
                 ranked = [id_map.get(str(r["id"]), "") for r in rows]
+                if dump is not None and mode == "hybrid":
+                    recorded.append(
+                        {"lists": trace.lists, "signals": {n: list(s) for n, s in trace.signals.items()}}
+                    )
             seconds += time.perf_counter() - started
             per_query.append(metrics(ranked, data["qrels"].get(qid, {})))
         results[mode] = {**mean(per_query), "ms/query": round(1000 * seconds / len(data["queries"]), 1)}
@@ -329,42 +327,17 @@ def evaluate(
     return {"results": results, "build": {k: v for k, v in info.items() if k != "ids"}}
 
 
-@contextlib.contextmanager
-def _evidence_order(on: bool) -> Iterator[None]:
-    """Within the block, hybrid search orders hits by the calibrated score (the default before issue 10)."""
-    from cmem_index.fusion import DEFAULT_PARAMS
-    from cmem_index.search import hybrid
-
-    saved = hybrid.__kwdefaults__["params"]
-    if on:
-        hybrid.__kwdefaults__["params"] = DEFAULT_PARAMS._replace(relative=False)
-    try:
-        yield
-    finally:
-        hybrid.__kwdefaults__["params"] = saved
-
-
-@contextlib.contextmanager
-def _recording_fusion(into: list[dict[str, Any]]) -> Iterator[None]:
-    """Within the block, every ``fuse`` call of hybrid search appends its input lists and signals to ``into``."""
-    import cmem_index.search as index_search
-
-    real = index_search.fuse
-
-    def recording(lists: Any, signals: Any = None, **kwargs: Any) -> Any:
-        into.append(
-            {
-                "lists": {name: list(items) for name, items in lists.items()},
-                "signals": {name: list(s) for name, s in (signals or {}).items()},
-            }
-        )
-        return real(lists, signals, **kwargs)
-
-    index_search.fuse = recording
-    try:
-        yield
-    finally:
-        index_search.fuse = real
+def rrf(lists: dict[str, list[tuple[str, float]]], k: float = 60.0) -> list[str]:
+    """Plain reciprocal rank fusion, the baseline: each list's ranks (a key's first place in a list), scores
+    thrown away; ties by key."""
+    total: dict[str, float] = {}
+    for items in lists.values():
+        seen: set[str] = set()
+        for key, _ in items:
+            if key not in seen:
+                seen.add(key)
+                total[key] = total.get(key, 0.0) + 1.0 / (k + len(seen))
+    return sorted(total, key=lambda key: (-total[key], key))
 
 
 def corpus_keys(config: Any, id_map: dict[str, str]) -> dict[str, str]:

@@ -44,13 +44,8 @@ class FusionParams(NamedTuple):
     cos_floor: float = 0.1
     cos_ceiling: float = 1.0
     fallback_half: float = 10.0  # raw BM25 mapped to 0.5 when a keyword list has no scale nor anchor
-    rrf_k: float = 60.0
-    trust: float = 0.0  # per-query weight ~ (how decisive the kind's list is) ** trust; 0 = fixed weights
     decisive_at: int = 50  # a list's decisiveness: its best normalised score less the one at this rank
     code_keyword: float = 0.3  # how much a keyword list of code counts for a question in words (codelike)
-    relative: bool = (
-        True  # order hybrid hits by each list's standardised scores (see :func:`_relative_order`)
-    )
     cutoff: float = 0.07  # default --min-score of hybrid search: below it, no real evidence
     unmatched_margin: float = 0.16  # no query word occurs: a hit's cosine must clear its neighbours' median
     unknown_pieces: float = 2.0  # no query word occurs and its words average more model pieces: no hits
@@ -155,12 +150,11 @@ def fuse(
     signals: Mapping[str, Signal] | None = None,
     *,
     params: FusionParams = DEFAULT_PARAMS,
-    method: str = "score",
 ) -> list[FusedHit]:
     """Fuse ``{signal: [(key, raw_score), ...]}`` (each list best first, higher raw is better) into hits.
 
     ``signals`` says what each list is (default: ``vector`` for a list named ``vector``, else keyword).
-    ``method="rrf"`` is plain reciprocal rank fusion, kept as the baseline; its score is not calibrated.
+    (Plain reciprocal rank fusion, the baseline the benchmarks compare with, lives in bench/retrieval.py.)
     """
     specs = {
         name: (signals or {}).get(name) or Signal(VECTOR if name == VECTOR else KEYWORD) for name in lists
@@ -178,16 +172,11 @@ def fuse(
             whole = cosines.get(key) if cosines is not None else None
             hit.signals[name] = SignalScore(rank, float(raw), norm, whole)
     weights = {KEYWORD: params.keyword_weight, VECTOR: params.vector_weight}
-    if params.trust:
-        weights = _trusted(weights, specs, norms, params.trust, params.decisive_at)
     # Every kind asked about counts, found or not: a query no keyword list matches gets no keyword credit,
     # so its vector-only hits score what they would beside keyword hits (the cut-off means the same).
     kinds_asked = {spec.kind for spec in specs.values()}
     total_weight = sum(weights.get(kind, 0.0) for kind in kinds_asked) or 1.0
     for hit in hits.values():
-        if method == "rrf":
-            hit.score = sum(1.0 / (params.rrf_k + s.rank) for s in hit.signals.values())
-            continue
         best: dict[str, float] = {}  # what orders the hits: each list's own scores
         evidence: dict[str, float] = {}  # what the score says: the whole query's, where a list has them
         for name, score in hit.signals.items():
@@ -197,8 +186,7 @@ def fuse(
             evidence[spec.kind] = max(evidence.get(spec.kind, 0.0), norm)
         hit.score = sum(weights.get(kind, 0.0) * value for kind, value in evidence.items()) / total_weight
         hit.order = sum(weights.get(kind, 0.0) * value for kind, value in best.items()) / total_weight
-    if method != "rrf" and params.relative:
-        _relative_order(hits, lists, specs, norms, params.decisive_at, params.code_keyword)
+    _relative_order(hits, lists, specs, norms, params.decisive_at, params.code_keyword)
     return sorted(hits.values(), key=lambda h: (-h.order, -h.score, h.key))
 
 
@@ -277,31 +265,6 @@ def _decisiveness(values: Sequence[float], depth: int, *, short: bool = False) -
     if short:
         return max(0.0, values[0])
     return max(0.0, values[0] - values[min(depth, len(values)) - 1])
-
-
-def _trusted(
-    weights: dict[str, float],
-    specs: Mapping[str, Signal],
-    norms: Mapping[str, list[float]],
-    trust: float,
-    depth: int,
-) -> dict[str, float]:
-    """Each kind's weight scaled by how decisive its most decisive list is for this query.
-
-    A list whose hits score nearly as high as its first down to ``depth`` (chit-chat turns all equally
-    close to a question, a common word matched everywhere) says little about which hit is right; a list
-    with a clear head does. A kind whose lists are all empty keeps its weight: it found nothing, so it scores 0.
-    """
-    decisive: dict[str, float] = {}
-    for name, values in norms.items():
-        if not values:
-            continue
-        kind = specs[name].kind
-        decisive[kind] = max(decisive.get(kind, 0.0), _decisiveness(values, depth))
-    return {
-        kind: weight * (decisive[kind] ** trust if kind in decisive else 1.0)
-        for kind, weight in weights.items()
-    }
 
 
 def _normalised(

@@ -15,8 +15,8 @@ from typing import Any
 
 from cmem_cli.core.config import Config
 from cmem_cli.core.errors import CmemError, ModelError, UsageError
-from cmem_index import retrieve
-from cmem_index.codelike import code_share, names_identifier
+from cmem_index import codelike, retrieve
+from cmem_index.codelike import names_identifier
 from cmem_index.fusion import (
     DEFAULT_PARAMS,
     KEYWORD,
@@ -32,6 +32,7 @@ from cmem_index.fusion import (
 from cmem_index.retrieve import DocFilters, DocHit
 from cmem_index.scope_words import splitting_words, without_words
 from cmem_index.store import IndexStore
+from cmem_index.trace import Trace
 
 MODES = ("auto", "keyword", "vector", "hybrid")
 RERANK_CANDIDATES = 20
@@ -128,8 +129,7 @@ def hybrid(
     rerank: bool | None = None,
     extra_lists: Mapping[str, Sequence[tuple[str, float]]] | None = None,
     min_score: float | None = None,
-    params: FusionParams = DEFAULT_PARAMS,
-    fusion: str = "score",
+    trace: Trace | None = None,
 ) -> SearchResults:
     """Search the index and fuse with ``extra_lists``; returns at most ``limit`` hits (None: all), best first.
 
@@ -147,87 +147,223 @@ def hybrid(
     - ``min_score``: drop hits whose calibrated score is lower. None: the mode's calibrated cut-off
       (``cmem_index.fusion.default_cutoff``: vectors always have a nearest neighbour, evidence or not; every
       keyword hit matched a term, so keyword search has none).
+    - ``trace``: filled with what each stage did (``--explain``; :mod:`cmem_index.trace`).
 
-    The results' ``total`` counts the hits above the cut-off before ``limit``; ``capped`` says a retriever's
-    candidate list was full, so there may be more.
+    The stages, each a function below: :func:`scope_words` (what the embedder sees), :func:`candidates`
+    (the keyword and vector lists), :func:`code_share` (how far a keyword list of code counts),
+    :func:`fusion`, :func:`cut_off` and :func:`reranked`. The results' ``total`` counts the hits above the
+    cut-off before ``limit``; ``capped`` says a retriever's candidate list was full, so there may be more.
     """
     if mode not in MODES:
         raise UsageError(f"unknown search mode {mode!r} (expected one of: {', '.join(MODES)})")
     doc_filters = DocFilters.coerce(filters, collections)
     notes: list[str] = []
-    lists: dict[str, list[tuple[str, float]]] = {
-        name: list(items) for name, items in (extra_lists or {}).items()
-    }
-    signals = {name: Signal(KEYWORD, scaled=True) for name in lists}
-    candidates = ALL_CANDIDATES if limit is None else max(CANDIDATES, limit * 2)
-    capped = False
-    vector_tail: str | None = None  # the last neighbour of a vector list cut at its depth
+    depth = ALL_CANDIDATES if limit is None else max(CANDIDATES, limit * 2)
     store = _open(config, notes)
-    rows: dict[str, tuple[DocHit, dict[str, Any]]] = {}
-    used_mode = "keyword"
     try:
         want_vectors = mode in ("vector", "hybrid") or (
             mode == "auto" and store is not None and _has_vectors(store)
         )
         embedder = _usable_embedder(config, store, notes, required=mode == "vector") if want_vectors else None
-        query_vector = whole_vector = None
-        if embedder is not None:
-            embedded = _embedded_query(store, query, doc_filters, notes)
-            if embedded == query:
-                query_vector = embed_search_query(embedder, query)
-            else:  # the evidence still reads the whole query's cosines (fusion.Signal)
-                query_vector, whole_vector = embed_search_queries(embedder, [embedded, query])
-        if store is not None and mode != "vector":
-            hits = _guard(
-                lambda: retrieve.keyword(store, query, doc_filters, candidates), notes, "keyword search"
-            )
-            capped = capped or len(hits) >= candidates
-            lists[KEYWORD] = _keyed(store, hits, rows)
-            idf = _idf(store, query, notes) if hits else 0.0
-            share = _code_share(store, query, hits) if query_vector is not None else 0.0
-            signals[KEYWORD] = Signal(KEYWORD, idf or None, share)
-        if store is not None and query_vector is not None:
-            hits = _guard(
-                lambda: retrieve.vector(store, query_vector, doc_filters, candidates), notes, "vector search"
-            )
-            full = len(hits) >= candidates or len(hits) >= retrieve.MAX_K // 4
-            scale = query_vector_scale(query_vector)
-            for hit in hits:  # sqlite-vec's cosine normalises the query: back to the mean of the cosines
-                hit.score *= scale
-            lists[VECTOR] = _keyed(store, hits, rows)
-            vector_tail = lists[VECTOR][-1][0] if full and lists[VECTOR] else None
-            signals[VECTOR] = Signal(VECTOR, evidence=_whole_query_cosines(store, whole_vector, hits, rows))
-            used_mode = "vector" if mode == "vector" else "hybrid"
-        words_matched = any(items for name, items in lists.items() if signals[name].kind == KEYWORD)
-        if mode == "vector":
-            lists = {VECTOR: lists.get(VECTOR, [])}
-            if min_score is None and store is not None and not words_matched:
-                # one cheap lookup for the cut-off: does any word of the query occur in these documents?
-                found = _guard(lambda: retrieve.keyword(store, query, doc_filters, 1), notes, "keyword check")
-                words_matched = bool(found)
-        fused = fuse(lists, signals, params=params, method=fusion)
-        if min_score is None:
-            min_score = default_cutoff(used_mode, params) if fusion == "score" else 0.0
-            if not words_matched and fusion == "score" and lists.get(VECTOR) and embedder is not None:
-                if model_reads(embedder.count_tokens, query, params):
-                    bar = stands_out([raw for _, raw in lists[VECTOR]], params)
-                    fused = [f for f in fused if VECTOR in f.signals and f.signals[VECTOR].raw >= bar]
-                else:
-                    fused = []
-        fused = [f for f in fused if f.score >= min_score]
+        embedded = scope_words(store, query, doc_filters, notes, trace) if embedder is not None else query
+        found = candidates(
+            store, query, embedded, embedder, mode, doc_filters, depth, extra_lists, notes, trace
+        )
+        if found.vectors_asked and store is not None and KEYWORD in found.signals:
+            code_share(store, query, found, trace)
+        fused = fusion(found, trace)
+        if min_score is None and mode == "vector" and store is not None and not found.words_matched:
+            # one cheap lookup for the cut-off: does any word of the query occur in these documents?
+            hit = _guard(lambda: retrieve.keyword(store, query, doc_filters, 1), notes, "keyword check")
+            found.words_matched = bool(hit)
+        count_pieces = embedder.count_tokens if embedder is not None else None
+        kept, bar = cut_off(fused, found, query, min_score, count_pieces, trace)
         # A vector list always has more neighbours past its depth; they may be hits only while its last one
         # still had the evidence to pass (else "showing 2 of 2+" under --all, with nothing more to show).
-        capped = capped or (vector_tail is not None and any(f.key == vector_tail for f in fused))
-        top = fused if limit is None else fused[: max(limit, RERANK_CANDIDATES)]
+        capped = found.capped or (
+            found.vector_tail is not None and any(f.key == found.vector_tail for f in kept)
+        )
+        top = kept if limit is None else kept[: max(limit, RERANK_CANDIDATES)]
         texts: dict[str, str] = {}
-        hits_out = [_to_hit(store, f, rows, texts) for f in top]
-        if _should_rerank(config, rerank, notes) and hits_out:
-            hits_out = _rerank(config, query, hits_out, texts, notes)
+        hits_out = [_to_hit(store, f, found.rows, texts) for f in top]
+        if _should_rerank(config, rerank, notes, trace) and hits_out:
+            hits_out = reranked(config, query, hits_out, texts, notes, trace)
     finally:
         if store is not None:
             store.close()
-    hits_out = [h for h in hits_out if h.score >= min_score][:limit]
-    return SearchResults(hits_out, mode=used_mode, notes=notes, total=len(fused), capped=capped)
+    hits_out = [h for h in hits_out if h.score >= bar][:limit]
+    return SearchResults(hits_out, mode=found.mode, notes=notes, total=len(kept), capped=capped)
+
+
+# -- the stages -----------------------------------------------------------------------------------------
+class Candidates:
+    """What the retrievers found for one query.
+
+    ``lists``: the ranked lists fusion reads, ``{name: [(key, raw score), ...]}`` best first (the extra
+    lists, then ``keyword`` and ``vector``), and ``signals`` how to read each; ``rows``: each key's best chunk
+    and document row (the first list that found it); ``keyword_hits``: the index's keyword hits (the
+    code-share stage reads their text); ``capped``: a list was cut at its depth; ``vector_tail``: the last
+    neighbour of a vector list cut at its depth; ``words_matched``: a keyword list found something;
+    ``vectors_asked``: the query was embedded; ``mode``: the mode the search ran in."""
+
+    __slots__ = (
+        "lists",
+        "signals",
+        "rows",
+        "keyword_hits",
+        "capped",
+        "vector_tail",
+        "words_matched",
+        "vectors_asked",
+        "mode",
+    )
+
+    def __init__(self, extra_lists: Mapping[str, Sequence[tuple[str, float]]] | None = None) -> None:
+        self.lists: dict[str, list[tuple[str, float]]] = {
+            name: list(items) for name, items in (extra_lists or {}).items()
+        }
+        self.signals: dict[str, Signal] = {name: Signal(KEYWORD, scaled=True) for name in self.lists}
+        self.rows: dict[str, tuple[DocHit, dict[str, Any]]] = {}
+        self.keyword_hits: list[DocHit] = []
+        self.capped = False
+        self.vector_tail: str | None = None
+        self.words_matched = False
+        self.vectors_asked = False
+        self.mode = "keyword"
+
+
+def scope_words(
+    store: IndexStore | None, query: str, filters: DocFilters, notes: list[str], trace: Trace | None = None
+) -> str:
+    """Stage: the query as the embedder sees it, without the words that split the memories searched (a
+    speaker's name in half of a conversation's turns; :mod:`cmem_index.scope_words`). Keyword search still
+    matches them and the evidence still reads the whole query's cosines."""
+    if store is None:
+        return query
+    try:
+        left_out = splitting_words(store, query, filters)
+    except CmemError as exc:
+        notes.append(f"query words not weighed: {exc.message}")
+        return query
+    embedded = without_words(query, left_out)
+    if trace is not None:
+        trace.record("scope words", left_out=sorted(left_out) if embedded != query else [])
+    return embedded
+
+
+def candidates(
+    store: IndexStore | None,
+    query: str,
+    embedded: str,
+    embedder: Any,
+    mode: str,
+    filters: DocFilters,
+    depth: int,
+    extra_lists: Mapping[str, Sequence[tuple[str, float]]] | None,
+    notes: list[str],
+    trace: Trace | None = None,
+) -> Candidates:
+    """Stage: the keyword list (the index's BM25 over chunks, unless ``mode`` is vector) and the vector list
+    (the nearest chunks to ``embedded``, when there is an ``embedder``), each ``depth`` deep, one entry per
+    document, beside the ``extra_lists`` (the store's). A retriever that fails leaves its list empty and a
+    note."""
+    found = Candidates(extra_lists)
+    query_vector = whole_vector = None
+    if embedder is not None:
+        if embedded == query:
+            query_vector = embed_search_query(embedder, query)
+        else:  # the evidence still reads the whole query's cosines (fusion.Signal)
+            query_vector, whole_vector = embed_search_queries(embedder, [embedded, query])
+        found.vectors_asked = True
+    if store is not None and mode != "vector":
+        hits = _guard(lambda: retrieve.keyword(store, query, filters, depth), notes, "keyword search")
+        found.capped = found.capped or len(hits) >= depth
+        found.lists[KEYWORD] = _keyed(store, hits, found.rows)
+        found.keyword_hits = hits
+        idf = _idf(store, query, notes) if hits else 0.0
+        found.signals[KEYWORD] = Signal(KEYWORD, idf or None)
+    if store is not None and query_vector is not None:
+        hits = _guard(lambda: retrieve.vector(store, query_vector, filters, depth), notes, "vector search")
+        full = len(hits) >= depth or len(hits) >= retrieve.MAX_K // 4
+        scale = query_vector_scale(query_vector)
+        for hit in hits:  # sqlite-vec's cosine normalises the query: back to the mean of the cosines
+            hit.score *= scale
+        found.lists[VECTOR] = _keyed(store, hits, found.rows)
+        found.vector_tail = found.lists[VECTOR][-1][0] if full and found.lists[VECTOR] else None
+        cosines = _whole_query_cosines(store, whole_vector, hits, found.rows)
+        found.signals[VECTOR] = Signal(VECTOR, evidence=cosines)
+        found.mode = "vector" if mode == "vector" else "hybrid"
+    found.words_matched = any(
+        items for name, items in found.lists.items() if found.signals[name].kind == KEYWORD
+    )
+    if mode == "vector":
+        found.lists = {VECTOR: found.lists.get(VECTOR, [])}
+    if trace is not None:
+        trace.record("candidates", depth=depth, **{name: len(items) for name, items in found.lists.items()})
+    return found
+
+
+def code_share(store: IndexStore, query: str, found: Candidates, trace: Trace | None = None) -> float:
+    """Stage: the share of the keyword list's first hits that are source code, for a question in words (0
+    when the query names an identifier): how far fusion discounts the keyword list
+    (:mod:`cmem_index.codelike`). Only a search that has vectors to weigh it against asks."""
+    hits = found.keyword_hits
+    share = 0.0
+    if hits and not names_identifier(query):
+        share = codelike.code_share(retrieve.chunk_texts(store, [hit.chunk_id for hit in hits[:CODE_HEAD]]))
+    found.signals[KEYWORD] = found.signals[KEYWORD]._replace(code_share=share)
+    if trace is not None:
+        trace.record("code share", share=share)
+    return share
+
+
+def fusion(found: Candidates, trace: Trace | None = None) -> list[FusedHit]:
+    """Stage: the lists fused into one ranking with a calibrated 0..1 evidence score
+    (:func:`cmem_index.fusion.fuse`): ordered by each list's standardised scores when both kinds found
+    something, else by the evidence."""
+    fused = fuse(found.lists, found.signals)
+    if trace is not None:
+        trace.fusion_input(found.lists, {name: found.signals[name] for name in found.lists})
+        kinds = {found.signals[name].kind for name, items in found.lists.items() if items}
+        trace.record("fusion", hits=len(fused), order="relative" if len(kinds) > 1 else "evidence")
+        trace.place("fusion", (f.key for f in fused))
+    return fused
+
+
+def cut_off(
+    fused: list[FusedHit],
+    found: Candidates,
+    query: str,
+    min_score: float | None,
+    count_pieces: Callable[[str], int] | None,
+    trace: Trace | None = None,
+) -> tuple[list[FusedHit], float]:
+    """Stage: the hits with evidence, and the bar they cleared (``min_score``, or the mode's calibrated
+    cut-off when None).
+
+    With the calibrated cut-off, a search no word of which occurs in the searched documents has only its
+    vectors for evidence: a hit must then stand out of the query's neighbourhood
+    (:func:`cmem_index.fusion.stands_out`), and a query of words the model does not know
+    (:func:`model_reads`) has none."""
+    rule = "given"
+    vectors = found.lists.get(VECTOR)
+    if min_score is None:
+        min_score = default_cutoff(found.mode)
+        rule = "calibrated"
+        if not found.words_matched and vectors and count_pieces is not None:
+            if model_reads(count_pieces, query):
+                bar = stands_out([raw for _, raw in vectors])
+                fused = [f for f in fused if VECTOR in f.signals and f.signals[VECTOR].raw >= bar]
+                rule = f"no word occurs: a cosine of {bar:.4f} stands out"
+            else:
+                fused = []
+                rule = "no word occurs and the model does not know them"
+    kept = [f for f in fused if f.score >= min_score]
+    if trace is not None:
+        trace.record(
+            "cut-off", min_score=min_score, rule=rule, kept=len(kept), dropped=len(fused) - len(kept)
+        )
+    return kept, min_score
 
 
 # -- pieces ---------------------------------------------------------------------------------------------
@@ -258,18 +394,6 @@ def _idf(store: IndexStore, query: str, notes: list[str]) -> float:
         return 0.0
 
 
-def _embedded_query(store: IndexStore | None, query: str, filters: DocFilters, notes: list[str]) -> str:
-    """The query as the embedder sees it: without the words that split the memories searched
-    (``cmem_index.scope_words``)."""
-    if store is None:
-        return query
-    try:
-        return without_words(query, splitting_words(store, query, filters))
-    except CmemError as exc:
-        notes.append(f"query words not weighed: {exc.message}")
-        return query
-
-
 def _whole_query_cosines(
     store: IndexStore,
     whole_vector: bytes | None,
@@ -288,14 +412,6 @@ def _whole_query_cosines(
         for hit in hits
         if hit.chunk_id in found and hit.doc_id in key_of
     }
-
-
-def _code_share(store: IndexStore, query: str, hits: Sequence[DocHit]) -> float:
-    """The share of the keyword list's first hits that are source code, for a question in words (0 when the
-    query names an identifier): how far fusion discounts the keyword list (``cmem_index.codelike``)."""
-    if not hits or names_identifier(query):
-        return 0.0
-    return code_share(retrieve.chunk_texts(store, [hit.chunk_id for hit in hits[:CODE_HEAD]]))
 
 
 def _has_vectors(store: IndexStore) -> bool:
@@ -487,19 +603,29 @@ def snippet(text: str, limit: int = SNIPPET_CHARS) -> str:
 
 
 # -- reranking ------------------------------------------------------------------------------------------
-def _should_rerank(config: Config, rerank: bool | None, notes: list[str]) -> bool:
-    if rerank is False:
-        return False
-    if not config.rerank_model:
+def _should_rerank(config: Config, rerank: bool | None, notes: list[str], trace: Trace | None = None) -> bool:
+    if rerank is False or not config.rerank_model:
         if rerank:
             notes.append("no reranker configured (set CMEM_RERANK_MODEL); results are not reranked")
+        if trace is not None:
+            trace.record(
+                "rerank", reranked=0, why="turned off" if rerank is False else "no reranker configured"
+            )
         return False
     return True
 
 
-def _rerank(
-    config: Config, query: str, hits: list[IndexHit], texts: Mapping[str, str], notes: list[str]
+def reranked(
+    config: Config,
+    query: str,
+    hits: list[IndexHit],
+    texts: Mapping[str, str],
+    notes: list[str],
+    trace: Trace | None = None,
 ) -> list[IndexHit]:
+    """Stage: the first ``RERANK_CANDIDATES`` hits rescored by the configured reranker on their best chunk,
+    each score the mean of the first stage's and the reranker's (a reranker that has never seen this
+    domain should not erase a confident first-stage match), and reordered; the rest keep their place."""
     from cmem_index.loading import load_reranker
 
     reranker, why = load_reranker(config)
@@ -511,10 +637,12 @@ def _rerank(
     scores = reranker.score(query, docs)
     for rank_score, hit in zip(scores, head, strict=True):
         hit.signals["rerank"] = SignalScore(0, float(rank_score), float(rank_score))
-        # Blend rather than replace: a reranker that has never seen this domain should not erase
-        # a confident first-stage match.
         hit.score = 0.5 * hit.score + 0.5 * float(rank_score)
     ordered = sorted(head, key=lambda h: -h.score)
     for rank, hit in enumerate(ordered, 1):
         hit.signals["rerank"].rank = rank
-    return ordered + hits[RERANK_CANDIDATES:]
+    out = ordered + hits[RERANK_CANDIDATES:]
+    if trace is not None:
+        trace.record("rerank", reranked=len(head))
+        trace.place("rerank", (h.key for h in out))
+    return out

@@ -15,7 +15,17 @@ from hypothesis import strategies as st
 
 from cmem_cli.core.config import load_config
 from cmem_index.collections import add_collection, load_collections
-from cmem_index.fusion import DEFAULT_PARAMS, KEYWORD, VECTOR, FusionParams, Signal, default_cutoff, fuse
+from cmem_index.fusion import (
+    DEFAULT_PARAMS,
+    KEYWORD,
+    VECTOR,
+    FusionParams,
+    Signal,
+    default_cutoff,
+    fuse,
+    keyword_norm,
+    vector_norm,
+)
 from cmem_index.indexer import Indexer
 from cmem_index.search import hybrid
 from cmem_index.store import IndexStore
@@ -221,7 +231,16 @@ def test_a_confident_keyword_match_is_not_dragged_down_by_a_weak_vector_signal()
     lists = {"keyword": [("exact", 9.0), ("v1", 1.0), ("x2", 0.8)], "vector": [("v1", 0.41), ("v2", 0.40)]}
     signals = {"keyword": Signal(KEYWORD, idf_sum=10.0), "vector": Signal(VECTOR)}
     assert fuse(lists, signals)[0].key == "exact"
-    assert fuse(lists, signals, method="rrf")[0].key != "exact"
+    assert _reciprocal_rank_fusion(lists)[0] != "exact"
+
+
+def _reciprocal_rank_fusion(lists: dict[str, list[tuple[str, float]]], k: float = 60.0) -> list[str]:
+    """Plain RRF, the baseline (bench/retrieval.py's ``rrf`` mode): ranks only, scores thrown away."""
+    total: dict[str, float] = {}
+    for items in lists.values():
+        for rank, (key, _) in enumerate(items, 1):
+            total[key] = total.get(key, 0.0) + 1.0 / (k + rank)
+    return sorted(total, key=lambda key: (-total[key], key))
 
 
 def test_keyword_scores_are_absolute_so_a_partial_match_of_a_long_query_scores_low():
@@ -247,7 +266,6 @@ def test_same_kind_lists_count_once_and_an_extra_list_is_anchored_to_the_index_s
 
 
 # -- the relative order (issue 10): each list's standardised scores, weighted by its decisiveness ----------
-EVIDENCE = DEFAULT_PARAMS._replace(relative=False)
 FLAT_KEYWORD = [(f"k{i}", 5.0 - 0.05 * i) for i in range(12)]  # common words matched everywhere alike
 SHARP_VECTOR = [("v1", 0.9)] + [(f"x{i}", 0.35 - 0.01 * i) for i in range(12)]  # one clear neighbour
 
@@ -260,7 +278,7 @@ def _two_kinds(keyword: list[tuple[str, float]], vector: list[tuple[str, float]]
 def test_a_decisive_vector_list_outranks_a_flat_keyword_list():
     # On absolute scales BM25's flat list wins (a question against code matching "python", "how", "list");
     # relative to each list's crowd only the vectors single a hit out.
-    assert _two_kinds(FLAT_KEYWORD, SHARP_VECTOR, params=EVIDENCE)[0].key == "k0"
+    assert max(_two_kinds(FLAT_KEYWORD, SHARP_VECTOR), key=lambda h: h.score).key == "k0"
     assert _two_kinds(FLAT_KEYWORD, SHARP_VECTOR)[0].key == "v1"
 
 
@@ -284,15 +302,22 @@ def test_decisiveness_looks_past_a_flat_head_to_the_rest_of_the_list():
 
 def test_the_relative_order_keeps_the_calibrated_scores_so_the_cut_off_means_the_same():
     relative = {h.key: h.score for h in _two_kinds(FLAT_KEYWORD, SHARP_VECTOR)}
-    evidence = {h.key: h.score for h in _two_kinds(FLAT_KEYWORD, SHARP_VECTOR, params=EVIDENCE)}
-    assert relative == evidence
+    keyword = {key: keyword_norm(raw, 5.0) for key, raw in FLAT_KEYWORD}
+    vector = {key: vector_norm(raw) for key, raw in SHARP_VECTOR}
+    p = DEFAULT_PARAMS
+    evidence = {key: p.keyword_weight * keyword.get(key, 0.0) + p.vector_weight * vector.get(key, 0.0)
+                for key in relative}  # fmt: skip
+    assert relative == pytest.approx(evidence)
+    assert [h.key for h in _two_kinds(FLAT_KEYWORD, SHARP_VECTOR)][0] != max(
+        evidence, key=evidence.__getitem__
+    )
 
 
 def test_one_kind_of_list_keeps_the_evidence_order():
     lists = {"keyword": [("a", 3.0), ("b", 2.0)], "store": [("b", 40.0), ("c", 1.0)], "vector": []}
     signals = {"keyword": Signal(KEYWORD, idf_sum=6.0), "vector": Signal(VECTOR)}
-    keys = [h.key for h in fuse(lists, signals)]
-    assert keys == [h.key for h in fuse(lists, signals, params=EVIDENCE)]
+    hits = fuse(lists, signals)
+    assert [h.key for h in hits] == [h.key for h in sorted(hits, key=lambda h: (-h.score, h.key))]
 
 
 def test_hits_past_the_first_hundred_do_not_change_the_head():

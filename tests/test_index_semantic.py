@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 
-from cmem_index.fusion import DEFAULT_PARAMS
 from cmem_index.loading import load_embedder
 from cmem_index.search import hybrid, model_reads
 from tests.index_helpers import indexed_with_model, observation_file, stored_vector
@@ -115,13 +114,16 @@ def test_a_multi_line_query_scores_by_the_mean_cosine_of_the_whole_and_its_last_
 
 
 @pytest.mark.parametrize("nonsense", ["zzzqqqxx", "qwxzv bnmlk", "xyzzy plugh", "1234567890"])
-def test_a_query_of_words_the_model_does_not_know_finds_nothing_when_no_word_occurs(config, nonsense):
+def test_a_query_of_words_the_model_does_not_know_finds_nothing_when_no_word_occurs(
+    config, nonsense, monkeypatch
+):
     # Even with the neighbourhood margin and the cut-off off, which let every nearest neighbour through:
     # a word the model spells out piece by piece carries no meaning, so its neighbours are not evidence.
-    loose = DEFAULT_PARAMS._replace(unmatched_margin=-1.0, cutoff=0.0)
-    assert list(hybrid(config, nonsense, mode="hybrid", params=loose)) == []
-    assert list(hybrid(config, nonsense, mode="vector", params=loose)) == []
-    assert [h.uid for h in hybrid(config, "login sessions ending too soon", params=loose)][:1] == ["UJWT"]
+    monkeypatch.setattr("cmem_index.search.stands_out", lambda cosines: -1.0)
+    monkeypatch.setattr("cmem_index.search.default_cutoff", lambda mode: 0.0)
+    assert list(hybrid(config, nonsense, mode="hybrid")) == []
+    assert list(hybrid(config, nonsense, mode="vector")) == []
+    assert [h.uid for h in hybrid(config, "login sessions ending too soon")][:1] == ["UJWT"]
 
 
 def test_the_model_reads_real_words_and_not_spelled_out_ones(config):

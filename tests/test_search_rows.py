@@ -127,3 +127,18 @@ def test_reranked_rows_stay_sorted_by_the_score_they_print(cli, home, monkeypatc
     rows = cli("search", "alpha", "--all", "--explain", "--json").json()
     assert len(rows) == 30 and sum("rerank" in row["signals"] for row in rows) == 20
     assert _scores(rows) == sorted(_scores(rows), reverse=True)
+
+
+def test_explain_shows_each_stage_and_each_rows_place_after_it(cmem):
+    result = cmem("search", "login", "--explain", "--json")
+    assert result.exit_code == 0, result.stderr
+    rows = result.json()
+    stages = ["fusion", "replies", "branches", "successors"]
+    assert [list(row["stages"]) for row in rows] == [stages] * len(rows)
+    assert [row["stages"]["successors"] for row in rows] == list(range(1, len(rows) + 1))
+    said = [
+        line.split(": ")[3] for line in result.stderr.splitlines() if line.startswith("cmem: note: explain: ")
+    ]
+    assert said == ["scope words", "candidates", "code share", "fusion", "cut-off", "rerank", *stages[1:]]
+    table = cmem("search", "login", "--explain", "--format", "plain")
+    assert table.stdout.splitlines()[0].endswith(" fusion>1"), table.stdout

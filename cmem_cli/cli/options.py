@@ -121,7 +121,8 @@ SEARCH = Command(
         Opt(
             "explain",
             ("--explain",),
-            "Show each signal's rank and score (reply#N: the reply to the question in row N).",
+            "Show each signal's rank and score (reply#N: the reply to the question in row N), each row's "
+            "place after each stage (stages in --json) and, on stderr, what each stage did.",
             bool,
             False,
         ),

@@ -170,7 +170,14 @@ def _absolute_paths(config: Config, rows: list[dict[str, Any]]) -> None:
 
 
 def _why(row: dict[str, Any]) -> str:
+    """Each signal's rank and score, then the row's place after each stage that moved it (``fusion>3
+    rerank>1``: third after fusion, first after reranking)."""
     parts = [f"{name}#{s['rank']}:{s['norm']:.2f}" for name, s in (row.get("signals") or {}).items()]
+    last = None
+    for stage, place in (row.get("stages") or {}).items():
+        if place != last:
+            parts.append(f"{stage}>{place}")
+        last = place
     return " ".join(parts)
 
 

@@ -173,6 +173,7 @@ class Hit(NamedTuple):
     line: int | None = None
     prompt_number: int | None = None
     signals: dict[str, Any] | None = None
+    stages: dict[str, int] | None = None  # with explain: the row's place after each stage of the search
     stale: list[str] | None = None  # cited files changed or vanished since; None: nothing anchored
     branch: str | None = None  # the git branch the memory was recorded on
     superseded_by: int | None = None  # a newer memory replaced this one (an explicit link)

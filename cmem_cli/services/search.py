@@ -328,7 +328,7 @@ def document_row(hit: IndexHit) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def search(memory: Reader, ask: Query, filters: Filters | None = None) -> SearchPage:
+def search(memory: Reader, ask: Query, filters: Filters | None = None, *, trace: Any = None) -> SearchPage:
     """The first layer: rows, the mode actually used, notes for stderr and how many rows there are in all.
 
     Keyword hits from the store (fresh the moment a write commits, covering prompts and summaries) are fused
@@ -338,6 +338,9 @@ def search(memory: Reader, ask: Query, filters: Filters | None = None) -> Search
     ``cmem_index.search.hybrid``). An unknown collection is NotFound. ``branch``: see
     :func:`cmem_cli.services.anchors.by_branch`; every row carries ``stale`` and ``branch``. ``filters``,
     when given, replace the query's (a benchmark replays scopes it saved already parsed).
+    ``trace`` (a ``cmem_index.trace.Trace``) is filled with what each stage did, for a caller that reads
+    it (the benchmarks); with ``explain`` each row also carries its place after each stage (``stages``)
+    and the notes say what each stage did.
     """
     from cmem_cli.services import anchors
 
@@ -385,6 +388,10 @@ def search(memory: Reader, ask: Query, filters: Filters | None = None) -> Search
 
     from cmem_index.search import hybrid
 
+    if explain and trace is None:
+        from cmem_index.trace import Trace
+
+        trace = Trace()
     results = hybrid(
         memory.config,
         query,
@@ -395,6 +402,7 @@ def search(memory: Reader, ask: Query, filters: Filters | None = None) -> Search
         rerank=ask.rerank,
         extra_lists={STORE_SIGNAL: ranked},
         min_score=ask.min_score,
+        trace=trace,
     )
     missing = [h.uid for h in results if h.kind == "observation" and h.uid and f"obs:{h.uid}" not in by_key]
     found = store.observations_by_uids(missing)
@@ -414,23 +422,42 @@ def search(memory: Reader, ask: Query, filters: Filters | None = None) -> Search
             row["line"] = hit.line
         if explain:
             row["signals"] = _signals_json(hit.signals)
+            row["stages"] = dict(trace.places.get(hit.key, {}))
         rows.append(row)
     if order == "relevance":
         rows = with_replies(store, rows, filters, head=min(window or REPLY_HEAD, REPLY_HEAD), explain=explain)
     else:
         rows.sort(key=lambda r: r["created_at"] or "", reverse=order == "newest")
+    _placed(rows, "replies" if order == "relevance" else order, trace, explain)
     rows, anchored = anchors.by_branch(store, rows, branch, demote=order == "relevance")
+    _placed(rows, "branches", trace, explain)
     shown = len(rows)
     rows = supersession.current_first(
         store, rows, filters, query=query if order == "relevance" else None, make_row=observation_row,
         explain=explain, bring_in=branch in (None, anchors.ALL_BRANCHES),
     )  # fmt: skip
+    _placed(rows, "successors", trace, explain)
     if order == "relevance":
         scored_in_order(rows, explain=explain)
+    notes = results.notes + ([f"explain: {line}" for line in trace.summary()] if explain else [])
     # less what the store no longer has, plus the successors brought in
     total = max(results.total - (len(results) - shown), shown) + len(rows) - shown
     page = anchors.annotate(store, rows[offset:window], anchors=anchored if len(rows) == shown else None)
-    return SearchPage(page, results.mode, results.notes, total, results.capped or store_capped)
+    return SearchPage(page, results.mode, notes, total, results.capped or store_capped)
+
+
+def _placed(rows: list[dict[str, Any]], stage: str, trace: Any, explain: bool) -> None:
+    """A stage of the service (replies, branches, successors) in the trace: how many rows it moved, and
+    with ``explain`` each row's place after it (a row it brought in has no earlier place)."""
+    if trace is None:
+        return
+    moved = 0
+    for place, row in enumerate(rows, 1):
+        stages = row.get("stages") or {}
+        moved += bool(stages) and list(stages.values())[-1] != place
+        if explain:
+            row["stages"] = {**stages, stage: place}
+    trace.record(stage, rows=len(rows), **({"moved": moved} if explain else {}))
 
 
 def scored_in_order(rows: list[dict[str, Any]], *, explain: bool = False) -> None:
