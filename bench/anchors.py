@@ -12,7 +12,7 @@ this cmem (A) against it (B), each on homes it recorded itself, inside the work 
 Compile both installations first (``python -m compileall``) where PYTHONDONTWRITEBYTECODE is set, or each
 run pays for compiling. Usage:
 
-    python bench/anchors.py [--runs 30] [--observations 2000] [--baseline /path/to/venv/bin/cmem] [--json]
+    python -m bench.anchors [--runs 30] [--observations 2000] [--baseline /path/to/venv/bin/cmem] [--json]
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ count ``superseded_by`` alone.
 Rows: plain BM25 (SQLite FTS5, porter, over the chat's messages; no cmem), each ``--modes`` of this code,
 and with ``--before REF`` the same CLI at an older commit (``git archive``: today's default before a change).
 
-    python bench/beam.py --model minilm.gguf [--work DIR] [--modes auto,keyword] [--before main] [--json]
+    python -m bench.beam --model minilm.gguf [--work DIR] [--modes auto,keyword] [--before main] [--json]
 
 The data is read from ../shared/data (or $CMEM_BENCH_DATA) at run time and never copied into the repository.
 """

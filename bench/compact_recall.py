@@ -5,7 +5,7 @@ Builds an index database holding only vectors (one chunk per text), forces the c
 query compares the 10 (and 100) nearest chunks of ``cmem_index.retrieve.compact_nearest`` with those of
 ``exact_nearest``. Prints recall@10 and recall@100 per index size and head size, and the time per query.
 
-    python bench/compact_recall.py --vectors /tmp/vectors.npz [--sizes 10000,30000,57931] [--heads 100,400]
+    python -m bench.compact_recall --vectors /tmp/vectors.npz [--sizes 10000,30000,57931] [--heads 100,400]
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 FINGERPRINT = "real-minilm"
 

@@ -2,8 +2,8 @@
 """Benchmark the core: whole-process latency of `cmem add/search/get/--version` at several store sizes,
 bulk import rate (including the markdown export) and database size.
 
-    python bench/core.py                 # 1k, 10k and 100k observations
-    python bench/core.py --sizes 1000    # quicker
+    python -m bench.core                 # 1k, 10k and 100k observations
+    python -m bench.core --sizes 1000    # quicker
 
 Each command runs as a fresh process, as hooks and scripts run it. Bytecode caching is enabled (as in a normal
 install), and each timing is the median of --runs runs after one warm-up. Prints a markdown table.

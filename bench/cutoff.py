@@ -11,7 +11,7 @@ queries through ``cmem_cli.services.search.search`` (hybrid, no cut-off) and rep
 - nDCG@10 of the real queries with candidate cut-offs (it must not drop);
 - how many of the real queries' relevant documents in the top 10 a cut-off would remove.
 
-    python bench/cutoff.py --model MODEL.gguf --work /tmp/cmem-bench [--sets scifact,madial]
+    python -m bench.cutoff --model MODEL.gguf --work /tmp/cmem-bench [--sets scifact,madial]
 """
 
 from __future__ import annotations
@@ -19,12 +19,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import retrieval  # noqa: E402  (bench/retrieval.py: the sets, metrics and built homes)
+from bench import retrieval  # the sets, metrics and built homes
 
 NONSENSE = ["zzzqqqxx", "qwxzv bnmlk", "xyzzy plugh", "fjdksla qpwoeiru zmxncb", "ooooooo", "1234567890"]
 CUTOFFS = [0.0, 0.05, 0.06, 0.07, 0.075, 0.08, 0.1]

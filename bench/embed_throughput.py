@@ -6,7 +6,7 @@ llama-cpp-python's high-level ``Llama.embed`` (defaults, then flash attention), 
 several batch sizes, attention kernels, weight types and thread counts, and, when sentence-transformers
 and torch are importable in the same interpreter, the original model on torch (256-token truncation).
 
-    python bench/embed_throughput.py [--limit 120] [--rounds 3] [--corpus PATH]
+    python -m bench.embed_throughput [--limit 120] [--rounds 3] [--corpus PATH]
 
 Every row embeds the same abstracts end to end (tokenisation included) after one warm-up call. Rows are
 measured in interleaved rounds and the median is printed, with abstracts per CPU-second of this process
@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import TypeAlias
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 from tests.model_fixtures import build_minilm_gguf, minilm_checkpoint  # noqa: E402
 

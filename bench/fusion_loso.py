@@ -21,7 +21,7 @@ before it; ``replies_first``), from the question -> reply pairs the dump records
 Runs in a minute or two, so fusion can be iterated on without re-running the product. ``--bootstrap N``
 instead counts how often each code factor is the best in N resamples of every set's questions.
 
-    python bench/fusion_loso.py /tmp/cand.json [more dumps] [--json | --bootstrap 500]
+    python -m bench.fusion_loso /tmp/cand.json [more dumps] [--json | --bootstrap 500]
 """
 
 from __future__ import annotations
@@ -29,16 +29,12 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from retrieval import ndcg  # noqa: E402  (bench/retrieval.py, next to this file)
-
-from cmem_cli.services.search import replies_first  # noqa: E402
-from cmem_index.fusion import DEFAULT_PARAMS, KEYWORD, VECTOR, FusionParams, Signal, fuse  # noqa: E402
+from bench.retrieval import ndcg
+from cmem_cli.services.search import replies_first
+from cmem_index.fusion import DEFAULT_PARAMS, KEYWORD, VECTOR, FusionParams, Signal, fuse
 
 Query = dict[str, Any]
 DEPTHS = (5, 10, 20, 30, 50, 75, 100)

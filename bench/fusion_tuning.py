@@ -5,7 +5,7 @@ several functions; nDCG@10 is reported per data set. Constants are fitted on one
 SciFact's *train* split) and then reported, unchanged, on the others, so the numbers for the evaluation sets
 are honest held-out numbers.
 
-    python bench/fusion_tuning.py --fit /tmp/scifact_train.json:scifact \
+    python -m bench.fusion_tuning --fit /tmp/scifact_train.json:scifact \
         --eval /tmp/scifact_test.json:scifact --eval /tmp/madial.json:madial
 """
 
@@ -15,16 +15,12 @@ import argparse
 import itertools
 import json
 import statistics
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from retrieval import ndcg  # noqa: E402  (bench/retrieval.py, next to this file)
-
-from cmem_index.fusion import DEFAULT_PARAMS, KEYWORD, VECTOR, FusionParams, Signal, fuse  # noqa: E402
+from bench.retrieval import ndcg
+from cmem_index.fusion import DEFAULT_PARAMS, KEYWORD, VECTOR, FusionParams, Signal, fuse
 
 Query = dict[str, Any]
 Fusion = Callable[[Query], list[str]]

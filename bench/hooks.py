@@ -4,7 +4,7 @@ payload on stdin, the installed `cmem` script (as `cmem install claude-code` wri
 Not a test: it prints a table of medians and 90th percentiles per event against a store that already holds
 some history, plus the interpreter's own start-up as a floor. Usage:
 
-    python bench/hooks.py [--runs 40] [--history 2000] [--json]
+    python -m bench.hooks [--runs 40] [--history 2000] [--json]
 """
 
 from __future__ import annotations

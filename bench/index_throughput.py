@@ -15,7 +15,7 @@ reported, as wall time and as this process's CPU time (which a busy machine dist
 tokens per abstract (prompt and special tokens included, cut to the window) are exact: the cost of
 embedding is close to linear in them, so their ratio bounds what the indexer can reach against 3.
 
-    python bench/index_throughput.py --model PATH.gguf [--docs 300]
+    python -m bench.index_throughput --model PATH.gguf [--docs 300]
 """
 
 from __future__ import annotations
@@ -31,7 +31,6 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO.parent / "shared" / "data" / "scifact" / "corpus.jsonl"
-sys.path.insert(0, str(REPO))
 
 
 def main() -> None:

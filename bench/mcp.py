@@ -2,8 +2,8 @@
 """Benchmark `cmem mcp`: time from process start to the first answered request, and what a search costs an
 agent in tokens per row through MCP versus `cmem search`.
 
-    python bench/mcp.py              # 10 runs, MADial's 160 memories as observations
-    python bench/mcp.py --runs 20
+    python -m bench.mcp              # 10 runs, MADial's 160 memories as observations
+    python -m bench.mcp --runs 20
 
 The server is driven with raw JSON-RPC lines over its pipes (no client library in the timed path): the clock
 starts just before the process is spawned and stops when the answer to `initialize`, then to a `search` tool
@@ -30,7 +30,6 @@ QUERIES = ["happy", "party", "school", "won first place", "sad", "birthday", "fr
 
 def seed(home: Path, data: Path) -> int:
     """MADial's memories as observations (title: the first sentence's first 80 characters)."""
-    sys.path.insert(0, str(REPO))
     from cmem_cli.api import Memory
 
     with Memory(home) as memory:

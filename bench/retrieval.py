@@ -11,7 +11,7 @@ fused with the index's BM25 and vectors) — in keyword, vector and hybrid modes
 reciprocal-rank fusion of the index's FTS5 BM25 and vector lists, the baseline to beat. The data is read from
 ../shared/data at run time and never copied into the repository.
 
-    python bench/retrieval.py --model /path/to/minilm.gguf [--sets scifact,madial,...] [--work DIR]
+    python -m bench.retrieval --model /path/to/minilm.gguf [--sets scifact,madial,...] [--work DIR]
                               [--split test] [--dump FILE] [--candidates N] [--loso]
 
 ``--work DIR`` keeps the built homes so a second run skips loading and embedding. ``--dump`` writes every
@@ -36,7 +36,6 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = Path(os.environ.get("CMEM_BENCH_DATA") or REPO.parent / "shared" / "data")  # a worktree sets it
-sys.path.insert(0, str(REPO))
 
 MODES = ("keyword", "vector", "hybrid", "rrf")
 
@@ -448,7 +447,7 @@ def main() -> None:
                 f"{row['ms/query']:>8.1f}"
             )
     if loso:
-        import fusion_loso  # bench/fusion_loso.py, next to this file
+        from bench import fusion_loso
 
         print("\nleave one set out (each query's recorded hybrid lists, re-fused):")
         fusion_loso.print_report(loso)
@@ -456,7 +455,7 @@ def main() -> None:
 
 def leave_one_set_out(dump: dict[str, Any]) -> dict[str, Any]:
     """bench/fusion_loso.py's report on the fusion input just recorded."""
-    import fusion_loso  # bench/fusion_loso.py, next to this file
+    from bench import fusion_loso
 
     return fusion_loso.report({name: fusion_loso.judged(entry) for name, entry in dump.items()})
 

@@ -6,8 +6,8 @@ latency is taken in pairs with Python's own start-up (``python -c pass``, same i
 reported as the median of the pairwise ratios besides the median times: ratios stay meaningful on a busy
 machine. Bytecode caching is on, as in an install; the interpreter is this one (``--python`` another).
 
-    python bench/scale.py --work /tmp/scale --vectors /tmp/scale/vectors.npz   # 200k and 1M (hours)
-    python bench/scale.py --work /tmp/scale --sizes 200000 --only search,maintenance
+    python -m bench.scale --work /tmp/scale --vectors /tmp/scale/vectors.npz   # 200k and 1M (hours)
+    python -m bench.scale --work /tmp/scale --sizes 200000 --only search,maintenance
 
 Phases (``--only``): ``import`` (10k records into an empty home three times, and ``--import-big`` records once,
 each home removed after), ``search`` (keyword, filtered, context, get, hooks), ``index`` (keyword index: the
@@ -37,7 +37,6 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 from bench.scale_corpus import PER_DAY, START_MS, ndjson, records  # noqa: E402
 
@@ -597,7 +596,7 @@ def main() -> int:
         parser.error(f"unknown phase(s): {', '.join(sorted(unknown))}")
     if phases & {"vectors", "small", "recall"} and not args.vectors:
         parser.error(
-            "phases vectors, small and recall need --vectors (python bench/real_vectors.py --out FILE)"
+            "phases vectors, small and recall need --vectors (python -m bench.real_vectors --out FILE)"
         )
     args.work.mkdir(parents=True, exist_ok=True)
     model = None

@@ -10,7 +10,7 @@ corpus draws 8 of 73 words uniformly, a worst case in which every query term mat
 Record ``i`` depends only on the seed and ``i`` (each block of 1,000 has its own generator), so any slice of a
 million-record store can be regenerated on its own and two runs build identical stores.
 
-    python -m bench.scale_corpus 1000 > records.ndjson   # or: python bench/scale_corpus.py 1000
+    python -m bench.scale_corpus 1000 > records.ndjson
 """
 
 from __future__ import annotations

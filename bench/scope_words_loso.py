@@ -9,7 +9,7 @@ whole query's cosines), re-fuses it with the recorded keyword lists (``fusion_lo
 order, cut-off and reply step) and scores nDCG@10. For each set, the point with the best mean over the other sets is chosen and its figure on the held-out set reported.
 "off" is the search without the rule.
 
-    python bench/scope_words_loso.py /tmp/D.json --work /tmp/cmem-bench --model MODEL.gguf [--json]
+    python -m bench.scope_words_loso /tmp/D.json --work /tmp/cmem-bench --model MODEL.gguf [--json]
 """
 
 from __future__ import annotations
@@ -23,10 +23,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import fusion_loso  # noqa: E402  (next to this file)
-import retrieval  # noqa: E402
+from bench import fusion_loso, retrieval
 
 FROM = (0.1, 0.2, 0.3, 0.4)
 UNTIL = (0.7, 0.8, 0.9, 1.01)

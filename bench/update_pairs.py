@@ -13,7 +13,7 @@ The first set (16 + 16) was written before it was run on any rule; the rule was 
 its misses, so it is no longer unseen. The second set (12 + 12) was written after those changes and run
 once. docs/retrieval.md ("Facts that change") has the figures of each rule.
 
-    python bench/update_pairs.py [--verbose]
+    python -m bench.update_pairs [--verbose]
 
 It prints, for the code it runs with and each set: updates marked (the older one ``possibly_superseded_by``
 the newer) and related pairs marked (a false hint). These are small samples: one pair is 0.06 or 0.08.
@@ -22,10 +22,6 @@ the newer) and related pairs marked (a false hint). These are small samples: one
 from __future__ import annotations
 
 import argparse
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 DAY_MS = 86_400_000
 

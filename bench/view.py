@@ -3,9 +3,9 @@
 (the default cap) and 10,000 observations out of a large store, and the page's time to first render in
 headless Chromium.
 
-    python bench/view.py                          # a 1,000,000-observation store (built once, a few minutes)
-    python bench/view.py --store 20000 --runs 3   # quicker
-    python bench/view.py --home DIR               # build the store in DIR (kept), or reuse one built there
+    python -m bench.view                          # a 1,000,000-observation store (built once, a few minutes)
+    python -m bench.view --store 20000 --runs 3   # quicker
+    python -m bench.view --home DIR               # build the store in DIR (kept), or reuse one built there
 
 The store is synthetic and deterministic: one year of work, 90% of it in the project the page shows (so its
 last 30 days hold ~74,000 observations at 1M and the default page is capped), sessions of 40 observations
@@ -34,7 +34,6 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
 
 PROJECT = "webapp"
 DAY_MS = 86_400_000

@@ -1,4 +1,4 @@
-"""bench/fusion_loso.py --bootstrap: how often each code factor wins when the questions are drawn again."""
+"""python -m bench.fusion_loso --bootstrap: how often each code factor wins when the questions are drawn again."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-BENCH = Path(__file__).resolve().parent.parent / "bench"
+REPO = Path(__file__).resolve().parent.parent
 
 
 def _question_against_code(relevant: str) -> dict[str, object]:
@@ -30,8 +30,8 @@ def test_bootstrap_counts_the_winning_code_factor_in_every_draw(tmp_path: Path) 
     dump = tmp_path / "dump.json"
     dump.write_text(json.dumps({"code": {"queries": [_question_against_code("d0")] * 4}}))
     result = subprocess.run(
-        [sys.executable, str(BENCH / "fusion_loso.py"), str(dump), "--bootstrap", "7"],
-        capture_output=True, text=True, timeout=60,
+        [sys.executable, "-m", "bench.fusion_loso", str(dump), "--bootstrap", "7"],
+        capture_output=True, text=True, timeout=60, cwd=REPO,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     # every factor up to 0.35 ties (the relevant function third); the first of a tie wins, in all 7 draws
@@ -49,10 +49,11 @@ def test_bootstrap_needs_at_least_one_draw(tmp_path: Path, args: list[str], mess
     dump = tmp_path / "dump.json"
     dump.write_text(json.dumps({"code": {"queries": [_question_against_code("d0")]}}))
     result = subprocess.run(
-        [sys.executable, str(BENCH / "fusion_loso.py"), str(dump), *args],
+        [sys.executable, "-m", "bench.fusion_loso", str(dump), *args],
         capture_output=True,
         text=True,
         timeout=60,
+        cwd=REPO,
     )
     assert result.returncode == 2
     assert result.stderr.splitlines()[-1].endswith(message)
@@ -62,8 +63,8 @@ def test_bootstrap_needs_at_least_one_draw(tmp_path: Path, args: list[str], mess
 def test_an_unreadable_dump_is_a_usage_error(tmp_path: Path) -> None:
     missing = tmp_path / "missing.json"
     result = subprocess.run(
-        [sys.executable, str(BENCH / "fusion_loso.py"), str(missing), "--bootstrap", "3"],
-        capture_output=True, text=True, timeout=60,
+        [sys.executable, "-m", "bench.fusion_loso", str(missing), "--bootstrap", "3"],
+        capture_output=True, text=True, timeout=60, cwd=REPO,
     )  # fmt: skip
     assert result.returncode == 2
     assert result.stderr.splitlines()[-1].endswith(
