@@ -185,6 +185,29 @@ def test_json_prints_a_result_object_when_another_sync_runs(team):
     assert code == 5 and json.loads(out)["exit_code"] == 5 and json.loads(out)["ok"] is False
 
 
+def test_a_store_locked_past_the_busy_timeout_is_exit_5_and_changes_nothing(team, monkeypatch):
+    import apsw
+
+    a, b, url, first = team
+    a.add("Waits for b's store")
+    a.sync()
+    head, before = git_in(b, "rev-parse", "HEAD"), b.by_uid()
+    monkeypatch.setenv("CMEM_BUSY_TIMEOUT_MS", "100")
+    holder = apsw.Connection(str(b.home / "cmem.db"))
+    holder.execute("BEGIN IMMEDIATE")  # another process's long write
+    try:
+        code, out, err = b.run("sync", "--json")
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert code == 5 and err.count("\n") == 1 and "locked by another process" in err, err
+    assert json.loads(out)["exit_code"] == 5
+    assert git_in(b, "rev-parse", "HEAD") == head and b.by_uid() == before
+    assert git_in(b, "status", "--porcelain") == ""
+    assert b.sync()["adopted"] == 1
+    assert "Waits for b's store" in {r["title"] for r in b.by_uid().values()}
+
+
 def test_a_rejected_arriving_file_is_reported_on_every_sync_until_removed(team, tmp_path):
     a, b, url, _ = team
     clone = _teammate_commits(
