@@ -103,3 +103,19 @@ def test_a_field_edited_in_both_places_keeps_the_body(home):
     )
     assert _cmem(home, "sync").returncode == 0
     assert _get(home, "1")["title"] == "From the body"
+
+
+def test_an_editor_saving_its_stale_front_matter_keeps_the_retitle_it_made(home):
+    """An editor that never re-reads the file (vi, a second `:w`) saves the front matter it first read:
+    its `title:` is the one before the person's own retitle in the body, which cmem copied into the front
+    matter since. That is no front-matter-only edit: the retitle stays."""
+    _cmem(home, "add", "-t", "Old title", "-p", "web", "--narrative", "first text")
+    path = home / "export" / _get(home, "1")["path"]
+    buffer = path.read_text().replace("# Old title\n", "# New title from the body\n")
+    path.write_text(buffer)
+    assert _cmem(home, "sync").returncode == 0
+    assert "title: New title from the body\n" in path.read_text()  # cmem rewrote the front matter
+    path.write_text(buffer.replace("first text", "first text, then more"))  # the second save
+    assert _cmem(home, "sync").returncode == 0
+    got = _get(home, "1")
+    assert (got["title"], got["narrative"]) == ("New title from the body", "first text, then more")

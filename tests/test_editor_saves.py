@@ -1,5 +1,6 @@
 """Editors and `cmem watch`: saving an exported file again and again, as editors do (a new file renamed over
-it, or the file truncated and written in place), keeps every save; a killed `export --rebuild` leaves
+it, or the file truncated and written in place), keeps every save, a retitle among them (the file keeps its
+name, so the editor's next save lands where cmem reads it); a killed `export --rebuild` leaves
 `doctor --fix` nothing to copy twice."""
 
 from __future__ import annotations
@@ -56,6 +57,9 @@ def test_saving_twice_each_way_while_watch_runs_keeps_every_save(home):
             time.sleep(0.05)
         buffer = path.read_text()  # what the editor holds: it never re-reads what cmem rewrote
         for number, how in enumerate(["rename", "in place", "rename", "in place"], 1):
+            if number == 1:  # the first save retitles: a file named by its title was renamed here
+                assert "# Edited in an editor\n" in buffer
+                buffer = buffer.replace("# Edited in an editor\n", "# Retitled in the editor\n")
             buffer = buffer.rstrip("\n") + f"\n\nsave {number} ({how})\n"
             if how == "rename":  # vim's and most editors' safe save: a new file renamed over the old
                 fresh = path.with_name(f".{path.name}.new")
@@ -75,6 +79,8 @@ def test_saving_twice_each_way_while_watch_runs_keeps_every_save(home):
     narrative = _narrative(home)
     for number, how in enumerate(["rename", "in place", "rename", "in place"], 1):
         assert f"save {number} ({how})" in narrative
+    got = json.loads(_cmem(home, "get", "1", "--json").stdout)[0]
+    assert (got["title"], home / "export" / got["path"]) == ("Retitled in the editor", path)
     assert path.exists() and _uids_in_tree(home).most_common(1)[0][1] == 1  # one file, the same name
     assert _cmem(home, "doctor").returncode == 0
 

@@ -305,7 +305,8 @@ class _Adopter:
         if row is not None:
             merged = {k: row.get(k) for k in EDITABLE_FIELDS}
             merged.update({k: v for k, v in record.items() if k in parsed.stated})
-            merged.update(front_matter_edits(parsed, row))
+            if not _stale_front_matter(parsed, row):
+                merged.update(front_matter_edits(parsed, row))
             merged["uid"] = row["uid"]
             record = merged
         prepared = self.memory.prepare(record)
@@ -464,3 +465,13 @@ def _edited_at(parsed: ParsedFile, row: dict[str, Any] | None) -> int:
     now = now_ms()
     stamp = max(0, min(parsed.written_at or now, now))
     return stamp if row is None else max(stamp, int(row["updated_at"]) + 1)
+
+
+def _stale_front_matter(parsed: ParsedFile, row: dict[str, Any]) -> bool:
+    """Is the file's front matter older than cmem's last rewrite of it? An editor that never re-read the
+    file saves its old front matter again: its ``title:`` is the one before the person's own retitle in
+    the body, which cmem has since copied into the front matter. Taking that as a front-matter-only edit
+    would undo the retitle, so a stale front matter never overrides what the body shows."""
+    written = parsed.restore.get("updated_at")
+    current = row.get("updated_at")
+    return isinstance(written, int) and isinstance(current, int) and written < current
