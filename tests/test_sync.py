@@ -479,7 +479,7 @@ def test_bad_files_arriving_from_the_remote_are_reported_and_the_rest_adopted(te
 
 
 def test_a_second_sync_at_the_same_time_exits_5(team):
-    from cmem_cli.services.gitrepo import sync_lock
+    from cmem_cli.core.synclock import sync_lock
 
     a, *_ = team
     with sync_lock(a.home):

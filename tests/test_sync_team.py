@@ -177,7 +177,7 @@ def test_an_unreachable_remote_leaves_local_work_adopted_and_committed(team):
 
 
 def test_json_prints_a_result_object_when_another_sync_runs(team):
-    from cmem_cli.services.gitrepo import sync_lock
+    from cmem_cli.core.synclock import sync_lock
 
     a, *_ = team
     with sync_lock(a.home):

@@ -16,8 +16,9 @@ from __future__ import annotations
 from typing import Any
 
 from cmem_cli.core.errors import CmemError, DatabaseBusy
+from cmem_cli.core.synclock import sync_lock
 from cmem_cli.services import arrivals
-from cmem_cli.services.gitrepo import Git, clear_git_debris, connected_git_dir, find_git_debris, sync_lock
+from cmem_cli.services.gitrepo import Git, clear_git_debris, connected_git_dir, find_git_debris
 
 
 def git_checks(memory: Any, *, fix: bool) -> list[dict[str, Any]]:

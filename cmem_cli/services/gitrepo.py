@@ -18,16 +18,14 @@ instead of hanging), cmem's commits carry a fixed author, and every file git cre
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import socket
 import subprocess
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cmem_cli.core.errors import DatabaseBusy, SyncError
+from cmem_cli.core.errors import SyncError
 
 GIT_DIR_NAME = "sync.git"
 MARKER_SECTION = "cmem"  # `cmem sync init` sets cmem.sync = true in the repository's config
@@ -203,26 +201,6 @@ def move_into_home(home: Path, export: Path) -> Path | None:
         write_pointer(home, export)
         return target
     return connected_git_dir(home, export)
-
-
-# -- one sync at a time ----------------------------------------------------------------------------------
-@contextlib.contextmanager
-def sync_lock(home: Path, *, timeout: float = 0.0) -> Iterator[None]:
-    """One `cmem sync` per home at a time (cron and a person may overlap); released if the process dies."""
-    fd = os.open(home / "sync.lock", os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    raise DatabaseBusy("another cmem sync is running; try again later") from None
-                time.sleep(0.05)
-        yield
-    finally:
-        os.close(fd)
 
 
 # -- debris of a killed git ----------------------------------------------------------------------------

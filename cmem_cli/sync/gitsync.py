@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from cmem_cli.core.errors import SyncError, UsageError
+from cmem_cli.core.synclock import sync_lock
 from cmem_cli.services import arrivals
 from cmem_cli.services.gitrepo import (
     BRANCH,
@@ -39,7 +40,6 @@ from cmem_cli.services.gitrepo import (
     find_git_debris,
     home_git_dir,
     move_into_home,
-    sync_lock,
 )
 from cmem_cli.services.writes import Memory
 from cmem_cli.sync.merge import Resolution, merge_versions, read_blobs

@@ -16,6 +16,7 @@ from typing import Any
 
 from cmem_cli.core.config import Config
 from cmem_cli.core.errors import CmemError, DatabaseBusy
+from cmem_cli.core.synclock import sync_lock
 
 CHECK_SECONDS = 1.0
 POLL_SECONDS = 30.0
@@ -70,7 +71,7 @@ class TeamLive:
             settings = teamsync.remote(memory)
             if settings is None:
                 raise CmemError("this home has no team database any more")
-            with teamsync.sync_lock(memory.config.home, timeout=30):
+            with sync_lock(memory.config.home, timeout=30):
                 outbox.install(memory.store)  # joined with an older cmem: its newer triggers
             conn = server.connect(settings["url"])
             try:
@@ -102,7 +103,7 @@ class TeamLive:
 
         report = teamsync.new_report(settings)
         try:
-            with teamsync.sync_lock(memory.config.home):
+            with sync_lock(memory.config.home):
                 teamsync.push_only(memory, conn, settings, report, vectors)
                 if pull:
                     teamsync.pull_only(memory, conn, settings, report)

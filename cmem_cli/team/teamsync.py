@@ -9,17 +9,13 @@ local writes keep queueing, and the next sync sends them.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import json
 import os
 import socket
-import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-from cmem_cli.core.errors import DatabaseBusy, UsageError
+from cmem_cli.core.errors import UsageError
+from cmem_cli.core.synclock import sync_lock
 from cmem_cli.services.search import Reader
 from cmem_cli.services.writes import Memory
 from cmem_cli.store import team_outbox as outbox
@@ -36,25 +32,6 @@ PASSWORD_NOTE = (
     "the password in the URL was used for this command only and is not stored: later syncs take it from "
     "~/.pgpass (or PGPASSFILE), a pg_service.conf service, or PGPASSWORD"
 )
-
-
-@contextlib.contextmanager
-def sync_lock(home: Path, *, timeout: float = 0.0) -> Iterator[None]:
-    """One sync per home at a time, whichever the remote (the same lock file as git sync)."""
-    fd = os.open(home / "sync.lock", os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    raise DatabaseBusy("another cmem sync is running; try again later") from None
-                time.sleep(0.05)
-        yield
-    finally:
-        os.close(fd)
 
 
 def remote(memory: Reader) -> dict[str, Any] | None:
