@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cmem_cli.core import gitrepo
 from cmem_cli.core.timeutil import now_ms, to_iso
 from cmem_cli.store.anchors import Anchor, CachedBlob, Reach
+
+if TYPE_CHECKING:
+    from cmem_cli.store.repository import Store
 
 # A file modified this close to when its hash was taken may have changed again within the same tick of the
 # file system's clock without its size or time moving (git's "racily clean" entries): hash it again.
@@ -59,7 +62,7 @@ def cited_files(record: dict[str, Any]) -> list[str]:
 
 
 def record_anchor(
-    store: Any,
+    store: Store,
     obs_id: int,
     paths: Sequence[str],
     cwd: str,
@@ -130,7 +133,7 @@ def make_anchor(
     return anchor, fresh
 
 
-def reanchor_edit(store: Any, obs_id: int, before: Sequence[str], after: Sequence[str], cwd: str) -> None:
+def reanchor_edit(store: Store, obs_id: int, before: Sequence[str], after: Sequence[str], cwd: str) -> None:
     """An edit changed the files an observation cites (``before`` -> ``after``): anchor the files it now
     cites that it did not (hashed as they are now, paths resolved against ``cwd``), drop those it no
     longer cites, and leave the others as they were anchored, so a file that changed since the memory was
@@ -282,7 +285,7 @@ def _stamp(value: Any) -> int | None:
         return None
 
 
-def adopt_anchor(store: Any, obs_id: int, meta: Any, scrub: Callable[[str], str | None]) -> None:
+def adopt_anchor(store: Store, obs_id: int, meta: Any, scrub: Callable[[str], str | None]) -> None:
     """Take the anchor an adopted file states (another machine's, or a verify made there) unless it is
     the one this store holds. The folder the repository lives in here is kept when it is the same
     repository; an anchor from elsewhere has none until a check finds a clone here by its name."""
@@ -309,12 +312,12 @@ def adopt_anchor(store: Any, obs_id: int, meta: Any, scrub: Callable[[str], str 
 
 
 # -- checking ----------------------------------------------------------------------------------------------
-def check(store: Any, obs_ids: Iterable[int], *, cwd: str | None = None) -> dict[int, Checked]:
+def check(store: Store, obs_ids: Iterable[int], *, cwd: str | None = None) -> dict[int, Checked]:
     """The anchors of these observations as they stand now (observations without one are left out)."""
     return check_anchors(store, store.anchors.for_ids(obs_ids), cwd=cwd)
 
 
-def check_anchors(store: Any, anchors: dict[int, Anchor], *, cwd: str | None = None) -> dict[int, Checked]:
+def check_anchors(store: Store, anchors: dict[int, Anchor], *, cwd: str | None = None) -> dict[int, Checked]:
     if not anchors:
         return {}
     roots = locate(store, anchors.values(), cwd=cwd)
@@ -345,7 +348,7 @@ def check_anchors(store: Any, anchors: dict[int, Anchor], *, cwd: str | None = N
     return out
 
 
-def locate(store: Any, anchors: Iterable[Anchor], *, cwd: str | None = None) -> dict[tuple, str | None]:
+def locate(store: Store, anchors: Iterable[Anchor], *, cwd: str | None = None) -> dict[tuple, str | None]:
     """Where each anchor's repository is on this machine: the folder it was recorded in when that is still
     a work tree; else (an anchor from another machine, a moved clone) a work tree with the same origin —
     the current directory's, or one where other anchors were recorded. None when it is not here."""
@@ -383,7 +386,7 @@ def _is_top(root: str) -> bool:
     return repo is not None and repo.root == os.path.abspath(root)
 
 
-def current_blobs(store: Any, paths: list[str]) -> tuple[dict[str, str], dict[str, int]]:
+def current_blobs(store: Store, paths: list[str]) -> tuple[dict[str, str], dict[str, int]]:
     """Each existing file's blob id now (absent: it is gone or not a file) and its modification time (ms),
     hashing only files whose stat moved since the cache saw them; new hashes go to the cache when the
     database is free (a search never waits for a writer to save a hash)."""
@@ -420,7 +423,7 @@ def current_blobs(store: Any, paths: list[str]) -> tuple[dict[str, str], dict[st
 
 # -- rows ----------------------------------------------------------------------------------------------------
 def annotate(
-    store: Any,
+    store: Store,
     rows: list[dict[str, Any]],
     *,
     cwd: str | None = None,
@@ -468,7 +471,12 @@ def detail(state: Checked | None) -> dict[str, Any] | None:
 
 # -- branches -------------------------------------------------------------------------------------------------
 def by_branch(
-    store: Any, rows: list[dict[str, Any]], branch: str | None, *, demote: bool = True, cwd: str | None = None
+    store: Store,
+    rows: list[dict[str, Any]],
+    branch: str | None,
+    *,
+    demote: bool = True,
+    cwd: str | None = None,
 ) -> tuple[list[dict[str, Any]], dict[int, Anchor]]:
     """``rows`` by the branch each was recorded on, and the anchors read on the way (for :func:`annotate`).
 
@@ -494,7 +502,7 @@ def by_branch(
     return ahead + behind, anchors
 
 
-def unmerged(store: Any, obs_ids: Iterable[int], *, cwd: str | None = None) -> set[int]:
+def unmerged(store: Store, obs_ids: Iterable[int], *, cwd: str | None = None) -> set[int]:
     """Which of ``obs_ids`` were recorded on a branch of the current repository whose work HEAD has not
     merged (what search ranks last; `cmem view` marks them). One git process at most, none while HEAD
     stays where it was when git last answered."""
@@ -502,7 +510,7 @@ def unmerged(store: Any, obs_ids: Iterable[int], *, cwd: str | None = None) -> s
     return _unmerged(store, anchors, cwd) if anchors else set()
 
 
-def _unmerged(store: Any, anchors: dict[int, Anchor], cwd: str | None) -> set[int]:
+def _unmerged(store: Store, anchors: dict[int, Anchor], cwd: str | None) -> set[int]:
     """The observations recorded on a branch of the current repository that HEAD has not merged."""
     here = gitrepo.find_repo(cwd or os.getcwd())
     if here is None:
@@ -534,7 +542,7 @@ def _unmerged(store: Any, anchors: dict[int, Anchor], cwd: str | None) -> set[in
     return {obs_id for obs_id, commits in evidence.items() if all(c in gone for c in commits)}
 
 
-def _unreachable(store: Any, repo: gitrepo.Repo, head: str, commits: list[str]) -> set[str]:
+def _unreachable(store: Store, repo: gitrepo.Repo, head: str, commits: list[str]) -> set[str]:
     """Which of ``commits`` HEAD commit ``head`` does not contain: git's answer, kept per work tree and
     HEAD commit (a commit's ancestry never changes), so git runs again only when HEAD moves or a commit
     is new. A commit the repository lacked when asked counts as merged (as git says nothing of it), an
@@ -576,7 +584,7 @@ def _is_observation(row: dict[str, Any]) -> bool:
 
 
 # -- full records -----------------------------------------------------------------------------------------------
-def anchor_fields(store: Any, obs_id: int, *, cwd: str | None = None) -> dict[str, Any]:
+def anchor_fields(store: Store, obs_id: int, *, cwd: str | None = None) -> dict[str, Any]:
     """``stale``, ``branch`` and ``anchor`` (where, when, each cited file's state) of one observation."""
     state = check(store, [obs_id], cwd=cwd).get(obs_id)
     if state is None:
@@ -658,7 +666,7 @@ def _not_verified(obs_id: int, reason: str) -> dict[str, Any]:
     return {"id": obs_id, "verified": False, "reason": reason}
 
 
-def stale_rows(store: Any, *, project: str | None = None, cwd: str | None = None) -> list[dict[str, Any]]:
+def stale_rows(store: Store, *, project: str | None = None, cwd: str | None = None) -> list[dict[str, Any]]:
     """Every observation (of ``project``) whose cited files changed or vanished, as search rows, oldest first."""
     from cmem_cli.services.search import observation_row
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from collections.abc import Set as AbstractSet
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cmem_cli.core.errors import CmemError, DatabaseCorrupt
 from cmem_cli.core.files import read_regular
@@ -27,6 +27,9 @@ from cmem_cli.store.presence import REPAIR_ADVICE, lost_store_problem
 from cmem_export import digest, layout
 from cmem_export.journal import pending
 from cmem_export.reading import MAX_FILE_BYTES
+
+if TYPE_CHECKING:
+    from cmem_cli.services.writes import Memory
 
 DAMAGED_ADVICE = (
     "restore cmem.db from a backup, or move it aside (mv cmem.db cmem.db.damaged) and rebuild it from the "
@@ -93,7 +96,7 @@ def _guarded(checks: list[dict[str, Any]], name: str, check: Callable[[], tuple[
     return ok
 
 
-def run_checks(memory: Any, *, fix: bool = False) -> dict[str, Any]:
+def run_checks(memory: Memory, *, fix: bool = False) -> dict[str, Any]:
     from cmem_cli.store import health
 
     store = memory.store
@@ -170,7 +173,7 @@ NOT_ADOPTED = "files not adopted"
 Findings = dict[str, list[tuple[str, str | None]]]
 
 
-def export_problems(memory: Any) -> Findings:
+def export_problems(memory: Memory) -> Findings:
     """Every export check's findings as (path, reason or None), by check name, in the order doctor shows
     them. A file adoption would refuse is listed once, under :data:`NOT_ADOPTED` with its reason, not as a
     file to adopt."""

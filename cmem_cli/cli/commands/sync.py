@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -21,10 +21,13 @@ from cmem_cli.cli.guard import failure
 from cmem_cli.cli.invocation import open_api
 from cmem_cli.cli.render import escape_control, write
 
+if TYPE_CHECKING:
+    from cmem_cli.api import Memory
+
 sync_app = typer.Typer(invoke_without_command=True)
 
 
-def _local(memory: Any, as_json: bool) -> None:
+def _local(memory: Memory, as_json: bool) -> None:
     report = memory.adopt_edits()
     if as_json:
         write(json.dumps(report.to_json(), ensure_ascii=False, indent=2) + "\n")
@@ -64,7 +67,7 @@ def _print_git_report(report: dict[str, Any], as_json: bool) -> None:
         raise typer.Exit(code)
 
 
-def _run_git_sync(memory: Any, url: str | None, as_json: bool) -> None:
+def _run_git_sync(memory: Memory, url: str | None, as_json: bool) -> None:
     """Run the git sync; with ``--json`` a failure still prints a result object (what was done before it,
     the error and the exit code) before the one-line error on stderr."""
     from cmem_cli.sync.gitsync import run_sync
