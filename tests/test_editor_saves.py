@@ -11,10 +11,11 @@ import random
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections import Counter
 from pathlib import Path
+
+from tests.watch_helpers import start_watch, wait_for_line
 
 
 def _cmem(home: Path, *args: str, input: str | None = None) -> subprocess.CompletedProcess[str]:
@@ -43,18 +44,9 @@ def test_saving_twice_each_way_while_watch_runs_keeps_every_save(home):
     _cmem(home, "add", "-t", "Edited in an editor", "-p", "web", "--narrative", "as written")
     path = home / "export" / json.loads(_cmem(home, "get", "1", "--json").stdout)[0]["path"]
     env = {**os.environ, "CMEM_HOME": str(home)}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "cmem_cli", "watch", "--debounce", "0.05"],
-        stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env=env,
-    )  # fmt: skip
-    lines: list[str] = []
-    reader = threading.Thread(target=lambda: lines.extend(iter(proc.stderr.readline, "")), daemon=True)
-    reader.start()
+    proc, lines, _ = start_watch(env)
     try:
-        deadline = time.monotonic() + 60
-        while not any("watching" in line for line in lines):
-            assert time.monotonic() < deadline and proc.poll() is None, lines
-            time.sleep(0.05)
+        wait_for_line(proc, lines, "watching")
         buffer = path.read_text()  # what the editor holds: it never re-reads what cmem rewrote
         for number, how in enumerate(["rename", "in place", "rename", "in place"], 1):
             if number == 1:  # the first save retitles: a file named by its title was renamed here

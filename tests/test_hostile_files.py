@@ -9,7 +9,6 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -17,6 +16,7 @@ import pytest
 
 from cmem_cli.core.frontmatter import FrontMatterError, load_yaml
 from tests.sync_helpers import bare_repo
+from tests.watch_helpers import start_watch, wait_for_line
 
 
 def _laughs() -> str:
@@ -113,18 +113,9 @@ def test_watch_reports_a_hostile_file_adopts_the_rest_and_stops_on_sigterm(home)
     _cmem(home, "add", "-t", "seed", "-p", "web")
     _write_hostile_tree(home / "export")
     env = {**os.environ, "CMEM_HOME": str(home)}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "cmem_cli", "watch", "--debounce", "0.05"],
-        stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env=env,
-    )  # fmt: skip
-    lines: list[str] = []
-    reader = threading.Thread(target=lambda: lines.extend(iter(proc.stderr.readline, "")), daemon=True)
-    reader.start()
+    proc, lines, reader = start_watch(env)
     try:
-        deadline = time.monotonic() + 60
-        while not any("adopted 0 edited, 1 new" in line for line in lines):
-            assert time.monotonic() < deadline and proc.poll() is None, f"no adoption: {lines}"
-            time.sleep(0.05)
+        wait_for_line(proc, lines, "adopted 0 edited, 1 new")
         # a new hostile file arrives, and SIGTERM comes while the watcher reads it
         (home / "export" / "web" / "laughs-again.md").write_text(_hostile_text("laughs"))
         time.sleep(0.1)

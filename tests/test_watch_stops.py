@@ -8,8 +8,6 @@ import fcntl
 import os
 import signal
 import subprocess
-import sys
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -17,6 +15,8 @@ from pathlib import Path
 
 import apsw
 import pytest
+
+from tests.watch_helpers import start_watch, wait_for_line
 
 
 @contextmanager
@@ -49,18 +49,9 @@ def test_watch_stops_on_sigterm_while_it_waits_for_a_lock(home, cli, held):
     path.write_text(path.read_text().replace("as written", "saved by hand"))  # watch's first pass adopts it
     env = {**os.environ, "CMEM_HOME": str(home), "CMEM_BUSY_TIMEOUT_MS": "120000"}
     with held(home):
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "cmem_cli", "watch", "--debounce", "0.05"],
-            stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env=env,
-        )  # fmt: skip
-        lines: list[str] = []
-        reader = threading.Thread(target=lambda: lines.extend(iter(proc.stderr.readline, "")), daemon=True)
-        reader.start()
+        proc, lines, reader = start_watch(env)
         try:
-            deadline = time.monotonic() + 60
-            while not any("watching" in line for line in lines):
-                assert time.monotonic() < deadline and proc.poll() is None, lines
-                time.sleep(0.02)
+            wait_for_line(proc, lines, "watching", poll=0.02)
             time.sleep(0.3)  # into the wait (stopping before it must not wait either)
             asked = time.monotonic()
             proc.send_signal(signal.SIGTERM)
