@@ -14,8 +14,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from cmem_cli.core.db import Database
-
-_BATCH = 500  # SQLite's variable limit is far above; batches keep each statement small
+from cmem_cli.store.batches import batches
 
 # Plain classes with slots, not named tuples: a search imports this module, and a named tuple costs ten
 # times as much to create.
@@ -99,9 +98,7 @@ class AnchorStore:
         """The anchors of these observations (those that have one)."""
         ids = list(dict.fromkeys(obs_ids))
         found: dict[int, Anchor] = {}
-        for start in range(0, len(ids), _BATCH):
-            chunk = ids[start : start + _BATCH]
-            marks = ", ".join("?" * len(chunk))
+        for chunk, marks in batches(ids):
             for row in self.db.execute(
                 "SELECT observation_id, repo, root, branch, commit_id, files, anchored_at, verified_at "
                 f"FROM observation_anchors WHERE observation_id IN ({marks})",
@@ -142,9 +139,7 @@ class AnchorStore:
     def cached_blobs(self, paths: Iterable[str]) -> dict[str, CachedBlob]:
         wanted = list(dict.fromkeys(paths))
         found: dict[str, CachedBlob] = {}
-        for start in range(0, len(wanted), _BATCH):
-            chunk = wanted[start : start + _BATCH]
-            marks = ", ".join("?" * len(chunk))
+        for chunk, marks in batches(wanted):
             for path, size, mtime_ns, blob, seen_ns in self.db.execute(
                 f"SELECT path, size, mtime_ns, blob, seen_ns FROM file_blobs WHERE path IN ({marks})", chunk
             ):

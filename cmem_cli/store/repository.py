@@ -21,6 +21,7 @@ from cmem_cli.core.filters import FilterFields, file_path_match
 from cmem_cli.core.fts import fts_query, query_tokens, search_terms
 from cmem_cli.core.ids import UID_TAIL, new_uid
 from cmem_cli.core.timeutil import ms_date_words, now_ms
+from cmem_cli.store.batches import batches
 from cmem_cli.store.schema import FTS_TOKENIZER, MIGRATIONS
 
 if TYPE_CHECKING:
@@ -978,9 +979,7 @@ class Store:
 
     def _observations_by_id(self, ids: list[int]) -> dict[int, dict[str, Any]]:
         found: dict[int, dict[str, Any]] = {}
-        for start in range(0, len(ids), 500):
-            chunk = ids[start : start + 500]
-            marks = ", ".join("?" * len(chunk))
+        for chunk, marks in batches(ids):
             for row in self.db.query(f"SELECT * FROM observations WHERE id IN ({marks})", chunk):
                 decoded = _decode(row)
                 if decoded is not None:

@@ -10,10 +10,10 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 
+from cmem_cli.store.batches import batches
 from cmem_cli.store.repository import Filters, Store
 
 SUPERSEDES = "supersedes"
-_CHUNK = 500
 
 
 class ObservationText:
@@ -33,9 +33,7 @@ def newest_successors(store: Store, obs_ids: Iterable[int]) -> dict[int, int]:
     time it was recorded, when several superseded it)."""
     ids = sorted({int(i) for i in obs_ids})
     found: dict[int, int] = {}
-    for start in range(0, len(ids), _CHUNK):
-        chunk = ids[start : start + _CHUNK]
-        marks = ", ".join("?" * len(chunk))
+    for chunk, marks in batches(ids):
         rows = store.db.rows(
             "SELECT l.to_id, l.from_id FROM observation_links l JOIN observations n ON n.id = l.from_id "
             f"WHERE l.type = '{SUPERSEDES}' AND l.to_id IN ({marks}) ORDER BY n.created_at, n.id",
@@ -50,9 +48,7 @@ def superseders(store: Store, obs_ids: Iterable[int]) -> set[int]:
     """Every memory that directly supersedes one of ``obs_ids``."""
     ids = sorted({int(i) for i in obs_ids})
     found: set[int] = set()
-    for start in range(0, len(ids), _CHUNK):
-        chunk = ids[start : start + _CHUNK]
-        marks = ", ".join("?" * len(chunk))
+    for chunk, marks in batches(ids):
         found.update(
             row[0]
             for row in store.db.rows(
@@ -77,9 +73,7 @@ def ids_passing(store: Store, obs_ids: Iterable[int], filters: Filters) -> list[
     ids = sorted({int(i) for i in obs_ids})
     where, params = filters.sql("o")
     found: list[int] = []
-    for start in range(0, len(ids), _CHUNK):
-        chunk = ids[start : start + _CHUNK]
-        marks = ", ".join("?" * len(chunk))
+    for chunk, marks in batches(ids):
         found.extend(
             row[0]
             for row in store.db.rows(
@@ -94,9 +88,7 @@ def stated_texts(store: Store, obs_ids: Iterable[int]) -> list[ObservationText]:
     """The stated text of each of ``obs_ids`` that exists (narratives included: few rows, a search's head)."""
     ids = sorted({int(i) for i in obs_ids})
     found: list[ObservationText] = []
-    for start in range(0, len(ids), _CHUNK):
-        chunk = ids[start : start + _CHUNK]
-        marks = ", ".join("?" * len(chunk))
+    for chunk, marks in batches(ids):
         rows = store.db.rows(
             "SELECT id, title, subtitle, narrative, facts, created_at FROM observations "
             f"WHERE id IN ({marks})",

@@ -8,18 +8,12 @@ builder as keyword search.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from typing import Any
 
 from cmem_cli.core.fts import fts_query
+from cmem_cli.store.batches import batches
 from cmem_cli.store.repository import Filters, Store
-
-CHUNK = 500  # ids per IN (...) list: well under SQLite's limit on bound parameters
-
-
-def _chunks(values: list[Any]) -> Iterator[list[Any]]:
-    for start in range(0, len(values), CHUNK):
-        yield values[start : start + CHUNK]
 
 
 def observations(store: Store, filters: Filters, query: str | None, *, limit: int) -> list[dict[str, Any]]:
@@ -85,8 +79,7 @@ def links_touching(store: Store, ids: Iterable[int]) -> list[dict[str, Any]]:
     """Every link from or to one of ``ids``: ``from_id``, ``to_id``, ``type``, oldest link first."""
     wanted = sorted(set(ids))
     found: dict[tuple[int, int, str], dict[str, Any]] = {}
-    for chunk in _chunks(wanted):
-        marks = ", ".join("?" * len(chunk))
+    for chunk, marks in batches(wanted):
         for row in store.db.query(
             "SELECT from_id, to_id, type, created_at FROM observation_links "
             f"WHERE from_id IN ({marks}) UNION "
@@ -101,8 +94,7 @@ def links_touching(store: Store, ids: Iterable[int]) -> list[dict[str, Any]]:
 def observation_heads(store: Store, ids: Iterable[int]) -> list[dict[str, Any]]:
     """Id, uid, type, title and creation time of observations ``ids`` (the far ends of links)."""
     rows: list[dict[str, Any]] = []
-    for chunk in _chunks(sorted(set(ids))):
-        marks = ", ".join("?" * len(chunk))
+    for chunk, marks in batches(sorted(set(ids))):
         rows += store.db.query(
             f"SELECT id, uid, type, title, project, created_at FROM observations WHERE id IN ({marks})", chunk
         )
@@ -112,7 +104,6 @@ def observation_heads(store: Store, ids: Iterable[int]) -> list[dict[str, Any]]:
 def sessions(store: Store, session_ids: Iterable[str]) -> list[dict[str, Any]]:
     """The session rows of ``session_ids`` (those that exist)."""
     rows: list[dict[str, Any]] = []
-    for chunk in _chunks(sorted(set(session_ids))):
-        marks = ", ".join("?" * len(chunk))
+    for chunk, marks in batches(sorted(set(session_ids))):
         rows += store.db.query(f"SELECT * FROM sessions WHERE session_id IN ({marks})", chunk)
     return rows
