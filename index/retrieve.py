@@ -8,13 +8,14 @@ sqlite-vec nearest neighbours over chunk embeddings. Filters are pushed into SQL
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
 from cmem_cli.core import bm25
 from cmem_cli.core.filters import FilterFields, file_path_match
 from cmem_cli.core.fts import fts_query, query_tokens
-from cmem_index.store import FTS_TOKENIZER, IndexStore
+from cmem_index.store import IndexStore
 
 # BM25 column weights: context (title, type, project, concepts), text, camelCase parts.
 CONTEXT_WEIGHT = 1.0
@@ -104,7 +105,7 @@ def keyword(store: IndexStore, query: str, filters: DocFilters, limit: int) -> l
         return []
     where, params = filters.sql("d")
     if limit <= RANK_ALONE and (where == "1" or _few_documents(store, where, params)):
-        found = _best_of_ranked_chunks(store, match, limit, where, params)
+        found = _best_of_ranked_chunks(store, query, limit, where, params)
         if found is not None:
             return found
     # bm25() cannot run inside an aggregate: rank chunks in a materialised CTE, then keep each doc's best.
@@ -129,7 +130,7 @@ def _few_documents(store: IndexStore, where: str, params: list[Any]) -> bool:
 
 
 def _best_of_ranked_chunks(
-    store: IndexStore, match: str, limit: int, where: str = "1", params: Sequence[Any] = ()
+    store: IndexStore, query: str, limit: int, where: str = "1", params: Sequence[Any] = ()
 ) -> list[DocHit] | None:
     """The ``limit`` documents with the best chunks, ranked inside the full-text index alone.
 
@@ -146,13 +147,20 @@ def _best_of_ranked_chunks(
         within = (
             f" AND +rowid IN (SELECT c.id FROM documents d JOIN chunks c ON c.doc_id = d.id WHERE {where})"
         )
+    match = fts_query(query)
+    narrow = bm25.head("chunks_fts", store.query_terms(query_tokens(query)))
+
+    def page(want: int, head: bm25.Head | None) -> bm25.Ranked:
+        also, more = (f" AND {head.where}", head.params) if head else ("", [])
+        return store.rows(
+            f"SELECT rowid, bm25(chunks_fts, ?, ?, ?) AS rank FROM chunks_fts "
+            f"WHERE chunks_fts MATCH ?{also}{within} ORDER BY rank LIMIT ?",
+            [CONTEXT_WEIGHT, TEXT_WEIGHT, TERMS_WEIGHT, match, *more, *params, want],
+        )
+
     want = limit * 4
     while True:
-        ranked = store.rows(
-            f"SELECT rowid, bm25(chunks_fts, ?, ?, ?) AS rank FROM chunks_fts WHERE chunks_fts MATCH ?{within} "
-            "ORDER BY rank LIMIT ?",
-            [CONTEXT_WEIGHT, TEXT_WEIGHT, TERMS_WEIGHT, match, *params, want],
-        )
+        ranked = bm25.ranked_head(functools.partial(page, want), want, narrow)
         docs: dict[int, int] = {}
         for start in range(0, len(ranked), 500):
             ids = [chunk_id for chunk_id, _ in ranked[start : start + 500]]
@@ -186,28 +194,7 @@ def query_idf(store: IndexStore, query: str) -> float:
     Dividing a document's BM25 by it gives an absolute "how much of the query matched" that means the same
     for a two-word and a fifty-word query, which raw BM25 does not.
     """
-    stems = set(stems_of(store, query_tokens(query)).values())
-    if not stems:
-        return 0.0
-    # The two counts come from separate reads (an indexer may commit in between): bm25.idf_sum clamps them.
-    total = int(store.scalar("SELECT count(*) FROM chunks") or 0)
-    return bm25.idf_sum(total, chunk_counts(store, stems), stems)
-
-
-def stems_of(store: IndexStore, tokens: Sequence[str]) -> dict[str, str]:
-    """Each token's term as the index stores it (the FTS tokenizer's stem); tokens it drops are left out."""
-    return bm25.stems(store.conn, FTS_TOKENIZER, tokens)
-
-
-def chunk_counts(store: IndexStore, stems: set[str]) -> dict[str, int]:
-    """How many of the index's chunks hold each term (FTS5's own statistics: no scan)."""
-    if not stems:
-        return {}
-    store.conn.execute(
-        "CREATE VIRTUAL TABLE IF NOT EXISTS temp.chunks_vocab USING fts5vocab(main, chunks_fts, row)"
-    )
-    marks = ",".join("?" * len(stems))
-    return dict(store.rows(f"SELECT term, doc FROM temp.chunks_vocab WHERE term IN ({marks})", sorted(stems)))
+    return store.query_terms(query_tokens(query)).idf_sum()
 
 
 def scope_chunks(store: IndexStore, filters: DocFilters, token: str | None = None) -> int:
@@ -215,7 +202,7 @@ def scope_chunks(store: IndexStore, filters: DocFilters, token: str | None = Non
     where, params = filters.sql("d")
     if token is None:
         if not filters.active:
-            return int(store.scalar("SELECT count(*) FROM chunks") or 0)
+            return bm25.table_rows(store.conn, "chunks_fts")
         sql = f"SELECT count(*) FROM chunks c CROSS JOIN documents d ON d.id = c.doc_id WHERE {where}"
         return int(store.scalar(sql, params) or 0)
     match = fts_query(token)

@@ -32,13 +32,14 @@ _WORD = re.compile(r"\w+(?:['\u2019]s\b)?")
 
 def splitting_words(store: IndexStore, query: str, filters: DocFilters) -> set[str]:
     """The query's words (lower-cased) held by SPLIT_FROM to SPLIT_UNTIL of the chunks the filters leave."""
-    stems = retrieve.stems_of(store, query_tokens(query))
+    terms = store.query_terms(query_tokens(query))
+    stems = terms.terms
     if not stems:
         return set()
     total = retrieve.scope_chunks(store, filters)
     if total < MIN_CHUNKS:
         return set()
-    everywhere = retrieve.chunk_counts(store, set(stems.values()))
+    everywhere = terms.counts
     # a word too rare in the whole index cannot reach the share in the scope: no scope count for it
     common = [token for token, stem in stems.items() if everywhere.get(stem, 0) >= SPLIT_FROM * total]
     out: set[str] = set()

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from cmem_cli.core import bm25
 from cmem_cli.core.errors import DatabaseCorrupt, StorageError
 from cmem_cli.core.fts import search_terms
 from cmem_cli.core.migrations import Migrations
@@ -173,6 +174,8 @@ class IndexStore:
         self.path = path
         self.dropped_hashes: set[str] = set()  # of chunks deleted through this connection (cache pruning)
         self._bits: bytes | None = None  # bits_center, read once per connection (b"": no chunk_bits)
+        self._terms: dict[tuple[str, ...], bm25.QueryTerms] = {}  # of the queries since _terms_as_of
+        self._terms_as_of: tuple[int, int] | None = None
 
     # -- opening -----------------------------------------------------------------------------------
     @classmethod
@@ -529,6 +532,26 @@ class IndexStore:
                 "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)
             ).fetchone()
         )
+
+    def query_terms(self, tokens: Sequence[str]) -> bm25.QueryTerms:
+        """The query's terms in the chunks' full-text index, read once for every stage of a search (counting
+        a common term's chunks walks its postings) for as long as nothing commits."""
+        as_of = (int(self.scalar("PRAGMA data_version")), self.conn.total_changes())
+        if as_of != self._terms_as_of:
+            self._terms.clear()
+            self._terms_as_of = as_of
+        key = tuple(tokens)
+        if key not in self._terms:
+            self._terms[key] = bm25.query_terms(self.conn, "chunks_fts", FTS_TOKENIZER, tokens)
+        return self._terms[key]
+
+    def chunk_count(self) -> int:
+        return int(self.scalar("SELECT count(*) FROM chunks") or 0)
+
+    def merge_keywords(self) -> None:
+        """Merge the full-text index into one segment, dropping what deleted chunks left in it."""
+        with self.transaction():
+            self.conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES('optimize')")
 
     def prune_cache(self, hashes: Iterable[str] | None = None) -> int:
         """Forget cached vectors of chunks that no longer exist (any model): of these chunk hashes (those an

@@ -899,29 +899,41 @@ class Store:
         if match is None:
             return []
         where, params = filters.sql("o")
-        if order == "relevance" and where == "1":
-            sql = (
-                f"SELECT rowid, {OBS_BM25} AS rank FROM observations_fts WHERE observations_fts MATCH ? "
-                "ORDER BY rank LIMIT ? OFFSET ?"
-            )
-        else:
-            order_sql = {
-                "relevance": "rank",
-                "newest": "o.created_at DESC, o.id DESC",
-                "oldest": "o.created_at, o.id",
-            }[order]
-            low, high = self._window_ids(filters)
+        plain = order == "relevance" and where == "1"
+        low, high = (0, MAX_ROWID) if plain else self._window_ids(filters)
+        if not plain:
             where += f" AND observations_fts.rowid BETWEEN {low} AND {high}"
-            sql = (
-                f"SELECT o.id, {OBS_BM25} AS rank FROM observations_fts CROSS JOIN observations o "
-                f"ON o.id = observations_fts.rowid WHERE observations_fts MATCH ? AND {where} "
-                f"ORDER BY {order_sql} LIMIT ? OFFSET ?"
-            )
-        ranked = list(self.db.execute(sql, [match, *params, limit, offset]))
+        order_sql = {
+            "relevance": "rank",
+            "newest": "o.created_at DESC, o.id DESC",
+            "oldest": "o.created_at, o.id",
+        }
+
+        def page(narrow: bm25.Head | None) -> bm25.Ranked:
+            also, more = (f" AND {narrow.where}", narrow.params) if narrow else ("", [])
+            if plain:
+                sql = (
+                    f"SELECT rowid, {OBS_BM25} AS rank FROM observations_fts "
+                    f"WHERE observations_fts MATCH ?{also} ORDER BY rank LIMIT ? OFFSET ?"
+                )
+            else:
+                sql = (
+                    f"SELECT o.id, {OBS_BM25} AS rank FROM observations_fts CROSS JOIN observations o "
+                    f"ON o.id = observations_fts.rowid WHERE observations_fts MATCH ?{also} AND {where} "
+                    f"ORDER BY {order_sql[order]} LIMIT ? OFFSET ?"
+                )
+            return list(self.db.execute(sql, [match, *more, *params, limit, offset]))
+
+        terms = None
+        if order == "relevance" and (low, high) == (0, MAX_ROWID):  # a time window's range is narrow already
+            terms = self._query_terms(query, "observations_fts")
+            ranked = bm25.ranked_head(page, limit, bm25.head("observations_fts", terms))
+        else:
+            ranked = page(None)
         found = self._observations_by_id([obs_id for obs_id, _ in ranked])
-        scale = (
-            self._match_scale(query, "observations_fts", "observations", max(OBS_WEIGHTS)) if ranked else 0.0
-        )
+        if ranked and terms is None:
+            terms = self._query_terms(query, "observations_fts")
+        scale = terms.idf_sum() * max(OBS_WEIGHTS) if terms is not None else 0.0
         rows = []
         for obs_id, rank in ranked:
             row = found.get(obs_id)
@@ -962,15 +974,13 @@ class Store:
             return 1, 0  # nothing in the window
         return int(bounds["low"]), int(bounds["high"])
 
-    def _match_scale(self, query: str, fts: str, table: str, weight: float) -> float:
-        """What a hit matching every term of ``query`` once, in its heaviest column, scores in ``fts``: the
-        query's IDF sum there times that column's weight (:mod:`cmem_cli.core.bm25`). A hit's BM25 over it
-        is its *strength*, comparable between the observations, the summaries and the prompts whatever
-        their tables' sizes (one prompt in a table of one scored 0.000002 for its own words)."""
-        conn = self.db.conn
-        stems = set(bm25.stems(conn, FTS_TOKENIZER, query_tokens(query)).values())
-        rows = int(self.db.scalar(f"SELECT count(*) FROM {table}") or 0)
-        return bm25.idf_sum(rows, bm25.term_counts(conn, fts, stems), stems) * weight
+    def _query_terms(self, query: str, fts: str) -> bm25.QueryTerms:
+        """The query's terms in ``fts``, whose IDF sum scales a hit's BM25 into its *strength*: a hit
+        matching every term once, in its heaviest column, scores the sum times that column's weight
+        (:mod:`cmem_cli.core.bm25`). Strengths compare between the observations, the summaries and the
+        prompts whatever their tables' sizes (one prompt in a table of one scored 0.000002 for its own
+        words)."""
+        return bm25.query_terms(self.db.conn, fts, FTS_TOKENIZER, query_tokens(query))
 
     def observations_oldest_first(self, ids: Iterable[int]) -> list[dict[str, Any]]:
         """The stored observations among ``ids``, oldest first (ids that do not exist are left out)."""
@@ -1005,7 +1015,7 @@ class Store:
             f"ON t.id = {fts}.rowid WHERE {fts} MATCH ? AND {where} ORDER BY rank LIMIT ?",
             [match, *params, limit],
         )
-        scale = self._match_scale(query, fts, table, 1.0) if rows else 0.0
+        scale = self._query_terms(query, fts).idf_sum() if rows else 0.0
         for row in rows:
             row["kind"] = kind
             row["bm25"] = -row.pop("rank")  # FTS5 ranks lower-is-better; keep the positive strength
