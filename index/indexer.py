@@ -54,6 +54,7 @@ MIN_CHUNK_TOKENS = 64
 WRITE_BATCH_FILES = 64
 WRITE_BATCH_DELETES = 1_000
 SCAN_PROGRESS_STEP = 1_000  # files stat'ed between progress reports
+MERGE_FROM = 10_000  # chunks a pass wrote or deleted before the keyword index is merged (and a tenth of it)
 EMBED_PAGE = 512  # chunks fetched, embedded and written per transaction
 EMBED_PROGRESS_STEP = 64  # chunks embedded per model call, so progress moves within a page
 
@@ -190,6 +191,7 @@ class Indexer:
             self._update_collection(collection, report)
         if prune_other_collections:
             self._drop_unconfigured(report)
+        self._merge_keywords(report)
         if self.embedder is not None:
             self._embed_pending(report)
         self.count_vectors()
@@ -364,6 +366,16 @@ class Indexer:
                     now_ms=now_ms,
                 )
                 report.chunks_written += len(item.chunks)
+
+    def _merge_keywords(self, report: IndexReport) -> None:
+        """After a pass that rewrote a tenth of the index or more (a first build, a new chunker), merge the
+        keyword index into one segment. Each write transaction leaves a segment and each deleted chunk a
+        tombstone that every search steps over until a merge drops it: a million-chunk index chunked again
+        took 52 ms to count three words' matches, 16 ms merged (about 10 s of merging once)."""
+        churn = report.chunks_written + len(self.store.dropped_hashes)
+        if churn >= MERGE_FROM and churn * 10 >= self.store.chunk_count():
+            self.progress("merge", 0, 0)
+            self.store.merge_keywords()
 
     def _drop_unconfigured(self, report: IndexReport) -> None:
         configured = {c.name for c in self.collections}

@@ -429,3 +429,29 @@ def test_a_tool_call_capture_is_embedded_by_its_title_alone_and_repeats_share_a_
     assert count(config, "SELECT count(*) FROM chunks WHERE embedded_with IS NOT NULL") == 3
     # the whole capture stays searchable by its words
     assert count(config, "SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH 'backoff'") == 2
+
+
+def keyword_segments(config) -> int:
+    """How many segments FTS5's structure record lists for the chunks (after its cookie and levels)."""
+    from cmem_cli.core.bm25 import _varint
+
+    store = IndexStore.open(config.index_path, readonly=True)
+    try:
+        (blob,) = store.rows("SELECT block FROM chunks_fts_data WHERE id = 10")[0]
+    finally:
+        store.close()
+    at = 8 if blob[4:8] == b"\xff\x00\x00\x01" else 4  # the cookie, then the marker of a v2 structure
+    while blob[at] & 0x80:  # skip the number of levels
+        at += 1
+    return _varint(blob[at + 1 :])
+
+
+@pytest.mark.parametrize(("merge_from", "merged"), [(150, True), (10_000, False)])
+def test_a_pass_that_rewrites_much_of_the_index_merges_its_keywords(config, monkeypatch, merge_from, merged):
+    """Each write batch leaves a segment in the full-text index and each deleted chunk a tombstone, which
+    every search steps over; a pass that rewrote a tenth of the index or more merges them into one."""
+    monkeypatch.setattr(indexer_module, "MERGE_FROM", merge_from)
+    for i in range(200):  # four write batches
+        observation_file(config.export_dir, f"p/{i:03}.md", uid=f"U{i}", title=f"Note {i}", body=f"body {i}")
+    run_pass(config)
+    assert (keyword_segments(config) == 1) is merged

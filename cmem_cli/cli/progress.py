@@ -16,6 +16,7 @@ LABELS = {
     "read": "reading",
     "embed": "embedding",
     "compact": "compacting vectors",
+    "merge": "merging the keyword index",
     "prepare": "checking",
     "write": "writing",
     "render": "rendering",
