@@ -35,6 +35,7 @@ from cmem_index.store import IndexStore
 from cmem_index.trace import Trace
 
 MODES = ("auto", "keyword", "vector", "hybrid")
+ExtraLists = Mapping[str, Sequence[tuple[str, float]]]
 RERANK_CANDIDATES = 20
 CANDIDATES = 100  # per retriever, before fusion
 CODE_HEAD = 10  # the keyword hits whose text says whether the list ranks code (cmem_index.codelike)
@@ -127,7 +128,7 @@ def hybrid(
     filters: Any = None,
     collections: Sequence[str] | None = None,
     rerank: bool | None = None,
-    extra_lists: Mapping[str, Sequence[tuple[str, float]]] | None = None,
+    extra_lists: ExtraLists | Callable[[], ExtraLists] | None = None,
     min_score: float | None = None,
     trace: Trace | None = None,
 ) -> SearchResults:
@@ -140,7 +141,9 @@ def hybrid(
       agent, session, since, until — epoch ms, inclusive). Documents without a filtered field are excluded.
     - ``collections``: restrict to these collection names (``memories`` is cmem's export tree).
     - ``rerank``: None = rerank when a reranker is configured; True/False force it (at most 20 candidates).
-    - ``extra_lists``: more keyword-like ranked lists ``{signal: [(key, strength), ...]}``, best first,
+    - ``extra_lists``: more keyword-like ranked lists ``{signal: [(key, strength), ...]}``, best first, or
+      a function that returns them (called once the index's own lists are in: a caller ranking its own
+      meanwhile),
       each score a BM25 over the query's IDF sum in its own table (the store's observations, summaries and
       prompts; :mod:`cmem_cli.core.bm25`), keyed ``obs:<uid>`` and the like. A key found there and in the
       index is one hit.
@@ -218,11 +221,10 @@ class Candidates:
         "mode",
     )
 
-    def __init__(self, extra_lists: Mapping[str, Sequence[tuple[str, float]]] | None = None) -> None:
-        self.lists: dict[str, list[tuple[str, float]]] = {
-            name: list(items) for name, items in (extra_lists or {}).items()
-        }
-        self.signals: dict[str, Signal] = {name: Signal(KEYWORD, scaled=True) for name in self.lists}
+    def __init__(self, extra_lists: ExtraLists | None = None) -> None:
+        self.lists: dict[str, list[tuple[str, float]]] = {}
+        self.signals: dict[str, Signal] = {}
+        self.put_first(extra_lists)
         self.rows: dict[str, tuple[DocHit, dict[str, Any]]] = {}
         self.keyword_hits: list[DocHit] = []
         self.capped = False
@@ -230,6 +232,12 @@ class Candidates:
         self.words_matched = False
         self.vectors_asked = False
         self.mode = "keyword"
+
+    def put_first(self, extra_lists: ExtraLists | None) -> None:
+        """The extra lists (scaled keyword lists: the store's) before the retrievers' own."""
+        extra = {name: list(items) for name, items in (extra_lists or {}).items()}
+        self.lists = {**extra, **self.lists}
+        self.signals = {**{name: Signal(KEYWORD, scaled=True) for name in extra}, **self.signals}
 
 
 def scope_words(
@@ -259,7 +267,7 @@ def candidates(
     mode: str,
     filters: DocFilters,
     depth: int,
-    extra_lists: Mapping[str, Sequence[tuple[str, float]]] | None,
+    extra_lists: ExtraLists | Callable[[], ExtraLists] | None,
     notes: list[str],
     trace: Trace | None = None,
 ) -> Candidates:
@@ -267,7 +275,7 @@ def candidates(
     (the nearest chunks to ``embedded``, when there is an ``embedder``), each ``depth`` deep, one entry per
     document, beside the ``extra_lists`` (the store's). A retriever that fails leaves its list empty and a
     note."""
-    found = Candidates(extra_lists)
+    found = Candidates()
     query_vector = whole_vector = None
     if embedder is not None:
         if embedded == query:
@@ -293,6 +301,9 @@ def candidates(
         cosines = _whole_query_cosines(store, whole_vector, hits, found.rows)
         found.signals[VECTOR] = Signal(VECTOR, evidence=cosines)
         found.mode = "vector" if mode == "vector" else "hybrid"
+    found.put_first(
+        extra_lists() if callable(extra_lists) else extra_lists
+    )  # a caller's may still be ranking
     found.words_matched = any(
         items for name, items in found.lists.items() if found.signals[name].kind == KEYWORD
     )

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Hashable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeVar
 
 from cmem_cli.core.config import Config
 from cmem_cli.core.errors import InvalidInput, NotFound
@@ -366,25 +366,10 @@ def search(memory: Reader, ask: Query, filters: Filters | None = None, *, trace:
     # filter leaves out index hits after fusion, so it takes every hit too.
     depth = max(window, 50) if window and order == "relevance" and filters.branch is None else ALL
     with_store = not collections or MEMORIES in collections
-    observations = store.search_observations(query, filters, limit=depth) if with_store else []
-    summaries = store.search_summaries(query, filters, limit=depth) if with_store else []
-    # Prompts are not files of any collection: naming collections leaves them out.
-    prompts = store.search_prompts(query, filters, limit=depth) if not collections else []
-    store_capped = any(len(found) >= depth for found in (observations, summaries, prompts))
-    by_key: dict[str, dict[str, Any]] = {}
-    ranked: list[tuple[str, float]] = []
-    row: dict[str, Any] | None  # a stored row here, a hit's row (or none) below
-    for row in observations:
-        by_key[f"obs:{row['uid']}"] = observation_row(row)
-        ranked.append((f"obs:{row['uid']}", row["strength"]))
-    for row in summaries:
-        key = f"doc:memories:{row['path']}" if row.get("path") else f"summary:{row['id']}"
-        by_key[key] = summary_row(row)
-        ranked.append((key, row["strength"]))
-    for row in prompts:
-        by_key[f"prompt:{row['id']}"] = prompt_row(row)
-        ranked.append((f"prompt:{row['id']}", row["strength"]))
-    ranked.sort(key=lambda item: -item[1])
+    # The store's keyword ranking runs beside the index's (SQLite lets go of Python): fusion waits for it.
+    from cmem_cli.core.background import Background
+
+    pending = Background(lambda: _store_hits(store, query, filters, depth, with_store, not collections))
 
     from cmem_index.search import hybrid
 
@@ -392,18 +377,22 @@ def search(memory: Reader, ask: Query, filters: Filters | None = None, *, trace:
         from cmem_index.trace import Trace
 
         trace = Trace()
-    results = hybrid(
-        memory.config,
-        query,
-        mode=ask.mode,
-        limit=None if depth == ALL else depth,
-        filters=filters,
-        collections=collections,
-        rerank=ask.rerank,
-        extra_lists={STORE_SIGNAL: ranked},
-        min_score=ask.min_score,
-        trace=trace,
-    )
+    try:
+        results = hybrid(
+            memory.config,
+            query,
+            mode=ask.mode,
+            limit=None if depth == ALL else depth,
+            filters=filters,
+            collections=collections,
+            rerank=ask.rerank,
+            extra_lists=lambda: {STORE_SIGNAL: pending.result().ranked},
+            min_score=ask.min_score,
+            trace=trace,
+        )
+    finally:
+        pending.wait()
+    by_key, store_capped = pending.result().by_key, pending.result().capped
     missing = [h.uid for h in results if h.kind == "observation" and h.uid and f"obs:{h.uid}" not in by_key]
     found = store.observations_by_uids(missing)
     rows: list[dict[str, Any]] = []
@@ -444,6 +433,40 @@ def search(memory: Reader, ask: Query, filters: Filters | None = None, *, trace:
     total = max(results.total - (len(results) - shown), shown) + len(rows) - shown
     page = anchors.annotate(store, rows[offset:window], anchors=anchored if len(rows) == shown else None)
     return SearchPage(page, results.mode, notes, total, results.capped or store_capped)
+
+
+class StoreHits(NamedTuple):
+    """The store's keyword hits for a search: each key's row, the keys by strength, and whether a list was
+    cut at the search's depth."""
+
+    by_key: dict[str, dict[str, Any]]
+    ranked: list[tuple[str, float]]
+    capped: bool
+
+
+def _store_hits(
+    store: Store, query: str, filters: Filters, depth: int, memories: bool, prompts_too: bool
+) -> StoreHits:
+    """Observations and summaries (``memories``: cmem's own collection is searched) and prompts (not files
+    of any collection: ``prompts_too`` when no collection is named), keyed as the index keys them."""
+    observations = store.search_observations(query, filters, limit=depth) if memories else []
+    summaries = store.search_summaries(query, filters, limit=depth) if memories else []
+    prompts = store.search_prompts(query, filters, limit=depth) if prompts_too else []
+    by_key: dict[str, dict[str, Any]] = {}
+    ranked: list[tuple[str, float]] = []
+    for row in observations:
+        by_key[f"obs:{row['uid']}"] = observation_row(row)
+        ranked.append((f"obs:{row['uid']}", row["strength"]))
+    for row in summaries:
+        key = f"doc:memories:{row['path']}" if row.get("path") else f"summary:{row['id']}"
+        by_key[key] = summary_row(row)
+        ranked.append((key, row["strength"]))
+    for row in prompts:
+        by_key[f"prompt:{row['id']}"] = prompt_row(row)
+        ranked.append((f"prompt:{row['id']}", row["strength"]))
+    ranked.sort(key=lambda item: -item[1])
+    capped = any(len(found) >= depth for found in (observations, summaries, prompts))
+    return StoreHits(by_key, ranked, capped)
 
 
 def _placed(rows: list[dict[str, Any]], stage: str, trace: Any, explain: bool) -> None:
