@@ -205,3 +205,16 @@ def test_an_update_needs_a_word_of_change_and_a_value_and_code_blocks_do_not_cou
     assert updates(clauses("The response time is 250ms")) == []  # a value, no word of change
     assert updates(clauses("The response time has improved a lot")) == []  # a change, no value
     assert updates(clauses("Here:\n```\nlimit = now(); quota increased to 1200\n```\nthoughts?")) == []
+
+
+def test_only_a_memory_with_a_digit_or_a_weekday_is_read_for_values():
+    """infer() skips a newer memory _may_state rules out: no text that holds a value may be ruled out."""
+    from bench.update_pairs import BOTH_VALID, UPDATES, UPDATES_2
+    from cmem_cli.services.updates import _may_state, clauses
+
+    texts = [text for pair in (*UPDATES, *BOTH_VALID, *UPDATES_2) for text in pair[:2]]
+    texts += ["The deploy moved to Friday", "No numbers here, only words about the cache", "see `x`"]
+    holding = [text for text in texts if any(t.value for clause in clauses(text) for t in clause)]
+    assert len(holding) > 50
+    assert all(_may_state(text) for text in holding)
+    assert not _may_state("No numbers here, only words about the cache")

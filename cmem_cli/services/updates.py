@@ -531,34 +531,55 @@ def infer(rows: Sequence[dict[str, Any]], texts: dict[int, str], when: dict[int,
     ]  # fmt: skip
     if not asked or not pairs:
         return {}
-    involved = {r["id"] for pair in pairs for r in pair}
-    parsed = {i: clauses(texts[i]) for i in involved}
-    words = {i: frozenset(t.stem for clause in found for t in clause) for i, found in parsed.items()}
-    newer = {new["id"] for _, new in pairs}
-    said = {i: [u for u in updates(parsed[i]) if u.clause & asked] for i in newer}
+    parsed: dict[int, list[list[Token]]] = {}  # read when a comparison needs it: most rows state no value
+
+    def clauses_of(i: int) -> list[list[Token]]:
+        if i not in parsed:
+            parsed[i] = clauses(texts[i])
+        return parsed[i]
+
+    stems: dict[int, frozenset[str]] = {}
+
+    def words_of(i: int) -> frozenset[str]:
+        if i not in stems:
+            stems[i] = frozenset(t.stem for clause in clauses_of(i) for t in clause)
+        return stems[i]
+
+    newer = {new["id"] for _, new in pairs if _may_state(texts[new["id"]])}
+    said = {i: [u for u in updates(clauses_of(i)) if u.clause & asked] for i in newer}
     stated = {i: [u for u in said[i] if u.subject & asked] for i in newer}
-    plain = {i: [u for u in restatements(parsed[i]) if u.subject & asked] for i in newer}
+    plain = {i: [u for u in restatements(clauses_of(i)) if u.subject & asked] for i in newer}
     values: dict[int, list[Stated]] = {}
     current: dict[int, frozenset[tuple[str, str]]] = {}
     found: dict[int, int] = {}
     for old, new in sorted(pairs, key=lambda pair: -when[pair[1]["id"]]):  # the newest update wins
         o, n = old["id"], new["id"]
-        if o in found or not (said[n] or plain[n]):
+        if o in found or n not in newer or not (said[n] or plain[n]):
             continue
         if o not in values:
-            values[o] = stated_values(parsed[o])
+            values[o] = stated_values(clauses_of(o))
         if n not in current:
-            current[n] = _current_values(parsed[n])
+            current[n] = _current_values(clauses_of(n))
         # a value the newer memory states too (not as what it was: "from 12") is no value it replaced
         olds = [s for s in values[o] if not _restated(s, current[n])]
+        older, newer_words = words_of(o), words_of(n)
         if (
-            any(replaces(u, olds, asked, words[o], words[n]) for u in stated[n])
-            or any(replaces(u, olds, asked, words[o], words[n], least=RESTATED_SHARED) for u in plain[n])
-            or any(answers_alike(u, olds, asked, words[o], words[n]) for u in said[n])
-            or any(keyed(u, olds, asked, words[o], words[n]) for u in said[n])
+            any(replaces(u, olds, asked, older, newer_words) for u in stated[n])
+            or any(replaces(u, olds, asked, older, newer_words, least=RESTATED_SHARED) for u in plain[n])
+            or any(answers_alike(u, olds, asked, older, newer_words) for u in said[n])
+            or any(keyed(u, olds, asked, older, newer_words) for u in said[n])
         ):
             found[o] = n
     return found
+
+
+def _may_state(text: str) -> bool:
+    """Whether a memory may state a value at all: every value holds a digit or is a day of the week
+    (:func:`tokens`). A memory that states none updates nothing, and is not read further."""
+    if _DIGIT.search(text):
+        return True
+    lowered = text.lower()
+    return any(day in lowered for day in _WEEKDAYS)
 
 
 def _restated(stated: Stated, current: frozenset[tuple[str, str]]) -> bool:
