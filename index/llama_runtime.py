@@ -380,18 +380,23 @@ class ContextPool:
     ):
         self.batch_tokens = batch_tokens
         self.max_seqs = max(1, min(max_seqs, MAX_SEQ, batch_tokens))
-        self.contexts = [
-            LlamaContext(
-                model,
-                batch_tokens=batch_tokens,
-                max_seqs=self.max_seqs,
-                n_threads=threads_per_worker,
-                pooling=pooling,
-                flash_attn=flash_attn,
-            )
-            for _ in range(max(1, workers))
-        ]
+        self.model = model
+        self.workers = max(1, workers)
+        self._context_params: dict[str, Any] = {
+            "batch_tokens": batch_tokens,
+            "max_seqs": self.max_seqs,
+            "n_threads": threads_per_worker,
+            "pooling": pooling,
+            "flash_attn": flash_attn,
+        }
+        # the others when a batch needs them: a search embeds one query (a context costs ~13 ms to make)
+        self.contexts = [LlamaContext(model, **self._context_params)]
         self.pooling = self.contexts[0].pooling
+
+    def _all_contexts(self) -> list[LlamaContext]:
+        while len(self.contexts) < self.workers:
+            self.contexts.append(LlamaContext(self.model, **self._context_params))
+        return self.contexts
 
     def run_few(self, sequences: Sequence[Sequence[int]], width: int) -> list[list[float]]:
         """A few sequences' pooled outputs as plain floats, in one batch when they fit (no numpy import)."""
@@ -403,7 +408,7 @@ class ContextPool:
 
         out = np.zeros((len(sequences), width), dtype=np.float32)
         groups = pack([len(s) for s in sequences], self.batch_tokens, self.max_seqs)
-        if len(self.contexts) == 1 or len(groups) == 1:
+        if self.workers == 1 or len(groups) == 1:
             for group in groups:
                 self.contexts[0].run_group(sequences, group, out)
             return out
@@ -420,7 +425,7 @@ class ContextPool:
                     return
                 context.run_group(sequences, group, out)
 
-        used = self.contexts[: len(groups)]
+        used = self._all_contexts()[: len(groups)]
         with ThreadPoolExecutor(max_workers=len(used), thread_name_prefix="cmem-llama") as executor:
             for future in [executor.submit(work, context) for context in used]:
                 future.result()

@@ -98,6 +98,16 @@ def test_parallel_contexts_give_the_same_vectors(minilm_gguf: Path, embedder: Em
     assert (single * embedder.embed_texts(texts)).sum(axis=1).min() > 0.9999
 
 
+def test_a_second_context_is_made_only_for_a_batch_that_needs_it(minilm_gguf: Path) -> None:
+    """A search embeds one query: it pays for one context; a batch of several groups makes the others."""
+    embedder = Embedder.load(minilm_gguf, n_threads=2, workers=2)
+    pool = embedder._context
+    embedder.query_vector("token refresh race")
+    assert len(pool.contexts) == 1
+    embedder.embed_texts([f"document {i} " + "about caching and retries " * 40 for i in range(12)])
+    assert len(pool.contexts) == 2
+
+
 def test_packing_respects_the_token_and_sequence_limits() -> None:
     lengths = [200, 10, 250, 30, 30, 256, 1]
     groups = pack(lengths, batch_tokens=256, max_seqs=3)
