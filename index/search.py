@@ -13,9 +13,10 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from cmem_cli.core.background import Background
 from cmem_cli.core.config import Config
 from cmem_cli.core.errors import CmemError, ModelError, UsageError
-from cmem_index import codelike, retrieve
+from cmem_index import codelike, loading, retrieve
 from cmem_index.codelike import names_identifier
 from cmem_index.fusion import (
     DEFAULT_PARAMS,
@@ -167,10 +168,27 @@ def hybrid(
         want_vectors = mode in ("vector", "hybrid") or (
             mode == "auto" and store is not None and _has_vectors(store)
         )
-        embedder = _usable_embedder(config, store, notes, required=mode == "vector") if want_vectors else None
+        # llama.cpp loads the model without holding Python: the index ranks the keyword list meanwhile
+        loaded = Background(lambda: loading.load_embedder(config)) if want_vectors else None
+        keyword_hits = keyword_list(store, query, doc_filters, depth, notes) if mode != "vector" else None
+        embedder = (
+            _usable_embedder(config, store, notes, required=mode == "vector", loaded=loaded.result())
+            if loaded is not None
+            else None
+        )
         embedded = scope_words(store, query, doc_filters, notes, trace) if embedder is not None else query
         found = candidates(
-            store, query, embedded, embedder, mode, doc_filters, depth, extra_lists, notes, trace
+            store,
+            query,
+            embedded,
+            embedder,
+            mode,
+            doc_filters,
+            depth,
+            extra_lists,
+            notes,
+            trace,
+            keyword_hits,
         )
         if found.vectors_asked and store is not None and KEYWORD in found.signals:
             code_share(store, query, found, trace)
@@ -270,11 +288,12 @@ def candidates(
     extra_lists: ExtraLists | Callable[[], ExtraLists] | None,
     notes: list[str],
     trace: Trace | None = None,
+    keyword_hits: list[DocHit] | None = None,
 ) -> Candidates:
-    """Stage: the keyword list (the index's BM25 over chunks, unless ``mode`` is vector) and the vector list
-    (the nearest chunks to ``embedded``, when there is an ``embedder``), each ``depth`` deep, one entry per
-    document, beside the ``extra_lists`` (the store's). A retriever that fails leaves its list empty and a
-    note."""
+    """Stage: the keyword list (the index's BM25 over chunks, unless ``mode`` is vector: ``keyword_hits``
+    when it is ranked already) and the vector list (the nearest chunks to ``embedded``, when there is an
+    ``embedder``), each ``depth`` deep, one entry per document, beside the ``extra_lists`` (the store's). A
+    retriever that fails leaves its list empty and a note."""
     found = Candidates()
     query_vector = whole_vector = None
     if embedder is not None:
@@ -284,7 +303,7 @@ def candidates(
             query_vector, whole_vector = embed_search_queries(embedder, [embedded, query])
         found.vectors_asked = True
     if store is not None and mode != "vector":
-        hits = _guard(lambda: retrieve.keyword(store, query, filters, depth), notes, "keyword search")
+        hits = keyword_hits if keyword_hits is not None else keyword_list(store, query, filters, depth, notes)
         found.capped = found.capped or len(hits) >= depth
         found.lists[KEYWORD] = _keyed(store, hits, found.rows)
         found.keyword_hits = hits
@@ -312,6 +331,15 @@ def candidates(
     if trace is not None:
         trace.record("candidates", depth=depth, **{name: len(items) for name, items in found.lists.items()})
     return found
+
+
+def keyword_list(
+    store: IndexStore | None, query: str, filters: DocFilters, depth: int, notes: list[str]
+) -> list[DocHit]:
+    """The index's keyword hits (BM25 over chunks, one per document), or none and a note when it fails."""
+    if store is None:
+        return []
+    return _guard(lambda: retrieve.keyword(store, query, filters, depth), notes, "keyword search")
 
 
 def code_share(store: IndexStore, query: str, found: Candidates, trace: Trace | None = None) -> float:
@@ -434,12 +462,17 @@ def _has_vectors(store: IndexStore) -> bool:
         return False
 
 
-def _usable_embedder(config: Config, store: IndexStore | None, notes: list[str], *, required: bool) -> Any:
-    """The configured embedder when the index has its vectors; else None and a note (ModelError if
-    ``required``)."""
-    from cmem_index.loading import load_embedder
-
-    embedder, why = load_embedder(config)
+def _usable_embedder(
+    config: Config,
+    store: IndexStore | None,
+    notes: list[str],
+    *,
+    required: bool,
+    loaded: tuple[Any, str | None] | None = None,
+) -> Any:
+    """The configured embedder (``loaded``: what ``load_embedder`` returned) when the index has its
+    vectors; else None and a note (ModelError if ``required``)."""
+    embedder, why = loaded if loaded is not None else loading.load_embedder(config)
     if embedder is None:
         if required:
             raise ModelError(why or "no embedding model")

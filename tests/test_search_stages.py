@@ -28,6 +28,7 @@ from cmem_index.store import IndexStore
 from cmem_index.trace import Trace
 from tests.index_helpers import CountingEmbedder, write
 
+USABLE_EMBEDDER = index_search._usable_embedder  # the fixture below stands in for it
 CODE = "def file_exists(path):\n    if not path:\n        return False\n    return os.path.exists(path)\n"
 
 
@@ -184,3 +185,29 @@ def test_a_search_traces_every_stage_in_the_order_they_ran(indexed):
     )
     untraced = hybrid(config, "what did Melanie paint at the lake", mode="hybrid", collections=["chat"])
     assert [(h.key, h.score) for h in untraced] == [(h.key, h.score) for h in results]
+
+
+def test_the_keyword_list_is_ranked_while_the_model_loads(indexed, monkeypatch):
+    """hybrid() loads the embedder on another thread: the load below returns the model only once the
+    keyword list has been ranked meanwhile (else, after 10 s, no model: the search would be keyword-only)."""
+    import threading
+
+    from cmem_index import retrieve
+
+    config, _, embedder = indexed
+    ranked = threading.Event()
+    real_keyword = retrieve.keyword
+
+    def keyword(*args, **kwargs):
+        found = real_keyword(*args, **kwargs)
+        ranked.set()
+        return found
+
+    def load(config):
+        return (embedder, None) if ranked.wait(10) else (None, "the keyword list waited for the model")
+
+    monkeypatch.setattr(retrieve, "keyword", keyword)
+    monkeypatch.setattr("cmem_index.loading.load_embedder", load)
+    monkeypatch.setattr("cmem_index.search._usable_embedder", USABLE_EMBEDDER)
+    results = hybrid(config, "painting lake", mode="hybrid", collections=["chat"])
+    assert results.mode == "hybrid"
