@@ -582,12 +582,18 @@ def main() -> int:
     parser.add_argument("--fresh", action="store_true", help="rebuild the stores")
     parser.add_argument("--json", type=Path, help="also write every figure here")
     parser.add_argument(
-        "--merge", type=Path, nargs="+", help="print one table from the --json of earlier runs"
+        "--merge",
+        type=Path,
+        nargs="+",
+        help="print one table from the --json of earlier runs (a later file's figure replaces an earlier one)",
     )
     args = parser.parse_args()
     if args.merge:
-        merged = [tuple(row) for path in args.merge for row in json.loads(path.read_text())]
-        print_table(merged)  # type: ignore[arg-type]
+        latest: dict[tuple[str, int | None], Any] = {}  # a figure measured again replaces the earlier one
+        for path in args.merge:
+            for name, n, value in json.loads(path.read_text()):
+                latest[(name, n)] = value
+        print_table([(name, n, value) for (name, n), value in latest.items()])
         return 0
     if args.work is None:
         parser.error("--work is required (unless --merge)")
