@@ -394,8 +394,8 @@ class Store:
         """(kind, id, uid) of the observations and session summaries whose uid is ``text`` or starts with
         it (uids are upper case) or, for ``text`` of :data:`UID_TAIL` characters, ends with it: the tail a
         file name shows (``...-7zk3qw9m.md``), since a uid's head is its time and every uid of one minute
-        shares it. Uid order, at most ``limit`` of each. A prefix is a range scan of the uid index; a tail
-        reads the whole index (about 30 ms at 200,000 observations), so it is looked for only then."""
+        shares it. Uid order, at most ``limit`` of each. A prefix is a range scan of the uid index, a tail a
+        lookup in the index of tails (store migration ``m009_uid_tails``)."""
         found: dict[tuple[str, int], str] = {}
         for kind, table in (("observation", "observations"), ("summary", "session_summaries")):
             wanted: list[tuple[str, tuple[str, ...]]] = [
