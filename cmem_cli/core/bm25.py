@@ -66,15 +66,9 @@ class QueryTerms(NamedTuple):
         return idf_sum(self.rows, self.counts, set(self.terms.values()))
 
 
-def query_terms(
-    conn: Any,
-    table: str,
-    tokenizer: str,
-    tokens: Sequence[str],
-    counts: Callable[[set[str]], Mapping[str, int]] | None = None,
-) -> QueryTerms:
-    """``tokens`` as FTS5 table ``table`` (with ``tokenizer``) holds them; ``counts`` reads how many rows
-    hold each term (default: :func:`term_counts`)."""
+def query_terms(conn: Any, table: str, tokenizer: str, tokens: Sequence[str]) -> QueryTerms:
+    """``tokens`` as FTS5 table ``table`` (with ``tokenizer``: its ``tokenize=`` text) holds them, with the
+    rows that hold each term. ``conn`` is an apsw connection."""
     import apsw
 
     name, *args = tokenizer.split()
@@ -86,8 +80,7 @@ def query_terms(
         if pieces:
             terms[token] = pieces[0][2]
             phrases = phrases or len(pieces) > 1
-    wanted = set(terms.values())
-    found = counts(wanted) if counts is not None else term_counts(conn, table, wanted)
+    found = term_counts(conn, table, set(terms.values()))
     return QueryTerms(terms, phrases, {t: n for t, n in found.items() if n}, table_rows(conn, table))
 
 
