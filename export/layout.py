@@ -7,8 +7,8 @@ a directory listing, and unique across machines because the uid tail is random.
 from __future__ import annotations
 
 import re
+import time
 import unicodedata
-from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -34,7 +34,8 @@ def slugify(title: str) -> str:
 
 
 def _stamp(ms: int, fmt: str) -> str:
-    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime(fmt)
+    """A UTC time in a file or folder name (the ``time`` module: ``datetime`` costs every hook 1.5 ms)."""
+    return time.strftime(fmt, time.gmtime(ms // 1000))
 
 
 def _uid_tail(uid: str) -> str:

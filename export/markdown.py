@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import UTC, datetime
+import sys
 from typing import Any
 
 from cmem_cli.core.fields import LINKS_MARKER, SUMMARY_FIELDS
@@ -179,8 +179,9 @@ def split_front_matter(text: str) -> tuple[dict[str, Any], str]:
 def _time(value: Any) -> int | None:
     if value is None or value == "":
         return None
-    if isinstance(value, datetime):
+    loaded = sys.modules.get("datetime")  # a YAML loader that made a datetime imported it: no one else must
+    if loaded is not None and isinstance(value, loaded.datetime):
         if value.tzinfo is None:
-            value = value.replace(tzinfo=UTC)
+            value = value.replace(tzinfo=loaded.UTC)
         return int(value.timestamp() * 1000)
     return parse_time(str(value))

@@ -16,8 +16,7 @@ from typing import Any
 from cmem_cli.core.background import Background
 from cmem_cli.core.config import Config
 from cmem_cli.core.errors import CmemError, ModelError, UsageError
-from cmem_index import codelike, loading, retrieve
-from cmem_index.codelike import names_identifier
+from cmem_index import loading, retrieve
 from cmem_index.fusion import (
     DEFAULT_PARAMS,
     KEYWORD,
@@ -31,7 +30,6 @@ from cmem_index.fusion import (
     stands_out,
 )
 from cmem_index.retrieve import DocFilters, DocHit
-from cmem_index.scope_words import splitting_words, without_words
 from cmem_index.store import IndexStore
 from cmem_index.trace import Trace
 
@@ -266,12 +264,14 @@ def scope_words(
     matches them and the evidence still reads the whole query's cosines."""
     if store is None:
         return query
+    from cmem_index import scope_words as scope  # only a search with a model asks: not loaded otherwise
+
     try:
-        left_out = splitting_words(store, query, filters)
+        left_out = scope.splitting_words(store, query, filters)
     except CmemError as exc:
         notes.append(f"query words not weighed: {exc.message}")
         return query
-    embedded = without_words(query, left_out)
+    embedded = scope.without_words(query, left_out)
     if trace is not None:
         trace.record("scope words", left_out=sorted(left_out) if embedded != query else [])
     return embedded
@@ -346,9 +346,11 @@ def code_share(store: IndexStore, query: str, found: Candidates, trace: Trace | 
     """Stage: the share of the keyword list's first hits that are source code, for a question in words (0
     when the query names an identifier): how far fusion discounts the keyword list
     (:mod:`cmem_index.codelike`). Only a search that has vectors to weigh it against asks."""
+    from cmem_index import codelike  # only a search with a model asks: not loaded otherwise
+
     hits = found.keyword_hits
     share = 0.0
-    if hits and not names_identifier(query):
+    if hits and not codelike.names_identifier(query):
         share = codelike.code_share(retrieve.chunk_texts(store, [hit.chunk_id for hit in hits[:CODE_HEAD]]))
     found.signals[KEYWORD] = found.signals[KEYWORD]._replace(code_share=share)
     if trace is not None:

@@ -159,3 +159,33 @@ def test_fast_path_add_and_search_import_neither_typer_nor_click(home: Path) -> 
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == ["1", "1", "0 0 []"]
+
+
+def test_a_search_and_the_briefing_leave_out_what_only_other_paths_need(home: Path) -> None:
+    """datetime (only an ISO date is parsed with it), csv (one output format) and the index's code and
+    scope-word rules (only a search with a model) are not imported by a keyword search or `cmem context`."""
+    code = (
+        "import sys; from cmem_cli.__main__ import main; "
+        "a = main(['add', '--title', 'JWT expiry bug', '--type', 'bugfix']); "
+        "s = main(['search', 'jwt expiry', '--since', '7d', '-f', 'plain']); "
+        "c = main(['context']); "
+        "unused = {'datetime', 'csv', 'cmem_index.codelike', 'cmem_index.scope_words'}; "
+        "print(a, s, c, sorted(set(sys.modules) & unused))"
+    )  # the add writes a file too: its name has the date
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[-1] == "0 0 0 []"
+
+
+@pytest.mark.parametrize("ms", [0, 999, 1_000, 86_399_999, 1_795_681_850_551, 253_402_300_799_999])
+def test_times_are_shown_as_datetime_shows_them(ms: int) -> None:
+    from datetime import UTC, datetime
+
+    from cmem_cli.core.timeutil import date_words, ms_date_words, to_date, to_iso
+
+    shown = datetime.fromtimestamp(ms / 1000, tz=UTC)
+    assert to_iso(ms) == shown.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
+    assert to_date(ms) == shown.strftime("%Y-%m-%d")
+    assert ms_date_words(ms) == date_words(shown)

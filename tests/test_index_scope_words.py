@@ -103,7 +103,7 @@ def test_the_embedder_is_not_led_by_the_name(config, monkeypatch):
     query = "What did Melanie see at the council meeting for adoption?"
     found = hybrid(config, query, mode="vector", limit=3, filters={"project": "chat"})
     assert found[0].uid == "U013"  # Caroline's council meeting, though the question names Melanie
-    monkeypatch.setattr("cmem_index.search.splitting_words", lambda *args: set())
+    monkeypatch.setattr("cmem_index.scope_words.splitting_words", lambda *args: set())
     led = hybrid(config, query, mode="vector", limit=3, filters={"project": "chat"})
     assert led[0].uid != "U013"  # with the name embedded, one of Melanie's memories comes first
 

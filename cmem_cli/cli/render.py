@@ -7,7 +7,6 @@ characters escaped before it reaches a terminal or a TSV line.
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 import os
@@ -88,6 +87,8 @@ def emit_rows(
     elif fmt == "ids":
         write("".join(f"{r[id_key]}\n" for r in rows))
     elif fmt == "csv":
+        import csv  # only this format writes it
+
         buffer = io.StringIO()
         writer = csv.writer(buffer, lineterminator="\n")
         writer.writerow([c.key for c in columns])

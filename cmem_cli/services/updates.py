@@ -545,7 +545,7 @@ def infer(rows: Sequence[dict[str, Any]], texts: dict[int, str], when: dict[int,
             stems[i] = frozenset(t.stem for clause in clauses_of(i) for t in clause)
         return stems[i]
 
-    newer = {new["id"] for _, new in pairs if _may_state(texts[new["id"]])}
+    newer = {i for i in {new["id"] for _, new in pairs} if _may_state(texts[i])}
     said = {i: [u for u in updates(clauses_of(i)) if u.clause & asked] for i in newer}
     stated = {i: [u for u in said[i] if u.subject & asked] for i in newer}
     plain = {i: [u for u in restatements(clauses_of(i)) if u.subject & asked] for i in newer}
