@@ -374,7 +374,7 @@ class Indexer:
         took 52 ms to count three words' matches, 16 ms merged (about 10 s of merging once)."""
         churn = report.chunks_written + len(self.store.dropped_hashes)
         if churn >= MERGE_FROM and churn * 10 >= self.store.chunk_count():
-            self.progress("merge", 0, 0)
+            self.progress("keywords", 0, 0)
             self.store.merge_keywords()
 
     def _drop_unconfigured(self, report: IndexReport) -> None:

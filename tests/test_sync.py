@@ -574,3 +574,33 @@ def test_a_hook_writing_while_sync_merges_loses_nothing(team, tmp_path):
     )
     prompts = [hit for hit in json.loads(stored.stdout) if hit["kind"] == "prompt"]
     assert len(prompts) == 3
+
+
+def test_a_sync_tells_its_progress_each_phase(tmp_path: Path, capsys):
+    """A first sync of a large tree runs for minutes: on a terminal each phase shows (reading git's status,
+    taking a remote's files when joining it, adopting the files a person added, staging, committing,
+    pushing; fetching and merging when the remote moved on)."""
+    from cmem_cli.core.config import load_config
+    from cmem_cli.services.writes import Memory
+    from cmem_cli.sync.gitsync import run_sync
+
+    url = bare_repo(tmp_path / "team.git")
+    a, b = Machine(tmp_path / "a", capsys), Machine(tmp_path / "b", capsys)
+    a.add("Login uses JWT")
+    a.sync(url)
+    b.add("Cache lives in redis")
+    (b.export / "web").mkdir(parents=True, exist_ok=True)
+    (b.export / "web" / "by-hand.md").write_text("# Deploys go out on Tuesdays\n", encoding="utf-8")
+    seen: list[tuple[str, int, int]] = []
+    with Memory.open(load_config(b.home)) as memory:
+        run_sync(memory, url, progress=lambda phase, done, total: seen.append((phase, done, total)))
+    phases = list(dict.fromkeys(phase for phase, _, _ in seen))
+    assert phases == ["fetch", "join", "status", "adopt", "stage", "commit", "push"]
+    assert ("adopt", 2, 2) in seen  # the file written by hand and b's own note
+    b.add("Queue is RabbitMQ")
+    a.add("Search uses FTS5")
+    a.sync()
+    seen.clear()
+    with Memory.open(load_config(b.home)) as memory:
+        run_sync(memory, progress=lambda phase, done, total: seen.append((phase, done, total)))
+    assert "merge" in [phase for phase, _, _ in seen]

@@ -16,13 +16,20 @@ LABELS = {
     "read": "reading",
     "embed": "embedding",
     "compact": "compacting vectors",
-    "merge": "merging the keyword index",
+    "keywords": "merging the keyword index",
     "prepare": "checking",
     "write": "writing",
     "render": "rendering",
     "files": "comparing files",
     "integrity": "checking the database",
     "adopt": "adopting",
+    "status": "reading git's status",
+    "stage": "staging for git",
+    "commit": "committing",
+    "fetch": "fetching",
+    "merge": "merging",
+    "join": "taking the remote's files",
+    "push": "pushing",
 }
 
 

@@ -24,6 +24,7 @@ inside one store transaction, so hooks wait a moment instead of writing into a h
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +57,7 @@ GITIGNORE = """\
 *~
 """
 PUSH_ATTEMPTS = 3
+Progress = Callable[[str, int, int], None]  # (phase, done, total or 0 when unknown)
 TARGET = f"{REMOTE}/{BRANCH}"
 MERGE_MARK = "cmem-merging"  # in git's folder while a merge writes the tree: "<HEAD before> <target>"
 HEAD_REF = f"refs/heads/{BRANCH}"
@@ -75,8 +77,10 @@ def blob_id(data: bytes) -> str:
 class Syncer:
     """One sync run over one memory's export tree."""
 
-    def __init__(self, memory: Memory):
+    def __init__(self, memory: Memory, progress: Progress | None = None):
         self.memory = memory
+        # (phase, done, total or 0): a first sync of a large tree runs for minutes (1,000,000 files: 11)
+        self.progress: Progress = progress or (lambda phase, done, total: None)
         self.home = memory.config.home
         self.root = memory.export_root
         self.git = Git(self.root, connected_git_dir(self.home, self.root))
@@ -221,6 +225,7 @@ class Syncer:
     def _fetch(self) -> bool:
         """Fetch the remote branch; False when the remote has none yet (an empty repository). Reads this
         branch's head and the remote's in one go; the run keeps both current from then on."""
+        self.progress("fetch", 0, 0)
         self.git.run("fetch", "-q", "--no-tags", REMOTE, what="git fetch")
         heads = {}
         refs = self.git.text(
@@ -249,6 +254,7 @@ class Syncer:
         the tree (a file this machine also has, with other text, is merged by uid), then HEAD and the
         index become the remote's branch. This machine's own memories are committed on top by the next
         step. Killed half-way, the next sync joins again (files already there are skipped)."""
+        self.progress("join", 0, 0)
         listed = [
             p for p in self.git.z_list("ls-tree", "-r", "-z", "--name-only", TARGET) if p != ".gitignore"
         ]
@@ -291,6 +297,7 @@ class Syncer:
         tree; commit exactly the files cmem adopted or wrote. Returns the paths left uncommitted."""
         from cmem_cli.services.sync_local import sync_local
 
+        self.progress("status", 0, 0)
         status, staged = self._status()
         dirty = set(status)
         candidates: set[str] = set()
@@ -302,7 +309,9 @@ class Syncer:
         local = [p for p in status if p.endswith(".md")]
         if local:
             self._refuse_a_lost_tree(status)
+            self.progress("adopt", 0, len(local))
             result = sync_local(self.memory, [self.root / p for p in local])
+            self.progress("adopt", len(local), len(local))
             self.report["adopted"] += len(result.adopted) + len(result.created)
             self.report["forgotten"] += len(result.forgotten)
             for relpath, reason in result.invalid + result.conflicts:
@@ -381,6 +390,7 @@ class Syncer:
         paths = [*add, *remove]
         if not paths:
             return
+        self.progress("stage", 0, len(paths))
         self.git.run(
             "update-index", "--add", "--remove", "-z", "--stdin",
             input=b"".join(p.encode() + b"\0" for p in paths), what="git update-index",
@@ -414,6 +424,7 @@ class Syncer:
         names = self.git.z_list("diff", "--cached", "--name-only", "-z", *([] if head is None else ["HEAD"]))
         if head is not None and not names:
             return set()
+        self.progress("commit", 0, 0)
         self.git.run(
             "commit", "-q", "--allow-empty", "-m", f"cmem sync: {len(names)} {what}", what="git commit"
         )
@@ -439,6 +450,7 @@ class Syncer:
             if base == self.remote_head:
                 return  # the remote has nothing this branch lacks
         fast_forward = base == before
+        self.progress("merge", 0, 0)
         try:
             with self.memory.write_transaction(fsync=False, skip_identical=True) as files:
                 if fast_forward:
@@ -533,6 +545,7 @@ class Syncer:
         head = self.head
         if head is None or head == self.remote_head:
             return True  # nothing to push
+        self.progress("push", 0, 0)
         proc = self.git.run("push", "-q", REMOTE, f"HEAD:refs/heads/{BRANCH}", check=False)
         if proc.returncode == 0:
             self.report["pushed"] = True
@@ -551,12 +564,16 @@ def _last(proc: Any) -> str:
 
 
 def run_sync(
-    memory: Memory, url: str | None = None, *, report: dict[str, Any] | None = None
+    memory: Memory,
+    url: str | None = None,
+    *,
+    report: dict[str, Any] | None = None,
+    progress: Progress | None = None,
 ) -> dict[str, Any]:
     """`cmem sync [init URL]` under the sync lock. ``report``: a dict the run fills in as it goes, so a
-    caller can still say what was done when the sync fails half-way."""
+    caller can still say what was done when the sync fails half-way; ``progress``: told each phase."""
     with sync_lock(memory.config.home):
-        syncer = Syncer(memory)
+        syncer = Syncer(memory, progress)
         if report is not None:
             report.update(syncer.report)
             syncer.report = report

@@ -70,11 +70,13 @@ def _print_git_report(report: dict[str, Any], as_json: bool) -> None:
 def _run_git_sync(memory: Memory, url: str | None, as_json: bool) -> None:
     """Run the git sync; with ``--json`` a failure still prints a result object (what was done before it,
     the error and the exit code) before the one-line error on stderr."""
+    from cmem_cli.cli.progress import ProgressBar
     from cmem_cli.sync.gitsync import run_sync
 
     report: dict[str, Any] = {}
     try:
-        report = run_sync(memory.service, url, report=report)  # works inside the write service's transaction
+        with ProgressBar() as progress:  # works inside the write service's transaction
+            report = run_sync(memory.service, url, report=report, progress=progress)
     except Exception as exc:
         if as_json:
             message, code = failure(exc)
