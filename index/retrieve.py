@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from cmem_cli.core import bm25
+from cmem_cli.core.batches import batches
 from cmem_cli.core.filters import FilterFields, file_path_match
 from cmem_cli.core.fts import fts_query, query_tokens
 from cmem_index.store import IndexStore
@@ -162,9 +163,7 @@ def _best_of_ranked_chunks(
     while True:
         ranked = bm25.ranked_head(functools.partial(page, want), want, narrow)
         docs: dict[int, int] = {}
-        for start in range(0, len(ranked), 500):
-            ids = [chunk_id for chunk_id, _ in ranked[start : start + 500]]
-            marks = ",".join("?" * len(ids))
+        for ids, marks in batches([chunk_id for chunk_id, _ in ranked]):
             docs.update(store.rows(f"SELECT id, doc_id FROM chunks WHERE id IN ({marks})", ids))
         best: dict[int, DocHit] = {}
         for chunk_id, rank in ranked:
@@ -283,9 +282,7 @@ def exact_distances(
     copy found by the chunk's hash (B-tree lookups), else the chunk's own row in ``chunk_vectors``."""
     model = store.setting("vectors_model")
     out: dict[int, tuple[float, int]] = {}
-    for start in range(0, len(chunk_ids), 500):
-        part = list(chunk_ids[start : start + 500])
-        marks = ",".join("?" * len(part))
+    for part, marks in batches(chunk_ids):
         for chunk_id, doc_id, distance in store.rows(
             f"""SELECT c.id, c.doc_id, vec_distance_cosine(e.vector, ?) FROM chunks c
                 JOIN embed_cache e ON e.hash = c.hash AND e.model = ? WHERE c.id IN ({marks})""",

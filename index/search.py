@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from cmem_cli.core.background import Background
+from cmem_cli.core.batches import batches
 from cmem_cli.core.config import Config
 from cmem_cli.core.errors import CmemError, ModelError, UsageError
 from cmem_index import loading, retrieve
@@ -582,9 +583,7 @@ def doc_key(info: Mapping[str, Any]) -> str:
 def _doc_meta(store: IndexStore, doc_ids: Sequence[int]) -> dict[int, dict[str, Any]]:
     out: dict[int, dict[str, Any]] = {}
     ids = list(dict.fromkeys(doc_ids))
-    for start in range(0, len(ids), 500):
-        part = ids[start : start + 500]
-        marks = ",".join("?" * len(part))
+    for part, marks in batches(ids):
         for row in store.rows(
             f"""SELECT id, collection, path, docid, title, kind, uid, obs_id, project, type, created_at
                 FROM documents WHERE id IN ({marks})""",

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from cmem_cli.core import bm25
+from cmem_cli.core.batches import batches
 from cmem_cli.core.errors import DatabaseCorrupt, StorageError
 from cmem_cli.core.fts import search_terms
 from cmem_cli.core.migrations import Migrations
@@ -434,9 +435,7 @@ class IndexStore:
     def cached_vectors(self, hashes: Sequence[str], fingerprint: str) -> dict[str, bytes]:
         found: dict[str, bytes] = {}
         unique = list(dict.fromkeys(hashes))
-        for start in range(0, len(unique), 500):
-            part = unique[start : start + 500]
-            marks = ",".join("?" * len(part))
+        for part, marks in batches(unique):
             for h, blob in self.conn.execute(
                 f"SELECT hash, vector FROM embed_cache WHERE model = ? AND hash IN ({marks})",
                 (fingerprint, *part),

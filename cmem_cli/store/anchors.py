@@ -13,8 +13,8 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
+from cmem_cli.core.batches import batches
 from cmem_cli.core.db import Database
-from cmem_cli.store.batches import batches
 
 # Plain classes with slots, not named tuples: a search imports this module, and a named tuple costs ten
 # times as much to create.

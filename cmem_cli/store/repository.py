@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cmem_cli.core import bm25
+from cmem_cli.core.batches import batches
 from cmem_cli.core.db import Database, wait_for_locks
 from cmem_cli.core.db import busy_timeout_ms as configured_busy_timeout_ms
 from cmem_cli.core.errors import InvalidInput, NotFound
@@ -21,7 +22,6 @@ from cmem_cli.core.filters import FilterFields, file_path_match
 from cmem_cli.core.fts import fts_query, query_tokens, search_terms
 from cmem_cli.core.ids import UID_TAIL, new_uid
 from cmem_cli.core.timeutil import ms_date_words, now_ms
-from cmem_cli.store.batches import batches
 from cmem_cli.store.schema import FTS_TOKENIZER, MIGRATIONS
 
 if TYPE_CHECKING:
@@ -667,9 +667,7 @@ class Store:
 
     def sessions_by_ids(self, session_ids: list[str]) -> dict[str, dict[str, Any]]:
         found: dict[str, dict[str, Any]] = {}
-        for start in range(0, len(session_ids), 500):
-            chunk = session_ids[start : start + 500]
-            marks = ", ".join("?" * len(chunk))
+        for chunk, marks in batches(session_ids):
             for row in self.db.query(f"SELECT * FROM sessions WHERE session_id IN ({marks})", chunk):
                 found[row["session_id"]] = row
         return found
@@ -762,9 +760,7 @@ class Store:
 
     def prompts_by_uids(self, uids: list[str]) -> dict[str, dict[str, Any]]:
         found: dict[str, dict[str, Any]] = {}
-        for start in range(0, len(uids), 500):
-            chunk = uids[start : start + 500]
-            marks = ", ".join("?" * len(chunk))
+        for chunk, marks in batches(uids):
             for row in self.db.query(f"SELECT * FROM user_prompts WHERE uid IN ({marks})", chunk):
                 found[row["uid"]] = row
         return found
@@ -844,9 +840,7 @@ class Store:
     def uids_at_paths(self, relpaths: list[str]) -> dict[str, tuple[str, str]]:
         """Export path -> (kind, uid) for the observations and summaries whose files are at ``relpaths``."""
         found: dict[str, tuple[str, str]] = {}
-        for start in range(0, len(relpaths), 500):
-            chunk = relpaths[start : start + 500]
-            marks = ", ".join("?" * len(chunk))
+        for chunk, marks in batches(relpaths):
             for table, kind in (("observations", "observation"), ("session_summaries", "summary")):
                 for row in self.db.query(f"SELECT uid, path FROM {table} WHERE path IN ({marks})", chunk):
                     found[row["path"]] = (kind, row["uid"])

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 
-from cmem_cli.store.batches import batches
+from cmem_cli.core.batches import batches
 from cmem_cli.store.repository import Filters, Store
 
 SUPERSEDES = "supersedes"

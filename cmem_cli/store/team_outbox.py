@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+from cmem_cli.core.batches import batches
 from cmem_cli.core.migrations import Migrations
 from cmem_cli.store.repository import Store
 
@@ -231,9 +232,7 @@ def pending_count(store: Store) -> int:
 def pending_uids(store: Store, kind: str, uids: list[str]) -> set[str]:
     """Which of ``uids`` have a local change waiting to be pushed (a pull must not overwrite them)."""
     found: set[str] = set()
-    for start in range(0, len(uids), 500):
-        chunk = uids[start : start + 500]
-        marks = ", ".join("?" * len(chunk))
+    for chunk, marks in batches(uids):
         rows = store.db.query(
             f"SELECT uid FROM team_outbox WHERE kind = ? AND uid IN ({marks})", (kind, *chunk)
         )
@@ -244,9 +243,7 @@ def pending_uids(store: Store, kind: str, uids: list[str]) -> set[str]:
 def present(store: Store, seqs: list[int]) -> set[int]:
     """Which of these entries are still queued (one queued again meanwhile has a new seq)."""
     found: set[int] = set()
-    for start in range(0, len(seqs), 500):
-        chunk = seqs[start : start + 500]
-        marks = ", ".join("?" * len(chunk))
+    for chunk, marks in batches(seqs):
         found.update(
             r["seq"] for r in store.db.query(f"SELECT seq FROM team_outbox WHERE seq IN ({marks})", chunk)
         )
@@ -261,9 +258,7 @@ def acknowledge(store: Store, seqs: list[int]) -> None:
 # -- base revisions -----------------------------------------------------------------------------------
 def revs(store: Store, kind: str, uids: list[str]) -> dict[str, int]:
     found: dict[str, int] = {}
-    for start in range(0, len(uids), 500):
-        chunk = uids[start : start + 500]
-        marks = ", ".join("?" * len(chunk))
+    for chunk, marks in batches(uids):
         rows = store.db.query(
             f"SELECT uid, rev FROM team_revs WHERE kind = ? AND uid IN ({marks})", (kind, *chunk)
         )

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from cmem_cli.core.batches import batches
 from cmem_cli.core.fts import fts_query
-from cmem_cli.store.batches import batches
 from cmem_cli.store.repository import Filters, Store
 
 
