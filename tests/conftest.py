@@ -64,6 +64,32 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.slow)
 
 
+# The user's own cmem settings, which no test home inherits.
+USER_SETTINGS = (
+    "CMEM_PROJECT",
+    "CMEM_AGENT",
+    "CMEM_SESSION",
+    "CMEM_DEBUG",
+    "CMEM_CONFIG",
+    "CMEM_RERANK_MODEL",
+)
+
+
+def private_env(root: Path, *, embed_model: str = "none") -> dict[str, str]:
+    """The environment for cmem run as a subprocess with its own home, config and cache under ``root``,
+    none of the user's settings, and no colour."""
+    env = {name: value for name, value in os.environ.items() if name not in USER_SETTINGS}
+    env.update(
+        CMEM_HOME=str(root / "home"),
+        HOME=str(root / "user"),
+        XDG_CONFIG_HOME=str(root / "config"),
+        XDG_CACHE_HOME=str(root / "cache"),
+        CMEM_EMBED_MODEL=embed_model,
+        NO_COLOR="1",
+    )
+    return env
+
+
 @dataclass
 class Result:
     exit_code: int
@@ -83,14 +109,7 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     monkeypatch.setenv("CMEM_EMBED_MODEL", "none")
-    for var in (
-        "CMEM_PROJECT",
-        "CMEM_AGENT",
-        "CMEM_SESSION",
-        "CMEM_DEBUG",
-        "CMEM_CONFIG",
-        "CMEM_RERANK_MODEL",
-    ):
+    for var in USER_SETTINGS:
         monkeypatch.delenv(var, raising=False)
     # No test opens a real browser (the CLI fuzz test draws `view --open`); webbrowser picks its browser once
     # a process and keeps it, so the choice is forgotten for each test that sets BROWSER its own way.

@@ -10,6 +10,7 @@ import hashlib
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -95,6 +96,20 @@ def write(root: Path, relpath: str, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
     return path
+
+
+def index_for_search(config: Any, embedder: CountingEmbedder, monkeypatch: Any) -> None:
+    """Index ``config``'s collections with the stand-in ``embedder`` and have search use it as its model."""
+    from cmem_index.collections import load_collections
+    from cmem_index.indexer import Indexer
+    from cmem_index.store import IndexStore
+
+    store = IndexStore.open(config.index_path)
+    try:
+        Indexer(store, load_collections(config), embedder).run()
+    finally:
+        store.close()
+    monkeypatch.setattr("cmem_index.search._usable_embedder", lambda *a, **k: embedder)
 
 
 def indexed_with_model(home: Path, model: Path, monkeypatch: object):

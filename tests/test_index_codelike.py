@@ -10,12 +10,11 @@ import pytest
 from cmem_cli.core.config import load_config
 from cmem_index import search as index_search
 from cmem_index.codelike import code_share, identifier_words, is_code, names_identifier
-from cmem_index.collections import add_collection, load_collections
+from cmem_index.collections import add_collection
 from cmem_index.fusion import DEFAULT_PARAMS, KEYWORD, VECTOR, Signal, fuse
-from cmem_index.indexer import Indexer, embedding_input
+from cmem_index.indexer import embedding_input
 from cmem_index.search import hybrid
-from cmem_index.store import IndexStore
-from tests.index_helpers import CountingEmbedder, write
+from tests.index_helpers import CountingEmbedder, index_for_search, write
 
 FUNCTION = '''def file_exists(path):
     """Whether a regular file is there."""
@@ -87,13 +86,7 @@ def code_home(home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
           "    return info.st_size if info else 0\n```\n")  # fmt: skip
     write(code, "notes.md", "# Auth notes\n\n" + PROSE + "\n")
     add_collection(config, str(code), name="code")
-    embedder = CountingEmbedder()
-    store = IndexStore.open(config.index_path)
-    try:
-        Indexer(store, load_collections(config), embedder).run()
-    finally:
-        store.close()
-    monkeypatch.setattr("cmem_index.search._usable_embedder", lambda *a, **k: embedder)
+    index_for_search(config, CountingEmbedder(), monkeypatch)
     return config
 
 

@@ -7,7 +7,6 @@ user's shell or script would run it.
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -16,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Result
+from tests.conftest import Result, private_env
 
 MEMORIES = [
     ("Fix JWT expiry check", "Tokens expired one hour early because exp is in seconds, not ms.", "billing"),
@@ -49,24 +48,7 @@ NOTES = {
 def cmem(tmp_path_factory: pytest.TempPathFactory, minilm_gguf: Path) -> Callable[..., Result]:
     """A home with memories in two projects and a `notes` collection, indexed with vectors once."""
     root = tmp_path_factory.mktemp("honest")
-    env = {
-        **os.environ,
-        "CMEM_HOME": str(root / "home"),
-        "HOME": str(root / "user"),
-        "XDG_CONFIG_HOME": str(root / "config"),
-        "XDG_CACHE_HOME": str(root / "cache"),
-        "CMEM_EMBED_MODEL": str(minilm_gguf),
-        "NO_COLOR": "1",
-    }
-    for var in (
-        "CMEM_PROJECT",
-        "CMEM_AGENT",
-        "CMEM_SESSION",
-        "CMEM_DEBUG",
-        "CMEM_CONFIG",
-        "CMEM_RERANK_MODEL",
-    ):
-        env.pop(var, None)
+    env = private_env(root, embed_model=str(minilm_gguf))
 
     def run(*args: str, shell: str | None = None) -> Result:
         command = ["bash", "-c", shell] if shell else [sys.executable, "-m", "cmem_cli", *args]

@@ -7,7 +7,6 @@ Through the real CLI over a home indexed with all-MiniLM-L6-v2, as a user's shel
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from collections.abc import Callable
@@ -15,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Result
+from tests.conftest import Result, private_env
 
 MEMORIES = [
     (
@@ -35,23 +34,7 @@ PROMPT = "why does the nightly export job skip archived tenants"
 @pytest.fixture(scope="module")
 def cmem(tmp_path_factory: pytest.TempPathFactory, minilm_gguf: Path) -> Callable[..., Result]:
     root = tmp_path_factory.mktemp("rows")
-    env = {
-        **os.environ,
-        "CMEM_HOME": str(root / "home"),
-        "HOME": str(root / "user"),
-        "XDG_CONFIG_HOME": str(root / "config"),
-        "CMEM_EMBED_MODEL": str(minilm_gguf),
-        "NO_COLOR": "1",
-    }
-    for var in (
-        "CMEM_PROJECT",
-        "CMEM_AGENT",
-        "CMEM_SESSION",
-        "CMEM_DEBUG",
-        "CMEM_CONFIG",
-        "CMEM_RERANK_MODEL",
-    ):
-        env.pop(var, None)
+    env = private_env(root, embed_model=str(minilm_gguf))
 
     def run(*args: str) -> Result:
         proc = subprocess.run(

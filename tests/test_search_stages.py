@@ -9,9 +9,8 @@ import pytest
 
 from cmem_cli.core.config import load_config
 from cmem_index import search as index_search
-from cmem_index.collections import add_collection, load_collections
+from cmem_index.collections import add_collection
 from cmem_index.fusion import DEFAULT_PARAMS, KEYWORD, VECTOR, Signal, fuse
-from cmem_index.indexer import Indexer
 from cmem_index.retrieve import DocFilters
 from cmem_index.search import (
     Candidates,
@@ -26,7 +25,7 @@ from cmem_index.search import (
 )
 from cmem_index.store import IndexStore
 from cmem_index.trace import Trace
-from tests.index_helpers import CountingEmbedder, write
+from tests.index_helpers import CountingEmbedder, index_for_search, write
 
 USABLE_EMBEDDER = index_search._usable_embedder  # the fixture below stands in for it
 CODE = "def file_exists(path):\n    if not path:\n        return False\n    return os.path.exists(path)\n"
@@ -48,12 +47,7 @@ def indexed(home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
           "    return info.st_size if info else 0\n```\n")  # fmt: skip
     add_collection(config, str(code), name="code")
     embedder = CountingEmbedder()
-    store = IndexStore.open(config.index_path)
-    try:
-        Indexer(store, load_collections(config), embedder).run()
-    finally:
-        store.close()
-    monkeypatch.setattr("cmem_index.search._usable_embedder", lambda *a, **k: embedder)
+    index_for_search(config, embedder, monkeypatch)
     store = IndexStore.open(config.index_path, readonly=True)
     yield config, store, embedder
     store.close()
