@@ -106,7 +106,7 @@ def keyword(store: IndexStore, query: str, filters: DocFilters, limit: int) -> l
         return []
     where, params = filters.sql("d")
     if limit <= RANK_ALONE and (where == "1" or _few_documents(store, where, params)):
-        found = _best_of_ranked_chunks(store, query, limit, where, params)
+        found = _best_of_ranked_chunks(store, query, match, limit, where, params)
         if found is not None:
             return found
     # bm25() cannot run inside an aggregate: rank chunks in a materialised CTE, then keep each doc's best.
@@ -131,7 +131,7 @@ def _few_documents(store: IndexStore, where: str, params: list[Any]) -> bool:
 
 
 def _best_of_ranked_chunks(
-    store: IndexStore, query: str, limit: int, where: str = "1", params: Sequence[Any] = ()
+    store: IndexStore, query: str, match: str, limit: int, where: str = "1", params: Sequence[Any] = ()
 ) -> list[DocHit] | None:
     """The ``limit`` documents with the best chunks, ranked inside the full-text index alone.
 
@@ -148,7 +148,6 @@ def _best_of_ranked_chunks(
         within = (
             f" AND +rowid IN (SELECT c.id FROM documents d JOIN chunks c ON c.doc_id = d.id WHERE {where})"
         )
-    match = fts_query(query)
     narrow = bm25.head("chunks_fts", store.query_terms(query_tokens(query)))
 
     def page(want: int, head: bm25.Head | None) -> bm25.Ranked:

@@ -238,10 +238,9 @@ class Candidates:
         "mode",
     )
 
-    def __init__(self, extra_lists: ExtraLists | None = None) -> None:
+    def __init__(self) -> None:
         self.lists: dict[str, list[tuple[str, float]]] = {}
         self.signals: dict[str, Signal] = {}
-        self.put_first(extra_lists)
         self.rows: dict[str, tuple[DocHit, dict[str, Any]]] = {}
         self.keyword_hits: list[DocHit] = []
         self.capped = False

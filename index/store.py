@@ -579,7 +579,7 @@ class IndexStore:
         vectors = int(self.scalar("SELECT count(*) FROM chunks WHERE embedded_with IS NOT NULL") or 0)
         return {
             "documents": int(self.scalar("SELECT count(*) FROM documents") or 0),
-            "chunks": int(self.scalar("SELECT count(*) FROM chunks") or 0),
+            "chunks": self.chunk_count(),
             "vectors": vectors,
             "vectors_model": model[0] if model else None,
             "vectors_dim": model[1] if model else None,

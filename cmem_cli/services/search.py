@@ -392,7 +392,8 @@ def search(memory: Reader, ask: Query, filters: Filters | None = None, *, trace:
         )
     finally:
         pending.wait()
-    by_key, store_capped = pending.result().by_key, pending.result().capped
+    store_hits = pending.result()
+    by_key, store_capped = store_hits.by_key, store_hits.capped
     missing = [h.uid for h in results if h.kind == "observation" and h.uid and f"obs:{h.uid}" not in by_key]
     found = store.observations_by_uids(missing)
     rows: list[dict[str, Any]] = []
