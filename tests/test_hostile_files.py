@@ -16,7 +16,7 @@ import pytest
 
 from cmem_cli.core.frontmatter import FrontMatterError, load_yaml
 from tests.sync_helpers import bare_repo
-from tests.watch_helpers import start_watch, wait_for_line
+from tests.watch_helpers import end_watch, start_watch, wait_for_line
 
 
 def _laughs() -> str:
@@ -122,11 +122,7 @@ def test_watch_reports_a_hostile_file_adopts_the_rest_and_stops_on_sigterm(home)
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=10)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    reader.join(timeout=10)
-    text = "".join(lines)
+        text = end_watch(proc, lines, reader)
     assert proc.returncode == 0 and "cmem: stopped" in text
     assert "web/laughs.md: front matter uses YAML anchors or aliases" in text
     assert "internal error" not in text and "adopting edits failed" not in text

@@ -16,7 +16,7 @@ from pathlib import Path
 import apsw
 import pytest
 
-from tests.watch_helpers import start_watch, wait_for_line
+from tests.watch_helpers import end_watch, start_watch, wait_for_line
 
 
 @contextmanager
@@ -61,11 +61,7 @@ def test_watch_stops_on_sigterm_while_it_waits_for_a_lock(home, cli, held):
                 pytest.fail(f"watch still waiting for the lock 15 s after SIGTERM: {lines}")
             took = time.monotonic() - asked
         finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-    reader.join(timeout=10)
-    text = "".join(lines)
+            text = end_watch(proc, lines, reader)
     assert proc.returncode == 0 and text.endswith("cmem: stopped\n"), text
     assert took < 3, f"{took:.1f} s from SIGTERM to exit"  # a second, give or take a loaded machine
     assert "Traceback" not in text and "failed" not in text, text

@@ -24,6 +24,15 @@ def start_watch(env: dict[str, str]) -> tuple[subprocess.Popen[str], list[str], 
     return proc, lines, reader
 
 
+def end_watch(proc: subprocess.Popen[str], lines: list[str], reader: threading.Thread) -> str:
+    """All the watcher said, once it has ended (killed if it still runs: call it in a ``finally``)."""
+    if proc.poll() is None:
+        proc.kill()
+    proc.wait()
+    reader.join(timeout=10)
+    return "".join(lines)
+
+
 def wait_for_line(proc: subprocess.Popen[str], lines: list[str], text: str, *, poll: float = 0.05) -> None:
     """Until the watcher says `text` (a minute at most; a watcher that died fails at once)."""
     deadline = time.monotonic() + 60
