@@ -455,3 +455,52 @@ def test_a_pass_that_rewrites_much_of_the_index_merges_its_keywords(config, monk
         observation_file(config.export_dir, f"p/{i:03}.md", uid=f"U{i}", title=f"Note {i}", body=f"body {i}")
     run_pass(config)
     assert (keyword_segments(config) == 1) is merged
+
+
+def test_a_kill_while_the_keyword_index_merges_loses_nothing(config):
+    """kill -9 inside the merge's transaction: the index stays as the pass wrote it, and the next pass and
+    search go on (the FTS5 index passes its own integrity check)."""
+    for i in range(200):
+        observation_file(config.export_dir, f"p/{i:03}.md", uid=f"U{i}", title=f"Note {i}", body=f"body {i}")
+    script = textwrap.dedent(
+        """
+        import os, signal
+        from cmem_cli.core.config import load_config
+        from cmem_index import indexer
+        from cmem_index.collections import load_collections
+        from cmem_index.store import IndexStore
+
+        indexer.MERGE_FROM = 1
+        config = load_config()
+        store = IndexStore.open(config.index_path)
+
+        steps = 0
+
+        def twenty_steps_in():
+            global steps
+            steps += store.conn.in_transaction
+            if steps == 20:
+                os.kill(os.getpid(), signal.SIGKILL)
+            return False
+
+        def die_in_the_merge(phase, done, total):
+            if phase == "keywords":  # the merge's transaction is next: die twenty steps into it
+                store.conn.set_progress_handler(twenty_steps_in, 1)
+
+        indexer.Indexer(store, load_collections(config), None, progress=die_in_the_merge).run()
+        """
+    )
+    proc = subprocess.run([sys.executable, "-c", script], cwd=REPO, env=os.environ.copy(), timeout=60)
+    assert proc.returncode == -9
+    assert keyword_segments(config) > 1  # killed before the merge committed
+    assert count(config, "SELECT count(*) FROM documents") == 200
+    report = run_pass(config)
+    assert (report.read, report.removed) == (0, 0)
+    store = IndexStore.open(config.index_path)
+    try:
+        store.conn.execute("INSERT INTO chunks_fts(chunks_fts, rank) VALUES ('integrity-check', 1)")
+        from cmem_index.retrieve import DocFilters, keyword
+
+        assert len(keyword(store, "note body", DocFilters(), 500)) == 200
+    finally:
+        store.close()
