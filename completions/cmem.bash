@@ -8,11 +8,11 @@ _cmem() {
         [[ "$w" == -* ]] && continue
         [[ "${COMP_WORDS[i-1]}" == "--home" ]] && continue
         local candidate="${path:+$path }$w"
-        if [[ -z "$path" || " collection import install models prompt session summary sync " == *" $path "* ]]; then path="$candidate"; else break; fi
+        if [[ -z "$path" || " collection import models prompt session summary sync " == *" $path "* ]]; then path="$candidate"; else break; fi
     done
     local words="" valued="" paths=""
     case "$path" in
-        "") words="add edit link forget search timeline get stats view verify export doctor index status watch hook context mcp completion man session prompt summary sync collection models import install --home --version -V -h --help"; valued="--home"; paths="--home" ;;
+        "") words="add edit link forget search timeline get stats view verify export doctor index status watch hook context install mcp completion man session prompt summary sync collection models import --home --version -V -h --help"; valued="--home"; paths="--home" ;;
         "add") words="--title -t --type --subtitle --narrative --fact --concept --read --modified --tool --project -p --session --agent --key --confidence --link --supersedes --json -h --help"; valued="--title -t --type --subtitle --narrative --fact --concept --read --modified --tool --project -p --session --agent --key --confidence --link --supersedes --json"; paths="--read --modified --json" ;;
         "edit") words="--title -t --type --subtitle --narrative --fact --add-fact --concept --read --modified --project -p --key --confidence --link -h --help"; valued="--title -t --type --subtitle --narrative --fact --add-fact --concept --read --modified --project -p --key --confidence --link"; paths="--read --modified" ;;
         "link") words="--remove -h --help"; valued=""; paths="" ;;
@@ -30,6 +30,7 @@ _cmem() {
         "watch") words="--debounce -h --help"; valued="--debounce"; paths="" ;;
         "hook") words="-h --help"; valued=""; paths="" ;;
         "context") words="--project -p --budget --json -h --help"; valued="--project -p --budget"; paths="" ;;
+        "install") words="--scope --uninstall --dry-run --instructions --no-instructions --mcp --no-mcp --detect --json -h --help"; valued="--scope"; paths="" ;;
         "mcp") words="-h --help"; valued=""; paths="" ;;
         "completion") words="-h --help"; valued=""; paths="" ;;
         "man") words="--raw --install --prefix -h --help"; valued="--prefix"; paths="--prefix" ;;
@@ -53,11 +54,10 @@ _cmem() {
         "models pull") words="--rerank --sha256 --timeout --json -h --help"; valued="--sha256 --timeout"; paths="" ;;
         "models import") words="--name --outtype --force --json -h --help"; valued="--name --outtype"; paths="" ;;
         "models path") words="--rerank --json -h --help"; valued=""; paths="" ;;
-        "import") words="transcript claude-code -h --help"; valued=""; paths="" ;;
+        "import") words="transcript claude-code codex -h --help"; valued=""; paths="" ;;
         "import transcript") words="--project -p --exclude-project --settle --json -h --help"; valued="--project -p --exclude-project --settle"; paths="" ;;
         "import claude-code") words="--root --project -p --exclude-project --settle --json -h --help"; valued="--root --project -p --exclude-project --settle"; paths="--root" ;;
-        "install") words="claude-code -h --help"; valued=""; paths="" ;;
-        "install claude-code") words="--scope --uninstall --dry-run --instructions --no-instructions --mcp -h --help"; valued="--scope"; paths="" ;;
+        "import codex") words="--root --project -p --exclude-project --settle --json -h --help"; valued="--root --project -p --exclude-project --settle"; paths="--root" ;;
     esac
     if [[ " $valued " == *" $prev "* ]]; then
         local choices=""

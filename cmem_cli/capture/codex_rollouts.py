@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shlex
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from cmem_cli.capture.hooks.adapters.codex import shell_output
 from cmem_cli.capture.hooks.capture import Capture, Where
 from cmem_cli.capture.hooks.state import prompt_prefix
 from cmem_cli.capture.hooks.tools import ToolCall
@@ -32,7 +32,6 @@ from cmem_cli.core.timeutil import now_ms, parse_iso
 
 AGENT = "codex"
 SHELL_TOOLS = frozenset({"shell", "exec_command", "shell_command", "local_shell", "container.exec"})
-_SHELL_OUTPUT = re.compile(r"\AExit code: (-?\d+)\n(?:Wall time: [^\n]*\n)?(?:Output:\n)?(.*)\Z", re.DOTALL)
 
 
 def sessions_root() -> Path:
@@ -86,15 +85,15 @@ def tool_call(name: str, arguments: Any) -> tuple[str, dict[str, Any]]:
     return name, args
 
 
-def tool_output(output: Any) -> tuple[Any, str | None]:
-    """(response, error) from a call's output: a JSON ``{"output", "metadata": {"exit_code"}}``, a text
+def tool_output(output: Any) -> dict[str, Any]:
+    """The response the Bash builder reads from a call's output: a JSON ``{"output", "metadata": {"exit_code"}}``, a text
     ``Exit code: N ... Output:``, or plain text."""
     if isinstance(output, dict):
         output = output.get("content", output.get("output", ""))
     if isinstance(output, list):
         output = "\n".join(str(item.get("text", "")) for item in output if isinstance(item, dict))
     if not isinstance(output, str):
-        return {}, None
+        return {}
     try:
         parsed = json.loads(output)
     except ValueError:
@@ -105,11 +104,8 @@ def tool_output(output: Any) -> tuple[Any, str | None]:
         response: dict[str, Any] = {"stdout": str(parsed.get("output") or "")}
         if isinstance(code, int) and not isinstance(code, bool):
             response["exit_code"] = code
-        return response, None
-    match = _SHELL_OUTPUT.match(output)
-    if match:
-        return {"stdout": match.group(2), "exit_code": int(match.group(1))}, None
-    return {"stdout": output}, None
+        return response
+    return shell_output(output) or {"stdout": output}
 
 
 class _Run:
@@ -139,11 +135,13 @@ class _Run:
         end = offset
         for start, line_end, obj in read_lines(self.path, offset):
             end = line_end
-            payload = obj.get("payload") if obj is not None else None
-            if not isinstance(payload, dict):
-                self.report.bad_lines += obj is None
+            if obj is None:
+                self.report.bad_lines += 1
                 continue
-            kind, item = obj.get("type") if obj else None, payload.get("type")
+            payload = obj.get("payload")
+            if not isinstance(payload, dict):
+                continue
+            kind, item = obj.get("type"), payload.get("type")
             if kind == "session_meta":
                 self.session = str(payload.get("id") or self.session)
                 self.cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else self.cwd
@@ -151,7 +149,7 @@ class _Run:
             elif kind == "turn_context" and isinstance(payload.get("cwd"), str):
                 self.cwd = payload["cwd"]
             elif kind == "event_msg" and item == "user_message" and isinstance(payload.get("message"), str):
-                self.prompt(start, payload["message"], _time(obj) if obj else None)
+                self.prompt(start, payload["message"], _time(obj))
             elif kind == "event_msg" and item in ("agent_message", "task_complete"):
                 text = payload.get("message", payload.get("last_agent_message"))
                 if isinstance(text, str) and text.strip():
@@ -172,8 +170,7 @@ class _Run:
             elif kind == "response_item" and item in ("function_call_output", "custom_tool_call_output"):
                 call = self.pending.pop(str(payload.get("call_id") or ""), None)
                 if call is not None:
-                    response, error = tool_output(payload.get("output"))
-                    self.record(call, str(payload.get("call_id")), response, error)
+                    self.record(call, str(payload.get("call_id")), tool_output(payload.get("output")))
         return end
 
     def prompt(self, start: int, text: str, created: int | None) -> None:
@@ -192,15 +189,15 @@ class _Run:
         if self.capture.prompt(where, prompt, occurrence=occurrence, created_at=created):
             self.report.prompts += 1
 
-    def record(self, call: _Call, call_id: str, response: Any, error: str | None) -> None:
-        tool = ToolCall(name=call.name, input=call.input, response=response, error=error, cwd=self.cwd)
+    def record(self, call: _Call, call_id: str, response: Any) -> None:
+        tool = ToolCall(name=call.name, input=call.input, response=response, cwd=self.cwd)
         if self.capture.tool(call.where, tool, tool_use_id=call_id, created_at=call.created_at):
             self.report.observations += 1
 
     def close(self, *, abandon: bool) -> None:
         if abandon:
             for call_id, call in list(self.pending.items()):
-                self.record(call, call_id, None, None)
+                self.record(call, call_id, None)
             self.pending.clear()
         turn, self.turn = self.turn, None
         if turn is None or not self.answer:

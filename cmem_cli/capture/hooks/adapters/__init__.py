@@ -36,7 +36,7 @@ def adapter_for(agent: str) -> AgentAdapter:
     module = ADAPTERS.get(agent)
     if module is None:
         raise InvalidInput(f"unknown agent {agent!r} (expected one of: claude-code, {', '.join(ADAPTERS)})")
-    adapter: AgentAdapter = importlib.import_module(f"{__name__}.{module}")  # type: ignore[assignment]
+    adapter: AgentAdapter = importlib.import_module(f"{__name__}.{module}")
     return adapter
 
 

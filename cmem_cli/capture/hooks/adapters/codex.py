@@ -41,11 +41,17 @@ def to_claude(data: dict[str, Any], event: str | None) -> dict[str, Any]:
         command = tool_input.get("command")
         if isinstance(command, list) and all(isinstance(part, str) for part in command):
             fields["tool_input"] = {**tool_input, "command": shlex.join(command)}  # an argv, not a line
-        response = data.get("tool_response")
-        match = _SHELL_OUTPUT.match(response) if isinstance(response, str) else None
-        if match:
-            fields["tool_response"] = {"stdout": match.group(2), "exit_code": int(match.group(1))}
+        response = shell_output(data.get("tool_response"))
+        if response is not None:
+            fields["tool_response"] = response
     return claude_event(AGENT, data, name, **fields)
+
+
+def shell_output(text: Any) -> dict[str, Any] | None:
+    """``Exit code: N`` / ``Wall time`` / ``Output:`` text as the Bash builder reads a response (also what
+    Codex's rollouts hold for a shell call)."""
+    match = _SHELL_OUTPUT.match(text) if isinstance(text, str) else None
+    return {"stdout": match.group(2), "exit_code": int(match.group(1))} if match else None
 
 
 def reply(event: str, answer: dict[str, Any] | None) -> dict[str, Any] | None:

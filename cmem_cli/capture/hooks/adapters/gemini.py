@@ -61,9 +61,10 @@ def _tool(data: dict[str, Any]) -> dict[str, Any]:
     tool = text(data, "tool_name") or ""
     context = data.get("mcp_context")
     server = text(context, "server_name") if isinstance(context, dict) else None
+    fields: dict[str, str] = {}
     if server:  # an MCP tool: mcp_<server>_<tool> is Claude Code's mcp__<server>__<tool>
         name = text(context, "tool_name") if isinstance(context, dict) else None
-        claude, fields = f"mcp__{server}__{name or tool.removeprefix(f'mcp_{server}_')}", {}
+        claude = f"mcp__{server}__{name or tool.removeprefix(f'mcp_{server}_')}"
     else:
         claude, fields = TOOLS.get(tool, (tool, {}))
     response = data.get("tool_response")
