@@ -35,7 +35,8 @@ _SHELL_OUTPUT = re.compile(r"\AExit code: (-?\d+)\n(?:Wall time: [^\n]*\n)?(?:Ou
 def to_claude(data: dict[str, Any], event: str | None) -> dict[str, Any]:
     name = event or data.get("hook_event_name") or ""
     name = name if name in EVENTS else IGNORED
-    fields: dict[str, Any] = {}
+    # the transcript is a Codex rollout, not Claude Code's: Stop's answer is last_assistant_message alone
+    fields: dict[str, Any] = {"transcript_path": ""}
     tool_input = data.get("tool_input")
     if data.get("tool_name") == "Bash" and isinstance(tool_input, dict):
         command = tool_input.get("command")
