@@ -101,6 +101,19 @@ def test_install_then_uninstall_leaves_every_config_byte_identical(sh, home, tmp
     assert after == before
 
 
+def test_claude_code_with_its_mcp_server_round_trips_byte_for_byte(sh, home) -> None:
+    claude = user_home() / ".claude"
+    claude.mkdir(parents=True)
+    (claude / "settings.json").write_text('{\n\t"model": "opus",\n\t"env": {"A": "1"}\n}')
+    (claude / "CLAUDE.md").write_text("# Mine\n\nNo trailing newline here")
+    (user_home() / ".claude.json").write_text('{"numStartups": 3, "mcpServers": {"x": {}}}')
+    before = snapshot(user_home())
+    assert sh("install", "claude-code", "--mcp").exit_code == 0
+    assert snapshot(user_home()) != before
+    assert sh("install", "claude-code", "--uninstall").exit_code == 0
+    assert {k: v for k, v in snapshot(user_home()).items() if ".cmem-backup-" not in k} == before
+
+
 @pytest.mark.parametrize("agent", AGENTS)
 def test_install_into_an_empty_home_and_out_again_leaves_nothing(sh, home, tmp_path, agent) -> None:
     xdg = tmp_path / "config"
@@ -333,6 +346,13 @@ def test_the_opencode_plugin_runs_in_node_and_records_the_session(sh, home, tmp_
             ' { title: "npm run bench", output: "checkout 840ms", metadata: { exit: 0 } })',
             "SELECT agent, title FROM observations WHERE session = 'ses_node'",
             [("opencode", "Ran npm run bench")],
+        ),
+        (  # an opencode that hands a tool's arguments to tool.execute.before only
+            'await hooks["tool.execute.before"]({ tool: "bash", sessionID: "ses_node", callID: "c2" }, { args: { command: "npm run lint" } });'
+            ' hooks["tool.execute.after"]({ tool: "bash", sessionID: "ses_node", callID: "c2" },'
+            ' { title: "npm run lint", output: "1 problem", metadata: { exit: 1 } })',
+            "SELECT agent, title FROM observations WHERE session = 'ses_node' ORDER BY id",
+            [("opencode", "Ran npm run bench"), ("opencode", "Command failed: npm run lint")],
         ),
     ]
     for call, sql, expected in calls:

@@ -38,6 +38,7 @@ function text(parts) {
 
 export const CmemPlugin = async ({ directory }) => {
   const cwd = directory
+  const args = new Map() // callID -> the tool's arguments (older opencode passes them to "before" only)
   return {
     event: async ({ event }) => {
       const props = event.properties || {}
@@ -53,13 +54,18 @@ export const CmemPlugin = async ({ directory }) => {
       const prompt = text(output && output.parts)
       if (prompt) send("chat.message", { session_id: input.sessionID, cwd, prompt })
     },
+    "tool.execute.before": async (input, output) => {
+      if (input && input.callID && output && output.args) args.set(input.callID, output.args)
+    },
     "tool.execute.after": async (input, output) => {
+      const given = input.args || args.get(input.callID) || {}
+      args.delete(input.callID)
       send("tool.execute.after", {
         session_id: input.sessionID,
         cwd,
         tool: input.tool,
         call_id: input.callID,
-        args: input.args || (output && output.metadata && output.metadata.args) || {},
+        args: given,
         title: output && output.title,
         output: output && typeof output.output === "string" ? output.output : "",
         metadata: (output && output.metadata) || {},
