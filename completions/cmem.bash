@@ -28,7 +28,7 @@ _cmem() {
         "index") words="--full --json -h --help"; valued=""; paths="" ;;
         "status") words="--json -h --help"; valued=""; paths="" ;;
         "watch") words="--debounce -h --help"; valued="--debounce"; paths="" ;;
-        "hook") words="-h --help"; valued=""; paths="" ;;
+        "hook") words="--agent -h --help"; valued="--agent"; paths="" ;;
         "context") words="--project -p --budget --json -h --help"; valued="--project -p --budget"; paths="" ;;
         "install") words="--scope --uninstall --dry-run --instructions --no-instructions --mcp --no-mcp --detect --json -h --help"; valued="--scope"; paths="" ;;
         "mcp") words="-h --help"; valued=""; paths="" ;;

@@ -41,14 +41,22 @@ def hook(
         str,
         typer.Argument(
             help="SessionStart, UserPromptSubmit, PostToolUse, PostToolUseFailure, "
-            "Stop, SessionEnd (others are accepted and ignored)."
+            "Stop, SessionEnd (others are accepted and ignored); with --agent, that agent's event name."
         ),
     ],
+    agent: Annotated[
+        str | None,
+        typer.Option(
+            "--agent",
+            help="The agent whose hook this is: codex, gemini, cursor or opencode (default: Claude Code).",
+            metavar="AGENT",
+        ),
+    ] = None,
 ) -> None:
-    """Handle one Claude Code hook event (JSON on stdin). Always exits 0; problems go to logs/hooks.log."""
+    """Handle one agent hook event (JSON on stdin). Always exits 0; problems go to logs/hooks.log."""
     from cmem_cli.capture.hooks.runner import run
 
-    run([event], config=current_config())
+    run([*(["--agent", agent] if agent else []), event], config=current_config())
 
 
 def _run_import(
