@@ -338,3 +338,13 @@ def test_an_unknown_agent_is_logged_not_shown_to_it(sh, home, project) -> None:
     )
     assert result.exit_code == 0 and result.stdout == "" and result.stderr == ""
     assert "unknown agent 'vim'" in log_text(home)
+
+
+def test_a_hook_behind_global_options_goes_through_typer_with_its_agent(sh, home, project, tmp_path) -> None:
+    other = tmp_path / "other-home"
+    data = fixture("codex", "UserPromptSubmit", project, "codex-typer")
+    result = sh("--home", str(other), "hook", "--agent", "codex", "UserPromptSubmit", input=json.dumps(data))
+    assert result.exit_code == 0 and result.stderr == ""
+    assert db_rows(other, "SELECT agent, text FROM user_prompts") == [
+        ("codex", "Why does the invoice total drift by a cent?  Fix it.")
+    ]
