@@ -15,7 +15,7 @@ complete -c cmem -n '__fish_use_subcommand' -a doctor -d 'Check database integri
 complete -c cmem -n '__fish_use_subcommand' -a index -d 'Update the search index from the export tree and your collections (onl'
 complete -c cmem -n '__fish_use_subcommand' -a status -d 'Show what the index holds: documents, chunks, vectors, stale entries, '
 complete -c cmem -n '__fish_use_subcommand' -a watch -d 'Watch the export tree and every collection; adopt hand edits and re-in'
-complete -c cmem -n '__fish_use_subcommand' -a hook -d 'Handle one agent hook event (JSON on stdin).'
+complete -c cmem -n '__fish_use_subcommand' -a hook -d 'Handle one Claude Code hook event, or another agent\'s with --agent (JS'
 complete -c cmem -n '__fish_use_subcommand' -a context -d 'What an agent should see at session start: last summary, useful recent'
 complete -c cmem -n '__fish_use_subcommand' -a install -d 'Connect cmem to a coding agent: its hooks (every agent\'s events go thr'
 complete -c cmem -n '__fish_use_subcommand' -a mcp -d 'Run an MCP server on stdin/stdout (tools: search, timeline, get, remem'

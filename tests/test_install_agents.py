@@ -312,7 +312,7 @@ def wait_for(home: Path, sql: str, expected: list[tuple]) -> list[tuple]:
     while time.monotonic() < deadline:
         try:
             rows = db_rows(home, sql) if (home / "cmem.db").exists() else []
-        except apsw.BusyError:  # the hook is writing right now
+        except (apsw.BusyError, apsw.SQLError):  # the hook is creating or writing the store right now
             rows = []
         if rows == expected:
             break

@@ -53,7 +53,8 @@ def hook(
         ),
     ] = None,
 ) -> None:
-    """Handle one agent hook event (JSON on stdin). Always exits 0; problems go to logs/hooks.log."""
+    """Handle one Claude Code hook event, or another agent's with --agent (JSON on stdin). Always exits 0;
+    problems go to logs/hooks.log."""
     from cmem_cli.capture.hooks.runner import run
 
     run([*(["--agent", agent] if agent else []), event], config=current_config())
