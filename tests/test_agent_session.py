@@ -84,7 +84,9 @@ def test_a_note_the_agent_adds_after_session_start_carries_its_session_and_agent
     assert (reads["session"], reads["kind"], reads["count"]) == (sid, "read", 3)
 
 
-def test_without_the_env_file_a_note_gets_no_session_and_a_fifo_there_never_blocks_the_hook(sh, home, project, tmp_path):
+def test_without_the_env_file_a_note_gets_no_session_and_a_fifo_there_never_blocks_the_hook(
+    sh, home, project, tmp_path
+):
     sid = "8e2d3f4a-no-env-file"
     hook(sh, "SessionStart", payload("SessionStart", sid, project, source="startup"))
     note = agent_shell('cmem add -t "Orders are archived after 90 days"', project, None)

@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import apsw
 import pytest
 
 from tests.sync_helpers import Machine, bare_repo
@@ -110,3 +111,56 @@ def test_git_sync_breaks_a_loop_two_machines_made_and_both_converge(two_machines
         assert machine.links(rows[older]["id"]) == []
         briefing = json.loads(machine.ok("context", "-p", "web", "--json"))
         assert [o["uid"] for o in briefing["observations"]] == [newer]
+
+
+def test_doctor_reports_a_loop_the_store_already_held_and_fix_breaks_it_alike(sh, home):
+    older = add(sh, "-t", "Backups run nightly", "--type", "decision", "-p", "ops")
+    newer = add(sh, "-t", "Backups run hourly", "--type", "decision", "-p", "ops", "--supersedes", str(older))
+    conn = apsw.Connection(str(home / "cmem.db"))  # as a store that took a loop before arrivals broke them
+    with conn:
+        conn.execute(
+            "INSERT INTO observation_links (from_id, to_id, type, created_at) VALUES (?, ?, 'supersedes', 0)",
+            (older, newer),
+        )
+    conn.close()
+    assert sh("context", "-p", "ops", "--json").json()["observations"] == []  # both count as replaced
+
+    report = sh("doctor", "--json")
+    assert report.exit_code == 1
+    loops = {c["name"]: c for c in report.json()["checks"]}["supersedes loops"]
+    assert (loops["status"], loops["detail"]) == ("fail", f"1: #{older} -> #{newer} -> #{older}")
+    fixed = sh("doctor", "--fix", "--json")
+    assert fixed.exit_code == 0, fixed.stdout
+    loops = {c["name"]: c for c in fixed.json()["checks"]}["supersedes loops"]
+    assert loops["status"] == "fixed"
+    assert loops["detail"] == (
+        f"1: supersedes loop of 2 memories broken: #{older} no longer supersedes #{newer} "
+        "(the oldest memory of the loop)"
+    )
+    assert sh("doctor").exit_code == 0
+    assert [o["id"] for o in sh("context", "-p", "ops", "--json").json()["observations"]] == [newer]
+
+
+def test_held_loops_finds_each_loop_once_and_breaking_leaves_none(sh, home):
+    ids = [add(sh, "-t", f"Setting {n}", "-p", "loops") for n in range(6)]
+    a, b, c, d, e, f = ids
+    conn = apsw.Connection(str(home / "cmem.db"))
+    with conn:  # a -> b -> c -> a, d <-> e, and f replacing a (no loop)
+        for new, old in ((a, b), (b, c), (c, a), (d, e), (e, d), (f, a)):
+            conn.execute(
+                "INSERT INTO observation_links (from_id, to_id, type, created_at) VALUES (?, ?, 'supersedes', 0)",
+                (new, old),
+            )
+    conn.close()
+    from cmem_cli.services import supersession
+    from cmem_cli.store.repository import Store
+
+    store = Store.open(home / "cmem.db")
+    try:
+        assert supersession.held_loops(store) == [[a, b, c], [d, e]]
+        with store.transaction():
+            broken = supersession.break_held_loops(store)
+        assert [x.rewrite for x in broken] == [a, d]  # each loop's oldest memory loses its link
+        assert supersession.held_loops(store) == []
+    finally:
+        store.close()

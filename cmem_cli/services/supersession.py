@@ -250,6 +250,67 @@ def add_arrived_link(store: Store, from_id: int, to_id: int, link_type: str) -> 
     return BrokenLoop(note, oldest)
 
 
+def held_loops(store: Store) -> list[list[int]]:
+    """The ``supersedes`` loops the store holds (each as the memories around it, from its smallest id),
+    one per loop found; a store that took loops before arrivals broke them (`cmem doctor` reports them)."""
+    graph: dict[int, list[int]] = {}
+    for new, old in links.all_superseding_links(store):
+        graph.setdefault(new, []).append(old)
+    found: list[list[int]] = []
+    seen: set[tuple[int, ...]] = set()
+    done: set[int] = set()
+    for start in sorted(graph):
+        if start in done:
+            continue
+        path: list[int] = [start]
+        on_path = {start: 0}
+        stack = [iter(graph.get(start, []))]
+        while stack:
+            nxt = next(stack[-1], None)
+            if nxt is None:  # every way on from the path's end explored
+                node = path.pop()
+                del on_path[node]
+                done.add(node)
+                stack.pop()
+                continue
+            if nxt in on_path:
+                loop = path[on_path[nxt] :]
+                turn = loop.index(min(loop))
+                key = tuple(loop[turn:] + loop[:turn])
+                if key not in seen:
+                    seen.add(key)
+                    found.append(list(key))
+            elif nxt not in done:
+                on_path[nxt] = len(path)
+                path.append(nxt)
+                stack.append(iter(graph.get(nxt, [])))
+    return found
+
+
+def break_held_loops(store: Store) -> list[BrokenLoop]:
+    """Break every loop the store holds, inside the caller's transaction, by the rule arrivals follow
+    (:func:`add_arrived_link`): the link of each loop's oldest memory goes. The caller writes the files
+    of the memories returned as ``rewrite`` again."""
+    broken: list[BrokenLoop] = []
+    for _ in range(1_000):
+        loops = held_loops(store)
+        if not loops:
+            break
+        loop = loops[0]
+        rows = {i: store.get_observation(i) for i in loop}
+        oldest = min(loop, key=lambda i: (rows[i]["created_at"], rows[i]["uid"]))
+        replaced = loop[(loop.index(oldest) + 1) % len(loop)]
+        store.remove_link(oldest, replaced, SUPERSEDES)
+        broken.append(
+            BrokenLoop(
+                f"supersedes loop of {len(loop)} memories broken: #{oldest} no longer supersedes #{replaced} "
+                "(the oldest memory of the loop)",
+                oldest,
+            )
+        )
+    return broken
+
+
 def _chain(store: Store, from_id: int, to_id: int) -> dict[int, int] | None:
     """The links by which ``to_id`` already supersedes ``from_id`` (each memory -> the one it supersedes,
     shortest chain), or None when it does not."""
