@@ -32,6 +32,7 @@ FOLDS = {
 MIN_FOLD = 2  # a single read stays one line of its own
 SHOWN_QUERIES = 4
 SHOWN_COMMANDS = 3
+SHOWN_FILES = 3  # files named one by one when they share no folder; more are counted by top folder
 SHOWN_FAILURES = 2
 _QUOTED = re.compile(r"`([^`]+)`|'([^']+)'|\"([^\"]+)\"")
 
@@ -206,7 +207,7 @@ def _commands(members: list[dict[str, Any]]) -> dict[str, Any]:
 def where(files: Sequence[str]) -> str:
     """``under src/orders/`` for files sharing a folder; else where they are, every file counted: the files
     themselves when there are few (``: README.md, tests/test_x.py``), else how many in each top folder
-    (``: 18 under src/, 5 under tests/, 2 more``)."""
+    (``: 18 under src/, 5 under tests/, 2 in the top folder``; past three folders, ``, 4 elsewhere``)."""
     paths = [f.replace("\\", "/") for f in files]
     folders = [posixpath.dirname(p) for p in paths]
     if not folders:
@@ -217,7 +218,7 @@ def where(files: Sequence[str]) -> str:
         common = ""
     if common and common != "/" and all(folders):
         return f"under {common.rstrip('/')}/"
-    if len(paths) <= SHOWN_COMMANDS:
+    if len(paths) <= SHOWN_FILES:
         return ": " + ", ".join(paths)
     tops: dict[str, int] = {}
     for path, folder in zip(paths, folders, strict=True):
