@@ -330,3 +330,12 @@ CREATE INDEX session_summaries_uid_tail ON session_summaries (substr(uid, -8));
 @MIGRATIONS
 def m009_uid_tails(conn: apsw.Connection) -> None:
     conn.execute(V9_UID_TAILS)
+
+
+@MIGRATIONS
+def m010_project_keys(conn: apsw.Connection) -> None:
+    """Projects keyed by repository (:mod:`cmem_cli.store.projects`): the table, and the existing projects
+    mapped to their repositories where their anchored memories tell."""
+    from cmem_cli.store.projects import migrate
+
+    migrate(conn)
