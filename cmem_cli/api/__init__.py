@@ -210,17 +210,18 @@ class Memory:
 
         return name_for(self.service.store if claim else self.reader.store, identity, claim=claim)
 
-    def default_scope(self, cwd: str | Path | None = None) -> tuple[str | None, str]:
-        """The project a read that names none covers, and why: ``$CMEM_PROJECT``; inside a git repository,
-        that repository's project; elsewhere (a home folder, cron, an MCP client started in `/`) every
-        project (None). The reason is a few words for a front end's note (``this git repository``)."""
+    def default_scope(self, cwd: str | Path | None = None) -> tuple[str | None, str | None]:
+        """The project a read that names none covers, and why: ``$CMEM_PROJECT`` (the reason is then None:
+        the user named it); inside a git repository, that repository's project; elsewhere (a home folder,
+        cron, an MCP client started in `/`) every project (None). The reason is a few words for a front
+        end's note (``this git repository``)."""
         import os
 
         from cmem_cli.core.repo_identity import repository_identity
 
         named = os.environ.get("CMEM_PROJECT")
         if named:
-            return named, "$CMEM_PROJECT"
+            return named, None
         identity = repository_identity(_cwd(cwd))
         if identity is None:
             return None, "not inside a git repository"

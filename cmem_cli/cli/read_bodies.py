@@ -133,8 +133,9 @@ def search(
 
 
 def scope(memory: Memory, project: str | None, all_projects: bool) -> tuple[str | None, str | None]:
-    """The project a read covers (None: every project) and, when the command line chose none, the note
-    that says which default it took (inside a git repository its project, elsewhere every project)."""
+    """The project a read covers (None: every project) and, when neither the command line nor
+    ``$CMEM_PROJECT`` chose one, the note that says which default it took (inside a git repository its
+    project, elsewhere every project)."""
     from cmem_cli.cli.input import check_cli_text
     from cmem_cli.core.errors import UsageError
 
@@ -144,6 +145,8 @@ def scope(memory: Memory, project: str | None, all_projects: bool) -> tuple[str 
     if project or all_projects:
         return project or None, None
     default, why = memory.default_scope()
+    if why is None:  # $CMEM_PROJECT: named by the user, not news
+        return default, None
     if default is None:
         return None, f"scope: all projects ({why}); --project NAME for one"
     return default, f"scope: project {escape_control(default)} ({why}); --all-projects for every project"

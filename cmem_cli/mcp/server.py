@@ -349,6 +349,8 @@ def _scope(memory: Memory, project: str | None, all_projects: bool) -> tuple[str
     if project or all_projects:
         return project or None, None
     default, why = memory.default_scope()
+    if why is None:  # $CMEM_PROJECT: named by the user
+        return default, None
     if default is None:
         return None, f"scope: all projects ({why}); pass project for one"
     return default, f"scope: project {default} ({why}); all_projects=true for every project"

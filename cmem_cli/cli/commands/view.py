@@ -42,7 +42,7 @@ def view(
             from cmem_cli.cli.read_bodies import scope as default_scope
 
             project, scope_note = default_scope(memory, None, False)
-            notes.append(scope_note or "")
+            notes += [scope_note] if scope_note else []
         scope = resolve(
             query, project=project, all_projects=all_projects, types=obs_type, concepts=concept, files=file,
             agent=agent, session=typed_session(memory, session), since=since, until=until, limit=limit,
@@ -51,13 +51,13 @@ def view(
         config = memory.config
     if page.note:
         notes.append(page.note)
-    for note in notes:
-        print(f"cmem: note: {note}", file=sys.stderr)
     if output == "-":
         write(page.html)
+        _say(notes)
         return
     path = Path(output).absolute() if output else default_path(config, scope.title)
     write_private(path, page.html, make_dirs=output is None)
+    _say(notes)  # once the page is written: a refused --output is one line
     if output is None:
         sweep_debris(path.parent)
     if as_json:
@@ -67,6 +67,11 @@ def view(
         write(escape_control(str(path)) + "\n")
     if open_page if open_page is not None else sys.stdout.isatty():
         _open(path)
+
+
+def _say(notes: list[str]) -> None:
+    for note in notes:
+        print(f"cmem: note: {note}", file=sys.stderr)
 
 
 def _open(path: Path) -> None:
