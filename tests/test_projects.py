@@ -326,3 +326,21 @@ def test_mcp_search_defaults_to_the_server_s_repository_and_all_projects_widens(
     assert from_root.structured_content["notes"][0].startswith(
         "scope: all projects (not inside a git repository)"
     )
+
+
+def test_a_search_scoped_to_the_repository_still_finds_the_user_s_notes(two_projects: Path, tmp_path: Path):
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "eviction.md").write_text(
+        "# Eviction notes\n\nThe tokenizer cache evicts the least recent entry.\n"
+    )
+    assert cmem(two_projects, "collection", "add", str(notes)).exit_code == 0
+    indexed = cmem(two_projects, "index")
+    assert indexed.exit_code == 0, indexed.stderr
+    rows = cmem(two_projects, "search", "cache", "--json").json()
+    kinds = {(row["kind"], row["project"]) for row in rows}  # a document's project cell is its collection
+    assert kinds == {("observation", "app"), ("document", "notes")}
+    assert (
+        cmem(two_projects, "search", "cache", "--collection", "memories", "--json").json()[0]["project"]
+        == "app"
+    )
