@@ -35,12 +35,35 @@ class RepoIdentity:
         return f"RepoIdentity({self.key!r})"
 
 
+# The last answers of this process by folder, each with the stat of the config it read: a hook asks before
+# and after it opens the store, and a long-lived MCP server asks on every search.
+_answers: dict[str, tuple[RepoIdentity | None, str, int]] = {}
+
+
 def repository_identity(directory: str | os.PathLike[str]) -> RepoIdentity | None:
     """The identity of the git repository holding ``directory``, None outside git."""
-    repo = gitrepo.find_repo(directory)
+    folder = os.path.abspath(directory)
+    known = _answers.get(folder)
+    if known is not None and _stamp(known[1]) == known[2]:
+        return known[0]
+    repo = gitrepo.find_repo(folder)
     if repo is None:
         return None
-    return identity_of_key(_key(repo))
+    config = os.path.join(repo.common_dir, "config")
+    stamp = _stamp(config)
+    identity = identity_of_key(_key(repo))
+    if len(_answers) > 64:
+        _answers.clear()
+    _answers[folder] = (identity, config, stamp)
+    return identity
+
+
+def _stamp(path: str) -> int:
+    """When the file last changed (ns), -1 when it cannot be read: a remote added or changed moves it."""
+    try:
+        return os.stat(path).st_mtime_ns
+    except OSError:
+        return -1
 
 
 def identity_of_key(key: str) -> RepoIdentity | None:
