@@ -181,6 +181,7 @@ def test_an_existing_store_migrates_without_losing_a_memory(app: Path, tmp_path:
     add(app, "Second checkout memory", "--project", "app", "--read", "src/main.py")
     add(feature, "Worktree memory", "--project", "app-feature", "--read", "src/main.py")
     add(api, "Api memory", "--project", "api", "--read", "src/main.py")
+    add(app, "Chosen name", "--project", "billing", "--read", "src/main.py")  # a name someone chose
     add(tmp_path, "Unanchored note", "--project", "notes")
     before = json.loads(cmem(tmp_path, "search", "--json").stdout)
     forget_project_keys(home)
@@ -201,6 +202,7 @@ def test_an_existing_store_migrates_without_losing_a_memory(app: Path, tmp_path:
     )
     assert (listed["api"]["repository"], listed["api"]["mapped"]) == (os.path.realpath(api), "anchors")
     assert (listed["notes"]["repository"], listed["notes"]["mapped"]) == (None, None)
+    assert (listed["billing"]["repository"], listed["billing"]["mapped"]) == (None, None)
     plain = cmem(tmp_path, "projects", "--format", "plain").stdout
     assert "app-feature\t1\t" in plain and "older name of app" in plain
 

@@ -13,6 +13,7 @@ store migration read the repository off the project's anchored memories).
 
 from __future__ import annotations
 
+import os
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -36,24 +37,31 @@ _MAX_SUFFIX = 1000
 
 
 def migrate(conn: Any) -> None:
-    """Create the table and map each existing project whose anchored memories all name one repository
-    (their origin, or the work tree they were recorded in when it is still on this machine); a project
-    whose memories name two repositories, or none, is left unmapped (the first repository of that name to
-    write claims it). Several old names of one repository (its worktrees' folders) map to it; the one named
-    like the repository, else the one with most memories, becomes its main name."""
+    """Create the table and map each existing project that was named as cmem named projects before: its
+    anchored memories all name one repository (their origin, or the work tree they were recorded in when
+    it is still on this machine) and the project is called like that repository or like the folder of one
+    of its work trees. A project whose memories name two repositories or none, or whose name someone chose
+    (`--project`, ``$CMEM_PROJECT``), is left unmapped: the first repository of that name to write claims
+    it. Several old names of one repository (its worktrees' folders) map to it; the one named like the
+    repository, else the one with most memories, becomes its main name."""
     conn.execute(V10_PROJECT_KEYS)
     found: dict[str, set[str]] = {}
+    plausible: set[tuple[str, str]] = set()
     for project, repo, root in conn.execute(
         "SELECT DISTINCT o.project, a.repo, a.root FROM observation_anchors a "
         "JOIN observations o ON o.id = a.observation_id WHERE a.repo IS NOT NULL OR a.root IS NOT NULL"
     ).fetchall():
-        key = _anchor_key(repo, root)
-        found.setdefault(project, set()).add(key or "")
+        key = _anchor_key(repo, root) or ""
+        found.setdefault(project, set()).add(key)
+        identity = identity_of_key(key) if key else None
+        if project in (identity.name if identity else None, os.path.basename(root or "")):
+            plausible.add((project, key))
     counts = dict(conn.execute("SELECT project, count(*) FROM observations GROUP BY project").fetchall())
     by_key: dict[str, list[str]] = {}
     for project, keys in found.items():
-        if len(keys) == 1 and "" not in keys:
-            by_key.setdefault(next(iter(keys)), []).append(project)
+        key = next(iter(keys))
+        if len(keys) == 1 and (project, key) in plausible:
+            by_key.setdefault(key, []).append(project)
     now = int(time.time() * 1000)
     for key, names in sorted(by_key.items()):
         identity = identity_of_key(key)
