@@ -168,7 +168,7 @@ def forget_project_keys(home: Path) -> None:
     migration not applied (it runs again on the next open)."""
     conn = apsw.Connection(str(home / "cmem.db"))
     conn.execute("DROP TABLE project_keys")
-    conn.execute("DELETE FROM _cmem_migrations WHERE scope = 'store' AND name = 'm010_project_keys'")
+    conn.execute("DELETE FROM _cmem_migrations WHERE scope = 'store' AND name = 'm011_project_keys'")
     conn.close()
 
 

@@ -1,4 +1,4 @@
-"""Which repository each project name stands for (table ``project_keys``, migration ``m010_project_keys``).
+"""Which repository each project name stands for (table ``project_keys``, migration ``m011_project_keys``).
 
 A project's rows keep a short name (``app``: what the export folder, `--project` and every listing show),
 and this table ties the name to the repository's key (:mod:`cmem_cli.core.repo_identity`), so every worktree
