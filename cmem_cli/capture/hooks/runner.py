@@ -231,6 +231,7 @@ def _dispatch(
 
     if payload.event in PASSIVE_EVENTS:
         return None
+    # The repository's short name, before the store is opened: an excluded project opens nothing.
     project = default_project(payload.cwd)
     if excluded_project(project, config):
         return None
@@ -247,10 +248,14 @@ def _dispatch(
     from cmem_cli.api import Memory
     from cmem_cli.capture.hooks.capture import Capture, Where
 
-    where = Where(session=payload.session_id, project=project, agent=payload.agent)
     with contextlib.nullcontext(mem) if mem is not None else Memory(config=config) as mem:
         if not mem.recorder.in_transaction:
             _tune_connection(mem, rules)
+        keyed = mem.project_here(payload.cwd, claim=True)  # the name the store keeps for the repository
+        if keyed != project and excluded_project(keyed, config):
+            return None
+        project = keyed
+        where = Where(session=payload.session_id, project=project, agent=payload.agent)
         capture = Capture(mem, rules)
         if payload.event == "SessionStart":
             capture.start_session(where)
@@ -316,6 +321,7 @@ def _session_start(
         from cmem_cli.api import Memory
 
         with Memory(config=config) as opened:
+            project = opened.project_here(payload.cwd)
             context = opened.recorder.briefing_text(project, budget=rules.context_budget)
     else:
         # A new session wants the previous one's summary; a resumed or compacted one may want its own.
