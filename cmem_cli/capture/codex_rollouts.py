@@ -26,7 +26,6 @@ from cmem_cli.capture.hooks.capture import Capture, Where
 from cmem_cli.capture.hooks.state import prompt_prefix
 from cmem_cli.capture.hooks.tools import ToolCall
 from cmem_cli.capture.transcripts import DEFAULT_SETTLE_SECONDS, FileReport, _head, read_lines
-from cmem_cli.core.config import project_for_directory
 from cmem_cli.core.errors import CmemError, InvalidInput, NotFound
 from cmem_cli.core.timeutil import now_ms, parse_iso
 
@@ -126,7 +125,7 @@ class _Run:
         self.answer: str | None = None
 
     def where(self) -> Where:
-        project = self.project or (project_for_directory(Path(self.cwd)) if self.cwd else "default")
+        project = self.project or (self.capture.rec.project_of(self.cwd) if self.cwd else "default")
         if self.session not in self.report.sessions:
             self.report.sessions.append(self.session)
         return Where(session=self.session, project=project, agent=AGENT)
