@@ -110,6 +110,10 @@ def render_details(record: dict[str, Any]) -> str:
             from cmem_cli.services.anchors import stale_note
 
             text = stale_note(record) + "\n" + text
+        elif record.get("behind"):
+            from cmem_cli.services.anchors import behind_note
+
+            text = behind_note(record) + "\n" + text
         if record.get("superseded_by") is not None:
             text = supersession.notice(record) + text
         if record.get("via"):

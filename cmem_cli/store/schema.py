@@ -330,3 +330,27 @@ CREATE INDEX session_summaries_uid_tail ON session_summaries (substr(uid, -8));
 @MIGRATIONS
 def m009_uid_tails(conn: apsw.Connection) -> None:
     conn.execute(V9_UID_TAILS)
+
+
+# What a memory is about inside each cited file (cmem_cli.core.regions): hashes of the region's normalised
+# lines, its enclosing definitions and where they were, per repository-relative path, so that an edit
+# elsewhere in the file leaves the memory true. And git's answers a check of anchors needs beyond
+# reachability (is a commit in HEAD's history, or missing from the clone: "behind"; which files were renamed
+# since a commit), kept while HEAD stays where it was.
+V10_ANCHOR_REGIONS = """
+ALTER TABLE observation_anchors ADD COLUMN regions TEXT NOT NULL DEFAULT '{}';
+
+CREATE TABLE git_answers (
+    git_dir  TEXT NOT NULL,
+    head     TEXT NOT NULL,
+    question TEXT NOT NULL,  -- 'history:<commit>' or 'renames:<commit>:<index stat>'
+    answer   TEXT NOT NULL,
+    packs_ns INTEGER,        -- an answer that a fetch may change (a missing commit): objects/pack's time
+    PRIMARY KEY (git_dir, head, question)
+) WITHOUT ROWID;
+"""
+
+
+@MIGRATIONS
+def m010_anchor_regions(conn: apsw.Connection) -> None:
+    conn.execute(V10_ANCHOR_REGIONS)
