@@ -133,12 +133,19 @@ def read_regular(path: str | os.PathLike[str], limit: int, *, follow: bool = Tru
         os.close(fd)
 
 
-def inside(path: str, root: str) -> bool:
+def inside(path: str, root: str, seen: dict[str, str] | None = None) -> bool:
     """Whether ``path`` lies in the work tree ``root`` once the symbolic links of its folders are followed
     (``repo/conf -> ~/.aws`` makes ``repo/conf/credentials`` a file outside it): the file itself may be
-    a link (git stores the link, cmem hashes its text)."""
-    real_root = os.path.realpath(root)
-    folder = os.path.realpath(os.path.dirname(os.path.abspath(path)))
+    a link (git stores the link, cmem hashes its text). ``seen`` keeps resolved folders across calls."""
+    known = {} if seen is None else seen
+
+    def real(folder: str) -> str:
+        if folder not in known:
+            known[folder] = os.path.realpath(folder)
+        return known[folder]
+
+    real_root = real(root)
+    folder = real(os.path.dirname(os.path.abspath(path)))
     return folder == real_root or folder.startswith(real_root.rstrip(os.sep) + os.sep)
 
 

@@ -36,7 +36,7 @@ _pattern: list[re.Pattern[str]] = []  # compiled on first use: a search that che
 
 def _definition() -> re.Pattern[str]:
     if not _pattern:
-        _pattern.append(re.compile(f"{_DEFINITION}|{_ASSIGNED_FUNCTION}"))
+        _pattern.append(re.compile(f"{_DEFINITION}|{_ASSIGNED_FUNCTION}", re.MULTILINE))
     return _pattern[0]
 
 
@@ -84,18 +84,20 @@ def _is_key(text: str) -> bool:
 
 
 def line_key(line: str) -> str:
-    """A normalised line's hash: CRC-32 of the stripped text, 8 hex digits (a collision with one of a
-    file's lines is a chance in millions, and the hash reveals nothing a reader could not guess anyway)."""
+    """A normalised line's hash: CRC-32 of its bytes stripped of the ASCII whitespace around them, 8 hex
+    digits (a collision with one of a file's lines is a chance in millions, and the hash says nothing a
+    reader could not guess anyway). :func:`file_keys` computes the same on a file's bytes."""
     from binascii import crc32
 
-    return "%08x" % crc32(line.strip().encode("utf-8", "surrogatepass"))
+    return "%08x" % crc32(line.encode("utf-8", "surrogateescape").strip())
 
 
 def text_lines(data: bytes) -> list[str] | None:
-    """A file's lines, None for what is not text (a NUL in its first 8 KiB: git's own test)."""
+    """A file's lines as git numbers them (split at ``\\n``; bytes that are not UTF-8 kept as they are),
+    None for what is not text (a NUL in its first 8 KiB: git's own test)."""
     if b"\0" in data[:8192]:
         return None
-    return data.decode("utf-8", "replace").splitlines()
+    return data.decode("utf-8", "surrogateescape").split("\n")
 
 
 def _meaningful(line: str) -> bool:
@@ -103,20 +105,33 @@ def _meaningful(line: str) -> bool:
     return any(ch.isalnum() for ch in line)
 
 
-def file_keys(lines: Sequence[str]) -> set[str]:
-    """The hashes of every non-blank line of a file, to look a region's lines up in."""
-    return {line_key(line) for line in lines if line.strip()}
+def file_keys(data: bytes) -> set[int]:
+    """The hashes (as numbers) of every line of a file's bytes, to look a region's lines up in: what a
+    check does for each changed file a row cites, so it stays in C (one split, one CRC-32 a line)."""
+    from binascii import crc32
+
+    return set(map(crc32, map(bytes.strip, data.split(b"\n"))))
 
 
-def definitions(lines: Sequence[str]) -> set[str]:
-    """The names the file defines (its definition lines)."""
+def defined(data: bytes, names: Iterable[str]) -> set[str]:
+    """Which of ``names`` the file still defines: each name is found as text first, and only the lines
+    holding it are tried as a definition (a check must not run the pattern over every line of a large
+    file)."""
     pattern = _definition()
-    names = set()
-    for line in lines:
-        match = pattern.match(line)
-        if match:
-            names.add(match.group(1) or match.group(2))
-    return names
+    text = data.decode("utf-8", "surrogateescape")
+    found: set[str] = set()
+    for name in names:
+        at = text.find(name)
+        while at != -1:
+            start = text.rfind("\n", 0, at) + 1
+            end = text.find("\n", at)
+            end = len(text) if end == -1 else end
+            match = pattern.match(text, start, end)
+            if match and (match.group(1) or match.group(2)) == name:
+                found.add(name)
+                break
+            at = text.find(name, end)
+    return found
 
 
 def _indent(line: str) -> int:
@@ -220,11 +235,11 @@ def written_region(lines: Sequence[str], text: str) -> Region | None:
     return region_of(lines, [index[w] for w in wanted if w in index])
 
 
-def holds(region: Region, keys: set[str], defined: set[str] | None) -> bool:
-    """Whether the region is still in a file whose line hashes are ``keys`` and whose definitions are
-    ``defined`` (None: not looked at, the region has no symbols): at least half of its lines are there,
-    and one of its enclosing definitions when it had any."""
-    kept = sum(1 for key in region.lines if key in keys)
+def holds(region: Region, keys: set[int], data: bytes) -> bool:
+    """Whether the region is still in a file whose bytes are ``data`` and line hashes ``keys``
+    (:func:`file_keys`): at least half of its lines are there, and one of its enclosing definitions
+    when it had any."""
+    kept = sum(1 for key in region.lines if int(key, 16) in keys)
     if kept < KEPT_SHARE * len(region.lines):
         return False
-    return not region.symbols or defined is None or any(name in defined for name in region.symbols)
+    return not region.symbols or bool(defined(data, region.symbols))

@@ -164,6 +164,7 @@ def make_anchor(
     absolute = [os.path.abspath(os.path.join(cwd, os.path.expanduser(p))) for p in paths]
     repo = None
     seen_dirs: dict[str, gitrepo.Repo | None] = {} if repos is None else repos
+    real: dict[str, str] = {}
     for folder in [*(os.path.dirname(path) for path in absolute), os.path.abspath(cwd)]:
         if folder not in seen_dirs:
             seen_dirs[folder] = _repo_of(folder, seen_dirs)
@@ -178,7 +179,7 @@ def make_anchor(
     given: dict[str, str] = {}
     top = repo.root.rstrip(os.sep) + os.sep
     for path, name in zip(absolute, paths, strict=True):
-        if not path.startswith(top) or not gitrepo.inside(path, repo.root):
+        if not path.startswith(top) or not gitrepo.inside(path, repo.root, real):
             continue
         found, data = _read_hash(path)
         if found is not None:
@@ -277,10 +278,10 @@ def _still_held(regions: dict[str, Region], texts: dict[str, bytes | None]) -> d
         lines = region_rules.text_lines(data) if data is not None else None
         if lines is None:
             continue
-        present = region_rules.file_keys(lines)
-        keys = [k for k in region.lines if k in present]
+        present = region_rules.file_keys(data or b"")
+        keys = [k for k in region.lines if int(k, 16) in present]
         if keys:
-            defined = region_rules.definitions(lines)
+            defined = region_rules.defined(data or b"", region.symbols)
             symbols = [name for name in region.symbols if name in defined]
             kept[key] = Region(keys, symbols, region.start, region.end)
     return kept
@@ -507,12 +508,13 @@ def check_anchors(store: Store, anchors: dict[int, Anchor], *, cwd: str | None =
         return {}
     roots = locate(store, anchors.values(), cwd=cwd)
     wanted: dict[str, None] = {}
+    seen: dict[str, str] = {}
     for anchor in anchors.values():
         root = roots.get((anchor.repo, anchor.root))
         if root is not None:
             for path in anchor.files:
                 full = os.path.join(root, path)
-                if gitrepo.inside(full, root):  # never through a symbolic link out of the work tree
+                if full not in wanted and gitrepo.inside(full, root, seen):  # no link out of the tree
                     wanted[full] = None
     blobs, modified = current_blobs(store, list(wanted))
     views = _Views()
@@ -544,31 +546,22 @@ def check_anchors(store: Store, anchors: dict[int, Anchor], *, cwd: str | None =
 
 
 class _Views:
-    """The files a check looked into, each read once: their line hashes and, when a region names
-    definitions, the names they define."""
+    """The files a check looked into, each read and its lines hashed once."""
 
-    __slots__ = ("keys", "defined")
+    __slots__ = ("files",)
 
     def __init__(self) -> None:
-        self.keys: dict[str, tuple[list[str], set[str]] | None] = {}
-        self.defined: dict[str, set[str]] = {}
+        self.files: dict[str, tuple[bytes, set[int]] | None] = {}
 
     def holds(self, path: str, region: Region) -> bool:
         from cmem_cli.core import regions as region_rules
 
-        if path not in self.keys:
+        if path not in self.files:
             data = gitrepo.read_regular(path, gitrepo.MAX_CITED_BYTES, follow=False)
-            lines = region_rules.text_lines(data) if data is not None else None
-            self.keys[path] = (lines, region_rules.file_keys(lines)) if lines is not None else None
-        view = self.keys[path]
-        if view is None:
-            return False
-        defined = None
-        if region.symbols:
-            if path not in self.defined:
-                self.defined[path] = region_rules.definitions(view[0])
-            defined = self.defined[path]
-        return region_rules.holds(region, view[1], defined)
+            text = data is not None and b"\0" not in data[:8192]
+            self.files[path] = (data, region_rules.file_keys(data)) if data is not None and text else None
+        view = self.files[path]
+        return view is not None and region_rules.holds(region, view[1], view[0])
 
 
 def _second_look(store: Store, checked: dict[int, Checked], views: _Views, blobs: dict[str, str]) -> None:
