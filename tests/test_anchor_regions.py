@@ -64,7 +64,11 @@ def file_state(sh, obs: int, path: str) -> dict:
 
 def test_an_uncommitted_change_is_the_region_and_edits_elsewhere_leave_it_fresh(sh, code):
     auth = code / "src" / "auth.py"
-    edit(auth, "    return user.active\n", "    if user.locked:\n        raise Locked(user)\n    return user.active\n")
+    edit(
+        auth,
+        "    return user.active\n",
+        "    if user.locked:\n        raise Locked(user)\n    return user.active\n",
+    )
     obs = add(sh, "Locked users cannot log in", "--modified", "src/auth.py")
     assert file_state(sh, obs, "src/auth.py")["region"] == {"lines": "8-9", "symbols": ["login"]}
     git(code, "commit", "-qam", "locked users")
@@ -89,7 +93,11 @@ def test_a_memory_written_just_after_a_commit_is_about_that_commits_change(sh, c
     obs = add(sh, "Logouts are audited", "--modified", "src/auth.py")  # the tree is clean
     assert file_state(sh, obs, "src/auth.py")["region"]["symbols"] == ["logout"]
 
-    edit(auth, "    if user.password_digest != digest:\n", "    if not compare(user.password_digest, digest):\n")
+    edit(
+        auth,
+        "    if user.password_digest != digest:\n",
+        "    if not compare(user.password_digest, digest):\n",
+    )
     assert only(search_rows(sh, "audited"), obs)["stale"] == []
     edit(auth, "    session.audit('logout')\n", "")
     assert only(search_rows(sh, "audited"), obs)["stale"] == ["src/auth.py"]
@@ -201,7 +209,11 @@ def test_a_teammates_memory_is_behind_in_a_clone_that_lacks_its_commit(tmp_path,
     teammate, me = Machine(tmp_path / "teammate-home", capsys), Machine(tmp_path / "my-home", capsys)
 
     monkeypatch.chdir(theirs)  # the teammate adds a check, commits, pushes, and writes the memory
-    edit(theirs / "src" / "auth.py", "    return user.active\n", "    if user.locked:\n        raise Locked(user)\n    return user.active\n")
+    edit(
+        theirs / "src" / "auth.py",
+        "    return user.active\n",
+        "    if user.locked:\n        raise Locked(user)\n    return user.active\n",
+    )
     git(theirs, "commit", "-qam", "locked users")
     git(theirs, "push", "-q", str(origin), "main")
     uid = teammate.add("Locked users cannot log in", "--modified", "src/auth.py")["uid"]
@@ -219,7 +231,9 @@ def test_a_teammates_memory_is_behind_in_a_clone_that_lacks_its_commit(tmp_path,
     git(mine, "pull", "-q", str(origin), "main")  # once pulled it holds
     [row] = [r for r in json.loads(me.ok("search", "--json", "-n", "0")) if r["uid"] == uid]
     assert (row["stale"], row["behind"]) == ([], [])
-    edit(mine / "src" / "auth.py", "    if user.locked:\n        raise Locked(user)\n", "")  # and then it is stale
+    edit(
+        mine / "src" / "auth.py", "    if user.locked:\n        raise Locked(user)\n", ""
+    )  # and then it is stale
     [row] = [r for r in json.loads(me.ok("search", "--json", "-n", "0")) if r["uid"] == uid]
     assert (row["stale"], row["behind"]) == (["src/auth.py"], [])
 

@@ -120,9 +120,7 @@ def test_a_folder_symlinked_out_of_the_work_tree_is_never_read_nor_anchored(repo
     outside.mkdir()
     (outside / "credentials").write_text("[default]\naws_secret_access_key = abc\n")
     (repo / "conf").symlink_to(outside)
-    added = cmem(
-        "add", "Where the keys are", "--read", "conf/credentials", "--read", "src/auth.py", cwd=repo
-    )
+    added = cmem("add", "Where the keys are", "--read", "conf/credentials", "--read", "src/auth.py", cwd=repo)
     assert added.returncode == 0, added.stderr
     obs = added.stdout.strip()
     assert [f["path"] for f in anchor_of(repo, obs)["files"]] == ["src/auth.py"]
@@ -138,7 +136,10 @@ def test_a_folder_symlinked_out_of_the_work_tree_is_never_read_nor_anchored(repo
     assert [f["path"] for f in anchor_of(repo, obs)["files"]] == ["src/auth.py"]
     export = Path(os.environ["CMEM_HOME"]) / "export"
     anchors = [
-        line for p in export.rglob("*.md") for line in p.read_text().splitlines() if line.startswith("anchor: ")
+        line
+        for p in export.rglob("*.md")
+        for line in p.read_text().splitlines()
+        if line.startswith("anchor: ")
     ]
     assert anchors and not any("credentials" in line for line in anchors)
 

@@ -71,7 +71,9 @@ def parse_hunks(diff: bytes) -> Hunks:
         elif line.startswith(b"@@") and current is not None:
             match = _HUNK.match(line)
             if match:
-                current.append((int(match.group(1)), int(match.group(2)) if match.group(2) is not None else 1))
+                current.append(
+                    (int(match.group(1)), int(match.group(2)) if match.group(2) is not None else 1)
+                )
     return found
 
 
@@ -85,7 +87,9 @@ def history(repo: Repo, head: str, commits: Sequence[str]) -> dict[str, str] | N
     present = _run(repo, ["cat-file", "--batch-check"], stdin="".join(f"{c}\n" for c in wanted))
     if present is None:
         return None
-    kinds = dict(line.split(" ", 1) for line in present.decode("ascii", "replace").splitlines() if " " in line)
+    kinds = dict(
+        line.split(" ", 1) for line in present.decode("ascii", "replace").splitlines() if " " in line
+    )
     found = {c: "missing" for c in wanted if not kinds.get(c, "missing").startswith("commit")}
     have = [c for c in wanted if c not in found]
     if have:

@@ -106,7 +106,9 @@ def read_regular(path: str | os.PathLike[str], limit: int, *, follow: bool = Tru
         return None
     if not stat_module.S_ISREG(info.st_mode) or info.st_size > limit:
         return None
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
+    flags = (
+        os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
+    )
     if not follow:
         flags |= getattr(os, "O_NOFOLLOW", 0)
     try:

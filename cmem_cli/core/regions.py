@@ -30,7 +30,9 @@ _DEFINITION = (
     r"(?:def|class|function|func|fn|struct|interface|enum|trait|impl|module|object|protocol|sub|"
     r"procedure|macro_rules!|type)\s+(?:\([^)]*\)\s*)?([A-Za-z_$][\w$]*)"
 )
-_ASSIGNED_FUNCTION = r"^\s*(?:export\s+)?(?:const|let|var)\s+([A-Za-z_$][\w$]*)\s*=\s*(?:async\s*)?(?:function\b|\()"
+_ASSIGNED_FUNCTION = (
+    r"^\s*(?:export\s+)?(?:const|let|var)\s+([A-Za-z_$][\w$]*)\s*=\s*(?:async\s*)?(?:function\b|\()"
+)
 _pattern: list[re.Pattern[str]] = []  # compiled on first use: a search that checks no region never pays
 
 
@@ -89,7 +91,7 @@ def line_key(line: str) -> str:
     reader could not guess anyway). :func:`file_keys` computes the same on a file's bytes."""
     from binascii import crc32
 
-    return "%08x" % crc32(line.encode("utf-8", "surrogateescape").strip())
+    return f"{crc32(line.encode('utf-8', 'surrogateescape').strip()):08x}"
 
 
 def text_lines(data: bytes) -> list[str] | None:

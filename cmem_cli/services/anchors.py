@@ -15,8 +15,8 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from cmem_cli.core import gitrepo
-from cmem_cli.core.timeutil import now_ms, to_iso
 from cmem_cli.core.regions import Region
+from cmem_cli.core.timeutil import now_ms, to_iso
 from cmem_cli.store.anchors import Anchor, CachedBlob, Reach, parse_regions
 
 if TYPE_CHECKING:
@@ -571,8 +571,11 @@ def _second_look(store: Store, checked: dict[int, Checked], views: _Views, blobs
     commit is followed through git's renames. Git's answers are kept until HEAD moves."""
     by_root: dict[str, list[Checked]] = {}
     for state in checked.values():
-        if state.root is not None and state.anchor.commit and state.files and any(
-            f.status != UNCHANGED for f in state.files
+        if (
+            state.root is not None
+            and state.anchor.commit
+            and state.files
+            and any(f.status != UNCHANGED for f in state.files)
         ):
             by_root.setdefault(state.root, []).append(state)
     for root, states in by_root.items():
@@ -666,7 +669,7 @@ def _renamed(store: Store, repo: gitrepo.Repo, head: str, commit: str) -> dict[s
     moved = gitdiff.renames(repo, commit)
     if moved is None:
         return {}
-    answer = {question: (json.dumps(moved), None)}
+    answer: dict[str, tuple[str, int | None]] = {question: (json.dumps(moved), None)}
     store.write_if_free(lambda: anchors.remember_answers(repo.git_dir, head, answer))
     return moved
 
@@ -793,7 +796,13 @@ def detail(state: Checked | None) -> dict[str, Any] | None:
         "files": files
         if files is not None
         else [
-            {"path": p, "status": None, "file_changed": None, "modified_at": None, **_region_detail(anchor, p)}
+            {
+                "path": p,
+                "status": None,
+                "file_changed": None,
+                "modified_at": None,
+                **_region_detail(anchor, p),
+            }
             for p in anchor.files
         ],
     }

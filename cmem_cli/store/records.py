@@ -212,7 +212,9 @@ def _cited_spans(out: dict[str, Any]) -> dict[str, tuple[int, int]]:
                 first = int(match.group(2))
                 last = int(match.group(3) or first)
                 if not 1 <= first <= last:
-                    raise InvalidInput(f"field '{field}': {item!r} needs lines START-END with 1 <= START <= END")
+                    raise InvalidInput(
+                        f"field '{field}': {item!r} needs lines START-END with 1 <= START <= END"
+                    )
                 item = match.group(1)
                 spans[item] = (first, last)
             if item not in items:
