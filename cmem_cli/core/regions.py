@@ -25,10 +25,12 @@ KEPT_SHARE = 0.5  # a region with fewer than half of its lines still in the file
 
 # A definition line in most languages: Python, JS/TS, Go, Rust, Ruby, PHP, Kotlin, Swift, shell, ...
 _DEFINITION = (
-    r"^\s*(?:(?:export|default|pub(?:\([^)]*\))?|public|private|protected|internal|static|abstract|final|"
-    r"async|unsafe|extern|override|open|sealed|data|inline|local|@\w+)\s+)*"
-    r"(?:def|class|function|func|fn|struct|interface|enum|trait|impl|module|object|protocol|sub|"
-    r"procedure|macro_rules!|type)\s+(?:\([^)]*\)\s*)?([A-Za-z_$][\w$]*)"
+    r"^[ \t]*(?:(?:export|default|pub(?:\([^)]*\))?|public|private|protected|internal|static|abstract|final|"
+    r"async|unsafe|extern|override|open|sealed|data|inline|local|@\w+)[ \t]+)*"
+    r"(?:def|class|function|func|fn|struct|interface|enum|trait|impl|protocol|macro_rules!)[ \t]+"
+    r"(?:\([^)]*\)[ \t]*)?([A-Za-z_$][\w$]*)"
+    # what follows a name being defined (prose such as "a class of objects" is not code)
+    r"(?=[ \t]*(?:[(:{<\[=;]|$)|[ \t]+(?:extends|implements|for|where|<)\b)"
 )
 _ASSIGNED_FUNCTION = (
     r"^\s*(?:export\s+)?(?:const|let|var)\s+([A-Za-z_$][\w$]*)\s*=\s*(?:async\s*)?(?:function\b|\()"
@@ -176,8 +178,8 @@ def region_of(lines: Sequence[str], numbers: Iterable[int]) -> Region | None:
     picked = sorted({n for n in numbers if 1 <= n <= len(lines) and lines[n - 1].strip()})
     if not picked:
         return None
+    keys = [line_key(lines[n - 1]) for n in _sample(picked)]
     meaningful = [n for n in picked if _meaningful(lines[n - 1])] or picked
-    keys = [line_key(lines[n - 1]) for n in _sample(meaningful)]
     return Region(keys, enclosing(lines, meaningful), picked[0], picked[-1])
 
 
@@ -189,22 +191,26 @@ def _sample(numbers: list[int]) -> list[int]:
 
 
 def hunk_lines(lines: Sequence[str], hunks: Iterable[tuple[int, int]]) -> list[int]:
-    """The line numbers a diff's hunks (``start``, ``count`` on the new side) name: the lines added; for a
-    hunk that only deleted (count 0, after line ``start``), the nearest non-blank line above and below."""
+    """The line numbers a diff's hunks (``start``, ``count`` on the new side) name: the non-blank lines
+    added; when the change added none (it only deleted, or added blank lines), the nearest non-blank line
+    above and below each hunk: what the change sat between."""
+    spans = list(hunks)
+    added = [
+        n for start, count in spans for n in range(start, start + count) if 1 <= n <= len(lines) and lines[n - 1].strip()
+    ]
+    if added:
+        return added
     numbers: list[int] = []
-    for start, count in hunks:
-        if count > 0:
-            numbers.extend(range(start, start + count))
-            continue
-        above = min(start, len(lines))
+    for start, count in spans:
+        above, below = (start - 1, start + count) if count else (start, start + 1)
+        above = min(above, len(lines))
         while above >= 1 and not lines[above - 1].strip():
             above -= 1
-        if 1 <= above <= len(lines):
+        if above >= 1:
             numbers.append(above)
-        below = start + 1
         while below <= len(lines) and not lines[below - 1].strip():
             below += 1
-        if below <= len(lines):
+        if 1 <= below <= len(lines):
             numbers.append(below)
     return numbers
 
