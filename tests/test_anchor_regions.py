@@ -258,3 +258,19 @@ def test_python_api_rows_carry_behind(code):
         obs = memory.add("Login compares digests", files_read=["src/auth.py:4-8"], cwd=code)
         assert obs.stale == [] and obs.behind == []
     assert sys.modules.get("cmem_cli.api") is not None
+
+
+def test_verify_keeps_the_region_lines_still_in_the_file(sh, code):
+    auth = code / "src" / "auth.py"
+    obs = add(sh, "Login compares sha256 digests", "--read", "src/auth.py:4-8")
+    edit(auth, "    digest = hashlib.sha256(password.encode()).hexdigest()\n", "    digest = sha(password)\n")
+    edit(auth, "    if user.password_digest != digest:\n", "    if not same(user.password_digest, digest):\n")
+    edit(auth, "        return False\n", "        raise Denied()\n")
+    assert only(search_rows(sh, "digests"), obs)["stale"] == ["src/auth.py"]
+    verified = sh("verify", str(obs))
+    assert verified.exit_code == 0, verified.stderr
+    assert only(search_rows(sh, "digests"), obs)["stale"] == []
+    assert file_state(sh, obs, "src/auth.py")["region"]["symbols"] == ["login"]
+    edit(auth, "    return user.active\n", "    return user.enabled\n")  # the last kept lines go
+    edit(auth, "def login(user, password):\n", "def login(user, password, otp):\n")
+    assert only(search_rows(sh, "digests"), obs)["stale"] == ["src/auth.py"]
