@@ -13,7 +13,7 @@ Pure functions over text: the anchoring service (``cmem_cli.services.anchors``) 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 # Cap on the lines a region keeps: a memory about a 2,000-line rewrite is anchored by an even sample of
@@ -117,12 +117,11 @@ def file_keys(data: bytes) -> set[int]:
     return set(map(crc32, map(bytes.strip, data.split(b"\n"))))
 
 
-def defined(data: bytes, names: Iterable[str]) -> set[str]:
-    """Which of ``names`` the file still defines: each name is found as text first, and only the lines
-    holding it are tried as a definition (a check must not run the pattern over every line of a large
-    file)."""
+def defined(text: str, names: Iterable[str]) -> set[str]:
+    """Which of ``names`` the file (its decoded ``text``) still defines: each name is found as text
+    first, and only the lines holding it are tried as a definition (a check must not run the pattern
+    over every line of a large file)."""
     pattern = _definition()
-    text = data.decode("utf-8", "surrogateescape")
     found: set[str] = set()
     for name in names:
         at = text.find(name)
@@ -196,7 +195,10 @@ def hunk_lines(lines: Sequence[str], hunks: Iterable[tuple[int, int]]) -> list[i
     above and below each hunk: what the change sat between."""
     spans = list(hunks)
     added = [
-        n for start, count in spans for n in range(start, start + count) if 1 <= n <= len(lines) and lines[n - 1].strip()
+        n
+        for start, count in spans
+        for n in range(start, start + count)
+        if 1 <= n <= len(lines) and lines[n - 1].strip()
     ]
     if added:
         return added
@@ -243,11 +245,11 @@ def written_region(lines: Sequence[str], text: str) -> Region | None:
     return region_of(lines, [index[w] for w in wanted if w in index])
 
 
-def holds(region: Region, keys: set[int], data: bytes) -> bool:
-    """Whether the region is still in a file whose bytes are ``data`` and line hashes ``keys``
-    (:func:`file_keys`): at least half of its lines are there, and one of its enclosing definitions
-    when it had any."""
+def holds(region: Region, keys: set[int], names: Callable[[list[str]], set[str]]) -> bool:
+    """Whether the region is still in a file whose line hashes are ``keys`` (:func:`file_keys`): at
+    least half of its lines are there, and one of its enclosing definitions when it had any (``names``
+    says which of some names the file defines: :func:`defined`, usually remembered per file)."""
     kept = sum(1 for key in region.lines if int(key, 16) in keys)
     if kept < KEPT_SHARE * len(region.lines):
         return False
-    return not region.symbols or bool(defined(data, region.symbols))
+    return not region.symbols or bool(names(region.symbols))

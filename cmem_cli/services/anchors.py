@@ -281,7 +281,7 @@ def _still_held(regions: dict[str, Region], texts: dict[str, bytes | None]) -> d
         present = region_rules.file_keys(data or b"")
         keys = [k for k in region.lines if int(k, 16) in present]
         if keys:
-            defined = region_rules.defined(data or b"", region.symbols)
+            defined = region_rules.defined((data or b"").decode("utf-8", "surrogateescape"), region.symbols)
             symbols = [name for name in region.symbols if name in defined]
             kept[key] = Region(keys, symbols, region.start, region.end)
     return kept
@@ -546,12 +546,14 @@ def check_anchors(store: Store, anchors: dict[int, Anchor], *, cwd: str | None =
 
 
 class _Views:
-    """The files a check looked into, each read and its lines hashed once."""
+    """The files a check looked into, each read and its lines hashed once, and which names each defines
+    (decoded and looked up once per file and name)."""
 
-    __slots__ = ("files",)
+    __slots__ = ("files", "names")
 
     def __init__(self) -> None:
         self.files: dict[str, tuple[bytes, set[int]] | None] = {}
+        self.names: dict[str, tuple[str, dict[str, bool]]] = {}
 
     def holds(self, path: str, region: Region) -> bool:
         from cmem_cli.core import regions as region_rules
@@ -561,7 +563,20 @@ class _Views:
             text = data is not None and b"\0" not in data[:8192]
             self.files[path] = (data, region_rules.file_keys(data)) if data is not None and text else None
         view = self.files[path]
-        return view is not None and region_rules.holds(region, view[1], view[0])
+        if view is None:
+            return False
+
+        def names(wanted: list[str]) -> set[str]:
+            if path not in self.names:
+                self.names[path] = (view[0].decode("utf-8", "surrogateescape"), {})
+            text, known = self.names[path]
+            ask = [name for name in wanted if name not in known]
+            if ask:
+                found = region_rules.defined(text, ask)
+                known.update({name: name in found for name in ask})
+            return {name for name in wanted if known[name]}
+
+        return region_rules.holds(region, view[1], names)
 
 
 def _second_look(store: Store, checked: dict[int, Checked], views: _Views, blobs: dict[str, str]) -> None:
@@ -932,8 +947,18 @@ def _is_observation(row: dict[str, Any]) -> bool:
 
 # -- full records -----------------------------------------------------------------------------------------------
 def anchor_fields(store: Store, obs_id: int, *, cwd: str | None = None) -> dict[str, Any]:
-    """``stale``, ``branch`` and ``anchor`` (where, when, each cited file's state) of one observation."""
-    state = check(store, [obs_id], cwd=cwd).get(obs_id)
+    """``stale``, ``behind``, ``branch`` and ``anchor`` (where, when, each cited file's state) of one
+    observation."""
+    return anchors_fields(store, [obs_id], cwd=cwd)[obs_id]
+
+
+def anchors_fields(store: Store, obs_ids: list[int], *, cwd: str | None = None) -> dict[int, dict[str, Any]]:
+    """:func:`anchor_fields` of several observations, checked together."""
+    checked = check(store, obs_ids, cwd=cwd)
+    return {obs_id: _fields(checked.get(obs_id)) for obs_id in obs_ids}
+
+
+def _fields(state: Checked | None) -> dict[str, Any]:
     if state is None:
         return {"stale": None, "behind": None, "branch": None, "anchor": None}
     return {
