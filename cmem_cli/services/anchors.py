@@ -600,6 +600,7 @@ def _second_look(store: Store, checked: dict[int, Checked], views: _Views, blobs
             continue
         commits = [s.anchor.commit for s in states if s.anchor.commit and s.anchor.commit != head]
         known = _history(store, repo, head, commits) if commits else {}
+        gone: list[tuple[Checked, int]] = []
         for state in states:
             commit = state.anchor.commit or ""
             answer = "yes" if commit == head else known.get(commit)
@@ -609,9 +610,20 @@ def _second_look(store: Store, checked: dict[int, Checked], views: _Views, blobs
                 if answer in ("no", "missing"):
                     file.status = BEHIND
                 elif answer == "yes" and file.status == VANISHED:
-                    moved = _renamed(store, repo, head, commit).get(file.path)
-                    if moved is not None:
-                        (state.files or [])[index] = _moved(state.anchor, file, root, moved, views)
+                    gone.append((state, index))
+        # git's renames since the newest anchor of each vanished path: a path anchored at a later commit
+        # still existed then, so what renamed it came after every older anchor of it too (one question
+        # per path, not per memory)
+        newest: dict[str, Anchor] = {}
+        for state, index in gone:
+            path = (state.files or [])[index].path
+            if path not in newest or state.anchor.anchored_at > newest[path].anchored_at:
+                newest[path] = state.anchor
+        for state, index in gone:
+            file = (state.files or [])[index]
+            moved = _renamed(store, repo, head, newest[file.path].commit or "").get(file.path)
+            if moved is not None:
+                (state.files or [])[index] = _moved(state.anchor, file, root, moved, views)
 
 
 def _moved(anchor: Anchor, file: FileState, root: str, moved: str, views: _Views) -> FileState:
