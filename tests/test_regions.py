@@ -31,6 +31,15 @@ func (c *Cart) Total() int {
 }
 """
 
+BLACK = """\
+class Table:
+    def insert(
+        self,
+        record,
+    ):
+        self.rows.append(record)
+"""
+
 PROSE = """\
 Notes
 
@@ -46,6 +55,7 @@ Notes
         (JS, 9, ["checkout"]),
         (JS, 7, ["checkout"]),
         (GO, 4, ["Total"]),
+        (BLACK, 6, ["insert"]),  # a signature over several lines
         (PROSE, 4, []),
     ],
 )

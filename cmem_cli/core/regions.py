@@ -166,7 +166,9 @@ def enclosing(lines: Sequence[str], numbers: Iterable[int]) -> list[str]:
                 names[match.group(1) or match.group(2)] = None
                 break
             depth = _indent(text)
-            if depth == 0:
+            if text.lstrip()[:1] in (")", "]", "}"):
+                depth += 1  # the end of a signature over several lines: its definition is at this depth
+            elif depth == 0:
                 break
     return list(names)[:MAX_SYMBOLS]
 
