@@ -1,11 +1,13 @@
-"""Code anchors and branches: which files an observation cited and what they held when it was recorded,
-whether they still hold it, and which branch it was made on (docs/truth.md).
+"""Code anchors and branches: which files an observation cited, what it is about in them (its region),
+whether that still holds, and which branch it was made on (docs/truth.md).
 
-Recording reads the work tree's own files (``cmem_cli.core.gitrepo``): no git process, one hash per cited
-file. Checking stats only the files of the rows shown and hashes a file again only when its size or
-modification time moved since cmem last hashed it (the ``file_blobs`` stat cache). Ranking by branch asks
-git (one process) only when some row was made on another branch of this repository and git's answer for
-the current HEAD commit is not kept yet (the ``git_reach`` table): between two commits, no git process.
+Recording reads the work tree's own files (``cmem_cli.core.gitrepo``, bounded and non-blocking): one hash per
+cited file, and for ``--modified`` files one or two ``git diff`` processes (``cmem_cli.core.gitdiff``; hooks
+never run git). Checking stats only the files of the rows shown, hashes a file again only when its size or
+modification time moved since cmem last hashed it (the ``file_blobs`` stat cache), and reads a changed file
+only when a region must be looked up in it (``cmem_cli.core.regions``). Git is asked (and its answer kept per
+HEAD, tables ``git_reach`` and ``git_answers``) only when some row was made on another branch, or a changed
+file's memory may be behind (its commit not in HEAD's history), or a vanished file may have been renamed.
 """
 
 from __future__ import annotations
