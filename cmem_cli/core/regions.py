@@ -64,9 +64,9 @@ class Region:
         lines, symbols, at = value.get("lines"), value.get("symbols", []), value.get("at")
         if not isinstance(lines, str) or not isinstance(symbols, list) or not isinstance(at, list):
             return None
-        keys = lines.split()
-        if not keys or len(keys) > MAX_REGION_LINES or not all(_is_key(k) for k in keys):
+        if not _keys().fullmatch(lines):
             return None
+        keys = lines.split(" ")
         if len(symbols) > MAX_SYMBOLS or not all(isinstance(s, str) and 0 < len(s) <= 200 for s in symbols):
             return None
         if len(at) != 2 or not all(isinstance(n, int) and not isinstance(n, bool) and n >= 1 for n in at):
@@ -83,8 +83,14 @@ class Region:
         return f"Region({len(self.lines)} lines, {self.symbols!r}, {self.start}-{self.end})"
 
 
-def _is_key(text: str) -> bool:
-    return len(text) == 8 and not text.strip("0123456789abcdef")
+_key_list: list[re.Pattern[str]] = []
+
+
+def _keys() -> re.Pattern[str]:
+    """1 to MAX_REGION_LINES hashes of 8 hex digits, one space apart: what a region's ``lines`` holds."""
+    if not _key_list:
+        _key_list.append(re.compile(f"[0-9a-f]{{8}}(?: [0-9a-f]{{8}}){{0,{MAX_REGION_LINES - 1}}}"))
+    return _key_list[0]
 
 
 def line_key(line: str) -> str:
