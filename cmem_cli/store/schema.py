@@ -332,12 +332,45 @@ def m009_uid_tails(conn: apsw.Connection) -> None:
     conn.execute(V9_UID_TAILS)
 
 
+# The numbers of deleted observations and summaries, so that none is given out again: SQLite gives a new
+# row the largest id plus one, so forgetting the newest memory handed its number to the next, and a
+# script's `cmem get 12` then read another memory. Triggers retire a number whatever deletes the row; the
+# store numbers new rows past the largest retired one and never restores a file's id onto a retired one.
+V10_RETIRED_IDS = """
+CREATE TABLE retired_ids (
+    kind TEXT NOT NULL CHECK (kind IN ('observation', 'summary')),
+    id   INTEGER NOT NULL,
+    PRIMARY KEY (kind, id)
+) WITHOUT ROWID;
+CREATE TRIGGER observations_retire_id AFTER DELETE ON observations BEGIN
+    INSERT OR IGNORE INTO retired_ids (kind, id) VALUES ('observation', old.id);
+END;
+CREATE TRIGGER session_summaries_retire_id AFTER DELETE ON session_summaries BEGIN
+    INSERT OR IGNORE INTO retired_ids (kind, id) VALUES ('summary', old.id);
+END;
+"""
+
+
+@MIGRATIONS
+def m010_retired_ids(conn: apsw.Connection) -> None:
+    conn.execute(V10_RETIRED_IDS)
+
+
+@MIGRATIONS
+def m011_project_keys(conn: apsw.Connection) -> None:
+    """Projects keyed by repository (:mod:`cmem_cli.store.projects`): the table, and the existing projects
+    mapped to their repositories where their anchored memories tell."""
+    from cmem_cli.store.projects import migrate
+
+    migrate(conn)
+
+
 # What a memory is about inside each cited file (cmem_cli.core.regions): hashes of the region's normalised
 # lines, its enclosing definitions and where they were, per repository-relative path, so that an edit
 # elsewhere in the file leaves the memory true. And git's answers a check of anchors needs beyond
 # reachability (is a commit in HEAD's history, or missing from the clone: "behind"; which files were renamed
 # since a commit), kept while HEAD stays where it was.
-V10_ANCHOR_REGIONS = """
+V12_ANCHOR_REGIONS = """
 ALTER TABLE observation_anchors ADD COLUMN regions TEXT NOT NULL DEFAULT '{}';
 
 CREATE TABLE git_answers (
@@ -352,5 +385,5 @@ CREATE TABLE git_answers (
 
 
 @MIGRATIONS
-def m010_anchor_regions(conn: apsw.Connection) -> None:
-    conn.execute(V10_ANCHOR_REGIONS)
+def m012_anchor_regions(conn: apsw.Connection) -> None:
+    conn.execute(V12_ANCHOR_REGIONS)
