@@ -221,20 +221,20 @@ def test_a_teammates_memory_is_behind_in_a_clone_that_lacks_its_commit(tmp_path,
     me.sync(memories)
 
     monkeypatch.chdir(mine)  # my clone has not pulled: it lacks the change the memory describes
-    [row] = [r for r in json.loads(me.ok("search", "--json", "-n", "0")) if r["uid"] == uid]
+    [row] = [r for r in json.loads(me.ok("search", "--json", "-n", "0", "--all-projects")) if r["uid"] == uid]
     assert (row["stale"], row["behind"]) == ([], ["src/auth.py"])
     [got] = json.loads(me.ok("get", uid, "--json"))
     assert got["anchor"]["files"][0]["status"] == "behind"
     assert me.ok("get", uid).startswith("<!-- behind: this checkout lacks commit")
-    assert "[behind] Locked users" in me.ok("search", "locked")
+    assert "[behind] Locked users" in me.ok("search", "locked", "--all-projects")
 
     git(mine, "pull", "-q", str(origin), "main")  # once pulled it holds
-    [row] = [r for r in json.loads(me.ok("search", "--json", "-n", "0")) if r["uid"] == uid]
+    [row] = [r for r in json.loads(me.ok("search", "--json", "-n", "0", "--all-projects")) if r["uid"] == uid]
     assert (row["stale"], row["behind"]) == ([], [])
     edit(
         mine / "src" / "auth.py", "    if user.locked:\n        raise Locked(user)\n", ""
     )  # and then it is stale
-    [row] = [r for r in json.loads(me.ok("search", "--json", "-n", "0")) if r["uid"] == uid]
+    [row] = [r for r in json.loads(me.ok("search", "--json", "-n", "0", "--all-projects")) if r["uid"] == uid]
     assert (row["stale"], row["behind"]) == (["src/auth.py"], [])
 
 
