@@ -40,6 +40,7 @@ complete -c cmem -n '__fish_seen_subcommand_from add' -l fact -r -f -d 'A fact (
 complete -c cmem -n '__fish_seen_subcommand_from add' -l concept -r -f -d 'A concept/tag (repeatable).'
 complete -c cmem -n '__fish_seen_subcommand_from add' -l read -r -F -d 'A file that was read (repeatable).'
 complete -c cmem -n '__fish_seen_subcommand_from add' -l modified -r -F -d 'A file that was modified (repeatable).'
+complete -c cmem -n '__fish_seen_subcommand_from add' -l lines -r -f -d 'The lines the memory is about in its one cited file (or cite PATH:STAR'
 complete -c cmem -n '__fish_seen_subcommand_from add' -l tool -r -f -d 'A tool that was used (repeatable).'
 complete -c cmem -n '__fish_seen_subcommand_from add' -l project -s p -r -f -d 'Project name.'
 complete -c cmem -n '__fish_seen_subcommand_from add' -l session -r -f -d 'Session id or a unique prefix of one.'

@@ -400,7 +400,9 @@ def test_search_asks_git_once_per_head_commit(sh, repo, git_log):
         return [r["id"] for r in result.json()]
 
     assert ranked() == [on_main, on_feature]
-    assert [c.split()[2] for c in calls(log)] == ["rev-list"]  # asked once ...
+    # asked once: the branch's merge (rev-list), and, for the feature's file that main lacks, whether
+    # main has the commit (cat-file, rev-list: the memory is behind, not stale) ...
+    assert [c.split()[2] for c in calls(log)] == ["rev-list", "cat-file", "rev-list"]
     assert ranked() == [on_main, on_feature]
     assert calls(log) == []  # ... and not again while HEAD stays where it was
     git(repo, "merge", "-q", "--no-ff", "-m", "merge feature", "feature")  # HEAD moves: ask again

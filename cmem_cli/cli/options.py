@@ -227,6 +227,13 @@ ADD = Command(
             multiple=True,
             metavar="PATH",
         ),
+        Opt(
+            "lines",
+            ("--lines",),
+            "The lines the memory is about in its one cited file (or cite PATH:START-END): it goes stale "
+            "when they change, not when other lines do.",
+            metavar="START-END",
+        ),
         Opt("tool", ("--tool",), "A tool that was used (repeatable).", multiple=True),
         PROJECT,
         SESSION,

@@ -68,6 +68,7 @@ class Observation(NamedTuple):
     branch: str | None = None  # the git branch it was recorded on
     anchor: dict[str, Any] | None = None  # repository, commit, times and each cited file's state
     superseded_by: int | None = None  # the id of the newer memory that replaced this one
+    behind: list[str] | None = None  # cited files this checkout lacks the memory's commit for (not stale)
 
     @property
     def uri(self) -> str:
@@ -178,6 +179,7 @@ class Hit(NamedTuple):
     branch: str | None = None  # the git branch the memory was recorded on
     superseded_by: int | None = None  # a newer memory replaced this one (an explicit link)
     possibly_superseded_by: int | None = None  # a newer hit states an update of what this one says
+    behind: list[str] | None = None  # cited files this checkout lacks the memory's commit for (not stale)
 
     @classmethod
     def from_json(cls, row: dict[str, Any]) -> Hit:
@@ -202,6 +204,7 @@ class TimelineItem(NamedTuple):
     stale: list[str] | None = None
     branch: str | None = None
     superseded_by: int | None = None
+    behind: list[str] | None = None
 
     @classmethod
     def from_json(cls, row: dict[str, Any]) -> TimelineItem:

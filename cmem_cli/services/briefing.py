@@ -171,7 +171,7 @@ def _activity_json(entry: dict[str, Any]) -> dict[str, Any]:
 
 def _observation_line(row: dict[str, Any]) -> str:
     icon = TYPE_ICONS.get(row.get("type") or "", "•")
-    stale = " [stale]" if row.get("stale") else ""  # its cited files changed since (docs/truth.md)
+    stale = " [stale]" if row.get("stale") else " [behind]" if row.get("behind") else ""  # docs/truth.md
     return (
         f"#{row['id']} {to_date(row['created_at'])} {icon} {_line(row.get('title'), 110)} "
         f"(~{int(row.get('tokens') or 0)}t){stale}"
@@ -273,6 +273,7 @@ def build_context(
                 "tokens": row.get("tokens"),
                 "session": row.get("session"),
                 "stale": row["stale"],
+                "behind": row.get("behind"),
                 "branch": row["branch"],
             }
             for row in chosen

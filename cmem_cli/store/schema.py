@@ -363,3 +363,27 @@ def m011_project_keys(conn: apsw.Connection) -> None:
     from cmem_cli.store.projects import migrate
 
     migrate(conn)
+
+
+# What a memory is about inside each cited file (cmem_cli.core.regions): hashes of the region's normalised
+# lines, its enclosing definitions and where they were, per repository-relative path, so that an edit
+# elsewhere in the file leaves the memory true. And git's answers a check of anchors needs beyond
+# reachability (is a commit in HEAD's history, or missing from the clone: "behind"; which files were renamed
+# since a commit), kept while HEAD stays where it was.
+V12_ANCHOR_REGIONS = """
+ALTER TABLE observation_anchors ADD COLUMN regions TEXT NOT NULL DEFAULT '{}';
+
+CREATE TABLE git_answers (
+    git_dir  TEXT NOT NULL,
+    head     TEXT NOT NULL,
+    question TEXT NOT NULL,  -- 'history:<commit>' or 'renames:<commit>:<index stat>'
+    answer   TEXT NOT NULL,
+    packs_ns INTEGER,        -- an answer that a fetch may change (a missing commit): objects/pack's time
+    PRIMARY KEY (git_dir, head, question)
+) WITHOUT ROWID;
+"""
+
+
+@MIGRATIONS
+def m012_anchor_regions(conn: apsw.Connection) -> None:
+    conn.execute(V12_ANCHOR_REGIONS)
