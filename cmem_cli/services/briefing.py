@@ -228,8 +228,8 @@ def build_context(
 
     annotate(store, singles)  # stale and branch, for the lines a session will read
     other = unmerged(store, [r["id"] for r in singles if r.get("branch")])
-    for row in singles:
-        row["unmerged"] = row["id"] in other
+    for single in singles:
+        single["unmerged"] = single["id"] in other
     # What was recorded on purpose (and plans) leads; what the hooks saw follows, folded.
     recorded = [r for r in singles if not r.get("tools_used") or r.get("type") == "decision"]
     captured = [r for r in singles if r.get("tools_used") and r.get("type") != "decision"]
