@@ -181,6 +181,10 @@ BOTH_VALID = [
     ("The mobile release deadline is April 20",
      "My new mobile release checklist starting April 25 has 30 items",
      "mobile release deadline"),
+    # a plain statement with no word of change before its value: one meeting that ran long, not a new rule
+    ("Sprint planning for the mobile team usually lasts 2 hours",
+     "Today's sprint planning for the mobile team ran long, the mobile team planning lasted 3 hours",
+     "how long is sprint planning for the mobile team"),
     # "pushed" changes a value only with "to" before it; pushing commits is no update of their count
     ("Pushed 150 commits to the release branch last month",
      "The release branch pushed to GitHub today with 120 commits",

@@ -12,8 +12,10 @@ minutes", "Memcached caches pages for 5 minutes"; the free tier's rate limit and
 must not retire each other. So every one of these must hold, or nothing is inferred:
 
 - the newer memory has an *update statement*: a word of change ("now", "increased", "moved", "new", ...)
-  followed closely by a value (a number, an amount, a date, a time, a version), or, weaker, a plain
-  statement of a value that is no date or time;
+  followed closely by the value it changed (a number, an amount, a date, a time, a version: the first
+  after it, not one after a new subject or one that says when), or, weaker, a value that is no date or
+  time later in a clause with a word of change; a value mentioned with no word of change is no update,
+  nor does a mere mention undo an older value that was itself stated as a change;
 - the older memory states a *different* value of the same kind (a duration against a duration, a count of
   interviews against a count of interviews, a version against a version) about the same subject: most of
   the update's subject words around it and a word of the query; or, for an update statement, the two
@@ -335,16 +337,20 @@ def _goal(clause: Sequence[Token], at: int) -> bool:
 
 
 def restatements(clause_list: Sequence[list[Token]]) -> list[Update]:
-    """A memory's plain statements of a value ("15 problems done with 95% accuracy"): what a newer
-    memory says a thing is, without a word of change. Weaker evidence, so :func:`infer` asks more of the
-    older memory's subject (``RESTATED_SHARED`` words). Not a date or a time: without a word of change,
-    those say when something happened ("after peer review on August 7"), and things happen on many days."""
+    """A memory's plain statements of a value after a word of change too far from it to be an update
+    statement ("I trimmed the laptop setup in the onboarding doc to 15 steps"): what a newer memory says
+    a thing is now. Weaker evidence, so :func:`infer` asks more of the older memory's subject
+    (``RESTATED_SHARED`` words). A value with no word of change before it in its clause is a mention, not
+    a change ("the planning lasted 3 hours" today), and gives no hint. Not a date or a time: without a
+    word of change next to them, those say when something happened ("after peer review on August 7")."""
     found = []
     for clause in clause_list:
         words = frozenset(t.stem for t in clause)
         for index, token in enumerate(clause):
             if not token.value or token.kind in EVENTS or _delta(clause, index):
                 continue
+            if not any(t.text in CUES for t in clause[:index]):
+                continue  # no word of change: a mention, where unsure no hint
             window = clause[max(0, index - SUBJECT_BEFORE) : index + RESTATED_AFTER + 1]
             subject = frozenset(t.stem for t in window if _content(t))
             if len(subject) >= RESTATED_SHARED and not _added(clause[: index + RESTATED_AFTER + 1]):
