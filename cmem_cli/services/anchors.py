@@ -532,7 +532,7 @@ def weigh_unmerged(rows: list[dict[str, Any]], unmerged: set[int]) -> list[dict[
 
 def unmerged(store: Store, obs_ids: Iterable[int], *, cwd: str | None = None) -> set[int]:
     """Which of ``obs_ids`` were recorded on a branch of the current repository whose work HEAD has not
-    merged (what search ranks last; `cmem view` marks them). One git process at most, none while HEAD
+    merged (what search weighs lower; `cmem view` and the briefing mark them). One git process at most, none while HEAD
     stays where it was when git last answered."""
     anchors = store.anchors.for_ids(list(obs_ids))
     return _unmerged(store, anchors, cwd) if anchors else set()

@@ -491,7 +491,7 @@ def scored_in_order(rows: list[dict[str, Any]], *, explain: bool = False) -> Non
     """Make each row's printed score the one that put it where it is: no row shows more than the row above.
 
     What ranks hybrid hits is each list's standardised scores (``cmem_index.fusion``), then a question's
-    reply before it, the reranker's head, other branches last, a replaced memory's successor just above it; the calibrated evidence each hit has (what
+    reply before it, the reranker's head, other branches weighed lower, a replaced memory's successor just above it; the calibrated evidence each hit has (what
     ``--min-score`` and the cut-off read) can be higher for a row ranked lower. A row shows the lower of its
     evidence and the score of the row above, so the column reads in order and never claims more than the
     hit's evidence; every shown score is still above the cut-off. With ``explain`` each row also carries
