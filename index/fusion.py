@@ -216,7 +216,9 @@ def _relative_order(
     did not find, or found past its first hits, takes the list's lowest z). A kind with several lists (the
     index's BM25 and the store's over the same observations: two views of the words) takes their mean, and
     each kind is weighted by its decisiveness (best normalised score less the one at rank ``decisive_at``),
-    so two kinds equally decisive weigh the same. A keyword list whose first hits are source code, for a
+    so two kinds equally decisive weigh the same. In a short keyword list (under ``STANDARDISE_FLOOR``
+    hits, standardised against non-matches) a hit keeps the share of its standing that its words cover of
+    the query (:func:`_coverage`). A keyword list whose first hits are source code, for a
     question in words, counts ``code_keyword`` as much (in proportion to the share of code): there its words
     match by accident. The constants ``decisive_at`` and ``code_keyword`` are the best over every visible
     set; the figures reported for each set come from leave-one-set-out fits (bench/fusion_loso.py). With
