@@ -28,7 +28,7 @@ how decisive the list is, because which signal to believe depends on the query a
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import NamedTuple
 
 KEYWORD = "keyword"
@@ -216,7 +216,9 @@ def _relative_order(
     did not find, or found past its first hits, takes the list's lowest z). A kind with several lists (the
     index's BM25 and the store's over the same observations: two views of the words) takes their mean, and
     each kind is weighted by its decisiveness (best normalised score less the one at rank ``decisive_at``),
-    so two kinds equally decisive weigh the same. A keyword list whose first hits are source code, for a
+    so two kinds equally decisive weigh the same. In a short keyword list (under ``STANDARDISE_FLOOR``
+    hits, standardised against non-matches) a hit keeps the share of its standing that its words cover of
+    the query (:func:`_coverage`). A keyword list whose first hits are source code, for a
     question in words, counts ``code_keyword`` as much (in proportion to the share of code): there its words
     match by accident. The constants ``decisive_at`` and ``code_keyword`` are the best over every visible
     set; the figures reported for each set come from leave-one-set-out fits (bench/fusion_loso.py). With
@@ -236,13 +238,16 @@ def _relative_order(
         mean = sum(head) / len(head)
         spread = math.sqrt(sum((v - mean) ** 2 for v in head) / len(head)) or 1.0
         lowest = (min(head) - mean) / spread
-        z: dict[str, float] = {}  # a list may repeat a key: its first (best) entry counts
-        for key, raw in items:
-            z.setdefault(key, max(lowest, (float(raw) - mean) / spread))
-        per_list.setdefault(kind, []).append((z, lowest))
         short = (
             kind == KEYWORD and len(items) < STANDARDISE_FLOOR
         )  # its head is compared with a non-match's 0
+        covered = _coverage(specs[name]) if short else None
+        z: dict[str, float] = {}  # a list may repeat a key: its first (best) entry counts
+        for key, raw in items:
+            if key not in z:
+                gain = max(0.0, (float(raw) - mean) / spread - lowest)
+                z[key] = lowest + gain * (covered(float(raw)) if covered else 1.0)
+        per_list.setdefault(kind, []).append((z, lowest))
         decisive[kind] = max(decisive.get(kind, 0.0), _decisiveness(norms[name], decisive_at, short=short))
         code[kind] = max(code.get(kind, 0.0), specs[name].code_share)
     if len(per_list) < 2:
@@ -256,6 +261,20 @@ def _relative_order(
             w * sum(z.get(hit.key, low) for z, low in per_list[kind]) / len(per_list[kind])
             for kind, w in weight.items()
         )
+
+
+def _coverage(spec: Signal) -> Callable[[float], float] | None:
+    """How much of the query a keyword hit covers, 0..1, from its raw score: BM25 over the query's IDF sum
+    (about 1 for a document that holds every word of the query once; a rare word counts for more of it
+    than a common one). A short list stands its hits against documents that match nothing, so each hit's
+    standing is this share of it: one common word of three is not a match of the query. None when the
+    list's scale is unknown."""
+    if spec.scaled:
+        return lambda raw: min(1.0, max(0.0, raw))
+    if spec.idf_sum:
+        idf_sum = spec.idf_sum
+        return lambda raw: min(1.0, max(0.0, raw / idf_sum))
+    return None
 
 
 def _decisiveness(values: Sequence[float], depth: int, *, short: bool = False) -> float:

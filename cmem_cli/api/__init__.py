@@ -393,8 +393,8 @@ class Memory:
         Takes a :class:`Query`, or :class:`Query`'s arguments (``search("apsw", project="demo", limit=5)``):
         ``mode`` auto uses the index when it is there and falls back to the store's keyword search otherwise
         (see ``notes``); ``min_score`` None is the calibrated evidence cut-off; ``limit`` 0 returns every hit;
-        ``branch`` None ranks memories of git branches not merged into the current HEAD last, ``"all"``
-        does not, a name keeps only the memories recorded on that branch (docs/truth.md). Returns a
+        ``branch`` None weighs memories of git branches not merged into the current HEAD below this line's
+        (not last), ``"all"`` does not, a name keeps only the memories recorded on that branch (docs/truth.md). Returns a
         :class:`SearchPage`: typed :class:`Hit` items plus ``mode``, ``notes``, ``total`` (a lower bound when
         ``capped``) and ``to_json()``, the rows `cmem search --json` prints (paths relative)."""
         from cmem_cli.services.search import search as run_search

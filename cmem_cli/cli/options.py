@@ -141,8 +141,8 @@ SEARCH = Command(
         Opt(
             "branch",
             ("--branch",),
-            "Only memories recorded on this git branch; 'all' also stops ranking memories of branches "
-            "not merged into HEAD last.",
+            "Only memories recorded on this git branch; 'all' also stops weighing memories of branches "
+            "not merged into HEAD below this branch's.",
             metavar="NAME|all",
         ),
         Opt(

@@ -26,7 +26,7 @@ class Query:
     string or several. ``limit`` 0 is every hit; ``order`` is relevance, newest or oldest; ``mode`` auto,
     keyword, vector or hybrid; ``rerank`` None: when a reranker is configured; ``min_score`` None: the
     calibrated cut-off; ``collections``: only these (``memories`` is cmem's own); ``explain`` adds each
-    row's signals; ``branch`` None ranks memories of unmerged branches last, ``"all"`` does not, a name keeps
+    row's signals; ``branch`` None weighs memories of unmerged branches lower, ``"all"`` does not, a name keeps
     that branch's only. ``text`` may itself be a Query: the result is a copy of it with every argument that
     is not at its default changed (``Query(base, limit=5)``); an argument at its default keeps the base's
     value, so a copy cannot set a field back to its default (make a new Query for that).

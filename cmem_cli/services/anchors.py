@@ -859,8 +859,8 @@ def by_branch(
     ``branch`` NAME keeps only observations recorded on that branch; ``all`` changes nothing. None (the
     default) with ``demote``: in a git work tree, observations of this repository recorded on another
     branch whose work HEAD does not contain (neither the commit they were recorded at nor the branch's tip
-    is reachable from HEAD) move below every other row, keeping their order; merging the branch ends it.
-    One git process at most, and none when no row was recorded on another branch."""
+    is reachable from HEAD) weigh less (:func:`weigh_unmerged`); merging the branch ends it. One git
+    process at most, and none when no row was recorded on another branch."""
     ids = [row["id"] for row in rows if _is_observation(row)]
     anchors = store.anchors.for_ids(ids) if ids else {}
     if branch == ALL_BRANCHES:
@@ -873,14 +873,42 @@ def by_branch(
     demoted = _unmerged(store, anchors, cwd)
     if not demoted:
         return rows, anchors
-    ahead = [r for r in rows if not (_is_observation(r) and r["id"] in demoted)]
-    behind = [r for r in rows if _is_observation(r) and r["id"] in demoted]
-    return ahead + behind, anchors
+    return weigh_unmerged(rows, {r["id"] for r in rows if _is_observation(r) and r["id"] in demoted}), anchors
+
+
+# An unmerged branch's memory counts this share of its evidence against the current line's hits: below a
+# memory of this line that matches as well (or nearly: down to this share), above the weaker matches.
+UNMERGED_WEIGHT = 0.7
+
+
+def weigh_unmerged(rows: list[dict[str, Any]], unmerged: set[int]) -> list[dict[str, Any]]:
+    """``rows`` (best first) with each observation of ``unmerged`` moved down past the rows after it that
+    have at least ``UNMERGED_WEIGHT`` of its evidence (``score``), and no further: work that HEAD does not
+    contain may not hold here, so the current line's memory of the same strength wins, but it is still a
+    match, and a loose one (a common word, a distant meaning) does not bury it. The other rows keep their
+    order; so do the moved rows among rows of their own weight."""
+    if not unmerged:
+        return rows
+    out: list[dict[str, Any]] = []
+    waiting: list[dict[str, Any]] = []  # moved rows not placed yet, in their order
+
+    def weighed(row: dict[str, Any]) -> float:
+        return UNMERGED_WEIGHT * float(row.get("score") or 0.0)
+
+    for row in rows:
+        if _is_observation(row) and row["id"] in unmerged:
+            waiting.append(row)
+            continue
+        evidence = float(row.get("score") or 0.0)
+        out += [w for w in waiting if weighed(w) > evidence]
+        waiting = [w for w in waiting if weighed(w) <= evidence]
+        out.append(row)
+    return out + waiting
 
 
 def unmerged(store: Store, obs_ids: Iterable[int], *, cwd: str | None = None) -> set[int]:
     """Which of ``obs_ids`` were recorded on a branch of the current repository whose work HEAD has not
-    merged (what search ranks last; `cmem view` marks them). One git process at most, none while HEAD
+    merged (what search weighs lower; `cmem view` and the briefing mark them). One git process at most, none while HEAD
     stays where it was when git last answered."""
     anchors = store.anchors.for_ids(list(obs_ids))
     return _unmerged(store, anchors, cwd) if anchors else set()

@@ -21,6 +21,7 @@ from cmem_cli.core.text import estimate_tokens
 from cmem_cli.core.timeutil import to_iso
 from cmem_cli.services import supersession
 from cmem_cli.store.repository import Filters, Store
+from cmem_cli.store.supersession import ObservationText, stated_texts
 
 if TYPE_CHECKING:
     from cmem_index.search import IndexHit
@@ -415,6 +416,8 @@ def search(memory: Reader, ask: Query, filters: Filters | None = None, *, trace:
             row["stages"] = dict(trace.places.get(hit.key, {}))
         rows.append(row)
     if order == "relevance":
+        rows = phrase_first(store, rows, query)
+        _placed(rows, "phrase", trace, explain)
         rows = with_replies(store, rows, filters, head=min(window or REPLY_HEAD, REPLY_HEAD), explain=explain)
     else:
         rows.sort(key=lambda r: r["created_at"] or "", reverse=order == "newest")
@@ -488,7 +491,7 @@ def scored_in_order(rows: list[dict[str, Any]], *, explain: bool = False) -> Non
     """Make each row's printed score the one that put it where it is: no row shows more than the row above.
 
     What ranks hybrid hits is each list's standardised scores (``cmem_index.fusion``), then a question's
-    reply before it, the reranker's head, other branches last, a replaced memory's successor just above it; the calibrated evidence each hit has (what
+    reply before it, the reranker's head, other branches weighed lower, a replaced memory's successor just above it; the calibrated evidence each hit has (what
     ``--min-score`` and the cut-off read) can be higher for a row ranked lower. A row shows the lower of its
     evidence and the score of the row above, so the column reads in order and never claims more than the
     hit's evidence; every shown score is still above the cut-off. With ``explain`` each row also carries
@@ -502,6 +505,35 @@ def scored_in_order(rows: list[dict[str, Any]], *, explain: bool = False) -> Non
             row["evidence"] = score
         row["score"] = min(score, ceiling)
         ceiling = row["score"]
+
+
+def phrase_first(store: Store, rows: list[dict[str, Any]], query: str) -> list[dict[str, Any]]:
+    """The observations that hold the query verbatim first, in their order, when the query is said exactly
+    (an error message, a symbol, words in quotes: :func:`cmem_cli.core.fts.exact_phrase`).
+
+    Keyword search drops the small words of "no such table" and weighs "table" as any other match, and
+    the vectors find what sounds alike; the record that holds the words in that order is the one asked
+    for, however its scores came out. A symbol (``max_age``) is looked for as written, and as its words in
+    order ("max age") only when no record writes it. One query on the store's full-text index for the
+    hits' ids (and, for a symbol, the text of those that hold its words)."""
+    from cmem_cli.core.fts import exact_phrase, symbol
+
+    phrase = exact_phrase(query)
+    if phrase is None:
+        return rows
+    held = store.holding_phrase(phrase, [r["id"] for r in rows if r["kind"] == "observation"])
+    named = symbol(query)
+    if named is not None and held:
+        written = {t.id for t in stated_texts(store, held) if named in "\n".join(_stated(t))}
+        held = written or held
+    if not held:
+        return rows
+    first = [r for r in rows if r["kind"] == "observation" and r["id"] in held]
+    return first + [r for r in rows if not (r["kind"] == "observation" and r["id"] in held)]
+
+
+def _stated(text: ObservationText) -> list[str]:
+    return [text.title, text.subtitle, text.narrative, *text.facts]
 
 
 REPLY_HEAD = 100  # the rows whose questions bring their replies along

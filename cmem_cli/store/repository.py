@@ -458,6 +458,15 @@ class Store:
         )
         return {row["question"]: row["reply"] for row in rows if row["reply"] is not None}
 
+    def holding_phrase(self, phrase: str, obs_ids: list[int]) -> set[int]:
+        """Which of ``obs_ids`` hold ``phrase`` (an FTS5 phrase, :func:`cmem_cli.core.fts.exact_phrase`),
+        its words in order, in any field."""
+        found: set[int] = set()
+        for batch, marks in batches(obs_ids):
+            sql = f"SELECT rowid FROM observations_fts WHERE observations_fts MATCH ? AND rowid IN ({marks})"
+            found.update(row[0] for row in self.db.rows(sql, (phrase, *batch)))
+        return found
+
     def observation_by_key(self, project: str, key: str) -> dict[str, Any] | None:
         return _decode(
             self.db.query_one("SELECT * FROM observations WHERE project = ? AND key = ?", (project, key))

@@ -242,8 +242,8 @@ def m004_observation_anchors(conn: apsw.Connection) -> None:
     conn.execute(V4_ANCHORS)
 
 
-# What git answered about commits of anchored memories: reachable from a HEAD commit or not. Search ranks
-# memories of unmerged branches last; asking git costs a process, so the answer is kept until HEAD moves
+# What git answered about commits of anchored memories: reachable from a HEAD commit or not. Search weighs
+# memories of unmerged branches lower; asking git costs a process, so the answer is kept until HEAD moves
 # (cmem_cli.services.anchors). ``git_dir``: the work tree's git folder on this machine (its own for a
 # linked worktree, whose HEAD is its own).
 V5_GIT_REACH = """
