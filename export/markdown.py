@@ -21,9 +21,12 @@ from cmem_cli.core.timeutil import parse_time, to_iso
 # No local integer id: ids differ between machines, and a file that named one would change on every
 # machine that adopted it (git sync would never settle). Identity is the uid.
 OBSERVATION_KEYS = (
-    "uid", "type", "title", "subtitle", "project", "session", "agent", "key", "concepts", "facts",
-    "files_read", "files_modified", "tools_used", "prompt_number", "confidence", "created_at", "updated_at",
+    "uid", "type", "title", "subtitle", "project", "session", "agent", "machine", "author", "key", "concepts",
+    "facts", "files_read", "files_modified", "tools_used", "prompt_number", "confidence", "created_at",
+    "updated_at",
 )  # fmt: skip
+# Who wrote it (the machine, the person): stated when known, so that other homes learn it from the file.
+AUTHORSHIP_KEYS = ("machine", "author")
 SUMMARY_HEADINGS = {
     "request": "Request",
     "investigated": "Investigated",
@@ -116,6 +119,7 @@ def render_summary(record: dict[str, Any]) -> str:
     fields: list[tuple[str, Any]] = [("cmem", "summary")]
     for key in ("uid", "session", "project", "agent"):
         fields.append((key, record.get(key)))
+    fields += [(key, record[key]) for key in AUTHORSHIP_KEYS if record.get(key)]
     fields.append(("created_at", to_iso(record.get("created_at"))))
     title = summary_title(record)
     fields.insert(2, ("title", title))

@@ -11,11 +11,9 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from cmem_cli.core.fields import OBSERVATION_TYPES
+from cmem_cli.core.fields import MODES, OBSERVATION_TYPES, ORDERS
 
 FORMATS = ("table", "plain", "json", "ndjson", "csv", "ids", "md")
-ORDERS = ("relevance", "newest", "oldest")
-MODES = ("auto", "keyword", "vector", "hybrid")
 
 
 class Opt(NamedTuple):
@@ -49,6 +47,12 @@ HOME = Opt(
     "home", ("--home",), "Data directory (default: $CMEM_HOME, else $XDG_DATA_HOME/cmem).", metavar="DIR"
 )
 PROJECT = Opt("project", ("--project", "-p"), "Project name.", metavar="NAME")
+MACHINE = Opt(
+    "machine",
+    ("--machine",),
+    "Only what was written on this machine (its name: CMEM_MACHINE, its team name or its host name).",
+    metavar="NAME",
+)
 AGENT = Opt("agent", ("--agent",), "Agent name.", metavar="NAME")
 SESSION = Opt("session", ("--session",), "Session id or a unique prefix of one.", metavar="ID")
 JSON = Opt("as_json", ("--json",), "Output JSON.", bool, False)
@@ -134,6 +138,7 @@ SEARCH = Command(
             "not merged into HEAD last.",
             metavar="NAME|all",
         ),
+        MACHINE,
         Opt(
             "team",
             ("--team",),

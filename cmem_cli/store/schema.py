@@ -330,3 +330,23 @@ CREATE INDEX session_summaries_uid_tail ON session_summaries (substr(uid, -8));
 @MIGRATIONS
 def m009_uid_tails(conn: apsw.Connection) -> None:
     conn.execute(V9_UID_TAILS)
+
+
+# Who wrote each memory, summary and prompt: the machine (its name on a team database, CMEM_MACHINE or its
+# host name) and, where known, the person (CMEM_AUTHOR or git's user.email); NULL for what was written
+# before cmem recorded it. An index on the machine answers "does this store hold more than one machine's
+# memories?" (min and max) without a scan, and serves ``--machine``.
+V10_AUTHORSHIP = """
+ALTER TABLE observations ADD COLUMN machine TEXT;
+ALTER TABLE observations ADD COLUMN author TEXT;
+ALTER TABLE session_summaries ADD COLUMN machine TEXT;
+ALTER TABLE session_summaries ADD COLUMN author TEXT;
+ALTER TABLE user_prompts ADD COLUMN machine TEXT;
+ALTER TABLE user_prompts ADD COLUMN author TEXT;
+CREATE INDEX observations_machine ON observations (machine);
+"""
+
+
+@MIGRATIONS
+def m010_authorship(conn: apsw.Connection) -> None:
+    conn.execute(V10_AUTHORSHIP)
