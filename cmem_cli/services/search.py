@@ -21,7 +21,8 @@ from cmem_cli.core.text import estimate_tokens
 from cmem_cli.core.timeutil import to_iso
 from cmem_cli.services import supersession
 from cmem_cli.services.supersession import Links, StoreLinks
-from cmem_cli.store.repository import Filters, Store
+from cmem_cli.store.repository import Filters as Filters
+from cmem_cli.store.repository import Store
 
 if TYPE_CHECKING:
     from cmem_cli.store.anchors import Anchor

@@ -32,9 +32,8 @@ from cmem_cli.team import server
 
 if TYPE_CHECKING:
     from cmem_cli.core.query import Query
-    from cmem_cli.services.search import Reader, Retrieved
-    from cmem_cli.store.anchors import Anchor
-    from cmem_cli.store.repository import Filters
+    from cmem_cli.services.anchors import Anchor
+    from cmem_cli.services.search import Filters, Reader, Retrieved
     from cmem_cli.store.supersession import ObservationText
 
 DF_CAP = 50_000  # a word in more rows than this is common: counting further changes its IDF very little
