@@ -22,7 +22,9 @@ def test_a_memory_a_prompt_and_a_summary_record_the_machine_and_the_person(sh: A
     env = {"CMEM_MACHINE": "laptop", "CMEM_AUTHOR": "ann@example.com", "CMEM_SESSION": "s-1"}
     assert sh("add", "Chose WAL", "--project", "demo", env=env).exit_code == 0
     assert sh("prompt", "add", "why is the store slow?", "--project", "demo", env=env).exit_code == 0
-    assert sh("summary", "add", "--request", "speed up the store", "--project", "demo", env=env).exit_code == 0
+    assert (
+        sh("summary", "add", "--request", "speed up the store", "--project", "demo", env=env).exit_code == 0
+    )
 
     [row] = json.loads(sh("search", "WAL", "--json").stdout)
     assert row["machine"] == "laptop"
