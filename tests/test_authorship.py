@@ -106,3 +106,38 @@ def test_the_api_and_the_view_say_whose_each_memory_is(home: Path, monkeypatch: 
         assert memory.several_machines() is False
         window = memory.window()
         assert [item["machine"] for item in window["items"]] == ["laptop"]
+
+
+def test_a_file_that_does_not_say_whose_it_is_arrives_unattributed_and_git_sync_settles(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+):
+    """A memory written by a cmem that did not record machines is nobody's here, not this machine's: its
+    file is not rewritten with this machine's name, so two machines do not commit it back and forth."""
+    import subprocess
+
+    url = bare_repo(tmp_path / "team.git")
+    a, b = Machine(tmp_path / "a", capsys), Machine(tmp_path / "b", capsys)
+    monkeypatch.setenv("CMEM_MACHINE", "laptop")
+    a.add("Login uses JWT")
+    a.sync(url)
+    person = tmp_path / "person"
+    subprocess.run(["git", "clone", "-q", url, str(person)], check=True)
+    old = person / "web" / "2024-05-01-cache-01J0000000000000000000ABCD.md"
+    old.write_text(
+        "---\ncmem: observation\nuid: 01J0000000000000000000ABCD\ntype: discovery\ntitle: Cache lives in redis\n"
+        'project: web\nagent: cli\ncreated_at: "2024-05-01T10:00:00.000Z"\n---\n# Cache lives in redis\n'
+    )
+    for args in (("add", "."), ("commit", "-qm", "an older cmem's memory"), ("push", "-q", "origin", "main")):
+        subprocess.run(
+            ["git", "-c", "user.email=p@example.com", "-c", "user.name=P", *args], cwd=person, check=True
+        )
+
+    monkeypatch.setenv("CMEM_MACHINE", "desktop")
+    b.sync(url)
+    rows = {r["title"]: r for r in json.loads(b.ok("search", "--json"))}
+    assert (rows["Cache lives in redis"]["machine"], rows["Login uses JWT"]["machine"]) == (None, "laptop")
+    assert "machine:" not in b.file_of("01J0000000000000000000ABCD").read_text()
+    for machine, name in ((b, "desktop"), (a, "laptop"), (b, "desktop")):
+        monkeypatch.setenv("CMEM_MACHINE", name)
+        report = machine.sync()
+        assert report["committed"] == 0, (name, report)

@@ -127,11 +127,12 @@ class Store:
         return self._writer
 
     def authorship(self, record: dict[str, Any]) -> dict[str, Any]:
-        """``machine`` and ``author`` for a new row: the record's own (a memory arriving from another
-        machine says whose it is), else this home's."""
+        """``machine`` and ``author`` for a new row: the record's own when it has a ``machine`` key (a
+        memory arriving from elsewhere says whose it is; None: it does not say, and it stays unknown rather
+        than become this machine's), else this home's."""
+        if "machine" in record:
+            return {"machine": record["machine"] or None, "author": record.get("author") or None}
         machine, author = self.writer()
-        if record.get("machine"):
-            return {"machine": record["machine"], "author": record.get("author")}
         return {"machine": machine, "author": record.get("author") or author}
 
     def several_machines(self) -> bool:
@@ -787,7 +788,7 @@ class Store:
     ) -> dict[str, Any]:
         """A prompt; ``machine`` and ``author``: whose it is when it arrives from elsewhere (else this home's)."""
         when = created_at or now_ms()
-        who = self.authorship({"machine": machine, "author": author})
+        who = self.authorship({} if machine is None else {"machine": machine, "author": author})
         self.db.execute(
             "INSERT INTO user_prompts (uid, session, prompt_number, text, project, agent, created_at, machine, "
             "author) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
