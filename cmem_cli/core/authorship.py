@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 from pathlib import Path
 
 _EMAIL = re.compile(r"^\s*email\s*=\s*(?P<value>.+?)\s*$", re.IGNORECASE)
@@ -21,7 +20,16 @@ _SECTION = re.compile(r"^\s*\[(?P<name>[^\]\s\"]+)")
 def machine_name(team_name: str | None = None) -> str:
     """This machine's name: ``CMEM_MACHINE``, else ``team_name`` (this home's name on its team
     database), else the host name."""
-    return os.environ.get("CMEM_MACHINE") or team_name or socket.gethostname() or "unknown"
+    return os.environ.get("CMEM_MACHINE") or team_name or host_name() or "unknown"
+
+
+def host_name() -> str:
+    """The host name, as ``socket.gethostname()`` says it, without importing socket (a write's start-up)."""
+    if hasattr(os, "uname"):
+        return os.uname().nodename
+    import socket
+
+    return socket.gethostname()
 
 
 def person() -> str | None:
