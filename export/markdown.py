@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 import re
 import sys
+from collections.abc import Iterable
+from pathlib import PurePosixPath
 from typing import Any
 
 from cmem_cli.core.fields import LINKS_MARKER, SUMMARY_FIELDS
@@ -76,6 +78,28 @@ def front_matter(fields: list[tuple[str, Any]]) -> str:
 
 def _one_line(text: str) -> str:
     return " ".join(text.split())
+
+
+def link_entries(links: Iterable[dict[str, Any]], relpath: str) -> list[dict[str, Any]]:
+    """The links a file at ``relpath`` lists, as :func:`render_observation` takes them: the one rule for
+    every writer of a file (a local write, git sync's merge), so their files agree byte for byte.
+
+    Each of ``links`` has ``type``, ``uid`` and ``title``, and ``path`` (the target's file, relative to
+    the export root) when this store holds the target; else ``href`` (and ``title``) as a file showed it
+    (a target not here yet). Ordered by type, then the target's uid: ids and the times links were added
+    differ from store to store."""
+    import os.path
+
+    base = str(PurePosixPath(relpath).parent)
+    out = []
+    for link in links:
+        if link.get("path"):
+            title, href = link["title"], PurePosixPath(os.path.relpath(link["path"], base or ".")).as_posix()
+        else:
+            title, href = link.get("title") or link["uid"], link.get("href") or ""
+        out.append({"type": link["type"], "uid": link["uid"], "title": title, "href": href})
+    out.sort(key=lambda link: (link["type"], link["uid"]))
+    return out
 
 
 def render_observation(
