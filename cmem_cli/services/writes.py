@@ -289,6 +289,7 @@ class Memory:
         for record in records:
             created = record.get("created_at") or now
             row = {**record, "created_at": created, "uid": new_uid(created), "updated_at": max(now, created)}
+            row.update(self.store.authorship(record))  # the file says whose it is, as the row does
             row["path"] = layout.observation_relpath(row)
             anchor = None
             if cwd is not None:  # anchored before the file is written: the file carries the anchor
