@@ -332,11 +332,44 @@ def m009_uid_tails(conn: apsw.Connection) -> None:
     conn.execute(V9_UID_TAILS)
 
 
+# The numbers of deleted observations and summaries, so that none is given out again: SQLite gives a new
+# row the largest id plus one, so forgetting the newest memory handed its number to the next, and a
+# script's `cmem get 12` then read another memory. Triggers retire a number whatever deletes the row; the
+# store numbers new rows past the largest retired one and never restores a file's id onto a retired one.
+V10_RETIRED_IDS = """
+CREATE TABLE retired_ids (
+    kind TEXT NOT NULL CHECK (kind IN ('observation', 'summary')),
+    id   INTEGER NOT NULL,
+    PRIMARY KEY (kind, id)
+) WITHOUT ROWID;
+CREATE TRIGGER observations_retire_id AFTER DELETE ON observations BEGIN
+    INSERT OR IGNORE INTO retired_ids (kind, id) VALUES ('observation', old.id);
+END;
+CREATE TRIGGER session_summaries_retire_id AFTER DELETE ON session_summaries BEGIN
+    INSERT OR IGNORE INTO retired_ids (kind, id) VALUES ('summary', old.id);
+END;
+"""
+
+
+@MIGRATIONS
+def m010_retired_ids(conn: apsw.Connection) -> None:
+    conn.execute(V10_RETIRED_IDS)
+
+
+@MIGRATIONS
+def m011_project_keys(conn: apsw.Connection) -> None:
+    """Projects keyed by repository (:mod:`cmem_cli.store.projects`): the table, and the existing projects
+    mapped to their repositories where their anchored memories tell."""
+    from cmem_cli.store.projects import migrate
+
+    migrate(conn)
+
+
 # Who wrote each memory, summary and prompt: the machine (its name on a team database, CMEM_MACHINE or its
 # host name) and, where known, the person (CMEM_AUTHOR or git's user.email); NULL for what was written
 # before cmem recorded it. An index on the machine answers "does this store hold more than one machine's
 # memories?" (min and max) without a scan, and serves ``--machine``.
-V10_AUTHORSHIP = """
+V12_AUTHORSHIP = """
 ALTER TABLE observations ADD COLUMN machine TEXT;
 ALTER TABLE observations ADD COLUMN author TEXT;
 ALTER TABLE session_summaries ADD COLUMN machine TEXT;
@@ -348,5 +381,5 @@ CREATE INDEX observations_machine ON observations (machine);
 
 
 @MIGRATIONS
-def m010_authorship(conn: apsw.Connection) -> None:
-    conn.execute(V10_AUTHORSHIP)
+def m012_authorship(conn: apsw.Connection) -> None:
+    conn.execute(V12_AUTHORSHIP)
