@@ -56,9 +56,9 @@ def test_a_memorys_team_row_says_what_its_local_row_says_replaced_stale_branch_a
     a.join(team_db)
     (first / "src" / "auth.py").write_text("def login():\n    return check()\n")  # the cited file changed
 
-    code, local, err = a.search("deploy target staging")
+    code, local, err = a.search("deploy target staging", "--all-projects")
     assert code == 0, err
-    code, team, err = a.search("deploy target staging", "--team")
+    code, team, err = a.search("deploy target staging", "--team", "--all-projects")
     assert code == 0, err
     assert [r["id"] for r in local] == [new, old]  # the successor just above the memory it replaced
     assert (local[1]["superseded_by"], local[1]["stale"], local[1]["branch"]) == (
@@ -70,8 +70,8 @@ def test_a_memorys_team_row_says_what_its_local_row_says_replaced_stale_branch_a
     assert set(team[0]) == set(local[0])  # the same fields, no more, no fewer
 
     # the old wording alone: the successor is brought in from the team database as locally
-    assert [r["id"] for r in a.search("staging", "--team")[1]] == [new, old]
-    assert [r["id"] for r in a.search("staging")[1]] == [new, old]
+    assert [r["id"] for r in a.search("staging", "--team", "--all-projects")[1]] == [new, old]
+    assert [r["id"] for r in a.search("staging", "--all-projects")[1]] == [new, old]
     # listing (no words): marked the same way
     listed = a.search("--team", "--project", "ops")[1]
     assert {r["id"]: r["superseded_by"] for r in listed} == {new: None, old: new}
@@ -92,7 +92,7 @@ def test_a_home_holding_none_of_the_memories_sees_them_marked_by_uid_and_branch_
     assert {row["title"] for row in c.rows().values()} == {"Unrelated note"}
 
     monkeypatch.chdir(second)  # c works in its own clone of the same repository
-    code, rows, err = c.search("deploy target staging", "--team")
+    code, rows, err = c.search("deploy target staging", "--team", "--all-projects")
     assert code == 0, err
     staging, moved = uids["Deploy target is staging"], uids["Deploy target moved to production"]
     assert [r["id"] for r in rows] == [moved, staging]  # uids: c has no id of its own for them
@@ -104,8 +104,11 @@ def test_a_home_holding_none_of_the_memories_sees_them_marked_by_uid_and_branch_
     )  # no file cited
     assert [r["machine"] for r in rows] == ["a", "a"]
 
-    assert {r["id"] for r in c.search("deploy", "--team", "--branch", "main")[1]} == {moved, staging}
-    code, rows, _ = c.search("deploy", "--team", "--branch", "feature-x")
+    assert {r["id"] for r in c.search("deploy", "--team", "--branch", "main", "--all-projects")[1]} == {
+        moved,
+        staging,
+    }
+    code, rows, _ = c.search("deploy", "--team", "--branch", "feature-x", "--all-projects")
     assert code == 10 and rows == []
 
 
@@ -133,7 +136,7 @@ def test_a_newer_team_memory_stating_an_update_marks_the_older_possibly_supersed
     a.ok("add", "--json", str(records))
     a.join(team_db)
     b.join(team_db, "--project", "web")  # b holds none of them
-    code, local, _ = a.search("max upload size")
+    code, local, _ = a.search("max upload size", "--all-projects")
     code, team, err = b.search("max upload size", "--team")
     assert code == 0, err
     assert (
