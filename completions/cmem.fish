@@ -88,6 +88,7 @@ complete -c cmem -n '__fish_seen_subcommand_from search' -l collection -s c -r -
 complete -c cmem -n '__fish_seen_subcommand_from search' -l explain -d 'Show each signal\'s rank and score (reply#N: the reply to the question '
 complete -c cmem -n '__fish_seen_subcommand_from search' -l all -d 'Every hit above the cut-off (same as -n 0).'
 complete -c cmem -n '__fish_seen_subcommand_from search' -l branch -r -f -d 'Only memories recorded on this git branch; \'all\' also stops weighing m'
+complete -c cmem -n '__fish_seen_subcommand_from search' -l machine -r -f -d 'Only what was written on this machine (its name: CMEM_MACHINE, its tea'
 complete -c cmem -n '__fish_seen_subcommand_from search' -l team -d 'Search the team database this home joined (`cmem sync init postgresql:'
 complete -c cmem -n '__fish_seen_subcommand_from search' -l json -d 'Output JSON.'
 complete -c cmem -n '__fish_seen_subcommand_from search' -l format -s f -r -f -a 'table plain json ndjson csv ids md' -d 'Output format. Default: table on a terminal, plain (tab-separated) whe'

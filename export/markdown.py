@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 import re
 import sys
+from collections.abc import Iterable
+from pathlib import PurePosixPath
 from typing import Any
 
 from cmem_cli.core.fields import LINKS_MARKER, SUMMARY_FIELDS
@@ -21,9 +23,12 @@ from cmem_cli.core.timeutil import parse_time, to_iso
 # No local integer id: ids differ between machines, and a file that named one would change on every
 # machine that adopted it (git sync would never settle). Identity is the uid.
 OBSERVATION_KEYS = (
-    "uid", "type", "title", "subtitle", "project", "session", "agent", "key", "concepts", "facts",
-    "files_read", "files_modified", "tools_used", "prompt_number", "confidence", "created_at", "updated_at",
+    "uid", "type", "title", "subtitle", "project", "session", "agent", "machine", "author", "key", "concepts",
+    "facts", "files_read", "files_modified", "tools_used", "prompt_number", "confidence", "created_at",
+    "updated_at",
 )  # fmt: skip
+# Who wrote it (the machine, the person): stated when known, so that other homes learn it from the file.
+AUTHORSHIP_KEYS = ("machine", "author")
 SUMMARY_HEADINGS = {
     "request": "Request",
     "investigated": "Investigated",
@@ -75,6 +80,28 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
+def link_entries(links: Iterable[dict[str, Any]], relpath: str) -> list[dict[str, Any]]:
+    """The links a file at ``relpath`` lists, as :func:`render_observation` takes them: the one rule for
+    every writer of a file (a local write, git sync's merge), so their files agree byte for byte.
+
+    Each of ``links`` has ``type``, ``uid`` and ``title``, and ``path`` (the target's file, relative to
+    the export root) when this store holds the target; else ``href`` (and ``title``) as a file showed it
+    (a target not here yet). Ordered by type, then the target's uid: ids and the times links were added
+    differ from store to store."""
+    import os.path
+
+    base = str(PurePosixPath(relpath).parent)
+    out = []
+    for link in links:
+        if link.get("path"):
+            title, href = link["title"], PurePosixPath(os.path.relpath(link["path"], base or ".")).as_posix()
+        else:
+            title, href = link.get("title") or link["uid"], link.get("href") or ""
+        out.append({"type": link["type"], "uid": link["uid"], "title": title, "href": href})
+    out.sort(key=lambda link: (link["type"], link["uid"]))
+    return out
+
+
 def render_observation(
     record: dict[str, Any],
     links: list[dict[str, Any]] | None = None,
@@ -116,6 +143,7 @@ def render_summary(record: dict[str, Any]) -> str:
     fields: list[tuple[str, Any]] = [("cmem", "summary")]
     for key in ("uid", "session", "project", "agent"):
         fields.append((key, record.get(key)))
+    fields += [(key, record[key]) for key in AUTHORSHIP_KEYS if record.get(key)]
     fields.append(("created_at", to_iso(record.get("created_at"))))
     title = summary_title(record)
     fields.insert(2, ("title", title))

@@ -17,6 +17,7 @@ from cmem_cli.core.background import Background
 from cmem_cli.core.batches import batches
 from cmem_cli.core.config import Config
 from cmem_cli.core.errors import CmemError, ModelError, UsageError
+from cmem_cli.core.fields import MODES
 from cmem_index import loading, retrieve
 from cmem_index.fusion import (
     DEFAULT_PARAMS,
@@ -34,7 +35,6 @@ from cmem_index.retrieve import DocFilters, DocHit
 from cmem_index.store import IndexStore
 from cmem_index.trace import Trace
 
-MODES = ("auto", "keyword", "vector", "hybrid")
 ExtraLists = Mapping[str, Sequence[tuple[str, float]]]
 RERANK_CANDIDATES = 20
 CANDIDATES = 100  # per retriever, before fusion

@@ -11,11 +11,9 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from cmem_cli.core.fields import OBSERVATION_TYPES
+from cmem_cli.core.fields import MODES, OBSERVATION_TYPES, ORDERS
 
 FORMATS = ("table", "plain", "json", "ndjson", "csv", "ids", "md")
-ORDERS = ("relevance", "newest", "oldest")
-MODES = ("auto", "keyword", "vector", "hybrid")
 
 
 class Opt(NamedTuple):
@@ -55,6 +53,12 @@ SCOPED_PROJECT = PROJECT._replace(
 )
 ALL_PROJECTS = Opt(
     "all_projects", ("--all-projects",), "Every project, also inside a git repository.", bool, False
+)
+MACHINE = Opt(
+    "machine",
+    ("--machine",),
+    "Only what was written on this machine (its name: CMEM_MACHINE, its team name or its host name).",
+    metavar="NAME",
 )
 AGENT = Opt("agent", ("--agent",), "Agent name.", metavar="NAME")
 SESSION = Opt("session", ("--session",), "Session id or a unique prefix of one.", metavar="ID")
@@ -145,6 +149,7 @@ SEARCH = Command(
             "not merged into HEAD below this branch's.",
             metavar="NAME|all",
         ),
+        MACHINE,
         Opt(
             "team",
             ("--team",),

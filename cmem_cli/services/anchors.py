@@ -853,8 +853,11 @@ def by_branch(
     *,
     demote: bool = True,
     cwd: str | None = None,
-) -> tuple[list[dict[str, Any]], dict[int, Anchor]]:
+    read: Callable[[list[Any]], dict[Any, Anchor]] | None = None,
+) -> tuple[list[dict[str, Any]], dict[Any, Anchor]]:
     """``rows`` by the branch each was recorded on, and the anchors read on the way (for :func:`annotate`).
+    ``read`` reads the rows' anchors by their ids (default: this home's store; a team search reads the
+    team database's).
 
     ``branch`` NAME keeps only observations recorded on that branch; ``all`` changes nothing. None (the
     default) with ``demote``: in a git work tree, observations of this repository recorded on another
@@ -862,7 +865,7 @@ def by_branch(
     is reachable from HEAD) weigh less (:func:`weigh_unmerged`); merging the branch ends it. One git
     process at most, and none when no row was recorded on another branch."""
     ids = [row["id"] for row in rows if _is_observation(row)]
-    anchors = store.anchors.for_ids(ids) if ids else {}
+    anchors = (read or store.anchors.for_ids)(ids) if ids else {}
     if branch == ALL_BRANCHES:
         return rows, anchors
     if branch is not None:
@@ -984,7 +987,9 @@ def _unreachable(store: Store, repo: gitrepo.Repo, head: str, commits: list[str]
 
 
 def _is_observation(row: dict[str, Any]) -> bool:
-    return row.get("kind", "observation") == "observation" and isinstance(row.get("id"), int)
+    """An observation's row: its id is this home's (an integer) or, in a team search, its uid."""
+    ident = row.get("id")
+    return row.get("kind", "observation") == "observation" and isinstance(ident, int | str) and ident != ""
 
 
 # -- full records -----------------------------------------------------------------------------------------------

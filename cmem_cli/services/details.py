@@ -61,10 +61,12 @@ def fetch_details(memory: Reader, refs: list[str], *, follow_links: bool = False
             observation_ids.append(number)
         elif kind == "summary":
             row = store.get_summary(number)
-            records.append({**summary_row(row), **{f: row.get(f) for f in SUMMARY_FIELDS}})
+            records.append(
+                {**summary_row(row), **{f: row.get(f) for f in SUMMARY_FIELDS}, "author": row["author"]}
+            )
         else:
             row = store.get_prompt(number)
-            records.append({**prompt_row(row), "text": row["text"]})
+            records.append({**prompt_row(row), "text": row["text"], "author": row["author"]})
     if follow_links:
         for record in list(records):
             if record["kind"] != "observation":
@@ -141,7 +143,8 @@ def render_details(record: dict[str, Any]) -> str:
         return f"<!-- {record['id']} {where}{f' {file}' if file else ''} -->\n{record['text']}"
     return (
         f"# Prompt {record['id']} (#{record['prompt_number']} of session {record['session']})\n\n"
-        f"{record['created_at']} · {record['project']} · {record['agent']}\n\n{record['text']}\n"
+        f"{record['created_at']} · {record['project']} · {record['agent']}"
+        f"{''.join(f' · {record[k]}' for k in ('machine', 'author') if record.get(k))}\n\n{record['text']}\n"
     )
 
 

@@ -298,6 +298,7 @@ class Memory:
         for record in records:
             created = record.get("created_at") or now
             row = {**record, "created_at": created, "uid": new_uid(created), "updated_at": max(now, created)}
+            row.update(self.store.authorship(record))  # the file says whose it is, as the row does
             row["path"] = layout.observation_relpath(row)
             anchor = None
             if cwd is not None:  # anchored before the file is written: the file carries the anchor
@@ -414,20 +415,11 @@ class Memory:
         pending: list[dict[str, Any]] | None = None,
     ) -> list[dict[str, Any]]:
         """The row's outgoing links as its file lists them (``links``, ``pending``: already read, else asked
-        for), in an order every machine agrees on (type, then the target's uid): ids and the times links
-        were added differ from store to store. A link to a uid this store does not hold yet (git sync) is
-        listed as its file showed it."""
-        entries: list[dict[str, Any]] = []
-        base = Path(relpath).parent
-        for link in self.store.links_from(row["id"]) if links is None else links:
-            href = ""
-            if link["path"]:
-                href = Path(_relative(link["path"], str(base))).as_posix()
-            entries.append({**link, "href": href})
-        for link in self.store.pending_links_from(row["id"]) if pending is None else pending:
-            entries.append({**link, "title": link["title"] or link["uid"], "href": link["href"] or ""})
-        entries.sort(key=lambda link: (link["type"], link["uid"]))
-        return entries
+        for; :func:`cmem_export.markdown.link_entries`). A link to a uid this store does not hold yet (git
+        sync) is listed as its file showed it."""
+        held = self.store.links_from(row["id"]) if links is None else links
+        waiting = self.store.pending_links_from(row["id"]) if pending is None else pending
+        return markdown.link_entries([*held, *({**link, "path": None} for link in waiting)], relpath)
 
     def _refresh_referrers(self, obs_id: int, files: FileTransaction) -> None:
         """Write again the files that link to ``obs_id``: they show its title."""
@@ -864,12 +856,6 @@ def _same_text(path: Path, text: str) -> bool:
         return read_regular(path, len(text.encode("utf-8"))) == text.encode("utf-8")
     except OSError:
         return False
-
-
-def _relative(target: str, base: str) -> str:
-    import os.path
-
-    return os.path.relpath(target, base or ".")
 
 
 def _required_text(name: str, value: Any, *, limit: int = 2_000, allow_empty: bool = False) -> str:

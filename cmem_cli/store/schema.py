@@ -387,3 +387,23 @@ CREATE TABLE git_answers (
 @MIGRATIONS
 def m012_anchor_regions(conn: apsw.Connection) -> None:
     conn.execute(V12_ANCHOR_REGIONS)
+
+
+# Who wrote each memory, summary and prompt: the machine (its name on a team database, CMEM_MACHINE or its
+# host name) and, where known, the person (CMEM_AUTHOR or git's user.email); NULL for what was written
+# before cmem recorded it. An index on the machine answers "does this store hold more than one machine's
+# memories?" (min and max) without a scan, and serves ``--machine``.
+V13_AUTHORSHIP = """
+ALTER TABLE observations ADD COLUMN machine TEXT;
+ALTER TABLE observations ADD COLUMN author TEXT;
+ALTER TABLE session_summaries ADD COLUMN machine TEXT;
+ALTER TABLE session_summaries ADD COLUMN author TEXT;
+ALTER TABLE user_prompts ADD COLUMN machine TEXT;
+ALTER TABLE user_prompts ADD COLUMN author TEXT;
+CREATE INDEX observations_machine ON observations (machine);
+"""
+
+
+@MIGRATIONS
+def m013_authorship(conn: apsw.Connection) -> None:
+    conn.execute(V13_AUTHORSHIP)
