@@ -296,11 +296,11 @@ class LentVectors:
 def index_lent(home: Path, model: Path, vectors: Path) -> dict[str, Any]:
     """`cmem index` of ``home`` with the model, its vectors lent (:class:`LentVectors`): the index a user
     would have, built in the time it takes to read and chunk the collection."""
-    from cmem_cli.cli.commands.index_cmds import _remember_model
     from cmem_cli.core.config import load_config
     from cmem_index.collections import load_collections
     from cmem_index.indexer import Indexer
     from cmem_index.loading import LazyEmbedder
+    from cmem_index.refresh import remember_model
     from cmem_index.store import IndexStore
 
     saved = {k: os.environ.get(k) for k in ("CMEM_HOME", "CMEM_EMBED_MODEL")}
@@ -314,7 +314,7 @@ def index_lent(home: Path, model: Path, vectors: Path) -> dict[str, Any]:
             report = Indexer(store, load_collections(config), LentVectors(embedder, vectors)).run()
         finally:
             store.close()
-        _remember_model(config, embedder.describe())
+        remember_model(config, embedder.describe())
         took = {"wall": time.perf_counter() - started, "cpu": time.process_time() - cpu}
         print(f"  indexed with lent vectors: {report.to_json()}", file=sys.stderr)
         return took

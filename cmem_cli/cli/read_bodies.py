@@ -112,8 +112,10 @@ def search(
         page = _team_page(memory, ask) if team else memory.search(ask)
         rows = page.to_json()
         _absolute_paths(memory.config, rows)
-    if ask.mode != "auto" or ask.explain:  # in auto mode a missing index or model is expected, not news
-        for note in page.notes:
+    from cmem_cli.core.pages import INDEX_BEHIND
+
+    for note in page.notes:  # in auto mode a missing index or model is expected, not news; a lag is
+        if ask.mode != "auto" or ask.explain or note.startswith(INDEX_BEHIND):
             print(f"cmem: note: {note}", file=sys.stderr)
     columns = TABLE_SEARCH_COLUMNS if output == "table" else SEARCH_COLUMNS
     if team:

@@ -389,9 +389,15 @@ def search(memory: Reader, ask: Query, filters: Filters | None = None, *, trace:
             extra_lists=lambda: {STORE_SIGNAL: pending.result().ranked},
             min_score=ask.min_score,
             trace=trace,
+            fresh=lambda recent: _fresh(store, pending.result(), filters, recent and with_store),
         )
     finally:
         pending.wait()
+    if results.behind:
+        from cmem_index import refresh
+
+        if refresh.enabled(memory.config):
+            refresh.start(memory.config)  # detached; a pass already running sees the backlog itself
     store_hits = pending.result()
     by_key, store_capped = store_hits.by_key, store_hits.capped
     missing = [h.uid for h in results if h.kind == "observation" and h.uid and f"obs:{h.uid}" not in by_key]
@@ -434,6 +440,20 @@ def search(memory: Reader, ask: Query, filters: Filters | None = None, *, trace:
     total = max(results.total - (len(results) - shown), shown) + len(rows) - shown
     page = anchors.annotate(store, rows[offset:window], anchors=anchored if len(rows) == shown else None)
     return SearchPage(page, results.mode, notes, total, results.capped or store_capped)
+
+
+RECENT = 16  # the store's newest memories a search hands the index, which may not hold them yet
+
+
+def _fresh(store: Store, hits: StoreHits, filters: Filters, recent: bool) -> list[tuple[str, str | None]]:
+    """The store's memories the index may not hold yet, with their export files, best first: its keyword
+    hits, then (``recent``: a search with vectors) its ``RECENT`` newest under the filters, which a
+    question may match by meaning alone."""
+    out = [(key, hits.by_key[key].get("path")) for key, _ in hits.ranked if key.startswith("obs:")]
+    if recent:
+        rows = store.list_observations(filters, limit=RECENT, order="newest")
+        out += [(f"obs:{row['uid']}", row.get("path")) for row in rows]
+    return out
 
 
 class StoreHits(NamedTuple):
