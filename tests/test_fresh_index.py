@@ -95,8 +95,11 @@ def test_a_memory_written_a_second_before_a_search_ranks_where_it_would_after_cm
     assert run("index").exit_code == 0
     after, said_after = ranking(run, query)
     assert "the index is behind" not in said_after
-    assert before == after
-    assert DECISION[0] in before[:2]
+    # where the new memory ranks, and what ranks above it (below it, the index's word statistics, which the
+    # new memory joins, move rows that are close)
+    place = after.index(DECISION[0])
+    assert before[: place + 2] == after[: place + 2]
+    assert place <= 1
 
 
 def test_a_memory_indexed_by_keywords_only_is_embedded_by_the_search(
@@ -105,8 +108,8 @@ def test_a_memory_indexed_by_keywords_only_is_embedded_by_the_search(
     run = seeded(tmp_path, private_env(tmp_path, embed_model=str(minilm_gguf)))
     assert run("add", "--title", DECISION[0], "--narrative", DECISION[1], "--type", "decision",
                "--project", "webapp").exit_code == 0  # fmt: skip
-    # a pass without the model writes the new memory's chunks and no vector (its vector is pending)
-    assert run("index", extra={"CMEM_EMBED_MODEL": "none"}).exit_code == 0
+    # a pass stopped after writing the new memory's chunks, before embedding them (as kill -9 leaves it)
+    chunks_only(tmp_path, minilm_gguf)
     status = run("status", "--json").json()
     assert status["chunks_without_current_vectors"] == 1
     before, said = ranking(run, QUERIES[0])
@@ -114,6 +117,21 @@ def test_a_memory_indexed_by_keywords_only_is_embedded_by_the_search(
     assert run("index").exit_code == 0
     after, _ = ranking(run, QUERIES[0])
     assert before == after
+
+
+def chunks_only(root: Path, model: Path) -> None:
+    """An update pass that writes chunks and stops before embedding them."""
+    script = (
+        "import sys\n"
+        "from cmem_index.indexer import Indexer\n"
+        "Indexer._embed_pending = lambda self, report: None\n"
+        "from cmem_index.refresh import main\n"
+        "sys.exit(main(sys.argv[1:]))\n"
+    )
+    env = private_env(root, embed_model=str(model))
+    subprocess.run(
+        [sys.executable, "-c", script, "--home", str(root / "home")], env=env, check=True, timeout=300
+    )
 
 
 def test_memories_past_what_a_search_embeds_rank_by_their_words_not_below_every_vector(
@@ -270,7 +288,9 @@ def test_kill_9_of_the_background_pass_at_any_point_converges(tmp_path: Path, mi
         time.sleep(delay)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
-        assert (home / "index.db.backlog.taken").exists() or proc.returncode == 0
+        # until a pass has finished, what it was asked to cover stays noted (taken or not yet)
+        noted = (home / "index.db.backlog.taken").exists() or (home / "index.db.backlog").exists()
+        assert noted or proc.returncode == 0
         check = run("search", "token bucket rate limiter", "--json", extra=env_off)
         assert check.exit_code == 0, check.stderr  # a search between kills sees a usable index
     finished = subprocess.run(argv, env=env, cwd=tmp_path, timeout=600)
