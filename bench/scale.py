@@ -65,7 +65,10 @@ class Run:
         self.env = {
             k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "CMEM_PROJECT")
         }
-        self.env.update(CMEM_HOME=str(home), CMEM_EMBED_MODEL=model, HOME=str(home.parent))
+        # no background index pass: the benchmark times each `cmem index` itself
+        self.env.update(
+            CMEM_HOME=str(home), CMEM_EMBED_MODEL=model, HOME=str(home.parent), CMEM_INDEX_BACKGROUND="off"
+        )
 
     def with_model(self, model: str) -> Run:
         return Run(self.python, self.home, self.runs, model)

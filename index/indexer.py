@@ -43,7 +43,7 @@ from cmem_index.document import (
     short_docid,
 )
 from cmem_index.folders import FolderWalk, folder_times
-from cmem_index.scan import MAX_FILE_BYTES, FileStat, merge_sorted, resolves_inside, walk
+from cmem_index.scan import MAX_FILE_BYTES, FileStat, merge_sorted, walk
 from cmem_index.store import IndexStore, NewChunk, PendingChunk, StoredDocument
 
 if TYPE_CHECKING:
@@ -226,6 +226,7 @@ class Indexer:
         self.note = note
         self.progress = progress or (lambda phase, done, total: None)
         self.signature = chunker_signature(embedder)
+        self._roots: dict[str, str] = {}
         self._count = self._token_counter()
 
     def run(self, *, prune_other_collections: bool = True, full: bool = False) -> IndexReport:
@@ -335,14 +336,15 @@ class Indexer:
         stored: StoredDocument | None,
         report: IndexReport,
     ) -> _Prepared | None:
-        path = Path(collection.root) / relpath
-        if not resolves_inside(str(path), os.path.realpath(collection.root)):
+        real = os.path.realpath(os.path.join(collection.root, relpath))  # once: it walks every folder
+        root = self._real_root(collection)
+        if not (real == root or real.startswith(root.rstrip(os.sep) + os.sep)):
             # swapped for a symlink pointing outside since the scan: never read it
             report.errors.append(f"{collection.name}:{relpath}: resolves outside the collection, skipped")
             return None
         try:
             # without blocking: a FIFO swapped in since the scan must not hang the pass (or cmem watch)
-            fd = os.open(os.path.realpath(path), os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+            fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
             with os.fdopen(fd, "rb") as fh:
                 actual = os.fstat(fh.fileno())
                 if not stat_module.S_ISREG(actual.st_mode):
@@ -370,6 +372,13 @@ class Indexer:
         prepared = _Prepared(relpath, stat, digest, parsed, stored, self._chunks(parsed))
         report.chunked += 1
         return prepared
+
+    def _real_root(self, collection: Collection) -> str:
+        """The collection's folder with symlinks resolved, once a pass (not once a file)."""
+        root = self._roots.get(collection.name)
+        if root is None:
+            root = self._roots[collection.name] = os.path.realpath(collection.root)
+        return root
 
     def _chunks(self, parsed: ParsedDocument) -> list[NewChunk]:
         return [chunk for chunk, _ in document_chunks(parsed, self.embedder, self._count)]
