@@ -237,6 +237,7 @@ def phase_index(run: Run, work: Path, n: int) -> dict[str, Any]:
         out["index, first build (keyword)"] = json.loads(first.read_text())
     out["add 1,000 (one call)"] = import_records(run, work, NEW, n + _extra(run), NEW)
     out["index after 1,000 new (keyword)"] = run.once(["index"])
+    out["index, nothing new (keyword)"] = run.once(["index"])
     return out
 
 
