@@ -341,3 +341,28 @@ def test_a_pass_stats_the_files_of_the_folders_that_changed_only(tmp_path: Path)
     assert status["documents"] == 22
     assert status["changed_files"] == {"added": 0, "modified": 0, "removed": 0}
     assert "kiwis" in run("search", "kiwis", "--format", "plain").stdout
+
+
+# -- fusion: a list that could not see a key says nothing of it ---------------------------------------------
+def test_a_key_the_vector_list_could_not_see_is_ranked_by_its_words_not_below_every_vector() -> None:
+    from cmem_index.fusion import KEYWORD, VECTOR, Signal, fuse
+
+    lists = {
+        "store": [("obs:new", 9.0), ("obs:a", 3.0), ("obs:b", 2.0)],
+        KEYWORD: [("obs:a", 6.0), ("obs:b", 4.0)],
+        VECTOR: [("obs:b", 0.62), ("obs:a", 0.55), ("obs:c", 0.40)],
+    }
+    signals = {"store": Signal(KEYWORD, scaled=True), KEYWORD: Signal(KEYWORD, 5.0), VECTOR: Signal(VECTOR)}
+    absent = [hit.key for hit in fuse(lists, signals)]
+    unseen = {KEYWORD: {"obs:new"}, VECTOR: {"obs:new"}}
+    unknown = fuse(lists, signals, unseen=unseen)
+    assert absent.index("obs:new") > absent.index("obs:a")  # scored 0 by the lists that never saw it
+    assert unknown[0].key == "obs:new"  # its words lead; the lists that could not see it say nothing
+    by_key = {hit.key: hit for hit in unknown}
+    # its evidence is what its words say, as a keyword search scores it (not 0.6 of it)
+    assert by_key["obs:new"].score == pytest.approx(by_key["obs:new"].signals["store"].norm)
+    assert {hit.key: hit.score for hit in fuse(lists, signals)}["obs:new"] == pytest.approx(
+        0.6 * by_key["obs:new"].signals["store"].norm
+    )
+    # the keys every list could see keep their places relative to each other
+    assert [k for k in absent if k != "obs:new"] == [h.key for h in unknown if h.key != "obs:new"]
