@@ -16,7 +16,14 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from cmem_cli.core.fields import LINKS_MARKER, SUMMARY_FIELDS
-from cmem_cli.core.frontmatter import FrontMatterError, check_values, load_yaml
+from cmem_cli.core.frontmatter import (
+    PLAIN_WORDS,
+    YAML_WORDS,
+    FrontMatterError,
+    check_values,
+    fast_front_matter,
+    load_yaml,
+)
 from cmem_cli.core.summary_title import summary_title
 from cmem_cli.core.timeutil import parse_time, to_iso
 
@@ -37,8 +44,6 @@ SUMMARY_HEADINGS = {
     "next_steps": "Next steps",
     "notes": "Notes",
 }
-_PLAIN = re.compile(r"^[A-Za-z_][A-Za-z0-9_ ./-]*$")
-_YAML_WORDS = {"true", "false", "yes", "no", "on", "off", "null", "none", "~", "y", "n"}
 # Characters YAML forbids raw or folds as line breaks (NEL, LS, PS); JSON leaves them raw, so escape them.
 _NON_PRINTABLE = re.compile("[\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff\ud800-\udfff]")
 
@@ -49,7 +54,7 @@ def _yaml_scalar(value: Any) -> str:
     if isinstance(value, bool | int | float):
         return json.dumps(value)
     if isinstance(value, str):
-        if _PLAIN.match(value) and value.lower() not in _YAML_WORDS and not value.endswith(" "):
+        if PLAIN_WORDS.match(value) and value.lower() not in YAML_WORDS and not value.endswith(" "):
             return value
         quoted = json.dumps(value, ensure_ascii=False)
         return _NON_PRINTABLE.sub(lambda m: f"\\u{ord(m.group()):04x}", quoted)
@@ -157,28 +162,7 @@ def render_summary(record: dict[str, Any]) -> str:
 # -- parsing back -------------------------------------------------------------------------------------
 
 
-_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?")  # no exponent: YAML 1.1 reads "1e-05" as text
-_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
-
-def _fast_front_matter(block: str) -> dict[str, Any] | None:
-    """Read front matter as cmem writes it (one ``key: value`` line each, values JSON or plain words)
-    without a YAML parser, which costs milliseconds a file; None when any line needs real YAML."""
-    meta: dict[str, Any] = {}
-    for line in block.split("\n"):
-        key, sep, value = line.partition(": ")
-        if not sep or not _KEY.fullmatch(key) or key in meta or value != value.strip() or not value:
-            return None
-        if value[0] in '"[{' or value in ("true", "false", "null") or _NUMBER.fullmatch(value):
-            try:
-                meta[key] = json.loads(value)
-            except (ValueError, RecursionError):  # RecursionError: [[[[...]]]] deeper than Python recurses
-                return None
-        elif _PLAIN.match(value) and value.lower() not in _YAML_WORDS:
-            meta[key] = value
-        else:
-            return None
-    return meta
+_fast_front_matter = fast_front_matter  # the kernel's: the index reads front matter the same way
 
 
 def split_front_matter(text: str) -> tuple[dict[str, Any], str]:

@@ -21,6 +21,10 @@ from cmem_cli.__main__ import main
 
 REPO = Path(__file__).resolve().parent.parent
 
+# Writes start no background index pass in the tests (a detached process outliving its test's home); the
+# tests of that pass turn it on for their own processes (tests/test_fresh_index.py).
+os.environ["CMEM_INDEX_BACKGROUND"] = "off"
+
 
 # Tests that share one resource, by file: each group runs on one worker, one test after another.
 SHARED_WORKER = {

@@ -122,6 +122,8 @@ def test_explain_shows_each_stage_and_each_rows_place_after_it(cmem):
     said = [
         line.split(": ")[3] for line in result.stderr.splitlines() if line.startswith("cmem: note: explain: ")
     ]
-    assert said == ["scope words", "candidates", "code share", "fusion", "cut-off", "rerank", *stages[1:]]
+    assert said == [
+        "scope words", "candidates", "unindexed", "code share", "fusion", "cut-off", "rerank", *stages[1:]
+    ]  # fmt: skip
     table = cmem("search", "login", "--explain", "--format", "plain")
     assert table.stdout.splitlines()[0].endswith(" fusion>1"), table.stdout

@@ -118,8 +118,10 @@ def search(
         several = output not in ("json", "ndjson") and not team and memory.several_machines()
     if scope_note:
         print(f"cmem: note: {scope_note}", file=sys.stderr)
-    if ask.mode != "auto" or ask.explain:  # in auto mode a missing index or model is expected, not news
-        for note in page.notes:
+    from cmem_cli.core.pages import INDEX_BEHIND
+
+    for note in page.notes:  # in auto mode a missing index or model is expected, not news; a lag is
+        if ask.mode != "auto" or ask.explain or note.startswith(INDEX_BEHIND):
             print(f"cmem: note: {note}", file=sys.stderr)
     columns = TABLE_SEARCH_COLUMNS if output == "table" else SEARCH_COLUMNS
     if team:

@@ -523,9 +523,15 @@ class HomeSource(StoreLinks):
                 extra_lists=lambda: {STORE_SIGNAL: pending.result().ranked},
                 min_score=ask.min_score,
                 trace=trace,
+                fresh=lambda recent: _fresh(store, pending.result(), filters, recent and with_store),
             )
         finally:
             pending.wait()
+        if results.behind:
+            from cmem_index import refresh
+
+            if refresh.enabled(self.memory.config):
+                refresh.start(self.memory.config)  # detached; a pass already running sees the backlog itself
         store_hits = pending.result()
         by_key, store_capped = store_hits.by_key, store_hits.capped
         missing = [
@@ -555,6 +561,20 @@ class HomeSource(StoreLinks):
         return Retrieved(
             rows, len(results), results.mode, results.notes, results.total, results.capped or store_capped
         )
+
+
+RECENT = 16  # the store's newest memories a search hands the index, which may not hold them yet
+
+
+def _fresh(store: Store, hits: StoreHits, filters: Filters, recent: bool) -> list[tuple[str, str | None]]:
+    """The store's memories the index may not hold yet, with their export files, best first: its keyword
+    hits, then (``recent``: a search with vectors) its ``RECENT`` newest under the filters, which a
+    question may match by meaning alone."""
+    out = [(key, hits.by_key[key].get("path")) for key, _ in hits.ranked if key.startswith("obs:")]
+    if recent:
+        rows = store.list_observations(filters, limit=RECENT, order="newest")
+        out += [(f"obs:{row['uid']}", row.get("path")) for row in rows]
+    return out
 
 
 class StoreHits(NamedTuple):

@@ -187,6 +187,10 @@ class Memory:
             files.rollback()  # no-op after the one above; covers a COMMIT that failed
             raise
         files.commit()
+        if files.written or files.to_delete:
+            from cmem_index.refresh import note_written
+
+            note_written(self.config, len(files.written) + len(files.to_delete))
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[None]:
