@@ -62,7 +62,10 @@ def test_timeline_plain_text_and_day_grouping(cli):
         ],
     )
     plain = cli("timeline", "1").stdout.splitlines()
-    assert plain == [">>\t1\t2026-05-01 09:00\tchange\ta\t~47", "\t2\t2026-05-02 09:00\tchange\tb\t~47"]
+    assert plain == [
+        ">>\t1\t2026-05-01 09:00\tchange\ta\t~52",
+        "\t2\t2026-05-02 09:00\tchange\tb\t~52",
+    ]  # the file says whose: machine
     md = cli("timeline", "1", "--format", "md").stdout
     assert "## 2026-05-01" in md and "## 2026-05-02" in md
 
