@@ -103,6 +103,7 @@ def team_search(memory: Memory, ask: Query) -> SearchPage:
     if order != "relevance":
         rows.sort(key=lambda r: (r["created_at"], r["uid"]), reverse=order == "newest")
     total = len(rows)
+    capped = capped and total >= depth  # a list cut at the depth, not the cut-off's end: more may exist
     page = rows[offset:window]
     return SearchPage(_rows_out(memory, page, explain), used, notes, total, capped)
 
