@@ -33,13 +33,13 @@ def dump(url: str, *extra: str) -> bytes:
 
 
 def psql(url: str, sql: bytes) -> None:
-    subprocess.run(
+    done = subprocess.run(
         [str(bin_path("psql")), "-q", "-v", "ON_ERROR_STOP=1", "-d", url],
         input=sql,
         capture_output=True,
-        check=True,
         timeout=60,
     )
+    assert done.returncode == 0, done.stderr.decode()
 
 
 def restore_database(pg_server: Any, url: str, sql: bytes) -> None:
@@ -52,7 +52,7 @@ def restore_database(pg_server: Any, url: str, sql: bytes) -> None:
 
 
 TABLES = ("cmem_observations", "cmem_links", "cmem_summaries", "cmem_tombstones", "cmem_sessions",
-          "cmem_prompts", "cmem_vectors", "cmem_models", "cmem_meta")  # fmt: skip
+          "cmem_prompts", "cmem_vectors", "cmem_models", "cmem_meta", "cmem_migrations")  # fmt: skip
 
 
 def reload_data(url: str, sql: bytes) -> None:

@@ -129,8 +129,10 @@ class Puller:
                     uid = row[key]
                     if uid in waiting or known.get(uid) == row["rev"]:
                         continue
-                    if uid in forgotten and isinstance(row.get("updated_at"), int) and (
-                        row["updated_at"] <= forgotten[uid]
+                    if (
+                        uid in forgotten
+                        and isinstance(row.get("updated_at"), int)
+                        and (row["updated_at"] <= forgotten[uid])
                     ):
                         # a restored server's copy of what this home forgot since: forgotten there again
                         outbox.set_rev(local, kind, uid, row["rev"])

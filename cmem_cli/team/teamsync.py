@@ -90,7 +90,7 @@ def init(
     with sync_lock(memory.config.home):
         conn = server.connect(given.url, given.password)
         try:
-            with server.translated(given.url, given.password):
+            with server.translated(given.url, given.password, conn):
                 if not server.is_migrated(conn):  # a read-only role joins a database made by another
                     server.migrate(conn)
             outbox.install(local)

@@ -122,6 +122,13 @@ def _run_team_sync(action: Callable[[dict[str, Any]], dict[str, Any]], as_json: 
     report: dict[str, Any] = {}
     try:
         report = action(report)
+    except KeyboardInterrupt:  # typer would end it silently with 130: the one line, as the guard says it
+        if as_json:
+            write(
+                json.dumps({**report, "ok": False, "exit_code": 130, "error": "interrupted"}, indent=2) + "\n"
+            )
+        print("cmem: interrupted", file=sys.stderr)
+        raise typer.Exit(130) from None
     except Exception as exc:
         if as_json:
             message, code = failure(exc)
