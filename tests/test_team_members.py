@@ -318,3 +318,60 @@ def test_the_admin_sql_of_docs_team_md_works_as_written_for_an_administrator_and
             assert conn.execute("SELECT count(*) FROM cmem_observations").fetchone() == (2,)
     finally:
         clean()
+
+
+# -- one embedder, two threads -------------------------------------------------------------------------------
+TWO_THREADS = """
+import sys, threading
+from cmem_cli.__main__ import main
+from cmem_cli.core.config import load_config
+from cmem_cli.team.vectors import VectorMaker
+
+home = sys.argv[1]
+rows = [{"uid": f"u{i}", "title": f"Pushed memory {i}", "narrative": f"words of memory {i} " * 60}
+        for i in range(120)]
+done = {}
+
+def push():  # what the team thread does for each queued batch (cmem_cli.team.push)
+    maker = VectorMaker(load_config(home), [])
+    done["push"] = sum(len(maker.embed(rows[i:i + 20], [])) for i in range(0, 120, 20))
+
+def index():  # the indexer's first pass over an unbuilt index (cmem watch starts with one)
+    done["index"] = main(["--home", home, "index"])
+
+threads = [threading.Thread(target=push), threading.Thread(target=index)]
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join()
+print(done["push"], done["index"])
+"""
+
+
+def test_the_team_push_and_the_indexer_embed_at_once_with_one_model_and_never_abort(
+    homes: dict[str, Home], minilm_gguf: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+):
+    """Under `cmem watch` the indexer's first pass and the team thread's push both embed with the one model
+    a process loads (cmem_index.loading): llama.cpp aborted the process (SIGABRT, GGML_ASSERT) when two
+    threads used its context at once. Here both run in one process, on a home with 120 memories not yet
+    indexed while 120 more are embedded for a push. (Not through `cmem watch` against the test server:
+    storing vectors aborts this machine's pgvector, an invalid opcode in vector.so, whatever cmem does.)"""
+    monkeypatch.setenv("CMEM_EMBED_MODEL", str(minilm_gguf))
+    a = homes["a"]
+    records = tmp_path / "records.json"
+    records.write_text(
+        json.dumps(
+            [
+                {"title": f"Indexed memory {i}", "project": "web", "narrative": f"text number {i} " * 40}
+                for i in range(120)
+            ]
+        )
+    )
+    a.ok("add", "--json", str(records))
+    done = subprocess.run(
+        [sys.executable, "-c", TWO_THREADS, str(a.path)], capture_output=True, text=True, timeout=900
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["120", "0"] and "GGML_ASSERT" not in done.stderr
+    status = json.loads(cmem(a.path, "status", "--json").stdout)
+    assert status["documents"] == 120 and status["vectors_current"] is True

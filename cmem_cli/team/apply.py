@@ -198,12 +198,12 @@ class Applier:
                 target = store.observation_by_uid(uid)
                 if target is not None and target["id"] != obs_id:
                     store.add_link(obs_id, target["id"], link_type)
-        rows = [row for row in map(store.find_observation, sorted(self._export)) if row is not None]
-        for row in rows:  # every arrival named before any file is written: a file names its links' paths
-            if not row.get("path"):
-                store.set_export(row["id"], layout.observation_relpath(row), row.get("tokens") or 0)
-        for row in rows:  # files name their links' paths: after every row is in
-            self.memory.export_observation(store.find_observation(row["id"]) or row, self.files)
+        arrived = [row for row in map(store.find_observation, sorted(self._export)) if row is not None]
+        for new in arrived:  # every arrival named before any file is written: a file names its links' paths
+            if not new.get("path"):
+                store.set_export(new["id"], layout.observation_relpath(new), new.get("tokens") or 0)
+        for new in arrived:  # files name their links' paths: after every row is in
+            self.memory.export_observation(store.find_observation(new["id"]) or new, self.files)
         referrers = {link["id"] for obs_id in self._export for link in store.links_to(obs_id)}
         for obs_id in sorted(referrers - self._export):
             row = store.find_observation(obs_id)

@@ -69,8 +69,9 @@ def observation(row: dict[str, Any]) -> None:
     record = {n: row.get(n) for n in (*LIST_FIELDS, "type", "title", "subtitle", "narrative", "project",
                                        "session", "agent", "prompt_number", "key", "confidence", "uid")}  # fmt: skip
     for name in ("type", "title", "project", "agent"):
-        if not isinstance(record[name], str) or not record[name].strip():
-            raise Refused(f"{name} is {_short(record[name])}, not a text")
+        value = record[name]
+        if not isinstance(value, str) or not value.strip():
+            raise Refused(f"{name} is {_short(value)}, not a text")
     confidence = record["confidence"]
     if isinstance(confidence, float) and not math.isfinite(confidence):
         raise Refused(f"confidence is {confidence}, not a number from 0 to 1")
