@@ -375,3 +375,17 @@ def test_the_team_push_and_the_indexer_embed_at_once_with_one_model_and_never_ab
     assert done.stdout.split() == ["120", "0"] and "GGML_ASSERT" not in done.stderr
     status = json.loads(cmem(a.path, "status", "--json").stdout)
     assert status["documents"] == 120 and status["vectors_current"] is True
+
+
+def test_team_search_says_showing_n_of_more_only_when_the_list_was_cut(homes: dict[str, Home], team_db: str):
+    a = homes["a"]
+    records = [{"title": f"alpha beta note {i}", "project": "web"} for i in range(5)]
+    records += [{"title": f"alpha note {i}", "project": "web"} for i in range(55)]
+    for record in records:
+        a.add(record["title"])
+    a.join(team_db)
+    code, out, err = a.run("search", "--team", "alpha beta", "--mode", "keyword", "--min-score", "0.5")
+    assert code == 0 and len(out.strip().splitlines()) == 5, out  # the cut-off ended the list
+    assert "showing" not in err
+    code, out, err = a.run("search", "--team", "alpha", "-n", "3")  # cut: 3 of the 60
+    assert code == 0 and "cmem: showing 3 of 50+" in err  # more than the 50 a search reads
