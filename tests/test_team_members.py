@@ -240,9 +240,10 @@ def test_counts_say_what_happened(homes: dict[str, Home], team_db: str):
     ids = [a.add(f"Memory {i}") for i in range(3)]
     a.join(team_db)
     b.join(team_db)
-    a.ok("forget", str(ids[0]), str(ids[1]), "--yes")
+    a.ok("forget", str(ids[0]), "--yes")  # one forgotten by cmem, one by deleting its file
+    (a.path / "export" / a.rows()[uid_of(a, "Memory 1")]["path"]).unlink()
     code, _, err = a.run("sync")
-    assert code == 0 and ", forgotten 2," in err
+    assert code == 0 and "adopted 1, pushed 0, pulled 0, forgotten 2," in err
     code, _, err = b.run("sync")
     assert code == 0 and ", forgotten 2," in err
 

@@ -183,8 +183,9 @@ def _adopt_local(memory: Memory, report: dict[str, Any]) -> None:
     from cmem_cli.services.sync_local import sync_local
 
     result = sync_local(memory)
-    report["adopted"] += len(result.adopted) + len(result.created)
-    report["forgotten"] += len(result.forgotten)
+    # a deleted file is adopted as a forget, which the push then counts (forgotten_there): counting it
+    # here too said "forgotten 3" for two forgets
+    report["adopted"] += len(result.adopted) + len(result.created) + len(result.forgotten)
     for relpath, why in result.invalid + result.conflicts:
         report["rejected"].append({"path": relpath, "reason": why})
 
