@@ -162,6 +162,20 @@ def test_a_read_only_member_with_queued_writes_keeps_pulling_and_says_so_once(
     }
 
 
+def test_a_reader_syncs_with_a_server_whose_schema_an_older_cmem_made(
+    homes: dict[str, Home], team_db: str, pg_server: Any
+):
+    a, c = homes["a"], homes["c"]
+    a.add("Written before the upgrade")
+    a.join(team_db)
+    for sql in ("DROP TABLE cmem_meta", "DELETE FROM cmem_migrations WHERE name = 'm004_identity'"):
+        server_rows(team_db, sql + " RETURNING 1" if sql.startswith("DELETE") else sql + "; SELECT 1")
+    report = c.join(reader(pg_server, team_db))  # it may not migrate: it pulls what there is
+    assert report["pulled"] == 1 and any("schema is older than this cmem's" in n for n in report["notes"])
+    a.sync()  # a writer brings it up to date
+    assert server_rows(team_db, "SELECT count(*) FROM cmem_meta") == [(1,)]
+
+
 def test_watch_on_a_read_only_member_pulls_while_its_writes_stay_queued(
     homes: dict[str, Home], team_db: str, pg_server: Any
 ):

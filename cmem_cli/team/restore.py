@@ -69,7 +69,7 @@ def check(memory: Memory, conn: Any, report: dict[str, Any]) -> bool:
     known = values.get(SERVER)
     high = outbox.high_water(local, int(values.get(PULLED) or 0))
     top = top_revision(conn)
-    changed = known is not None and known != now
+    changed = known is not None and _differs(known, now)
     if not changed and top >= high:
         if known is None:
             with local.transaction():
@@ -91,6 +91,15 @@ def check(memory: Memory, conn: Any, report: dict[str, Any]) -> bool:
         f"what it lacks ({queued} queued)"
     )
     return True
+
+
+def _differs(known: str, now: str) -> bool:
+    """Does a part both identities hold differ? (A part a role could not read, or a server without cmem's
+    epoch yet, is empty: its appearing or going is no restore.)"""
+    old, new = known.split(":"), now.split(":")
+    if len(old) != len(new):
+        return known != now
+    return any(a and b and a != b for a, b in zip(old, new, strict=True))
 
 
 def _new_epoch(conn: Any, current: str) -> str:

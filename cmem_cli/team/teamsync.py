@@ -90,9 +90,7 @@ def init(
     with sync_lock(memory.config.home):
         conn = server.connect(given.url, given.password)
         try:
-            with server.translated(given.url, given.password, conn):
-                if not server.is_migrated(conn):  # a read-only role joins a database made by another
-                    server.migrate(conn)
+            up_to_date(conn, given.url, given.password, [])  # a read-only role joins one made by another
             outbox.install(local)
             wanted = sorted(set(projects))
             with local.transaction():
@@ -149,11 +147,8 @@ def _run(
     report = _fill(report, new_report(settings))
     _adopt_local(memory, report)
     refused: server.ReadOnly | None = None
+    up_to_date(conn, url, password, report["notes"])  # a newer cmem joined with more migrations
     with server.translated(url, password, conn):
-        if not server.is_migrated(
-            conn
-        ):  # a newer cmem joined with more migrations; a read-only role never gets here
-            server.migrate(conn)
         vectors = VectorMaker(memory.config, report["notes"])
         restore.check(memory, conn, report)
     try:
@@ -169,6 +164,33 @@ def _run(
     if refused is not None:
         raise refused
     return report
+
+
+OLD_SCHEMA_NOTE = (
+    "the team database's schema is older than this cmem's, and this role may not bring it up to date: "
+    "a writer's next sync will"
+)
+
+
+def up_to_date(conn: Any, url: str, password: str | None, notes: list[str]) -> None:
+    """Create or migrate the server's schema. A role that may not (a reader, joining or syncing before a
+    writer with a newer cmem did) goes on with the schema there is, when it can read it."""
+    try:
+        with server.translated(url, password, conn):
+            if not server.is_migrated(conn):
+                server.migrate(conn)
+    except server.ReadOnly as refused:
+        if not _readable(conn):  # the refusal stands: its message says which grant is missing
+            raise refused from None
+        notes.append(OLD_SCHEMA_NOTE)
+
+
+def _readable(conn: Any) -> bool:
+    try:
+        conn.execute("SELECT 1 FROM cmem_observations LIMIT 0")
+    except Exception:
+        return False
+    return True
 
 
 def _fill(report: dict[str, Any] | None, values: dict[str, Any]) -> dict[str, Any]:
