@@ -302,6 +302,15 @@ def is_migrated(conn: Any) -> bool:
     return all(name in done for name, _ in MIGRATIONS)
 
 
+def readable(conn: Any) -> bool:
+    """May this role read cmem's memories (whatever else it may not do)?"""
+    try:
+        conn.execute("SELECT 1 FROM cmem_observations LIMIT 0")
+    except Exception:
+        return False
+    return True
+
+
 def with_retries(action: Callable[[], Any], attempts: int = 3) -> Any:
     """Run ``action`` again when the server reports a serialization failure or deadlock."""
     driver = psycopg()

@@ -180,17 +180,9 @@ def up_to_date(conn: Any, url: str, password: str | None, notes: list[str]) -> N
             if not server.is_migrated(conn):
                 server.migrate(conn)
     except server.ReadOnly as refused:
-        if not _readable(conn):  # the refusal stands: its message says which grant is missing
+        if not server.readable(conn):  # the refusal stands: its message says which grant is missing
             raise refused from None
         notes.append(OLD_SCHEMA_NOTE)
-
-
-def _readable(conn: Any) -> bool:
-    try:
-        conn.execute("SELECT 1 FROM cmem_observations LIMIT 0")
-    except Exception:
-        return False
-    return True
 
 
 def _fill(report: dict[str, Any] | None, values: dict[str, Any]) -> dict[str, Any]:
