@@ -9,6 +9,8 @@ import json
 import os
 import re
 import stat
+import subprocess
+import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -202,6 +204,47 @@ def test_a_killed_runs_temp_page_is_swept_by_the_next_view(cli, home, filled):
     os.utime(debris, (1_000_000_000, 1_000_000_000))
     assert cli("view").exit_code == 0
     assert sorted(p.name for p in folder.iterdir()) == [fresh.name, f"{PROJECT}.html"]
+
+
+WRITER = """
+import os, sys, time
+from pathlib import Path
+from cmem_cli.view import files
+
+def stuck(*args):  # the page is written and locked, the rename never comes: a run caught midway
+    print("writing", flush=True)
+    time.sleep(600)
+
+os.replace = stuck
+files.write_private(Path(sys.argv[1]), "<!doctype html><p>half a page", make_dirs=True)
+"""
+
+
+def _start_writer(page: Path) -> subprocess.Popen[str]:
+    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(page)], stdout=subprocess.PIPE, text=True)
+    assert writer.stdout is not None and writer.stdout.readline() == "writing\n"
+    return writer
+
+
+def test_the_temp_page_of_a_killed_view_is_gone_after_the_next_view_not_ten_minutes_later(sh, home, filled):
+    folder = home / "view"
+    killed = _start_writer(folder / f"{PROJECT}.html")
+    [debris] = folder.glob(".tmp-view-*")
+    killed.kill()  # kill -9 midway
+    killed.wait()
+    running = _start_writer(folder / "other.html")  # a view writing its page right now
+    try:
+        [busy] = set(folder.glob(".tmp-view-*")) - {debris}
+        result = sh("view", "--no-open", env={"CMEM_PROJECT": PROJECT})
+        assert result.exit_code == 0, result.stderr
+        assert not debris.exists()
+        assert busy.exists()  # never taken from under a live writer
+        assert sorted(p.name for p in folder.iterdir()) == sorted([busy.name, f"{PROJECT}.html"])
+    finally:
+        running.kill()
+        running.wait()
+    assert sh("view", "--no-open", env={"CMEM_PROJECT": PROJECT}).exit_code == 0
+    assert [p.name for p in folder.iterdir()] == [f"{PROJECT}.html"]
 
 
 def test_a_page_with_a_query_marks_what_search_infers_was_replaced(cli):

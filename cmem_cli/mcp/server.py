@@ -12,6 +12,7 @@ opens on the first call, and the index, numpy and llama.cpp only when a search n
 from __future__ import annotations
 
 import os
+import re
 import sys
 import threading
 import traceback
@@ -19,7 +20,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Annotated, Any
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError, UnexpectedToolError
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BeforeValidator, Field
@@ -260,13 +261,13 @@ class Tools:
         project: ProjectToWrite = None,
         key: Key = None,
         supersedes: Supersedes = None,
+        ctx: Context | None = None,
     ) -> CallToolResult:
         with self.memory() as memory:
             obs = memory.add(
                 title, type=type, subtitle=subtitle, narrative=narrative, facts=facts, concepts=concepts,
                 files_read=files_read, files_modified=files_modified, project=self._project(memory, project),
-                key=key, supersedes=supersedes,
-                agent=os.environ.get("CMEM_AGENT") or "mcp",
+                key=key, supersedes=supersedes, agent=client_agent(ctx),
             )  # fmt: skip
         row = {"id": obs.id, "uid": obs.uid, "uri": obs.uri, "project": obs.project, "tokens": obs.tokens}
         return _result(f"remembered #{obs.id} in {escape_control(obs.project)} ({obs.uri})", row)
@@ -317,6 +318,25 @@ class Tools:
         except (NotFound, InvalidInput) as exc:  # -32602: the MCP revision the SDK speaks
             raise ResourceNotFoundError(exc.message) from None
         return markdown(record)
+
+
+def client_agent(ctx: Context | None) -> str:
+    """Who remembers: ``$CMEM_AGENT`` when set, else the client's name from its MCP ``initialize``
+    (``clientInfo.name``: "claude-code", "cursor-vscode"...), else ``mcp``. The session is never guessed:
+    ``$CMEM_SESSION`` when the client's configuration sets it, else none."""
+    named = os.environ.get("CMEM_AGENT")
+    if named:
+        return named
+    try:
+        params = ctx.session.client_params if ctx is not None else None
+    except (AttributeError, LookupError, ValueError):  # called outside a request (a test, a script)
+        params = None
+    name = params.client_info.name if params is not None and params.client_info is not None else ""
+    agent = _AGENT_CHARS.sub("-", str(name).lower()).strip("-.")[:40]
+    return agent or "mcp"
+
+
+_AGENT_CHARS = re.compile(r"[^a-z0-9._/-]+")
 
 
 def _hit_json(hit: Hit) -> dict[str, Any]:

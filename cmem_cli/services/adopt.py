@@ -24,6 +24,7 @@ from cmem_cli.core.fields import LINK_TYPES, SUMMARY_FIELDS
 from cmem_cli.core.files import FileTooLarge, read_regular
 from cmem_cli.core.ids import new_uid
 from cmem_cli.core.timeutil import now_ms, to_date
+from cmem_cli.services import supersession
 from cmem_cli.services.recovery import recover
 from cmem_cli.services.writes import FileTransaction, Memory
 from cmem_cli.store.records import EDITABLE_FIELDS
@@ -422,8 +423,12 @@ class _Adopter:
                 continue
             for target_id, link_type in current - wanted:
                 store.remove_link(obs_id, target_id, link_type)
-            for target_id, link_type in wanted - current:
-                store.add_link(obs_id, target_id, link_type)
+            for target_id, link_type in sorted(wanted - current):
+                broken = supersession.add_arrived_link(store, obs_id, target_id, link_type)
+                if broken is not None:
+                    self.report.conflicts.append((relpath, broken.note))
+                    if broken.rewrite is not None:
+                        self.memory.export_observation(store.get_observation(broken.rewrite), files)
             self.memory.export_observation(store.get_observation(obs_id), files)
 
     def _forget_missing(self, on_disk: set[str], paths: list[Path] | None, files: FileTransaction) -> None:

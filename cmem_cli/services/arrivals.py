@@ -30,6 +30,7 @@ from cmem_cli.core.errors import CmemError, InvalidInput
 from cmem_cli.core.fields import LINKS_MARKER, SUMMARY_FIELDS
 from cmem_cli.core.ids import derived_uid
 from cmem_cli.core.timeutil import now_ms
+from cmem_cli.services import supersession
 from cmem_cli.services.gitrepo import Git
 from cmem_cli.services.writes import FileTransaction, Memory
 from cmem_cli.store.records import MAX_TITLE, parse_link
@@ -151,11 +152,13 @@ def apply(
                     row["id"], link["uid"], link["type"], link.get("title"), link.get("href")
                 )
             elif target["id"] != row["id"]:
-                store.add_link(row["id"], target["id"], link["type"])
-    for _item, row in rows:  # links that were waiting for one of these
+                broken = supersession.add_arrived_link(store, row["id"], target["id"], link["type"])
+                _note_loop(broken, item, notes, refresh)
+    for item, row in rows:  # links that were waiting for one of these
         for from_id, link_type in store.take_pending_links_to(row["uid"]):
             if store.find_observation(from_id) is not None and from_id != row["id"]:
-                store.add_link(from_id, row["id"], link_type)
+                broken = supersession.add_arrived_link(store, from_id, row["id"], link_type)
+                _note_loop(broken, item, notes, refresh)
                 refresh.add(from_id)
     forgotten = 0
     for _relpath, (kind, uid) in store.uids_at_paths(deleted).items():
@@ -186,6 +189,16 @@ def apply(
         if referrer is not None:
             memory.export_observation(referrer, files)
     return {"adopted": len(rows), "forgotten": forgotten, "notes": notes}
+
+
+def _note_loop(
+    broken: supersession.BrokenLoop | None, item: Incoming, notes: list[str], refresh: set[int]
+) -> None:
+    """A supersedes loop an arrival closed: say so, and write again the file whose link went."""
+    if broken is not None:
+        notes.append(f"{item.relpath or item.uid}: {broken.note}")
+        if broken.rewrite is not None:
+            refresh.add(broken.rewrite)
 
 
 def _upsert_observation(memory: Memory, item: Incoming, notes: list[str]) -> dict[str, Any]:

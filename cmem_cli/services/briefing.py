@@ -149,6 +149,12 @@ def _summary_lines(last: dict[str, Any], char_budget: int) -> list[str]:
     return lines if len(lines) > 1 else []
 
 
+def _output(store: Store, obs_id: int) -> str:
+    """What a captured command printed (its narrative): read for a session's last failed test run only."""
+    row = store.find_observation(obs_id)
+    return str(row.get("narrative") or "") if row else ""
+
+
 def _activity_line(entry: dict[str, Any]) -> str:
     """``- 2026-11-25 4f1c2d3e: read 25 files under src/orders/ (#12..#40)``"""
     ids = entry["ids"]
@@ -221,7 +227,7 @@ def build_context(
             }
 
     rows = _candidates(store, project)
-    activity, singles = fold(rows)
+    activity, singles = fold(rows, lambda obs_id: _output(store, obs_id))
     from cmem_cli.services.anchors import annotate
 
     annotate(store, singles)  # stale and branch, for the lines a session will read
@@ -262,6 +268,7 @@ def build_context(
                 "title": row["title"],
                 "created_at": to_iso(row["created_at"]),
                 "tokens": row.get("tokens"),
+                "session": row.get("session"),
                 "stale": row["stale"],
                 "branch": row["branch"],
             }

@@ -136,6 +136,7 @@ def run_checks(memory: Memory, *, fix: bool = False) -> dict[str, Any]:
     # a tree synced through git: what a killed sync left is settled first (doctor --fix must not restore a
     # file another machine forgot because the sync that brought the forget died before adopting it)
     checks += git_checks(memory, fix=fix)
+    checks.append(_supersedes_loops(memory, fix=fix))
     before = export_problems(memory)
     if fix:
         if any(before[name] for name in _REBUILT_BY_FIX):
@@ -184,6 +185,33 @@ def team_checks(memory: Memory) -> list[dict[str, Any]]:
             "uids": [r.uid for r in rows],
         }
     ]
+
+
+def _supersedes_loops(memory: Memory, *, fix: bool) -> dict[str, Any]:
+    """Loops of ``supersedes`` links the store took before arrivals broke them (every memory of one counts
+    as replaced and is left out of the briefing); ``--fix`` breaks them as arrivals do, files included."""
+    from cmem_cli.services import supersession
+
+    store = memory.store
+    loops = supersession.held_loops(store)
+    shown = [" -> ".join(f"#{i}" for i in (*loop, loop[0])) for loop in loops]
+    if not loops:
+        return {"name": "supersedes loops", "status": "ok", "detail": "0"}
+    if not fix:
+        return {
+            "name": "supersedes loops",
+            "status": "fail",
+            "detail": f"{len(loops)}: " + ", ".join(shown[:5]),
+        }
+    with memory.write_transaction() as files:
+        broken = supersession.break_held_loops(store)
+        for obs_id in sorted({b.rewrite for b in broken if b.rewrite is not None}):
+            memory.export_observation(store.get_observation(obs_id), files)
+    return {
+        "name": "supersedes loops",
+        "status": "fixed",
+        "detail": f"{len(loops)}: " + "; ".join(b.note for b in broken[:5]),
+    }
 
 
 # What `doctor --fix` repairs by adopting and regenerating the export (``Memory.rebuild_export``).

@@ -210,6 +210,126 @@ def would_cycle(store: Store, new_id: int, old_id: int) -> bool:
     return False
 
 
+class BrokenLoop:
+    """A ``supersedes`` link that arrived and closed a loop, and how the loop was broken: ``note`` for the
+    caller's report, ``rewrite`` the memory whose file must be written again (its link went; None when the
+    arriving link itself was refused)."""
+
+    __slots__ = ("note", "rewrite")
+
+    def __init__(self, note: str, rewrite: int | None):
+        self.note, self.rewrite = note, rewrite
+
+
+def add_arrived_link(store: Store, from_id: int, to_id: int, link_type: str) -> BrokenLoop | None:
+    """Add a link that arrived (a hand-edited or synced file, a team row) inside the caller's transaction.
+
+    A ``supersedes`` link that closes a loop would leave every memory of the loop replaced and out of the
+    briefing. Locally such a link is refused (``Memory._add_link``); what arrives cannot be refused, so
+    the loop is broken where every machine breaks it, whatever order the links came in: the link of the
+    loop's oldest memory (by creation, then uid) goes, as an older memory cannot have replaced a newer one
+    in the same chain. Returns how it was broken, None when nothing closed a loop."""
+    if link_type != SUPERSEDES:
+        store.add_link(from_id, to_id, link_type)
+        return None
+    chain = _chain(store, from_id, to_id)
+    if chain is None:
+        store.add_link(from_id, to_id, link_type)
+        return None
+    loop = {from_id: to_id, **chain}  # each memory of the loop -> the one it supersedes
+    rows = {i: store.get_observation(i) for i in loop}
+    oldest = min(loop, key=lambda i: (rows[i]["created_at"], rows[i]["uid"]))
+    note = (
+        f"supersedes loop of {len(loop)} memories broken: #{oldest} no longer supersedes #{loop[oldest]} "
+        "(the oldest memory of the loop)"
+    )
+    if oldest == from_id:
+        return BrokenLoop(note, None)
+    store.remove_link(oldest, loop[oldest], SUPERSEDES)
+    store.add_link(from_id, to_id, SUPERSEDES)
+    return BrokenLoop(note, oldest)
+
+
+def held_loops(store: Store) -> list[list[int]]:
+    """The ``supersedes`` loops the store holds (each as the memories around it, from its smallest id),
+    one per loop found; a store that took loops before arrivals broke them (`cmem doctor` reports them)."""
+    graph: dict[int, list[int]] = {}
+    for new, old in links.all_superseding_links(store):
+        graph.setdefault(new, []).append(old)
+    found: list[list[int]] = []
+    seen: set[tuple[int, ...]] = set()
+    done: set[int] = set()
+    for start in sorted(graph):
+        if start in done:
+            continue
+        path: list[int] = [start]
+        on_path = {start: 0}
+        stack = [iter(graph.get(start, []))]
+        while stack:
+            nxt = next(stack[-1], None)
+            if nxt is None:  # every way on from the path's end explored
+                node = path.pop()
+                del on_path[node]
+                done.add(node)
+                stack.pop()
+                continue
+            if nxt in on_path:
+                loop = path[on_path[nxt] :]
+                turn = loop.index(min(loop))
+                key = tuple(loop[turn:] + loop[:turn])
+                if key not in seen:
+                    seen.add(key)
+                    found.append(list(key))
+            elif nxt not in done:
+                on_path[nxt] = len(path)
+                path.append(nxt)
+                stack.append(iter(graph.get(nxt, [])))
+    return found
+
+
+def break_held_loops(store: Store) -> list[BrokenLoop]:
+    """Break every loop the store holds, inside the caller's transaction, by the rule arrivals follow
+    (:func:`add_arrived_link`): the link of each loop's oldest memory goes. The caller writes the files
+    of the memories returned as ``rewrite`` again."""
+    broken: list[BrokenLoop] = []
+    for _ in range(1_000):
+        loops = held_loops(store)
+        if not loops:
+            break
+        loop = loops[0]
+        rows = {i: store.get_observation(i) for i in loop}
+        oldest = min(loop, key=lambda i: (rows[i]["created_at"], rows[i]["uid"]))
+        replaced = loop[(loop.index(oldest) + 1) % len(loop)]
+        store.remove_link(oldest, replaced, SUPERSEDES)
+        broken.append(
+            BrokenLoop(
+                f"supersedes loop of {len(loop)} memories broken: #{oldest} no longer supersedes #{replaced} "
+                "(the oldest memory of the loop)",
+                oldest,
+            )
+        )
+    return broken
+
+
+def _chain(store: Store, from_id: int, to_id: int) -> dict[int, int] | None:
+    """The links by which ``to_id`` already supersedes ``from_id`` (each memory -> the one it supersedes,
+    shortest chain), or None when it does not."""
+    replaced: dict[int, int] = {}  # a superseder found -> the memory it supersedes, toward from_id
+    frontier = {from_id}
+    while frontier and len(replaced) < 10_000:
+        found = [(new, old) for new, old in links.superseding_links(store, frontier) if new not in replaced]
+        for new, old in found:
+            replaced.setdefault(new, old)
+        if to_id in replaced:
+            chain, node = {}, to_id
+            while node != from_id:
+                chain[node] = replaced[node]
+                node = replaced[node]
+            return chain
+        frontier = {new for new, _ in found} - {from_id}
+    return None
+
+
 def successors_all(store: Store, obs_ids: set[int]) -> set[int]:
     """Every memory that directly supersedes one of ``obs_ids``."""
     return links.superseders(store, obs_ids)

@@ -42,6 +42,16 @@ OBS_WEIGHTS = (10.0, 4.0, 1.0, 2.0, 3.0, 1.0)
 OBS_BM25 = f"bm25(observations_fts, {', '.join(map(str, OBS_WEIGHTS))})"
 
 
+# A new row's number: past the largest held and the largest retired (schema.V10_RETIRED_IDS), so that
+# no number is given to two memories, not even after the newest one was forgotten.
+OBSERVATION, SUMMARY = "observation", "summary"
+_NEXT_ID = {
+    kind: f"(SELECT max(coalesce((SELECT max(id) FROM {table}), 0), "
+    f"coalesce((SELECT max(id) FROM retired_ids WHERE kind = '{kind}'), 0)) + 1)"
+    for kind, table in ((OBSERVATION, "observations"), (SUMMARY, "session_summaries"))
+}
+
+
 def bm25_to_score(rank: float) -> float:
     """Map FTS5's negative BM25 to 0..1 (monotonic; 0.5 at a BM25 of 1)."""
     strength = max(0.0, -rank)
@@ -209,17 +219,20 @@ class Store:
         row["uid"] = record.get("uid") or new_uid(row["created_at"])
         row["updated_at"] = updated_at or max(now, row["created_at"])
         row["path"] = path
-        insert_columns: tuple[str, ...] = INSERT_COLUMNS
+        row["id"] = None
         if restore:
             row["updated_at"] = restore.get("updated_at") or row["updated_at"]
             wanted = restore.get("id")
-            if isinstance(wanted, int) and wanted > 0 and self.find_observation(wanted) is None:
+            if isinstance(wanted, int) and 0 < wanted < MAX_ROWID and self._id_free(OBSERVATION, wanted):
                 row["id"] = wanted
-                insert_columns = ("id", *INSERT_COLUMNS)
-        columns = ", ".join(insert_columns)
-        placeholders = ", ".join(f":{c}" for c in insert_columns)
-        self.db.execute(f"INSERT INTO observations ({columns}) VALUES ({placeholders})", row)
-        obs_id = row.pop("id", None) or self.db.conn.last_insert_rowid()
+        columns = ", ".join(("id", *INSERT_COLUMNS))
+        placeholders = ", ".join(f":{c}" for c in INSERT_COLUMNS)
+        self.db.execute(
+            f"INSERT INTO observations ({columns}) VALUES (coalesce(:id, {_NEXT_ID[OBSERVATION]}), {placeholders})",
+            row,
+        )
+        row.pop("id")
+        obs_id = self.db.conn.last_insert_rowid()
         self._write_side_tables(obs_id, record)
         row.pop("search_terms")
         row.update(id=obs_id, retrieval_count=0, last_retrieved_at=None)
@@ -227,12 +240,24 @@ class Store:
             row[column] = list(record.get(column) or [])
         return row
 
+    def _id_free(self, kind: str, wanted: int) -> bool:
+        """Whether a file's number may be given back to its record: neither held nor retired."""
+        table = "observations" if kind == OBSERVATION else "session_summaries"
+        return (
+            self.db.query_one(
+                f"SELECT 1 FROM {table} WHERE id = :id UNION ALL "
+                "SELECT 1 FROM retired_ids WHERE kind = :kind AND id = :id",
+                {"id": wanted, "kind": kind},
+            )
+            is None
+        )
+
     def insert_new_observations(self, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Insert new observations in the caller's transaction, one statement per table (a bulk import's
         batch). Each record is normalised and carries its ``uid``, ``created_at``, ``updated_at``, ``path``
-        and ``tokens``. Ids follow the largest one in order, as SQLite gives them one insert at a time.
+        and ``tokens``. Ids follow the largest one given so far, in order, as :meth:`insert_observation` gives them.
         Returns the stored rows, as :meth:`insert_observation` does."""
-        first = int(self.db.scalar("SELECT max(id) FROM observations") or 0) + 1
+        first = int(self.db.scalar(f"SELECT {_NEXT_ID[OBSERVATION]}"))
         rows = []
         for offset, record in enumerate(records):
             row = self._row_values(record, tokens=record["tokens"], created_at=record["created_at"])
@@ -788,13 +813,14 @@ class Store:
         """Insert a summary; ``summary_id`` (one read back from its file) is kept when it is free."""
         when = record.get("created_at") or now_ms()
         values = {f: record.get(f) for f in SUMMARY_FIELDS}
-        if summary_id is not None and self.db.query_one(
-            "SELECT 1 FROM session_summaries WHERE id = ?", (summary_id,)
+        if not (
+            isinstance(summary_id, int) and 0 < summary_id < MAX_ROWID and self._id_free(SUMMARY, summary_id)
         ):
             summary_id = None
         self.db.execute(
             "INSERT INTO session_summaries (id, uid, session, project, agent, request, investigated, learned, "
-            "completed, next_steps, notes, created_at, updated_at) VALUES (:id, :uid, :session, :project, :agent, "
+            f"completed, next_steps, notes, created_at, updated_at) VALUES (coalesce(:id, {_NEXT_ID[SUMMARY]}), "
+            ":uid, :session, :project, :agent, "
             ":request, :investigated, :learned, :completed, :next_steps, :notes, :created_at, :updated_at)",
             {
                 **values,

@@ -330,3 +330,27 @@ CREATE INDEX session_summaries_uid_tail ON session_summaries (substr(uid, -8));
 @MIGRATIONS
 def m009_uid_tails(conn: apsw.Connection) -> None:
     conn.execute(V9_UID_TAILS)
+
+
+# The numbers of deleted observations and summaries, so that none is given out again: SQLite gives a new
+# row the largest id plus one, so forgetting the newest memory handed its number to the next, and a
+# script's `cmem get 12` then read another memory. Triggers retire a number whatever deletes the row; the
+# store numbers new rows past the largest retired one and never restores a file's id onto a retired one.
+V10_RETIRED_IDS = """
+CREATE TABLE retired_ids (
+    kind TEXT NOT NULL CHECK (kind IN ('observation', 'summary')),
+    id   INTEGER NOT NULL,
+    PRIMARY KEY (kind, id)
+) WITHOUT ROWID;
+CREATE TRIGGER observations_retire_id AFTER DELETE ON observations BEGIN
+    INSERT OR IGNORE INTO retired_ids (kind, id) VALUES ('observation', old.id);
+END;
+CREATE TRIGGER session_summaries_retire_id AFTER DELETE ON session_summaries BEGIN
+    INSERT OR IGNORE INTO retired_ids (kind, id) VALUES ('summary', old.id);
+END;
+"""
+
+
+@MIGRATIONS
+def m010_retired_ids(conn: apsw.Connection) -> None:
+    conn.execute(V10_RETIRED_IDS)

@@ -59,6 +59,32 @@ def superseders(store: Store, obs_ids: Iterable[int]) -> set[int]:
     return found
 
 
+def superseding_links(store: Store, obs_ids: Iterable[int]) -> list[tuple[int, int]]:
+    """(from_id, to_id) of every ``supersedes`` link to one of ``obs_ids``: who replaced each of them."""
+    ids = sorted({int(i) for i in obs_ids})
+    found: list[tuple[int, int]] = []
+    for chunk, marks in batches(ids):
+        found.extend(
+            (row[0], row[1])
+            for row in store.db.rows(
+                f"SELECT from_id, to_id FROM observation_links WHERE type = '{SUPERSEDES}' "
+                f"AND to_id IN ({marks}) ORDER BY from_id, to_id",
+                chunk,
+            )
+        )
+    return found
+
+
+def all_superseding_links(store: Store) -> list[tuple[int, int]]:
+    """(from_id, to_id) of every ``supersedes`` link (doctor's look for loops: a few per memory at most)."""
+    return [
+        (row[0], row[1])
+        for row in store.db.rows(
+            f"SELECT from_id, to_id FROM observation_links WHERE type = '{SUPERSEDES}' ORDER BY from_id, to_id"
+        )
+    ]
+
+
 def inherit_retrievals(store: Store, new_id: int, old_id: int) -> None:
     """Add the retrieval count of ``old_id`` to that of ``new_id``, inside the caller's transaction."""
     store.db.execute(

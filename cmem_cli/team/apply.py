@@ -13,6 +13,7 @@ from typing import Any
 from cmem_cli.core.errors import CmemError
 from cmem_cli.core.fields import SUMMARY_FIELDS
 from cmem_cli.core.timeutil import now_ms
+from cmem_cli.services import supersession
 from cmem_cli.services.anchors import adopt_anchor
 from cmem_cli.services.writes import FileTransaction, Memory
 from cmem_cli.store import team_outbox as outbox
@@ -84,7 +85,7 @@ class Applier:
                 link["uid"] == to_uid and link["type"] == link_type
                 for link in self.store.links_from(source["id"])
             ):
-                self.store.add_link(source["id"], target["id"], link_type)
+                self._link(source["id"], target["id"], link_type, from_uid)
                 self._export.add(source["id"])
 
     def forget(self, kind: str, uid: str) -> bool:
@@ -187,6 +188,15 @@ class Applier:
         store.raise_prompt_counter(session, number)
         return True
 
+    def _link(self, from_id: int, to_id: int, link_type: str, from_uid: str | None) -> None:
+        """One link of what arrived; a ``supersedes`` loop is broken where it closes, with a note."""
+        broken = supersession.add_arrived_link(self.store, from_id, to_id, link_type)
+        if broken is not None:
+            uid = from_uid or self.store.get_observation(from_id)["uid"]
+            self.notes.append(f"{uid}: {broken.note}")
+            if broken.rewrite is not None:
+                self._export.add(broken.rewrite)
+
     # -- at the end -------------------------------------------------------------------------------------
     def finish(self) -> None:
         """Set the links of what arrived (their targets may have come in the same batch), then write files."""
@@ -197,7 +207,7 @@ class Applier:
             for link_type, uid in links:
                 target = store.observation_by_uid(uid)
                 if target is not None and target["id"] != obs_id:
-                    store.add_link(obs_id, target["id"], link_type)
+                    self._link(obs_id, target["id"], link_type, None)
         arrived = [row for row in map(store.find_observation, sorted(self._export)) if row is not None]
         for new in arrived:  # every arrival named before any file is written: a file names its links' paths
             if not new.get("path"):

@@ -213,6 +213,8 @@ def _dispatch(
     from cmem_cli.capture.hooks.rules import rules_from_config
 
     rules = rules_from_config(config.section("hooks"))
+    if payload.event == "SessionStart" and at is None:  # live, not a replay: the agent's shell is starting
+        _hand_session_to_shell(payload, config)
     if payload.event == "SessionStart" and not payload.session_id:
         return _session_start(None, project, payload, config, rules)
     if not payload.session_id:
@@ -261,6 +263,17 @@ def _dispatch(
         else:  # SubagentStop and events added to Claude Code later: the session is alive
             capture.start_session(where)
     return None
+
+
+def _hand_session_to_shell(payload: HookPayload, config: Config) -> None:
+    """Export the session and agent to the agent's Bash commands (``CLAUDE_ENV_FILE``), so the notes it
+    records with `cmem add` join this session; a failure is logged, never the hook's."""
+    from cmem_cli.capture.hooks.shell_env import ENV_FILE, hand_to_shell
+
+    try:
+        hand_to_shell(payload.session_id, payload.agent)
+    except OSError as exc:
+        log_line(config.log_dir, f"error SessionStart: cannot write {ENV_FILE}: {exc.strerror or exc}")
 
 
 def _tune_connection(mem: Memory, rules: HookRules) -> None:

@@ -1,0 +1,42 @@
+"""A `supersedes` loop that arrives by a team row is broken on arrival, the same way on every home (the
+link of the loop's oldest memory goes), with a note: see tests/test_supersedes_arrivals.py for files."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.team_helpers import Home
+
+pytestmark = pytest.mark.postgres  # on the worker of the team tests (tests/conftest.py): one server
+
+
+def test_a_team_row_that_closes_a_loop_is_broken_alike_on_every_home(
+    tmp_path: Path, home: Path, capsys: pytest.CaptureFixture[str], team_db: str
+):
+    a, b = Home(tmp_path / "home-a", capsys, "a"), Home(tmp_path / "home-b", capsys, "b")
+    older = a.add("Cache lives in Redis", "--type", "decision")
+    time.sleep(0.002)
+    newer = a.add("Cache lives in SQLite", "--type", "decision")
+    a.join(team_db)
+    b.join(team_db)
+    rows_a, rows_b = a.rows(), b.rows()
+    uid_of = {row["id"]: uid for uid, row in rows_a.items()}
+    old_uid, new_uid = uid_of[older], uid_of[newer]
+    a.ok("link", str(newer), "supersedes", str(older))
+    b.ok("link", str(rows_b[old_uid]["id"]), "supersedes", str(rows_b[new_uid]["id"]))
+    b.sync()
+    report = a.sync()  # a pushes its link, then pulls b's: the loop closes on a
+    assert [note for note in report["notes"] if "loop" in note] == [
+        f"{old_uid}: supersedes loop of 2 memories broken: #{older} no longer supersedes #{newer} "
+        "(the oldest memory of the loop)"
+    ]
+    b.sync()  # b pulls a's link: the loop closes on b, and b breaks it at the same memory
+    for home_ in (a, b):
+        assert home_.links(new_uid) == [("supersedes", old_uid)]
+        assert home_.links(old_uid) == []
+        briefing = json.loads(home_.ok("context", "-p", "web", "--json"))
+        assert [o["uid"] for o in briefing["observations"]] == [new_uid]
