@@ -8,19 +8,20 @@ _cmem() {
         [[ "$w" == -* ]] && continue
         [[ "${COMP_WORDS[i-1]}" == "--home" ]] && continue
         local candidate="${path:+$path }$w"
-        if [[ -z "$path" || " collection import install models prompt session summary sync " == *" $path "* ]]; then path="$candidate"; else break; fi
+        if [[ -z "$path" || " collection import models prompt session summary sync " == *" $path "* ]]; then path="$candidate"; else break; fi
     done
     local words="" valued="" paths=""
     case "$path" in
-        "") words="add edit link forget search timeline get stats view verify export doctor index status watch hook context mcp completion man session prompt summary sync collection models import install --home --version -V -h --help"; valued="--home"; paths="--home" ;;
+        "") words="add edit link forget search timeline get stats projects view verify export doctor index status watch hook context install mcp completion man session prompt summary sync collection models import --home --version -V -h --help"; valued="--home"; paths="--home" ;;
         "add") words="--title -t --type --subtitle --narrative --fact --concept --read --modified --tool --project -p --session --agent --key --confidence --link --supersedes --json -h --help"; valued="--title -t --type --subtitle --narrative --fact --concept --read --modified --tool --project -p --session --agent --key --confidence --link --supersedes --json"; paths="--read --modified --json" ;;
         "edit") words="--title -t --type --subtitle --narrative --fact --add-fact --concept --read --modified --project -p --key --confidence --link -h --help"; valued="--title -t --type --subtitle --narrative --fact --add-fact --concept --read --modified --project -p --key --confidence --link"; paths="--read --modified" ;;
         "link") words="--remove -h --help"; valued=""; paths="" ;;
         "forget") words="--yes -y -h --help"; valued=""; paths="" ;;
-        "search") words="--project -p --type --concept --file --agent --session --since --until --limit -n --offset --order --mode --rerank --no-rerank --min-score --collection -c --explain --all --branch --team --json --format -f -h --help"; valued="--project -p --type --concept --file --agent --session --since --until --limit -n --offset --order --mode --min-score --collection -c --branch --format -f"; paths="--file" ;;
-        "timeline") words="--query -q --before -b --after -a --project -p --json --format -f -h --help"; valued="--query -q --before -b --after -a --project -p --format -f"; paths="" ;;
+        "search") words="--project -p --all-projects --type --concept --file --agent --session --since --until --limit -n --offset --order --mode --rerank --no-rerank --min-score --collection -c --explain --all --branch --team --json --format -f -h --help"; valued="--project -p --type --concept --file --agent --session --since --until --limit -n --offset --order --mode --min-score --collection -c --branch --format -f"; paths="--file" ;;
+        "timeline") words="--query -q --before -b --after -a --project -p --all-projects --json --format -f -h --help"; valued="--query -q --before -b --after -a --project -p --format -f"; paths="" ;;
         "get") words="--links --path --json --format -f -h --help"; valued="--format -f"; paths="" ;;
         "stats") words="--json -h --help"; valued=""; paths="" ;;
+        "projects") words="--json --format -f -h --help"; valued="--format -f"; paths="" ;;
         "view") words="--project -p --all-projects --type --concept --file --agent --session --since --until --limit -n --output -o --open --no-open --json -h --help"; valued="--project -p --type --concept --file --agent --session --since --until --limit -n --output -o"; paths="--file --output -o" ;;
         "verify") words="--stale --project -p --json --format -f -h --help"; valued="--project -p --format -f"; paths="" ;;
         "export") words="--rebuild --json -h --help"; valued=""; paths="" ;;
@@ -28,8 +29,9 @@ _cmem() {
         "index") words="--full --json -h --help"; valued=""; paths="" ;;
         "status") words="--json -h --help"; valued=""; paths="" ;;
         "watch") words="--debounce -h --help"; valued="--debounce"; paths="" ;;
-        "hook") words="-h --help"; valued=""; paths="" ;;
-        "context") words="--project -p --budget --json -h --help"; valued="--project -p --budget"; paths="" ;;
+        "hook") words="--agent -h --help"; valued="--agent"; paths="" ;;
+        "context") words="--project -p --all-projects --budget --json -h --help"; valued="--project -p --budget"; paths="" ;;
+        "install") words="--scope --uninstall --dry-run --instructions --no-instructions --mcp --no-mcp --detect --json -h --help"; valued="--scope"; paths="" ;;
         "mcp") words="-h --help"; valued=""; paths="" ;;
         "completion") words="-h --help"; valued=""; paths="" ;;
         "man") words="--raw --install --prefix -h --help"; valued="--prefix"; paths="--prefix" ;;
@@ -53,11 +55,10 @@ _cmem() {
         "models pull") words="--rerank --sha256 --timeout --json -h --help"; valued="--sha256 --timeout"; paths="" ;;
         "models import") words="--name --outtype --force --json -h --help"; valued="--name --outtype"; paths="" ;;
         "models path") words="--rerank --json -h --help"; valued=""; paths="" ;;
-        "import") words="transcript claude-code -h --help"; valued=""; paths="" ;;
+        "import") words="transcript claude-code codex -h --help"; valued=""; paths="" ;;
         "import transcript") words="--project -p --exclude-project --settle --json -h --help"; valued="--project -p --exclude-project --settle"; paths="" ;;
         "import claude-code") words="--root --project -p --exclude-project --settle --json -h --help"; valued="--root --project -p --exclude-project --settle"; paths="--root" ;;
-        "install") words="claude-code -h --help"; valued=""; paths="" ;;
-        "install claude-code") words="--scope --uninstall --dry-run --instructions --no-instructions --mcp -h --help"; valued="--scope"; paths="" ;;
+        "import codex") words="--root --project -p --exclude-project --settle --json -h --help"; valued="--root --project -p --exclude-project --settle"; paths="--root" ;;
     esac
     if [[ " $valued " == *" $prev "* ]]; then
         local choices=""
@@ -70,6 +71,7 @@ _cmem() {
         "search --format"|"search -f") choices="table plain json ndjson csv ids md" ;;
         "timeline --format"|"timeline -f") choices="table plain json ndjson csv ids md" ;;
         "get --format"|"get -f") choices="md json ndjson plain" ;;
+        "projects --format"|"projects -f") choices="table plain json ndjson csv ids md" ;;
         "view --type") choices="decision bugfix feature refactor discovery change error insight question" ;;
         "verify --format"|"verify -f") choices="table plain json ndjson csv ids md" ;;
         "session end --status") choices="active completed failed abandoned" ;;

@@ -32,7 +32,10 @@ COMPACT_HEAD = 400  # chunks the bits pick for the exact re-ranking, at least
 
 class DocFilters(FilterFields):
     """Metadata filters (the store's ``Filters`` fields, plus collections) as SQL over the index's documents;
-    documents lacking a filtered field are excluded. Concepts match case-insensitively."""
+    documents lacking a filtered field are excluded, except for the project: a project scopes memories, and a
+    collection's documents (no project) belong to none, so a search scoped to the repository it runs in
+    still finds the user's notes (`--collection memories` leaves them out). Concepts match
+    case-insensitively."""
 
     def __init__(self, *args: Any, collections: list[str] | None = None, **fields: Any):
         super().__init__(*args, **fields)
@@ -68,6 +71,9 @@ class DocFilters(FilterFields):
 
     def sql(self, alias: str = "d") -> tuple[str, list[Any]]:
         clauses, params = self.scalar_clauses(alias)
+        if self.project is not None:
+            at = clauses.index(f"{alias}.project = ?")
+            clauses[at] = f"({alias}.project = ? OR {alias}.project IS NULL)"
         if self.types:
             clauses.append(f"{alias}.type IN ({','.join('?' * len(self.types))})")
             params.extend(self.types)

@@ -40,7 +40,8 @@ def two_clones(tmp_path: Path) -> tuple[Path, Path]:
 
 
 def row_of(machine: Machine, uid: str) -> dict:
-    [row] = [r for r in json.loads(machine.ok("search", "--json", "-n", "0")) if r["uid"] == uid]
+    rows = json.loads(machine.ok("search", "--json", "-n", "0", "--all-projects"))  # memories filed as "web"
+    [row] = [r for r in rows if r["uid"] == uid]
     return row
 
 

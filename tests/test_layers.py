@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 
 
 def _import(cli, records):
@@ -114,14 +115,14 @@ def test_session_defaults_come_from_the_environment(cli, monkeypatch):
     (row,) = cli("search", "--json").json()
     assert (row["session"], row["project"], row["agent"]) == ("env-session", "env-project", "env-agent")
     cli("add", "-t", "flags win", "--project", "flag-project", "--agent", "flag-agent", "--session", "s2")
-    row = cli("search", "flags", "--json").json()[0]
+    row = cli("search", "flags", "--all-projects", "--json").json()[0]  # $CMEM_PROJECT scopes reads too
     assert (row["session"], row["project"], row["agent"]) == ("s2", "flag-project", "flag-agent")
 
 
 def test_project_defaults_to_the_enclosing_git_repository(cli, tmp_path, monkeypatch):
     repo = tmp_path / "my-repo"
-    (repo / ".git").mkdir(parents=True)
     (repo / "src" / "deep").mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(repo)], check=True, capture_output=True)
     monkeypatch.chdir(repo / "src" / "deep")
     cli("add", "-t", "in a repo")
     monkeypatch.chdir(tmp_path)

@@ -47,6 +47,7 @@ def test_lists_the_tools_with_progressive_disclosure_descriptions(home):
     assert by_name["remember"].annotations.read_only_hint is False
     assert set(by_name["search"].input_schema["properties"]) == {
         "query", "project", "type", "concept", "file", "since", "until", "limit", "mode", "branch",
+        "all_projects",
     }  # fmt: skip
     assert by_name["get"].input_schema["required"] == ["ids"]
     assert "search" in instructions and "cmem://observation/" in instructions
@@ -182,8 +183,8 @@ def test_list_parameters_take_a_plain_string_as_a_list_of_one(home):
 
 
 def test_outside_a_repository_the_server_lists_projects_and_asks_which(home, tmp_path):
-    """Desktop clients start the server in `/`: no repository names a project there, so `context` and
-    `remember` need one, and `projects` says which exist."""
+    """Desktop clients start the server in `/`: no repository names a project there, so `remember` needs
+    one, `projects` says which exist, and `context` briefs on every project (and says so)."""
 
     async def body(client: Client) -> Any:
         await client.call_tool("remember", {"title": "Chose WAL", "project": "web"})
@@ -199,11 +200,17 @@ def test_outside_a_repository_the_server_lists_projects_and_asks_which(home, tmp
     listed = projects.structured_content["projects"]
     assert [(p["project"], p["observations"]) for p in listed] == [("api", 2), ("web", 1)]
     assert text_of(projects).splitlines()[0].startswith("api: 2 observations")
-    for result in (context, remember):
-        assert result.is_error is True
-        assert text_of(result).endswith(
-            ": no project: the server runs outside a git repository; pass project (known: api, web)"
-        )
+    assert remember.is_error is True
+    assert text_of(remember).endswith(
+        ": no project: the server runs outside a git repository; pass project (known: api, web)"
+    )
+    assert context.is_error is False
+    assert text_of(context).startswith("# cmem memory, all projects\n")
+    assert all(title in text_of(context) for title in ("Chose WAL", "Pool size 20", "Busy timeout"))
+    assert context.structured_content["project"] is None
+    assert context.structured_content["notes"] == [
+        "scope: all projects (not inside a git repository); pass project for one"
+    ]
 
 
 def test_remember_is_seen_by_cmem_search(home, sh):

@@ -700,7 +700,8 @@ def test_prompts_both_machines_numbered_alike_are_both_kept_the_arrival_numbered
 # -- code anchors --------------------------------------------------------------------------------------------
 def listed(home: Home, uid: str) -> dict[str, Any]:
     """The search row of ``uid`` (stale, branch), checked from the current directory."""
-    [row] = [r for r in json.loads(home.ok("search", "--json", "-n", "0")) if r["uid"] == uid]
+    rows = json.loads(home.ok("search", "--json", "-n", "0", "--all-projects"))  # memories filed as "web"
+    [row] = [r for r in rows if r["uid"] == uid]
     return row
 
 

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
-from cmem_cli.core.config import Config, default_agent, default_project, default_session, load_config
+from cmem_cli.core.config import Config, default_agent, default_session, load_config
 from cmem_cli.core.errors import (
     CmemError,
     DatabaseBusy,
@@ -185,6 +185,61 @@ class Memory:
             self._reader = _StoreReader.open(self.config)
         return self._reader
 
+    # -- projects ------------------------------------------------------------------------------------------
+    def project_here(self, cwd: str | Path | None = None, *, claim: bool = False) -> str:
+        """The project work in ``cwd`` (default: the current directory) files under: ``$CMEM_PROJECT``, else
+        its git repository's project (every worktree and clone of one repository shares it; see
+        :mod:`cmem_cli.core.repo_identity`), else the folder's name (``default`` in `/`). With ``claim`` a
+        repository new to this home records its name (a write, once), as a write's default does."""
+        return self._named_project(cwd, claim=claim) or "default"
+
+    def _named_project(self, cwd: str | Path | None, *, claim: bool) -> str | None:
+        import os
+
+        return os.environ.get("CMEM_PROJECT") or self.project_of(_cwd(cwd), claim=claim)
+
+    def project_of(self, directory: str | Path, *, claim: bool = False) -> str | None:
+        """The project of work done in ``directory`` whatever ``$CMEM_PROJECT`` says (a transcript names
+        where its session ran): its git repository's project, else the folder's name; None for `/`."""
+        from cmem_cli.core.repo_identity import repository_identity
+
+        identity = repository_identity(directory)
+        if identity is None:
+            return Path(directory).name or None
+        from cmem_cli.store.projects import name_for
+
+        return name_for(self.service.store if claim else self.reader.store, identity, claim=claim)
+
+    def default_scope(self, cwd: str | Path | None = None) -> tuple[str | None, str | None]:
+        """The project a read that names none covers, and why: ``$CMEM_PROJECT`` (the reason is then None:
+        the user named it); inside a git repository, that repository's project; elsewhere (a home folder,
+        cron, an MCP client started in `/`) every project (None). The reason is a few words for a front
+        end's note (``this git repository``)."""
+        import os
+
+        from cmem_cli.core.repo_identity import repository_identity
+
+        named = os.environ.get("CMEM_PROJECT")
+        if named:
+            return named, None
+        identity = repository_identity(_cwd(cwd))
+        if identity is None:
+            return None, "not inside a git repository"
+        from cmem_cli.store.projects import name_for
+
+        return name_for(self.reader.store, identity, claim=False), "this git repository"
+
+    def _defaults(
+        self, project: str | None, agent: str | None, session: str | None, cwd: str | Path | None
+    ) -> dict[str, str | None]:
+        """Project, agent and session as the CLI defaults them (the repository's project, $CMEM_AGENT,
+        $CMEM_SESSION)."""
+        return {
+            "project": project or self.project_here(cwd, claim=True),
+            "agent": agent or default_agent(),
+            "session": session or default_session(),
+        }
+
     # -- writing -------------------------------------------------------------------------------------------
     def add(
         self,
@@ -223,7 +278,8 @@ class Memory:
             "links": _strings("links", links),
             "supersedes": list(supersedes) if isinstance(supersedes, list | tuple) else supersedes,
         }  # fmt: skip
-        row = self.service.add_observation(record, _defaults(project, agent, session), cwd=_cwd(cwd))
+        defaults = self._defaults(project, agent, session, cwd)
+        row = self.service.add_observation(record, defaults, cwd=_cwd(cwd))
         return self._observation(int(row["id"]))
 
     def add_many(
@@ -243,7 +299,7 @@ class Memory:
         Files are anchored as :meth:`add` anchors them. ``progress(phase, done, total)`` hears how far
         checking (``prepare``) and writing (``write``) have come."""
         service = self.service
-        defaults = _defaults(project, agent, session)
+        defaults = self._defaults(project, agent, session, cwd)
         prepared = []
         for index, record in enumerate(records):
             try:
@@ -468,9 +524,15 @@ class Memory:
         return self._observation(row["id"])
 
     def context(
-        self, project: str | None = None, *, budget: int = 1500, reminder: str | None = None
+        self,
+        project: str | None = None,
+        *,
+        all_projects: bool = False,
+        budget: int = 1500,
+        reminder: str | None = None,
     ) -> Briefing:
-        """The session-start briefing for ``project`` (default: the current git repository's name).
+        """The session-start briefing for ``project``; without one, for the :meth:`default_scope` (the
+        current git repository's project, else every project), or with ``all_projects`` for every project.
 
         ``reminder`` replaces the closing line that tells how to drill down (by default: the CLI commands)."""
         from cmem_cli.core.results import Briefing
@@ -478,9 +540,13 @@ class Memory:
 
         if budget < 1:
             raise InvalidInput("budget must be at least 1 token")
+        if project and all_projects:
+            raise InvalidInput("give a project or all projects, not both")
+        if project is None and not all_projects:
+            project = self.default_scope()[0]
         result = build_context(
             self.service.store,
-            project or default_project(),
+            project,
             budget=budget,
             reminder=REMINDER if reminder is None else reminder,
         )
@@ -500,11 +566,32 @@ class Memory:
         return data
 
     def projects(self) -> list[dict[str, Any]]:
-        """The projects memory holds, most recently active first: ``project``, ``observations`` (a count)
-        and ``last`` (ISO-8601 time of the latest observation)."""
+        """The projects memory holds, most recently active first: ``project``, ``observations`` (a count),
+        ``last`` (ISO-8601 time of the latest observation), ``repository`` (the key of the git repository
+        it stands for, None for a folder outside git or a name the store could not tie to one), ``mapped``
+        (how that was learnt: ``claimed`` by the first write from it, or ``anchors``: the store migration
+        read it off the project's anchored memories) and ``same_as`` (for an older name of a repository,
+        kept apart, the name its work goes under now; else None)."""
         from cmem_cli.core.timeutil import to_iso
+        from cmem_cli.store.projects import mapping
 
-        return [{**row, "last": to_iso(row["last"])} for row in self.reader.store.projects()]
+        store = self.reader.store
+        keys = mapping(store)
+        main = {row["key"]: name for name, row in keys.items() if row["main"]}
+        out = []
+        for row in store.projects():
+            known = keys.get(row["project"])
+            same_as = main.get(known["key"]) if known and not known["main"] else None
+            out.append(
+                {
+                    **row,
+                    "last": to_iso(row["last"]),
+                    "repository": known["key"] if known else None,
+                    "mapped": known["source"] if known else None,
+                    "same_as": same_as,
+                }
+            )
+        return out
 
     @property
     def export_dir(self) -> Path:
@@ -534,7 +621,7 @@ class Memory:
         row = self.service.ensure_session(
             session_id or new_uid().lower(),
             agent=agent or default_agent(),
-            project=project or default_project(),
+            project=project or self.project_here(claim=True),
             label=label,
             goal=goal,
             resume=resume,
@@ -732,15 +819,6 @@ def excluded_project(project: str | None, config: Config, extra: Sequence[str] =
     from cmem_cli.services.privacy import is_excluded_project
 
     return is_excluded_project(project, config.section("privacy"), extra)
-
-
-def _defaults(project: str | None, agent: str | None, session: str | None) -> dict[str, str | None]:
-    """Project, agent and session as the CLI defaults them (git repository name, $CMEM_AGENT, $CMEM_SESSION)."""
-    return {
-        "project": project or default_project(),
-        "agent": agent or default_agent(),
-        "session": session or default_session(),
-    }
 
 
 class _StoreReader:

@@ -89,6 +89,11 @@ class Recorder:
         """True when an observation with this uid is stored (no retrieval counted, nothing built)."""
         return self._memory.service.store.observation_by_uid(uid) is not None
 
+    def project_of(self, directory: str) -> str:
+        """The project of work done in ``directory`` (its repository's, recorded if new; else the folder's
+        name), whatever ``$CMEM_PROJECT`` says: see :meth:`Memory.project_of`."""
+        return self._memory.project_of(directory, claim=True) or "default"
+
     def ensure_session(self, session_id: str, *, project: str, agent: str) -> str:
         """Create session ``session_id`` if it is new (kept as it is otherwise); returns its id."""
         row = self._memory.service.ensure_session(session_id, agent=agent, project=project)

@@ -23,7 +23,6 @@ from typing import Any, NamedTuple
 from cmem_cli.capture.hooks.capture import Capture, Where
 from cmem_cli.capture.hooks.state import fingerprint, prompt_prefix
 from cmem_cli.capture.hooks.tools import ToolCall, response_text
-from cmem_cli.core.config import project_for_directory
 from cmem_cli.core.errors import CmemError, InvalidInput, NotFound
 from cmem_cli.core.jsonin import loads_bounded
 from cmem_cli.core.timeutil import now_ms, parse_iso
@@ -222,6 +221,14 @@ class TranscriptImporter:
         self.project = project
         self.settle_seconds = settle_seconds
         self.now = now
+        self._projects: dict[str, str] = {}
+
+    def project_of(self, cwd: str) -> str:
+        """The project of a session that ran in ``cwd`` (its repository's), asked once per folder."""
+        found = self._projects.get(cwd)
+        if found is None:
+            found = self._projects[cwd] = self.capture.rec.project_of(cwd)
+        return found
 
     def import_file(self, path: Path) -> FileReport:
         path = path.expanduser().resolve()
@@ -274,9 +281,7 @@ class _FileRun:
         if isinstance(obj.get("cwd"), str) and obj["cwd"]:
             self.cwd = obj["cwd"]
         project = self.importer.project or (
-            project_for_directory(Path(self.cwd))
-            if self.cwd
-            else self.path.parent.name.lstrip("-") or "default"
+            self.importer.project_of(self.cwd) if self.cwd else self.path.parent.name.lstrip("-") or "default"
         )
         agent = "claude-code"
         if obj.get("isSidechain") and isinstance(obj.get("agentId"), str):

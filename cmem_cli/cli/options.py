@@ -49,6 +49,13 @@ HOME = Opt(
     "home", ("--home",), "Data directory (default: $CMEM_HOME, else $XDG_DATA_HOME/cmem).", metavar="DIR"
 )
 PROJECT = Opt("project", ("--project", "-p"), "Project name.", metavar="NAME")
+# What a read covers when it names no project: inside a git repository its project, elsewhere every project.
+SCOPED_PROJECT = PROJECT._replace(
+    help="Only this project (default: inside a git repository, its project; elsewhere every project)."
+)
+ALL_PROJECTS = Opt(
+    "all_projects", ("--all-projects",), "Every project, also inside a git repository.", bool, False
+)
 AGENT = Opt("agent", ("--agent",), "Agent name.", metavar="NAME")
 SESSION = Opt("session", ("--session",), "Session id or a unique prefix of one.", metavar="ID")
 JSON = Opt("as_json", ("--json",), "Output JSON.", bool, False)
@@ -77,11 +84,15 @@ UNTIL = Opt("until", ("--until",), "ISO date/time or age.")
 SEARCH = Command(
     "search",
     "Search memories and documents: one compact row per hit (id, date, type, title, project, token cost).\n\n"
-    'Exit status 10 when nothing matches; "showing N of M" on stderr when more hits exist than shown.',
+    'Exit status 10 when nothing matches; "showing N of M" on stderr when more hits exist than shown.\n\n'
+    "Inside a git repository it searches that repository's project (every worktree and clone of it), "
+    "elsewhere every project; --project or --all-projects choose, and without them a note on stderr says "
+    "which scope was used.",
     "cmem_cli.cli.read_bodies:search",
     (
         QUERY,
-        PROJECT,
+        SCOPED_PROJECT,
+        ALL_PROJECTS,
         TYPES,
         CONCEPTS,
         FILES,
@@ -149,7 +160,9 @@ SEARCH = Command(
 
 TIMELINE = Command(
     "timeline",
-    "What happened around one observation: prompts, observations and summaries in time order.",
+    "What happened around one observation: prompts, observations and summaries in time order.\n\n"
+    "--query searches the default scope as `cmem search` does (inside a git repository its project, "
+    "elsewhere every project).",
     "cmem_cli.cli.read_bodies:timeline",
     (
         Opt(
@@ -160,7 +173,8 @@ TIMELINE = Command(
         Opt("query", ("--query", "-q"), "Use the best search hit as anchor."),
         Opt("before", ("--before", "-b"), "Items before the anchor.", int, 5),
         Opt("after", ("--after", "-a"), "Items after the anchor.", int, 5),
-        PROJECT,
+        SCOPED_PROJECT._replace(help="--query searches only this project (default: as `cmem search`)."),
+        ALL_PROJECTS._replace(help="--query searches every project, also inside a git repository."),
         JSON,
         FORMAT,
     ),
@@ -238,10 +252,12 @@ ADD = Command(
 
 CONTEXT = Command(
     "context",
-    "What an agent should see at session start: last summary, useful recent observations, how to drill down.",
+    "What an agent should see at session start: last summary, useful recent observations, how to drill down."
+    "\n\nInside a git repository, for its project; elsewhere, for every project.",
     "cmem_cli.cli.read_bodies:context",
     (
-        PROJECT,
+        SCOPED_PROJECT,
+        ALL_PROJECTS,
         Opt(
             "budget",
             ("--budget",),
@@ -259,13 +275,14 @@ VIEW = Command(
     "view",
     "Write a timeline of what agents remembered as one self-contained HTML page, and open it.\n\n"
     "The page needs no server and makes no request: its data, script and style are inside it. By default it "
-    "shows the last 30 days of the current project, at most --limit observations (the newest), and is "
+    "shows the last 30 days of the current git repository's project (elsewhere: of every project), at most "
+    "--limit observations (the newest), and is "
     "written to <home>/view/ (mode 0600); the path is printed on stdout. See docs/view.md.",
     "cmem_cli.cli.commands.view:view",
     (
         QUERY._replace(help="Only records with these words (as keyword search matches them)."),
-        PROJECT._replace(help="Project name (default: the current project, as `cmem add` files it)."),
-        Opt("all_projects", ("--all-projects",), "Every project, not only the current one.", bool, False),
+        SCOPED_PROJECT,
+        ALL_PROJECTS,
         TYPES,
         CONCEPTS,
         FILES,

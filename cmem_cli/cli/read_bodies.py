@@ -106,12 +106,16 @@ def search(
     check_count("--offset", options["offset"])
     if all_hits:
         options["limit"] = 0
+    all_projects = options.pop("all_projects", False)
     with open_api() as memory:
+        options["project"], scope_note = scope(memory, options["project"], all_projects)
         options["session"] = typed_session(memory, options["session"])
         ask = Query(query, type=obs_type, collections=collection, **options)
         page = _team_page(memory, ask) if team else memory.search(ask)
         rows = page.to_json()
         _absolute_paths(memory.config, rows)
+    if scope_note:
+        print(f"cmem: note: {scope_note}", file=sys.stderr)
     if ask.mode != "auto" or ask.explain:  # in auto mode a missing index or model is expected, not news
         for note in page.notes:
             print(f"cmem: note: {note}", file=sys.stderr)
@@ -126,6 +130,26 @@ def search(
         more = f"{page.total}+" if page.capped else str(page.total)
         print(f"cmem: showing {len(rows)} of {more} (-n 0 or --all for every hit)", file=sys.stderr)
     return EXIT_OK if rows else EXIT_NO_MATCH
+
+
+def scope(memory: Memory, project: str | None, all_projects: bool) -> tuple[str | None, str | None]:
+    """The project a read covers (None: every project) and, when neither the command line nor
+    ``$CMEM_PROJECT`` chose one, the note that says which default it took (inside a git repository its
+    project, elsewhere every project)."""
+    from cmem_cli.cli.input import check_cli_text
+    from cmem_cli.core.errors import UsageError
+
+    project = check_cli_text("--project", project)
+    if project and all_projects:
+        raise UsageError("give --project or --all-projects, not both")
+    if project or all_projects:
+        return project or None, None
+    default, why = memory.default_scope()
+    if why is None:  # $CMEM_PROJECT: named by the user, not news
+        return default, None
+    if default is None:
+        return None, f"scope: all projects ({why}); --project NAME for one"
+    return default, f"scope: project {escape_control(default)} ({why}); --all-projects for every project"
 
 
 def _team_page(memory: Memory, ask: Query) -> SearchPage:
@@ -208,10 +232,12 @@ def timeline(
     before: int = 5,
     after: int = 5,
     project: str | None = None,
+    all_projects: bool = False,
     as_json: bool = False,
     fmt: str | None = None,
 ) -> None:
-    """`cmem timeline`: what happened around one observation, in time order."""
+    """`cmem timeline`: what happened around one observation, in time order; ``--query`` searches the
+    default scope as `cmem search` does."""
     from cmem_cli.core.errors import InvalidInput
 
     if (ref is None) == (query is None):
@@ -219,8 +245,14 @@ def timeline(
     check_count("--before", before)
     check_count("--after", after)
     output = resolve_format(fmt, as_json)
+    scope_note = None
     with open_api() as memory:
+        if query is not None:
+            project, scope_note = scope(memory, project, all_projects)
         result = memory.timeline(ref, query=query, before=before, after=after, project=project).to_json()
+    if scope_note:
+        print(f"cmem: note: {scope_note}", file=sys.stderr)
+        result["notes"] = [scope_note]
     items = result["items"]
     if output == "json":
         write(json.dumps(result, ensure_ascii=False, indent=2) + "\n")
@@ -286,18 +318,26 @@ def get(
         emit_text("\n\n".join(markdown(r) for r in records))
 
 
-def context(project: str | None = None, budget: int = 1500, as_json: bool = False) -> None:
-    """`cmem context`: the session-start briefing (a hook's SessionStart prints the same text)."""
-    from cmem_cli.cli.input import check_cli_text
+def context(
+    project: str | None = None, all_projects: bool = False, budget: int = 1500, as_json: bool = False
+) -> None:
+    """`cmem context`: the session-start briefing (a hook's SessionStart prints the same text) for the
+    default scope unless ``--project`` or ``--all-projects`` says otherwise."""
     from cmem_cli.core.errors import UsageError
 
     if budget < 1:
         raise UsageError(f"--budget must be at least 1 (got {budget})")
     with open_api() as memory:
-        result = memory.context(check_cli_text("--project", project), budget=budget)
+        project, scope_note = scope(memory, project, all_projects)
+        result = memory.context(project, all_projects=project is None, budget=budget)
+    if scope_note:
+        print(f"cmem: note: {scope_note}", file=sys.stderr)
     if as_json:
         from cmem_cli.api import as_dict
 
-        write(json.dumps(as_dict(result), ensure_ascii=False, indent=2) + "\n")
+        data = as_dict(result)
+        if scope_note:
+            data["notes"] = [scope_note]
+        write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
     else:
         write(result.text + "\n")

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from cmem_cli.cli.input import check_cli_text, parse_json_records, read_json_input
 from cmem_cli.cli.invocation import open_api
 from cmem_cli.cli.typed_sessions import refuse_ended_session, typed_session
-from cmem_cli.core.config import default_agent, default_project, default_session
+from cmem_cli.core.config import default_agent, default_session
 from cmem_cli.core.errors import InvalidInput
 
 if TYPE_CHECKING:
@@ -43,7 +43,7 @@ def add(
 ) -> None:
     """`cmem add`: record one observation, or bulk-import JSON records; prints the new id(s)."""
     defaults = {
-        "project": check_cli_text("--project", project) or default_project(),
+        "project": check_cli_text("--project", project),  # else the repository's: asked of the store
         "agent": check_cli_text("--agent", agent) or default_agent(),
         "session": check_cli_text("--session", session) or default_session(),
     }
@@ -77,6 +77,7 @@ def add(
                 check_cli_text(f"--{name}", item)
     with open_api(write=True) as memory:
         defaults["session"] = _open_session(memory, defaults["session"])
+        defaults["project"] = defaults["project"] or memory.project_here(claim=True)
         # the recorder's write returns the id alone: building the typed Observation would cost `cmem add`
         # about a tenth of its time (the result types and the reader's modules)
         obs_id = memory.recorder.add_record(record, defaults=defaults, cwd=_working_directory())
@@ -107,6 +108,7 @@ def _add_json(source: str, defaults: dict[str, str | None]) -> None:
 
     with open_api(write=True) as memory, ProgressBar() as progress:
         defaults["session"] = _open_session(memory, defaults["session"])
+        defaults["project"] = defaults["project"] or memory.project_here(claim=True)
         try:
             ids = memory.add_many([record for _, record in records], **defaults, progress=progress)
         except InvalidRecord as exc:

@@ -199,34 +199,27 @@ def load_config(cli_home: str | os.PathLike[str] | None = None) -> Config:
     )
 
 
-def _git_toplevel(cwd: Path) -> Path | None:
-    """Find the enclosing git repository without spawning git when possible (fast path for hooks)."""
-    for candidate in (cwd, *cwd.parents):
-        if (candidate / ".git").exists():
-            return candidate
-    return None
-
-
 def default_project(cwd: str | os.PathLike[str] | None = None) -> str:
-    """``CMEM_PROJECT`` > enclosing git repository's top directory name > directory name > ``default``."""
+    """``CMEM_PROJECT`` > the enclosing git repository's short name > directory name > ``default``.
+
+    What a front end can say before it opens the store (a hook checks ``exclude_projects`` with it); the
+    store may know the repository under another name (two repositories called alike), which
+    :meth:`cmem_cli.api.Memory.project_here` returns."""
     return named_project(cwd) or "default"
 
 
 def named_project(cwd: str | os.PathLike[str] | None = None) -> str | None:
-    """``CMEM_PROJECT`` > enclosing git repository's top directory name > directory name; None in `/`,
-    where nothing names one (a desktop MCP client starts its servers there)."""
+    """``CMEM_PROJECT`` > the enclosing git repository's short name > directory name; None in `/`, where
+    nothing names one (a desktop MCP client starts its servers there)."""
     return os.environ.get("CMEM_PROJECT") or _directory_name(Path(cwd) if cwd else Path.cwd())
 
 
-def project_for_directory(directory: Path) -> str:
-    """The project a directory's work belongs to: its git repository's name, else its own."""
-    return _directory_name(directory) or "default"
-
-
 def _directory_name(directory: Path) -> str | None:
+    from cmem_cli.core.repo_identity import repository_identity
+
     directory = directory.expanduser()
-    top = _git_toplevel(directory.resolve() if directory.exists() else directory)
-    return (top or directory).name or None
+    identity = repository_identity(directory.resolve() if directory.exists() else directory)
+    return identity.name if identity is not None else directory.name or None
 
 
 def default_agent() -> str:

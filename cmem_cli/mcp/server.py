@@ -106,7 +106,16 @@ ProjectToWrite = Annotated[
 Limit = Annotated[int, Field(ge=1, le=200, description="Maximum rows (1-200).")]
 Words = Annotated[str | None, Field(description="Words to match (keywords; with an index, also by meaning).")]
 Project = Annotated[
-    str | None, Field(description="Only this project (default: all for search and timeline).")
+    str | None,
+    Field(description="Only this project (default for search: the server's git repository's project, "
+          "every project outside one; for timeline: every project)."),
+]  # fmt: skip
+AllProjects = Annotated[
+    bool, Field(description="Search every project, also when the server runs inside a git repository.")
+]
+ScopedProject = Annotated[
+    str | None,
+    Field(description="Default: the server's git repository's project; every project outside one."),
 ]
 Types = Annotated[
     Strings,
@@ -210,8 +219,10 @@ class Tools:
         limit: Limit = 10,
         mode: Mode = "auto",
         branch: Branch = None,
+        all_projects: AllProjects = False,
     ) -> CallToolResult:
         with self.memory() as memory:
+            project, scope_note = _scope(memory, project, all_projects)
             ask = Query(
                 query, project=project, type=type, concept=concept, file=file, since=since, until=until,
                 limit=limit, mode=mode, branch=branch,
@@ -219,7 +230,10 @@ class Tools:
             hits = memory.search(ask)
         rows = [_hit_json(hit) for hit in hits]
         lines = [_row_line(row) for row in rows] or ["no matches"]
-        structured = {"mode": hits.mode, "notes": hits.notes, "hits": rows}
+        notes = [scope_note, *hits.notes] if scope_note else hits.notes
+        if scope_note:
+            lines.append(escape_control(scope_note))
+        structured = {"mode": hits.mode, "notes": notes, "hits": rows}
         return _result("\n".join(lines), structured)
 
     def timeline(
@@ -274,12 +288,18 @@ class Tools:
 
     def context(
         self,
-        project: ProjectToWrite = None,
+        project: ScopedProject = None,
         budget: Budget = 1500,
+        all_projects: AllProjects = False,
     ) -> CallToolResult:
         with self.memory() as memory:
-            briefing = memory.context(self._project(memory, project), budget=budget, reminder=MCP_REMINDER)
+            project, scope_note = _scope(memory, project, all_projects)
+            briefing = memory.context(
+                project, all_projects=project is None, budget=budget, reminder=MCP_REMINDER
+            )
         structured = as_dict(briefing)
+        if scope_note:
+            structured["notes"] = [scope_note]
         for row in structured["observations"]:
             _with_uri(row)
         return _result(escape_control(briefing.text, keep_newlines=True), structured)
@@ -295,11 +315,12 @@ class Tools:
 
     @staticmethod
     def _project(memory: Memory, project: str | None) -> str:
-        """The project a write or a briefing is for: the one given, else the server's repository's. A
+        """The project a write is for: the one given, else the server's repository's. A
         desktop client starts the server in `/`, where no repository names one: then the caller must."""
-        named = project or named_project()
-        if named:
-            return named
+        if project:
+            return project
+        if named_project():  # $CMEM_PROJECT, or a folder that names one: the repository's, if it is in one
+            return memory.project_here(claim=True)
         known = ", ".join(row["project"] for row in memory.projects()) or "none yet"
         raise InvalidInput(
             f"no project: the server runs outside a git repository; pass project (known: {known})"
@@ -318,6 +339,22 @@ class Tools:
         except (NotFound, InvalidInput) as exc:  # -32602: the MCP revision the SDK speaks
             raise ResourceNotFoundError(exc.message) from None
         return markdown(record)
+
+
+def _scope(memory: Memory, project: str | None, all_projects: bool) -> tuple[str | None, str | None]:
+    """The project a read covers (None: every project) and, when the call named neither ``project`` nor
+    ``all_projects``, the note saying which default it took (the server's git repository's project,
+    elsewhere every project)."""
+    if project and all_projects:
+        raise ToolError("give project or all_projects, not both")
+    if project or all_projects:
+        return project or None, None
+    default, why = memory.default_scope()
+    if why is None:  # $CMEM_PROJECT: named by the user
+        return default, None
+    if default is None:
+        return None, f"scope: all projects ({why}); pass project for one"
+    return default, f"scope: project {default} ({why}); all_projects=true for every project"
 
 
 def client_agent(ctx: Context | None) -> str:

@@ -48,7 +48,7 @@ _SPACE = re.compile(r"\s+")
 class SessionContext:
     """The context text and, for ``--json``, what went into it."""
 
-    def __init__(self, project: str, budget: int):
+    def __init__(self, project: str | None, budget: int):
         self.project = project
         self.budget = budget
         self.text = ""
@@ -92,7 +92,7 @@ def usefulness(row: dict[str, Any], now: int) -> float:
     return weight * (0.25 + 0.75 * recency)
 
 
-def _last_session(store: Store, project: str, exclude_session: str | None) -> dict[str, Any] | None:
+def _last_session(store: Store, project: str | None, exclude_session: str | None) -> dict[str, Any] | None:
     """The newest summary (and its session's next steps) from a session other than the current one."""
     for summary in store.summaries(project=project, limit=20):
         if summary["session"] != exclude_session:
@@ -101,7 +101,7 @@ def _last_session(store: Store, project: str, exclude_session: str | None) -> di
     return {"summary": None, "session": session} if session else None
 
 
-def _candidates(store: Store, project: str) -> list[dict[str, Any]]:
+def _candidates(store: Store, project: str | None) -> list[dict[str, Any]]:
     """The newest observations of ``project``, only the columns ranking and the index need (narratives can be
     large; a SessionStart hook must not read 200 of them); a memory a newer one replaced is left out."""
     return cast(list[dict[str, Any]], briefing.current_observations(store, project, limit=CANDIDATES))
@@ -180,20 +180,23 @@ def _observation_line(row: dict[str, Any]) -> str:
 
 def build_context(
     store: Store,
-    project: str,
+    project: str | None,
     *,
     budget: int = DEFAULT_BUDGET,
     exclude_session: str | None = None,
     now: int | None = None,
     reminder: str = REMINDER,
 ) -> SessionContext:
-    """Assemble the context text for ``project`` within ``budget`` tokens (headings and reminder included).
+    """Assemble the context text for ``project`` (None: every project) within ``budget`` tokens (headings
+    and reminder included).
 
     ``reminder`` is the closing how-to-drill-down line: the CLI's commands by default, tools for MCP."""
     now = now or now_ms()
     result = SessionContext(project=project, budget=budget)
     char_budget = budget * 4  # estimate_tokens(text) <= budget  <=>  len(text) <= 4 * budget
-    title = f"# cmem memory for {_line(project, 60)}"
+    title = (
+        f"# cmem memory for {_line(project, 60)}" if project is not None else "# cmem memory, all projects"
+    )
 
     lines: list[str] = []
 

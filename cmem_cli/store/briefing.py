@@ -47,27 +47,34 @@ def session_outcome(store: Store, session_id: str) -> SessionOutcome | None:
     return cast(SessionOutcome, row) if row else None
 
 
-def latest_outcome(store: Store, project: str, *, besides: str | None) -> SessionOutcome | None:
-    """The most recently active session of ``project`` that recorded an outcome or next steps, other than
-    ``besides`` (the session asking)."""
+def _of_project(project: str | None) -> tuple[str, tuple[str, ...]]:
+    """The condition keeping ``project``'s rows (every project's for None) and its parameters."""
+    return ("project = ?", (project,)) if project is not None else ("1", ())
+
+
+def latest_outcome(store: Store, project: str | None, *, besides: str | None) -> SessionOutcome | None:
+    """The most recently active session of ``project`` (None: of any) that recorded an outcome or next
+    steps, other than ``besides`` (the session asking)."""
+    where, params = _of_project(project)
     row = store.db.query_one(
         f"SELECT {_SESSION_COLUMNS} FROM sessions "
-        "WHERE project = ? AND (outcome IS NOT NULL OR next_steps IS NOT NULL) AND session_id IS NOT ? "
+        f"WHERE {where} AND (outcome IS NOT NULL OR next_steps IS NOT NULL) AND session_id IS NOT ? "
         "ORDER BY last_activity_at DESC LIMIT 1",
-        (project, besides),
+        (*params, besides),
     )
     return cast(SessionOutcome, row) if row else None
 
 
-def current_observations(store: Store, project: str, *, limit: int) -> list[BriefCandidate]:
-    """The newest ``limit`` observations of ``project`` that no newer memory superseded (the briefing is
-    what an agent takes as true), newest first."""
+def current_observations(store: Store, project: str | None, *, limit: int) -> list[BriefCandidate]:
+    """The newest ``limit`` observations of ``project`` (None: of every project) that no newer memory
+    superseded (the briefing is what an agent takes as true), newest first."""
+    where, params = _of_project(project)
     rows = store.db.query(
         "SELECT id, uid, type, title, created_at, tokens, session, tools_used, files_read, files_modified "
         "FROM observations o "
-        "WHERE project = ? AND NOT EXISTS (SELECT 1 FROM observation_links l "
+        f"WHERE {where} AND NOT EXISTS (SELECT 1 FROM observation_links l "
         "WHERE l.to_id = o.id AND l.type = 'supersedes') ORDER BY created_at DESC, id DESC LIMIT ?",
-        (project, limit),
+        (*params, limit),
     )
     for row in rows:
         for field in ("tools_used", "files_read", "files_modified"):

@@ -354,3 +354,12 @@ END;
 @MIGRATIONS
 def m010_retired_ids(conn: apsw.Connection) -> None:
     conn.execute(V10_RETIRED_IDS)
+
+
+@MIGRATIONS
+def m011_project_keys(conn: apsw.Connection) -> None:
+    """Projects keyed by repository (:mod:`cmem_cli.store.projects`): the table, and the existing projects
+    mapped to their repositories where their anchored memories tell."""
+    from cmem_cli.store.projects import migrate
+
+    migrate(conn)

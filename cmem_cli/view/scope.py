@@ -1,15 +1,15 @@
 """What a `cmem view` page covers: search's filters, with a default window, and how to say it in words.
 
-With no filters a page shows the last 30 days of the current project (the one `cmem add` would file under),
-which is what a person reviewing their agents' recent work wants; ``--all-projects`` drops the project, a
-``--session`` shows that session whole, and ``--until`` alone shows the 30 days before it.
+With no filters a page shows the last 30 days of the default scope (inside a git repository its project,
+elsewhere every project: :meth:`cmem_cli.api.Memory.default_scope`, which the command asks), which is what a
+person reviewing their agents' recent work wants; ``--all-projects`` drops the project, a ``--session``
+shows that session whole, and ``--until`` alone shows the 30 days before it.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, NamedTuple
 
-from cmem_cli.core.config import default_project
 from cmem_cli.core.errors import UsageError
 from cmem_cli.core.timeutil import parse_time, to_iso
 
@@ -100,8 +100,6 @@ def resolve(
         raise UsageError("give --project or --all-projects, not both")
     if not 1 <= limit <= MAX_LIMIT:
         raise UsageError(f"--limit must be between 1 and {MAX_LIMIT}, got {limit}")
-    if project is None and not all_projects and not session:
-        project = default_project()
     if since is None and not session:
         end = _until_ms(until) if until else None
         since = to_iso(max(0, end - DEFAULT_DAYS * DAY_MS)) if end is not None else f"{DEFAULT_DAYS}d"

@@ -72,9 +72,15 @@ def _text(data: dict[str, Any], *names: str) -> str | None:
     return None
 
 
+# The key an agent's adapter (``cmem hook --agent NAME``) adds to the payload it hands the runner: the agent
+# travels with the event, through the spool too, and wins over ``$CMEM_AGENT`` (which a shell may export).
+AGENT_KEY = "cmem_agent"
+
+
 def agent_name(data: dict[str, Any]) -> str:
-    """``claude-code`` for the main agent, ``claude-code/<agent_type>`` inside a subagent."""
-    base = os.environ.get("CMEM_AGENT") or "claude-code"
+    """``claude-code`` for the main agent, ``claude-code/<agent_type>`` inside a subagent; another agent's
+    name when its adapter set :data:`AGENT_KEY`."""
+    base = _text(data, AGENT_KEY) or os.environ.get("CMEM_AGENT") or "claude-code"
     sub = _text(data, "agent_type", "agentType") or _text(data, "agent_id", "agentId")
     return f"{base}/{sub}" if sub else base
 
@@ -103,7 +109,11 @@ def decode(raw: bytes | str) -> dict[str, Any]:
 
 
 def parse_payload(raw: bytes | str, event: str | None = None) -> HookPayload:
-    data = decode(raw)
+    return payload_from(decode(raw), event)
+
+
+def payload_from(data: dict[str, Any], event: str | None = None) -> HookPayload:
+    """The payload of a decoded Claude Code-shaped object (what every agent's adapter produces)."""
     name = canonical_event(event) or canonical_event(_text(data, "hook_event_name", "hookEventName"))
     if not name:
         raise InvalidInput("no hook event: pass it as `cmem hook EVENT` or in hook_event_name")

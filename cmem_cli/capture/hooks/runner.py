@@ -1,4 +1,7 @@
-"""``cmem hook EVENT``: one Claude Code hook call, start to finish, in a plain process (no daemon, no port).
+"""``cmem hook [--agent AGENT] EVENT``: one agent hook call, start to finish, in a plain process (no daemon,
+no port). Claude Code's payload is the runner's own; another agent's adapter
+(:mod:`cmem_cli.capture.hooks.adapters`) maps its payload into that shape first and the runner's answer back
+into the agent's, so every agent goes through this one runner and one capture path.
 
 A hook must never break or slow the agent: it always exits 0, writes its own problems to
 ``<home>/logs/hooks.log`` instead of the agent's screen, and imports only what the event needs (typer is
@@ -19,6 +22,7 @@ from cmem_cli.core.errors import CmemError, DatabaseBusy, DatabaseCorrupt, Inval
 
 if TYPE_CHECKING:
     from cmem_cli.api import Memory
+    from cmem_cli.capture.hooks.adapters import AgentAdapter
     from cmem_cli.capture.hooks.payload import HookPayload
     from cmem_cli.capture.hooks.rules import HookRules
     from cmem_cli.core.config import Config
@@ -61,19 +65,22 @@ def _read_stdin(stdin: IO[bytes]) -> bytes:
     return stdin.read()
 
 
-def _parse_args(args: list[str]) -> tuple[str | None, str | None]:
-    """``[--home DIR] [EVENT]`` in any order; unknown options are ignored (hooks must not fail on them)."""
-    event = home = None
+def _parse_args(args: list[str]) -> tuple[str | None, str | None, str | None]:
+    """``[--home DIR] [--agent NAME] [EVENT]`` in any order; unknown options are ignored (hooks must not fail
+    on them). Returns (event, home, agent)."""
+    found: dict[str, str | None] = {"--home": None, "--agent": None}
+    event = None
     rest = list(args)
     while rest:
         arg = rest.pop(0)
-        if arg == "--home" and rest:
-            home = rest.pop(0)
-        elif arg.startswith("--home="):
-            home = arg.split("=", 1)[1]
+        name, equals, value = arg.partition("=")
+        if name in found and equals:
+            found[name] = value
+        elif arg in found and rest:
+            found[arg] = rest.pop(0)
         elif not arg.startswith("-") and event is None:
             event = arg
-    return event, home
+    return event, found["--home"], found["--agent"]
 
 
 def run(
@@ -86,7 +93,7 @@ def run(
     started = time.perf_counter()
     stdin = stdin if stdin is not None else sys.stdin.buffer
     stdout = stdout if stdout is not None else sys.stdout
-    event_arg, home = _parse_args(args)
+    event_arg, home, agent = _parse_args(args)
     log_dir: Path | None = None
     event, session = event_arg or "?", None
     try:
@@ -96,10 +103,19 @@ def run(
         log_dir = config.log_dir if config is not None else resolve_home(home) / "logs"
         config = config if config is not None else load_config(home)
         log_dir = config.log_dir
-        from cmem_cli.capture.hooks.payload import parse_payload
+        adapter: AgentAdapter | None = None
+        if agent is not None and agent != "claude-code":
+            from cmem_cli.capture.hooks.adapters import adapter_for
+            from cmem_cli.capture.hooks.payload import decode, payload_from
 
-        payload = parse_payload(raw, event_arg)
+            adapter = adapter_for(agent)
+            payload = payload_from(adapter.to_claude(decode(raw), event_arg))
+        else:
+            from cmem_cli.capture.hooks.payload import parse_payload
+
+            payload = parse_payload(raw, event_arg)
         event, session = payload.event, payload.session_id
+        output: dict[str, Any] | None = None
         try:
             output = _dispatch(payload, config)
         except DatabaseBusy:
@@ -116,11 +132,12 @@ def run(
             _spool(config, payload)
             raise DatabaseCorrupt(f"{exc.message} (event spooled until the store is usable)") from None
         else:
-            if output is not None:
-                stdout.write(json.dumps(output, ensure_ascii=False))
-                stdout.write("\n")
-                stdout.flush()
+            _answer(stdout, adapter.reply(payload.event, output) if adapter is not None else output)
             _replay_spooled(config, log_dir)
+            adapter = None  # answered
+        finally:
+            if adapter is not None:  # an agent that waits for an answer gets one even when the event was kept
+                _answer(stdout, adapter.reply(payload.event, None))
     except CmemError as exc:
         _log(log_dir, home, f"error {event} session={session or '-'}: {exc.message}")
     except BrokenPipeError:
@@ -136,6 +153,13 @@ def run(
     if elapsed_ms > SLOW_MS:
         _log(log_dir, home, f"slow {event} session={session or '-'}: {elapsed_ms:.0f} ms")
     return 0
+
+
+def _answer(stdout: IO[str], output: dict[str, Any] | None) -> None:
+    if output is not None:
+        stdout.write(json.dumps(output, ensure_ascii=False))
+        stdout.write("\n")
+        stdout.flush()
 
 
 def _log(log_dir: Path | None, home: str | None, message: str) -> None:
@@ -207,6 +231,7 @@ def _dispatch(
 
     if payload.event in PASSIVE_EVENTS:
         return None
+    # The repository's short name, before the store is opened: an excluded project opens nothing.
     project = default_project(payload.cwd)
     if excluded_project(project, config):
         return None
@@ -223,10 +248,14 @@ def _dispatch(
     from cmem_cli.api import Memory
     from cmem_cli.capture.hooks.capture import Capture, Where
 
-    where = Where(session=payload.session_id, project=project, agent=payload.agent)
     with contextlib.nullcontext(mem) if mem is not None else Memory(config=config) as mem:
         if not mem.recorder.in_transaction:
             _tune_connection(mem, rules)
+        keyed = mem.project_here(payload.cwd, claim=True)  # the name the store keeps for the repository
+        if keyed != project and excluded_project(keyed, config):
+            return None
+        project = keyed
+        where = Where(session=payload.session_id, project=project, agent=payload.agent)
         capture = Capture(mem, rules)
         if payload.event == "SessionStart":
             capture.start_session(where)
@@ -292,6 +321,7 @@ def _session_start(
         from cmem_cli.api import Memory
 
         with Memory(config=config) as opened:
+            project = opened.project_here(payload.cwd)
             context = opened.recorder.briefing_text(project, budget=rules.context_budget)
     else:
         # A new session wants the previous one's summary; a resumed or compacted one may want its own.

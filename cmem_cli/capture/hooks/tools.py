@@ -231,6 +231,29 @@ def _notebook(call: ToolCall, rules: HookRules) -> ToolObservation | None:
     )
 
 
+_PATCH_FILE = re.compile(
+    r"^\*\*\* (Add|Update|Delete) File: (.+?)\s*$|^\*\*\* Move to: (.+?)\s*$", re.MULTILINE
+)
+
+
+def _apply_patch(call: ToolCall, rules: HookRules) -> ToolObservation | None:
+    """Codex's (and opencode's) ``apply_patch``: the patch names the files it adds, updates and deletes."""
+    patch = _str(call.input.get("command") or call.input.get("patch") or call.input.get("input"), strip=False)
+    files: list[str] = []
+    for match in _PATCH_FILE.finditer(patch):
+        rel = relative_path(match.group(2) or match.group(3), call.cwd)
+        if rel not in files:
+            files.append(rel)
+    if not files:
+        title = "Applied a patch"
+    elif len(files) == 1:
+        title = f"Patched {files[0]}"
+    else:
+        title = f"Patched {len(files)} files: {', '.join(files[:3])}" + (" …" if len(files) > 3 else "")
+    narrative = clip(patch, rules.max_output_chars) if rules.max_output_chars else ""
+    return ToolObservation(_record("change", title, files_modified=files, narrative=narrative))
+
+
 def _read(call: ToolCall, rules: HookRules) -> ToolObservation | None:
     if not rules.capture_reads:
         return None
@@ -488,6 +511,7 @@ BUILDERS: dict[str, Callable[[ToolCall, HookRules], ToolObservation | None]] = {
     "MultiEdit": _edit,
     "Write": _write,
     "NotebookEdit": _notebook,
+    "apply_patch": _apply_patch,
     "Read": _read,
     "NotebookRead": _read,
     "Bash": _bash,

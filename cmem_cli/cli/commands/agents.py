@@ -1,4 +1,4 @@
-"""Agent integration commands: hook, context, import (transcript, claude-code), install (claude-code).
+"""Agent integration commands: hook, context, import (transcript, claude-code, codex), install (every agent).
 
 ``cmem hook`` normally never reaches typer (``cmem_cli.__main__`` routes it straight to the hook runner for
 speed); it is registered here too so that it shows in ``--help``, completions and the manual.
@@ -18,7 +18,6 @@ from cmem_cli.cli.invocation import current_config, open_api
 from cmem_cli.core.errors import InvalidInput
 
 import_app = typer.Typer(help="Import agent transcripts into memory.", no_args_is_help=True)
-install_app = typer.Typer(help="Connect cmem to a coding agent.", no_args_is_help=True)
 
 ExcludeOpt = Annotated[
     list[str] | None,
@@ -42,23 +41,42 @@ def hook(
         str,
         typer.Argument(
             help="SessionStart, UserPromptSubmit, PostToolUse, PostToolUseFailure, "
-            "Stop, SessionEnd (others are accepted and ignored)."
+            "Stop, SessionEnd (others are accepted and ignored); with --agent, that agent's event name."
         ),
     ],
+    agent: Annotated[
+        str | None,
+        typer.Option(
+            "--agent",
+            help="The agent whose hook this is: codex, gemini, cursor or opencode (default: Claude Code).",
+            metavar="AGENT",
+        ),
+    ] = None,
 ) -> None:
-    """Handle one Claude Code hook event (JSON on stdin). Always exits 0; problems go to logs/hooks.log."""
+    """Handle one Claude Code hook event, or another agent's with --agent (JSON on stdin). Always exits 0;
+    problems go to logs/hooks.log."""
     from cmem_cli.capture.hooks.runner import run
 
-    run([event], config=current_config())
+    run([*(["--agent", agent] if agent else []), event], config=current_config())
 
 
 def _run_import(
-    paths: list[Path], *, project: str | None, exclude: list[str] | None, settle: float, as_json: bool
+    paths: list[Path],
+    *,
+    project: str | None,
+    exclude: list[str] | None,
+    settle: float,
+    as_json: bool,
+    agent: str = "claude-code",
 ) -> None:
     from cmem_cli.capture.hooks.capture import Capture
     from cmem_cli.capture.hooks.rules import rules_from_config
-    from cmem_cli.capture.transcripts import import_paths
     from cmem_cli.cli.render import write
+
+    if agent == "codex":
+        from cmem_cli.capture.codex_rollouts import import_rollouts as import_paths
+    else:
+        from cmem_cli.capture.transcripts import import_paths
 
     config = current_config()
     rules = rules_from_config(config.section("hooks"))
@@ -129,51 +147,135 @@ def import_claude_code(
     )
 
 
-@install_app.command("claude-code")
-def install_claude_code(
+@import_app.command("codex")
+def import_codex(
+    root: Annotated[
+        Path | None,
+        typer.Option(
+            "--root",
+            help="Rollout directory (default: $CODEX_HOME/sessions or ~/.codex/sessions).",
+            metavar="DIR",
+        ),
+    ] = None,
+    project: ProjectOpt = None,
+    exclude: ExcludeOpt = None,
+    settle: SettleOpt = 300.0,
+    as_json: JsonOpt = False,
+) -> None:
+    """Import every Codex CLI session rollout, incrementally (safe to run from cron)."""
+    from cmem_cli.capture.codex_rollouts import discover, sessions_root
+
+    _run_import(
+        discover(root or sessions_root()),
+        project=project,
+        exclude=exclude,
+        settle=settle,
+        as_json=as_json,
+        agent="codex",
+    )
+
+
+def install(
+    agent: Annotated[
+        str | None,
+        typer.Argument(
+            help="claude-code, codex, gemini, cursor or opencode.", metavar="AGENT", show_default=False
+        ),
+    ] = None,
     scope: Annotated[
-        str, typer.Option("--scope", help="user (~/.claude) or project (./.claude).", metavar="SCOPE")
+        str,
+        typer.Option(
+            "--scope",
+            help="user (the agent's config in your home) or project (this directory).",
+            metavar="SCOPE",
+        ),
     ] = "user",
     uninstall: Annotated[
-        bool, typer.Option("--uninstall", help="Remove cmem's hooks and instructions.")
+        bool, typer.Option("--uninstall", help="Take cmem's entries out again (restoring what was there).")
     ] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the changes; write nothing.")] = False,
     instructions: Annotated[
         bool,
         typer.Option(
             "--instructions/--no-instructions",
-            help="Also add (or remove) the short cmem section of CLAUDE.md.",
+            help="claude-code: also add (or remove) the short cmem section of CLAUDE.md.",
         ),
     ] = True,
     mcp: Annotated[
+        bool | None,
+        typer.Option(
+            "--mcp/--no-mcp",
+            help="Also register `cmem mcp` in the agent's own config (default: yes, except for claude-code, "
+            "whose ~/.claude.json holds its account state). --uninstall always removes it.",
+            show_default=False,
+        ),
+    ] = None,
+    detect: Annotated[
         bool,
         typer.Option(
-            "--mcp",
-            help="Also register `cmem mcp` as an MCP server (~/.claude.json, or ./.mcp.json for --scope "
-            "project). --uninstall always removes it.",
+            "--detect", help="List the agents found on this machine and what cmem installed for each."
         ),
     ] = False,
+    as_json: JsonOpt = False,
 ) -> None:
-    """Add cmem's hooks to Claude Code's settings.json (keeping everything else), with a backup; --mcp also
-    registers the MCP server."""
-    from cmem_cli.capture.install_claude import apply, plan
+    """Connect cmem to a coding agent: its hooks (every agent's events go through `cmem hook`) and the MCP
+    server, in the agent's own config files, with a backup of each file changed."""
     from cmem_cli.cli.render import write
 
-    if scope not in ("user", "project"):
-        raise InvalidInput(f"unknown scope {scope!r} (expected user or project)")
-    changes = plan(scope, uninstall=uninstall, instructions=instructions)
-    if mcp or uninstall:
-        from cmem_cli.capture.install_mcp import plan_mcp
+    if detect:
+        if agent is not None:
+            raise InvalidInput("--detect lists every agent: give no AGENT with it")
+        _detect(as_json)
+        return
+    from cmem_cli.capture.install_agents import AGENTS, SCOPES, plan
 
-        server = plan_mcp(scope, uninstall=uninstall)
-        if mcp or server.changed:
-            changes.append(server)
+    if agent is None:
+        raise InvalidInput(f"name an agent ({', '.join(AGENTS)}) or pass --detect")
+    if agent not in AGENTS:
+        raise InvalidInput(f"unknown agent {agent!r} (expected one of: {', '.join(AGENTS)})")
+    if scope not in SCOPES:
+        raise InvalidInput(f"unknown scope {scope!r} (expected user or project)")
+    changes = plan(agent, scope, uninstall=uninstall, mcp=mcp, instructions=instructions)
     if dry_run:
         for change in changes:
             write(change.diff() if change.changed else f"unchanged {change.path}\n")
         return
+    from cmem_cli.capture.install_files import apply
+
     for message in apply(changes):
         write(message + "\n")
+
+
+def _detect(as_json: bool) -> None:
+    from cmem_cli.capture.agent_status import agent_status
+    from cmem_cli.cli.render import write
+
+    rows = agent_status()
+    if as_json:
+        write(json.dumps(rows, ensure_ascii=False, indent=2) + "\n")
+        return
+    from cmem_cli.cli.render import Column, emit_rows, resolve_format
+
+    table = [
+        {
+            "agent": row["agent"],
+            "found": "yes" if row["found"] else "no",
+            "scope": row["scope"],
+            "hooks": ", ".join(row["hooks"]) or "-",
+            "mcp": "yes" if row["mcp"] else "no",
+            "problems": "; ".join(row["problems"]) or "-",
+        }
+        for row in rows
+    ]
+    columns = [
+        Column("agent", "AGENT", priority=0),
+        Column("found", "FOUND", priority=0),
+        Column("scope", "SCOPE", priority=0),
+        Column("hooks", "HOOKS", priority=1, shrink_to=20),
+        Column("mcp", "MCP", priority=0),
+        Column("problems", "PROBLEMS", priority=1, shrink_to=20),
+    ]
+    emit_rows(table, columns, resolve_format(None, False))
 
 
 def register(app: typer.Typer) -> None:
@@ -183,4 +285,4 @@ def register(app: typer.Typer) -> None:
 
     register_table(app, CONTEXT)
     app.add_typer(import_app, name="import")
-    app.add_typer(install_app, name="install")
+    app.command("install")(install)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -61,6 +61,7 @@ def doctor(
 
     with open_api() as memory:
         report = memory.doctor(fix=fix)
+    _agent_checks(report)
     if as_json:
         write(json.dumps(report, ensure_ascii=False, indent=2) + "\n")
     else:
@@ -75,6 +76,28 @@ def doctor(
     if not report["ok"]:
         failed = {c["name"] for c in report["checks"] if c["status"] == "fail"}
         raise typer.Exit(EXIT_INVALID if failed == {_NOT_ADOPTED} else 1)
+
+
+def _agent_checks(report: dict[str, Any]) -> None:
+    """One check per agent and scope cmem is installed for: a hook entry whose cmem cannot be run, or that
+    misses an event cmem needs, fails (`cmem install AGENT` puts it right)."""
+    from cmem_cli.capture.agent_status import agent_status
+
+    for row in agent_status():
+        if not row["hooks"] and not row["mcp"]:
+            continue
+        name = f"agent {row['agent']} ({row['scope']})"
+        if row["problems"]:
+            fix = f"`cmem install {row['agent']}{' --scope project' if row['scope'] == 'project' else ''}`"
+            detail = f"{'; '.join(row['problems'])} in {row['hooks_file']}; run {fix}"
+            report["checks"].append({"name": name, "status": "fail", "detail": detail})
+            report["ok"] = False
+        else:
+            events = len(row["hooks"])
+            detail = f"{events} hook event{'s' if events != 1 else ''}" + (
+                ", MCP server" if row["mcp"] else ""
+            )
+            report["checks"].append({"name": name, "status": "ok", "detail": detail})
 
 
 def register(app: typer.Typer) -> None:

@@ -13,7 +13,7 @@ from cmem_cli.cli.invocation import open_api
 from cmem_cli.cli.render import Column, emit_rows, resolve_format, write
 from cmem_cli.cli.short_ids import unique_prefixes
 from cmem_cli.cli.typed_sessions import refuse_ended_session, typed_session
-from cmem_cli.core.config import default_agent, default_project, default_session
+from cmem_cli.core.config import default_agent, default_session
 from cmem_cli.core.errors import InvalidInput
 
 if TYPE_CHECKING:
@@ -59,7 +59,7 @@ def session_start(
         started = memory.start_session(
             session_id,
             agent=agent or default_agent(),
-            project=project or default_project(),
+            project=project or memory.project_here(claim=True),
             label=check_cli_text("--label", label),
             goal=check_cli_text("--goal", goal),
             resume=True,
@@ -163,7 +163,7 @@ def prompt_add(
         prompt = memory.add_prompt(
             check_cli_text("prompt", text) or "",
             session=full,
-            project=project or default_project(),
+            project=project or memory.project_here(claim=True),
             agent=agent or default_agent(),
         )
     print(f"{prompt.id}\t{prompt.prompt_number}")

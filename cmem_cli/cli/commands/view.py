@@ -36,7 +36,13 @@ def view(
     from cmem_cli.view import resolve
     from cmem_cli.view.files import default_path, sweep_debris, write_private
 
+    notes: list[str] = []
     with open_api() as memory:
+        if project is None and not all_projects and not session:
+            from cmem_cli.cli.read_bodies import scope as default_scope
+
+            project, scope_note = default_scope(memory, None, False)
+            notes += [scope_note] if scope_note else []
         scope = resolve(
             query, project=project, all_projects=all_projects, types=obs_type, concepts=concept, files=file,
             agent=agent, session=typed_session(memory, session), since=since, until=until, limit=limit,
@@ -44,20 +50,28 @@ def view(
         page = build_page(memory, scope)
         config = memory.config
     if page.note:
-        print(f"cmem: note: {page.note}", file=sys.stderr)
+        notes.append(page.note)
     if output == "-":
         write(page.html)
+        _say(notes)
         return
     path = Path(output).absolute() if output else default_path(config, scope.title)
     write_private(path, page.html, make_dirs=output is None)
+    _say(notes)  # once the page is written: a refused --output is one line
     if output is None:
         sweep_debris(path.parent)
     if as_json:
-        write(json.dumps({"path": str(path), **page.summary}, ensure_ascii=False, indent=2) + "\n")
+        summary = {"path": str(path), **page.summary, "notes": notes}
+        write(json.dumps(summary, ensure_ascii=False, indent=2) + "\n")
     else:
         write(escape_control(str(path)) + "\n")
     if open_page if open_page is not None else sys.stdout.isatty():
         _open(path)
+
+
+def _say(notes: list[str]) -> None:
+    for note in notes:
+        print(f"cmem: note: {note}", file=sys.stderr)
 
 
 def _open(path: Path) -> None:

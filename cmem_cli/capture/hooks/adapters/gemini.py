@@ -1,0 +1,94 @@
+"""Gemini CLI: hooks in ``settings.json`` receive ``session_id``, ``transcript_path``, ``cwd``,
+``hook_event_name`` and ``timestamp`` plus per-event fields, and its events and tools have names of their own.
+This adapter maps them onto Claude Code's: BeforeAgent (``prompt``) is UserPromptSubmit, AfterTool
+(``tool_name``, ``tool_input``, ``tool_response`` = ``{llmContent, returnDisplay, error}``) is PostToolUse with
+the tool renamed (``replace`` -> Edit, ``run_shell_command`` -> Bash...), AfterAgent (``prompt_response``) is
+Stop, SessionStart and SessionEnd keep their names. SessionStart's answer has the same shape as Claude Code's
+(``hookSpecificOutput.additionalContext``). Written against docs/hooks/reference.md and
+packages/core/src/hooks/types.ts of google-gemini/gemini-cli (see docs/agents.md for the version).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from cmem_cli.capture.hooks.adapters import IGNORED, claude_event, renamed, text
+
+AGENT = "gemini"
+EVENTS = {
+    "SessionStart": "SessionStart",
+    "BeforeAgent": "UserPromptSubmit",
+    "BeforeTool": "PreToolUse",
+    "AfterTool": "PostToolUse",
+    "AfterAgent": "Stop",
+    "SessionEnd": "SessionEnd",
+    "PreCompress": "PreCompact",
+}
+# Gemini CLI tool -> (Claude Code tool, argument renames)
+TOOLS: dict[str, tuple[str, dict[str, str]]] = {
+    "read_file": ("Read", {}),
+    "read_many_files": ("ReadManyFiles", {}),
+    "write_file": ("Write", {}),
+    "replace": ("Edit", {"allow_multiple": "replace_all"}),
+    "run_shell_command": ("Bash", {"dir_path": "cwd"}),
+    "glob": ("Glob", {"dir_path": "path"}),
+    "grep_search": ("Grep", {"dir_path": "path", "include_pattern": "glob"}),
+    "search_file_content": ("Grep", {"dir_path": "path", "include": "glob"}),
+    "list_directory": ("LS", {"dir_path": "path"}),
+    "google_web_search": ("WebSearch", {}),
+    "web_fetch": ("WebFetch", {}),
+    "write_todos": ("TodoWrite", {}),
+    "ask_user": ("AskUserQuestion", {}),
+}
+_EXIT_CODE = re.compile(r"^Exit Code: (-?\d+)$", re.MULTILINE)
+_OUTPUT = re.compile(r"^Output: (.*?)(?=^(?:Error|Exit Code|Signal|Background PIDs|Process Group PGID): |\Z)",
+                     re.MULTILINE | re.DOTALL)  # fmt: skip
+
+
+def to_claude(data: dict[str, Any], event: str | None) -> dict[str, Any]:
+    name = EVENTS.get(event or text(data, "hook_event_name") or "", IGNORED)
+    fields: dict[str, Any] = {}
+    if name == "PostToolUse":
+        fields.update(_tool(data))
+    elif name == "Stop":
+        fields["last_assistant_message"] = text(data, "prompt_response")
+        fields["transcript_path"] = ""  # Gemini's transcript is not Claude Code's: never read for the answer
+    return claude_event(AGENT, data, name, **fields)
+
+
+def _tool(data: dict[str, Any]) -> dict[str, Any]:
+    tool = text(data, "tool_name") or ""
+    context = data.get("mcp_context")
+    server = text(context, "server_name") if isinstance(context, dict) else None
+    fields: dict[str, str] = {}
+    if server:  # an MCP tool: mcp_<server>_<tool> is Claude Code's mcp__<server>__<tool>
+        name = text(context, "tool_name") if isinstance(context, dict) else None
+        claude = f"mcp__{server}__{name or tool.removeprefix(f'mcp_{server}_')}"
+    else:
+        claude, fields = TOOLS.get(tool, (tool, {}))
+    response = data.get("tool_response")
+    response = response if isinstance(response, dict) else {"llmContent": response}
+    error = response.get("error")
+    message = text(error, "message") if isinstance(error, dict) else error if isinstance(error, str) else None
+    output = response.get("llmContent")
+    if not isinstance(output, str):
+        output = text(response, "returnDisplay") or ""
+    result: dict[str, Any] = {"stdout": output}
+    if claude == "Bash":
+        exit_code = _EXIT_CODE.search(output)
+        printed = _OUTPUT.search(output)
+        result = {"stdout": printed.group(1).strip() if printed else output}
+        if exit_code:
+            result["exit_code"] = int(exit_code.group(1))
+    return {
+        "tool_name": claude,
+        "tool_input": renamed(data.get("tool_input"), fields),
+        "tool_response": result,
+        "error": message,
+    }
+
+
+def reply(event: str, answer: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Gemini CLI reads SessionStart's ``hookSpecificOutput.additionalContext`` as Claude Code does."""
+    return answer if event == "SessionStart" else None

@@ -1,0 +1,304 @@
+"""``cmem install AGENT`` for every agent: which files hold an agent's hooks and MCP servers, and what cmem
+puts in them. Claude Code's own installer (``install_claude``, with its CLAUDE.md section) and MCP entry
+(``install_mcp``) are used as they are; Codex CLI, Gemini CLI, Cursor and opencode each get their hook entries
+(all running ``cmem hook --agent AGENT EVENT``: one runner, one capture path) and the MCP server, in their own
+files and formats. Every change is a :class:`~cmem_cli.capture.install_files.Change`: shown by ``--dry-run``,
+written with a backup, undone by ``--uninstall`` byte for byte.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from cmem_cli.capture import toml_block
+from cmem_cli.capture.install_files import (
+    Change,
+    check_hook_groups,
+    hook_command,
+    is_cmem_command,
+    merge_hook_groups,
+    plan_json,
+    read_text,
+    restored,
+)
+from cmem_cli.capture.install_mcp import check_servers, merge_server, server_argv
+from cmem_cli.core.errors import InvalidInput
+
+AGENTS = ("claude-code", "codex", "gemini", "cursor", "opencode")
+SCOPES = ("user", "project")
+
+# The events each agent's hooks are installed for: event -> (matcher or None, timeout). Codex and Cursor
+# take seconds, Gemini CLI milliseconds.
+CODEX_EVENTS: dict[str, tuple[str | None, int]] = {
+    "SessionStart": (None, 15),
+    "UserPromptSubmit": (None, 10),
+    "PostToolUse": (None, 10),
+    "Stop": (None, 10),
+}
+GEMINI_EVENTS: dict[str, tuple[str | None, int]] = {
+    "SessionStart": (None, 15_000),
+    "BeforeAgent": (None, 10_000),
+    "AfterTool": ("*", 10_000),
+    "AfterAgent": (None, 10_000),
+    "SessionEnd": (None, 10_000),
+}
+# beforeShellExecution is not installed: Cursor waits on its answer as a permission decision, which a memory
+# tool has no business giving; afterShellExecution records the command with its output.
+CURSOR_EVENTS = (
+    "sessionStart",
+    "beforeSubmitPrompt",
+    "afterFileEdit",
+    "afterShellExecution",
+    "afterMCPExecution",
+    "stop",
+    "sessionEnd",
+)
+
+
+class Where(NamedTuple):
+    """The files an agent's install touches, for one scope."""
+
+    hooks: Path
+    mcp: Path
+
+
+def _base(variable: str, default: Path) -> Path:
+    value = os.environ.get(variable)
+    return Path(value).expanduser() if value else default
+
+
+def files(agent: str, scope: str, cwd: Path) -> Where:
+    if scope not in SCOPES:
+        raise InvalidInput(f"unknown scope {scope!r} (expected user or project)")
+    user = scope == "user"
+    home = Path.home()
+    if agent == "codex":
+        base = _base("CODEX_HOME", home / ".codex") if user else cwd / ".codex"
+        return Where(base / "hooks.json", base / "config.toml")
+    if agent == "gemini":
+        base = home / ".gemini" if user else cwd / ".gemini"
+        return Where(base / "settings.json", base / "settings.json")
+    if agent == "cursor":
+        base = home / ".cursor" if user else cwd / ".cursor"
+        return Where(base / "hooks.json", base / "mcp.json")
+    if agent == "opencode":
+        config = _base("XDG_CONFIG_HOME", home / ".config") / "opencode" if user else cwd / ".opencode"
+        return Where(config / "plugins" / "cmem.js", (config if user else cwd) / "opencode.json")
+    if agent == "claude-code":
+        from cmem_cli.capture.install_claude import settings_paths
+        from cmem_cli.capture.install_mcp import mcp_config_path
+
+        return Where(settings_paths(scope, cwd)[0], mcp_config_path(scope, cwd))
+    raise InvalidInput(f"unknown agent {agent!r} (expected one of: {', '.join(AGENTS)})")
+
+
+def plan(
+    agent: str,
+    scope: str,
+    *,
+    uninstall: bool,
+    mcp: bool | None = None,
+    instructions: bool = True,
+    cwd: Path | None = None,
+    executable: str | None = None,
+) -> list[Change]:
+    """The changes installing (or uninstalling) ``agent`` makes. ``mcp`` None: the MCP server is registered
+    for every agent but Claude Code, whose ~/.claude.json holds its account state (there only when asked);
+    uninstall always takes it out."""
+    cwd = cwd or Path.cwd()
+    where = files(agent, scope, cwd)
+    register = (agent != "claude-code") if mcp is None else mcp
+    if agent == "claude-code":
+        from cmem_cli.capture.install_claude import plan as plan_claude
+        from cmem_cli.capture.install_mcp import plan_mcp
+
+        changes = plan_claude(
+            scope, uninstall=uninstall, cwd=cwd, executable=executable, instructions=instructions
+        )
+        if not (register or uninstall):
+            return changes
+        server = plan_mcp(scope, uninstall=uninstall, cwd=cwd, executable=executable)
+        return changes + ([server] if register or server.changed else [])
+    planners: dict[str, Callable[..., list[Change]]] = {
+        "codex": _codex,
+        "gemini": _gemini,
+        "cursor": _cursor,
+        "opencode": _opencode,
+    }
+    changes = planners[agent](
+        where, uninstall=uninstall, register=register or uninstall, executable=executable
+    )
+    return [change for change in changes if change.changed or not uninstall or register]
+
+
+# -- Codex CLI: hooks.json (Claude Code's layout) and [mcp_servers.cmem] in config.toml ---------------------
+
+
+def _codex(where: Where, *, uninstall: bool, register: bool, executable: str | None) -> list[Change]:
+    entries = {
+        event: (
+            matcher,
+            {"type": "command", "command": hook_command(event, executable, "codex"), "timeout": t},
+        )
+        for event, (matcher, t) in CODEX_EVENTS.items()
+    }
+
+    def merge(data: dict[str, Any], remove: bool) -> dict[str, Any]:
+        return merge_hook_groups(data, entries, uninstall=remove)
+
+    changes = [plan_json(where.hooks, merge, uninstall=uninstall, what="hooks", check=check_hook_groups)]
+    if register:
+        changes.append(_codex_mcp(where.mcp, uninstall=uninstall, executable=executable))
+    return changes
+
+
+def _codex_mcp(path: Path, *, uninstall: bool, executable: str | None) -> Change:
+    """``[mcp_servers.cmem]`` as a marked block at the end of config.toml: every other byte is the person's."""
+    old = read_text(path)
+    toml_block.parse(path, old)  # a file Codex cannot read is left alone
+
+    def without_cmem(text: str | None) -> object:
+        return toml_block.without_block(text or "")
+
+    base = toml_block.without_block(old or "")
+    servers = toml_block.parse(path, base).get("mcp_servers")
+    new: str | None
+    if isinstance(servers, dict) and "cmem" in servers:
+        new = old  # an mcp_servers.cmem the person wrote is theirs to keep
+    elif uninstall:
+        new = old if toml_block.BEGIN not in (old or "") else (base if base.strip() else None)
+        if new != old:
+            new = restored(path, new, without_cmem)
+    else:
+        command, *args = server_argv(executable)
+        block = toml_block.table(
+            "mcp_servers.cmem",
+            {"command": command, "args": args},
+            "added by `cmem install codex`; `cmem install codex --uninstall` removes it",
+        )
+        new = toml_block.with_block(old or "", block)
+        toml_block.parse(path, new)  # never write a file Codex could not read
+    what = "MCP server removed" if uninstall else "MCP server installed"
+    return Change(path, old, new, what, without_cmem=without_cmem if uninstall else None)
+
+
+# -- Gemini CLI: hooks and mcpServers, both in settings.json --------------------------------------------------
+
+
+def _gemini(where: Where, *, uninstall: bool, register: bool, executable: str | None) -> list[Change]:
+    entries = {
+        event: (
+            matcher,
+            {
+                "name": "cmem",
+                "type": "command",
+                "command": hook_command(event, executable, "gemini"),
+                "timeout": t,
+            },
+        )
+        for event, (matcher, t) in GEMINI_EVENTS.items()
+    }
+    command, *args = server_argv(executable)
+    server = {"command": command, "args": args}
+
+    def merge(data: dict[str, Any], remove: bool) -> dict[str, Any]:
+        merged = merge_hook_groups(data, entries, uninstall=remove)
+        return merge_server(merged, server, uninstall=remove) if register else merged
+
+    def check(path: Path, data: dict[str, Any]) -> dict[str, Any]:
+        return check_servers(path, check_hook_groups(path, data))
+
+    what = "hooks and MCP server" if register else "hooks"
+    return [plan_json(where.hooks, merge, uninstall=uninstall, what=what, check=check)]
+
+
+# -- Cursor: hooks.json version 1 ({event: [{"command": ...}]}) and mcp.json -----------------------------------
+
+
+def _check_cursor(path: Path, data: dict[str, Any]) -> dict[str, Any]:
+    check_hook_groups(path, data)
+    if data.get("version", 1) != 1:
+        raise InvalidInput(f"{path}: hooks.json version {data['version']!r} is not 1; not touching it")
+    return data
+
+
+def merge_cursor_hooks(data: dict[str, Any], commands: dict[str, str], *, uninstall: bool) -> dict[str, Any]:
+    """Cursor's hooks with cmem's commands removed from every event, then (unless uninstalling) added."""
+    import json
+
+    result: dict[str, Any] = json.loads(json.dumps(data))
+    hooks: dict[str, Any] = result.get("hooks") or {}
+    for event in list(hooks):
+        kept = [h for h in hooks[event] if not (isinstance(h, dict) and is_cmem_command(h.get("command")))]
+        if kept or not hooks[event]:
+            hooks[event] = kept
+        else:
+            del hooks[event]
+    if not uninstall:
+        for event, command in commands.items():
+            hooks.setdefault(event, []).append({"command": command})
+        result = {"version": result.get("version", 1), **result, "hooks": hooks}
+    elif hooks:
+        result["hooks"] = hooks
+    else:  # nothing but cmem's hooks: the file goes (or its backup comes back)
+        result.pop("hooks", None)
+        if result.get("version") == 1:
+            result.pop("version")
+    return result
+
+
+def _cursor(where: Where, *, uninstall: bool, register: bool, executable: str | None) -> list[Change]:
+    commands = {event: hook_command(event, executable, "cursor") for event in CURSOR_EVENTS}
+
+    def merge(data: dict[str, Any], remove: bool) -> dict[str, Any]:
+        return merge_cursor_hooks(data, commands, uninstall=remove)
+
+    changes = [plan_json(where.hooks, merge, uninstall=uninstall, what="hooks", check=_check_cursor)]
+    if register:
+        command, *args = server_argv(executable)
+        server = {"command": command, "args": args}
+
+        def merge_mcp(data: dict[str, Any], remove: bool) -> dict[str, Any]:
+            return merge_server(data, server, uninstall=remove)
+
+        changes.append(
+            plan_json(where.mcp, merge_mcp, uninstall=uninstall, what="MCP server", check=check_servers)
+        )
+    return changes
+
+
+# -- opencode: a plugin file of cmem's own, and "mcp" in opencode.json --------------------------------------------
+
+
+def _opencode(where: Where, *, uninstall: bool, register: bool, executable: str | None) -> list[Change]:
+    from cmem_cli.capture.opencode_plugin import MARK, plugin_source
+
+    old = read_text(where.hooks)
+    if old is not None and not old.startswith(MARK):
+        raise InvalidInput(f"{where.hooks} is not cmem's plugin; not touching it")
+    new = None if uninstall else plugin_source(server_argv(executable)[:-1])
+    # the file is cmem's own: it needs no backup (nothing in it is the person's)
+    changes = [
+        Change(
+            where.hooks,
+            old,
+            new,
+            "plugin removed" if uninstall else "plugin installed",
+            without_cmem=lambda text: None,
+        )
+    ]
+    if register:
+        command = server_argv(executable)
+        server = {"type": "local", "command": command, "enabled": True}
+
+        def merge(data: dict[str, Any], remove: bool) -> dict[str, Any]:
+            return merge_server(data, server, uninstall=remove, key="mcp")
+
+        def check(path: Path, data: dict[str, Any]) -> dict[str, Any]:
+            return check_servers(path, data, key="mcp")
+
+        changes.append(plan_json(where.mcp, merge, uninstall=uninstall, what="MCP server", check=check))
+    return changes
