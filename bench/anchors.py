@@ -1,5 +1,8 @@
 """What code anchors cost: whole-process CPU and wall time of `cmem search` and of a `cmem hook PostToolUse`
-call (a Read), run in pairs (A B A B ...) so that a machine whose speed drifts still gives a fair ratio.
+call (a Read, and an Edit whose written text this cmem anchors as a region), run in pairs (A B A B ...) so
+that a machine whose speed drifts still gives a fair ratio. This cmem cites half of its files with the lines
+of one function (a region: a check of a changed file reads it and looks the region's lines up); a baseline
+cmem is given the same files without ranges.
 
 The observations are recorded inside a git work tree (each cites one to three of its files; a fifth were
 recorded on a branch HEAD has not merged, so search has git's answer to keep; a tenth of the cited files
@@ -86,12 +89,21 @@ def make_tree(root: Path, files: int) -> None:
         path.write_text(body)
 
 
-def records(n: int, files: int, *, seed: int) -> list[dict[str, Any]]:
+def records(n: int, files: int, *, seed: int, ranges: bool = False) -> list[dict[str, Any]]:
+    """``ranges``: half of the cited files are cited with the lines of one function (``PATH:START-END``,
+    so this cmem anchors a region there and a check of a changed file looks into it); a cmem before
+    regions is given the same files without ranges."""
     rng = random.Random(seed)
     out = []
     for i in range(n):
         words = rng.sample(WORDS, 3)
         cited = [f"src/mod_{rng.randrange(files)}.py" for _ in range(rng.randint(1, 3))]
+        spans = [3 * rng.randrange(60) + 1 for _ in cited]
+        if ranges:
+            cited = [
+                f"{p}:{a}-{a + 1}" if k % 2 == 0 else p
+                for k, (p, a) in enumerate(zip(cited, spans, strict=True))
+            ]
         out.append({"type": "discovery", "title": f"{' '.join(words)} note {i}", "files_read": cited,
                     "project": "app", "narrative": " ".join(rng.choices(WORDS, k=30))})  # fmt: skip
     return out
@@ -110,16 +122,16 @@ def setup(base: Path, n: int, files: int, commands: dict[str, list[str]]) -> dic
     git(repo, "add", ".")
     git(repo, "commit", "-qm", "tree")
     homes = {(name, where): base / f"home-{name}-{where}" for name in commands for where in ("repo", "plain")}
-    batch = records(n, files, seed=1)
+    batches = {name: records(n, files, seed=1, ranges=name == "this") for name in commands}
     cut = n * 4 // 5
     for (name, where), home in homes.items():
-        seed_home(commands[name], home, repo if where == "repo" else plain, batch[:cut])
+        seed_home(commands[name], home, repo if where == "repo" else plain, batches[name][:cut])
     git(repo, "checkout", "-q", "-b", "feature")
     (repo / "feature.txt").write_text("feature\n")
     git(repo, "add", ".")
     git(repo, "commit", "-qm", "feature")
     for (name, where), home in homes.items():  # recorded on a branch main has not merged
-        seed_home(commands[name], home, repo if where == "repo" else plain, batch[cut:])
+        seed_home(commands[name], home, repo if where == "repo" else plain, batches[name][cut:])
     git(repo, "checkout", "-q", "main")
     for i in range(0, files, 10):  # a tenth of the cited files changed since
         for tree in (repo, plain):
@@ -140,6 +152,22 @@ def read_payload(cwd: Path, n: int) -> bytes:
         "permission_mode": "default", "hook_event_name": "PostToolUse", "tool_name": "Read",
         "tool_use_id": f"toolu_{n}", "tool_input": {"file_path": str(path)},
         "tool_response": {"type": "text", "file": {"filePath": str(path), "numLines": 120, "totalLines": 120}},
+    }).encode()  # fmt: skip
+
+
+def edit_payload(cwd: Path, n: int) -> bytes:
+    """An Edit of one of the tree's files whose new text is one of its functions (the file is left as it
+    is: the hook reads what it names), so this cmem anchors the region it wrote."""
+    path = cwd / "src" / f"mod_{n % 50}.py"
+    lines = path.read_text().splitlines()
+    start = 3 * (n % 60)
+    new = "\n".join(lines[start : start + 2])
+    return json.dumps({
+        "session_id": f"bench-edit-{n // 50 + 1}", "transcript_path": f"{cwd}/t.jsonl", "cwd": str(cwd),
+        "permission_mode": "default", "hook_event_name": "PostToolUse", "tool_name": "Edit",
+        "tool_use_id": f"toolu_e{n}", "tool_input": {"file_path": str(path), "old_string": "x",
+                                                    "new_string": new},
+        "tool_response": {"filePath": str(path)},
     }).encode()  # fmt: skip
 
 
@@ -178,6 +206,10 @@ def measure(
         return lambda i: cmem(commands[name], ["hook", "PostToolUse"], where[f"{name}-{place}"], where[place],
                               read_payload(where[place], i + 1))  # fmt: skip
 
+    def edit(name: str, place: str) -> Run:
+        return lambda i: cmem(commands[name], ["hook", "PostToolUse"], where[f"{name}-{place}"], where[place],
+                              edit_payload(where[place], i + 1))  # fmt: skip
+
     if not baseline:  # this cmem in the work tree (anchors) against the plain copy (none)
         return {
             "search": paired(runs, search("this", "repo"), search("this", "plain")),
@@ -187,6 +219,7 @@ def measure(
     for place, label in (("repo", "in a git work tree"), ("plain", "outside a repository")):
         results[f"search, {label}"] = paired(runs, search("this", place), search("base", place))
         results[f"hook PostToolUse (Read), {label}"] = paired(runs, hook("this", place), hook("base", place))
+        results[f"hook PostToolUse (Edit), {label}"] = paired(runs, edit("this", place), edit("base", place))
     return results
 
 

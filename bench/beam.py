@@ -11,7 +11,8 @@ Measures (per question, top 10), as SOURCE.md defines them:
 - current-first: a current message ranks above every replaced one that is not marked replaced, and is in
   the top 10;
 - current@5: a current message is in the top 5;
-- replaced-unmarked@5: a replaced message is in the top 5 with no marker.
+- replaced-unmarked@5: a replaced message is in the top 5 with no marker;
+- current marked: a current message in the top 10 carries a marker itself (a wrong hint).
 A row is marked when it carries ``superseded_by`` or ``possibly_superseded_by``; the ``strict`` columns
 count ``superseded_by`` alone.
 
@@ -151,6 +152,7 @@ def score(rows: list[dict[str, Any]], question: dict[str, Any], *, strict: bool)
         ),
         "current@5": float(first_current is not None and first_current < 5),
         "replaced_unmarked@5": float(any(i < 5 for i in unmarked_replaced)),
+        "current_marked": float(any(r["id"] in current and marked(r) for r in rows[:TOP])),
     }
 
 
@@ -166,7 +168,7 @@ def evaluate(search: Callable[[dict[str, Any]], list[dict[str, Any]]], questions
     def mean(kind: str, key: str) -> float:
         return round(sum(q[kind][key] for q in per_question) / n, 3)
 
-    keys = ("current_first", "current@5", "replaced_unmarked@5")
+    keys = ("current_first", "current@5", "replaced_unmarked@5", "current_marked")
     return {
         **{key: mean("lenient", key) for key in keys},
         **{f"strict {key}": mean("strict", key) for key in ("current_first", "replaced_unmarked@5")},
@@ -218,12 +220,13 @@ def main() -> None:
         print(json.dumps(report, indent=2))
         return
     print(
-        f"{'':32}{'current-first':>14}{'current@5':>11}{'replaced-unmarked@5':>21}   strict: first / unmarked@5"
+        f"{'':32}{'current-first':>14}{'current@5':>11}{'replaced-unmarked@5':>21}{'current marked':>16}"
+        "   strict: first / unmarked@5"
     )
     for name, row in report.items():
         print(
             f"{name:32}{row['current_first']:>14.3f}{row['current@5']:>11.3f}{row['replaced_unmarked@5']:>21.3f}"
-            f"   {row['strict current_first']:.3f} / {row['strict replaced_unmarked@5']:.3f}"
+            f"{row['current_marked']:>16.3f}   {row['strict current_first']:.3f} / {row['strict replaced_unmarked@5']:.3f}"
         )
 
 

@@ -65,7 +65,10 @@ class Run:
         self.env = {
             k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "CMEM_PROJECT")
         }
-        self.env.update(CMEM_HOME=str(home), CMEM_EMBED_MODEL=model, HOME=str(home.parent))
+        # no background index pass: the benchmark times each `cmem index` itself
+        self.env.update(
+            CMEM_HOME=str(home), CMEM_EMBED_MODEL=model, HOME=str(home.parent), CMEM_INDEX_BACKGROUND="off"
+        )
 
     def with_model(self, model: str) -> Run:
         return Run(self.python, self.home, self.runs, model)
@@ -234,6 +237,7 @@ def phase_index(run: Run, work: Path, n: int) -> dict[str, Any]:
         out["index, first build (keyword)"] = json.loads(first.read_text())
     out["add 1,000 (one call)"] = import_records(run, work, NEW, n + _extra(run), NEW)
     out["index after 1,000 new (keyword)"] = run.once(["index"])
+    out["index, nothing new (keyword)"] = run.once(["index"])
     return out
 
 
@@ -296,11 +300,11 @@ class LentVectors:
 def index_lent(home: Path, model: Path, vectors: Path) -> dict[str, Any]:
     """`cmem index` of ``home`` with the model, its vectors lent (:class:`LentVectors`): the index a user
     would have, built in the time it takes to read and chunk the collection."""
-    from cmem_cli.cli.commands.index_cmds import _remember_model
     from cmem_cli.core.config import load_config
     from cmem_index.collections import load_collections
     from cmem_index.indexer import Indexer
     from cmem_index.loading import LazyEmbedder
+    from cmem_index.refresh import remember_model
     from cmem_index.store import IndexStore
 
     saved = {k: os.environ.get(k) for k in ("CMEM_HOME", "CMEM_EMBED_MODEL")}
@@ -314,7 +318,7 @@ def index_lent(home: Path, model: Path, vectors: Path) -> dict[str, Any]:
             report = Indexer(store, load_collections(config), LentVectors(embedder, vectors)).run()
         finally:
             store.close()
-        _remember_model(config, embedder.describe())
+        remember_model(config, embedder.describe())
         took = {"wall": time.perf_counter() - started, "cpu": time.process_time() - cpu}
         print(f"  indexed with lent vectors: {report.to_json()}", file=sys.stderr)
         return took

@@ -268,19 +268,18 @@ def fill(url: str, rows: int, fingerprint: str, dim: int) -> float:
 
 
 def in_process(home: Path, queries: list[str], runs: int) -> dict[str, float]:
-    """The search itself, without a process's start-up: medians of `team_search` calls in this process
-    (connected and the model loaded once, by a first call not counted)."""
+    """The search itself, without a process's start-up: medians of `Memory.search(..., team=True)` calls in
+    this process (the model loaded once, by a first call not counted; each call connects)."""
     from cmem_cli.api import Memory, Query
-    from cmem_cli.team.search import team_search
 
     out: dict[str, float] = {}
     with Memory(home) as memory:
         for mode in ("keyword", "hybrid", "vector"):
-            team_search(memory, Query(queries[0], mode=mode))
+            memory.search(Query(queries[0], mode=mode, team=True))
             times = []
             for i in range(runs):
                 start = time.perf_counter()
-                team_search(memory, Query(queries[i % len(queries)], mode=mode))
+                memory.search(Query(queries[i % len(queries)], mode=mode, team=True))
                 times.append(time.perf_counter() - start)
             out[f"{mode}_in_process_median_s"] = round(statistics.median(times), 4)
     return out

@@ -11,19 +11,31 @@ from __future__ import annotations
 import json
 import re
 import sys
+from collections.abc import Iterable
+from pathlib import PurePosixPath
 from typing import Any
 
 from cmem_cli.core.fields import LINKS_MARKER, SUMMARY_FIELDS
-from cmem_cli.core.frontmatter import FrontMatterError, check_values, load_yaml
+from cmem_cli.core.frontmatter import (
+    PLAIN_WORDS,
+    YAML_WORDS,
+    FrontMatterError,
+    check_values,
+    fast_front_matter,
+    load_yaml,
+)
 from cmem_cli.core.summary_title import summary_title
 from cmem_cli.core.timeutil import parse_time, to_iso
 
 # No local integer id: ids differ between machines, and a file that named one would change on every
 # machine that adopted it (git sync would never settle). Identity is the uid.
 OBSERVATION_KEYS = (
-    "uid", "type", "title", "subtitle", "project", "session", "agent", "key", "concepts", "facts",
-    "files_read", "files_modified", "tools_used", "prompt_number", "confidence", "created_at", "updated_at",
+    "uid", "type", "title", "subtitle", "project", "session", "agent", "machine", "author", "key", "concepts",
+    "facts", "files_read", "files_modified", "tools_used", "prompt_number", "confidence", "created_at",
+    "updated_at",
 )  # fmt: skip
+# Who wrote it (the machine, the person): stated when known, so that other homes learn it from the file.
+AUTHORSHIP_KEYS = ("machine", "author")
 SUMMARY_HEADINGS = {
     "request": "Request",
     "investigated": "Investigated",
@@ -32,8 +44,6 @@ SUMMARY_HEADINGS = {
     "next_steps": "Next steps",
     "notes": "Notes",
 }
-_PLAIN = re.compile(r"^[A-Za-z_][A-Za-z0-9_ ./-]*$")
-_YAML_WORDS = {"true", "false", "yes", "no", "on", "off", "null", "none", "~", "y", "n"}
 # Characters YAML forbids raw or folds as line breaks (NEL, LS, PS); JSON leaves them raw, so escape them.
 _NON_PRINTABLE = re.compile("[\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff\ud800-\udfff]")
 
@@ -44,7 +54,7 @@ def _yaml_scalar(value: Any) -> str:
     if isinstance(value, bool | int | float):
         return json.dumps(value)
     if isinstance(value, str):
-        if _PLAIN.match(value) and value.lower() not in _YAML_WORDS and not value.endswith(" "):
+        if PLAIN_WORDS.match(value) and value.lower() not in YAML_WORDS and not value.endswith(" "):
             return value
         quoted = json.dumps(value, ensure_ascii=False)
         return _NON_PRINTABLE.sub(lambda m: f"\\u{ord(m.group()):04x}", quoted)
@@ -73,6 +83,28 @@ def front_matter(fields: list[tuple[str, Any]]) -> str:
 
 def _one_line(text: str) -> str:
     return " ".join(text.split())
+
+
+def link_entries(links: Iterable[dict[str, Any]], relpath: str) -> list[dict[str, Any]]:
+    """The links a file at ``relpath`` lists, as :func:`render_observation` takes them: the one rule for
+    every writer of a file (a local write, git sync's merge), so their files agree byte for byte.
+
+    Each of ``links`` has ``type``, ``uid`` and ``title``, and ``path`` (the target's file, relative to
+    the export root) when this store holds the target; else ``href`` (and ``title``) as a file showed it
+    (a target not here yet). Ordered by type, then the target's uid: ids and the times links were added
+    differ from store to store."""
+    import os.path
+
+    base = str(PurePosixPath(relpath).parent)
+    out = []
+    for link in links:
+        if link.get("path"):
+            title, href = link["title"], PurePosixPath(os.path.relpath(link["path"], base or ".")).as_posix()
+        else:
+            title, href = link.get("title") or link["uid"], link.get("href") or ""
+        out.append({"type": link["type"], "uid": link["uid"], "title": title, "href": href})
+    out.sort(key=lambda link: (link["type"], link["uid"]))
+    return out
 
 
 def render_observation(
@@ -116,6 +148,7 @@ def render_summary(record: dict[str, Any]) -> str:
     fields: list[tuple[str, Any]] = [("cmem", "summary")]
     for key in ("uid", "session", "project", "agent"):
         fields.append((key, record.get(key)))
+    fields += [(key, record[key]) for key in AUTHORSHIP_KEYS if record.get(key)]
     fields.append(("created_at", to_iso(record.get("created_at"))))
     title = summary_title(record)
     fields.insert(2, ("title", title))
@@ -129,28 +162,7 @@ def render_summary(record: dict[str, Any]) -> str:
 # -- parsing back -------------------------------------------------------------------------------------
 
 
-_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?")  # no exponent: YAML 1.1 reads "1e-05" as text
-_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
-
-def _fast_front_matter(block: str) -> dict[str, Any] | None:
-    """Read front matter as cmem writes it (one ``key: value`` line each, values JSON or plain words)
-    without a YAML parser, which costs milliseconds a file; None when any line needs real YAML."""
-    meta: dict[str, Any] = {}
-    for line in block.split("\n"):
-        key, sep, value = line.partition(": ")
-        if not sep or not _KEY.fullmatch(key) or key in meta or value != value.strip() or not value:
-            return None
-        if value[0] in '"[{' or value in ("true", "false", "null") or _NUMBER.fullmatch(value):
-            try:
-                meta[key] = json.loads(value)
-            except (ValueError, RecursionError):  # RecursionError: [[[[...]]]] deeper than Python recurses
-                return None
-        elif _PLAIN.match(value) and value.lower() not in _YAML_WORDS:
-            meta[key] = value
-        else:
-            return None
-    return meta
+_fast_front_matter = fast_front_matter  # the kernel's: the index reads front matter the same way
 
 
 def split_front_matter(text: str) -> tuple[dict[str, Any], str]:

@@ -17,7 +17,13 @@ from typing import Any
 
 from cmem_cli.core.fields import LINKS_MARKER, SUMMARY_FIELDS
 from cmem_cli.core.frontmatter import FrontMatterError
-from cmem_export.markdown import OBSERVATION_KEYS, SUMMARY_HEADINGS, _time, split_front_matter
+from cmem_export.markdown import (
+    AUTHORSHIP_KEYS,
+    OBSERVATION_KEYS,
+    SUMMARY_HEADINGS,
+    _time,
+    split_front_matter,
+)
 
 MAX_FILE_BYTES = 1_000_000
 _FILE_LINE = re.compile(r"^- (read|modified): `(.*)`$")
@@ -124,6 +130,10 @@ def _parse_observation(meta: dict[str, Any], body: str, relpath: str) -> ParsedF
         for key in OBSERVATION_KEYS:
             if key in ("id", "updated_at"):
                 continue  # local to one store / set by the store
+            if key in AUTHORSHIP_KEYS:
+                if meta.get(key) not in (None, ""):  # an older file says nothing of who wrote it
+                    record[key] = str(meta[key])
+                continue
             value = meta.get(key)
             if key == "created_at":
                 value = _time(value) if value not in (None, "") else None
@@ -243,6 +253,7 @@ def _parse_summary(meta: dict[str, Any], body: str, relpath: str) -> ParsedFile:
         for key in ("session", "project", "agent")
     }
     record["created_at"] = _time(meta.get("created_at")) if meta.get("created_at") else None
+    record.update({key: str(meta[key]) for key in AUTHORSHIP_KEYS if meta.get(key) not in (None, "")})
     current: str | None = None
     sections: dict[str, list[str]] = {}
     extra: list[str] = []

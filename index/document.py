@@ -86,10 +86,14 @@ def parse_markdown(text: str, relpath: str) -> ParsedDocument:
 def _load_yaml(block: str) -> dict[str, Any] | None:
     """The block's mapping, or None when it is broken or unsafe (then read leniently): the same limits as
     the export reader (no anchors, bounded depth and numbers, dates in range)."""
-    from cmem_cli.core.frontmatter import FrontMatterError, load_yaml
+    from cmem_cli.core.frontmatter import FrontMatterError, check_values, fast_front_matter, load_yaml
 
     try:
-        data = load_yaml(block)
+        data = fast_front_matter(block)  # as cmem writes it: no YAML parser
+        if data is None:
+            data = load_yaml(block)
+        else:
+            check_values(data)
     except FrontMatterError:
         return None
     if data is None:

@@ -215,6 +215,12 @@ class Embedder:
             vectors = self._context.run_few(sequences, self.dim)
         return [unit(vector) for vector in vectors]
 
+    def document_vectors(self, items: Sequence[tuple[str | None, str]]) -> list[list[float]]:
+        """:meth:`embed_documents` as plain floats, for the few documents a search embeds itself (the search
+        path never imports numpy)."""
+        sequences = [self._sequence(self.prompt.format_document(title, text)) for title, text in items]
+        return [unit(vector) for vector in self._context.run_few(sequences, self.dim)]
+
     def embed_texts(self, texts: Sequence[str]) -> np.ndarray:
         """Raw texts with no prompt at all (benchmarks, fidelity checks)."""
         import numpy as np

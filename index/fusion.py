@@ -28,7 +28,7 @@ how decisive the list is, because which signal to believe depends on the query a
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence, Set
 from typing import NamedTuple
 
 KEYWORD = "keyword"
@@ -150,10 +150,15 @@ def fuse(
     signals: Mapping[str, Signal] | None = None,
     *,
     params: FusionParams = DEFAULT_PARAMS,
+    unseen: Mapping[str, Set[str]] | None = None,
 ) -> list[FusedHit]:
     """Fuse ``{signal: [(key, raw_score), ...]}`` (each list best first, higher raw is better) into hits.
 
     ``signals`` says what each list is (default: ``vector`` for a list named ``vector``, else keyword).
+    ``unseen``: per list, the keys its retriever could not judge (a memory the index does not hold yet,
+    or holds without a vector): for such a key the list says nothing, where a key it judged and did not
+    find scores 0. A kind none of whose lists judged a key leaves that key's score and order to the
+    other kinds, as a search without that kind would.
     (Plain reciprocal rank fusion, the baseline the benchmarks compare with, lives in bench/retrieval.py.)
     """
     specs = {
@@ -176,6 +181,7 @@ def fuse(
     # so its vector-only hits score what they would beside keyword hits (the cut-off means the same).
     kinds_asked = {spec.kind for spec in specs.values()}
     total_weight = sum(weights.get(kind, 0.0) for kind in kinds_asked) or 1.0
+    unjudged = _unjudged_kinds(hits, specs, unseen)
     for hit in hits.values():
         best: dict[str, float] = {}  # what orders the hits: each list's own scores
         evidence: dict[str, float] = {}  # what the score says: the whole query's, where a list has them
@@ -184,10 +190,30 @@ def fuse(
             best[spec.kind] = max(best.get(spec.kind, 0.0), score.norm)
             norm = score.norm if score.whole is None else vector_norm(score.whole, params)
             evidence[spec.kind] = max(evidence.get(spec.kind, 0.0), norm)
-        hit.score = sum(weights.get(kind, 0.0) * value for kind, value in evidence.items()) / total_weight
-        hit.order = sum(weights.get(kind, 0.0) * value for kind, value in best.items()) / total_weight
-    _relative_order(hits, lists, specs, norms, params.decisive_at, params.code_keyword)
+        weight = total_weight
+        if hit.key in unjudged:
+            weight = sum(weights.get(kind, 0.0) for kind in kinds_asked - unjudged[hit.key]) or 1.0
+        hit.score = sum(weights.get(kind, 0.0) * value for kind, value in evidence.items()) / weight
+        hit.order = sum(weights.get(kind, 0.0) * value for kind, value in best.items()) / weight
+    _relative_order(hits, lists, specs, norms, params.decisive_at, params.code_keyword, unseen, unjudged)
     return sorted(hits.values(), key=lambda h: (-h.order, -h.score, h.key))
+
+
+def _unjudged_kinds(
+    hits: Mapping[str, FusedHit], specs: Mapping[str, Signal], unseen: Mapping[str, Set[str]] | None
+) -> dict[str, set[str]]:
+    """Each key's kinds none of whose lists could judge it (``unseen``), for the keys that have one."""
+    if not unseen:
+        return {}
+    lists_of: dict[str, list[str]] = {}
+    for name, spec in specs.items():
+        lists_of.setdefault(spec.kind, []).append(name)
+    out: dict[str, set[str]] = {}
+    for key in hits:
+        for kind, names in lists_of.items():
+            if all(key in unseen.get(name, ()) for name in names):
+                out.setdefault(key, set()).add(kind)
+    return out
 
 
 STANDARDISE_AT = 100  # a list's mean and spread come from its first hits, whatever the --limit
@@ -206,6 +232,8 @@ def _relative_order(
     norms: Mapping[str, list[float]],
     decisive_at: int,
     code_keyword: float = 1.0,
+    unseen: Mapping[str, Set[str]] | None = None,
+    unjudged: Mapping[str, Set[str]] | None = None,
 ) -> None:
     """Order by how far a hit stands above each list's own crowd, weighted by how decisive that list is.
 
@@ -216,14 +244,16 @@ def _relative_order(
     did not find, or found past its first hits, takes the list's lowest z). A kind with several lists (the
     index's BM25 and the store's over the same observations: two views of the words) takes their mean, and
     each kind is weighted by its decisiveness (best normalised score less the one at rank ``decisive_at``),
-    so two kinds equally decisive weigh the same. A keyword list whose first hits are source code, for a
+    so two kinds equally decisive weigh the same. In a short keyword list (under ``STANDARDISE_FLOOR``
+    hits, standardised against non-matches) a hit keeps the share of its standing that its words cover of
+    the query (:func:`_coverage`). A keyword list whose first hits are source code, for a
     question in words, counts ``code_keyword`` as much (in proportion to the share of code): there its words
     match by accident. The constants ``decisive_at`` and ``code_keyword`` are the best over every visible
     set; the figures reported for each set come from leave-one-set-out fits (bench/fusion_loso.py). With
     one kind of list (keyword or vector search, or a query one side found nothing for) the evidence order
     stands. docs/retrieval.md has the measurements.
     """
-    per_list: dict[str, list[tuple[dict[str, float], float]]] = {}
+    per_list: dict[str, list[tuple[dict[str, float], float, Set[str]]]] = {}
     decisive: dict[str, float] = {}
     code: dict[str, float] = {}
     for name, items in lists.items():
@@ -236,13 +266,16 @@ def _relative_order(
         mean = sum(head) / len(head)
         spread = math.sqrt(sum((v - mean) ** 2 for v in head) / len(head)) or 1.0
         lowest = (min(head) - mean) / spread
-        z: dict[str, float] = {}  # a list may repeat a key: its first (best) entry counts
-        for key, raw in items:
-            z.setdefault(key, max(lowest, (float(raw) - mean) / spread))
-        per_list.setdefault(kind, []).append((z, lowest))
         short = (
             kind == KEYWORD and len(items) < STANDARDISE_FLOOR
         )  # its head is compared with a non-match's 0
+        covered = _coverage(specs[name]) if short else None
+        z: dict[str, float] = {}  # a list may repeat a key: its first (best) entry counts
+        for key, raw in items:
+            if key not in z:
+                gain = max(0.0, (float(raw) - mean) / spread - lowest)
+                z[key] = lowest + gain * (covered(float(raw)) if covered else 1.0)
+        per_list.setdefault(kind, []).append((z, lowest, (unseen or {}).get(name, frozenset())))
         decisive[kind] = max(decisive.get(kind, 0.0), _decisiveness(norms[name], decisive_at, short=short))
         code[kind] = max(code.get(kind, 0.0), specs[name].code_share)
     if len(per_list) < 2:
@@ -252,10 +285,34 @@ def _relative_order(
     total = sum(decisive.values())
     weight = {kind: (d / total if total else 1.0 / len(per_list)) for kind, d in decisive.items()}
     for hit in hits.values():
+        # a list that could not judge the key (``unseen``) says nothing of it; a kind no list of which
+        # judged it leaves the order to the other kinds, their weights taken as the whole
+        known = {kind: w for kind, w in weight.items() if kind not in (unjudged or {}).get(hit.key, ())}
+        share = sum(known.values()) or 1.0
         hit.order = sum(
-            w * sum(z.get(hit.key, low) for z, low in per_list[kind]) / len(per_list[kind])
-            for kind, w in weight.items()
+            w
+            / share
+            * _mean([z.get(hit.key, low) for z, low, blind in per_list[kind] if hit.key not in blind])
+            for kind, w in known.items()
         )
+
+
+def _coverage(spec: Signal) -> Callable[[float], float] | None:
+    """How much of the query a keyword hit covers, 0..1, from its raw score: BM25 over the query's IDF sum
+    (about 1 for a document that holds every word of the query once; a rare word counts for more of it
+    than a common one). A short list stands its hits against documents that match nothing, so each hit's
+    standing is this share of it: one common word of three is not a match of the query. None when the
+    list's scale is unknown."""
+    if spec.scaled:
+        return lambda raw: min(1.0, max(0.0, raw))
+    if spec.idf_sum:
+        idf_sum = spec.idf_sum
+        return lambda raw: min(1.0, max(0.0, raw / idf_sum))
+    return None
+
+
+def _mean(values: Sequence[float]) -> float:
+    return sum(values) / len(values) if values else 0.0
 
 
 def _decisiveness(values: Sequence[float], depth: int, *, short: bool = False) -> float:

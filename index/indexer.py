@@ -17,7 +17,7 @@ import os
 import re
 import stat as stat_module
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -42,7 +42,8 @@ from cmem_index.document import (
     parse_markdown,
     short_docid,
 )
-from cmem_index.scan import MAX_FILE_BYTES, FileStat, merge_sorted, resolves_inside, walk
+from cmem_index.folders import FolderWalk, folder_times
+from cmem_index.scan import MAX_FILE_BYTES, FileStat, merge_sorted, walk
 from cmem_index.store import IndexStore, NewChunk, PendingChunk, StoredDocument
 
 if TYPE_CHECKING:
@@ -160,6 +161,49 @@ _SECTION_LINES = frozenset((*OBSERVATION_HEADINGS, LINKS_MARKER))
 _LEADING_H1 = re.compile(r"\A\s*#[ \t]+(.+?)[ \t#]*(?:\r?\n|\Z)\s*")
 
 
+def document_chunks(
+    parsed: ParsedDocument, embedder: Embedder | LazyEmbedder | None, count: Callable[[str], int]
+) -> list[tuple[NewChunk, tuple[str, str]]]:
+    """A parsed document's chunks, each with what the model embeds for it (its hash is the chunk's): how a
+    pass cuts a file, and how a search embeds a memory the index does not hold yet."""
+    budget = DEFAULT_MAX_TOKENS
+    if embedder is not None:
+        text_budget = getattr(embedder, "text_budget", None)
+        if text_budget is not None:
+            room = text_budget(parsed.context)
+        else:
+            room = embedder.max_tokens - count(parsed.context) - PROMPT_RESERVE
+        budget = max(MIN_CHUNK_TOKENS, min(DEFAULT_MAX_TOKENS, room))
+    # A leading heading that repeats the title is not embedded (the context carries the title), so it
+    # takes no room in the first chunk's budget either: chunk what follows it, then give the heading
+    # back to the first chunk's text (keyword search and display keep it).
+    body = parsed.body
+    head = title_heading_end(body, parsed.title)
+    if head and not body[head:].strip():
+        head = 0  # the heading is the whole document: it is the text
+    pieces = chunk_markdown(
+        body[head:],
+        max_tokens=budget,
+        overlap=DEFAULT_OVERLAP,
+        count_tokens=count,
+        first_line=parsed.body_line + body.count("\n", 0, head),
+    )
+    chunks: list[tuple[NewChunk, tuple[str, str]]] = []
+    for p in pieces:
+        if not p.text.strip():
+            continue
+        text, line = p.text, p.start_line
+        if head and p.start == 0:
+            text = body[:head] + text
+            line = parsed.body_line + body[: len(body) - len(body.lstrip())].count("\n")
+        prompt_title, embedded = embedding_input(parsed.title, parsed.context, text)
+        if parsed.capture:
+            embedded = ""  # a tool call's title says what happened: embed it alone (see title_only)
+        chunk = NewChunk(seq=len(chunks), start_line=line, hash=chunk_hash(prompt_title, embedded), text=text)
+        chunks.append((chunk, (prompt_title, embedded)))
+    return chunks
+
+
 class Indexer:
     """One update pass over some collections into one store."""
 
@@ -171,13 +215,18 @@ class Indexer:
         *,
         note: str | None = None,
         progress: Progress | None = None,
+        trust_folders: bool = True,
     ):
         self.store = store
         self.collections = list(collections)
+        # cmem's own tree is compared folder by folder (cmem_index.folders) unless told otherwise (a
+        # watcher's events may name a file rewritten in place)
+        self.trust_folders = trust_folders
         self.embedder = embedder
         self.note = note
         self.progress = progress or (lambda phase, done, total: None)
         self.signature = chunker_signature(embedder)
+        self._roots: dict[str, str] = {}
         self._count = self._token_counter()
 
     def run(self, *, prune_other_collections: bool = True, full: bool = False) -> IndexReport:
@@ -215,8 +264,16 @@ class Indexer:
         changed: list[tuple[str, FileStat, StoredDocument | None]] = []
         gone: list[int] = []
         scanned = 0
-        on_disk = walk(collection.root, collection.mask, outside)
-        for relpath, stat, stored in merge_sorted(on_disk, self.store.iter_documents(collection.name)):
+        by_folder, times = None, None
+        changes: Iterable[tuple[str, FileStat | None, StoredDocument | None]]
+        if collection.builtin:
+            by_folder, times = self._by_folder(collection, outside)
+        if by_folder is not None:
+            changes = by_folder.changes()
+        else:
+            on_disk = walk(collection.root, collection.mask, outside)
+            changes = merge_sorted(on_disk, self.store.iter_documents(collection.name))
+        for relpath, stat, stored in changes:
             if stat is None:
                 assert stored is not None
                 gone.append(stored.id)
@@ -251,6 +308,25 @@ class Indexer:
                 # per file, not per batch: chunking with a model's tokenizer can take seconds per batch
                 self.progress("read", start + offset + 1, total)
             self._write(collection, batch, report)
+        if by_folder is not None:
+            by_folder.record()
+        elif times is not None:
+            with self.store.transaction():
+                self.store.set_folder_times(collection.name, times, [""])
+
+    def _by_folder(
+        self, collection: Collection, outside: list[str]
+    ) -> tuple[FolderWalk | None, dict[str, int] | None]:
+        """How to compare cmem's own tree with the index: folder by folder (:class:`FolderWalk`) when the
+        index knows its folders and nothing asks for every file to be looked at again (a new chunker,
+        a watcher); else every file (None), with the folders' mtimes taken first, for the next pass."""
+        self.store.ensure_folders()
+        known = self.store.folder_times(collection.name)
+        if known and self.trust_folders and self.store.setting("chunker") == self.signature:
+            return FolderWalk(
+                self.store, collection.name, str(collection.root), collection.mask, known, outside
+            ), None
+        return None, folder_times(str(collection.root))
 
     def _prepare(
         self,
@@ -260,14 +336,15 @@ class Indexer:
         stored: StoredDocument | None,
         report: IndexReport,
     ) -> _Prepared | None:
-        path = Path(collection.root) / relpath
-        if not resolves_inside(str(path), os.path.realpath(collection.root)):
+        real = os.path.realpath(os.path.join(collection.root, relpath))  # once: it walks every folder
+        root = self._real_root(collection)
+        if not (real == root or real.startswith(root.rstrip(os.sep) + os.sep)):
             # swapped for a symlink pointing outside since the scan: never read it
             report.errors.append(f"{collection.name}:{relpath}: resolves outside the collection, skipped")
             return None
         try:
             # without blocking: a FIFO swapped in since the scan must not hang the pass (or cmem watch)
-            fd = os.open(os.path.realpath(path), os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+            fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
             with os.fdopen(fd, "rb") as fh:
                 actual = os.fstat(fh.fileno())
                 if not stat_module.S_ISREG(actual.st_mode):
@@ -296,44 +373,15 @@ class Indexer:
         report.chunked += 1
         return prepared
 
+    def _real_root(self, collection: Collection) -> str:
+        """The collection's folder with symlinks resolved, once a pass (not once a file)."""
+        root = self._roots.get(collection.name)
+        if root is None:
+            root = self._roots[collection.name] = os.path.realpath(collection.root)
+        return root
+
     def _chunks(self, parsed: ParsedDocument) -> list[NewChunk]:
-        budget = DEFAULT_MAX_TOKENS
-        if self.embedder is not None:
-            text_budget = getattr(self.embedder, "text_budget", None)
-            if text_budget is not None:
-                room = text_budget(parsed.context)
-            else:
-                room = self.embedder.max_tokens - self._count(parsed.context) - PROMPT_RESERVE
-            budget = max(MIN_CHUNK_TOKENS, min(DEFAULT_MAX_TOKENS, room))
-        # A leading heading that repeats the title is not embedded (the context carries the title), so it
-        # takes no room in the first chunk's budget either: chunk what follows it, then give the heading
-        # back to the first chunk's text (keyword search and display keep it).
-        body = parsed.body
-        head = title_heading_end(body, parsed.title)
-        if head and not body[head:].strip():
-            head = 0  # the heading is the whole document: it is the text
-        pieces = chunk_markdown(
-            body[head:],
-            max_tokens=budget,
-            overlap=DEFAULT_OVERLAP,
-            count_tokens=self._count,
-            first_line=parsed.body_line + body.count("\n", 0, head),
-        )
-        chunks: list[NewChunk] = []
-        for p in pieces:
-            if not p.text.strip():
-                continue
-            text, line = p.text, p.start_line
-            if head and p.start == 0:
-                text = body[:head] + text
-                line = parsed.body_line + body[: len(body) - len(body.lstrip())].count("\n")
-            prompt_title, embedded = embedding_input(parsed.title, parsed.context, text)
-            if parsed.capture:
-                embedded = ""  # a tool call's title says what happened: embed it alone (see title_only)
-            chunks.append(
-                NewChunk(seq=len(chunks), start_line=line, hash=chunk_hash(prompt_title, embedded), text=text)
-            )
-        return chunks
+        return [chunk for chunk, _ in document_chunks(parsed, self.embedder, self._count)]
 
     def _write(self, collection: Collection, batch: list[_Prepared], report: IndexReport) -> None:
         if not batch:

@@ -106,26 +106,37 @@ def walk(
 def _walk_folder(
     directory: str, prefix: str, matches: Callable[[str], bool], real_root: str, skipped: list[str] | None
 ) -> Iterator[tuple[str, FileStat]]:
+    files, folders = list_folder(directory, prefix, matches, real_root, skipped)
+    # every path below folder "a" starts with "a/": sorting folders as "a/" puts them where their files go
+    merged = sorted([(relative, stat, None) for relative, stat in files] + [(f, None, p) for f, p in folders])
+    for relative, stat, path in merged:
+        if stat is not None:
+            yield relative, stat
+        else:
+            assert path is not None
+            yield from _walk_folder(path, relative, matches, real_root, skipped)
+
+
+def list_folder(
+    directory: str, prefix: str, matches: Callable[[str], bool], real_root: str, skipped: list[str] | None
+) -> tuple[list[tuple[str, FileStat]], list[tuple[str, str]]]:
+    """One folder, not below it: its matching files (relative path, size and mtime) and its subfolders
+    (relative path with a trailing ``/``, full path), hidden and temporary names skipped. A symlinked
+    folder is not a subfolder; a symlinked file counts only when it resolves inside the root (else its
+    path is added to ``skipped``). A folder that cannot be listed has nothing."""
     try:
         with os.scandir(directory) as listing:
-            entries = [entry for entry in listing if not is_ignored_name(entry.name)]
+            entries = sorted((entry for entry in listing if not is_ignored_name(entry.name)), key=_name)
     except (FileNotFoundError, NotADirectoryError, PermissionError):
-        return
-    # every path below folder "a" starts with "a/": sorting folders as "a/" puts them where their files go
-    keyed = []
+        return [], []
+    files: list[tuple[str, FileStat]] = []
+    folders: list[tuple[str, str]] = []
     for entry in entries:
-        try:
-            folder = entry.is_dir(follow_symlinks=False)
-        except OSError:
-            continue
-        keyed.append((entry.name + "/" if folder else entry.name, folder, entry))
-    keyed.sort()
-    for _, folder, entry in keyed:
         relative = prefix + entry.name
-        if folder:
-            yield from _walk_folder(entry.path, relative + "/", matches, real_root, skipped)
-            continue
         try:
+            if entry.is_dir(follow_symlinks=False):
+                folders.append((relative + "/", entry.path))
+                continue
             if not matches(relative) or not entry.is_file():
                 continue
             if entry.is_symlink() and not resolves_inside(entry.path, real_root):
@@ -135,7 +146,12 @@ def _walk_folder(
             st = entry.stat()
         except OSError:
             continue  # vanished between listing and stat: the next pass sees the truth
-        yield relative, FileStat(st.st_size, st.st_mtime_ns)
+        files.append((relative, FileStat(st.st_size, st.st_mtime_ns)))
+    return files, folders
+
+
+def _name(entry: os.DirEntry[str]) -> str:
+    return entry.name
 
 
 def merge_sorted(

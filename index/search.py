@@ -17,6 +17,8 @@ from cmem_cli.core.background import Background
 from cmem_cli.core.batches import batches
 from cmem_cli.core.config import Config
 from cmem_cli.core.errors import CmemError, ModelError, UsageError
+from cmem_cli.core.fields import MODES
+from cmem_cli.core.pages import INDEX_BEHIND
 from cmem_index import loading, retrieve
 from cmem_index.fusion import (
     DEFAULT_PARAMS,
@@ -33,8 +35,8 @@ from cmem_index.fusion import (
 from cmem_index.retrieve import DocFilters, DocHit
 from cmem_index.store import IndexStore
 from cmem_index.trace import Trace
+from cmem_index.unindexed import FreshList
 
-MODES = ("auto", "keyword", "vector", "hybrid")
 ExtraLists = Mapping[str, Sequence[tuple[str, float]]]
 RERANK_CANDIDATES = 20
 CANDIDATES = 100  # per retriever, before fusion
@@ -111,10 +113,12 @@ class SearchResults(list[IndexHit]):
         notes: Sequence[str] = (),
         total: int | None = None,
         capped: bool = False,
+        behind: int = 0,
     ):
         super().__init__(hits)
         self.mode = mode
         self.notes = list(notes)
+        self.behind = behind  # memories among the candidates the index does not hold, or holds unembedded
         self.total = len(hits) if total is None else total  # hits above the cut-off before the limit
         self.capped = capped  # a candidate list was cut at its depth: there may be more than ``total``
 
@@ -131,6 +135,7 @@ def hybrid(
     extra_lists: ExtraLists | Callable[[], ExtraLists] | None = None,
     min_score: float | None = None,
     trace: Trace | None = None,
+    fresh: Callable[[bool], FreshList] | None = None,
 ) -> SearchResults:
     """Search the index and fuse with ``extra_lists``; returns at most ``limit`` hits (None: all), best first.
 
@@ -151,6 +156,10 @@ def hybrid(
       (``cmem_index.fusion.default_cutoff``: vectors always have a nearest neighbour, evidence or not; every
       keyword hit matched a term, so keyword search has none).
     - ``trace``: filled with what each stage did (``--explain``; :mod:`cmem_index.trace`).
+    - ``fresh``: the store's memories the index may not hold yet, ``[(key, export path), ...]`` best
+      first (its keyword hits, and its newest when asked with True): a search embeds a few of those the
+      index lacks or holds without a vector and leaves the rest unjudged by the lists that cannot see
+      them (:mod:`cmem_index.unindexed`).
 
     The stages, each a function below: :func:`scope_words` (what the embedder sees), :func:`candidates`
     (the keyword and vector lists), :func:`code_share` (how far a keyword list of code counts),
@@ -189,6 +198,7 @@ def hybrid(
             trace,
             keyword_hits,
         )
+        behind = unindexed(config, store, found, embedder, fresh, notes, trace) if fresh is not None else 0
         if found.vectors_asked and store is not None and KEYWORD in found.signals:
             code_share(store, query, found, trace)
         fused = fusion(found, trace)
@@ -212,7 +222,9 @@ def hybrid(
         if store is not None:
             store.close()
     hits_out = [h for h in hits_out if h.score >= bar][:limit]
-    return SearchResults(hits_out, mode=found.mode, notes=notes, total=len(kept), capped=capped)
+    return SearchResults(
+        hits_out, mode=found.mode, notes=notes, total=len(kept), capped=capped, behind=behind
+    )
 
 
 # -- the stages -----------------------------------------------------------------------------------------
@@ -236,6 +248,8 @@ class Candidates:
         "words_matched",
         "vectors_asked",
         "mode",
+        "query_vectors",
+        "unseen",
     )
 
     def __init__(self) -> None:
@@ -248,6 +262,8 @@ class Candidates:
         self.words_matched = False
         self.vectors_asked = False
         self.mode = "keyword"
+        self.query_vectors: list[bytes] = []  # the search vector, and the whole query's when it differs
+        self.unseen: dict[str, set[str]] = {}  # list name -> keys it could not judge (fusion's ``unseen``)
 
     def put_first(self, extra_lists: ExtraLists | None) -> None:
         """The extra lists (scaled keyword lists: the store's) before the retrievers' own."""
@@ -302,6 +318,7 @@ def candidates(
         else:  # the evidence still reads the whole query's cosines (fusion.Signal)
             query_vector, whole_vector = embed_search_queries(embedder, [embedded, query])
         found.vectors_asked = True
+        found.query_vectors = [query_vector] + ([whole_vector] if whole_vector is not None else [])
     if store is not None and mode != "vector":
         hits = keyword_hits if keyword_hits is not None else keyword_list(store, query, filters, depth, notes)
         found.capped = found.capped or len(hits) >= depth
@@ -333,6 +350,70 @@ def candidates(
     return found
 
 
+def unindexed(
+    config: Config,
+    store: IndexStore | None,
+    found: Candidates,
+    embedder: Any,
+    fresh: Callable[[bool], FreshList],
+    notes: list[str],
+    trace: Trace | None = None,
+) -> int:
+    """Stage: the memories the store holds and the index does not yet (or holds without a vector): up to
+    ``EMBED_AT_SEARCH`` chunks of them embedded here and placed in the vector list by their cosine, the
+    rest unjudged by the lists that cannot see them (:mod:`cmem_index.unindexed`), and one note when
+    there are any. Returns how many there were."""
+    if store is None:
+        return 0
+    from cmem_index import unindexed as lag
+
+    vectors_on = VECTOR in found.lists
+    keys = [key for items in found.lists.values() for key, _ in items]
+    doc_ids = {key: info["id"] for key, (_, info) in found.rows.items()}
+    try:
+        judged = lag.judge(
+            store,
+            config.export_dir,
+            keys,
+            doc_ids,
+            fresh(vectors_on),
+            embedder=embedder if vectors_on else None,
+            fingerprint=embedder.fingerprint if vectors_on else None,
+            vectors=found.query_vectors,
+            keyword_list=KEYWORD,
+            vector_list=VECTOR,
+        )
+    except CmemError as exc:
+        notes.append(f"memories the index lacks not weighed: {exc.message}")
+        return 0
+    if vectors_on and judged.vectors:
+        items = found.lists[VECTOR]
+        listed = {key for key, _ in items}
+        floor = items[-1][1] if found.vector_tail is not None and items else -math.inf
+        items.extend(
+            (key, score) for key, score in judged.vectors.items() if key not in listed and score >= floor
+        )
+        items.sort(key=lambda item: -item[1])
+        evidence = found.signals[VECTOR].evidence
+        if evidence is not None:
+            found.signals[VECTOR] = found.signals[VECTOR]._replace(evidence={**evidence, **judged.whole})
+    found.unseen = {name: keys for name, keys in judged.blind.items() if keys}
+    behind = judged.behind
+    if behind:
+        unembedded = len(found.unseen.get(VECTOR, ()))
+        parts = [f"{judged.embedded} embedded for this search"] if judged.embedded else []
+        if unembedded:
+            parts.append(f"{unembedded} ranked without a vector")
+        detail = f" ({', '.join(parts)})" if parts else ""
+        notes.append(
+            f"{INDEX_BEHIND}: {behind} of the memories found {'is' if behind == 1 else 'are'}"
+            f" not indexed yet{detail}; `cmem index` brings it up to date"
+        )
+    if trace is not None:
+        trace.record("unindexed", behind=behind, embedded=judged.embedded)
+    return behind
+
+
 def keyword_list(
     store: IndexStore | None, query: str, filters: DocFilters, depth: int, notes: list[str]
 ) -> list[DocHit]:
@@ -362,7 +443,7 @@ def fusion(found: Candidates, trace: Trace | None = None) -> list[FusedHit]:
     """Stage: the lists fused into one ranking with a calibrated 0..1 evidence score
     (:func:`cmem_index.fusion.fuse`): ordered by each list's standardised scores when both kinds found
     something, else by the evidence."""
-    fused = fuse(found.lists, found.signals)
+    fused = fuse(found.lists, found.signals, unseen=found.unseen)
     if trace is not None:
         trace.fusion_input(found.lists, {name: found.signals[name] for name in found.lists})
         kinds = {found.signals[name].kind for name, items in found.lists.items() if items}

@@ -167,6 +167,13 @@ def translated(path: Path) -> contextlib.AbstractContextManager[None]:
     return translate_errors(path, label="index", repair_hint="delete it or run `cmem index --full`")
 
 
+def _after_prefix(folder: str) -> str:
+    """The first text after every path that starts with ``folder`` ("a/" -> "a0"; "" -> past all)."""
+    if not folder:
+        return "\U0010ffff"
+    return folder[:-1] + chr(ord(folder[-1]) + 1)
+
+
 class IndexStore:
     """One connection to an index database, with the queries the indexer, search and status need."""
 
@@ -278,6 +285,61 @@ class IndexStore:
             if len(rows) < page:
                 return
             after = rows[-1][0]
+
+    # -- folders (change detection by folder: cmem_index.folders) ----------------------------------------
+    # The folder of a document's path: the path up to its last "/" (the characters that are no "/" trimmed
+    # from its end), "" at the collection's root; an index on it finds a folder's files in one seek.
+    _FOLDER_OF = "rtrim(path, replace(path, '/', ''))"
+
+    def ensure_folders(self) -> None:
+        """The folders table and the documents' folder index, made by the first pass that needs them (a
+        reader never does: an index an older cmem built is searched as it is)."""
+        if self.has_table("folders"):
+            return
+        with self.transaction():
+            self.conn.execute(
+                "CREATE TABLE IF NOT EXISTS folders(collection TEXT NOT NULL, path TEXT NOT NULL, "
+                "mtime_ns INTEGER NOT NULL, PRIMARY KEY(collection, path)) WITHOUT ROWID"
+            )
+            self.conn.execute(
+                f"CREATE INDEX IF NOT EXISTS documents_folder ON documents(collection, {self._FOLDER_OF})"
+            )
+
+    def folder_times(self, collection: str) -> dict[str, int]:
+        """Folder (relative, ``/``-terminated, ``""`` for the root) -> its mtime when last listed."""
+        rows = self.rows("SELECT path, mtime_ns FROM folders WHERE collection = ?", (collection,))
+        return {str(path): int(mtime) for path, mtime in rows}
+
+    def set_folder_times(self, collection: str, times: dict[str, int], gone: Iterable[str]) -> None:
+        """Record folders listed by a pass (call inside a transaction, after their documents) and forget
+        the folders that are gone, with every folder below them."""
+        for folder in gone:
+            self.conn.execute(
+                "DELETE FROM folders WHERE collection = ? AND path >= ? AND path < ?",
+                (collection, folder, _after_prefix(folder)),
+            )
+        self.conn.executemany(
+            "INSERT OR REPLACE INTO folders(collection, path, mtime_ns) VALUES (?, ?, ?)",
+            [(collection, folder, mtime) for folder, mtime in times.items()],
+        )
+
+    def documents_in_folder(self, collection: str, folder: str) -> dict[str, StoredDocument]:
+        """The documents directly in ``folder`` (not below it), by path."""
+        rows = self.rows(
+            "SELECT path, id, size, mtime_ns, hash, chunked_with FROM documents "
+            f"WHERE collection = ? AND {self._FOLDER_OF} = ?",
+            (collection, folder),
+        )
+        return {r[0]: StoredDocument(r[1], r[2], r[3], r[4], r[5]) for r in rows}
+
+    def documents_below(self, collection: str, folder: str) -> dict[str, StoredDocument]:
+        """Every document in ``folder`` or below it, by path (a folder that is gone)."""
+        rows = self.rows(
+            "SELECT path, id, size, mtime_ns, hash, chunked_with FROM documents "
+            "WHERE collection = ? AND path >= ? AND path < ?",
+            (collection, folder, _after_prefix(folder)),
+        )
+        return {r[0]: StoredDocument(r[1], r[2], r[3], r[4], r[5]) for r in rows}
 
     def collections_indexed(self) -> list[str]:
         """Collection names, one index seek each (DISTINCT would read the whole (collection, path) index)."""
@@ -428,6 +490,31 @@ class IndexStore:
             (fingerprint, after_id, limit),
         )
         return [PendingChunk(*r) for r in rows]
+
+    def documents_of_uids(self, uids: Sequence[str]) -> dict[str, int]:
+        """uid -> document id of the observations among ``uids`` that the index holds."""
+        found: dict[str, int] = {}
+        for part, marks in batches(list(dict.fromkeys(uids))):
+            for uid, doc_id in self.conn.execute(
+                f"SELECT uid, id FROM documents WHERE uid IN ({marks})", part
+            ):
+                found[uid] = doc_id
+        return found
+
+    def pending_chunks_of(self, doc_ids: Sequence[int], fingerprint: str) -> dict[int, list[PendingChunk]]:
+        """Document id -> its chunks without a vector of model ``fingerprint``, for these documents only
+        (a search embeds the few it ranks itself)."""
+        found: dict[int, list[PendingChunk]] = {}
+        for part, marks in batches(list(dict.fromkeys(doc_ids))):
+            for row in self.conn.execute(
+                f"""SELECT c.doc_id, c.id, c.hash, d.context, c.text, d.title
+                    FROM chunks c JOIN documents d ON d.id = c.doc_id
+                    WHERE c.doc_id IN ({marks}) AND NOT coalesce(c.embedded_with = ?, 0)
+                    ORDER BY c.doc_id, c.seq""",
+                (*part, fingerprint),
+            ):
+                found.setdefault(row[0], []).append(PendingChunk(*row[1:]))
+        return found
 
     def count_pending(self, fingerprint: str) -> int:
         return int(self.scalar(f"SELECT count(*) FROM chunks c WHERE {_PENDING}", (fingerprint,)))

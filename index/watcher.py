@@ -251,7 +251,14 @@ class Watcher:
             with writer_lock(self.config.index_path, timeout=None):
                 store = IndexStore.open(self.config.index_path)
                 try:
-                    indexer = Indexer(store, selected, self._embedder, note=self._note, progress=progress)
+                    indexer = Indexer(
+                        store,
+                        selected,
+                        self._embedder,
+                        note=self._note,
+                        progress=progress,
+                        trust_folders=False,
+                    )
                     report = indexer.run(prune_other_collections=prune)
                 finally:
                     store.close()

@@ -21,6 +21,10 @@ from cmem_cli.__main__ import main
 
 REPO = Path(__file__).resolve().parent.parent
 
+# Writes start no background index pass in the tests (a detached process outliving its test's home); the
+# tests of that pass turn it on for their own processes (tests/test_fresh_index.py).
+os.environ["CMEM_INDEX_BACKGROUND"] = "off"
+
 
 # Tests that share one resource, by file: each group runs on one worker, one test after another.
 SHARED_WORKER = {
@@ -85,9 +89,13 @@ def private_env(root: Path, *, embed_model: str = "none") -> dict[str, str]:
         XDG_CONFIG_HOME=str(root / "config"),
         XDG_CACHE_HOME=str(root / "cache"),
         CMEM_EMBED_MODEL=embed_model,
+        CMEM_MACHINE=TEST_MACHINE,
         NO_COLOR="1",
     )
     return env
+
+
+TEST_MACHINE = "test-machine"  # what every test's writes record as their machine: not this host's name
 
 
 @dataclass
@@ -111,6 +119,7 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("CMEM_EMBED_MODEL", "none")
     for var in USER_SETTINGS:
         monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("CMEM_MACHINE", TEST_MACHINE)  # a file's bytes (and token counts) not the host's
     # No test opens a real browser (the CLI fuzz test draws `view --open`); webbrowser picks its browser once
     # a process and keeps it, so the choice is forgotten for each test that sets BROWSER its own way.
     import webbrowser

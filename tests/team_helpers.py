@@ -13,7 +13,8 @@ from cmem_cli.__main__ import main
 
 
 class Home:
-    """One cmem home (``--home``), run in-process through ``cmem_cli.__main__.main``."""
+    """One cmem home (``--home``), run in-process through ``cmem_cli.__main__.main``, as a machine of its
+    own: its ``name`` is the machine its writes record (``CMEM_MACHINE`` while it runs)."""
 
     def __init__(self, path: Path, capsys: Any, name: str):
         self.path = path
@@ -22,7 +23,15 @@ class Home:
 
     def run(self, *args: str) -> tuple[int, str, str]:
         self.capsys.readouterr()
-        code = main(["--home", str(self.path), *args])
+        before = os.environ.get("CMEM_MACHINE")
+        os.environ["CMEM_MACHINE"] = self.name
+        try:
+            code = main(["--home", str(self.path), *args])
+        finally:
+            if before is None:
+                del os.environ["CMEM_MACHINE"]
+            else:
+                os.environ["CMEM_MACHINE"] = before
         out, err = self.capsys.readouterr()
         return code, out, err
 

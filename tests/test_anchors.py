@@ -314,6 +314,68 @@ def test_an_abandoned_branch_stays_last_after_it_is_deleted(sh, repo):
     assert [r["id"] for r in search_rows(sh, "cache keys")] == [on_main, spike]
 
 
+def on_branch(repo: Path, name: str, path: str) -> None:
+    """Check out a new branch ``name`` with one commit of ``path``."""
+    git(repo, "checkout", "-q", "-b", name)
+    (repo / path).write_text(f"# {name}\n")
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", name)
+
+
+def test_an_unmerged_branch_ranks_below_the_same_match_here_and_above_weak_matches(sh, repo):
+    """A memory of a branch HEAD has not merged weighs less than the current line's, not nothing: the three
+    memories that say "OAuth" rank under this branch's OAuth memory and above what merely says "login"."""
+    weak = [add(sh, title) for title in (
+        "Login page shows the company logo",
+        "The login form trims the email address",
+        "Login errors are logged at warning level",
+    )]  # fmt: skip
+    for title in ("Deploys run from the release pipeline", "Postgres vacuum runs nightly",
+                  "Feature flags live in flags.toml", "Cache warmup happens at boot"):  # fmt: skip
+        add(sh, title)
+    here = add(sh, "OAuth login: tokens come from the OAuth provider")
+    on_branch(repo, "oauth", "src/oauth.py")
+    there = [add(sh, title, "--modified", "src/oauth.py") for title in (
+        "OAuth login: the callback checks the OAuth state",
+        "OAuth login: refresh tokens rotate on OAuth use",
+        "OAuth login: OAuth scopes are asked per provider",
+    )]  # fmt: skip
+    git(repo, "checkout", "-q", "main")
+
+    rows = search_rows(sh, "oauth login")
+    ids = [r["id"] for r in rows]
+    assert ids[0] == here
+    assert set(ids[1:4]) == set(there)
+    assert set(ids[4:]) == set(weak)
+    assert [r["branch"] for r in rows[1:4]] == ["oauth"] * 3
+    assert [r["score"] for r in rows] == sorted((r["score"] for r in rows), reverse=True)
+
+    on_own = [r["id"] for r in search_rows(sh, "oauth login", "--branch", "all")]
+    assert set(on_own[:4]) == {here, *there}  # nothing weighed: the four match alike
+
+
+def test_the_briefing_marks_memories_of_a_branch_head_has_not_merged(sh, repo):
+    here = add(sh, "--type", "decision", "Sessions expire after 30 minutes")
+    on_branch(repo, "oauth", "src/oauth.py")
+    there = add(sh, "--type", "decision", "Login goes through OAuth", "--modified", "src/oauth.py")
+    git(repo, "checkout", "-q", "main")
+
+    briefing = sh("context", "--json")
+    assert briefing.exit_code == 0, briefing.stderr
+    rows = {r["id"]: r for r in briefing.json()["observations"]}
+    assert (rows[there]["branch"], rows[there]["unmerged"]) == ("oauth", True)
+    assert (rows[here]["branch"], rows[here]["unmerged"]) == ("main", False)
+    lines = {line.split()[0]: line for line in briefing.json()["text"].splitlines() if line.startswith("#")}
+    assert lines[f"#{there}"].endswith("[branch oauth, not merged]")
+    assert "branch" not in lines[f"#{here}"]
+    assert sh("context").stdout == briefing.json()["text"] + "\n"
+
+    git(repo, "merge", "-q", "--no-ff", "-m", "merge oauth", "oauth")
+    rows = {r["id"]: r for r in sh("context", "--json").json()["observations"]}
+    assert rows[there]["unmerged"] is False
+    assert "not merged" not in sh("context").stdout
+
+
 def test_outside_git_search_order_does_not_change(sh, repo, tmp_path, monkeypatch):
     git(repo, "checkout", "-q", "-b", "feature")
     (repo / "src" / "x.py").write_text("x\n")
@@ -400,7 +462,9 @@ def test_search_asks_git_once_per_head_commit(sh, repo, git_log):
         return [r["id"] for r in result.json()]
 
     assert ranked() == [on_main, on_feature]
-    assert [c.split()[2] for c in calls(log)] == ["rev-list"]  # asked once ...
+    # asked once: the branch's merge (rev-list), and, for the feature's file that main lacks, whether
+    # main has the commit (cat-file, rev-list: the memory is behind, not stale) ...
+    assert [c.split()[2] for c in calls(log)] == ["rev-list", "cat-file", "rev-list"]
     assert ranked() == [on_main, on_feature]
     assert calls(log) == []  # ... and not again while HEAD stays where it was
     git(repo, "merge", "-q", "--no-ff", "-m", "merge feature", "feature")  # HEAD moves: ask again

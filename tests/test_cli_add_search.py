@@ -214,8 +214,8 @@ def test_plain_output_is_tab_separated_and_stable(cli):
     cli("add", "--json", "-", input=json.dumps(records))
     out = cli("search", "--project", "alpha").stdout
     assert out == (
-        "2\t2026-03-02\terror\tSecond note \\x1b[31mred\talpha\t~59\n"  # file token cost (files carry no id)
-        "1\t2026-03-01\tdecision\tFirst\\tnote\talpha\t~54\n"
+        "2\t2026-03-02\terror\tSecond note \\x1b[31mred\talpha\t~64\n"  # file token cost (files carry no id)
+        "1\t2026-03-01\tdecision\tFirst\\tnote\talpha\t~59\n"
     )
 
 
@@ -228,13 +228,13 @@ def test_other_formats(cli):
     )
     assert cli("search", "--format", "csv").stdout.splitlines() == [
         "id,created_at,type,title,project,tokens",
-        '1,2026-03-01T09:00:00.000Z,change,"Only, one",alpha,52',  # machine values
+        '1,2026-03-01T09:00:00.000Z,change,"Only, one",alpha,58',  # machine values
     ]
     (line,) = cli("search", "--format", "ndjson").stdout.splitlines()
     assert json.loads(line)["title"] == "Only, one"
     assert (
         cli("search", "--format", "md").stdout.splitlines()[2]
-        == "| 1 | 2026-03-01 | change | Only, one | alpha | ~52 |"
+        == "| 1 | 2026-03-01 | change | Only, one | alpha | ~58 |"
     )
     assert cli("search", "--format", "yaml").exit_code == 2
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from cmem_cli.services.search import _signals_json
+from cmem_cli.services.search import signals_json
 from cmem_index.fusion import VECTOR, Signal, fuse, vector_norm
 from cmem_index.loading import load_embedder
 from cmem_index.retrieve import DocFilters
@@ -135,6 +135,6 @@ def test_a_search_without_the_name_scores_by_its_cosine_to_the_whole_question(co
     assert found[0].signals["vector"].raw > whole + 0.05  # the list's own cosine, without the name
     assert found[0].score == pytest.approx(vector_norm(whole), abs=1e-4)
     # --explain shows both: the list's cosine as the score, the whole query's as "whole"
-    shown = _signals_json(found[0].signals)["vector"]
+    shown = signals_json(found[0].signals)["vector"]
     assert shown["score"] == pytest.approx(found[0].signals["vector"].raw, abs=1e-5)
     assert shown["whole"] == pytest.approx(whole, abs=1e-4)

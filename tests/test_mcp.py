@@ -47,7 +47,7 @@ def test_lists_the_tools_with_progressive_disclosure_descriptions(home):
     assert by_name["remember"].annotations.read_only_hint is False
     assert set(by_name["search"].input_schema["properties"]) == {
         "query", "project", "type", "concept", "file", "since", "until", "limit", "mode", "branch",
-        "all_projects",
+        "all_projects", "machine", "team",
     }  # fmt: skip
     assert by_name["get"].input_schema["required"] == ["ids"]
     assert "search" in instructions and "cmem://observation/" in instructions

@@ -116,12 +116,14 @@ def test_explain_shows_each_stage_and_each_rows_place_after_it(cmem):
     result = cmem("search", "login", "--explain", "--json")
     assert result.exit_code == 0, result.stderr
     rows = result.json()
-    stages = ["fusion", "replies", "branches", "successors"]
+    stages = ["fusion", "phrase", "replies", "branches", "successors"]
     assert [list(row["stages"]) for row in rows] == [stages] * len(rows)
     assert [row["stages"]["successors"] for row in rows] == list(range(1, len(rows) + 1))
     said = [
         line.split(": ")[3] for line in result.stderr.splitlines() if line.startswith("cmem: note: explain: ")
     ]
-    assert said == ["scope words", "candidates", "code share", "fusion", "cut-off", "rerank", *stages[1:]]
+    assert said == [
+        "scope words", "candidates", "unindexed", "code share", "fusion", "cut-off", "rerank", *stages[1:]
+    ]  # fmt: skip
     table = cmem("search", "login", "--explain", "--format", "plain")
     assert table.stdout.splitlines()[0].endswith(" fusion>1"), table.stdout

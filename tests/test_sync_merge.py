@@ -127,3 +127,29 @@ def test_the_same_field_edited_on_both_keeps_the_later_and_merges_the_rest(team)
         [copy] = _copies(machine)
         assert copy["uid"] == conflict["copy_uid"] and copy["narrative"] == "narrative from a"
         assert [link["uid"] for link in machine.links(copy["id"])] == [uid]
+
+
+def test_a_merged_file_lists_its_links_as_the_write_service_writes_them(home: Path):
+    """One renderer of link lines (``cmem_export.markdown.link_entries``): git sync's merge renders a
+    memory's file byte for byte as the write service wrote it, links to memories held here (their title,
+    a path relative to the file) and to one not here yet (as its file showed it) alike."""
+    from cmem_cli.core.config import load_config
+    from cmem_cli.services.arrivals import parse_file
+    from cmem_cli.services.writes import Memory
+    from cmem_cli.sync.merge import render
+
+    with Memory.open(load_config(home)) as memory:
+        target = memory.add_observation({"title": "Cache lives in redis", "project": "api"})
+        other = memory.add_observation({"title": "Sessions in cookies", "project": "web"})
+        links = [{"type": "related", "uid": target["uid"]}, {"type": "caused_by", "uid": other["uid"]}]
+        row = memory.add_observation({"title": "Login uses JWT", "project": "web", "links": links})
+        with memory.write_transaction() as files:  # a link git sync brought whose target is not here yet
+            memory.store.add_pending_link(
+                row["id"], "01J0000000000000000000WXYZ", "led_to", "Later", "x/y.md"
+            )
+            memory.export_observation(memory.store.get_observation(row["id"]), files)
+        stored = memory.store.get_observation(row["id"])
+        written = (memory.export_root / stored["path"]).read_bytes()
+        assert b"- related: [Cache lives in redis](../../api/" in written
+        assert b"- led_to: [Later](x/y.md)" in written
+        assert render(memory, parse_file(memory, stored["path"], written), stored["path"]) == written

@@ -170,6 +170,25 @@ BOTH_VALID = [
     ("The unit test suite takes 2 minutes",
      "The Docker build now takes 9 minutes",
      "how long does it take"),
+    # a mere mention does not undo a change: the older value was stated as one, the newer is a plain number
+    ("Commits merged into the main branch have now reached 165",
+     "Writing the changelog: v1.0 of the main branch shipped with 150 commits merged",
+     "how many commits are merged into the main branch"),
+    ("The dashboard API response time has improved to 250ms after caching",
+     "Retro notes: the dashboard API response time sat at 800ms for most of March",
+     "what is the dashboard API response time"),
+    # "new" names a new thing: a value after another verb says when it starts, not what it is
+    ("The mobile release deadline is April 20",
+     "My new mobile release checklist starting April 25 has 30 items",
+     "mobile release deadline"),
+    # a plain statement with no word of change before its value: one meeting that ran long, not a new rule
+    ("Sprint planning for the mobile team usually lasts 2 hours",
+     "Today's sprint planning for the mobile team ran long, the mobile team planning lasted 3 hours",
+     "how long is sprint planning for the mobile team"),
+    # "pushed" changes a value only with "to" before it; pushing commits is no update of their count
+    ("Pushed 150 commits to the release branch last month",
+     "The release branch pushed to GitHub today with 120 commits",
+     "how many commits are on the release branch"),
 ]  # fmt: skip
 
 
@@ -205,6 +224,21 @@ def test_an_update_needs_a_word_of_change_and_a_value_and_code_blocks_do_not_cou
     assert updates(clauses("The response time is 250ms")) == []  # a value, no word of change
     assert updates(clauses("The response time has improved a lot")) == []  # a change, no value
     assert updates(clauses("Here:\n```\nlimit = now(); quota increased to 1200\n```\nthoughts?")) == []
+
+
+def values_changed(text: str) -> list[str]:
+    return [u.value for u in updates(clauses(text))]
+
+
+def test_the_value_a_word_of_change_changed_is_the_first_after_it_not_when_or_a_new_statement():
+    assert values_changed("Grocery budget: I increased it to $550 starting September 15") == ["550"]
+    assert values_changed("The design review was rescheduled to March 22 at 4:30 PM") == ["mar22", "4:30pm"]
+    assert values_changed("My accuracy improved, I've completed 12 problems") == []
+    assert values_changed("Zotero library update: now I have 45 sources") == ["45"]  # "now" leads a clause
+    assert values_changed("The new sprint deadline of April 5 holds") == ["apr5"]
+    assert values_changed("My new senior producer role starting July 1 is busy") == []
+    assert values_changed("Pushed the branch with 150 commits") == []
+    assert values_changed("We pushed the product launch to Friday") == ["fri"]
 
 
 def test_only_a_memory_with_a_digit_or_a_weekday_is_read_for_values():

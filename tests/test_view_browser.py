@@ -264,7 +264,7 @@ def test_stale_and_other_branch_markers_come_from_the_real_fields(browser, tmp_p
     git(repo, "commit", "-qm", "locks")
     other = cmem("add", "Use advisory locks", "--type", "decision")
     git(repo, "checkout", "-q", "main")
-    (repo / "src" / "auth.py").write_text("def login():\n    return check_expiry()\n")
+    (repo / "src" / "auth.py").write_text("def sign_in():\n    return check_expiry()\n")  # its lines go
     path = Path(cmem("view", "--no-open"))
 
     tab = browser.new_page()

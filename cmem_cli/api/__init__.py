@@ -393,13 +393,26 @@ class Memory:
         Takes a :class:`Query`, or :class:`Query`'s arguments (``search("apsw", project="demo", limit=5)``):
         ``mode`` auto uses the index when it is there and falls back to the store's keyword search otherwise
         (see ``notes``); ``min_score`` None is the calibrated evidence cut-off; ``limit`` 0 returns every hit;
-        ``branch`` None ranks memories of git branches not merged into the current HEAD last, ``"all"``
-        does not, a name keeps only the memories recorded on that branch (docs/truth.md). Returns a
+        ``branch`` None weighs memories of git branches not merged into the current HEAD below this line's
+        (not last), ``"all"`` does not, a name keeps only the memories recorded on that branch (docs/truth.md). Returns a
         :class:`SearchPage`: typed :class:`Hit` items plus ``mode``, ``notes``, ``total`` (a lower bound when
-        ``capped``) and ``to_json()``, the rows `cmem search --json` prints (paths relative)."""
+        ``capped``) and ``to_json()``, the rows `cmem search --json` prints (paths relative). ``team``
+        searches the team database this home joined (:class:`UsageError` if none) through the same stages:
+        its rows carry ``superseded_by``, ``stale``, ``branch`` and ``machine`` as this home's do, ``id``
+        being this home's id where it holds the memory, else the uid."""
         from cmem_cli.services.search import search as run_search
 
+        if query.team:
+            from cmem_cli.team.search import team_source
+
+            with team_source(self.reader) as source:
+                return run_search(self.reader, query, source=source)
         return run_search(self.reader, query)
+
+    def several_machines(self) -> bool:
+        """Does this home hold memories written on more than one machine (git sync, a team database)?
+        Tables show whose each row is then."""
+        return self.reader.store.several_machines()
 
     def window(
         self, query: Query | str | None = None, *, limit: int = 2000, cwd: str | Path | None = None

@@ -64,14 +64,16 @@ class Recorder:
         *,
         defaults: dict[str, str | None] | None = None,
         cwd: str | None = None,
+        written: dict[str, str] | None = None,
     ) -> int:
         """Record one observation given as a dict in the JSON record format, plus ``uid`` and ``created_at``
         (epoch ms) when the caller has them; returns its id (no result object: `cmem add` prints just the
         id, hooks keep it). An observation with that ``uid`` (or the project's ``key``) already stored is
         updated instead. Project, agent and session are the record's, else ``defaults``'. With ``cwd``
         (where the event happened) it is anchored to its files and branch in git, as :meth:`Memory.add`
-        does; without, it is not (history imported later)."""
-        return int(self._memory.service.add_observation(record, defaults, cwd=cwd)["id"])
+        does; without, it is not (history imported later). ``written``: the text the event wrote into
+        cited files (by path as cited): the anchor keeps where it is, as what the memory is about."""
+        return int(self._memory.service.add_observation(record, defaults, cwd=cwd, written=written)["id"])
 
     def briefing_text(self, project: str, *, budget: int = 1500, exclude_session: str | None = None) -> str:
         """:meth:`Memory.context`'s text (what the SessionStart hook injects), without a result object; with

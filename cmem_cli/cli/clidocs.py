@@ -28,11 +28,9 @@ class Opt:
 
 def option_choices(path: list[str], names: list[str]) -> tuple[str, ...]:
     """The values an option accepts, for completion: the constants the commands check against."""
-    from cmem_cli.cli.options import ORDERS
     from cmem_cli.cli.read_bodies import GET_FORMATS
     from cmem_cli.cli.render import FORMATS
-    from cmem_cli.core.fields import OBSERVATION_TYPES, SESSION_STATUSES
-    from cmem_index.search import MODES
+    from cmem_cli.core.fields import MODES, OBSERVATION_TYPES, ORDERS, SESSION_STATUSES
 
     if "--format" in names:
         return GET_FORMATS if path[1:] == ["get"] else FORMATS

@@ -11,11 +11,9 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from cmem_cli.core.fields import OBSERVATION_TYPES
+from cmem_cli.core.fields import MODES, OBSERVATION_TYPES, ORDERS
 
 FORMATS = ("table", "plain", "json", "ndjson", "csv", "ids", "md")
-ORDERS = ("relevance", "newest", "oldest")
-MODES = ("auto", "keyword", "vector", "hybrid")
 
 
 class Opt(NamedTuple):
@@ -55,6 +53,12 @@ SCOPED_PROJECT = PROJECT._replace(
 )
 ALL_PROJECTS = Opt(
     "all_projects", ("--all-projects",), "Every project, also inside a git repository.", bool, False
+)
+MACHINE = Opt(
+    "machine",
+    ("--machine",),
+    "Only what was written on this machine (its name: CMEM_MACHINE, its team name or its host name).",
+    metavar="NAME",
 )
 AGENT = Opt("agent", ("--agent",), "Agent name.", metavar="NAME")
 SESSION = Opt("session", ("--session",), "Session id or a unique prefix of one.", metavar="ID")
@@ -141,10 +145,11 @@ SEARCH = Command(
         Opt(
             "branch",
             ("--branch",),
-            "Only memories recorded on this git branch; 'all' also stops ranking memories of branches "
-            "not merged into HEAD last.",
+            "Only memories recorded on this git branch; 'all' also stops weighing memories of branches "
+            "not merged into HEAD below this branch's.",
             metavar="NAME|all",
         ),
+        MACHINE,
         Opt(
             "team",
             ("--team",),
@@ -226,6 +231,13 @@ ADD = Command(
             "A file that was modified (repeatable).",
             multiple=True,
             metavar="PATH",
+        ),
+        Opt(
+            "lines",
+            ("--lines",),
+            "The lines the memory is about in its one cited file (or cite PATH:START-END): it goes stale "
+            "when they change, not when other lines do.",
+            metavar="START-END",
         ),
         Opt("tool", ("--tool",), "A tool that was used (repeatable).", multiple=True),
         PROJECT,

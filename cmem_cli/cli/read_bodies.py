@@ -26,7 +26,7 @@ from cmem_cli.cli.typed_sessions import typed_session
 from cmem_cli.core.marks import title_marks
 
 if TYPE_CHECKING:
-    from cmem_cli.api import Memory, Query, SearchPage
+    from cmem_cli.api import Memory
     from cmem_cli.core.config import Config
 
 
@@ -110,18 +110,24 @@ def search(
     with open_api() as memory:
         options["project"], scope_note = scope(memory, options["project"], all_projects)
         options["session"] = typed_session(memory, options["session"])
-        ask = Query(query, type=obs_type, collections=collection, **options)
-        page = _team_page(memory, ask) if team else memory.search(ask)
+        ask = Query(query, type=obs_type, collections=collection, team=team, **options)
+        page = memory.search(ask)
         rows = page.to_json()
         _absolute_paths(memory.config, rows)
+        # whose each memory is, when that can differ (JSON rows always say it)
+        several = output not in ("json", "ndjson") and not team and memory.several_machines()
     if scope_note:
         print(f"cmem: note: {scope_note}", file=sys.stderr)
-    if ask.mode != "auto" or ask.explain:  # in auto mode a missing index or model is expected, not news
-        for note in page.notes:
+    from cmem_cli.core.pages import INDEX_BEHIND
+
+    for note in page.notes:  # in auto mode a missing index or model is expected, not news; a lag is
+        if ask.mode != "auto" or ask.explain or note.startswith(INDEX_BEHIND):
             print(f"cmem: note: {note}", file=sys.stderr)
     columns = TABLE_SEARCH_COLUMNS if output == "table" else SEARCH_COLUMNS
     if team:
         columns = [*columns[:-1], *TEAM_COLUMNS, columns[-1]]
+    elif several:
+        columns = [*columns[:-1], TEAM_COLUMNS[-1], columns[-1]]
     if ask.explain:
         columns = [*columns, Column("signals", "WHY", _why, priority=2, shrink_to=24)]
     emit_rows(rows, columns, output, empty_message="no matches")
@@ -152,22 +158,7 @@ def scope(memory: Memory, project: str | None, all_projects: bool) -> tuple[str 
     return default, f"scope: project {escape_control(default)} ({why}); --all-projects for every project"
 
 
-def _team_page(memory: Memory, ask: Query) -> SearchPage:
-    """`cmem search --team`: the same filters, formats and exit codes, over the team database; rows name
-    the agent and the machine that wrote each memory."""
-    from cmem_cli.core.errors import UsageError
-    from cmem_cli.team.search import team_search
-
-    if ask.collections:
-        raise UsageError("--collection searches this home's index; it does not combine with --team")
-    if ask.rerank:
-        raise UsageError("--rerank does not combine with --team (the team database is searched as it ranks)")
-    if ask.branch:
-        raise UsageError("--branch does not combine with --team (branches are recorded in this home only)")
-    return team_search(memory, ask)
-
-
-TEAM_COLUMNS = [
+TEAM_COLUMNS = [  # a team search's; the machine's alone where this home holds several machines' memories
     Column("agent", "AGENT", max_width=16, priority=6),
     Column("machine", "MACHINE", max_width=20, priority=4),
 ]

@@ -31,6 +31,7 @@ def add(
     concept: list[str] | None = None,
     read: list[str] | None = None,
     modified: list[str] | None = None,
+    lines: str | None = None,
     tool: list[str] | None = None,
     project: str | None = None,
     session: str | None = None,
@@ -54,6 +55,8 @@ def add(
     if json_source is not None:
         if title is not None:
             raise InvalidInput("use either --json or --title, not both")
+        if lines is not None:
+            raise InvalidInput("--lines goes with --read or --modified; in JSON, cite PATH:START-END")
         if supersedes:
             raise InvalidInput(
                 "--supersedes names what one observation replaces: with --json, give each "
@@ -63,6 +66,8 @@ def add(
         return
     if title is None:
         raise InvalidInput("missing title (use --title, or --json FILE)")
+    if lines is not None:
+        read, modified = _cite_lines(lines, read or [], modified or [])
     record = {
         "type": obs_type, "title": title, "subtitle": subtitle, "narrative": narrative,
         "facts": fact or [], "concepts": concept or [], "files_read": read or [],
@@ -82,6 +87,19 @@ def add(
         # about a tenth of its time (the result types and the reader's modules)
         obs_id = memory.recorder.add_record(record, defaults=defaults, cwd=_working_directory())
     print(obs_id)
+
+
+def _cite_lines(lines: str, read: list[str], modified: list[str]) -> tuple[list[str], list[str]]:
+    """``--lines START-END`` names lines of the one file cited: it becomes ``PATH:START-END``."""
+    if len(read) + len(modified) != 1:
+        raise InvalidInput("--lines needs exactly one --read or --modified file (or cite PATH:START-END)")
+    first, sep, last = lines.strip().partition("-")
+    if not (first.isdigit() and (not sep or last.isdigit())):
+        raise InvalidInput(f"--lines must look like START-END (line numbers), got {lines!r}")
+    span = f"{int(first)}-{int(last) if sep else int(first)}"
+    if read:
+        return [f"{read[0]}:{span}"], modified
+    return read, [f"{modified[0]}:{span}"]
 
 
 def _working_directory() -> str:

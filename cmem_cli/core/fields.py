@@ -20,6 +20,10 @@ OBSERVATION_TYPES = (
 LINK_TYPES = ("caused_by", "led_to", "related", "supersedes", "reverts")
 SESSION_STATUSES = ("active", "completed", "failed", "abandoned")
 
+# A search's row orders and modes: what ``core.query.Query`` checks, the option table offers and the index runs.
+ORDERS = ("relevance", "newest", "oldest")
+MODES = ("auto", "keyword", "vector", "hybrid")
+
 # The section headings cmem's export writes into every observation file, and the marker before its links. They
 # are the same in every file, so the embedder does not see them (they would pull every vector towards the
 # same words); keyword search and display keep them.

@@ -13,7 +13,9 @@ disagree about which block is readable.
 
 from __future__ import annotations
 
+import json
 import math
+import re
 from typing import Any
 
 MAX_FRONT_MATTER_CHARS = 256_000  # far above any front matter cmem writes by hand-editable means
@@ -47,6 +49,33 @@ def load_yaml(block: str) -> Any:
         raise FrontMatterError(f"broken front matter ({exc})") from None
     check_values(value)
     return value
+
+
+PLAIN_WORDS = re.compile(r"^[A-Za-z_][A-Za-z0-9_ ./-]*$")  # a value cmem writes unquoted
+YAML_WORDS = {"true", "false", "yes", "no", "on", "off", "null", "none", "~", "y", "n"}
+_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?")  # no exponent: YAML 1.1 reads "1e-05" as text
+_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def fast_front_matter(block: str) -> dict[str, Any] | None:
+    """Read front matter as cmem writes it (one ``key: value`` line each, values JSON or plain words)
+    without a YAML parser, which costs milliseconds a file (half of a first index's time); None when any
+    line needs real YAML. Its values still go through :func:`check_values`."""
+    meta: dict[str, Any] = {}
+    for line in block.split("\n"):
+        key, sep, value = line.partition(": ")
+        if not sep or not _KEY.fullmatch(key) or key in meta or value != value.strip() or not value:
+            return None
+        if value[0] in '"[{' or value in ("true", "false", "null") or _NUMBER.fullmatch(value):
+            try:
+                meta[key] = json.loads(value)
+            except (ValueError, RecursionError):  # RecursionError: [[[[...]]]] deeper than Python recurses
+                return None
+        elif PLAIN_WORDS.match(value) and value.lower() not in YAML_WORDS:
+            meta[key] = value
+        else:
+            return None
+    return meta
 
 
 def check_values(value: Any) -> None:

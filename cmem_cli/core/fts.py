@@ -176,3 +176,34 @@ def fts_query(query: str, *, require_all: bool = False) -> str | None:
         return None
     joiner = " AND " if require_all else " OR "
     return joiner.join('"' + t.replace('"', '""') + '"' for t in tokens)
+
+
+_PIECE = re.compile(r"[^\W_]+", re.UNICODE)  # what FTS5's unicode61 keeps as tokens: "_" and "." split
+# One identifier: snake_case, a dotted or ::-path, a call, camelCase ("max_age", "os.path", "run()", "parseArgs")
+_SYMBOL = re.compile(r"[A-Za-z_]\w*(?:(?:\.|::)\w+)*(?:\(\))?")
+
+
+def symbol(query: str) -> str | None:
+    """The identifier a query names, when it is one and nothing else (``max_age``, ``os.path``, ``run()``,
+    ``parseArgs``): a word with ``_``, ``.``, ``::``, ``()`` or an inner capital."""
+    text = query.strip()
+    if not _SYMBOL.fullmatch(text):
+        return None
+    coded = any(mark in text for mark in ("_", ".", "::", "()")) or any(c.isupper() for c in text[1:])
+    return text if coded and any(c.isalpha() for c in text) else None
+
+
+def exact_phrase(query: str) -> str | None:
+    """An FTS5 phrase for a query that is said exactly, or None: an error message or a phrase whose small
+    words carry its meaning ("no such table", which keyword search reduces to "table"), a symbol
+    (:func:`symbol`), or words the user put in double quotes. A record holding it verbatim is the one asked
+    for. Plain words ("parser comments") are left to ranking."""
+    text = query.strip()
+    pieces = _PIECE.findall(text)
+    if not pieces:
+        return None
+    quoted = len(text) > 2 and text[0] == text[-1] == '"'
+    said = symbol(text) is not None or (
+        len(pieces) > 1 and (quoted or any(p.lower() in STOPWORDS for p in pieces))
+    )
+    return '"' + " ".join(pieces) + '"' if said else None

@@ -17,6 +17,13 @@ from pathlib import Path
 
 _SCP_URL = r"^(?:[^@/]+@)?([^:/]+):(?!//)(.+)$"  # git@host:owner/repo.git (compiled on first use)
 _GIT_TIMEOUT_S = 10
+# What is read of a checkout, at most: refs, HEAD, commondir and gitdir files hold one line; a config or a
+# packed-refs larger than these is not a repository cmem reads (it is left unanchored, never waited on).
+SMALL_BYTES = 64 * 1024
+CONFIG_BYTES = 1 << 20
+PACKED_REFS_BYTES = 16 << 20
+# A cited file larger than this is anchored by its size and modification time only (never read whole).
+MAX_CITED_BYTES = 8 << 20
 _HEX_DIGITS = "0123456789abcdef"
 
 # Plain classes with slots, not named tuples: every search and hook imports this module, and a named
@@ -52,21 +59,17 @@ def is_commit_id(text: str) -> bool:
 
 def blob_hash(path: str | os.PathLike[str]) -> str | None:
     """The file's git blob id as ``git hash-object`` computes it (sha1 of ``blob <size>\\0<content>``; a
-    symbolic link hashes its target text), None when it is not a regular file or a link, or unreadable.
+    symbolic link hashes its target text), None when it is not a regular file or a link, is larger than
+    :data:`MAX_CITED_BYTES`, or unreadable.
 
     Content filters (``core.autocrlf``, clean filters, LFS) are not applied: cmem compares its own hashes,
     so only sameness matters, and an uncommitted edit counts as a change."""
-    try:
-        info = os.lstat(path)
-        if stat_module.S_ISLNK(info.st_mode):
-            data = os.fsencode(os.readlink(path))
-        elif stat_module.S_ISREG(info.st_mode):
-            with open(path, "rb") as handle:
-                data = handle.read()
-        else:
-            return None
-    except OSError:
-        return None
+    data = cited_bytes(path)
+    return None if data is None else hash_blob(data)
+
+
+def hash_blob(data: bytes) -> str:
+    """``git hash-object`` of these bytes."""
     try:  # the interpreter's own SHA-1: importing hashlib loads OpenSSL, a cost a search need not pay
         from _sha1 import sha1  # type: ignore[import-not-found]  # CPython's, no stub
     except ImportError:
@@ -74,6 +77,78 @@ def blob_hash(path: str | os.PathLike[str]) -> str | None:
     digest = sha1(b"blob %d\0" % len(data))
     digest.update(data)
     return str(digest.hexdigest())
+
+
+def cited_bytes(path: str | os.PathLike[str]) -> bytes | None:
+    """What git would hash for a cited file: a symbolic link's target text, a regular file's bytes (at
+    most :data:`MAX_CITED_BYTES`); None for anything else (a FIFO, a device, a folder, a larger file)."""
+    try:
+        info = os.lstat(path)
+        if stat_module.S_ISLNK(info.st_mode):
+            return os.fsencode(os.readlink(path))
+    except OSError:
+        return None
+    if not stat_module.S_ISREG(info.st_mode):
+        return None
+    return read_regular(path, MAX_CITED_BYTES, follow=False)
+
+
+def read_regular(path: str | os.PathLike[str], limit: int, *, follow: bool = True) -> bytes | None:
+    """The bytes of ``path`` when it is a regular file of at most ``limit`` bytes, else None, without ever
+    waiting: a checkout is read like an archive from a stranger. A FIFO, a socket or a device (a ref
+    symlinked to ``/dev/zero``) is refused before it is opened (``stat``), opened without blocking
+    (``O_NONBLOCK``) in case it was swapped in meanwhile, checked again on the open descriptor (``fstat``),
+    and read no further than ``limit`` (a file that grows past it is refused too). ``follow`` False: a
+    symbolic link is not followed (``O_NOFOLLOW``)."""
+    try:
+        info = os.stat(path) if follow else os.lstat(path)
+    except (OSError, ValueError):
+        return None
+    if not stat_module.S_ISREG(info.st_mode) or info.st_size > limit:
+        return None
+    flags = (
+        os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
+    )
+    if not follow:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(path, flags)
+    except (OSError, ValueError):
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat_module.S_ISREG(info.st_mode) or info.st_size > limit:
+            return None
+        chunks: list[bytes] = []
+        left = limit + 1
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        data = b"".join(chunks)
+        return None if len(data) > limit else data
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def inside(path: str, root: str, seen: dict[str, str] | None = None) -> bool:
+    """Whether ``path`` lies in the work tree ``root`` once the symbolic links of its folders are followed
+    (``repo/conf -> ~/.aws`` makes ``repo/conf/credentials`` a file outside it): the file itself may be
+    a link (git stores the link, cmem hashes its text). ``seen`` keeps resolved folders across calls."""
+    known = {} if seen is None else seen
+
+    def real(folder: str) -> str:
+        if folder not in known:
+            known[folder] = os.path.realpath(folder)
+        return known[folder]
+
+    real_root = real(root)
+    folder = real(os.path.dirname(os.path.abspath(path)))
+    return folder == real_root or folder.startswith(real_root.rstrip(os.sep) + os.sep)
 
 
 def find_repo(path: str | os.PathLike[str]) -> Repo | None:
@@ -96,30 +171,23 @@ def find_repo(path: str | os.PathLike[str]) -> Repo | None:
 def _linked(root: Path, dot_git: Path) -> Repo | None:
     """A ``.git`` file (``gitdir: PATH``): a linked worktree (its git dir names a ``commondir``) or a
     submodule (its git dir is the whole repository)."""
-    try:
-        text = dot_git.read_text(encoding="utf-8", errors="replace").strip()
-    except OSError:
-        return None
+    text = (_read(dot_git) or "").strip()
     if not text.startswith("gitdir:"):
         return None
     git_dir = (root / text[len("gitdir:") :].strip()).resolve()
     common = git_dir
-    try:
-        named = (git_dir / "commondir").read_text(encoding="utf-8").strip()
+    named = (_read(git_dir / "commondir") or "").strip()
+    if named:
         common = (git_dir / named).resolve()
-    except OSError:
-        pass
     if not (git_dir / "HEAD").is_file():
         return None
     return Repo(str(root), str(git_dir), str(common))
 
 
-def _read(path: str) -> str | None:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            return handle.read()
-    except OSError:
-        return None
+def _read(path: str | os.PathLike[str], limit: int = SMALL_BYTES) -> str | None:
+    """A small plain file of the checkout as text (see :func:`read_regular`), None otherwise."""
+    data = read_regular(path, limit)
+    return None if data is None else data.decode("utf-8", "replace")
 
 
 def head(repo: Repo) -> Head:
@@ -137,18 +205,19 @@ def branch_commit(repo: Repo, branch: str) -> str | None:
     return ref_commit(repo, "refs/heads/" + branch)
 
 
-def ref_commit(repo: Repo, ref: str) -> str | None:
-    """The commit a ref names: its loose file (in the worktree's or the common git dir), else packed-refs."""
-    if ".." in ref.split("/") or ref.startswith("/"):
+def ref_commit(repo: Repo, ref: str, depth: int = 0) -> str | None:
+    """The commit a ref names: its loose file (in the worktree's or the common git dir), else packed-refs.
+    A symbolic ref is followed five deep at most (git's own limit; a cycle ends there)."""
+    if ".." in ref.split("/") or ref.startswith("/") or depth > 5:
         return None
     for base in dict.fromkeys((repo.git_dir, repo.common_dir)):
         text = _read(os.path.join(base, ref))
         if text is not None:
             value = text.strip()
             if value.startswith("ref:"):
-                return ref_commit(repo, value[4:].strip())
+                return ref_commit(repo, value[4:].strip(), depth + 1)
             return value if is_commit_id(value) else None
-    packed = _read(os.path.join(repo.common_dir, "packed-refs")) or ""
+    packed = _read(os.path.join(repo.common_dir, "packed-refs"), PACKED_REFS_BYTES) or ""
     for line in packed.splitlines():
         commit, _, name = line.partition(" ")
         if name == ref and is_commit_id(commit):
@@ -159,7 +228,7 @@ def ref_commit(repo: Repo, ref: str) -> str | None:
 def remote_key(repo: Repo) -> str | None:
     """The repository's name on every machine: its ``origin`` remote's URL (else the first remote's),
     without scheme, credentials, port or ``.git`` (``github.com/owner/repo``); None without a remote."""
-    config = _read(os.path.join(repo.common_dir, "config")) or ""
+    config = _read(os.path.join(repo.common_dir, "config"), CONFIG_BYTES) or ""
     remotes: dict[str, str] = {}
     section: str | None = None
     for raw in config.splitlines():
@@ -196,6 +265,32 @@ def normalize_url(url: str) -> str:
     return "/" + path if url.startswith(("/", "file:")) else path
 
 
+def plain(repo: Repo) -> bool:
+    """Whether git may be run in this work tree without waiting for ever: the files every git command
+    opens (``HEAD``, the ref it names, ``packed-refs``, ``config``, ``commondir``) are regular files or
+    absent. git opens them without ``O_NONBLOCK``, so a FIFO there would hold it (and cmem) until the
+    timeout; a few stats tell beforehand."""
+    names = [
+        os.path.join(repo.git_dir, "HEAD"),
+        os.path.join(repo.git_dir, "commondir"),
+        os.path.join(repo.common_dir, "packed-refs"),
+        os.path.join(repo.common_dir, "config"),
+    ]
+    text = (_read(names[0]) or "").strip()
+    if text.startswith("ref:"):
+        ref = text[4:].strip()
+        if ".." not in ref.split("/") and not ref.startswith("/"):
+            names += [os.path.join(repo.git_dir, ref), os.path.join(repo.common_dir, ref)]
+    for name in names:
+        try:
+            info = os.stat(name)
+        except OSError:
+            continue
+        if not stat_module.S_ISREG(info.st_mode):
+            return False
+    return True
+
+
 def unreachable(repo: Repo, head: str, commits: list[str]) -> set[str] | None:
     """Which of ``commits`` are not reachable from commit ``head`` (not merged into it), in one git
     process: ``git rev-list C... --not HEAD`` lists exactly the commits reachable from some C but not from
@@ -204,7 +299,7 @@ def unreachable(repo: Repo, head: str, commits: list[str]) -> set[str] | None:
     wanted = [c for c in dict.fromkeys(commits) if is_commit_id(c)]
     if not wanted:
         return set()
-    if not is_commit_id(head):
+    if not is_commit_id(head) or not plain(repo):
         return None
     import subprocess  # only a search that found memories of another branch runs git, once per HEAD
 

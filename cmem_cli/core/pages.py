@@ -62,6 +62,11 @@ class Rows(Sequence[T]):
         return self._rows
 
 
+# A note every search prints, in every mode: the ranking of what the index has not caught up with is
+# provisional (cmem_index.search.unindexed words it; the CLI prints it on stderr, MCP in its notes)
+INDEX_BEHIND = "the index is behind the store"
+
+
 class SearchPage(Rows["Hit"]):
     """One page of search hits, best first (``cmem search``), and how they were found.
 

@@ -12,22 +12,24 @@ from collections.abc import Iterable
 from typing import NoReturn
 
 from cmem_cli.core.errors import InvalidInput
+from cmem_cli.core.fields import MODES, ORDERS
 from cmem_cli.core.filters import FilterFields
 
-ORDERS = ("relevance", "newest", "oldest")
-MODES = ("auto", "keyword", "vector", "hybrid")
+__all__ = ["MODES", "ORDERS", "Query"]
 
 
 class Query:
     """A search: ``text`` (None or blank: list by the filters) and its options.
 
-    The filters (``project``, ``type``, ``concept``, ``file``, ``agent``, ``session``, ``since``, ``until``)
-    mean what `cmem search`'s options mean; ``type``, ``concept``, ``file`` and ``collections`` take one
+    The filters (``project``, ``type``, ``concept``, ``file``, ``agent``, ``machine``, ``session``, ``since``,
+    ``until``) mean what `cmem search`'s options mean; ``type``, ``concept``, ``file`` and ``collections`` take one
     string or several. ``limit`` 0 is every hit; ``order`` is relevance, newest or oldest; ``mode`` auto,
     keyword, vector or hybrid; ``rerank`` None: when a reranker is configured; ``min_score`` None: the
     calibrated cut-off; ``collections``: only these (``memories`` is cmem's own); ``explain`` adds each
-    row's signals; ``branch`` None ranks memories of unmerged branches last, ``"all"`` does not, a name keeps
-    that branch's only. ``text`` may itself be a Query: the result is a copy of it with every argument that
+    row's signals; ``branch`` None weighs memories of unmerged branches lower, ``"all"`` does not, a name keeps
+    that branch's only; ``team`` searches the team database this home joined instead of this home (every
+    member's memories; the same stages and row fields). ``text`` may itself be a Query: the result is a copy
+    of it with every argument that
     is not at its default changed (``Query(base, limit=5)``); an argument at its default keeps the base's
     value, so a copy cannot set a field back to its default (make a new Query for that).
 
@@ -41,6 +43,7 @@ class Query:
     concept: tuple[str, ...]
     file: tuple[str, ...]
     agent: str | None
+    machine: str | None
     session: str | None
     since: str | None
     until: str | None
@@ -53,6 +56,7 @@ class Query:
     collections: tuple[str, ...]
     explain: bool
     branch: str | None
+    team: bool
 
     def __init__(
         self,
@@ -63,6 +67,7 @@ class Query:
         concept: str | Iterable[str] | None = None,
         file: str | Iterable[str] | None = None,
         agent: str | None = None,
+        machine: str | None = None,
         session: str | None = None,
         since: str | None = None,
         until: str | None = None,
@@ -75,6 +80,7 @@ class Query:
         collections: str | Iterable[str] | None = None,
         explain: bool = False,
         branch: str | None = None,
+        team: bool = False,
     ):
         given: dict[str, object] = dict(locals())  # the arguments, named once: by the signature above
         del given["self"], given["text"]

@@ -68,6 +68,9 @@ class Observation(NamedTuple):
     branch: str | None = None  # the git branch it was recorded on
     anchor: dict[str, Any] | None = None  # repository, commit, times and each cited file's state
     superseded_by: int | None = None  # the id of the newer memory that replaced this one
+    behind: list[str] | None = None  # cited files this checkout lacks the memory's commit for (not stale)
+    machine: str | None = None  # the machine that wrote it (None: written before cmem recorded it)
+    author: str | None = None  # the person, where known (CMEM_AUTHOR or git's user.email)
 
     @property
     def uri(self) -> str:
@@ -102,6 +105,8 @@ class Summary(NamedTuple):
     tokens: int = 0
     path: str | None = None
     kind: str = "summary"
+    machine: str | None = None  # the machine that wrote it (None: not recorded)
+    author: str | None = None
 
     @classmethod
     def from_json(cls, row: dict[str, Any]) -> Summary:
@@ -124,6 +129,8 @@ class Prompt(NamedTuple):
     created_at: str
     tokens: int = 0
     kind: str = "prompt"
+    machine: str | None = None  # the machine that wrote it (None: not recorded)
+    author: str | None = None
 
     @classmethod
     def from_json(cls, row: dict[str, Any]) -> Prompt:
@@ -176,8 +183,10 @@ class Hit(NamedTuple):
     stages: dict[str, int] | None = None  # with explain: the row's place after each stage of the search
     stale: list[str] | None = None  # cited files changed or vanished since; None: nothing anchored
     branch: str | None = None  # the git branch the memory was recorded on
-    superseded_by: int | None = None  # a newer memory replaced this one (an explicit link)
-    possibly_superseded_by: int | None = None  # a newer hit states an update of what this one says
+    superseded_by: int | str | None = None  # a newer memory replaced this one (an explicit link)
+    possibly_superseded_by: int | str | None = None  # a newer hit states an update of what this one says
+    machine: str | None = None  # the machine that wrote it (None: not recorded)
+    behind: list[str] | None = None  # cited files this checkout lacks the memory's commit for (not stale)
 
     @classmethod
     def from_json(cls, row: dict[str, Any]) -> Hit:
@@ -202,6 +211,8 @@ class TimelineItem(NamedTuple):
     stale: list[str] | None = None
     branch: str | None = None
     superseded_by: int | None = None
+    behind: list[str] | None = None
+    machine: str | None = None  # the machine that wrote it
 
     @classmethod
     def from_json(cls, row: dict[str, Any]) -> TimelineItem:

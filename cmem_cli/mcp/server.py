@@ -129,6 +129,14 @@ Branch = Annotated[
     Field(description="Only memories recorded on this git branch; 'all': also those of unmerged branches "
           "without ranking them last (the default does)."),
 ]  # fmt: skip
+Machine = Annotated[
+    str | None, Field(description="Only what was written on this machine (rows name each one's machine).")
+]
+Team = Annotated[
+    bool,
+    Field(description="Search the team database this home joined (every member's memories) instead of this "
+          "home; ids are this home's where it holds the memory, else uids."),
+]  # fmt: skip
 Ref = Annotated[
     int | str | None,
     Field(description="An id from search: 12 (or the observation's uid, or a unique uid prefix), S3 (summary) "
@@ -220,12 +228,14 @@ class Tools:
         mode: Mode = "auto",
         branch: Branch = None,
         all_projects: AllProjects = False,
+        machine: Machine = None,
+        team: Team = False,
     ) -> CallToolResult:
         with self.memory() as memory:
             project, scope_note = _scope(memory, project, all_projects)
             ask = Query(
                 query, project=project, type=type, concept=concept, file=file, since=since, until=until,
-                limit=limit, mode=mode, branch=branch,
+                limit=limit, mode=mode, branch=branch, machine=machine, team=team,
             )  # fmt: skip
             hits = memory.search(ask)
         rows = [_hit_json(hit) for hit in hits]
@@ -380,7 +390,7 @@ def _hit_json(hit: Hit) -> dict[str, Any]:
     row = {
         "id": hit.id, "uid": hit.uid, "kind": hit.kind, "type": hit.type, "title": hit.title,
         "project": hit.project, "created_at": hit.created_at, "score": hit.score, "tokens": hit.tokens,
-        "stale": hit.stale, "branch": hit.branch,
+        "stale": hit.stale, "behind": hit.behind, "branch": hit.branch, "machine": hit.machine,
         "superseded_by": hit.superseded_by, "possibly_superseded_by": hit.possibly_superseded_by,
     }  # fmt: skip
     if hit.kind == "document":

@@ -1,11 +1,13 @@
-"""Code anchors and branches: which files an observation cited and what they held when it was recorded,
-whether they still hold it, and which branch it was made on (docs/truth.md).
+"""Code anchors and branches: which files an observation cited, what it is about in them (its region),
+whether that still holds, and which branch it was made on (docs/truth.md).
 
-Recording reads the work tree's own files (``cmem_cli.core.gitrepo``): no git process, one hash per cited
-file. Checking stats only the files of the rows shown and hashes a file again only when its size or
-modification time moved since cmem last hashed it (the ``file_blobs`` stat cache). Ranking by branch asks
-git (one process) only when some row was made on another branch of this repository and git's answer for
-the current HEAD commit is not kept yet (the ``git_reach`` table): between two commits, no git process.
+Recording reads the work tree's own files (``cmem_cli.core.gitrepo``, bounded and non-blocking): one hash per
+cited file, and for ``--modified`` files one or two ``git diff`` processes (``cmem_cli.core.gitdiff``; hooks
+never run git). Checking stats only the files of the rows shown, hashes a file again only when its size or
+modification time moved since cmem last hashed it (the ``file_blobs`` stat cache), and reads a changed file
+only when a region must be looked up in it (``cmem_cli.core.regions``). Git is asked (and its answer kept per
+HEAD, tables ``git_reach`` and ``git_answers``) only when some row was made on another branch, or a changed
+file's memory may be behind (its commit not in HEAD's history), or a vanished file may have been renamed.
 """
 
 from __future__ import annotations
@@ -15,8 +17,9 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from cmem_cli.core import gitrepo
+from cmem_cli.core.regions import Region
 from cmem_cli.core.timeutil import now_ms, to_iso
-from cmem_cli.store.anchors import Anchor, CachedBlob, Reach
+from cmem_cli.store.anchors import Anchor, CachedBlob, Reach, parse_regions
 
 if TYPE_CHECKING:
     from cmem_cli.store.repository import Store
@@ -26,17 +29,28 @@ if TYPE_CHECKING:
 RACY_NS = 100_000_000
 ALL_BRANCHES = "all"
 
-UNCHANGED, CHANGED, VANISHED = "unchanged", "changed", "vanished"
+UNCHANGED, CHANGED, VANISHED, BEHIND = "unchanged", "changed", "vanished", "behind"
 
 
 class FileState:
-    """A cited file now: ``path`` relative to the repository's top level; ``status`` unchanged, changed or
-    vanished; ``modified_at`` its modification time (ms) when it changed, else None."""
+    """A cited file now: ``path`` relative to the repository's top level; ``status`` unchanged (what the
+    memory is about still holds), changed, vanished, or behind (the checkout lacks the commit the memory
+    was recorded at, and what it is about); ``modified_at`` its modification time (ms) when the file
+    changed; ``file_changed`` whether its blob differs at all; ``renamed_to`` where git says it went."""
 
-    __slots__ = ("path", "status", "modified_at")  # plain classes: cheaper to create at import than tuples
+    __slots__ = ("path", "status", "modified_at", "file_changed", "renamed_to")
 
-    def __init__(self, path: str, status: str, modified_at: int | None) -> None:
+    def __init__(
+        self,
+        path: str,
+        status: str,
+        modified_at: int | None,
+        file_changed: bool | None = None,
+        renamed_to: str | None = None,
+    ) -> None:
         self.path, self.status, self.modified_at = path, status, modified_at
+        self.file_changed = status != UNCHANGED if file_changed is None else file_changed
+        self.renamed_to = renamed_to
 
 
 class Checked:
@@ -50,15 +64,62 @@ class Checked:
 
     @property
     def stale(self) -> list[str] | None:
-        """The cited files that changed or vanished; None when nothing can be checked here."""
+        """The cited files whose region (else the file) changed or vanished; None when nothing can be
+        checked here."""
         if self.files is None or not self.anchor.files:
             return None
-        return [f.path for f in self.files if f.status != UNCHANGED]
+        return [f.path for f in self.files if f.status in (CHANGED, VANISHED)]
+
+    @property
+    def behind(self) -> list[str] | None:
+        """The cited files this checkout is behind on (it lacks the memory's commit); None as ``stale``."""
+        if self.files is None or not self.anchor.files:
+            return None
+        return [f.path for f in self.files if f.status == BEHIND]
 
 
 # -- recording -----------------------------------------------------------------------------------------------
 def cited_files(record: dict[str, Any]) -> list[str]:
     return list(dict.fromkeys([*(record.get("files_read") or []), *(record.get("files_modified") or [])]))
+
+
+class Hints:
+    """What a caller knows of what a memory is about in its files, by cited path (as given): ``spans``,
+    line ranges someone cited (``path:12-30``, ``--lines``); ``written``, the text a tool call wrote
+    (a hook's Edit or Write); ``modified``, files the memory says were modified (their change, as git
+    sees it, is the region). ``diffs`` keeps git's answers across the records of one import."""
+
+    __slots__ = ("spans", "written", "modified", "diffs")
+
+    def __init__(
+        self,
+        spans: dict[str, tuple[int, int]] | None = None,
+        written: dict[str, str] | None = None,
+        modified: Iterable[str] = (),
+    ) -> None:
+        self.spans = spans or {}
+        self.written = written or {}
+        self.modified = set(modified)
+        self.diffs: dict[tuple[str, str], list[tuple[int, int]] | None] = {}
+
+    @classmethod
+    def of(
+        cls,
+        record: dict[str, Any],
+        written: dict[str, str] | None = None,
+        diffs: dict[tuple[str, str], list[tuple[int, int]] | None] | None = None,
+    ) -> Hints:
+        """The hints a prepared record carries (its cited ranges and modified files), plus ``written``
+        (given, even empty, by a caller that must not wait for git: a hook; its modified files are then
+        anchored by what it wrote alone); ``diffs``: git's answers shared by the records of one import."""
+        modified = record.get("files_modified") or () if written is None else ()
+        hints = cls(record.get("_spans"), written, modified)
+        if diffs is not None:
+            hints.diffs = diffs
+        return hints
+
+    def __bool__(self) -> bool:
+        return bool(self.spans or self.written or self.modified)
 
 
 def record_anchor(
@@ -70,12 +131,13 @@ def record_anchor(
     verified: bool = False,
     keep: Anchor | None = None,
     repos: dict[str, gitrepo.Repo | None] | None = None,
+    hints: Hints | None = None,
 ) -> Anchor | None:
     """Anchor observation ``obs_id`` to ``paths`` (see :func:`make_anchor`), inside the caller's
     transaction. Outside any repository the observation gets no anchor (an earlier one is dropped, unless
     ``verified``: a verify changes nothing it cannot anchor)."""
     anchors = store.anchors
-    anchor, fresh = make_anchor(paths, cwd, verified=verified, keep=keep, repos=repos)
+    anchor, fresh = make_anchor(paths, cwd, verified=verified, keep=keep, repos=repos, hints=hints)
     if anchor is None:
         if not verified:
             anchors.drop(obs_id)
@@ -92,15 +154,19 @@ def make_anchor(
     verified: bool = False,
     keep: Anchor | None = None,
     repos: dict[str, gitrepo.Repo | None] | None = None,
+    hints: Hints | None = None,
 ) -> tuple[Anchor | None, dict[str, CachedBlob]]:
     """The anchor of ``paths`` (resolved against ``cwd``) in the repository that holds the first of them
     (else the one ``cwd`` lies in), with the hashes taken (for the stat cache); (None, {}) outside any
-    repository. Files outside that repository, or that are not files, are not anchored. ``verified``
-    records the time as a verification; ``keep``: the anchor whose branch and commit stay. ``repos``
-    remembers each folder's work tree across calls (a bulk import looks each folder up once)."""
+    repository. Files outside that repository (a symbolic link to a folder elsewhere included), or that
+    are not files, are not anchored. ``verified`` records the time as a verification; ``keep``: the
+    anchor whose branch and commit stay (its regions keep the lines still in the files). ``repos``
+    remembers each folder's work tree across calls (a bulk import looks each folder up once); ``hints``
+    say what the memory is about in its files (:class:`Hints`): those files get a region."""
     absolute = [os.path.abspath(os.path.join(cwd, os.path.expanduser(p))) for p in paths]
     repo = None
     seen_dirs: dict[str, gitrepo.Repo | None] = {} if repos is None else repos
+    real: dict[str, str] = {}
     for folder in [*(os.path.dirname(path) for path in absolute), os.path.abspath(cwd)]:
         if folder not in seen_dirs:
             seen_dirs[folder] = _repo_of(folder, seen_dirs)
@@ -111,15 +177,25 @@ def make_anchor(
         return None, {}
     files: dict[str, str] = {}
     fresh: dict[str, CachedBlob] = {}
+    texts: dict[str, bytes | None] = {}
+    given: dict[str, str] = {}
     top = repo.root.rstrip(os.sep) + os.sep
-    for path in absolute:
-        if not path.startswith(top):
+    for path, name in zip(absolute, paths, strict=True):
+        if not path.startswith(top) or not gitrepo.inside(path, repo.root, real):
             continue
-        found = _hash(path)
+        found, data = _read_hash(path)
         if found is not None:
-            files[os.path.relpath(path, repo.root).replace(os.sep, "/")] = found.blob
+            key = os.path.relpath(path, repo.root).replace(os.sep, "/")
+            files[key] = found.blob
             fresh[path] = found
+            texts[key] = data
+            given.setdefault(key, name)
     head = gitrepo.head(repo)
+    regions: dict[str, Region] = {}
+    if keep is not None and keep.regions:
+        regions = _still_held(keep.regions, texts)
+    elif hints:
+        regions = _regions(repo, head.commit, hints, given, texts)
     now = now_ms()
     anchor = Anchor(
         repo=gitrepo.remote_key(repo),
@@ -129,8 +205,88 @@ def make_anchor(
         files=files,
         anchored_at=now,
         verified_at=now if verified else None,
+        regions=regions,
     )
     return anchor, fresh
+
+
+def _regions(
+    repo: gitrepo.Repo,
+    head: str | None,
+    hints: Hints,
+    given: dict[str, str],
+    texts: dict[str, bytes | None],
+) -> dict[str, Region]:
+    """Each hinted file's region: a cited range, else the text written, else (a modified file) the lines
+    its uncommitted change touched, else, when it has none, the lines the HEAD commit changed in it (a
+    memory written just after a commit). A file with none of these has no region (the file-level rule)."""
+    from cmem_cli.core import regions as region_rules
+
+    lines: dict[str, list[str]] = {}
+    for key, data in texts.items():
+        if data is not None and (text := region_rules.text_lines(data)) is not None:
+            lines[key] = text
+    found: dict[str, Region] = {}
+    by_diff: list[str] = []
+    for key, name in given.items():
+        if key not in lines:
+            continue
+        region = None
+        if name in hints.spans:
+            first, last = hints.spans[name]
+            region = region_rules.region_of(lines[key], range(first, last + 1))
+        elif name in hints.written:
+            region = region_rules.written_region(lines[key], hints.written[name])
+        elif name in hints.modified:
+            by_diff.append(key)
+        if region is not None:
+            found[key] = region
+    if by_diff:
+        for key, hunks in _changes(repo, head, by_diff, hints.diffs).items():
+            region = region_rules.region_of(lines[key], region_rules.hunk_lines(lines[key], hunks))
+            if region is not None:
+                found[key] = region
+    return found
+
+
+def _changes(
+    repo: gitrepo.Repo,
+    head: str | None,
+    keys: list[str],
+    known: dict[tuple[str, str], list[tuple[int, int]] | None],
+) -> dict[str, list[tuple[int, int]]]:
+    """The hunks of each file's uncommitted change, else of the HEAD commit's change to it: two git
+    processes at most (none for files an earlier record of the same import asked about)."""
+    from cmem_cli.core import gitdiff
+
+    ask = [key for key in keys if (repo.root, key) not in known]
+    if ask and head is not None:
+        work = gitdiff.worktree_hunks(repo, ask) or {}
+        clean = [key for key in ask if not work.get(key)]
+        committed = (gitdiff.commit_hunks(repo, head, clean) or {}) if clean else {}
+        for key in ask:
+            known[(repo.root, key)] = work.get(key) or committed.get(key) or None
+    return {key: hunks for key in keys if (hunks := known.get((repo.root, key)))}
+
+
+def _still_held(regions: dict[str, Region], texts: dict[str, bytes | None]) -> dict[str, Region]:
+    """A verify says the memory holds for its files as they are now: each region keeps the lines and
+    definitions still in its file (none left: the file is anchored as a whole)."""
+    from cmem_cli.core import regions as region_rules
+
+    kept: dict[str, Region] = {}
+    for key, region in regions.items():
+        data = texts.get(key)
+        lines = region_rules.text_lines(data) if data is not None else None
+        if lines is None:
+            continue
+        present = region_rules.file_keys(data or b"")
+        keys = [k for k in region.lines if int(k, 16) in present]
+        if keys:
+            defined = region_rules.defined((data or b"").decode("utf-8", "surrogateescape"), region.symbols)
+            symbols = [name for name in region.symbols if name in defined]
+            kept[key] = Region(keys, symbols, region.start, region.end)
+    return kept
 
 
 def reanchor_edit(store: Store, obs_id: int, before: Sequence[str], after: Sequence[str], cwd: str) -> None:
@@ -168,10 +324,18 @@ def reanchor_edit(store: Store, obs_id: int, before: Sequence[str], after: Seque
                 fresh[absolute] = found
     if files == known.files:
         return
+    regions = {key: region for key, region in known.regions.items() if key in files}
     anchors.put(
         obs_id,
         Anchor(
-            known.repo, known.root, known.branch, known.commit, files, known.anchored_at, known.verified_at
+            known.repo,
+            known.root,
+            known.branch,
+            known.commit,
+            files,
+            known.anchored_at,
+            known.verified_at,
+            regions,
         ),
     )
     anchors.cache_blobs(fresh)
@@ -206,14 +370,27 @@ def _repo_of(folder: str, known: dict[str, gitrepo.Repo | None]) -> gitrepo.Repo
 
 def _hash(path: str) -> CachedBlob | None:
     """The file's blob id with the stat it was taken at (stat first: a change while hashing shows later)."""
+    return _read_hash(path)[0]
+
+
+def _read_hash(path: str) -> tuple[CachedBlob | None, bytes | None]:
+    """The file's blob id with the stat it was taken at, and its bytes (None for a symbolic link). A
+    regular file larger than ``gitrepo.MAX_CITED_BYTES`` is never read: its size and modification time
+    stand for its blob (``size:N:MTIME``). A FIFO, a device or a folder is not a file: (None, None)."""
+    import stat as stat_module
+
     try:
         info = os.lstat(path)
     except OSError:
-        return None
-    blob = gitrepo.blob_hash(path)
-    if blob is None:
-        return None
-    return CachedBlob(info.st_size, info.st_mtime_ns, blob, _now_ns())
+        return None, None
+    if stat_module.S_ISREG(info.st_mode) and info.st_size > gitrepo.MAX_CITED_BYTES:
+        blob = f"size:{info.st_size}:{info.st_mtime_ns}"
+        return CachedBlob(info.st_size, info.st_mtime_ns, blob, _now_ns()), None
+    data = gitrepo.cited_bytes(path)
+    if data is None:
+        return None, None
+    found = CachedBlob(info.st_size, info.st_mtime_ns, gitrepo.hash_blob(data), _now_ns())
+    return found, data if stat_module.S_ISREG(info.st_mode) else None
 
 
 def _now_ns() -> int:
@@ -237,7 +414,10 @@ def exported(anchor: Anchor | None, scrub: Callable[[str], str | None]) -> dict[
         out["branch"] = scrub(anchor.branch)
     if anchor.commit is not None:
         out["commit"] = anchor.commit
-    out["files"] = dict(sorted(anchor.files.items()))
+    out["files"] = {path: blob for path, blob in sorted(anchor.files.items()) if gitrepo.is_commit_id(blob)}
+    regions = {path: r.to_json() for path, r in sorted(anchor.regions.items()) if path in out["files"]}
+    if regions:
+        out["regions"] = regions
     out["anchored_at"] = to_iso(anchor.anchored_at)
     if anchor.verified_at is not None:
         out["verified_at"] = to_iso(anchor.verified_at)
@@ -265,7 +445,9 @@ def from_exported(meta: Any) -> Anchor | None:
     anchored, verified = _stamp(meta.get("anchored_at")), _stamp(meta.get("verified_at"))
     if anchored is None or (verified is None and meta.get("verified_at") is not None):
         return None
-    return Anchor(repo, None, branch, commit, {str(k): str(v) for k, v in files.items()}, anchored, verified)
+    paths = {str(k): str(v) for k, v in files.items()}
+    regions = parse_regions(meta.get("regions"), paths)
+    return Anchor(repo, None, branch, commit, paths, anchored, verified, regions)
 
 
 def _stamp(value: Any) -> int | None:
@@ -307,6 +489,7 @@ def adopt_anchor(store: Store, obs_id: int, meta: Any, scrub: Callable[[str], st
             anchor.files,
             anchor.anchored_at,
             anchor.verified_at,
+            anchor.regions,
         ),
     )
 
@@ -318,17 +501,27 @@ def check(store: Store, obs_ids: Iterable[int], *, cwd: str | None = None) -> di
 
 
 def check_anchors(store: Store, anchors: dict[int, Anchor], *, cwd: str | None = None) -> dict[int, Checked]:
+    """Each anchor as it stands (see :class:`FileState`): a file whose blob is the same is unchanged; one
+    that changed is unchanged while its region holds (:func:`cmem_cli.core.regions.holds`), else
+    changed; without a region, any change counts. A changed or vanished file whose memory was recorded at
+    a commit this checkout's HEAD does not contain is ``behind``; a vanished one that git says was renamed
+    is looked at where it went."""
     if not anchors:
         return {}
     roots = locate(store, anchors.values(), cwd=cwd)
     wanted: dict[str, None] = {}
+    seen: dict[str, str] = {}
     for anchor in anchors.values():
         root = roots.get((anchor.repo, anchor.root))
         if root is not None:
             for path in anchor.files:
-                wanted[os.path.join(root, path)] = None
+                full = os.path.join(root, path)
+                if full not in wanted and gitrepo.inside(full, root, seen):  # no link out of the tree
+                    wanted[full] = None
     blobs, modified = current_blobs(store, list(wanted))
+    views = _Views()
     out: dict[int, Checked] = {}
+    doubtful = False
     for obs_id, anchor in anchors.items():
         root = roots.get((anchor.repo, anchor.root))
         if root is None:
@@ -338,14 +531,176 @@ def check_anchors(store: Store, anchors: dict[int, Anchor], *, cwd: str | None =
         for path, blob in anchor.files.items():
             full = os.path.join(root, path)
             now = blobs.get(full)
+            if now == blob:
+                states.append(FileState(path, UNCHANGED, None, False))
+                continue
             if now is None:
-                states.append(FileState(path, VANISHED, None))
-            elif now != blob:
-                states.append(FileState(path, CHANGED, modified.get(full)))
+                states.append(FileState(path, VANISHED, None, True))
             else:
-                states.append(FileState(path, UNCHANGED, None))
+                region = anchor.regions.get(path)
+                held = region is not None and views.holds(full, region)
+                states.append(FileState(path, UNCHANGED if held else CHANGED, modified.get(full), True))
+            doubtful = doubtful or states[-1].status != UNCHANGED
         out[obs_id] = Checked(anchor, root, states)
+    if doubtful:
+        _second_look(store, out, views, blobs)
     return out
+
+
+class _Views:
+    """The files a check looked into, each read and its lines hashed once, and which names each defines
+    (decoded and looked up once per file and name)."""
+
+    __slots__ = ("files", "names")
+
+    def __init__(self) -> None:
+        self.files: dict[str, tuple[bytes, set[int]] | None] = {}
+        self.names: dict[str, tuple[str, dict[str, bool]]] = {}
+
+    def holds(self, path: str, region: Region) -> bool:
+        from cmem_cli.core import regions as region_rules
+
+        if path not in self.files:
+            data = gitrepo.read_regular(path, gitrepo.MAX_CITED_BYTES, follow=False)
+            text = data is not None and b"\0" not in data[:8192]
+            self.files[path] = (data, region_rules.file_keys(data)) if data is not None and text else None
+        view = self.files[path]
+        if view is None:
+            return False
+
+        def names(wanted: list[str]) -> set[str]:
+            if path not in self.names:
+                self.names[path] = (view[0].decode("utf-8", "surrogateescape"), {})
+            text, known = self.names[path]
+            ask = [name for name in wanted if name not in known]
+            if ask:
+                found = region_rules.defined(text, ask)
+                known.update({name: name in found for name in ask})
+            return {name for name in wanted if known[name]}
+
+        return region_rules.holds(region, view[1], names)
+
+
+def _second_look(store: Store, checked: dict[int, Checked], views: _Views, blobs: dict[str, str]) -> None:
+    """For the files a check found changed or vanished: ``behind`` when the memory's commit is not in
+    HEAD's history (the clone lacks it, or has it on a branch HEAD has not merged): the checkout lacks
+    the change the memory describes, it is not out of date. A file that vanished where HEAD contains the
+    commit is followed through git's renames. Git's answers are kept until HEAD moves."""
+    by_root: dict[str, list[Checked]] = {}
+    for state in checked.values():
+        if (
+            state.root is not None
+            and state.anchor.commit
+            and state.files
+            and any(f.status != UNCHANGED for f in state.files)
+        ):
+            by_root.setdefault(state.root, []).append(state)
+    for root, states in by_root.items():
+        repo = gitrepo.find_repo(root)
+        head = gitrepo.head(repo).commit if repo is not None else None
+        if repo is None or head is None:
+            continue
+        commits = [s.anchor.commit for s in states if s.anchor.commit and s.anchor.commit != head]
+        known = _history(store, repo, head, commits) if commits else {}
+        gone: list[tuple[Checked, int]] = []
+        for state in states:
+            commit = state.anchor.commit or ""
+            answer = "yes" if commit == head else known.get(commit)
+            for index, file in enumerate(state.files or []):
+                if file.status == UNCHANGED:
+                    continue
+                if answer in ("no", "missing"):
+                    file.status = BEHIND
+                elif answer == "yes" and file.status == VANISHED:
+                    gone.append((state, index))
+        # git's renames since the newest anchor of each vanished path: a path anchored at a later commit
+        # still existed then, so what renamed it came after every older anchor of it too (one question
+        # per path, not per memory)
+        newest: dict[str, Anchor] = {}
+        for state, index in gone:
+            path = (state.files or [])[index].path
+            if path not in newest or state.anchor.anchored_at > newest[path].anchored_at:
+                newest[path] = state.anchor
+        for state, index in gone:
+            file = (state.files or [])[index]
+            moved = _renamed(store, repo, head, newest[file.path].commit or "").get(file.path)
+            if moved is not None:
+                (state.files or [])[index] = _moved(state.anchor, file, root, moved, views)
+
+
+def _moved(anchor: Anchor, file: FileState, root: str, moved: str, views: _Views) -> FileState:
+    """A cited file git says was renamed to ``moved``: unchanged when it is the same blob, or its region
+    holds there; else changed."""
+    full = os.path.join(root, moved)
+    if not gitrepo.inside(full, root):
+        return file
+    now = _hash(full)
+    if now is None:
+        return file
+    region = anchor.regions.get(file.path)
+    if now.blob == anchor.files.get(file.path) or (region is not None and views.holds(full, region)):
+        return FileState(file.path, UNCHANGED, None, True, moved)
+    return FileState(file.path, CHANGED, now.mtime_ns // 1_000_000, True, moved)
+
+
+def _history(store: Store, repo: gitrepo.Repo, head: str, commits: list[str]) -> dict[str, str]:
+    """Whether HEAD commit ``head`` contains each commit (``yes``, ``no``, ``missing``), kept per HEAD; a
+    ``missing`` answer holds only while no pack and no loose object arrived (a fetch may bring it)."""
+    from cmem_cli.core import gitdiff
+
+    anchors = store.anchors
+    questions = {f"history:{c}": c for c in dict.fromkeys(commits)}
+    kept = anchors.answers(repo.git_dir, head, questions)
+    found: dict[str, str] = {}
+    ask: list[str] = []
+    packs: int | None = None
+    for question, commit in questions.items():
+        got = kept.get(question)
+        if got is not None and got[1] is not None:
+            packs = gitrepo.packs_stamp(repo) if packs is None else packs
+            if got[1] != packs or gitrepo.stored_loose(repo, commit):
+                got = None
+        if got is None:
+            ask.append(commit)
+        else:
+            found[commit] = got[0]
+    if not ask:
+        return found
+    packs = gitrepo.packs_stamp(repo)
+    answers = gitdiff.history(repo, head, ask)
+    if answers is None:
+        return found  # git cannot say: what a check cannot tell stays stale
+    fresh = {f"history:{c}": (a, packs if a == "missing" else None) for c, a in answers.items()}
+    store.write_if_free(lambda: anchors.remember_answers(repo.git_dir, head, fresh))
+    return found | answers
+
+
+def _renamed(store: Store, repo: gitrepo.Repo, head: str, commit: str) -> dict[str, str]:
+    """Git's renames since ``commit`` (old path -> new), kept per HEAD and state of the index."""
+    import json
+
+    from cmem_cli.core import gitdiff
+
+    try:
+        index = os.stat(os.path.join(repo.git_dir, "index")).st_mtime_ns
+    except OSError:
+        index = 0
+    question = f"renames:{commit}:{index}"
+    anchors = store.anchors
+    got = anchors.answers(repo.git_dir, head, [question]).get(question)
+    if got is not None:
+        try:
+            value = json.loads(got[0])
+            if isinstance(value, dict):
+                return {str(k): str(v) for k, v in value.items()}
+        except ValueError:
+            pass
+    moved = gitdiff.renames(repo, commit)
+    if moved is None:
+        return {}
+    answer: dict[str, tuple[str, int | None]] = {question: (json.dumps(moved), None)}
+    store.write_if_free(lambda: anchors.remember_answers(repo.git_dir, head, answer))
+    return moved
 
 
 def locate(store: Store, anchors: Iterable[Anchor], *, cwd: str | None = None) -> dict[tuple, str | None]:
@@ -436,6 +791,7 @@ def annotate(
     for row in rows:
         state = checked.get(row["id"]) if _is_observation(row) else None
         row["stale"] = state.stale if state is not None else None
+        row["behind"] = state.behind if state is not None else None
         row["branch"] = state.anchor.branch if state is not None else None
     return rows
 
@@ -451,7 +807,10 @@ def detail(state: Checked | None) -> dict[str, Any] | None:
             {
                 "path": f.path,
                 "status": f.status,
+                "file_changed": f.file_changed,
                 "modified_at": to_iso(f.modified_at) if f.modified_at else None,
+                **({"renamed_to": f.renamed_to} if f.renamed_to else {}),
+                **_region_detail(anchor, f.path),
             }
             for f in state.files
         ]
@@ -465,8 +824,25 @@ def detail(state: Checked | None) -> dict[str, Any] | None:
         "present": state.root is not None,
         "files": files
         if files is not None
-        else [{"path": p, "status": None, "modified_at": None} for p in anchor.files],
+        else [
+            {
+                "path": p,
+                "status": None,
+                "file_changed": None,
+                "modified_at": None,
+                **_region_detail(anchor, p),
+            }
+            for p in anchor.files
+        ],
     }
+
+
+def _region_detail(anchor: Anchor, path: str) -> dict[str, Any]:
+    """What `get --json` says of a file's region: the lines it was at and its enclosing definitions."""
+    region = anchor.regions.get(path)
+    if region is None:
+        return {"region": None}
+    return {"region": {"lines": f"{region.start}-{region.end}", "symbols": region.symbols}}
 
 
 # -- branches -------------------------------------------------------------------------------------------------
@@ -477,16 +853,19 @@ def by_branch(
     *,
     demote: bool = True,
     cwd: str | None = None,
-) -> tuple[list[dict[str, Any]], dict[int, Anchor]]:
+    read: Callable[[list[Any]], dict[Any, Anchor]] | None = None,
+) -> tuple[list[dict[str, Any]], dict[Any, Anchor]]:
     """``rows`` by the branch each was recorded on, and the anchors read on the way (for :func:`annotate`).
+    ``read`` reads the rows' anchors by their ids (default: this home's store; a team search reads the
+    team database's).
 
     ``branch`` NAME keeps only observations recorded on that branch; ``all`` changes nothing. None (the
     default) with ``demote``: in a git work tree, observations of this repository recorded on another
     branch whose work HEAD does not contain (neither the commit they were recorded at nor the branch's tip
-    is reachable from HEAD) move below every other row, keeping their order; merging the branch ends it.
-    One git process at most, and none when no row was recorded on another branch."""
+    is reachable from HEAD) weigh less (:func:`weigh_unmerged`); merging the branch ends it. One git
+    process at most, and none when no row was recorded on another branch."""
     ids = [row["id"] for row in rows if _is_observation(row)]
-    anchors = store.anchors.for_ids(ids) if ids else {}
+    anchors = (read or store.anchors.for_ids)(ids) if ids else {}
     if branch == ALL_BRANCHES:
         return rows, anchors
     if branch is not None:
@@ -497,14 +876,42 @@ def by_branch(
     demoted = _unmerged(store, anchors, cwd)
     if not demoted:
         return rows, anchors
-    ahead = [r for r in rows if not (_is_observation(r) and r["id"] in demoted)]
-    behind = [r for r in rows if _is_observation(r) and r["id"] in demoted]
-    return ahead + behind, anchors
+    return weigh_unmerged(rows, {r["id"] for r in rows if _is_observation(r) and r["id"] in demoted}), anchors
+
+
+# An unmerged branch's memory counts this share of its evidence against the current line's hits: below a
+# memory of this line that matches as well (or nearly: down to this share), above the weaker matches.
+UNMERGED_WEIGHT = 0.7
+
+
+def weigh_unmerged(rows: list[dict[str, Any]], unmerged: set[int]) -> list[dict[str, Any]]:
+    """``rows`` (best first) with each observation of ``unmerged`` moved down past the rows after it that
+    have at least ``UNMERGED_WEIGHT`` of its evidence (``score``), and no further: work that HEAD does not
+    contain may not hold here, so the current line's memory of the same strength wins, but it is still a
+    match, and a loose one (a common word, a distant meaning) does not bury it. The other rows keep their
+    order; so do the moved rows among rows of their own weight."""
+    if not unmerged:
+        return rows
+    out: list[dict[str, Any]] = []
+    waiting: list[dict[str, Any]] = []  # moved rows not placed yet, in their order
+
+    def weighed(row: dict[str, Any]) -> float:
+        return UNMERGED_WEIGHT * float(row.get("score") or 0.0)
+
+    for row in rows:
+        if _is_observation(row) and row["id"] in unmerged:
+            waiting.append(row)
+            continue
+        evidence = float(row.get("score") or 0.0)
+        out += [w for w in waiting if weighed(w) > evidence]
+        waiting = [w for w in waiting if weighed(w) <= evidence]
+        out.append(row)
+    return out + waiting
 
 
 def unmerged(store: Store, obs_ids: Iterable[int], *, cwd: str | None = None) -> set[int]:
     """Which of ``obs_ids`` were recorded on a branch of the current repository whose work HEAD has not
-    merged (what search ranks last; `cmem view` marks them). One git process at most, none while HEAD
+    merged (what search weighs lower; `cmem view` and the briefing mark them). One git process at most, none while HEAD
     stays where it was when git last answered."""
     anchors = store.anchors.for_ids(list(obs_ids))
     return _unmerged(store, anchors, cwd) if anchors else set()
@@ -580,16 +987,33 @@ def _unreachable(store: Store, repo: gitrepo.Repo, head: str, commits: list[str]
 
 
 def _is_observation(row: dict[str, Any]) -> bool:
-    return row.get("kind", "observation") == "observation" and isinstance(row.get("id"), int)
+    """An observation's row: its id is this home's (an integer) or, in a team search, its uid."""
+    ident = row.get("id")
+    return row.get("kind", "observation") == "observation" and isinstance(ident, int | str) and ident != ""
 
 
 # -- full records -----------------------------------------------------------------------------------------------
 def anchor_fields(store: Store, obs_id: int, *, cwd: str | None = None) -> dict[str, Any]:
-    """``stale``, ``branch`` and ``anchor`` (where, when, each cited file's state) of one observation."""
-    state = check(store, [obs_id], cwd=cwd).get(obs_id)
+    """``stale``, ``behind``, ``branch`` and ``anchor`` (where, when, each cited file's state) of one
+    observation."""
+    return anchors_fields(store, [obs_id], cwd=cwd)[obs_id]
+
+
+def anchors_fields(store: Store, obs_ids: list[int], *, cwd: str | None = None) -> dict[int, dict[str, Any]]:
+    """:func:`anchor_fields` of several observations, checked together."""
+    checked = check(store, obs_ids, cwd=cwd)
+    return {obs_id: _fields(checked.get(obs_id)) for obs_id in obs_ids}
+
+
+def _fields(state: Checked | None) -> dict[str, Any]:
     if state is None:
-        return {"stale": None, "branch": None, "anchor": None}
-    return {"stale": state.stale, "branch": state.anchor.branch, "anchor": detail(state)}
+        return {"stale": None, "behind": None, "branch": None, "anchor": None}
+    return {
+        "stale": state.stale,
+        "behind": state.behind,
+        "branch": state.anchor.branch,
+        "anchor": detail(state),
+    }
 
 
 def stale_note(record: dict[str, Any]) -> str:
@@ -602,6 +1026,8 @@ def stale_note(record: dict[str, Any]) -> str:
             parts.append(f"{entry['path']} changed{when}")
         elif entry.get("status") == VANISHED:
             parts.append(f"{entry['path']} vanished")
+        elif entry.get("status") == BEHIND:
+            parts.append(f"{entry['path']}: this checkout lacks the commit")
     where = f" on {anchor['branch']}" if anchor.get("branch") else ""
     if anchor.get("commit"):
         where += f" at {anchor['commit'][:12]}"
@@ -611,6 +1037,16 @@ def stale_note(record: dict[str, Any]) -> str:
         f"<!-- stale: {', '.join(parts)}; {verb} {since}{where}. "
         f"`cmem verify {record['id']}` once it holds for the files as they are now -->"
     )
+
+
+def behind_note(record: dict[str, Any]) -> str:
+    """The line `cmem get` puts above a memory this checkout is behind on (not stale: the clone lacks the
+    commit it was recorded at, and what it is about)."""
+    anchor = record.get("anchor") or {}
+    paths = ", ".join(record.get("behind") or [])
+    at = f" {anchor['commit'][:12]}" if anchor.get("commit") else ""
+    branch = f" (on {anchor['branch']})" if anchor.get("branch") else ""
+    return f"<!-- behind: this checkout lacks commit{at}{branch} that {paths} was recorded at; fetch or merge -->"
 
 
 def _minute(stamp: str | None) -> str:
@@ -678,6 +1114,7 @@ def stale_rows(store: Store, *, project: str | None = None, cwd: str | None = No
     for row in store.observations_oldest_first(stale):
         out = observation_row(row)
         out["stale"] = stale[row["id"]].stale
+        out["behind"] = stale[row["id"]].behind
         out["branch"] = stale[row["id"]].anchor.branch
         rows.append(out)
     return rows

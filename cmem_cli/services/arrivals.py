@@ -221,6 +221,7 @@ def _upsert_observation(memory: Memory, item: Incoming, notes: list[str]) -> dic
     if existing is not None:
         return store.update_observation(existing["id"], record, updated_at=item.updated_at)
     record["created_at"] = record.get("created_at") or now_ms()
+    record.setdefault("machine", None)  # a file that does not say whose it is was not written here
     return store.insert_observation(record, updated_at=item.updated_at)
 
 
@@ -232,8 +233,8 @@ def _write_summary(memory: Memory, files: FileTransaction, item: Incoming) -> No
     if existing is not None:
         store.update_summary(existing["id"], record)
         summary_id = existing["id"]
-    else:
-        summary_id = store.insert_summary(record)["id"]
+    else:  # a file that does not say whose it is was not written here
+        summary_id = store.insert_summary({"machine": None, **record})["id"]
     row = memory.export_summary(store.get_summary(summary_id), files, relpath=item.relpath)
     if item.relpath and item.relpath != row["path"]:
         files.delete_after_commit(item.relpath)

@@ -171,10 +171,12 @@ def _activity_json(entry: dict[str, Any]) -> dict[str, Any]:
 
 def _observation_line(row: dict[str, Any]) -> str:
     icon = TYPE_ICONS.get(row.get("type") or "", "•")
-    stale = " [stale]" if row.get("stale") else ""  # its cited files changed since (docs/truth.md)
+    stale = " [stale]" if row.get("stale") else " [behind]" if row.get("behind") else ""  # docs/truth.md
+    # recorded on a branch HEAD has not merged: it may not hold in this checkout (docs/truth.md, Branches)
+    other = f" [branch {_line(row.get('branch'), 40)}, not merged]" if row.get("unmerged") else ""
     return (
         f"#{row['id']} {to_date(row['created_at'])} {icon} {_line(row.get('title'), 110)} "
-        f"(~{int(row.get('tokens') or 0)}t){stale}"
+        f"(~{int(row.get('tokens') or 0)}t){stale}{other}"
     )
 
 
@@ -231,9 +233,12 @@ def build_context(
 
     rows = _candidates(store, project)
     activity, singles = fold(rows, lambda obs_id: _output(store, obs_id))
-    from cmem_cli.services.anchors import annotate
+    from cmem_cli.services.anchors import annotate, unmerged
 
     annotate(store, singles)  # stale and branch, for the lines a session will read
+    other = unmerged(store, [r["id"] for r in singles if r.get("branch")])
+    for single in singles:
+        single["unmerged"] = single["id"] in other
     # What was recorded on purpose (and plans) leads; what the hooks saw follows, folded.
     recorded = [r for r in singles if not r.get("tools_used") or r.get("type") == "decision"]
     captured = [r for r in singles if r.get("tools_used") and r.get("type") != "decision"]
@@ -273,7 +278,9 @@ def build_context(
                 "tokens": row.get("tokens"),
                 "session": row.get("session"),
                 "stale": row["stale"],
+                "behind": row.get("behind"),
                 "branch": row["branch"],
+                "unmerged": row["unmerged"],
             }
             for row in chosen
         ]

@@ -16,7 +16,9 @@ from cmem_cli.services.search import Reader, prompt_row, resolve_ref, summary_ro
 from cmem_export import markdown
 
 
-def observation_record(memory: Reader, row: dict[str, Any]) -> dict[str, Any]:
+def observation_record(memory: Reader, row: dict[str, Any], *, anchored: bool = True) -> dict[str, Any]:
+    """One observation's full record; ``anchored`` False leaves its anchor's fields to the caller (who
+    checks many records' anchors at once: :func:`cmem_cli.services.anchors.anchors_fields`)."""
     record = {k: v for k, v in row.items()}
     record["kind"] = "observation"
     for key in ("created_at", "updated_at", "last_retrieved_at"):
@@ -29,9 +31,10 @@ def observation_record(memory: Reader, row: dict[str, Any]) -> dict[str, Any]:
         {"type": link["type"], "id": link["id"], "uid": link["uid"], "title": link["title"]}
         for link in memory.store.links_to(row["id"])
     ]
-    from cmem_cli.services.anchors import anchor_fields
+    if anchored:
+        from cmem_cli.services.anchors import anchor_fields
 
-    record.update(anchor_fields(memory.store, row["id"]))
+        record.update(anchor_fields(memory.store, row["id"]))
     record["superseded_by"] = supersession.successors(memory.store, [row["id"]]).get(row["id"])
     return record
 
@@ -54,14 +57,16 @@ def fetch_details(memory: Reader, refs: list[str], *, follow_links: bool = False
         seen.add((kind, number))
         if kind == "observation":
             row = store.get_observation(number)
-            records.append(observation_record(memory, row))
+            records.append(observation_record(memory, row, anchored=False))
             observation_ids.append(number)
         elif kind == "summary":
             row = store.get_summary(number)
-            records.append({**summary_row(row), **{f: row.get(f) for f in SUMMARY_FIELDS}})
+            records.append(
+                {**summary_row(row), **{f: row.get(f) for f in SUMMARY_FIELDS}, "author": row["author"]}
+            )
         else:
             row = store.get_prompt(number)
-            records.append({**prompt_row(row), "text": row["text"]})
+            records.append({**prompt_row(row), "text": row["text"], "author": row["author"]})
     if follow_links:
         for record in list(records):
             if record["kind"] != "observation":
@@ -70,10 +75,16 @@ def fetch_details(memory: Reader, refs: list[str], *, follow_links: bool = False
                 if ("observation", link["id"]) in seen:
                     continue
                 seen.add(("observation", link["id"]))
-                neighbour = observation_record(memory, store.get_observation(link["id"]))
+                neighbour = observation_record(memory, store.get_observation(link["id"]), anchored=False)
                 neighbour["via"] = {"type": link["type"], "from": record["id"]}
                 records.append(neighbour)
                 observation_ids.append(link["id"])
+    from cmem_cli.services.anchors import anchors_fields
+
+    fields = anchors_fields(store, observation_ids)  # one check for all: files read once, git asked once
+    for record in records:
+        if record["kind"] == "observation":
+            record.update(fields[record["id"]])
     store.record_retrieval(observation_ids)
     now = to_iso(now_ms())
     for record in records:  # show the counts as they are after this retrieval
@@ -110,6 +121,10 @@ def render_details(record: dict[str, Any]) -> str:
             from cmem_cli.services.anchors import stale_note
 
             text = stale_note(record) + "\n" + text
+        elif record.get("behind"):
+            from cmem_cli.services.anchors import behind_note
+
+            text = behind_note(record) + "\n" + text
         if record.get("superseded_by") is not None:
             text = supersession.notice(record) + text
         if record.get("via"):
@@ -128,7 +143,8 @@ def render_details(record: dict[str, Any]) -> str:
         return f"<!-- {record['id']} {where}{f' {file}' if file else ''} -->\n{record['text']}"
     return (
         f"# Prompt {record['id']} (#{record['prompt_number']} of session {record['session']})\n\n"
-        f"{record['created_at']} · {record['project']} · {record['agent']}\n\n{record['text']}\n"
+        f"{record['created_at']} · {record['project']} · {record['agent']}"
+        f"{''.join(f' · {record[k]}' for k in ('machine', 'author') if record.get(k))}\n\n{record['text']}\n"
     )
 
 

@@ -20,9 +20,13 @@ from cmem_cli.core.summary_title import summary_title
 from cmem_cli.core.text import estimate_tokens
 from cmem_cli.core.timeutil import to_iso
 from cmem_cli.services import supersession
-from cmem_cli.store.repository import Filters, Store
+from cmem_cli.services.supersession import Links, StoreLinks
+from cmem_cli.store.repository import Filters as Filters
+from cmem_cli.store.repository import Store
+from cmem_cli.store.supersession import ObservationText, stated_texts
 
 if TYPE_CHECKING:
+    from cmem_cli.store.anchors import Anchor
     from cmem_index.search import IndexHit
 
 K = TypeVar("K", bound=Hashable)
@@ -58,6 +62,7 @@ def observation_row(row: dict[str, Any], score: float | None = None) -> dict[str
         "project": row["project"],
         "session": row.get("session"),
         "agent": row["agent"],
+        "machine": row.get("machine"),
         "key": row.get("key"),
         "created_at": to_iso(row["created_at"]),
         "score": score,
@@ -74,8 +79,8 @@ def summary_row(row: dict[str, Any], score: float | None = None) -> dict[str, An
     return {
         "id": f"S{row['id']}", "uid": row["uid"], "kind": "summary", "type": "summary",
         "title": summary_title(row), "subtitle": None, "project": row["project"], "session": row["session"],
-        "agent": row["agent"], "key": None, "created_at": to_iso(row["created_at"]),
-        "score": score, "tokens": summary_tokens(row),
+        "agent": row["agent"], "machine": row.get("machine"), "key": None,
+        "created_at": to_iso(row["created_at"]), "score": score, "tokens": summary_tokens(row),
         "path": row.get("path"),
     }  # fmt: skip
 
@@ -84,8 +89,8 @@ def prompt_row(row: dict[str, Any], score: float | None = None) -> dict[str, Any
     return {
         "id": f"P{row['id']}", "uid": row["uid"], "kind": "prompt", "type": "prompt",
         "title": " ".join(row["text"].split())[:200], "subtitle": None, "project": row["project"],
-        "session": row["session"], "agent": row["agent"], "key": None, "created_at": to_iso(row["created_at"]),
-        "score": score, "tokens": estimate_tokens(row["text"]),
+        "session": row["session"], "agent": row["agent"], "machine": row.get("machine"), "key": None,
+        "created_at": to_iso(row["created_at"]), "score": score, "tokens": estimate_tokens(row["text"]),
         "path": None, "prompt_number": row["prompt_number"],
     }  # fmt: skip
 
@@ -100,7 +105,9 @@ def check_paging(order: str, limit: int, offset: int) -> None:
 
 def filters_of(query: Query) -> Filters:
     """The store's filters of ``query`` (types checked when it was made, dates parsed here)."""
-    return Filters(**query.filter_fields().fields())
+    filters = Filters(**query.filter_fields().fields())
+    filters.machine = query.machine
+    return filters
 
 
 def keyword_search(
@@ -279,7 +286,7 @@ def timeline(store: Store, ref: str, *, before: int = 5, after: int = 5) -> dict
             "id": ident, "uid": item["uid"], "kind": item["kind"],
             "type": item["type"] or item["kind"], "title": " ".join(str(title).split())[:200],
             "project": anchor["project"], "session": item["session"], "agent": item["agent"],
-            "created_at": to_iso(item["created_at"]), "tokens": item["tokens"] or 0,
+            "machine": item["machine"], "created_at": to_iso(item["created_at"]), "tokens": item["tokens"] or 0,
             "anchor": item["kind"] == kind and item["id"] == number,
         })  # fmt: skip
     supersession.annotate(store, rows)
@@ -309,7 +316,7 @@ def check_collections(config: Config, names: list[str]) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def _signals_json(signals: dict[str, Any]) -> dict[str, Any]:
+def signals_json(signals: dict[str, Any]) -> dict[str, Any]:
     out = {}
     for name, s in signals.items():
         out[name] = {"rank": s.rank, "score": round(s.raw, 6), "norm": round(s.norm, 4)}
@@ -323,117 +330,251 @@ def document_row(hit: IndexHit) -> dict[str, Any]:
     return {
         "id": f"doc:{hit.docid}" if hit.docid else hit.key, "uid": None, "kind": "document", "type": "document",
         "title": hit.title or hit.path, "subtitle": hit.snippet, "project": hit.collection, "session": None,
-        "agent": None, "key": None, "created_at": to_iso(hit.created_at) if hit.created_at else None,
+        "agent": None, "machine": None, "key": None, "created_at": to_iso(hit.created_at) if hit.created_at else None,
         "score": hit.score, "tokens": None, "path": f"{hit.collection}:{hit.path}", "line": hit.line,
     }  # fmt: skip
 
 
-def search(memory: Reader, ask: Query, filters: Filters | None = None, *, trace: Any = None) -> SearchPage:
+class Retrieved(NamedTuple):
+    """What a source's retrievers found for a query, fused and cut off: ``rows`` best first (search rows
+    with their ``score``; ``signals`` and ``stages`` with ``explain``), ``hits`` how many fused hits they
+    came from (a hit whose row is gone is left out), ``mode`` the search actually run, ``notes`` for
+    stderr, ``total`` the hits above the cut-off, ``capped`` a list was cut at its depth."""
+
+    rows: list[dict[str, Any]]
+    hits: int
+    mode: str
+    notes: list[str]
+    total: int
+    capped: bool
+
+
+class Source(Links, Protocol):
+    """Where a search's rows come from, and what every stage after retrieval reads about them, by the rows'
+    ``id``: this home (:class:`HomeSource`: the store's keyword search fused with the index) or the team
+    database (``cmem_cli.team.search.TeamSource``, whose rows are keyed by uid until :meth:`shown`). The
+    stages themselves (replies, order, branches, successors and inferred supersession, anchors, the page)
+    are :func:`search`'s, one pipeline for every source."""
+
+    @property
+    def store(self) -> Store:
+        """This home's store: git's answers and the cited files' hashes are kept there."""
+        ...
+
+    def check(self, ask: Query) -> None:
+        """Refuse (UsageError, NotFound) what this source cannot search, before anything runs."""
+        ...
+
+    def listing(self, filters: Filters, *, limit: int, offset: int, order: str) -> list[dict[str, Any]]:
+        """No words: the observations ``filters`` keep, by date (``order`` oldest, else newest)."""
+        ...
+
+    def retrieve(self, ask: Query, filters: Filters, depth: int, trace: Any) -> Retrieved:
+        """The query's hits, each list ``depth`` deep (:data:`ALL`: every hit), fused and cut off."""
+        ...
+
+    def replies(self, obs_ids: list[Any], filters: Filters) -> dict[Any, Any]:
+        """Each bare question among ``obs_ids`` -> the next observation of its session ``filters`` keep."""
+        ...
+
+    def anchors(self, obs_ids: list[Any]) -> dict[Any, Anchor]:
+        """The code anchors of these observations (those without one left out)."""
+        ...
+
+    def shown(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The page as it is handed out: ids (and the ids rows point to) this home's commands take."""
+        ...
+
+
+def search(
+    memory: Reader,
+    ask: Query,
+    filters: Filters | None = None,
+    *,
+    trace: Any = None,
+    source: Source | None = None,
+) -> SearchPage:
     """The first layer: rows, the mode actually used, notes for stderr and how many rows there are in all.
 
-    Keyword hits from the store (fresh the moment a write commits, covering prompts and summaries) are fused
-    with the index's BM25 and vector hits over cmem's export tree and the user's collections. With no query
-    it lists observations by the filters. Without an index everything still works from the store alone.
-    The options are :class:`~cmem_cli.core.query.Query`'s. ``min_score`` None is the calibrated cut-off (see
-    ``cmem_index.search.hybrid``). An unknown collection is NotFound. ``branch``: see
-    :func:`cmem_cli.services.anchors.by_branch`; every row carries ``stale`` and ``branch``. ``filters``,
-    when given, replace the query's (a benchmark replays scopes it saved already parsed).
-    ``trace`` (a ``cmem_index.trace.Trace``) is filled with what each stage did, for a caller that reads
-    it (the benchmarks); with ``explain`` each row also carries its place after each stage (``stages``)
-    and the notes say what each stage did.
+    ``source`` retrieves (default: this home, :class:`HomeSource`; the team database is another
+    :class:`Source`); every stage after retrieval runs here, the same for every source. With no query it
+    lists observations by the filters. The options are :class:`~cmem_cli.core.query.Query`'s. ``branch``:
+    see :func:`cmem_cli.services.anchors.by_branch`; every row carries ``stale``, ``branch`` and
+    ``superseded_by``. ``filters``, when given, replace the query's (a benchmark replays scopes it saved
+    already parsed). ``trace`` (a ``cmem_index.trace.Trace``) is filled with what each stage did, for a
+    caller that reads it (the benchmarks); with ``explain`` each row also carries its place after each
+    stage (``stages``) and the notes say what each stage did.
     """
     from cmem_cli.services import anchors
 
+    source = HomeSource(memory) if source is None else source
+    source.check(ask)
     query, limit, offset, order, branch, explain = (
         ask.text, ask.limit, ask.offset, ask.order, ask.branch, ask.explain
     )  # fmt: skip
     filters = filters_of(ask) if filters is None else filters
-    collections = list(ask.collections) or None
-    store = memory.store
-    if collections:
-        collections = check_collections(memory.config, collections)
+    store = source.store
     if branch is not None and branch != anchors.ALL_BRANCHES:
         filters.branch = branch
     if not query or not query.strip():
-        if collections and MEMORIES not in collections:
-            return SearchPage([], "list", [], 0)
-        page = keyword_search(store, query, filters, limit=(limit or ALL) + 1, offset=offset, order=order)
-        more = len(page) > (limit or ALL)  # one row past the page says more exist without counting them all
-        page = anchors.annotate(store, page[: limit or ALL])
-        return SearchPage(page, "list", [], offset + len(page) + more, capped=more)
+        listed = source.listing(filters, limit=(limit or ALL) + 1, offset=offset, order=order)
+        more = len(listed) > (limit or ALL)  # one row past the page says more exist without counting them all
+        listed = listed[: limit or ALL]
+        supersession.annotate(source, listed)
+        listed = anchors.annotate(store, listed, anchors=source.anchors(_observation_ids(listed)))
+        return SearchPage(source.shown(listed), "list", [], offset + len(listed) + more, capped=more)
     window = limit + offset if limit else None
     # Ordered by date, the page is the newest (oldest) of every match, not of the most relevant few; a branch
-    # filter leaves out index hits after fusion, so it takes every hit too.
-    depth = max(window, 50) if window and order == "relevance" and filters.branch is None else ALL
-    with_store = not collections or MEMORIES in collections
-    # The store's keyword ranking runs beside the index's (SQLite lets go of Python): fusion waits for it.
-    from cmem_cli.core.background import Background
-
-    pending = Background(lambda: _store_hits(store, query, filters, depth, with_store, not collections))
-
-    from cmem_index.search import hybrid
-
+    # or machine filter leaves out index hits after fusion, so it takes every hit too.
+    narrowed = filters.branch is not None or filters.machine is not None
+    depth = max(window, 50) if window and order == "relevance" and not narrowed else ALL
     if explain and trace is None:
         from cmem_index.trace import Trace
 
         trace = Trace()
-    try:
-        results = hybrid(
-            memory.config,
-            query,
-            mode=ask.mode,
-            limit=None if depth == ALL else depth,
-            filters=filters,
-            collections=collections,
-            rerank=ask.rerank,
-            extra_lists=lambda: {STORE_SIGNAL: pending.result().ranked},
-            min_score=ask.min_score,
-            trace=trace,
-        )
-    finally:
-        pending.wait()
-    store_hits = pending.result()
-    by_key, store_capped = store_hits.by_key, store_hits.capped
-    missing = [h.uid for h in results if h.kind == "observation" and h.uid and f"obs:{h.uid}" not in by_key]
-    found = store.observations_by_uids(missing)
-    rows: list[dict[str, Any]] = []
-    for hit in results:
-        row = by_key.get(hit.key)
-        if row is None and hit.kind == "observation" and hit.uid in found:
-            row = observation_row(found[hit.uid])
-        elif row is None and hit.kind == "summary" and hit.path:
-            row = _summary_by_path(store, hit.path)
-        elif row is None and hit.kind == "document":
-            row = document_row(hit)
-        if row is None:
-            continue  # in the index but no longer in the store (deleted since the last index run)
-        row = {**row, "score": round(hit.score, 4)}
-        if hit.line is not None and row["kind"] == "document":
-            row["line"] = hit.line
-        if explain:
-            row["signals"] = _signals_json(hit.signals)
-            row["stages"] = dict(trace.places.get(hit.key, {}))
-        rows.append(row)
+    found = source.retrieve(ask, filters, depth, trace)
+    rows = found.rows
     if order == "relevance":
-        rows = with_replies(store, rows, filters, head=min(window or REPLY_HEAD, REPLY_HEAD), explain=explain)
+        if isinstance(source, HomeSource):  # the store's full-text index holds this home's records only
+            rows = phrase_first(store, rows, query)
+            _placed(rows, "phrase", trace, explain)
+        rows = with_replies(
+            source, rows, filters, head=min(window or REPLY_HEAD, REPLY_HEAD), explain=explain
+        )
     else:
         rows.sort(key=lambda r: r["created_at"] or "", reverse=order == "newest")
     _placed(rows, "replies" if order == "relevance" else order, trace, explain)
-    rows, anchored = anchors.by_branch(store, rows, branch, demote=order == "relevance")
+    rows, anchored = anchors.by_branch(store, rows, branch, demote=order == "relevance", read=source.anchors)
     _placed(rows, "branches", trace, explain)
     shown = len(rows)
     rows = supersession.current_first(
-        store, rows, filters, query=query if order == "relevance" else None, make_row=observation_row,
-        explain=explain, bring_in=branch in (None, anchors.ALL_BRANCHES),
+        source, rows, filters, query=query if order == "relevance" else None, explain=explain,
+        bring_in=branch in (None, anchors.ALL_BRANCHES),
     )  # fmt: skip
     _placed(rows, "successors", trace, explain)
     if order == "relevance":
         scored_in_order(rows, explain=explain)
-    notes = results.notes + ([f"explain: {line}" for line in trace.summary()] if explain else [])
-    # less what the store no longer has, plus the successors brought in
-    total = max(results.total - (len(results) - shown), shown) + len(rows) - shown
-    page = anchors.annotate(store, rows[offset:window], anchors=anchored if len(rows) == shown else None)
-    return SearchPage(page, results.mode, notes, total, results.capped or store_capped)
+    notes = found.notes + ([f"explain: {line}" for line in trace.summary()] if explain else [])
+    # less what the source no longer has, plus the successors brought in
+    total = max(found.total - (found.hits - shown), shown) + len(rows) - shown
+    if len(rows) != shown:  # successors brought in: their anchors were not read with the others
+        anchored = {**anchored, **source.anchors([i for i in _observation_ids(rows) if i not in anchored])}
+    page = anchors.annotate(store, rows[offset:window], anchors=anchored)
+    return SearchPage(source.shown(page), found.mode, notes, total, found.capped)
+
+
+def _observation_ids(rows: list[dict[str, Any]]) -> list[Any]:
+    return [r["id"] for r in rows if r.get("kind") == "observation"]
+
+
+class HomeSource(StoreLinks):
+    """This home as a search's :class:`Source`: keyword hits from the store (fresh the moment a write
+    commits, covering prompts and summaries) fused with the index's BM25 and vector hits over cmem's export
+    tree and the user's collections (``cmem_index.search.hybrid``). Without an index everything still
+    works from the store alone. An unknown collection is NotFound."""
+
+    __slots__ = ("memory", "collections")
+
+    def __init__(self, memory: Reader) -> None:
+        super().__init__(memory.store, observation_row)
+        self.memory = memory
+        self.collections: list[str] | None = None
+
+    def check(self, ask: Query) -> None:
+        if ask.collections:
+            self.collections = check_collections(self.memory.config, list(ask.collections))
+
+    def listing(self, filters: Filters, *, limit: int, offset: int, order: str) -> list[dict[str, Any]]:
+        if self.collections and MEMORIES not in self.collections:
+            return []
+        rows = self.store.list_observations(
+            filters, limit=limit, offset=offset, order="oldest" if order == "oldest" else "newest"
+        )
+        return [observation_row(r) for r in rows]
+
+    def replies(self, obs_ids: list[Any], filters: Filters) -> dict[Any, Any]:
+        return self.store.replies(obs_ids, filters)
+
+    def anchors(self, obs_ids: list[Any]) -> dict[Any, Anchor]:
+        return self.store.anchors.for_ids(obs_ids) if obs_ids else {}
+
+    def shown(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return rows
+
+    def retrieve(self, ask: Query, filters: Filters, depth: int, trace: Any) -> Retrieved:
+        query, collections, explain, store = ask.text or "", self.collections, ask.explain, self.store
+        with_store = not collections or MEMORIES in collections
+        # The store's keyword ranking runs beside the index's (SQLite lets go of Python): fusion waits for it.
+        from cmem_cli.core.background import Background
+
+        pending = Background(lambda: _store_hits(store, query, filters, depth, with_store, not collections))
+
+        from cmem_index.search import hybrid
+
+        try:
+            results = hybrid(
+                self.memory.config,
+                query,
+                mode=ask.mode,
+                limit=None if depth == ALL else depth,
+                filters=filters,
+                collections=collections,
+                rerank=ask.rerank,
+                extra_lists=lambda: {STORE_SIGNAL: pending.result().ranked},
+                min_score=ask.min_score,
+                trace=trace,
+                fresh=lambda recent: _fresh(store, pending.result(), filters, recent and with_store),
+            )
+        finally:
+            pending.wait()
+        if results.behind:
+            from cmem_index import refresh
+
+            if refresh.enabled(self.memory.config):
+                refresh.start(self.memory.config)  # detached; a pass already running sees the backlog itself
+        store_hits = pending.result()
+        by_key, store_capped = store_hits.by_key, store_hits.capped
+        missing = [
+            h.uid for h in results if h.kind == "observation" and h.uid and f"obs:{h.uid}" not in by_key
+        ]
+        found = store.observations_by_uids(missing)
+        rows: list[dict[str, Any]] = []
+        for hit in results:
+            row = by_key.get(hit.key)
+            if row is None and hit.kind == "observation" and hit.uid in found:
+                row = observation_row(found[hit.uid])
+            elif row is None and hit.kind == "summary" and hit.path:
+                row = _summary_by_path(store, hit.path)
+            elif row is None and hit.kind == "document":
+                row = document_row(hit)
+            if row is None:
+                continue  # in the index but no longer in the store (deleted since the last index run)
+            if filters.machine is not None and row.get("machine") != filters.machine:
+                continue  # the index knows no machine: its hits are kept by their rows
+            row = {**row, "score": round(hit.score, 4)}
+            if hit.line is not None and row["kind"] == "document":
+                row["line"] = hit.line
+            if explain:
+                row["signals"] = signals_json(hit.signals)
+                row["stages"] = dict(trace.places.get(hit.key, {}))
+            rows.append(row)
+        return Retrieved(
+            rows, len(results), results.mode, results.notes, results.total, results.capped or store_capped
+        )
+
+
+RECENT = 16  # the store's newest memories a search hands the index, which may not hold them yet
+
+
+def _fresh(store: Store, hits: StoreHits, filters: Filters, recent: bool) -> list[tuple[str, str | None]]:
+    """The store's memories the index may not hold yet, with their export files, best first: its keyword
+    hits, then (``recent``: a search with vectors) its ``RECENT`` newest under the filters, which a
+    question may match by meaning alone."""
+    out = [(key, hits.by_key[key].get("path")) for key, _ in hits.ranked if key.startswith("obs:")]
+    if recent:
+        rows = store.list_observations(filters, limit=RECENT, order="newest")
+        out += [(f"obs:{row['uid']}", row.get("path")) for row in rows]
+    return out
 
 
 class StoreHits(NamedTuple):
@@ -488,7 +629,7 @@ def scored_in_order(rows: list[dict[str, Any]], *, explain: bool = False) -> Non
     """Make each row's printed score the one that put it where it is: no row shows more than the row above.
 
     What ranks hybrid hits is each list's standardised scores (``cmem_index.fusion``), then a question's
-    reply before it, the reranker's head, other branches last, a replaced memory's successor just above it; the calibrated evidence each hit has (what
+    reply before it, the reranker's head, other branches weighed lower, a replaced memory's successor just above it; the calibrated evidence each hit has (what
     ``--min-score`` and the cut-off read) can be higher for a row ranked lower. A row shows the lower of its
     evidence and the score of the row above, so the column reads in order and never claims more than the
     hit's evidence; every shown score is still above the cut-off. With ``explain`` each row also carries
@@ -504,11 +645,40 @@ def scored_in_order(rows: list[dict[str, Any]], *, explain: bool = False) -> Non
         ceiling = row["score"]
 
 
+def phrase_first(store: Store, rows: list[dict[str, Any]], query: str) -> list[dict[str, Any]]:
+    """The observations that hold the query verbatim first, in their order, when the query is said exactly
+    (an error message, a symbol, words in quotes: :func:`cmem_cli.core.fts.exact_phrase`).
+
+    Keyword search drops the small words of "no such table" and weighs "table" as any other match, and
+    the vectors find what sounds alike; the record that holds the words in that order is the one asked
+    for, however its scores came out. A symbol (``max_age``) is looked for as written, and as its words in
+    order ("max age") only when no record writes it. One query on the store's full-text index for the
+    hits' ids (and, for a symbol, the text of those that hold its words)."""
+    from cmem_cli.core.fts import exact_phrase, symbol
+
+    phrase = exact_phrase(query)
+    if phrase is None:
+        return rows
+    held = store.holding_phrase(phrase, [r["id"] for r in rows if r["kind"] == "observation"])
+    named = symbol(query)
+    if named is not None and held:
+        written = {t.id for t in stated_texts(store, held) if named in "\n".join(_stated(t))}
+        held = written or held
+    if not held:
+        return rows
+    first = [r for r in rows if r["kind"] == "observation" and r["id"] in held]
+    return first + [r for r in rows if not (r["kind"] == "observation" and r["id"] in held)]
+
+
+def _stated(text: ObservationText) -> list[str]:
+    return [text.title, text.subtitle, text.narrative, *text.facts]
+
+
 REPLY_HEAD = 100  # the rows whose questions bring their replies along
 
 
 def with_replies(
-    store: Store, rows: list[dict[str, Any]], filters: Filters, *, head: int, explain: bool = False
+    store: Store | Source, rows: list[dict[str, Any]], filters: Filters, *, head: int, explain: bool = False
 ) -> list[dict[str, Any]]:
     """Each bare question among the first ``head`` rows preceded by its reply, when the reply is a hit too.
 

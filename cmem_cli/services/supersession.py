@@ -14,22 +14,63 @@ lives in :mod:`cmem_cli.services.updates`; its rows carry ``possibly_superseded_
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Protocol
 
 from cmem_cli.store import supersession as links
 from cmem_cli.store.repository import Filters, Store
-from cmem_cli.store.supersession import SUPERSEDES
+from cmem_cli.store.supersession import SUPERSEDES, ObservationText
 
 MAX_CHAIN = 20  # successors followed from one row (a chain of replacements; cycles stop earlier)
 
 
-def successors(store: Store, obs_ids: Iterable[int]) -> dict[int, int]:
+class Links(Protocol):
+    """What the supersession stages read about the rows a search found, by the rows' ``id``: this home's
+    store (:class:`StoreLinks`, ids are integers) or the team database (ids are uids). One set of stages,
+    any source of rows."""
+
+    def successors(self, ids: Iterable[Any]) -> dict[Any, Any]:
+        """Each of ``ids`` a newer memory superseded -> that successor (the newest one when several did)."""
+        ...
+
+    def passing(self, ids: set[Any], filters: Filters) -> dict[Any, dict[str, Any]]:
+        """The search rows of those of ``ids`` that ``filters`` keep (a successor brought into a search)."""
+        ...
+
+    def stated_texts(self, ids: list[Any]) -> list[ObservationText]:
+        """What these observations state, and when (what an inferred update compares)."""
+        ...
+
+
+class StoreLinks:
+    """:class:`Links` over this home's store; ``make_row`` shapes a stored row as a search row."""
+
+    __slots__ = ("store", "make_row")
+
+    def __init__(self, store: Store, make_row: Any = None) -> None:
+        self.store, self.make_row = store, make_row
+
+    def successors(self, ids: Iterable[Any]) -> dict[Any, Any]:
+        return links.newest_successors(self.store, ids)
+
+    def passing(self, ids: set[Any], filters: Filters) -> dict[Any, dict[str, Any]]:
+        stored = _passing(self.store, ids, filters)
+        return {i: self.make_row(row) for i, row in stored.items()} if self.make_row else stored
+
+    def stated_texts(self, ids: list[Any]) -> list[ObservationText]:
+        return links.stated_texts(self.store, ids)
+
+
+def _links(source: Store | Links) -> Links:
+    return StoreLinks(source) if isinstance(source, Store) else source
+
+
+def successors(store: Store | Links, obs_ids: Iterable[Any]) -> dict[Any, Any]:
     """Each of ``obs_ids`` that a newer memory superseded -> that successor's id (the newest one when
     several superseded it)."""
-    return links.newest_successors(store, obs_ids)
+    return _links(store).successors(obs_ids)
 
 
-def annotate(store: Store, rows: list[dict[str, Any]]) -> dict[int, int]:
+def annotate(store: Store | Links, rows: list[dict[str, Any]]) -> dict[Any, Any]:
     """Give every row ``superseded_by`` (None unless it is an observation a newer one replaced); returns
     the replaced ids -> successor ids it found."""
     found = successors(store, (r["id"] for r in rows if r.get("kind", "observation") == "observation"))
@@ -40,28 +81,27 @@ def annotate(store: Store, rows: list[dict[str, Any]]) -> dict[int, int]:
 
 
 def current_first(
-    store: Store,
+    store: Links,
     rows: list[dict[str, Any]],
     filters: Filters,
     *,
     query: str | None,
-    make_row: Any,
     explain: bool = False,
     bring_in: bool = True,
 ) -> list[dict[str, Any]]:
     """Search rows as the read paths show them: each marked ``superseded_by``; with ``query`` (a search
     in relevance order) each replaced memory's successor ranked just above it (``bring_in``: also when the
-    query did not find it)."""
+    query did not find it). ``store``: where the rows came from (:class:`Links`)."""
     annotate(store, rows)
     for row in rows:
         row["possibly_superseded_by"] = None
     if query is None:
         return rows
-    rows = successor_first(store, rows, filters, make_row=make_row, explain=explain, bring_in=bring_in)
+    rows = successor_first(store, rows, filters, explain=explain, bring_in=bring_in)
     return _inferred_first(store, rows, query)
 
 
-def _inferred_first(store: Store, rows: list[dict[str, Any]], query: str) -> list[dict[str, Any]]:
+def _inferred_first(store: Links, rows: list[dict[str, Any]], query: str) -> list[dict[str, Any]]:
     """Mark rows a newer hit seems to update (:mod:`cmem_cli.services.updates`) and rank that hit first."""
     found = inferred(store, rows, query)
     if not found:
@@ -72,7 +112,7 @@ def _inferred_first(store: Store, rows: list[dict[str, Any]], query: str) -> lis
     return newer_above(rows, found)
 
 
-def inferred(store: Store, rows: list[dict[str, Any]], query: str) -> dict[int, int]:
+def inferred(store: Store | Links, rows: list[dict[str, Any]], query: str) -> dict[Any, Any]:
     """Older observation id -> the newer one that seems to update it, among the first rows (relevance
     order) of a search for ``query`` that no explicit link replaced (:func:`cmem_cli.services.updates.infer`)."""
     from cmem_cli.services import updates
@@ -82,7 +122,7 @@ def inferred(store: Store, rows: list[dict[str, Any]], query: str) -> dict[int, 
     ]
     if len(head) < 2:
         return {}
-    stored = links.stated_texts(store, [r["id"] for r in head])
+    stored = _links(store).stated_texts([r["id"] for r in head])
     texts = {r.id: "\n".join(_text_parts(r)) for r in stored}
     when = {r.id: r.created_at for r in stored}
     return updates.infer(head, texts, when, query)
@@ -125,19 +165,18 @@ def newer_above(rows: list[dict[str, Any]], pairs: dict[int, int]) -> list[dict[
 
 
 def successor_first(
-    store: Store,
+    store: Links,
     rows: list[dict[str, Any]],
     filters: Filters,
     *,
-    make_row: Any,
     explain: bool = False,
     bring_in: bool = True,
 ) -> list[dict[str, Any]]:
     """``rows`` (best first, annotated) with each replaced observation's successor just above it.
 
     A successor that was a hit further down moves up; one that was no hit is brought in when it passes
-    the search's ``filters`` (a person searching the old wording should meet the current one), as a row
-    made by ``make_row(stored_row)`` with the replaced row's score. The chain is followed: when B replaced
+    the search's ``filters`` (a person searching the old wording should meet the current one), as the
+    source's row (:meth:`Links.passing`) with the replaced row's score. The chain is followed: when B replaced
     A and C replaced B, a search that finds A shows C, B, A. Every row appears once; a cycle of links
     stops where it closes.
     """
@@ -160,7 +199,7 @@ def successor_first(
             current = nxt
         chains[old] = chain
     wanted = {i for chain in chains.values() for i in chain} - set(by_id)
-    fetched = _passing(store, wanted, filters) if bring_in else {}
+    fetched = store.passing(wanted, filters) if bring_in and wanted else {}
     out: list[dict[str, Any]] = []
     placed: set[int] = set()
     for row in rows:
@@ -173,7 +212,7 @@ def successor_first(
             if successor in by_id:
                 out.append(by_id[successor])
             elif successor in fetched:
-                brought = make_row(fetched[successor])
+                brought = dict(fetched[successor])
                 brought["score"] = row.get("score")
                 brought["superseded_by"] = known.get(successor)
                 if explain:

@@ -12,8 +12,10 @@ minutes", "Memcached caches pages for 5 minutes"; the free tier's rate limit and
 must not retire each other. So every one of these must hold, or nothing is inferred:
 
 - the newer memory has an *update statement*: a word of change ("now", "increased", "moved", "new", ...)
-  followed closely by a value (a number, an amount, a date, a time, a version), or, weaker, a plain
-  statement of a value that is no date or time;
+  followed closely by the value it changed (a number, an amount, a date, a time, a version: the first
+  after it, not one after a new subject or one that says when), or, weaker, a value that is no date or
+  time later in a clause with a word of change; a value mentioned with no word of change is no update,
+  nor does a mere mention undo an older value that was itself stated as a change;
 - the older memory states a *different* value of the same kind (a duration against a duration, a count of
   interviews against a count of interviews, a version against a version) about the same subject: most of
   the update's subject words around it and a word of the query; or, for an update statement, the two
@@ -67,7 +69,8 @@ CUES = frozenset([
 ])  # fmt: skip
 # Words of change that are as often something else ("the final cut", "broke it down into 3 steps"): only
 # with "to" just before the value ("cut to 6 minutes", "down to 4 hours", "scaled the cluster to 5 brokers").
-TO_CUES = frozenset(["cut", "trimmed", "scaled", "down", "shrank", "shrunk"])
+TO_CUES = frozenset(["cut", "trimmed", "scaled", "down", "shrank", "shrunk", "pushed", "went", "dropped", "fell",
+                     "rose", "jumped", "climbed"])  # fmt: skip
 DEGREE = frozenset(
     ["just", "only", "about", "around", "roughly", "nearly", "almost", "approximately", "under"]
 )
@@ -77,6 +80,14 @@ CARRIERS = frozenset([
     "cost", "costs", "weigh", "weighs", "allow", "allows", "need", "needs", "hold", "holds", "last", "lasts",
     "contain", "contains", "hit", "hits", "sit", "sits", "total", "totals", "stand", "stands", "get", "gets",
 ])  # fmt: skip
+# Words of change that stand before a clause rather than a verb's object ("now I have 45 sources", "the new
+# deadline is April 5"): a subject after them is still theirs.
+ADVERB_CUES = frozenset(["now", "new", "latest"])
+# Their value is what the new thing is ("the new deadline of April 5"), not when it started.
+ADJECTIVE_CUES = frozenset(["new", "latest"])
+# A subject after a verb of change starts another statement: the value after it is not what changed.
+SUBJECTS = frozenset(["i", "i've", "i'm", "i'd", "i'll", "we", "we've", "we're", "we'd", "you", "you've", "he", "she",
+                      "they", "they've"])  # fmt: skip
 # Words that add a second thing rather than replace the first.
 ADDITION = frozenset(["also", "another", "additional", "additionally", "second", "too", "addition", "besides",
                       "both"])  # fmt: skip
@@ -252,10 +263,12 @@ def _added(window: Sequence[Token]) -> bool:
 
 
 def updates(clause_list: Sequence[list[Token]]) -> list[Update]:
-    """The update statements of a memory: a word of change with a value soon after it. Each value within
-    reach counts ("rescheduled to March 22 at 4:30 PM" states a date and a time), but not one after "from"
-    (the old value) or "by" (the size of the change, or when: "increased by 5%", "reached 4,700 words by May
-    13"); "now that ..." is no word of change."""
+    """The update statements of a memory: a word of change with a value soon after it. The first value
+    within reach is what changed (and a time with its date: "rescheduled to March 22 at 4:30 PM"); later
+    ones say when or after what ("increased to $550 monthly starting September 15"). Not a value after
+    "from" (the old value) or "by" (the size of the change, or when: "increased by 5%", "reached 4,700 words
+    by May 13"), nor one after a new subject ("improved, I've completed 12 problems"); "now that ..." is no
+    word of change."""
     found = []
     for clause in clause_list:
         words = frozenset(t.stem for t in clause)
@@ -265,12 +278,20 @@ def updates(clause_list: Sequence[list[Token]]) -> list[Update]:
             if token.text == "now" and index + 1 < len(clause) and clause[index + 1].text == "that":
                 continue
             pronoun = any(t.text in PRONOUNS for t in clause[max(0, index - HEAD_BEFORE) : index])
+            taken: Token | None = None  # the value the word of change changed
             for at in range(index + 1, min(len(clause), index + CUE_TO_VALUE + 1)):
                 stated = clause[at]
+                if token.text not in ADVERB_CUES and stated.text in SUBJECTS:
+                    break  # a new subject: what follows is another statement ("improved, I've completed 12")
+                if token.text in ADJECTIVE_CUES and not stated.value and stated.content and _verb(stated):
+                    break  # "the new role starting July 1": the value says when, not what the new thing is
                 if not stated.value or clause[at - 1].text in ("from", "by"):
                     continue
+                if taken is not None and not _moment(taken, stated):
+                    break  # later values say when or after what ("to $550 monthly starting September 15")
                 if token.text in TO_CUES and not _after_to(clause, at):
                     continue
+                taken = stated
                 window = clause[max(0, index - SUBJECT_BEFORE) : at + RESTATED_AFTER + 1]
                 subject = frozenset(t.stem for t in window if _content(t))
                 if len(subject) >= 2 and not _added(clause[: at + RESTATED_AFTER + 1]):
@@ -280,6 +301,11 @@ def updates(clause_list: Sequence[list[Token]]) -> list[Update]:
                     found.append(Update(stated.stem, stated.kind, subject, _names(window), modifiers, words,
                                         before, _goal(clause, at), pronoun, head, _key(clause, at)))  # fmt: skip
     return found
+
+
+def _moment(first: Token, then: Token) -> bool:
+    """A date and its time (or a time and its date) are one value: "rescheduled to March 22 at 4:30 PM"."""
+    return {first.kind, then.kind} == {"date", "time"}
 
 
 def _after_to(clause: Sequence[Token], at: int) -> bool:
@@ -311,16 +337,20 @@ def _goal(clause: Sequence[Token], at: int) -> bool:
 
 
 def restatements(clause_list: Sequence[list[Token]]) -> list[Update]:
-    """A memory's plain statements of a value ("15 problems done with 95% accuracy"): what a newer
-    memory says a thing is, without a word of change. Weaker evidence, so :func:`infer` asks more of the
-    older memory's subject (``RESTATED_SHARED`` words). Not a date or a time: without a word of change,
-    those say when something happened ("after peer review on August 7"), and things happen on many days."""
+    """A memory's plain statements of a value after a word of change too far from it to be an update
+    statement ("I trimmed the laptop setup in the onboarding doc to 15 steps"): what a newer memory says
+    a thing is now. Weaker evidence, so :func:`infer` asks more of the older memory's subject
+    (``RESTATED_SHARED`` words). A value with no word of change before it in its clause is a mention, not
+    a change ("the planning lasted 3 hours" today), and gives no hint. Not a date or a time: without a
+    word of change next to them, those say when something happened ("after peer review on August 7")."""
     found = []
     for clause in clause_list:
         words = frozenset(t.stem for t in clause)
         for index, token in enumerate(clause):
             if not token.value or token.kind in EVENTS or _delta(clause, index):
                 continue
+            if not any(t.text in CUES for t in clause[:index]):
+                continue  # no word of change: a mention, where unsure no hint
             window = clause[max(0, index - SUBJECT_BEFORE) : index + RESTATED_AFTER + 1]
             subject = frozenset(t.stem for t in window if _content(t))
             if len(subject) >= RESTATED_SHARED and not _added(clause[: index + RESTATED_AFTER + 1]):
@@ -420,6 +450,8 @@ def replaces(
         shared = stated.words & update.subject
         if len(shared) < least or len(shared) < SUBJECT_SHARE * len(update.subject) or not shared & query:
             continue
+        if not stated.subject & update.subject & query:
+            continue  # the words next to the older value say it is of another thing
         if not _one_thing(update, stated, shared, older_words, newer_words):
             continue
         return True
@@ -551,6 +583,7 @@ def infer(rows: Sequence[dict[str, Any]], texts: dict[int, str], when: dict[int,
     plain = {i: [u for u in restatements(clauses_of(i)) if u.subject & asked] for i in newer}
     values: dict[int, list[Stated]] = {}
     current: dict[int, frozenset[tuple[str, str]]] = {}
+    changed: dict[int, frozenset[tuple[str, str]]] = {}  # values a memory states as changed
     found: dict[int, int] = {}
     for old, new in sorted(pairs, key=lambda pair: -when[pair[1]["id"]]):  # the newest update wins
         o, n = old["id"], new["id"]
@@ -563,9 +596,13 @@ def infer(rows: Sequence[dict[str, Any]], texts: dict[int, str], when: dict[int,
         # a value the newer memory states too (not as what it was: "from 12") is no value it replaced
         olds = [s for s in values[o] if not _restated(s, current[n])]
         older, newer_words = words_of(o), words_of(n)
+        if plain[n] and o not in changed:
+            changed[o] = frozenset((u.value, u.kind) for u in updates(clauses_of(o)))
+        # a mere mention does not undo a change: an older value stated as an update needs one to replace it
+        settled = [s for s in olds if (s.value.stem, s.value.kind) not in changed.get(o, frozenset())]
         if (
             any(replaces(u, olds, asked, older, newer_words) for u in stated[n])
-            or any(replaces(u, olds, asked, older, newer_words, least=RESTATED_SHARED) for u in plain[n])
+            or any(replaces(u, settled, asked, older, newer_words, least=RESTATED_SHARED) for u in plain[n])
             or any(answers_alike(u, olds, asked, older, newer_words) for u in said[n])
             or any(keyed(u, olds, asked, older, newer_words) for u in said[n])
         ):

@@ -187,6 +187,10 @@ class Memory:
             files.rollback()  # no-op after the one above; covers a COMMIT that failed
             raise
         files.commit()
+        if files.written or files.to_delete:
+            from cmem_index.refresh import note_written
+
+            note_written(self.config, len(files.written) + len(files.to_delete))
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[None]:
@@ -222,14 +226,20 @@ class Memory:
         return normalize_observation(record, defaults=defaults)
 
     def add_observation(
-        self, record: Any, defaults: dict[str, Any] | None = None, *, cwd: str | None = None
+        self,
+        record: Any,
+        defaults: dict[str, Any] | None = None,
+        *,
+        cwd: str | None = None,
+        written: dict[str, str] | None = None,
     ) -> dict[str, Any]:
         """Validate and store one observation; returns the stored row (with id, uid, path). With ``cwd``
         (where the caller works; relative file paths are resolved against it) the observation is anchored
-        to its files and branch in git (see :mod:`cmem_cli.services.anchors`)."""
+        to its files and branch in git (see :mod:`cmem_cli.services.anchors`); ``written``: the text a
+        tool call wrote into cited files (by path as cited), what the memory is about in them."""
         prepared = self.prepare(record, defaults)
         with self.write_transaction() as files:
-            return self.store_observation(prepared, files, cwd=cwd)
+            return self.store_observation(prepared, files, cwd=cwd, written=written)
 
     def add_observations(
         self,
@@ -246,6 +256,7 @@ class Memory:
         rows: list[dict[str, Any]] = []
         self.store.prepare_bulk_write(BULK_CACHE_KIB)
         repos: dict[str, Any] = {}  # folder -> its git work tree, looked up once for the whole import
+        diffs: dict[Any, Any] = {}  # (work tree, file) -> the lines its change touched, asked once
         with self.write_transaction(fsync=False) as files:
             self._ensure_sessions(records)
             batch: list[dict[str, Any]] = []
@@ -253,12 +264,12 @@ class Memory:
                 if not (record.get("uid") or record.get("key") or record.get("links")):
                     batch.append(record)
                     if len(batch) >= BULK_BATCH:
-                        rows += self._store_new(batch, files, cwd=cwd, repos=repos)
+                        rows += self._store_new(batch, files, cwd=cwd, repos=repos, diffs=diffs)
                         batch = []
                         if progress is not None:
                             progress("write", index + 1, len(records))
                     continue
-                rows += self._store_new(batch, files, cwd=cwd, repos=repos)
+                rows += self._store_new(batch, files, cwd=cwd, repos=repos, diffs=diffs)
                 batch = []
                 try:
                     rows.append(self.store_observation(record, files, session_ready=True, cwd=cwd))
@@ -266,7 +277,7 @@ class Memory:
                     raise
                 except InvalidInput as exc:  # a clash with what is stored: which record, for the caller
                     raise InvalidRecord(index, exc.message) from None
-            rows += self._store_new(batch, files, cwd=cwd, repos=repos)
+            rows += self._store_new(batch, files, cwd=cwd, repos=repos, diffs=diffs)
         return rows
 
     def _store_new(
@@ -276,11 +287,13 @@ class Memory:
         *,
         cwd: str | None = None,
         repos: dict[str, Any] | None = None,
+        diffs: dict[Any, Any] | None = None,
     ) -> list[dict[str, Any]]:
-        """Write new observations (no uid, key or links) and their files in the caller's transaction."""
+        """Write new observations (no uid, key or links) and their files in the caller's transaction.
+        ``repos`` and ``diffs`` keep what git said across the batches of one import."""
         if not records:
             return []
-        from cmem_cli.services.anchors import cited_files, make_anchor
+        from cmem_cli.services.anchors import Hints, cited_files, make_anchor
         from cmem_cli.store.anchors import CachedBlob
 
         now = now_ms()
@@ -289,10 +302,12 @@ class Memory:
         for record in records:
             created = record.get("created_at") or now
             row = {**record, "created_at": created, "uid": new_uid(created), "updated_at": max(now, created)}
+            row.update(self.store.authorship(record))  # the file says whose it is, as the row does
             row["path"] = layout.observation_relpath(row)
             anchor = None
             if cwd is not None:  # anchored before the file is written: the file carries the anchor
-                anchor, hashed = make_anchor(cited_files(record), cwd, repos=repos)
+                hints = Hints.of(record, diffs=diffs)
+                anchor, hashed = make_anchor(cited_files(record), cwd, repos=repos, hints=hints)
                 fresh.update(hashed)
             text = markdown.render_observation(row, [], self._anchor_front(0, anchor))
             row["tokens"] = estimate_tokens(text)  # what `cmem get` prints for it
@@ -332,6 +347,7 @@ class Memory:
         cwd: str | None = None,
         updated_at: int | None = None,
         anchor: dict[str, Any] | None = None,
+        written: dict[str, str] | None = None,
     ) -> dict[str, Any]:
         """Insert or update one prepared record (:meth:`prepare`) and write its file, in the caller's
         :meth:`write_transaction` (``files``); returns the stored row. A new row's file name is fixed here,
@@ -366,9 +382,9 @@ class Memory:
             self._add_link(row["id"], self._resolve_link_target(link), link["type"])
         made: Any = _STORED
         if cwd is not None:
-            from cmem_cli.services.anchors import cited_files, record_anchor
+            from cmem_cli.services.anchors import Hints, cited_files, record_anchor
 
-            made = record_anchor(store, row["id"], cited_files(record), cwd)
+            made = record_anchor(store, row["id"], cited_files(record), cwd, hints=Hints.of(record, written))
         elif anchor is not None:
             from cmem_cli.services.anchors import adopt_anchor
 
@@ -403,20 +419,11 @@ class Memory:
         pending: list[dict[str, Any]] | None = None,
     ) -> list[dict[str, Any]]:
         """The row's outgoing links as its file lists them (``links``, ``pending``: already read, else asked
-        for), in an order every machine agrees on (type, then the target's uid): ids and the times links
-        were added differ from store to store. A link to a uid this store does not hold yet (git sync) is
-        listed as its file showed it."""
-        entries: list[dict[str, Any]] = []
-        base = Path(relpath).parent
-        for link in self.store.links_from(row["id"]) if links is None else links:
-            href = ""
-            if link["path"]:
-                href = Path(_relative(link["path"], str(base))).as_posix()
-            entries.append({**link, "href": href})
-        for link in self.store.pending_links_from(row["id"]) if pending is None else pending:
-            entries.append({**link, "title": link["title"] or link["uid"], "href": link["href"] or ""})
-        entries.sort(key=lambda link: (link["type"], link["uid"]))
-        return entries
+        for; :func:`cmem_export.markdown.link_entries`). A link to a uid this store does not hold yet (git
+        sync) is listed as its file showed it."""
+        held = self.store.links_from(row["id"]) if links is None else links
+        waiting = self.store.pending_links_from(row["id"]) if pending is None else pending
+        return markdown.link_entries([*held, *({**link, "path": None} for link in waiting)], relpath)
 
     def _refresh_referrers(self, obs_id: int, files: FileTransaction) -> None:
         """Write again the files that link to ``obs_id``: they show its title."""
@@ -853,12 +860,6 @@ def _same_text(path: Path, text: str) -> bool:
         return read_regular(path, len(text.encode("utf-8"))) == text.encode("utf-8")
     except OSError:
         return False
-
-
-def _relative(target: str, base: str) -> str:
-    import os.path
-
-    return os.path.relpath(target, base or ".")
 
 
 def _required_text(name: str, value: Any, *, limit: int = 2_000, allow_empty: bool = False) -> str:

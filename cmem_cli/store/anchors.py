@@ -15,6 +15,7 @@ from typing import Any
 
 from cmem_cli.core.batches import batches
 from cmem_cli.core.db import Database
+from cmem_cli.core.regions import Region
 
 # Plain classes with slots, not named tuples: a search imports this module, and a named tuple costs ten
 # times as much to create.
@@ -23,9 +24,10 @@ from cmem_cli.core.db import Database
 class Anchor:
     """``repo`` names the repository on every machine (its origin's URL, normalised; None without a
     remote); ``root`` is its top-level folder on the machine that recorded it (None when the anchor came
-    from another machine); ``files`` maps repository-relative paths to git blob ids."""
+    from another machine); ``files`` maps repository-relative paths to git blob ids (``size:N:MTIME`` for a
+    file too large to hash); ``regions`` maps some of those paths to what the memory is about in them."""
 
-    __slots__ = ("repo", "root", "branch", "commit", "files", "anchored_at", "verified_at")
+    __slots__ = ("repo", "root", "branch", "commit", "files", "anchored_at", "verified_at", "regions")
 
     def __init__(
         self,
@@ -36,9 +38,11 @@ class Anchor:
         files: dict[str, str],
         anchored_at: int,
         verified_at: int | None = None,
+        regions: dict[str, Region] | None = None,
     ) -> None:
         self.repo, self.root, self.branch, self.commit = repo, root, branch, commit
         self.files, self.anchored_at, self.verified_at = files, anchored_at, verified_at
+        self.regions: dict[str, Region] = regions or {}
 
     def __repr__(self) -> str:
         return f"Anchor({self.repo!r}, {self.root!r}, {self.branch!r}, {self.commit!r}, {self.files!r})"
@@ -75,10 +79,11 @@ class AnchorStore:
     def put(self, obs_id: int, anchor: Anchor) -> None:
         self.db.execute(
             "INSERT INTO observation_anchors (observation_id, repo, root, branch, commit_id, files, "
-            "anchored_at, verified_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (observation_id) DO UPDATE "
+            "anchored_at, verified_at, regions) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT (observation_id) DO UPDATE "
             "SET repo = excluded.repo, root = excluded.root, branch = excluded.branch, "
             "commit_id = excluded.commit_id, files = excluded.files, anchored_at = excluded.anchored_at, "
-            "verified_at = excluded.verified_at",
+            "verified_at = excluded.verified_at, regions = excluded.regions",
             (
                 obs_id,
                 anchor.repo,
@@ -88,6 +93,7 @@ class AnchorStore:
                 json.dumps(anchor.files, ensure_ascii=False, sort_keys=True),
                 anchor.anchored_at,
                 anchor.verified_at,
+                regions_json(anchor.regions),
             ),
         )
 
@@ -100,8 +106,8 @@ class AnchorStore:
         found: dict[int, Anchor] = {}
         for chunk, marks in batches(ids):
             for row in self.db.execute(
-                "SELECT observation_id, repo, root, branch, commit_id, files, anchored_at, verified_at "
-                f"FROM observation_anchors WHERE observation_id IN ({marks})",
+                "SELECT observation_id, repo, root, branch, commit_id, files, anchored_at, verified_at, "
+                f"regions FROM observation_anchors WHERE observation_id IN ({marks})",
                 chunk,
             ):
                 found[row[0]] = _anchor(row[1:])
@@ -111,7 +117,7 @@ class AnchorStore:
         """Every anchor that cites files (of ``project``'s observations only, when given)."""
         sql = (
             "SELECT a.observation_id, a.repo, a.root, a.branch, a.commit_id, a.files, a.anchored_at, "
-            "a.verified_at FROM observation_anchors a"
+            "a.verified_at, a.regions FROM observation_anchors a"
         )
         params: list[Any] = []
         if project is not None:
@@ -181,15 +187,61 @@ class AnchorStore:
             [(git_dir, head, commit, int(r.merged), r.packs_ns) for commit, r in answers.items()],
         )
 
+    # -- other answers of git (history, renames) -------------------------------------------------------
+    def answers(self, git_dir: str, head: str, questions: Iterable[str]) -> dict[str, tuple[str, int | None]]:
+        """What git answered these questions with HEAD at ``head`` (answer, and the pack folder's time for
+        an answer a fetch may change)."""
+        wanted = list(dict.fromkeys(questions))
+        found: dict[str, tuple[str, int | None]] = {}
+        for chunk, marks in batches(wanted):
+            for question, answer, packs_ns in self.db.execute(
+                f"SELECT question, answer, packs_ns FROM git_answers WHERE git_dir = ? AND head = ? "
+                f"AND question IN ({marks})",
+                [git_dir, head, *chunk],
+            ):
+                found[question] = (answer, packs_ns)
+        return found
+
+    def remember_answers(self, git_dir: str, head: str, answers: dict[str, tuple[str, int | None]]) -> None:
+        """Keep these answers for ``head``; the work tree's answers for any other HEAD go."""
+        self.db.execute("DELETE FROM git_answers WHERE git_dir = ? AND head != ?", (git_dir, head))
+        self.db.conn.executemany(
+            "INSERT INTO git_answers (git_dir, head, question, answer, packs_ns) VALUES (?, ?, ?, ?, ?) "
+            "ON CONFLICT (git_dir, head, question) DO UPDATE SET answer = excluded.answer, "
+            "packs_ns = excluded.packs_ns",
+            [(git_dir, head, q, answer, packs) for q, (answer, packs) in answers.items()],
+        )
+
 
 def _anchor(values: tuple[Any, ...]) -> Anchor:
-    repo, root, branch, commit, files, anchored_at, verified_at = values
-    try:
-        decoded = json.loads(files or "{}")
-    except ValueError:
-        decoded = {}
-    if not isinstance(decoded, dict):
-        decoded = {}
+    repo, root, branch, commit, files, anchored_at, verified_at, regions = values
+    decoded = _object(files)
+    paths = {str(k): str(v) for k, v in decoded.items()}
     return Anchor(
-        repo, root, branch, commit, {str(k): str(v) for k, v in decoded.items()}, anchored_at, verified_at
+        repo, root, branch, commit, paths, anchored_at, verified_at, parse_regions(_object(regions), paths)
     )
+
+
+def _object(text: Any) -> dict[str, Any]:
+    try:
+        decoded = json.loads(text or "{}")
+    except (TypeError, ValueError):
+        return {}
+    return decoded if isinstance(decoded, dict) else {}
+
+
+def regions_json(regions: dict[str, Region]) -> str:
+    return json.dumps({path: r.to_json() for path, r in sorted(regions.items())}, ensure_ascii=False)
+
+
+def parse_regions(value: Any, files: dict[str, str]) -> dict[str, Region]:
+    """The regions of anchored files a stored or synced anchor states; a malformed one is left out (its
+    file falls back to the file-level rule), never trusted."""
+    if not isinstance(value, dict):
+        return {}
+    found: dict[str, Region] = {}
+    for path, raw in value.items():
+        region = Region.from_json(raw) if path in files else None
+        if region is not None:
+            found[path] = region
+    return found

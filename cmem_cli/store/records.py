@@ -24,13 +24,14 @@ MAX_LIST_ITEMS = 1_000
 
 LIST_FIELDS = ("facts", "concepts", "files_read", "files_modified", "tools_used")
 TEXT_FIELDS = ("title", "subtitle", "narrative", "project", "session", "agent", "key")
+AUTHORSHIP_FIELDS = ("machine", "author")  # who wrote it: given by a memory arriving from elsewhere
 INPUT_FIELDS = frozenset(
-    {*LIST_FIELDS, *TEXT_FIELDS, "type", "uid", "prompt_number", "confidence", "created_at", "links",
-     "supersedes"}
+    {*LIST_FIELDS, *TEXT_FIELDS, *AUTHORSHIP_FIELDS, "type", "uid", "prompt_number", "confidence",
+     "created_at", "links", "supersedes"}
 )  # fmt: skip
-# What `cmem edit` may change: every input field except identity (uid) and links (added, not replaced;
-# ``supersedes`` is a link too).
-EDITABLE_FIELDS = tuple(sorted(INPUT_FIELDS - {"uid", "links", "supersedes"}))
+# What `cmem edit` may change: every input field except identity (uid, who wrote it) and links (added, not
+# replaced; ``supersedes`` is a link too).
+EDITABLE_FIELDS = tuple(sorted(INPUT_FIELDS - {"uid", "links", "supersedes", *AUTHORSHIP_FIELDS}))
 # Fields that `--json` output carries; accepted on input (so output can be re-imported) and ignored.
 OUTPUT_ONLY_FIELDS = frozenset(
     {
@@ -46,6 +47,7 @@ OUTPUT_ONLY_FIELDS = frozenset(
         "stale",
         "branch",
         "anchor",
+        "behind",
         "superseded_by",
         "possibly_superseded_by",
     }
@@ -150,8 +152,14 @@ def normalize_observation(record: Any, *, defaults: dict[str, Any] | None = None
         "agent": _optional_text(merged, "agent", MAX_SHORT) or "cli",
         "key": _optional_text(merged, "key", MAX_SHORT),
     }
+    for field in AUTHORSHIP_FIELDS:
+        if merged.get(field) is not None:
+            out[field] = _optional_text(merged, field, MAX_SHORT)
     for field in LIST_FIELDS:
         out[field] = _text_list(merged, field)
+    spans = _cited_spans(out)
+    if spans:
+        out["_spans"] = spans  # what the memory is about in those files: its anchor's regions
 
     prompt_number = merged.get("prompt_number")
     if prompt_number is not None and (
@@ -190,6 +198,33 @@ def normalize_observation(record: Any, *, defaults: dict[str, Any] | None = None
         raise InvalidInput("field 'links' must be a list")
     out["links"] = [parse_link(link) for link in links] + superseded_links(merged.get("supersedes"))
     return out
+
+
+# A cited range: ``src/auth.py:40-62`` (or ``:40`` for one line) names the lines a memory is about.
+_SPAN = re.compile(r"^(.*[^:\s]):([0-9]{1,9})(?:-([0-9]{1,9}))?$")
+
+
+def _cited_spans(out: dict[str, Any]) -> dict[str, tuple[int, int]]:
+    """Take ``PATH:START-END`` apart in the cited files: the path is what is cited, the range goes to the
+    anchor. A range that is not START <= END from line 1 is refused."""
+    spans: dict[str, tuple[int, int]] = {}
+    for field in ("files_read", "files_modified"):
+        items: list[str] = []
+        for item in out[field]:
+            match = _SPAN.match(item)
+            if match:
+                first = int(match.group(2))
+                last = int(match.group(3) or first)
+                if not 1 <= first <= last:
+                    raise InvalidInput(
+                        f"field '{field}': {item!r} needs lines START-END with 1 <= START <= END"
+                    )
+                item = match.group(1)
+                spans[item] = (first, last)
+            if item not in items:
+                items.append(item)
+        out[field] = items
+    return spans
 
 
 def superseded_links(value: Any) -> list[dict[str, Any]]:

@@ -34,7 +34,8 @@ OBS_COLUMNS = (
     "tools_used", "project", "session", "agent", "prompt_number", "key", "confidence", "created_at",
     "updated_at", "tokens", "search_terms",
 )  # fmt: skip
-INSERT_COLUMNS = (*OBS_COLUMNS, "path")
+AUTHORSHIP = ("machine", "author")  # who wrote it: kept from its first write, never changed by an edit
+INSERT_COLUMNS = (*OBS_COLUMNS, "path", *AUTHORSHIP)
 MAX_ROWID = 2**63 - 1
 WINDOW_IDS = 50_000  # a time window with more rows than this is not turned into a range of ids
 # BM25 column weights for observations_fts: title, subtitle, narrative, facts, concepts, search_terms.
@@ -82,6 +83,7 @@ class Filters(FilterFields):
     """Filters shared by search, listing and the hybrid path, as SQL over the store's tables."""
 
     branch: str | None = None  # only observations recorded on this git branch (the store's own field)
+    machine: str | None = None  # only what this machine wrote (the store's own field: the index has none)
 
     @property
     def observation_only(self) -> bool:
@@ -90,6 +92,9 @@ class Filters(FilterFields):
 
     def sql(self, alias: str = "o", *, observations: bool = True) -> tuple[str, list[Any]]:
         clauses, params = self.scalar_clauses(alias)
+        if self.machine is not None:
+            clauses.append(f"{alias}.machine = ?")
+            params.append(self.machine)
         if observations:
             if self.types:
                 clauses.append(f"{alias}.type IN ({', '.join('?' * len(self.types))})")
@@ -120,6 +125,33 @@ class Store:
 
     def __init__(self, db: Database):
         self.db = db
+        self._writer: tuple[str, str | None] | None = None
+
+    def writer(self) -> tuple[str, str | None]:
+        """(machine, person) this home writes as (:mod:`cmem_cli.core.authorship`), read once."""
+        if self._writer is None:
+            from cmem_cli.core.authorship import machine_name, person
+            from cmem_cli.store import team_outbox
+
+            self._writer = (machine_name(team_outbox.settings(self).get("machine")), person())
+        return self._writer
+
+    def authorship(self, record: dict[str, Any]) -> dict[str, Any]:
+        """``machine`` and ``author`` for a new row: the record's own when it has a ``machine`` key (a
+        memory arriving from elsewhere says whose it is; None: it does not say, and it stays unknown rather
+        than become this machine's), else this home's."""
+        if "machine" in record:
+            return {"machine": record["machine"] or None, "author": record.get("author") or None}
+        machine, author = self.writer()
+        return {"machine": machine, "author": record.get("author") or author}
+
+    def several_machines(self) -> bool:
+        """Does this store hold memories written on more than one machine? (Two index lookups.)"""
+        return bool(
+            self.db.scalar(
+                "SELECT (SELECT min(machine) FROM observations) <> (SELECT max(machine) FROM observations)"
+            )
+        )
 
     @classmethod
     def open(cls, path: Path, export_dir: Path | None = None) -> Store:
@@ -219,6 +251,7 @@ class Store:
         row["uid"] = record.get("uid") or new_uid(row["created_at"])
         row["updated_at"] = updated_at or max(now, row["created_at"])
         row["path"] = path
+        row.update(self.authorship(record))
         row["id"] = None
         if restore:
             row["updated_at"] = restore.get("updated_at") or row["updated_at"]
@@ -264,6 +297,7 @@ class Store:
             row.update(
                 id=first + offset, uid=record["uid"], updated_at=record["updated_at"], path=record["path"]
             )
+            row.update(self.authorship(record))
             rows.append(row)
         columns = ("id", *INSERT_COLUMNS)
         self.db.conn.executemany(
@@ -457,6 +491,15 @@ class Store:
             (*params, *obs_ids),
         )
         return {row["question"]: row["reply"] for row in rows if row["reply"] is not None}
+
+    def holding_phrase(self, phrase: str, obs_ids: list[int]) -> set[int]:
+        """Which of ``obs_ids`` hold ``phrase`` (an FTS5 phrase, :func:`cmem_cli.core.fts.exact_phrase`),
+        its words in order, in any field."""
+        found: set[int] = set()
+        for batch, marks in batches(obs_ids):
+            sql = f"SELECT rowid FROM observations_fts WHERE observations_fts MATCH ? AND rowid IN ({marks})"
+            found.update(row[0] for row in self.db.rows(sql, (phrase, *batch)))
+        return found
 
     def observation_by_key(self, project: str, key: str) -> dict[str, Any] | None:
         return _decode(
@@ -774,12 +817,26 @@ class Store:
         agent: str,
         created_at: int | None = None,
         uid: str | None = None,
+        machine: str | None = None,
+        author: str | None = None,
     ) -> dict[str, Any]:
+        """A prompt; ``machine`` and ``author``: whose it is when it arrives from elsewhere (else this home's)."""
         when = created_at or now_ms()
+        who = self.authorship({} if machine is None else {"machine": machine, "author": author})
         self.db.execute(
-            "INSERT INTO user_prompts (uid, session, prompt_number, text, project, agent, created_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (uid or new_uid(when), session, number, text, project, agent, when),
+            "INSERT INTO user_prompts (uid, session, prompt_number, text, project, agent, created_at, machine, "
+            "author) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                uid or new_uid(when),
+                session,
+                number,
+                text,
+                project,
+                agent,
+                when,
+                who["machine"],
+                who["author"],
+            ),
         )
         return self.get_prompt(self.db.conn.last_insert_rowid())
 
@@ -819,11 +876,12 @@ class Store:
             summary_id = None
         self.db.execute(
             "INSERT INTO session_summaries (id, uid, session, project, agent, request, investigated, learned, "
-            f"completed, next_steps, notes, created_at, updated_at) VALUES (coalesce(:id, {_NEXT_ID[SUMMARY]}), "
-            ":uid, :session, :project, :agent, "
-            ":request, :investigated, :learned, :completed, :next_steps, :notes, :created_at, :updated_at)",
+            f"completed, next_steps, notes, created_at, updated_at, machine, author) VALUES (coalesce(:id, "
+            f"{_NEXT_ID[SUMMARY]}), :uid, :session, :project, :agent, :request, :investigated, :learned, :completed, "
+            ":next_steps, :notes, :created_at, :updated_at, :machine, :author)",
             {
                 **values,
+                **self.authorship(record),
                 "id": summary_id,
                 "uid": record.get("uid") or new_uid(when),
                 "session": record["session"],
@@ -1063,14 +1121,14 @@ class Store:
     ) -> list[dict[str, Any]]:
         """Observations, prompts and summaries of ``project`` around ``anchor_time``, oldest first."""
         union = (
-            "SELECT 'observation' AS kind, id, created_at, type, title, session, agent, tokens, uid FROM "
-            "observations WHERE project = :p "
+            "SELECT 'observation' AS kind, id, created_at, type, title, session, agent, tokens, uid, machine "
+            "FROM observations WHERE project = :p "
             "UNION ALL SELECT 'prompt', id, created_at, NULL, text, session, agent, "
-            "(length(text) + 3) / 4, uid FROM user_prompts WHERE project = :p "
+            "(length(text) + 3) / 4, uid, machine FROM user_prompts WHERE project = :p "
             "UNION ALL SELECT 'summary', id, created_at, NULL, "
             "coalesce(request, completed, learned, investigated, next_steps, notes), "
             "session, agent, (length(coalesce(request,'') || coalesce(investigated,'') || coalesce(learned,'') "
-            "|| coalesce(completed,'') || coalesce(next_steps,'') || coalesce(notes,'')) + 3) / 4, uid "
+            "|| coalesce(completed,'') || coalesce(next_steps,'') || coalesce(notes,'')) + 3) / 4, uid, machine "
             "FROM session_summaries WHERE project = :p"
         )
         kind_order = "CASE kind WHEN 'prompt' THEN 0 WHEN 'observation' THEN 1 ELSE 2 END"

@@ -242,8 +242,8 @@ def m004_observation_anchors(conn: apsw.Connection) -> None:
     conn.execute(V4_ANCHORS)
 
 
-# What git answered about commits of anchored memories: reachable from a HEAD commit or not. Search ranks
-# memories of unmerged branches last; asking git costs a process, so the answer is kept until HEAD moves
+# What git answered about commits of anchored memories: reachable from a HEAD commit or not. Search weighs
+# memories of unmerged branches lower; asking git costs a process, so the answer is kept until HEAD moves
 # (cmem_cli.services.anchors). ``git_dir``: the work tree's git folder on this machine (its own for a
 # linked worktree, whose HEAD is its own).
 V5_GIT_REACH = """
@@ -363,3 +363,47 @@ def m011_project_keys(conn: apsw.Connection) -> None:
     from cmem_cli.store.projects import migrate
 
     migrate(conn)
+
+
+# What a memory is about inside each cited file (cmem_cli.core.regions): hashes of the region's normalised
+# lines, its enclosing definitions and where they were, per repository-relative path, so that an edit
+# elsewhere in the file leaves the memory true. And git's answers a check of anchors needs beyond
+# reachability (is a commit in HEAD's history, or missing from the clone: "behind"; which files were renamed
+# since a commit), kept while HEAD stays where it was.
+V12_ANCHOR_REGIONS = """
+ALTER TABLE observation_anchors ADD COLUMN regions TEXT NOT NULL DEFAULT '{}';
+
+CREATE TABLE git_answers (
+    git_dir  TEXT NOT NULL,
+    head     TEXT NOT NULL,
+    question TEXT NOT NULL,  -- 'history:<commit>' or 'renames:<commit>:<index stat>'
+    answer   TEXT NOT NULL,
+    packs_ns INTEGER,        -- an answer that a fetch may change (a missing commit): objects/pack's time
+    PRIMARY KEY (git_dir, head, question)
+) WITHOUT ROWID;
+"""
+
+
+@MIGRATIONS
+def m012_anchor_regions(conn: apsw.Connection) -> None:
+    conn.execute(V12_ANCHOR_REGIONS)
+
+
+# Who wrote each memory, summary and prompt: the machine (its name on a team database, CMEM_MACHINE or its
+# host name) and, where known, the person (CMEM_AUTHOR or git's user.email); NULL for what was written
+# before cmem recorded it. An index on the machine answers "does this store hold more than one machine's
+# memories?" (min and max) without a scan, and serves ``--machine``.
+V13_AUTHORSHIP = """
+ALTER TABLE observations ADD COLUMN machine TEXT;
+ALTER TABLE observations ADD COLUMN author TEXT;
+ALTER TABLE session_summaries ADD COLUMN machine TEXT;
+ALTER TABLE session_summaries ADD COLUMN author TEXT;
+ALTER TABLE user_prompts ADD COLUMN machine TEXT;
+ALTER TABLE user_prompts ADD COLUMN author TEXT;
+CREATE INDEX observations_machine ON observations (machine);
+"""
+
+
+@MIGRATIONS
+def m013_authorship(conn: apsw.Connection) -> None:
+    conn.execute(V13_AUTHORSHIP)

@@ -187,22 +187,15 @@ def render(memory: Memory, item: Incoming, relpath: str) -> bytes:
     if item.kind == "summary":
         return markdown.render_summary(record).encode("utf-8")
     record["updated_at"] = item.updated_at or record.get("updated_at")
-    base = PurePosixPath(relpath).parent
     links = []
     for link in item.links:
         target = memory.store.observation_by_uid(link["uid"])
-        if target is not None and target.get("path"):
-            import os.path
-
-            title, href = (
-                target["title"],
-                PurePosixPath(os.path.relpath(target["path"], str(base) or ".")).as_posix(),
-            )
+        if target is not None and target.get("path"):  # held here: its file and title as known here
+            links.append({**link, "path": target["path"], "title": target["title"]})
         else:
-            title, href = link.get("title") or link["uid"], link.get("href") or ""
-        links.append({"type": link["type"], "uid": link["uid"], "title": title, "href": href})
-    links.sort(key=lambda link: (link["type"], link["uid"]))
-    return markdown.render_observation(record, links, item.anchor).encode("utf-8")
+            links.append({**link, "path": None})
+    text = markdown.render_observation(record, markdown.link_entries(links, relpath), item.anchor)
+    return text.encode("utf-8")
 
 
 def _copy_file(memory: Memory, copy: Incoming) -> tuple[str, bytes]:

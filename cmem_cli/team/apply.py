@@ -121,6 +121,7 @@ class Applier:
             "agent": row["agent"],
             "created_at": row["created_at"],
             "updated_at": int(row.get("updated_at") or row["created_at"]),
+            "machine": row.get("machine"),
         }
         store.ensure_session(
             record["session"], agent=record["agent"], project=record["project"], at=record["created_at"]
@@ -184,6 +185,7 @@ class Applier:
             project=prompt["project"],
             agent=prompt["agent"],
             created_at=prompt["created_at"],
+            machine=row.get("machine"),
         )
         store.raise_prompt_counter(session, number)
         return True

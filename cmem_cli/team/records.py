@@ -36,18 +36,23 @@ SUMMARY_COLUMNS = (
 def observation_out(
     row: dict[str, Any], links: list[dict[str, Any]], machine: str, anchor: dict[str, Any] | None = None
 ) -> dict[str, Any]:
-    """A stored observation (and its links by uid) as the server's row; ``anchor``: its code anchor as its
+    """A stored observation (and its links by uid) as the server's row, with the machine that wrote it (this
+    one, ``machine``, when not recorded); ``anchor``: its code anchor as its
     export file states it (``cmem_cli.services.anchors.exported``: the repository by name, never a folder
     of this machine)."""
     out = {name: row.get(name) for name in OBS_FIELDS}
-    out.update(uid=row["uid"], updated_at=row["updated_at"], machine=machine, anchor=anchor)
+    out.update(
+        uid=row["uid"], updated_at=row["updated_at"], machine=row.get("machine") or machine, anchor=anchor
+    )
     out["links"] = sorted({(link["type"], link["uid"]) for link in links})
     return out
 
 
 def summary_out(row: dict[str, Any], machine: str) -> dict[str, Any]:
     out = {name: row.get(name) for name in ("uid", "session", "project", "agent", *SUMMARY_FIELDS)}
-    out.update(created_at=row["created_at"], updated_at=row["updated_at"], machine=machine)
+    out.update(
+        created_at=row["created_at"], updated_at=row["updated_at"], machine=row.get("machine") or machine
+    )
     return out
 
 
@@ -66,6 +71,7 @@ def observation_in(row: dict[str, Any]) -> dict[str, Any]:
     """A server row as an input record for the write service (which validates and scrubs it)."""
     record = {name: row.get(name) for name in OBS_FIELDS}
     record["uid"] = row["uid"]
+    record["machine"] = row.get("machine")  # whose it is travels with it
     for name in LIST_FIELDS:
         value = record.get(name)
         record[name] = json.loads(value) if isinstance(value, str) else list(value or [])

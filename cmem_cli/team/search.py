@@ -1,7 +1,10 @@
-"""`cmem search --team`: the team database's memories, by Postgres full text and pgvector neighbours.
+"""`cmem search --team`: the team database as a search's source, by Postgres full text and pgvector.
 
-Two ranked lists, fused by the function that fuses local search (:func:`cmem_index.fusion.fuse`), with
-the same calibrated cut-off:
+:class:`TeamSource` is a :class:`cmem_cli.services.search.Source`: it retrieves, and the search service runs
+every stage after retrieval on its rows as on this home's (replies, branches, successors and inferred
+supersession from the team's links, anchors and stale files from the team's anchors, the page). Its two
+ranked lists are fused and cut off by the index's own stages (:func:`cmem_index.search.fusion`,
+:func:`cmem_index.search.cut_off`):
 
 - **keyword**: rows whose ``tsvector`` matches any of the query's words (English stemming), scored as a
   BM25 without term-frequency saturation: the summed IDF of the query words a row contains (IDF counted
@@ -11,14 +14,16 @@ the same calibrated cut-off:
 - **vector**: nearest neighbours by cosine among the vectors of *this* home's model only (its
   fingerprint), through that model's HNSW index; the query is embedded here, as local search embeds it.
 
-Rows are JSON-ready like local search rows, with ``machine`` added (who wrote it) and ``id`` the local id
-when this home has the memory too, else its uid.
+Rows are keyed by uid while the stages run; the page shows this home's id where it holds the memory (so
+`cmem get` takes it), else the uid, and ``machine``: who wrote it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 from array import array
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from cmem_cli.core.errors import ModelError, UsageError
@@ -26,11 +31,12 @@ from cmem_cli.core.timeutil import to_iso
 from cmem_cli.team import server
 
 if TYPE_CHECKING:
-    from cmem_cli.api import Memory, Query, SearchPage
-    from cmem_cli.core.filters import FilterFields
+    from cmem_cli.core.query import Query
+    from cmem_cli.services.anchors import Anchor
+    from cmem_cli.services.search import Filters, Reader, Retrieved
+    from cmem_cli.store.supersession import ObservationText
 
 DF_CAP = 50_000  # a word in more rows than this is common: counting further changes its IDF very little
-MIN_DEPTH = 50
 
 _OBS_SELECT = (
     "SELECT 'observation' AS kind, o.uid, o.type, o.title, o.subtitle, o.project, o.session, o.agent, o.machine, "
@@ -46,77 +52,170 @@ _SUMMARY_SELECT = (
 )
 
 
-def team_search(memory: Memory, ask: Query) -> SearchPage:
-    """``ask`` over ``memory``'s team database: its filters, paging, order, mode, cut-off and ``explain``
-    (``collections``, ``rerank`` and ``branch`` are this home's own)."""
-    from cmem_cli.core.pages import SearchPage
+ALL = 100_000  # the depth of "every hit" (--all): far above a team's use, bounded for the server
+
+
+@contextlib.contextmanager
+def team_source(reader: Reader) -> Iterator[TeamSource]:
+    """The team database this home joined, as a search source, connected for one search; UsageError when
+    the home joined none, SyncError (exit 9) when the server cannot be reached."""
     from cmem_cli.team.teamsync import remote
 
-    query, limit, offset, order, mode, min_score, explain = (
-        ask.text, ask.limit, ask.offset, ask.order, ask.mode, ask.min_score, ask.explain
-    )  # fmt: skip
-    filters = ask.filter_fields()
-    settings = remote(memory.reader)
+    settings = remote(reader)
     if settings is None:
         raise UsageError("this home has no team database; run `cmem sync init postgresql://...` first")
     url = settings["url"]
-    notes: list[str] = []
-    window = limit + offset if limit else None
-    depth = max(window or 0, MIN_DEPTH) if window else ALL
-    scope = _Scope(filters)
     conn = server.connect(url)
     try:
         with server.translated(url):
-            if not query or not query.strip():
-                rows = _listing(conn, scope, depth + 1, order, offset)
-                more = len(rows) > (window or ALL) - offset
-                rows = rows[: (window - offset) if window else None]
-                listed = _rows_out(memory, rows, explain)
-                return SearchPage(listed, "list", notes, offset + len(rows) + more, capped=more)
-            from cmem_index.fusion import KEYWORD, VECTOR, Signal
-
-            lists: dict[str, list[tuple[str, float]]] = {}
-            signals: dict[str, Any] = {}
-            found: dict[str, dict[str, Any]] = {}
-            used = "keyword"
-            vector = _query_vector(memory, conn, query, mode, notes)
-            if mode != "vector":
-                lists[KEYWORD], idf_sum = _keyword(conn, query, scope, depth, found)
-                signals[KEYWORD] = Signal(KEYWORD, idf_sum or None)
-            if vector is not None:
-                lists[VECTOR] = _vector(conn, vector, scope, depth, found)
-                signals[VECTOR] = Signal(VECTOR)
-                used = "vector" if mode == "vector" else "hybrid"
-            capped = any(len(items) >= depth for items in lists.values())
-            fused = _fuse(conn, query, scope, lists, signals, used, min_score)
+            yield TeamSource(reader, conn)
     finally:
         conn.close()
-    rows = []
-    for hit in fused:
-        row = {**found[hit.key], "score": round(hit.score, 4)}
-        if explain:
-            row["signals"] = {
-                name: {"rank": s.rank, "score": round(s.raw, 6), "norm": round(s.norm, 4)}
-                for name, s in hit.signals.items()
-            }
-        rows.append(row)
-    if order != "relevance":
-        rows.sort(key=lambda r: (r["created_at"], r["uid"]), reverse=order == "newest")
-    total = len(rows)
-    capped = capped and total >= depth  # a list cut at the depth, not the cut-off's end: more may exist
-    page = rows[offset:window]
-    return SearchPage(_rows_out(memory, page, explain), used, notes, total, capped)
 
 
-ALL = 100_000  # the depth of "every hit" (--all): far above a team's use, bounded for the server
+class TeamSource:
+    """The team database as a :class:`cmem_cli.services.search.Source` (ids are uids)."""
+
+    def __init__(self, reader: Reader, conn: Any) -> None:
+        self.reader, self.conn = reader, conn
+
+    @property
+    def store(self) -> Any:
+        return self.reader.store
+
+    def check(self, ask: Query) -> None:
+        if ask.collections:
+            raise UsageError("--collection searches this home's index; it does not combine with --team")
+        if ask.rerank:
+            raise UsageError(
+                "--rerank does not combine with --team (the team database is searched as it ranks)"
+            )
+
+    def listing(self, filters: Filters, *, limit: int, offset: int, order: str) -> list[dict[str, Any]]:
+        scope = _Scope(filters)
+        direction = "ASC" if order == "oldest" else "DESC"
+        sql = (
+            f"{_OBS_SELECT} FROM cmem_observations o WHERE {scope.observations} "
+            f"ORDER BY o.created_at {direction}, o.uid {direction} LIMIT %(limit)s OFFSET %(offset)s"
+        )
+        params = {"limit": min(limit, ALL + 1), "offset": offset, **scope.params}
+        return [_row(r) for r in _dicts(self.conn.execute(sql, params))]
+
+    def retrieve(self, ask: Query, filters: Filters, depth: int, trace: Any) -> Retrieved:
+        from cmem_cli.services.search import Retrieved, signals_json
+        from cmem_index.fusion import KEYWORD, VECTOR, Signal
+        from cmem_index.search import Candidates, cut_off, fusion
+
+        query, mode, conn = ask.text or "", ask.mode, self.conn
+        depth = min(depth, ALL)
+        scope = _Scope(filters)
+        notes: list[str] = []
+        found: dict[str, dict[str, Any]] = {}
+        candidates = Candidates()
+        vector, count_pieces = _query_vector(self.reader, conn, query, mode, notes)
+        if mode != "vector":
+            candidates.lists[KEYWORD], idf_sum = _keyword(conn, query, scope, depth, found)
+            candidates.signals[KEYWORD] = Signal(KEYWORD, idf_sum or None)
+        if vector is not None:
+            candidates.lists[VECTOR] = _vector(conn, vector, scope, depth, found)
+            candidates.signals[VECTOR] = Signal(VECTOR)
+            candidates.mode = "vector" if mode == "vector" else "hybrid"
+        candidates.capped = any(len(items) >= depth for items in candidates.lists.values())
+        candidates.words_matched = bool(candidates.lists.get(KEYWORD))
+        if ask.min_score is None and mode == "vector":
+            candidates.words_matched = _keyword_exists(conn, query, scope)
+        if trace is not None:
+            trace.record("candidates", depth=depth, **{k: len(v) for k, v in candidates.lists.items()})
+        kept, _ = cut_off(fusion(candidates, trace), candidates, query, ask.min_score, count_pieces, trace)
+        rows = []
+        for hit in kept:
+            row = {**_row(found[hit.key]), "score": round(hit.score, 4)}
+            if ask.explain:
+                row["signals"] = signals_json(hit.signals)
+                row["stages"] = dict(trace.places.get(hit.key, {})) if trace is not None else {}
+            rows.append(row)
+        # more may exist only where a list was cut at the depth and the cut-off kept that many, not at its end
+        capped = candidates.capped and len(rows) >= depth
+        return Retrieved(rows, len(rows), candidates.mode, notes, len(rows), capped)
+
+    def replies(self, obs_ids: list[Any], filters: Filters) -> dict[Any, Any]:
+        if not obs_ids:
+            return {}
+        scope = _Scope(filters)
+        sql = (
+            "SELECT q.uid AS question, (SELECT o.uid FROM cmem_observations o WHERE o.session = q.session "
+            "AND (o.created_at > q.created_at OR (o.created_at = q.created_at AND o.uid > q.uid)) "
+            f"AND {scope.observations} ORDER BY o.created_at, o.uid LIMIT 1) AS reply "
+            "FROM cmem_observations q WHERE q.uid = ANY(%(uids)s) AND q.session IS NOT NULL "
+            "AND strpos(q.title, '?') > 0 AND coalesce(q.narrative, '') = '' AND q.facts = '[]'::jsonb"
+        )
+        rows = self.conn.execute(sql, {"uids": list(obs_ids), **scope.params}).fetchall()
+        return {question: reply for question, reply in rows if reply is not None}
+
+    def successors(self, ids: Iterable[Any]) -> dict[Any, Any]:
+        uids = sorted({str(i) for i in ids})
+        if not uids:
+            return {}
+        rows = self.conn.execute(
+            "SELECT l.to_uid, l.from_uid FROM cmem_links l JOIN cmem_observations n ON n.uid = l.from_uid "
+            "WHERE l.type = 'supersedes' AND l.to_uid = ANY(%s) ORDER BY n.created_at, n.uid",
+            (uids,),
+        ).fetchall()
+        return {old: new for old, new in rows}  # newest last: it wins
+
+    def passing(self, ids: set[Any], filters: Filters) -> dict[Any, dict[str, Any]]:
+        scope = _Scope(filters)
+        sql = f"{_OBS_SELECT} FROM cmem_observations o WHERE o.uid = ANY(%(uids)s) AND {scope.observations}"
+        rows = _dicts(self.conn.execute(sql, {"uids": sorted(str(i) for i in ids), **scope.params}))
+        return {r["uid"]: _row(r) for r in rows}
+
+    def stated_texts(self, ids: list[Any]) -> list[ObservationText]:
+        from cmem_cli.store.supersession import ObservationText
+
+        rows = self.conn.execute(
+            "SELECT uid, title, coalesce(subtitle, ''), coalesce(narrative, ''), facts, created_at "
+            "FROM cmem_observations WHERE uid = ANY(%s)",
+            ([str(i) for i in ids],),
+        ).fetchall()
+        return [
+            ObservationText(u, t, s, n, [str(f) for f in facts or []], c) for u, t, s, n, facts, c in rows
+        ]
+
+    def anchors(self, obs_ids: list[Any]) -> dict[Any, Anchor]:
+        from cmem_cli.services.anchors import from_exported
+
+        if not obs_ids:
+            return {}
+        rows = self.conn.execute(
+            "SELECT uid, anchor FROM cmem_observations WHERE uid = ANY(%s) AND anchor IS NOT NULL",
+            ([str(i) for i in obs_ids],),
+        ).fetchall()
+        read = {uid: from_exported(anchor) for uid, anchor in rows}
+        return {uid: anchor for uid, anchor in read.items() if anchor is not None}
+
+    def shown(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """This home's ids where it holds the memory (rows and the ids they point to), else uids."""
+        store = self.reader.store
+        uids = {r["uid"] for r in rows if r["kind"] == "observation"}
+        uids |= {r[k] for r in rows for k in ("superseded_by", "possibly_superseded_by") if r.get(k)}
+        local = store.observations_by_uids(sorted(uids))
+        for row in rows:
+            mine = local.get(row["uid"]) if row["kind"] == "observation" else store.summary_by_uid(row["uid"])
+            if mine is not None:
+                row["id"] = mine["id"] if row["kind"] == "observation" else f"S{mine['id']}"
+                row["path"] = mine.get("path")
+            for field in ("superseded_by", "possibly_superseded_by"):
+                if row.get(field) in local:
+                    row[field] = local[row[field]]["id"]
+        return rows
 
 
 class _Scope:
     """The search filters as SQL over a team table aliased ``o`` (named parameters, prefix ``f_``)."""
 
-    def __init__(self, filters: FilterFields):
+    def __init__(self, filters: Filters):
         self.filters = filters
-        self.with_summaries = not (filters.types or filters.concepts or filters.files)
+        self.with_summaries = not (filters.types or filters.concepts or filters.files or filters.branch)
         self.observations, self.params = self._sql(observations=True)
         self.summaries, _ = self._sql(observations=False)
 
@@ -124,8 +223,8 @@ class _Scope:
         f = self.filters
         clauses: list[str] = []
         params: dict[str, Any] = {}
-        for name in ("project", "agent", "session"):
-            if getattr(f, name) is not None:
+        for name in ("project", "agent", "session", "machine"):
+            if getattr(f, name, None) is not None:
                 clauses.append(f"o.{name} = %(f_{name})s")
                 params[f"f_{name}"] = getattr(f, name)
         if f.since is not None:
@@ -152,6 +251,9 @@ class _Scope:
                 params.update(
                     {f"f_p{i}": path, f"f_ps{i}": "%/" + escaped, f"f_pd{i}": escaped.rstrip("/") + "/%"}
                 )
+            if f.branch is not None:
+                clauses.append("o.anchor->>'branch' = %(f_branch)s")
+                params["f_branch"] = f.branch
         return " AND ".join(clauses) or "true", params
 
 
@@ -231,55 +333,33 @@ def _vector(
 
 
 def _query_vector(
-    memory: Memory, conn: Any, query: str, mode: str, notes: list[str]
-) -> tuple[str, int, list[float], float] | None:
-    """(fingerprint, dim, query vector, its length) with this home's model; None: keyword search only."""
+    reader: Reader, conn: Any, query: str, mode: str, notes: list[str]
+) -> tuple[tuple[str, int, list[float], float] | None, Any]:
+    """(fingerprint, dim, query vector, its length) with this home's model, and the model's token counter
+    (what the cut-off asks); (None, None): keyword search only."""
     if mode == "keyword":
-        return None
+        return None, None
     from cmem_index.loading import load_embedder
 
-    embedder, why = load_embedder(memory.config)
+    embedder, why = load_embedder(reader.config)
     if embedder is None:
         if mode == "vector":
             raise ModelError(why or "no embedding model")
         if mode == "hybrid":
             notes.append(f"keyword search only: {why}")
-        return None
+        return None, None
     from cmem_cli.team.vectors import check_fingerprint
 
     fingerprint = check_fingerprint(embedder.fingerprint)
     if not conn.execute("SELECT 1 FROM cmem_models WHERE fingerprint = %s", (fingerprint,)).fetchone():
         if mode != "auto":
             notes.append("no memory on the team database has a vector from this home's embedding model")
-        return None
+        return None, None
     from cmem_index.search import embed_search_query, query_vector_scale
 
     packed = embed_search_query(embedder, query)
-    return fingerprint, int(embedder.dim), list(array("f", packed)), query_vector_scale(packed)
-
-
-def _fuse(
-    conn: Any,
-    query: str,
-    scope: _Scope,
-    lists: dict[str, list[tuple[str, float]]],
-    signals: dict[str, Any],
-    used: str,
-    min_score: float | None,
-) -> list[Any]:
-    """Fused hits above the cut-off, as local search fuses and cuts (``cmem_index.fusion``)."""
-    from cmem_index.fusion import KEYWORD, VECTOR, default_cutoff, fuse, stands_out
-
-    fused = fuse(lists, signals)
-    if min_score is None:
-        min_score = default_cutoff(used)
-        words_matched = bool(lists.get(KEYWORD))
-        if used == "vector":
-            words_matched = bool(_keyword_exists(conn, query, scope))
-        if not words_matched and lists.get(VECTOR):
-            bar = stands_out([raw for _, raw in lists[VECTOR]])
-            fused = [f for f in fused if VECTOR in f.signals and f.signals[VECTOR].raw >= bar]
-    return [f for f in fused if f.score >= min_score]
+    vector = fingerprint, int(embedder.dim), list(array("f", packed)), query_vector_scale(packed)
+    return vector, embedder.count_tokens
 
 
 def _keyword_exists(conn: Any, query: str, scope: _Scope) -> bool:
@@ -292,48 +372,26 @@ def _keyword_exists(conn: Any, query: str, scope: _Scope) -> bool:
     return bool(row and row[0])
 
 
-def _listing(conn: Any, scope: _Scope, limit: int, order: str, offset: int) -> list[dict[str, Any]]:
-    direction = "ASC" if order == "oldest" else "DESC"
-    sql = (
-        f"{_OBS_SELECT}, NULL::real AS score FROM cmem_observations o WHERE {scope.observations} "
-        f"ORDER BY o.created_at {direction}, o.uid {direction} LIMIT %(limit)s OFFSET %(offset)s"
-    )
-    return _dicts(conn.execute(sql, {"limit": limit, "offset": offset, **scope.params}))
-
-
 # -- rows -------------------------------------------------------------------------------------------------
-def _rows_out(memory: Memory, rows: list[dict[str, Any]], explain: bool) -> list[dict[str, Any]]:
-    """Rows as local search prints them, plus ``machine``; ``id`` is the local id where this home has the
-    memory (so `cmem get` takes it), else the uid."""
-    store = memory.reader.store
-    local = store.observations_by_uids([r["uid"] for r in rows if r["kind"] == "observation"])
-    out = []
-    for row in rows:
-        mine = local.get(row["uid"]) if row["kind"] == "observation" else store.summary_by_uid(row["uid"])
-        ident: Any = row["uid"]
-        if mine is not None:
-            ident = mine["id"] if row["kind"] == "observation" else f"S{mine['id']}"
-        item = {
-            "id": ident,
-            "uid": row["uid"],
-            "kind": row["kind"],
-            "type": row["type"],
-            "title": " ".join((row["title"] or "").split())[:200] or "(untitled)",
-            "subtitle": row.get("subtitle"),
-            "project": row["project"],
-            "session": row.get("session"),
-            "agent": row["agent"],
-            "machine": row["machine"],
-            "key": row.get("key"),
-            "created_at": to_iso(row["created_at"]),
-            "score": row.get("score"),
-            "tokens": int(row.get("tokens") or 0),
-            "path": mine.get("path") if mine is not None else None,
-        }
-        if explain and "signals" in row:
-            item["signals"] = row["signals"]
-        out.append(item)
-    return out
+def _row(row: dict[str, Any]) -> dict[str, Any]:
+    """A team row as a search row (keyed by its uid until the page is shown), with ``machine``."""
+    return {
+        "id": row["uid"],
+        "uid": row["uid"],
+        "kind": row["kind"],
+        "type": row["type"],
+        "title": " ".join((row["title"] or "").split())[:200] or "(untitled)",
+        "subtitle": row.get("subtitle"),
+        "project": row["project"],
+        "session": row.get("session"),
+        "agent": row["agent"],
+        "machine": row["machine"],
+        "key": row.get("key"),
+        "created_at": to_iso(row["created_at"]),
+        "score": None,
+        "tokens": int(row.get("tokens") or 0),
+        "path": None,
+    }
 
 
 def _row_count(conn: Any) -> int:
@@ -357,4 +415,4 @@ def _dicts(cursor: Any) -> list[dict[str, Any]]:
     return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
 
-__all__ = ["team_search"]
+__all__ = ["TeamSource", "team_source"]

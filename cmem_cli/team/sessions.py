@@ -36,8 +36,9 @@ def session_out(row: dict[str, Any], machine: str) -> dict[str, Any]:
 
 
 def prompt_out(row: dict[str, Any], machine: str) -> dict[str, Any]:
+    """A stored prompt as the server's row: the machine that wrote it (this one, when not recorded)."""
     out = {name: row.get(name) for name in PROMPT_COLUMNS}
-    out["machine"] = machine
+    out["machine"] = row.get("machine") or machine
     return out
 
 

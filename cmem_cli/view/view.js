@@ -556,6 +556,8 @@
     if (item.updated_at && item.updated_at !== item.created_at) definition(list, "updated", item.updated_at);
     definition(list, "project", item.project);
     definition(list, "agent", item.agent);
+    definition(list, "machine", item.machine);
+    definition(list, "author", item.author, true);
     if (item.session) {
       const info = sessions[item.session] || {};
       definition(list, "session", (info.label || info.goal || "") + " " + item.session, true);

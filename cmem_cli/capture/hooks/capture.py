@@ -124,8 +124,9 @@ class Capture:
             "created_at": created_at,
         }
         cwd = call.cwd if self.anchor else None
+        written = (obs.written or {}) if cwd is not None else None  # a hook never asks git what changed
         if key is None:
-            return self.rec.add_record(record, cwd=cwd)
+            return self.rec.add_record(record, cwd=cwd, written=written)
         known = self.state.uid_for(where.session, key)
         if known is not None and self.rec.has_uid(known):
             if self.count_repeats:
@@ -135,7 +136,7 @@ class Capture:
         if not claim.fresh and self.rec.has_uid(claim.uid):
             return None  # the other capture path stored it a moment ago
         # Fresh, or a claim whose write never happened (a crash between claim and write): write it now.
-        return self.rec.add_record({**record, "uid": claim.uid}, cwd=cwd)
+        return self.rec.add_record({**record, "uid": claim.uid}, cwd=cwd, written=written)
 
     def scrubbed_call(self, call: ToolCall) -> ToolCall:
         """The call with private spans and secrets removed *before* its output is clipped: clipping first

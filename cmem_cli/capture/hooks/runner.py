@@ -33,6 +33,8 @@ SLOW_MS = 1_000
 SPOOL_SESSION = ""  # agent_captures rows ("", "<spool file name>") mark replayed events
 REPLAY_LIMIT = 50  # spooled events replayed per hook call, so one call never takes long
 # Events that only need bookkeeping we do not keep: answered without opening the database.
+# The end of a turn or a session: what it wrote is indexed now, by a pass the hook starts and never waits for.
+TURN_ENDS = frozenset({"Stop", "SessionEnd"})
 PASSIVE_EVENTS = frozenset({"PreToolUse", "PreCompact", "Notification", "PermissionRequest", "SubagentStart"})
 
 
@@ -134,6 +136,10 @@ def run(
         else:
             _answer(stdout, adapter.reply(payload.event, output) if adapter is not None else output)
             _replay_spooled(config, log_dir)
+            if event in TURN_ENDS:
+                from cmem_index import refresh
+
+                refresh.request(config)  # detached: the hook never waits for the index
             adapter = None  # answered
         finally:
             if adapter is not None:  # an agent that waits for an answer gets one even when the event was kept

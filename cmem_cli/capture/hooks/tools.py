@@ -92,13 +92,21 @@ class ToolCall:
 
 class ToolObservation:
     """The record for a tool call and, for calls merged by the rules, the key they are merged on (re-reading a
-    file, re-running a search: later calls with the same key are folded into the first one)."""
+    file, re-running a search: later calls with the same key are folded into the first one); ``written``:
+    the text an Edit or Write put into the file it cites (what the memory is about there: its anchor's
+    region; hashed, never stored)."""
 
-    __slots__ = ("record", "repeat_key")
+    __slots__ = ("record", "repeat_key", "written")
 
-    def __init__(self, record: dict[str, Any], repeat_key: str | None = None):
+    def __init__(
+        self,
+        record: dict[str, Any],
+        repeat_key: str | None = None,
+        written: dict[str, str] | None = None,
+    ):
         self.record = record
         self.repeat_key = repeat_key
+        self.written = written
 
 
 # --- small text helpers ------------------------------------------------------------------------------------
@@ -184,13 +192,16 @@ def _edit(call: ToolCall, rules: HookRules) -> ToolObservation | None:
         pairs = [call.input]
         title = f"Edited {rel}"
     lines: list[str] = []
+    written: list[str] = []
     for pair in pairs:
         old, new = _str(pair.get("old_string")), _str(pair.get("new_string"))
         lines += [f"- {line}" for line in old.splitlines()] + [f"+ {line}" for line in new.splitlines()]
+        written.append(new)
     facts = ["replaced every occurrence"] if any(p.get("replace_all") is True for p in pairs) else []
     narrative = clip("\n".join(lines), rules.max_output_chars) if rules.max_output_chars else ""
     return ToolObservation(
-        _record("change", title, files_modified=[rel] if path else [], facts=facts, narrative=narrative)
+        _record("change", title, files_modified=[rel] if path else [], facts=facts, narrative=narrative),
+        written={rel: "\n".join(written)} if path and any(w.strip() for w in written) else None,
     )
 
 
@@ -208,7 +219,8 @@ def _write(call: ToolCall, rules: HookRules) -> ToolObservation | None:
             files_modified=[rel] if path else [],
             facts=facts,
             narrative=narrative,
-        )
+        ),
+        written={rel: content} if path and content.strip() else None,
     )
 
 

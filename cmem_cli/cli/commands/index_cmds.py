@@ -46,6 +46,7 @@ def index_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Update the search index from the export tree and your collections (only what changed)."""
+    from cmem_index import refresh
     from cmem_index.collections import load_collections
     from cmem_index.indexer import Indexer, rebuild
     from cmem_index.loading import NO_MODEL_HINT, lazy_embedder
@@ -55,7 +56,7 @@ def index_cmd(
     config = current_config()
     config.ensure_home()
     collections = load_collections(config)
-    embedder, note = lazy_embedder(config, _remembered_model(config))
+    embedder, note = lazy_embedder(config, refresh.remembered_model(config))
     if embedder is None and config.embed_model_chosen:
         from cmem_cli.core.errors import ModelError
 
@@ -72,6 +73,7 @@ def index_cmd(
 
     try:
         with writer_lock(config.index_path, on_wait=waiting):
+            taken = refresh.take_backlog(config.index_path)  # this pass covers what the hooks noted
             if full:
                 report = rebuild(config.index_path, collections, embedder, note=note, progress=progress)
             else:
@@ -81,7 +83,8 @@ def index_cmd(
                 finally:
                     store.close()
             if embedder is not None:
-                _remember_model(config, embedder.describe())
+                refresh.remember_model(config, embedder.describe())
+            refresh.backlog_done(taken)
     finally:
         progress.close()
     for error in report.errors:
@@ -90,36 +93,6 @@ def index_cmd(
         write(dumps(report.to_json()) + "\n")
     else:
         print(_summary(report), file=sys.stderr)
-
-
-def _remembered_model(config: Any) -> dict[str, Any] | None:
-    """What the index remembers about the model file that made its vectors (None if unreadable)."""
-    from cmem_cli.core.errors import CmemError
-    from cmem_index.store import IndexStore
-
-    if not config.index_path.exists():
-        return None
-    try:
-        store = IndexStore.open(config.index_path, readonly=True, busy_ms=2000)
-        try:
-            return store.json_setting("embed_model")
-        finally:
-            store.close()
-    except (CmemError, ValueError):
-        return None
-
-
-def _remember_model(config: Any, description: dict[str, Any]) -> None:
-    import json
-
-    from cmem_index.store import IndexStore
-
-    store = IndexStore.open(config.index_path)
-    try:
-        with store.transaction():
-            store.set_setting("embed_model", json.dumps(description))
-    finally:
-        store.close()
 
 
 def status_cmd(as_json: JsonOpt = False) -> None:
