@@ -99,9 +99,15 @@ def detect_family(arch: str, name: str, pooling: int) -> str:
 
 
 class Embedder:
-    """One loaded embedding model. Not thread-safe: use one per thread."""
+    """One loaded embedding model, shared by the threads of a process (models are loaded once per process,
+    :mod:`cmem_index.loading`): under `cmem watch` the indexer and the team thread both embed. llama.cpp's
+    context is not thread-safe (two threads in it abort the process), so every use of the model holds
+    ``lock``."""
 
     def __init__(self, model: LlamaModel, context: ContextPool, prompt: PromptFormat, max_tokens: int):
+        import threading
+
+        self.lock = threading.RLock()
         self._model = model
         self._context = context
         self.prompt = prompt
@@ -168,7 +174,8 @@ class Embedder:
 
     def count_tokens(self, text: str) -> int:
         """Tokens of ``text`` alone with the model's tokenizer (no special tokens, no prompt)."""
-        return len(self._model.tokenize(text))
+        with self.lock:
+            return len(self._model.tokenize(text))
 
     def text_budget(self, title: str | None = None) -> int:
         """How many text tokens fit one document embedding after special tokens and the prompt."""
@@ -176,7 +183,8 @@ class Embedder:
         return max(1, self.max_tokens - self._model.n_special - overhead)
 
     def _sequence(self, text: str) -> list[int]:
-        return self._model.wrap(self._model.tokenize(text), self.max_tokens)
+        with self.lock:
+            return self._model.wrap(self._model.tokenize(text), self.max_tokens)
 
     # -- vectors --------------------------------------------------------------------------------
 
@@ -186,8 +194,9 @@ class Embedder:
 
         if not items:
             return np.zeros((0, self.dim), dtype=np.float32)
-        sequences = [self._sequence(self.prompt.format_document(title, text)) for title, text in items]
-        return _normalise(self._context.run(sequences, self.dim))
+        with self.lock:
+            sequences = [self._sequence(self.prompt.format_document(title, text)) for title, text in items]
+            return _normalise(self._context.run(sequences, self.dim))
 
     def embed_query(self, text: str) -> np.ndarray:
         """A query -> float32 (dim,), normalised, in the family's query format."""
@@ -201,8 +210,10 @@ class Embedder:
 
     def query_vectors(self, texts: Sequence[str]) -> list[list[float]]:
         """:meth:`query_vector` for a few texts, in one forward pass when they fit a batch."""
-        sequences = [self._sequence(self.prompt.format_query(text)) for text in texts]
-        return [unit(vector) for vector in self._context.run_few(sequences, self.dim)]
+        with self.lock:
+            sequences = [self._sequence(self.prompt.format_query(text)) for text in texts]
+            vectors = self._context.run_few(sequences, self.dim)
+        return [unit(vector) for vector in vectors]
 
     def document_vectors(self, items: Sequence[tuple[str | None, str]]) -> list[list[float]]:
         """:meth:`embed_documents` as plain floats, for the few documents a search embeds itself (the search
@@ -216,7 +227,8 @@ class Embedder:
 
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        return _normalise(self._context.run([self._sequence(t) for t in texts], self.dim))
+        with self.lock:
+            return _normalise(self._context.run([self._sequence(t) for t in texts], self.dim))
 
 
 def unit(vector: list[float]) -> list[float]:

@@ -121,6 +121,7 @@ POSTGRES_MODULES = (
     "team/server.py",
     "team/vectors.py",
     "team/live.py",
+    "team/restore.py",
 )
 QUERY_METHODS = {"execute", "executemany", "query", "query_one", "scalar", "rows", "cursor"}
 CONNECTION_ATTRIBUTES = {"db", "conn", "database"}

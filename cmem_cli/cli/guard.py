@@ -17,9 +17,19 @@ _CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 def say(message: str) -> None:
     """``cmem: message`` on stderr as one printable line: a message may echo user input holding control
     characters or bytes that were not UTF-8 (surrogates, which stderr cannot even encode)."""
-    text = message.encode("utf-8", "backslashreplace").decode("utf-8")
+    text = unsecret(message).encode("utf-8", "backslashreplace").decode("utf-8")
     text = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
     print(f"cmem: {text}", file=sys.stderr)
+
+
+def unsecret(message: str) -> str:
+    """``message`` with the password of any URL in it hidden (``cmem_cli.team.url.mask``): whatever
+    raised it, a URL a person typed may be quoted in it."""
+    if "://" not in message and "password" not in message.lower():
+        return message
+    from cmem_cli.team.url import mask
+
+    return mask(message)
 
 
 def run_guarded(command: Callable[[], int]) -> int:
@@ -63,14 +73,14 @@ def failure(exc: BaseException) -> tuple[str, int]:
     """The one-line message and exit code :func:`run_guarded` gives ``exc`` (for a result object that
     reports a failure, e.g. `cmem sync --json`)."""
     if isinstance(exc, CmemError):
-        return exc.message, exit_code(exc)
+        return unsecret(exc.message), exit_code(exc)
     if isinstance(exc, OSError):
         where = f"{exc.filename}: " if exc.filename else ""
-        return f"{where}{exc.strerror or exc}", EXIT_IO
+        return unsecret(f"{where}{exc.strerror or exc}"), EXIT_IO
     translated = _database_error(exc) if isinstance(exc, Exception) else None
     if translated is not None:
-        return translated.message, exit_code(translated)
-    return f"internal error: {type(exc).__name__}: {exc} (set CMEM_DEBUG=1 for details)", EXIT_ERROR
+        return unsecret(translated.message), exit_code(translated)
+    return unsecret(f"internal error: {type(exc).__name__}: {exc} (set CMEM_DEBUG=1 for details)"), EXIT_ERROR
 
 
 def _database_error(exc: Exception) -> CmemError | None:

@@ -132,6 +132,7 @@ def run_checks(memory: Memory, *, fix: bool = False) -> dict[str, Any]:
         )
         return {"ok": False, "checks": checks}
 
+    checks += team_checks(memory)
     # a tree synced through git: what a killed sync left is settled first (doctor --fix must not restore a
     # file another machine forgot because the sync that brought the forget died before adopting it)
     checks += git_checks(memory, fix=fix)
@@ -162,6 +163,28 @@ def run_checks(memory: Memory, *, fix: bool = False) -> dict[str, Any]:
         checks.append(check)
     ok = all(c["status"] in ("ok", "fixed") for c in checks)
     return {"ok": ok, "checks": checks}
+
+
+def team_checks(memory: Memory) -> list[dict[str, Any]]:
+    """A member of a team database: the rows of it this home refused (cmem_cli.team.inbound) and has not
+    taken since. Only the server's side can repair them (or a later edit of them by cmem)."""
+    from cmem_cli.store import team_outbox
+
+    if not team_outbox.is_installed(memory.store):
+        return []
+    rows = team_outbox.skipped(memory.store)
+    described = [f"{r.kind} {r.uid} (written by {r.machine}): {r.reason}" for r in rows]
+    detail = f"{len(rows)}" + (": " + "; ".join(described[:5]) if rows else "")
+    if rows:
+        detail += "; repair or delete them on the server, or edit them with cmem on a machine that has them"
+    return [
+        {
+            "name": "team rows not taken",
+            "status": "fail" if rows else "ok",
+            "detail": detail,
+            "uids": [r.uid for r in rows],
+        }
+    ]
 
 
 def _supersedes_loops(memory: Memory, *, fix: bool) -> dict[str, Any]:

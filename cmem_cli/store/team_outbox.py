@@ -31,6 +31,8 @@ SESSION = "session"  # its uid in the outbox and team_revs: the session id
 PROMPT = "prompt"
 QUEUE = "queue"
 URL_KEY = "url"
+SNAPSHOT = 1  # team_outbox.snapshot: queued by `sync init` (what this home held when it joined)
+RESTORED = 2  # queued again because the server went back in time (cmem_cli.team.restore)
 
 _OBS_CONTENT = (
     "type, title, subtitle, narrative, facts, concepts, files_read, files_modified, tools_used, project, "
@@ -144,13 +146,30 @@ def m003_anchor_triggers(conn: Any) -> None:
         )
 
 
+@TEAM_MIGRATIONS
+def m004_skipped_and_forgotten(conn: Any) -> None:
+    """Rows of the team database this home refused (cmem_cli.team.inbound), for `cmem doctor`; and what
+    this home forgot in step with the server, so that a server restored from before a forget does not
+    bring it back (cmem_cli.team.restore)."""
+    conn.execute(
+        "CREATE TABLE team_skipped (kind TEXT NOT NULL, uid TEXT NOT NULL, machine TEXT NOT NULL, "
+        "reason TEXT NOT NULL, rev INTEGER, PRIMARY KEY (kind, uid)) WITHOUT ROWID"
+    )
+    conn.execute(
+        "CREATE TABLE team_forgotten (kind TEXT NOT NULL, uid TEXT NOT NULL, at INTEGER NOT NULL, "
+        "PRIMARY KEY (kind, uid)) WITHOUT ROWID"
+    )
+
+
 class Entry(NamedTuple):
     """One queued change: the observation or summary ``uid`` changed (or was forgotten) locally."""
 
     seq: int
     kind: str
     uid: str
-    snapshot: bool
+    snapshot: (
+        int  # 0: a local change; SNAPSHOT: queued by `sync init`; RESTORED: queued again after a restore
+    )
 
 
 def is_installed(store: Store) -> bool:
@@ -222,7 +241,7 @@ def enqueue(store: Store, kind: str, uid: str) -> None:
 
 def pending(store: Store, *, limit: int) -> list[Entry]:
     rows = store.db.query("SELECT seq, kind, uid, snapshot FROM team_outbox ORDER BY seq LIMIT ?", (limit,))
-    return [Entry(r["seq"], r["kind"], r["uid"], bool(r["snapshot"])) for r in rows]
+    return [Entry(r["seq"], r["kind"], r["uid"], int(r["snapshot"])) for r in rows]
 
 
 def pending_count(store: Store) -> int:
@@ -275,3 +294,83 @@ def set_rev(store: Store, kind: str, uid: str, rev: int | None) -> None:
             "ON CONFLICT (kind, uid) DO UPDATE SET rev = excluded.rev",
             (kind, uid, rev),
         )
+
+
+# -- rows of the team database this home refused -------------------------------------------------------
+class Skipped(NamedTuple):
+    kind: str
+    uid: str
+    machine: str
+    reason: str
+
+
+def note_skipped(store: Store, kind: str, uid: str, machine: str, reason: str, rev: int | None) -> None:
+    """Remember a refused row until a later version of it is taken (or forgotten): `cmem doctor` lists it."""
+    store.db.execute(
+        "INSERT INTO team_skipped (kind, uid, machine, reason, rev) VALUES (?, ?, ?, ?, ?) "
+        "ON CONFLICT (kind, uid) DO UPDATE SET machine = excluded.machine, reason = excluded.reason, "
+        "rev = excluded.rev",
+        (kind, uid, machine, reason, rev),
+    )
+
+
+def clear_skipped(store: Store, kind: str, uids: list[str]) -> None:
+    """These rows were taken (or forgotten) since: no longer a problem."""
+    for chunk, marks in batches(uids):
+        store.db.execute(f"DELETE FROM team_skipped WHERE kind = ? AND uid IN ({marks})", (kind, *chunk))
+
+
+def skipped(store: Store) -> list[Skipped]:
+    """Every row of the team database this home refused and has not taken since."""
+    if not is_installed(store) or not store.db.scalar(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'team_skipped'"
+    ):
+        return []
+    rows = store.db.query("SELECT kind, uid, machine, reason FROM team_skipped ORDER BY kind, uid")
+    return [Skipped(r["kind"], r["uid"], r["machine"], r["reason"]) for r in rows]
+
+
+# -- a server that went back in time (cmem_cli.team.restore) ---------------------------------------------
+def high_water(store: Store, pulled: int) -> int:
+    """The highest server revision this home has seen: pulled up to ``pulled``, or pushed since."""
+    return max(pulled, int(store.db.scalar("SELECT max(rev) FROM team_revs") or 0))
+
+
+def start_again(store: Store) -> int:
+    """After a restore: forget every base revision (the server reissues revisions this home has seen) and
+    queue everything this home holds again, marked RESTORED, in the caller's transaction. Returns how many
+    entries are queued now."""
+    store.db.execute("DELETE FROM team_revs")
+    for kind, table, column in _TABLES:
+        store.db.execute(
+            f"INSERT INTO team_outbox (kind, uid, snapshot) SELECT '{kind}', t.{column}, {RESTORED} "
+            f"FROM {table} t WHERE true ORDER BY t.id "
+            f"ON CONFLICT (kind, uid) DO UPDATE SET snapshot = {RESTORED}"
+        )
+    return int(store.db.scalar("SELECT count(*) FROM team_outbox"))
+
+
+def remember_forgotten(store: Store, kind: str, uids: list[str], at: int) -> None:
+    """These memories were forgotten here and on the server (at ``at``, epoch ms)."""
+    store.db.conn.executemany(
+        "INSERT INTO team_forgotten (kind, uid, at) VALUES (?, ?, ?) "
+        "ON CONFLICT (kind, uid) DO UPDATE SET at = excluded.at",
+        [(kind, uid, at) for uid in uids],
+    )
+
+
+def unforget(store: Store, kind: str, uids: list[str]) -> None:
+    """These came back (an edit beat the forget): no longer forgotten here."""
+    for chunk, marks in batches(uids):
+        store.db.execute(f"DELETE FROM team_forgotten WHERE kind = ? AND uid IN ({marks})", (kind, *chunk))
+
+
+def forgotten_at(store: Store, kind: str, uids: list[str]) -> dict[str, int]:
+    """When each of ``uids`` this home forgot was forgotten (those it did not forget are left out)."""
+    found: dict[str, int] = {}
+    for chunk, marks in batches(uids):
+        rows = store.db.query(
+            f"SELECT uid, at FROM team_forgotten WHERE kind = ? AND uid IN ({marks})", (kind, *chunk)
+        )
+        found.update((r["uid"], r["at"]) for r in rows)
+    return found

@@ -19,6 +19,7 @@ from cmem_cli.services.writes import FileTransaction, Memory
 from cmem_cli.store import team_outbox as outbox
 from cmem_cli.team.records import anchor_of, observation_in
 from cmem_cli.team.sessions import merged, same_session
+from cmem_export import layout
 
 
 class Applier:
@@ -209,10 +210,12 @@ class Applier:
                 target = store.observation_by_uid(uid)
                 if target is not None and target["id"] != obs_id:
                     self._link(obs_id, target["id"], link_type, None)
-        for obs_id in sorted(self._export):  # files name their links' paths: after every row is in
-            row = store.find_observation(obs_id)
-            if row is not None:
-                self.memory.export_observation(row, self.files)
+        arrived = [row for row in map(store.find_observation, sorted(self._export)) if row is not None]
+        for new in arrived:  # every arrival named before any file is written: a file names its links' paths
+            if not new.get("path"):
+                store.set_export(new["id"], layout.observation_relpath(new), new.get("tokens") or 0)
+        for new in arrived:  # files name their links' paths: after every row is in
+            self.memory.export_observation(store.find_observation(new["id"]) or new, self.files)
         referrers = {link["id"] for obs_id in self._export for link in store.links_to(obs_id)}
         for obs_id in sorted(referrers - self._export):
             row = store.find_observation(obs_id)

@@ -32,6 +32,7 @@ class TeamLive:
         self.on_error = on_error
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._refused: str | None = None  # the server's refusal of this role's push, said once
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="cmem-team", daemon=True)
@@ -99,18 +100,32 @@ class TeamLive:
             return any(True for _ in conn.notifies(timeout=CHECK_SECONDS, stop_after=1))
 
     def _cycle(self, memory: Any, conn: Any, settings: dict[str, Any], vectors: Any, *, pull: bool) -> None:
-        from cmem_cli.team import teamsync
+        """Push what is queued, then pull when asked. A push the server refuses (a read-only role) is said
+        once, leaves the queue as it is and is tried again only with the next pull; the pull goes on."""
+        from cmem_cli.team import server, teamsync
 
         report = teamsync.new_report(settings)
         try:
             with sync_lock(memory.config.home):
-                teamsync.push_only(memory, conn, settings, report, vectors)
-                if pull:
+                if pull or self._refused is None:
+                    try:
+                        teamsync.push_only(memory, conn, settings, report, vectors)
+                        self._refused = None
+                    except server.ReadOnly as exc:
+                        if self._refused != exc.message:
+                            self.on_error(exc.message)
+                        self._refused = exc.message
+                if pull or report["restored"]:  # a server that went back in time is pulled at once
                     teamsync.pull_only(memory, conn, settings, report)
         except DatabaseBusy:
             return  # a `cmem sync` is running: it does the same work
         for item in report["conflicts"]:
             self.on_error(f"conflict on {item['uid']}: {item['resolution']}")
+        for item in report["skipped"]:
+            self.on_error(
+                f"skipped {item['kind']} {item['uid']} from the team database (written by {item['machine']}): "
+                f"{item['reason']}"
+            )
         for note in report["notes"]:
             self.on_error(note)
         if report["pushed"] or report["pulled"] or report["forgotten"] or report["forgotten_there"]:

@@ -12,14 +12,18 @@ from __future__ import annotations
 
 from typing import Any
 
+from cmem_cli.core.fields import LINK_TYPES
+from cmem_cli.core.timeutil import now_ms
 from cmem_cli.services.writes import Memory
 from cmem_cli.store import team_outbox as outbox
+from cmem_cli.team import inbound
 from cmem_cli.team.apply import Applier
 from cmem_cli.team.records import OBS_COLUMNS, SUMMARY_COLUMNS
 from cmem_cli.team.sessions import PROMPT_COLUMNS, SESSION_COLUMNS
 
 PAGE = 1000
 PULLED = "pulled"  # team_state key: the last revision applied here
+RESTORING = "restoring"  # team_state key: pulling again from the start after a restore (team.restore)
 TABLES = {
     outbox.SESSION: "cmem_sessions",
     outbox.PROMPT: "cmem_prompts",
@@ -50,7 +54,9 @@ class Puller:
         return " AND project = ANY(%s)", (self.projects,)
 
     def run(self) -> None:
-        cursor = int(outbox.settings(self.local).get(PULLED) or 0)
+        values = outbox.settings(self.local)
+        cursor = int(values.get(PULLED) or 0)
+        self.restoring = values.get(RESTORING) == "1"
         with self.conn.transaction():
             self.conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
             horizon = int(
@@ -62,6 +68,9 @@ class Puller:
             )
             while cursor < horizon:
                 cursor = self._page(cursor, horizon)
+        if self.restoring:  # the whole server pulled again: a restore is settled
+            with self.local.transaction():
+                outbox.put(self.local, **{RESTORING: None})
 
     def _page(self, cursor: int, horizon: int) -> int:
         scope, scope_params = self._scope()
@@ -114,13 +123,32 @@ class Puller:
                 keys = [r[key] for r in rows]
                 waiting = outbox.pending_uids(local, kind, keys)
                 known = outbox.revs(local, kind, keys)
+                forgotten = outbox.forgotten_at(local, kind, keys) if self.restoring else {}
+                taken: list[str] = []
                 for row in rows:
                     uid = row[key]
                     if uid in waiting or known.get(uid) == row["rev"]:
                         continue
+                    if (
+                        uid in forgotten
+                        and isinstance(row.get("updated_at"), int)
+                        and (row["updated_at"] <= forgotten[uid])
+                    ):
+                        # a restored server's copy of what this home forgot since: forgotten there again
+                        outbox.set_rev(local, kind, uid, row["rev"])
+                        outbox.enqueue(local, kind, uid)
+                        continue
+                    if kind == outbox.OBSERVATION:
+                        row = {**row, "links": links.get(uid, [])}
+                    reason = inbound.problem(kind, row)
+                    if reason is not None:  # a row cmem never writes: skipped, said, and the sync goes on
+                        item = inbound.skip(self.report, kind, row, reason, key)
+                        outbox.note_skipped(local, kind, item["uid"], item["machine"], reason, row["rev"])
+                        continue
+                    taken.append(uid)
                     done: Any
                     if kind == outbox.OBSERVATION:
-                        done = applier.observation({**row, "links": links.get(uid, [])})
+                        done = applier.observation(row)
                     elif kind == outbox.SUMMARY:
                         done = applier.summary(row)
                     elif kind == outbox.SESSION:
@@ -130,16 +158,22 @@ class Puller:
                     if done is not None:
                         outbox.set_rev(local, kind, uid, row["rev"])
                         outbox.count(self.report, kind, "pulled")
+                outbox.clear_skipped(local, kind, taken)
+                outbox.unforget(local, kind, taken)
             for kind in (outbox.OBSERVATION, outbox.SUMMARY):
-                rows = [t for t in tombs if t["kind"] == kind]
+                rows = [t for t in tombs if t["kind"] == kind and isinstance(t["uid"], str)]
+                outbox.clear_skipped(local, kind, [t["uid"] for t in rows])
                 waiting = outbox.pending_uids(local, kind, [t["uid"] for t in rows])
+                gone = []
                 for tomb in rows:
                     if tomb["uid"] in waiting:
                         continue
                     if applier.forget(kind, tomb["uid"]):
                         self.report["forgotten"] += 1
                     outbox.set_rev(local, kind, tomb["uid"], None)
-            applier.add_links(arriving)
+                    gone.append(tomb["uid"])
+                outbox.remember_forgotten(local, kind, gone, now_ms())
+            applier.add_links([link for link in arriving if link[2] in LINK_TYPES])
             applier.finish()
             outbox.put(local, **{PULLED: str(end)})
             outbox.queue_on(local, True)

@@ -26,7 +26,7 @@ from cmem_cli.core.timeutil import now_ms
 from cmem_cli.services.anchors import exported
 from cmem_cli.services.writes import Memory
 from cmem_cli.store import team_outbox as outbox
-from cmem_cli.team import server
+from cmem_cli.team import inbound, server
 from cmem_cli.team.apply import Applier
 from cmem_cli.team.records import (
     OBS_COLUMNS,
@@ -188,15 +188,19 @@ class Pusher:
             remote[link["from_uid"]].setdefault("links", []).append((link["type"], link["to_uid"]))
         for row in remote.values():
             row.setdefault("links", [])
-        tombs = {
-            r[0]
-            for r in self.conn.execute(
-                "SELECT uid FROM cmem_tombstones WHERE kind = 'observation' AND uid = ANY(%s)", (uids,)
-            )
-        }
+        tombs = dict(
+            self.conn.execute(
+                "SELECT uid, deleted_at FROM cmem_tombstones WHERE kind = 'observation' AND uid = ANY(%s)",
+                (uids,),
+            ).fetchall()
+        )
         kind = outbox.OBSERVATION
         for entry in entries:
             mine, theirs, base = local.get(entry.uid), remote.get(entry.uid), bases.get(entry.uid)
+            if self._foreign(kind, theirs, mine, plan):
+                continue
+            if entry.snapshot == outbox.RESTORED and self._restored(kind, entry, mine, theirs, tombs, plan):
+                continue
             if mine is None:
                 if theirs is None:
                     plan.rev(kind, entry.uid, None)
@@ -241,6 +245,76 @@ class Pusher:
                 plan.conflict(entry.uid, "both machines edited it: the other machine's later edit kept, this one kept as a copy", copy["uid"])  # fmt: skip
         self._flush()
 
+    def _restored(
+        self,
+        kind: str,
+        entry: outbox.Entry,
+        mine: dict[str, Any] | None,
+        theirs: dict[str, Any] | None,
+        tombs: dict[str, int],
+        plan: _Plan,
+    ) -> bool:
+        """After a restore (cmem_cli.team.restore) this home's bases are gone: it cannot tell a concurrent
+        edit from one the restore undid, so the later edit stays, with no copy; a forget queued here
+        wins; a tombstone wins over an edit made before it. True when settled so (an identical row is
+        left to the ordinary rules)."""
+        write = self._write_observation if kind == outbox.OBSERVATION else self._write_summary
+        same = same_observation if kind == outbox.OBSERVATION else same_summary
+        if mine is None:
+            if theirs is not None:
+                self._tombstone(kind, entry.uid, theirs["project"], plan)
+                plan.forgotten_there += 1
+            else:
+                plan.rev(kind, entry.uid, None)
+            return True
+        if theirs is None:
+            if entry.uid in tombs and (tombs[entry.uid] or 0) >= mine["updated_at"]:
+                plan.forget(kind, entry.uid)
+                return True
+            if entry.uid in tombs:
+                self.conn.execute(
+                    "DELETE FROM cmem_tombstones WHERE kind = %s AND uid = %s", (kind, entry.uid)
+                )
+            write(mine, plan, insert=True)
+            return True
+        if same(mine, theirs) and (kind != outbox.OBSERVATION or same_anchor(mine, theirs)):
+            return False
+        if same(mine, theirs):
+            if newer_anchor(mine, theirs):
+                write(mine, plan, insert=False)
+            else:
+                plan.bring(kind, theirs)
+        elif _later(mine, theirs):
+            write(mine, plan, insert=False)
+        else:
+            plan.bring(kind, theirs)
+        return True
+
+    def _foreign(
+        self, kind: str, theirs: dict[str, Any] | None, mine: dict[str, Any] | None, plan: _Plan
+    ) -> bool:
+        """Is the server's row one cmem never writes (cmem_cli.team.inbound)? Then this home's version
+        replaces it (a forget here deletes it there), and the report says so; True when settled so."""
+        if theirs is None:
+            return False
+        key = "session_id" if kind == outbox.SESSION else "uid"
+        reason = inbound.problem(kind, theirs)
+        if reason is None:
+            return False
+        plan.skipped.append((kind, theirs, reason, key))
+        if kind == outbox.SESSION:
+            assert mine is not None
+            self._write_session(mine, plan, insert=False)
+        elif mine is None:
+            project = theirs.get("project")
+            self._tombstone(kind, theirs[key], project if isinstance(project, str) else "", plan)
+            plan.forgotten_there += 1
+        elif kind == outbox.OBSERVATION:
+            self._write_observation(mine, plan, insert=False)
+        else:
+            self._write_summary(mine, plan, insert=False)
+        return True
+
     def _write_observation(self, row: dict[str, Any], plan: _Plan, *, insert: bool, own: bool = True) -> None:
         """Insert or update one observation and replace its links; ``own`` False: a copy of another
         machine's text (its machine stays, and no vector of this home's is stored for it)."""
@@ -263,6 +337,7 @@ class Pusher:
             (kind, uid, rev, project, self.machine, now_ms()),
         )
         plan.rev(kind, uid, None)
+        plan.tombstoned.append((kind, uid))
         plan.last_rev = max(plan.last_rev, rev)
 
     def _summaries(
@@ -276,15 +351,19 @@ class Pusher:
             return
         uids = [e.uid for e in entries]
         remote = {r["uid"]: r for r in _dicts(self.conn.execute(_SELECT_SUMMARIES, (uids,)))}
-        tombs = {
-            r[0]
-            for r in self.conn.execute(
-                "SELECT uid FROM cmem_tombstones WHERE kind = 'summary' AND uid = ANY(%s)", (uids,)
-            )
-        }
+        tombs = dict(
+            self.conn.execute(
+                "SELECT uid, deleted_at FROM cmem_tombstones WHERE kind = 'summary' AND uid = ANY(%s)",
+                (uids,),
+            ).fetchall()
+        )
         kind = outbox.SUMMARY
         for entry in entries:
             mine, theirs, base = local.get(entry.uid), remote.get(entry.uid), bases.get(entry.uid)
+            if self._foreign(kind, theirs, mine, plan):
+                continue
+            if entry.snapshot == outbox.RESTORED and self._restored(kind, entry, mine, theirs, tombs, plan):
+                continue
             if mine is None:
                 if theirs is None:
                     plan.rev(kind, entry.uid, None)
@@ -355,6 +434,8 @@ class Pusher:
         kind = outbox.SESSION
         for entry in entries:
             mine, theirs = local.get(entry.uid), remote.get(entry.uid)
+            if mine is not None and self._foreign(kind, theirs, mine, plan):
+                continue
             if mine is None:  # sessions are never deleted: nothing to send
                 plan.rev(kind, entry.uid, theirs["rev"] if theirs else None)
                 continue
@@ -415,6 +496,8 @@ class Pusher:
             requeued = {e.uid for e in entries if e.seq not in still}
             outbox.queue_on(local, False)
             applier = Applier(self.memory, files, self.report["notes"])
+            for kind, row, reason, key in plan.skipped:  # replaced by this home's version: said, not kept
+                inbound.skip(self.report, kind, row, reason, key)
             for (kind, uid), rev in plan.revs.items():
                 if uid not in requeued or (kind, uid) in plan.pushed_keys:
                     outbox.set_rev(local, kind, uid, rev)
@@ -431,6 +514,11 @@ class Pusher:
                 if row["session_id"] not in requeued:
                     applier.session(row)
             applier.finish()
+            for kind in (outbox.OBSERVATION, outbox.SUMMARY):  # forgotten here and there: remembered
+                gone = [uid for k, uid in [*plan.tombstoned, *plan.forgotten] if k == kind]
+                outbox.remember_forgotten(local, kind, gone, now_ms())
+            for kind in {kind for kind, _ in plan.pushed_keys}:  # a row of the wrong shape replaced
+                outbox.clear_skipped(local, kind, [uid for k, uid in plan.pushed_keys if k == kind])
             outbox.acknowledge(local, sorted(still))
             outbox.queue_on(local, True)
         for kind, _ in plan.pushed_keys:
@@ -454,6 +542,8 @@ class _Plan:
         self.conflicts: list[dict[str, Any]] = []
         self.pushed_keys: set[tuple[str, str]] = set()
         self.pushed_uids: set[tuple[str, str]] = set()  # own rows pushed: their vectors go with them
+        self.skipped: list[tuple[str, dict[str, Any], str, str]] = []  # server rows cmem never writes
+        self.tombstoned: list[tuple[str, str]] = []  # this home's forgets, now on the server
         self.forgotten_there = 0
         self.last_rev = 0
 

@@ -134,7 +134,9 @@ class TeamSource:
                 row["signals"] = signals_json(hit.signals)
                 row["stages"] = dict(trace.places.get(hit.key, {})) if trace is not None else {}
             rows.append(row)
-        return Retrieved(rows, len(rows), candidates.mode, notes, len(rows), candidates.capped)
+        # more may exist only where a list was cut at the depth and the cut-off kept that many, not at its end
+        capped = candidates.capped and len(rows) >= depth
+        return Retrieved(rows, len(rows), candidates.mode, notes, len(rows), capped)
 
     def replies(self, obs_ids: list[Any], filters: Filters) -> dict[Any, Any]:
         if not obs_ids:

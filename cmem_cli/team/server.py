@@ -170,15 +170,41 @@ CREATE INDEX cmem_prompts_session ON cmem_prompts (session, prompt_number);
 ALTER TABLE cmem_observations ADD COLUMN anchor jsonb;
 """,
     ),
+    (
+        "m004_identity",
+        """
+-- Who this server is, for the homes that sync with it: a value that a restore (a pg_dump reload, a
+-- point-in-time recovery) brings back as it was at the backup, and that the first home to notice the
+-- restore replaces, so that every other home notices too (cmem_cli.team.restore).
+CREATE TABLE cmem_meta (
+    key   text PRIMARY KEY,
+    value text NOT NULL
+);
+INSERT INTO cmem_meta (key, value) VALUES ('epoch', md5(random()::text || clock_timestamp()::text));
+""",
+    ),
 ]
 
 
+class ReadOnly(SyncError):
+    """The server refused a write: this role may not write cmem's tables (what is queued stays queued)."""
+
+
 def psycopg() -> Any:
-    """The driver, imported on first use; a one-line hint when the `postgres` extra is not installed."""
+    """The driver, imported on first use; a one-line hint when the `postgres` extra is not installed.
+
+    Its logger is kept quiet: a connection closed under an interrupted sync would otherwise print a
+    driver warning (Python's last-resort handler) before cmem's one-line error."""
     try:
         import psycopg as driver
     except ImportError:
         raise UsageError("team memory on PostgreSQL needs psycopg: pip install 'cmem[postgres]'") from None
+    import logging
+
+    quiet = logging.getLogger("psycopg")
+    if not quiet.handlers:
+        quiet.addHandler(logging.NullHandler())
+        quiet.propagate = False
     return driver
 
 
@@ -188,21 +214,54 @@ def reason(exc: BaseException, *secrets: str | None) -> str:
     return mask(text, *secrets)
 
 
+# What libpq says when the server refused who connects (SQLSTATE class 28 is not always attached to an
+# error raised while connecting, so its words are read too).
+_AUTHENTICATION = (
+    "authentication failed",
+    "no password supplied",
+    "password is required",
+    "no pg_hba.conf entry",
+)
+
+
+def _refused_login(exc: BaseException) -> bool:
+    code = getattr(exc, "sqlstate", None) or ""
+    text = str(exc).lower()
+    unknown_role = 'role "' in text and "does not exist" in text
+    return code.startswith("28") or unknown_role or any(words in text for words in _AUTHENTICATION)
+
+
 @contextlib.contextmanager
-def translated(url: str, password: str | None = None) -> Iterator[None]:
-    """Driver errors become SyncError (exit 9) naming the masked URL, in one line."""
+def translated(url: str, password: str | None = None, conn: Any = None) -> Iterator[None]:
+    """Driver errors become SyncError (exit 9) naming the masked URL, in one line, saying what happened:
+    the server cannot be reached, refused the login, or refused a write (:class:`ReadOnly`)."""
     driver = psycopg()
     try:
         yield
     except driver.OperationalError as exc:
+        if _refused_login(exc):
+            raise SyncError(f"team database {url}: authentication failed: {reason(exc, password)}") from None
         raise SyncError(f"team database {url} is unreachable: {reason(exc, password)}") from None
     except driver.errors.InsufficientPrivilege as exc:
-        raise SyncError(
-            f"team database {url}: {reason(exc, password)} (a read-only role can pull and search, not push; "
-            "what is queued here stays queued)"
-        ) from None
+        raise ReadOnly(f"team database {url}: {reason(exc, password)} ({_no_privilege(conn)})") from None
     except driver.Error as exc:
         raise SyncError(f"team database {url}: {reason(exc, password)}") from None
+
+
+def _no_privilege(conn: Any) -> str:
+    """Why a write was refused, as far as the server says: a role that may create in the schema (a writer,
+    docs/team.md) lacks only the grants of cmem's tables, which their owner gives; another is read-only."""
+    writer = False
+    if conn is not None:
+        with contextlib.suppress(Exception):
+            row = conn.execute("SELECT has_schema_privilege(current_schema(), 'CREATE')").fetchone()
+            writer = bool(row and row[0])
+    if writer:
+        return (
+            "this role may write the schema but has not been granted cmem's tables yet: their owner, the "
+            "member who joined first, runs the GRANT of docs/team.md; what is queued here stays queued"
+        )
+    return "a read-only role can pull and search, not push; what is queued here stays queued"
 
 
 def connect(url: str, password: str | None = None, *, autocommit: bool = True) -> Any:
@@ -241,6 +300,15 @@ def is_migrated(conn: Any) -> bool:
         return False
     done = {r[0] for r in conn.execute("SELECT name FROM cmem_migrations")}
     return all(name in done for name, _ in MIGRATIONS)
+
+
+def readable(conn: Any) -> bool:
+    """May this role read cmem's memories (whatever else it may not do)?"""
+    try:
+        conn.execute("SELECT 1 FROM cmem_observations LIMIT 0")
+    except Exception:
+        return False
+    return True
 
 
 def with_retries(action: Callable[[], Any], attempts: int = 3) -> Any:

@@ -19,7 +19,7 @@ from cmem_cli.core.synclock import sync_lock
 from cmem_cli.services.search import Reader
 from cmem_cli.services.writes import Memory
 from cmem_cli.store import team_outbox as outbox
-from cmem_cli.team import server
+from cmem_cli.team import restore, server
 from cmem_cli.team.pull import PULLED, Puller
 from cmem_cli.team.push import Pusher
 from cmem_cli.team.url import split_password
@@ -62,13 +62,23 @@ def new_report(settings: dict[str, Any]) -> dict[str, Any]:
         "forgotten_there": 0,
         "conflicts": [],
         "rejected": [],
+        "restored": False,  # the server went back in time: this sync pulled it again (cmem_cli.team.restore)
+        "skipped": [],  # rows of the team database refused (cmem_cli.team.inbound): kind, uid, machine, reason
         "notes": [],
         "queued": 0,
     }
 
 
-def init(memory: Memory, url_text: str, *, projects: list[str], machine: str | None) -> dict[str, Any]:
-    """Join the team database at ``url_text`` (creating its schema if needed) and sync."""
+def init(
+    memory: Memory,
+    url_text: str,
+    *,
+    projects: list[str],
+    machine: str | None,
+    report: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Join the team database at ``url_text`` (creating its schema if needed) and sync. ``report`` is
+    filled as the sync goes (a caller that catches a failure prints what was done before it)."""
     given = split_password(url_text)
     for project in projects:
         if not project.strip():
@@ -80,9 +90,7 @@ def init(memory: Memory, url_text: str, *, projects: list[str], machine: str | N
     with sync_lock(memory.config.home):
         conn = server.connect(given.url, given.password)
         try:
-            with server.translated(given.url, given.password):
-                if not server.is_migrated(conn):  # a read-only role joins a database made by another
-                    server.migrate(conn)
+            up_to_date(conn, given.url, given.password, [])  # a read-only role joins one made by another
             outbox.install(local)
             wanted = sorted(set(projects))
             with local.transaction():
@@ -100,7 +108,7 @@ def init(memory: Memory, url_text: str, *, projects: list[str], machine: str | N
                 outbox.queue_on(local, True)
                 if first:
                     outbox.enqueue_all(local)
-            report = _run(memory, conn, given.url, given.password)
+            report = _run(memory, conn, given.url, given.password, report)
         finally:
             conn.close()
     if given.password:
@@ -115,8 +123,8 @@ def _widened(before: list[str], after: list[str]) -> bool:
     return not after or bool(set(after) - set(before))
 
 
-def sync(memory: Memory) -> dict[str, Any]:
-    """One `cmem sync` with the team database this home joined."""
+def sync(memory: Memory, report: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One `cmem sync` with the team database this home joined (``report``: as for :func:`init`)."""
     current = remote(memory)
     if current is None:
         raise UsageError("this home has no team database; run `cmem sync init postgresql://...` first")
@@ -124,25 +132,63 @@ def sync(memory: Memory) -> dict[str, Any]:
         outbox.install(memory.store)  # a home that joined with an older cmem: its newer triggers
         conn = server.connect(current["url"])
         try:
-            return _run(memory, conn, current["url"], None)
+            return _run(memory, conn, current["url"], None, report)
         finally:
             conn.close()
 
 
-def _run(memory: Memory, conn: Any, url: str, password: str | None) -> dict[str, Any]:
+def _run(
+    memory: Memory, conn: Any, url: str, password: str | None, report: dict[str, Any] | None
+) -> dict[str, Any]:
+    """Adopt, push, pull. A push the server refuses (a read-only role) leaves the queue as it is and the
+    pull goes on; the refusal is raised once the pull is done, with the report filled."""
     settings = remote(memory)
     assert settings is not None
-    report = new_report(settings)
+    report = _fill(report, new_report(settings))
     _adopt_local(memory, report)
-    with server.translated(url, password):
-        if not server.is_migrated(
-            conn
-        ):  # a newer cmem joined with more migrations; a read-only role never gets here
-            server.migrate(conn)
+    refused: server.ReadOnly | None = None
+    up_to_date(conn, url, password, report["notes"])  # a newer cmem joined with more migrations
+    with server.translated(url, password, conn):
         vectors = VectorMaker(memory.config, report["notes"])
-        Pusher(memory, conn, settings["machine"], report, vectors).run()
+        restore.check(memory, conn, report)
+    try:
+        with server.translated(url, password, conn):
+            Pusher(memory, conn, settings["machine"], report, vectors).run()
+    except server.ReadOnly as exc:
+        refused = exc
+    with server.translated(url, password, conn):
         Puller(memory, conn, settings["projects"], report).run()
+        if report["restored"] and refused is None and outbox.pending_count(memory.store):
+            Pusher(memory, conn, settings["machine"], report, vectors).run()  # forgets the re-pull found
     report["queued"] = outbox.pending_count(memory.store)
+    if refused is not None:
+        raise refused
+    return report
+
+
+OLD_SCHEMA_NOTE = (
+    "the team database's schema is older than this cmem's, and this role may not bring it up to date: "
+    "a writer's next sync will"
+)
+
+
+def up_to_date(conn: Any, url: str, password: str | None, notes: list[str]) -> None:
+    """Create or migrate the server's schema. A role that may not (a reader, joining or syncing before a
+    writer with a newer cmem did) goes on with the schema there is, when it can read it."""
+    try:
+        with server.translated(url, password, conn):
+            if not server.is_migrated(conn):
+                server.migrate(conn)
+    except server.ReadOnly as refused:
+        if not server.readable(conn):  # the refusal stands: its message says which grant is missing
+            raise refused from None
+        notes.append(OLD_SCHEMA_NOTE)
+
+
+def _fill(report: dict[str, Any] | None, values: dict[str, Any]) -> dict[str, Any]:
+    if report is None:
+        return values
+    report.update(values)
     return report
 
 
@@ -151,8 +197,9 @@ def _adopt_local(memory: Memory, report: dict[str, Any]) -> None:
     from cmem_cli.services.sync_local import sync_local
 
     result = sync_local(memory)
-    report["adopted"] += len(result.adopted) + len(result.created)
-    report["forgotten"] += len(result.forgotten)
+    # a deleted file is adopted as a forget, which the push then counts (forgotten_there): counting it
+    # here too said "forgotten 3" for two forgets
+    report["adopted"] += len(result.adopted) + len(result.created) + len(result.forgotten)
     for relpath, why in result.invalid + result.conflicts:
         report["rejected"].append({"path": relpath, "reason": why})
 
@@ -164,11 +211,13 @@ def default_machine() -> str:
 def push_only(
     memory: Memory, conn: Any, settings: dict[str, Any], report: dict[str, Any], vectors: VectorMaker
 ) -> None:
-    """Push what is queued (`cmem watch` does this within seconds of a local write)."""
-    with server.translated(settings["url"]):
+    """Push what is queued (`cmem watch` does this within seconds of a local write), once the server is
+    known not to have gone back in time."""
+    with server.translated(settings["url"], None, conn):
+        restore.check(memory, conn, report)
         Pusher(memory, conn, settings["machine"], report, vectors).run()
 
 
 def pull_only(memory: Memory, conn: Any, settings: dict[str, Any], report: dict[str, Any]) -> None:
-    with server.translated(settings["url"]):
+    with server.translated(settings["url"], None, conn):
         Puller(memory, conn, settings["projects"], report).run()

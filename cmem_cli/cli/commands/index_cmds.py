@@ -191,7 +191,9 @@ def watch_cmd(
             print(f"cmem: {_summary(r)}", file=sys.stderr, flush=True)
 
     def error(message: str) -> None:
-        print(f"cmem: {escape_control(message)}", file=sys.stderr, flush=True)
+        from cmem_cli.cli.guard import unsecret  # a team database's message may quote a URL
+
+        print(f"cmem: {escape_control(unsecret(message))}", file=sys.stderr, flush=True)
 
     from cmem_index.loading import load_embedder
 

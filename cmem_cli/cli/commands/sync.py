@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from cmem_cli.cli.commands.common import JsonOpt
 from cmem_cli.cli.exits import EXIT_INVALID
-from cmem_cli.cli.guard import failure
+from cmem_cli.cli.guard import failure, unsecret
 from cmem_cli.cli.invocation import open_api
 from cmem_cli.cli.render import escape_control, write
 
@@ -107,8 +108,7 @@ def sync(ctx: typer.Context, as_json: JsonOpt = False) -> None:
 
     with open_api(write=True) as memory:
         if teamsync.remote(memory.service) is not None:
-            report = teamsync.sync(memory.service)
-            _print_team_report(report, as_json)
+            _run_team_sync(lambda report: teamsync.sync(memory.service, report), as_json)
             return
         if not is_connected(memory.service.config.home, memory.export_dir):
             _local(memory, as_json)
@@ -116,24 +116,69 @@ def sync(ctx: typer.Context, as_json: JsonOpt = False) -> None:
         _run_git_sync(memory, None, as_json)
 
 
-def _print_team_report(report: dict[str, Any], as_json: bool) -> None:
+def _run_team_sync(action: Callable[[dict[str, Any]], dict[str, Any]], as_json: bool) -> None:
+    """Run a team sync; a failure still prints what was done before it (with ``--json`` a result object
+    with the error and the exit code, as git sync's) before the one-line error on stderr."""
+    report: dict[str, Any] = {}
+    try:
+        report = action(report)
+    except KeyboardInterrupt:  # typer would end it silently with 130: the one line, as the guard says it
+        if as_json:
+            write(
+                json.dumps({**report, "ok": False, "exit_code": 130, "error": "interrupted"}, indent=2) + "\n"
+            )
+        print("cmem: interrupted", file=sys.stderr)
+        raise typer.Exit(130) from None
+    except Exception as exc:
+        if as_json:
+            message, code = failure(exc)
+            write(
+                json.dumps(
+                    {**report, "ok": False, "exit_code": code, "error": message}, ensure_ascii=False, indent=2
+                )
+                + "\n"
+            )
+        elif report.get("remote"):  # the sync got as far as its report (a push refused, the pull done)
+            _print_team_report(report, as_json, failed=True)
+        raise
+    _print_team_report(report, as_json)
+
+
+def skipped_line(item: dict[str, Any]) -> str:
+    """One row of the team database that was not taken, as stderr says it."""
+    return (
+        f"skipped {item['kind']} {item['uid']} from the team database (written by {item['machine']}): "
+        f"{item['reason']}"
+    )
+
+
+def _print_team_report(report: dict[str, Any], as_json: bool, *, failed: bool = False) -> None:
+    code = EXIT_INVALID if report["rejected"] else 0
     if as_json:
-        write(json.dumps(report, ensure_ascii=False, indent=2) + "\n")
+        write(
+            json.dumps(
+                {**report, "ok": code == 0, "exit_code": code, "error": None}, ensure_ascii=False, indent=2
+            )
+            + "\n"
+        )
     for item in report["rejected"]:
         print(f"cmem: {escape_control(item['path'])}: {escape_control(item['reason'])}", file=sys.stderr)
     for item in report["conflicts"]:
         print(f"cmem: conflict on {item['uid']}: {item['resolution']}", file=sys.stderr)
+    for item in report["skipped"]:
+        print(f"cmem: {escape_control(skipped_line(item))}", file=sys.stderr)
     for note in report["notes"]:
-        print(f"cmem: {escape_control(note)}", file=sys.stderr)
+        print(f"cmem: {escape_control(unsecret(note))}", file=sys.stderr)
     if not as_json:
         print(
             f"{escape_control(report['remote'])}: adopted {report['adopted']}, pushed {report['pushed']}, "
             f"pulled {report['pulled']}, forgotten {report['forgotten'] + report['forgotten_there']}, "
-            f"conflicts {len(report['conflicts'])}, rejected {len(report['rejected'])}, queued {report['queued']}",
+            f"conflicts {len(report['conflicts'])}, rejected {len(report['rejected'])}, "
+            f"skipped {len(report['skipped'])}, queued {report['queued']}",
             file=sys.stderr,
         )
-    if report["rejected"]:
-        raise typer.Exit(EXIT_INVALID)
+    if code and not failed:
+        raise typer.Exit(code)
 
 
 @sync_app.command("init")
@@ -174,8 +219,12 @@ def sync_init(
         if is_team_url(url):
             if is_connected(memory.service.config.home, memory.export_dir):
                 raise UsageError("this home already syncs through git; a home has one remote")
-            report = teamsync.init(memory.service, url, projects=project or [], machine=machine)
-            _print_team_report(report, as_json)
+            _run_team_sync(
+                lambda report: teamsync.init(
+                    memory.service, url, projects=project or [], machine=machine, report=report
+                ),
+                as_json,
+            )
             return
         if project or machine:
             raise UsageError("--project and --machine are for a team database (postgresql://...)")

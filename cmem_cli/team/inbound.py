@@ -1,0 +1,225 @@
+"""What arrives from the team database, checked against the record format before it touches the store.
+
+The team tables can be written by anything holding a role that may write them (a teammate's script, a
+migration, a dashboard), not only by cmem: a list column may hold a number, a column cmem never leaves
+empty may be NULL, a text may be larger than the export's own file limit. Such a row is refused here,
+whole, with a reason; the caller skips it (a one-line note naming its uid and the machine that wrote it,
+``skipped`` in `cmem sync --json`, `cmem doctor`) and the rest of the sync goes on. A row that passes
+is then validated and scrubbed again by the write service, as any input.
+
+Every check reads only the row: nothing here touches the store or the server.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from cmem_cli.core.errors import CmemError
+from cmem_cli.core.fields import LINK_TYPES, SESSION_STATUSES, SUMMARY_FIELDS
+from cmem_cli.core.timeutil import MAX_MS
+from cmem_cli.services.writes import SUMMARY_LIMIT
+from cmem_cli.store.records import LIST_FIELDS, MAX_LIST_ITEMS, MAX_SHORT, normalize_observation
+from cmem_export.reading import MAX_FILE_BYTES
+
+# What a file holds besides the row's own text (front matter keys, headings, a link line's markup) is
+# bounded by these: a row whose text comes near the limit is refused rather than written as a file that
+# no later sync could read back (docs/team.md).
+FILE_OVERHEAD = 8_192
+LINK_LINE = 2_600  # a link's line: its type, the target's title (500 characters) and relative path
+MAX_LINKS = MAX_LIST_ITEMS
+MAX_UID = 64
+
+
+class Refused(Exception):
+    """A row cmem would never have written; ``reason`` says which column and why, in one line."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+def label(row: dict[str, Any], key: str = "uid") -> str:
+    """The row's uid as a note can show it (a uid of the wrong shape is shown as a short repr)."""
+    value = row.get(key)
+    if isinstance(value, str) and 0 < len(value) <= MAX_UID and value.isprintable():
+        return value
+    return _short(value)
+
+
+def machine_of(row: dict[str, Any]) -> str:
+    value = row.get("machine")
+    if isinstance(value, str) and 0 < len(value) <= MAX_SHORT and value.isprintable():
+        return value
+    return "an unknown machine"
+
+
+# -- one check per table ------------------------------------------------------------------------------
+def observation(row: dict[str, Any]) -> None:
+    """A ``cmem_observations`` row with its ``links`` [(type, uid)]."""
+    _uid(row.get("uid"), "uid")
+    _machine(row)
+    for name in LIST_FIELDS:
+        value = row.get(name)
+        if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+            raise Refused(f"{name} is {_short(value)}, not a list of texts")
+    for name in ("created_at", "updated_at"):
+        _time(row.get(name), name)
+    record = {n: row.get(n) for n in (*LIST_FIELDS, "type", "title", "subtitle", "narrative", "project",
+                                       "session", "agent", "prompt_number", "key", "confidence", "uid")}  # fmt: skip
+    for name in ("type", "title", "project", "agent"):
+        value = record[name]
+        if not isinstance(value, str) or not value.strip():
+            raise Refused(f"{name} is {_short(value)}, not a text")
+    confidence = record["confidence"]
+    if isinstance(confidence, float) and not math.isfinite(confidence):
+        raise Refused(f"confidence is {confidence}, not a number from 0 to 1")
+    try:
+        normalize_observation({k: v for k, v in record.items() if v is not None})
+    except CmemError as exc:
+        raise Refused(exc.message) from None
+    _anchor(row.get("anchor"))
+    links = row.get("links") or []
+    if len(links) > MAX_LINKS:
+        raise Refused(f"it has {len(links)} links (limit {MAX_LINKS})")
+    for link_type, target in links:
+        if link_type not in LINK_TYPES:
+            raise Refused(f"a link's type is {_short(link_type)}")
+        _uid(target, "a link's target")
+    size = _bytes(*(row.get(n) for n in ("title", "subtitle", "narrative", "project", "session", "agent",
+                                         "key")), *(item for n in LIST_FIELDS for item in row[n]))  # fmt: skip
+    size += len(links) * LINK_LINE + len(json.dumps(row.get("anchor"), default=str)) * 2
+    _fits(size)
+
+
+def summary(row: dict[str, Any]) -> None:
+    _uid(row.get("uid"), "uid")
+    _machine(row)
+    for name in ("session", "project", "agent"):
+        _text(row.get(name), name, MAX_SHORT)
+    for name in ("created_at", "updated_at"):
+        _time(row.get(name), name)
+    texts = [row.get(name) for name in SUMMARY_FIELDS]
+    for name, value in zip(SUMMARY_FIELDS, texts, strict=True):
+        if value is not None:
+            _text(value, name, SUMMARY_LIMIT, empty=True)
+    if not any(isinstance(value, str) and value.strip() for value in texts):
+        raise Refused("a summary needs at least one of: " + ", ".join(SUMMARY_FIELDS))
+    _fits(_bytes(*texts, row.get("session"), row.get("project"), row.get("agent")))
+
+
+def session(row: dict[str, Any]) -> None:
+    _text(row.get("session_id"), "session_id", MAX_SHORT)
+    _machine(row)
+    for name in ("agent", "project"):
+        _text(row.get(name), name, MAX_SHORT)
+    if row.get("status") not in SESSION_STATUSES:
+        raise Refused(f"status is {_short(row.get('status'))}")
+    for name in ("started_at", "last_activity_at"):
+        _time(row.get(name), name)
+    if row.get("completed_at") is not None:
+        _time(row.get("completed_at"), "completed_at")
+    counter = row.get("prompt_counter")
+    if isinstance(counter, bool) or not isinstance(counter, int) or not 0 <= counter < 2**31:
+        raise Refused(f"prompt_counter is {_short(counter)}")
+    for name, limit in (("label", 500), ("goal", SUMMARY_LIMIT), ("outcome", SUMMARY_LIMIT),
+                        ("next_steps", SUMMARY_LIMIT)):  # fmt: skip
+        if row.get(name) is not None:
+            _text(row.get(name), name, limit, empty=True)
+
+
+def prompt(row: dict[str, Any]) -> None:
+    _uid(row.get("uid"), "uid")
+    _machine(row)
+    for name in ("session", "project", "agent"):
+        _text(row.get(name), name, MAX_SHORT)
+    _text(row.get("text"), "text", SUMMARY_LIMIT)
+    number = row.get("prompt_number")
+    if isinstance(number, bool) or not isinstance(number, int) or not 1 <= number < 2**31:
+        raise Refused(f"prompt_number is {_short(number)}")
+    _time(row.get("created_at"), "created_at")
+
+
+def tombstone(row: dict[str, Any]) -> None:
+    _uid(row.get("uid"), "uid")
+
+
+CHECKS = {"observation": observation, "summary": summary, "session": session, "prompt": prompt}
+
+
+def problem(kind: str, row: dict[str, Any]) -> str | None:
+    """Why ``row`` (of ``kind``) cannot be taken, or None."""
+    try:
+        CHECKS[kind](row)
+    except Refused as exc:
+        return exc.reason
+    return None
+
+
+def skip(
+    report: dict[str, Any], kind: str, row: dict[str, Any], reason: str, key: str = "uid"
+) -> dict[str, Any]:
+    """Say in ``report`` that ``row`` was skipped (``skipped``, and a note for stderr); returns the item."""
+    item = {"kind": kind, "uid": label(row, key), "machine": machine_of(row), "reason": reason}
+    report["skipped"].append(item)
+    return item
+
+
+# -- the pieces ----------------------------------------------------------------------------------------
+def _uid(value: Any, name: str) -> None:
+    if not isinstance(value, str):
+        raise Refused(f"{name} is {_short(value)}, not a uid")
+    try:
+        normalize_observation({"title": "t", "project": "p", "uid": value})
+    except CmemError:
+        raise Refused(f"{name} is {_short(value)}, not a uid") from None
+
+
+def _machine(row: dict[str, Any]) -> None:
+    _text(row.get("machine"), "machine", MAX_SHORT)
+
+
+def _text(value: Any, name: str, limit: int, *, empty: bool = False) -> None:
+    if not isinstance(value, str):
+        raise Refused(f"{name} is {_short(value)}, not a text")
+    if not empty and not value.strip():
+        raise Refused(f"{name} is empty")
+    if "\x00" in value:
+        raise Refused(f"{name} contains a NUL character")
+    if len(value) > limit:
+        raise Refused(f"{name} is too long ({len(value)} characters, limit {limit})")
+
+
+def _time(value: Any, name: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_MS:
+        raise Refused(f"{name} is {_short(value)}, not a time in epoch milliseconds")
+
+
+def _anchor(value: Any) -> None:
+    if value is None:
+        return
+    from cmem_cli.services.anchors import from_exported
+
+    if from_exported(value) is None:
+        raise Refused(f"anchor is {_short(value)}, not a code anchor cmem writes")
+
+
+def _bytes(*values: Any) -> int:
+    return sum(len(value.encode("utf-8", "replace")) for value in values if isinstance(value, str))
+
+
+def _fits(size: int) -> None:
+    if size + FILE_OVERHEAD > MAX_FILE_BYTES:
+        raise Refused(
+            f"its file would be over the export's limit ({size} bytes of text, limit {MAX_FILE_BYTES})"
+        )
+
+
+def _short(value: Any) -> str:
+    """A value as a note shows it: its JSON (or repr) cut to 40 characters, control characters escaped."""
+    try:
+        text = json.dumps(value, ensure_ascii=True, default=repr)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."

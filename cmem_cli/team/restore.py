@@ -1,0 +1,112 @@
+"""A team database that went back in time: restored from a pg_dump, a point-in-time recovery, a copy.
+
+Its revisions then start again from the backup's: a home that had pulled past them would pull nothing
+until the server caught up (and then skip what others pushed meanwhile), and what was pushed between
+the backup and the restore would be gone from the server for good. So every sync first compares the
+server with what this home remembers of it:
+
+- its **identity**: the cluster's system identifier, the database's and cmem's table's OIDs (a reload
+  from a dump makes new ones), its timeline (a point-in-time recovery starts a new one) and cmem's own
+  ``epoch`` (``cmem_meta``);
+- its **high-water mark**: the highest revision this home has seen. A server whose revisions end below
+  it went back in time, whatever its identity says (a copy of its files put back).
+
+When either says so, this home starts again: it forgets its base revisions, queues everything it holds
+(marked ``RESTORED``: on the server, the later edit of a memory stays, with no conflict copy, since this
+home cannot tell what the server's copy was based on) and pulls from the first revision. All that is one
+local transaction, so a sync killed during the re-pull carries on with the next one. A home that saw
+the restore by its high-water mark alone also gives the server a new epoch, so that every other home
+starts again too (one that had not pulled past the backup could not tell otherwise).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+from cmem_cli.services.writes import Memory
+from cmem_cli.store import team_outbox as outbox
+from cmem_cli.team import server
+from cmem_cli.team.pull import PULLED, RESTORING, TABLES
+
+SERVER = "server"  # team_state key: the server's identity as this home last saw it
+
+
+def identity(conn: Any) -> str:
+    """Who the server is (see the module's docstring); parts a role may not read are left empty."""
+    parts = []
+    for sql in (
+        "SELECT system_identifier::text FROM pg_control_system()",
+        "SELECT timeline_id::text FROM pg_control_checkpoint()",
+        "SELECT oid::text FROM pg_database WHERE datname = current_database()",
+        "SELECT 'cmem_observations'::regclass::oid::text",
+        "SELECT value FROM cmem_meta WHERE key = 'epoch'",
+    ):
+        value = ""
+        with contextlib.suppress(Exception):  # autocommit: a refused statement spoils nothing
+            row = conn.execute(sql).fetchone()
+            value = str(row[0]) if row else ""
+        parts.append(value)
+    return ":".join(parts)
+
+
+def top_revision(conn: Any) -> int:
+    """The highest revision the server holds (every row this home has seen has it or a later one)."""
+    row = conn.execute(
+        "SELECT greatest("
+        + ", ".join(f"(SELECT max(rev) FROM {table})" for table in TABLES.values())
+        + ", 0)"
+    ).fetchone()
+    return int(row[0])
+
+
+def check(memory: Memory, conn: Any, report: dict[str, Any]) -> bool:
+    """Compare the server with what this home remembers of it; start again when it went back in time.
+    True when this sync started again (``report["restored"]``, and a note)."""
+    local = memory.store
+    values = outbox.settings(local)
+    now = identity(conn)
+    known = values.get(SERVER)
+    high = outbox.high_water(local, int(values.get(PULLED) or 0))
+    top = top_revision(conn)
+    changed = known is not None and _differs(known, now)
+    if not changed and top >= high:
+        if known is None:
+            with local.transaction():
+                outbox.put(local, **{SERVER: now})
+        return False
+    why = (
+        "it is another server or was restored (its identity changed)"
+        if changed
+        else f"its revisions end at {top}, this home has seen {high}"
+    )
+    if not changed:  # the others may not see it: a new epoch tells them
+        now = _new_epoch(conn, now)
+    with local.transaction():
+        queued = outbox.start_again(local)
+        outbox.put(local, **{PULLED: "0", SERVER: now, RESTORING: "1"})
+    report["restored"] = True
+    report["notes"].append(
+        f"the team database went back in time ({why}): pulling it again from the start and pushing "
+        f"what it lacks ({queued} queued)"
+    )
+    return True
+
+
+def _differs(known: str, now: str) -> bool:
+    """Does a part both identities hold differ? (A part a role could not read, or a server without cmem's
+    epoch yet, is empty: its appearing or going is no restore.)"""
+    old, new = known.split(":"), now.split(":")
+    if len(old) != len(new):
+        return known != now
+    return any(a and b and a != b for a, b in zip(old, new, strict=True))
+
+
+def _new_epoch(conn: Any, current: str) -> str:
+    """Give the server a new epoch (a read-only role cannot: then only this home starts again)."""
+    with contextlib.suppress(Exception), conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (server.WRITE_LOCK,))
+        conn.execute(
+            "UPDATE cmem_meta SET value = md5(random()::text || clock_timestamp()::text) WHERE key = 'epoch'"
+        )
+    return identity(conn) or current
