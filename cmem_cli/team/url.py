@@ -127,6 +127,8 @@ _URL = re.compile(r"(?P<scheme>[a-z][a-z0-9+.-]*://)(?P<rest>[^\s\"'<>`]*)", re.
 
 def _mask_url(m: re.Match[str]) -> str:
     scheme, rest = m["scheme"], m["rest"]
+    if "@" not in rest and not scheme.lower().startswith("postgres"):
+        return m[0]  # no user part, so no password (a download's address stays whole); libpq's is checked
     if not readable(rest):  # cannot tell where a password would end: the scheme alone
         return f"{scheme}***" if ":" in rest or "@" in rest else m[0]
     end = userinfo_end(rest)
