@@ -21,7 +21,6 @@ import contextlib
 import fcntl
 import os
 import sys
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,7 +31,6 @@ if TYPE_CHECKING:
 BACKLOG = 20  # files written since the last pass that start one without waiting for the turn's end
 NICENESS = 10  # the pass yields the CPU to the agent and to every command a person runs
 LOG_NAME = "index.log"
-LOG_MAX_BYTES = 1_000_000
 ENV_SWITCH = "CMEM_INDEX_BACKGROUND"  # "off" (or "0", "false", "no"): writes never start a pass
 
 
@@ -248,20 +246,9 @@ def remember_model(config: Config, description: dict[str, Any]) -> None:
 
 def log_line(config: Config, message: str) -> None:
     """One line in ``<home>/logs/index.log`` (rotated at ~1 MB): a background pass has no terminal."""
-    try:
-        config.log_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-        path = config.log_dir / LOG_NAME
-        with contextlib.suppress(FileNotFoundError):
-            if path.stat().st_size > LOG_MAX_BYTES:
-                os.replace(path, path.with_name(LOG_NAME + ".1"))
-        stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime())
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-        try:
-            os.write(fd, f"{stamp}Z {message}\n".encode("utf-8", "replace"))
-        finally:
-            os.close(fd)
-    except OSError:
-        pass
+    from cmem_cli.core.logfile import append_line
+
+    append_line(config.log_dir, LOG_NAME, message)
 
 
 def main(argv: list[str]) -> int:

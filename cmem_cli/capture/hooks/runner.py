@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import sys
 import time
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from cmem_cli.core.errors import CmemError, DatabaseBusy, DatabaseCorrupt, InvalidInput
+from cmem_cli.core.logfile import append_line
 
 if TYPE_CHECKING:
     from cmem_cli.api import Memory
@@ -28,7 +28,6 @@ if TYPE_CHECKING:
     from cmem_cli.core.config import Config
 
 LOG_NAME = "hooks.log"
-LOG_MAX_BYTES = 1_000_000
 SLOW_MS = 1_000
 SPOOL_SESSION = ""  # agent_captures rows ("", "<spool file name>") mark replayed events
 REPLAY_LIMIT = 50  # spooled events replayed per hook call, so one call never takes long
@@ -40,22 +39,7 @@ PASSIVE_EVENTS = frozenset({"PreToolUse", "PreCompact", "Notification", "Permiss
 
 def log_line(log_dir: Path, message: str) -> None:
     """Append one line to hooks.log (rotated at ~1 MB); never raises."""
-    try:
-        log_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-        path = log_dir / LOG_NAME
-        try:
-            if path.stat().st_size > LOG_MAX_BYTES:
-                os.replace(path, path.with_name(LOG_NAME + ".1"))
-        except FileNotFoundError:
-            pass
-        stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime())
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-        try:
-            os.write(fd, f"{stamp}Z {message}\n".encode("utf-8", "replace"))
-        finally:
-            os.close(fd)
-    except OSError:
-        pass
+    append_line(log_dir, LOG_NAME, message)
 
 
 def _read_stdin(stdin: IO[bytes]) -> bytes:
