@@ -43,7 +43,7 @@ def _copy_tree(dest: Path) -> Path:
 def test_the_layer_contracts_hold(tmp_path: Path) -> None:
     result = _lint(_copy_tree(tmp_path))
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "6 kept, 0 broken" in result.stdout
+    assert "7 kept, 0 broken" in result.stdout
 
 
 def test_a_store_that_imports_the_index_breaks_the_contracts(tmp_path: Path) -> None:
@@ -92,6 +92,18 @@ def test_a_cli_command_that_calls_a_service_breaks_the_contracts(tmp_path: Path)
     assert result.returncode == 1
     assert "CLI, capture, MCP and view reach the services only through the API BROKEN" in result.stdout
     assert "cmem_cli.cli.write_bodies -> cmem_cli.services.writes" in result.stdout
+
+
+def test_a_cli_command_that_opens_the_index_breaks_the_contracts(tmp_path: Path) -> None:
+    """The CLI builds, drops and lists the index through the API's face (``memory.index``): opening the
+    index's database (and taking its lock, deleting its documents) from a command is refused."""
+    root = _copy_tree(tmp_path)
+    body = root / "cmem_cli" / "cli" / "commands" / "index_cmds.py"
+    body.write_text(body.read_text() + "\nfrom cmem_index.store import IndexStore  # noqa\n")
+    result = _lint(root)
+    assert result.returncode == 1
+    assert "Front ends reach the index only through the API (memory.index) BROKEN" in result.stdout
+    assert "cmem_cli.cli.commands.index_cmds -> cmem_index.store" in result.stdout
 
 
 def test_a_hook_that_calls_a_service_breaks_the_contracts(tmp_path: Path) -> None:

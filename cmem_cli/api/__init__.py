@@ -36,6 +36,7 @@ from cmem_cli.core.errors import (
 from cmem_cli.core.query import Query
 
 if TYPE_CHECKING:
+    from cmem_cli.api.index import Index
     from cmem_cli.api.recorder import Recorder
     from cmem_cli.core.pages import Rows, SearchPage, Timeline
     from cmem_cli.core.results import (
@@ -770,11 +771,16 @@ class Memory:
         return diagnose(self.config, fix=fix)
 
     # -- the index -----------------------------------------------------------------------------------------
-    def index_status(self) -> dict[str, Any]:
-        """What `cmem index status --json` prints: documents, chunks, vectors, models, collections."""
-        from cmem_cli.services.index_status import index_status
+    @property
+    def index(self) -> Index:
+        """The search index (:class:`cmem_cli.api.index.Index`): build, status, collections, models."""
+        from cmem_cli.api.index import Index
 
-        return index_status(self.config)
+        return Index(self.config)
+
+    def index_status(self) -> dict[str, Any]:
+        """What `cmem status --json` prints (``memory.index.status()``)."""
+        return self.index.status()
 
 
 def _cwd(value: str | Path | None) -> str:

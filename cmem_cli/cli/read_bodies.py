@@ -27,7 +27,6 @@ from cmem_cli.core.marks import title_marks
 
 if TYPE_CHECKING:
     from cmem_cli.api import Memory
-    from cmem_cli.core.config import Config
 
 
 def _date(row: dict[str, Any]) -> str:
@@ -113,7 +112,7 @@ def search(
         ask = Query(query, type=obs_type, collections=collection, team=team, **options)
         page = memory.search(ask)
         rows = page.to_json()
-        _absolute_paths(memory.config, rows)
+        _absolute_paths(memory, rows)
         # whose each memory is, when that can differ (JSON rows always say it)
         several = output not in ("json", "ndjson") and not team and memory.several_machines()
     if scope_note:
@@ -164,7 +163,7 @@ TEAM_COLUMNS = [  # a team search's; the machine's alone where this home holds s
 ]
 
 
-def _absolute_paths(config: Config, rows: list[dict[str, Any]]) -> None:
+def _absolute_paths(memory: Memory, rows: list[dict[str, Any]]) -> None:
     """Give scripts a ``path`` that exists on this machine: memories are relative to the export folder,
     documents are ``collection:relative`` until resolved against their collection's root."""
     roots: dict[str, Any] | None = None
@@ -173,12 +172,10 @@ def _absolute_paths(config: Config, rows: list[dict[str, Any]]) -> None:
         if not path:
             continue
         if row.get("kind") != "document":
-            row["path"] = str(config.export_dir / path)
+            row["path"] = str(memory.config.export_dir / path)
             continue
         if roots is None:
-            from cmem_index.collections import load_collections
-
-            roots = {c.name: c.root.expanduser() for c in load_collections(config)}
+            roots = memory.index.collection_roots()
         name, _, relpath = path.partition(":")
         if name in roots:
             row["path"] = str(roots[name] / relpath)
