@@ -5,7 +5,7 @@ queries through ``cmem_cli.services.search.search`` (hybrid, no cut-off) and rep
 
 - the best score any nonsense query reaches with no cut-off at all (``nonsense_best``: the score bar alone
   need not sit above it, because a query none of whose words occurs in the searched documents is judged by
-  the rules for that case, ``model_reads`` and ``stands_out`` in index/search.py), and how many nonsense
+  the rules for that case, ``model_reads`` and ``stands_out`` in index/hybrid.py), and how many nonsense
   searches list anything with the product's defaults, in hybrid and in vector mode (``nonsense_listed``:
   it must be 0 on every set, a query that matches nothing returns nothing);
 - nDCG@10 of the real queries with candidate cut-offs (it must not drop);

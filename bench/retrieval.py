@@ -288,7 +288,7 @@ def evaluate(
     from cmem_cli.services.search import search
     from cmem_cli.services.writes import Memory
     from cmem_cli.store.repository import Filters
-    from cmem_index.search import hybrid
+    from cmem_index.hybrid import hybrid
     from cmem_index.trace import Trace
 
     info = build_home(name, data, home, model)
@@ -423,9 +423,9 @@ def main() -> None:
     if args.candidates is not None and args.candidates < 1:
         parser.error("--candidates must be at least 1")
     if args.candidates:
-        import cmem_index.search
+        import cmem_index.hybrid
 
-        cmem_index.search.CANDIDATES = args.candidates
+        cmem_index.hybrid.CANDIDATES = args.candidates
     work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="cmem-bench-"))
     dump: dict[str, Any] | None = {} if args.dump or args.loso else None
     report: dict[str, Any] = {}

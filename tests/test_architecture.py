@@ -49,10 +49,10 @@ def test_the_layer_contracts_hold(tmp_path: Path) -> None:
 def test_a_store_that_imports_the_index_breaks_the_contracts(tmp_path: Path) -> None:
     root = _copy_tree(tmp_path)
     repository = root / "cmem_cli" / "store" / "repository.py"
-    repository.write_text(repository.read_text() + "\nimport cmem_index.search  # noqa\n")
+    repository.write_text(repository.read_text() + "\nimport cmem_index.hybrid  # noqa\n")
     result = _lint(root)
     assert result.returncode == 1
-    assert "cmem_cli.store.repository -> cmem_index.search" in result.stdout
+    assert "cmem_cli.store.repository -> cmem_index.hybrid" in result.stdout
 
 
 def test_the_index_may_not_import_the_services(tmp_path: Path) -> None:

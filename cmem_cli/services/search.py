@@ -27,7 +27,7 @@ from cmem_cli.store.supersession import ObservationText, stated_texts
 
 if TYPE_CHECKING:
     from cmem_cli.store.anchors import Anchor
-    from cmem_index.search import IndexHit
+    from cmem_index.hybrid import IndexHit
 
 K = TypeVar("K", bound=Hashable)
 
@@ -470,7 +470,7 @@ def _observation_ids(rows: list[dict[str, Any]]) -> list[Any]:
 class HomeSource(StoreLinks):
     """This home as a search's :class:`Source`: keyword hits from the store (fresh the moment a write
     commits, covering prompts and summaries) fused with the index's BM25 and vector hits over cmem's export
-    tree and the user's collections (``cmem_index.search.hybrid``). Without an index everything still
+    tree and the user's collections (``cmem_index.hybrid.hybrid``). Without an index everything still
     works from the store alone. An unknown collection is NotFound."""
 
     __slots__ = ("memory", "collections")
@@ -509,7 +509,7 @@ class HomeSource(StoreLinks):
 
         pending = Background(lambda: _store_hits(store, query, filters, depth, with_store, not collections))
 
-        from cmem_index.search import hybrid
+        from cmem_index.hybrid import hybrid
 
         try:
             results = hybrid(

@@ -3,8 +3,8 @@
 :class:`TeamSource` is a :class:`cmem_cli.services.search.Source`: it retrieves, and the search service runs
 every stage after retrieval on its rows as on this home's (replies, branches, successors and inferred
 supersession from the team's links, anchors and stale files from the team's anchors, the page). Its two
-ranked lists are fused and cut off by the index's own stages (:func:`cmem_index.search.fusion`,
-:func:`cmem_index.search.cut_off`):
+ranked lists are fused and cut off by the index's own stages (:func:`cmem_index.hybrid.fusion`,
+:func:`cmem_index.hybrid.cut_off`):
 
 - **keyword**: rows whose ``tsvector`` matches any of the query's words (English stemming), scored as a
   BM25 without term-frequency saturation: the summed IDF of the query words a row contains (IDF counted
@@ -104,7 +104,7 @@ class TeamSource:
     def retrieve(self, ask: Query, filters: Filters, depth: int, trace: Any) -> Retrieved:
         from cmem_cli.services.search import Retrieved, signals_json
         from cmem_index.fusion import KEYWORD, VECTOR, Signal
-        from cmem_index.search import Candidates, cut_off, fusion
+        from cmem_index.hybrid import Candidates, cut_off, fusion
 
         query, mode, conn = ask.text or "", ask.mode, self.conn
         depth = min(depth, ALL)
@@ -355,7 +355,7 @@ def _query_vector(
         if mode != "auto":
             notes.append("no memory on the team database has a vector from this home's embedding model")
         return None, None
-    from cmem_index.search import embed_search_query, query_vector_scale
+    from cmem_index.hybrid import embed_search_query, query_vector_scale
 
     packed = embed_search_query(embedder, query)
     vector = fingerprint, int(embedder.dim), list(array("f", packed)), query_vector_scale(packed)
