@@ -54,7 +54,7 @@ if TYPE_CHECKING:
         citation_uri,
     )
     from cmem_cli.services.adopt import AdoptReport
-    from cmem_cli.services.search import Reader
+    from cmem_cli.services.search_pipeline import Reader
     from cmem_cli.services.writes import Memory as WriteService
     from cmem_cli.store.repository import Store
 
@@ -372,7 +372,7 @@ class Memory:
 
     @staticmethod
     def _resolve_on(store: Store, ref: int | str) -> int:
-        from cmem_cli.services.search import resolve_observation
+        from cmem_cli.services.search_pipeline import resolve_observation
 
         if isinstance(ref, bool) or not isinstance(ref, int | str):
             raise InvalidInput(f"not an observation id: {ref!r}")
@@ -401,7 +401,7 @@ class Memory:
         searches the team database this home joined (:class:`UsageError` if none) through the same stages:
         its rows carry ``superseded_by``, ``stale``, ``branch`` and ``machine`` as this home's do, ``id``
         being this home's id where it holds the memory, else the uid."""
-        from cmem_cli.services.search import search as run_search
+        from cmem_cli.services.search_pipeline import search as run_search
 
         if query.team:
             from cmem_cli.team.search import team_source
@@ -432,7 +432,7 @@ class Memory:
         HEAD of the git work tree at ``cwd``, default the current directory, has not merged),
         ``superseded_by``, and ``possibly_superseded_by`` (what search infers for ``query``'s words; None without
         one). Nothing is counted as a retrieval."""
-        from cmem_cli.services.search import filters_of
+        from cmem_cli.services.search_pipeline import filters_of
         from cmem_cli.services.window import window
 
         if limit < 1:
@@ -460,8 +460,8 @@ class Memory:
         """Second layer: items around ``anchor`` (an id, ``S<n>`` or ``P<n>``) or around the best keyword
         match for ``query``, in time order: a :class:`Timeline` (``anchor``, ``project``, typed ``items``;
         ``to_json()`` is what `cmem timeline --json` prints)."""
-        from cmem_cli.services.search import resolve_query_anchor
-        from cmem_cli.services.search import timeline as build_timeline
+        from cmem_cli.services.search_pipeline import resolve_query_anchor
+        from cmem_cli.services.search_pipeline import timeline as build_timeline
         from cmem_cli.store.repository import Filters
 
         if (anchor is None) == (query is None):
@@ -700,7 +700,7 @@ class Memory:
         return [self._prompt(row["id"]) for row in rows]
 
     def _prompt(self, prompt_id: int) -> Prompt:
-        from cmem_cli.services.search import prompt_row
+        from cmem_cli.services.search_pipeline import prompt_row
 
         row = self.service.store.get_prompt(prompt_id)
         from cmem_cli.core.results import Prompt
@@ -737,7 +737,7 @@ class Memory:
 
     def _summary(self, summary_id: int) -> Summary:
         from cmem_cli.core.fields import SUMMARY_FIELDS
-        from cmem_cli.services.search import summary_row
+        from cmem_cli.services.search_pipeline import summary_row
 
         row = self.service.store.get_summary(summary_id)
         from cmem_cli.core.results import Summary

@@ -1104,7 +1104,7 @@ def _not_verified(obs_id: int, reason: str) -> dict[str, Any]:
 
 def stale_rows(store: Store, *, project: str | None = None, cwd: str | None = None) -> list[dict[str, Any]]:
     """Every observation (of ``project``) whose cited files changed or vanished, as search rows, oldest first."""
-    from cmem_cli.services.search import observation_row
+    from cmem_cli.services.search_pipeline import observation_row
 
     states = check_anchors(store, store.anchors.with_files(project), cwd=cwd)
     stale = {obs_id: state for obs_id, state in states.items() if state.stale}

@@ -12,7 +12,7 @@ from typing import Any
 
 from cmem_cli.core.fields import SUMMARY_FIELDS
 from cmem_cli.core.timeutil import to_iso
-from cmem_cli.services.search import observation_row, prompt_row, summary_row
+from cmem_cli.services.search_pipeline import observation_row, prompt_row, summary_row
 from cmem_cli.store import window as rows_of
 from cmem_cli.store.repository import Filters, Store
 

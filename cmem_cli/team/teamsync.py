@@ -16,7 +16,7 @@ from typing import Any
 
 from cmem_cli.core.errors import UsageError
 from cmem_cli.core.synclock import sync_lock
-from cmem_cli.services.search import Reader
+from cmem_cli.services.search_pipeline import Reader
 from cmem_cli.services.writes import Memory
 from cmem_cli.store import team_outbox as outbox
 from cmem_cli.team import restore, server
