@@ -129,7 +129,7 @@ SQL_OWNERS = ("store/", "core/db.py", "core/migrations.py", "core/bm25.py")
 POSTGRES_MODULES = (
     "team/push.py",
     "team/pull.py",
-    "team/search.py",
+    "team/source.py",
     "team/server.py",
     "team/vectors.py",
     "team/live.py",

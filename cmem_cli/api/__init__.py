@@ -404,7 +404,7 @@ class Memory:
         from cmem_cli.services.search_pipeline import search as run_search
 
         if query.team:
-            from cmem_cli.team.search import team_source
+            from cmem_cli.team.source import team_source
 
             with team_source(self.reader) as source:
                 return run_search(self.reader, query, source=source)

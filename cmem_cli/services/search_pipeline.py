@@ -352,7 +352,7 @@ class Retrieved(NamedTuple):
 class Source(Links, Protocol):
     """Where a search's rows come from, and what every stage after retrieval reads about them, by the rows'
     ``id``: this home (:class:`HomeSource`: the store's keyword search fused with the index) or the team
-    database (``cmem_cli.team.search.TeamSource``, whose rows are keyed by uid until :meth:`shown`). The
+    database (``cmem_cli.team.source.TeamSource``, whose rows are keyed by uid until :meth:`shown`). The
     stages themselves (replies, order, branches, successors and inferred supersession, anchors, the page)
     are :func:`search`'s, one pipeline for every source."""
 
