@@ -90,10 +90,10 @@ def current_branch() -> str | None:
     """The branch of the git work tree the page is made in (None outside git or on a detached HEAD)."""
     import os
 
-    from cmem_cli.core import gitrepo
+    from cmem_cli.core import worktree
 
     try:
-        repo = gitrepo.find_repo(os.getcwd())
+        repo = worktree.find_repo(os.getcwd())
     except OSError:
         return None
-    return gitrepo.head(repo).branch if repo is not None else None
+    return worktree.head(repo).branch if repo is not None else None
