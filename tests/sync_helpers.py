@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from cmem_cli.__main__ import main
-from cmem_cli.services.gitrepo import Git
+from cmem_cli.services.sync_repo import Git
 
 
 class Machine:

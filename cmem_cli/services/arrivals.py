@@ -31,7 +31,7 @@ from cmem_cli.core.fields import LINKS_MARKER, SUMMARY_FIELDS
 from cmem_cli.core.ids import derived_uid
 from cmem_cli.core.timeutil import now_ms
 from cmem_cli.services import supersession
-from cmem_cli.services.gitrepo import Git
+from cmem_cli.services.sync_repo import Git
 from cmem_cli.services.writes import FileTransaction, Memory
 from cmem_cli.store.records import MAX_TITLE, parse_link
 from cmem_export import digest, reading

@@ -22,7 +22,7 @@ from cmem_cli.core.files import read_regular
 from cmem_cli.services.debris import find_debris
 from cmem_cli.services.debris import remove as remove_debris
 from cmem_cli.services.git_checks import git_checks
-from cmem_cli.services.gitrepo import GIT_DIR_NAME
+from cmem_cli.services.sync_repo import GIT_DIR_NAME
 from cmem_cli.store.presence import REPAIR_ADVICE, lost_store_problem
 from cmem_export import digest, layout
 from cmem_export.journal import pending

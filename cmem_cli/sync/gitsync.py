@@ -1,7 +1,7 @@
 """`cmem sync` through git: adopt, commit exactly what cmem adopted, fetch, merge by uid, adopt, push.
 
 The export tree is git's working tree (git's own folder is ``<home>/sync.git``, see
-``cmem_cli.services.gitrepo``). Only observations and summaries travel (`.gitignore` keeps temporary and
+``cmem_cli.services.sync_repo``). Only observations and summaries travel (`.gitignore` keeps temporary and
 lock files out); the database, prompts, sessions and the index stay on the machine.
 
 Kill-safety rests on three rules:
@@ -31,7 +31,7 @@ from typing import Any
 from cmem_cli.core.errors import SyncError, UsageError
 from cmem_cli.core.synclock import sync_lock
 from cmem_cli.services import arrivals
-from cmem_cli.services.gitrepo import (
+from cmem_cli.services.sync_repo import (
     BRANCH,
     MARKER,
     REMOTE,
@@ -558,7 +558,7 @@ class Syncer:
 
 
 def _last(proc: Any) -> str:
-    from cmem_cli.services.gitrepo import last_line
+    from cmem_cli.services.sync_repo import last_line
 
     return last_line(proc.stderr or proc.stdout)
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from cmem_cli.core.errors import CmemError
 from cmem_cli.services.arrivals import Incoming, conflict_copy, parse_file
-from cmem_cli.services.gitrepo import Git
+from cmem_cli.services.sync_repo import Git
 from cmem_cli.services.writes import Memory
 from cmem_export import layout, markdown
 
