@@ -84,37 +84,35 @@ TABLE_SEARCH_COLUMNS = [
 
 
 def search(
-    query: str | None = None,
-    obs_type: list[str] | None = None,
-    collection: list[str] | None = None,
+    all_projects: bool = False,
     all_hits: bool = False,
-    team: bool = False,
     as_json: bool = False,
     fmt: str | None = None,
     **options: Any,
 ) -> int:
     """`cmem search`: one compact row per hit; exit status EXIT_NO_MATCH when there is none (like grep).
 
-    ``options`` are :class:`~cmem_cli.core.query.Query`'s arguments under their own names (the table names
-    ``--type`` and ``--collection`` for what they hold, one value each)."""
+    ``options`` are :class:`~cmem_cli.core.query.Query`'s fields under the names its table
+    (:mod:`cmem_cli.core.query_fields`) gives `cmem search`'s options."""
     from cmem_cli.api import Query
     from cmem_cli.cli.exits import EXIT_NO_MATCH, EXIT_OK
+    from cmem_cli.core.query_fields import query_arguments
 
     output = resolve_format(fmt, as_json)
     check_count("--limit", options["limit"])
     check_count("--offset", options["offset"])
+    fields = query_arguments(options)
     if all_hits:
-        options["limit"] = 0
-    all_projects = options.pop("all_projects", False)
+        fields["limit"] = 0
     with open_api() as memory:
-        options["project"], scope_note = scope(memory, options["project"], all_projects)
-        options["session"] = typed_session(memory, options["session"])
-        ask = Query(query, type=obs_type, collections=collection, team=team, **options)
+        fields["project"], scope_note = scope(memory, fields["project"], all_projects)
+        fields["session"] = typed_session(memory, fields["session"])
+        ask = Query(**fields)
         page = memory.search(ask)
         rows = page.to_json()
         _absolute_paths(memory, rows)
         # whose each memory is, when that can differ (JSON rows always say it)
-        several = output not in ("json", "ndjson") and not team and memory.several_machines()
+        several = output not in ("json", "ndjson") and not ask.team and memory.several_machines()
     if scope_note:
         print(f"cmem: note: {scope_note}", file=sys.stderr)
     from cmem_cli.core.pages import INDEX_BEHIND
@@ -123,7 +121,7 @@ def search(
         if ask.mode != "auto" or ask.explain or note.startswith(INDEX_BEHIND):
             print(f"cmem: note: {note}", file=sys.stderr)
     columns = TABLE_SEARCH_COLUMNS if output == "table" else SEARCH_COLUMNS
-    if team:
+    if ask.team:
         columns = [*columns[:-1], *TEAM_COLUMNS, columns[-1]]
     elif several:
         columns = [*columns[:-1], TEAM_COLUMNS[-1], columns[-1]]
