@@ -115,3 +115,29 @@ def test_a_bad_value_is_refused_alike_by_both(two_agents):
     refused = with_server(body)
     assert refused.is_error is True
     assert "unknown order 'sideways'" in refused.content[0].text
+
+
+# -- the filter set, compiled per backend ---------------------------------------------------------------------
+def test_every_backend_compiles_every_filter_it_holds():
+    """The store (SQLite), the index (SQLite) and the team database (PostgreSQL) each spell the one filter
+    set (core/filters.py); a filter none of them answers would raise here, not in a user's search."""
+    from cmem_cli.core.filters import FILTER_FIELDS, FilterFields
+    from cmem_cli.store.repository import StoreSql
+    from cmem_cli.team.source import _TeamSql
+    from cmem_index.retrieve import _IndexSql
+
+    every = FilterFields(
+        project="demo", types=["decision", "bugfix"], concepts=["pool"], files=["src/db.py"], agent="claude",
+        session="s1", machine="laptop", branch="main", since=1, until=2,
+    )  # fmt: skip
+    assert set(every.fields()) == set(FILTER_FIELDS)
+    assert all(value not in (None, []) for value in every.fields().values())
+    store, team = StoreSql("o"), _TeamSql("o")
+    assert len(every.clauses(store)) == len(FILTER_FIELDS)
+    assert len(store.params) == 13  # a file binds three patterns, each type one value
+    assert len(every.clauses(team)) == len(FILTER_FIELDS)
+    assert len(team.named) == 12  # the types bind as one array
+    index = _IndexSql("d")
+    assert len(every.clauses(index)) == len(FILTER_FIELDS) - 2  # the index keeps no machine nor branch
+    summaries = every.clauses(StoreSql("o"), observations=False)
+    assert len(summaries) == 6  # project, agent, session, machine, since, until

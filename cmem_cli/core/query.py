@@ -140,6 +140,7 @@ class Query:
             files=list(self.file),
             agent=self.agent,
             session=self.session,
+            machine=self.machine,
             since=parse_time(self.since) if self.since else None,
             until=until_ms,
         )

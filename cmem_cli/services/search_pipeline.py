@@ -105,9 +105,7 @@ def check_paging(order: str, limit: int, offset: int) -> None:
 
 def filters_of(query: Query) -> Filters:
     """The store's filters of ``query`` (types checked when it was made, dates parsed here)."""
-    filters = Filters(**query.filter_fields().fields())
-    filters.machine = query.machine
-    return filters
+    return Filters(**query.filter_fields().fields())
 
 
 def keyword_search(

@@ -27,6 +27,7 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from cmem_cli.core.errors import ModelError, UsageError
+from cmem_cli.core.filters import SqlDialect
 from cmem_cli.core.timeutil import to_iso
 from cmem_cli.team import server
 
@@ -215,46 +216,45 @@ class _Scope:
 
     def __init__(self, filters: Filters):
         self.filters = filters
-        self.with_summaries = not (filters.types or filters.concepts or filters.files or filters.branch)
+        self.with_summaries = not filters.observation_only
         self.observations, self.params = self._sql(observations=True)
         self.summaries, _ = self._sql(observations=False)
 
     def _sql(self, *, observations: bool) -> tuple[str, dict[str, Any]]:
-        f = self.filters
-        clauses: list[str] = []
-        params: dict[str, Any] = {}
-        for name in ("project", "agent", "session", "machine"):
-            if getattr(f, name, None) is not None:
-                clauses.append(f"o.{name} = %(f_{name})s")
-                params[f"f_{name}"] = getattr(f, name)
-        if f.since is not None:
-            clauses.append("o.created_at >= %(f_since)s")
-            params["f_since"] = int(f.since)
-        if f.until is not None:
-            clauses.append("o.created_at <= %(f_until)s")
-            params["f_until"] = int(f.until)
-        if observations:
-            if f.types:
-                clauses.append("o.type = ANY(%(f_types)s)")
-                params["f_types"] = list(f.types)
-            for i, concept in enumerate(f.concepts):
-                clauses.append(
-                    f"EXISTS (SELECT 1 FROM jsonb_array_elements_text(o.concepts) c WHERE lower(c) = lower(%(f_c{i})s))"
-                )
-                params[f"f_c{i}"] = concept
-            for i, path in enumerate(f.files):
-                escaped = path.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-                clauses.append(
-                    "EXISTS (SELECT 1 FROM jsonb_array_elements_text(o.files_read || o.files_modified) p "
-                    f"WHERE p = %(f_p{i})s OR p LIKE %(f_ps{i})s OR p LIKE %(f_pd{i})s)"
-                )
-                params.update(
-                    {f"f_p{i}": path, f"f_ps{i}": "%/" + escaped, f"f_pd{i}": escaped.rstrip("/") + "/%"}
-                )
-            if f.branch is not None:
-                clauses.append("o.anchor->>'branch' = %(f_branch)s")
-                params["f_branch"] = f.branch
-        return " AND ".join(clauses) or "true", params
+        dialect = _TeamSql("o")
+        return " AND ".join(self.filters.clauses(dialect, observations=observations)) or "true", dialect.named
+
+
+class _TeamSql(SqlDialect):
+    """The filters in PostgreSQL over a team table aliased ``o``: named parameters (``f_0``, ``f_1``...),
+    concepts and files in JSON arrays, the branch in the anchor."""
+
+    def __init__(self, alias: str):
+        super().__init__(alias)
+        self.named: dict[str, Any] = {}
+
+    def bind(self, value: Any) -> str:
+        name = f"f_{len(self.named)}"
+        self.named[name] = value
+        return f"%({name})s"
+
+    def types(self, values: list[str]) -> str:
+        return f"{self.alias}.type = ANY({self.bind(list(values))})"
+
+    def concept(self, value: str) -> str:
+        return (
+            f"EXISTS (SELECT 1 FROM jsonb_array_elements_text({self.alias}.concepts) c "
+            f"WHERE lower(c) = lower({self.bind(value)}))"
+        )
+
+    def file(self, path: str) -> str:
+        return (
+            f"EXISTS (SELECT 1 FROM jsonb_array_elements_text({self.alias}.files_read || {self.alias}.files_modified) p "
+            f"WHERE {self.path_match('p', path)})"
+        )
+
+    def branch(self, name: str) -> str:
+        return f"{self.alias}.anchor->>'branch' = {self.bind(name)}"
 
 
 # -- the two lists ---------------------------------------------------------------------------------------
