@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any
 from cmem_cli.core import worktree
 from cmem_cli.core.regions import Region
 from cmem_cli.core.timeutil import now_ms, to_iso
-from cmem_cli.store.anchors import Anchor, CachedBlob, Reach, parse_regions
+from cmem_cli.store.anchors import Anchor as Anchor  # the services' callers name it from here
+from cmem_cli.store.anchors import CachedBlob, Reach, parse_regions
 
 if TYPE_CHECKING:
     from cmem_cli.store.repository import Store
@@ -703,12 +704,14 @@ def _renamed(store: Store, repo: worktree.Repo, head: str, commit: str) -> dict[
     return moved
 
 
-def locate(store: Store, anchors: Iterable[Anchor], *, cwd: str | None = None) -> dict[tuple, str | None]:
+def locate(
+    store: Store, anchors: Iterable[Anchor], *, cwd: str | None = None
+) -> dict[tuple[Any, ...], str | None]:
     """Where each anchor's repository is on this machine: the folder it was recorded in when that is still
     a work tree; else (an anchor from another machine, a moved clone) a work tree with the same origin —
     the current directory's, or one where other anchors were recorded. None when it is not here."""
-    found: dict[tuple, str | None] = {}
-    pending: list[tuple] = []
+    found: dict[tuple[Any, ...], str | None] = {}
+    pending: list[tuple[Any, ...]] = []
     for anchor in anchors:
         key = (anchor.repo, anchor.root)
         if key in found:

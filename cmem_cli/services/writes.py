@@ -209,14 +209,15 @@ class Memory:
 
     # -- privacy ----------------------------------------------------------------------------------------
     def _scrub_record(self, record: dict[str, Any]) -> dict[str, Any]:
-        return self.privacy.scrub_record(record, config=self.config)
+        scrubbed: dict[str, Any] = self.privacy.scrub_record(record, config=self.config)
+        return scrubbed
 
     def scrub_text(self, text: str | None) -> str | None:
         """``text`` with this home's privacy rules applied (private spans and secrets removed); what adoption
         and team sync pass to a record's other fields, such as an adopted anchor."""
         if text is None:
             return text
-        return self.privacy.scrub(text, config=self.config)
+        return str(self.privacy.scrub(text, config=self.config))
 
     # -- observations ----------------------------------------------------------------------------------
     def prepare(self, record: Any, defaults: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -405,11 +406,11 @@ class Memory:
         if "id" in link:
             if self.store.find_observation(link["id"]) is None:
                 raise NotFound(f"link target {link['id']} does not exist")
-            return link["id"]
+            return int(link["id"])
         target = self.store.observation_by_uid(link["uid"])
         if target is None:
             raise NotFound(f"link target {link['uid']} does not exist")
-        return target["id"]
+        return int(target["id"])
 
     def _link_entries(
         self,
