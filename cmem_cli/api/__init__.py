@@ -778,10 +778,6 @@ class Memory:
 
         return Index(self.config)
 
-    def index_status(self) -> dict[str, Any]:
-        """What `cmem status --json` prints (``memory.index.status()``)."""
-        return self.index.status()
-
 
 def _cwd(value: str | Path | None) -> str:
     """The folder relative file paths are resolved against: the caller's, else the current directory."""
