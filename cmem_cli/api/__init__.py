@@ -11,7 +11,8 @@ Every method validates as the CLI does (same limits, privacy stripping, redactio
 per concept (named tuples, and lists of them that keep the JSON they came from: ``to_json()`` is what the
 CLI prints) and raises typed errors (:class:`CmemError` and subclasses; exit codes are the CLI's business).
 A search is a :class:`Query`. Nothing is printed. Front ends (the CLI, MCP, capture through
-:attr:`Memory.recorder`, view, sync) stand on this module rather than on the services.
+:attr:`Memory.recorder`, view, sync) stand on this module rather than on the services, and reach the search
+index, its collections and models through :attr:`Memory.index` rather than the index package.
 """
 
 from __future__ import annotations
