@@ -94,7 +94,7 @@ def usefulness(row: dict[str, Any], now: int) -> float:
 
 def _last_session(store: Store, project: str | None, exclude_session: str | None) -> dict[str, Any] | None:
     """The newest summary (and its session's next steps) from a session other than the current one."""
-    for summary in store.summaries(project=project, limit=20):
+    for summary in store.summaries.recent(project=project, limit=20):
         if summary["session"] != exclude_session:
             return {"summary": summary, "session": briefing.session_outcome(store, summary["session"])}
     session = briefing.latest_outcome(store, project, besides=exclude_session)
@@ -151,7 +151,7 @@ def _summary_lines(last: dict[str, Any], char_budget: int) -> list[str]:
 
 def _output(store: Store, obs_id: int) -> str:
     """What a captured command printed (its narrative): read for a session's last failed test run only."""
-    row = store.find_observation(obs_id)
+    row = store.observations.find(obs_id)
     return str(row.get("narrative") or "") if row else ""
 
 

@@ -206,7 +206,7 @@ def _supersedes_loops(memory: Memory, *, fix: bool) -> dict[str, Any]:
     with memory.write_transaction() as files:
         broken = supersession.break_held_loops(store)
         for obs_id in sorted({b.rewrite for b in broken if b.rewrite is not None}):
-            memory.export_observation(store.get_observation(obs_id), files)
+            memory.export_observation(store.observations.get(obs_id), files)
     return {
         "name": "supersedes loops",
         "status": "fixed",
@@ -232,7 +232,7 @@ def export_problems(memory: Memory) -> Findings:
     from cmem_cli.services.arrivals import still_rejected
     from cmem_cli.services.writes import written_as
 
-    records = memory.store.file_records()
+    records = memory.store.export_files.records()
     expected: set[str] = set()
     missing, changed, edited = [], [], []
     for relpath, text in memory.iter_expected_files():

@@ -232,7 +232,7 @@ def _passing(store: Store, obs_ids: set[int], filters: Filters) -> dict[int, dic
     """The stored rows of ``obs_ids`` that match ``filters`` (type, project, dates...)."""
     if not obs_ids:
         return {}
-    return {obs_id: store.get_observation(obs_id) for obs_id in links.ids_passing(store, obs_ids, filters)}
+    return {obs_id: store.observations.get(obs_id) for obs_id in links.ids_passing(store, obs_ids, filters)}
 
 
 def would_cycle(store: Store, new_id: int, old_id: int) -> bool:
@@ -269,14 +269,14 @@ def add_arrived_link(store: Store, from_id: int, to_id: int, link_type: str) -> 
     loop's oldest memory (by creation, then uid) goes, as an older memory cannot have replaced a newer one
     in the same chain. Returns how it was broken, None when nothing closed a loop."""
     if link_type != SUPERSEDES:
-        store.add_link(from_id, to_id, link_type)
+        store.links.add(from_id, to_id, link_type)
         return None
     chain = _chain(store, from_id, to_id)
     if chain is None:
-        store.add_link(from_id, to_id, link_type)
+        store.links.add(from_id, to_id, link_type)
         return None
     loop = {from_id: to_id, **chain}  # each memory of the loop -> the one it supersedes
-    rows = {i: store.get_observation(i) for i in loop}
+    rows = {i: store.observations.get(i) for i in loop}
     oldest = min(loop, key=lambda i: (rows[i]["created_at"], rows[i]["uid"]))
     note = (
         f"supersedes loop of {len(loop)} memories broken: #{oldest} no longer supersedes #{loop[oldest]} "
@@ -284,8 +284,8 @@ def add_arrived_link(store: Store, from_id: int, to_id: int, link_type: str) -> 
     )
     if oldest == from_id:
         return BrokenLoop(note, None)
-    store.remove_link(oldest, loop[oldest], SUPERSEDES)
-    store.add_link(from_id, to_id, SUPERSEDES)
+    store.links.remove(oldest, loop[oldest], SUPERSEDES)
+    store.links.add(from_id, to_id, SUPERSEDES)
     return BrokenLoop(note, oldest)
 
 
@@ -336,10 +336,10 @@ def break_held_loops(store: Store) -> list[BrokenLoop]:
         if not loops:
             break
         loop = loops[0]
-        rows = {i: store.get_observation(i) for i in loop}
+        rows = {i: store.observations.get(i) for i in loop}
         oldest = min(loop, key=lambda i: (rows[i]["created_at"], rows[i]["uid"]))
         replaced = loop[(loop.index(oldest) + 1) % len(loop)]
-        store.remove_link(oldest, replaced, SUPERSEDES)
+        store.links.remove(oldest, replaced, SUPERSEDES)
         broken.append(
             BrokenLoop(
                 f"supersedes loop of {len(loop)} memories broken: #{oldest} no longer supersedes #{replaced} "

@@ -126,7 +126,7 @@ def _mark_possibly_replaced(
 
     found: dict[int, int] = {}
     if query and observations:
-        head = [observation_row(row) for row in store.search_observations(query, filters, limit=updates.HEAD)]
+        head = [observation_row(row) for row in store.search.observations(query, filters, limit=updates.HEAD)]
         supersession.annotate(store, head)
         found = supersession.inferred(store, head, query)
     for observation in observations:

@@ -19,12 +19,12 @@ from cmem_cli.store.repository import Filters, Store
 def observations(store: Store, filters: Filters, query: str | None, *, limit: int) -> list[dict[str, Any]]:
     """Observations matching ``filters`` (and the words of ``query``), newest first, at most ``limit``."""
     if query and query.strip():
-        rows = store.search_observations(query, filters, limit=limit, order="newest")
+        rows = store.search.observations(query, filters, limit=limit, order="newest")
         for row in rows:
             for key in ("bm25", "score"):
                 row.pop(key, None)
         return rows
-    return store.list_observations(filters, limit=limit, order="newest")
+    return store.listing.observations(filters, limit=limit, order="newest")
 
 
 def count_observations(store: Store, filters: Filters, query: str | None, *, bound: int) -> int:

@@ -94,24 +94,24 @@ class Pusher:
         prompts = [e for e in entries if e.kind == outbox.PROMPT]
         local_sessions = {
             sid: session_out(row, self.machine)
-            for sid, row in store.sessions_by_ids([e.uid for e in sessions]).items()
+            for sid, row in store.sessions.by_ids([e.uid for e in sessions]).items()
         }
         local_prompts = {
             uid: prompt_out(row, self.machine)
-            for uid, row in store.prompts_by_uids([e.uid for e in prompts]).items()
+            for uid, row in store.prompts.by_uids([e.uid for e in prompts]).items()
         }
-        rows = store.observations_by_uids([e.uid for e in obs])
+        rows = store.observations.by_uids([e.uid for e in obs])
         anchors = self.local.anchors.for_ids([row["id"] for row in rows.values()])
         scrub = self.memory.scrub_text
         local_obs = {
             uid: observation_out(
-                row, store.links_from(row["id"]), self.machine, exported(anchors.get(row["id"]), scrub)
+                row, store.links.outgoing(row["id"]), self.machine, exported(anchors.get(row["id"]), scrub)
             )
             for uid, row in rows.items()
         }
         local_sums = {}
         for entry in sums:
-            row = store.summary_by_uid(entry.uid)
+            row = store.summaries.by_uid(entry.uid)
             if row is not None:
                 local_sums[entry.uid] = summary_out(row, self.machine)
         bases = {
