@@ -206,9 +206,8 @@ class Memory:
         identity = repository_identity(directory)
         if identity is None:
             return Path(directory).name or None
-        from cmem_cli.store.projects import name_for
-
-        return name_for(self.service.store if claim else self.reader.store, identity, claim=claim)
+        store = self.service.store if claim else self.reader.store
+        return store.projects.name_for(identity, claim=claim)
 
     def default_scope(self, cwd: str | Path | None = None) -> tuple[str | None, str | None]:
         """The project a read that names none covers, and why: ``$CMEM_PROJECT`` (the reason is then None:
@@ -225,9 +224,7 @@ class Memory:
         identity = repository_identity(_cwd(cwd))
         if identity is None:
             return None, "not inside a git repository"
-        from cmem_cli.store.projects import name_for
-
-        return name_for(self.reader.store, identity, claim=False), "this git repository"
+        return self.reader.store.projects.name_for(identity, claim=False), "this git repository"
 
     def _defaults(
         self, project: str | None, agent: str | None, session: str | None, cwd: str | Path | None
@@ -586,13 +583,12 @@ class Memory:
         read it off the project's anchored memories) and ``same_as`` (for an older name of a repository,
         kept apart, the name its work goes under now; else None)."""
         from cmem_cli.core.timeutil import to_iso
-        from cmem_cli.store.projects import mapping
 
         store = self.reader.store
-        keys = mapping(store)
+        keys = store.projects.mapping()
         main = {row["key"]: name for name, row in keys.items() if row["main"]}
         out = []
-        for row in store.stats.projects():
+        for row in store.projects.activity():
             known = keys.get(row["project"])
             same_as = main.get(known["key"]) if known and not known["main"] else None
             out.append(

@@ -97,25 +97,24 @@ def _guarded(checks: list[dict[str, Any]], name: str, check: Callable[[], tuple[
 
 
 def run_checks(memory: Memory, *, fix: bool = False) -> dict[str, Any]:
-    from cmem_cli.store import health
 
     store = memory.store
     checks: list[dict[str, Any]] = []
 
     def integrity() -> tuple[bool, str]:
-        problems = health.integrity_problems(store)
+        problems = store.health.integrity_problems()
         return not problems, "; ".join(problems) or "ok"
 
     def foreign_keys() -> tuple[bool, str]:
-        count = health.foreign_key_violations(store)
+        count = store.health.foreign_key_violations()
         return count == 0, f"{count} violation(s)"
 
     def keyword_index() -> tuple[bool, str]:
-        same = health.keyword_index_in_sync(store)
+        same = store.health.keyword_index_in_sync()
         return same, "in sync" if same else "row counts differ"
 
     def schema() -> tuple[bool, str]:
-        missing = health.missing_schema_objects(store)
+        missing = store.health.missing_schema_objects()
         return not missing, "complete" if not missing else "missing: " + ", ".join(missing)
 
     sound = _guarded(checks, "database integrity", integrity)

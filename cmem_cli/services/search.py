@@ -23,7 +23,7 @@ from cmem_cli.services import supersession
 from cmem_cli.services.supersession import Links, StoreLinks
 from cmem_cli.store.repository import Filters as Filters
 from cmem_cli.store.repository import Store
-from cmem_cli.store.supersession import ObservationText, stated_texts
+from cmem_cli.store.supersession import ObservationText
 
 if TYPE_CHECKING:
     from cmem_cli.store.anchors import Anchor
@@ -662,7 +662,7 @@ def phrase_first(store: Store, rows: list[dict[str, Any]], query: str) -> list[d
     held = store.search.holding_phrase(phrase, [r["id"] for r in rows if r["kind"] == "observation"])
     named = symbol(query)
     if named is not None and held:
-        written = {t.id for t in stated_texts(store, held) if named in "\n".join(_stated(t))}
+        written = {t.id for t in store.supersession.stated_texts(held) if named in "\n".join(_stated(t))}
         held = written or held
     if not held:
         return rows

@@ -17,7 +17,15 @@ SQL is a repository reached as one of its attributes, each in its own module:
 - ``store.state``         small facts that are no record (:mod:`cmem_cli.store.state`)
 - ``store.stats``         counts over the whole store (:mod:`cmem_cli.store.stats`)
 - ``store.anchors``       anchors to git files (:mod:`cmem_cli.store.anchors`)
+- ``store.supersession``  who replaced whom (:mod:`cmem_cli.store.supersession`)
+- ``store.projects``      project names and their repositories (:mod:`cmem_cli.store.projects`)
+- ``store.briefing``      what the session briefing reads (:mod:`cmem_cli.store.briefing`)
+- ``store.window``        the rows of a time window, for `cmem view` (:mod:`cmem_cli.store.window`)
+- ``store.health``        doctor's checks of the file (:mod:`cmem_cli.store.health`)
 - ``store.capture_log``   what agent capture recorded (:mod:`cmem_cli.store.capture_log`)
+
+The repositories a hook or a search uses are made with the handle; the others are made when first asked
+for (their modules load then: ``health`` imports apsw itself, ``projects`` the repository identity).
 """
 
 from __future__ import annotations
@@ -44,7 +52,12 @@ from cmem_cli.store.summaries import SummaryRepository
 
 if TYPE_CHECKING:
     from cmem_cli.store.anchors import AnchorStore
+    from cmem_cli.store.briefing import BriefingRows
     from cmem_cli.store.capture_log import CaptureLog
+    from cmem_cli.store.health import Health
+    from cmem_cli.store.projects import Projects
+    from cmem_cli.store.supersession import Supersession
+    from cmem_cli.store.window import Window
 
 
 def _missing_or_empty(path: Path) -> bool:
@@ -142,6 +155,41 @@ class Store:
         from cmem_cli.store.anchors import AnchorStore
 
         return AnchorStore(self.db)
+
+    @property
+    def supersession(self) -> Supersession:
+        """The ``supersedes`` links read as who replaced whom (:mod:`cmem_cli.store.supersession`)."""
+        from cmem_cli.store.supersession import Supersession
+
+        return Supersession(self)
+
+    @property
+    def projects(self) -> Projects:
+        """Project names and the repositories they stand for (:mod:`cmem_cli.store.projects`)."""
+        from cmem_cli.store.projects import Projects
+
+        return Projects(self)
+
+    @property
+    def briefing(self) -> BriefingRows:
+        """What the session briefing reads (:mod:`cmem_cli.store.briefing`)."""
+        from cmem_cli.store.briefing import BriefingRows
+
+        return BriefingRows(self)
+
+    @property
+    def window(self) -> Window:
+        """The rows of a time window, for `cmem view` (:mod:`cmem_cli.store.window`)."""
+        from cmem_cli.store.window import Window
+
+        return Window(self)
+
+    @property
+    def health(self) -> Health:
+        """The checks `cmem doctor` runs on the file (:mod:`cmem_cli.store.health`)."""
+        from cmem_cli.store.health import Health
+
+        return Health(self)
 
     def write_if_free(self, write: Callable[[], None]) -> None:
         """Run ``write`` in a transaction if the database takes a write right now, else skip it, quietly:

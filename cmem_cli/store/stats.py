@@ -10,7 +10,7 @@ from cmem_cli.store.rows import (
 
 
 class Statistics(Repository):
-    """Counts over the whole store: totals, projects, machines."""
+    """Counts over the whole store: totals per table, type and project, and machines."""
 
     def counts(self) -> dict[str, Any]:
         counts = {
@@ -37,13 +37,6 @@ class Statistics(Repository):
         }
         span = self.db.query_one("SELECT min(created_at) AS first, max(created_at) AS last FROM observations")
         return {"counts": counts, "by_type": by_type, "by_project": by_project, **(span or {})}
-
-    def projects(self) -> list[dict[str, Any]]:
-        """Each project with observations: its name, how many, and the time of the latest; most recent first."""
-        return self.db.query(
-            "SELECT project, count(*) AS observations, max(created_at) AS last FROM observations "
-            "GROUP BY project ORDER BY last DESC, project"
-        )
 
     def several_machines(self) -> bool:
         """Does this store hold memories written on more than one machine? (Two index lookups.)"""
