@@ -167,11 +167,10 @@ def run_checks(memory: Memory, *, fix: bool = False) -> dict[str, Any]:
 def team_checks(memory: Memory) -> list[dict[str, Any]]:
     """A member of a team database: the rows of it this home refused (cmem_cli.team.inbound) and has not
     taken since. Only the server's side can repair them (or a later edit of them by cmem)."""
-    from cmem_cli.store import team_outbox
 
-    if not team_outbox.is_installed(memory.store):
+    if not memory.store.team_outbox.is_installed():
         return []
-    rows = team_outbox.skipped(memory.store)
+    rows = memory.store.team_outbox.skipped()
     described = [f"{r.kind} {r.uid} (written by {r.machine}): {r.reason}" for r in rows]
     detail = f"{len(rows)}" + (": " + "; ".join(described[:5]) if rows else "")
     if rows:

@@ -23,7 +23,7 @@ class ExportFiles(Repository):
         )
 
     def record_many(self, files: list[tuple[str, str, tuple[int, int] | None]]) -> None:
-        """:meth:`record_file` for many (relpath, hash, stat) at once."""
+        """:meth:`record` for many (relpath, hash, stat) at once."""
         self.db.conn.executemany(
             "INSERT INTO export_files (path, hash, size, mtime_ns) VALUES (?, ?, ?, ?) "
             "ON CONFLICT (path) DO UPDATE SET hash = excluded.hash, size = excluded.size, "

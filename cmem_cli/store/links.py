@@ -51,7 +51,7 @@ class LinkRepository(Repository):
         )
 
     def all_outgoing(self) -> dict[int, list[dict[str, Any]]]:
-        """:meth:`links_from` of every observation that has links, in one query."""
+        """:meth:`outgoing` of every observation that has links, in one query."""
         found: dict[int, list[dict[str, Any]]] = {}
         for row in self.db.query(
             "SELECT l.from_id, l.type, o.id, o.uid, o.title, o.path FROM observation_links l "
@@ -77,7 +77,7 @@ class LinkRepository(Repository):
         )
 
     def all_pending(self) -> dict[int, list[dict[str, Any]]]:
-        """:meth:`pending_links_from` of every observation at once (a whole-store pass)."""
+        """:meth:`pending_from` of every observation at once (a whole-store pass)."""
         found: dict[int, list[dict[str, Any]]] = {}
         for row in self.db.query(
             "SELECT from_id, type, to_uid AS uid, title, href FROM pending_links ORDER BY rowid"

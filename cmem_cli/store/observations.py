@@ -73,8 +73,8 @@ class ObservationRepository(Repository):
     def insert_new(self, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Insert new observations in the caller's transaction, one statement per table (a bulk import's
         batch). Each record is normalised and carries its ``uid``, ``created_at``, ``updated_at``, ``path``
-        and ``tokens``. Ids follow the largest one given so far, in order, as :meth:`insert_observation` gives them.
-        Returns the stored rows, as :meth:`insert_observation` does."""
+        and ``tokens``. Ids follow the largest one given so far, in order, as :meth:`insert` gives them.
+        Returns the stored rows, as :meth:`insert` does."""
         first = int(self.db.scalar(f"SELECT {NEXT_ID[OBSERVATION]}"))
         rows = []
         for offset, record in enumerate(records):

@@ -22,6 +22,7 @@ SQL is a repository reached as one of its attributes, each in its own module:
 - ``store.briefing``      what the session briefing reads (:mod:`cmem_cli.store.briefing`)
 - ``store.window``        the rows of a time window, for `cmem view` (:mod:`cmem_cli.store.window`)
 - ``store.health``        doctor's checks of the file (:mod:`cmem_cli.store.health`)
+- ``store.team_outbox``   a team database's settings, outbox and revisions (:mod:`cmem_cli.store.team_outbox`)
 - ``store.capture_log``   what agent capture recorded (:mod:`cmem_cli.store.capture_log`)
 
 The repositories a hook or a search uses are made with the handle; the others are made when first asked
@@ -57,6 +58,7 @@ if TYPE_CHECKING:
     from cmem_cli.store.health import Health
     from cmem_cli.store.projects import Projects
     from cmem_cli.store.supersession import Supersession
+    from cmem_cli.store.team_outbox import TeamOutbox
     from cmem_cli.store.window import Window
 
 
@@ -88,9 +90,8 @@ class Store:
         """(machine, person) this home writes as (:mod:`cmem_cli.core.authorship`), read once."""
         if self._writer is None:
             from cmem_cli.core.authorship import machine_name, person
-            from cmem_cli.store import team_outbox
 
-            self._writer = (machine_name(team_outbox.settings(self).get("machine")), person())
+            self._writer = (machine_name(self.team_outbox.settings().get("machine")), person())
         return self._writer
 
     def authorship(self, record: dict[str, Any]) -> dict[str, Any]:
@@ -183,6 +184,14 @@ class Store:
         from cmem_cli.store.window import Window
 
         return Window(self)
+
+    @property
+    def team_outbox(self) -> TeamOutbox:
+        """This home's side of a team database: settings, the outbox, base revisions
+        (:mod:`cmem_cli.store.team_outbox`)."""
+        from cmem_cli.store.team_outbox import TeamOutbox
+
+        return TeamOutbox(self)
 
     @property
     def health(self) -> Health:

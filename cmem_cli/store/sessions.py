@@ -63,7 +63,7 @@ class SessionRepository(Repository):
         return self.get(session_id)
 
     def get(self, session_id: str) -> dict[str, Any]:
-        """The session with exactly this id (a person's prefix goes through :meth:`resolve_session` first)."""
+        """The session with exactly this id (a person's prefix goes through :meth:`resolve` first)."""
         row = self.db.query_one("SELECT * FROM sessions WHERE session_id = ?", (session_id,))
         if row is None:
             raise NotFound(f"no session {session_id!r}")

@@ -2,7 +2,7 @@
 
 Rows that arrive are validated and scrubbed like any input (``Memory.prepare``), keep the time of their
 edit (``updated_at``), and get their export files like any memory, in the caller's file transaction. The
-outbox's triggers are paused meanwhile (:func:`cmem_cli.store.team_outbox.queue_on`), so nothing that arrives
+outbox's triggers are paused meanwhile (:meth:`cmem_cli.store.team_outbox.TeamOutbox.queue_on`), so nothing that arrives
 is pushed back; a conflict copy made here is queued by hand, because it must travel.
 """
 
@@ -71,7 +71,7 @@ class Applier:
         self._links[obs_id] = [tuple(link) for link in row.get("links") or []]
         self._export.add(obs_id)
         if queue:
-            outbox.enqueue(self.store, outbox.OBSERVATION, record["uid"])
+            self.store.team_outbox.enqueue(outbox.OBSERVATION, record["uid"])
         return int(obs_id)
 
     def add_links(self, links: list[tuple[str, str, str]]) -> None:
@@ -134,7 +134,7 @@ class Applier:
             summary_id = store.summaries.insert(record)["id"]
         self.memory.export_summary(store.summaries.get(summary_id), self.files)
         if queue:
-            outbox.enqueue(store, outbox.SUMMARY, record["uid"])
+            store.team_outbox.enqueue(outbox.SUMMARY, record["uid"])
         return int(summary_id)
 
     # -- sessions and prompts ------------------------------------------------------------------------
