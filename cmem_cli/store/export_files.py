@@ -4,9 +4,7 @@ edit (or a file git brought) is told apart from cmem's own write."""
 from __future__ import annotations
 
 from cmem_cli.core.batches import batches
-from cmem_cli.store.rows import (
-    Repository,
-)
+from cmem_cli.store.rows import Repository
 
 
 class ExportFiles(Repository):

@@ -8,11 +8,7 @@ from cmem_cli.core import bm25
 from cmem_cli.core.batches import batches
 from cmem_cli.core.fts import fts_query, query_tokens
 from cmem_cli.store.filters import Filters
-from cmem_cli.store.rows import (
-    MAX_ROWID,
-    Repository,
-    observations_by_id,
-)
+from cmem_cli.store.rows import MAX_ROWID, Repository, observations_by_id
 from cmem_cli.store.schema import FTS_TOKENIZER
 
 WINDOW_IDS = 50_000  # a time window with more rows than this is not turned into a range of ids

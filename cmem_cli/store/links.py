@@ -7,9 +7,7 @@ from typing import Any
 
 from cmem_cli.core.errors import InvalidInput
 from cmem_cli.core.timeutil import now_ms
-from cmem_cli.store.rows import (
-    Repository,
-)
+from cmem_cli.store.rows import Repository
 
 
 class LinkRepository(Repository):

@@ -6,10 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from cmem_cli.store.filters import Filters
-from cmem_cli.store.rows import (
-    Repository,
-    decode,
-)
+from cmem_cli.store.rows import Repository, decode
 
 
 class Listing(Repository):

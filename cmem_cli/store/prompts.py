@@ -8,9 +8,7 @@ from cmem_cli.core.batches import batches
 from cmem_cli.core.errors import NotFound
 from cmem_cli.core.ids import new_uid
 from cmem_cli.core.timeutil import now_ms
-from cmem_cli.store.rows import (
-    Repository,
-)
+from cmem_cli.store.rows import Repository
 
 
 class PromptRepository(Repository):

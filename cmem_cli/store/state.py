@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from cmem_cli.store.rows import (
-    Repository,
-)
+from cmem_cli.store.rows import Repository
 
 
 class StateRepository(Repository):

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cmem_cli.store.rows import (
-    Repository,
-)
+from cmem_cli.store.rows import Repository
 
 
 class Statistics(Repository):

@@ -8,13 +8,7 @@ from cmem_cli.core.errors import NotFound
 from cmem_cli.core.fields import SUMMARY_FIELDS
 from cmem_cli.core.ids import new_uid
 from cmem_cli.core.timeutil import now_ms
-from cmem_cli.store.rows import (
-    MAX_ROWID,
-    NEXT_ID,
-    SUMMARY,
-    Repository,
-    id_free,
-)
+from cmem_cli.store.rows import MAX_ROWID, NEXT_ID, SUMMARY, Repository, id_free
 
 
 class SummaryRepository(Repository):
