@@ -122,7 +122,7 @@ def test_every_backend_compiles_every_filter_it_holds():
     """The store (SQLite), the index (SQLite) and the team database (PostgreSQL) each spell the one filter
     set (core/filters.py); a filter none of them answers would raise here, not in a user's search."""
     from cmem_cli.core.filters import FILTER_FIELDS, FilterFields
-    from cmem_cli.store.repository import StoreSql
+    from cmem_cli.store.filters import StoreSql
     from cmem_cli.team.source import _TeamSql
     from cmem_index.retrieve import _IndexSql
 
