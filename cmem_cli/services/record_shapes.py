@@ -4,7 +4,8 @@ anything that arrived touches the store.
 A team row (``cmem_cli.team.inbound``) and a file git brought (``cmem_cli.services.arrivals``) can be
 written by anything, not only by cmem: a teammate's script, a dashboard, a hand edit committed with plain
 git. A field of a shape cmem never writes (a list holding a number, a session that is a mapping, a uid
-that is a list, a link without a type, an anchor pointing out of its repository) is refused here, whole,
+that is a list, a link without a type; in a team row, an anchor pointing out of its repository) is refused
+here, whole,
 with a one-line reason naming the field; the caller skips that one memory, names its uid and the machine
 that wrote it, and goes on with the rest. One rule for both remotes, so a memory that one of them would
 refuse is refused by the other too.
@@ -123,7 +124,8 @@ def observation_front_matter(meta: dict[str, Any]) -> None:
             raise Refused(f"{name} is {short(value)}, not a list of texts")
     if meta.get("links") is not None:
         link_list(meta["links"])
-    anchor(meta.get("anchor"))
+    # An anchor a file states is not checked here: one cmem cannot trust is ignored and never followed
+    # (``services.anchors.from_exported``), the memory taken without it and the store's own kept.
 
 
 def summary_front_matter(meta: dict[str, Any]) -> None:
