@@ -201,7 +201,9 @@ def test_every_front_matter_field_given_every_wrong_shape_never_stops_a_sync(tea
             assert item["machine"] == "script", item
         if field != "uid":
             assert item["uid"] == PurePath(relpath).stem, item
-        assert item["reason"].startswith(f"skipped {item['uid'] or 'a file without a uid'} (written by ")
+        if item["uid"] or item["machine"]:  # a file that states neither is named by its path alone
+            named = f"skipped {item['uid'] or 'a memory without a uid'} (written by "
+            assert item["reason"].startswith(named + f"{item['machine'] or 'an unknown machine'}): "), item
     for relpath, (field, value, _) in files.items():
         if value in ALWAYS_REFUSED and field not in ("id", "unknown_key", "cmem", "anchor"):
             assert relpath in rejected, (field, value)

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +74,26 @@ def test_a_cwd_no_system_could_open_is_ignored_not_a_bug(sh, home, repo, cwd: An
     assert result.exit_code == 0 and bugs(home) == []
     # the hook works where the agent started it (the test's folder), as with no cwd at all
     assert db_rows(home, "SELECT project FROM user_prompts WHERE session = 's-cwd'") == [(Path.cwd().name,)]
+
+
+@pytest.mark.parametrize("target", ["fifo", "/dev/zero"])
+def test_a_stop_hook_whose_transcript_is_no_regular_file_returns_at_once(sh, home, repo, tmp_path, target):
+    """The Stop hook reads the transcript's tail for the turn's answer: a FIFO there blocked it (and the
+    agent) for ever, `/dev/zero` made it read until memory ran out."""
+    path = tmp_path / "transcript.jsonl"
+    if target == "fifo":
+        os.mkfifo(path)
+    else:
+        path.symlink_to(target)
+    body = json.dumps({**payload("Stop", "s-stop", repo), "transcript_path": str(path)})
+    result = subprocess.run(  # a hang fails the test at the timeout instead of holding the suite
+        [sys.executable, "-m", "cmem_cli", "hook", "Stop"],
+        input=body.encode(),
+        capture_output=True,
+        timeout=30,
+    )
+    assert (result.returncode, result.stdout) == (0, b"") and bugs(home) == []
+    assert db_rows(home, "SELECT count(*) FROM session_summaries") == [(0,)]
 
 
 def test_the_hook_log_holds_one_bounded_printable_line_per_problem(sh, home, repo):

@@ -375,9 +375,14 @@ def named(memory: Memory, relpath: str) -> tuple[str | None, str | None]:
 
 def skipped(data: bytes, reason: str) -> str:
     """Why an arrived file was not taken, naming the memory and the machine that wrote it as its front
-    matter states them (read without YAML, so a file no parser takes is named too)."""
+    matter states them (read without YAML, so a file no parser takes is named too); a file that states
+    neither (a teammate's TEAM.md) is named by its path alone."""
     uid, machine = record_shapes.who_wrote(data)
-    return f"skipped {uid or 'a file without a uid'} (written by {machine or 'an unknown machine'}): {reason}"
+    if uid is None and machine is None:
+        return reason
+    return (
+        f"skipped {uid or 'a memory without a uid'} (written by {machine or 'an unknown machine'}): {reason}"
+    )
 
 
 def adopt_pending(
