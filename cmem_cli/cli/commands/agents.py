@@ -1,4 +1,5 @@
-"""Agent integration commands: hook, context, import (transcript, claude-code, codex), install (every agent).
+"""Agent integration commands: hook, context, import (transcript, claude-code, codex, gemini, opencode),
+install (every agent).
 
 ``cmem hook`` normally never reaches typer (``cmem_cli.__main__`` routes it straight to the hook runner for
 speed); it is registered here too so that it shows in ``--help``, completions and the manual.
@@ -8,14 +9,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, NamedTuple
 
 import typer
 
 from cmem_cli.cli.commands.common import JsonOpt, ProjectOpt, check_cli_text
 from cmem_cli.cli.exits import EXIT_IO
 from cmem_cli.cli.invocation import current_config, open_api
-from cmem_cli.core.errors import InvalidInput
+from cmem_cli.core.errors import InvalidInput, UsageError
 
 import_app = typer.Typer(help="Import agent transcripts into memory.", no_args_is_help=True)
 
@@ -60,31 +61,71 @@ def hook(
     run([*(["--agent", agent] if agent else []), event], config=current_config())
 
 
+class _Source(NamedTuple):
+    """Where one agent's session files are and which capture module reads them."""
+
+    module: str  # in cmem_cli.capture: discover(root), an importer class, and the default root
+    importer: str
+    default_root: str
+    root_help: str
+    doc: str
+
+
+# Each agent `cmem import AGENT` reads: one command each, made by _import_command (declared once).
+SOURCES = {
+    "claude-code": _Source(
+        "transcripts",
+        "TranscriptImporter",
+        "claude_projects_root",
+        "Transcript directory (default: $CLAUDE_CONFIG_DIR/projects or ~/.claude/projects).",
+        "Import every Claude Code session transcript, incrementally (safe to run from cron).",
+    ),
+    "codex": _Source(
+        "codex_rollouts",
+        "RolloutImporter",
+        "sessions_root",
+        "Rollout directory (default: $CODEX_HOME/sessions or ~/.codex/sessions).",
+        "Import every Codex CLI session rollout, incrementally (safe to run from cron).",
+    ),
+    "gemini": _Source(
+        "gemini_chats",
+        "ChatImporter",
+        "chats_root",
+        "Gemini CLI's project folders (default: $GEMINI_CLI_HOME/.gemini/tmp or ~/.gemini/tmp).",
+        "Import every saved Gemini CLI chat, incrementally (safe to run from cron).",
+    ),
+}
+
+
 def _run_import(
-    paths: list[Path],
+    agent: str,
+    paths: list[Path] | None,
     *,
+    root: Path | None = None,
     project: str | None,
     exclude: list[str] | None,
     settle: float,
     as_json: bool,
-    agent: str = "claude-code",
 ) -> None:
+    """Import ``paths`` (or every file under ``root``, else the agent's own folder) with ``agent``'s reader."""
+    import importlib
+
     from cmem_cli.capture.hooks.capture import Capture
     from cmem_cli.capture.hooks.rules import rules_from_config
     from cmem_cli.cli.render import write
 
-    if agent == "codex":
-        from cmem_cli.capture.codex_rollouts import import_rollouts as import_paths
-    else:
-        from cmem_cli.capture.transcripts import import_paths
-
+    source = SOURCES[agent]
+    module = importlib.import_module(f"cmem_cli.capture.{source.module}")
+    if paths is None:
+        paths = module.discover(root or getattr(module, source.default_root)())
     config = current_config()
     rules = rules_from_config(config.section("hooks"))
     with open_api(write=True) as memory:
         capture = Capture(memory, rules, count_repeats=False, exclude_projects=exclude or [], anchor=False)
-        reports = import_paths(
-            capture, paths, project=check_cli_text("--project", project), settle_seconds=settle
+        importer = getattr(module, source.importer)(
+            capture, project=check_cli_text("--project", project), settle_seconds=settle
         )
+        reports = importer.import_paths(paths)
     failed = [r for r in reports if r.error]
     if as_json:
         write(json.dumps([r.as_json() for r in reports], ensure_ascii=False, indent=2) + "\n")
@@ -117,61 +158,40 @@ def import_transcript(
     as_json: JsonOpt = False,
 ) -> None:
     """Import transcripts; re-running reads only what was appended since."""
-    _run_import(paths, project=project, exclude=exclude, settle=settle, as_json=as_json)
+    _run_import("claude-code", paths, project=project, exclude=exclude, settle=settle, as_json=as_json)
 
 
-@import_app.command("claude-code")
-def import_claude_code(
-    root: Annotated[
-        Path | None,
-        typer.Option(
-            "--root",
-            help="Transcript directory (default: $CLAUDE_CONFIG_DIR/projects or ~/.claude/projects).",
-            metavar="DIR",
-        ),
-    ] = None,
-    project: ProjectOpt = None,
-    exclude: ExcludeOpt = None,
-    settle: SettleOpt = 300.0,
-    as_json: JsonOpt = False,
-) -> None:
-    """Import every Claude Code session transcript, incrementally (safe to run from cron)."""
-    from cmem_cli.capture.transcripts import claude_projects_root, discover
+def _import_command(agent: str) -> None:
+    """Register `cmem import AGENT`: the same options for every agent, its own folder and help."""
+    source = SOURCES[agent]
 
-    _run_import(
-        discover(root or claude_projects_root()),
-        project=project,
-        exclude=exclude,
-        settle=settle,
-        as_json=as_json,
-    )
+    def command(
+        root: Path | None = None,
+        project: ProjectOpt = None,
+        exclude: ExcludeOpt = None,
+        settle: SettleOpt = 300.0,
+        as_json: JsonOpt = False,
+    ) -> None:
+        _run_import(agent, None, root=root, project=project, exclude=exclude, settle=settle, as_json=as_json)
+
+    # its own help for --root: set as an object, since this module's annotations are strings
+    command.__annotations__["root"] = Annotated[
+        Path | None, typer.Option("--root", help=source.root_help, metavar="DIR")
+    ]
+    command.__doc__ = source.doc
+    import_app.command(agent)(command)
 
 
-@import_app.command("codex")
-def import_codex(
-    root: Annotated[
-        Path | None,
-        typer.Option(
-            "--root",
-            help="Rollout directory (default: $CODEX_HOME/sessions or ~/.codex/sessions).",
-            metavar="DIR",
-        ),
-    ] = None,
-    project: ProjectOpt = None,
-    exclude: ExcludeOpt = None,
-    settle: SettleOpt = 300.0,
-    as_json: JsonOpt = False,
-) -> None:
-    """Import every Codex CLI session rollout, incrementally (safe to run from cron)."""
-    from cmem_cli.capture.codex_rollouts import discover, sessions_root
+for _agent in SOURCES:
+    _import_command(_agent)
 
-    _run_import(
-        discover(root or sessions_root()),
-        project=project,
-        exclude=exclude,
-        settle=settle,
-        as_json=as_json,
-        agent="codex",
+
+@import_app.command("opencode")
+def import_opencode() -> None:
+    """opencode keeps no session files of a documented format: its hooks (the plugin) capture it."""
+    raise UsageError(
+        "opencode keeps its sessions in a private database whose layout changes between releases; "
+        "cmem captures opencode through its plugin (`cmem install opencode`), not by import"
     )
 
 
