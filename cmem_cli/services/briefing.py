@@ -15,6 +15,7 @@ from cmem_cli.core.text import TYPE_ICONS, escape_control, estimate_tokens
 from cmem_cli.core.timeutil import now_ms, to_date, to_iso
 from cmem_cli.services.activity import fold
 from cmem_cli.store import briefing
+from cmem_cli.store.projects import older_names
 from cmem_cli.store.repository import Store
 
 DEFAULT_BUDGET = 1_500
@@ -93,8 +94,13 @@ def usefulness(row: dict[str, Any], now: int) -> float:
 
 
 def _last_session(store: Store, project: str | None, exclude_session: str | None) -> dict[str, Any] | None:
-    """The newest summary (and its session's next steps) from a session other than the current one."""
-    for summary in store.summaries(project=project, limit=20):
+    """The newest summary (and its session's next steps) from a session other than the current one (of the
+    project or of its repository's older names)."""
+    summaries = store.summaries(project=project, limit=20)
+    for name in older_names(store, project) if project is not None else ():
+        summaries.extend(store.summaries(project=name, limit=20))
+    summaries.sort(key=lambda row: (row["created_at"], row["id"]), reverse=True)
+    for summary in summaries:
         if summary["session"] != exclude_session:
             return {"summary": summary, "session": briefing.session_outcome(store, summary["session"])}
     session = briefing.latest_outcome(store, project, besides=exclude_session)
