@@ -20,6 +20,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from cmem_cli.capture.agent_dirs import codex_dir
 from cmem_cli.capture.hooks.adapters.codex import shell_output
 from cmem_cli.capture.hooks.capture import Capture, Where
 from cmem_cli.capture.hooks.tools import ToolCall
@@ -29,7 +30,6 @@ from cmem_cli.capture.turns import (
     SessionImporter,
     TurnReader,
     files_oldest_first,
-    home_dir,
     read_lines,
     timestamp_of,
 )
@@ -40,7 +40,7 @@ SHELL_TOOLS = frozenset({"shell", "exec_command", "shell_command", "local_shell"
 
 def sessions_root() -> Path:
     """``$CODEX_HOME/sessions``, else ``~/.codex/sessions``."""
-    return home_dir("CODEX_HOME", ".codex") / "sessions"
+    return codex_dir() / "sessions"
 
 
 def discover(root: Path) -> list[Path]:

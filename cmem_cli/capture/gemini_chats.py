@@ -24,6 +24,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from cmem_cli.capture.agent_dirs import gemini_dir
 from cmem_cli.capture.hooks.adapters import gemini
 from cmem_cli.capture.hooks.capture import Capture, Where
 from cmem_cli.capture.hooks.tools import ToolCall
@@ -32,7 +33,6 @@ from cmem_cli.capture.turns import (
     FileReport,
     SessionImporter,
     TurnReader,
-    home_dir,
     read_lines,
     timestamp_of,
 )
@@ -45,7 +45,7 @@ _SEEN = "seen\t"  # counts key of a message or tool call already read (a message
 
 def chats_root() -> Path:
     """``$GEMINI_CLI_HOME/.gemini/tmp``, else ``~/.gemini/tmp``: one folder per project, chats in each."""
-    return home_dir("GEMINI_CLI_HOME", "") / ".gemini" / "tmp"
+    return gemini_dir() / "tmp"
 
 
 def discover(root: Path) -> list[Path]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from cmem_cli.capture.agent_dirs import claude_dir
 from cmem_cli.capture.hooks.capture import Capture, Where
 from cmem_cli.capture.hooks.tools import ToolCall, response_text
 from cmem_cli.capture.turns import (
@@ -25,7 +26,6 @@ from cmem_cli.capture.turns import (
     FileReport,
     SessionImporter,
     TurnReader,
-    home_dir,
     read_lines,
     timestamp_of,
 )
@@ -48,7 +48,7 @@ _INTERRUPTED = ("[Request interrupted by user", "[Request cancelled")
 
 def claude_projects_root() -> Path:
     """``$CLAUDE_CONFIG_DIR/projects`` when set, else ``~/.claude/projects``."""
-    return home_dir("CLAUDE_CONFIG_DIR", ".claude") / "projects"
+    return claude_dir() / "projects"
 
 
 def discover(root: Path) -> list[Path]:

@@ -17,7 +17,6 @@ and defining dataclasses costs a short-lived process.)
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -82,12 +81,6 @@ def files_oldest_first(root: Path, pattern: str, what: str) -> list[Path]:
         raise NotFound(f"no {what} directory {root}")
     files = [p for p in root.rglob(pattern) if p.is_file()]
     return sorted(files, key=lambda p: (p.stat().st_mtime, str(p)))
-
-
-def home_dir(variable: str, default: str) -> Path:
-    """``$variable`` when set, else ``~/default``: where an agent keeps its files."""
-    base = os.environ.get(variable)
-    return Path(base).expanduser() if base else Path.home() / default
 
 
 class FileReport:
