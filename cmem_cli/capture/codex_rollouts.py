@@ -30,6 +30,7 @@ from cmem_cli.capture.turns import (
     SessionImporter,
     TurnReader,
     files_oldest_first,
+    first_line,
     read_lines,
     timestamp_of,
 )
@@ -105,7 +106,7 @@ class _RolloutReader(TurnReader):
 
     def resume(self, offset: int) -> None:
         """Resuming mid-file: the session's id and folder are on its first line."""
-        meta = _first_line(self.path)
+        meta = first_line(self.path)
         payload = meta.get("payload") if meta.get("type") == "session_meta" else None
         if isinstance(payload, dict):
             self.session = str(payload.get("id") or self.session)
@@ -170,13 +171,3 @@ def import_rollouts(
 ) -> list[FileReport]:
     """Import rollouts; an unreadable file is reported, not fatal to the others."""
     return RolloutImporter(capture, project=project, settle_seconds=settle_seconds).import_paths(paths)
-
-
-def _first_line(path: Path) -> dict[str, Any]:
-    with open(path, "rb") as fh:
-        line = fh.readline(1 << 20)
-    try:
-        obj = json.loads(line)
-    except ValueError:
-        return {}
-    return obj if isinstance(obj, dict) else {}

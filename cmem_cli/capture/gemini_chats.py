@@ -33,6 +33,7 @@ from cmem_cli.capture.turns import (
     FileReport,
     SessionImporter,
     TurnReader,
+    first_line,
     read_lines,
     timestamp_of,
 )
@@ -132,10 +133,9 @@ class _ChatReader(TurnReader):
 
     def resume(self, offset: int) -> None:
         """Resuming mid-file: the session's id is on its first line."""
-        for _, _, obj in read_lines(self.path, 0):
-            if obj is not None and isinstance(obj.get("sessionId"), str):
-                self.session = obj["sessionId"]
-            return
+        session = first_line(self.path).get("sessionId")
+        if isinstance(session, str):
+            self.session = session
 
     def consume(self, offset: int) -> int:
         if self.path.suffix == ".json":

@@ -59,6 +59,18 @@ def read_lines(path: Path, offset: int) -> Iterator[tuple[int, int, dict[str, An
         pos = end
 
 
+def first_line(path: Path) -> dict[str, Any]:
+    """A file's first line as a JSON object ({} when it is not one): where a session file names its session,
+    read when an import resumes mid-file."""
+    with open(path, "rb") as fh:
+        line = fh.readline(1 << 20)
+    try:
+        obj = loads_bounded(line.decode("utf-8", errors="replace"))
+    except (ValueError, InvalidInput):
+        return {}
+    return obj if isinstance(obj, dict) else {}
+
+
 def head_of(path: Path) -> str:
     """Identity of a file's beginning: if it changes, the file was replaced and is read from the start."""
     with open(path, "rb") as fh:
