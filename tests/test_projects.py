@@ -403,3 +403,15 @@ def test_a_search_scoped_to_the_repository_still_finds_the_user_s_notes(two_proj
         cmem(two_projects, "search", "cache", "--collection", "memories", "--json").json()[0]["project"]
         == "app"
     )
+
+
+def test_a_team_search_scoped_to_a_repository_covers_its_older_names_too() -> None:
+    """The team database's filter takes the same older names the home's search folds in."""
+    from cmem_cli.store.repository import Filters
+    from cmem_cli.team.search import _Scope
+
+    folded = _Scope(Filters(project="app", folded=("app-feature",)))
+    assert "o.project = ANY(%(f_project)s)" in folded.observations
+    assert folded.params["f_project"] == ["app", "app-feature"]
+    plain = _Scope(Filters(project="app"))
+    assert "o.project = %(f_project)s" in plain.observations and plain.params["f_project"] == "app"
