@@ -60,7 +60,7 @@ _cmem() {
         "import claude-code") words="--root --project -p --exclude-project --settle --json -h --help"; valued="--root --project -p --exclude-project --settle"; paths="--root" ;;
         "import codex") words="--root --project -p --exclude-project --settle --json -h --help"; valued="--root --project -p --exclude-project --settle"; paths="--root" ;;
         "import gemini") words="--root --project -p --exclude-project --settle --json -h --help"; valued="--root --project -p --exclude-project --settle"; paths="--root" ;;
-        "import opencode") words="-h --help"; valued=""; paths="" ;;
+        "import opencode") words="--project -p --exclude-project --settle --json -h --help"; valued="--project -p --exclude-project --settle"; paths="" ;;
     esac
     if [[ " $valued " == *" $prev "* ]]; then
         local choices=""

@@ -20,7 +20,6 @@ captured adds nothing. The folder a session ran in is the ``.project_root`` file
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +39,6 @@ from cmem_cli.capture.turns import (
 from cmem_cli.core.errors import NotFound
 
 AGENT = "gemini"
-MAX_LEGACY_BYTES = 64 * 1024 * 1024  # a pre-JSONL chat is read whole
 _SEEN = "seen\t"  # counts key of a message or tool call already read (a message is written again as it grows)
 
 
@@ -150,23 +148,10 @@ class _ChatReader(TurnReader):
         return end
 
     def consume_whole(self, offset: int) -> int:
-        """A chat from before JSONL: one object, read from the start whenever it changed (its keys say what
-        is in already)."""
-        size = self.path.stat().st_size
-        if offset == size:
-            return size
-        self.counts.clear()
-        if size > MAX_LEGACY_BYTES:
-            self.report.bad_lines += 1
-            return size
-        try:
-            obj = json.loads(self.path.read_bytes())
-        except ValueError:
-            obj = None
-        if isinstance(obj, dict):
+        """A chat from before JSONL: one object, read from the start whenever it changed."""
+        size, obj = self.read_whole(offset)
+        if obj is not None:
             self.line(0, obj)
-        else:
-            self.report.bad_lines += 1
         return size
 
     def line(self, start: int, obj: dict[str, Any]) -> None:

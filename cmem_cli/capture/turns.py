@@ -17,6 +17,7 @@ and defining dataclasses costs a short-lived process.)
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -29,6 +30,7 @@ from cmem_cli.core.jsonin import loads_bounded
 from cmem_cli.core.timeutil import now_ms, parse_iso
 
 DEFAULT_SETTLE_SECONDS = 300  # a file untouched this long is finished: its last turn is closed
+MAX_WHOLE_BYTES = 64 * 1024 * 1024  # a session file read whole (one JSON document), not line by line
 
 
 def read_lines(path: Path, offset: int) -> Iterator[tuple[int, int, dict[str, Any] | None]]:
@@ -166,6 +168,25 @@ class TurnReader:
 
     def resume(self, offset: int) -> None:
         """Called before :meth:`consume` when the file is read from ``offset`` > 0."""
+
+    def read_whole(self, offset: int) -> tuple[int, dict[str, Any] | None]:
+        """The file as one JSON object, for a format written whole rather than appended to: ``(size, None)``
+        when it has not changed since ``offset`` (its size then) or is not an object. It is read from the
+        start, so the prompt counts start again (the capture keys say what is stored already)."""
+        size = self.path.stat().st_size
+        if offset == size:
+            return size, None
+        self.counts.clear()
+        obj: Any = None
+        if size <= MAX_WHOLE_BYTES:
+            try:
+                obj = json.loads(self.path.read_bytes())
+            except ValueError:
+                obj = None
+        if not isinstance(obj, dict):
+            self.report.bad_lines += 1
+            return size, None
+        return size, obj
 
     # -- shared --------------------------------------------------------------------------------------------
     def where(self, session: str, agent: str) -> Where:

@@ -16,7 +16,7 @@ import typer
 from cmem_cli.cli.commands.common import JsonOpt, ProjectOpt, check_cli_text
 from cmem_cli.cli.exits import EXIT_IO
 from cmem_cli.cli.invocation import current_config, open_api
-from cmem_cli.core.errors import InvalidInput, UsageError
+from cmem_cli.core.errors import InvalidInput
 
 import_app = typer.Typer(help="Import agent transcripts into memory.", no_args_is_help=True)
 
@@ -61,35 +61,36 @@ def hook(
     run([*(["--agent", agent] if agent else []), event], config=current_config())
 
 
-class _Source(NamedTuple):
-    """Where one agent's session files are and which capture module reads them."""
+# The capture module (in cmem_cli.capture) and its importer class that read each agent's session files.
+READERS = {
+    "claude-code": ("transcripts", "TranscriptImporter"),
+    "codex": ("codex_rollouts", "RolloutImporter"),
+    "gemini": ("gemini_chats", "ChatImporter"),
+    "opencode": ("opencode_exports", "ExportImporter"),  # files `opencode export` wrote: its store is private
+}
 
-    module: str  # in cmem_cli.capture: discover(root), an importer class, and the default root
-    importer: str
-    default_root: str
+
+class _Source(NamedTuple):
+    """Where an agent keeps its session files: the module's function naming the folder, and the help."""
+
+    default_root: str  # a function of the agent's module; its discover(root) lists the files
     root_help: str
     doc: str
 
 
-# Each agent `cmem import AGENT` reads: one command each, made by _import_command (declared once).
+# Each agent whose files `cmem import AGENT` finds by itself: one command each, made by _import_command.
 SOURCES = {
     "claude-code": _Source(
-        "transcripts",
-        "TranscriptImporter",
         "claude_projects_root",
         "Transcript directory (default: $CLAUDE_CONFIG_DIR/projects or ~/.claude/projects).",
         "Import every Claude Code session transcript, incrementally (safe to run from cron).",
     ),
     "codex": _Source(
-        "codex_rollouts",
-        "RolloutImporter",
         "sessions_root",
         "Rollout directory (default: $CODEX_HOME/sessions or ~/.codex/sessions).",
         "Import every Codex CLI session rollout, incrementally (safe to run from cron).",
     ),
     "gemini": _Source(
-        "gemini_chats",
-        "ChatImporter",
         "chats_root",
         "Gemini CLI's project folders (default: $GEMINI_CLI_HOME/.gemini/tmp or ~/.gemini/tmp).",
         "Import every saved Gemini CLI chat, incrementally (safe to run from cron).",
@@ -114,15 +115,15 @@ def _run_import(
     from cmem_cli.capture.hooks.rules import rules_from_config
     from cmem_cli.cli.render import write
 
-    source = SOURCES[agent]
-    module = importlib.import_module(f"cmem_cli.capture.{source.module}")
+    module_name, importer_name = READERS[agent]
+    module = importlib.import_module(f"cmem_cli.capture.{module_name}")
     if paths is None:
-        paths = module.discover(root or getattr(module, source.default_root)())
+        paths = module.discover(root or getattr(module, SOURCES[agent].default_root)())
     config = current_config()
     rules = rules_from_config(config.section("hooks"))
     with open_api(write=True) as memory:
         capture = Capture(memory, rules, count_repeats=False, exclude_projects=exclude or [], anchor=False)
-        importer = getattr(module, source.importer)(
+        importer = getattr(module, importer_name)(
             capture, project=check_cli_text("--project", project), settle_seconds=settle
         )
         reports = importer.import_paths(paths)
@@ -187,12 +188,19 @@ for _agent in SOURCES:
 
 
 @import_app.command("opencode")
-def import_opencode() -> None:
-    """opencode keeps no session files of a documented format: its hooks (the plugin) capture it."""
-    raise UsageError(
-        "opencode keeps its sessions in a private database whose layout changes between releases; "
-        "cmem captures opencode through its plugin (`cmem install opencode`), not by import"
-    )
+def import_opencode(
+    paths: Annotated[
+        list[Path],
+        typer.Argument(help="Files `opencode export SESSION_ID` wrote (its JSON).", metavar="PATH..."),
+    ],
+    project: ProjectOpt = None,
+    exclude: ExcludeOpt = None,
+    settle: SettleOpt = 300.0,
+    as_json: JsonOpt = False,
+) -> None:
+    """Import opencode sessions from `opencode export` files (opencode's own store is private); a file
+    imported again adds what it gained since."""
+    _run_import("opencode", paths, project=project, exclude=exclude, settle=settle, as_json=as_json)
 
 
 def install(
