@@ -184,3 +184,32 @@ def test_no_gemini_folder_is_a_one_line_error(sh, home) -> None:
     assert result.exit_code == 3
     assert result.stderr.startswith("cmem: no Gemini CLI chat directory")
     assert len(result.stderr.splitlines()) == 1
+
+
+def test_mcp_calls_are_named_by_their_server_and_cmem_s_own_are_not_recorded(sh, home, chat, project) -> None:
+    """A saved call names an MCP tool `mcp_<server>_<tool>` alone: the servers of Gemini's settings tell
+    the server's name from the tool's, so the call is the one the hook recorded (from its mcp_context), and
+    a lookup in cmem's own server is not a memory."""
+    settings = Path(os.environ["HOME"]) / ".gemini" / "settings.json"
+    settings.write_text(json.dumps({"mcpServers": {"github": {"command": "github-mcp-server"}}}))
+    hook = {"session_id": SESSION, "cwd": str(project), "hook_event_name": "AfterTool",
+            "tool_name": "mcp_github_get_issue", "tool_input": {"issue_number": 214},
+            "mcp_context": {"server_name": "github", "tool_name": "get_issue"},
+            "tool_response": {"llmContent": "Issue 214: totals off by one cent"}}  # fmt: skip
+    assert sh("hook", "--agent", "gemini", "AfterTool", input=json.dumps(hook)).exit_code == 0
+    calls = [
+        {"id": "mcp-1", "name": "mcp_github_get_issue", "args": {"issue_number": 214}, "status": "success",
+         "result": [{"functionResponse": {"response": {"output": "Issue 214: totals off by one cent"}}}]},
+        {"id": "mcp-2", "name": "mcp_cmem_search", "args": {"query": "totals"}, "status": "success",
+         "result": [{"functionResponse": {"response": {"output": "#12 Totals round once"}}}]},
+    ]  # fmt: skip
+    turn = [
+        {"id": "u7", "timestamp": "2026-11-28T04:03:00.000Z", "type": "user", "content": "Look at issue 214"},
+        {"id": "g7", "timestamp": "2026-11-28T04:03:01.000Z", "type": "gemini", "content": "", "toolCalls": calls},
+    ]  # fmt: skip
+    with chat.open("a") as fh:
+        fh.write("".join(json.dumps(line) + "\n" for line in turn))
+    assert imported(sh) == (2, 2, 1)  # the fixture's shell call and edit; the issue lookup was the hook's
+    titles = [row[0] for row in db_rows(home, "SELECT title FROM observations ORDER BY id")]
+    assert len(titles) == 3 and sum("get_issue" in title for title in titles) == 1, titles
+    assert not any("search" in title for title in titles)  # cmem's own lookup

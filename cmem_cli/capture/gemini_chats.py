@@ -20,6 +20,8 @@ captured adds nothing. The folder a session ran in is the ``.project_root`` file
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -90,7 +92,24 @@ def _response(result: Any) -> tuple[str, str | None]:
     return "\n".join(outputs), "\n".join(errors) or None
 
 
-def tool_call(record: dict[str, Any], cwd: str | None) -> ToolCall:
+def mcp_servers(cwd: str | None) -> list[str]:
+    """The MCP servers Gemini CLI knows (``mcpServers`` of the user's and the project's settings.json, and
+    cmem's own), longest name first: a saved call names its tool ``mcp_<server>_<tool>`` alone, and the
+    server's name is what tells the tool's apart (the hook has it from ``mcp_context``)."""
+    names = {"cmem"}
+    for folder in (gemini_dir(), Path(cwd) / ".gemini" if cwd else None):
+        if folder is None:
+            continue
+        try:
+            settings = json.loads((folder / "settings.json").read_bytes())
+        except (OSError, ValueError):
+            continue
+        servers = settings.get("mcpServers") if isinstance(settings, dict) else None
+        names.update(name for name in servers or () if isinstance(name, str) and name)
+    return sorted(names, key=lambda name: (-len(name), name))
+
+
+def tool_call(record: dict[str, Any], cwd: str | None, servers: Sequence[str] = ()) -> ToolCall:
     """A saved tool call as the AfterTool hook would have handed it on."""
     output, error = _response(record.get("result"))
     status = record.get("status")
@@ -102,6 +121,11 @@ def tool_call(record: dict[str, Any], cwd: str | None) -> ToolCall:
         "tool_input": record.get("args"),
         "tool_response": {"llmContent": output, "returnDisplay": display, "error": error},
     }
+    name = record.get("name") or ""
+    for server in servers if name.startswith("mcp_") else ():
+        if name.startswith(f"mcp_{server}_"):
+            payload["mcp_context"] = {"server_name": server, "tool_name": name[len(server) + 5 :]}
+            break
     fields = gemini.tool_fields(payload)
     return ToolCall(
         name=fields["tool_name"],
@@ -122,6 +146,7 @@ class _ChatReader(TurnReader):
         super().__init__(importer, path, report, counts)
         self.session = path.stem
         self.cwd = _project_root(path)
+        self.servers = mcp_servers(self.cwd)
 
     def fallback_project(self) -> str:
         return self.path.parent.parent.name or "default"  # the project's folder under ~/.gemini/tmp
@@ -193,7 +218,12 @@ class _ChatReader(TurnReader):
                 if seen in self.counts:
                     continue
                 self.counts[seen] = 1
-                self.record(self.here(), tool_call(record, self.cwd), None, timestamp_of(record) or created)
+                self.record(
+                    self.here(),
+                    tool_call(record, self.cwd, self.servers),
+                    None,
+                    timestamp_of(record) or created,
+                )
 
 
 def _project_root(path: Path) -> str | None:
