@@ -148,18 +148,33 @@ def _run_import(
         raise typer.Exit(EXIT_IO)
 
 
-@import_app.command("transcript")
-def import_transcript(
-    paths: Annotated[
-        list[Path], typer.Argument(help="Claude Code .jsonl transcript files.", metavar="PATH...")
-    ],
-    project: ProjectOpt = None,
-    exclude: ExcludeOpt = None,
-    settle: SettleOpt = 300.0,
-    as_json: JsonOpt = False,
-) -> None:
-    """Import transcripts; re-running reads only what was appended since."""
-    _run_import("claude-code", paths, project=project, exclude=exclude, settle=settle, as_json=as_json)
+def _files_command(name: str, agent: str, paths_help: str, doc: str) -> None:
+    """Register `cmem import NAME PATH...`: the files given, read with ``agent``'s reader; the options are
+    every import's."""
+
+    def command(
+        paths: list[Path],
+        project: ProjectOpt = None,
+        exclude: ExcludeOpt = None,
+        settle: SettleOpt = 300.0,
+        as_json: JsonOpt = False,
+    ) -> None:
+        _run_import(agent, paths, project=project, exclude=exclude, settle=settle, as_json=as_json)
+
+    # its own help for PATH: set as an object, since this module's annotations are strings
+    command.__annotations__["paths"] = Annotated[
+        list[Path], typer.Argument(help=paths_help, metavar="PATH...")
+    ]
+    command.__doc__ = doc
+    import_app.command(name)(command)
+
+
+_files_command(
+    "transcript",
+    "claude-code",
+    "Claude Code .jsonl transcript files.",
+    "Import transcripts; re-running reads only what was appended since.",
+)
 
 
 def _import_command(agent: str) -> None:
@@ -187,20 +202,13 @@ for _agent in SOURCES:
     _import_command(_agent)
 
 
-@import_app.command("opencode")
-def import_opencode(
-    paths: Annotated[
-        list[Path],
-        typer.Argument(help="Files `opencode export SESSION_ID` wrote (its JSON).", metavar="PATH..."),
-    ],
-    project: ProjectOpt = None,
-    exclude: ExcludeOpt = None,
-    settle: SettleOpt = 300.0,
-    as_json: JsonOpt = False,
-) -> None:
-    """Import opencode sessions from `opencode export` files (opencode's own store is private); a file
-    imported again adds what it gained since."""
-    _run_import("opencode", paths, project=project, exclude=exclude, settle=settle, as_json=as_json)
+_files_command(
+    "opencode",
+    "opencode",
+    "Files `opencode export SESSION_ID` wrote (its JSON).",
+    "Import opencode sessions from `opencode export` files (opencode's own store is private); a file\n"
+    "imported again adds what it gained since.",
+)
 
 
 def install(
