@@ -81,11 +81,10 @@ class _IndexSql(SqlDialect):
     checks those on the store's rows)."""
 
     def equals(self, name: str, value: str) -> str:
-        if name == "machine":
-            return ""
-        if name == "project":
-            return f"({self.alias}.project = {self.bind(value)} OR {self.alias}.project IS NULL)"
-        return super().equals(name, value)
+        return "" if name == "machine" else super().equals(name, value)
+
+    def project(self, names: tuple[str, ...]) -> str:
+        return f"({super().project(names)} OR {self.alias}.project IS NULL)"
 
     def concept(self, value: str) -> str:
         return (

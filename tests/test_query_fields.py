@@ -128,16 +128,17 @@ def test_every_backend_compiles_every_filter_it_holds():
 
     every = FilterFields(
         project="demo", types=["decision", "bugfix"], concepts=["pool"], files=["src/db.py"], agent="claude",
-        session="s1", machine="laptop", branch="main", since=1, until=2,
+        session="s1", machine="laptop", branch="main", since=1, until=2, folded=["demo-old"],
     )  # fmt: skip
     assert set(every.fields()) == set(FILTER_FIELDS)
-    assert all(value not in (None, []) for value in every.fields().values())
+    assert all(value not in (None, [], ()) for value in every.fields().values())
     store, team = StoreSql("o"), _TeamSql("o")
-    assert len(every.clauses(store)) == len(FILTER_FIELDS)
-    assert len(store.params) == 13  # a file binds three patterns, each type one value
-    assert len(every.clauses(team)) == len(FILTER_FIELDS)
-    assert len(team.named) == 12  # the types bind as one array
+    clauses = len(FILTER_FIELDS) - 1  # the project and its older names (folded) are one clause
+    assert len(every.clauses(store)) == clauses
+    assert len(store.params) == 14  # two project names, three patterns for a file, one value per type
+    assert len(every.clauses(team)) == clauses
+    assert len(team.named) == 13  # the types bind as one array
     index = _IndexSql("d")
-    assert len(every.clauses(index)) == len(FILTER_FIELDS) - 2  # the index keeps no machine nor branch
+    assert len(every.clauses(index)) == clauses - 2  # the index keeps no machine nor branch
     summaries = every.clauses(StoreSql("o"), observations=False)
     assert len(summaries) == 6  # project, agent, session, machine, since, until

@@ -15,16 +15,22 @@ from collections.abc import Callable
 from typing import Any
 
 FILTER_FIELDS = (
-    "project", "types", "concepts", "files", "agent", "session", "machine", "branch", "since", "until"
+    "project", "types", "concepts", "files", "agent", "session", "machine", "branch", "since", "until", "folded"
 )  # fmt: skip
-EXACT_FIELDS = ("project", "agent", "session", "machine")  # one column each, matched exactly
+EXACT_FIELDS = (
+    "agent",
+    "session",
+    "machine",
+)  # one column each, matched exactly (the project: one of its names)
 OBSERVATION_FIELDS = ("types", "concepts", "files", "branch")  # what only an observation has
 
 
 class FilterFields:
     """``project``/``agent``/``session``/``machine`` match exactly; ``since``/``until`` are inclusive epoch
     milliseconds; ``types`` matches any; every concept must be present; ``files`` matches a path exactly, by
-    suffix after ``/`` or as a directory; ``branch``: recorded on that git branch."""
+    suffix after ``/`` or as a directory; ``branch``: recorded on that git branch. ``folded``: older names of
+    ``project``'s repository, whose rows the project covers too (the store's ``projects.older_names``; only
+    with ``project``)."""
 
     def __init__(
         self,
@@ -38,8 +44,10 @@ class FilterFields:
         branch: str | None = None,
         since: int | None = None,
         until: int | None = None,
+        folded: list[str] | tuple[str, ...] | None = None,
     ):
         self.project, self.agent, self.session, self.machine = project, agent, session, machine
+        self.folded = tuple(folded or ())
         self.types, self.concepts, self.files = list(types or []), list(concepts or []), list(files or [])
         self.branch = branch
         self.since, self.until = since, until
@@ -60,6 +68,8 @@ class FilterFields:
         binds). Without ``observations`` (a summary's or a prompt's table) the observation-only filters
         are left out."""
         out: list[str] = []
+        if self.project is not None:
+            out.append(dialect.project((self.project, *self.folded)))
         for name in EXACT_FIELDS:
             value = getattr(self, name)
             if value is not None:
@@ -94,6 +104,12 @@ class SqlDialect:
 
     def equals(self, name: str, value: str) -> str:
         return f"{self.alias}.{name} = {self.bind(value)}"
+
+    def project(self, names: tuple[str, ...]) -> str:
+        """The project is one of ``names`` (the project and its repository's older names)."""
+        if len(names) == 1:
+            return self.equals("project", names[0])
+        return f"{self.alias}.project IN ({', '.join(self.bind(name) for name in names)})"
 
     def since(self, ms: int) -> str:
         return f"{self.alias}.created_at >= {self.bind(ms)}"
