@@ -28,17 +28,16 @@ from typing import Any
 
 from cmem_cli.core.errors import CmemError, InvalidInput
 from cmem_cli.core.fields import LINKS_MARKER, SUMMARY_FIELDS
-from cmem_cli.core.ids import derived_uid
 from cmem_cli.core.timeutil import now_ms
 from cmem_cli.services import supersession
 from cmem_cli.services.gitrepo import Git
+from cmem_cli.services.reconcile.rule import QUIET_FIELDS, Conflict, Side, conflict_copy
 from cmem_cli.services.writes import FileTransaction, Memory
-from cmem_cli.store.records import MAX_TITLE, parse_link
+from cmem_cli.store.records import parse_link
 from cmem_export import digest, reading
 
 LAST_ADOPTED = "sync.last_adopted"  # state key: the last commit whose changes are in the store
 REJECTED = "sync.rejected"  # state key: {path: reason} of arrived files that cannot be adopted
-COPY_SUFFIX = " (conflict copy)"
 _SHOWN_LINK = re.compile(r"^- ([a-z_]+): \[(.*)\]\((.*)\)$")
 
 
@@ -240,30 +239,24 @@ def _write_summary(memory: Memory, files: FileTransaction, item: Incoming) -> No
         files.delete_after_commit(item.relpath)
 
 
-# -- conflict copies ---------------------------------------------------------------------------------------
-def conflict_copy(loser: Incoming, winner_uid: str) -> Incoming:
-    """The losing text as a new observation (or summary) linked ``related`` to the one kept. Its uid is
-    derived from the text and the winner, so two machines (or a sync run again after a kill) that make
-    the same copy make one file, not two."""
-    record = dict(loser.record)
-    created = record.get("created_at") or 0
-    seed = json.dumps([winner_uid, loser.kind, _content(loser), loser.links], sort_keys=True, default=str)
-    record["uid"] = derived_uid(created, seed)
-    if loser.kind == "summary":
-        return Incoming("summary", record)
-    title = record["title"]
-    if not title.endswith(COPY_SUFFIX):
-        record["title"] = title[: MAX_TITLE - len(COPY_SUFFIX)] + COPY_SUFFIX
-    record["key"] = None  # the key stays with the observation
-    links = [
-        *(link for link in loser.links if link["uid"] != winner_uid),
-        {"type": "related", "uid": winner_uid},
-    ]
-    return Incoming("observation", record, links=links, updated_at=loser.updated_at, anchor=loser.anchor)
+# -- the merge rule's terms, and files that arrive twice --------------------------------------------------
+def side_of(item: Incoming) -> Side:
+    """A parsed file in the terms of the merge rule."""
+    fields = {k: v for k, v in item.record.items() if k not in ("uid", "updated_at", "links")}
+    links = frozenset((link["type"], link["uid"]) for link in item.links)
+    return Side(item.kind, item.uid or "", fields, links, item.anchor, item.updated_at or 0)
 
 
-def _content(item: Incoming) -> dict[str, Any]:
-    return {k: v for k, v in item.record.items() if k not in ("uid",)}
+def incoming_of(side: Side, *shown: Incoming) -> Incoming:
+    """The rule's result as a record to render; links show their target as the given files showed it."""
+    by_key = {(link["type"], link["uid"]): link for item in shown for link in item.links}
+    links = [by_key.get(key) or {"type": key[0], "uid": key[1]} for key in sorted(side.links)]
+    record = {**side.fields, "uid": side.uid}
+    anchor = dict(side.anchor) if side.anchor is not None else None
+    relpath = shown[0].relpath if shown else None
+    return Incoming(
+        side.kind, record, relpath=relpath, links=links, updated_at=side.updated_at or None, anchor=anchor
+    )
 
 
 def split_duplicates(incoming: list[Incoming]) -> tuple[list[Incoming], list[dict[str, Any]]]:
@@ -282,17 +275,19 @@ def split_duplicates(incoming: list[Incoming]) -> tuple[list[Incoming], list[dic
         winner = items[0]
         out.append(winner)
         for loser in items[1:]:
-            same = {k: v for k, v in _content(loser).items() if k != "created_at"} == {
-                k: v for k, v in _content(winner).items() if k != "created_at"
+            lost, kept = side_of(loser), side_of(winner)
+            same = {k: v for k, v in lost.content().items() if k not in QUIET_FIELDS} == {
+                k: v for k, v in kept.content().items() if k not in QUIET_FIELDS
             }
             if loser.relpath:
                 out.append(Incoming("removal", {}, relpath=loser.relpath))
             if not same:
-                copy = conflict_copy(loser, uid)
+                copy = incoming_of(conflict_copy(lost, uid), loser)
+                copy.relpath = None
                 out.append(copy)
                 conflicts.append(
-                    {"path": loser.relpath, "resolution": "two files with one uid: later edit kept, "
-                     "other kept as a copy", "copy_uid": copy.uid}
+                    Conflict(uid, "two files with one uid: later edit kept, other kept as a copy",
+                             copy_uid=copy.uid, path=loser.relpath).to_json()
                 )  # fmt: skip
     return out, conflicts
 
