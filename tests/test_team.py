@@ -135,8 +135,8 @@ def test_the_later_edit_wins_when_it_is_pulled_rather_than_pushed(homes: dict[st
     a.ok("edit", str(obs), "--narrative", "edited on a, later")
     b.sync()
     report = a.sync()  # a's edit is later: it stays, b's becomes the copy
-    assert report["conflicts"][0]["resolution"].startswith(
-        "both machines edited it: this machine's later edit kept"
+    assert report["conflicts"][0]["resolution"] == (
+        "both machines changed narrative: the later edit kept, the other kept as a copy"
     )
     b.sync()
     for home in (a, b):
@@ -158,7 +158,7 @@ def test_an_edit_beats_a_concurrent_forget(homes: dict[str, Home], team_db: str)
     b.sync()
     report = a.sync()
     assert (
-        report["conflicts"][0]["resolution"] == "edited on another machine, forgotten here: the edit is kept"
+        report["conflicts"][0]["resolution"] == "edited on one machine, forgotten on the other: the edit is kept"
     )
     assert a.rows()[uid]["narrative"] == "still needed"
     b.sync()
@@ -588,7 +588,7 @@ def test_a_summary_edited_on_two_machines_keeps_the_later_edit_and_the_other_as_
     assert a.sync()["pushed"] == 1  # a's edit is shared first...
     report = b.sync()  # ...but b's is the later edit: it stays, a's becomes the copy
     assert [(c["uid"], c["resolution"]) for c in report["conflicts"]] == [
-        (uid, "both machines edited it: this machine's later edit kept, the other kept as a copy")
+        (uid, "both machines changed learned: the later edit kept, the other kept as a copy")
     ]
     copy_uid = report["conflicts"][0]["copy_uid"]
     a.sync()
@@ -605,7 +605,7 @@ def test_a_summary_edited_on_two_machines_keeps_the_later_edit_and_the_other_as_
     a.sync()
     report = b.sync()
     assert [(c["uid"], c["resolution"]) for c in report["conflicts"]] == [
-        (uid, "both machines edited it: the other machine's later edit kept, this one kept as a copy")
+        (uid, "both machines changed learned: the later edit kept, the other kept as a copy")
     ]
     second_copy = report["conflicts"][0]["copy_uid"]
     a.sync()

@@ -382,6 +382,30 @@ def adopt_pending(
     return result
 
 
+TRAILER = "Cmem-Conflict: "  # a merge commit's line naming one conflict it settled (JSON)
+
+
+def conflict_trailer(item: dict[str, Any]) -> str:
+    return TRAILER + json.dumps(item, ensure_ascii=True, sort_keys=True)
+
+
+def told(git: Git, last: str, head: str) -> list[dict[str, Any]]:
+    """The conflicts the merge commits of ``last..head`` settled (on any machine), oldest first."""
+    proc = git.run(
+        "log", "--merges", "--reverse", "--format=%B", f"--grep=^{TRAILER}", f"{last}..{head}", check=False
+    )
+    found = []
+    for line in proc.stdout.decode("utf-8", "replace").splitlines():
+        if line.startswith(TRAILER):
+            try:
+                item = json.loads(line[len(TRAILER) :])
+            except ValueError:
+                continue
+            if isinstance(item, dict) and isinstance(item.get("resolution"), str):
+                found.append(item)
+    return found
+
+
 def advance_adopted(memory: Memory, parent: str | None, head: str | None) -> None:
     """A commit cmem made (``head``) holds only what the store holds: if its ``parent`` was adopted, so is
     it (the next sync need not read ``parent..head`` back)."""

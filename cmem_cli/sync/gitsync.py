@@ -42,6 +42,7 @@ from cmem_cli.services.gitrepo import (
     home_git_dir,
     move_into_home,
 )
+from cmem_cli.services.reconcile.rule import tell
 from cmem_cli.services.writes import Memory
 from cmem_cli.sync.merge import Resolution, merge_versions, read_blobs
 from cmem_export import atomic, digest
@@ -305,6 +306,7 @@ class Syncer:
         if todo is not None:
             with self.memory.write_transaction(fsync=False, skip_identical=True) as files:
                 self._count(arrivals.adopt_pending(self.memory, files, todo, dirty=dirty))
+            self._told(todo)
             candidates.update(files.written, files.to_delete)
         local = [p for p in status if p.endswith(".md")]
         if local:
@@ -346,10 +348,17 @@ class Syncer:
     def _count(self, result: arrivals.Adoption) -> None:
         self.report["adopted"] += result.adopted
         self.report["forgotten"] += result.forgotten
-        self.report["conflicts"] += result.conflicts
+        for item in result.conflicts:
+            tell(self.report, item)
         self.report["notes"] += result.notes
         for relpath, reason in result.rejected:
             self._reject(relpath, reason)
+
+    def _told(self, todo: arrivals.Pending) -> None:
+        """The conflicts other machines settled in the merges this sync adopted: told here too."""
+        if todo.last and not todo.whole_tree:
+            for item in arrivals.told(self.git, todo.last, todo.head):
+                tell(self.report, item)
 
     def _reject(self, relpath: str, reason: str) -> None:
         if all(item["path"] != relpath for item in self.report["rejected"]):
@@ -462,6 +471,7 @@ class Syncer:
                 todo = arrivals.pending(self.memory, self.git, self._moved(), ancestor=before)
                 if todo is not None:
                     self._count(arrivals.adopt_pending(self.memory, files, todo, dirty=unstaged))
+                    self._told(todo)
         except BaseException:
             self.git.run("merge", "--abort", check=False)
             if before is not None:
@@ -484,6 +494,7 @@ class Syncer:
             raise SyncError(f"git merge failed: {_last(merged)}")
         both = self._changed_on_both_sides(base) | unmerged
         conflicts = 0
+        settled: list[dict[str, Any]] = []
         if both:
             specs = [
                 f"{rev}:{p}" for p in sorted(both) for rev in ((base,) if base else ()) + ("HEAD", TARGET)
@@ -506,12 +517,16 @@ class Syncer:
                     else:
                         add[path] = data
                 if resolution.conflict is not None:
-                    self.report["conflicts"].append(resolution.conflict)
+                    tell(self.report, resolution.conflict)
+                    settled.append(resolution.conflict)
                     conflicts += 1
             self._stage(add, remove)
         if self.git.z_list("ls-files", "-u", "-z"):
             raise SyncError("git merge left unresolved paths; nothing committed")
         message = f"cmem sync: merge, {conflicts} conflict(s) resolved"
+        if conflicts:  # every machine that adopts this merge is told, as this one is
+            told = [c for c in settled if c.get("uid")]
+            message += "\n\n" + "\n".join(arrivals.conflict_trailer(item) for item in told)
         self.git.run("commit", "-q", "--no-edit", "-m", message, what="git commit (merge)")
 
     def _changed_on_both_sides(self, base: str | None) -> set[str]:

@@ -107,12 +107,12 @@ def merge_versions(
     old = _parse(memory, relpath, base)
     if old is not None and (old.kind != a.kind or old.uid != a.uid):
         old = None
-    merged, copy, conflict = merge_records(old, a, b)
-    if copy is None or conflict is None:
+    merged, made, conflict = merge_records(old, a, b)
+    if made is None or conflict is None:
         return Resolution(relpath, render(memory, merged, relpath))
     conflict.path = relpath
     return Resolution(
-        relpath, render(memory, merged, relpath), [_copy_file(memory, copy)], conflict.to_json()
+        relpath, render(memory, merged, relpath), [_copy_file(memory, made)], conflict.to_json()
     )
 
 

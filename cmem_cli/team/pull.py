@@ -14,6 +14,7 @@ from typing import Any
 
 from cmem_cli.core.fields import LINK_TYPES
 from cmem_cli.core.timeutil import now_ms
+from cmem_cli.services.reconcile.rule import Conflict, tell
 from cmem_cli.services.writes import Memory
 from cmem_cli.store import team_outbox as outbox
 from cmem_cli.team import inbound
@@ -57,6 +58,7 @@ class Puller:
         values = outbox.settings(self.local)
         cursor = int(values.get(PULLED) or 0)
         self.restoring = values.get(RESTORING) == "1"
+        start = cursor
         with self.conn.transaction():
             self.conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
             horizon = int(
@@ -68,9 +70,27 @@ class Puller:
             )
             while cursor < horizon:
                 cursor = self._page(cursor, horizon)
+            self._told(start, horizon)
         if self.restoring:  # the whole server pulled again: a restore is settled
             with self.local.transaction():
                 outbox.put(self.local, **{RESTORING: None})
+
+    def _told(self, start: int, horizon: int) -> None:
+        """The conflicts other homes settled since the last pull (the server's log, written by their
+        pushes): this home is told of them as they were."""
+        if start >= horizon or not self.conn.execute("SELECT to_regclass('cmem_conflicts')").fetchone()[0]:
+            return  # a server older than the log (a reader syncing before a writer migrated it)
+        scope, scope_params = self._scope()
+        rows = self.conn.execute(
+            "SELECT uid, copy_uid, other_uid, resolution, fields FROM cmem_conflicts "
+            f"WHERE rev > %s AND rev <= %s AND machine <> %s{scope} ORDER BY rev",
+            (start, horizon, self.report.get("machine") or "", *scope_params),
+        ).fetchall()
+        for uid, copy_uid, other_uid, resolution, fields in rows:
+            item = Conflict(
+                uid, resolution, copy_uid=copy_uid, other_uid=other_uid, fields=list(fields or [])
+            )
+            tell(self.report, item.to_json())
 
     def _page(self, cursor: int, horizon: int) -> int:
         scope, scope_params = self._scope()
@@ -156,7 +176,8 @@ class Puller:
                     else:
                         done = applier.prompt(row) or None
                     if done is not None:
-                        outbox.set_rev(local, kind, uid, row["rev"])
+                        base = row if kind in (outbox.OBSERVATION, outbox.SUMMARY) else None
+                        outbox.set_rev(local, kind, uid, row["rev"], base)
                         outbox.count(self.report, kind, "pulled")
                 outbox.clear_skipped(local, kind, taken)
                 outbox.unforget(local, kind, taken)

@@ -201,3 +201,15 @@ def _same(a: Any, b: Any) -> bool:
     if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
         return list(a) == list(b)
     return bool(a == b) and (_empty(a) == _empty(b))
+
+
+def tell(report: dict[str, Any], item: dict[str, Any]) -> None:
+    """Add a conflict (:meth:`Conflict.to_json`) to a sync's report once: the home that settles a conflict
+    and the log it then reads back name it alike."""
+    key = (item.get("uid"), item.get("copy_uid"), item.get("other_uid"), item.get("resolution"))
+    known = {
+        (c.get("uid"), c.get("copy_uid"), c.get("other_uid"), c.get("resolution"))
+        for c in report["conflicts"]
+    }
+    if key not in known:
+        report["conflicts"].append(item)
