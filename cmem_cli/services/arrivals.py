@@ -28,8 +28,6 @@ from typing import Any
 
 from cmem_cli.core.errors import CmemError, InvalidInput
 from cmem_cli.core.fields import LINKS_MARKER, SUMMARY_FIELDS
-from cmem_cli.core.timeutil import now_ms
-from cmem_cli.services import supersession
 from cmem_cli.services.gitrepo import Git
 from cmem_cli.services.reconcile.rule import QUIET_FIELDS, Conflict, Side, conflict_copy
 from cmem_cli.services.writes import FileTransaction, Memory
@@ -111,132 +109,43 @@ def _shown_links(data: bytes) -> list[tuple[str, str, str]]:
 def apply(
     memory: Memory, files: FileTransaction, incoming: list[Incoming], deleted: list[str]
 ) -> dict[str, Any]:
-    """Write ``incoming`` and forget what was at the ``deleted`` paths, inside the caller's transaction.
+    """Write ``incoming`` and forget what was at the ``deleted`` paths, inside the caller's transaction,
+    through the inbound writer (:class:`cmem_cli.services.reconcile.writer.Inbound`, as team pulls do).
 
     A deleted path whose uid arrives again under another name (a file moved with plain git) is a move,
-    not a forget: the observation follows the file to where git put it.
+    not a forget: the observation follows the file to where git put it. A file that names its uid lives
+    where git put it (its name was fixed where it was made); one without (a person's, committed with
+    plain git) gets its standard name here.
     """
-    store = memory.store
+    from cmem_cli.services.reconcile.writer import Inbound
+
     notes: list[str] = []
+    conflicts: list[dict[str, Any]] = []
+    writer = Inbound(memory, files, notes, conflicts, pending=True)
     arriving = {item.uid for item in incoming if item.uid}
-    # a file that names its uid lives where git put it (its name was fixed where it was made); one
-    # without (a person's, committed with plain git) gets its standard name here
-    named = {id(item) for item in incoming if item.uid and item.relpath}
-    rows: list[tuple[Incoming, dict[str, Any]]] = []
-    refresh: set[int] = set()  # observations whose file shows another one's title or path
+    adopted = 0
     for item in incoming:
         if item.kind == "removal":  # a duplicate file whose text lives on elsewhere
             if item.relpath:
                 files.delete_after_commit(item.relpath)
         elif item.kind == "summary":
-            _write_summary(memory, files, item)
+            writer.summary(item.record, relpath=item.relpath)
         else:
-            before = store.observation_by_uid(item.uid) if item.uid else None
-            row = _upsert_observation(memory, item, notes)
-            if item.anchor is not None:
-                from cmem_cli.services.anchors import adopt_anchor
-
-                adopt_anchor(store, row["id"], item.anchor, memory.scrub_text)
-            if before is not None and before["title"] != row["title"]:
-                refresh.update(link["id"] for link in store.links_to(row["id"]))
-            rows.append((item, row))
-    for item, row in rows:  # links last: their targets may have arrived in the same batch
-        for link in store.links_from(row["id"]):
-            store.remove_link(row["id"], link["id"], link["type"])
-        store.clear_pending_links_from(row["id"])
-        for link in item.links:
-            target = store.observation_by_uid(link["uid"])
-            if target is None:  # not here (yet): kept, never dropped (dropping would travel)
-                store.add_pending_link(
-                    row["id"], link["uid"], link["type"], link.get("title"), link.get("href")
-                )
-            elif target["id"] != row["id"]:
-                broken = supersession.add_arrived_link(store, row["id"], target["id"], link["type"])
-                _note_loop(broken, item, notes, refresh)
-    for item, row in rows:  # links that were waiting for one of these
-        for from_id, link_type in store.take_pending_links_to(row["uid"]):
-            if store.find_observation(from_id) is not None and from_id != row["id"]:
-                broken = supersession.add_arrived_link(store, from_id, row["id"], link_type)
-                _note_loop(broken, item, notes, refresh)
-                refresh.add(from_id)
+            writer.observation(
+                item.record,
+                item.links,
+                updated_at=item.updated_at,
+                anchor=item.anchor,
+                relpath=item.relpath if item.uid else None,
+                arrived_at=item.relpath,
+            )
+            adopted += 1
     forgotten = 0
-    for _relpath, (kind, uid) in store.uids_at_paths(deleted).items():
-        if uid in arriving:
-            continue
-        if kind == "summary":
-            summary = store.summary_by_uid(uid)
-            if summary is not None:
-                store.delete_summary(summary["id"])
-        else:
-            gone = store.observation_by_uid(uid)
-            if gone is None:
-                continue
-            refresh.update(link["id"] for link in store.links_to(gone["id"]))
-            store.delete_observation(gone["id"])
-        forgotten += 1
-    exported = {row["id"] for _, row in rows}
-    for item, row in rows:
-        fresh = store.get_observation(row["id"])
-        fresh = memory.export_observation(fresh, files, relpath=item.relpath if id(item) in named else None)
-        if item.relpath and item.relpath != fresh["path"]:
-            files.delete_after_commit(item.relpath)
-    for item, row in rows:  # links name paths: write linking files again once every target has moved
-        if item.links:
-            memory.export_observation(store.get_observation(row["id"]), files)
-    for obs_id in sorted(refresh - exported):
-        referrer = store.find_observation(obs_id)
-        if referrer is not None:
-            memory.export_observation(referrer, files)
-    return {"adopted": len(rows), "forgotten": forgotten, "notes": notes}
-
-
-def _note_loop(
-    broken: supersession.BrokenLoop | None, item: Incoming, notes: list[str], refresh: set[int]
-) -> None:
-    """A supersedes loop an arrival closed: say so, and write again the file whose link went."""
-    if broken is not None:
-        notes.append(f"{item.relpath or item.uid}: {broken.note}")
-        if broken.rewrite is not None:
-            refresh.add(broken.rewrite)
-
-
-def _upsert_observation(memory: Memory, item: Incoming, notes: list[str]) -> dict[str, Any]:
-    store = memory.store
-    record = dict(item.record)
-    record.pop("links", None)
-    existing = store.observation_by_uid(record["uid"]) if record.get("uid") else None
-    # The write service's key rule (Memory.check_key); a merge cannot refuse another machine's file, so
-    # the key is dropped instead, with a note.
-    clash = store.key_holder(
-        record["project"], record.get("key"), besides=existing["id"] if existing else None
-    )
-    if clash is not None:
-        notes.append(f"{item.relpath}: key {record['key']!r} is taken here by {clash['uid']}; dropped")
-        record["key"] = None
-    if record.get("session"):
-        store.ensure_session(
-            record["session"], agent=record["agent"], project=record["project"], at=record.get("created_at")
-        )
-    if existing is not None:
-        return store.update_observation(existing["id"], record, updated_at=item.updated_at)
-    record["created_at"] = record.get("created_at") or now_ms()
-    record.setdefault("machine", None)  # a file that does not say whose it is was not written here
-    return store.insert_observation(record, updated_at=item.updated_at)
-
-
-def _write_summary(memory: Memory, files: FileTransaction, item: Incoming) -> None:
-    store = memory.store
-    record = item.record
-    existing = store.summary_by_uid(record["uid"])
-    store.ensure_session(record["session"], agent=record["agent"], project=record["project"])
-    if existing is not None:
-        store.update_summary(existing["id"], record)
-        summary_id = existing["id"]
-    else:  # a file that does not say whose it is was not written here
-        summary_id = store.insert_summary({"machine": None, **record})["id"]
-    row = memory.export_summary(store.get_summary(summary_id), files, relpath=item.relpath)
-    if item.relpath and item.relpath != row["path"]:
-        files.delete_after_commit(item.relpath)
+    for _relpath, (kind, uid) in memory.store.uids_at_paths(deleted).items():
+        if uid not in arriving and writer.forget(kind, uid, file_gone=True):
+            forgotten += 1
+    writer.finish()
+    return {"adopted": adopted, "forgotten": forgotten, "notes": notes, "conflicts": conflicts}
 
 
 # -- the merge rule's terms, and files that arrive twice --------------------------------------------------
@@ -377,6 +286,7 @@ def adopt_pending(
         applied["forgotten"],
         applied["notes"],
     )
+    result.conflicts += applied["conflicts"]
     remember_rejected(memory, result.rejected, settled=[i.relpath for i in incoming if i.relpath] + deleted)
     store.set_state(LAST_ADOPTED, todo.head)
     return result

@@ -41,6 +41,20 @@ _COLUMNS = {
 }
 
 
+def has_log(conn: Any) -> bool:
+    """Does the server keep the conflict log (``cmem_conflicts``, server migration m005)?"""
+    return bool(conn.execute("SELECT to_regclass('cmem_conflicts')").fetchone()[0])
+
+
+def top_revision(conn: Any, log: bool | None = None) -> int:
+    """The highest revision the server holds (every row this home has seen has it or a later one)."""
+    tables = [*TABLES.values(), *(["cmem_conflicts"] if (has_log(conn) if log is None else log) else [])]
+    row = conn.execute(
+        "SELECT greatest(" + ", ".join(f"(SELECT max(rev) FROM {table})" for table in tables) + ", 0)"
+    ).fetchone()
+    return int(row[0])
+
+
 class Puller:
     def __init__(self, memory: Memory, conn: Any, projects: list[str], report: dict[str, Any]):
         self.memory = memory
@@ -61,13 +75,8 @@ class Puller:
         start = cursor
         with self.conn.transaction():
             self.conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-            horizon = int(
-                self.conn.execute(
-                    "SELECT greatest("
-                    + ", ".join(f"(SELECT max(rev) FROM {table})" for table in TABLES.values())
-                    + ", 0)"
-                ).fetchone()[0]
-            )
+            self._log = has_log(self.conn)
+            horizon = top_revision(self.conn, self._log)
             while cursor < horizon:
                 cursor = self._page(cursor, horizon)
             self._told(start, horizon)
@@ -78,7 +87,7 @@ class Puller:
     def _told(self, start: int, horizon: int) -> None:
         """The conflicts other homes settled since the last pull (the server's log, written by their
         pushes): this home is told of them as they were."""
-        if start >= horizon or not self.conn.execute("SELECT to_regclass('cmem_conflicts')").fetchone()[0]:
+        if start >= horizon or not self._log:
             return  # a server older than the log (a reader syncing before a writer migrated it)
         scope, scope_params = self._scope()
         rows = self.conn.execute(
@@ -136,7 +145,7 @@ class Puller:
         local = self.local
         with self.memory.write_transaction(fsync=False) as files:
             outbox.queue_on(local, False)
-            applier = Applier(self.memory, files, self.report["notes"])
+            applier = Applier(self.memory, files, self.report["notes"], self.report["conflicts"])
             for kind in (outbox.SESSION, outbox.PROMPT, outbox.OBSERVATION, outbox.SUMMARY):
                 rows = fetched[kind]
                 key = "session_id" if kind == outbox.SESSION else "uid"

@@ -546,7 +546,7 @@ class Pusher:
             still = outbox.present(local, [e.seq for e in entries])
             requeued = {e.uid for e in entries if e.seq not in still}
             outbox.queue_on(local, False)
-            applier = Applier(self.memory, files, self.report["notes"])
+            applier = Applier(self.memory, files, self.report["notes"], self.report["conflicts"])
             for kind, row, reason, key in plan.skipped:  # replaced by this home's version: said, not kept
                 inbound.skip(self.report, kind, row, reason, key)
             for (kind, uid), rev in plan.revs.items():
