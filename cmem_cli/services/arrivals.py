@@ -300,10 +300,8 @@ def conflict_trailer(item: dict[str, Any]) -> str:
 
 
 def told(git: Git, last: str, head: str) -> list[dict[str, Any]]:
-    """The conflicts the merge commits of ``last..head`` settled (on any machine), oldest first."""
-    proc = git.run(
-        "log", "--merges", "--reverse", "--format=%B", f"--grep=^{TRAILER}", f"{last}..{head}", check=False
-    )
+    """The conflicts the commits of ``last..head`` settled (on any machine), oldest first."""
+    proc = git.run("log", "--reverse", "--format=%B", f"--grep=^{TRAILER}", f"{last}..{head}", check=False)
     found = []
     for line in proc.stdout.decode("utf-8", "replace").splitlines():
         if line.startswith(TRAILER):

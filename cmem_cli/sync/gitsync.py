@@ -97,6 +97,7 @@ class Syncer:
         self.head: str | None = None  # this branch's commit, kept current through the run
         self.remote_head: str | None = None
         self.write_gitignore = False
+        self._untold: list[dict[str, Any]] = []  # conflicts adoption settled, for the next commit to carry
 
     # -- set-up -----------------------------------------------------------------------------------------
     def init(self, url: str) -> dict[str, Any]:
@@ -350,6 +351,8 @@ class Syncer:
         self.report["forgotten"] += result.forgotten
         for item in result.conflicts:
             tell(self.report, item)
+            if item.get("uid"):
+                self._untold.append(item)
         self.report["notes"] += result.notes
         for relpath, reason in result.rejected:
             self._reject(relpath, reason)
@@ -434,9 +437,11 @@ class Syncer:
         if head is not None and not names:
             return set()
         self.progress("commit", 0, 0)
-        self.git.run(
-            "commit", "-q", "--allow-empty", "-m", f"cmem sync: {len(names)} {what}", what="git commit"
-        )
+        message = f"cmem sync: {len(names)} {what}"
+        if self._untold:  # what this sync's adoption settled: every machine that adopts the commit is told
+            message += "\n\n" + "\n".join(arrivals.conflict_trailer(item) for item in self._untold)
+            self._untold = []
+        self.git.run("commit", "-q", "--allow-empty", "-m", message, what="git commit")
         self.report["committed"] += len(names)
         self._moved()
         self._advance_last(head)
