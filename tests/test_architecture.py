@@ -224,3 +224,77 @@ def test_sync_team_and_adoption_use_the_write_services_public_surface(tmp_path: 
         "def run(self):\n    with self.memory._write(fsync=False) as files:\n        return files\n"
     )
     assert private_reaches(tmp_path) == ["sync/gitsync.py:2 memory._write"]
+
+
+# -- one way in: the store's records are written by the write service and reconcile --------------------------
+# A memory, summary, prompt, session or link reaches the store through the write service (a local write,
+# services/writes.py) or the way in (services/reconcile/: what git, the team database or a hand edit brings;
+# its upsert, key rule and inbound writer). The supersedes rule (services/supersession.py) adds and removes
+# the links both of them ask it to.
+RECORD_WRITES = {
+    "insert_observation", "update_observation", "delete_observation", "insert_new_observations",
+    "insert_summary", "update_summary", "delete_summary", "insert_prompt", "put_session",
+    "add_link", "remove_link", "add_pending_link", "clear_pending_links_from", "take_pending_links_to",
+}  # fmt: skip
+RECORD_WRITERS = ("store/", "services/writes.py", "services/reconcile/", "services/supersession.py")
+
+
+def record_writes_outside_the_way_in(root: Path) -> list[str]:
+    """Every call under ``root`` (a cmem_cli tree) of a store method that writes records, outside the
+    write service, reconcile and the store itself."""
+    found: list[str] = []
+    for path in sorted(root.rglob("*.py")):
+        relative = path.relative_to(root).as_posix()
+        if relative.startswith(RECORD_WRITERS):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            call = isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            if call and node.func.attr in RECORD_WRITES:  # type: ignore[attr-defined]
+                found.append(f"{relative}:{node.lineno} .{node.func.attr}()")  # type: ignore[attr-defined]
+    return found
+
+
+def test_records_are_written_only_by_the_write_service_and_reconcile(tmp_path: Path) -> None:
+    assert record_writes_outside_the_way_in(REPO / "cmem_cli") == []
+    (tmp_path / "team").mkdir()
+    (tmp_path / "team" / "apply.py").write_text(
+        "def take(store, record):\n    return store.insert_observation(record)\n"
+    )
+    assert record_writes_outside_the_way_in(tmp_path) == ["team/apply.py:2 .insert_observation()"]
+
+
+def import_cycles(package: str) -> list[list[str]]:
+    """The import cycles among ``package``'s modules (imports inside functions count: a cycle is a cycle
+    whenever it closes), each as the modules around it."""
+    import grimp
+
+    graph = grimp.build_graph(package.split(".")[0], cache_dir=None)
+    modules = sorted(m for m in graph.modules if m == package or m.startswith(package + "."))
+    edges = {
+        m: sorted(n for n in graph.find_modules_directly_imported_by(m) if n in modules) for m in modules
+    }
+    cycles: list[list[str]] = []
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(module: str) -> None:
+        state[module] = 1
+        path.append(module)
+        for target in edges[module]:
+            if state.get(target) == 1:
+                cycles.append(path[path.index(target) :] + [target])
+            elif target not in state:
+                visit(target)
+        path.pop()
+        state[module] = 2
+
+    for module in modules:
+        if module not in state:
+            visit(module)
+    return cycles
+
+
+def test_the_services_import_no_circle() -> None:
+    """The write service no longer upkeeps the export (services/export_upkeep.py does), so adoption and
+    the write service stop importing each other; no other circle may take its place."""
+    assert import_cycles("cmem_cli.services") == []

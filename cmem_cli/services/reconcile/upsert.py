@@ -42,13 +42,23 @@ def ensure_session(store: Store, record: dict[str, Any]) -> None:
 
 
 def put_observation(
-    store: Store, record: dict[str, Any], *, updated_at: int | None = None, arrived: bool = True
+    store: Store,
+    record: dict[str, Any],
+    *,
+    updated_at: int | None = None,
+    arrived: bool = True,
+    session_ready: bool = False,
+    path: str | None = None,
+    restore: dict[str, Any] | None = None,
 ) -> Put:
     """Insert or update the prepared ``record`` under its uid, in the caller's transaction. ``arrived``:
-    it came from another machine (the key rule above); ``updated_at``: the time of its edit there."""
+    it came from another machine (the key rule above; a local write has checked its key already);
+    ``updated_at``: the time of its edit there; ``session_ready``: its session is made already (a bulk
+    import); ``path`` and ``restore``: a new row's file name and the id its file recorded."""
     record = dict(record)
     record.pop("links", None)
-    ensure_session(store, record)
+    if not session_ready:
+        ensure_session(store, record)
     existing = store.observation_by_uid(record["uid"]) if record.get("uid") else None
     clash, unkeyed = None, None
     holder = store.key_holder(
@@ -67,20 +77,25 @@ def put_observation(
         row = store.update_observation(existing["id"], record, updated_at=updated_at)
     else:
         record["created_at"] = record.get("created_at") or now_ms()
-        record.setdefault("machine", None)  # a memory that does not say whose it is was not written here
-        row = store.insert_observation(record, updated_at=updated_at)
+        if arrived:
+            record.setdefault("machine", None)  # a memory that does not say whose it is was not written here
+        row = store.insert_observation(record, updated_at=updated_at, path=path, restore=restore)
     return Put(row, clash, unkeyed)
 
 
-def put_summary(store: Store, record: dict[str, Any], **restore: Any) -> dict[str, Any]:
+def put_summary(
+    store: Store, record: dict[str, Any], *, arrived: bool = True, summary_id: int | None = None
+) -> dict[str, Any]:
     """Insert or update a summary under its uid, in the caller's transaction; returns the stored row.
-    ``restore``: a new summary's id as its file recorded it (local adoption of a rebuilt store)."""
-    ensure_session(store, record)
+    ``arrived``: from another machine (one that does not say whose it is stays unknown); ``summary_id``:
+    a new summary's id as its file recorded it (local adoption of a rebuilt store)."""
     existing = store.summary_by_uid(record["uid"]) if record.get("uid") else None
+    if arrived or existing is None:  # a hand edit of a summary is no activity of its session
+        ensure_session(store, record)
     if existing is not None:
         store.update_summary(existing["id"], record)
         return store.get_summary(existing["id"])
-    return store.insert_summary({"machine": None, **record}, **restore)
+    return store.insert_summary({"machine": None, **record} if arrived else record, summary_id=summary_id)
 
 
 def put_session(store: Store, values: dict[str, Any]) -> None:
@@ -106,3 +121,17 @@ def put_prompt(store: Store, prompt: dict[str, Any]) -> int:
     )
     store.raise_prompt_counter(session, number)
     return int(number)
+
+
+def settle_links(
+    store: Store, obs_id: int, *, drop: set[tuple[int, str]], waiting: set[tuple[str, str]]
+) -> None:
+    """A memory's file no longer names some links: ``drop`` them (target id, type), and keep only the
+    ``waiting`` links to uids not here yet (uid, type) that it still names."""
+    kept = [link for link in store.pending_links_from(obs_id) if (link["uid"], link["type"]) in waiting]
+    if len(kept) != len(store.pending_links_from(obs_id)):
+        store.clear_pending_links_from(obs_id)
+        for link in kept:
+            store.add_pending_link(obs_id, link["uid"], link["type"], link["title"], link["href"])
+    for target_id, link_type in drop:
+        store.remove_link(obs_id, target_id, link_type)
