@@ -85,7 +85,16 @@ def outcome(home: Home, uids: dict[str, str]) -> set[tuple[Any, ...]]:
     held = set()
     for uid, row in rows.items():
         links = tuple(sorted((link["type"], names.get(link["uid"], link["uid"])) for link in row["links"]))
-        held.add((names[uid], row["title"], row.get("narrative"), tuple(row.get("facts") or ()), row.get("key"), links))
+        held.add(
+            (
+                names[uid],
+                row["title"],
+                row.get("narrative"),
+                tuple(row.get("facts") or ()),
+                row.get("key"),
+                links,
+            )
+        )
     return held
 
 
@@ -143,8 +152,14 @@ SCENARIOS = [
         _edit("--narrative", "production, from b"),
         {
             ("m", "Deploy target", "production, from b", ("runs on fly",), None, ()),
-            ("Deploy target (conflict copy)", "Deploy target (conflict copy)", "production, from a",
-             ("runs on fly",), None, (("related", "m"),)),
+            (
+                "Deploy target (conflict copy)",
+                "Deploy target (conflict copy)",
+                "production, from a",
+                ("runs on fly",),
+                None,
+                (("related", "m"),),
+            ),
         },  # fmt: skip
         told=[("m", SAME_FIELD.format("narrative"), "copy")],
     ),
@@ -232,3 +247,32 @@ def test_one_rule_for_both_remotes(
         assert told == scenario.told, home_.name
     for home_ in (a, b):  # settled: nothing more to tell
         assert home_.sync()["conflicts"] == [], home_.name
+
+
+def test_the_text_report_names_both_memories_on_both_machines(
+    remote: str, tmp_path: Path, home: Path, capsys: pytest.CaptureFixture[str]
+):
+    a, b = (Home(tmp_path / f"home-{n}", capsys, n, remote) for n in ("a", "b"))
+    uids = _one(a)
+    a.join(remote)
+    b.join(remote)
+    _edit("--narrative", "production, from a")(a, uids)
+    time.sleep(0.01)
+    _edit("--narrative", "production, from b")(b, uids)
+    a.ok("sync")
+    lines = []
+    for machine in (b, a):  # b settles it, a is told at its next sync
+        code, out, err = machine.run("sync")
+        assert code == 0 and out == "", err
+        lines.append([line for line in err.splitlines() if "conflict on" in line])
+    rows = a.rows()
+    copy = next(uid for uid in rows if uid != uids["m"])
+    where = ""  # git names the file too, as it is in the tree
+    if not remote.startswith("postgresql"):
+        where = f" in {Path(rows[uids['m']]['path']).relative_to(a.path / 'export').as_posix()}"
+    expected = (
+        f"cmem: conflict on {uids['m']} (copy {copy}){where}: both machines changed narrative: the later edit "
+        "kept, the other kept as a copy"
+    )
+    assert lines == [[expected], [expected]]
+    assert "conflicts 1" in err
