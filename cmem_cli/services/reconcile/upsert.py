@@ -11,11 +11,13 @@ with the same holder and are told (:data:`cmem_cli.services.reconcile.rule.KEY_C
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cmem_cli.core.timeutil import now_ms
-from cmem_cli.services.reconcile.rule import KEY_CLASH, Conflict
 from cmem_cli.store.repository import Store
+
+if TYPE_CHECKING:  # the rule (dataclasses) is loaded only for a clash: `cmem add` writes through here
+    from cmem_cli.services.reconcile.rule import Conflict
 
 
 class Put:
@@ -65,6 +67,8 @@ def put_observation(
         record["project"], record.get("key"), besides=existing["id"] if existing else None
     )
     if holder is not None and arrived:
+        from cmem_cli.services.reconcile.rule import KEY_CLASH, Conflict
+
         created = record.get("created_at") or (existing or {}).get("created_at") or now_ms()
         if (holder["created_at"], holder["uid"]) <= (created, record.get("uid") or ""):
             clash = Conflict(holder["uid"], KEY_CLASH.format(key=record["key"]), other_uid=record.get("uid"))
