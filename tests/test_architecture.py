@@ -298,3 +298,18 @@ def test_the_services_import_no_circle() -> None:
     """The write service no longer upkeeps the export (services/export_upkeep.py does), so adoption and
     the write service stop importing each other; no other circle may take its place."""
     assert import_cycles("cmem_cli.services") == []
+
+
+def test_one_function_makes_conflict_copies() -> None:
+    """A conflict copy is made in one place, with one uid rule (derived: made twice, it is one memory):
+    cmem_cli/services/reconcile/rule.py. Nothing else names a copy or derives a uid."""
+    makers = []
+    for path in sorted((REPO / "cmem_cli").rglob("*.py")):
+        relative = path.relative_to(REPO / "cmem_cli").as_posix()
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            named = isinstance(node, ast.Constant) and node.value == " (conflict copy)"
+            derives = isinstance(node, ast.Call) and getattr(node.func, "id", "") == "derived_uid"
+            defines = isinstance(node, ast.FunctionDef) and "copy" in node.name and "conflict" in node.name
+            if named or derives or defines:
+                makers.append(f"{relative}:{node.lineno}")  # type: ignore[attr-defined]
+    assert [m.split(":")[0] for m in makers] == ["services/reconcile/rule.py"] * 3, makers

@@ -1,9 +1,10 @@
-"""Writing what the team database sent into this home, through the write service.
+"""Writing what the team database sent into this home, through the inbound writer git sync uses too.
 
 Rows that arrive are validated and scrubbed like any input (``Memory.prepare``), keep the time of their
-edit (``updated_at``), and get their export files like any memory, in the caller's file transaction. The
-outbox's triggers are paused meanwhile (:func:`cmem_cli.store.team_outbox.queue_on`), so nothing that arrives
-is pushed back; a conflict copy made here is queued by hand, because it must travel.
+edit (``updated_at``), and get their export files like any memory, in the caller's file transaction
+(:class:`cmem_cli.services.reconcile.writer.Inbound`). The outbox's triggers are paused meanwhile
+(:func:`cmem_cli.store.team_outbox.queue_on`), so nothing that arrives is pushed back (a merge or a
+conflict copy a push made is on the server already).
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ class Applier:
         self.writer = Inbound(memory, files, notes, conflicts if conflicts is not None else [])
 
     # -- observations ---------------------------------------------------------------------------------
-    def observation(self, row: dict[str, Any], *, queue: bool = False) -> int | None:
+    def observation(self, row: dict[str, Any]) -> int | None:
         """Store ``row`` (a server row with ``links``) under its uid; None when it is refused (noted)."""
         try:
             record = self.memory.prepare(observation_in(row))
@@ -52,8 +53,6 @@ class Applier:
         obs_id = self.writer.observation(
             record, links, updated_at=int(row.get("updated_at") or now_ms()), anchor=anchor
         )
-        if queue:
-            outbox.enqueue(self.store, outbox.OBSERVATION, record["uid"])
         return obs_id
 
     def add_links(self, links: list[tuple[str, str, str]]) -> None:
@@ -65,7 +64,7 @@ class Applier:
         return self.writer.forget(outbox.SUMMARY if kind == outbox.SUMMARY else "observation", uid)
 
     # -- summaries ------------------------------------------------------------------------------------
-    def summary(self, row: dict[str, Any], *, queue: bool = False) -> int | None:
+    def summary(self, row: dict[str, Any]) -> int | None:
         try:
             values = self.memory.prepare_summary({f: row.get(f) for f in SUMMARY_FIELDS if row.get(f)})
         except CmemError as exc:
@@ -81,10 +80,7 @@ class Applier:
             "updated_at": int(row.get("updated_at") or row["created_at"]),
             "machine": row.get("machine"),
         }
-        summary_id = self.writer.summary(record)
-        if queue:
-            outbox.enqueue(self.store, outbox.SUMMARY, record["uid"])
-        return summary_id
+        return self.writer.summary(record)
 
     # -- sessions and prompts ------------------------------------------------------------------------
     def session(self, row: dict[str, Any]) -> bool:
