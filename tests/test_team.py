@@ -158,7 +158,8 @@ def test_an_edit_beats_a_concurrent_forget(homes: dict[str, Home], team_db: str)
     b.sync()
     report = a.sync()
     assert (
-        report["conflicts"][0]["resolution"] == "edited on one machine, forgotten on the other: the edit is kept"
+        report["conflicts"][0]["resolution"]
+        == "edited on one machine, forgotten on the other: the edit is kept"
     )
     assert a.rows()[uid]["narrative"] == "still needed"
     b.sync()
@@ -562,7 +563,7 @@ def summaries(home: Home) -> dict[str, dict[str, Any]]:
     from cmem_cli.services.writes import Memory
 
     with Memory.open(load_config(home.path)) as memory:
-        return {row["uid"]: row for row in memory.store.summaries(limit=1000)}
+        return {row["uid"]: row for row in memory.store.summaries.recent(limit=1000)}
 
 
 def edit_summary_file(home: Home, uid: str, old: str, new: str, *, mtime: float) -> None:

@@ -143,9 +143,9 @@ class _Adopter:
 
     def load_state(self) -> None:
         """What cmem last wrote: each file's record, hash and size/mtime."""
-        self.known = self.store.record_paths()
-        self.hashes = self.store.file_hashes()
-        self.stats = self.store.file_stats()
+        self.known = self.store.export_files.record_paths()
+        self.hashes = self.store.export_files.hashes()
+        self.stats = self.store.export_files.stats()
         self.racy_before = time.time_ns() - RACY_NS
 
     # -- finding files ---------------------------------------------------------------------------------
@@ -239,7 +239,7 @@ class _Adopter:
             return None
         row = self._row_for(relpath, parsed, known)
         if row is None and parsed.uid and parsed.kind == "observation":
-            forgotten = self.store.forgotten_at(parsed.uid.upper())
+            forgotten = self.store.observations.forgotten_at(parsed.uid.upper())
             if forgotten is not None:
                 self.report.invalid.append(
                     (relpath, f"a copy of memory {parsed.uid}, forgotten here on {to_date(forgotten)}: "
@@ -271,7 +271,7 @@ class _Adopter:
         # written before cmem kept hashes (schema v1): compare with the rendering once, then remember it
         if data != self.memory.render_record(*known).encode("utf-8"):
             return False
-        self.store.record_file(relpath, digest.bytes_hash(data), atomic.stat_key(self.root / relpath))
+        self.store.export_files.record(relpath, digest.bytes_hash(data), atomic.stat_key(self.root / relpath))
         self.hashes[relpath] = digest.bytes_hash(data)
         return True
 
@@ -281,18 +281,18 @@ class _Adopter:
         store = self.store
         if parsed.kind == "summary":
             if parsed.uid:
-                found = store.summary_by_uid(parsed.uid)
+                found = store.summaries.by_uid(parsed.uid)
                 if found is not None:
                     return {**found, "kind": "summary"}
             if known and known[0] == "summary":
-                return {**store.get_summary(known[1]), "kind": "summary"}
+                return {**store.summaries.get(known[1]), "kind": "summary"}
             return None
         if parsed.uid:
-            found = store.observation_by_uid(parsed.uid)
+            found = store.observations.by_uid(parsed.uid)
             if found is not None:
                 return found
         if known and known[0] == "observation" and not (parsed.uid and parsed.has_front_matter):
-            return store.get_observation(known[1])
+            return store.observations.get(known[1])
         return None
 
     def _validate(self, parsed: ParsedFile, row: dict[str, Any] | None) -> dict[str, Any]:
@@ -312,7 +312,7 @@ class _Adopter:
             merged["uid"] = row["uid"]
             record = merged
         prepared = self.memory.prepare(record)
-        known = row if row is not None else self.store.observation_by_uid(prepared.get("uid") or "")
+        known = row if row is not None else self.store.observations.by_uid(prepared.get("uid") or "")
         self.memory.check_key(prepared, known["id"] if known is not None else None)
         if not prepared.get("uid"):
             prepared["created_at"] = prepared.get("created_at") or _edited_at(parsed, None)
@@ -324,7 +324,7 @@ class _Adopter:
         """(uid, type) of the row's links to observations this store does not hold yet (git sync)."""
         if row is None or row.get("kind") == "summary":
             return set()
-        return {(link["uid"], link["type"]) for link in self.store.pending_links_from(row["id"])}
+        return {(link["uid"], link["type"]) for link in self.store.links.pending_from(row["id"])}
 
     def _links_valid(self, relpath: str, parsed: ParsedFile, row: dict[str, Any] | None) -> bool:
         """Every link a file names needs a known type and a target in the store or adopted in this run
@@ -336,7 +336,7 @@ class _Adopter:
                 problem = f"unknown link type {link.get('type')!r} (expected one of: {', '.join(LINK_TYPES)})"
             elif (link["uid"], link["type"]) in waiting:
                 continue
-            elif link["uid"] not in self.staged_uids and self.store.observation_by_uid(link["uid"]) is None:
+            elif link["uid"] not in self.staged_uids and self.store.observations.by_uid(link["uid"]) is None:
                 problem = f"link target {link['uid']} does not exist"
             else:
                 continue
@@ -396,7 +396,7 @@ class _Adopter:
             waiting = self._waiting(row)
             still_waiting = {(link.get("uid"), link.get("type")) for link in links} & waiting
             for link in links:
-                target = store.observation_by_uid(link["uid"]) if link.get("uid") else None
+                target = store.observations.by_uid(link["uid"]) if link.get("uid") else None
                 if target is None and (link.get("uid"), link.get("type")) in waiting:
                     continue  # still waiting for its target: kept as it is
                 if target is None or target["id"] == obs_id or link.get("type") not in LINK_TYPES:
@@ -405,7 +405,7 @@ class _Adopter:
                     )
                     continue
                 wanted.add((target["id"], link["type"]))
-            current = {(link["id"], link["type"]) for link in store.links_from(obs_id)}
+            current = {(link["id"], link["type"]) for link in store.links.outgoing(obs_id)}
             if wanted == current and still_waiting == waiting:
                 continue
             settle_links(store, obs_id, drop=current - wanted, waiting=still_waiting)
@@ -414,8 +414,8 @@ class _Adopter:
                 if broken is not None:
                     self.report.conflicts.append((relpath, broken.note))
                     if broken.rewrite is not None:
-                        self.memory.export_observation(store.get_observation(broken.rewrite), files)
-            self.memory.export_observation(store.get_observation(obs_id), files)
+                        self.memory.export_observation(store.observations.get(broken.rewrite), files)
+            self.memory.export_observation(store.observations.get(obs_id), files)
 
     def _forget_missing(self, on_disk: set[str], paths: list[Path] | None, files: FileTransaction) -> None:
         """Forget records whose file cmem wrote is gone; never when the whole tree is missing or empty."""

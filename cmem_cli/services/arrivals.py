@@ -141,7 +141,7 @@ def apply(
             )
             adopted += 1
     forgotten = 0
-    for _relpath, (kind, uid) in memory.store.uids_at_paths(deleted).items():
+    for _relpath, (kind, uid) in memory.store.export_files.uids_at_paths(deleted).items():
         if uid not in arriving and writer.forget(kind, uid, file_gone=True):
             forgotten += 1
     writer.finish()
@@ -228,7 +228,7 @@ def pending(
     head = head or head_of(git)
     if head is None:
         return None
-    last = memory.store.get_state(LAST_ADOPTED)
+    last = memory.store.state.get(LAST_ADOPTED)
     if last == head:
         return None
     if last and (last == ancestor or git.ok("merge-base", "--is-ancestor", last, head)):
@@ -259,7 +259,7 @@ def adopt_pending(
     edits) takes them, so they are left alone here."""
     store, root = memory.store, memory.export_root
     result = Adoption()
-    hashes = store.file_hashes()
+    hashes = store.export_files.hashes()
     incoming: list[Incoming] = []
     for relpath in todo.changed:
         if relpath in dirty:
@@ -288,7 +288,7 @@ def adopt_pending(
     )
     result.conflicts += applied["conflicts"]
     remember_rejected(memory, result.rejected, settled=[i.relpath for i in incoming if i.relpath] + deleted)
-    store.set_state(LAST_ADOPTED, todo.head)
+    store.state.set(LAST_ADOPTED, todo.head)
     return result
 
 
@@ -317,9 +317,9 @@ def told(git: Git, last: str, head: str) -> list[dict[str, Any]]:
 def advance_adopted(memory: Memory, parent: str | None, head: str | None) -> None:
     """A commit cmem made (``head``) holds only what the store holds: if its ``parent`` was adopted, so is
     it (the next sync need not read ``parent..head`` back)."""
-    if memory.store.get_state(LAST_ADOPTED) == parent:
+    if memory.store.state.get(LAST_ADOPTED) == parent:
         with memory.store.transaction():
-            memory.store.set_state(LAST_ADOPTED, head)
+            memory.store.state.set(LAST_ADOPTED, head)
 
 
 def adopt_pending_now(memory: Memory, git: Git, *, dirty: AbstractSet[str] = frozenset()) -> Adoption | None:
@@ -334,7 +334,7 @@ def adopt_pending_now(memory: Memory, git: Git, *, dirty: AbstractSet[str] = fro
 # -- arrived files that cannot be adopted, reported on every sync until fixed or removed --------------------
 def rejected_files(memory: Memory) -> dict[str, str]:
     try:
-        value = json.loads(memory.store.get_state(REJECTED) or "{}")
+        value = json.loads(memory.store.state.get(REJECTED) or "{}")
     except ValueError:
         return {}
     return value if isinstance(value, dict) else {}
@@ -350,7 +350,7 @@ def remember_rejected(
     for relpath in settled:
         current.pop(relpath, None)
     current.update(dict(rejected))
-    memory.store.set_state(REJECTED, json.dumps(current, sort_keys=True) if current else None)
+    memory.store.state.set(REJECTED, json.dumps(current, sort_keys=True) if current else None)
 
 
 def still_rejected(memory: Memory, *, prune: bool = True) -> list[tuple[str, str]]:
@@ -359,9 +359,9 @@ def still_rejected(memory: Memory, *, prune: bool = True) -> list[tuple[str, str
     current = rejected_files(memory)
     if not current:
         return []
-    known = memory.store.record_paths()
+    known = memory.store.export_files.record_paths()
     keep = {p: r for p, r in current.items() if (memory.export_root / p).is_file() and p not in known}
     if prune and keep != current:
         with memory.store.transaction():
-            memory.store.set_state(REJECTED, json.dumps(keep, sort_keys=True) if keep else None)
+            memory.store.state.set(REJECTED, json.dumps(keep, sort_keys=True) if keep else None)
     return sorted(keep.items())

@@ -27,11 +27,11 @@ def iter_expected_files(memory: Memory) -> Iterator[tuple[str, str]]:
     """:meth:`expected_files` one file at a time, the store read a page at a time: a whole-store pass
     holds one page of rows, not a million rendered files."""
 
-    links = memory.store.all_links_from()
-    pending = memory.store.all_pending_links()
+    links = memory.store.links.all_outgoing()
+    pending = memory.store.links.all_pending()
     anchors = memory.store.anchors
     page: list[dict[str, Any]] = []
-    for row in itertools.chain(memory.store.iter_observations(), [None]):
+    for row in itertools.chain(memory.store.observations.iter_all(), [None]):
         if row is not None:
             page.append(row)
             if len(page) < EXPECTED_PAGE:
@@ -45,8 +45,8 @@ def iter_expected_files(memory: Memory) -> Iterator[tuple[str, str]]:
             front = memory.anchor_front(done["id"], anchored.get(done["id"]))
             yield relpath, markdown.render_observation(done, entries, front)
         page = []
-    for summary_id in memory.store.all_summary_ids():
-        row = memory.store.get_summary(summary_id)
+    for summary_id in memory.store.summaries.all_ids():
+        row = memory.store.summaries.get(summary_id)
         yield row["path"] or layout.summary_relpath(row), markdown.render_summary(row)
 
 
@@ -61,14 +61,14 @@ def rebuild_export(memory: Memory) -> dict[str, Any]:
     adoption = adopt_tree(memory, forget_deleted=False)
     written = unchanged = 0
     with memory.write_transaction(fsync=False) as files:
-        for obs_id in memory.store.observation_ids_without_path():
-            row = memory.store.get_observation(obs_id)  # names are kept; only a row without one gets it
-            memory.store.set_export(obs_id, layout.observation_relpath(row), row["tokens"])
-        for summary_id in memory.store.all_summary_ids():
-            row = memory.store.get_summary(summary_id)
+        for obs_id in memory.store.observations.ids_without_path():
+            row = memory.store.observations.get(obs_id)  # names are kept; only a row without one gets it
+            memory.store.observations.set_export(obs_id, layout.observation_relpath(row), row["tokens"])
+        for summary_id in memory.store.summaries.all_ids():
+            row = memory.store.summaries.get(summary_id)
             if not row["path"]:
-                memory.store.set_summary_path(summary_id, layout.summary_relpath(row))
-        records = memory.store.file_records()
+                memory.store.summaries.set_path(summary_id, layout.summary_relpath(row))
+        records = memory.store.export_files.records()
         expected: set[str] = set()
         for relpath, text in iter_expected_files(memory):
             expected.add(relpath)
@@ -81,14 +81,16 @@ def rebuild_export(memory: Memory) -> dict[str, Any]:
                 if read_regular(path, len(text.encode("utf-8"))).decode("utf-8") == text:
                     unchanged += 1
                     if record is None or record[0] != digest.text_hash(text) or record[1] is None:
-                        memory.store.record_file(relpath, digest.text_hash(text), atomic.stat_key(path))
+                        memory.store.export_files.record(
+                            relpath, digest.text_hash(text), atomic.stat_key(path)
+                        )
                     continue
             except (OSError, UnicodeDecodeError):
                 pass
             files.write(relpath, text)
             written += 1
         for relpath in set(records) - expected:
-            memory.store.forget_file(relpath)
+            memory.store.export_files.forget(relpath)
     return {
         "written": written,
         "unchanged": unchanged,

@@ -20,7 +20,7 @@ def stale_rows(store: Store, *, project: str | None = None, cwd: str | None = No
     if not stale:
         return []
     rows = []
-    for row in store.observations_oldest_first(stale):
+    for row in store.observations.oldest_first(stale):
         out = observation_row(row)
         out["stale"] = stale[row["id"]].stale
         out["behind"] = stale[row["id"]].behind

@@ -92,7 +92,7 @@ class Applier:
                 f"session {row.get('session_id')}: not taken from the team database: {exc.message}"
             )
             return False
-        here = self.store.session_row(values["session_id"])
+        here = self.store.sessions.find(values["session_id"])
         if here is None:
             put_session(self.store, values)
         else:
@@ -104,7 +104,7 @@ class Applier:
     def prompt(self, row: dict[str, Any]) -> bool:
         """Store a prompt under its uid (once: prompts never change); its number stays unless this machine
         gave it to another prompt of the session, which a note says."""
-        if self.store.prompts_by_uids([row["uid"]]):
+        if self.store.prompts.by_uids([row["uid"]]):
             return True
         try:
             prompt = self.memory.prepare_prompt_row(row)

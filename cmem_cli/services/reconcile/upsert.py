@@ -35,7 +35,7 @@ class Put:
 def ensure_session(store: Store, record: dict[str, Any]) -> None:
     """The record's session exists and was active at the record's time."""
     if record.get("session"):
-        store.ensure_session(
+        store.sessions.ensure(
             record["session"],
             agent=record.get("agent") or "cli",
             project=record.get("project") or "default",
@@ -61,9 +61,9 @@ def put_observation(
     record.pop("links", None)
     if not session_ready:
         ensure_session(store, record)
-    existing = store.observation_by_uid(record["uid"]) if record.get("uid") else None
+    existing = store.observations.by_uid(record["uid"]) if record.get("uid") else None
     clash, unkeyed = None, None
-    holder = store.key_holder(
+    holder = store.observations.key_holder(
         record["project"], record.get("key"), besides=existing["id"] if existing else None
     )
     if holder is not None and arrived:
@@ -75,15 +75,15 @@ def put_observation(
             record["key"] = None
         else:
             clash = Conflict(record["uid"], KEY_CLASH.format(key=record["key"]), other_uid=holder["uid"])
-            store.update_observation(holder["id"], {**holder, "key": None}, updated_at=holder["updated_at"])
+            store.observations.update(holder["id"], {**holder, "key": None}, updated_at=holder["updated_at"])
             unkeyed = int(holder["id"])
     if existing is not None:
-        row = store.update_observation(existing["id"], record, updated_at=updated_at)
+        row = store.observations.update(existing["id"], record, updated_at=updated_at)
     else:
         record["created_at"] = record.get("created_at") or now_ms()
         if arrived:
             record.setdefault("machine", None)  # a memory that does not say whose it is was not written here
-        row = store.insert_observation(record, updated_at=updated_at, path=path, restore=restore)
+        row = store.observations.insert(record, updated_at=updated_at, path=path, restore=restore)
     return Put(row, clash, unkeyed)
 
 
@@ -93,27 +93,27 @@ def put_summary(
     """Insert or update a summary under its uid, in the caller's transaction; returns the stored row.
     ``arrived``: from another machine (one that does not say whose it is stays unknown); ``summary_id``:
     a new summary's id as its file recorded it (local adoption of a rebuilt store)."""
-    existing = store.summary_by_uid(record["uid"]) if record.get("uid") else None
+    existing = store.summaries.by_uid(record["uid"]) if record.get("uid") else None
     if arrived or existing is None:  # a hand edit of a summary is no activity of its session
         ensure_session(store, record)
     if existing is not None:
-        store.update_summary(existing["id"], record)
-        return store.get_summary(existing["id"])
-    return store.insert_summary({"machine": None, **record} if arrived else record, summary_id=summary_id)
+        store.summaries.update(existing["id"], record)
+        return store.summaries.get(existing["id"])
+    return store.summaries.insert({"machine": None, **record} if arrived else record, summary_id=summary_id)
 
 
 def put_session(store: Store, values: dict[str, Any]) -> None:
     """Write a session as another machine's version, already merged with this one's, says it."""
-    store.put_session(values)
+    store.sessions.put(values)
 
 
 def put_prompt(store: Store, prompt: dict[str, Any]) -> int:
     """Store a prompt from another machine under its uid (prompts never change); returns the number it
     has here: its own, unless this home gave that number to another prompt of the session."""
     session = prompt["session"]
-    store.ensure_session(session, agent=prompt["agent"], project=prompt["project"], at=prompt["created_at"])
-    number = store.free_prompt_number(session, prompt["prompt_number"])
-    store.insert_prompt(
+    store.sessions.ensure(session, agent=prompt["agent"], project=prompt["project"], at=prompt["created_at"])
+    number = store.prompts.free_number(session, prompt["prompt_number"])
+    store.prompts.insert(
         uid=prompt["uid"],
         session=session,
         number=number,
@@ -123,7 +123,7 @@ def put_prompt(store: Store, prompt: dict[str, Any]) -> int:
         created_at=prompt["created_at"],
         machine=prompt.get("machine"),
     )
-    store.raise_prompt_counter(session, number)
+    store.sessions.raise_prompt_counter(session, number)
     return int(number)
 
 
@@ -132,10 +132,10 @@ def settle_links(
 ) -> None:
     """A memory's file no longer names some links: ``drop`` them (target id, type), and keep only the
     ``waiting`` links to uids not here yet (uid, type) that it still names."""
-    kept = [link for link in store.pending_links_from(obs_id) if (link["uid"], link["type"]) in waiting]
-    if len(kept) != len(store.pending_links_from(obs_id)):
-        store.clear_pending_links_from(obs_id)
+    kept = [link for link in store.links.pending_from(obs_id) if (link["uid"], link["type"]) in waiting]
+    if len(kept) != len(store.links.pending_from(obs_id)):
+        store.links.clear_pending_from(obs_id)
         for link in kept:
-            store.add_pending_link(obs_id, link["uid"], link["type"], link["title"], link["href"])
+            store.links.add_pending(obs_id, link["uid"], link["type"], link["title"], link["href"])
     for target_id, link_type in drop:
-        store.remove_link(obs_id, target_id, link_type)
+        store.links.remove(obs_id, target_id, link_type)

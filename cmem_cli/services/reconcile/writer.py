@@ -61,7 +61,7 @@ class Inbound:
         ``relpath``: the file name it keeps (git: a file that names its uid lives where git put it);
         ``arrived_at``: where its file arrived (removed when the memory's file is elsewhere)."""
         store = self.store
-        before = store.observation_by_uid(record["uid"])
+        before = store.observations.by_uid(record["uid"])
         put = put_observation(store, record, updated_at=updated_at)
         row = put.row
         if put.clash is not None:
@@ -73,7 +73,7 @@ class Inbound:
 
             adopt_anchor(store, row["id"], anchor, self.memory.scrub_text)
         if before is not None and before["title"] != row["title"]:
-            self._refresh.update(link["id"] for link in store.links_to(row["id"]))
+            self._refresh.update(link["id"] for link in store.links.incoming(row["id"]))
         self._links[row["id"]] = list(links)
         self._names[row["id"]] = relpath
         self._labels[row["id"]] = arrived_at or row["uid"]
@@ -85,13 +85,13 @@ class Inbound:
     def add_links(self, links: list[tuple[str, str, str]]) -> None:
         """Links (from uid, to uid, type) of memories already here whose target just arrived."""
         for from_uid, to_uid, link_type in links:
-            source = self.store.observation_by_uid(from_uid)
-            target = self.store.observation_by_uid(to_uid)
+            source = self.store.observations.by_uid(from_uid)
+            target = self.store.observations.by_uid(to_uid)
             if source is None or target is None or source["id"] in self._links:
                 continue
             if not any(
                 link["uid"] == to_uid and link["type"] == link_type
-                for link in self.store.links_from(source["id"])
+                for link in self.store.links.outgoing(source["id"])
             ):
                 self._link(source["id"], target["id"], link_type, from_uid)
                 self._refresh.add(source["id"])
@@ -100,23 +100,23 @@ class Inbound:
         """Forget what another machine forgot; the files that link to it are written again. ``file_gone``:
         its file is already gone (git deleted it). False when this home does not hold it."""
         if kind == "summary":
-            row = self.store.summary_by_uid(uid)
+            row = self.store.summaries.by_uid(uid)
             if row is None:
                 return False
-            self.store.delete_summary(row["id"])
+            self.store.summaries.delete(row["id"])
             if not file_gone:
                 self.files.delete_after_commit(row.get("path"))
             return True
-        gone = self.store.observation_by_uid(uid)
+        gone = self.store.observations.by_uid(uid)
         if gone is None:
             return False
         self._names.pop(gone["id"], None)
         self._links.pop(gone["id"], None)
         self._refresh.discard(gone["id"])
         self._refresh.update(
-            link["id"] for link in self.store.links_to(gone["id"]) if link["id"] != gone["id"]
+            link["id"] for link in self.store.links.incoming(gone["id"]) if link["id"] != gone["id"]
         )
-        self.store.delete_observation(gone["id"])
+        self.store.observations.delete(gone["id"])
         if not file_gone:
             self.files.delete_after_commit(gone.get("path"))
         return True
@@ -125,7 +125,7 @@ class Inbound:
     def summary(self, record: dict[str, Any], *, relpath: str | None = None) -> int:
         """Store a summary under its uid and write its file (``relpath``: where it lives, git)."""
         row = put_summary(self.store, record)
-        row = self.memory.export_summary(self.store.get_summary(row["id"]), self.files, relpath=relpath)
+        row = self.memory.export_summary(self.store.summaries.get(row["id"]), self.files, relpath=relpath)
         if relpath and relpath != row["path"]:
             self.files.delete_after_commit(relpath)
         self.stored += 1
@@ -136,28 +136,28 @@ class Inbound:
         """Set the links of what arrived, then name every arrival, then write the files."""
         store = self.store
         for obs_id, links in self._links.items():
-            for link in store.links_from(obs_id):
-                store.remove_link(obs_id, link["id"], link["type"])
-            store.clear_pending_links_from(obs_id)
+            for link in store.links.outgoing(obs_id):
+                store.links.remove(obs_id, link["id"], link["type"])
+            store.links.clear_pending_from(obs_id)
             for link in links:
-                target = store.observation_by_uid(link["uid"])
+                target = store.observations.by_uid(link["uid"])
                 if target is None:
                     if self.pending:  # not here (yet): kept, never dropped (dropping would travel)
-                        store.add_pending_link(
+                        store.links.add_pending(
                             obs_id, link["uid"], link["type"], link.get("title"), link.get("href")
                         )
                 elif target["id"] != obs_id:
                     self._link(obs_id, target["id"], link["type"], None)
         for obs_id in list(self._links):  # links that were waiting for one of these
-            row = store.find_observation(obs_id)
+            row = store.observations.find(obs_id)
             if row is None:
                 continue
-            for from_id, link_type in store.take_pending_links_to(row["uid"]):
-                if from_id != obs_id and store.find_observation(from_id) is not None:
+            for from_id, link_type in store.links.take_pending_to(row["uid"]):
+                if from_id != obs_id and store.observations.find(from_id) is not None:
                     self._link(from_id, obs_id, link_type, None)
                     self._refresh.add(from_id)
         arrived = [
-            (row, self._names[row["id"]]) for row in map(store.find_observation, sorted(self._names)) if row
+            (row, self._names[row["id"]]) for row in map(store.observations.find, sorted(self._names)) if row
         ]
         for (
             row,
@@ -167,14 +167,14 @@ class Inbound:
             if row.get("path") != name:
                 if row.get("path"):
                     self.files.delete_after_commit(row["path"])  # git moved it: it lives where git put it
-                store.set_export(row["id"], name, row.get("tokens") or 0)
+                store.observations.set_export(row["id"], name, row.get("tokens") or 0)
         for row, _ in arrived:
-            written = self.memory.export_observation(store.find_observation(row["id"]) or row, self.files)
+            written = self.memory.export_observation(store.observations.find(row["id"]) or row, self.files)
             came = self._arrived_at.get(row["id"])
             if came and came != written["path"]:
                 self.files.delete_after_commit(came)  # the text lives on in the file cmem just wrote
         for obs_id in sorted(self._refresh - set(self._names)):
-            referrer = store.find_observation(obs_id)
+            referrer = store.observations.find(obs_id)
             if referrer is not None:
                 self.memory.export_observation(referrer, self.files)
 
@@ -183,7 +183,7 @@ class Inbound:
         broken = supersession.add_arrived_link(self.store, from_id, to_id, link_type)
         if broken is not None:
             label = self._labels.get(from_id) or from_uid
-            label = label or self.store.get_observation(from_id)["uid"]
+            label = label or self.store.observations.get(from_id)["uid"]
             self.notes.append(f"{label}: {broken.note}")
             if broken.rewrite is not None:
                 self._refresh.add(broken.rewrite)
