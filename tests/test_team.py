@@ -392,6 +392,35 @@ def test_team_search_by_vector_uses_only_vectors_of_the_searchers_model(
     )
 
 
+def test_a_merge_and_its_conflict_copy_get_vectors_of_their_own_text(
+    homes: dict[str, Home], team_db: str, minilm_gguf: Path, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setenv("CMEM_EMBED_MODEL", str(minilm_gguf))
+    a, b = homes["a"], homes["b"]
+    obs = a.add("Deploy target", "--narrative", "staging")
+    a.join(team_db)
+    b.join(team_db)
+    uid = next(iter(a.rows()))
+    a.ok("edit", str(obs), "--narrative", "the liveness probe of the pods timed out")
+    time.sleep(0.01)
+    b.ok(
+        "edit",
+        str(b.rows()[uid]["id"]),
+        "--narrative",
+        "quarterly budget spreadsheet for finance",
+        "--fact",
+        "x",
+    )
+    a.sync()
+    copy_uid = b.sync()["conflicts"][0]["copy_uid"]
+    vectors = dict(server_rows(team_db, "SELECT uid, embedding::text FROM cmem_vectors"))
+    assert set(vectors) == {uid, copy_uid}
+    # the copy holds a's text: a search in its words finds it by its vector, not by the kept memory's
+    code, rows, err = a.search("container keeps crashing", "--team", "--mode", "vector", "--min-score", "0")
+    assert code == 0, err
+    assert rows[0]["title"] == "Deploy target (conflict copy)"
+
+
 # -- live ------------------------------------------------------------------------------------------------
 def wait_for(check: Any, seconds: float = 20.0) -> float:
     """Seconds until ``check()`` is true (polled every 0.1 s); fails after ``seconds``."""

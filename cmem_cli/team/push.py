@@ -141,7 +141,7 @@ class Pusher:
                 self._summaries(sums, local_sums, bases[outbox.SUMMARY], plan)
                 self._sessions(sessions, local_sessions, bases[outbox.SESSION], plan)
                 self._prompts(prompts, local_prompts, plan)
-                self.vectors.store(self.conn, embedded, plan.pushed_uids)
+                self.vectors.store(self.conn, {**embedded, **self._merged_vectors(plan)}, plan.pushed_uids)
                 self._log_conflicts(plan)
                 if plan.last_rev:
                     self.conn.execute("SELECT pg_notify(%s, %s)", (server.CHANNEL, str(plan.last_rev)))
@@ -366,6 +366,8 @@ class Pusher:
             plan.rev(kind, mine["uid"], rev, theirs)
         else:
             rev = write(kept, plan, insert=False)
+            if not same(kept, mine):  # its text is not this home's: its vector is made from the merge
+                plan.texts.append((kind, kept))
         if not same(kept, mine) or (obs and not same_anchor(kept, mine)):
             plan.bring(kind, {**kept, "rev": rev})
         copy = result.copy
@@ -374,7 +376,16 @@ class Pusher:
         row = row_of(copy)
         if not self._exists(kind, copy.uid):  # made before (a sync run again): one copy, not two
             plan.bring(kind, {**row, "rev": write(row, plan, insert=True, own=False)})
+            plan.texts.append((kind, row))
         plan.conflict(kind, same_field_conflict(result, copy), str(mine.get("project") or ""))
+
+    def _merged_vectors(self, plan: _Plan) -> dict[tuple[str, str], Any]:
+        """Vectors for the merges and conflict copies this batch wrote (rare: made here, under the lock)."""
+        observations = [row for kind, row in plan.texts if kind == outbox.OBSERVATION]
+        summaries = [row for kind, row in plan.texts if kind == outbox.SUMMARY]
+        made = self.vectors.embed(observations, summaries)
+        plan.pushed_uids.update(made)
+        return made
 
     def _exists(self, kind: str, uid: str) -> bool:
         table = "cmem_observations" if kind == outbox.OBSERVATION else "cmem_summaries"
@@ -593,6 +604,7 @@ class _Plan:
         self.conflicts: list[dict[str, Any]] = []
         self.pushed_keys: set[tuple[str, str]] = set()
         self.pushed_uids: set[tuple[str, str]] = set()  # own rows pushed: their vectors go with them
+        self.texts: list[tuple[str, dict[str, Any]]] = []  # merges and copies made here: vectors to make
         self.skipped: list[tuple[str, dict[str, Any], str, str]] = []  # server rows cmem never writes
         self.tombstoned: list[tuple[str, str]] = []  # this home's forgets, now on the server
         self.forgotten_there = 0
