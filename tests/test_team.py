@@ -124,6 +124,38 @@ def test_concurrent_edits_keep_the_later_and_the_other_as_a_linked_conflict_copy
     assert a.sync()["conflicts"] == [] and b.sync()["conflicts"] == []
 
 
+def test_a_push_that_dies_after_making_a_conflict_copy_makes_no_second_one(
+    homes: dict[str, Home], team_db: str, monkeypatch: pytest.MonkeyPatch
+):
+    from cmem_cli.team.push import Pusher
+
+    a, b = homes["a"], homes["b"]
+    obs = a.add("Shared memory", "--narrative", "base")
+    a.join(team_db)
+    b.join(team_db)
+    uid = next(iter(a.rows()))
+    a.ok("edit", str(obs), "--narrative", "edited on a, earlier")
+    time.sleep(0.01)
+    b.ok("edit", str(b.rows()[uid]["id"]), "--narrative", "edited on b, later")
+    a.sync()
+
+    def killed(self: Any, *args: Any) -> None:
+        raise KeyboardInterrupt  # the server has the merge and the copy; this home acknowledged nothing
+
+    monkeypatch.setattr(Pusher, "_here", killed)
+    assert b.run("sync")[0] == 130
+    monkeypatch.undo()
+    report = b.sync()  # the same merge again: the copy's uid is derived, so it is found, not made twice
+    assert [(c["uid"], c["fields"]) for c in report["conflicts"]] == [(uid, ["narrative"])]
+    a.sync()
+    for home in (a, b):
+        assert sorted(r["title"] for r in home.rows().values()) == [
+            "Shared memory",
+            "Shared memory (conflict copy)",
+        ]
+    assert server_rows(team_db, "SELECT count(*) FROM cmem_observations") == [(2,)]
+
+
 def test_the_later_edit_wins_when_it_is_pulled_rather_than_pushed(homes: dict[str, Home], team_db: str):
     a, b = homes["a"], homes["b"]
     obs = a.add("Shared memory", "--narrative", "base")

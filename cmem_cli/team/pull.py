@@ -85,15 +85,16 @@ class Puller:
                 self.local.team_outbox.put(**{RESTORING: None})
 
     def _told(self, start: int, horizon: int) -> None:
-        """The conflicts other homes settled since the last pull (the server's log, written by their
-        pushes): this home is told of them as they were."""
+        """The conflicts settled since the last pull (the server's log, written by pushes): this home is
+        told of them as they were. Its own are in the log too: told once by the sync that settled them
+        (the report holds each once), and told still when that sync died before this home took the merge."""
         if start >= horizon or not self._log:
             return  # a server older than the log (a reader syncing before a writer migrated it)
         scope, scope_params = self._scope()
         rows = self.conn.execute(
             "SELECT uid, copy_uid, other_uid, resolution, fields FROM cmem_conflicts "
-            f"WHERE rev > %s AND rev <= %s AND machine <> %s{scope} ORDER BY rev",
-            (start, horizon, self.report.get("machine") or "", *scope_params),
+            f"WHERE rev > %s AND rev <= %s{scope} ORDER BY rev",
+            (start, horizon, *scope_params),
         ).fetchall()
         for uid, copy_uid, other_uid, resolution, fields in rows:
             item = Conflict(
