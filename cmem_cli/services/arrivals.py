@@ -28,6 +28,7 @@ from typing import Any
 
 from cmem_cli.core.errors import CmemError, InvalidInput
 from cmem_cli.core.fields import LINKS_MARKER, SUMMARY_FIELDS
+from cmem_cli.services import record_shapes
 from cmem_cli.services.gitrepo import Git
 from cmem_cli.services.reconcile.rule import QUIET_FIELDS, Conflict, Side, conflict_copy
 from cmem_cli.services.writes import FileTransaction, Memory
@@ -73,6 +74,9 @@ def parse_file(memory: Memory, relpath: str, data: bytes, *, keep_times: bool = 
         parsed = reading.parse_file(reading.decode(data), relpath)
     except reading.UnreadableFile as exc:
         raise InvalidInput(str(exc)) from None
+    problem = record_shapes.front_matter_problem(parsed.kind, parsed.meta)
+    if problem is not None:  # a shape cmem never writes: refused whole, as a team row would be
+        raise InvalidInput(problem)
     record = dict(parsed.record)
     if not record.get("project"):
         if len(PurePosixPath(relpath).parts) < 2:
@@ -251,6 +255,41 @@ class Adoption:
     notes: list[str] = field(default_factory=list)
 
 
+def named(memory: Memory, relpath: str) -> tuple[str | None, str | None]:
+    """(uid, machine) as the file at ``relpath`` states them (None, None when it cannot be read): what a
+    report of a file not taken names besides its path."""
+    import os
+    import stat
+
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(memory.export_root / relpath, flags)
+    except OSError:
+        return None, None
+    try:
+        return (
+            record_shapes.who_wrote(os.read(fd, record_shapes.FRONT_MATTER_BYTES))
+            if stat.S_ISREG(os.fstat(fd).st_mode)
+            else (None, None)
+        )
+    except OSError:
+        return None, None
+    finally:
+        os.close(fd)
+
+
+def skipped(data: bytes, reason: str) -> str:
+    """Why an arrived file was not taken, naming the memory and the machine that wrote it as its front
+    matter states them (read without YAML, so a file no parser takes is named too); a file that states
+    neither (a teammate's TEAM.md) is named by its path alone."""
+    uid, machine = record_shapes.who_wrote(data)
+    if uid is None and machine is None:
+        return reason
+    return (
+        f"skipped {uid or 'a memory without a uid'} (written by {machine or 'an unknown machine'}): {reason}"
+    )
+
+
 def adopt_pending(
     memory: Memory, files: FileTransaction, todo: Pending, *, dirty: AbstractSet[str] = frozenset()
 ) -> Adoption:
@@ -277,7 +316,7 @@ def adopt_pending(
         try:
             incoming.append(parse_file(memory, relpath, data))
         except CmemError as exc:
-            result.rejected.append((relpath, exc.message))
+            result.rejected.append((relpath, skipped(data, exc.message)))
     deleted = [p for p in todo.deleted if p not in dirty and not (root / p).exists()]
     incoming, result.conflicts = split_duplicates(incoming)
     applied = apply(memory, files, incoming, deleted)

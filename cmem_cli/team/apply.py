@@ -37,7 +37,14 @@ class Applier:
         self.store = memory.store
         self.files = files
         self.notes = notes
-        self.writer = Inbound(memory, files, notes, conflicts if conflicts is not None else [])
+        self.writer = Inbound(
+            memory, files, notes, conflicts if conflicts is not None else [], on_loop=self._push_again
+        )
+
+    def _push_again(self, obs_id: int) -> None:
+        """A ``supersedes`` loop broken here: the server still holds it, so the memory whose link went is
+        pushed again without it (a home that joins later, or pulls both links at once, finds no loop)."""
+        self.store.team_outbox.enqueue(outbox.OBSERVATION, self.store.observations.get(obs_id)["uid"])
 
     # -- observations ---------------------------------------------------------------------------------
     def observation(self, row: dict[str, Any]) -> int | None:

@@ -11,6 +11,7 @@ arrival's title (its referrers) are written again.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from cmem_cli.services import supersession
@@ -31,6 +32,7 @@ class Inbound:
         conflicts: list[dict[str, Any]],
         *,
         pending: bool = False,
+        on_loop: Callable[[int], None] | None = None,
     ):
         self.memory = memory
         self.store = memory.store
@@ -38,6 +40,7 @@ class Inbound:
         self.notes = notes
         self.conflicts = conflicts
         self.pending = pending  # keep links to uids not here yet (git: the file names them)
+        self.on_loop = on_loop  # told the id of the memory whose link a broken supersedes loop lost
         self._links: dict[int, list[dict[str, Any]]] = {}  # local id -> its links (type, uid, title, href)
         self._names: dict[int, str | None] = {}  # arrivals to write: local id -> the file name to keep
         self._arrived_at: dict[int, str] = {}  # local id -> the path its file arrived at (git)
@@ -187,6 +190,8 @@ class Inbound:
             self.notes.append(f"{label}: {broken.note}")
             if broken.rewrite is not None:
                 self._refresh.add(broken.rewrite)
+            if self.on_loop is not None:
+                self.on_loop(broken.rewrite or from_id)
 
     def _tell(self, item: dict[str, Any]) -> None:
         if item not in self.conflicts:
