@@ -31,13 +31,13 @@ def calibrate(name: str, work: Path, model: str, split: str) -> dict[str, object
     from cmem_cli.core.config import load_config
     from cmem_cli.core.query import Query
     from cmem_cli.services.search_pipeline import search
-    from cmem_cli.services.writes import Memory
+    from cmem_cli.services.writes import WriteService
     from cmem_cli.store.repository import Filters
 
     data = retrieval.SETS[name](split)
     info = retrieval.build_home(name, data, work / name, model)
     os.environ["CMEM_EMBED_MODEL"] = model
-    memory = Memory.open(load_config(work / name))
+    memory = WriteService.open(load_config(work / name))
     id_map = info["ids"]
     scopes = [f for _, _, f in data["queries"] if f] or [None]
     nonsense_best = 0.0

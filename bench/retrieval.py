@@ -286,7 +286,7 @@ def evaluate(
     from cmem_cli.core.config import load_config
     from cmem_cli.core.query import Query
     from cmem_cli.services.search_pipeline import search
-    from cmem_cli.services.writes import Memory
+    from cmem_cli.services.writes import WriteService
     from cmem_cli.store.repository import Filters
     from cmem_index.hybrid import hybrid
     from cmem_index.trace import Trace
@@ -294,7 +294,7 @@ def evaluate(
     info = build_home(name, data, home, model)
     os.environ["CMEM_EMBED_MODEL"] = model
     config = load_config(home)
-    memory = Memory.open(config)
+    memory = WriteService.open(config)
     id_map: dict[str, str] = info["ids"]
     results: dict[str, Any] = {}
     recorded: list[dict[str, Any]] = []  # hybrid's fusion input per query, for --dump

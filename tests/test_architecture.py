@@ -87,7 +87,9 @@ def test_a_hook_that_imports_the_store_breaks_the_contracts(tmp_path: Path) -> N
 def test_a_cli_command_that_calls_a_service_breaks_the_contracts(tmp_path: Path) -> None:
     root = _copy_tree(tmp_path)
     body = root / "cmem_cli" / "cli" / "write_bodies.py"
-    body.write_text(body.read_text() + "\nfrom cmem_cli.services.writes import Memory as _Service  # noqa\n")
+    body.write_text(
+        body.read_text() + "\nfrom cmem_cli.services.writes import WriteService as _Service  # noqa\n"
+    )
     result = _lint(root)
     assert result.returncode == 1
     assert "CLI, capture, MCP and view reach the services only through the API BROKEN" in result.stdout
@@ -111,7 +113,7 @@ def test_a_hook_that_calls_a_service_breaks_the_contracts(tmp_path: Path) -> Non
     root = _copy_tree(tmp_path)
     capture = root / "cmem_cli" / "capture" / "hooks" / "capture.py"
     capture.write_text(
-        capture.read_text() + "\nfrom cmem_cli.services.writes import Memory as _Service  # noqa\n"
+        capture.read_text() + "\nfrom cmem_cli.services.writes import WriteService as _Service  # noqa\n"
     )
     result = _lint(root)
     assert result.returncode == 1

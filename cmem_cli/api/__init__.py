@@ -56,7 +56,7 @@ if TYPE_CHECKING:
     )
     from cmem_cli.services.adopt import AdoptReport
     from cmem_cli.services.search_pipeline import Reader
-    from cmem_cli.services.writes import Memory as WriteService
+    from cmem_cli.services.writes import WriteService
     from cmem_cli.store.repository import Store
 
 # The result types load on first use (module ``__getattr__`` below): the CLI's hot path (`cmem search`,
@@ -169,9 +169,9 @@ class Memory:
 
     @property
     def service(self) -> WriteService:
-        """The write service (:class:`cmem_cli.services.writes.Memory`) behind this object, opened on first use."""
+        """The write service (:class:`cmem_cli.services.writes.WriteService`) behind this object, opened on first use."""
         if self._service is None:
-            from cmem_cli.services.writes import Memory as WriteService
+            from cmem_cli.services.writes import WriteService
 
             self._service = WriteService.open(self.config)
         return self._service

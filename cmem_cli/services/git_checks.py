@@ -21,10 +21,10 @@ from cmem_cli.services import arrivals
 from cmem_cli.services.sync_repo import Git, clear_git_debris, connected_git_dir, find_git_debris
 
 if TYPE_CHECKING:
-    from cmem_cli.services.writes import Memory
+    from cmem_cli.services.writes import WriteService
 
 
-def git_checks(memory: Memory, *, fix: bool) -> list[dict[str, Any]]:
+def git_checks(memory: WriteService, *, fix: bool) -> list[dict[str, Any]]:
     """The checks of a tree connected with `cmem sync init` (none for any other tree)."""
     git_dir = connected_git_dir(memory.config.home, memory.export_root)
     if git_dir is None:
@@ -64,7 +64,7 @@ def git_checks(memory: Memory, *, fix: bool) -> list[dict[str, Any]]:
     return [arrivals_check, debris_check]
 
 
-def _adopt(memory: Memory, git: Git) -> None:
+def _adopt(memory: WriteService, git: Git) -> None:
     """Adopt ``last..HEAD`` as a sync would: interrupted export writes rolled back first, and paths a
     person changed in the tree since HEAD left to their own adoption."""
     from cmem_cli.services.recovery import recover

@@ -120,7 +120,7 @@ class FileTransaction:
         self.journal.close()
 
 
-class Memory:
+class WriteService:
     """High-level operations used by commands, hooks and importers.
 
     Besides the one-call writes (``add_observation``, ``edit_observation``, ``forget``, ...), sync, team
@@ -136,14 +136,14 @@ class Memory:
         self._joined: FileTransaction | None = None  # the file transaction of an open :meth:`transaction`
 
     @classmethod
-    def open(cls, config: Config) -> Memory:
+    def open(cls, config: Config) -> WriteService:
         config.ensure_home()
         return cls(config, Store.open(config.db_path, config.export_dir))
 
     def close(self) -> None:
         self.store.close()
 
-    def __enter__(self) -> Memory:
+    def __enter__(self) -> WriteService:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -43,7 +43,7 @@ from cmem_cli.services.sync_repo import (
     home_git_dir,
     move_into_home,
 )
-from cmem_cli.services.writes import Memory
+from cmem_cli.services.writes import WriteService
 from cmem_cli.sync.merge import Resolution, merge_versions, read_blobs
 from cmem_export import atomic, digest
 
@@ -78,7 +78,7 @@ def blob_id(data: bytes) -> str:
 class Syncer:
     """One sync run over one memory's export tree."""
 
-    def __init__(self, memory: Memory, progress: Progress | None = None):
+    def __init__(self, memory: WriteService, progress: Progress | None = None):
         self.memory = memory
         # (phase, done, total or 0): a first sync of a large tree runs for minutes (1,000,000 files: 11)
         self.progress: Progress = progress or (lambda phase, done, total: None)
@@ -588,7 +588,7 @@ def _last(proc: Any) -> str:
 
 
 def run_sync(
-    memory: Memory,
+    memory: WriteService,
     url: str | None = None,
     *,
     report: dict[str, Any] | None = None,
