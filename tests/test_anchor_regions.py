@@ -103,6 +103,29 @@ def test_a_memory_written_just_after_a_commit_is_about_that_commits_change(sh, c
     assert only(search_rows(sh, "audited"), obs)["stale"] == ["src/auth.py"]
 
 
+def test_a_file_committed_before_the_head_commit_is_about_its_change_since_the_last_memory_of_it(sh, code):
+    auth = code / "src" / "auth.py"
+    add(sh, "Auth module written", "--modified", "src/auth.py")  # just after the first commit: every line
+    edit(auth, "    session.clear()\n", "    session.clear()\n    session.audit('logout')\n")
+    git(code, "commit", "-qam", "audit logouts")
+    (code / "README.md").write_text("app, with audited logouts\n")
+    git(code, "commit", "-qam", "docs")  # HEAD's commit did not touch src/auth.py; the tree is clean
+    obs = add(sh, "Logouts are audited", "--modified", "src/auth.py")
+    assert file_state(sh, obs, "src/auth.py")["region"] == {"lines": "13-13", "symbols": ["logout"]}
+
+    edit(auth, "    return user.active\n", "    return user.is_active()\n")  # login, elsewhere
+    assert only(search_rows(sh, "audited"), obs)["stale"] == []
+    edit(auth, "    session.audit('logout')\n", "")
+    assert only(search_rows(sh, "audited"), obs)["stale"] == ["src/auth.py"]
+
+
+def test_a_file_no_memory_anchored_before_and_the_head_commit_did_not_touch_has_no_region(sh, code):
+    (code / "README.md").write_text("app, documented\n")
+    git(code, "commit", "-qam", "docs")
+    obs = add(sh, "Auth module reviewed", "--modified", "src/auth.py")
+    assert file_state(sh, obs, "src/auth.py")["region"] is None  # the file-level rule
+
+
 def test_a_cited_range_goes_stale_when_its_function_is_removed_not_when_another_one_changes(sh, code):
     auth = code / "src" / "auth.py"
     obs = add(sh, "Login compares sha256 digests", "--read", "src/auth.py:4-8")
