@@ -190,6 +190,37 @@ def test_a_hook_edit_anchors_the_text_it_wrote(sh, code, tmp_path, monkeypatch):
     assert only(search_rows(sh, "--session", "s-1"), row["id"])["stale"] == ["src/auth.py"]
 
 
+def test_a_hook_read_of_some_lines_anchors_those_lines(sh, code, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    auth = code / "src" / "auth.py"
+    payload = tool_payload("s-2", code, "Read", {"file_path": str(auth), "offset": 11, "limit": 3})
+    assert sh("hook", "PostToolUse", input=json.dumps(payload)).exit_code == 0
+    [row] = search_rows(sh, "--session", "s-2")
+    [got] = sh("get", str(row["id"]), "--json").json()
+    assert (got["files_read"], got["subtitle"]) == (["src/auth.py"], "lines 11-13")
+    assert file_state(sh, row["id"], "src/auth.py")["region"] == {"lines": "11-13", "symbols": ["logout"]}
+    edit(auth, "    return user.active\n", "    return user.is_active()\n")  # login: not what was read
+    assert only(search_rows(sh, "--session", "s-2"), row["id"])["stale"] == []
+    edit(auth, "def logout(session):\n    session.clear()\n    return True\n", "")
+    assert only(search_rows(sh, "--session", "s-2"), row["id"])["stale"] == ["src/auth.py"]
+
+
+def test_a_hook_read_of_a_whole_file_or_of_nonsense_lines_keeps_the_file_level_rule(sh, code, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    auth = code / "src" / "auth.py"
+    for session, tool_input in (
+        ("s-3", {"file_path": str(auth)}),
+        ("s-4", {"file_path": str(auth), "offset": -5, "limit": 3}),
+        ("s-5", {"file_path": str(auth), "offset": 10**12, "limit": 3}),
+    ):
+        payload = tool_payload(session, code, "Read", tool_input)
+        assert sh("hook", "PostToolUse", input=json.dumps(payload)).exit_code == 0
+        [row] = search_rows(sh, "--session", session)
+        [got] = sh("get", str(row["id"]), "--json").json()
+        assert got["files_read"] == ["src/auth.py"]
+        assert file_state(sh, row["id"], "src/auth.py")["region"] is None
+
+
 def test_a_file_without_a_region_keeps_the_file_level_rule(sh, code):
     obs = add(sh, "Auth module overview", "--read", "src/auth.py")
     assert file_state(sh, obs, "src/auth.py")["region"] is None
