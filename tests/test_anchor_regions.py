@@ -205,7 +205,9 @@ def test_a_hook_read_of_some_lines_anchors_those_lines(sh, code, tmp_path, monke
     assert only(search_rows(sh, "--session", "s-2"), row["id"])["stale"] == ["src/auth.py"]
 
 
-def test_a_hook_read_of_a_whole_file_or_of_nonsense_lines_keeps_the_file_level_rule(sh, code, tmp_path, monkeypatch):
+def test_a_hook_read_of_a_whole_file_or_of_nonsense_lines_keeps_the_file_level_rule(
+    sh, code, tmp_path, monkeypatch
+):
     monkeypatch.chdir(tmp_path)
     auth = code / "src" / "auth.py"
     for session, tool_input in (
