@@ -222,6 +222,10 @@ BOTH_VALID = [
     ("I want to run 40 km per week before the marathon",
      "I ran 32 km per week in March before the marathon",
      "how many km per week do I run before the marathon"),
+    # the same frame of words, of another kind of role ("for executive ..." against "for director ...")
+    ("I'm worried that I only secured 3 interviews for executive producer roles this spring",
+     "Good news, I secured 2 interviews for director roles this spring, how do I prepare?",
+     "how many interviews have I secured for executive producer roles"),
     # the same frame of words, said of another thing, not by the speaker of their own
     ("The build cache saves about 40% of CI time",
      "Test sharding saves 25% of CI time on top of the cache",

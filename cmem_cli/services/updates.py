@@ -92,6 +92,8 @@ SUBJECTS = frozenset(["i", "i've", "i'm", "i'd", "i'll", "we", "we've", "we're",
 UNSURE = frozenset(["if", "should", "would", "could", "might", "want", "wants", "hope", "hoping", "plan",
                     "planning", "wish", "whether", "considering", "thinking", "maybe", "perhaps", "unless",
                     "trying", "try", "aim", "aiming", "need", "needs"])  # fmt: skip
+# Prepositions after a value (or its noun) that say what it is of or for (:func:`_frame`).
+QUALIFIERS = frozenset(["for", "of", "on", "in", "with", "about"])
 # Words that name a period: values of two periods ("in January", "in February") are two facts.
 SEASONS = frozenset(["spring", "summer", "autumn", "fall", "winter", "quarter"])
 # Pronouns that say whose a value is (:func:`_owner`); "it" and "you" do not.
@@ -166,7 +168,7 @@ class Update(NamedTuple):
     head: frozenset[str] = frozenset()  # the content words from just before the word of change to the value
     key: frozenset[str] = frozenset()  # the word the value is said of (:func:`_key`): "the bundle" shrank
     owner: str = ""  # whose value it is by the nearest pronoun before it (:func:`_owner`): "I", "they"
-    frame: tuple[str, tuple[str, ...]] = ("", ())  # the words that frame the value (:func:`_frame`)
+    frame: tuple[str, tuple[str, ...], str] = ("", (), "")  # the words that frame the value (:func:`_frame`)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -421,10 +423,11 @@ def framed(clause_list: Sequence[list[Token]]) -> list[Update]:
     return found
 
 
-def _frame(clause: Sequence[Token], at: int) -> tuple[str, tuple[str, ...]]:
+def _frame(clause: Sequence[Token], at: int) -> tuple[str, tuple[str, ...], str]:
     """The words that frame the value at ``at``: the word of content just before it (past small words and
-    words of degree: "secured only 3"), and the first two after it ("interviews for executive", "for
-    initial patent"), none past another value."""
+    words of degree: "secured only 3"), the first two after it ("interviews for executive", "for initial
+    patent"), none past another value, and what a preposition right after it or after its noun says it
+    is of or for ("interviews for *executive* producer roles", "$5,000 for *attorney* fees"), or ""."""
     before = ""
     for token in reversed(clause[max(0, at - 3) : at]):
         if token.value:
@@ -438,7 +441,15 @@ def _frame(clause: Sequence[Token], at: int) -> tuple[str, tuple[str, ...]]:
             break
         if token.content:
             after.append(token.stem)
-    return before, tuple(after)
+    which = ""
+    following = clause[at + 1 : at + 4]
+    for index, token in enumerate(following[:2]):
+        if token.text in QUALIFIERS and index + 1 < len(following) and following[index + 1].content:
+            which = following[index + 1].stem
+            break
+        if token.value or not token.content:
+            break
+    return before, tuple(after), which
 
 
 def same_slot(
@@ -451,11 +462,13 @@ def same_slot(
     """Whether a newer value sits in the frame an older value of its kind sat in (:func:`framed`): the same
     two words after it, or the same word before it and the same word after it, one of them a word the
     query asks about."""
-    before, after = update.frame
+    before, after, which = update.frame
     for stated in older:
         if not comparable(update, stated) or _says_new_value(update, stated):
             continue
-        their_before, their_after = stated.frame
+        their_before, their_after, their_which = stated.frame
+        if _differ(their_which or None, which, older_words, newer_words) if which else False:
+            continue  # "3 interviews for executive roles", "2 interviews for director roles"
         if len(after) == 2 and after == their_after:
             words = frozenset(after)
         elif before and before == their_before and after[:1] == their_after[:1]:
@@ -533,7 +546,7 @@ class Stated(NamedTuple):
     subject: frozenset[str] = frozenset()  # the content words just before it and a few after ("deadline")
     key: frozenset[str] = frozenset()  # the words the value is said of (:func:`_key`)
     owner: str = ""  # whose value it is (:func:`_owner`)
-    frame: tuple[str, tuple[str, ...]] = ("", ())  # the words that frame it (:func:`_frame`)
+    frame: tuple[str, tuple[str, ...], str] = ("", (), "")  # the words that frame it (:func:`_frame`)
 
 
 def stated_values(older: Sequence[list[Token]]) -> list[Stated]:
