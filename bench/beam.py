@@ -20,8 +20,11 @@ Rows: plain BM25 (SQLite FTS5, porter, over the chat's messages; no cmem), each 
 and with ``--before REF`` the same CLI at an older commit (``git archive``: today's default before a change).
 
     python -m bench.beam --model minilm.gguf [--work DIR] [--modes auto,keyword] [--before main] [--json]
+                         [--data bench/data/ku-written]
 
 The data is read from ../shared/data (or $CMEM_BENCH_DATA) at run time and never copied into the repository.
+``--data`` names another folder of the same shape: ``bench/data/ku-written`` is a second set written for
+cmem (6 chats in other domains, 26 questions; its README.md says how and when it was written).
 """
 
 from __future__ import annotations
