@@ -721,18 +721,19 @@ def infer(rows: Sequence[dict[str, Any]], texts: dict[int, str], when: dict[int,
         return stems[i]
 
     newer = {i for i in {new["id"] for _, new in pairs} if _may_state(texts[i])}
+    valued = {i for i in {old["id"] for old, _ in pairs} if i in newer or _may_state(texts[i])}
     said = {i: [u for u in updates(clauses_of(i)) if u.clause & asked] for i in newer}
     stated = {i: [u for u in said[i] if u.subject & asked] for i in newer}
     plain = {i: [u for u in restatements(clauses_of(i)) if u.subject & asked] for i in newer}
-    slots = {i: framed(clauses_of(i)) for i in newer}
+    slots = {i: [u for u in framed(clauses_of(i)) if asked & {u.frame[0], *u.frame[1]}] for i in newer}
     values: dict[int, list[Stated]] = {}
     current: dict[int, frozenset[tuple[str, str]]] = {}
     changed: dict[int, frozenset[tuple[str, str]]] = {}  # values a memory states as changed
     found: dict[int, int] = {}
     for old, new in sorted(pairs, key=lambda pair: -when[pair[1]["id"]]):  # the newest update wins
         o, n = old["id"], new["id"]
-        if o in found or n not in newer or not (said[n] or plain[n] or slots[n]):
-            continue
+        if o in found or n not in newer or not (said[n] or plain[n] or slots[n]) or o not in valued:
+            continue  # no update in the newer memory, or no value in the older one to replace
         if o not in values:
             values[o] = stated_values(clauses_of(o))
         if n not in current:
