@@ -1097,7 +1097,7 @@ def verify(service: Any, obs_ids: list[int], *, cwd: str) -> list[dict[str, Any]
     with (
         service.write_transaction() as files
     ):  # the file carries the anchor: it is written again (git sync shares it)
-        rows = [store.get_observation(obs_id) for obs_id in dict.fromkeys(obs_ids)]
+        rows = [store.observations.get(obs_id) for obs_id in dict.fromkeys(obs_ids)]
         known = store.anchors.for_ids(obs_ids)
         for row in rows:
             anchor = known.get(row["id"])
@@ -1117,7 +1117,7 @@ def verify(service: Any, obs_ids: list[int], *, cwd: str) -> list[dict[str, Any]
                     )
                 )
                 continue
-            service.export_observation(store.get_observation(row["id"]), files)
+            service.export_observation(store.observations.get(row["id"]), files)
             results.append(
                 {
                     "id": row["id"],
@@ -1143,7 +1143,7 @@ def stale_rows(store: Store, *, project: str | None = None, cwd: str | None = No
     if not stale:
         return []
     rows = []
-    for row in store.observations_oldest_first(stale):
+    for row in store.observations.oldest_first(stale):
         out = observation_row(row)
         out["stale"] = stale[row["id"]].stale
         out["behind"] = stale[row["id"]].behind
