@@ -25,6 +25,7 @@ from cmem_cli.core.files import FileTooLarge, read_regular
 from cmem_cli.core.ids import new_uid
 from cmem_cli.core.timeutil import now_ms, to_date
 from cmem_cli.services import supersession
+from cmem_cli.services.record_shapes import front_matter_problem
 from cmem_cli.services.recovery import recover
 from cmem_cli.services.writes import FileTransaction, Memory
 from cmem_cli.store.records import EDITABLE_FIELDS
@@ -226,6 +227,9 @@ class _Adopter:
                 return None
             parsed = parse_file(text, relpath)
             parsed.written_at = written_at
+            problem = front_matter_problem(parsed.kind, parsed.meta)
+            if problem is not None:  # a shape cmem never writes: the rule for what git or a team brings
+                raise UnreadableFile(problem)
         except UnreadableFile as exc:
             self.report.invalid.append((relpath, str(exc)))
             return None

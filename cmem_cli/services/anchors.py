@@ -469,6 +469,8 @@ def from_exported(meta: Any) -> Anchor | None:
     if commit is not None and not (isinstance(commit, str) and gitrepo.is_commit_id(commit)):
         return None
     for path, blob in files.items():
+        if not isinstance(path, str):
+            return None
         parts = path.split("/")
         if not path or path.startswith("/") or "\\" in path or any(p in ("", ".", "..") for p in parts):
             return None

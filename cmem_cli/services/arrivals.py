@@ -30,7 +30,7 @@ from cmem_cli.core.errors import CmemError, InvalidInput
 from cmem_cli.core.fields import LINKS_MARKER, SUMMARY_FIELDS
 from cmem_cli.core.ids import derived_uid
 from cmem_cli.core.timeutil import now_ms
-from cmem_cli.services import supersession
+from cmem_cli.services import record_shapes, supersession
 from cmem_cli.services.gitrepo import Git
 from cmem_cli.services.writes import FileTransaction, Memory
 from cmem_cli.store.records import MAX_TITLE, parse_link
@@ -76,6 +76,9 @@ def parse_file(memory: Memory, relpath: str, data: bytes, *, keep_times: bool = 
         parsed = reading.parse_file(reading.decode(data), relpath)
     except reading.UnreadableFile as exc:
         raise InvalidInput(str(exc)) from None
+    problem = record_shapes.front_matter_problem(parsed.kind, parsed.meta)
+    if problem is not None:  # a shape cmem never writes: refused whole, as a team row would be
+        raise InvalidInput(problem)
     record = dict(parsed.record)
     if not record.get("project"):
         if len(PurePosixPath(relpath).parts) < 2:
@@ -347,6 +350,41 @@ class Adoption:
     notes: list[str] = field(default_factory=list)
 
 
+def named(memory: Memory, relpath: str) -> tuple[str | None, str | None]:
+    """(uid, machine) as the file at ``relpath`` states them (None, None when it cannot be read): what a
+    report of a file not taken names besides its path."""
+    import os
+    import stat
+
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(memory.export_root / relpath, flags)
+    except OSError:
+        return None, None
+    try:
+        return (
+            record_shapes.who_wrote(os.read(fd, record_shapes.FRONT_MATTER_BYTES))
+            if stat.S_ISREG(os.fstat(fd).st_mode)
+            else (None, None)
+        )
+    except OSError:
+        return None, None
+    finally:
+        os.close(fd)
+
+
+def skipped(data: bytes, reason: str) -> str:
+    """Why an arrived file was not taken, naming the memory and the machine that wrote it as its front
+    matter states them (read without YAML, so a file no parser takes is named too); a file that states
+    neither (a teammate's TEAM.md) is named by its path alone."""
+    uid, machine = record_shapes.who_wrote(data)
+    if uid is None and machine is None:
+        return reason
+    return (
+        f"skipped {uid or 'a memory without a uid'} (written by {machine or 'an unknown machine'}): {reason}"
+    )
+
+
 def adopt_pending(
     memory: Memory, files: FileTransaction, todo: Pending, *, dirty: AbstractSet[str] = frozenset()
 ) -> Adoption:
@@ -373,7 +411,7 @@ def adopt_pending(
         try:
             incoming.append(parse_file(memory, relpath, data))
         except CmemError as exc:
-            result.rejected.append((relpath, exc.message))
+            result.rejected.append((relpath, skipped(data, exc.message)))
     deleted = [p for p in todo.deleted if p not in dirty and not (root / p).exists()]
     incoming, result.conflicts = split_duplicates(incoming)
     applied = apply(memory, files, incoming, deleted)

@@ -252,8 +252,13 @@ def export_problems(memory: Memory) -> Findings:
         else:
             changed.append(relpath)
     new = [p.relative_to(memory.export_root).as_posix() for p in memory.orphan_files(expected)]
-    refused = refused_files(memory, [*edited, *new])
-    refused_paths = {path for path, _ in refused}
+    # files git brought that no sync could adopt (a teammate's root TEAM.md: a file of this tree is the
+    # user's own, one that arrived through git is not), until they are fixed or removed, with the reason
+    # sync gave (it names the memory and the machine that wrote it), whatever a local adoption would say
+    arrived = still_rejected(memory, prune=False)
+    arrived_paths = {p for p, _ in arrived}
+    refused = refused_files(memory, [p for p in [*edited, *new] if p not in arrived_paths])
+    refused_paths = {path for path, _ in refused} | arrived_paths
     interrupted = [str(file.name) for file, _ in pending(memory.journal_dir)]
     home = memory.config.home
     debris = [_display(p, home) for p in find_debris(home, memory.export_root)]
@@ -273,9 +278,6 @@ def export_problems(memory: Memory) -> Findings:
         "private modes": [_display(p, home) for p in loose],
     }
     findings: Findings = {name: [(path, None) for path in paths] for name, paths in found.items()}
-    # and files git brought that no sync could adopt (a teammate's root TEAM.md: a file of this tree is
-    # the user's own, one that arrived through git is not), until they are fixed or removed
-    arrived = [(p, why) for p, why in still_rejected(memory, prune=False) if p not in refused_paths]
     findings[NOT_ADOPTED] = sorted([*refused, *arrived])
     return findings
 

@@ -352,8 +352,12 @@ class Syncer:
             self._reject(relpath, reason)
 
     def _reject(self, relpath: str, reason: str) -> None:
+        """A file not taken, with the memory and the machine its front matter names (None: not stated)."""
         if all(item["path"] != relpath for item in self.report["rejected"]):
-            self.report["rejected"].append({"path": relpath, "reason": reason})
+            uid, machine = arrivals.named(self.memory, relpath)
+            self.report["rejected"].append(
+                {"path": relpath, "uid": uid, "machine": machine, "reason": reason}
+            )
 
     def _report_rejected(self) -> None:
         """Arrived files that still cannot be adopted are reported on every sync until fixed or removed."""

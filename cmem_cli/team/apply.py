@@ -198,6 +198,10 @@ class Applier:
             self.notes.append(f"{uid}: {broken.note}")
             if broken.rewrite is not None:
                 self._export.add(broken.rewrite)
+            # the server still holds the loop: the memory whose link went is pushed again without it, so a
+            # home that joins later (or pulls both links at once) finds no loop to break
+            oldest = self.store.observations.get(broken.rewrite or from_id)
+            self.store.team_outbox.enqueue(outbox.OBSERVATION, oldest["uid"])
 
     # -- at the end -------------------------------------------------------------------------------------
     def finish(self) -> None:
