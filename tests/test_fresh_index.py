@@ -167,6 +167,41 @@ def test_a_keyword_search_says_the_index_lags_once(tmp_path: Path) -> None:
     assert "behind" not in ranking(run, "JWT expiry")[1]
 
 
+def test_search_envelope_gives_json_readers_the_notes_stderr_says(tmp_path: Path) -> None:
+    run = seeded(tmp_path, private_env(tmp_path))
+    assert (
+        run("add", "--title", DECISION[0], "--narrative", DECISION[1], "--project", "webapp").exit_code == 0
+    )
+    rows = run("search", "JWT expiry", "--json")
+    page = run("search", "JWT expiry", "--envelope")  # implies --json
+    assert page.exit_code == 0, page.stderr
+    assert isinstance(rows.json(), list)  # --json alone stays the bare list scripts read
+    data = page.json()
+    assert list(data) == ["mode", "notes", "total", "capped", "hits"]  # MCP search's keys, and the count
+    assert data["hits"] == rows.json()
+    assert data["hits"][0]["title"] == DECISION[0]
+    assert data["mode"] == "keyword"
+    assert data["total"] == len(rows.json())
+    assert data["capped"] is False
+    # the scope it used (run outside a git repository), then the lag: what stderr says, in that order
+    assert data["notes"][0] == "scope: all projects (not inside a git repository); --project NAME for one"
+    behind = [note for note in data["notes"] if note.startswith("the index is behind the store")]
+    assert len(behind) == 1
+    assert f"cmem: note: {data['notes'][0]}\n" in page.stderr
+    assert f"cmem: note: {behind[0]}\n" in page.stderr
+    assert run("index").exit_code == 0
+    fresh = run("search", "JWT expiry", "--json", "--envelope", "--all-projects").json()
+    assert fresh["notes"] == []
+    nothing = run("search", "zebra quartz", "--envelope", "--all-projects")
+    assert nothing.exit_code == 10
+    assert nothing.json()["hits"] == []
+    wrong = run("search", "JWT expiry", "--envelope", "--format", "csv")
+    assert wrong.exit_code == 2
+    assert wrong.stdout == ""
+    assert wrong.stderr.strip().count("\n") == 0
+    assert "--envelope" in wrong.stderr
+
+
 # -- the background pass ---------------------------------------------------------------------------------
 def hook_event(run: Callable[..., Result], event: str, cwd: Path, **fields: object) -> float:
     payload = {"session_id": "s-fresh", "cwd": str(cwd), "hook_event_name": event, **fields}
