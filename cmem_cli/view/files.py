@@ -20,6 +20,7 @@ from pathlib import Path
 
 from cmem_cli.core.config import FILE_MODE, Config, make_private_dirs
 from cmem_cli.core.errors import StorageError
+from cmem_cli.core.processes import is_running
 
 VIEW_DIR = "view"  # under the home
 TEMP_PREFIX = ".tmp-view-"  # then the writer's pid and a dash: .tmp-view-<pid>-<random>.html
@@ -95,7 +96,7 @@ def _abandoned(path: str, name: str, cutoff: float) -> bool:
         if os.fstat(fd).st_mtime < cutoff:
             return True
         pid = _writer(name)
-        return pid is not None and not _running(pid)
+        return pid is not None and not is_running(pid)
     finally:
         os.close(fd)
 
@@ -103,15 +104,3 @@ def _abandoned(path: str, name: str, cutoff: float) -> bool:
 def _writer(name: str) -> int | None:
     head = name[len(TEMP_PREFIX) :].split("-", 1)[0]
     return int(head) if head.isdigit() and "-" in name[len(TEMP_PREFIX) :] else None
-
-
-def _running(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True  # another user's process
-    return True

@@ -16,6 +16,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from cmem_cli.core.processes import is_running
+
 SPOOL_DIR = "spool"
 SUFFIX = ".json"
 
@@ -79,7 +81,7 @@ def abandoned_claims(home: Path) -> list[tuple[Path, Path]]:
         if not original.endswith(SUFFIX) or not pid_text.isdigit():
             continue
         path = directory / name
-        if _alive(int(pid_text)) and not _older_than(path, STALE_CLAIM_SECONDS):
+        if is_running(int(pid_text)) and not _older_than(path, STALE_CLAIM_SECONDS):
             continue
         found.append((path, directory / original))
     return found
@@ -95,20 +97,6 @@ def reclaim(claimed: Path, original: Path) -> Path | None:
     except FileNotFoundError:
         return None
     return mine
-
-
-def _alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    except (OverflowError, OSError):
-        return False
-    return True
 
 
 def _older_than(path: Path, seconds: float) -> bool:
