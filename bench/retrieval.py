@@ -364,7 +364,7 @@ def reply_pairs(store: Any, id_map: dict[str, str]) -> dict[str, str]:
     corpus ids, so the fusion tools can replay that step too."""
     from cmem_cli.store.repository import Filters
 
-    pairs = store.replies(store.all_observation_ids(), Filters())
+    pairs = store.listing.replies(store.observations.all_ids(), Filters())
     return {id_map[str(q)]: id_map[str(r)] for q, r in pairs.items() if str(q) in id_map and str(r) in id_map}
 
 

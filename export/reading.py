@@ -53,6 +53,7 @@ class ParsedFile:
         None  # the file's mtime (epoch ms), set by whoever read it: when the edit was made
     )
     anchor: dict[str, Any] | None = None  # the code anchor the front matter states (None: keep the store's)
+    meta: dict[str, Any] = field(default_factory=dict)  # the front matter as stated, for checks of its shape
 
 
 def _restore(meta: dict[str, Any]) -> dict[str, Any]:
@@ -163,7 +164,9 @@ def _parse_observation(meta: dict[str, Any], body: str, relpath: str) -> ParsedF
         record["title"] = _title_from_name(relpath)
     if not record.get("project") and _folder_project(relpath):
         record["project"] = _folder_project(relpath)
-    parsed = ParsedFile("observation", record, bool(meta), _uid(meta), stated, _restore(meta), front)
+    parsed = ParsedFile(
+        "observation", record, bool(meta), _uid(meta), stated, _restore(meta), front, meta=meta
+    )
     if isinstance(meta.get("anchor"), dict):
         parsed.anchor = meta["anchor"]
     return parsed
@@ -274,4 +277,4 @@ def _parse_summary(meta: dict[str, Any], body: str, relpath: str) -> ParsedFile:
     if not record.get("project") and _folder_project(relpath):
         record["project"] = _folder_project(relpath)
     stated = {*SUMMARY_FIELDS, "project", "agent"}
-    return ParsedFile("summary", record, True, _uid(meta), stated, _restore(meta))
+    return ParsedFile("summary", record, True, _uid(meta), stated, _restore(meta), meta=meta)

@@ -53,22 +53,22 @@ class Machine:
         from cmem_cli.services.writes import Memory
 
         with Memory.open(load_config(self.home)) as memory:
-            ids = memory.store.all_observation_ids()
-            return {row["uid"]: row for row in (memory.store.get_observation(i) for i in ids)}
+            ids = memory.store.observations.all_ids()
+            return {row["uid"]: row for row in (memory.store.observations.get(i) for i in ids)}
 
     def links(self, obs_id: int) -> list[dict[str, Any]]:
         from cmem_cli.core.config import load_config
         from cmem_cli.services.writes import Memory
 
         with Memory.open(load_config(self.home)) as memory:
-            return memory.store.links_from(obs_id)
+            return memory.store.links.outgoing(obs_id)
 
     def links_to(self, obs_id: int) -> list[dict[str, Any]]:
         from cmem_cli.core.config import load_config
         from cmem_cli.services.writes import Memory
 
         with Memory.open(load_config(self.home)) as memory:
-            return memory.store.links_to(obs_id)
+            return memory.store.links.incoming(obs_id)
 
     def file_of(self, uid: str) -> Path:
         return self.export / self.by_uid()[uid]["path"]

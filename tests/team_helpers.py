@@ -57,7 +57,7 @@ class Home:
         with Memory.open(load_config(self.path)) as memory:
             store = memory.store
             return {
-                row["uid"]: row for row in (store.get_observation(i) for i in store.all_observation_ids())
+                row["uid"]: row for row in (store.observations.get(i) for i in store.observations.all_ids())
             }
 
     def links(self, uid: str) -> list[tuple[str, str]]:
@@ -65,8 +65,8 @@ class Home:
         from cmem_cli.services.writes import Memory
 
         with Memory.open(load_config(self.path)) as memory:
-            row = memory.store.observation_by_uid(uid)
-            return sorted((link["type"], link["uid"]) for link in memory.store.links_from(row["id"]))
+            row = memory.store.observations.by_uid(uid)
+            return sorted((link["type"], link["uid"]) for link in memory.store.links.outgoing(row["id"]))
 
     def search(self, *args: str) -> tuple[int, list[dict[str, Any]], str]:
         code, out, err = self.run("search", *args, "--json")

@@ -31,12 +31,12 @@ def test_the_works_error_is_raised_where_the_result_is_asked_for():
 def test_a_store_that_fails_while_the_index_ranks_fails_the_search_with_its_own_error(cli, monkeypatch):
     assert cli("add", "--title", "Token refresh race in the worker pool").exit_code == 0
     assert cli("index").exit_code == 0
-    from cmem_cli.store.repository import Store
+    from cmem_cli.store.keyword import KeywordSearch
 
     def locked(*args, **kwargs):
         raise DatabaseBusy("the database is locked: another cmem is writing")
 
-    monkeypatch.setattr(Store, "search_summaries", locked)
+    monkeypatch.setattr(KeywordSearch, "summaries", locked)
     out = cli("search", "token refresh")
     assert out.exit_code == EXIT_BUSY
     assert out.stderr.strip().splitlines() == ["cmem: the database is locked: another cmem is writing"]

@@ -36,28 +36,28 @@ def test_a_bulk_import_stores_what_single_writes_would(cli, home, monkeypatch, b
     memory = Memory.open(load_config())
     try:
         expected = memory.expected_files()
-        rows = [memory.store.get_observation(i) for i in memory.store.all_observation_ids()]
+        rows = [memory.store.observations.get(i) for i in memory.store.observations.all_ids()]
         assert [r["title"] for r in rows] == [
             "plain note 0", "plain note 1", "plain note 2", "keyed value", "plain note 3", "plain note 4",
             "links back", "given uid", "plain note 5", "plain note 6",
         ]  # fmt: skip
-        assert memory.store.links_from(7)[0]["id"] == 2
+        assert memory.store.links.outgoing(7)[0]["id"] == 2
         on_disk = {
             p.relative_to(memory.export_root).as_posix(): p.read_text(encoding="utf-8")
             for p in memory.export_root.rglob("*.md")
         }
         assert on_disk == expected
         assert {r["path"] for r in rows} == set(expected)
-        hashes = memory.store.file_hashes()
+        hashes = memory.store.export_files.hashes()
         assert hashes == {path: digest.text_hash(text) for path, text in expected.items()}
-        stats = memory.store.file_stats()
+        stats = memory.store.export_files.stats()
         for row in rows:
             path = memory.export_root / row["path"]
             assert row["tokens"] == estimate_tokens(expected[row["path"]])
             assert stats[row["path"]] == (path.stat().st_size, path.stat().st_mtime_ns)
             assert path.stat().st_mode & 0o777 == 0o600
-        assert memory.store.get_observation(1)["facts"] == ["f0"]
-        assert memory.store.get_observation(4)["narrative"] == "replaced"
+        assert memory.store.observations.get(1)["facts"] == ["f0"]
+        assert memory.store.observations.get(4)["narrative"] == "replaced"
     finally:
         memory.close()
     assert cli("doctor", "--json").json()["ok"] is True

@@ -255,9 +255,9 @@ def test_a_relative_home_keeps_its_export_in_home_export_whatever_the_spelling(s
 
 @pytest.mark.parametrize("window_ids", [0, 50_000])
 def test_a_time_window_finds_the_same_rows_whatever_order_ids_are_in(cli, monkeypatch, window_ids):
-    from cmem_cli.store import repository
+    from cmem_cli.store import keyword
 
-    monkeypatch.setattr(repository, "WINDOW_IDS", window_ids)  # 0: no id range, every match looked at
+    monkeypatch.setattr(keyword, "WINDOW_IDS", window_ids)  # 0: no id range, every match looked at
     days = [5, 1, 9, 3, 7, 2, 8]  # ids 1..7, dates out of order (an import of older records)
     records = [
         {"title": f"deploy note {d}", "project": "p", "created_at": f"2026-03-0{d}T12:00:00Z"} for d in days

@@ -58,7 +58,7 @@ def test_a_summary_file_brought_back_does_not_take_its_retired_number(sh, home):
     text = path.read_text()
     store = Store.open(home / "cmem.db")  # another machine forgot it: the row goes, its number retires
     with store.transaction():
-        store.delete_summary(retired)
+        store.summaries.delete(retired)
     store.close()
     path.write_text(text)  # and a backup brings the file back: a new summary here, with a new number
     assert sh("export", "--rebuild", "--json").json()["created"] == 1

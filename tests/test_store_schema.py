@@ -130,7 +130,7 @@ def test_observations_from_before_dates_were_search_terms_get_theirs(tmp_path):
     path = tmp_path / "cmem.db"
     store = Store.open(path)
     with store.transaction():
-        store.insert_observation(
+        store.observations.insert(
             {
                 "title": "Went camping",
                 "type": "discovery",

@@ -562,7 +562,7 @@ def summaries(home: Home) -> dict[str, dict[str, Any]]:
     from cmem_cli.services.writes import Memory
 
     with Memory.open(load_config(home.path)) as memory:
-        return {row["uid"]: row for row in memory.store.summaries(limit=1000)}
+        return {row["uid"]: row for row in memory.store.summaries.recent(limit=1000)}
 
 
 def edit_summary_file(home: Home, uid: str, old: str, new: str, *, mtime: float) -> None:

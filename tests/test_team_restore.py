@@ -42,13 +42,23 @@ def psql(url: str, sql: bytes) -> None:
     assert done.returncode == 0, done.stderr.decode()
 
 
-def restore_database(pg_server: Any, url: str, sql: bytes) -> None:
-    """What an administrator does with last night's pg_dump: drop the database, create it, load it."""
+def restore_database(pg_server: Any, url: str, dumped: bytes) -> None:
+    """What an administrator does with last night's pg_dump: drop the database, create it, load it (a
+    plain dump with psql, one in pg_dump's custom format, ``-Fc``, with pg_restore)."""
     name = url.split("@/", 1)[1].split("?")[0]
     with admin(pg_server) as conn:
         conn.execute(f"DROP DATABASE {name} WITH (FORCE)")
         conn.execute(f"CREATE DATABASE {name}")
-    psql(url, sql)
+    if not dumped.startswith(b"PGDMP"):
+        psql(url, dumped)
+        return
+    done = subprocess.run(
+        [str(bin_path("pg_restore")), "--no-owner", "--exit-on-error", "-d", url],
+        input=dumped,
+        capture_output=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr.decode()
 
 
 TABLES = ("cmem_observations", "cmem_links", "cmem_summaries", "cmem_tombstones", "cmem_sessions",
@@ -174,7 +184,7 @@ def test_a_sync_killed_during_the_re_pull_after_a_restore_converges(
     a.add("Before the backup")
     a.join(team_db)
     b.join(team_db)
-    backup = dump(team_db)
+    backup = dump(team_db, "-Fc")  # restored with pg_restore
     for i in range(3):
         b.add(f"After the backup {i}")
     b.sync()

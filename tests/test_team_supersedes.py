@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.team_helpers import Home
+from tests.team_helpers import Home, server_rows
 
 pytestmark = pytest.mark.postgres  # on the worker of the team tests (tests/conftest.py): one server
 
@@ -40,3 +40,18 @@ def test_a_team_row_that_closes_a_loop_is_broken_alike_on_every_home(
         assert home_.links(old_uid) == []
         briefing = json.loads(home_.ok("context", "-p", "web", "--json"))
         assert [o["uid"] for o in briefing["observations"]] == [new_uid]
+    # the server held the loop too (b's link and a's): each home pushes the memory whose link went again,
+    # so the server loses the loop, no copy is made, and a home that joins now has nothing to break
+    for home_ in (a, b, a):
+        assert home_.sync()["conflicts"] == []
+    assert server_rows(team_db, "SELECT from_uid, to_uid FROM cmem_links WHERE type = 'supersedes'") == [
+        (new_uid, old_uid)
+    ]
+    c = Home(tmp_path / "home-c", capsys, "c")
+    joined = c.join(team_db)
+    assert [note for note in joined["notes"] if "loop" in note] == []
+    assert c.links(new_uid) == [("supersedes", old_uid)] and c.links(old_uid) == []
+    assert sorted(row["title"] for row in c.rows().values()) == [
+        "Cache lives in Redis",
+        "Cache lives in SQLite",
+    ]

@@ -39,7 +39,7 @@ def test_the_resolver_takes_ids_uids_and_unique_prefixes(home):
     uids = ["01KBX7AAAA0000000000000000", "01KBX7AAAB0000000000000000", "01KBX9CCCC0000000000000000"]
     with _store_with(home, uids) as memory:
         store = memory.store
-        ids = {uid: store.observation_by_uid(uid)["id"] for uid in uids}
+        ids = {uid: store.observations.by_uid(uid)["id"] for uid in uids}
         assert resolve_observation(store, 2) == 2 and resolve_observation(store, "2") == 2
         assert resolve_observation(store, uids[0]) == ids[uids[0]]
         assert resolve_observation(store, uids[2].lower()) == ids[uids[2]]  # case does not matter
@@ -201,4 +201,6 @@ def test_a_file_name_tail_is_looked_up_in_an_index_not_by_reading_every_uid(home
                 )
             )
             assert f"USING INDEX {table}_uid_tail" in plan, plan
-        assert memory.store.uid_matches("007ZK3QW") == [("observation", 1, "01KBX7AAAA00000000007ZK3QW")]
+        assert memory.store.observations.uid_matches("007ZK3QW") == [
+            ("observation", 1, "01KBX7AAAA00000000007ZK3QW")
+        ]

@@ -206,9 +206,8 @@ class Memory:
         identity = repository_identity(directory)
         if identity is None:
             return Path(directory).name or None
-        from cmem_cli.store.projects import name_for
-
-        return name_for(self.service.store if claim else self.reader.store, identity, claim=claim)
+        store = self.service.store if claim else self.reader.store
+        return store.projects.name_for(identity, claim=claim)
 
     def default_scope(self, cwd: str | Path | None = None) -> tuple[str | None, str | None]:
         """The project a read that names none covers, and why: ``$CMEM_PROJECT`` (the reason is then None:
@@ -225,9 +224,7 @@ class Memory:
         identity = repository_identity(_cwd(cwd))
         if identity is None:
             return None, "not inside a git repository"
-        from cmem_cli.store.projects import name_for
-
-        return name_for(self.reader.store, identity, claim=False), "this git repository"
+        return self.reader.store.projects.name_for(identity, claim=False), "this git repository"
 
     def _defaults(
         self, project: str | None, agent: str | None, session: str | None, cwd: str | Path | None
@@ -383,7 +380,7 @@ class Memory:
         from cmem_cli.services.details import observation_record
 
         reader = self.reader
-        return Observation.from_json(observation_record(reader, reader.store.get_observation(obs_id)))
+        return Observation.from_json(observation_record(reader, reader.store.observations.get(obs_id)))
 
     # -- the three retrieval layers ------------------------------------------------------------------------
     @_asks
@@ -412,7 +409,7 @@ class Memory:
     def several_machines(self) -> bool:
         """Does this home hold memories written on more than one machine (git sync, a team database)?
         Tables show whose each row is then."""
-        return self.reader.store.several_machines()
+        return self.reader.store.stats.several_machines()
 
     def window(
         self, query: Query | str | None = None, *, limit: int = 2000, cwd: str | Path | None = None
@@ -497,13 +494,13 @@ class Memory:
 
         The one place a prefix is read: every other method takes a session id exactly, as a program passes
         it (``run-1`` is never ``run-10``). A front end resolves the ids people type here first."""
-        return self.reader.store.resolve_session(session_id) if session_id else None
+        return self.reader.store.sessions.resolve(session_id) if session_id else None
 
     def session_status(self, session_id: str) -> str | None:
         """The status (active, completed, ...) of session ``session_id``, None if there is none. Cheaper
         than :meth:`session`, which also counts its observations."""
         try:
-            return str(self.reader.store.get_session(session_id)["status"])
+            return str(self.reader.store.sessions.get(session_id)["status"])
         except NotFound:
             return None
 
@@ -531,7 +528,7 @@ class Memory:
         retrieval; :class:`NotFound` if there is none."""
         if not isinstance(uid, str):
             raise InvalidInput(f"not a uid: {uid!r}")
-        row = self.service.store.observation_by_uid(uid.strip().upper())
+        row = self.service.store.observations.by_uid(uid.strip().upper())
         if row is None:
             raise NotFound(f"no observation with uid {uid}")
         return self._observation(row["id"])
@@ -571,7 +568,7 @@ class Memory:
         from cmem_cli.core.timeutil import to_iso
 
         config = self.config
-        data = self.reader.store.stats()
+        data = self.reader.store.stats.counts()
         data["database"] = str(config.db_path)
         data["export_dir"] = str(config.export_dir)
         data["database_bytes"] = config.db_path.stat().st_size
@@ -586,13 +583,12 @@ class Memory:
         read it off the project's anchored memories) and ``same_as`` (for an older name of a repository,
         kept apart, the name its work goes under now; else None)."""
         from cmem_cli.core.timeutil import to_iso
-        from cmem_cli.store.projects import mapping
 
         store = self.reader.store
-        keys = mapping(store)
+        keys = store.projects.mapping()
         main = {row["key"]: name for name, row in keys.items() if row["main"]}
         out = []
-        for row in store.projects():
+        for row in store.projects.activity():
             known = keys.get(row["project"])
             same_as = main.get(known["key"]) if known and not known["main"] else None
             out.append(
@@ -659,22 +655,22 @@ class Memory:
         from cmem_cli.core.timeutil import to_iso
 
         store = self.reader.store
-        found = store.get_session(session_id)
+        found = store.sessions.get(session_id)
         full = found["session_id"]
         row = _session_json(found)
         row["prompts"] = [
             {"number": p["prompt_number"], "text": p["text"], "created_at": to_iso(p["created_at"])}
-            for p in store.session_prompts(full)
+            for p in store.prompts.of_session(full)
         ]
-        row["summaries"] = [f"S{s['id']}" for s in store.summaries(session=full)]
-        row["observations"] = store.session_observation_count(full)
+        row["summaries"] = [f"S{s['id']}" for s in store.summaries.recent(session=full)]
+        row["observations"] = store.observations.count_in_session(full)
         from cmem_cli.core.results import Session
 
         return Session.from_json(row)
 
     def session_ids(self) -> list[str]:
         """Every session id in the home (the CLI shows each by its shortest unique prefix)."""
-        return list(self.reader.store.session_ids())
+        return list(self.reader.store.sessions.ids())
 
     def sessions(
         self, *, project: str | None = None, status: str | None = None, limit: int = 20
@@ -683,7 +679,7 @@ class Memory:
         ``to_json()`` is what `cmem session list --json` prints."""
         from cmem_cli.core.pages import sessions
 
-        rows = self.reader.store.list_sessions(project=project, status=status, limit=limit)
+        rows = self.reader.store.sessions.recent(project=project, status=status, limit=limit)
         return sessions([_session_json(row) for row in rows])
 
     def add_prompt(
@@ -695,13 +691,13 @@ class Memory:
         return self._prompt(row["id"])
 
     def prompts(self, session: str) -> list[Prompt]:
-        rows = self.service.store.session_prompts(session)
+        rows = self.service.store.prompts.of_session(session)
         return [self._prompt(row["id"]) for row in rows]
 
     def _prompt(self, prompt_id: int) -> Prompt:
         from cmem_cli.services.search import prompt_row
 
-        row = self.service.store.get_prompt(prompt_id)
+        row = self.service.store.prompts.get(prompt_id)
         from cmem_cli.core.results import Prompt
 
         return Prompt.from_json({**prompt_row(row), "text": row["text"]})
@@ -731,14 +727,14 @@ class Memory:
         return self._summary(row["id"])
 
     def summaries(self, *, session: str | None = None, project: str | None = None) -> list[Summary]:
-        rows = self.service.store.summaries(session=session, project=project)
+        rows = self.service.store.summaries.recent(session=session, project=project)
         return [self._summary(row["id"]) for row in rows]
 
     def _summary(self, summary_id: int) -> Summary:
         from cmem_cli.core.fields import SUMMARY_FIELDS
         from cmem_cli.services.search import summary_row
 
-        row = self.service.store.get_summary(summary_id)
+        row = self.service.store.summaries.get(summary_id)
         from cmem_cli.core.results import Summary
 
         return Summary.from_json({**summary_row(row), **{f: row.get(f) for f in SUMMARY_FIELDS}})

@@ -89,7 +89,7 @@ class Recorder:
 
     def has_uid(self, uid: str) -> bool:
         """True when an observation with this uid is stored (no retrieval counted, nothing built)."""
-        return self._memory.service.store.observation_by_uid(uid) is not None
+        return self._memory.service.store.observations.by_uid(uid) is not None
 
     def project_of(self, directory: str) -> str:
         """The project of work done in ``directory`` (its repository's, recorded if new; else the folder's
@@ -113,13 +113,13 @@ class Recorder:
     def prompt_counter(self, session_id: str) -> int | None:
         """The number of the session's latest prompt; None for a session without prompts or no session."""
         try:
-            return int(self._memory.service.store.get_session(session_id)["prompt_counter"]) or None
+            return int(self._memory.service.store.sessions.get(session_id)["prompt_counter"]) or None
         except NotFound:
             return None
 
     def latest_prompt(self, session_id: str) -> str | None:
         """The text of the session's latest prompt, None if it has none."""
-        return self._memory.service.store.latest_prompt_text(session_id)
+        return self._memory.service.store.prompts.latest_text(session_id)
 
     def add_prompt(
         self,

@@ -132,14 +132,24 @@ def _is_prompt(obj: dict[str, Any], blocks: list[dict[str, Any]]) -> str | None:
 
 
 def last_assistant_text(path: Path, max_bytes: int = TAIL_BYTES) -> str | None:
-    """The newest assistant text in a transcript, reading only its tail (the Stop hook's summary)."""
+    """The newest assistant text in a transcript, reading only its tail (the Stop hook's summary). Only a
+    regular file is read, and at most ``max_bytes`` of it: a FIFO or a device named by the payload would
+    hold the hook (and the agent) for ever, or read until memory runs out."""
+    import stat
+
     try:
-        size = path.stat().st_size
-        with open(path, "rb") as fh:
-            fh.seek(max(0, size - max_bytes))
-            data = fh.read()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError:
         return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return None
+        data = os.pread(fd, max_bytes, max(0, info.st_size - max_bytes))
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
     for raw in reversed(data.splitlines()):
         try:
             obj = loads_bounded(raw)

@@ -25,6 +25,7 @@ from cmem_cli.core.files import FileTooLarge, read_regular
 from cmem_cli.core.ids import new_uid
 from cmem_cli.core.timeutil import now_ms, to_date
 from cmem_cli.services import supersession
+from cmem_cli.services.record_shapes import front_matter_problem
 from cmem_cli.services.recovery import recover
 from cmem_cli.services.writes import FileTransaction, Memory
 from cmem_cli.store.records import EDITABLE_FIELDS
@@ -142,9 +143,9 @@ class _Adopter:
 
     def load_state(self) -> None:
         """What cmem last wrote: each file's record, hash and size/mtime."""
-        self.known = self.store.record_paths()
-        self.hashes = self.store.file_hashes()
-        self.stats = self.store.file_stats()
+        self.known = self.store.export_files.record_paths()
+        self.hashes = self.store.export_files.hashes()
+        self.stats = self.store.export_files.stats()
         self.racy_before = time.time_ns() - RACY_NS
 
     # -- finding files ---------------------------------------------------------------------------------
@@ -226,6 +227,9 @@ class _Adopter:
                 return None
             parsed = parse_file(text, relpath)
             parsed.written_at = written_at
+            problem = front_matter_problem(parsed.kind, parsed.meta)
+            if problem is not None:  # a shape cmem never writes: the rule for what git or a team brings
+                raise UnreadableFile(problem)
         except UnreadableFile as exc:
             self.report.invalid.append((relpath, str(exc)))
             return None
@@ -238,7 +242,7 @@ class _Adopter:
             return None
         row = self._row_for(relpath, parsed, known)
         if row is None and parsed.uid and parsed.kind == "observation":
-            forgotten = self.store.forgotten_at(parsed.uid.upper())
+            forgotten = self.store.observations.forgotten_at(parsed.uid.upper())
             if forgotten is not None:
                 self.report.invalid.append(
                     (relpath, f"a copy of memory {parsed.uid}, forgotten here on {to_date(forgotten)}: "
@@ -270,7 +274,7 @@ class _Adopter:
         # written before cmem kept hashes (schema v1): compare with the rendering once, then remember it
         if data != self.memory.render_record(*known).encode("utf-8"):
             return False
-        self.store.record_file(relpath, digest.bytes_hash(data), atomic.stat_key(self.root / relpath))
+        self.store.export_files.record(relpath, digest.bytes_hash(data), atomic.stat_key(self.root / relpath))
         self.hashes[relpath] = digest.bytes_hash(data)
         return True
 
@@ -280,18 +284,18 @@ class _Adopter:
         store = self.store
         if parsed.kind == "summary":
             if parsed.uid:
-                found = store.summary_by_uid(parsed.uid)
+                found = store.summaries.by_uid(parsed.uid)
                 if found is not None:
                     return {**found, "kind": "summary"}
             if known and known[0] == "summary":
-                return {**store.get_summary(known[1]), "kind": "summary"}
+                return {**store.summaries.get(known[1]), "kind": "summary"}
             return None
         if parsed.uid:
-            found = store.observation_by_uid(parsed.uid)
+            found = store.observations.by_uid(parsed.uid)
             if found is not None:
                 return found
         if known and known[0] == "observation" and not (parsed.uid and parsed.has_front_matter):
-            return store.get_observation(known[1])
+            return store.observations.get(known[1])
         return None
 
     def _validate(self, parsed: ParsedFile, row: dict[str, Any] | None) -> dict[str, Any]:
@@ -311,7 +315,7 @@ class _Adopter:
             merged["uid"] = row["uid"]
             record = merged
         prepared = self.memory.prepare(record)
-        known = row if row is not None else self.store.observation_by_uid(prepared.get("uid") or "")
+        known = row if row is not None else self.store.observations.by_uid(prepared.get("uid") or "")
         self.memory.check_key(prepared, known["id"] if known is not None else None)
         if not prepared.get("uid"):
             prepared["created_at"] = prepared.get("created_at") or _edited_at(parsed, None)
@@ -323,7 +327,7 @@ class _Adopter:
         """(uid, type) of the row's links to observations this store does not hold yet (git sync)."""
         if row is None or row.get("kind") == "summary":
             return set()
-        return {(link["uid"], link["type"]) for link in self.store.pending_links_from(row["id"])}
+        return {(link["uid"], link["type"]) for link in self.store.links.pending_from(row["id"])}
 
     def _links_valid(self, relpath: str, parsed: ParsedFile, row: dict[str, Any] | None) -> bool:
         """Every link a file names needs a known type and a target in the store or adopted in this run
@@ -335,7 +339,7 @@ class _Adopter:
                 problem = f"unknown link type {link.get('type')!r} (expected one of: {', '.join(LINK_TYPES)})"
             elif (link["uid"], link["type"]) in waiting:
                 continue
-            elif link["uid"] not in self.staged_uids and self.store.observation_by_uid(link["uid"]) is None:
+            elif link["uid"] not in self.staged_uids and self.store.observations.by_uid(link["uid"]) is None:
                 problem = f"link target {link['uid']} does not exist"
             else:
                 continue
@@ -355,10 +359,10 @@ class _Adopter:
             record = parsed.record
             if row is None:
                 session = record["session"]
-                store.ensure_session(
+                store.sessions.ensure(
                     session, agent=record.get("agent") or "cli", project=record.get("project") or "default"
                 )
-                written = store.insert_summary(
+                written = store.summaries.insert(
                     summary_id=parsed.restore.get("id"),
                     record={
                         **record,
@@ -368,7 +372,7 @@ class _Adopter:
                     },
                 )
             else:
-                written = store.update_summary(row["id"], {**record, "updated_at": _edited_at(parsed, row)})
+                written = store.summaries.update(row["id"], {**record, "updated_at": _edited_at(parsed, row)})
             written = memory.export_summary(written, files, relpath=kept_name)
         else:
             restore = parsed.restore if row is None else None
@@ -400,7 +404,7 @@ class _Adopter:
             waiting = self._waiting(row)
             still_waiting = {(link.get("uid"), link.get("type")) for link in links} & waiting
             for link in links:
-                target = store.observation_by_uid(link["uid"]) if link.get("uid") else None
+                target = store.observations.by_uid(link["uid"]) if link.get("uid") else None
                 if target is None and (link.get("uid"), link.get("type")) in waiting:
                     continue  # still waiting for its target: kept as it is
                 if target is None or target["id"] == obs_id or link.get("type") not in LINK_TYPES:
@@ -412,24 +416,24 @@ class _Adopter:
             if still_waiting != waiting:  # the file no longer names some: they go
                 kept = [
                     link
-                    for link in store.pending_links_from(obs_id)
+                    for link in store.links.pending_from(obs_id)
                     if (link["uid"], link["type"]) in still_waiting
                 ]
-                store.clear_pending_links_from(obs_id)
+                store.links.clear_pending_from(obs_id)
                 for link in kept:
-                    store.add_pending_link(obs_id, link["uid"], link["type"], link["title"], link["href"])
-            current = {(link["id"], link["type"]) for link in store.links_from(obs_id)}
+                    store.links.add_pending(obs_id, link["uid"], link["type"], link["title"], link["href"])
+            current = {(link["id"], link["type"]) for link in store.links.outgoing(obs_id)}
             if wanted == current and still_waiting == waiting:
                 continue
             for target_id, link_type in current - wanted:
-                store.remove_link(obs_id, target_id, link_type)
+                store.links.remove(obs_id, target_id, link_type)
             for target_id, link_type in sorted(wanted - current):
                 broken = supersession.add_arrived_link(store, obs_id, target_id, link_type)
                 if broken is not None:
                     self.report.conflicts.append((relpath, broken.note))
                     if broken.rewrite is not None:
-                        self.memory.export_observation(store.get_observation(broken.rewrite), files)
-            self.memory.export_observation(store.get_observation(obs_id), files)
+                        self.memory.export_observation(store.observations.get(broken.rewrite), files)
+            self.memory.export_observation(store.observations.get(obs_id), files)
 
     def _forget_missing(self, on_disk: set[str], paths: list[Path] | None, files: FileTransaction) -> None:
         """Forget records whose file cmem wrote is gone; never when the whole tree is missing or empty."""
@@ -454,7 +458,7 @@ class _Adopter:
             if (kind, ident) in self.touched:
                 continue  # the file was renamed or moved, not deleted: adopted from its new place
             if kind == "summary":
-                self.store.delete_summary(ident)
+                self.store.summaries.delete(ident)
                 files.delete_after_commit(relpath)
             else:
                 ids.append(ident)

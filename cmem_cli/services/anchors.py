@@ -437,6 +437,8 @@ def from_exported(meta: Any) -> Anchor | None:
     if commit is not None and not (isinstance(commit, str) and gitrepo.is_commit_id(commit)):
         return None
     for path, blob in files.items():
+        if not isinstance(path, str):
+            return None
         parts = path.split("/")
         if not path or path.startswith("/") or "\\" in path or any(p in ("", ".", "..") for p in parts):
             return None
@@ -1065,7 +1067,7 @@ def verify(service: Any, obs_ids: list[int], *, cwd: str) -> list[dict[str, Any]
     with (
         service.write_transaction() as files
     ):  # the file carries the anchor: it is written again (git sync shares it)
-        rows = [store.get_observation(obs_id) for obs_id in dict.fromkeys(obs_ids)]
+        rows = [store.observations.get(obs_id) for obs_id in dict.fromkeys(obs_ids)]
         known = store.anchors.for_ids(obs_ids)
         for row in rows:
             anchor = known.get(row["id"])
@@ -1085,7 +1087,7 @@ def verify(service: Any, obs_ids: list[int], *, cwd: str) -> list[dict[str, Any]
                     )
                 )
                 continue
-            service.export_observation(store.get_observation(row["id"]), files)
+            service.export_observation(store.observations.get(row["id"]), files)
             results.append(
                 {
                     "id": row["id"],
@@ -1111,7 +1113,7 @@ def stale_rows(store: Store, *, project: str | None = None, cwd: str | None = No
     if not stale:
         return []
     rows = []
-    for row in store.observations_oldest_first(stale):
+    for row in store.observations.oldest_first(stale):
         out = observation_row(row)
         out["stale"] = stale[row["id"]].stale
         out["behind"] = stale[row["id"]].behind

@@ -30,7 +30,7 @@ from cmem_cli.core.errors import CmemError, InvalidInput
 from cmem_cli.core.fields import LINKS_MARKER, SUMMARY_FIELDS
 from cmem_cli.core.ids import derived_uid
 from cmem_cli.core.timeutil import now_ms
-from cmem_cli.services import supersession
+from cmem_cli.services import record_shapes, supersession
 from cmem_cli.services.gitrepo import Git
 from cmem_cli.services.writes import FileTransaction, Memory
 from cmem_cli.store.records import MAX_TITLE, parse_link
@@ -76,6 +76,9 @@ def parse_file(memory: Memory, relpath: str, data: bytes, *, keep_times: bool = 
         parsed = reading.parse_file(reading.decode(data), relpath)
     except reading.UnreadableFile as exc:
         raise InvalidInput(str(exc)) from None
+    problem = record_shapes.front_matter_problem(parsed.kind, parsed.meta)
+    if problem is not None:  # a shape cmem never writes: refused whole, as a team row would be
+        raise InvalidInput(problem)
     record = dict(parsed.record)
     if not record.get("project"):
         if len(PurePosixPath(relpath).parts) < 2:
@@ -132,60 +135,60 @@ def apply(
         elif item.kind == "summary":
             _write_summary(memory, files, item)
         else:
-            before = store.observation_by_uid(item.uid) if item.uid else None
+            before = store.observations.by_uid(item.uid) if item.uid else None
             row = _upsert_observation(memory, item, notes)
             if item.anchor is not None:
                 from cmem_cli.services.anchors import adopt_anchor
 
                 adopt_anchor(store, row["id"], item.anchor, memory.scrub_text)
             if before is not None and before["title"] != row["title"]:
-                refresh.update(link["id"] for link in store.links_to(row["id"]))
+                refresh.update(link["id"] for link in store.links.incoming(row["id"]))
             rows.append((item, row))
     for item, row in rows:  # links last: their targets may have arrived in the same batch
-        for link in store.links_from(row["id"]):
-            store.remove_link(row["id"], link["id"], link["type"])
-        store.clear_pending_links_from(row["id"])
+        for link in store.links.outgoing(row["id"]):
+            store.links.remove(row["id"], link["id"], link["type"])
+        store.links.clear_pending_from(row["id"])
         for link in item.links:
-            target = store.observation_by_uid(link["uid"])
+            target = store.observations.by_uid(link["uid"])
             if target is None:  # not here (yet): kept, never dropped (dropping would travel)
-                store.add_pending_link(
+                store.links.add_pending(
                     row["id"], link["uid"], link["type"], link.get("title"), link.get("href")
                 )
             elif target["id"] != row["id"]:
                 broken = supersession.add_arrived_link(store, row["id"], target["id"], link["type"])
                 _note_loop(broken, item, notes, refresh)
     for item, row in rows:  # links that were waiting for one of these
-        for from_id, link_type in store.take_pending_links_to(row["uid"]):
-            if store.find_observation(from_id) is not None and from_id != row["id"]:
+        for from_id, link_type in store.links.take_pending_to(row["uid"]):
+            if store.observations.find(from_id) is not None and from_id != row["id"]:
                 broken = supersession.add_arrived_link(store, from_id, row["id"], link_type)
                 _note_loop(broken, item, notes, refresh)
                 refresh.add(from_id)
     forgotten = 0
-    for _relpath, (kind, uid) in store.uids_at_paths(deleted).items():
+    for _relpath, (kind, uid) in store.export_files.uids_at_paths(deleted).items():
         if uid in arriving:
             continue
         if kind == "summary":
-            summary = store.summary_by_uid(uid)
+            summary = store.summaries.by_uid(uid)
             if summary is not None:
-                store.delete_summary(summary["id"])
+                store.summaries.delete(summary["id"])
         else:
-            gone = store.observation_by_uid(uid)
+            gone = store.observations.by_uid(uid)
             if gone is None:
                 continue
-            refresh.update(link["id"] for link in store.links_to(gone["id"]))
-            store.delete_observation(gone["id"])
+            refresh.update(link["id"] for link in store.links.incoming(gone["id"]))
+            store.observations.delete(gone["id"])
         forgotten += 1
     exported = {row["id"] for _, row in rows}
     for item, row in rows:
-        fresh = store.get_observation(row["id"])
+        fresh = store.observations.get(row["id"])
         fresh = memory.export_observation(fresh, files, relpath=item.relpath if id(item) in named else None)
         if item.relpath and item.relpath != fresh["path"]:
             files.delete_after_commit(item.relpath)
     for item, row in rows:  # links name paths: write linking files again once every target has moved
         if item.links:
-            memory.export_observation(store.get_observation(row["id"]), files)
+            memory.export_observation(store.observations.get(row["id"]), files)
     for obs_id in sorted(refresh - exported):
-        referrer = store.find_observation(obs_id)
+        referrer = store.observations.find(obs_id)
         if referrer is not None:
             memory.export_observation(referrer, files)
     return {"adopted": len(rows), "forgotten": forgotten, "notes": notes}
@@ -205,37 +208,37 @@ def _upsert_observation(memory: Memory, item: Incoming, notes: list[str]) -> dic
     store = memory.store
     record = dict(item.record)
     record.pop("links", None)
-    existing = store.observation_by_uid(record["uid"]) if record.get("uid") else None
+    existing = store.observations.by_uid(record["uid"]) if record.get("uid") else None
     # The write service's key rule (Memory.check_key); a merge cannot refuse another machine's file, so
     # the key is dropped instead, with a note.
-    clash = store.key_holder(
+    clash = store.observations.key_holder(
         record["project"], record.get("key"), besides=existing["id"] if existing else None
     )
     if clash is not None:
         notes.append(f"{item.relpath}: key {record['key']!r} is taken here by {clash['uid']}; dropped")
         record["key"] = None
     if record.get("session"):
-        store.ensure_session(
+        store.sessions.ensure(
             record["session"], agent=record["agent"], project=record["project"], at=record.get("created_at")
         )
     if existing is not None:
-        return store.update_observation(existing["id"], record, updated_at=item.updated_at)
+        return store.observations.update(existing["id"], record, updated_at=item.updated_at)
     record["created_at"] = record.get("created_at") or now_ms()
     record.setdefault("machine", None)  # a file that does not say whose it is was not written here
-    return store.insert_observation(record, updated_at=item.updated_at)
+    return store.observations.insert(record, updated_at=item.updated_at)
 
 
 def _write_summary(memory: Memory, files: FileTransaction, item: Incoming) -> None:
     store = memory.store
     record = item.record
-    existing = store.summary_by_uid(record["uid"])
-    store.ensure_session(record["session"], agent=record["agent"], project=record["project"])
+    existing = store.summaries.by_uid(record["uid"])
+    store.sessions.ensure(record["session"], agent=record["agent"], project=record["project"])
     if existing is not None:
-        store.update_summary(existing["id"], record)
+        store.summaries.update(existing["id"], record)
         summary_id = existing["id"]
     else:  # a file that does not say whose it is was not written here
-        summary_id = store.insert_summary({"machine": None, **record})["id"]
-    row = memory.export_summary(store.get_summary(summary_id), files, relpath=item.relpath)
+        summary_id = store.summaries.insert({"machine": None, **record})["id"]
+    row = memory.export_summary(store.summaries.get(summary_id), files, relpath=item.relpath)
     if item.relpath and item.relpath != row["path"]:
         files.delete_after_commit(item.relpath)
 
@@ -324,7 +327,7 @@ def pending(
     head = head or head_of(git)
     if head is None:
         return None
-    last = memory.store.get_state(LAST_ADOPTED)
+    last = memory.store.state.get(LAST_ADOPTED)
     if last == head:
         return None
     if last and (last == ancestor or git.ok("merge-base", "--is-ancestor", last, head)):
@@ -347,6 +350,41 @@ class Adoption:
     notes: list[str] = field(default_factory=list)
 
 
+def named(memory: Memory, relpath: str) -> tuple[str | None, str | None]:
+    """(uid, machine) as the file at ``relpath`` states them (None, None when it cannot be read): what a
+    report of a file not taken names besides its path."""
+    import os
+    import stat
+
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(memory.export_root / relpath, flags)
+    except OSError:
+        return None, None
+    try:
+        return (
+            record_shapes.who_wrote(os.read(fd, record_shapes.FRONT_MATTER_BYTES))
+            if stat.S_ISREG(os.fstat(fd).st_mode)
+            else (None, None)
+        )
+    except OSError:
+        return None, None
+    finally:
+        os.close(fd)
+
+
+def skipped(data: bytes, reason: str) -> str:
+    """Why an arrived file was not taken, naming the memory and the machine that wrote it as its front
+    matter states them (read without YAML, so a file no parser takes is named too); a file that states
+    neither (a teammate's TEAM.md) is named by its path alone."""
+    uid, machine = record_shapes.who_wrote(data)
+    if uid is None and machine is None:
+        return reason
+    return (
+        f"skipped {uid or 'a memory without a uid'} (written by {machine or 'an unknown machine'}): {reason}"
+    )
+
+
 def adopt_pending(
     memory: Memory, files: FileTransaction, todo: Pending, *, dirty: AbstractSet[str] = frozenset()
 ) -> Adoption:
@@ -355,7 +393,7 @@ def adopt_pending(
     edits) takes them, so they are left alone here."""
     store, root = memory.store, memory.export_root
     result = Adoption()
-    hashes = store.file_hashes()
+    hashes = store.export_files.hashes()
     incoming: list[Incoming] = []
     for relpath in todo.changed:
         if relpath in dirty:
@@ -373,7 +411,7 @@ def adopt_pending(
         try:
             incoming.append(parse_file(memory, relpath, data))
         except CmemError as exc:
-            result.rejected.append((relpath, exc.message))
+            result.rejected.append((relpath, skipped(data, exc.message)))
     deleted = [p for p in todo.deleted if p not in dirty and not (root / p).exists()]
     incoming, result.conflicts = split_duplicates(incoming)
     applied = apply(memory, files, incoming, deleted)
@@ -383,16 +421,16 @@ def adopt_pending(
         applied["notes"],
     )
     remember_rejected(memory, result.rejected, settled=[i.relpath for i in incoming if i.relpath] + deleted)
-    store.set_state(LAST_ADOPTED, todo.head)
+    store.state.set(LAST_ADOPTED, todo.head)
     return result
 
 
 def advance_adopted(memory: Memory, parent: str | None, head: str | None) -> None:
     """A commit cmem made (``head``) holds only what the store holds: if its ``parent`` was adopted, so is
     it (the next sync need not read ``parent..head`` back)."""
-    if memory.store.get_state(LAST_ADOPTED) == parent:
+    if memory.store.state.get(LAST_ADOPTED) == parent:
         with memory.store.transaction():
-            memory.store.set_state(LAST_ADOPTED, head)
+            memory.store.state.set(LAST_ADOPTED, head)
 
 
 def adopt_pending_now(memory: Memory, git: Git, *, dirty: AbstractSet[str] = frozenset()) -> Adoption | None:
@@ -407,7 +445,7 @@ def adopt_pending_now(memory: Memory, git: Git, *, dirty: AbstractSet[str] = fro
 # -- arrived files that cannot be adopted, reported on every sync until fixed or removed --------------------
 def rejected_files(memory: Memory) -> dict[str, str]:
     try:
-        value = json.loads(memory.store.get_state(REJECTED) or "{}")
+        value = json.loads(memory.store.state.get(REJECTED) or "{}")
     except ValueError:
         return {}
     return value if isinstance(value, dict) else {}
@@ -423,7 +461,7 @@ def remember_rejected(
     for relpath in settled:
         current.pop(relpath, None)
     current.update(dict(rejected))
-    memory.store.set_state(REJECTED, json.dumps(current, sort_keys=True) if current else None)
+    memory.store.state.set(REJECTED, json.dumps(current, sort_keys=True) if current else None)
 
 
 def still_rejected(memory: Memory, *, prune: bool = True) -> list[tuple[str, str]]:
@@ -432,9 +470,9 @@ def still_rejected(memory: Memory, *, prune: bool = True) -> list[tuple[str, str
     current = rejected_files(memory)
     if not current:
         return []
-    known = memory.store.record_paths()
+    known = memory.store.export_files.record_paths()
     keep = {p: r for p, r in current.items() if (memory.export_root / p).is_file() and p not in known}
     if prune and keep != current:
         with memory.store.transaction():
-            memory.store.set_state(REJECTED, json.dumps(keep, sort_keys=True) if keep else None)
+            memory.store.state.set(REJECTED, json.dumps(keep, sort_keys=True) if keep else None)
     return sorted(keep.items())

@@ -14,7 +14,6 @@ from typing import Any, cast
 from cmem_cli.core.text import TYPE_ICONS, escape_control, estimate_tokens
 from cmem_cli.core.timeutil import now_ms, to_date, to_iso
 from cmem_cli.services.activity import fold
-from cmem_cli.store import briefing
 from cmem_cli.store.repository import Store
 
 DEFAULT_BUDGET = 1_500
@@ -94,17 +93,17 @@ def usefulness(row: dict[str, Any], now: int) -> float:
 
 def _last_session(store: Store, project: str | None, exclude_session: str | None) -> dict[str, Any] | None:
     """The newest summary (and its session's next steps) from a session other than the current one."""
-    for summary in store.summaries(project=project, limit=20):
+    for summary in store.summaries.recent(project=project, limit=20):
         if summary["session"] != exclude_session:
-            return {"summary": summary, "session": briefing.session_outcome(store, summary["session"])}
-    session = briefing.latest_outcome(store, project, besides=exclude_session)
+            return {"summary": summary, "session": store.briefing.session_outcome(summary["session"])}
+    session = store.briefing.latest_outcome(project, besides=exclude_session)
     return {"summary": None, "session": session} if session else None
 
 
 def _candidates(store: Store, project: str | None) -> list[dict[str, Any]]:
     """The newest observations of ``project``, only the columns ranking and the index need (narratives can be
     large; a SessionStart hook must not read 200 of them); a memory a newer one replaced is left out."""
-    return cast(list[dict[str, Any]], briefing.current_observations(store, project, limit=CANDIDATES))
+    return cast(list[dict[str, Any]], store.briefing.current_observations(project, limit=CANDIDATES))
 
 
 def _ranked(rows: list[dict[str, Any]], now: int) -> list[dict[str, Any]]:
@@ -151,7 +150,7 @@ def _summary_lines(last: dict[str, Any], char_budget: int) -> list[str]:
 
 def _output(store: Store, obs_id: int) -> str:
     """What a captured command printed (its narrative): read for a session's last failed test run only."""
-    row = store.find_observation(obs_id)
+    row = store.observations.find(obs_id)
     return str(row.get("narrative") or "") if row else ""
 
 

@@ -25,11 +25,11 @@ def observation_record(memory: Reader, row: dict[str, Any], *, anchored: bool = 
         record[key] = to_iso(record.get(key))
     record["links"] = [
         {"type": link["type"], "id": link["id"], "uid": link["uid"], "title": link["title"]}
-        for link in memory.store.links_from(row["id"])
+        for link in memory.store.links.outgoing(row["id"])
     ]
     record["linked_from"] = [
         {"type": link["type"], "id": link["id"], "uid": link["uid"], "title": link["title"]}
-        for link in memory.store.links_to(row["id"])
+        for link in memory.store.links.incoming(row["id"])
     ]
     if anchored:
         from cmem_cli.services.anchors import anchor_fields
@@ -56,16 +56,16 @@ def fetch_details(memory: Reader, refs: list[str], *, follow_links: bool = False
             continue
         seen.add((kind, number))
         if kind == "observation":
-            row = store.get_observation(number)
+            row = store.observations.get(number)
             records.append(observation_record(memory, row, anchored=False))
             observation_ids.append(number)
         elif kind == "summary":
-            row = store.get_summary(number)
+            row = store.summaries.get(number)
             records.append(
                 {**summary_row(row), **{f: row.get(f) for f in SUMMARY_FIELDS}, "author": row["author"]}
             )
         else:
-            row = store.get_prompt(number)
+            row = store.prompts.get(number)
             records.append({**prompt_row(row), "text": row["text"], "author": row["author"]})
     if follow_links:
         for record in list(records):
@@ -75,7 +75,7 @@ def fetch_details(memory: Reader, refs: list[str], *, follow_links: bool = False
                 if ("observation", link["id"]) in seen:
                     continue
                 seen.add(("observation", link["id"]))
-                neighbour = observation_record(memory, store.get_observation(link["id"]), anchored=False)
+                neighbour = observation_record(memory, store.observations.get(link["id"]), anchored=False)
                 neighbour["via"] = {"type": link["type"], "from": record["id"]}
                 records.append(neighbour)
                 observation_ids.append(link["id"])
@@ -85,7 +85,7 @@ def fetch_details(memory: Reader, refs: list[str], *, follow_links: bool = False
     for record in records:
         if record["kind"] == "observation":
             record.update(fields[record["id"]])
-    store.record_retrieval(observation_ids)
+    store.observations.record_retrieval(observation_ids)
     now = to_iso(now_ms())
     for record in records:  # show the counts as they are after this retrieval
         if record["kind"] == "observation":

@@ -97,25 +97,24 @@ def _guarded(checks: list[dict[str, Any]], name: str, check: Callable[[], tuple[
 
 
 def run_checks(memory: Memory, *, fix: bool = False) -> dict[str, Any]:
-    from cmem_cli.store import health
 
     store = memory.store
     checks: list[dict[str, Any]] = []
 
     def integrity() -> tuple[bool, str]:
-        problems = health.integrity_problems(store)
+        problems = store.health.integrity_problems()
         return not problems, "; ".join(problems) or "ok"
 
     def foreign_keys() -> tuple[bool, str]:
-        count = health.foreign_key_violations(store)
+        count = store.health.foreign_key_violations()
         return count == 0, f"{count} violation(s)"
 
     def keyword_index() -> tuple[bool, str]:
-        same = health.keyword_index_in_sync(store)
+        same = store.health.keyword_index_in_sync()
         return same, "in sync" if same else "row counts differ"
 
     def schema() -> tuple[bool, str]:
-        missing = health.missing_schema_objects(store)
+        missing = store.health.missing_schema_objects()
         return not missing, "complete" if not missing else "missing: " + ", ".join(missing)
 
     sound = _guarded(checks, "database integrity", integrity)
@@ -168,11 +167,10 @@ def run_checks(memory: Memory, *, fix: bool = False) -> dict[str, Any]:
 def team_checks(memory: Memory) -> list[dict[str, Any]]:
     """A member of a team database: the rows of it this home refused (cmem_cli.team.inbound) and has not
     taken since. Only the server's side can repair them (or a later edit of them by cmem)."""
-    from cmem_cli.store import team_outbox
 
-    if not team_outbox.is_installed(memory.store):
+    if not memory.store.team_outbox.is_installed():
         return []
-    rows = team_outbox.skipped(memory.store)
+    rows = memory.store.team_outbox.skipped()
     described = [f"{r.kind} {r.uid} (written by {r.machine}): {r.reason}" for r in rows]
     detail = f"{len(rows)}" + (": " + "; ".join(described[:5]) if rows else "")
     if rows:
@@ -206,7 +204,7 @@ def _supersedes_loops(memory: Memory, *, fix: bool) -> dict[str, Any]:
     with memory.write_transaction() as files:
         broken = supersession.break_held_loops(store)
         for obs_id in sorted({b.rewrite for b in broken if b.rewrite is not None}):
-            memory.export_observation(store.get_observation(obs_id), files)
+            memory.export_observation(store.observations.get(obs_id), files)
     return {
         "name": "supersedes loops",
         "status": "fixed",
@@ -232,7 +230,7 @@ def export_problems(memory: Memory) -> Findings:
     from cmem_cli.services.arrivals import still_rejected
     from cmem_cli.services.writes import written_as
 
-    records = memory.store.file_records()
+    records = memory.store.export_files.records()
     expected: set[str] = set()
     missing, changed, edited = [], [], []
     for relpath, text in memory.iter_expected_files():
@@ -254,8 +252,13 @@ def export_problems(memory: Memory) -> Findings:
         else:
             changed.append(relpath)
     new = [p.relative_to(memory.export_root).as_posix() for p in memory.orphan_files(expected)]
-    refused = refused_files(memory, [*edited, *new])
-    refused_paths = {path for path, _ in refused}
+    # files git brought that no sync could adopt (a teammate's root TEAM.md: a file of this tree is the
+    # user's own, one that arrived through git is not), until they are fixed or removed, with the reason
+    # sync gave (it names the memory and the machine that wrote it), whatever a local adoption would say
+    arrived = still_rejected(memory, prune=False)
+    arrived_paths = {p for p, _ in arrived}
+    refused = refused_files(memory, [p for p in [*edited, *new] if p not in arrived_paths])
+    refused_paths = {path for path, _ in refused} | arrived_paths
     interrupted = [str(file.name) for file, _ in pending(memory.journal_dir)]
     home = memory.config.home
     debris = [_display(p, home) for p in find_debris(home, memory.export_root)]
@@ -275,9 +278,6 @@ def export_problems(memory: Memory) -> Findings:
         "private modes": [_display(p, home) for p in loose],
     }
     findings: Findings = {name: [(path, None) for path in paths] for name, paths in found.items()}
-    # and files git brought that no sync could adopt (a teammate's root TEAM.md: a file of this tree is
-    # the user's own, one that arrived through git is not), until they are fixed or removed
-    arrived = [(p, why) for p, why in still_rejected(memory, prune=False) if p not in refused_paths]
     findings[NOT_ADOPTED] = sorted([*refused, *arrived])
     return findings
 

@@ -29,12 +29,12 @@ def recover(memory: Memory, *, skip: Path | None = None) -> list[str]:
         if journal_file == skip:
             continue
         if paths is None:
-            paths = store.record_paths()
+            paths = store.export_files.record_paths()
         keep = set()
         for entry in entries:
             path = layout.resolve_inside(root, entry.path)
             if entry.drop:
-                committed = entry.path not in paths and store.file_hash(entry.path) is None
+                committed = entry.path not in paths and store.export_files.hash_of(entry.path) is None
                 if committed and atomic.remove_file(path):
                     atomic.prune_empty_dirs(path.parent, root)
                 continue
@@ -42,7 +42,7 @@ def recover(memory: Memory, *, skip: Path | None = None) -> list[str]:
                 current = digest.bytes_hash(path.read_bytes())
             except FileNotFoundError:
                 continue
-            if current == store.file_hash(entry.path):
+            if current == store.export_files.hash_of(entry.path):
                 keep.add(entry.path)
         restored += undo_entries(root, entries, keep=keep)
         with contextlib.suppress(FileNotFoundError):

@@ -23,7 +23,7 @@ from cmem_cli.services import supersession
 from cmem_cli.services.supersession import Links, StoreLinks
 from cmem_cli.store.repository import Filters as Filters
 from cmem_cli.store.repository import Store
-from cmem_cli.store.supersession import ObservationText, stated_texts
+from cmem_cli.store.supersession import ObservationText
 
 if TYPE_CHECKING:
     from cmem_cli.store.anchors import Anchor
@@ -122,7 +122,7 @@ def keyword_search(
     """Keyword layer: observations, summaries and prompts matching ``query``; listing when no query."""
     check_paging(order, limit, offset)
     if not query or not query.strip():
-        rows = store.list_observations(
+        rows = store.listing.observations(
             filters, limit=limit, offset=offset, order="oldest" if order == "oldest" else "newest"
         )
         listed = [observation_row(r) for r in rows]
@@ -133,10 +133,10 @@ def keyword_search(
     depth = window if order == "relevance" else ALL
     hits = [
         observation_row(r, r["score"])
-        for r in store.search_observations(query, filters, limit=window, order=order)
+        for r in store.search.observations(query, filters, limit=window, order=order)
     ]
-    hits += [summary_row(r, r["score"]) for r in store.search_summaries(query, filters, limit=depth)]
-    hits += [prompt_row(r, r["score"]) for r in store.search_prompts(query, filters, limit=depth)]
+    hits += [summary_row(r, r["score"]) for r in store.search.summaries(query, filters, limit=depth)]
+    hits += [prompt_row(r, r["score"]) for r in store.search.prompts(query, filters, limit=depth)]
     if order == "relevance":
         hits.sort(key=lambda h: -(h["score"] or 0))
     else:
@@ -166,7 +166,7 @@ def resolve_observation(store: Store, ref: int | str) -> int:
     text = str(ref).strip()
     if text.isascii() and text.isdigit():
         number = int(text)
-        if _maybe_tail(text) and store.find_observation(number) is None:
+        if _maybe_tail(text) and store.observations.find(number) is None:
             return _tail_or(store, text, ("observation", number), summaries=False)[1]
         return number
     if not _UID_PREFIX.match(text):
@@ -182,7 +182,7 @@ def resolve_uid(store: Store, text: str, *, summaries: bool) -> tuple[str, int]:
     starts with it, or ends with it as a file name shows it. NotFound when none does; InvalidInput when
     several do (naming them), or when it names a summary and ``summaries`` is off."""
     wanted = text.strip().upper()
-    found = store.uid_matches(wanted)
+    found = store.observations.uid_matches(wanted)
     exact = [c for c in found if c[2] == wanted]
     usable = [c for c in exact or found if summaries or c[0] == "observation"]
     if not usable and (exact or found):
@@ -239,7 +239,7 @@ def resolve_ref(store: Store, ref: str, forms: str = GET_FORMS) -> tuple[str, in
 
 def _exists(store: Store, kind: str, number: int) -> bool:
     try:
-        {"observation": store.get_observation, "summary": store.get_summary, "prompt": store.get_prompt}[
+        {"observation": store.observations.get, "summary": store.summaries.get, "prompt": store.prompts.get}[
             kind
         ](number)
     except NotFound:
@@ -266,12 +266,12 @@ def timeline(store: Store, ref: str, *, before: int = 5, after: int = 5) -> dict
         raise InvalidInput(f"{ref} is a document: documents have no timeline (`cmem get {ref}` shows it)")
     kind, number = resolve_ref(store, ref, TIMELINE_FORMS)
     if kind == "observation":
-        anchor = store.get_observation(number)
+        anchor = store.observations.get(number)
     elif kind == "summary":
-        anchor = store.get_summary(number)
+        anchor = store.summaries.get(number)
     else:
-        anchor = store.get_prompt(number)
-    items = store.timeline_around(
+        anchor = store.prompts.get(number)
+    items = store.listing.timeline_around(
         anchor["project"], anchor["created_at"], (kind, number), before=before, after=after
     )
     rows = []
@@ -487,13 +487,13 @@ class HomeSource(StoreLinks):
     def listing(self, filters: Filters, *, limit: int, offset: int, order: str) -> list[dict[str, Any]]:
         if self.collections and MEMORIES not in self.collections:
             return []
-        rows = self.store.list_observations(
+        rows = self.store.listing.observations(
             filters, limit=limit, offset=offset, order="oldest" if order == "oldest" else "newest"
         )
         return [observation_row(r) for r in rows]
 
     def replies(self, obs_ids: list[Any], filters: Filters) -> dict[Any, Any]:
-        return self.store.replies(obs_ids, filters)
+        return self.store.listing.replies(obs_ids, filters)
 
     def anchors(self, obs_ids: list[Any]) -> dict[Any, Anchor]:
         return self.store.anchors.for_ids(obs_ids) if obs_ids else {}
@@ -537,7 +537,7 @@ class HomeSource(StoreLinks):
         missing = [
             h.uid for h in results if h.kind == "observation" and h.uid and f"obs:{h.uid}" not in by_key
         ]
-        found = store.observations_by_uids(missing)
+        found = store.observations.by_uids(missing)
         rows: list[dict[str, Any]] = []
         for hit in results:
             row = by_key.get(hit.key)
@@ -572,7 +572,7 @@ def _fresh(store: Store, hits: StoreHits, filters: Filters, recent: bool) -> lis
     question may match by meaning alone."""
     out = [(key, hits.by_key[key].get("path")) for key, _ in hits.ranked if key.startswith("obs:")]
     if recent:
-        rows = store.list_observations(filters, limit=RECENT, order="newest")
+        rows = store.listing.observations(filters, limit=RECENT, order="newest")
         out += [(f"obs:{row['uid']}", row.get("path")) for row in rows]
     return out
 
@@ -591,9 +591,9 @@ def _store_hits(
 ) -> StoreHits:
     """Observations and summaries (``memories``: cmem's own collection is searched) and prompts (not files
     of any collection: ``prompts_too`` when no collection is named), keyed as the index keys them."""
-    observations = store.search_observations(query, filters, limit=depth) if memories else []
-    summaries = store.search_summaries(query, filters, limit=depth) if memories else []
-    prompts = store.search_prompts(query, filters, limit=depth) if prompts_too else []
+    observations = store.search.observations(query, filters, limit=depth) if memories else []
+    summaries = store.search.summaries(query, filters, limit=depth) if memories else []
+    prompts = store.search.prompts(query, filters, limit=depth) if prompts_too else []
     by_key: dict[str, dict[str, Any]] = {}
     ranked: list[tuple[str, float]] = []
     for row in observations:
@@ -659,10 +659,10 @@ def phrase_first(store: Store, rows: list[dict[str, Any]], query: str) -> list[d
     phrase = exact_phrase(query)
     if phrase is None:
         return rows
-    held = store.holding_phrase(phrase, [r["id"] for r in rows if r["kind"] == "observation"])
+    held = store.search.holding_phrase(phrase, [r["id"] for r in rows if r["kind"] == "observation"])
     named = symbol(query)
     if named is not None and held:
-        written = {t.id for t in stated_texts(store, held) if named in "\n".join(_stated(t))}
+        written = {t.id for t in store.supersession.stated_texts(held) if named in "\n".join(_stated(t))}
         held = written or held
     if not held:
         return rows
@@ -678,7 +678,7 @@ REPLY_HEAD = 100  # the rows whose questions bring their replies along
 
 
 def with_replies(
-    store: Store | Source, rows: list[dict[str, Any]], filters: Filters, *, head: int, explain: bool = False
+    source: Source, rows: list[dict[str, Any]], filters: Filters, *, head: int, explain: bool = False
 ) -> list[dict[str, Any]]:
     """Each bare question among the first ``head`` rows preceded by its reply, when the reply is a hit too.
 
@@ -692,7 +692,7 @@ def with_replies(
     """
     asking = [r["id"] for r in rows[:head] if r["kind"] == "observation" and "?" in (r["title"] or "")]
     found = {r["id"]: r for r in rows if r["kind"] == "observation"}
-    replies = {q: r for q, r in store.replies(asking, filters).items() if r in found}
+    replies = {q: r for q, r in source.replies(asking, filters).items() if r in found}
     if not replies:
         return rows
     keys = [(r["kind"], r["id"]) for r in rows]
@@ -727,5 +727,5 @@ def replies_first(keys: Sequence[K], replies: Mapping[K, K]) -> list[K]:
 
 
 def _summary_by_path(store: Store, path: str) -> dict[str, Any] | None:
-    row = store.summary_by_path(path)
+    row = store.summaries.by_path(path)
     return summary_row(row) if row else None

@@ -16,7 +16,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Protocol
 
-from cmem_cli.store import supersession as links
 from cmem_cli.store.repository import Filters, Store
 from cmem_cli.store.supersession import SUPERSEDES, ObservationText
 
@@ -50,14 +49,14 @@ class StoreLinks:
         self.store, self.make_row = store, make_row
 
     def successors(self, ids: Iterable[Any]) -> dict[Any, Any]:
-        return links.newest_successors(self.store, ids)
+        return self.store.supersession.newest_successors(ids)
 
     def passing(self, ids: set[Any], filters: Filters) -> dict[Any, dict[str, Any]]:
         stored = _passing(self.store, ids, filters)
         return {i: self.make_row(row) for i, row in stored.items()} if self.make_row else stored
 
     def stated_texts(self, ids: list[Any]) -> list[ObservationText]:
-        return links.stated_texts(self.store, ids)
+        return self.store.supersession.stated_texts(ids)
 
 
 def _links(source: Store | Links) -> Links:
@@ -128,7 +127,7 @@ def inferred(store: Store | Links, rows: list[dict[str, Any]], query: str) -> di
     return updates.infer(head, texts, when, query)
 
 
-def _text_parts(row: links.ObservationText) -> list[str]:
+def _text_parts(row: ObservationText) -> list[str]:
     # a title cut from the narrative's start (an imported message) would be read twice
     parts = [row.narrative] if row.narrative.startswith(row.title) else [row.title, row.narrative]
     return [p for p in (*parts, row.subtitle, *row.facts) if p]
@@ -232,7 +231,9 @@ def _passing(store: Store, obs_ids: set[int], filters: Filters) -> dict[int, dic
     """The stored rows of ``obs_ids`` that match ``filters`` (type, project, dates...)."""
     if not obs_ids:
         return {}
-    return {obs_id: store.get_observation(obs_id) for obs_id in links.ids_passing(store, obs_ids, filters)}
+    return {
+        obs_id: store.observations.get(obs_id) for obs_id in store.supersession.ids_passing(obs_ids, filters)
+    }
 
 
 def would_cycle(store: Store, new_id: int, old_id: int) -> bool:
@@ -269,14 +270,14 @@ def add_arrived_link(store: Store, from_id: int, to_id: int, link_type: str) -> 
     loop's oldest memory (by creation, then uid) goes, as an older memory cannot have replaced a newer one
     in the same chain. Returns how it was broken, None when nothing closed a loop."""
     if link_type != SUPERSEDES:
-        store.add_link(from_id, to_id, link_type)
+        store.links.add(from_id, to_id, link_type)
         return None
     chain = _chain(store, from_id, to_id)
     if chain is None:
-        store.add_link(from_id, to_id, link_type)
+        store.links.add(from_id, to_id, link_type)
         return None
     loop = {from_id: to_id, **chain}  # each memory of the loop -> the one it supersedes
-    rows = {i: store.get_observation(i) for i in loop}
+    rows = {i: store.observations.get(i) for i in loop}
     oldest = min(loop, key=lambda i: (rows[i]["created_at"], rows[i]["uid"]))
     note = (
         f"supersedes loop of {len(loop)} memories broken: #{oldest} no longer supersedes #{loop[oldest]} "
@@ -284,8 +285,8 @@ def add_arrived_link(store: Store, from_id: int, to_id: int, link_type: str) -> 
     )
     if oldest == from_id:
         return BrokenLoop(note, None)
-    store.remove_link(oldest, loop[oldest], SUPERSEDES)
-    store.add_link(from_id, to_id, SUPERSEDES)
+    store.links.remove(oldest, loop[oldest], SUPERSEDES)
+    store.links.add(from_id, to_id, SUPERSEDES)
     return BrokenLoop(note, oldest)
 
 
@@ -293,7 +294,7 @@ def held_loops(store: Store) -> list[list[int]]:
     """The ``supersedes`` loops the store holds (each as the memories around it, from its smallest id),
     one per loop found; a store that took loops before arrivals broke them (`cmem doctor` reports them)."""
     graph: dict[int, list[int]] = {}
-    for new, old in links.all_superseding_links(store):
+    for new, old in store.supersession.all_superseding_links():
         graph.setdefault(new, []).append(old)
     found: list[list[int]] = []
     seen: set[tuple[int, ...]] = set()
@@ -336,10 +337,10 @@ def break_held_loops(store: Store) -> list[BrokenLoop]:
         if not loops:
             break
         loop = loops[0]
-        rows = {i: store.get_observation(i) for i in loop}
+        rows = {i: store.observations.get(i) for i in loop}
         oldest = min(loop, key=lambda i: (rows[i]["created_at"], rows[i]["uid"]))
         replaced = loop[(loop.index(oldest) + 1) % len(loop)]
-        store.remove_link(oldest, replaced, SUPERSEDES)
+        store.links.remove(oldest, replaced, SUPERSEDES)
         broken.append(
             BrokenLoop(
                 f"supersedes loop of {len(loop)} memories broken: #{oldest} no longer supersedes #{replaced} "
@@ -356,7 +357,9 @@ def _chain(store: Store, from_id: int, to_id: int) -> dict[int, int] | None:
     replaced: dict[int, int] = {}  # a superseder found -> the memory it supersedes, toward from_id
     frontier = {from_id}
     while frontier and len(replaced) < 10_000:
-        found = [(new, old) for new, old in links.superseding_links(store, frontier) if new not in replaced]
+        found = [
+            (new, old) for new, old in store.supersession.superseding_links(frontier) if new not in replaced
+        ]
         for new, old in found:
             replaced.setdefault(new, old)
         if to_id in replaced:
@@ -371,14 +374,14 @@ def _chain(store: Store, from_id: int, to_id: int) -> dict[int, int] | None:
 
 def successors_all(store: Store, obs_ids: set[int]) -> set[int]:
     """Every memory that directly supersedes one of ``obs_ids``."""
-    return links.superseders(store, obs_ids)
+    return store.supersession.superseders(obs_ids)
 
 
 def inherit_retrievals(store: Store, new_id: int, old_id: int) -> None:
     """The successor takes over how often the replaced memory was used (``get``): the count says the
     subject matters, and the replaced memory will no longer be what people read. Inside the caller's
     transaction; the replaced memory keeps its own count."""
-    links.inherit_retrievals(store, new_id, old_id)
+    store.supersession.inherit_retrievals(new_id, old_id)
 
 
 def notice(record: dict[str, Any]) -> str:

@@ -13,7 +13,6 @@ from typing import Any
 from cmem_cli.core.fields import SUMMARY_FIELDS
 from cmem_cli.core.timeutil import to_iso
 from cmem_cli.services.search import observation_row, prompt_row, summary_row
-from cmem_cli.store import window as rows_of
 from cmem_cli.store.repository import Filters, Store
 
 COUNT_BOUND = 100_000  # count matches up to here; past it the page says "more than 100,000"
@@ -36,14 +35,14 @@ def window(
     ``possibly_superseded_by``."""
     from cmem_cli.services import anchors
 
-    found = rows_of.observations(store, filters, query, limit=limit + 1)
+    found = store.window.observations(filters, query, limit=limit + 1)
     capped = len(found) > limit
     found = found[:limit]
     span = filters
     if capped and found:  # prompts and summaries over the span the kept observations cover
         span = Filters(**{**filters.fields(), "since": found[-1]["created_at"]})
-    prompts = rows_of.prompts(store, span, query, limit=limit)
-    summaries = rows_of.summaries(store, span, query, limit=limit)
+    prompts = store.window.prompts(span, query, limit=limit)
+    summaries = store.window.summaries(span, query, limit=limit)
 
     items = anchors.annotate(store, [_observation(row, export_dir) for row in found], cwd=cwd)
     behind = anchors.unmerged(store, [item["id"] for item in items if item["branch"]], cwd=cwd)
@@ -54,11 +53,11 @@ def window(
     items.sort(key=_newest_first, reverse=True)
 
     shown = {row["id"] for row in found}
-    links = rows_of.links_touching(store, shown)
+    links = store.window.links_touching(shown)
     others = {
         row["id"]: {**row, "created_at": to_iso(row["created_at"])}
-        for row in rows_of.observation_heads(
-            store, {end for link in links for end in (link["from_id"], link["to_id"])} - shown
+        for row in store.window.observation_heads(
+            {end for link in links for end in (link["from_id"], link["to_id"])} - shown
         )
     }
     _mark_replaced([item for item in items if item["kind"] == "observation"], links, others)
@@ -66,10 +65,10 @@ def window(
     session_ids = {item["session"] for item in items if item.get("session")}
     total = len(found)
     if capped:
-        total = rows_of.count_observations(store, filters, query, bound=COUNT_BOUND)
+        total = store.window.count_observations(filters, query, bound=COUNT_BOUND)
     return {
         "items": items,
-        "sessions": {row["session_id"]: _session(row) for row in rows_of.sessions(store, session_ids)},
+        "sessions": {row["session_id"]: _session(row) for row in store.window.sessions(session_ids)},
         "links": [{"from": link["from_id"], "to": link["to_id"], "type": link["type"]} for link in links],
         "others": others,
         "observations": {
@@ -126,7 +125,7 @@ def _mark_possibly_replaced(
 
     found: dict[int, int] = {}
     if query and observations:
-        head = [observation_row(row) for row in store.search_observations(query, filters, limit=updates.HEAD)]
+        head = [observation_row(row) for row in store.search.observations(query, filters, limit=updates.HEAD)]
         supersession.annotate(store, head)
         found = supersession.inferred(store, head, query)
     for observation in observations:

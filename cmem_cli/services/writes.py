@@ -94,13 +94,13 @@ class FileTransaction:
                 self.written.add(relpath)
         except OSError as exc:
             raise StorageError(f"cannot write {path}: {exc.strerror}") from None
-        self.store.record_files(recorded)
+        self.store.export_files.record_many(recorded)
 
     def delete_after_commit(self, relpath: str | None) -> None:
         if relpath and relpath not in self.written:
             layout.resolve_inside(self.root, relpath)  # refuse a path outside the tree before noting it
             self.journal.before_drop(relpath)
-            self.store.forget_file(relpath)
+            self.store.export_files.forget(relpath)
             self.to_delete.append(relpath)
 
     def rollback(self) -> None:
@@ -315,7 +315,7 @@ class Memory:
             texts.append((row["path"], text))
             anchors.append(anchor)
         files.write_many(texts)
-        rows = self.store.insert_new_observations(made)
+        rows = self.store.observations.insert_new(made)
         store = self.store.anchors
         for row, anchor in zip(rows, anchors, strict=True):
             if anchor is not None:
@@ -334,7 +334,7 @@ class Memory:
                 spans[record["session"]] = (first, min(low, at), max(high, at))
         for session, (first, low, high) in spans.items():
             for at in (low, high):
-                self.store.ensure_session(session, agent=first["agent"], project=first["project"], at=at)
+                self.store.sessions.ensure(session, agent=first["agent"], project=first["project"], at=at)
 
     def store_observation(
         self,
@@ -357,19 +357,19 @@ class Memory:
         it in git from there; else ``anchor``, the code anchor an adopted file states, is taken."""
         store = self.store
         if record.get("session") and not session_ready:
-            store.ensure_session(
+            store.sessions.ensure(
                 record["session"],
                 agent=record["agent"],
                 project=record["project"],
                 at=record.get("created_at"),
             )
-        existing = store.observation_by_uid(record["uid"]) if record.get("uid") else None
+        existing = store.observations.by_uid(record["uid"]) if record.get("uid") else None
         if existing is None and record.get("key"):
-            existing = store.observation_by_key(record["project"], record["key"])  # a key replaces
+            existing = store.observations.by_key(record["project"], record["key"])  # a key replaces
         elif existing is not None:
             self.check_key(record, existing["id"])
         if existing is not None:
-            row = store.update_observation(existing["id"], record, updated_at=updated_at)
+            row = store.observations.update(existing["id"], record, updated_at=updated_at)
             relpath = None
             if row["title"] != existing["title"]:
                 self._refresh_referrers(row["id"], files)
@@ -377,7 +377,7 @@ class Memory:
             created = record.get("created_at") or now_ms()
             record = {**record, "created_at": created, "uid": record.get("uid") or new_uid(created)}
             relpath = relpath or layout.observation_relpath(record)
-            row = store.insert_observation(record, path=relpath, restore=restore)
+            row = store.observations.insert(record, path=relpath, restore=restore)
         for link in record.get("links") or []:
             self._add_link(row["id"], self._resolve_link_target(link), link["type"])
         made: Any = _STORED
@@ -397,16 +397,16 @@ class Memory:
         """The one key rule of every write that names its observation (an edit, a uid, a file): a project's
         key belongs to one observation, so giving observation ``obs_id`` (None: a new one) a key another
         holds is :class:`InvalidInput`. (A new record without a uid replaces the key's holder instead.)"""
-        holder = self.store.key_holder(record["project"], record.get("key"), besides=obs_id)
+        holder = self.store.observations.key_holder(record["project"], record.get("key"), besides=obs_id)
         if holder is not None:
             raise InvalidInput(f"key {record['key']!r} is already used by observation {holder['id']}")
 
     def _resolve_link_target(self, link: dict[str, Any]) -> int:
         if "id" in link:
-            if self.store.find_observation(link["id"]) is None:
+            if self.store.observations.find(link["id"]) is None:
                 raise NotFound(f"link target {link['id']} does not exist")
             return link["id"]
-        target = self.store.observation_by_uid(link["uid"])
+        target = self.store.observations.by_uid(link["uid"])
         if target is None:
             raise NotFound(f"link target {link['uid']} does not exist")
         return target["id"]
@@ -421,15 +421,15 @@ class Memory:
         """The row's outgoing links as its file lists them (``links``, ``pending``: already read, else asked
         for; :func:`cmem_export.markdown.link_entries`). A link to a uid this store does not hold yet (git
         sync) is listed as its file showed it."""
-        held = self.store.links_from(row["id"]) if links is None else links
-        waiting = self.store.pending_links_from(row["id"]) if pending is None else pending
+        held = self.store.links.outgoing(row["id"]) if links is None else links
+        waiting = self.store.links.pending_from(row["id"]) if pending is None else pending
         return markdown.link_entries([*held, *({**link, "path": None} for link in waiting)], relpath)
 
     def _refresh_referrers(self, obs_id: int, files: FileTransaction) -> None:
         """Write again the files that link to ``obs_id``: they show its title."""
-        for link in self.store.links_to(obs_id):
+        for link in self.store.links.incoming(obs_id):
             if link["id"] != obs_id:
-                self.export_observation(self.store.get_observation(link["id"]), files)
+                self.export_observation(self.store.observations.get(link["id"]), files)
 
     def export_observation(
         self,
@@ -456,7 +456,7 @@ class Memory:
         if row.get("path") and row["path"] != relpath:
             files.delete_after_commit(row["path"])
         if relpath != row.get("path") or tokens != row.get("tokens"):
-            self.store.set_export(row["id"], relpath, tokens)
+            self.store.observations.set_export(row["id"], relpath, tokens)
             row["path"], row["tokens"] = relpath, tokens
         return row
 
@@ -474,12 +474,12 @@ class Memory:
         """Apply field changes (same names as the JSON record) and re-export. With ``cwd`` (where the
         caller works), files the edit adds are anchored and those it drops leave the anchor."""
         with self.write_transaction() as files:
-            current = self.store.get_observation(obs_id)
+            current = self.store.observations.get(obs_id)
             merged = {k: current.get(k) for k in EDITABLE_FIELDS}
             merged.update(changes)
             prepared = normalize_observation(self._scrub_record(merged))
             self.check_key(prepared, obs_id)
-            row = self.store.update_observation(obs_id, prepared)
+            row = self.store.observations.update(obs_id, prepared)
             for link in prepared.get("links") or []:
                 self._add_link(obs_id, self._resolve_link_target(link), link["type"])
             if cwd is not None:
@@ -495,9 +495,9 @@ class Memory:
         if link_type not in LINK_TYPES:
             raise InvalidInput(f"unknown link type {link_type!r} (expected one of: {', '.join(LINK_TYPES)})")
         with self.write_transaction() as files:
-            row = self.store.get_observation(from_id)
+            row = self.store.observations.get(from_id)
             if remove:
-                if not self.store.remove_link(from_id, to_id, link_type):
+                if not self.store.links.remove(from_id, to_id, link_type):
                     raise NotFound(f"no {link_type} link from {from_id} to {to_id}")
             else:
                 self._add_link(from_id, to_id, link_type)
@@ -510,7 +510,7 @@ class Memory:
 
         if link_type == supersession.SUPERSEDES and supersession.would_cycle(self.store, from_id, to_id):
             raise InvalidInput(f"observation {to_id} already supersedes {from_id} (directly or by a chain)")
-        if self.store.add_link(from_id, to_id, link_type) and link_type == supersession.SUPERSEDES:
+        if self.store.links.add(from_id, to_id, link_type) and link_type == supersession.SUPERSEDES:
             supersession.inherit_retrievals(self.store, from_id, to_id)
 
     def forget(self, obs_ids: Iterable[int]) -> list[int]:
@@ -522,13 +522,13 @@ class Memory:
 
     def forget_rows(self, ids: list[int], files: FileTransaction) -> None:
         """``forget`` inside the caller's write transaction."""
-        rows = [self.store.get_observation(i) for i in ids]
-        referrers = {link["id"] for i in ids for link in self.store.links_to(i)} - set(ids)
+        rows = [self.store.observations.get(i) for i in ids]
+        referrers = {link["id"] for i in ids for link in self.store.links.incoming(i)} - set(ids)
         for row in rows:
-            self.store.delete_observation(row["id"])
+            self.store.observations.delete(row["id"])
             files.delete_after_commit(row["path"])
         for referrer in sorted(referrers):
-            self.export_observation(self.store.get_observation(referrer), files)
+            self.export_observation(self.store.observations.get(referrer), files)
 
     # -- sessions, prompts, summaries -------------------------------------------------------------------
     def ensure_session(
@@ -545,8 +545,8 @@ class Memory:
         session_id = _required_text("session id", session_id)
         with self.store.transaction():
             if resume:
-                self.store.reopen_session(session_id)
-            return self.store.ensure_session(
+                self.store.sessions.reopen(session_id)
+            return self.store.sessions.ensure(
                 session_id,
                 agent=agent,
                 project=project,
@@ -559,7 +559,7 @@ class Memory:
         characters, in one transaction; a session that does not exist is left alone."""
         with self.store.transaction():
             for session_id, label in labels.items():
-                self.store.label_session(session_id, (self.scrub_text(label) or "")[:500] or None)
+                self.store.sessions.label(session_id, (self.scrub_text(label) or "")[:500] or None)
 
     def end_session(
         self,
@@ -572,7 +572,7 @@ class Memory:
         if status not in SESSION_STATUSES:
             raise InvalidInput(f"unknown status {status!r} (expected one of: {', '.join(SESSION_STATUSES)})")
         with self.store.transaction():
-            return self.store.end_session(
+            return self.store.sessions.end(
                 session_id,
                 status=status,
                 outcome=self.scrub_text(outcome),
@@ -590,11 +590,11 @@ class Memory:
     ) -> dict[str, Any]:
         text = self.prepare_prompt(text)
         with self.store.transaction():
-            session = self.store.ensure_session(
+            session = self.store.sessions.ensure(
                 session_id, agent=agent or "cli", project=project or "default", at=created_at
             )
-            number = self.store.next_prompt_number(session_id)
-            return self.store.insert_prompt(
+            number = self.store.sessions.next_prompt_number(session_id)
+            return self.store.prompts.insert(
                 session=session_id,
                 number=number,
                 text=text,
@@ -657,10 +657,10 @@ class Memory:
     ) -> dict[str, Any]:
         values = self.prepare_summary(fields)
         with self.write_transaction() as files:
-            session = self.store.ensure_session(
+            session = self.store.sessions.ensure(
                 session_id, agent=agent or "cli", project=project or "default"
             )
-            row = self.store.insert_summary(
+            row = self.store.summaries.insert(
                 {
                     **values,
                     "session": session_id,
@@ -700,7 +700,7 @@ class Memory:
         if row.get("path") and row["path"] != relpath:
             files.delete_after_commit(row["path"])
         if row.get("path") != relpath:
-            self.store.set_summary_path(row["id"], relpath)
+            self.store.summaries.set_path(row["id"], relpath)
         row["path"] = relpath
         return row
 
@@ -713,11 +713,11 @@ class Memory:
         """:meth:`expected_files` one file at a time, the store read a page at a time: a whole-store pass
         holds one page of rows, not a million rendered files."""
 
-        links = self.store.all_links_from()
-        pending = self.store.all_pending_links()
+        links = self.store.links.all_outgoing()
+        pending = self.store.links.all_pending()
         anchors = self.store.anchors
         page: list[dict[str, Any]] = []
-        for row in itertools.chain(self.store.iter_observations(), [None]):
+        for row in itertools.chain(self.store.observations.iter_all(), [None]):
             if row is not None:
                 page.append(row)
                 if len(page) < EXPECTED_PAGE:
@@ -731,15 +731,15 @@ class Memory:
                 front = self._anchor_front(done["id"], anchored.get(done["id"]))
                 yield relpath, markdown.render_observation(done, entries, front)
             page = []
-        for summary_id in self.store.all_summary_ids():
-            row = self.store.get_summary(summary_id)
+        for summary_id in self.store.summaries.all_ids():
+            row = self.store.summaries.get(summary_id)
             yield row["path"] or layout.summary_relpath(row), markdown.render_summary(row)
 
     def render_record(self, kind: str, record_id: int) -> str:
         """The exact text cmem writes for one observation or summary (at its current path)."""
         if kind == "summary":
-            return markdown.render_summary(self.store.get_summary(record_id))
-        row = self.store.get_observation(record_id)
+            return markdown.render_summary(self.store.summaries.get(record_id))
+        row = self.store.observations.get(record_id)
         relpath = row["path"] or layout.observation_relpath(row)
         return markdown.render_observation(
             row, self._link_entries(row, relpath), self._anchor_front(record_id)
@@ -756,14 +756,14 @@ class Memory:
         adoption = adopt_tree(self, forget_deleted=False)
         written = unchanged = 0
         with self.write_transaction(fsync=False) as files:
-            for obs_id in self.store.observation_ids_without_path():
-                row = self.store.get_observation(obs_id)  # names are kept; only a row without one gets it
-                self.store.set_export(obs_id, layout.observation_relpath(row), row["tokens"])
-            for summary_id in self.store.all_summary_ids():
-                row = self.store.get_summary(summary_id)
+            for obs_id in self.store.observations.ids_without_path():
+                row = self.store.observations.get(obs_id)  # names are kept; only a row without one gets it
+                self.store.observations.set_export(obs_id, layout.observation_relpath(row), row["tokens"])
+            for summary_id in self.store.summaries.all_ids():
+                row = self.store.summaries.get(summary_id)
                 if not row["path"]:
-                    self.store.set_summary_path(summary_id, layout.summary_relpath(row))
-            records = self.store.file_records()
+                    self.store.summaries.set_path(summary_id, layout.summary_relpath(row))
+            records = self.store.export_files.records()
             expected: set[str] = set()
             for relpath, text in self.iter_expected_files():
                 expected.add(relpath)
@@ -776,14 +776,16 @@ class Memory:
                     if read_regular(path, len(text.encode("utf-8"))).decode("utf-8") == text:
                         unchanged += 1
                         if record is None or record[0] != digest.text_hash(text) or record[1] is None:
-                            self.store.record_file(relpath, digest.text_hash(text), atomic.stat_key(path))
+                            self.store.export_files.record(
+                                relpath, digest.text_hash(text), atomic.stat_key(path)
+                            )
                         continue
                 except (OSError, UnicodeDecodeError):
                     pass
                 files.write(relpath, text)
                 written += 1
             for relpath in set(records) - expected:
-                self.store.forget_file(relpath)
+                self.store.export_files.forget(relpath)
         return {
             "written": written,
             "unchanged": unchanged,

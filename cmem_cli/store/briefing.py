@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import TypedDict, cast
 
-from cmem_cli.store.repository import Store
+from cmem_cli.store.rows import Repository
 
 _SESSION_COLUMNS = "session_id, status, outcome, next_steps, started_at, last_activity_at"
 
@@ -41,45 +41,48 @@ class BriefCandidate(TypedDict):
     files_modified: list[str]
 
 
-def session_outcome(store: Store, session_id: str) -> SessionOutcome | None:
-    """The session ``session_id`` (exactly), or None."""
-    row = store.db.query_one(f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE session_id = ?", (session_id,))
-    return cast(SessionOutcome, row) if row else None
-
-
 def _of_project(project: str | None) -> tuple[str, tuple[str, ...]]:
     """The condition keeping ``project``'s rows (every project's for None) and its parameters."""
     return ("project = ?", (project,)) if project is not None else ("1", ())
 
 
-def latest_outcome(store: Store, project: str | None, *, besides: str | None) -> SessionOutcome | None:
-    """The most recently active session of ``project`` (None: of any) that recorded an outcome or next
-    steps, other than ``besides`` (the session asking)."""
-    where, params = _of_project(project)
-    row = store.db.query_one(
-        f"SELECT {_SESSION_COLUMNS} FROM sessions "
-        f"WHERE {where} AND (outcome IS NOT NULL OR next_steps IS NOT NULL) AND session_id IS NOT ? "
-        "ORDER BY last_activity_at DESC LIMIT 1",
-        (*params, besides),
-    )
-    return cast(SessionOutcome, row) if row else None
+class BriefingRows(Repository):
+    """What the session briefing reads (``store.briefing``)."""
 
+    def session_outcome(self, session_id: str) -> SessionOutcome | None:
+        """The session ``session_id`` (exactly), or None."""
+        row = self.db.query_one(
+            f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE session_id = ?", (session_id,)
+        )
+        return cast(SessionOutcome, row) if row else None
 
-def current_observations(store: Store, project: str | None, *, limit: int) -> list[BriefCandidate]:
-    """The newest ``limit`` observations of ``project`` (None: of every project) that no newer memory
-    superseded (the briefing is what an agent takes as true), newest first."""
-    where, params = _of_project(project)
-    rows = store.db.query(
-        "SELECT id, uid, type, title, created_at, tokens, session, tools_used, files_read, files_modified "
-        "FROM observations o "
-        f"WHERE {where} AND NOT EXISTS (SELECT 1 FROM observation_links l "
-        "WHERE l.to_id = o.id AND l.type = 'supersedes') ORDER BY created_at DESC, id DESC LIMIT ?",
-        (*params, limit),
-    )
-    for row in rows:
-        for field in ("tools_used", "files_read", "files_modified"):
-            try:
-                row[field] = json.loads(row[field] or "[]")
-            except ValueError:
-                row[field] = []
-    return cast(list[BriefCandidate], rows)
+    def latest_outcome(self, project: str | None, *, besides: str | None) -> SessionOutcome | None:
+        """The most recently active session of ``project`` (None: of any) that recorded an outcome or next
+        steps, other than ``besides`` (the session asking)."""
+        where, params = _of_project(project)
+        row = self.db.query_one(
+            f"SELECT {_SESSION_COLUMNS} FROM sessions "
+            f"WHERE {where} AND (outcome IS NOT NULL OR next_steps IS NOT NULL) AND session_id IS NOT ? "
+            "ORDER BY last_activity_at DESC LIMIT 1",
+            (*params, besides),
+        )
+        return cast(SessionOutcome, row) if row else None
+
+    def current_observations(self, project: str | None, *, limit: int) -> list[BriefCandidate]:
+        """The newest ``limit`` observations of ``project`` (None: of every project) that no newer memory
+        superseded (the briefing is what an agent takes as true), newest first."""
+        where, params = _of_project(project)
+        rows = self.db.query(
+            "SELECT id, uid, type, title, created_at, tokens, session, tools_used, files_read, files_modified "
+            "FROM observations o "
+            f"WHERE {where} AND NOT EXISTS (SELECT 1 FROM observation_links l "
+            "WHERE l.to_id = o.id AND l.type = 'supersedes') ORDER BY created_at DESC, id DESC LIMIT ?",
+            (*params, limit),
+        )
+        for row in rows:
+            for field in ("tools_used", "files_read", "files_modified"):
+                try:
+                    row[field] = json.loads(row[field] or "[]")
+                except ValueError:
+                    row[field] = []
+        return cast(list[BriefCandidate], rows)

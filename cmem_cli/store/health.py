@@ -14,47 +14,7 @@ import apsw
 
 from cmem_cli.core.db import classify_error
 from cmem_cli.core.errors import CmemError, DatabaseCorrupt
-from cmem_cli.store.repository import Store
-
-
-@contextlib.contextmanager
-def _as_damage(store: Store) -> Iterator[None]:
-    try:
-        yield
-    except apsw.Error as exc:
-        translated = classify_error(exc, store.db.path, "database", "see `cmem doctor`")
-        if isinstance(translated, CmemError):
-            raise translated from None
-        raise DatabaseCorrupt(str(exc)) from None
-
-
-def integrity_problems(store: Store, *, limit: int = 3) -> list[str]:
-    """SQLite's quick check: an empty list when the file is sound, else its first ``limit`` findings."""
-    with _as_damage(store):
-        rows = [row[0] for row in store.db.conn.execute("PRAGMA quick_check")]
-    return [] if rows == ["ok"] else rows[:limit]
-
-
-def foreign_key_violations(store: Store) -> int:
-    """How many rows point at a row that is not there."""
-    with _as_damage(store):
-        return len(store.db.conn.execute("PRAGMA foreign_key_check").fetchall())
-
-
-def keyword_index_in_sync(store: Store) -> bool:
-    """Whether the contentless keyword index holds one row per observation (triggers keep it so)."""
-    with _as_damage(store):
-        ((observations, indexed),) = store.db.conn.execute(
-            "SELECT (SELECT count(*) FROM observations), (SELECT count(*) FROM observations_fts)"
-        ).fetchall()
-    return bool(observations == indexed)
-
-
-def missing_schema_objects(store: Store) -> list[str]:
-    """The tables, indexes and triggers cmem's migrations create that the file lacks, sorted."""
-    with _as_damage(store):
-        present = {row[0] for row in store.db.conn.execute("SELECT name FROM sqlite_master")}
-    return sorted(_schema_objects() - present)
+from cmem_cli.store.rows import Repository
 
 
 def _schema_objects() -> set[str]:
@@ -68,3 +28,42 @@ def _schema_objects() -> set[str]:
         return {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'")}
     finally:
         conn.close()
+
+
+class Health(Repository):
+    """The checks `cmem doctor` runs on the file (``store.health``)."""
+
+    @contextlib.contextmanager
+    def _as_damage(self) -> Iterator[None]:
+        try:
+            yield
+        except apsw.Error as exc:
+            translated = classify_error(exc, self.db.path, "database", "see `cmem doctor`")
+            if isinstance(translated, CmemError):
+                raise translated from None
+            raise DatabaseCorrupt(str(exc)) from None
+
+    def integrity_problems(self, *, limit: int = 3) -> list[str]:
+        """SQLite's quick check: an empty list when the file is sound, else its first ``limit`` findings."""
+        with self._as_damage():
+            rows = [row[0] for row in self.db.conn.execute("PRAGMA quick_check")]
+        return [] if rows == ["ok"] else rows[:limit]
+
+    def foreign_key_violations(self) -> int:
+        """How many rows point at a row that is not there."""
+        with self._as_damage():
+            return len(self.db.conn.execute("PRAGMA foreign_key_check").fetchall())
+
+    def keyword_index_in_sync(self) -> bool:
+        """Whether the contentless keyword index holds one row per observation (triggers keep it so)."""
+        with self._as_damage():
+            ((observations, indexed),) = self.db.conn.execute(
+                "SELECT (SELECT count(*) FROM observations), (SELECT count(*) FROM observations_fts)"
+            ).fetchall()
+        return bool(observations == indexed)
+
+    def missing_schema_objects(self) -> list[str]:
+        """The tables, indexes and triggers cmem's migrations create that the file lacks, sorted."""
+        with self._as_damage():
+            present = {row[0] for row in self.db.conn.execute("SELECT name FROM sqlite_master")}
+        return sorted(_schema_objects() - present)

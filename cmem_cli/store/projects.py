@@ -15,12 +15,10 @@ from __future__ import annotations
 
 import os
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from cmem_cli.core.repo_identity import RepoIdentity, identity_of_key, key_of_remote, repository_identity
-
-if TYPE_CHECKING:
-    from cmem_cli.store.repository import Store
+from cmem_cli.store.rows import Repository
 
 V10_PROJECT_KEYS = """
 CREATE TABLE project_keys (
@@ -85,44 +83,51 @@ def _anchor_key(repo: str | None, root: str | None) -> str | None:
     return identity.key if identity is not None else None
 
 
-def name_for(store: Store, identity: RepoIdentity, *, claim: bool) -> str:
-    """The project name of ``identity``'s repository: the one it already has, else its short name, or on a
-    clash with another repository's name ``NAME-OWNER`` (then ``NAME-2``...). With ``claim`` a new name is
-    recorded (a write, once per repository), so the next call from any worktree or clone finds it."""
-    found = _main_name(store, identity.key)
-    if found is not None or not claim:
-        return found or _free_name(store, identity)
-    with store.transaction():  # under the write lock: a concurrent claim of the same key is seen
-        found = _main_name(store, identity.key)
-        if found is not None:
-            return found
-        name = _free_name(store, identity)
-        store.db.execute(
-            "INSERT INTO project_keys (name, key, main, source, created_at) VALUES (?, ?, 1, 'claimed', ?)",
-            (name, identity.key, int(time.time() * 1000)),
-        )
-        return name
+class Projects(Repository):
+    """Project names and the repositories they stand for (``store.projects``)."""
 
-
-def _main_name(store: Store, key: str) -> str | None:
-    name = store.db.scalar("SELECT name FROM project_keys WHERE key = ? AND main = 1", (key,))
-    return None if name is None else str(name)
-
-
-def _free_name(store: Store, identity: RepoIdentity) -> str:
-    candidates = [identity.name]
-    if identity.owner:
-        candidates.append(f"{identity.name}-{identity.owner}")
-    candidates.extend(f"{identity.name}-{n}" for n in range(2, _MAX_SUFFIX))
-    for name in candidates:
-        if store.db.scalar("SELECT 1 FROM project_keys WHERE name = ?", (name,)) is None:
+    def name_for(self, identity: RepoIdentity, *, claim: bool) -> str:
+        """The project name of ``identity``'s repository: the one it already has, else its short name, or on a
+        clash with another repository's name ``NAME-OWNER`` (then ``NAME-2``...). With ``claim`` a new name is
+        recorded (a write, once per repository), so the next call from any worktree or clone finds it."""
+        found = self._main_name(identity.key)
+        if found is not None or not claim:
+            return found or self._free_name(identity)
+        with self._store.transaction():  # under the write lock: a concurrent claim of the same key is seen
+            found = self._main_name(identity.key)
+            if found is not None:
+                return found
+            name = self._free_name(identity)
+            self.db.execute(
+                "INSERT INTO project_keys (name, key, main, source, created_at) VALUES (?, ?, 1, 'claimed', ?)",
+                (name, identity.key, int(time.time() * 1000)),
+            )
             return name
-    return identity.key  # a thousand repositories of one name: the key itself is unique
 
+    def _main_name(self, key: str) -> str | None:
+        name = self.db.scalar("SELECT name FROM project_keys WHERE key = ? AND main = 1", (key,))
+        return None if name is None else str(name)
 
-def mapping(store: Store) -> dict[str, dict[str, Any]]:
-    """Every mapped name: its repository ``key``, whether it is the key's ``main`` name, and ``source``."""
-    return {
-        row["name"]: {"key": row["key"], "main": bool(row["main"]), "source": row["source"]}
-        for row in store.db.query("SELECT name, key, main, source FROM project_keys ORDER BY name")
-    }
+    def _free_name(self, identity: RepoIdentity) -> str:
+        candidates = [identity.name]
+        if identity.owner:
+            candidates.append(f"{identity.name}-{identity.owner}")
+        candidates.extend(f"{identity.name}-{n}" for n in range(2, _MAX_SUFFIX))
+        for name in candidates:
+            if self.db.scalar("SELECT 1 FROM project_keys WHERE name = ?", (name,)) is None:
+                return name
+        return identity.key  # a thousand repositories of one name: the key itself is unique
+
+    def mapping(self) -> dict[str, dict[str, Any]]:
+        """Every mapped name: its repository ``key``, whether it is the key's ``main`` name, and ``source``."""
+        return {
+            row["name"]: {"key": row["key"], "main": bool(row["main"]), "source": row["source"]}
+            for row in self.db.query("SELECT name, key, main, source FROM project_keys ORDER BY name")
+        }
+
+    def activity(self) -> list[dict[str, Any]]:
+        """Each project with observations: its name, how many, and the time of the latest; most recent first."""
+        return self.db.query(
+            "SELECT project, count(*) AS observations, max(created_at) AS last FROM observations "
+            "GROUP BY project ORDER BY last DESC, project"
+        )

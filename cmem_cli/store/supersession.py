@@ -11,7 +11,8 @@ import json
 from collections.abc import Iterable
 
 from cmem_cli.core.batches import batches
-from cmem_cli.store.repository import Filters, Store
+from cmem_cli.store.filters import Filters
+from cmem_cli.store.rows import Repository
 
 SUPERSEDES = "supersedes"
 
@@ -28,107 +29,104 @@ class ObservationText:
         self.facts, self.created_at = facts, created_at
 
 
-def newest_successors(store: Store, obs_ids: Iterable[int]) -> dict[int, int]:
-    """Each of ``obs_ids`` that a newer memory superseded -> that successor's id (the newest one, by the
-    time it was recorded, when several superseded it)."""
-    ids = sorted({int(i) for i in obs_ids})
-    found: dict[int, int] = {}
-    for chunk, marks in batches(ids):
-        rows = store.db.rows(
-            "SELECT l.to_id, l.from_id FROM observation_links l JOIN observations n ON n.id = l.from_id "
-            f"WHERE l.type = '{SUPERSEDES}' AND l.to_id IN ({marks}) ORDER BY n.created_at, n.id",
-            chunk,
-        )
-        for old, new in rows:  # newest last: it wins
-            found[old] = new
-    return found
+class Supersession(Repository):
+    """The ``supersedes`` links read as who replaced whom (``store.supersession``)."""
 
-
-def superseders(store: Store, obs_ids: Iterable[int]) -> set[int]:
-    """Every memory that directly supersedes one of ``obs_ids``."""
-    ids = sorted({int(i) for i in obs_ids})
-    found: set[int] = set()
-    for chunk, marks in batches(ids):
-        found.update(
-            row[0]
-            for row in store.db.rows(
-                f"SELECT from_id FROM observation_links WHERE type = '{SUPERSEDES}' AND to_id IN ({marks})",
+    def newest_successors(self, obs_ids: Iterable[int]) -> dict[int, int]:
+        """Each of ``obs_ids`` that a newer memory superseded -> that successor's id (the newest one, by the
+        time it was recorded, when several superseded it)."""
+        ids = sorted({int(i) for i in obs_ids})
+        found: dict[int, int] = {}
+        for chunk, marks in batches(ids):
+            rows = self.db.rows(
+                "SELECT l.to_id, l.from_id FROM observation_links l JOIN observations n ON n.id = l.from_id "
+                f"WHERE l.type = '{SUPERSEDES}' AND l.to_id IN ({marks}) ORDER BY n.created_at, n.id",
                 chunk,
             )
-        )
-    return found
+            for old, new in rows:  # newest last: it wins
+                found[old] = new
+        return found
 
-
-def superseding_links(store: Store, obs_ids: Iterable[int]) -> list[tuple[int, int]]:
-    """(from_id, to_id) of every ``supersedes`` link to one of ``obs_ids``: who replaced each of them."""
-    ids = sorted({int(i) for i in obs_ids})
-    found: list[tuple[int, int]] = []
-    for chunk, marks in batches(ids):
-        found.extend(
-            (row[0], row[1])
-            for row in store.db.rows(
-                f"SELECT from_id, to_id FROM observation_links WHERE type = '{SUPERSEDES}' "
-                f"AND to_id IN ({marks}) ORDER BY from_id, to_id",
-                chunk,
-            )
-        )
-    return found
-
-
-def all_superseding_links(store: Store) -> list[tuple[int, int]]:
-    """(from_id, to_id) of every ``supersedes`` link (doctor's look for loops: a few per memory at most)."""
-    return [
-        (row[0], row[1])
-        for row in store.db.rows(
-            f"SELECT from_id, to_id FROM observation_links WHERE type = '{SUPERSEDES}' ORDER BY from_id, to_id"
-        )
-    ]
-
-
-def inherit_retrievals(store: Store, new_id: int, old_id: int) -> None:
-    """Add the retrieval count of ``old_id`` to that of ``new_id``, inside the caller's transaction."""
-    store.db.execute(
-        "UPDATE observations SET retrieval_count = retrieval_count + "
-        "(SELECT retrieval_count FROM observations WHERE id = ?) WHERE id = ?",
-        (old_id, new_id),
-    )
-
-
-def ids_passing(store: Store, obs_ids: Iterable[int], filters: Filters) -> list[int]:
-    """The ids among ``obs_ids`` whose observations match ``filters`` (type, project, dates...), ascending."""
-    ids = sorted({int(i) for i in obs_ids})
-    where, params = filters.sql("o")
-    found: list[int] = []
-    for chunk, marks in batches(ids):
-        found.extend(
-            row[0]
-            for row in store.db.rows(
-                f"SELECT o.id FROM observations o WHERE o.id IN ({marks}) AND {where} ORDER BY o.id",
-                [*chunk, *params],
-            )
-        )
-    return found
-
-
-def stated_texts(store: Store, obs_ids: Iterable[int]) -> list[ObservationText]:
-    """The stated text of each of ``obs_ids`` that exists (narratives included: few rows, a search's head)."""
-    ids = sorted({int(i) for i in obs_ids})
-    found: list[ObservationText] = []
-    for chunk, marks in batches(ids):
-        rows = store.db.rows(
-            "SELECT id, title, subtitle, narrative, facts, created_at FROM observations "
-            f"WHERE id IN ({marks})",
-            chunk,
-        )
-        for obs_id, title, subtitle, narrative, facts, created_at in rows:
-            found.append(
-                ObservationText(
-                    obs_id,
-                    title or "",
-                    subtitle or "",
-                    narrative or "",
-                    json.loads(facts or "[]"),
-                    created_at,
+    def superseders(self, obs_ids: Iterable[int]) -> set[int]:
+        """Every memory that directly supersedes one of ``obs_ids``."""
+        ids = sorted({int(i) for i in obs_ids})
+        found: set[int] = set()
+        for chunk, marks in batches(ids):
+            found.update(
+                row[0]
+                for row in self.db.rows(
+                    f"SELECT from_id FROM observation_links WHERE type = '{SUPERSEDES}' AND to_id IN ({marks})",
+                    chunk,
                 )
             )
-    return found
+        return found
+
+    def superseding_links(self, obs_ids: Iterable[int]) -> list[tuple[int, int]]:
+        """(from_id, to_id) of every ``supersedes`` link to one of ``obs_ids``: who replaced each of them."""
+        ids = sorted({int(i) for i in obs_ids})
+        found: list[tuple[int, int]] = []
+        for chunk, marks in batches(ids):
+            found.extend(
+                (row[0], row[1])
+                for row in self.db.rows(
+                    f"SELECT from_id, to_id FROM observation_links WHERE type = '{SUPERSEDES}' "
+                    f"AND to_id IN ({marks}) ORDER BY from_id, to_id",
+                    chunk,
+                )
+            )
+        return found
+
+    def all_superseding_links(self) -> list[tuple[int, int]]:
+        """(from_id, to_id) of every ``supersedes`` link (doctor's look for loops: a few per memory at most)."""
+        return [
+            (row[0], row[1])
+            for row in self.db.rows(
+                f"SELECT from_id, to_id FROM observation_links WHERE type = '{SUPERSEDES}' ORDER BY from_id, to_id"
+            )
+        ]
+
+    def inherit_retrievals(self, new_id: int, old_id: int) -> None:
+        """Add the retrieval count of ``old_id`` to that of ``new_id``, inside the caller's transaction."""
+        self.db.execute(
+            "UPDATE observations SET retrieval_count = retrieval_count + "
+            "(SELECT retrieval_count FROM observations WHERE id = ?) WHERE id = ?",
+            (old_id, new_id),
+        )
+
+    def ids_passing(self, obs_ids: Iterable[int], filters: Filters) -> list[int]:
+        """The ids among ``obs_ids`` whose observations match ``filters`` (type, project, dates...), ascending."""
+        ids = sorted({int(i) for i in obs_ids})
+        where, params = filters.sql("o")
+        found: list[int] = []
+        for chunk, marks in batches(ids):
+            found.extend(
+                row[0]
+                for row in self.db.rows(
+                    f"SELECT o.id FROM observations o WHERE o.id IN ({marks}) AND {where} ORDER BY o.id",
+                    [*chunk, *params],
+                )
+            )
+        return found
+
+    def stated_texts(self, obs_ids: Iterable[int]) -> list[ObservationText]:
+        """The stated text of each of ``obs_ids`` that exists (narratives included: few rows, a search's head)."""
+        ids = sorted({int(i) for i in obs_ids})
+        found: list[ObservationText] = []
+        for chunk, marks in batches(ids):
+            rows = self.db.rows(
+                "SELECT id, title, subtitle, narrative, facts, created_at FROM observations "
+                f"WHERE id IN ({marks})",
+                chunk,
+            )
+            for obs_id, title, subtitle, narrative, facts, created_at in rows:
+                found.append(
+                    ObservationText(
+                        obs_id,
+                        title or "",
+                        subtitle or "",
+                        narrative or "",
+                        json.loads(facts or "[]"),
+                        created_at,
+                    )
+                )
+        return found

@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 
 from cmem_cli.core.batches import batches
 from cmem_cli.core.migrations import Migrations
-from cmem_cli.store.repository import Store
+from cmem_cli.store.rows import Repository
 
 OBSERVATION = "observation"
 SUMMARY = "summary"
@@ -172,41 +172,6 @@ class Entry(NamedTuple):
     )
 
 
-def is_installed(store: Store) -> bool:
-    """Has `cmem sync init` made this home a member of a team database? (No tables: no.)"""
-    return bool(store.db.scalar("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'team_state'"))
-
-
-def install(store: Store) -> None:
-    """Create the team tables and triggers (once) inside the caller's transaction or on their own."""
-    if TEAM_MIGRATIONS.pending(store.db.conn):
-        store.db.migrate(TEAM_MIGRATIONS)
-
-
-# -- settings -----------------------------------------------------------------------------------------
-def settings(store: Store) -> dict[str, str]:
-    if not is_installed(store):
-        return {}
-    return {row["key"]: row["value"] for row in store.db.query("SELECT key, value FROM team_state")}
-
-
-def put(store: Store, **values: str | None) -> None:
-    for key, value in values.items():
-        if value is None:
-            store.db.execute("DELETE FROM team_state WHERE key = ?", (key,))
-        else:
-            store.db.execute(
-                "INSERT INTO team_state (key, value) VALUES (?, ?) "
-                "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                (key, value),
-            )
-
-
-def queue_on(store: Store, on: bool) -> None:
-    """Start (or, while applying what was pulled, pause) queueing local writes, in the caller's transaction."""
-    put(store, **{QUEUE: "1" if on else None})
-
-
 def count(report: dict[str, Any], kind: str, direction: str) -> None:
     """One row of ``kind`` pushed or pulled: memories count at the top, sessions and prompts apart."""
     if kind == SESSION:
@@ -217,7 +182,6 @@ def count(report: dict[str, Any], kind: str, direction: str) -> None:
         report[direction] += 1
 
 
-# -- the outbox ---------------------------------------------------------------------------------------
 def _enqueue_all_sql(kind: str, table: str, column: str) -> str:
     return (
         f"INSERT OR IGNORE INTO team_outbox (kind, uid, snapshot) SELECT '{kind}', t.{column}, 1 FROM {table} t "
@@ -226,77 +190,6 @@ def _enqueue_all_sql(kind: str, table: str, column: str) -> str:
     )
 
 
-def enqueue_all(store: Store) -> int:
-    """Queue every session, prompt, observation and summary this home holds (joining a team: its memory
-    travels too)."""
-    before = store.db.scalar("SELECT count(*) FROM team_outbox")
-    for kind, table, column in _TABLES:
-        store.db.execute(_enqueue_all_sql(kind, table, column))
-    return int(store.db.scalar("SELECT count(*) FROM team_outbox")) - int(before)
-
-
-def enqueue(store: Store, kind: str, uid: str) -> None:
-    store.db.execute(f"{_ENQUEUE} VALUES (?, ?)", (kind, uid))
-
-
-def pending(store: Store, *, limit: int) -> list[Entry]:
-    rows = store.db.query("SELECT seq, kind, uid, snapshot FROM team_outbox ORDER BY seq LIMIT ?", (limit,))
-    return [Entry(r["seq"], r["kind"], r["uid"], int(r["snapshot"])) for r in rows]
-
-
-def pending_count(store: Store) -> int:
-    return int(store.db.scalar("SELECT count(*) FROM team_outbox") or 0) if is_installed(store) else 0
-
-
-def pending_uids(store: Store, kind: str, uids: list[str]) -> set[str]:
-    """Which of ``uids`` have a local change waiting to be pushed (a pull must not overwrite them)."""
-    found: set[str] = set()
-    for chunk, marks in batches(uids):
-        rows = store.db.query(
-            f"SELECT uid FROM team_outbox WHERE kind = ? AND uid IN ({marks})", (kind, *chunk)
-        )
-        found.update(r["uid"] for r in rows)
-    return found
-
-
-def present(store: Store, seqs: list[int]) -> set[int]:
-    """Which of these entries are still queued (one queued again meanwhile has a new seq)."""
-    found: set[int] = set()
-    for chunk, marks in batches(seqs):
-        found.update(
-            r["seq"] for r in store.db.query(f"SELECT seq FROM team_outbox WHERE seq IN ({marks})", chunk)
-        )
-    return found
-
-
-def acknowledge(store: Store, seqs: list[int]) -> None:
-    """Drop exactly the entries a push read: one queued again meanwhile has a new seq and stays."""
-    store.db.conn.executemany("DELETE FROM team_outbox WHERE seq = ?", [(s,) for s in seqs])
-
-
-# -- base revisions -----------------------------------------------------------------------------------
-def revs(store: Store, kind: str, uids: list[str]) -> dict[str, int]:
-    found: dict[str, int] = {}
-    for chunk, marks in batches(uids):
-        rows = store.db.query(
-            f"SELECT uid, rev FROM team_revs WHERE kind = ? AND uid IN ({marks})", (kind, *chunk)
-        )
-        found.update((r["uid"], r["rev"]) for r in rows)
-    return found
-
-
-def set_rev(store: Store, kind: str, uid: str, rev: int | None) -> None:
-    if rev is None:
-        store.db.execute("DELETE FROM team_revs WHERE kind = ? AND uid = ?", (kind, uid))
-    else:
-        store.db.execute(
-            "INSERT INTO team_revs (kind, uid, rev) VALUES (?, ?, ?) "
-            "ON CONFLICT (kind, uid) DO UPDATE SET rev = excluded.rev",
-            (kind, uid, rev),
-        )
-
-
-# -- rows of the team database this home refused -------------------------------------------------------
 class Skipped(NamedTuple):
     kind: str
     uid: str
@@ -304,73 +197,161 @@ class Skipped(NamedTuple):
     reason: str
 
 
-def note_skipped(store: Store, kind: str, uid: str, machine: str, reason: str, rev: int | None) -> None:
-    """Remember a refused row until a later version of it is taken (or forgotten): `cmem doctor` lists it."""
-    store.db.execute(
-        "INSERT INTO team_skipped (kind, uid, machine, reason, rev) VALUES (?, ?, ?, ?, ?) "
-        "ON CONFLICT (kind, uid) DO UPDATE SET machine = excluded.machine, reason = excluded.reason, "
-        "rev = excluded.rev",
-        (kind, uid, machine, reason, rev),
-    )
+class TeamOutbox(Repository):
+    """This home's side of a team database (``store.team_outbox``): settings, the outbox, base revisions."""
 
-
-def clear_skipped(store: Store, kind: str, uids: list[str]) -> None:
-    """These rows were taken (or forgotten) since: no longer a problem."""
-    for chunk, marks in batches(uids):
-        store.db.execute(f"DELETE FROM team_skipped WHERE kind = ? AND uid IN ({marks})", (kind, *chunk))
-
-
-def skipped(store: Store) -> list[Skipped]:
-    """Every row of the team database this home refused and has not taken since."""
-    if not is_installed(store) or not store.db.scalar(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'team_skipped'"
-    ):
-        return []
-    rows = store.db.query("SELECT kind, uid, machine, reason FROM team_skipped ORDER BY kind, uid")
-    return [Skipped(r["kind"], r["uid"], r["machine"], r["reason"]) for r in rows]
-
-
-# -- a server that went back in time (cmem_cli.team.restore) ---------------------------------------------
-def high_water(store: Store, pulled: int) -> int:
-    """The highest server revision this home has seen: pulled up to ``pulled``, or pushed since."""
-    return max(pulled, int(store.db.scalar("SELECT max(rev) FROM team_revs") or 0))
-
-
-def start_again(store: Store) -> int:
-    """After a restore: forget every base revision (the server reissues revisions this home has seen) and
-    queue everything this home holds again, marked RESTORED, in the caller's transaction. Returns how many
-    entries are queued now."""
-    store.db.execute("DELETE FROM team_revs")
-    for kind, table, column in _TABLES:
-        store.db.execute(
-            f"INSERT INTO team_outbox (kind, uid, snapshot) SELECT '{kind}', t.{column}, {RESTORED} "
-            f"FROM {table} t WHERE true ORDER BY t.id "
-            f"ON CONFLICT (kind, uid) DO UPDATE SET snapshot = {RESTORED}"
+    def is_installed(self) -> bool:
+        """Has `cmem sync init` made this home a member of a team database? (No tables: no.)"""
+        return bool(
+            self.db.scalar("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'team_state'")
         )
-    return int(store.db.scalar("SELECT count(*) FROM team_outbox"))
 
+    def install(self) -> None:
+        """Create the team tables and triggers (once) inside the caller's transaction or on their own."""
+        if TEAM_MIGRATIONS.pending(self.db.conn):
+            self.db.migrate(TEAM_MIGRATIONS)
 
-def remember_forgotten(store: Store, kind: str, uids: list[str], at: int) -> None:
-    """These memories were forgotten here and on the server (at ``at``, epoch ms)."""
-    store.db.conn.executemany(
-        "INSERT INTO team_forgotten (kind, uid, at) VALUES (?, ?, ?) "
-        "ON CONFLICT (kind, uid) DO UPDATE SET at = excluded.at",
-        [(kind, uid, at) for uid in uids],
-    )
+    def settings(self) -> dict[str, str]:
+        if not self.is_installed():
+            return {}
+        return {row["key"]: row["value"] for row in self.db.query("SELECT key, value FROM team_state")}
 
+    def put(self, **values: str | None) -> None:
+        for key, value in values.items():
+            if value is None:
+                self.db.execute("DELETE FROM team_state WHERE key = ?", (key,))
+            else:
+                self.db.execute(
+                    "INSERT INTO team_state (key, value) VALUES (?, ?) "
+                    "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                    (key, value),
+                )
 
-def unforget(store: Store, kind: str, uids: list[str]) -> None:
-    """These came back (an edit beat the forget): no longer forgotten here."""
-    for chunk, marks in batches(uids):
-        store.db.execute(f"DELETE FROM team_forgotten WHERE kind = ? AND uid IN ({marks})", (kind, *chunk))
+    def queue_on(self, on: bool) -> None:
+        """Start (or, while applying what was pulled, pause) queueing local writes, in the caller's transaction."""
+        self.put(**{QUEUE: "1" if on else None})
 
+    def enqueue_all(self) -> int:
+        """Queue every session, prompt, observation and summary this home holds (joining a team: its memory
+        travels too)."""
+        before = self.db.scalar("SELECT count(*) FROM team_outbox")
+        for kind, table, column in _TABLES:
+            self.db.execute(_enqueue_all_sql(kind, table, column))
+        return int(self.db.scalar("SELECT count(*) FROM team_outbox")) - int(before)
 
-def forgotten_at(store: Store, kind: str, uids: list[str]) -> dict[str, int]:
-    """When each of ``uids`` this home forgot was forgotten (those it did not forget are left out)."""
-    found: dict[str, int] = {}
-    for chunk, marks in batches(uids):
-        rows = store.db.query(
-            f"SELECT uid, at FROM team_forgotten WHERE kind = ? AND uid IN ({marks})", (kind, *chunk)
+    def enqueue(self, kind: str, uid: str) -> None:
+        self.db.execute(f"{_ENQUEUE} VALUES (?, ?)", (kind, uid))
+
+    def pending(self, *, limit: int) -> list[Entry]:
+        rows = self.db.query(
+            "SELECT seq, kind, uid, snapshot FROM team_outbox ORDER BY seq LIMIT ?", (limit,)
         )
-        found.update((r["uid"], r["at"]) for r in rows)
-    return found
+        return [Entry(r["seq"], r["kind"], r["uid"], int(r["snapshot"])) for r in rows]
+
+    def pending_count(self) -> int:
+        return int(self.db.scalar("SELECT count(*) FROM team_outbox") or 0) if self.is_installed() else 0
+
+    def pending_uids(self, kind: str, uids: list[str]) -> set[str]:
+        """Which of ``uids`` have a local change waiting to be pushed (a pull must not overwrite them)."""
+        found: set[str] = set()
+        for chunk, marks in batches(uids):
+            rows = self.db.query(
+                f"SELECT uid FROM team_outbox WHERE kind = ? AND uid IN ({marks})", (kind, *chunk)
+            )
+            found.update(r["uid"] for r in rows)
+        return found
+
+    def present(self, seqs: list[int]) -> set[int]:
+        """Which of these entries are still queued (one queued again meanwhile has a new seq)."""
+        found: set[int] = set()
+        for chunk, marks in batches(seqs):
+            found.update(
+                r["seq"] for r in self.db.query(f"SELECT seq FROM team_outbox WHERE seq IN ({marks})", chunk)
+            )
+        return found
+
+    def acknowledge(self, seqs: list[int]) -> None:
+        """Drop exactly the entries a push read: one queued again meanwhile has a new seq and stays."""
+        self.db.conn.executemany("DELETE FROM team_outbox WHERE seq = ?", [(s,) for s in seqs])
+
+    def revs(self, kind: str, uids: list[str]) -> dict[str, int]:
+        found: dict[str, int] = {}
+        for chunk, marks in batches(uids):
+            rows = self.db.query(
+                f"SELECT uid, rev FROM team_revs WHERE kind = ? AND uid IN ({marks})", (kind, *chunk)
+            )
+            found.update((r["uid"], r["rev"]) for r in rows)
+        return found
+
+    def set_rev(self, kind: str, uid: str, rev: int | None) -> None:
+        if rev is None:
+            self.db.execute("DELETE FROM team_revs WHERE kind = ? AND uid = ?", (kind, uid))
+        else:
+            self.db.execute(
+                "INSERT INTO team_revs (kind, uid, rev) VALUES (?, ?, ?) "
+                "ON CONFLICT (kind, uid) DO UPDATE SET rev = excluded.rev",
+                (kind, uid, rev),
+            )
+
+    def note_skipped(self, kind: str, uid: str, machine: str, reason: str, rev: int | None) -> None:
+        """Remember a refused row until a later version of it is taken (or forgotten): `cmem doctor` lists it."""
+        self.db.execute(
+            "INSERT INTO team_skipped (kind, uid, machine, reason, rev) VALUES (?, ?, ?, ?, ?) "
+            "ON CONFLICT (kind, uid) DO UPDATE SET machine = excluded.machine, reason = excluded.reason, "
+            "rev = excluded.rev",
+            (kind, uid, machine, reason, rev),
+        )
+
+    def clear_skipped(self, kind: str, uids: list[str]) -> None:
+        """These rows were taken (or forgotten) since: no longer a problem."""
+        for chunk, marks in batches(uids):
+            self.db.execute(f"DELETE FROM team_skipped WHERE kind = ? AND uid IN ({marks})", (kind, *chunk))
+
+    def skipped(self) -> list[Skipped]:
+        """Every row of the team database this home refused and has not taken since."""
+        if not self.is_installed() or not self.db.scalar(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'team_skipped'"
+        ):
+            return []
+        rows = self.db.query("SELECT kind, uid, machine, reason FROM team_skipped ORDER BY kind, uid")
+        return [Skipped(r["kind"], r["uid"], r["machine"], r["reason"]) for r in rows]
+
+    def high_water(self, pulled: int) -> int:
+        """The highest server revision this home has seen: pulled up to ``pulled``, or pushed since."""
+        return max(pulled, int(self.db.scalar("SELECT max(rev) FROM team_revs") or 0))
+
+    def start_again(self) -> int:
+        """After a restore: forget every base revision (the server reissues revisions this home has seen) and
+        queue everything this home holds again, marked RESTORED, in the caller's transaction. Returns how many
+        entries are queued now."""
+        self.db.execute("DELETE FROM team_revs")
+        for kind, table, column in _TABLES:
+            self.db.execute(
+                f"INSERT INTO team_outbox (kind, uid, snapshot) SELECT '{kind}', t.{column}, {RESTORED} "
+                f"FROM {table} t WHERE true ORDER BY t.id "
+                f"ON CONFLICT (kind, uid) DO UPDATE SET snapshot = {RESTORED}"
+            )
+        return int(self.db.scalar("SELECT count(*) FROM team_outbox"))
+
+    def remember_forgotten(self, kind: str, uids: list[str], at: int) -> None:
+        """These memories were forgotten here and on the server (at ``at``, epoch ms)."""
+        self.db.conn.executemany(
+            "INSERT INTO team_forgotten (kind, uid, at) VALUES (?, ?, ?) "
+            "ON CONFLICT (kind, uid) DO UPDATE SET at = excluded.at",
+            [(kind, uid, at) for uid in uids],
+        )
+
+    def unforget(self, kind: str, uids: list[str]) -> None:
+        """These came back (an edit beat the forget): no longer forgotten here."""
+        for chunk, marks in batches(uids):
+            self.db.execute(f"DELETE FROM team_forgotten WHERE kind = ? AND uid IN ({marks})", (kind, *chunk))
+
+    def forgotten_at(self, kind: str, uids: list[str]) -> dict[str, int]:
+        """When each of ``uids`` this home forgot was forgotten (those it did not forget are left out)."""
+        found: dict[str, int] = {}
+        for chunk, marks in batches(uids):
+            rows = self.db.query(
+                f"SELECT uid, at FROM team_forgotten WHERE kind = ? AND uid IN ({marks})", (kind, *chunk)
+            )
+            found.update((r["uid"], r["at"]) for r in rows)
+        return found

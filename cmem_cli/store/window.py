@@ -13,97 +13,95 @@ from typing import Any
 
 from cmem_cli.core.batches import batches
 from cmem_cli.core.fts import fts_query
-from cmem_cli.store.repository import Filters, Store
+from cmem_cli.store.filters import Filters
+from cmem_cli.store.rows import Repository
 
 
-def observations(store: Store, filters: Filters, query: str | None, *, limit: int) -> list[dict[str, Any]]:
-    """Observations matching ``filters`` (and the words of ``query``), newest first, at most ``limit``."""
-    if query and query.strip():
-        rows = store.search_observations(query, filters, limit=limit, order="newest")
-        for row in rows:
-            for key in ("bm25", "score"):
-                row.pop(key, None)
-        return rows
-    return store.list_observations(filters, limit=limit, order="newest")
+class Window(Repository):
+    """The rows of a time window, newest first, bounded (``store.window``)."""
 
+    def observations(self, filters: Filters, query: str | None, *, limit: int) -> list[dict[str, Any]]:
+        """Observations matching ``filters`` (and the words of ``query``), newest first, at most ``limit``."""
+        if query and query.strip():
+            rows = self._store.search.observations(query, filters, limit=limit, order="newest")
+            for row in rows:
+                for key in ("bm25", "score"):
+                    row.pop(key, None)
+            return rows
+        return self._store.listing.observations(filters, limit=limit, order="newest")
 
-def count_observations(store: Store, filters: Filters, query: str | None, *, bound: int) -> int:
-    """How many observations match, counting at most ``bound`` (a count past it says only "more")."""
-    where, params = filters.sql("o")
-    if query and query.strip():
-        match = fts_query(query)
-        if match is None:
-            return 0
-        inner = (
-            "SELECT 1 FROM observations_fts CROSS JOIN observations o ON o.id = observations_fts.rowid "
-            f"WHERE observations_fts MATCH ? AND {where} LIMIT ?"
-        )
-        params = [match, *params]
-    else:
-        inner = f"SELECT 1 FROM observations o WHERE {where} LIMIT ?"
-    return int(store.db.scalar(f"SELECT count(*) FROM ({inner})", [*params, bound]))
+    def count_observations(self, filters: Filters, query: str | None, *, bound: int) -> int:
+        """How many observations match, counting at most ``bound`` (a count past it says only "more")."""
+        where, params = filters.sql("o")
+        if query and query.strip():
+            match = fts_query(query)
+            if match is None:
+                return 0
+            inner = (
+                "SELECT 1 FROM observations_fts CROSS JOIN observations o ON o.id = observations_fts.rowid "
+                f"WHERE observations_fts MATCH ? AND {where} LIMIT ?"
+            )
+            params = [match, *params]
+        else:
+            inner = f"SELECT 1 FROM observations o WHERE {where} LIMIT ?"
+        return int(self.db.scalar(f"SELECT count(*) FROM ({inner})", [*params, bound]))
 
+    def prompts(self, filters: Filters, query: str | None, *, limit: int) -> list[dict[str, Any]]:
+        """User prompts in the window, newest first (none when the filters name observation-only fields)."""
+        return self._side_rows(filters, query, limit, "user_prompts", "prompts_fts")
 
-def prompts(store: Store, filters: Filters, query: str | None, *, limit: int) -> list[dict[str, Any]]:
-    """User prompts in the window, newest first (none when the filters name observation-only fields)."""
-    return _side_rows(store, filters, query, limit, "user_prompts", "prompts_fts")
+    def summaries(self, filters: Filters, query: str | None, *, limit: int) -> list[dict[str, Any]]:
+        """Session summaries in the window, newest first (none when the filters are observation-only)."""
+        return self._side_rows(filters, query, limit, "session_summaries", "summaries_fts")
 
-
-def summaries(store: Store, filters: Filters, query: str | None, *, limit: int) -> list[dict[str, Any]]:
-    """Session summaries in the window, newest first (none when the filters are observation-only)."""
-    return _side_rows(store, filters, query, limit, "session_summaries", "summaries_fts")
-
-
-def _side_rows(
-    store: Store, filters: Filters, query: str | None, limit: int, table: str, fts: str
-) -> list[dict[str, Any]]:
-    if filters.observation_only:
-        return []
-    where, params = filters.sql("t", observations=False)
-    if query and query.strip():
-        match = fts_query(query)
-        if match is None:
+    def _side_rows(
+        self, filters: Filters, query: str | None, limit: int, table: str, fts: str
+    ) -> list[dict[str, Any]]:
+        if filters.observation_only:
             return []
-        return store.db.query(
-            f"SELECT t.* FROM {fts} CROSS JOIN {table} t ON t.id = {fts}.rowid "
-            f"WHERE {fts} MATCH ? AND {where} ORDER BY t.created_at DESC, t.id DESC LIMIT ?",
-            [match, *params, limit],
+        where, params = filters.sql("t", observations=False)
+        if query and query.strip():
+            match = fts_query(query)
+            if match is None:
+                return []
+            return self.db.query(
+                f"SELECT t.* FROM {fts} CROSS JOIN {table} t ON t.id = {fts}.rowid "
+                f"WHERE {fts} MATCH ? AND {where} ORDER BY t.created_at DESC, t.id DESC LIMIT ?",
+                [match, *params, limit],
+            )
+        return self.db.query(
+            f"SELECT t.* FROM {table} t WHERE {where} ORDER BY t.created_at DESC, t.id DESC LIMIT ?",
+            [*params, limit],
         )
-    return store.db.query(
-        f"SELECT t.* FROM {table} t WHERE {where} ORDER BY t.created_at DESC, t.id DESC LIMIT ?",
-        [*params, limit],
-    )
 
+    def links_touching(self, ids: Iterable[int]) -> list[dict[str, Any]]:
+        """Every link from or to one of ``ids``: ``from_id``, ``to_id``, ``type``, oldest link first."""
+        wanted = sorted(set(ids))
+        found: dict[tuple[int, int, str], dict[str, Any]] = {}
+        for chunk, marks in batches(wanted):
+            for row in self.db.query(
+                "SELECT from_id, to_id, type, created_at FROM observation_links "
+                f"WHERE from_id IN ({marks}) UNION "
+                "SELECT from_id, to_id, type, created_at FROM observation_links "
+                f"WHERE to_id IN ({marks})",
+                [*chunk, *chunk],
+            ):
+                found[(row["from_id"], row["to_id"], row["type"])] = row
+        return sorted(found.values(), key=lambda r: (r["created_at"], r["from_id"], r["to_id"]))
 
-def links_touching(store: Store, ids: Iterable[int]) -> list[dict[str, Any]]:
-    """Every link from or to one of ``ids``: ``from_id``, ``to_id``, ``type``, oldest link first."""
-    wanted = sorted(set(ids))
-    found: dict[tuple[int, int, str], dict[str, Any]] = {}
-    for chunk, marks in batches(wanted):
-        for row in store.db.query(
-            "SELECT from_id, to_id, type, created_at FROM observation_links "
-            f"WHERE from_id IN ({marks}) UNION "
-            "SELECT from_id, to_id, type, created_at FROM observation_links "
-            f"WHERE to_id IN ({marks})",
-            [*chunk, *chunk],
-        ):
-            found[(row["from_id"], row["to_id"], row["type"])] = row
-    return sorted(found.values(), key=lambda r: (r["created_at"], r["from_id"], r["to_id"]))
+    def observation_heads(self, ids: Iterable[int]) -> list[dict[str, Any]]:
+        """Id, uid, type, title and creation time of observations ``ids`` (the far ends of links)."""
+        rows: list[dict[str, Any]] = []
+        for chunk, marks in batches(sorted(set(ids))):
+            rows += self.db.query(
+                f"SELECT id, uid, type, title, project, created_at FROM observations WHERE id IN ({marks})",
+                chunk,
+            )
+        return rows
 
-
-def observation_heads(store: Store, ids: Iterable[int]) -> list[dict[str, Any]]:
-    """Id, uid, type, title and creation time of observations ``ids`` (the far ends of links)."""
-    rows: list[dict[str, Any]] = []
-    for chunk, marks in batches(sorted(set(ids))):
-        rows += store.db.query(
-            f"SELECT id, uid, type, title, project, created_at FROM observations WHERE id IN ({marks})", chunk
-        )
-    return rows
-
-
-def sessions(store: Store, session_ids: Iterable[str]) -> list[dict[str, Any]]:
-    """The session rows of ``session_ids`` (those that exist)."""
-    rows: list[dict[str, Any]] = []
-    for chunk, marks in batches(sorted(set(session_ids))):
-        rows += store.db.query(f"SELECT * FROM sessions WHERE session_id IN ({marks})", chunk)
-    return rows
+    def sessions(self, session_ids: Iterable[str]) -> list[dict[str, Any]]:
+        """The session rows of ``session_ids`` (those that exist)."""
+        rows: list[dict[str, Any]] = []
+        for chunk, marks in batches(sorted(set(session_ids))):
+            rows += self.db.query(f"SELECT * FROM sessions WHERE session_id IN ({marks})", chunk)
+        return rows

@@ -336,7 +336,7 @@ class Syncer:
         tracked = [p for p in self.git.z_list("ls-files", "-z") if p.endswith(".md")]
         if set(tracked) - set(deleted):
             return
-        held = self.memory.store.uids_at_paths(deleted)
+        held = self.memory.store.export_files.uids_at_paths(deleted)
         if held and not any(self.root.rglob("*.md")):
             raise UsageError(
                 "every file of the export tree is gone: nothing forgotten, nothing pushed "
@@ -352,8 +352,12 @@ class Syncer:
             self._reject(relpath, reason)
 
     def _reject(self, relpath: str, reason: str) -> None:
+        """A file not taken, with the memory and the machine its front matter names (None: not stated)."""
         if all(item["path"] != relpath for item in self.report["rejected"]):
-            self.report["rejected"].append({"path": relpath, "reason": reason})
+            uid, machine = arrivals.named(self.memory, relpath)
+            self.report["rejected"].append(
+                {"path": relpath, "uid": uid, "machine": machine, "reason": reason}
+            )
 
     def _report_rejected(self) -> None:
         """Arrived files that still cannot be adopted are reported on every sync until fixed or removed."""
@@ -366,8 +370,8 @@ class Syncer:
         while the store holds nothing at their path (deletions cmem made or a person's of an unadopted
         file). Everything else (a file saved mid-sync, an invalid file) is left out."""
         store = self.memory.store
-        hashes = store.file_hashes()
-        held = store.record_paths()
+        hashes = store.export_files.hashes()
+        held = store.export_files.record_paths()
         add: dict[str, bytes] = {}
         remove: list[str] = []
         for relpath in sorted(candidates):

@@ -189,7 +189,7 @@ def render(memory: Memory, item: Incoming, relpath: str) -> bytes:
     record["updated_at"] = item.updated_at or record.get("updated_at")
     links = []
     for link in item.links:
-        target = memory.store.observation_by_uid(link["uid"])
+        target = memory.store.observations.by_uid(link["uid"])
         if target is not None and target.get("path"):  # held here: its file and title as known here
             links.append({**link, "path": target["path"], "title": target["title"]})
         else:

@@ -2,7 +2,7 @@
 
 Rows that arrive are validated and scrubbed like any input (``Memory.prepare``), keep the time of their
 edit (``updated_at``), and get their export files like any memory, in the caller's file transaction. The
-outbox's triggers are paused meanwhile (:func:`cmem_cli.store.team_outbox.queue_on`), so nothing that arrives
+outbox's triggers are paused meanwhile (:meth:`cmem_cli.store.team_outbox.TeamOutbox.queue_on`), so nothing that arrives
 is pushed back; a conflict copy made here is queued by hand, because it must travel.
 """
 
@@ -43,10 +43,10 @@ class Applier:
             self.notes.append(f"{row.get('uid')}: not taken from the team database: {exc.message}")
             return None
         record.pop("links", None)
-        existing = store.observation_by_uid(record["uid"])
+        existing = store.observations.by_uid(record["uid"])
         # the write service's key rule (Memory.check_key): a pull cannot refuse another machine's memory,
         # so the key is dropped here instead, with a note (as git sync does)
-        clash = store.key_holder(
+        clash = store.observations.key_holder(
             record["project"], record.get("key"), besides=existing["id"] if existing else None
         )
         if clash is not None:
@@ -55,7 +55,7 @@ class Applier:
             )
             record["key"] = None
         if record.get("session"):
-            store.ensure_session(
+            store.sessions.ensure(
                 record["session"],
                 agent=record["agent"],
                 project=record["project"],
@@ -63,27 +63,27 @@ class Applier:
             )
         updated = int(row.get("updated_at") or now_ms())
         if existing is not None:
-            obs_id = store.update_observation(existing["id"], record, updated_at=updated)["id"]
+            obs_id = store.observations.update(existing["id"], record, updated_at=updated)["id"]
         else:
-            obs_id = store.insert_observation(record, updated_at=updated)["id"]
+            obs_id = store.observations.insert(record, updated_at=updated)["id"]
         if row.get("anchor") is not None:  # the repository by name: a clone here, wherever, is found by it
             adopt_anchor(store, obs_id, anchor_of(row), self.memory.scrub_text)
         self._links[obs_id] = [tuple(link) for link in row.get("links") or []]
         self._export.add(obs_id)
         if queue:
-            outbox.enqueue(self.store, outbox.OBSERVATION, record["uid"])
+            self.store.team_outbox.enqueue(outbox.OBSERVATION, record["uid"])
         return int(obs_id)
 
     def add_links(self, links: list[tuple[str, str, str]]) -> None:
         """Links (from uid, to uid, type) whose target just arrived, from memories already here."""
         for from_uid, to_uid, link_type in links:
-            source = self.store.observation_by_uid(from_uid)
-            target = self.store.observation_by_uid(to_uid)
+            source = self.store.observations.by_uid(from_uid)
+            target = self.store.observations.by_uid(to_uid)
             if source is None or target is None or source["id"] in self._links:
                 continue
             if not any(
                 link["uid"] == to_uid and link["type"] == link_type
-                for link in self.store.links_from(source["id"])
+                for link in self.store.links.outgoing(source["id"])
             ):
                 self._link(source["id"], target["id"], link_type, from_uid)
                 self._export.add(source["id"])
@@ -91,13 +91,13 @@ class Applier:
     def forget(self, kind: str, uid: str) -> bool:
         """Forget what another machine forgot (observations linking to it are written again)."""
         if kind == outbox.SUMMARY:
-            row = self.store.summary_by_uid(uid)
+            row = self.store.summaries.by_uid(uid)
             if row is None:
                 return False
-            self.store.delete_summary(row["id"])
+            self.store.summaries.delete(row["id"])
             self.files.delete_after_commit(row.get("path"))
             return True
-        row = self.store.observation_by_uid(uid)
+        row = self.store.observations.by_uid(uid)
         if row is None:
             return False
         self._export.discard(row["id"])
@@ -123,18 +123,18 @@ class Applier:
             "updated_at": int(row.get("updated_at") or row["created_at"]),
             "machine": row.get("machine"),
         }
-        store.ensure_session(
+        store.sessions.ensure(
             record["session"], agent=record["agent"], project=record["project"], at=record["created_at"]
         )
-        existing = store.summary_by_uid(record["uid"])
+        existing = store.summaries.by_uid(record["uid"])
         if existing is not None:
-            store.update_summary(existing["id"], record)
+            store.summaries.update(existing["id"], record)
             summary_id = existing["id"]
         else:
-            summary_id = store.insert_summary(record)["id"]
-        self.memory.export_summary(store.get_summary(summary_id), self.files)
+            summary_id = store.summaries.insert(record)["id"]
+        self.memory.export_summary(store.summaries.get(summary_id), self.files)
         if queue:
-            outbox.enqueue(store, outbox.SUMMARY, record["uid"])
+            store.team_outbox.enqueue(outbox.SUMMARY, record["uid"])
         return int(summary_id)
 
     # -- sessions and prompts ------------------------------------------------------------------------
@@ -147,20 +147,20 @@ class Applier:
                 f"session {row.get('session_id')}: not taken from the team database: {exc.message}"
             )
             return False
-        here = self.store.session_row(values["session_id"])
+        here = self.store.sessions.find(values["session_id"])
         if here is None:
-            self.store.put_session(values)
+            self.store.sessions.put(values)
         else:
             result = merged(values, here, concurrent=False)
             if not same_session(result, here):
-                self.store.put_session(result)
+                self.store.sessions.put(result)
         return True
 
     def prompt(self, row: dict[str, Any]) -> bool:
         """Store a prompt under its uid (once: prompts never change); its number stays unless this machine
         gave it to another prompt of the session, which a note says."""
         store = self.store
-        if store.prompts_by_uids([row["uid"]]):
+        if store.prompts.by_uids([row["uid"]]):
             return True
         try:
             prompt = self.memory.prepare_prompt_row(row)
@@ -168,16 +168,16 @@ class Applier:
             self.notes.append(f"prompt {row.get('uid')}: not taken from the team database: {exc.message}")
             return False
         session = prompt["session"]
-        store.ensure_session(
+        store.sessions.ensure(
             session, agent=prompt["agent"], project=prompt["project"], at=prompt["created_at"]
         )
-        number = store.free_prompt_number(session, prompt["prompt_number"])
+        number = store.prompts.free_number(session, prompt["prompt_number"])
         if number != prompt["prompt_number"]:
             self.notes.append(
                 f"prompt {prompt['uid']}: number {prompt['prompt_number']} of session {session} is another "
                 f"prompt's here; numbered {number} here"
             )
-        store.insert_prompt(
+        store.prompts.insert(
             uid=prompt["uid"],
             session=session,
             number=number,
@@ -187,37 +187,43 @@ class Applier:
             created_at=prompt["created_at"],
             machine=row.get("machine"),
         )
-        store.raise_prompt_counter(session, number)
+        store.sessions.raise_prompt_counter(session, number)
         return True
 
     def _link(self, from_id: int, to_id: int, link_type: str, from_uid: str | None) -> None:
         """One link of what arrived; a ``supersedes`` loop is broken where it closes, with a note."""
         broken = supersession.add_arrived_link(self.store, from_id, to_id, link_type)
         if broken is not None:
-            uid = from_uid or self.store.get_observation(from_id)["uid"]
+            uid = from_uid or self.store.observations.get(from_id)["uid"]
             self.notes.append(f"{uid}: {broken.note}")
             if broken.rewrite is not None:
                 self._export.add(broken.rewrite)
+            # the server still holds the loop: the memory whose link went is pushed again without it, so a
+            # home that joins later (or pulls both links at once) finds no loop to break
+            oldest = self.store.observations.get(broken.rewrite or from_id)
+            self.store.team_outbox.enqueue(outbox.OBSERVATION, oldest["uid"])
 
     # -- at the end -------------------------------------------------------------------------------------
     def finish(self) -> None:
         """Set the links of what arrived (their targets may have come in the same batch), then write files."""
         store = self.store
         for obs_id, links in self._links.items():
-            for link in store.links_from(obs_id):
-                store.remove_link(obs_id, link["id"], link["type"])
+            for link in store.links.outgoing(obs_id):
+                store.links.remove(obs_id, link["id"], link["type"])
             for link_type, uid in links:
-                target = store.observation_by_uid(uid)
+                target = store.observations.by_uid(uid)
                 if target is not None and target["id"] != obs_id:
                     self._link(obs_id, target["id"], link_type, None)
-        arrived = [row for row in map(store.find_observation, sorted(self._export)) if row is not None]
+        arrived = [row for row in map(store.observations.find, sorted(self._export)) if row is not None]
         for new in arrived:  # every arrival named before any file is written: a file names its links' paths
             if not new.get("path"):
-                store.set_export(new["id"], layout.observation_relpath(new), new.get("tokens") or 0)
+                store.observations.set_export(
+                    new["id"], layout.observation_relpath(new), new.get("tokens") or 0
+                )
         for new in arrived:  # files name their links' paths: after every row is in
-            self.memory.export_observation(store.find_observation(new["id"]) or new, self.files)
-        referrers = {link["id"] for obs_id in self._export for link in store.links_to(obs_id)}
+            self.memory.export_observation(store.observations.find(new["id"]) or new, self.files)
+        referrers = {link["id"] for obs_id in self._export for link in store.links.incoming(obs_id)}
         for obs_id in sorted(referrers - self._export):
-            row = store.find_observation(obs_id)
+            row = store.observations.find(obs_id)
             if row is not None:
                 self.memory.export_observation(row, self.files)

@@ -7,7 +7,9 @@ whole, with a reason; the caller skips it (a one-line note naming its uid and th
 ``skipped`` in `cmem sync --json`, `cmem doctor`) and the rest of the sync goes on. A row that passes
 is then validated and scrubbed again by the write service, as any input.
 
-Every check reads only the row: nothing here touches the store or the server.
+The rule for each field is the one files arriving by git sync are held to
+(``cmem_cli.services.record_shapes``); this module applies it to the team tables' columns. Every check
+reads only the row: nothing here touches the store or the server.
 """
 
 from __future__ import annotations
@@ -19,8 +21,14 @@ from typing import Any
 from cmem_cli.core.errors import CmemError
 from cmem_cli.core.fields import LINK_TYPES, SESSION_STATUSES, SUMMARY_FIELDS
 from cmem_cli.core.timeutil import MAX_MS
+from cmem_cli.services.record_shapes import MAX_LINKS, MAX_UID, Refused
+from cmem_cli.services.record_shapes import anchor as _anchor
+from cmem_cli.services.record_shapes import short as _short
+from cmem_cli.services.record_shapes import text as _text
+from cmem_cli.services.record_shapes import text_list as _text_list
+from cmem_cli.services.record_shapes import uid as _uid
 from cmem_cli.services.writes import SUMMARY_LIMIT
-from cmem_cli.store.records import LIST_FIELDS, MAX_LIST_ITEMS, MAX_SHORT, normalize_observation
+from cmem_cli.store.records import LIST_FIELDS, MAX_SHORT, normalize_observation
 from cmem_export.reading import MAX_FILE_BYTES
 
 # What a file holds besides the row's own text (front matter keys, headings, a link line's markup) is
@@ -28,16 +36,6 @@ from cmem_export.reading import MAX_FILE_BYTES
 # no later sync could read back (docs/team.md).
 FILE_OVERHEAD = 8_192
 LINK_LINE = 2_600  # a link's line: its type, the target's title (500 characters) and relative path
-MAX_LINKS = MAX_LIST_ITEMS
-MAX_UID = 64
-
-
-class Refused(Exception):
-    """A row cmem would never have written; ``reason`` says which column and why, in one line."""
-
-    def __init__(self, reason: str):
-        super().__init__(reason)
-        self.reason = reason
 
 
 def label(row: dict[str, Any], key: str = "uid") -> str:
@@ -61,9 +59,7 @@ def observation(row: dict[str, Any]) -> None:
     _uid(row.get("uid"), "uid")
     _machine(row)
     for name in LIST_FIELDS:
-        value = row.get(name)
-        if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-            raise Refused(f"{name} is {_short(value)}, not a list of texts")
+        _text_list(row.get(name), name)
     for name in ("created_at", "updated_at"):
         _time(row.get(name), name)
     record = {n: row.get(n) for n in (*LIST_FIELDS, "type", "title", "subtitle", "narrative", "project",
@@ -167,42 +163,13 @@ def skip(
 
 
 # -- the pieces ----------------------------------------------------------------------------------------
-def _uid(value: Any, name: str) -> None:
-    if not isinstance(value, str):
-        raise Refused(f"{name} is {_short(value)}, not a uid")
-    try:
-        normalize_observation({"title": "t", "project": "p", "uid": value})
-    except CmemError:
-        raise Refused(f"{name} is {_short(value)}, not a uid") from None
-
-
 def _machine(row: dict[str, Any]) -> None:
     _text(row.get("machine"), "machine", MAX_SHORT)
-
-
-def _text(value: Any, name: str, limit: int, *, empty: bool = False) -> None:
-    if not isinstance(value, str):
-        raise Refused(f"{name} is {_short(value)}, not a text")
-    if not empty and not value.strip():
-        raise Refused(f"{name} is empty")
-    if "\x00" in value:
-        raise Refused(f"{name} contains a NUL character")
-    if len(value) > limit:
-        raise Refused(f"{name} is too long ({len(value)} characters, limit {limit})")
 
 
 def _time(value: Any, name: str) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_MS:
         raise Refused(f"{name} is {_short(value)}, not a time in epoch milliseconds")
-
-
-def _anchor(value: Any) -> None:
-    if value is None:
-        return
-    from cmem_cli.services.anchors import from_exported
-
-    if from_exported(value) is None:
-        raise Refused(f"anchor is {_short(value)}, not a code anchor cmem writes")
 
 
 def _bytes(*values: Any) -> int:
@@ -214,12 +181,3 @@ def _fits(size: int) -> None:
         raise Refused(
             f"its file would be over the export's limit ({size} bytes of text, limit {MAX_FILE_BYTES})"
         )
-
-
-def _short(value: Any) -> str:
-    """A value as a note shows it: its JSON (or repr) cut to 40 characters, control characters escaped."""
-    try:
-        text = json.dumps(value, ensure_ascii=True, default=repr)
-    except (TypeError, ValueError):
-        text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."

@@ -64,7 +64,6 @@ class TeamLive:
     def _session(self) -> None:
         """One connection's life: catch up, then push and pull as things happen."""
         from cmem_cli.services.writes import Memory
-        from cmem_cli.store import team_outbox as outbox
         from cmem_cli.team import server, teamsync
         from cmem_cli.team.vectors import VectorMaker
 
@@ -73,7 +72,7 @@ class TeamLive:
             if settings is None:
                 raise CmemError("this home has no team database any more")
             with sync_lock(memory.config.home, timeout=30):
-                outbox.install(memory.store)  # joined with an older cmem: its newer triggers
+                memory.store.team_outbox.install()  # joined with an older cmem: its newer triggers
             conn = server.connect(settings["url"])
             try:
                 with server.translated(settings["url"]):
@@ -85,7 +84,7 @@ class TeamLive:
                 last_pull = time.monotonic()
                 while not self._stop.is_set():
                     pull = self._wait(conn, settings["url"]) or time.monotonic() - last_pull >= POLL_SECONDS
-                    if outbox.pending_count(memory.store) or pull:
+                    if memory.store.team_outbox.pending_count() or pull:
                         self._cycle(memory, conn, settings, vectors, pull=pull)
                         if pull:
                             last_pull = time.monotonic()

@@ -54,7 +54,7 @@ class Puller:
         return " AND project = ANY(%s)", (self.projects,)
 
     def run(self) -> None:
-        values = outbox.settings(self.local)
+        values = self.local.team_outbox.settings()
         cursor = int(values.get(PULLED) or 0)
         self.restoring = values.get(RESTORING) == "1"
         with self.conn.transaction():
@@ -70,7 +70,7 @@ class Puller:
                 cursor = self._page(cursor, horizon)
         if self.restoring:  # the whole server pulled again: a restore is settled
             with self.local.transaction():
-                outbox.put(self.local, **{RESTORING: None})
+                self.local.team_outbox.put(**{RESTORING: None})
 
     def _page(self, cursor: int, horizon: int) -> int:
         scope, scope_params = self._scope()
@@ -115,15 +115,15 @@ class Puller:
                     arriving.append((from_uid, to_uid, link_type))
         local = self.local
         with self.memory.write_transaction(fsync=False) as files:
-            outbox.queue_on(local, False)
+            local.team_outbox.queue_on(False)
             applier = Applier(self.memory, files, self.report["notes"])
             for kind in (outbox.SESSION, outbox.PROMPT, outbox.OBSERVATION, outbox.SUMMARY):
                 rows = fetched[kind]
                 key = "session_id" if kind == outbox.SESSION else "uid"
                 keys = [r[key] for r in rows]
-                waiting = outbox.pending_uids(local, kind, keys)
-                known = outbox.revs(local, kind, keys)
-                forgotten = outbox.forgotten_at(local, kind, keys) if self.restoring else {}
+                waiting = local.team_outbox.pending_uids(kind, keys)
+                known = local.team_outbox.revs(kind, keys)
+                forgotten = local.team_outbox.forgotten_at(kind, keys) if self.restoring else {}
                 taken: list[str] = []
                 for row in rows:
                     uid = row[key]
@@ -135,15 +135,15 @@ class Puller:
                         and (row["updated_at"] <= forgotten[uid])
                     ):
                         # a restored server's copy of what this home forgot since: forgotten there again
-                        outbox.set_rev(local, kind, uid, row["rev"])
-                        outbox.enqueue(local, kind, uid)
+                        local.team_outbox.set_rev(kind, uid, row["rev"])
+                        local.team_outbox.enqueue(kind, uid)
                         continue
                     if kind == outbox.OBSERVATION:
                         row = {**row, "links": links.get(uid, [])}
                     reason = inbound.problem(kind, row)
                     if reason is not None:  # a row cmem never writes: skipped, said, and the sync goes on
                         item = inbound.skip(self.report, kind, row, reason, key)
-                        outbox.note_skipped(local, kind, item["uid"], item["machine"], reason, row["rev"])
+                        local.team_outbox.note_skipped(kind, item["uid"], item["machine"], reason, row["rev"])
                         continue
                     taken.append(uid)
                     done: Any
@@ -156,24 +156,24 @@ class Puller:
                     else:
                         done = applier.prompt(row) or None
                     if done is not None:
-                        outbox.set_rev(local, kind, uid, row["rev"])
+                        local.team_outbox.set_rev(kind, uid, row["rev"])
                         outbox.count(self.report, kind, "pulled")
-                outbox.clear_skipped(local, kind, taken)
-                outbox.unforget(local, kind, taken)
+                local.team_outbox.clear_skipped(kind, taken)
+                local.team_outbox.unforget(kind, taken)
             for kind in (outbox.OBSERVATION, outbox.SUMMARY):
                 rows = [t for t in tombs if t["kind"] == kind and isinstance(t["uid"], str)]
-                outbox.clear_skipped(local, kind, [t["uid"] for t in rows])
-                waiting = outbox.pending_uids(local, kind, [t["uid"] for t in rows])
+                local.team_outbox.clear_skipped(kind, [t["uid"] for t in rows])
+                waiting = local.team_outbox.pending_uids(kind, [t["uid"] for t in rows])
                 gone = []
                 for tomb in rows:
                     if tomb["uid"] in waiting:
                         continue
                     if applier.forget(kind, tomb["uid"]):
                         self.report["forgotten"] += 1
-                    outbox.set_rev(local, kind, tomb["uid"], None)
+                    local.team_outbox.set_rev(kind, tomb["uid"], None)
                     gone.append(tomb["uid"])
-                outbox.remember_forgotten(local, kind, gone, now_ms())
+                local.team_outbox.remember_forgotten(kind, gone, now_ms())
             applier.add_links([link for link in arriving if link[2] in LINK_TYPES])
             applier.finish()
-            outbox.put(local, **{PULLED: str(end)})
-            outbox.queue_on(local, True)
+            local.team_outbox.put(**{PULLED: str(end)})
+            local.team_outbox.queue_on(True)

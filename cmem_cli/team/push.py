@@ -79,7 +79,7 @@ class Pusher:
     def run(self) -> None:
         seen: set[int] = set()
         for _ in range(MAX_ROUNDS):
-            entries = [e for e in outbox.pending(self.local, limit=BATCH) if e.seq not in seen]
+            entries = [e for e in self.local.team_outbox.pending(limit=BATCH) if e.seq not in seen]
             if not entries:
                 return
             seen.update(e.seq for e in entries)
@@ -94,30 +94,30 @@ class Pusher:
         prompts = [e for e in entries if e.kind == outbox.PROMPT]
         local_sessions = {
             sid: session_out(row, self.machine)
-            for sid, row in store.sessions_by_ids([e.uid for e in sessions]).items()
+            for sid, row in store.sessions.by_ids([e.uid for e in sessions]).items()
         }
         local_prompts = {
             uid: prompt_out(row, self.machine)
-            for uid, row in store.prompts_by_uids([e.uid for e in prompts]).items()
+            for uid, row in store.prompts.by_uids([e.uid for e in prompts]).items()
         }
-        rows = store.observations_by_uids([e.uid for e in obs])
+        rows = store.observations.by_uids([e.uid for e in obs])
         anchors = self.local.anchors.for_ids([row["id"] for row in rows.values()])
         scrub = self.memory.scrub_text
         local_obs = {
             uid: observation_out(
-                row, store.links_from(row["id"]), self.machine, exported(anchors.get(row["id"]), scrub)
+                row, store.links.outgoing(row["id"]), self.machine, exported(anchors.get(row["id"]), scrub)
             )
             for uid, row in rows.items()
         }
         local_sums = {}
         for entry in sums:
-            row = store.summary_by_uid(entry.uid)
+            row = store.summaries.by_uid(entry.uid)
             if row is not None:
                 local_sums[entry.uid] = summary_out(row, self.machine)
         bases = {
-            outbox.OBSERVATION: outbox.revs(self.local, outbox.OBSERVATION, [e.uid for e in obs]),
-            outbox.SUMMARY: outbox.revs(self.local, outbox.SUMMARY, [e.uid for e in sums]),
-            outbox.SESSION: outbox.revs(self.local, outbox.SESSION, [e.uid for e in sessions]),
+            outbox.OBSERVATION: self.local.team_outbox.revs(outbox.OBSERVATION, [e.uid for e in obs]),
+            outbox.SUMMARY: self.local.team_outbox.revs(outbox.SUMMARY, [e.uid for e in sums]),
+            outbox.SESSION: self.local.team_outbox.revs(outbox.SESSION, [e.uid for e in sessions]),
         }
         embedded = self.vectors.embed([*local_obs.values()], [*local_sums.values()])
         plan = _Plan()
@@ -492,15 +492,15 @@ class Pusher:
         when the server took this home's earlier version."""
         with self.memory.write_transaction(fsync=False) as files:
             local = self.local
-            still = outbox.present(local, [e.seq for e in entries])
+            still = local.team_outbox.present([e.seq for e in entries])
             requeued = {e.uid for e in entries if e.seq not in still}
-            outbox.queue_on(local, False)
+            local.team_outbox.queue_on(False)
             applier = Applier(self.memory, files, self.report["notes"])
             for kind, row, reason, key in plan.skipped:  # replaced by this home's version: said, not kept
                 inbound.skip(self.report, kind, row, reason, key)
             for (kind, uid), rev in plan.revs.items():
                 if uid not in requeued or (kind, uid) in plan.pushed_keys:
-                    outbox.set_rev(local, kind, uid, rev)
+                    local.team_outbox.set_rev(kind, uid, rev)
             for kind, row in plan.brought:
                 if row["uid"] in requeued:
                     continue
@@ -516,11 +516,11 @@ class Pusher:
             applier.finish()
             for kind in (outbox.OBSERVATION, outbox.SUMMARY):  # forgotten here and there: remembered
                 gone = [uid for k, uid in [*plan.tombstoned, *plan.forgotten] if k == kind]
-                outbox.remember_forgotten(local, kind, gone, now_ms())
+                local.team_outbox.remember_forgotten(kind, gone, now_ms())
             for kind in {kind for kind, _ in plan.pushed_keys}:  # a row of the wrong shape replaced
-                outbox.clear_skipped(local, kind, [uid for k, uid in plan.pushed_keys if k == kind])
-            outbox.acknowledge(local, sorted(still))
-            outbox.queue_on(local, True)
+                local.team_outbox.clear_skipped(kind, [uid for k, uid in plan.pushed_keys if k == kind])
+            local.team_outbox.acknowledge(sorted(still))
+            local.team_outbox.queue_on(True)
         for kind, _ in plan.pushed_keys:
             outbox.count(self.report, kind, "pushed")
         self.report["forgotten_there"] += plan.forgotten_there

@@ -25,7 +25,6 @@ import contextlib
 from typing import Any
 
 from cmem_cli.services.writes import Memory
-from cmem_cli.store import team_outbox as outbox
 from cmem_cli.team import server
 from cmem_cli.team.pull import PULLED, RESTORING, TABLES
 
@@ -64,16 +63,16 @@ def check(memory: Memory, conn: Any, report: dict[str, Any]) -> bool:
     """Compare the server with what this home remembers of it; start again when it went back in time.
     True when this sync started again (``report["restored"]``, and a note)."""
     local = memory.store
-    values = outbox.settings(local)
+    values = local.team_outbox.settings()
     now = identity(conn)
     known = values.get(SERVER)
-    high = outbox.high_water(local, int(values.get(PULLED) or 0))
+    high = local.team_outbox.high_water(int(values.get(PULLED) or 0))
     top = top_revision(conn)
     changed = known is not None and _differs(known, now)
     if not changed and top >= high:
         if known is None:
             with local.transaction():
-                outbox.put(local, **{SERVER: now})
+                local.team_outbox.put(**{SERVER: now})
         return False
     why = (
         "it is another server or was restored (its identity changed)"
@@ -83,8 +82,8 @@ def check(memory: Memory, conn: Any, report: dict[str, Any]) -> bool:
     if not changed:  # the others may not see it: a new epoch tells them
         now = _new_epoch(conn, now)
     with local.transaction():
-        queued = outbox.start_again(local)
-        outbox.put(local, **{PULLED: "0", SERVER: now, RESTORING: "1"})
+        queued = local.team_outbox.start_again()
+        local.team_outbox.put(**{PULLED: "0", SERVER: now, RESTORING: "1"})
     report["restored"] = True
     report["notes"].append(
         f"the team database went back in time ({why}): pulling it again from the start and pushing "

@@ -198,9 +198,11 @@ class TeamSource:
         store = self.reader.store
         uids = {r["uid"] for r in rows if r["kind"] == "observation"}
         uids |= {r[k] for r in rows for k in ("superseded_by", "possibly_superseded_by") if r.get(k)}
-        local = store.observations_by_uids(sorted(uids))
+        local = store.observations.by_uids(sorted(uids))
         for row in rows:
-            mine = local.get(row["uid"]) if row["kind"] == "observation" else store.summary_by_uid(row["uid"])
+            mine = (
+                local.get(row["uid"]) if row["kind"] == "observation" else store.summaries.by_uid(row["uid"])
+            )
             if mine is not None:
                 row["id"] = mine["id"] if row["kind"] == "observation" else f"S{mine['id']}"
                 row["path"] = mine.get("path")

@@ -36,7 +36,7 @@ PASSWORD_NOTE = (
 
 def remote(memory: Reader) -> dict[str, Any] | None:
     """This home's team remote (URL without password, machine name, pulled projects), or None."""
-    values = outbox.settings(memory.store)
+    values = memory.store.team_outbox.settings()
     if not values.get(URL):
         return None
     return {
@@ -44,7 +44,7 @@ def remote(memory: Reader) -> dict[str, Any] | None:
         "machine": values.get(MACHINE) or "",
         "projects": json.loads(values.get(PROJECTS) or "[]"),
         "pulled": int(values.get(PULLED) or 0),
-        "queued": outbox.pending_count(memory.store),
+        "queued": memory.store.team_outbox.pending_count(),
     }
 
 
@@ -91,7 +91,7 @@ def init(
         conn = server.connect(given.url, given.password)
         try:
             up_to_date(conn, given.url, given.password, [])  # a read-only role joins one made by another
-            outbox.install(local)
+            local.team_outbox.install()
             wanted = sorted(set(projects))
             with local.transaction():
                 first = current is None
@@ -104,10 +104,10 @@ def init(
                     values[PULLED] = (
                         "0"  # newly included projects: pull from the start (known rows are skipped)
                     )
-                outbox.put(local, **values)
-                outbox.queue_on(local, True)
+                local.team_outbox.put(**values)
+                local.team_outbox.queue_on(True)
                 if first:
-                    outbox.enqueue_all(local)
+                    local.team_outbox.enqueue_all()
             report = _run(memory, conn, given.url, given.password, report)
         finally:
             conn.close()
@@ -129,7 +129,7 @@ def sync(memory: Memory, report: dict[str, Any] | None = None) -> dict[str, Any]
     if current is None:
         raise UsageError("this home has no team database; run `cmem sync init postgresql://...` first")
     with sync_lock(memory.config.home):
-        outbox.install(memory.store)  # a home that joined with an older cmem: its newer triggers
+        memory.store.team_outbox.install()  # a home that joined with an older cmem: its newer triggers
         conn = server.connect(current["url"])
         try:
             return _run(memory, conn, current["url"], None, report)
@@ -158,9 +158,9 @@ def _run(
         refused = exc
     with server.translated(url, password, conn):
         Puller(memory, conn, settings["projects"], report).run()
-        if report["restored"] and refused is None and outbox.pending_count(memory.store):
+        if report["restored"] and refused is None and memory.store.team_outbox.pending_count():
             Pusher(memory, conn, settings["machine"], report, vectors).run()  # forgets the re-pull found
-    report["queued"] = outbox.pending_count(memory.store)
+    report["queued"] = memory.store.team_outbox.pending_count()
     if refused is not None:
         raise refused
     return report

@@ -3,18 +3,28 @@
 Claude Code sends one object per event with ``session_id``, ``transcript_path``, ``cwd``, ``hook_event_name``
 and per-event fields (``prompt``, ``tool_name``, ``tool_input``, ``tool_response``, ``error``, ``source``,
 ``reason``, ``agent_id``/``agent_type`` inside subagents). Anything else is ignored; a wrong type degrades to
-"absent" instead of failing the hook.
+"absent" instead of failing the hook, and so does a folder that no system could open (a relative path, one
+over ``PATH_MAX``, a name over ``NAME_MAX``). Texts JSON can carry but no file can (a lone surrogate from a
+``\\udXXX`` escape, NUL) become U+FFFD on arrival, so such an event is recorded like any other instead of
+failing half-way.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 from typing import Any, NamedTuple
 
 from cmem_cli.core.errors import InvalidInput
 
 MAX_PAYLOAD_BYTES = 32 * 1024 * 1024  # tool responses can be large; beyond this something is wrong
+MAX_PATH = 4_096  # PATH_MAX: a longer cwd or transcript path names no folder this system could open
+MAX_NAME = 255  # NAME_MAX, in bytes, for each part of it
+# The escapes whose texts no file, database or terminal takes: NUL and surrogates (JSON has no other way to
+# write them; a raw control character is invalid JSON). Only a payload holding one is walked.
+_UNSAFE_ESCAPE = re.compile(r"\\u(?:0000|[dD][89a-fA-F])")
+_UNSAFE_CHAR = re.compile("[\x00\ud800-\udfff]")
 
 # Canonical event names; the CLI argument may be spelled session-start, session_start, sessionstart...
 EVENTS = (
@@ -62,6 +72,21 @@ class HookPayload(NamedTuple):
     last_assistant_message: str | None = None
 
 
+def _path(data: dict[str, Any], *names: str) -> str | None:
+    """An absolute path a system could open, else None (the hook then works where it was started)."""
+    for name in names:
+        value = data.get(name)
+        if not isinstance(value, str) or not value.strip():
+            continue
+        value = value.strip()
+        if len(value) > MAX_PATH or "\ufffd" in value or not os.path.isabs(value):
+            return None
+        if any(len(part.encode("utf-8", "replace")) > MAX_NAME for part in value.split(os.sep)):
+            return None
+        return value
+    return None
+
+
 def _text(data: dict[str, Any], *names: str) -> str | None:
     for name in names:
         value = data.get(name)
@@ -105,7 +130,18 @@ def decode(raw: bytes | str) -> dict[str, Any]:
         ) from None
     if not isinstance(data, dict):
         raise InvalidInput(f"hook payload must be a JSON object, got {type(data).__name__}")
-    return data
+    return _valid_texts(data) if _UNSAFE_ESCAPE.search(text) else data
+
+
+def _valid_texts(value: Any) -> Any:
+    """``value`` with every NUL and lone surrogate in its texts (keys too) replaced by U+FFFD."""
+    if isinstance(value, str):
+        return _UNSAFE_CHAR.sub("\ufffd", value)
+    if isinstance(value, list):
+        return [_valid_texts(item) for item in value]
+    if isinstance(value, dict):
+        return {_valid_texts(key): _valid_texts(item) for key, item in value.items()}
+    return value
 
 
 def parse_payload(raw: bytes | str, event: str | None = None) -> HookPayload:
@@ -128,8 +164,8 @@ def payload_from(data: dict[str, Any], event: str | None = None) -> HookPayload:
     return HookPayload(
         event=name,
         session_id=_text(data, "session_id", "sessionId"),
-        cwd=_text(data, "cwd"),
-        transcript_path=_text(data, "transcript_path", "transcriptPath"),
+        cwd=_path(data, "cwd"),
+        transcript_path=_path(data, "transcript_path", "transcriptPath"),
         agent=agent_name(data),
         prompt=data["prompt"] if isinstance(data.get("prompt"), str) else None,
         tool_name=_text(data, "tool_name", "toolName"),

@@ -100,7 +100,7 @@ def run(
             from cmem_cli.capture.hooks.payload import parse_payload
 
             payload = parse_payload(raw, event_arg)
-        event, session = payload.event, payload.session_id
+        event, session = payload.event, _shown(payload.session_id)
         output: dict[str, Any] | None = None
         try:
             output = _dispatch(payload, config)
@@ -143,6 +143,11 @@ def run(
     if elapsed_ms > SLOW_MS:
         _log(log_dir, home, f"slow {event} session={session or '-'}: {elapsed_ms:.0f} ms")
     return 0
+
+
+def _shown(session: str | None) -> str | None:
+    """A session id as the log names it: one the store would refuse may be megabytes long."""
+    return session if session is None or len(session) <= 100 else session[:100] + "..."
 
 
 def _answer(stdout: IO[str], output: dict[str, Any] | None) -> None:

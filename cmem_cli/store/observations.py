@@ -1,0 +1,270 @@
+"""The observations table and its side tables (files, concepts): a memory's own row, by id, uid or key."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from cmem_cli.core.errors import NotFound
+from cmem_cli.core.fts import search_terms
+from cmem_cli.core.ids import UID_TAIL, new_uid
+from cmem_cli.core.timeutil import ms_date_words, now_ms
+from cmem_cli.store.rows import (
+    INSERT_COLUMNS,
+    LIST_COLUMNS,
+    MAX_ROWID,
+    NEXT_ID,
+    OBS_COLUMNS,
+    OBSERVATION,
+    Repository,
+    decode,
+    decoded,
+    id_free,
+    observations_by_id,
+)
+
+
+class ObservationRepository(Repository):
+    """Observations: the records themselves (insert, update, read by id/uid/key, forget)."""
+
+    def insert(
+        self,
+        record: dict[str, Any],
+        *,
+        path: str | None = None,
+        restore: dict[str, Any] | None = None,
+        updated_at: int | None = None,
+    ) -> dict[str, Any]:
+        """Insert a normalised record (see records.normalize_observation) inside the caller's transaction.
+
+        ``record`` may carry ``uid`` and ``created_at``; missing ones are generated. ``restore`` (an
+        observation read back from its file) may carry the ``id`` and ``updated_at`` it had, kept when the
+        id is free. Returns the stored row (built from the inserted values rather than read back: bulk
+        imports insert thousands at once).
+        """
+        now = now_ms()
+        row = self._row_values(record, tokens=0, created_at=record.get("created_at") or now)
+        row["uid"] = record.get("uid") or new_uid(row["created_at"])
+        row["updated_at"] = updated_at or max(now, row["created_at"])
+        row["path"] = path
+        row.update(self._store.authorship(record))
+        row["id"] = None
+        if restore:
+            row["updated_at"] = restore.get("updated_at") or row["updated_at"]
+            wanted = restore.get("id")
+            if isinstance(wanted, int) and 0 < wanted < MAX_ROWID and id_free(self.db, OBSERVATION, wanted):
+                row["id"] = wanted
+        columns = ", ".join(("id", *INSERT_COLUMNS))
+        placeholders = ", ".join(f":{c}" for c in INSERT_COLUMNS)
+        self.db.execute(
+            f"INSERT INTO observations ({columns}) VALUES (coalesce(:id, {NEXT_ID[OBSERVATION]}), {placeholders})",
+            row,
+        )
+        row.pop("id")
+        obs_id = self.db.conn.last_insert_rowid()
+        self._write_side_tables(obs_id, record)
+        row.pop("search_terms")
+        row.update(id=obs_id, retrieval_count=0, last_retrieved_at=None)
+        for column in LIST_COLUMNS:
+            row[column] = list(record.get(column) or [])
+        return row
+
+    def insert_new(self, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Insert new observations in the caller's transaction, one statement per table (a bulk import's
+        batch). Each record is normalised and carries its ``uid``, ``created_at``, ``updated_at``, ``path``
+        and ``tokens``. Ids follow the largest one given so far, in order, as :meth:`insert` gives them.
+        Returns the stored rows, as :meth:`insert` does."""
+        first = int(self.db.scalar(f"SELECT {NEXT_ID[OBSERVATION]}"))
+        rows = []
+        for offset, record in enumerate(records):
+            row = self._row_values(record, tokens=record["tokens"], created_at=record["created_at"])
+            row.update(
+                id=first + offset, uid=record["uid"], updated_at=record["updated_at"], path=record["path"]
+            )
+            row.update(self._store.authorship(record))
+            rows.append(row)
+        columns = ("id", *INSERT_COLUMNS)
+        self.db.conn.executemany(
+            f"INSERT INTO observations ({', '.join(columns)}) VALUES ({', '.join(f':{c}' for c in columns)})",
+            rows,
+        )
+        self._write_side_tables_many([(row["id"], record) for row, record in zip(rows, records, strict=True)])
+        for row, record in zip(rows, records, strict=True):
+            row.pop("search_terms")
+            row.update(retrieval_count=0, last_retrieved_at=None)
+            for column in LIST_COLUMNS:
+                row[column] = list(record.get(column) or [])
+        return rows
+
+    def update(
+        self, obs_id: int, record: dict[str, Any], *, tokens: int = 0, updated_at: int | None = None
+    ) -> dict[str, Any]:
+        """Replace the content fields of an observation, keeping id, uid and creation time.
+
+        ``updated_at`` keeps the time another machine gave the edit (git sync); by default it is now."""
+        existing = self.get(obs_id)
+        row = self._row_values(
+            record, tokens=tokens, created_at=record.get("created_at") or existing["created_at"]
+        )
+        row["uid"] = existing["uid"]
+        row["updated_at"] = updated_at or max(now_ms(), existing["updated_at"] + 1)
+        assignments = ", ".join(f"{c} = :{c}" for c in OBS_COLUMNS)
+        self.db.execute(f"UPDATE observations SET {assignments} WHERE id = :id", {**row, "id": obs_id})
+        self.db.execute("DELETE FROM observation_files WHERE observation_id = ?", (obs_id,))
+        self.db.execute("DELETE FROM observation_concepts WHERE observation_id = ?", (obs_id,))
+        self._write_side_tables(obs_id, record)
+        return self.get(obs_id)
+
+    def set_export(self, obs_id: int, relpath: str, tokens: int) -> None:
+        """Record where the observation's file is and what its details cost in tokens."""
+        self.db.execute(
+            "UPDATE observations SET path = ?, tokens = ? WHERE id = ?", (relpath, tokens, obs_id)
+        )
+
+    def get(self, obs_id: int) -> dict[str, Any]:
+        row = decode(self.db.query_one("SELECT * FROM observations WHERE id = ?", (obs_id,)))
+        if row is None:
+            raise NotFound(f"no observation with id {obs_id}")
+        return row
+
+    def find(self, obs_id: int) -> dict[str, Any] | None:
+        return decode(self.db.query_one("SELECT * FROM observations WHERE id = ?", (obs_id,)))
+
+    def by_uid(self, uid: str) -> dict[str, Any] | None:
+        return decode(self.db.query_one("SELECT * FROM observations WHERE uid = ?", (uid,)))
+
+    def by_uids(self, uids: list[str]) -> dict[str, dict[str, Any]]:
+        if not uids:
+            return {}
+        marks = ", ".join("?" * len(uids))
+        rows = self.db.query(f"SELECT * FROM observations WHERE uid IN ({marks})", uids)
+        return {row["uid"]: decoded(row) for row in rows}
+
+    def by_key(self, project: str, key: str) -> dict[str, Any] | None:
+        return decode(
+            self.db.query_one("SELECT * FROM observations WHERE project = ? AND key = ?", (project, key))
+        )
+
+    def key_holder(self, project: str, key: str | None, *, besides: int | None) -> dict[str, Any] | None:
+        """The observation of ``project`` other than ``besides`` that holds ``key`` (None: nobody else)."""
+        if not key:
+            return None
+        holder = self.by_key(project, key)
+        return None if holder is None or holder["id"] == besides else holder
+
+    def delete(self, obs_id: int) -> None:
+        """Delete the row, remembering its uid as forgotten (see :meth:`forgotten_at`)."""
+        self.db.execute(
+            "INSERT OR REPLACE INTO forgotten (uid, forgotten_at) SELECT uid, ? FROM observations WHERE id = ?",
+            (now_ms(), obs_id),
+        )
+        self.db.execute("DELETE FROM observations WHERE id = ?", (obs_id,))
+
+    def forgotten_at(self, uid: str) -> int | None:
+        """When the memory with this uid was forgotten on this machine (epoch ms), None if it never was."""
+        value = self.db.scalar("SELECT forgotten_at FROM forgotten WHERE uid = ?", (uid,))
+        return int(value) if value is not None else None
+
+    def iter_all(self, page: int = 2_000) -> Iterator[dict[str, Any]]:
+        """Every observation, decoded, in id order, a page at a time (whole-store passes: doctor, rebuild);
+        each page is read completely, so the caller may write between pages."""
+        after = 0
+        while True:
+            rows = self.db.query("SELECT * FROM observations WHERE id > ? ORDER BY id LIMIT ?", (after, page))
+            for row in rows:
+                decoded = decode(row)
+                if decoded is not None:
+                    yield decoded
+            if len(rows) < page:
+                return
+            after = rows[-1]["id"]
+
+    def ids_without_path(self) -> list[int]:
+        return [r[0] for r in self.db.execute("SELECT id FROM observations WHERE path IS NULL ORDER BY id")]
+
+    def all_ids(self) -> list[int]:
+        return [r[0] for r in self.db.execute("SELECT id FROM observations ORDER BY id")]
+
+    def record_retrieval(self, obs_ids: list[int]) -> None:
+        if not obs_ids:
+            return
+        with self.db.transaction():
+            self.db.conn.executemany(
+                "UPDATE observations SET retrieval_count = retrieval_count + 1, last_retrieved_at = ? "
+                "WHERE id = ?",
+                [(now_ms(), i) for i in obs_ids],
+            )
+
+    def oldest_first(self, ids: Iterable[int]) -> list[dict[str, Any]]:
+        """The stored observations among ``ids``, oldest first (ids that do not exist are left out)."""
+        found = observations_by_id(self.db, list(dict.fromkeys(ids)))
+        return sorted(found.values(), key=lambda row: (row["created_at"], row["id"]))
+
+    def uid_matches(self, text: str, limit: int = 4) -> list[tuple[str, int, str]]:
+        """(kind, id, uid) of the observations and session summaries whose uid is ``text`` or starts with
+        it (uids are upper case) or, for ``text`` of :data:`UID_TAIL` characters, ends with it: the tail a
+        file name shows (``...-7zk3qw9m.md``), since a uid's head is its time and every uid of one minute
+        shares it. Uid order, at most ``limit`` of each. A prefix is a range scan of the uid index, a tail a
+        lookup in the index of tails (store migration ``m009_uid_tails``)."""
+        found: dict[tuple[str, int], str] = {}
+        for kind, table in (("observation", "observations"), ("summary", "session_summaries")):
+            wanted: list[tuple[str, tuple[str, ...]]] = [
+                ("uid >= ? AND uid < ?", (text, text + "\U0010ffff"))
+            ]
+            if len(text) == UID_TAIL:
+                wanted.append((f"substr(uid, -{UID_TAIL}) = ?", (text,)))
+            for where, params in wanted:
+                rows = self.db.query(f"SELECT id, uid FROM {table} WHERE {where} LIMIT ?", (*params, limit))
+                found.update({(kind, int(r["id"])): str(r["uid"]) for r in rows})
+        return sorted(((kind, i, uid) for (kind, i), uid in found.items()), key=lambda c: (c[2], c[0]))
+
+    def count_in_session(self, session_id: str) -> int:
+        """How many observations session ``session_id`` (exactly) holds."""
+        return int(self.db.scalar("SELECT count(*) FROM observations WHERE session = ?", (session_id,)) or 0)
+
+    @staticmethod
+    def _row_values(record: dict[str, Any], *, tokens: int, created_at: int) -> dict[str, Any]:
+        row = {c: record.get(c) for c in OBS_COLUMNS}
+        for column in LIST_COLUMNS:
+            row[column] = json.dumps(record.get(column) or [], ensure_ascii=False)
+        row["tokens"] = tokens
+        row["created_at"] = created_at
+        row["search_terms"] = (
+            search_terms(
+                [
+                    record.get("title"),
+                    record.get("subtitle"),
+                    record.get("narrative"),
+                    *(record.get("facts") or []),
+                    *(record.get("concepts") or []),
+                    *(record.get("files_read") or []),
+                    *(record.get("files_modified") or []),
+                ]
+            )
+            + " "
+            + " ".join([*(record.get("files_read") or []), *(record.get("files_modified") or [])])
+            + " "
+            + ms_date_words(created_at)
+        )
+        return row
+
+    def _write_side_tables(self, obs_id: int, record: dict[str, Any]) -> None:
+        self._write_side_tables_many([(obs_id, record)])
+
+    def _write_side_tables_many(self, items: list[tuple[int, dict[str, Any]]]) -> None:
+        files = [
+            (obs_id, kind, path)
+            for obs_id, record in items
+            for kind, column in (("read", "files_read"), ("modified", "files_modified"))
+            for path in record.get(column) or []
+        ]
+        if files:
+            self.db.conn.executemany(
+                "INSERT OR IGNORE INTO observation_files (observation_id, kind, path) VALUES (?, ?, ?)", files
+            )
+        concepts = [(obs_id, c) for obs_id, record in items for c in record.get("concepts") or []]
+        if concepts:
+            self.db.conn.executemany(
+                "INSERT OR IGNORE INTO observation_concepts (observation_id, concept) VALUES (?, ?)", concepts
+            )
