@@ -438,7 +438,7 @@ class Memory:
         return window(
             reader.store,
             Path(reader.config.export_dir),
-            filters_of(query),
+            filters_of(query, reader.store),
             query.text,
             limit=limit,
             cwd=_cwd(cwd),
@@ -463,8 +463,11 @@ class Memory:
         if (anchor is None) == (query is None):
             raise InvalidInput("give an anchor id or a query, not both")
         store = self.reader.store
+        folded = store.projects.older_names(project) if project is not None else ()
         ref = (
-            resolve_query_anchor(store, query, Filters(project=project)) if query is not None else str(anchor)
+            resolve_query_anchor(store, query, Filters(project=project, folded=folded))
+            if query is not None
+            else str(anchor)
         )
         from cmem_cli.core.pages import Timeline
 
