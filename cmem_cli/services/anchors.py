@@ -1102,21 +1102,3 @@ def verify(service: Any, obs_ids: list[int], *, cwd: str) -> list[dict[str, Any]
 
 def _not_verified(obs_id: int, reason: str) -> dict[str, Any]:
     return {"id": obs_id, "verified": False, "reason": reason}
-
-
-def stale_rows(store: Store, *, project: str | None = None, cwd: str | None = None) -> list[dict[str, Any]]:
-    """Every observation (of ``project``) whose cited files changed or vanished, as search rows, oldest first."""
-    from cmem_cli.services.search import observation_row
-
-    states = check_anchors(store, store.anchors.with_files(project), cwd=cwd)
-    stale = {obs_id: state for obs_id, state in states.items() if state.stale}
-    if not stale:
-        return []
-    rows = []
-    for row in store.observations.oldest_first(stale):
-        out = observation_row(row)
-        out["stale"] = stale[row["id"]].stale
-        out["behind"] = stale[row["id"]].behind
-        out["branch"] = stale[row["id"]].anchor.branch
-        rows.append(out)
-    return rows
