@@ -307,6 +307,8 @@ class Memory:
             anchor = None
             if cwd is not None:  # anchored before the file is written: the file carries the anchor
                 hints = Hints.of(record, diffs=diffs)
+                if hints.modified:
+                    hints.previous = self.store.anchors.latest_blob
                 anchor, hashed = make_anchor(cited_files(record), cwd, repos=repos, hints=hints)
                 fresh.update(hashed)
             text = markdown.render_observation(row, [], self.anchor_front(0, anchor))
