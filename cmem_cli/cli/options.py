@@ -159,6 +159,15 @@ SEARCH = Command(
             False,
         ),
         JSON,
+        Opt(
+            "envelope",
+            ("--envelope",),
+            "Print one JSON object instead of the bare list of rows: mode, notes (what the notes on stderr "
+            "say: the scope used, an index behind the store), total, capped and hits, as MCP's search "
+            "returns them. Implies --json.",
+            bool,
+            False,
+        ),
         FORMAT,
     ),
 )
