@@ -91,6 +91,7 @@ complete -c cmem -n '__fish_seen_subcommand_from search' -l branch -r -f -d 'Onl
 complete -c cmem -n '__fish_seen_subcommand_from search' -l machine -r -f -d 'Only what was written on this machine (its name: CMEM_MACHINE, its tea'
 complete -c cmem -n '__fish_seen_subcommand_from search' -l team -d 'Search the team database this home joined (`cmem sync init postgresql:'
 complete -c cmem -n '__fish_seen_subcommand_from search' -l json -d 'Output JSON.'
+complete -c cmem -n '__fish_seen_subcommand_from search' -l envelope -d 'Print one JSON object instead of the bare list of rows: mode, notes (w'
 complete -c cmem -n '__fish_seen_subcommand_from search' -l format -s f -r -f -a 'table plain json ndjson csv ids md' -d 'Output format. Default: table on a terminal, plain (tab-separated) whe'
 complete -c cmem -n '__fish_seen_subcommand_from search' -s h -l help -d 'Show help and exit.'
 complete -c cmem -n '__fish_seen_subcommand_from timeline' -l query -s q -r -f -d 'Use the best search hit as anchor.'

@@ -88,6 +88,15 @@ FILES = query_option("file")
 SINCE = query_option("since")
 UNTIL = query_option("until")
 ALL_HITS = Opt("all_hits", ("--all",), "Every hit above the cut-off (same as -n 0).", bool, False)
+ENVELOPE = Opt(
+    "envelope",
+    ("--envelope",),
+    "Print one JSON object instead of the bare list of rows: mode, notes (what the notes on stderr "
+    "say: the scope used, an index behind the store), total, capped and hits, as MCP's search "
+    "returns them. Implies --json.",
+    bool,
+    False,
+)
 
 
 def _search_options() -> tuple[Opt, ...]:
@@ -100,7 +109,7 @@ def _search_options() -> tuple[Opt, ...]:
             options.append(ALL_PROJECTS)
         elif field.name == "explain":
             options.append(ALL_HITS)
-    return (*options, JSON, FORMAT)
+    return (*options, JSON, ENVELOPE, FORMAT)
 
 
 # -- the fast-path commands ----------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from cmem_cli.cli.invocation import open_api
 from cmem_cli.cli.render import (
     TYPE_ICONS,
     Column,
+    dumps,
     emit_rows,
     emit_text,
     escape_control,
@@ -87,6 +88,7 @@ def search(
     all_projects: bool = False,
     all_hits: bool = False,
     as_json: bool = False,
+    envelope: bool = False,
     fmt: str | None = None,
     **options: Any,
 ) -> int:
@@ -98,7 +100,11 @@ def search(
     from cmem_cli.cli.exits import EXIT_NO_MATCH, EXIT_OK
     from cmem_cli.core.query_fields import query_arguments
 
-    output = resolve_format(fmt, as_json)
+    if envelope and fmt not in (None, "json"):
+        from cmem_cli.core.errors import UsageError
+
+        raise UsageError(f"--envelope prints JSON: drop --format {fmt}")
+    output = resolve_format(fmt, as_json or envelope)
     check_count("--limit", options["limit"])
     check_count("--offset", options["offset"])
     fields = query_arguments(options)
@@ -127,7 +133,12 @@ def search(
         columns = [*columns[:-1], TEAM_COLUMNS[-1], columns[-1]]
     if ask.explain:
         columns = [*columns, Column("signals", "WHY", _why, priority=2, shrink_to=24)]
-    emit_rows(rows, columns, output, empty_message="no matches")
+    if envelope:  # the rows with what stderr says about them, for readers of stdout alone
+        notes = [scope_note, *page.notes] if scope_note else page.notes
+        data = {"mode": page.mode, "notes": notes, "total": page.total, "capped": page.capped, "hits": rows}
+        write(dumps(data) + "\n")
+    else:
+        emit_rows(rows, columns, output, empty_message="no matches")
     shown_to = ask.offset + len(rows)
     if rows and (page.capped or page.total > shown_to):
         more = f"{page.total}+" if page.capped else str(page.total)
