@@ -218,6 +218,10 @@ class IndexStore:
                 conn.execute("PRAGMA foreign_keys=ON")
                 store._migrate()
             elif INDEX_MIGRATIONS.pending(conn):
+                if not INDEX_MIGRATIONS.applied(conn):  # made a moment ago: its first pass is laying it out
+                    from cmem_cli.core.errors import NotFound
+
+                    raise NotFound(f"the index at {path} is not built yet; run `cmem index`")
                 raise DatabaseCorrupt(f"index {path} has an older schema; run `cmem index`")
         return store
 
