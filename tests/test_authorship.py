@@ -141,3 +141,22 @@ def test_a_file_that_does_not_say_whose_it_is_arrives_unattributed_and_git_sync_
         monkeypatch.setenv("CMEM_MACHINE", name)
         report = machine.sync()
         assert report["committed"] == 0, (name, report)
+
+
+def test_the_session_list_says_where_each_session_ran_once_there_are_two_machines(sh: Any, home: Path):
+    laptop = {"CMEM_MACHINE": "laptop", "CMEM_SESSION": "s-laptop"}
+    desk = {"CMEM_MACHINE": "desk-box", "CMEM_SESSION": "s-desk"}
+    assert sh("prompt", "add", "why is the store slow?", "--project", "demo", env=laptop).exit_code == 0
+    listed = sh("session", "list", "--format", "table")
+    assert listed.exit_code == 0 and "MACHINE" not in listed.stdout  # one machine: nothing to tell apart
+
+    assert sh("add", "Chose WAL", "--project", "demo", env=desk).exit_code == 0
+    rows = json.loads(sh("session", "list", "--json").stdout)
+    assert {row["session_id"]: row["machine"] for row in rows} == {"s-laptop": "laptop", "s-desk": "desk-box"}
+    table = sh("session", "list", "--format", "table").stdout.splitlines()
+    assert "MACHINE" in table[0].split()
+    assert {line.split()[0]: "desk-box" in line.split() for line in table[1:]} == {
+        "s-laptop": False,
+        "s-desk": True,
+    }
+    assert json.loads(sh("session", "show", "s-desk", "--json").stdout)["machine"] == "desk-box"

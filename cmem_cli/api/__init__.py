@@ -671,6 +671,7 @@ class Memory:
         ]
         row["summaries"] = [f"S{s['id']}" for s in store.summaries.recent(session=full)]
         row["observations"] = store.observations.count_in_session(full)
+        row["machine"] = store.sessions.machine(full)
         from cmem_cli.core.results import Session
 
         return Session.from_json(row)

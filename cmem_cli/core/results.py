@@ -238,6 +238,7 @@ class Session(NamedTuple):
     outcome: str | None
     next_steps: str | None
     observations: int | None = None
+    machine: str | None = None  # the machine it ran on (its first prompt's or memory's; None: not recorded)
     prompts: list[dict[str, Any]] | None = None  # number, text, created_at (``Memory.session`` only)
     summaries: list[str] | None = None  # the ids of its summaries (``Memory.session`` only)
 

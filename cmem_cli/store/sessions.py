@@ -9,6 +9,14 @@ from cmem_cli.core.errors import InvalidInput, NotFound
 from cmem_cli.core.timeutil import now_ms
 from cmem_cli.store.rows import Repository
 
+# The machine a session ran on: the one that wrote its first prompt, else its first memory (a session row
+# itself records none; NULL for sessions from before cmem recorded machines).
+_MACHINE = (
+    "COALESCE((SELECT p.machine FROM user_prompts p WHERE p.session = s.session_id AND p.machine IS NOT NULL "
+    "ORDER BY p.prompt_number LIMIT 1), (SELECT o.machine FROM observations o WHERE o.session = s.session_id "
+    "AND o.machine IS NOT NULL ORDER BY o.created_at LIMIT 1)) AS machine"
+)
+
 
 class SessionRepository(Repository):
     """Sessions: create, mark activity, end, resolve a prefix, prompt numbering."""
@@ -66,6 +74,11 @@ class SessionRepository(Repository):
         if row is None:
             raise NotFound(f"no session {session_id!r}")
         return row
+
+    def machine(self, session_id: str) -> str | None:
+        """The machine the session ran on (None: not recorded)."""
+        value = self.db.scalar(f"SELECT {_MACHINE} FROM sessions s WHERE session_id = ?", (session_id,))
+        return str(value) if value is not None else None
 
     def resolve(self, text: str) -> str | None:
         """The full id of the one session whose id is ``text`` or starts with it; None when none does.
@@ -126,8 +139,8 @@ class SessionRepository(Repository):
             params.append(status)
         where = " AND ".join(clauses) or "1"
         return self.db.query(
-            "SELECT s.*, (SELECT count(*) FROM observations o WHERE o.session = s.session_id) AS observations "
-            f"FROM sessions s WHERE {where} ORDER BY last_activity_at DESC LIMIT ?",
+            "SELECT s.*, (SELECT count(*) FROM observations o WHERE o.session = s.session_id) AS observations, "
+            f"{_MACHINE} FROM sessions s WHERE {where} ORDER BY last_activity_at DESC LIMIT ?",
             [*params, limit],
         )
 

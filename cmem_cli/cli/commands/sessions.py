@@ -99,6 +99,8 @@ TABLE_SESSION_COLUMNS = [
     Column("short_id", "SESSION", priority=0),
     *SESSION_COLUMNS[1:],
 ]
+# where the sessions ran, once this home holds more than one machine's (JSON rows always say it)
+MACHINE_COLUMN = Column("machine", "MACHINE", max_width=20, priority=4)
 
 
 @session_app.command("list")
@@ -119,10 +121,14 @@ def session_list(
     with open_api() as memory:
         rows = memory.sessions(project=project, status=status, limit=limit).to_json()
         short = unique_prefixes(memory.session_ids()) if output == "table" else {}
+        machines = {row["machine"] for row in rows if row.get("machine")}
+        several = output not in ("json", "ndjson") and (len(machines) > 1 or memory.several_machines())
     for row in rows:
         if short:
             row["short_id"] = short[row["session_id"]]
     columns = TABLE_SESSION_COLUMNS if output == "table" else SESSION_COLUMNS
+    if several:
+        columns = [*columns[:-1], MACHINE_COLUMN, columns[-1]]
     emit_rows(rows, columns, output, id_key="session_id", empty_message="no sessions")
 
 
