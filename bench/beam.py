@@ -20,8 +20,11 @@ Rows: plain BM25 (SQLite FTS5, porter, over the chat's messages; no cmem), each 
 and with ``--before REF`` the same CLI at an older commit (``git archive``: today's default before a change).
 
     python -m bench.beam --model minilm.gguf [--work DIR] [--modes auto,keyword] [--before main] [--json]
+                         [--data bench/data/ku-written]
 
 The data is read from ../shared/data (or $CMEM_BENCH_DATA) at run time and never copied into the repository.
+``--data`` names another folder of the same shape: ``bench/data/ku-written`` is a second set written for
+cmem (6 chats in other domains, 26 questions; its README.md says how and when it was written).
 """
 
 from __future__ import annotations
@@ -43,11 +46,12 @@ TOP = 10
 TITLE_CHARS = 480  # under the 500 limit after secrets are redacted (a redaction can be longer)
 
 
-def load() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """The user messages and the questions (read-only evaluation data; never stored in the repository)."""
+def load(data: Path = DATA) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The user messages and the questions (BEAM's are read-only evaluation data, never stored in the
+    repository; ``data`` may name another folder of the same shape, e.g. bench/data/ku-written)."""
 
     def jsonl(name: str) -> list[dict[str, Any]]:
-        with open(DATA / name, encoding="utf-8") as fh:
+        with open(data / name, encoding="utf-8") as fh:
             return [json.loads(line) for line in fh if line.strip()]
 
     return jsonl("messages.jsonl"), jsonl("queries.jsonl")
@@ -200,10 +204,12 @@ def main() -> None:
     parser.add_argument("--modes", default="auto", help="search modes of this code to score (auto = default)")
     parser.add_argument("--before", metavar="REF", help="also score the default search at this commit")
     parser.add_argument("--json", action="store_true", help="print the results (and per question) as JSON")
+    parser.add_argument("--data", type=Path, default=DATA,
+                        help="messages.jsonl and queries.jsonl of this shape (default: BEAM's, see above)")  # fmt: skip
     args = parser.parse_args()
-    if not DATA.exists():
-        parser.error(f"no BEAM data at {DATA} (set CMEM_BENCH_DATA)")
-    messages, questions = load()
+    if not args.data.exists():
+        parser.error(f"no data at {args.data} (set CMEM_BENCH_DATA)")
+    messages, questions = load(args.data)
     work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="cmem-beam-"))
     report: dict[str, Any] = {"plain BM25": evaluate(ranked_by_bm25(messages), questions)}
     cli = Cli(work / "home", args.model)

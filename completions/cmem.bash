@@ -55,10 +55,12 @@ _cmem() {
         "models pull") words="--rerank --sha256 --timeout --json -h --help"; valued="--sha256 --timeout"; paths="" ;;
         "models import") words="--name --outtype --force --json -h --help"; valued="--name --outtype"; paths="" ;;
         "models path") words="--rerank --json -h --help"; valued=""; paths="" ;;
-        "import") words="transcript claude-code codex -h --help"; valued=""; paths="" ;;
+        "import") words="transcript claude-code codex gemini opencode -h --help"; valued=""; paths="" ;;
         "import transcript") words="--project -p --exclude-project --settle --json -h --help"; valued="--project -p --exclude-project --settle"; paths="" ;;
         "import claude-code") words="--root --project -p --exclude-project --settle --json -h --help"; valued="--root --project -p --exclude-project --settle"; paths="--root" ;;
         "import codex") words="--root --project -p --exclude-project --settle --json -h --help"; valued="--root --project -p --exclude-project --settle"; paths="--root" ;;
+        "import gemini") words="--root --project -p --exclude-project --settle --json -h --help"; valued="--root --project -p --exclude-project --settle"; paths="--root" ;;
+        "import opencode") words="--project -p --exclude-project --settle --json -h --help"; valued="--project -p --exclude-project --settle"; paths="" ;;
     esac
     if [[ " $valued " == *" $prev "* ]]; then
         local choices=""

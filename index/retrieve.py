@@ -14,7 +14,7 @@ from typing import Any
 
 from cmem_cli.core import bm25
 from cmem_cli.core.batches import batches
-from cmem_cli.core.filters import FilterFields, file_path_match
+from cmem_cli.core.filters import FilterFields, file_path_match, project_clause
 from cmem_cli.core.fts import fts_query, query_tokens
 from cmem_index.store import IndexStore
 
@@ -63,6 +63,7 @@ class DocFilters(FilterFields):
                 session=get("session"),
                 since=get("since"),
                 until=get("until"),
+                folded=get("folded"),
                 collections=_as_list(get("collections")),
             )
         if collections:
@@ -72,8 +73,8 @@ class DocFilters(FilterFields):
     def sql(self, alias: str = "d") -> tuple[str, list[Any]]:
         clauses, params = self.scalar_clauses(alias)
         if self.project is not None:
-            at = clauses.index(f"{alias}.project = ?")
-            clauses[at] = f"({alias}.project = ? OR {alias}.project IS NULL)"
+            at = clauses.index(project_clause(f"{alias}.project", 1 + len(self.folded)))
+            clauses[at] = f"({clauses[at]} OR {alias}.project IS NULL)"
         if self.types:
             clauses.append(f"{alias}.type IN ({','.join('?' * len(self.types))})")
             params.extend(self.types)

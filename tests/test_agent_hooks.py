@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.agent_fixtures import all_stored_bytes, db_rows, payload
+from tests.hook_log import hook_log
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "agents"
 # A secret at the very end of a 5 MB output: where the Bash narrative keeps the tail.
@@ -51,10 +52,7 @@ def run(sh, agent: str, name: str, project: Path, session: str):
 
 
 def log_text(home: Path) -> str:
-    """hooks.log without its `slow` lines (a busy test machine is slow; that is not the agent's problem)."""
-    log = home / "logs" / "hooks.log"
-    lines = log.read_text().splitlines(keepends=True) if log.exists() else []
-    return "".join(line for line in lines if "Z slow " not in line)
+    return hook_log(home)
 
 
 def observations(home: Path, session: str) -> list[tuple]:

@@ -115,3 +115,21 @@ def test_mcp_remember_names_the_client_that_sent_it(home, sh):
     assert result.is_error is False
     [row] = sh("search", "invoices", "--json").json()
     assert (row["agent"], row["session"]) == ("claude-code", None)
+
+
+def test_codex_hands_its_session_to_its_shell_through_codex_env_file(sh, home, project, tmp_path):
+    """Codex gives SessionStart hooks CODEX_ENV_FILE (and the same path as CLAUDE_ENV_FILE), sourced before
+    its later shell commands: the lines are written once, name Codex, and its `cmem add` joins the session."""
+    env_file = tmp_path / "codex-shell-env.sh"
+    sid = "019d2b3c-codex-notes"
+    data = {"session_id": sid, "transcript_path": None, "cwd": str(project), "hook_event_name": "SessionStart",
+            "model": "gpt-5-codex", "permission_mode": "default", "source": "startup"}  # fmt: skip
+    result = sh("hook", "--agent", "codex", "SessionStart", input=json.dumps(data),
+                env={"CODEX_ENV_FILE": str(env_file), "CLAUDE_ENV_FILE": str(env_file)})  # fmt: skip
+    assert (result.exit_code, result.stderr) == (0, "")
+    assert "additionalContext" in result.json()["hookSpecificOutput"]
+    assert env_file.read_text() == f"export CMEM_SESSION={sid}\nexport CMEM_AGENT=codex\n"
+    note = agent_shell('cmem add --type decision -t "Invoices are immutable once sent"', project, env_file)
+    assert note.returncode == 0, note.stderr
+    [row] = sh("get", note.stdout.strip(), "--json").json()
+    assert (row["session"], row["agent"], row["project"]) == (sid, "codex", "orders-api")

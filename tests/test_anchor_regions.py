@@ -103,6 +103,29 @@ def test_a_memory_written_just_after_a_commit_is_about_that_commits_change(sh, c
     assert only(search_rows(sh, "audited"), obs)["stale"] == ["src/auth.py"]
 
 
+def test_a_file_committed_before_the_head_commit_is_about_its_change_since_the_last_memory_of_it(sh, code):
+    auth = code / "src" / "auth.py"
+    add(sh, "Auth module written", "--modified", "src/auth.py")  # just after the first commit: every line
+    edit(auth, "    session.clear()\n", "    session.clear()\n    session.audit('logout')\n")
+    git(code, "commit", "-qam", "audit logouts")
+    (code / "README.md").write_text("app, with audited logouts\n")
+    git(code, "commit", "-qam", "docs")  # HEAD's commit did not touch src/auth.py; the tree is clean
+    obs = add(sh, "Logouts are audited", "--modified", "src/auth.py")
+    assert file_state(sh, obs, "src/auth.py")["region"] == {"lines": "13-13", "symbols": ["logout"]}
+
+    edit(auth, "    return user.active\n", "    return user.is_active()\n")  # login, elsewhere
+    assert only(search_rows(sh, "audited"), obs)["stale"] == []
+    edit(auth, "    session.audit('logout')\n", "")
+    assert only(search_rows(sh, "audited"), obs)["stale"] == ["src/auth.py"]
+
+
+def test_a_file_no_memory_anchored_before_and_the_head_commit_did_not_touch_has_no_region(sh, code):
+    (code / "README.md").write_text("app, documented\n")
+    git(code, "commit", "-qam", "docs")
+    obs = add(sh, "Auth module reviewed", "--modified", "src/auth.py")
+    assert file_state(sh, obs, "src/auth.py")["region"] is None  # the file-level rule
+
+
 def test_a_cited_range_goes_stale_when_its_function_is_removed_not_when_another_one_changes(sh, code):
     auth = code / "src" / "auth.py"
     obs = add(sh, "Login compares sha256 digests", "--read", "src/auth.py:4-8")
@@ -165,6 +188,39 @@ def test_a_hook_edit_anchors_the_text_it_wrote(sh, code, tmp_path, monkeypatch):
     assert only(search_rows(sh, "--session", "s-1"), row["id"])["stale"] == []
     edit(auth, "    session.clear()\n    session.rotate_key()\n", "    session.reset()\n")
     assert only(search_rows(sh, "--session", "s-1"), row["id"])["stale"] == ["src/auth.py"]
+
+
+def test_a_hook_read_of_some_lines_anchors_those_lines(sh, code, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    auth = code / "src" / "auth.py"
+    payload = tool_payload("s-2", code, "Read", {"file_path": str(auth), "offset": 11, "limit": 3})
+    assert sh("hook", "PostToolUse", input=json.dumps(payload)).exit_code == 0
+    [row] = search_rows(sh, "--session", "s-2")
+    [got] = sh("get", str(row["id"]), "--json").json()
+    assert (got["files_read"], got["subtitle"]) == (["src/auth.py"], "lines 11-13")
+    assert file_state(sh, row["id"], "src/auth.py")["region"] == {"lines": "11-13", "symbols": ["logout"]}
+    edit(auth, "    return user.active\n", "    return user.is_active()\n")  # login: not what was read
+    assert only(search_rows(sh, "--session", "s-2"), row["id"])["stale"] == []
+    edit(auth, "def logout(session):\n    session.clear()\n    return True\n", "")
+    assert only(search_rows(sh, "--session", "s-2"), row["id"])["stale"] == ["src/auth.py"]
+
+
+def test_a_hook_read_of_a_whole_file_or_of_nonsense_lines_keeps_the_file_level_rule(
+    sh, code, tmp_path, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)
+    auth = code / "src" / "auth.py"
+    for session, tool_input in (
+        ("s-3", {"file_path": str(auth)}),
+        ("s-4", {"file_path": str(auth), "offset": -5, "limit": 3}),
+        ("s-5", {"file_path": str(auth), "offset": 10**12, "limit": 3}),
+    ):
+        payload = tool_payload(session, code, "Read", tool_input)
+        assert sh("hook", "PostToolUse", input=json.dumps(payload)).exit_code == 0
+        [row] = search_rows(sh, "--session", session)
+        [got] = sh("get", str(row["id"]), "--json").json()
+        assert got["files_read"] == ["src/auth.py"]
+        assert file_state(sh, row["id"], "src/auth.py")["region"] is None
 
 
 def test_a_file_without_a_region_keeps_the_file_level_rule(sh, code):

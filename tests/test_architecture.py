@@ -224,3 +224,97 @@ def test_sync_team_and_adoption_use_the_write_services_public_surface(tmp_path: 
         "def run(self):\n    with self.memory._write(fsync=False) as files:\n        return files\n"
     )
     assert private_reaches(tmp_path) == ["sync/gitsync.py:2 memory._write"]
+
+
+# -- one way in: the store's records are written by the write service and reconcile --------------------------
+# A memory, summary, prompt, session or link reaches the store through the write service (a local write,
+# services/writes.py) or the way in (services/reconcile/: what git, the team database or a hand edit brings;
+# its upsert, key rule and inbound writer). The supersedes rule (services/supersession.py) adds and removes
+# the links both of them ask it to.
+RECORD_WRITES = {  # repository -> its methods that write records
+    "observations": {"insert", "insert_new", "update", "delete"},  # (a file's name is export upkeep's)
+    "summaries": {"insert", "update", "delete"},
+    "prompts": {"insert"},
+    "sessions": {"put"},
+    "links": {"add", "remove", "add_pending", "clear_pending_from", "take_pending_to"},
+}
+RECORD_WRITERS = ("store/", "services/writes.py", "services/reconcile/", "services/supersession.py")
+
+
+def record_writes_outside_the_way_in(root: Path) -> list[str]:
+    """Every call under ``root`` (a cmem_cli tree) of a store repository's record write
+    (``….observations.insert(…)``), outside the write service, reconcile and the store itself."""
+    found: list[str] = []
+    for path in sorted(root.rglob("*.py")):
+        relative = path.relative_to(root).as_posix()
+        if relative.startswith(RECORD_WRITERS):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+                continue
+            owner = node.func.value
+            repository = owner.attr if isinstance(owner, ast.Attribute) else None
+            if repository in RECORD_WRITES and node.func.attr in RECORD_WRITES[repository]:
+                found.append(f"{relative}:{node.lineno} .{repository}.{node.func.attr}()")
+    return found
+
+
+def test_records_are_written_only_by_the_write_service_and_reconcile(tmp_path: Path) -> None:
+    assert record_writes_outside_the_way_in(REPO / "cmem_cli") == []
+    (tmp_path / "team").mkdir()
+    (tmp_path / "team" / "apply.py").write_text(
+        "def take(store, record):\n    return store.observations.insert(record)\n"
+    )
+    assert record_writes_outside_the_way_in(tmp_path) == ["team/apply.py:2 .observations.insert()"]
+
+
+def import_cycles(package: str) -> list[list[str]]:
+    """The import cycles among ``package``'s modules (imports inside functions count: a cycle is a cycle
+    whenever it closes), each as the modules around it."""
+    import grimp
+
+    graph = grimp.build_graph(package.split(".")[0], cache_dir=None)
+    modules = sorted(m for m in graph.modules if m == package or m.startswith(package + "."))
+    edges = {
+        m: sorted(n for n in graph.find_modules_directly_imported_by(m) if n in modules) for m in modules
+    }
+    cycles: list[list[str]] = []
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(module: str) -> None:
+        state[module] = 1
+        path.append(module)
+        for target in edges[module]:
+            if state.get(target) == 1:
+                cycles.append(path[path.index(target) :] + [target])
+            elif target not in state:
+                visit(target)
+        path.pop()
+        state[module] = 2
+
+    for module in modules:
+        if module not in state:
+            visit(module)
+    return cycles
+
+
+def test_the_services_import_no_circle() -> None:
+    """The write service no longer upkeeps the export (services/export_upkeep.py does), so adoption and
+    the write service stop importing each other; no other circle may take its place."""
+    assert import_cycles("cmem_cli.services") == []
+
+
+def test_one_function_makes_conflict_copies() -> None:
+    """A conflict copy is made in one place, with one uid rule (derived: made twice, it is one memory):
+    cmem_cli/services/reconcile/rule.py. Nothing else names a copy or derives a uid."""
+    makers = []
+    for path in sorted((REPO / "cmem_cli").rglob("*.py")):
+        relative = path.relative_to(REPO / "cmem_cli").as_posix()
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            named = isinstance(node, ast.Constant) and node.value == " (conflict copy)"
+            derives = isinstance(node, ast.Call) and getattr(node.func, "id", "") == "derived_uid"
+            defines = isinstance(node, ast.FunctionDef) and "copy" in node.name and "conflict" in node.name
+            if named or derives or defines:
+                makers.append(f"{relative}:{node.lineno}")  # type: ignore[attr-defined]
+    assert [m.split(":")[0] for m in makers] == ["services/reconcile/rule.py"] * 3, makers

@@ -35,7 +35,9 @@ def test_a_bulk_import_stores_what_single_writes_would(cli, home, monkeypatch, b
     assert result.stdout.split() == [str(i) for i in [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 4]]
     memory = Memory.open(load_config())
     try:
-        expected = memory.expected_files()
+        from cmem_cli.services.export_upkeep import expected_files
+
+        expected = expected_files(memory)
         rows = [memory.store.observations.get(i) for i in memory.store.observations.all_ids()]
         assert [r["title"] for r in rows] == [
             "plain note 0", "plain note 1", "plain note 2", "keyed value", "plain note 3", "plain note 4",

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from tests.agent_fixtures import db_rows, payload, tool_payload
+from tests.hook_log import hook_log
 from tests.test_agent_hooks import FIXTURES, fixture
 
 
@@ -31,9 +32,7 @@ def repo(tmp_path: Path) -> Path:
 
 
 def log_lines(home: Path) -> list[str]:
-    log = home / "logs" / "hooks.log"
-    text = log.read_text(encoding="utf-8") if log.exists() else ""
-    return [line for line in text.splitlines() if "Z slow " not in line]
+    return hook_log(home).splitlines()
 
 
 def bugs(home: Path) -> list[str]:

@@ -15,6 +15,7 @@ from cmem_cli.capture.hooks.payload import canonical_event, parse_payload
 from cmem_cli.capture.hooks.rules import HookRules, rules_from_config
 from cmem_cli.capture.hooks.tools import ToolCall, build_observation
 from tests.agent_fixtures import all_stored_bytes, db_rows, payload, tool_payload
+from tests.hook_log import hook_log
 
 RULES = HookRules()
 
@@ -33,8 +34,7 @@ def hook(sh, event: str, data: dict | str | bytes, **kw):
 
 
 def log_text(home: Path) -> str:
-    log = home / "logs" / "hooks.log"
-    return log.read_text() if log.exists() else ""
+    return hook_log(home)
 
 
 # --- the pure builder -------------------------------------------------------------------------------------

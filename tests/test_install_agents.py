@@ -114,7 +114,7 @@ def test_claude_code_with_its_mcp_server_round_trips_byte_for_byte(sh, home) -> 
     assert {k: v for k, v in snapshot(user_home()).items() if ".cmem-backup-" not in k} == before
 
 
-@pytest.mark.parametrize("agent", AGENTS)
+@pytest.mark.parametrize("agent", ["claude-code", *AGENTS])
 def test_install_into_an_empty_home_and_out_again_leaves_nothing(sh, home, tmp_path, agent) -> None:
     xdg = tmp_path / "config"
     assert sh("install", agent).exit_code == 0
@@ -122,7 +122,7 @@ def test_install_into_an_empty_home_and_out_again_leaves_nothing(sh, home, tmp_p
     assert snapshot(user_home(), xdg) == {}
 
 
-@pytest.mark.parametrize("agent", AGENTS)
+@pytest.mark.parametrize("agent", ["claude-code", *AGENTS])
 def test_project_scope_round_trips_in_the_current_directory(sh, home, tmp_path, agent) -> None:
     (tmp_path / "README.md").write_text("app\n")
     before = snapshot(tmp_path)

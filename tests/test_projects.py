@@ -206,9 +206,66 @@ def test_an_existing_store_migrates_without_losing_a_memory(app: Path, tmp_path:
     plain = cmem(tmp_path, "projects", "--format", "plain").stdout
     assert "app-feature\t1\t" in plain and "older name of app" in plain
 
-    # new work from the worktree files under the repository's project, beside the checkout's
+    # new work from the worktree files under the repository's project, beside the checkout's; the worktree's
+    # old name keeps its memory, and a read of the repository's project covers it
     add(feature, "New worktree memory")
-    assert titles(feature) == {"Checkout memory", "Second checkout memory", "New worktree memory"}
+    assert titles(feature) == {
+        "Checkout memory",
+        "Second checkout memory",
+        "Worktree memory",
+        "New worktree memory",
+    }
+
+
+def test_inside_a_repository_the_default_scope_folds_in_its_older_names(
+    app: Path, tmp_path: Path, home: Path
+):
+    """Memories stored before projects were keyed by repository keep their project (the worktree's folder
+    name); inside the repository search, timeline --query, context and view cover them with the repository's
+    project, as `cmem projects` maps them; the old name alone, another repository and an unmapped name stay
+    apart."""
+    feature = tmp_path / "work" / "app-feature"
+    git(app, "worktree", "add", "-q", "-b", "feature", str(feature))
+    other = new_repo(tmp_path / "work" / "api")
+    add(app, "Checkout cache decision", "--project", "app", "--read", "src/main.py", "--type", "decision")
+    add(
+        feature,
+        "Worktree cache bugfix",
+        "--project",
+        "app-feature",
+        "--read",
+        "src/main.py",
+        "--type",
+        "bugfix",
+    )
+    add(other, "Api cache note", "--project", "api", "--read", "src/main.py")
+    add(app, "Chosen cache name", "--project", "app-notes")  # unanchored: not known to be this repository
+    session = cmem(feature, "session", "start", "--project", "app-feature").stdout.strip()
+    summary = cmem(feature, "summary", "add", "--session", session, "--project", "app-feature",
+                   "--completed", "Fixed the worktree cache")  # fmt: skip
+    assert summary.exit_code == 0, summary.stderr
+    forget_project_keys(home)
+    assert projects(tmp_path)["app-feature"]["same_as"] == "app"
+
+    ours = {"Checkout cache decision", "Worktree cache bugfix"}
+    summarised = {*ours, "Session summary: Fixed the worktree cache"}
+    for checkout in (app, feature):
+        assert titles(checkout, "cache") == summarised, checkout
+        assert titles(checkout) == ours, checkout  # a listing too
+    rows = cmem(app, "search", "cache", "--json").json()
+    assert {row["project"] for row in rows} == {"app", "app-feature"}  # each memory keeps its project
+    assert titles(tmp_path, "cache", "--project", "app-feature") == summarised - {"Checkout cache decision"}
+    assert titles(tmp_path, "cache", "--project", "app") == summarised  # the repository's name, named
+    assert titles(other, "cache") == {"Api cache note"}
+
+    timeline = cmem(app, "timeline", "--query", "worktree cache bugfix", "--json").json()
+    assert [i["title"] for i in timeline["items"] if i["anchor"]] == ["Worktree cache bugfix"]
+    context = cmem(feature, "context", "--json").json()
+    assert {o["title"] for o in context["observations"]} == ours
+    assert "Fixed the worktree cache" in cmem(feature, "context").stdout  # the old name's last session
+    view = cmem(app, "view", "--output", str(tmp_path / "v.html"), "--json")
+    assert view.exit_code == 0, view.stderr
+    assert view.json()["observations"] == 2
 
 
 # -- one default scope -----------------------------------------------------------------------------------
@@ -346,3 +403,15 @@ def test_a_search_scoped_to_the_repository_still_finds_the_user_s_notes(two_proj
         cmem(two_projects, "search", "cache", "--collection", "memories", "--json").json()[0]["project"]
         == "app"
     )
+
+
+def test_a_team_search_scoped_to_a_repository_covers_its_older_names_too() -> None:
+    """The team database's filter takes the same older names the home's search folds in."""
+    from cmem_cli.store.repository import Filters
+    from cmem_cli.team.search import _Scope
+
+    folded = _Scope(Filters(project="app", folded=("app-feature",)))
+    assert "o.project = ANY(%(f_project)s)" in folded.observations
+    assert folded.params["f_project"] == ["app", "app-feature"]
+    plain = _Scope(Filters(project="app"))
+    assert "o.project = %(f_project)s" in plain.observations and plain.params["f_project"] == "app"

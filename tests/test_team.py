@@ -124,6 +124,38 @@ def test_concurrent_edits_keep_the_later_and_the_other_as_a_linked_conflict_copy
     assert a.sync()["conflicts"] == [] and b.sync()["conflicts"] == []
 
 
+def test_a_push_that_dies_after_making_a_conflict_copy_makes_no_second_one(
+    homes: dict[str, Home], team_db: str, monkeypatch: pytest.MonkeyPatch
+):
+    from cmem_cli.team.push import Pusher
+
+    a, b = homes["a"], homes["b"]
+    obs = a.add("Shared memory", "--narrative", "base")
+    a.join(team_db)
+    b.join(team_db)
+    uid = next(iter(a.rows()))
+    a.ok("edit", str(obs), "--narrative", "edited on a, earlier")
+    time.sleep(0.01)
+    b.ok("edit", str(b.rows()[uid]["id"]), "--narrative", "edited on b, later")
+    a.sync()
+
+    def killed(self: Any, *args: Any) -> None:
+        raise KeyboardInterrupt  # the server has the merge and the copy; this home acknowledged nothing
+
+    monkeypatch.setattr(Pusher, "_here", killed)
+    assert b.run("sync")[0] == 130
+    monkeypatch.undo()
+    report = b.sync()  # the same merge again: the copy's uid is derived, so it is found, not made twice
+    assert [(c["uid"], c["fields"]) for c in report["conflicts"]] == [(uid, ["narrative"])]
+    a.sync()
+    for home in (a, b):
+        assert sorted(r["title"] for r in home.rows().values()) == [
+            "Shared memory",
+            "Shared memory (conflict copy)",
+        ]
+    assert server_rows(team_db, "SELECT count(*) FROM cmem_observations") == [(2,)]
+
+
 def test_the_later_edit_wins_when_it_is_pulled_rather_than_pushed(homes: dict[str, Home], team_db: str):
     a, b = homes["a"], homes["b"]
     obs = a.add("Shared memory", "--narrative", "base")
@@ -135,8 +167,8 @@ def test_the_later_edit_wins_when_it_is_pulled_rather_than_pushed(homes: dict[st
     a.ok("edit", str(obs), "--narrative", "edited on a, later")
     b.sync()
     report = a.sync()  # a's edit is later: it stays, b's becomes the copy
-    assert report["conflicts"][0]["resolution"].startswith(
-        "both machines edited it: this machine's later edit kept"
+    assert report["conflicts"][0]["resolution"] == (
+        "both machines changed narrative: the later edit kept, the other kept as a copy"
     )
     b.sync()
     for home in (a, b):
@@ -158,7 +190,8 @@ def test_an_edit_beats_a_concurrent_forget(homes: dict[str, Home], team_db: str)
     b.sync()
     report = a.sync()
     assert (
-        report["conflicts"][0]["resolution"] == "edited on another machine, forgotten here: the edit is kept"
+        report["conflicts"][0]["resolution"]
+        == "edited on one machine, forgotten on the other: the edit is kept"
     )
     assert a.rows()[uid]["narrative"] == "still needed"
     b.sync()
@@ -391,6 +424,35 @@ def test_team_search_by_vector_uses_only_vectors_of_the_searchers_model(
     )
 
 
+def test_a_merge_and_its_conflict_copy_get_vectors_of_their_own_text(
+    homes: dict[str, Home], team_db: str, minilm_gguf: Path, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setenv("CMEM_EMBED_MODEL", str(minilm_gguf))
+    a, b = homes["a"], homes["b"]
+    obs = a.add("Deploy target", "--narrative", "staging")
+    a.join(team_db)
+    b.join(team_db)
+    uid = next(iter(a.rows()))
+    a.ok("edit", str(obs), "--narrative", "the liveness probe of the pods timed out")
+    time.sleep(0.01)
+    b.ok(
+        "edit",
+        str(b.rows()[uid]["id"]),
+        "--narrative",
+        "quarterly budget spreadsheet for finance",
+        "--fact",
+        "x",
+    )
+    a.sync()
+    copy_uid = b.sync()["conflicts"][0]["copy_uid"]
+    vectors = dict(server_rows(team_db, "SELECT uid, embedding::text FROM cmem_vectors"))
+    assert set(vectors) == {uid, copy_uid}
+    # the copy holds a's text: a search in its words finds it by its vector, not by the kept memory's
+    code, rows, err = a.search("container keeps crashing", "--team", "--mode", "vector", "--min-score", "0")
+    assert code == 0, err
+    assert rows[0]["title"] == "Deploy target (conflict copy)"
+
+
 # -- live ------------------------------------------------------------------------------------------------
 def wait_for(check: Any, seconds: float = 20.0) -> float:
     """Seconds until ``check()`` is true (polled every 0.1 s); fails after ``seconds``."""
@@ -588,7 +650,7 @@ def test_a_summary_edited_on_two_machines_keeps_the_later_edit_and_the_other_as_
     assert a.sync()["pushed"] == 1  # a's edit is shared first...
     report = b.sync()  # ...but b's is the later edit: it stays, a's becomes the copy
     assert [(c["uid"], c["resolution"]) for c in report["conflicts"]] == [
-        (uid, "both machines edited it: this machine's later edit kept, the other kept as a copy")
+        (uid, "both machines changed learned: the later edit kept, the other kept as a copy")
     ]
     copy_uid = report["conflicts"][0]["copy_uid"]
     a.sync()
@@ -605,7 +667,7 @@ def test_a_summary_edited_on_two_machines_keeps_the_later_edit_and_the_other_as_
     a.sync()
     report = b.sync()
     assert [(c["uid"], c["resolution"]) for c in report["conflicts"]] == [
-        (uid, "both machines edited it: the other machine's later edit kept, this one kept as a copy")
+        (uid, "both machines changed learned: the later edit kept, the other kept as a copy")
     ]
     second_copy = report["conflicts"][0]["copy_uid"]
     a.sync()

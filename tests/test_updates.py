@@ -73,6 +73,21 @@ UPDATES = [
     ("The sprint demo is on Thursday at 3 PM",
      "The sprint demo moved to Friday at 11 AM",
      "when is the sprint demo"),
+    # a word of addition after the value that qualifies another noun ("additional changes") adds nothing
+    ("The code review of the billing module is booked for May 12",
+     "The code review of the billing module was pushed to May 19 due to additional changes",
+     "when is the code review of the billing module"),
+    # the speaker's own value in the same frame of words, with no word of change (issue 34.3)
+    ("I've completed 10 practice exams for the AWS certification so far",
+     "Quick update: I recently completed 14 practice exams for the AWS certification",
+     "how many practice exams have I completed for the AWS certification"),
+    ("I set aside $2,000 for the venue deposit and $800 for catering",
+     "I've set aside $2,400 for the venue deposit, can you check my wedding budget?",
+     "how much have I set aside for the venue deposit"),
+    # a target that changed, the newer sentence naming it a target after its value
+    ("I'm targeting 20 pages a day for my novel draft",
+     "My daily pages for the novel draft were adjusted to 25 pages, which is my new target",
+     "how many pages a day am I targeting for my novel draft"),
 ]  # fmt: skip
 
 
@@ -189,6 +204,32 @@ BOTH_VALID = [
     ("Pushed 150 commits to the release branch last month",
      "The release branch pushed to GitHub today with 120 commits",
      "how many commits are on the release branch"),
+    # someone else's value: "their" price is not "our" price (issue 34.3)
+    ("We changed the premium price to $3.99 per month",
+     "Streaky just raised their premium price to $5.99 per month, interesting move",
+     "what does premium cost per month"),
+    ("I charge $45 per hour for math tutoring",
+     "My colleague told me she raised her rate to $60 per hour for math tutoring",
+     "what do I charge per hour for math tutoring"),
+    # one value a period, in the same frame of words
+    ("I spent $120 on groceries in January",
+     "I spent $150 on groceries in February, which felt like a lot",
+     "how much did I spend on groceries"),
+    # a value in a question or a wish is not a state
+    ("I've saved $3,000 for the Japan trip",
+     "Should I have saved $4,000 for the Japan trip instead?",
+     "how much have I saved for the Japan trip"),
+    ("I want to run 40 km per week before the marathon",
+     "I ran 32 km per week in March before the marathon",
+     "how many km per week do I run before the marathon"),
+    # the same frame of words, of another kind of role ("for executive ..." against "for director ...")
+    ("I'm worried that I only secured 3 interviews for executive producer roles this spring",
+     "Good news, I secured 2 interviews for director roles this spring, how do I prepare?",
+     "how many interviews have I secured for executive producer roles"),
+    # the same frame of words, said of another thing, not by the speaker of their own
+    ("The build cache saves about 40% of CI time",
+     "Test sharding saves 25% of CI time on top of the cache",
+     "how much CI time is saved"),
 ]  # fmt: skip
 
 

@@ -438,7 +438,7 @@ class Memory:
         return window(
             reader.store,
             Path(reader.config.export_dir),
-            filters_of(query),
+            filters_of(query, reader.store),
             query.text,
             limit=limit,
             cwd=_cwd(cwd),
@@ -463,8 +463,11 @@ class Memory:
         if (anchor is None) == (query is None):
             raise InvalidInput("give an anchor id or a query, not both")
         store = self.reader.store
+        folded = store.projects.older_names(project) if project is not None else ()
         ref = (
-            resolve_query_anchor(store, query, Filters(project=project)) if query is not None else str(anchor)
+            resolve_query_anchor(store, query, Filters(project=project, folded=folded))
+            if query is not None
+            else str(anchor)
         )
         from cmem_cli.core.pages import Timeline
 
@@ -485,7 +488,7 @@ class Memory:
     def stale(self, *, project: str | None = None) -> list[dict[str, Any]]:
         """Observations whose cited files changed or vanished since they were anchored (`cmem verify
         --stale`), oldest first: search rows with ``stale`` and ``branch``."""
-        from cmem_cli.services.anchors import stale_rows
+        from cmem_cli.services.stale import stale_rows
 
         return stale_rows(self.reader.store, project=project)
 
@@ -610,7 +613,9 @@ class Memory:
     def rebuild_export(self) -> dict[str, Any]:
         """Adopt hand edits and new files in the export tree, then regenerate every file from the database
         (never deletes a file): counts as `cmem export --rebuild --json` prints them."""
-        return self.service.rebuild_export()
+        from cmem_cli.services.export_upkeep import rebuild_export
+
+        return rebuild_export(self.service)
 
     # -- sessions, prompts, summaries ----------------------------------------------------------------------
     def start_session(

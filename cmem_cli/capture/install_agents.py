@@ -8,18 +8,18 @@ written with a backup, undone by ``--uninstall`` byte for byte.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from cmem_cli.capture import toml_block
+from cmem_cli.capture import agent_dirs, toml_block
 from cmem_cli.capture.install_files import (
     Change,
     check_hook_groups,
     hook_command,
+    hook_entries,
     is_cmem_command,
-    merge_hook_groups,
+    plan_hooks,
     plan_json,
     read_text,
     restored,
@@ -65,27 +65,21 @@ class Where(NamedTuple):
     mcp: Path
 
 
-def _base(variable: str, default: Path) -> Path:
-    value = os.environ.get(variable)
-    return Path(value).expanduser() if value else default
-
-
 def files(agent: str, scope: str, cwd: Path) -> Where:
     if scope not in SCOPES:
         raise InvalidInput(f"unknown scope {scope!r} (expected user or project)")
     user = scope == "user"
-    home = Path.home()
     if agent == "codex":
-        base = _base("CODEX_HOME", home / ".codex") if user else cwd / ".codex"
+        base = agent_dirs.codex_dir() if user else cwd / ".codex"
         return Where(base / "hooks.json", base / "config.toml")
     if agent == "gemini":
-        base = home / ".gemini" if user else cwd / ".gemini"
+        base = agent_dirs.gemini_dir() if user else cwd / ".gemini"
         return Where(base / "settings.json", base / "settings.json")
     if agent == "cursor":
-        base = home / ".cursor" if user else cwd / ".cursor"
+        base = agent_dirs.cursor_dir() if user else cwd / ".cursor"
         return Where(base / "hooks.json", base / "mcp.json")
     if agent == "opencode":
-        config = _base("XDG_CONFIG_HOME", home / ".config") / "opencode" if user else cwd / ".opencode"
+        config = agent_dirs.opencode_dir() if user else cwd / ".opencode"
         return Where(config / "plugins" / "cmem.js", (config if user else cwd) / "opencode.json")
     if agent == "claude-code":
         from cmem_cli.capture.install_claude import settings_paths
@@ -138,18 +132,8 @@ def plan(
 
 
 def _codex(where: Where, *, uninstall: bool, register: bool, executable: str | None) -> list[Change]:
-    entries = {
-        event: (
-            matcher,
-            {"type": "command", "command": hook_command(event, executable, "codex"), "timeout": t},
-        )
-        for event, (matcher, t) in CODEX_EVENTS.items()
-    }
-
-    def merge(data: dict[str, Any], remove: bool) -> dict[str, Any]:
-        return merge_hook_groups(data, entries, uninstall=remove)
-
-    changes = [plan_json(where.hooks, merge, uninstall=uninstall, what="hooks", check=check_hook_groups)]
+    entries = hook_entries(CODEX_EVENTS, executable, "codex")
+    changes = [plan_hooks(where.hooks, entries, uninstall=uninstall)]
     if register:
         changes.append(_codex_mcp(where.mcp, uninstall=uninstall, executable=executable))
     return changes
@@ -189,30 +173,20 @@ def _codex_mcp(path: Path, *, uninstall: bool, executable: str | None) -> Change
 
 
 def _gemini(where: Where, *, uninstall: bool, register: bool, executable: str | None) -> list[Change]:
-    entries = {
-        event: (
-            matcher,
-            {
-                "name": "cmem",
-                "type": "command",
-                "command": hook_command(event, executable, "gemini"),
-                "timeout": t,
-            },
-        )
-        for event, (matcher, t) in GEMINI_EVENTS.items()
-    }
+    entries = hook_entries(GEMINI_EVENTS, executable, "gemini", name="cmem")
     command, *args = server_argv(executable)
     server = {"command": command, "args": args}
 
-    def merge(data: dict[str, Any], remove: bool) -> dict[str, Any]:
-        merged = merge_hook_groups(data, entries, uninstall=remove)
-        return merge_server(merged, server, uninstall=remove) if register else merged
+    def with_server(data: dict[str, Any], remove: bool) -> dict[str, Any]:
+        return merge_server(data, server, uninstall=remove)
 
     def check(path: Path, data: dict[str, Any]) -> dict[str, Any]:
         return check_servers(path, check_hook_groups(path, data))
 
-    what = "hooks and MCP server" if register else "hooks"
-    return [plan_json(where.hooks, merge, uninstall=uninstall, what=what, check=check)]
+    if not register:
+        return [plan_hooks(where.hooks, entries, uninstall=uninstall, check=check)]
+    what = "hooks and MCP server"
+    return [plan_hooks(where.hooks, entries, uninstall=uninstall, also=with_server, what=what, check=check)]
 
 
 # -- Cursor: hooks.json version 1 ({event: [{"command": ...}]}) and mcp.json -----------------------------------

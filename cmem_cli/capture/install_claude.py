@@ -18,15 +18,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from cmem_cli.capture.agent_dirs import claude_dir
 from cmem_cli.capture.install_files import (
     Change,
     apply,
-    check_hook_groups,
     default_executable,
-    hook_command,
+    hook_entries,
     is_cmem_command,
     merge_hook_groups,
-    plan_json,
+    plan_hooks,
     read_text,
     restored,
 )
@@ -93,11 +93,7 @@ def instruction_command(executable: str | None = None) -> str:
 def settings_paths(scope: str, cwd: Path) -> tuple[Path, Path]:
     """(settings.json, CLAUDE.md) for ``user`` (``$CLAUDE_CONFIG_DIR`` or ``~/.claude``) or ``project``."""
     if scope == "user":
-        base = (
-            Path(os.environ["CLAUDE_CONFIG_DIR"]).expanduser()
-            if os.environ.get("CLAUDE_CONFIG_DIR")
-            else (Path.home() / ".claude")
-        )
+        base = claude_dir()
         return base / "settings.json", base / "CLAUDE.md"
     if scope == "project":
         return cwd / ".claude" / "settings.json", cwd / "CLAUDE.md"
@@ -108,11 +104,7 @@ def merge_settings(
     settings: dict[str, Any], *, uninstall: bool, executable: str | None = None
 ) -> dict[str, Any]:
     """A new settings object: cmem's hook entries added (or removed); everything else identical."""
-    entries = {
-        event: (matcher, {"type": "command", "command": hook_command(event, executable), "timeout": timeout})
-        for event, (matcher, timeout) in HOOK_EVENTS.items()
-    }
-    return merge_hook_groups(settings, entries, uninstall=uninstall)
+    return merge_hook_groups(settings, hook_entries(HOOK_EVENTS, executable), uninstall=uninstall)
 
 
 def merge_instructions(text: str | None, *, uninstall: bool, command: str = "cmem") -> str | None:
@@ -137,10 +129,7 @@ def plan(
 ) -> list[Change]:
     settings_path, claude_md = settings_paths(scope, cwd or Path.cwd())
 
-    def merge(data: dict[str, Any], remove: bool) -> dict[str, Any]:
-        return merge_settings(data, uninstall=remove, executable=executable)
-
-    changes = [plan_json(settings_path, merge, uninstall=uninstall, what="hooks", check=check_hook_groups)]
+    changes = [plan_hooks(settings_path, hook_entries(HOOK_EVENTS, executable), uninstall=uninstall)]
     if instructions:
         old_md = read_text(claude_md)
         new_md = merge_instructions(old_md, uninstall=uninstall, command=instruction_command(executable))

@@ -160,6 +160,48 @@ def merge_hook_groups(
     return result
 
 
+def hook_entries(
+    events: Mapping[str, tuple[str | None, int]],
+    executable: str | None = None,
+    agent: str | None = None,
+    **fields: str,
+) -> dict[str, tuple[str | None, dict[str, Any]]]:
+    """cmem's hook entry for each of ``events`` (event -> (matcher or None, timeout)) in Claude Code's layout,
+    which Codex CLI and Gemini CLI share: ``{"type": "command", "command": ..., "timeout": ...}``, after
+    the agent's own ``fields`` (Gemini's ``name``)."""
+    return {
+        event: (
+            matcher,
+            {
+                **fields,
+                "type": "command",
+                "command": hook_command(event, executable, agent),
+                "timeout": timeout,
+            },
+        )
+        for event, (matcher, timeout) in events.items()
+    }
+
+
+def plan_hooks(
+    path: Path,
+    entries: Mapping[str, tuple[str | None, dict[str, Any]]],
+    *,
+    uninstall: bool,
+    also: Callable[[dict[str, Any], bool], dict[str, Any]] | None = None,
+    what: str = "hooks",
+    check: Callable[[Path, dict[str, Any]], dict[str, Any]] = check_hook_groups,
+) -> Change:
+    """The change to a JSON file of Claude Code's hook layout: ``entries`` merged in (or taken out), then
+    ``also(data, uninstall)`` for what else the agent keeps there (Gemini CLI's MCP server)."""
+
+    def merge(data: dict[str, Any], remove: bool) -> dict[str, Any]:
+        merged = merge_hook_groups(data, entries, uninstall=remove)
+        return also(merged, remove) if also is not None else merged
+
+    return plan_json(path, merge, uninstall=uninstall, what=what, check=check)
+
+
 def plan_json(
     path: Path,
     merge: Callable[[dict[str, Any], bool], dict[str, Any]],

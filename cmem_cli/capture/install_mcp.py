@@ -11,11 +11,11 @@ hold much more than MCP servers, is kept as it was. The write goes through
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
 
+from cmem_cli.capture.agent_dirs import claude_json_dir
 from cmem_cli.capture.install_files import Change, default_executable, plan_json
 from cmem_cli.core.errors import InvalidInput
 
@@ -24,8 +24,7 @@ SERVER_NAME = "cmem"
 
 def mcp_config_path(scope: str, cwd: Path) -> Path:
     if scope == "user":
-        base = os.environ.get("CLAUDE_CONFIG_DIR")
-        return (Path(base).expanduser() if base else Path.home()) / ".claude.json"
+        return claude_json_dir() / ".claude.json"
     if scope == "project":
         return cwd / ".mcp.json"
     raise InvalidInput(f"unknown scope {scope!r} (expected user or project)")

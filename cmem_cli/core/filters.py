@@ -8,13 +8,14 @@ from __future__ import annotations
 
 from typing import Any
 
-FILTER_FIELDS = ("project", "types", "concepts", "files", "agent", "session", "since", "until")
+FILTER_FIELDS = ("project", "types", "concepts", "files", "agent", "session", "since", "until", "folded")
 
 
 class FilterFields:
     """``project``/``agent``/``session`` match exactly; ``since``/``until`` are inclusive epoch milliseconds;
     ``types`` matches any; every concept must be present; ``files`` matches a path exactly, by suffix after
-    ``/`` or as a directory."""
+    ``/`` or as a directory. ``folded``: older names of ``project``'s repository, whose rows the project
+    covers too (the store's ``projects.older_names``; only with ``project``)."""
 
     def __init__(
         self,
@@ -26,8 +27,10 @@ class FilterFields:
         session: str | None = None,
         since: int | None = None,
         until: int | None = None,
+        folded: list[str] | tuple[str, ...] | None = None,
     ):
         self.project, self.agent, self.session = project, agent, session
+        self.folded = tuple(folded or ())
         self.types, self.concepts, self.files = list(types or []), list(concepts or []), list(files or [])
         self.since, self.until = since, until
 
@@ -41,7 +44,11 @@ class FilterFields:
         """SQL conditions for project, agent, session and the time window on table ``alias``."""
         clauses: list[str] = []
         params: list[Any] = []
-        for name in ("project", "agent", "session"):
+        if self.project is not None:
+            names = (self.project, *self.folded)
+            clauses.append(project_clause(f"{alias}.project", len(names)))
+            params.extend(names)
+        for name in ("agent", "session"):
             value = getattr(self, name)
             if value is not None:
                 clauses.append(f"{alias}.{name} = ?")
@@ -53,6 +60,11 @@ class FilterFields:
             clauses.append(f"{alias}.created_at <= ?")
             params.append(int(self.until))
         return clauses, params
+
+
+def project_clause(column: str, count: int) -> str:
+    """``column`` is one of ``count`` project names (``= ?`` for one)."""
+    return f"{column} = ?" if count == 1 else f"{column} IN ({', '.join('?' * count)})"
 
 
 def file_path_match(column: str, path: str) -> tuple[str, list[str]]:

@@ -33,6 +33,19 @@ def commit_hunks(repo: Repo, commit: str, paths: Sequence[str]) -> Hunks | None:
     return _diff(repo, ["diff-tree", "-r", "--root", "--no-commit-id", "-p", commit], paths)
 
 
+def blob_hunks(repo: Repo, old: str, new: str) -> list[tuple[int, int]] | None:
+    """The hunks that turn blob ``old`` into blob ``new`` (lines of ``new``): what changed in a committed
+    file since an earlier memory anchored it as ``old``. None when git lacks either blob (an earlier
+    anchor of an uncommitted state, or another clone's) or cannot say."""
+    if not (is_commit_id(old) and is_commit_id(new)) or old == new:
+        return None
+    out = _run(repo, ["diff", "-U0", "--no-color", "--no-ext-diff", "--no-textconv", old, new])
+    if out is None:
+        return None
+    hunks = parse_hunks(out)
+    return hunks.get(new) or None
+
+
 def _diff(repo: Repo, command: list[str], paths: Sequence[str]) -> Hunks | None:
     if not paths:
         return {}

@@ -158,6 +158,8 @@ def enclosing(lines: Sequence[str], numbers: Iterable[int]) -> list[str]:
         line = lines[number - 1]
         if not line.strip():
             continue
+        if len(names) >= MAX_SYMBOLS:
+            break  # only the first MAX_SYMBOLS are kept
         match = pattern.match(line)
         if match:
             names[match.group(1) or match.group(2)] = None
@@ -185,8 +187,11 @@ def region_of(lines: Sequence[str], numbers: Iterable[int]) -> Region | None:
     picked = sorted({n for n in numbers if 1 <= n <= len(lines) and lines[n - 1].strip()})
     if not picked:
         return None
-    keys = [line_key(lines[n - 1]) for n in _sample(picked)]
-    meaningful = [n for n in picked if _meaningful(lines[n - 1])] or picked
+    sampled = _sample(picked)
+    keys = [line_key(lines[n - 1]) for n in sampled]
+    # the definitions around the lines the hashes stand for: a long region (a Read of 2,000 lines) is
+    # looked up at its sample, not at every line (each lookup walks up to its definition)
+    meaningful = [n for n in sampled if _meaningful(lines[n - 1])] or sampled
     return Region(keys, enclosing(lines, meaningful), picked[0], picked[-1])
 
 

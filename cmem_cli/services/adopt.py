@@ -25,6 +25,7 @@ from cmem_cli.core.files import FileTooLarge, read_regular
 from cmem_cli.core.ids import new_uid
 from cmem_cli.core.timeutil import now_ms, to_date
 from cmem_cli.services import supersession
+from cmem_cli.services.reconcile.upsert import put_summary, settle_links
 from cmem_cli.services.record_shapes import front_matter_problem
 from cmem_cli.services.recovery import recover
 from cmem_cli.services.writes import FileTransaction, Memory
@@ -358,21 +359,16 @@ class _Adopter:
         if parsed.kind == "summary":
             record = parsed.record
             if row is None:
-                session = record["session"]
-                store.sessions.ensure(
-                    session, agent=record.get("agent") or "cli", project=record.get("project") or "default"
-                )
-                written = store.summaries.insert(
-                    summary_id=parsed.restore.get("id"),
-                    record={
-                        **record,
-                        "uid": parsed.uid,
-                        "agent": record.get("agent") or "cli",
-                        "project": record.get("project") or "default",
-                    },
-                )
+                values = {
+                    **record,
+                    "uid": parsed.uid,
+                    "agent": record.get("agent") or "cli",
+                    "project": record.get("project") or "default",
+                }
+                written = put_summary(store, values, arrived=False, summary_id=parsed.restore.get("id"))
             else:
-                written = store.summaries.update(row["id"], {**record, "updated_at": _edited_at(parsed, row)})
+                values = {**record, "uid": row["uid"], "updated_at": _edited_at(parsed, row)}
+                written = put_summary(store, values, arrived=False)
             written = memory.export_summary(written, files, relpath=kept_name)
         else:
             restore = parsed.restore if row is None else None
@@ -413,20 +409,10 @@ class _Adopter:
                     )
                     continue
                 wanted.add((target["id"], link["type"]))
-            if still_waiting != waiting:  # the file no longer names some: they go
-                kept = [
-                    link
-                    for link in store.links.pending_from(obs_id)
-                    if (link["uid"], link["type"]) in still_waiting
-                ]
-                store.links.clear_pending_from(obs_id)
-                for link in kept:
-                    store.links.add_pending(obs_id, link["uid"], link["type"], link["title"], link["href"])
             current = {(link["id"], link["type"]) for link in store.links.outgoing(obs_id)}
             if wanted == current and still_waiting == waiting:
                 continue
-            for target_id, link_type in current - wanted:
-                store.links.remove(obs_id, target_id, link_type)
+            settle_links(store, obs_id, drop=current - wanted, waiting=still_waiting)
             for target_id, link_type in sorted(wanted - current):
                 broken = supersession.add_arrived_link(store, obs_id, target_id, link_type)
                 if broken is not None:
@@ -458,8 +444,7 @@ class _Adopter:
             if (kind, ident) in self.touched:
                 continue  # the file was renamed or moved, not deleted: adopted from its new place
             if kind == "summary":
-                self.store.summaries.delete(ident)
-                files.delete_after_commit(relpath)
+                self.memory.forget_summary(ident, files)
             else:
                 ids.append(ident)
             self.report.forgotten.append(relpath)

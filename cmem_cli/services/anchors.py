@@ -89,7 +89,7 @@ class Hints:
     (a hook's Edit or Write); ``modified``, files the memory says were modified (their change, as git
     sees it, is the region). ``diffs`` keeps git's answers across the records of one import."""
 
-    __slots__ = ("spans", "written", "modified", "diffs")
+    __slots__ = ("spans", "written", "modified", "diffs", "previous")
 
     def __init__(
         self,
@@ -101,6 +101,8 @@ class Hints:
         self.written = written or {}
         self.modified = set(modified)
         self.diffs: dict[tuple[str, str], list[tuple[int, int]] | None] = {}
+        # (repository name, top level, path) -> the blob the newest earlier anchor recorded for it
+        self.previous: Callable[[str | None, str, str], str | None] | None = None
 
     @classmethod
     def of(
@@ -137,6 +139,8 @@ def record_anchor(
     transaction. Outside any repository the observation gets no anchor (an earlier one is dropped, unless
     ``verified``: a verify changes nothing it cannot anchor)."""
     anchors = store.anchors
+    if hints is not None and hints.modified and hints.previous is None:
+        hints.previous = anchors.latest_blob
     anchor, fresh = make_anchor(paths, cwd, verified=verified, keep=keep, repos=repos, hints=hints)
     if anchor is None:
         if not verified:
@@ -195,7 +199,7 @@ def make_anchor(
     if keep is not None and keep.regions:
         regions = _still_held(keep.regions, texts)
     elif hints:
-        regions = _regions(repo, head.commit, hints, given, texts)
+        regions = _regions(repo, head.commit, hints, given, texts, files)
     now = now_ms()
     anchor = Anchor(
         repo=gitrepo.remote_key(repo),
@@ -216,10 +220,13 @@ def _regions(
     hints: Hints,
     given: dict[str, str],
     texts: dict[str, bytes | None],
+    blobs: dict[str, str],
 ) -> dict[str, Region]:
     """Each hinted file's region: a cited range, else the text written, else (a modified file) the lines
     its uncommitted change touched, else, when it has none, the lines the HEAD commit changed in it (a
-    memory written just after a commit). A file with none of these has no region (the file-level rule)."""
+    memory written just after a commit), else the lines that differ from what the file was when a memory
+    last anchored it (committed since, in an earlier commit). A file with none of these has no region
+    (the file-level rule)."""
     from cmem_cli.core import regions as region_rules
 
     lines: dict[str, list[str]] = {}
@@ -242,7 +249,10 @@ def _regions(
         if region is not None:
             found[key] = region
     if by_diff:
-        for key, hunks in _changes(repo, head, by_diff, hints.diffs).items():
+        changes = _changes(repo, head, by_diff, hints.diffs)
+        if hints.previous is not None:
+            changes.update(_since_previous(repo, [k for k in by_diff if k not in changes], blobs, hints))
+        for key, hunks in changes.items():
             region = region_rules.region_of(lines[key], region_rules.hunk_lines(lines[key], hunks))
             if region is not None:
                 found[key] = region
@@ -267,6 +277,28 @@ def _changes(
         for key in ask:
             known[(repo.root, key)] = work.get(key) or committed.get(key) or None
     return {key: hunks for key in keys if (hunks := known.get((repo.root, key)))}
+
+
+def _since_previous(
+    repo: gitrepo.Repo, keys: list[str], blobs: dict[str, str], hints: Hints
+) -> dict[str, list[tuple[int, int]]]:
+    """For committed, clean files the HEAD commit did not touch: the hunks since the blob the newest earlier
+    anchor of the same repository recorded (one git process a file that has one, and only when git holds
+    that blob: an earlier anchor of an uncommitted state has none)."""
+    from cmem_cli.core import gitdiff
+
+    if hints.previous is None:
+        return {}
+    name = gitrepo.remote_key(repo)
+    found: dict[str, list[tuple[int, int]]] = {}
+    for key in keys:
+        old, new = hints.previous(name, repo.root, key), blobs.get(key)
+        if old is None or new is None or old == new:
+            continue
+        hunks = gitdiff.blob_hunks(repo, old, new)
+        if hunks:
+            found[key] = hunks
+    return found
 
 
 def _still_held(regions: dict[str, Region], texts: dict[str, bytes | None]) -> dict[str, Region]:
@@ -1102,21 +1134,3 @@ def verify(service: Any, obs_ids: list[int], *, cwd: str) -> list[dict[str, Any]
 
 def _not_verified(obs_id: int, reason: str) -> dict[str, Any]:
     return {"id": obs_id, "verified": False, "reason": reason}
-
-
-def stale_rows(store: Store, *, project: str | None = None, cwd: str | None = None) -> list[dict[str, Any]]:
-    """Every observation (of ``project``) whose cited files changed or vanished, as search rows, oldest first."""
-    from cmem_cli.services.search import observation_row
-
-    states = check_anchors(store, store.anchors.with_files(project), cwd=cwd)
-    stale = {obs_id: state for obs_id, state in states.items() if state.stale}
-    if not stale:
-        return []
-    rows = []
-    for row in store.observations.oldest_first(stale):
-        out = observation_row(row)
-        out["stale"] = stale[row["id"]].stale
-        out["behind"] = stale[row["id"]].behind
-        out["branch"] = stale[row["id"]].anchor.branch
-        rows.append(out)
-    return rows

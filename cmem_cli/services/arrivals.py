@@ -28,17 +28,15 @@ from typing import Any
 
 from cmem_cli.core.errors import CmemError, InvalidInput
 from cmem_cli.core.fields import LINKS_MARKER, SUMMARY_FIELDS
-from cmem_cli.core.ids import derived_uid
-from cmem_cli.core.timeutil import now_ms
-from cmem_cli.services import record_shapes, supersession
+from cmem_cli.services import record_shapes
 from cmem_cli.services.gitrepo import Git
+from cmem_cli.services.reconcile.rule import QUIET_FIELDS, Conflict, Side, conflict_copy
 from cmem_cli.services.writes import FileTransaction, Memory
-from cmem_cli.store.records import MAX_TITLE, parse_link
+from cmem_cli.store.records import parse_link
 from cmem_export import digest, reading
 
 LAST_ADOPTED = "sync.last_adopted"  # state key: the last commit whose changes are in the store
 REJECTED = "sync.rejected"  # state key: {path: reason} of arrived files that cannot be adopted
-COPY_SUFFIX = " (conflict copy)"
 _SHOWN_LINK = re.compile(r"^- ([a-z_]+): \[(.*)\]\((.*)\)$")
 
 
@@ -115,158 +113,63 @@ def _shown_links(data: bytes) -> list[tuple[str, str, str]]:
 def apply(
     memory: Memory, files: FileTransaction, incoming: list[Incoming], deleted: list[str]
 ) -> dict[str, Any]:
-    """Write ``incoming`` and forget what was at the ``deleted`` paths, inside the caller's transaction.
+    """Write ``incoming`` and forget what was at the ``deleted`` paths, inside the caller's transaction,
+    through the inbound writer (:class:`cmem_cli.services.reconcile.writer.Inbound`, as team pulls do).
 
     A deleted path whose uid arrives again under another name (a file moved with plain git) is a move,
-    not a forget: the observation follows the file to where git put it.
+    not a forget: the observation follows the file to where git put it. A file that names its uid lives
+    where git put it (its name was fixed where it was made); one without (a person's, committed with
+    plain git) gets its standard name here.
     """
-    store = memory.store
+    from cmem_cli.services.reconcile.writer import Inbound
+
     notes: list[str] = []
+    conflicts: list[dict[str, Any]] = []
+    writer = Inbound(memory, files, notes, conflicts, pending=True)
     arriving = {item.uid for item in incoming if item.uid}
-    # a file that names its uid lives where git put it (its name was fixed where it was made); one
-    # without (a person's, committed with plain git) gets its standard name here
-    named = {id(item) for item in incoming if item.uid and item.relpath}
-    rows: list[tuple[Incoming, dict[str, Any]]] = []
-    refresh: set[int] = set()  # observations whose file shows another one's title or path
+    adopted = 0
     for item in incoming:
         if item.kind == "removal":  # a duplicate file whose text lives on elsewhere
             if item.relpath:
                 files.delete_after_commit(item.relpath)
         elif item.kind == "summary":
-            _write_summary(memory, files, item)
+            writer.summary(item.record, relpath=item.relpath)
         else:
-            before = store.observations.by_uid(item.uid) if item.uid else None
-            row = _upsert_observation(memory, item, notes)
-            if item.anchor is not None:
-                from cmem_cli.services.anchors import adopt_anchor
-
-                adopt_anchor(store, row["id"], item.anchor, memory.scrub_text)
-            if before is not None and before["title"] != row["title"]:
-                refresh.update(link["id"] for link in store.links.incoming(row["id"]))
-            rows.append((item, row))
-    for item, row in rows:  # links last: their targets may have arrived in the same batch
-        for link in store.links.outgoing(row["id"]):
-            store.links.remove(row["id"], link["id"], link["type"])
-        store.links.clear_pending_from(row["id"])
-        for link in item.links:
-            target = store.observations.by_uid(link["uid"])
-            if target is None:  # not here (yet): kept, never dropped (dropping would travel)
-                store.links.add_pending(
-                    row["id"], link["uid"], link["type"], link.get("title"), link.get("href")
-                )
-            elif target["id"] != row["id"]:
-                broken = supersession.add_arrived_link(store, row["id"], target["id"], link["type"])
-                _note_loop(broken, item, notes, refresh)
-    for item, row in rows:  # links that were waiting for one of these
-        for from_id, link_type in store.links.take_pending_to(row["uid"]):
-            if store.observations.find(from_id) is not None and from_id != row["id"]:
-                broken = supersession.add_arrived_link(store, from_id, row["id"], link_type)
-                _note_loop(broken, item, notes, refresh)
-                refresh.add(from_id)
+            writer.observation(
+                item.record,
+                item.links,
+                updated_at=item.updated_at,
+                anchor=item.anchor,
+                relpath=item.relpath if item.uid else None,
+                arrived_at=item.relpath,
+            )
+            adopted += 1
     forgotten = 0
-    for _relpath, (kind, uid) in store.export_files.uids_at_paths(deleted).items():
-        if uid in arriving:
-            continue
-        if kind == "summary":
-            summary = store.summaries.by_uid(uid)
-            if summary is not None:
-                store.summaries.delete(summary["id"])
-        else:
-            gone = store.observations.by_uid(uid)
-            if gone is None:
-                continue
-            refresh.update(link["id"] for link in store.links.incoming(gone["id"]))
-            store.observations.delete(gone["id"])
-        forgotten += 1
-    exported = {row["id"] for _, row in rows}
-    for item, row in rows:
-        fresh = store.observations.get(row["id"])
-        fresh = memory.export_observation(fresh, files, relpath=item.relpath if id(item) in named else None)
-        if item.relpath and item.relpath != fresh["path"]:
-            files.delete_after_commit(item.relpath)
-    for item, row in rows:  # links name paths: write linking files again once every target has moved
-        if item.links:
-            memory.export_observation(store.observations.get(row["id"]), files)
-    for obs_id in sorted(refresh - exported):
-        referrer = store.observations.find(obs_id)
-        if referrer is not None:
-            memory.export_observation(referrer, files)
-    return {"adopted": len(rows), "forgotten": forgotten, "notes": notes}
+    for _relpath, (kind, uid) in memory.store.export_files.uids_at_paths(deleted).items():
+        if uid not in arriving and writer.forget(kind, uid, file_gone=True):
+            forgotten += 1
+    writer.finish()
+    return {"adopted": adopted, "forgotten": forgotten, "notes": notes, "conflicts": conflicts}
 
 
-def _note_loop(
-    broken: supersession.BrokenLoop | None, item: Incoming, notes: list[str], refresh: set[int]
-) -> None:
-    """A supersedes loop an arrival closed: say so, and write again the file whose link went."""
-    if broken is not None:
-        notes.append(f"{item.relpath or item.uid}: {broken.note}")
-        if broken.rewrite is not None:
-            refresh.add(broken.rewrite)
+# -- the merge rule's terms, and files that arrive twice --------------------------------------------------
+def side_of(item: Incoming) -> Side:
+    """A parsed file in the terms of the merge rule."""
+    fields = {k: v for k, v in item.record.items() if k not in ("uid", "updated_at", "links")}
+    links = frozenset((link["type"], link["uid"]) for link in item.links)
+    return Side(item.kind, item.uid or "", fields, links, item.anchor, item.updated_at or 0)
 
 
-def _upsert_observation(memory: Memory, item: Incoming, notes: list[str]) -> dict[str, Any]:
-    store = memory.store
-    record = dict(item.record)
-    record.pop("links", None)
-    existing = store.observations.by_uid(record["uid"]) if record.get("uid") else None
-    # The write service's key rule (Memory.check_key); a merge cannot refuse another machine's file, so
-    # the key is dropped instead, with a note.
-    clash = store.observations.key_holder(
-        record["project"], record.get("key"), besides=existing["id"] if existing else None
+def incoming_of(side: Side, *shown: Incoming) -> Incoming:
+    """The rule's result as a record to render; links show their target as the given files showed it."""
+    by_key = {(link["type"], link["uid"]): link for item in shown for link in item.links}
+    links = [by_key.get(key) or {"type": key[0], "uid": key[1]} for key in sorted(side.links)]
+    record = {**side.fields, "uid": side.uid}
+    anchor = dict(side.anchor) if side.anchor is not None else None
+    relpath = shown[0].relpath if shown else None
+    return Incoming(
+        side.kind, record, relpath=relpath, links=links, updated_at=side.updated_at or None, anchor=anchor
     )
-    if clash is not None:
-        notes.append(f"{item.relpath}: key {record['key']!r} is taken here by {clash['uid']}; dropped")
-        record["key"] = None
-    if record.get("session"):
-        store.sessions.ensure(
-            record["session"], agent=record["agent"], project=record["project"], at=record.get("created_at")
-        )
-    if existing is not None:
-        return store.observations.update(existing["id"], record, updated_at=item.updated_at)
-    record["created_at"] = record.get("created_at") or now_ms()
-    record.setdefault("machine", None)  # a file that does not say whose it is was not written here
-    return store.observations.insert(record, updated_at=item.updated_at)
-
-
-def _write_summary(memory: Memory, files: FileTransaction, item: Incoming) -> None:
-    store = memory.store
-    record = item.record
-    existing = store.summaries.by_uid(record["uid"])
-    store.sessions.ensure(record["session"], agent=record["agent"], project=record["project"])
-    if existing is not None:
-        store.summaries.update(existing["id"], record)
-        summary_id = existing["id"]
-    else:  # a file that does not say whose it is was not written here
-        summary_id = store.summaries.insert({"machine": None, **record})["id"]
-    row = memory.export_summary(store.summaries.get(summary_id), files, relpath=item.relpath)
-    if item.relpath and item.relpath != row["path"]:
-        files.delete_after_commit(item.relpath)
-
-
-# -- conflict copies ---------------------------------------------------------------------------------------
-def conflict_copy(loser: Incoming, winner_uid: str) -> Incoming:
-    """The losing text as a new observation (or summary) linked ``related`` to the one kept. Its uid is
-    derived from the text and the winner, so two machines (or a sync run again after a kill) that make
-    the same copy make one file, not two."""
-    record = dict(loser.record)
-    created = record.get("created_at") or 0
-    seed = json.dumps([winner_uid, loser.kind, _content(loser), loser.links], sort_keys=True, default=str)
-    record["uid"] = derived_uid(created, seed)
-    if loser.kind == "summary":
-        return Incoming("summary", record)
-    title = record["title"]
-    if not title.endswith(COPY_SUFFIX):
-        record["title"] = title[: MAX_TITLE - len(COPY_SUFFIX)] + COPY_SUFFIX
-    record["key"] = None  # the key stays with the observation
-    links = [
-        *(link for link in loser.links if link["uid"] != winner_uid),
-        {"type": "related", "uid": winner_uid},
-    ]
-    return Incoming("observation", record, links=links, updated_at=loser.updated_at, anchor=loser.anchor)
-
-
-def _content(item: Incoming) -> dict[str, Any]:
-    return {k: v for k, v in item.record.items() if k not in ("uid",)}
 
 
 def split_duplicates(incoming: list[Incoming]) -> tuple[list[Incoming], list[dict[str, Any]]]:
@@ -285,17 +188,19 @@ def split_duplicates(incoming: list[Incoming]) -> tuple[list[Incoming], list[dic
         winner = items[0]
         out.append(winner)
         for loser in items[1:]:
-            same = {k: v for k, v in _content(loser).items() if k != "created_at"} == {
-                k: v for k, v in _content(winner).items() if k != "created_at"
+            lost, kept = side_of(loser), side_of(winner)
+            same = {k: v for k, v in lost.content().items() if k not in QUIET_FIELDS} == {
+                k: v for k, v in kept.content().items() if k not in QUIET_FIELDS
             }
             if loser.relpath:
                 out.append(Incoming("removal", {}, relpath=loser.relpath))
             if not same:
-                copy = conflict_copy(loser, uid)
+                copy = incoming_of(conflict_copy(lost, uid), loser)
+                copy.relpath = None
                 out.append(copy)
                 conflicts.append(
-                    {"path": loser.relpath, "resolution": "two files with one uid: later edit kept, "
-                     "other kept as a copy", "copy_uid": copy.uid}
+                    Conflict(uid, "two files with one uid: later edit kept, other kept as a copy",
+                             copy_uid=copy.uid, path=loser.relpath).to_json()
                 )  # fmt: skip
     return out, conflicts
 
@@ -420,9 +325,32 @@ def adopt_pending(
         applied["forgotten"],
         applied["notes"],
     )
+    result.conflicts += applied["conflicts"]
     remember_rejected(memory, result.rejected, settled=[i.relpath for i in incoming if i.relpath] + deleted)
     store.state.set(LAST_ADOPTED, todo.head)
     return result
+
+
+TRAILER = "Cmem-Conflict: "  # a merge commit's line naming one conflict it settled (JSON)
+
+
+def conflict_trailer(item: dict[str, Any]) -> str:
+    return TRAILER + json.dumps(item, ensure_ascii=True, sort_keys=True)
+
+
+def told(git: Git, last: str, head: str) -> list[dict[str, Any]]:
+    """The conflicts the commits of ``last..head`` settled (on any machine), oldest first."""
+    proc = git.run("log", "--reverse", "--format=%B", f"--grep=^{TRAILER}", f"{last}..{head}", check=False)
+    found = []
+    for line in proc.stdout.decode("utf-8", "replace").splitlines():
+        if line.startswith(TRAILER):
+            try:
+                item = json.loads(line[len(TRAILER) :])
+            except ValueError:
+                continue
+            if isinstance(item, dict) and isinstance(item.get("resolution"), str):
+                found.append(item)
+    return found
 
 
 def advance_adopted(memory: Memory, parent: str | None, head: str | None) -> None:

@@ -92,8 +92,13 @@ def usefulness(row: dict[str, Any], now: int) -> float:
 
 
 def _last_session(store: Store, project: str | None, exclude_session: str | None) -> dict[str, Any] | None:
-    """The newest summary (and its session's next steps) from a session other than the current one."""
-    for summary in store.summaries.recent(project=project, limit=20):
+    """The newest summary (and its session's next steps) from a session other than the current one (of the
+    project or of its repository's older names)."""
+    summaries = store.summaries.recent(project=project, limit=20)
+    for name in store.projects.older_names(project) if project is not None else ():
+        summaries.extend(store.summaries.recent(project=name, limit=20))
+    summaries.sort(key=lambda row: (row["created_at"], row["id"]), reverse=True)
+    for summary in summaries:
         if summary["session"] != exclude_session:
             return {"summary": summary, "session": store.briefing.session_outcome(summary["session"])}
     session = store.briefing.latest_outcome(project, besides=exclude_session)

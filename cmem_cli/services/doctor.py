@@ -139,7 +139,9 @@ def run_checks(memory: Memory, *, fix: bool = False) -> dict[str, Any]:
     before = export_problems(memory)
     if fix:
         if any(before[name] for name in _REBUILT_BY_FIX):
-            memory.rebuild_export()
+            from cmem_cli.services import export_upkeep
+
+            export_upkeep.rebuild_export(memory)
         remove_debris([memory.config.home / p for p, _ in before["crash debris"]])
         tighten_modes([memory.config.home / p for p, _ in before["private modes"]])
         after = export_problems(memory)  # "fixed" only for what is gone now: what the next doctor sees
@@ -226,14 +228,15 @@ def export_problems(memory: Memory) -> Findings:
     """Every export check's findings as (path, reason or None), by check name, in the order doctor shows
     them. A file adoption would refuse is listed once, under :data:`NOT_ADOPTED` with its reason, not as a
     file to adopt."""
+    from cmem_cli.services import export_upkeep
     from cmem_cli.services.adopt import refused_files
     from cmem_cli.services.arrivals import still_rejected
-    from cmem_cli.services.writes import written_as
+    from cmem_cli.services.export_upkeep import written_as
 
     records = memory.store.export_files.records()
     expected: set[str] = set()
     missing, changed, edited = [], [], []
-    for relpath, text in memory.iter_expected_files():
+    for relpath, text in export_upkeep.iter_expected_files(memory):
         expected.add(relpath)
         path = layout.resolve_inside(memory.export_root, relpath)
         if written_as(path, records.get(relpath), text):
@@ -251,7 +254,7 @@ def export_problems(memory: Memory) -> Findings:
             edited.append(relpath)  # a person changed what cmem wrote: adopt it, never overwrite it
         else:
             changed.append(relpath)
-    new = [p.relative_to(memory.export_root).as_posix() for p in memory.orphan_files(expected)]
+    new = [p.relative_to(memory.export_root).as_posix() for p in export_upkeep.orphan_files(memory, expected)]
     # files git brought that no sync could adopt (a teammate's root TEAM.md: a file of this tree is the
     # user's own, one that arrived through git is not), until they are fixed or removed, with the reason
     # sync gave (it names the memory and the machine that wrote it), whatever a local adoption would say

@@ -103,10 +103,14 @@ def check_paging(order: str, limit: int, offset: int) -> None:
         raise InvalidInput("--limit and --offset must not be negative")
 
 
-def filters_of(query: Query) -> Filters:
-    """The store's filters of ``query`` (types checked when it was made, dates parsed here)."""
+def filters_of(query: Query, store: Store | None = None) -> Filters:
+    """The store's filters of ``query`` (types checked when it was made, dates parsed here). With ``store``,
+    a project covers its repository's older names too (``folded``: worktree folders recorded under their own
+    names before projects were keyed by repository, which `cmem projects` shows as ``same_as`` it)."""
     filters = Filters(**query.filter_fields().fields())
     filters.machine = query.machine
+    if store is not None and filters.project is not None:
+        filters.folded = store.projects.older_names(filters.project)
     return filters
 
 
@@ -412,8 +416,8 @@ def search(
     query, limit, offset, order, branch, explain = (
         ask.text, ask.limit, ask.offset, ask.order, ask.branch, ask.explain
     )  # fmt: skip
-    filters = filters_of(ask) if filters is None else filters
     store = source.store
+    filters = filters_of(ask, store) if filters is None else filters
     if branch is not None and branch != anchors.ALL_BRANCHES:
         filters.branch = branch
     if not query or not query.strip():

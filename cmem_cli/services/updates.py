@@ -88,9 +88,21 @@ ADJECTIVE_CUES = frozenset(["new", "latest"])
 # A subject after a verb of change starts another statement: the value after it is not what changed.
 SUBJECTS = frozenset(["i", "i've", "i'm", "i'd", "i'll", "we", "we've", "we're", "we'd", "you", "you've", "he", "she",
                       "they", "they've"])  # fmt: skip
+# Words before a value that make it a wish, a plan or a question, not a state ("should I charge $8").
+UNSURE = frozenset(["if", "should", "would", "could", "might", "want", "wants", "hope", "hoping", "plan",
+                    "planning", "wish", "whether", "considering", "thinking", "maybe", "perhaps", "unless",
+                    "trying", "try", "aim", "aiming", "need", "needs"])  # fmt: skip
+# Prepositions after a value (or its noun) that say what it is of or for (:func:`_frame`).
+QUALIFIERS = frozenset(["for", "of", "on", "in", "with", "about"])
+# Words that name a period: values of two periods ("in January", "in February") are two facts.
+SEASONS = frozenset(["spring", "summer", "autumn", "fall", "winter", "quarter"])
+# Pronouns that say whose a value is (:func:`_owner`); "it" and "you" do not.
+FIRST_PERSON = frozenset(["i", "i've", "i'm", "i'd", "i'll", "my", "we", "we've", "we're", "we'd", "our"])
+THIRD_PERSON = frozenset(["he", "she", "they", "they've", "they're", "his", "her", "their", "he's", "she's"])
 # Words that add a second thing rather than replace the first.
 ADDITION = frozenset(["also", "another", "additional", "additionally", "second", "too", "addition", "besides",
                       "both"])  # fmt: skip
+TRAILING_ADDITION = frozenset(["also", "too", "besides", "both"])  # after a value: it is one more ("5 too")
 # A unit after a number says what the number measures; one dimension whatever the unit ("3 hours" and "90
 # minutes" can be one duration that changed). Attached units count too ("250ms").
 DIMENSIONS = {
@@ -105,6 +117,7 @@ EVENTS = frozenset(["date", "time"])  # kinds of value a plain statement (no wor
 # Words that make a value a goal rather than a state: "a goal of 12 books" and "finished 11 books" are two
 # facts, both true.
 GOALS = frozenset(["goal", "goals", "target", "targets", "targeting", "aim", "aiming", "objective"])
+GOAL_STEMS = frozenset(["goal", "target", "aim", "objectiv"])  # their stems (:func:`stem`)
 # A pronoun just before the word of change: the subject was named earlier in the sentence ("the probate
 # process ... how it was shortened to 5-7 months").
 PRONOUNS = frozenset(["it", "it's", "its", "this", "these", "they", "they're"])
@@ -154,6 +167,8 @@ class Update(NamedTuple):
     pronoun: bool = False  # its subject is a pronoun: the sentence named it earlier
     head: frozenset[str] = frozenset()  # the content words from just before the word of change to the value
     key: frozenset[str] = frozenset()  # the word the value is said of (:func:`_key`): "the bundle" shrank
+    owner: str = ""  # whose value it is by the nearest pronoun before it (:func:`_owner`): "I", "they"
+    frame: tuple[str, tuple[str, ...], str] = ("", (), "")  # the words that frame the value (:func:`_frame`)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -257,9 +272,13 @@ def _content(token: Token) -> bool:
     return token.content
 
 
-def _added(window: Sequence[Token]) -> bool:
-    """A word of addition in what states the value ("also", "a second pool"): another thing, not a change."""
-    return any(t.text in ADDITION for t in window)
+def _added(clause: Sequence[Token], at: int) -> bool:
+    """A word of addition in what states the value at ``at`` ("also", "a second pool", "5 brokers too"):
+    another thing, not a change. After the value only the words that add to it ("too", "also") count: a
+    word there that qualifies another noun ("extended to July 16 due to additional edits") is no addition."""
+    if any(t.text in ADDITION for t in clause[:at]):
+        return True
+    return any(t.text in TRAILING_ADDITION for t in clause[at + 1 : at + RESTATED_AFTER + 1])
 
 
 def updates(clause_list: Sequence[list[Token]]) -> list[Update]:
@@ -294,12 +313,13 @@ def updates(clause_list: Sequence[list[Token]]) -> list[Update]:
                 taken = stated
                 window = clause[max(0, index - SUBJECT_BEFORE) : at + RESTATED_AFTER + 1]
                 subject = frozenset(t.stem for t in window if _content(t))
-                if len(subject) >= 2 and not _added(clause[: at + RESTATED_AFTER + 1]):
+                if len(subject) >= 2 and not _added(clause, at):
                     modifiers = _modifiers(clause, subject, stated.stem)
                     before = clause[max(0, at - TOPIC_REACH) : at + RESTATED_AFTER + 1]
                     head = _stems(clause[max(0, index - HEAD_BEFORE) : at + RESTATED_AFTER + 1])
                     found.append(Update(stated.stem, stated.kind, subject, _names(window), modifiers, words,
-                                        before, _goal(clause, at), pronoun, head, _key(clause, at)))  # fmt: skip
+                                        before, _goal(clause, at), pronoun, head, _key(clause, at),
+                                        _owner(clause, at)))  # fmt: skip
     return found
 
 
@@ -332,6 +352,19 @@ def _delta(clause: Sequence[Token], at: int) -> bool:
     return at >= 2 and clause[at - 1].text == "by" and clause[at - 2].text in CUES
 
 
+def _owner(clause: Sequence[Token], at: int) -> str:
+    """Whose value the one at ``at`` is, by the nearest pronoun before it in its clause: ``"1"`` for the
+    speaker ("I", "my", "we", "our"), ``"3"`` for someone else ("she", "their"), ``""`` when none says
+    ("you" is the one asked, not an owner). Two people's values are two facts ("our premium costs $3.99",
+    "Streaky raised their premium to $5.99")."""
+    for token in reversed(clause[max(0, at - SUBJECT_BEFORE) : at]):
+        if token.text in FIRST_PERSON:
+            return "1"
+        if token.text in THIRD_PERSON:
+            return "3"
+    return ""
+
+
 def _goal(clause: Sequence[Token], at: int) -> bool:
     return any(t.text in GOALS for t in clause[max(0, at - GOAL_BEFORE) : at])
 
@@ -353,12 +386,116 @@ def restatements(clause_list: Sequence[list[Token]]) -> list[Update]:
                 continue  # no word of change: a mention, where unsure no hint
             window = clause[max(0, index - SUBJECT_BEFORE) : index + RESTATED_AFTER + 1]
             subject = frozenset(t.stem for t in window if _content(t))
-            if len(subject) >= RESTATED_SHARED and not _added(clause[: index + RESTATED_AFTER + 1]):
+            if len(subject) >= RESTATED_SHARED and not _added(clause, index):
                 modifiers = _modifiers(window, subject, token.stem)
                 found.append(Update(token.stem, token.kind, subject, _names(window), modifiers, words,
                                     clause[max(0, index - TOPIC_REACH) : index + RESTATED_AFTER + 1],
-                                    _goal(clause, index)))  # fmt: skip
+                                    _goal(clause, index), owner=_owner(clause, index)))  # fmt: skip
     return found
+
+
+def framed(clause_list: Sequence[list[Token]]) -> list[Update]:
+    """A memory's values stated in a frame of words another memory can state another value in ("I secured
+    5 interviews" after "I secured 3 interviews", "$5,500 for attorney fees" after "$5,000 for attorney
+    fees"): a slot whose newer value is the current one, with or without a word of change. Only what the
+    speaker says of their own (:func:`_owner`): "the sharding now saves 25% of CI time" is another thing's
+    share, not a new value of "the cache saves 40% of CI time". Not a date or a
+    time (those say when something happened, and two meetings are two facts), nor a bare number or a year
+    (no unit or noun says what they count), nor a goal, nor a value the words before it make a wish or a
+    question ("should I charge $8", "if I reach 60 loaves")."""
+    found = []
+    for clause in clause_list:
+        for index, token in enumerate(clause):
+            if not token.value or token.kind in EVENTS or token.kind in ("number", "year", "score"):
+                continue
+            if _delta(clause, index) or _goal(clause, index) or _added(clause, index):
+                continue
+            if any(t.text in UNSURE for t in clause[max(0, index - SUBJECT_BEFORE) : index]):
+                continue
+            frame, owner = _frame(clause, index), _owner(clause, index)
+            if not frame[1] or owner != "1":
+                continue  # only what the speaker says of their own ("I secured", "my budget"), not "the cache saves"
+            window = clause[max(0, index - SUBJECT_BEFORE) : index + RESTATED_AFTER + 1]
+            subject = _stems(window)
+            found.append(Update(token.stem, token.kind, subject, _names(window), _modifiers(window, subject,
+                                token.stem), frozenset(t.stem for t in clause), owner=owner,
+                                frame=frame))  # fmt: skip
+    return found
+
+
+def _frame(clause: Sequence[Token], at: int) -> tuple[str, tuple[str, ...], str]:
+    """The words that frame the value at ``at``: the word of content just before it (past small words and
+    words of degree: "secured only 3"), the first two after it ("interviews for executive", "for initial
+    patent"), none past another value, and what a preposition right after it or after its noun says it
+    is of or for ("interviews for *executive* producer roles", "$5,000 for *attorney* fees"), or ""."""
+    before = ""
+    for token in reversed(clause[max(0, at - 3) : at]):
+        if token.value:
+            break
+        if token.content and token.text not in DEGREE:
+            before = token.stem
+            break
+    after: list[str] = []
+    for token in clause[at + 1 : at + 5]:
+        if token.value or len(after) == 2:
+            break
+        if token.content:
+            after.append(token.stem)
+    which = ""
+    following = clause[at + 1 : at + 4]
+    for index, token in enumerate(following[:2]):
+        if token.text in QUALIFIERS and index + 1 < len(following) and following[index + 1].content:
+            which = following[index + 1].stem
+            break
+        if token.value or not token.content:
+            break
+    return before, tuple(after), which
+
+
+def same_slot(
+    update: Update,
+    older: Sequence[Stated],
+    query: frozenset[str],
+    older_words: frozenset[str],
+    newer_words: frozenset[str],
+) -> bool:
+    """Whether a newer value sits in the frame an older value of its kind sat in (:func:`framed`): the same
+    two words after it, or the same word before it and the same word after it, one of them a word the
+    query asks about."""
+    before, after, which = update.frame
+    for stated in older:
+        if not comparable(update, stated) or _says_new_value(update, stated):
+            continue
+        their_before, their_after, their_which = stated.frame
+        if _differ(their_which or None, which, older_words, newer_words) if which else False:
+            continue  # "3 interviews for executive roles", "2 interviews for director roles"
+        if len(after) == 2 and after == their_after:
+            words = frozenset(after)
+        elif before and before == their_before and after[:1] == their_after[:1]:
+            words = frozenset((before, after[0]))
+        else:
+            continue
+        if not words & query:
+            continue
+        ours, theirs = _periods(update.clause), _periods(stated.clause)
+        if ours and theirs and not ours & theirs:
+            continue  # "$43 on books in January", "$28 on books in February": one value a period
+        if _one_thing(update, stated, words | (stated.words & update.subject), older_words, newer_words):
+            return True
+    return False
+
+
+def _periods(words: frozenset[str]) -> frozenset[str]:
+    """The months, seasons and years a clause names (its words' stems, where a date's stem is its month's
+    first three letters and the day: ``apr25``); "may" and "march" alone are verbs as often as months."""
+    found = set()
+    for word in words:
+        dated = re.fullmatch(r"[a-z]{3}\d+(?:-\d+)?", word) is not None
+        if word[:3] in _MONTHS and (dated or (word in _MONTHS and word not in ("march", "mar", "may"))):
+            found.add(word[:3])
+        elif word in SEASONS or re.fullmatch(r"(19|20)\d\d", word):
+            found.add(word)
+    return frozenset(found)
 
 
 def _names(window: Sequence[Token]) -> frozenset[str]:
@@ -408,6 +545,8 @@ class Stated(NamedTuple):
     goal: bool = False
     subject: frozenset[str] = frozenset()  # the content words just before it and a few after ("deadline")
     key: frozenset[str] = frozenset()  # the words the value is said of (:func:`_key`)
+    owner: str = ""  # whose value it is (:func:`_owner`)
+    frame: tuple[str, tuple[str, ...], str] = ("", (), "")  # the words that frame it (:func:`_frame`)
 
 
 def stated_values(older: Sequence[list[Token]]) -> list[Stated]:
@@ -425,7 +564,8 @@ def stated_values(older: Sequence[list[Token]]) -> list[Stated]:
             reach = clause[max(0, i - TOPIC_REACH) : i + TOPIC_REACH + 1]
             subject = _stems(clause[max(0, i - SUBJECT_BEFORE) : i + RESTATED_AFTER + 1])
             goal, key = _goal(clause, i), _key(clause, i)
-            out.append(Stated(clause[i], clause_values, words, near, names, every, reach, goal, subject, key))
+            out.append(Stated(clause[i], clause_values, words, near, names, every, reach, goal, subject, key,
+                              _owner(clause, i), _frame(clause, i)))  # fmt: skip
     return out
 
 
@@ -527,8 +667,11 @@ def _one_thing(
     """No word says an update and an older value are about two things: a name each side has that the other
     lacks ("the Go gateway" against "Python services"), or a shared subject word each side qualifies with a
     word the other never uses ("free tier" against "enterprise tier")."""
-    if update.goal != stated.goal:
-        return False  # a goal against a state: "a goal of 12 books", "finished 11 books"
+    if update.goal != stated.goal and not (GOAL_STEMS & (stated.clause if update.goal else update.clause)):
+        return False  # a goal against a state: "a goal of 12 books", "finished 11 books" (unless the
+        # other sentence speaks of a target too: "it was adjusted to 1,350 words ... this new target")
+    if update.owner and stated.owner and update.owner != stated.owner:
+        return False  # "I charge $7 a loaf" and "she charges $9": one value each, both true
     if update.names - older_words and stated.names_before - newer_words:
         return False
     kinds = _modifiers(stated.near, shared)
@@ -578,17 +721,19 @@ def infer(rows: Sequence[dict[str, Any]], texts: dict[int, str], when: dict[int,
         return stems[i]
 
     newer = {i for i in {new["id"] for _, new in pairs} if _may_state(texts[i])}
+    valued = {i for i in {old["id"] for old, _ in pairs} if i in newer or _may_state(texts[i])}
     said = {i: [u for u in updates(clauses_of(i)) if u.clause & asked] for i in newer}
     stated = {i: [u for u in said[i] if u.subject & asked] for i in newer}
     plain = {i: [u for u in restatements(clauses_of(i)) if u.subject & asked] for i in newer}
+    slots = {i: [u for u in framed(clauses_of(i)) if asked & {u.frame[0], *u.frame[1]}] for i in newer}
     values: dict[int, list[Stated]] = {}
     current: dict[int, frozenset[tuple[str, str]]] = {}
     changed: dict[int, frozenset[tuple[str, str]]] = {}  # values a memory states as changed
     found: dict[int, int] = {}
     for old, new in sorted(pairs, key=lambda pair: -when[pair[1]["id"]]):  # the newest update wins
         o, n = old["id"], new["id"]
-        if o in found or n not in newer or not (said[n] or plain[n]):
-            continue
+        if o in found or n not in newer or not (said[n] or plain[n] or slots[n]) or o not in valued:
+            continue  # no update in the newer memory, or no value in the older one to replace
         if o not in values:
             values[o] = stated_values(clauses_of(o))
         if n not in current:
@@ -596,7 +741,7 @@ def infer(rows: Sequence[dict[str, Any]], texts: dict[int, str], when: dict[int,
         # a value the newer memory states too (not as what it was: "from 12") is no value it replaced
         olds = [s for s in values[o] if not _restated(s, current[n])]
         older, newer_words = words_of(o), words_of(n)
-        if plain[n] and o not in changed:
+        if (plain[n] or slots[n]) and o not in changed:
             changed[o] = frozenset((u.value, u.kind) for u in updates(clauses_of(o)))
         # a mere mention does not undo a change: an older value stated as an update needs one to replace it
         settled = [s for s in olds if (s.value.stem, s.value.kind) not in changed.get(o, frozenset())]
@@ -605,6 +750,7 @@ def infer(rows: Sequence[dict[str, Any]], texts: dict[int, str], when: dict[int,
             or any(replaces(u, settled, asked, older, newer_words, least=RESTATED_SHARED) for u in plain[n])
             or any(answers_alike(u, olds, asked, older, newer_words) for u in said[n])
             or any(keyed(u, olds, asked, older, newer_words) for u in said[n])
+            or any(same_slot(u, settled, asked, older, newer_words) for u in slots[n])
         ):
             found[o] = n
     return found

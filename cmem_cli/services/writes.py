@@ -9,7 +9,6 @@ files that a committed write replaced are deleted after the commit.
 from __future__ import annotations
 
 import contextlib
-import itertools
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from types import ModuleType
@@ -22,6 +21,7 @@ from cmem_cli.core.files import read_regular
 from cmem_cli.core.ids import new_uid
 from cmem_cli.core.text import estimate_tokens, is_valid_text
 from cmem_cli.core.timeutil import MAX_MS, now_ms
+from cmem_cli.services.reconcile.upsert import put_observation
 from cmem_cli.store.records import EDITABLE_FIELDS, normalize_observation
 from cmem_cli.store.repository import Store
 from cmem_export import atomic, digest, layout, markdown
@@ -30,7 +30,7 @@ from cmem_export.journal import JOURNAL_DIR, Journal
 _STORED: Any = object()  # "the observation's anchor as the store holds it" (read when needed)
 
 SUMMARY_LIMIT = 50_000
-EXPECTED_PAGE = 500  # observations whose anchors a whole-store pass reads at once
+
 BULK_BATCH = 1_000  # new observations written per batch of a bulk import (files and rows)
 # SQLite's page cache for a bulk import: at the default 2 MB the transaction's dirty pages spill to the WAL
 # and are written again and again (17 page writes per observation at 3,000 records)
@@ -307,9 +307,11 @@ class Memory:
             anchor = None
             if cwd is not None:  # anchored before the file is written: the file carries the anchor
                 hints = Hints.of(record, diffs=diffs)
+                if hints.modified:
+                    hints.previous = self.store.anchors.latest_blob
                 anchor, hashed = make_anchor(cited_files(record), cwd, repos=repos, hints=hints)
                 fresh.update(hashed)
-            text = markdown.render_observation(row, [], self._anchor_front(0, anchor))
+            text = markdown.render_observation(row, [], self.anchor_front(0, anchor))
             row["tokens"] = estimate_tokens(text)  # what `cmem get` prints for it
             made.append(row)
             texts.append((row["path"], text))
@@ -356,28 +358,29 @@ class Memory:
         an update was made, if not now (a hand edit adopted later is dated by its file). ``cwd``: anchor
         it in git from there; else ``anchor``, the code anchor an adopted file states, is taken."""
         store = self.store
-        if record.get("session") and not session_ready:
-            store.sessions.ensure(
-                record["session"],
-                agent=record["agent"],
-                project=record["project"],
-                at=record.get("created_at"),
-            )
         existing = store.observations.by_uid(record["uid"]) if record.get("uid") else None
         if existing is None and record.get("key"):
             existing = store.observations.by_key(record["project"], record["key"])  # a key replaces
         elif existing is not None:
             self.check_key(record, existing["id"])
         if existing is not None:
-            row = store.observations.update(existing["id"], record, updated_at=updated_at)
+            record = {**record, "uid": existing["uid"]}
             relpath = None
-            if row["title"] != existing["title"]:
-                self._refresh_referrers(row["id"], files)
         else:
             created = record.get("created_at") or now_ms()
             record = {**record, "created_at": created, "uid": record.get("uid") or new_uid(created)}
             relpath = relpath or layout.observation_relpath(record)
-            row = store.observations.insert(record, path=relpath, restore=restore)
+        row = put_observation(
+            store,
+            record,
+            updated_at=updated_at,
+            arrived=False,
+            session_ready=session_ready,
+            path=relpath,
+            restore=restore,
+        ).row
+        if existing is not None and row["title"] != existing["title"]:
+            self._refresh_referrers(row["id"], files)
         for link in record.get("links") or []:
             self._add_link(row["id"], self._resolve_link_target(link), link["type"])
         made: Any = _STORED
@@ -411,7 +414,7 @@ class Memory:
             raise NotFound(f"link target {link['uid']} does not exist")
         return target["id"]
 
-    def _link_entries(
+    def link_entries(
         self,
         row: dict[str, Any],
         relpath: str,
@@ -449,8 +452,8 @@ class Memory:
         the row cannot have links yet; ``anchor``: its code anchor when the caller just made it (else it
         is read from the store)."""
         relpath = relpath or row.get("path") or layout.observation_relpath(row)
-        links = [] if no_links else self._link_entries(row, relpath)
-        text = markdown.render_observation(row, links, self._anchor_front(row["id"], anchor))
+        links = [] if no_links else self.link_entries(row, relpath)
+        text = markdown.render_observation(row, links, self.anchor_front(row["id"], anchor))
         files.write(relpath, text)
         tokens = estimate_tokens(text)  # what `cmem get` prints for it
         if row.get("path") and row["path"] != relpath:
@@ -460,7 +463,7 @@ class Memory:
             row["path"], row["tokens"] = relpath, tokens
         return row
 
-    def _anchor_front(self, obs_id: int, anchor: Any = _STORED) -> dict[str, Any] | None:
+    def anchor_front(self, obs_id: int, anchor: Any = _STORED) -> dict[str, Any] | None:
         """What the observation's file says of its code anchor (``cmem_cli.services.anchors.exported``)."""
         from cmem_cli.services.anchors import exported
 
@@ -529,6 +532,12 @@ class Memory:
             files.delete_after_commit(row["path"])
         for referrer in sorted(referrers):
             self.export_observation(self.store.observations.get(referrer), files)
+
+    def forget_summary(self, summary_id: int, files: FileTransaction) -> None:
+        """Forget a summary (its file is deleted after the commit) inside the caller's write transaction."""
+        row = self.store.summaries.get(summary_id)
+        self.store.summaries.delete(summary_id)
+        files.delete_after_commit(row.get("path"))
 
     # -- sessions, prompts, summaries -------------------------------------------------------------------
     def ensure_session(
@@ -704,156 +713,14 @@ class Memory:
         row["path"] = relpath
         return row
 
-    # -- export maintenance ------------------------------------------------------------------------------
-    def expected_files(self) -> dict[str, str]:
-        """Every export file the database implies: relative path -> exact content."""
-        return dict(self.iter_expected_files())
-
-    def iter_expected_files(self) -> Iterator[tuple[str, str]]:
-        """:meth:`expected_files` one file at a time, the store read a page at a time: a whole-store pass
-        holds one page of rows, not a million rendered files."""
-
-        links = self.store.links.all_outgoing()
-        pending = self.store.links.all_pending()
-        anchors = self.store.anchors
-        page: list[dict[str, Any]] = []
-        for row in itertools.chain(self.store.observations.iter_all(), [None]):
-            if row is not None:
-                page.append(row)
-                if len(page) < EXPECTED_PAGE:
-                    continue
-            anchored = anchors.for_ids([r["id"] for r in page])  # the page's anchors, in one query
-            for done in page:
-                relpath = done["path"] or layout.observation_relpath(done)
-                entries = self._link_entries(
-                    done, relpath, links.get(done["id"], []), pending.get(done["id"], [])
-                )
-                front = self._anchor_front(done["id"], anchored.get(done["id"]))
-                yield relpath, markdown.render_observation(done, entries, front)
-            page = []
-        for summary_id in self.store.summaries.all_ids():
-            row = self.store.summaries.get(summary_id)
-            yield row["path"] or layout.summary_relpath(row), markdown.render_summary(row)
-
+    # -- rendering -------------------------------------------------------------------------------------
     def render_record(self, kind: str, record_id: int) -> str:
         """The exact text cmem writes for one observation or summary (at its current path)."""
         if kind == "summary":
             return markdown.render_summary(self.store.summaries.get(record_id))
         row = self.store.observations.get(record_id)
         relpath = row["path"] or layout.observation_relpath(row)
-        return markdown.render_observation(
-            row, self._link_entries(row, relpath), self._anchor_front(record_id)
-        )
-
-    def rebuild_export(self) -> dict[str, Any]:
-        """Adopt what people changed or added in the tree, then regenerate every file the store implies.
-
-        Never deletes a file: one without a store row is adopted (or reported when it cannot be), except
-        the files of a write that never committed, which crash recovery puts back first. Idempotent.
-        """
-        from cmem_cli.services.adopt import adopt_tree
-
-        adoption = adopt_tree(self, forget_deleted=False)
-        written = unchanged = 0
-        with self.write_transaction(fsync=False) as files:
-            for obs_id in self.store.observations.ids_without_path():
-                row = self.store.observations.get(obs_id)  # names are kept; only a row without one gets it
-                self.store.observations.set_export(obs_id, layout.observation_relpath(row), row["tokens"])
-            for summary_id in self.store.summaries.all_ids():
-                row = self.store.summaries.get(summary_id)
-                if not row["path"]:
-                    self.store.summaries.set_path(summary_id, layout.summary_relpath(row))
-            records = self.store.export_files.records()
-            expected: set[str] = set()
-            for relpath, text in self.iter_expected_files():
-                expected.add(relpath)
-                path = layout.resolve_inside(self.export_root, relpath)
-                record = records.get(relpath)
-                if written_as(path, record, text):
-                    unchanged += 1  # as cmem wrote it, and that was this text: not even read
-                    continue
-                try:
-                    if read_regular(path, len(text.encode("utf-8"))).decode("utf-8") == text:
-                        unchanged += 1
-                        if record is None or record[0] != digest.text_hash(text) or record[1] is None:
-                            self.store.export_files.record(
-                                relpath, digest.text_hash(text), atomic.stat_key(path)
-                            )
-                        continue
-                except (OSError, UnicodeDecodeError):
-                    pass
-                files.write(relpath, text)
-                written += 1
-            for relpath in set(records) - expected:
-                self.store.export_files.forget(relpath)
-        return {
-            "written": written,
-            "unchanged": unchanged,
-            "adopted": len(adoption.adopted),
-            "created": len(adoption.created),
-            "rolled_back": len(adoption.rolled_back),
-            "invalid": adoption.to_json()["invalid"],
-        }
-
-    def orphan_files(self, expected: set[str]) -> list[Path]:
-        """Markdown files no database row accounts for: regular files in a project folder, or files in the
-        export root that claim to be memories (``reading.claims_memory``).
-
-        These are what ``cmem sync`` and ``doctor --fix`` adopt (a person's, or another machine's)."""
-        import stat
-
-        from cmem_export import reading  # the reader loads dataclasses: not on every hook's write path
-
-        orphans: list[Path] = []
-        if not self.export_root.exists():
-            return orphans
-        for relpath in sorted(_markdown_files(self.export_root), key=lambda r: r.split("/")):
-            if relpath in expected:
-                continue
-            path = self.export_root / relpath
-            parts = relpath.split("/")
-            try:
-                if not stat.S_ISREG(path.lstat().st_mode):
-                    continue  # a FIFO, a folder or a symlink: adoption never reads those either
-                if len(parts) == 1 and not reading.claims_memory(
-                    read_regular(path, reading.MAX_FILE_BYTES).decode("utf-8", errors="replace")
-                ):
-                    continue  # a person's own file beside the project folders: not a memory
-            except OSError:
-                if len(parts) == 1:
-                    continue
-            orphans.append(path)
-        return orphans
-
-
-def written_as(path: Path, record: tuple[str, tuple[int, int] | None] | None, text: str) -> bool:
-    """True when ``path`` is as cmem last wrote it (the same size and modification time, to the nanosecond,
-    as recorded then: the test git and make use) and what cmem wrote is ``text`` (its recorded hash):
-    a whole-tree pass then reads only the files that changed."""
-    if record is None or record[1] is None:
-        return False
-    return atomic.stat_key(path) == record[1] and record[0] == digest.text_hash(text)
-
-
-def _markdown_files(root: Path) -> Iterator[str]:
-    """Relative paths of the ``*.md`` entries under ``root``, hidden files and folders (``.git``: a synced
-    tree's object store) skipped without being entered; symlinked folders are not followed."""
-    import os
-
-    stack = [(os.fspath(root), "")]
-    while stack:
-        folder, prefix = stack.pop()
-        try:
-            with os.scandir(folder) as entries:
-                for entry in entries:
-                    if entry.name.startswith("."):
-                        continue
-                    if entry.is_dir(follow_symlinks=False):
-                        stack.append((entry.path, f"{prefix}{entry.name}/"))
-                    elif entry.name.endswith(".md"):
-                        yield prefix + entry.name
-        except OSError:
-            continue
+        return markdown.render_observation(row, self.link_entries(row, relpath), self.anchor_front(record_id))
 
 
 def _same_text(path: Path, text: str) -> bool:

@@ -113,6 +113,21 @@ class AnchorStore:
                 found[row[0]] = _anchor(row[1:])
         return found
 
+    def latest_blob(self, repo: str | None, root: str, path: str) -> str | None:
+        """The blob id the newest anchor of repository ``repo`` (one without a remote: of the work tree at
+        ``root``) recorded for ``path`` (relative to its top level), None when no memory cited it: what a
+        file was when a memory last looked at it."""
+        needle = json.dumps(path, ensure_ascii=False)
+        which = "a.repo = ?" if repo is not None else "a.repo IS NULL AND a.root = ?"
+        for (blob,) in self.db.execute(
+            "SELECT j.value FROM observation_anchors a, json_each(a.files) j "
+            f"WHERE {which} AND instr(a.files, ?) > 0 AND j.key = ? "
+            "ORDER BY a.anchored_at DESC, a.observation_id DESC LIMIT 1",
+            (repo if repo is not None else root, needle, path),
+        ):
+            return str(blob)
+        return None
+
     def with_files(self, project: str | None = None) -> dict[int, Anchor]:
         """Every anchor that cites files (of ``project``'s observations only, when given)."""
         sql = (

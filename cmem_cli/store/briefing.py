@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from typing import TypedDict, cast
 
+from cmem_cli.store.projects import FOLDED_SQL
 from cmem_cli.store.rows import Repository
 
 _SESSION_COLUMNS = "session_id, status, outcome, next_steps, started_at, last_activity_at"
@@ -42,8 +43,9 @@ class BriefCandidate(TypedDict):
 
 
 def _of_project(project: str | None) -> tuple[str, tuple[str, ...]]:
-    """The condition keeping ``project``'s rows (every project's for None) and its parameters."""
-    return ("project = ?", (project,)) if project is not None else ("1", ())
+    """The condition keeping ``project``'s rows and its repository's older names' (every project's for
+    None) and its parameters."""
+    return (f"project {FOLDED_SQL}", (project, project)) if project is not None else ("1", ())
 
 
 class BriefingRows(Repository):

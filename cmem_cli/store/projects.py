@@ -32,6 +32,12 @@ CREATE UNIQUE INDEX project_keys_main ON project_keys (key) WHERE main = 1;
 """
 
 _MAX_SUFFIX = 1000
+# The rows of a project and of the older names of its repository (worktrees' folders recorded before projects
+# were keyed by repository): ``{column} IN (...)`` with the name given twice.
+FOLDED_SQL = (
+    "IN (SELECT ? UNION ALL SELECT old.name FROM project_keys cur JOIN project_keys old "
+    "ON old.key = cur.key AND old.main = 0 WHERE cur.name = ? AND cur.main = 1)"
+)
 
 
 def migrate(conn: Any) -> None:
@@ -117,6 +123,17 @@ class Projects(Repository):
             if self.db.scalar("SELECT 1 FROM project_keys WHERE name = ?", (name,)) is None:
                 return name
         return identity.key  # a thousand repositories of one name: the key itself is unique
+
+    def older_names(self, name: str) -> tuple[str, ...]:
+        """The names ``name``'s repository went by before projects were keyed by repository (``main`` 0
+        rows of its key), when ``name`` is the repository's current name; a read of the project covers them
+        too."""
+        rows = self.db.query(
+            "SELECT old.name AS name FROM project_keys cur JOIN project_keys old ON old.key = cur.key "
+            "AND old.main = 0 WHERE cur.name = ? AND cur.main = 1 ORDER BY old.name",
+            (name,),
+        )
+        return tuple(str(row["name"]) for row in rows)
 
     def mapping(self) -> dict[str, dict[str, Any]]:
         """Every mapped name: its repository ``key``, whether it is the key's ``main`` name, and ``source``."""

@@ -19,6 +19,7 @@ as git sync (docs/team.md).
 
 from __future__ import annotations
 
+import json
 from typing import Any, NamedTuple
 
 from cmem_cli.core.batches import batches
@@ -161,6 +162,14 @@ def m004_skipped_and_forgotten(conn: Any) -> None:
     )
 
 
+@TEAM_MIGRATIONS
+def m005_base_rows(conn: Any) -> None:
+    """The server's row as this home last saw it (pulled, or pushed) beside its revision: the base the
+    merge rule compares both sides' edits against (cmem_cli.services.reconcile.rule), as git has its
+    merge base. A home that joined before keeps merging without one until the memory next travels."""
+    conn.execute("ALTER TABLE team_revs ADD COLUMN base TEXT")
+
+
 class Entry(NamedTuple):
     """One queued change: the observation or summary ``uid`` changed (or was forgotten) locally."""
 
@@ -283,14 +292,31 @@ class TeamOutbox(Repository):
             found.update((r["uid"], r["rev"]) for r in rows)
         return found
 
-    def set_rev(self, kind: str, uid: str, rev: int | None) -> None:
+    def bases(self, kind: str, uids: list[str]) -> dict[str, dict[str, Any]]:
+        """The server's row (as :meth:`set_rev` was given it) at the revision this home last saw, by uid;
+        a uid without one (never seen, or seen before bases were kept) is left out."""
+        found: dict[str, dict[str, Any]] = {}
+        for chunk, marks in batches(uids):
+            rows = self.db.query(
+                f"SELECT uid, base FROM team_revs WHERE kind = ? AND base IS NOT NULL AND uid IN ({marks})",
+                (kind, *chunk),
+            )
+            found.update((r["uid"], json.loads(r["base"])) for r in rows)
+        return found
+
+    def set_rev(self, kind: str, uid: str, rev: int | None, base: dict[str, Any] | None = None) -> None:
+        """Remember the server's revision of ``uid`` this home has now seen, and its row there (``base``,
+        a JSON-able server row: what the next concurrent edit is merged against; None keeps none)."""
         if rev is None:
             self.db.execute("DELETE FROM team_revs WHERE kind = ? AND uid = ?", (kind, uid))
         else:
+            text = None
+            if base is not None:
+                text = json.dumps({k: v for k, v in base.items() if k != "rev"}, sort_keys=True, default=list)
             self.db.execute(
-                "INSERT INTO team_revs (kind, uid, rev) VALUES (?, ?, ?) "
-                "ON CONFLICT (kind, uid) DO UPDATE SET rev = excluded.rev",
-                (kind, uid, rev),
+                "INSERT INTO team_revs (kind, uid, rev, base) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (kind, uid) DO UPDATE SET rev = excluded.rev, base = excluded.base",
+                (kind, uid, rev, text),
             )
 
     def note_skipped(self, kind: str, uid: str, machine: str, reason: str, rev: int | None) -> None:

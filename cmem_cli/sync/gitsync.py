@@ -42,6 +42,7 @@ from cmem_cli.services.gitrepo import (
     home_git_dir,
     move_into_home,
 )
+from cmem_cli.services.reconcile.rule import tell
 from cmem_cli.services.writes import Memory
 from cmem_cli.sync.merge import Resolution, merge_versions, read_blobs
 from cmem_export import atomic, digest
@@ -96,6 +97,7 @@ class Syncer:
         self.head: str | None = None  # this branch's commit, kept current through the run
         self.remote_head: str | None = None
         self.write_gitignore = False
+        self._untold: list[dict[str, Any]] = []  # conflicts adoption settled, for the next commit to carry
 
     # -- set-up -----------------------------------------------------------------------------------------
     def init(self, url: str) -> dict[str, Any]:
@@ -305,6 +307,7 @@ class Syncer:
         if todo is not None:
             with self.memory.write_transaction(fsync=False, skip_identical=True) as files:
                 self._count(arrivals.adopt_pending(self.memory, files, todo, dirty=dirty))
+            self._told(todo)
             candidates.update(files.written, files.to_delete)
         local = [p for p in status if p.endswith(".md")]
         if local:
@@ -346,10 +349,19 @@ class Syncer:
     def _count(self, result: arrivals.Adoption) -> None:
         self.report["adopted"] += result.adopted
         self.report["forgotten"] += result.forgotten
-        self.report["conflicts"] += result.conflicts
+        for item in result.conflicts:
+            tell(self.report, item)
+            if item.get("uid"):
+                self._untold.append(item)
         self.report["notes"] += result.notes
         for relpath, reason in result.rejected:
             self._reject(relpath, reason)
+
+    def _told(self, todo: arrivals.Pending) -> None:
+        """The conflicts other machines settled in the merges this sync adopted: told here too."""
+        if todo.last and not todo.whole_tree:
+            for item in arrivals.told(self.git, todo.last, todo.head):
+                tell(self.report, item)
 
     def _reject(self, relpath: str, reason: str) -> None:
         """A file not taken, with the memory and the machine its front matter names (None: not stated)."""
@@ -429,9 +441,11 @@ class Syncer:
         if head is not None and not names:
             return set()
         self.progress("commit", 0, 0)
-        self.git.run(
-            "commit", "-q", "--allow-empty", "-m", f"cmem sync: {len(names)} {what}", what="git commit"
-        )
+        message = f"cmem sync: {len(names)} {what}"
+        if self._untold:  # what this sync's adoption settled: every machine that adopts the commit is told
+            message += "\n\n" + "\n".join(arrivals.conflict_trailer(item) for item in self._untold)
+            self._untold = []
+        self.git.run("commit", "-q", "--allow-empty", "-m", message, what="git commit")
         self.report["committed"] += len(names)
         self._moved()
         self._advance_last(head)
@@ -466,6 +480,7 @@ class Syncer:
                 todo = arrivals.pending(self.memory, self.git, self._moved(), ancestor=before)
                 if todo is not None:
                     self._count(arrivals.adopt_pending(self.memory, files, todo, dirty=unstaged))
+                    self._told(todo)
         except BaseException:
             self.git.run("merge", "--abort", check=False)
             if before is not None:
@@ -488,6 +503,7 @@ class Syncer:
             raise SyncError(f"git merge failed: {_last(merged)}")
         both = self._changed_on_both_sides(base) | unmerged
         conflicts = 0
+        settled: list[dict[str, Any]] = []
         if both:
             specs = [
                 f"{rev}:{p}" for p in sorted(both) for rev in ((base,) if base else ()) + ("HEAD", TARGET)
@@ -510,12 +526,16 @@ class Syncer:
                     else:
                         add[path] = data
                 if resolution.conflict is not None:
-                    self.report["conflicts"].append(resolution.conflict)
+                    tell(self.report, resolution.conflict)
+                    settled.append(resolution.conflict)
                     conflicts += 1
             self._stage(add, remove)
         if self.git.z_list("ls-files", "-u", "-z"):
             raise SyncError("git merge left unresolved paths; nothing committed")
         message = f"cmem sync: merge, {conflicts} conflict(s) resolved"
+        if conflicts:  # every machine that adopts this merge is told, as this one is
+            told = [c for c in settled if c.get("uid")]
+            message += "\n\n" + "\n".join(arrivals.conflict_trailer(item) for item in told)
         self.git.run("commit", "-q", "--no-edit", "-m", message, what="git commit (merge)")
 
     def _changed_on_both_sides(self, base: str | None) -> set[str]:

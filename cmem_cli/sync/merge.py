@@ -1,12 +1,10 @@
 """Merging two machines' versions of a memory by uid, field by field, without a person and without markers.
 
 For every file both sides changed since their common commit, the three versions (the base, this
-machine's, the remote's) are read back into records and merged field by field: a field only one side
-changed takes that side's value; a field both changed to the same value is that value (identical edits
-make no copy); a field both changed differently keeps the later edit's value (by ``updated_at``) and
-the earlier side is kept whole as a new observation titled ``… (conflict copy)``, linked ``related`` to
-the one kept. Links merge as sets. The result is written in cmem's own form, so no file ever holds
-conflict markers. git's rename detection is never involved: a file keeps its name for life, so one
+machine's, the remote's) are read back into records and merged by the one rule the team database
+follows too (:mod:`cmem_cli.services.reconcile.rule`): field by field, links as sets, a conflict copy
+only when both changed one field differently. The result is written in cmem's own form, so no file ever
+holds conflict markers. git's rename detection is never involved: a file keeps its name for life, so one
 memory is one path on every machine.
 
 An edit on one side and a forget (deletion) on the other keeps the edit. A side that cannot be read as a
@@ -16,14 +14,20 @@ from a commit already, so nothing new leaves the machine) and reported.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any
 
 from cmem_cli.core.errors import CmemError
-from cmem_cli.services.arrivals import Incoming, conflict_copy, parse_file
+from cmem_cli.services.arrivals import Incoming, incoming_of, parse_file, side_of
 from cmem_cli.services.gitrepo import Git
+from cmem_cli.services.reconcile.rule import (
+    EDIT_BEATS_FORGET,
+    Conflict,
+    conflict_copy,
+    merge,
+    same_field_conflict,
+)
 from cmem_cli.services.writes import Memory
 from cmem_export import layout, markdown
 
@@ -74,19 +78,15 @@ def _parse(memory: Memory, relpath: str, data: bytes | None) -> Incoming | None:
 def merge_versions(
     memory: Memory, relpath: str, base: bytes | None, ours: bytes | None, theirs: bytes | None
 ) -> Resolution:
-    """Merge one path's three versions (None: absent on that side)."""
+    """Merge one path's three versions (None: absent on that side) by the one rule
+    (:mod:`cmem_cli.services.reconcile.rule`)."""
     if ours == theirs:
         return Resolution(relpath, ours)
     if ours is None or theirs is None:
         kept = ours if ours is not None else theirs
-        return Resolution(
-            relpath,
-            kept,
-            conflict={
-                "path": relpath,
-                "resolution": "edited on one machine, forgotten on the other: edit kept",
-            },
-        )
+        item = _parse(memory, relpath, kept)
+        uid = item.uid if item is not None and item.uid else ""
+        return Resolution(relpath, kept, conflict=Conflict(uid, EDIT_BEATS_FORGET, path=relpath).to_json())
     if not relpath.endswith(".md"):
         return Resolution(
             relpath,
@@ -97,87 +97,37 @@ def merge_versions(
     if a is None or b is None:
         return _unreadable(relpath, (ours, a), (theirs, b))
     if a.kind != b.kind or a.uid != b.uid:  # two memories at one path (cannot happen with uid tails)
-        winner, loser = _order(a, b)
-        copy = conflict_copy(loser, winner.uid or "")
+        winner, loser = (a, b) if side_of(a).rank() >= side_of(b).rank() else (b, a)
+        copy = incoming_of(conflict_copy(side_of(loser), winner.uid or ""), loser)
         return Resolution(
             relpath, render(memory, winner, relpath), [_copy_file(memory, copy)],
-            {"path": relpath, "resolution": "two memories at one path: later kept, other kept as a copy", "copy_uid": copy.uid},
+            Conflict(winner.uid or "", "two memories at one path: later kept, other kept as a copy",
+                     copy_uid=copy.uid, path=relpath).to_json(),
         )  # fmt: skip
     old = _parse(memory, relpath, base)
     if old is not None and (old.kind != a.kind or old.uid != a.uid):
         old = None
-    merged, clashes = merge_records(old, a, b)
-    if not clashes:
+    merged, made, conflict = merge_records(old, a, b)
+    if made is None or conflict is None:
         return Resolution(relpath, render(memory, merged, relpath))
-    _winner, loser = _order(a, b)
-    copy = conflict_copy(loser, a.uid or "")
-    fields = ", ".join(sorted(clashes))
+    conflict.path = relpath
     return Resolution(
-        relpath, render(memory, merged, relpath), [_copy_file(memory, copy)],
-        {"path": relpath, "resolution": f"both machines changed {fields}: later edit kept, other kept as a copy",
-         "copy_uid": copy.uid},
-    )  # fmt: skip
+        relpath, render(memory, merged, relpath), [_copy_file(memory, made)], conflict.to_json()
+    )
 
 
-def _rank(item: Incoming) -> tuple[int, str]:
-    """Later edit first; ties (summaries carry no edit time) go to the larger text, on every machine alike."""
-    return (item.updated_at or 0, json.dumps([item.record, item.links], sort_keys=True, default=str))
-
-
-def _order(a: Incoming, b: Incoming) -> tuple[Incoming, Incoming]:
-    return (a, b) if _rank(a) >= _rank(b) else (b, a)
-
-
-def merge_records(base: Incoming | None, ours: Incoming, theirs: Incoming) -> tuple[Incoming, set[str]]:
-    """The field-by-field merge of two versions of one memory; returns it and the fields both changed
-    differently (where the later edit's value was taken)."""
-    later = _order(ours, theirs)[0]
-    before = base.record if base is not None else {}
-    record: dict[str, Any] = {}
-    clashes: set[str] = set()
-    for key in sorted(set(ours.record) | set(theirs.record)):
-        mine, other = ours.record.get(key), theirs.record.get(key)
-        if mine == other:
-            record[key] = mine
-        elif base is not None and mine == before.get(key):
-            record[key] = other
-        elif base is not None and other == before.get(key):
-            record[key] = mine
-        else:
-            record[key] = later.record.get(key)
-            clashes.add(key)
-    times = [t for t in (ours.updated_at, theirs.updated_at) if t]
-    merged = Incoming(ours.kind, record, relpath=ours.relpath, updated_at=max(times) if times else None)
-    merged.links = _merge_links(base.links if base is not None else None, ours.links, theirs.links)
-    merged.anchor = _merge_anchor(base.anchor if base is not None else None, ours, theirs, later)
-    return merged, clashes
-
-
-def _merge_anchor(
-    base: dict[str, Any] | None, ours: Incoming, theirs: Incoming, later: Incoming
-) -> dict[str, Any] | None:
-    """The code anchor as a field of its own: the side that changed it (a verify, an edit of the files)
-    wins; both changed it, the later edit's. Never a clash: an anchor is a check, not a person's text."""
-    if ours.anchor == theirs.anchor or theirs.anchor == base:
-        return ours.anchor
-    if ours.anchor == base:
-        return theirs.anchor
-    return later.anchor
-
-
-def _merge_links(
-    base: list[dict[str, Any]] | None, ours: list[dict[str, Any]], theirs: list[dict[str, Any]]
-) -> list[dict[str, Any]]:
-    """Links as sets: kept if both sides keep them, added if either adds, removed if either removes."""
-
-    def keys(links: list[dict[str, Any]]) -> set[tuple[str, str]]:
-        return {(link["type"], link["uid"]) for link in links}
-
-    mine, other = keys(ours), keys(theirs)
-    old = keys(base) if base is not None else mine & other
-    wanted = (mine & other) | (mine - old) | (other - old)
-    shown = {(link["type"], link["uid"]): link for link in [*theirs, *ours]}
-    return [shown[key] for key in sorted(wanted)]
+def merge_records(
+    base: Incoming | None, ours: Incoming, theirs: Incoming
+) -> tuple[Incoming, Incoming | None, Conflict | None]:
+    """The field-by-field merge of two versions of one memory: the merged record, and the conflict copy
+    and the conflict to report when both changed one field differently."""
+    result = merge(side_of(base) if base is not None else None, side_of(ours), side_of(theirs))
+    merged = incoming_of(result.side, ours, theirs)
+    copy = result.copy
+    if copy is None:
+        return merged, None, None
+    loser = ours if result.loser is not None and not result.ours_later else theirs
+    return merged, incoming_of(copy, loser), same_field_conflict(result, copy)
 
 
 def render(memory: Memory, item: Incoming, relpath: str) -> bytes:

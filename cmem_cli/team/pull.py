@@ -14,6 +14,7 @@ from typing import Any
 
 from cmem_cli.core.fields import LINK_TYPES
 from cmem_cli.core.timeutil import now_ms
+from cmem_cli.services.reconcile.rule import Conflict, tell
 from cmem_cli.services.writes import Memory
 from cmem_cli.store import team_outbox as outbox
 from cmem_cli.team import inbound
@@ -40,6 +41,20 @@ _COLUMNS = {
 }
 
 
+def has_log(conn: Any) -> bool:
+    """Does the server keep the conflict log (``cmem_conflicts``, server migration m005)?"""
+    return bool(conn.execute("SELECT to_regclass('cmem_conflicts')").fetchone()[0])
+
+
+def top_revision(conn: Any, log: bool | None = None) -> int:
+    """The highest revision the server holds (every row this home has seen has it or a later one)."""
+    tables = [*TABLES.values(), *(["cmem_conflicts"] if (has_log(conn) if log is None else log) else [])]
+    row = conn.execute(
+        "SELECT greatest(" + ", ".join(f"(SELECT max(rev) FROM {table})" for table in tables) + ", 0)"
+    ).fetchone()
+    return int(row[0])
+
+
 class Puller:
     def __init__(self, memory: Memory, conn: Any, projects: list[str], report: dict[str, Any]):
         self.memory = memory
@@ -57,20 +72,35 @@ class Puller:
         values = self.local.team_outbox.settings()
         cursor = int(values.get(PULLED) or 0)
         self.restoring = values.get(RESTORING) == "1"
+        start = cursor
         with self.conn.transaction():
             self.conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-            horizon = int(
-                self.conn.execute(
-                    "SELECT greatest("
-                    + ", ".join(f"(SELECT max(rev) FROM {table})" for table in TABLES.values())
-                    + ", 0)"
-                ).fetchone()[0]
-            )
+            self._log = has_log(self.conn)
+            horizon = top_revision(self.conn, self._log)
             while cursor < horizon:
                 cursor = self._page(cursor, horizon)
+            self._told(start, horizon)
         if self.restoring:  # the whole server pulled again: a restore is settled
             with self.local.transaction():
                 self.local.team_outbox.put(**{RESTORING: None})
+
+    def _told(self, start: int, horizon: int) -> None:
+        """The conflicts settled since the last pull (the server's log, written by pushes): this home is
+        told of them as they were. Its own are in the log too: told once by the sync that settled them
+        (the report holds each once), and told still when that sync died before this home took the merge."""
+        if start >= horizon or not self._log:
+            return  # a server older than the log (a reader syncing before a writer migrated it)
+        scope, scope_params = self._scope()
+        rows = self.conn.execute(
+            "SELECT uid, copy_uid, other_uid, resolution, fields FROM cmem_conflicts "
+            f"WHERE rev > %s AND rev <= %s{scope} ORDER BY rev",
+            (start, horizon, *scope_params),
+        ).fetchall()
+        for uid, copy_uid, other_uid, resolution, fields in rows:
+            item = Conflict(
+                uid, resolution, copy_uid=copy_uid, other_uid=other_uid, fields=list(fields or [])
+            )
+            tell(self.report, item.to_json())
 
     def _page(self, cursor: int, horizon: int) -> int:
         scope, scope_params = self._scope()
@@ -116,7 +146,7 @@ class Puller:
         local = self.local
         with self.memory.write_transaction(fsync=False) as files:
             local.team_outbox.queue_on(False)
-            applier = Applier(self.memory, files, self.report["notes"])
+            applier = Applier(self.memory, files, self.report["notes"], self.report["conflicts"])
             for kind in (outbox.SESSION, outbox.PROMPT, outbox.OBSERVATION, outbox.SUMMARY):
                 rows = fetched[kind]
                 key = "session_id" if kind == outbox.SESSION else "uid"
@@ -156,7 +186,8 @@ class Puller:
                     else:
                         done = applier.prompt(row) or None
                     if done is not None:
-                        local.team_outbox.set_rev(kind, uid, row["rev"])
+                        base = row if kind in (outbox.OBSERVATION, outbox.SUMMARY) else None
+                        local.team_outbox.set_rev(kind, uid, row["rev"], base)
                         outbox.count(self.report, kind, "pulled")
                 local.team_outbox.clear_skipped(kind, taken)
                 local.team_outbox.unforget(kind, taken)

@@ -1,16 +1,21 @@
-"""Pushing the outbox: each queued observation or summary goes to the server by uid, with git sync's rules.
+"""Pushing the outbox: each queued observation or summary goes to the server by uid, by the one merge rule
+git sync follows too (:mod:`cmem_cli.services.reconcile.rule`).
 
-For each queued uid the server's row is compared with the revision this home last saw (its base):
+For each queued uid the server's row is compared with the one this home last saw (its base: the row and
+its revision, kept when pulled or pushed):
 
 | here | on the server | result |
 |---|---|---|
 | changed | unchanged since the base (or absent) | pushed |
-| changed | changed since the base, same content | nothing to do (the base moves on); when only their code anchors differ, the later anchor (verified or anchored) stays |
-| changed | changed since the base, other content | the later edit (``updated_at``) is the memory; the other becomes a ``(conflict copy)`` linked ``related`` to it |
+| changed | changed since the base, same content | nothing to do (the base moves on) |
+| changed | changed since the base, other content | merged field by field against the base: fields one side changed take its value, links merge as sets, the later anchor stays; a field both changed differently takes the later edit's value and the other side becomes a ``(conflict copy)`` (derived uid) linked ``related`` to it. Server and home take the merge |
 | forgotten | unchanged since the base | deleted there, a tombstone left (every home forgets it) |
 | forgotten | changed since the base | the edit is kept: it comes back here |
 | edited | forgotten (a tombstone) | the edit is kept: it comes back everywhere |
 | never synced (joining) | forgotten (a tombstone) | forgotten here too: a forget stays forgotten |
+
+A conflict (a copy made, an edit that beat a forget) is told here and logged on the server
+(``cmem_conflicts``), so every other home is told at its next pull.
 
 The server side of a batch is one transaction under the write lock; this home's side (acknowledging the
 outbox, base revisions, a server's winning edit, copies) is one local transaction after it. A kill between
@@ -24,6 +29,7 @@ from typing import Any
 
 from cmem_cli.core.timeutil import now_ms
 from cmem_cli.services.anchors import exported
+from cmem_cli.services.reconcile.rule import EDIT_BEATS_FORGET, Conflict, merge, same_field_conflict, tell
 from cmem_cli.services.writes import Memory
 from cmem_cli.store import team_outbox as outbox
 from cmem_cli.team import inbound, server
@@ -32,14 +38,14 @@ from cmem_cli.team.records import (
     OBS_COLUMNS,
     SUMMARY_COLUMNS,
     anchor_of,
-    conflict_copy,
     newer_anchor,
     observation_out,
+    row_of,
     same_anchor,
     same_observation,
     same_summary,
     server_params,
-    summary_copy,
+    side,
     summary_out,
 )
 from cmem_cli.team.sessions import (
@@ -125,7 +131,9 @@ class Pusher:
         def on_server() -> None:
             plan.reset()
             self._revs: list[int] = []
-            self._want = 2 * len(entries) + 1  # each entry, and a conflict copy at most for each
+            self._want = (
+                3 * len(entries) + 1
+            )  # each entry, a conflict copy and a conflict log at most for each
             self._writes: dict[str, list[Any]] = {"insert": [], "update": [], "links": []}
             with self.conn.transaction():
                 self.conn.execute("SELECT pg_advisory_xact_lock(%s)", (server.WRITE_LOCK,))
@@ -133,12 +141,30 @@ class Pusher:
                 self._summaries(sums, local_sums, bases[outbox.SUMMARY], plan)
                 self._sessions(sessions, local_sessions, bases[outbox.SESSION], plan)
                 self._prompts(prompts, local_prompts, plan)
-                self.vectors.store(self.conn, embedded, plan.pushed_uids)
+                self.vectors.store(self.conn, {**embedded, **self._merged_vectors(plan)}, plan.pushed_uids)
+                self._log_conflicts(plan)
                 if plan.last_rev:
                     self.conn.execute("SELECT pg_notify(%s, %s)", (server.CHANNEL, str(plan.last_rev)))
 
         server.with_retries(on_server)
         self._here(entries, plan)
+
+    def _log_conflicts(self, plan: _Plan) -> None:
+        """Write this batch's conflicts to the server's log: every other home is told at its next pull."""
+        rows = []
+        for kind, item, project in plan.logged:
+            rows.append(
+                (self._rev(), kind, item.uid, item.copy_uid, item.other_uid, item.resolution,
+                 json.dumps(item.fields), project, self.machine)
+            )  # fmt: skip
+        if rows:
+            with self.conn.cursor() as cur:
+                cur.executemany(
+                    "INSERT INTO cmem_conflicts (rev, kind, uid, copy_uid, other_uid, resolution, fields, "
+                    "project, machine) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                    rows,
+                )
+            plan.last_rev = max(plan.last_rev, max(r[0] for r in rows))
 
     def _rev(self) -> int:
         """The next revision, from a block taken under the write lock (one round trip per batch; a
@@ -176,6 +202,7 @@ class Pusher:
         bases: dict[str, int],
         plan: _Plan,
     ) -> None:
+        base_rows = self.local.team_outbox.bases(outbox.OBSERVATION, [e.uid for e in entries])
         if not entries:
             return
         uids = [e.uid for e in entries]
@@ -209,40 +236,29 @@ class Pusher:
                     plan.forgotten_there += 1
                 else:
                     plan.bring(kind, theirs)
-                    plan.conflict(entry.uid, "edited on another machine, forgotten here: the edit is kept")
+                    plan.conflict(kind, Conflict(entry.uid, EDIT_BEATS_FORGET), theirs["project"])
             elif theirs is None:
                 if entry.uid in tombs and entry.snapshot:
                     plan.forget(kind, entry.uid)
-                    plan.conflict(entry.uid, "forgotten on another machine before this one joined: forgotten")
+                    plan.conflict(
+                        kind,
+                        Conflict(entry.uid, "forgotten on another machine before this one joined: forgotten"),
+                        None,
+                    )
                 else:
                     if entry.uid in tombs:
-                        plan.conflict(
-                            entry.uid, "forgotten on another machine, edited here: the edit is kept"
-                        )
+                        plan.conflict(kind, Conflict(entry.uid, EDIT_BEATS_FORGET), mine["project"])
                         self.conn.execute(
                             "DELETE FROM cmem_tombstones WHERE kind = 'observation' AND uid = %s",
                             (entry.uid,),
                         )
                     self._write_observation(mine, plan, insert=True)
             elif same_observation(mine, theirs) and same_anchor(mine, theirs):
-                plan.rev(kind, entry.uid, theirs["rev"])
+                plan.rev(kind, entry.uid, theirs["rev"], theirs)
             elif base == theirs["rev"]:
                 self._write_observation(mine, plan, insert=False)
-            elif same_observation(mine, theirs):  # both changed only its code anchor: the later one stays
-                if newer_anchor(mine, theirs):
-                    self._write_observation(mine, plan, insert=False)
-                else:
-                    plan.bring(kind, theirs)
-            elif _later(mine, theirs):
-                copy = conflict_copy(theirs, entry.uid)
-                self._write_observation(copy, plan, insert=True, own=False)
-                self._write_observation(mine, plan, insert=False)
-                plan.conflict(entry.uid, "both machines edited it: this machine's later edit kept, the other kept as a copy", copy["uid"])  # fmt: skip
-            else:
-                copy = conflict_copy(mine, entry.uid)
-                plan.bring(kind, theirs)
-                plan.copy_here(kind, copy)
-                plan.conflict(entry.uid, "both machines edited it: the other machine's later edit kept, this one kept as a copy", copy["uid"])  # fmt: skip
+            else:  # both changed it since the base: the one rule, field by field
+                self._merge(kind, mine, theirs, base_rows.get(entry.uid), plan)
         self._flush()
 
     def _restored(
@@ -315,15 +331,65 @@ class Pusher:
             self._write_summary(mine, plan, insert=False)
         return True
 
-    def _write_observation(self, row: dict[str, Any], plan: _Plan, *, insert: bool, own: bool = True) -> None:
-        """Insert or update one observation and replace its links; ``own`` False: a copy of another
-        machine's text (its machine stays, and no vector of this home's is stored for it)."""
+    def _write_observation(self, row: dict[str, Any], plan: _Plan, *, insert: bool, own: bool = True) -> int:
+        """Insert or update one observation and replace its links; ``own`` False: a conflict copy (no
+        vector of this home's is stored for it). Returns its new revision."""
         rev = self._rev()
         params = server_params(row, OBS_COLUMNS)
         params["rev"] = rev
         self._writes["insert" if insert else "update"].append(params)
         self._writes["links"] += [(row["uid"], uid, link_type) for link_type, uid in row.get("links") or []]
-        plan.pushed(outbox.OBSERVATION, row["uid"], rev, own)
+        plan.pushed(outbox.OBSERVATION, row["uid"], rev, own, row)
+        return rev
+
+    def _merge(
+        self,
+        kind: str,
+        mine: dict[str, Any],
+        theirs: dict[str, Any],
+        base: dict[str, Any] | None,
+        plan: _Plan,
+    ) -> None:
+        """Both homes changed this memory since the base: merged field by field by the one rule
+        (:mod:`cmem_cli.services.reconcile.rule`, as git sync merges). The server takes the merged memory
+        (and the conflict copy, when one field was changed on both sides) and so does this home; the
+        conflict is logged on the server so that every other home is told too."""
+        obs = kind == outbox.OBSERVATION
+        result = merge(side(kind, base) if base else None, side(kind, mine), side(kind, theirs))
+        kept = row_of(result.side)
+        if obs:
+            kept["anchor"] = anchor_of(kept)
+        write = self._write_observation if obs else self._write_summary
+        same = same_observation if obs else same_summary
+        if same(kept, theirs) and (not obs or same_anchor(kept, theirs)):
+            rev = int(theirs["rev"])
+            plan.rev(kind, mine["uid"], rev, theirs)
+        else:
+            rev = write(kept, plan, insert=False)
+            if not same(kept, mine):  # its text is not this home's: its vector is made from the merge
+                plan.texts.append((kind, kept))
+        if not same(kept, mine) or (obs and not same_anchor(kept, mine)):
+            plan.bring(kind, {**kept, "rev": rev})
+        copy = result.copy
+        if copy is None:
+            return
+        row = row_of(copy)
+        if not self._exists(kind, copy.uid):  # made before (a sync run again): one copy, not two
+            plan.bring(kind, {**row, "rev": write(row, plan, insert=True, own=False)})
+            plan.texts.append((kind, row))
+        plan.conflict(kind, same_field_conflict(result, copy), str(mine.get("project") or ""))
+
+    def _merged_vectors(self, plan: _Plan) -> dict[tuple[str, str], Any]:
+        """Vectors for the merges and conflict copies this batch wrote (rare: made here, under the lock)."""
+        observations = [row for kind, row in plan.texts if kind == outbox.OBSERVATION]
+        summaries = [row for kind, row in plan.texts if kind == outbox.SUMMARY]
+        made = self.vectors.embed(observations, summaries)
+        plan.pushed_uids.update(made)
+        return made
+
+    def _exists(self, kind: str, uid: str) -> bool:
+        table = "cmem_observations" if kind == outbox.OBSERVATION else "cmem_summaries"
+        return self.conn.execute(f"SELECT 1 FROM {table} WHERE uid = %s", (uid,)).fetchone() is not None
 
     def _tombstone(self, kind: str, uid: str, project: str, plan: _Plan) -> None:
         table = "cmem_observations" if kind == outbox.OBSERVATION else "cmem_summaries"
@@ -347,6 +413,7 @@ class Pusher:
         bases: dict[str, int],
         plan: _Plan,
     ) -> None:
+        base_rows = self.local.team_outbox.bases(outbox.SUMMARY, [e.uid for e in entries])
         if not entries:
             return
         uids = [e.uid for e in entries]
@@ -372,31 +439,25 @@ class Pusher:
                     plan.forgotten_there += 1
                 else:
                     plan.bring(kind, theirs)
+                    plan.conflict(kind, Conflict(entry.uid, EDIT_BEATS_FORGET), theirs["project"])
             elif theirs is None:
                 if entry.uid in tombs and entry.snapshot:
                     plan.forget(kind, entry.uid)
                 else:
                     if entry.uid in tombs:
+                        plan.conflict(kind, Conflict(entry.uid, EDIT_BEATS_FORGET), mine["project"])
                         self.conn.execute(
                             "DELETE FROM cmem_tombstones WHERE kind = 'summary' AND uid = %s", (entry.uid,)
                         )
                     self._write_summary(mine, plan, insert=True)
             elif same_summary(mine, theirs):
-                plan.rev(kind, entry.uid, theirs["rev"])
+                plan.rev(kind, entry.uid, theirs["rev"], theirs)
             elif base == theirs["rev"]:
                 self._write_summary(mine, plan, insert=False)
-            elif _later(mine, theirs):
-                copy = summary_copy(theirs)
-                self._write_summary(copy, plan, insert=True, own=False)
-                self._write_summary(mine, plan, insert=False)
-                plan.conflict(entry.uid, "both machines edited it: this machine's later edit kept, the other kept as a copy", copy["uid"])  # fmt: skip
             else:
-                copy = summary_copy(mine)
-                plan.bring(kind, theirs)
-                plan.copy_here(kind, copy)
-                plan.conflict(entry.uid, "both machines edited it: the other machine's later edit kept, this one kept as a copy", copy["uid"])  # fmt: skip
+                self._merge(kind, mine, theirs, base_rows.get(entry.uid), plan)
 
-    def _write_summary(self, row: dict[str, Any], plan: _Plan, *, insert: bool, own: bool = True) -> None:
+    def _write_summary(self, row: dict[str, Any], plan: _Plan, *, insert: bool, own: bool = True) -> int:
         rev = self._rev()
         params = {**server_params(row, SUMMARY_COLUMNS), "rev": rev}
         columns = [*SUMMARY_COLUMNS, "rev"]
@@ -407,7 +468,8 @@ class Pusher:
         else:
             sets = ", ".join(f"{c} = %({c})s" for c in columns if c != "uid")
             self.conn.execute(f"UPDATE cmem_summaries SET {sets} WHERE uid = %(uid)s", params)
-        plan.pushed(outbox.SUMMARY, row["uid"], rev, own)
+        plan.pushed(outbox.SUMMARY, row["uid"], rev, own, row)
+        return rev
 
     def _sessions(
         self,
@@ -460,7 +522,7 @@ class Pusher:
         else:
             sets = ", ".join(f"{c} = %({c})s" for c in columns if c != "session_id")
             self.conn.execute(f"UPDATE cmem_sessions SET {sets} WHERE session_id = %(session_id)s", params)
-        plan.pushed(outbox.SESSION, row["session_id"], rev, True)
+        plan.pushed(outbox.SESSION, row["session_id"], rev, True, None)
 
     def _prompts(self, entries: list[outbox.Entry], local: dict[str, dict[str, Any]], plan: _Plan) -> None:
         """Prompts never change: one the server has already is acknowledged, the others inserted."""
@@ -478,7 +540,7 @@ class Pusher:
                 continue
             rev = self._rev()
             rows.append({**mine, "rev": rev})
-            plan.pushed(outbox.PROMPT, entry.uid, rev, True)
+            plan.pushed(outbox.PROMPT, entry.uid, rev, True, None)
         if rows:
             columns = [*PROMPT_COLUMNS, "rev"]
             names, marks = ", ".join(columns), ", ".join(f"%({c})s" for c in columns)
@@ -495,12 +557,12 @@ class Pusher:
             still = local.team_outbox.present([e.seq for e in entries])
             requeued = {e.uid for e in entries if e.seq not in still}
             local.team_outbox.queue_on(False)
-            applier = Applier(self.memory, files, self.report["notes"])
+            applier = Applier(self.memory, files, self.report["notes"], self.report["conflicts"])
             for kind, row, reason, key in plan.skipped:  # replaced by this home's version: said, not kept
                 inbound.skip(self.report, kind, row, reason, key)
             for (kind, uid), rev in plan.revs.items():
                 if uid not in requeued or (kind, uid) in plan.pushed_keys:
-                    local.team_outbox.set_rev(kind, uid, rev)
+                    local.team_outbox.set_rev(kind, uid, rev, plan.bases.get((kind, uid)))
             for kind, row in plan.brought:
                 if row["uid"] in requeued:
                     continue
@@ -508,8 +570,6 @@ class Pusher:
             for kind, uid in plan.forgotten:
                 if uid not in requeued and applier.forget(kind, uid):
                     self.report["forgotten"] += 1
-            for kind, row in plan.copies:
-                (applier.observation if kind == outbox.OBSERVATION else applier.summary)(row, queue=True)
             for row in plan.sessions_here:
                 if row["session_id"] not in requeued:
                     applier.session(row)
@@ -524,7 +584,8 @@ class Pusher:
         for kind, _ in plan.pushed_keys:
             outbox.count(self.report, kind, "pushed")
         self.report["forgotten_there"] += plan.forgotten_there
-        self.report["conflicts"] += plan.conflicts
+        for item in plan.conflicts:
+            tell(self.report, item)
 
 
 class _Plan:
@@ -535,44 +596,46 @@ class _Plan:
 
     def reset(self) -> None:
         self.revs: dict[tuple[str, str], int | None] = {}
+        self.bases: dict[tuple[str, str], dict[str, Any]] = {}  # the server's row at that revision
         self.brought: list[tuple[str, dict[str, Any]]] = []
         self.forgotten: list[tuple[str, str]] = []
-        self.copies: list[tuple[str, dict[str, Any]]] = []
+        self.logged: list[tuple[str, Conflict, str]] = []  # conflicts every other home is told of
         self.sessions_here: list[dict[str, Any]] = []  # merged sessions this home takes
         self.conflicts: list[dict[str, Any]] = []
         self.pushed_keys: set[tuple[str, str]] = set()
         self.pushed_uids: set[tuple[str, str]] = set()  # own rows pushed: their vectors go with them
+        self.texts: list[tuple[str, dict[str, Any]]] = []  # merges and copies made here: vectors to make
         self.skipped: list[tuple[str, dict[str, Any], str, str]] = []  # server rows cmem never writes
         self.tombstoned: list[tuple[str, str]] = []  # this home's forgets, now on the server
         self.forgotten_there = 0
         self.last_rev = 0
 
-    def rev(self, kind: str, uid: str, rev: int | None) -> None:
+    def rev(self, kind: str, uid: str, rev: int | None, base: dict[str, Any] | None = None) -> None:
         self.revs[(kind, uid)] = rev
+        if base is not None:
+            self.bases[(kind, uid)] = base
 
-    def pushed(self, kind: str, uid: str, rev: int, own: bool) -> None:
+    def pushed(self, kind: str, uid: str, rev: int, own: bool, row: dict[str, Any] | None) -> None:
         if own:
-            self.revs[(kind, uid)] = rev
+            self.rev(kind, uid, rev, row)
             self.pushed_keys.add((kind, uid))
             self.pushed_uids.add((kind, uid))
         self.last_rev = max(self.last_rev, rev)
 
     def bring(self, kind: str, row: dict[str, Any]) -> None:
+        """This home takes the server's row (an edit that beat a forget, a merge, a conflict copy)."""
         self.brought.append((kind, row))
-        self.revs[(kind, row["uid"])] = row["rev"]
+        self.rev(kind, row["uid"], row["rev"], row)
 
     def forget(self, kind: str, uid: str) -> None:
         self.forgotten.append((kind, uid))
         self.revs[(kind, uid)] = None
 
-    def copy_here(self, kind: str, row: dict[str, Any]) -> None:
-        self.copies.append((kind, row))
-
-    def conflict(self, uid: str, resolution: str, copy_uid: str | None = None) -> None:
-        item: dict[str, Any] = {"uid": uid, "resolution": resolution}
-        if copy_uid:
-            item["copy_uid"] = copy_uid
-        self.conflicts.append(item)
+    def conflict(self, kind: str, item: Conflict, project: str | None) -> None:
+        """Tell this home; with a ``project``, log it on the server so that every other home is told."""
+        self.conflicts.append(item.to_json())
+        if project is not None:
+            self.logged.append((kind, item, project))
 
 
 def _later(mine: dict[str, Any], theirs: dict[str, Any]) -> bool:

@@ -11,10 +11,8 @@ import json
 from typing import Any
 
 from cmem_cli.core.fields import SUMMARY_FIELDS
-from cmem_cli.core.ids import new_uid
-from cmem_cli.store.records import LIST_FIELDS, MAX_TITLE
-
-COPY_SUFFIX = " (conflict copy)"  # as git sync names a conflict copy
+from cmem_cli.services.reconcile.rule import Side
+from cmem_cli.store.records import LIST_FIELDS
 
 OBS_FIELDS = (
     "type", "title", "subtitle", "narrative", *LIST_FIELDS, "project", "session", "agent", "prompt_number",
@@ -128,22 +126,35 @@ def same_summary(a: dict[str, Any], b: dict[str, Any]) -> bool:
     return all((a.get(n) or None) == (b.get(n) or None) for n in names)
 
 
-def conflict_copy(row: dict[str, Any], winner_uid: str) -> dict[str, Any]:
-    """The losing side of a concurrent edit as a new observation: its own uid, ``(conflict copy)`` in its
-    title, no key (the key stays with the memory kept), a ``related`` link to the one kept."""
-    copy = dict(row)
-    copy["uid"] = new_uid(row.get("created_at") or None)
-    title = row["title"]
-    if not title.endswith(COPY_SUFFIX):
-        copy["title"] = title[: MAX_TITLE - len(COPY_SUFFIX)] + COPY_SUFFIX
-    copy["key"] = None
-    links = {tuple(link) for link in row.get("links") or []}
-    links.add(("related", winner_uid))
-    copy["links"] = sorted(links)
-    return copy
+def side(kind: str, row: dict[str, Any]) -> Side:
+    """A server-shaped row (this home's, the server's, or the base) in the terms of the merge rule."""
+    if kind == "summary":
+        names: tuple[str, ...] = ("session", "project", "agent", *SUMMARY_FIELDS, "created_at", "machine")
+    else:
+        names = (*OBS_FIELDS, "machine")
+    fields: dict[str, Any] = {}
+    for name in names:
+        value = row.get(name)
+        if name in LIST_FIELDS:
+            value = list(json.loads(value) if isinstance(value, str) else value or [])
+        elif name == "confidence" and value is not None:
+            value = round(float(value), 9)
+        fields[name] = value
+    links = frozenset((str(t), str(u)) for t, u in row.get("links") or [])
+    return Side(kind, row["uid"], fields, links, anchor_of(row), int(row.get("updated_at") or 0))
 
 
-def summary_copy(row: dict[str, Any]) -> dict[str, Any]:
-    """The losing side of a concurrent summary edit as a second summary of the same session (summaries
-    have no links: the session ties them, as git sync's copies of a summary)."""
-    return {**row, "uid": new_uid(row.get("created_at") or None)}
+def row_of(merged: Side) -> dict[str, Any]:
+    """The merge rule's result as a server-shaped row (what :func:`side` read)."""
+    row: dict[str, Any] = {
+        name: None for name in (OBS_COLUMNS if merged.kind == "observation" else SUMMARY_COLUMNS)
+    }
+    row.update(merged.fields)
+    for name in LIST_FIELDS:
+        if name in row:
+            row[name] = list(row[name] or [])
+    row.update(uid=merged.uid, updated_at=merged.updated_at)
+    if merged.kind == "observation":
+        row["anchor"] = dict(merged.anchor) if merged.anchor is not None else None
+        row["links"] = sorted(merged.links)
+    return row

@@ -26,7 +26,7 @@ from typing import Any
 
 from cmem_cli.services.writes import Memory
 from cmem_cli.team import server
-from cmem_cli.team.pull import PULLED, RESTORING, TABLES
+from cmem_cli.team.pull import PULLED, RESTORING, top_revision
 
 SERVER = "server"  # team_state key: the server's identity as this home last saw it
 
@@ -47,16 +47,6 @@ def identity(conn: Any) -> str:
             value = str(row[0]) if row else ""
         parts.append(value)
     return ":".join(parts)
-
-
-def top_revision(conn: Any) -> int:
-    """The highest revision the server holds (every row this home has seen has it or a later one)."""
-    row = conn.execute(
-        "SELECT greatest("
-        + ", ".join(f"(SELECT max(rev) FROM {table})" for table in TABLES.values())
-        + ", 0)"
-    ).fetchone()
-    return int(row[0])
 
 
 def check(memory: Memory, conn: Any, report: dict[str, Any]) -> bool:

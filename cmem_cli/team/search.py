@@ -225,7 +225,12 @@ class _Scope:
         f = self.filters
         clauses: list[str] = []
         params: dict[str, Any] = {}
+        if f.project is not None and f.folded:  # the project and its repository's older names
+            clauses.append("o.project = ANY(%(f_project)s)")
+            params["f_project"] = [f.project, *f.folded]
         for name in ("project", "agent", "session", "machine"):
+            if name == "project" and f.folded:
+                continue
             if getattr(f, name, None) is not None:
                 clauses.append(f"o.{name} = %(f_{name})s")
                 params[f"f_{name}"] = getattr(f, name)

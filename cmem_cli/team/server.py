@@ -183,6 +183,26 @@ CREATE TABLE cmem_meta (
 INSERT INTO cmem_meta (key, value) VALUES ('epoch', md5(random()::text || clock_timestamp()::text));
 """,
     ),
+    (
+        "m005_conflicts",
+        """
+-- What a push settled between two machines' versions of a memory (the merge rule of
+-- cmem_cli.services.reconcile.rule): the memory kept, its conflict copy or the other memory, which fields,
+-- and how. Every other home is told at its next pull, as the home that settled it was told at its push.
+CREATE TABLE cmem_conflicts (
+    rev        bigint PRIMARY KEY,
+    kind       text NOT NULL,
+    uid        text NOT NULL,
+    copy_uid   text,
+    other_uid  text,
+    resolution text NOT NULL,
+    fields     jsonb NOT NULL DEFAULT '[]',
+    project    text NOT NULL,
+    machine    text NOT NULL
+);
+CREATE INDEX cmem_conflicts_project_rev ON cmem_conflicts (project, rev);
+""",
+    ),
 ]
 
 

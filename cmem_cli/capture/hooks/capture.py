@@ -6,6 +6,7 @@ store each thing once. Used by ``cmem hook`` and ``cmem import``.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
@@ -97,12 +98,23 @@ class Capture:
 
     # -- tool calls ------------------------------------------------------------------------------------
     def tool(
-        self, where: Where, call: ToolCall, *, tool_use_id: str | None = None, created_at: int | None = None
+        self,
+        where: Where,
+        call: ToolCall,
+        *,
+        tool_use_id: str | None = None,
+        created_at: int | None = None,
+        counts: dict[str, int] | None = None,
     ) -> int | None:
-        """Store the observation for one tool call, returning its id; None when skipped by the rules or already stored."""
+        """Store the observation for one tool call, returning its id; None when skipped by the rules or already stored.
+
+        A call is keyed by its ``tool_use_id``; an agent that gives none (Gemini CLI, Cursor) by its name and
+        arguments and their occurrence in the session, as prompts are: an import counts occurrences in
+        ``counts`` (the file's), a hook takes the next one."""
         if self.excluded(where):
             return None
-        obs = build_observation(self.scrubbed_call(call), self.rules)
+        clean = self.scrubbed_call(call)
+        obs = build_observation(clean, self.rules)
         if obs is None:
             return None
         number = self.prompt_number(where.session)
@@ -115,6 +127,8 @@ class Capture:
             key = f"{kind}:{fingerprint(self.rec.scrub(target).encode('utf-8'))}"
         elif tool_use_id:
             key = f"tool:{tool_use_id}"
+        else:
+            key = self.call_key(where.session, clean, counts)
         record = {
             **obs.record,
             "project": where.project,
@@ -125,8 +139,6 @@ class Capture:
         }
         cwd = call.cwd if self.anchor else None
         written = (obs.written or {}) if cwd is not None else None  # a hook never asks git what changed
-        if key is None:
-            return self.rec.add_record(record, cwd=cwd, written=written)
         known = self.state.uid_for(where.session, key)
         if known is not None and self.rec.has_uid(known):
             if self.count_repeats:
@@ -137,6 +149,17 @@ class Capture:
             return None  # the other capture path stored it a moment ago
         # Fresh, or a claim whose write never happened (a crash between claim and write): write it now.
         return self.rec.add_record({**record, "uid": claim.uid}, cwd=cwd, written=written)
+
+    def call_key(self, session: str, call: ToolCall, counts: dict[str, int] | None) -> str:
+        """``call:<fingerprint of name and arguments>:<n>`` for the n-th such call of ``session``."""
+        arguments = json.dumps(call.input, sort_keys=True, ensure_ascii=False, default=str)
+        identity = f"{call.name}\0{arguments}".encode()
+        prefix = f"call:{fingerprint(identity)}:"
+        if counts is None:
+            return f"{prefix}{self.state.count_prefix(session, prefix) + 1}"
+        count_key = f"{session}\t{prefix}"
+        counts[count_key] = counts.get(count_key, 0) + 1
+        return f"{prefix}{counts[count_key]}"
 
     def scrubbed_call(self, call: ToolCall) -> ToolCall:
         """The call with private spans and secrets removed *before* its output is clipped: clipping first

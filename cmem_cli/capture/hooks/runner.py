@@ -290,14 +290,16 @@ def _dispatch(
 
 
 def _hand_session_to_shell(payload: HookPayload, config: Config) -> None:
-    """Export the session and agent to the agent's Bash commands (``CLAUDE_ENV_FILE``), so the notes it
-    records with `cmem add` join this session; a failure is logged, never the hook's."""
-    from cmem_cli.capture.hooks.shell_env import ENV_FILE, hand_to_shell
+    """Export the session and agent to the agent's shell commands (``CLAUDE_ENV_FILE``, Codex's
+    ``CODEX_ENV_FILE``), so the notes it records with `cmem add` join this session; a failure is logged,
+    never the hook's."""
+    from cmem_cli.capture.hooks.shell_env import env_file, hand_to_shell
 
     try:
         hand_to_shell(payload.session_id, payload.agent)
     except OSError as exc:
-        log_line(config.log_dir, f"error SessionStart: cannot write {ENV_FILE}: {exc.strerror or exc}")
+        name = (env_file() or ("the env file",))[0]
+        log_line(config.log_dir, f"error SessionStart: cannot write {name}: {exc.strerror or exc}")
 
 
 def _tune_connection(mem: Memory, rules: HookRules) -> None:

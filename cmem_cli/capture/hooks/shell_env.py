@@ -3,8 +3,10 @@
 
 Claude Code gives SessionStart hooks ``CLAUDE_ENV_FILE``, a file whose ``export`` lines it runs before each
 of the agent's Bash commands (hooks reference, "Persist environment variables"; kept across `/resume` and
-`/clear` since Claude Code 2.1.136). The hook appends ``CMEM_SESSION`` and ``CMEM_AGENT`` there; the CLI
-reads both as its defaults. Without that file nothing is handed on, and cmem never guesses: a note with no
+`/clear` since Claude Code 2.1.136). Codex gives its SessionStart hooks the same kind of file as
+``CODEX_ENV_FILE`` (with ``CLAUDE_ENV_FILE`` as an alias of the same path), sourced before its later local
+shell commands. The hook appends ``CMEM_SESSION`` and ``CMEM_AGENT`` to the first of them that is set; the
+CLI reads both as its defaults. Without that file nothing is handed on, and cmem never guesses: a note with no
 session stays without one rather than joining a session that may be another agent's.
 """
 
@@ -13,7 +15,7 @@ from __future__ import annotations
 import os
 import shlex
 
-ENV_FILE = "CLAUDE_ENV_FILE"
+ENV_FILES = ("CODEX_ENV_FILE", "CLAUDE_ENV_FILE")  # Codex sets both to one path: written once
 MAX_VALUE = 200  # a session id or an agent name; anything longer is not one
 
 
@@ -22,11 +24,21 @@ def export_lines(session_id: str, agent: str) -> str:
     return f"export CMEM_SESSION={shlex.quote(session_id)}\nexport CMEM_AGENT={shlex.quote(agent)}\n"
 
 
+def env_file(environ: dict[str, str] | None = None) -> tuple[str, str] | None:
+    """The agent's env file: ``(variable, path)`` of the first of :data:`ENV_FILES` that is set."""
+    values = environ if environ is not None else os.environ
+    for name in ENV_FILES:
+        if values.get(name):
+            return name, values[name]
+    return None
+
+
 def hand_to_shell(session_id: str | None, agent: str, environ: dict[str, str] | None = None) -> bool:
-    """Append the session and agent to Claude Code's env file, if it gave one; True when written.
+    """Append the session and agent to the agent's env file, if it gave one; True when written.
 
     Raises OSError when the file cannot be written (the hook logs it and goes on)."""
-    path = (environ if environ is not None else os.environ).get(ENV_FILE)
+    found = env_file(environ)
+    path = found[1] if found else None
     if not path or not session_id:
         return False
     if any(len(v) > MAX_VALUE or not v.isprintable() for v in (session_id, agent)):

@@ -166,6 +166,11 @@ def _str(value: Any, *, strip: bool = True) -> str:
     return value.strip() if strip else value
 
 
+# A Read without a limit reads this many lines (Claude Code's default); a cited range stops at line 999,999,999.
+READ_DEFAULT_LINES = 2000
+MAX_LINE_NUMBER = 999_999_999
+
+
 def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
@@ -274,16 +279,19 @@ def _read(call: ToolCall, rules: HookRules) -> ToolObservation | None:
         return None
     rel = relative_path(path, call.cwd)
     offset, limit = _int(call.input.get("offset")), _int(call.input.get("limit"))
-    subtitle = ""
+    subtitle, cited = "", rel
     if offset is not None or limit is not None:
         start = offset or 1
         subtitle = f"lines {start}-{start + limit - 1}" if limit else f"from line {start}"
+        end = start + (limit or READ_DEFAULT_LINES) - 1
+        if 1 <= start <= end <= MAX_LINE_NUMBER:
+            cited = f"{rel}:{start}-{end}"  # the lines read are what the memory is about (its region)
     facts = []
     info = call.response.get("file") if isinstance(call.response, dict) else None
     if isinstance(info, dict) and _int(info.get("totalLines")) is not None:
         facts.append(f"{info['totalLines']} lines")
     return ToolObservation(
-        _record("discovery", f"Read {rel}", subtitle=subtitle, files_read=[rel], facts=facts),
+        _record("discovery", f"Read {rel}", subtitle=subtitle, files_read=[cited], facts=facts),
         repeat_key=f"read:{path}",
     )
 

@@ -1,4 +1,5 @@
-"""Agent integration commands: hook, context, import (transcript, claude-code, codex), install (every agent).
+"""Agent integration commands: hook, context, import (transcript, claude-code, codex, gemini, opencode),
+install (every agent).
 
 ``cmem hook`` normally never reaches typer (``cmem_cli.__main__`` routes it straight to the hook runner for
 speed); it is registered here too so that it shows in ``--help``, completions and the manual.
@@ -8,7 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, NamedTuple
 
 import typer
 
@@ -60,31 +61,72 @@ def hook(
     run([*(["--agent", agent] if agent else []), event], config=current_config())
 
 
+# The capture module (in cmem_cli.capture) and its importer class that read each agent's session files.
+READERS = {
+    "claude-code": ("transcripts", "TranscriptImporter"),
+    "codex": ("codex_rollouts", "RolloutImporter"),
+    "gemini": ("gemini_chats", "ChatImporter"),
+    "opencode": ("opencode_exports", "ExportImporter"),  # files `opencode export` wrote: its store is private
+}
+
+
+class _Source(NamedTuple):
+    """Where an agent keeps its session files: the module's function naming the folder, and the help."""
+
+    default_root: str  # a function of the agent's module; its discover(root) lists the files
+    root_help: str
+    doc: str
+
+
+# Each agent whose files `cmem import AGENT` finds by itself: one command each, made by _import_command.
+SOURCES = {
+    "claude-code": _Source(
+        "claude_projects_root",
+        "Transcript directory (default: $CLAUDE_CONFIG_DIR/projects or ~/.claude/projects).",
+        "Import every Claude Code session transcript, incrementally (safe to run from cron).",
+    ),
+    "codex": _Source(
+        "sessions_root",
+        "Rollout directory (default: $CODEX_HOME/sessions or ~/.codex/sessions).",
+        "Import every Codex CLI session rollout, incrementally (safe to run from cron).",
+    ),
+    "gemini": _Source(
+        "chats_root",
+        "Gemini CLI's project folders (default: $GEMINI_CLI_HOME/.gemini/tmp or ~/.gemini/tmp).",
+        "Import every saved Gemini CLI chat, incrementally (safe to run from cron).",
+    ),
+}
+
+
 def _run_import(
-    paths: list[Path],
+    agent: str,
+    paths: list[Path] | None,
     *,
+    root: Path | None = None,
     project: str | None,
     exclude: list[str] | None,
     settle: float,
     as_json: bool,
-    agent: str = "claude-code",
 ) -> None:
+    """Import ``paths`` (or every file under ``root``, else the agent's own folder) with ``agent``'s reader."""
+    import importlib
+
     from cmem_cli.capture.hooks.capture import Capture
     from cmem_cli.capture.hooks.rules import rules_from_config
     from cmem_cli.cli.render import write
 
-    if agent == "codex":
-        from cmem_cli.capture.codex_rollouts import import_rollouts as import_paths
-    else:
-        from cmem_cli.capture.transcripts import import_paths
-
+    module_name, importer_name = READERS[agent]
+    module = importlib.import_module(f"cmem_cli.capture.{module_name}")
+    if paths is None:
+        paths = module.discover(root or getattr(module, SOURCES[agent].default_root)())
     config = current_config()
     rules = rules_from_config(config.section("hooks"))
     with open_api(write=True) as memory:
         capture = Capture(memory, rules, count_repeats=False, exclude_projects=exclude or [], anchor=False)
-        reports = import_paths(
-            capture, paths, project=check_cli_text("--project", project), settle_seconds=settle
+        importer = getattr(module, importer_name)(
+            capture, project=check_cli_text("--project", project), settle_seconds=settle
         )
+        reports = importer.import_paths(paths)
     failed = [r for r in reports if r.error]
     if as_json:
         write(json.dumps([r.as_json() for r in reports], ensure_ascii=False, indent=2) + "\n")
@@ -106,73 +148,67 @@ def _run_import(
         raise typer.Exit(EXIT_IO)
 
 
-@import_app.command("transcript")
-def import_transcript(
-    paths: Annotated[
-        list[Path], typer.Argument(help="Claude Code .jsonl transcript files.", metavar="PATH...")
-    ],
-    project: ProjectOpt = None,
-    exclude: ExcludeOpt = None,
-    settle: SettleOpt = 300.0,
-    as_json: JsonOpt = False,
-) -> None:
-    """Import transcripts; re-running reads only what was appended since."""
-    _run_import(paths, project=project, exclude=exclude, settle=settle, as_json=as_json)
+def _files_command(name: str, agent: str, paths_help: str, doc: str) -> None:
+    """Register `cmem import NAME PATH...`: the files given, read with ``agent``'s reader; the options are
+    every import's."""
+
+    def command(
+        paths: list[Path],
+        project: ProjectOpt = None,
+        exclude: ExcludeOpt = None,
+        settle: SettleOpt = 300.0,
+        as_json: JsonOpt = False,
+    ) -> None:
+        _run_import(agent, paths, project=project, exclude=exclude, settle=settle, as_json=as_json)
+
+    # its own help for PATH: set as an object, since this module's annotations are strings
+    command.__annotations__["paths"] = Annotated[
+        list[Path], typer.Argument(help=paths_help, metavar="PATH...")
+    ]
+    command.__doc__ = doc
+    import_app.command(name)(command)
 
 
-@import_app.command("claude-code")
-def import_claude_code(
-    root: Annotated[
-        Path | None,
-        typer.Option(
-            "--root",
-            help="Transcript directory (default: $CLAUDE_CONFIG_DIR/projects or ~/.claude/projects).",
-            metavar="DIR",
-        ),
-    ] = None,
-    project: ProjectOpt = None,
-    exclude: ExcludeOpt = None,
-    settle: SettleOpt = 300.0,
-    as_json: JsonOpt = False,
-) -> None:
-    """Import every Claude Code session transcript, incrementally (safe to run from cron)."""
-    from cmem_cli.capture.transcripts import claude_projects_root, discover
-
-    _run_import(
-        discover(root or claude_projects_root()),
-        project=project,
-        exclude=exclude,
-        settle=settle,
-        as_json=as_json,
-    )
+_files_command(
+    "transcript",
+    "claude-code",
+    "Claude Code .jsonl transcript files.",
+    "Import transcripts; re-running reads only what was appended since.",
+)
 
 
-@import_app.command("codex")
-def import_codex(
-    root: Annotated[
-        Path | None,
-        typer.Option(
-            "--root",
-            help="Rollout directory (default: $CODEX_HOME/sessions or ~/.codex/sessions).",
-            metavar="DIR",
-        ),
-    ] = None,
-    project: ProjectOpt = None,
-    exclude: ExcludeOpt = None,
-    settle: SettleOpt = 300.0,
-    as_json: JsonOpt = False,
-) -> None:
-    """Import every Codex CLI session rollout, incrementally (safe to run from cron)."""
-    from cmem_cli.capture.codex_rollouts import discover, sessions_root
+def _import_command(agent: str) -> None:
+    """Register `cmem import AGENT`: the same options for every agent, its own folder and help."""
+    source = SOURCES[agent]
 
-    _run_import(
-        discover(root or sessions_root()),
-        project=project,
-        exclude=exclude,
-        settle=settle,
-        as_json=as_json,
-        agent="codex",
-    )
+    def command(
+        root: Path | None = None,
+        project: ProjectOpt = None,
+        exclude: ExcludeOpt = None,
+        settle: SettleOpt = 300.0,
+        as_json: JsonOpt = False,
+    ) -> None:
+        _run_import(agent, None, root=root, project=project, exclude=exclude, settle=settle, as_json=as_json)
+
+    # its own help for --root: set as an object, since this module's annotations are strings
+    command.__annotations__["root"] = Annotated[
+        Path | None, typer.Option("--root", help=source.root_help, metavar="DIR")
+    ]
+    command.__doc__ = source.doc
+    import_app.command(agent)(command)
+
+
+for _agent in SOURCES:
+    _import_command(_agent)
+
+
+_files_command(
+    "opencode",
+    "opencode",
+    "Files `opencode export SESSION_ID` wrote (its JSON).",
+    "Import opencode sessions from `opencode export` files (opencode's own store is private); a file\n"
+    "imported again adds what it gained since.",
+)
 
 
 def install(

@@ -54,7 +54,7 @@ def _print_git_report(report: dict[str, Any], as_json: bool) -> None:
     for item in report["rejected"]:
         print(f"cmem: {escape_control(item['path'])}: {escape_control(item['reason'])}", file=sys.stderr)
     for item in report["conflicts"]:
-        print(f"cmem: conflict in {escape_control(item['path'])}: {item['resolution']}", file=sys.stderr)
+        print(f"cmem: {conflict_line(item)}", file=sys.stderr)
     for note in report["notes"]:
         print(f"cmem: {escape_control(note)}", file=sys.stderr)
     if not as_json:
@@ -144,6 +144,18 @@ def _run_team_sync(action: Callable[[dict[str, Any]], dict[str, Any]], as_json: 
     _print_team_report(report, as_json)
 
 
+def conflict_line(item: dict[str, Any]) -> str:
+    """One conflict a sync settled, as stderr says it: the memory kept, its copy (or the other memory of
+    a key clash), and how; the same words for a git remote and a team database."""
+    named = item.get("uid") or item.get("path") or "?"
+    if item.get("copy_uid"):
+        named += f" (copy {item['copy_uid']})"
+    if item.get("other_uid"):
+        named += f" (and {item['other_uid']})"
+    where = f" in {item['path']}" if item.get("path") and item.get("uid") else ""
+    return escape_control(f"conflict on {named}{where}: {item['resolution']}")
+
+
 def skipped_line(item: dict[str, Any]) -> str:
     """One row of the team database that was not taken, as stderr says it."""
     return (
@@ -164,7 +176,7 @@ def _print_team_report(report: dict[str, Any], as_json: bool, *, failed: bool = 
     for item in report["rejected"]:
         print(f"cmem: {escape_control(item['path'])}: {escape_control(item['reason'])}", file=sys.stderr)
     for item in report["conflicts"]:
-        print(f"cmem: conflict on {item['uid']}: {item['resolution']}", file=sys.stderr)
+        print(f"cmem: {conflict_line(item)}", file=sys.stderr)
     for item in report["skipped"]:
         print(f"cmem: {escape_control(skipped_line(item))}", file=sys.stderr)
     for note in report["notes"]:

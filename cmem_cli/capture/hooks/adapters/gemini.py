@@ -50,14 +50,16 @@ def to_claude(data: dict[str, Any], event: str | None) -> dict[str, Any]:
     name = EVENTS.get(event or text(data, "hook_event_name") or "", IGNORED)
     fields: dict[str, Any] = {}
     if name == "PostToolUse":
-        fields.update(_tool(data))
+        fields.update(tool_fields(data))
     elif name == "Stop":
         fields["last_assistant_message"] = text(data, "prompt_response")
         fields["transcript_path"] = ""  # Gemini's transcript is not Claude Code's: never read for the answer
     return claude_event(AGENT, data, name, **fields)
 
 
-def _tool(data: dict[str, Any]) -> dict[str, Any]:
+def tool_fields(data: dict[str, Any]) -> dict[str, Any]:
+    """An AfterTool payload's tool as Claude Code's ``tool_name``, ``tool_input``, ``tool_response`` and
+    ``error`` (``cmem import gemini`` builds the same payload from a saved chat's tool call)."""
     tool = text(data, "tool_name") or ""
     context = data.get("mcp_context")
     server = text(context, "server_name") if isinstance(context, dict) else None
