@@ -1,11 +1,11 @@
 """Calibrating search's evidence cut-off (``FusionParams.cutoff``, the default ``--min-score``).
 
 For every set built by bench/retrieval.py (``--work DIR``), runs each real query and a fixed list of nonsense
-queries through ``cmem_cli.services.search.search`` (hybrid, no cut-off) and reports:
+queries through ``cmem_cli.services.search_pipeline.search`` (hybrid, no cut-off) and reports:
 
 - the best score any nonsense query reaches with no cut-off at all (``nonsense_best``: the score bar alone
   need not sit above it, because a query none of whose words occurs in the searched documents is judged by
-  the rules for that case, ``model_reads`` and ``stands_out`` in index/search.py), and how many nonsense
+  the rules for that case, ``model_reads`` and ``stands_out`` in index/hybrid.py), and how many nonsense
   searches list anything with the product's defaults, in hybrid and in vector mode (``nonsense_listed``:
   it must be 0 on every set, a query that matches nothing returns nothing);
 - nDCG@10 of the real queries with candidate cut-offs (it must not drop);
@@ -30,14 +30,14 @@ CUTOFFS = [0.0, 0.05, 0.06, 0.07, 0.075, 0.08, 0.1]
 def calibrate(name: str, work: Path, model: str, split: str) -> dict[str, object]:
     from cmem_cli.core.config import load_config
     from cmem_cli.core.query import Query
-    from cmem_cli.services.search import search
-    from cmem_cli.services.writes import Memory
+    from cmem_cli.services.search_pipeline import search
+    from cmem_cli.services.writes import WriteService
     from cmem_cli.store.repository import Filters
 
     data = retrieval.SETS[name](split)
     info = retrieval.build_home(name, data, work / name, model)
     os.environ["CMEM_EMBED_MODEL"] = model
-    memory = Memory.open(load_config(work / name))
+    memory = WriteService.open(load_config(work / name))
     id_map = info["ids"]
     scopes = [f for _, _, f in data["queries"] if f] or [None]
     nonsense_best = 0.0

@@ -6,7 +6,7 @@ dev set (questions against Python functions).
 
 The whole product is measured: each corpus is loaded with ``cmem add --json`` into a temporary cmem home,
 exported to markdown by cmem, indexed by ``cmem index`` (chunking, front matter, embeddings), and queried
-through ``cmem_cli.services.search.search`` — what ``cmem search --mode MODE`` runs in-process (the store's BM25
+through ``cmem_cli.services.search_pipeline.search`` — what ``cmem search --mode MODE`` runs in-process (the store's BM25
 fused with the index's BM25 and vectors) — in keyword, vector and hybrid modes, plus ``rrf``: plain
 reciprocal-rank fusion of the index's FTS5 BM25 and vector lists, the baseline to beat. The data is read from
 ../shared/data at run time and never copied into the repository.
@@ -285,16 +285,16 @@ def evaluate(
 ) -> dict[str, Any]:
     from cmem_cli.core.config import load_config
     from cmem_cli.core.query import Query
-    from cmem_cli.services.search import search
-    from cmem_cli.services.writes import Memory
+    from cmem_cli.services.search_pipeline import search
+    from cmem_cli.services.writes import WriteService
     from cmem_cli.store.repository import Filters
-    from cmem_index.search import hybrid
+    from cmem_index.hybrid import hybrid
     from cmem_index.trace import Trace
 
     info = build_home(name, data, home, model)
     os.environ["CMEM_EMBED_MODEL"] = model
     config = load_config(home)
-    memory = Memory.open(config)
+    memory = WriteService.open(config)
     id_map: dict[str, str] = info["ids"]
     results: dict[str, Any] = {}
     recorded: list[dict[str, Any]] = []  # hybrid's fusion input per query, for --dump
@@ -360,7 +360,7 @@ def _corpus_signal(spec: list[Any], corpus: dict[str, str]) -> list[Any]:
 
 
 def reply_pairs(store: Any, id_map: dict[str, str]) -> dict[str, str]:
-    """Every bare question's reply (the search's reply rule, cmem_cli.services.search.with_replies), as
+    """Every bare question's reply (the search's reply rule, cmem_cli.services.search_pipeline.with_replies), as
     corpus ids, so the fusion tools can replay that step too."""
     from cmem_cli.store.repository import Filters
 
@@ -423,9 +423,9 @@ def main() -> None:
     if args.candidates is not None and args.candidates < 1:
         parser.error("--candidates must be at least 1")
     if args.candidates:
-        import cmem_index.search
+        import cmem_index.hybrid
 
-        cmem_index.search.CANDIDATES = args.candidates
+        cmem_index.hybrid.CANDIDATES = args.candidates
     work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="cmem-bench-"))
     dump: dict[str, Any] | None = {} if args.dump or args.loso else None
     report: dict[str, Any] = {}

@@ -36,9 +36,9 @@ def vector_lists(name: str, work: Path, model: str, points: list[tuple[float, fl
     os.environ["CMEM_EMBED_MODEL"] = model
     from cmem_cli.core.config import load_config
     from cmem_index import retrieve, scope_words
+    from cmem_index.hybrid import CANDIDATES, embed_search_query, query_vector_scale
     from cmem_index.loading import load_embedder
     from cmem_index.retrieve import DocFilters
-    from cmem_index.search import CANDIDATES, embed_search_query, query_vector_scale
     from cmem_index.store import IndexStore
 
     config = load_config(work / name)

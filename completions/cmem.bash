@@ -17,7 +17,7 @@ _cmem() {
         "edit") words="--title -t --type --subtitle --narrative --fact --add-fact --concept --read --modified --project -p --key --confidence --link -h --help"; valued="--title -t --type --subtitle --narrative --fact --add-fact --concept --read --modified --project -p --key --confidence --link"; paths="--read --modified" ;;
         "link") words="--remove -h --help"; valued=""; paths="" ;;
         "forget") words="--yes -y -h --help"; valued=""; paths="" ;;
-        "search") words="--project -p --all-projects --type --concept --file --agent --session --since --until --limit -n --offset --order --mode --rerank --no-rerank --min-score --collection -c --explain --all --branch --machine --team --json --format -f -h --help"; valued="--project -p --type --concept --file --agent --session --since --until --limit -n --offset --order --mode --min-score --collection -c --branch --machine --format -f"; paths="--file" ;;
+        "search") words="--project -p --all-projects --type --concept --file --agent --session --since --until --limit -n --offset --order --mode --rerank --no-rerank --min-score --collection -c --explain --all --branch --machine --team --json --envelope --format -f -h --help"; valued="--project -p --type --concept --file --agent --session --since --until --limit -n --offset --order --mode --min-score --collection -c --branch --machine --format -f"; paths="--file" ;;
         "timeline") words="--query -q --before -b --after -a --project -p --all-projects --json --format -f -h --help"; valued="--query -q --before -b --after -a --project -p --format -f"; paths="" ;;
         "get") words="--links --path --json --format -f -h --help"; valued="--format -f"; paths="" ;;
         "stats") words="--json -h --help"; valued=""; paths="" ;;

@@ -100,7 +100,8 @@ def _request(url: str, offset: int) -> urllib.request.Request:
 
 def _open(url: str, offset: int, timeout: float) -> http.client.HTTPResponse:
     try:
-        return urllib.request.urlopen(_request(url, offset), timeout=timeout)  # noqa: S310 - http(s) only
+        response: http.client.HTTPResponse = urllib.request.urlopen(_request(url, offset), timeout=timeout)
+        return response
     except urllib.error.HTTPError as exc:
         if exc.code == 416 and offset:
             raise  # handled by the caller: the .part is stale

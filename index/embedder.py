@@ -245,7 +245,8 @@ def _normalise(vectors: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     if not np.all(np.isfinite(vectors)):
         raise ModelError("the embedding model produced non-finite values")
-    return (vectors / np.maximum(norms, 1e-12)).astype(np.float32, copy=False)
+    normalised: np.ndarray = (vectors / np.maximum(norms, 1e-12)).astype(np.float32, copy=False)
+    return normalised
 
 
 __all__ = [

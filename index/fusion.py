@@ -164,6 +164,7 @@ def fuse(
     specs = {
         name: (signals or {}).get(name) or Signal(VECTOR if name == VECTOR else KEYWORD) for name in lists
     }
+    lists, unseen = _imputed(lists, specs, unseen)
     norms = _normalised(lists, specs, params)
     hits: dict[str, FusedHit] = {}
     for name, items in lists.items():
@@ -197,6 +198,42 @@ def fuse(
         hit.order = sum(weights.get(kind, 0.0) * value for kind, value in best.items()) / weight
     _relative_order(hits, lists, specs, norms, params.decisive_at, params.code_keyword, unseen, unjudged)
     return sorted(hits.values(), key=lambda h: (-h.order, -h.score, h.key))
+
+
+def _imputed(
+    lists: Mapping[str, Sequence[tuple[str, float]]],
+    specs: Mapping[str, Signal],
+    unseen: Mapping[str, Set[str]] | None,
+) -> tuple[Mapping[str, Sequence[tuple[str, float]]], Mapping[str, Set[str]] | None]:
+    """A keyword list that could not see some keys (the index, for memories it does not hold yet) gets
+    them back at the score another keyword list's words give them (the store's BM25 over the same
+    memories), put on its scale by the best key both lists hold. Left out, such a key made the index's
+    list shorter and its other hits stand out more, and the list's scale came from a weaker best hit:
+    the order then was not the one `cmem index` gives. Keys no other list found stay unseen."""
+    if not unseen:
+        return lists, unseen
+    out = dict(lists)
+    left = dict(unseen)
+    for name, items in lists.items():
+        blind = unseen.get(name)
+        if not blind or specs[name].kind != KEYWORD:
+            continue
+        own = dict(items[::-1])  # a repeated key: its first (best) entry
+        for peer, peer_items in lists.items():
+            if peer == name or specs[peer].kind != KEYWORD:
+                continue
+            theirs = dict(peer_items[::-1])
+            shared = [key for key in theirs if key in own and key not in blind and theirs[key] > 0]
+            missing = {key: raw for key, raw in theirs.items() if key in blind and raw > 0}
+            if not shared or not missing:
+                continue
+            anchor = max(shared, key=lambda key: theirs[key])
+            ratio = own[anchor] / theirs[anchor]
+            added = [(key, raw * ratio) for key, raw in missing.items()]
+            out[name] = sorted([*out[name], *added], key=lambda item: -item[1])
+            left[name] = set(blind) - set(missing)
+            break
+    return out, left
 
 
 def _unjudged_kinds(

@@ -70,7 +70,8 @@ class ImportResult:
 
 def _read_json(path: Path) -> dict[str, Any]:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+        return data
     except FileNotFoundError:
         return {}
     except (OSError, ValueError) as exc:
@@ -81,7 +82,7 @@ def transformer_dir(checkpoint: Path) -> Path:
     """The directory holding config.json: the root, or the Transformer module's path in modules.json."""
     for module in _modules(checkpoint):
         if module.get("type", "").endswith("models.Transformer") and module.get("path"):
-            return checkpoint / module["path"]
+            return checkpoint / str(module["path"])
     return checkpoint
 
 
@@ -191,7 +192,7 @@ def _token_text(value: object) -> str | None:
     if isinstance(value, str):
         return value
     if isinstance(value, dict) and isinstance(value.get("content"), str):
-        return value["content"]
+        return str(value["content"])
     return None
 
 

@@ -23,12 +23,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cmem_cli.core.fields import LINKS_MARKER, OBSERVATION_HEADINGS
+from cmem_cli.core.text import estimate_tokens
 from cmem_index.chunker import (
     CHUNKER_VERSION,
     DEFAULT_MAX_TOKENS,
     DEFAULT_OVERLAP,
     chunk_markdown,
-    estimate_tokens,
 )
 from cmem_index.codelike import identifier_words
 from cmem_index.collections import Collection

@@ -52,13 +52,13 @@ def llama() -> Any:
             if not needed <= fields or not hasattr(llama_cpp, "llama_memory_clear"):
                 raise ModelError(f"llama-cpp-python {_version()} is too old for cmem; install >= 0.3.19")
 
-            @llama_cpp.llama_log_callback
-            def _quiet(level: int, text: bytes, _user: ctypes.c_void_p) -> None:
+            def _keep_errors(level: int, text: bytes, _user: ctypes.c_void_p) -> None:
                 if level == 3:  # GGML_LOG_LEVEL_ERROR
                     line = text.decode("utf-8", "replace").strip()
                     if line:
                         _recent_errors.append(line)
 
+            _quiet = llama_cpp.llama_log_callback(_keep_errors)  # a ctypes callback, kept alive below
             _log_callback = _quiet
             llama_cpp.llama_log_set(_quiet, ctypes.c_void_p(0))
             llama_cpp.llama_backend_init()
@@ -269,7 +269,7 @@ class LlamaContext:
                 f"internal: a sequence of {n} tokens does not fit a batch of {self.batch_tokens}"
             )
         self._evaluate([tokens])
-        return self._pooled(0, width)[:]
+        return list(self._pooled(0, width)[:])
 
     def run_few(self, sequences: Sequence[Sequence[int]], width: int) -> list[list[float]]:
         """:meth:`run_one` for a few sequences in one batch (one forward pass costs less than two), still

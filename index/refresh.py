@@ -222,7 +222,8 @@ def remembered_model(config: Config) -> dict[str, Any] | None:
     try:
         store = IndexStore.open(config.index_path, readonly=True, busy_ms=2000)
         try:
-            return store.json_setting("embed_model")
+            remembered = store.json_setting("embed_model")
+            return remembered if isinstance(remembered, dict) else None
         finally:
             store.close()
     except (CmemError, ValueError):

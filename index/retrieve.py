@@ -14,7 +14,7 @@ from typing import Any
 
 from cmem_cli.core import bm25
 from cmem_cli.core.batches import batches
-from cmem_cli.core.filters import FilterFields, file_path_match, project_clause
+from cmem_cli.core.filters import FILTER_FIELDS, FilterFields, SqlDialect
 from cmem_cli.core.fts import fts_query, query_tokens
 from cmem_index.store import IndexStore
 
@@ -54,45 +54,49 @@ class DocFilters(FilterFields):
                 if isinstance(value, dict)
                 else lambda name, default=None: getattr(value, name, default)
             )
-            result = cls(
-                project=get("project"),
-                types=_as_list(get("types") or get("type")),
-                concepts=_as_list(get("concepts")),
-                files=_as_list(get("files")),
-                agent=get("agent"),
-                session=get("session"),
-                since=get("since"),
-                until=get("until"),
-                folded=get("folded"),
-                collections=_as_list(get("collections")),
-            )
+            given = {name: get(name) for name in FILTER_FIELDS}
+            for name in ("types", "concepts", "files"):
+                given[name] = _as_list(given[name])
+            given["types"] = given["types"] or _as_list(get("type"))
+            result = cls(**given, collections=_as_list(get("collections")))
         if collections:
             result.collections = list(collections)
         return result
 
     def sql(self, alias: str = "d") -> tuple[str, list[Any]]:
-        clauses, params = self.scalar_clauses(alias)
-        if self.project is not None:
-            at = clauses.index(project_clause(f"{alias}.project", 1 + len(self.folded)))
-            clauses[at] = f"({clauses[at]} OR {alias}.project IS NULL)"
-        if self.types:
-            clauses.append(f"{alias}.type IN ({','.join('?' * len(self.types))})")
-            params.extend(self.types)
-        for concept in self.concepts:
-            clauses.append(f"EXISTS (SELECT 1 FROM concepts k WHERE k.doc_id = {alias}.id AND k.concept = ?)")
-            params.append(concept.strip().lower())
-        for path in self.files:
-            condition, values = file_path_match("f.path", path)
-            clauses.append(f"EXISTS (SELECT 1 FROM doc_files f WHERE f.doc_id = {alias}.id AND {condition})")
-            params.extend(values)
+        dialect = _IndexSql(alias)
+        clauses = self.clauses(dialect)
         if self.collections:
-            clauses.append(f"{alias}.collection IN ({','.join('?' * len(self.collections))})")
-            params.extend(self.collections)
-        return (" AND ".join(clauses) or "1"), params
+            clauses.append(f"{alias}.collection IN ({','.join(dialect.bind(c) for c in self.collections)})")
+        return (" AND ".join(clauses) or "1"), dialect.params
 
     @property
     def active(self) -> bool:
         return self.sql()[0] != "1"
+
+
+class _IndexSql(SqlDialect):
+    """The filters over the index's ``documents``: a document without a project (a collection's) passes a
+    project filter; concepts are stored lower-cased; the index keeps no machine nor branch (the search
+    checks those on the store's rows)."""
+
+    def equals(self, name: str, value: str) -> str:
+        return "" if name == "machine" else super().equals(name, value)
+
+    def project(self, names: tuple[str, ...]) -> str:
+        return f"({super().project(names)} OR {self.alias}.project IS NULL)"
+
+    def concept(self, value: str) -> str:
+        return (
+            f"EXISTS (SELECT 1 FROM concepts k WHERE k.doc_id = {self.alias}.id "
+            f"AND k.concept = {self.bind(value.strip().lower())})"
+        )
+
+    def file(self, path: str) -> str:
+        return f"EXISTS (SELECT 1 FROM doc_files f WHERE f.doc_id = {self.alias}.id AND {self.path_match('f.path', path)})"
+
+    def branch(self, name: str) -> str:
+        return ""
 
 
 class DocHit:

@@ -218,6 +218,10 @@ class IndexStore:
                 conn.execute("PRAGMA foreign_keys=ON")
                 store._migrate()
             elif INDEX_MIGRATIONS.pending(conn):
+                if not INDEX_MIGRATIONS.applied(conn):  # made a moment ago: its first pass is laying it out
+                    from cmem_cli.core.errors import NotFound
+
+                    raise NotFound(f"the index at {path} is not built yet; run `cmem index`")
                 raise DatabaseCorrupt(f"index {path} has an older schema; run `cmem index`")
         return store
 
@@ -239,7 +243,7 @@ class IndexStore:
 
     def rows(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[tuple[Any, ...]]:
         with translated(self.path):
-            return self.conn.execute(sql, params).fetchall()
+            return list(self.conn.execute(sql, params).fetchall())
 
     def scalar(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Any:
         with translated(self.path):
@@ -253,7 +257,8 @@ class IndexStore:
         return (str(rows[0][0]), str(rows[0][1])) if rows else None
 
     def setting(self, key: str) -> str | None:
-        return self.scalar("SELECT value FROM settings WHERE key = ?", (key,))
+        value = self.scalar("SELECT value FROM settings WHERE key = ?", (key,))
+        return None if value is None else str(value)
 
     def set_setting(self, key: str, value: str) -> None:
         self.conn.execute("INSERT OR REPLACE INTO settings(key, value) VALUES (?, ?)", (key, value))
@@ -415,7 +420,7 @@ class IndexStore:
             **{name: fields.get(name) for name in DOCUMENT_FIELDS},
         }
         if row:
-            doc_id = row[0]
+            doc_id = int(row[0])
             self._delete_chunks(doc_id)
             self.conn.execute("DELETE FROM concepts WHERE doc_id = ?", (doc_id,))
             self.conn.execute("DELETE FROM doc_files WHERE doc_id = ?", (doc_id,))
@@ -645,13 +650,13 @@ class IndexStore:
         with self.transaction():
             if hashes is None:
                 self.conn.execute("DELETE FROM embed_cache WHERE hash NOT IN (SELECT hash FROM chunks)")
-                return self.conn.changes()
-            before = self.conn.total_changes()
+                return int(self.conn.changes())
+            before = int(self.conn.total_changes())
             self.conn.executemany(
                 "DELETE FROM embed_cache WHERE hash = ?1 AND NOT EXISTS (SELECT 1 FROM chunks WHERE hash = ?1)",
                 [(h,) for h in hashes],
             )
-            return self.conn.total_changes() - before
+            return int(self.conn.total_changes() - before)
 
     # -- status ------------------------------------------------------------------------------------
     def stats(self) -> dict[str, Any]:

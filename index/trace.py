@@ -1,6 +1,6 @@
 """What each stage of one search did, for ``cmem search --explain`` and the benchmarks.
 
-A search runs named stages (:mod:`cmem_index.search`: scope words, candidates, unindexed, code share, fusion,
+A search runs named stages (:mod:`cmem_index.hybrid`: scope words, candidates, unindexed, code share, fusion,
 cut-off, rerank; then the service's replies, branches and successors). Each stage that runs leaves one record here
 saying what it did to the query or the rows, and the stages that order or cut rows leave each row's place
 after them, so a row's way to its place can be read stage by stage.

@@ -109,7 +109,7 @@ def index_for_search(config: Any, embedder: CountingEmbedder, monkeypatch: Any) 
         Indexer(store, load_collections(config), embedder).run()
     finally:
         store.close()
-    monkeypatch.setattr("cmem_index.search._usable_embedder", lambda *a, **k: embedder)
+    monkeypatch.setattr("cmem_index.hybrid._usable_embedder", lambda *a, **k: embedder)
 
 
 def indexed_with_model(home: Path, model: Path, monkeypatch: object):

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from cmem_cli.__main__ import main
-from cmem_cli.services.gitrepo import Git
+from cmem_cli.services.sync_repo import Git
 
 
 class Machine:
@@ -50,24 +50,24 @@ class Machine:
 
     def by_uid(self) -> dict[str, dict[str, Any]]:
         from cmem_cli.core.config import load_config
-        from cmem_cli.services.writes import Memory
+        from cmem_cli.services.writes import WriteService
 
-        with Memory.open(load_config(self.home)) as memory:
+        with WriteService.open(load_config(self.home)) as memory:
             ids = memory.store.observations.all_ids()
             return {row["uid"]: row for row in (memory.store.observations.get(i) for i in ids)}
 
     def links(self, obs_id: int) -> list[dict[str, Any]]:
         from cmem_cli.core.config import load_config
-        from cmem_cli.services.writes import Memory
+        from cmem_cli.services.writes import WriteService
 
-        with Memory.open(load_config(self.home)) as memory:
+        with WriteService.open(load_config(self.home)) as memory:
             return memory.store.links.outgoing(obs_id)
 
     def links_to(self, obs_id: int) -> list[dict[str, Any]]:
         from cmem_cli.core.config import load_config
-        from cmem_cli.services.writes import Memory
+        from cmem_cli.services.writes import WriteService
 
-        with Memory.open(load_config(self.home)) as memory:
+        with WriteService.open(load_config(self.home)) as memory:
             return memory.store.links.incoming(obs_id)
 
     def file_of(self, uid: str) -> Path:

@@ -52,9 +52,9 @@ class Home:
     def rows(self) -> dict[str, dict[str, Any]]:
         """uid -> stored observation (through the store: what search and get read)."""
         from cmem_cli.core.config import load_config
-        from cmem_cli.services.writes import Memory
+        from cmem_cli.services.writes import WriteService
 
-        with Memory.open(load_config(self.path)) as memory:
+        with WriteService.open(load_config(self.path)) as memory:
             store = memory.store
             return {
                 row["uid"]: row for row in (store.observations.get(i) for i in store.observations.all_ids())
@@ -62,9 +62,9 @@ class Home:
 
     def links(self, uid: str) -> list[tuple[str, str]]:
         from cmem_cli.core.config import load_config
-        from cmem_cli.services.writes import Memory
+        from cmem_cli.services.writes import WriteService
 
-        with Memory.open(load_config(self.path)) as memory:
+        with WriteService.open(load_config(self.path)) as memory:
             row = memory.store.observations.by_uid(uid)
             return sorted((link["type"], link["uid"]) for link in memory.store.links.outgoing(row["id"]))
 

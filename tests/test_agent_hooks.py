@@ -199,6 +199,15 @@ def test_a_gemini_session_is_captured_from_its_documented_hook_payloads(sh, home
     assert b"hunter2" not in all_stored_bytes(home)
 
 
+def test_a_gemini_read_of_some_lines_cites_those_lines_counted_from_one(sh, home, project) -> None:
+    """Gemini CLI's read_file counts `offset` from 0 (its tool schema: "the 0-based line number to start
+    reading from"); Claude Code's Read counts from 1. offset 40, limit 10 read lines 41-50."""
+    sid = "gemini-read-lines"
+    assert run(sh, "gemini", "AfterTool.read-lines", project, sid).stdout == ""
+    rows = db_rows(home, "SELECT subtitle, files_read FROM observations WHERE session = ?", (sid,))
+    assert [(subtitle, json.loads(files)) for subtitle, files in rows] == [("lines 41-50", ["src/config.py"])]
+
+
 # -- Cursor ---------------------------------------------------------------------------------------------
 
 

@@ -156,7 +156,7 @@ def test_sessions_start_end_and_list(memory):
 
 
 def test_index_status_reports_a_missing_index(memory):
-    status = memory.index_status()
+    status = memory.index.status()
     assert status["exists"] is False
     assert status["documents"] == 0
 
@@ -206,7 +206,7 @@ def test_indexed_documents_come_back_as_typed_hits_and_documents(memory, cli, tm
     assert isinstance(document, Document)
     assert (document.collection, document.path) == ("notes", "deploy.md")
     assert "ten minutes per stage" in document.text
-    status = memory.index_status()
+    status = memory.index.status()
     assert status["exists"] is True and status["documents"] >= 1
 
 

@@ -14,7 +14,7 @@ def python_blocks(text: str) -> list[str]:
 
 def test_every_python_example_in_docs_api_md_runs(home, capsys):
     blocks = python_blocks(DOC.read_text())
-    assert len(blocks) == 8
+    assert len(blocks) == 9
     namespace: dict[str, object] = {}
     for block in blocks:
         exec(compile(block, str(DOC), "exec"), namespace)
@@ -22,4 +22,5 @@ def test_every_python_example_in_docs_api_md_runs(home, capsys):
     assert "keyword" in out  # hits.mode in a home without an index
     assert "InvalidInput unknown type 'gossip'" in out
     assert "no observation with id 10000" in out
+    assert "['notes:deploy.md']" in out and "1 ['memories']" in out  # the index's face
     assert (home / "cmem.db").exists()

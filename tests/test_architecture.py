@@ -43,16 +43,16 @@ def _copy_tree(dest: Path) -> Path:
 def test_the_layer_contracts_hold(tmp_path: Path) -> None:
     result = _lint(_copy_tree(tmp_path))
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "6 kept, 0 broken" in result.stdout
+    assert "7 kept, 0 broken" in result.stdout
 
 
 def test_a_store_that_imports_the_index_breaks_the_contracts(tmp_path: Path) -> None:
     root = _copy_tree(tmp_path)
     repository = root / "cmem_cli" / "store" / "repository.py"
-    repository.write_text(repository.read_text() + "\nimport cmem_index.search  # noqa\n")
+    repository.write_text(repository.read_text() + "\nimport cmem_index.hybrid  # noqa\n")
     result = _lint(root)
     assert result.returncode == 1
-    assert "cmem_cli.store.repository -> cmem_index.search" in result.stdout
+    assert "cmem_cli.store.repository -> cmem_index.hybrid" in result.stdout
 
 
 def test_the_index_may_not_import_the_services(tmp_path: Path) -> None:
@@ -87,11 +87,25 @@ def test_a_hook_that_imports_the_store_breaks_the_contracts(tmp_path: Path) -> N
 def test_a_cli_command_that_calls_a_service_breaks_the_contracts(tmp_path: Path) -> None:
     root = _copy_tree(tmp_path)
     body = root / "cmem_cli" / "cli" / "write_bodies.py"
-    body.write_text(body.read_text() + "\nfrom cmem_cli.services.writes import Memory as _Service  # noqa\n")
+    body.write_text(
+        body.read_text() + "\nfrom cmem_cli.services.writes import WriteService as _Service  # noqa\n"
+    )
     result = _lint(root)
     assert result.returncode == 1
     assert "CLI, capture, MCP and view reach the services only through the API BROKEN" in result.stdout
     assert "cmem_cli.cli.write_bodies -> cmem_cli.services.writes" in result.stdout
+
+
+def test_a_cli_command_that_opens_the_index_breaks_the_contracts(tmp_path: Path) -> None:
+    """The CLI builds, drops and lists the index through the API's face (``memory.index``): opening the
+    index's database (and taking its lock, deleting its documents) from a command is refused."""
+    root = _copy_tree(tmp_path)
+    body = root / "cmem_cli" / "cli" / "commands" / "index_cmds.py"
+    body.write_text(body.read_text() + "\nfrom cmem_index.store import IndexStore  # noqa\n")
+    result = _lint(root)
+    assert result.returncode == 1
+    assert "Front ends reach the index only through the API (memory.index) BROKEN" in result.stdout
+    assert "cmem_cli.cli.commands.index_cmds -> cmem_index.store" in result.stdout
 
 
 def test_a_hook_that_calls_a_service_breaks_the_contracts(tmp_path: Path) -> None:
@@ -99,7 +113,7 @@ def test_a_hook_that_calls_a_service_breaks_the_contracts(tmp_path: Path) -> Non
     root = _copy_tree(tmp_path)
     capture = root / "cmem_cli" / "capture" / "hooks" / "capture.py"
     capture.write_text(
-        capture.read_text() + "\nfrom cmem_cli.services.writes import Memory as _Service  # noqa\n"
+        capture.read_text() + "\nfrom cmem_cli.services.writes import WriteService as _Service  # noqa\n"
     )
     result = _lint(root)
     assert result.returncode == 1
@@ -117,7 +131,7 @@ SQL_OWNERS = ("store/", "core/db.py", "core/migrations.py", "core/bm25.py")
 POSTGRES_MODULES = (
     "team/push.py",
     "team/pull.py",
-    "team/search.py",
+    "team/source.py",
     "team/server.py",
     "team/vectors.py",
     "team/live.py",

@@ -11,7 +11,7 @@ import pytest
 from cmem_cli.core.config import load_config
 from cmem_cli.core.text import estimate_tokens
 from cmem_cli.services import writes
-from cmem_cli.services.writes import Memory
+from cmem_cli.services.writes import WriteService
 from cmem_export import digest
 
 
@@ -33,7 +33,7 @@ def test_a_bulk_import_stores_what_single_writes_would(cli, home, monkeypatch, b
     assert result.exit_code == 0, result.stderr
     # the second keyed record replaces the first: same id printed twice
     assert result.stdout.split() == [str(i) for i in [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 4]]
-    memory = Memory.open(load_config())
+    memory = WriteService.open(load_config())
     try:
         from cmem_cli.services.export_upkeep import expected_files
 

@@ -13,7 +13,7 @@ from cmem_cli.core.config import load_config
 from cmem_cli.core.text import estimate_tokens
 from cmem_cli.core.timeutil import now_ms
 from cmem_cli.services.briefing import build_context
-from cmem_cli.services.writes import Memory
+from cmem_cli.services.writes import WriteService
 
 DAY = 86_400_000
 
@@ -118,7 +118,7 @@ def big_store(tmp_path_factory: pytest.TempPathFactory):
     old = os.environ.get("CMEM_HOME")
     os.environ["CMEM_HOME"] = str(home)
     try:
-        mem = Memory.open(load_config())
+        mem = WriteService.open(load_config())
     finally:
         if old is None:
             os.environ.pop("CMEM_HOME")

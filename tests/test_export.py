@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cmem_cli.core.config import load_config
-from cmem_cli.services.writes import Memory
+from cmem_cli.services.writes import WriteService
 from cmem_export import layout, markdown, reading
 
 FULL = {
@@ -45,7 +45,7 @@ def read_back(text: str, relpath: str = "p/s/file.md") -> dict:
 
 
 def test_observation_file_round_trips_every_field(home):
-    with Memory.open(load_config()) as memory:
+    with WriteService.open(load_config()) as memory:
         target = memory.add_observation({"title": "Earlier finding", "project": "web app/ü"})
         row = memory.add_observation({**FULL, "links": [{"type": "caused_by", "id": target["id"]}]})
         text = (home / "export" / row["path"]).read_text()
@@ -104,7 +104,7 @@ def test_arbitrary_text_reads_back_through_the_product_s_reader(title, narrative
 
 
 def test_paths_are_safe_readable_and_unique(home):
-    with Memory.open(load_config()) as memory:
+    with WriteService.open(load_config()) as memory:
         rows = [
             memory.add_observation(
                 {"title": "Same title", "project": "../../escape", "session": "/abs/olute"}
@@ -129,7 +129,7 @@ def test_safe_segment_never_escapes():
 
 
 def test_files_and_directories_are_private(home):
-    with Memory.open(load_config()) as memory:
+    with WriteService.open(load_config()) as memory:
         row = memory.add_observation({"title": "secret-ish", "project": "p"})
     path = home / "export" / row["path"]
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
@@ -211,7 +211,7 @@ def test_doctor_reports_and_fixes_export_drift(cli, home):
 
 
 def test_summary_file_round_trips(home):
-    with Memory.open(load_config()) as memory:
+    with WriteService.open(load_config()) as memory:
         row = memory.add_summary(
             "s9",
             {"request": "fix login", "learned": "cookies expire\n\n- twice", "next_steps": "add a test"},

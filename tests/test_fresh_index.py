@@ -102,6 +102,26 @@ def test_a_memory_written_a_second_before_a_search_ranks_where_it_would_after_cm
     assert place <= 1
 
 
+@pytest.mark.parametrize("query", QUERIES)
+def test_without_a_model_a_memory_written_a_second_before_ranks_where_it_would_after_cmem_index(
+    tmp_path: Path, query: str
+) -> None:
+    # the same, where no embedding model is set up: the store's keyword list sees the new memory at once,
+    # the index's does not until a pass, and must not hold that against it
+    run = seeded(tmp_path, private_env(tmp_path))
+    assert run("add", "--title", DECISION[0], "--narrative", DECISION[1], "--type", "decision",
+               "--project", "webapp").exit_code == 0  # fmt: skip
+    time.sleep(1)
+    before, said = ranking(run, query)
+    assert said.count("cmem: note: the index is behind the store: 1 of the memories found") == 1
+    assert run("index").exit_code == 0
+    after, said_after = ranking(run, query)
+    assert "the index is behind" not in said_after
+    assert DECISION[0] in after
+    place = after.index(DECISION[0])
+    assert before[: place + 1] == after[: place + 1]
+
+
 def test_a_memory_indexed_by_keywords_only_is_embedded_by_the_search(
     tmp_path: Path, minilm_gguf: Path
 ) -> None:
@@ -165,6 +185,41 @@ def test_a_keyword_search_says_the_index_lags_once(tmp_path: Path) -> None:
     )
     assert run("index").exit_code == 0
     assert "behind" not in ranking(run, "JWT expiry")[1]
+
+
+def test_search_envelope_gives_json_readers_the_notes_stderr_says(tmp_path: Path) -> None:
+    run = seeded(tmp_path, private_env(tmp_path))
+    assert (
+        run("add", "--title", DECISION[0], "--narrative", DECISION[1], "--project", "webapp").exit_code == 0
+    )
+    rows = run("search", "JWT expiry", "--json")
+    page = run("search", "JWT expiry", "--envelope")  # implies --json
+    assert page.exit_code == 0, page.stderr
+    assert isinstance(rows.json(), list)  # --json alone stays the bare list scripts read
+    data = page.json()
+    assert list(data) == ["mode", "notes", "total", "capped", "hits"]  # MCP search's keys, and the count
+    assert data["hits"] == rows.json()
+    assert data["hits"][0]["title"] == DECISION[0]
+    assert data["mode"] == "keyword"
+    assert data["total"] == len(rows.json())
+    assert data["capped"] is False
+    # the scope it used (run outside a git repository), then the lag: what stderr says, in that order
+    assert data["notes"][0] == "scope: all projects (not inside a git repository); --project NAME for one"
+    behind = [note for note in data["notes"] if note.startswith("the index is behind the store")]
+    assert len(behind) == 1
+    assert f"cmem: note: {data['notes'][0]}\n" in page.stderr
+    assert f"cmem: note: {behind[0]}\n" in page.stderr
+    assert run("index").exit_code == 0
+    fresh = run("search", "JWT expiry", "--json", "--envelope", "--all-projects").json()
+    assert fresh["notes"] == []
+    nothing = run("search", "zebra quartz", "--envelope", "--all-projects")
+    assert nothing.exit_code == 10
+    assert nothing.json()["hits"] == []
+    wrong = run("search", "JWT expiry", "--envelope", "--format", "csv")
+    assert wrong.exit_code == 2
+    assert wrong.stdout == ""
+    assert wrong.stderr.strip().count("\n") == 0
+    assert "--envelope" in wrong.stderr
 
 
 # -- the background pass ---------------------------------------------------------------------------------
@@ -361,8 +416,13 @@ def test_a_key_the_vector_list_could_not_see_is_ranked_by_its_words_not_below_ev
     by_key = {hit.key: hit for hit in unknown}
     # its evidence is what its words say, as a keyword search scores it (not 0.6 of it)
     assert by_key["obs:new"].score == pytest.approx(by_key["obs:new"].signals["store"].norm)
-    assert {hit.key: hit.score for hit in fuse(lists, signals)}["obs:new"] == pytest.approx(
-        0.6 * by_key["obs:new"].signals["store"].norm
+    absent_by_key = {hit.key: hit for hit in fuse(lists, signals)}
+    assert absent_by_key["obs:new"].score == pytest.approx(
+        0.6 * absent_by_key["obs:new"].signals["store"].norm
     )
+    # the store's list is put on the index's scale by the best hit both could judge, not by one the index
+    # lacks (which pulled every other hit under it): obs:a, first of the index's list, scores alike in both
+    assert by_key["obs:a"].signals["store"].norm == pytest.approx(by_key["obs:a"].signals[KEYWORD].norm)
+    assert by_key["obs:new"].signals["store"].norm > absent_by_key["obs:new"].signals["store"].norm
     # the keys every list could see keep their places relative to each other
     assert [k for k in absent if k != "obs:new"] == [h.key for h in unknown if h.key != "obs:new"]

@@ -147,7 +147,7 @@ def test_a_folder_symlinked_out_of_the_work_tree_is_never_read_nor_anchored(repo
 def test_a_cited_file_above_the_size_limit_is_anchored_by_stat_only(repo):
     big = repo / "data.bin"
     with big.open("wb") as handle:
-        handle.truncate(9 << 20)  # larger than gitrepo.MAX_CITED_BYTES (8 MiB), sparse
+        handle.truncate(9 << 20)  # larger than worktree.MAX_CITED_BYTES (8 MiB), sparse
     added = cmem("add", "The data file", "--read", "data.bin", cwd=repo)
     assert added.returncode == 0, added.stderr
     obs = added.stdout.strip()

@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 
 from cmem_cli.core.config import load_config
-from cmem_index import search as index_search
+from cmem_index import hybrid as index_search
 from cmem_index.codelike import code_share, identifier_words, is_code, names_identifier
 from cmem_index.collections import add_collection
 from cmem_index.fusion import DEFAULT_PARAMS, KEYWORD, VECTOR, Signal, fuse
+from cmem_index.hybrid import hybrid
 from cmem_index.indexer import embedding_input
-from cmem_index.search import hybrid
 from tests.index_helpers import CountingEmbedder, index_for_search, write
 
 FUNCTION = '''def file_exists(path):

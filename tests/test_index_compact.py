@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from cmem_index import retrieve
+from cmem_index.hybrid import embed_search_query, hybrid
 from cmem_index.loading import load_embedder
 from cmem_index.retrieve import DocFilters
-from cmem_index.search import embed_search_query, hybrid
 from cmem_index.store import IndexStore
 from tests.index_helpers import indexed_with_model, observation_file
 

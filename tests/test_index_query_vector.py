@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from array import array
 
-from cmem_index.search import embed_search_queries, embed_search_query, query_parts, query_vector_scale
+from cmem_index.hybrid import embed_search_queries, embed_search_query, query_parts, query_vector_scale
 
 
 class RecordingEmbedder:

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from cmem_cli.services.search import signals_json
+from cmem_cli.services.search_pipeline import signals_json
 from cmem_index.fusion import VECTOR, Signal, fuse, vector_norm
+from cmem_index.hybrid import hybrid
 from cmem_index.loading import load_embedder
 from cmem_index.retrieve import DocFilters
 from cmem_index.scope_words import splitting_words, without_words
-from cmem_index.search import hybrid
 from cmem_index.store import IndexStore
 from tests.index_helpers import indexed_with_model, observation_file, stored_vector
 

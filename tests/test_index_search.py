@@ -26,8 +26,8 @@ from cmem_index.fusion import (
     keyword_norm,
     vector_norm,
 )
+from cmem_index.hybrid import hybrid
 from cmem_index.indexer import Indexer
-from cmem_index.search import hybrid
 from cmem_index.store import IndexStore
 from tests.index_helpers import CountingEmbedder, observation_file, write
 

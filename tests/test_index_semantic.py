@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from cmem_index.hybrid import hybrid, model_reads
 from cmem_index.loading import load_embedder
-from cmem_index.search import hybrid, model_reads
 from tests.index_helpers import indexed_with_model, observation_file, stored_vector
 
 MEMORIES = [
@@ -119,8 +119,8 @@ def test_a_query_of_words_the_model_does_not_know_finds_nothing_when_no_word_occ
 ):
     # Even with the neighbourhood margin and the cut-off off, which let every nearest neighbour through:
     # a word the model spells out piece by piece carries no meaning, so its neighbours are not evidence.
-    monkeypatch.setattr("cmem_index.search.stands_out", lambda cosines: -1.0)
-    monkeypatch.setattr("cmem_index.search.default_cutoff", lambda mode: 0.0)
+    monkeypatch.setattr("cmem_index.hybrid.stands_out", lambda cosines: -1.0)
+    monkeypatch.setattr("cmem_index.hybrid.default_cutoff", lambda mode: 0.0)
     assert list(hybrid(config, nonsense, mode="hybrid")) == []
     assert list(hybrid(config, nonsense, mode="vector")) == []
     assert [h.uid for h in hybrid(config, "login sessions ending too soon")][:1] == ["UJWT"]

@@ -138,12 +138,12 @@ def test_a_new_model_never_mixes_vectors_and_switching_back_reuses_the_cache(con
 
 
 def test_vectors_of_a_model_that_is_not_the_configured_one_are_not_searched(config, monkeypatch):
-    from cmem_index import search
+    from cmem_index import hybrid
 
     observation_file(config.export_dir, "p/a.md", uid="U1", title="Alpha note", body="alpha body")
     run_pass(config, CountingEmbedder("old-model"))
     monkeypatch.setattr("cmem_index.loading.load_embedder", lambda cfg: (CountingEmbedder("new-model"), None))
-    results = search.hybrid(config, "alpha", mode="hybrid")
+    results = hybrid.hybrid(config, "alpha", mode="hybrid")
     assert results.mode == "keyword"
     assert any("no vectors for the configured model" in note for note in results.notes)
     assert [h.uid for h in results] == ["U1"]

@@ -153,7 +153,7 @@ def test_sigterm_stops_cmem_watch_cleanly(home: Path):
 
 def test_watching_while_other_processes_write_and_search(watching):
     config, _, _ = watching
-    from cmem_index.search import hybrid
+    from cmem_index.hybrid import hybrid
 
     env = {**os.environ, "CMEM_HOME": str(config.home)}
     errors: list[str] = []

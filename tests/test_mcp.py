@@ -46,8 +46,9 @@ def test_lists_the_tools_with_progressive_disclosure_descriptions(home):
     assert by_name["search"].annotations.read_only_hint is True
     assert by_name["remember"].annotations.read_only_hint is False
     assert set(by_name["search"].input_schema["properties"]) == {
-        "query", "project", "type", "concept", "file", "since", "until", "limit", "mode", "branch",
-        "all_projects", "machine", "team",
+        "query", "project", "all_projects", "type", "concept", "file", "agent", "session", "since", "until",
+        "limit", "offset", "order", "mode", "rerank", "min_score", "collections", "explain", "branch",
+        "machine", "team",
     }  # fmt: skip
     assert by_name["get"].input_schema["required"] == ["ids"]
     assert "search" in instructions and "cmem://observation/" in instructions

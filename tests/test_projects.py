@@ -408,10 +408,11 @@ def test_a_search_scoped_to_the_repository_still_finds_the_user_s_notes(two_proj
 def test_a_team_search_scoped_to_a_repository_covers_its_older_names_too() -> None:
     """The team database's filter takes the same older names the home's search folds in."""
     from cmem_cli.store.repository import Filters
-    from cmem_cli.team.search import _Scope
+    from cmem_cli.team.source import _Scope
 
     folded = _Scope(Filters(project="app", folded=("app-feature",)))
-    assert "o.project = ANY(%(f_project)s)" in folded.observations
-    assert folded.params["f_project"] == ["app", "app-feature"]
+    assert "o.project IN (%(f_0)s, %(f_1)s)" in folded.observations
+    assert [folded.params["f_0"], folded.params["f_1"]] == ["app", "app-feature"]
     plain = _Scope(Filters(project="app"))
-    assert "o.project = %(f_project)s" in plain.observations and plain.params["f_project"] == "app"
+    assert "o.project = %(f_0)s" in plain.observations
+    assert plain.params["f_0"] == "app"

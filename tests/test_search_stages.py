@@ -8,11 +8,10 @@ from pathlib import Path
 import pytest
 
 from cmem_cli.core.config import load_config
-from cmem_index import search as index_search
+from cmem_index import hybrid as index_search
 from cmem_index.collections import add_collection
 from cmem_index.fusion import DEFAULT_PARAMS, KEYWORD, VECTOR, Signal, fuse
-from cmem_index.retrieve import DocFilters
-from cmem_index.search import (
+from cmem_index.hybrid import (
     Candidates,
     IndexHit,
     candidates,
@@ -23,6 +22,7 @@ from cmem_index.search import (
     reranked,
     scope_words,
 )
+from cmem_index.retrieve import DocFilters
 from cmem_index.store import IndexStore
 from cmem_index.trace import Trace
 from tests.index_helpers import CountingEmbedder, index_for_search, write
@@ -202,6 +202,6 @@ def test_the_keyword_list_is_ranked_while_the_model_loads(indexed, monkeypatch):
 
     monkeypatch.setattr(retrieve, "keyword", keyword)
     monkeypatch.setattr("cmem_index.loading.load_embedder", load)
-    monkeypatch.setattr("cmem_index.search._usable_embedder", USABLE_EMBEDDER)
+    monkeypatch.setattr("cmem_index.hybrid._usable_embedder", USABLE_EMBEDDER)
     results = hybrid(config, "painting lake", mode="hybrid", collections=["chat"])
     assert results.mode == "hybrid"

@@ -581,7 +581,7 @@ def test_a_sync_tells_its_progress_each_phase(tmp_path: Path, capsys):
     taking a remote's files when joining it, adopting the files a person added, staging, committing,
     pushing; fetching and merging when the remote moved on)."""
     from cmem_cli.core.config import load_config
-    from cmem_cli.services.writes import Memory
+    from cmem_cli.services.writes import WriteService
     from cmem_cli.sync.gitsync import run_sync
 
     url = bare_repo(tmp_path / "team.git")
@@ -592,7 +592,7 @@ def test_a_sync_tells_its_progress_each_phase(tmp_path: Path, capsys):
     (b.export / "web").mkdir(parents=True, exist_ok=True)
     (b.export / "web" / "by-hand.md").write_text("# Deploys go out on Tuesdays\n", encoding="utf-8")
     seen: list[tuple[str, int, int]] = []
-    with Memory.open(load_config(b.home)) as memory:
+    with WriteService.open(load_config(b.home)) as memory:
         run_sync(memory, url, progress=lambda phase, done, total: seen.append((phase, done, total)))
     phases = list(dict.fromkeys(phase for phase, _, _ in seen))
     assert phases == ["fetch", "join", "status", "adopt", "stage", "commit", "push"]
@@ -601,6 +601,6 @@ def test_a_sync_tells_its_progress_each_phase(tmp_path: Path, capsys):
     a.add("Search uses FTS5")
     a.sync()
     seen.clear()
-    with Memory.open(load_config(b.home)) as memory:
+    with WriteService.open(load_config(b.home)) as memory:
         run_sync(memory, progress=lambda phase, done, total: seen.append((phase, done, total)))
     assert "merge" in [phase for phase, _, _ in seen]

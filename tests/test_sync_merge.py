@@ -135,10 +135,10 @@ def test_a_merged_file_lists_its_links_as_the_write_service_writes_them(home: Pa
     a path relative to the file) and to one not here yet (as its file showed it) alike."""
     from cmem_cli.core.config import load_config
     from cmem_cli.services.arrivals import parse_file
-    from cmem_cli.services.writes import Memory
+    from cmem_cli.services.writes import WriteService
     from cmem_cli.sync.merge import render
 
-    with Memory.open(load_config(home)) as memory:
+    with WriteService.open(load_config(home)) as memory:
         target = memory.add_observation({"title": "Cache lives in redis", "project": "api"})
         other = memory.add_observation({"title": "Sessions in cookies", "project": "web"})
         links = [{"type": "related", "uid": target["uid"]}, {"type": "caused_by", "uid": other["uid"]}]

@@ -621,9 +621,9 @@ def test_every_write_path_queues_in_its_own_transaction_and_the_next_sync_pushes
 def summaries(home: Home) -> dict[str, dict[str, Any]]:
     """uid -> stored summary."""
     from cmem_cli.core.config import load_config
-    from cmem_cli.services.writes import Memory
+    from cmem_cli.services.writes import WriteService
 
-    with Memory.open(load_config(home.path)) as memory:
+    with WriteService.open(load_config(home.path)) as memory:
         return {row["uid"]: row for row in memory.store.summaries.recent(limit=1000)}
 
 

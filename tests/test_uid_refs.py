@@ -1,6 +1,6 @@
 """Uids everywhere: every command and tool that takes an observation takes its integer id, its uid (the one
 id that is the same on every machine) or a unique uid prefix of six or more characters, through one resolver
-(``cmem_cli.services.search.resolve_observation``)."""
+(``cmem_cli.services.search_pipeline.resolve_observation``)."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ from mcp import Client
 
 from cmem_cli.core.config import load_config
 from cmem_cli.core.errors import InvalidInput, NotFound
-from cmem_cli.services.search import resolve_observation
-from cmem_cli.services.writes import Memory
+from cmem_cli.services.search_pipeline import resolve_observation
+from cmem_cli.services.writes import WriteService
 from tests.test_mcp import text_of, with_server
 
 
@@ -28,8 +28,8 @@ def _cmem(*args: str, input: str | None = None) -> subprocess.CompletedProcess[s
     )  # fmt: skip
 
 
-def _store_with(home: Path, uids: list[str]) -> Memory:
-    memory = Memory.open(load_config(home))
+def _store_with(home: Path, uids: list[str]) -> WriteService:
+    memory = WriteService.open(load_config(home))
     for number, uid in enumerate(uids):
         memory.add_observation({"title": f"note {number}", "uid": uid, "project": "web", "agent": "cli"})
     return memory

@@ -11,7 +11,8 @@ Every method validates as the CLI does (same limits, privacy stripping, redactio
 per concept (named tuples, and lists of them that keep the JSON they came from: ``to_json()`` is what the
 CLI prints) and raises typed errors (:class:`CmemError` and subclasses; exit codes are the CLI's business).
 A search is a :class:`Query`. Nothing is printed. Front ends (the CLI, MCP, capture through
-:attr:`Memory.recorder`, view, sync) stand on this module rather than on the services.
+:attr:`Memory.recorder`, view, sync) stand on this module rather than on the services, and reach the search
+index, its collections and models through :attr:`Memory.index` rather than the index package.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from cmem_cli.core.errors import (
 from cmem_cli.core.query import Query
 
 if TYPE_CHECKING:
+    from cmem_cli.api.index import Index
     from cmem_cli.api.recorder import Recorder
     from cmem_cli.core.pages import Rows, SearchPage, Timeline
     from cmem_cli.core.results import (
@@ -53,8 +55,8 @@ if TYPE_CHECKING:
         citation_uri,
     )
     from cmem_cli.services.adopt import AdoptReport
-    from cmem_cli.services.search import Reader
-    from cmem_cli.services.writes import Memory as WriteService
+    from cmem_cli.services.search_pipeline import Reader
+    from cmem_cli.services.writes import WriteService
     from cmem_cli.store.repository import Store
 
 # The result types load on first use (module ``__getattr__`` below): the CLI's hot path (`cmem search`,
@@ -167,9 +169,9 @@ class Memory:
 
     @property
     def service(self) -> WriteService:
-        """The write service (:class:`cmem_cli.services.writes.Memory`) behind this object, opened on first use."""
+        """The write service (:class:`cmem_cli.services.writes.WriteService`) behind this object, opened on first use."""
         if self._service is None:
-            from cmem_cli.services.writes import Memory as WriteService
+            from cmem_cli.services.writes import WriteService
 
             self._service = WriteService.open(self.config)
         return self._service
@@ -368,7 +370,7 @@ class Memory:
 
     @staticmethod
     def _resolve_on(store: Store, ref: int | str) -> int:
-        from cmem_cli.services.search import resolve_observation
+        from cmem_cli.services.search_pipeline import resolve_observation
 
         if isinstance(ref, bool) or not isinstance(ref, int | str):
             raise InvalidInput(f"not an observation id: {ref!r}")
@@ -397,10 +399,10 @@ class Memory:
         searches the team database this home joined (:class:`UsageError` if none) through the same stages:
         its rows carry ``superseded_by``, ``stale``, ``branch`` and ``machine`` as this home's do, ``id``
         being this home's id where it holds the memory, else the uid."""
-        from cmem_cli.services.search import search as run_search
+        from cmem_cli.services.search_pipeline import search as run_search
 
         if query.team:
-            from cmem_cli.team.search import team_source
+            from cmem_cli.team.source import team_source
 
             with team_source(self.reader) as source:
                 return run_search(self.reader, query, source=source)
@@ -428,7 +430,7 @@ class Memory:
         HEAD of the git work tree at ``cwd``, default the current directory, has not merged),
         ``superseded_by``, and ``possibly_superseded_by`` (what search infers for ``query``'s words; None without
         one). Nothing is counted as a retrieval."""
-        from cmem_cli.services.search import filters_of
+        from cmem_cli.services.search_pipeline import filters_of
         from cmem_cli.services.window import window
 
         if limit < 1:
@@ -456,8 +458,8 @@ class Memory:
         """Second layer: items around ``anchor`` (an id, ``S<n>`` or ``P<n>``) or around the best keyword
         match for ``query``, in time order: a :class:`Timeline` (``anchor``, ``project``, typed ``items``;
         ``to_json()`` is what `cmem timeline --json` prints)."""
-        from cmem_cli.services.search import resolve_query_anchor
-        from cmem_cli.services.search import timeline as build_timeline
+        from cmem_cli.services.search_pipeline import resolve_query_anchor
+        from cmem_cli.services.search_pipeline import timeline as build_timeline
         from cmem_cli.store.repository import Filters
 
         if (anchor is None) == (query is None):
@@ -700,7 +702,7 @@ class Memory:
         return [self._prompt(row["id"]) for row in rows]
 
     def _prompt(self, prompt_id: int) -> Prompt:
-        from cmem_cli.services.search import prompt_row
+        from cmem_cli.services.search_pipeline import prompt_row
 
         row = self.service.store.prompts.get(prompt_id)
         from cmem_cli.core.results import Prompt
@@ -737,7 +739,7 @@ class Memory:
 
     def _summary(self, summary_id: int) -> Summary:
         from cmem_cli.core.fields import SUMMARY_FIELDS
-        from cmem_cli.services.search import summary_row
+        from cmem_cli.services.search_pipeline import summary_row
 
         row = self.service.store.summaries.get(summary_id)
         from cmem_cli.core.results import Summary
@@ -771,11 +773,12 @@ class Memory:
         return diagnose(self.config, fix=fix)
 
     # -- the index -----------------------------------------------------------------------------------------
-    def index_status(self) -> dict[str, Any]:
-        """What `cmem index status --json` prints: documents, chunks, vectors, models, collections."""
-        from cmem_cli.services.index_status import index_status
+    @property
+    def index(self) -> Index:
+        """The search index (:class:`cmem_cli.api.index.Index`): build, status, collections, models."""
+        from cmem_cli.api.index import Index
 
-        return index_status(self.config)
+        return Index(self.config)
 
 
 def _cwd(value: str | Path | None) -> str:

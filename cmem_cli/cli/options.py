@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from cmem_cli.core.fields import MODES, OBSERVATION_TYPES, ORDERS
+from cmem_cli.core.fields import OBSERVATION_TYPES
+from cmem_cli.core.query_fields import BY_NAME, QUERY_FIELDS, default, is_list
 
 FORMATS = ("table", "plain", "json", "ndjson", "csv", "ids", "md")
 
@@ -47,18 +48,8 @@ HOME = Opt(
     "home", ("--home",), "Data directory (default: $CMEM_HOME, else $XDG_DATA_HOME/cmem).", metavar="DIR"
 )
 PROJECT = Opt("project", ("--project", "-p"), "Project name.", metavar="NAME")
-# What a read covers when it names no project: inside a git repository its project, elsewhere every project.
-SCOPED_PROJECT = PROJECT._replace(
-    help="Only this project (default: inside a git repository, its project; elsewhere every project)."
-)
 ALL_PROJECTS = Opt(
     "all_projects", ("--all-projects",), "Every project, also inside a git repository.", bool, False
-)
-MACHINE = Opt(
-    "machine",
-    ("--machine",),
-    "Only what was written on this machine (its name: CMEM_MACHINE, its team name or its host name).",
-    metavar="NAME",
 )
 AGENT = Opt("agent", ("--agent",), "Agent name.", metavar="NAME")
 SESSION = Opt("session", ("--session",), "Session id or a unique prefix of one.", metavar="ID")
@@ -70,19 +61,56 @@ FORMAT = Opt(
     choices=FORMATS,
 )
 
-# -- search's filters (`cmem view` takes them too) ------------------------------------------------------
-QUERY = Opt("query", help="Words to search for; omit to list by filters.", metavar="QUERY")
-TYPES = Opt("obs_type", ("--type",), "Only this type (repeatable).", multiple=True, choices=OBSERVATION_TYPES)
-CONCEPTS = Opt("concept", ("--concept",), "Only with this concept (repeatable).", multiple=True)
-FILES = Opt(
-    "file",
-    ("--file",),
-    "Only touching this file path, suffix or directory (repeatable).",
-    multiple=True,
-    metavar="PATH",
+
+# -- search's options: one per field of the Query, from its table (`cmem view` takes the filters too) --------
+def query_option(name: str) -> Opt:
+    """`cmem search`'s option for the Query field ``name`` (cmem_cli.core.query_fields says how it looks)."""
+    field = BY_NAME[name]
+    many = is_list(field)
+    return Opt(
+        field.param_name,
+        field.flags,
+        field.help,
+        field.value,
+        None if many else default(field),
+        multiple=many,
+        choices=field.choices,
+        metavar=field.metavar,
+        off=field.off,
+    )
+
+
+QUERY = query_option("text")
+SCOPED_PROJECT = query_option("project")
+TYPES = query_option("type")
+CONCEPTS = query_option("concept")
+FILES = query_option("file")
+SINCE = query_option("since")
+UNTIL = query_option("until")
+ALL_HITS = Opt("all_hits", ("--all",), "Every hit above the cut-off (same as -n 0).", bool, False)
+ENVELOPE = Opt(
+    "envelope",
+    ("--envelope",),
+    "Print one JSON object instead of the bare list of rows: mode, notes (what the notes on stderr "
+    "say: the scope used, an index behind the store), total, capped and hits, as MCP's search "
+    "returns them. Implies --json.",
+    bool,
+    False,
 )
-SINCE = Opt("since", ("--since",), "ISO date/time or age (7d, 2w, 12h).")
-UNTIL = Opt("until", ("--until",), "ISO date/time or age.")
+
+
+def _search_options() -> tuple[Opt, ...]:
+    """Every Query field in its table's order, with the two options that only steer them: --all-projects
+    (the project's default scope) after --project, --all (-n 0) after --explain; then the output's."""
+    options: list[Opt] = []
+    for field in QUERY_FIELDS:
+        options.append(query_option(field.name))
+        if field.name == "project":
+            options.append(ALL_PROJECTS)
+        elif field.name == "explain":
+            options.append(ALL_HITS)
+    return (*options, JSON, ENVELOPE, FORMAT)
+
 
 # -- the fast-path commands ----------------------------------------------------------------------------
 SEARCH = Command(
@@ -93,74 +121,7 @@ SEARCH = Command(
     "elsewhere every project; --project or --all-projects choose, and without them a note on stderr says "
     "which scope was used.",
     "cmem_cli.cli.read_bodies:search",
-    (
-        QUERY,
-        SCOPED_PROJECT,
-        ALL_PROJECTS,
-        TYPES,
-        CONCEPTS,
-        FILES,
-        AGENT,
-        SESSION,
-        SINCE,
-        UNTIL,
-        Opt("limit", ("--limit", "-n"), "Maximum rows (0: every hit).", int, 20),
-        Opt("offset", ("--offset",), "Skip this many rows.", int, 0),
-        Opt("order", ("--order",), "Row order.", default="relevance", choices=ORDERS),
-        Opt(
-            "mode",
-            ("--mode",),
-            "auto (hybrid when the index has vectors, else keyword), keyword, vector or hybrid.",
-            default="auto",
-            choices=MODES,
-        ),
-        Opt(
-            "rerank",
-            ("--rerank",),
-            "Rerank the top 20 with the reranker model (default: when one is configured).",
-            bool,
-            off="--no-rerank",
-        ),
-        Opt(
-            "min_score",
-            ("--min-score",),
-            "Drop hits scoring below this (0..1; default: calibrated, see docs/retrieval.md; 0 keeps all).",
-            float,
-        ),
-        Opt(
-            "collection",
-            ("--collection", "-c"),
-            "Only this collection (repeatable; 'memories' is cmem's own).",
-            multiple=True,
-        ),
-        Opt(
-            "explain",
-            ("--explain",),
-            "Show each signal's rank and score (reply#N: the reply to the question in row N), each row's "
-            "place after each stage (stages in --json) and, on stderr, what each stage did.",
-            bool,
-            False,
-        ),
-        Opt("all_hits", ("--all",), "Every hit above the cut-off (same as -n 0).", bool, False),
-        Opt(
-            "branch",
-            ("--branch",),
-            "Only memories recorded on this git branch; 'all' also stops weighing memories of branches "
-            "not merged into HEAD below this branch's.",
-            metavar="NAME|all",
-        ),
-        MACHINE,
-        Opt(
-            "team",
-            ("--team",),
-            "Search the team database this home joined (`cmem sync init postgresql://...`): every member's "
-            "memories, with the machine that wrote each.",
-            bool,
-            False,
-        ),
-        JSON,
-        FORMAT,
-    ),
+    _search_options(),
 )
 
 TIMELINE = Command(
@@ -298,7 +259,7 @@ VIEW = Command(
         TYPES,
         CONCEPTS,
         FILES,
-        AGENT,
+        query_option("agent"),
         SESSION._replace(help="Only this session, whole (no default window); an id or a unique prefix."),
         SINCE._replace(help="ISO date/time or age (7d, 2w, 12h); default 30 days before --until or now."),
         UNTIL,

@@ -16,6 +16,7 @@ from cmem_cli.cli.invocation import open_api
 from cmem_cli.cli.render import (
     TYPE_ICONS,
     Column,
+    dumps,
     emit_rows,
     emit_text,
     escape_control,
@@ -27,7 +28,6 @@ from cmem_cli.core.marks import title_marks
 
 if TYPE_CHECKING:
     from cmem_cli.api import Memory
-    from cmem_cli.core.config import Config
 
 
 def _date(row: dict[str, Any]) -> str:
@@ -85,37 +85,40 @@ TABLE_SEARCH_COLUMNS = [
 
 
 def search(
-    query: str | None = None,
-    obs_type: list[str] | None = None,
-    collection: list[str] | None = None,
+    all_projects: bool = False,
     all_hits: bool = False,
-    team: bool = False,
     as_json: bool = False,
+    envelope: bool = False,
     fmt: str | None = None,
     **options: Any,
 ) -> int:
     """`cmem search`: one compact row per hit; exit status EXIT_NO_MATCH when there is none (like grep).
 
-    ``options`` are :class:`~cmem_cli.core.query.Query`'s arguments under their own names (the table names
-    ``--type`` and ``--collection`` for what they hold, one value each)."""
+    ``options`` are :class:`~cmem_cli.core.query.Query`'s fields under the names its table
+    (:mod:`cmem_cli.core.query_fields`) gives `cmem search`'s options."""
     from cmem_cli.api import Query
     from cmem_cli.cli.exits import EXIT_NO_MATCH, EXIT_OK
+    from cmem_cli.core.query_fields import query_arguments
 
-    output = resolve_format(fmt, as_json)
+    if envelope and fmt not in (None, "json"):
+        from cmem_cli.core.errors import UsageError
+
+        raise UsageError(f"--envelope prints JSON: drop --format {fmt}")
+    output = resolve_format(fmt, as_json or envelope)
     check_count("--limit", options["limit"])
     check_count("--offset", options["offset"])
+    fields = query_arguments(options)
     if all_hits:
-        options["limit"] = 0
-    all_projects = options.pop("all_projects", False)
+        fields["limit"] = 0
     with open_api() as memory:
-        options["project"], scope_note = scope(memory, options["project"], all_projects)
-        options["session"] = typed_session(memory, options["session"])
-        ask = Query(query, type=obs_type, collections=collection, team=team, **options)
+        fields["project"], scope_note = scope(memory, fields["project"], all_projects)
+        fields["session"] = typed_session(memory, fields["session"])
+        ask = Query(**fields)
         page = memory.search(ask)
         rows = page.to_json()
-        _absolute_paths(memory.config, rows)
+        _absolute_paths(memory, rows)
         # whose each memory is, when that can differ (JSON rows always say it)
-        several = output not in ("json", "ndjson") and not team and memory.several_machines()
+        several = output not in ("json", "ndjson") and not ask.team and memory.several_machines()
     if scope_note:
         print(f"cmem: note: {scope_note}", file=sys.stderr)
     from cmem_cli.core.pages import INDEX_BEHIND
@@ -124,13 +127,18 @@ def search(
         if ask.mode != "auto" or ask.explain or note.startswith(INDEX_BEHIND):
             print(f"cmem: note: {note}", file=sys.stderr)
     columns = TABLE_SEARCH_COLUMNS if output == "table" else SEARCH_COLUMNS
-    if team:
+    if ask.team:
         columns = [*columns[:-1], *TEAM_COLUMNS, columns[-1]]
     elif several:
         columns = [*columns[:-1], TEAM_COLUMNS[-1], columns[-1]]
     if ask.explain:
         columns = [*columns, Column("signals", "WHY", _why, priority=2, shrink_to=24)]
-    emit_rows(rows, columns, output, empty_message="no matches")
+    if envelope:  # the rows with what stderr says about them, for readers of stdout alone
+        notes = [scope_note, *page.notes] if scope_note else page.notes
+        data = {"mode": page.mode, "notes": notes, "total": page.total, "capped": page.capped, "hits": rows}
+        write(dumps(data) + "\n")
+    else:
+        emit_rows(rows, columns, output, empty_message="no matches")
     shown_to = ask.offset + len(rows)
     if rows and (page.capped or page.total > shown_to):
         more = f"{page.total}+" if page.capped else str(page.total)
@@ -164,7 +172,7 @@ TEAM_COLUMNS = [  # a team search's; the machine's alone where this home holds s
 ]
 
 
-def _absolute_paths(config: Config, rows: list[dict[str, Any]]) -> None:
+def _absolute_paths(memory: Memory, rows: list[dict[str, Any]]) -> None:
     """Give scripts a ``path`` that exists on this machine: memories are relative to the export folder,
     documents are ``collection:relative`` until resolved against their collection's root."""
     roots: dict[str, Any] | None = None
@@ -173,12 +181,10 @@ def _absolute_paths(config: Config, rows: list[dict[str, Any]]) -> None:
         if not path:
             continue
         if row.get("kind") != "document":
-            row["path"] = str(config.export_dir / path)
+            row["path"] = str(memory.config.export_dir / path)
             continue
         if roots is None:
-            from cmem_index.collections import load_collections
-
-            roots = {c.name: c.root.expanduser() for c in load_collections(config)}
+            roots = memory.index.collection_roots()
         name, _, relpath = path.partition(":")
         if name in roots:
             row["path"] = str(roots[name] / relpath)

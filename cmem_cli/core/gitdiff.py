@@ -10,7 +10,7 @@ import os
 import re
 from collections.abc import Sequence
 
-from cmem_cli.core.gitrepo import Repo, is_commit_id, plain
+from cmem_cli.core.worktree import Repo, is_commit_id, plain
 
 # A memory is written while an agent waits: git gets this long, then the file is anchored as a whole.
 GIT_DIFF_TIMEOUT_S = 3.0

@@ -63,7 +63,7 @@ class Rows(Sequence[T]):
 
 
 # A note every search prints, in every mode: the ranking of what the index has not caught up with is
-# provisional (cmem_index.search.unindexed words it; the CLI prints it on stderr, MCP in its notes)
+# provisional (cmem_index.hybrid.unindexed words it; the CLI prints it on stderr, MCP in its notes)
 INDEX_BEHIND = "the index is behind the store"
 
 

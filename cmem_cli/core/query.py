@@ -15,7 +15,7 @@ from cmem_cli.core.errors import InvalidInput
 from cmem_cli.core.fields import MODES, ORDERS
 from cmem_cli.core.filters import FilterFields
 
-__all__ = ["MODES", "ORDERS", "Query"]
+__all__ = ["DEFAULTS", "LIST_FIELDS", "MODES", "ORDERS", "Query"]
 
 
 class Query:
@@ -85,9 +85,9 @@ class Query:
         given: dict[str, object] = dict(locals())  # the arguments, named once: by the signature above
         del given["self"], given["text"]
         if isinstance(text, Query):  # a copy of ``text``, with the arguments that are not their default
-            given = {k: getattr(text, k) if v == _DEFAULTS[k] else v for k, v in given.items()}
+            given = {k: getattr(text, k) if v == DEFAULTS[k] else v for k, v in given.items()}
             text = text.text
-        for name in _LISTS:
+        for name in LIST_FIELDS:
             given[name] = _strings(given[name])  # type: ignore[arg-type]
         _check(given)
         set_field = object.__setattr__
@@ -117,7 +117,7 @@ class Query:
         changed = [
             f"{k}={v!r}"
             for k, v in self.as_dict().items()
-            if k == "text" or v != (_strings(None) if k in _LISTS else _DEFAULTS[k])
+            if k == "text" or v != (_strings(None) if k in LIST_FIELDS else DEFAULTS[k])
         ]
         return f"Query({', '.join(changed)})"
 
@@ -140,6 +140,7 @@ class Query:
             files=list(self.file),
             agent=self.agent,
             session=self.session,
+            machine=self.machine,
             since=parse_time(self.since) if self.since else None,
             until=until_ms,
         )
@@ -171,5 +172,5 @@ def _check(given: dict[str, object]) -> None:
         raise InvalidInput("--limit and --offset must not be negative")
 
 
-_LISTS = ("type", "concept", "file", "collections")
-_DEFAULTS: dict[str, object] = dict(Query.__init__.__kwdefaults__ or {})  # from the signature, not restated
+LIST_FIELDS = ("type", "concept", "file", "collections")  # the fields that take one string or several
+DEFAULTS: dict[str, object] = dict(Query.__init__.__kwdefaults__ or {})  # from the signature, not restated

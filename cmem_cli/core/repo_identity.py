@@ -8,7 +8,7 @@ directory lives: ``/home/me/app`` for ``/home/me/app/.git``, ``/srv/app`` for a 
 a clone whose origin is that folder shares it. A remote that is itself a folder on this machine is followed
 (a few hops at most) to the repository it clones.
 
-Only plain files are read (:mod:`cmem_cli.core.gitrepo`): ``.git``, ``commondir`` and ``config``, a few
+Only plain files are read (:mod:`cmem_cli.core.worktree`): ``.git``, ``commondir`` and ``config``, a few
 hundred bytes, with no git process, because every hook call asks.
 """
 
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 
-from cmem_cli.core import gitrepo
+from cmem_cli.core import worktree
 
 _MAX_HOPS = 3  # local remotes followed: a clone of a clone of a clone
 
@@ -46,7 +46,7 @@ def repository_identity(directory: str | os.PathLike[str]) -> RepoIdentity | Non
     known = _answers.get(folder)
     if known is not None and _stamp(known[1]) == known[2]:
         return known[0]
-    repo = gitrepo.find_repo(folder)
+    repo = worktree.find_repo(folder)
     if repo is None:
         return None
     config = os.path.join(repo.common_dir, "config")
@@ -85,21 +85,21 @@ def key_of_remote(remote: str | None, folder: str | None = None) -> str | None:
         repo = _repo_at(remote)
         if repo is None:
             return remote
-        further = gitrepo.remote_key(repo)
+        further = worktree.remote_key(repo)
         if further is None:
             return _common_key(repo)
         remote = further
     return remote
 
 
-def _key(repo: gitrepo.Repo) -> str:
-    remote = gitrepo.remote_key(repo)
+def _key(repo: worktree.Repo) -> str:
+    remote = worktree.remote_key(repo)
     if remote is None:
         return _common_key(repo)
     return key_of_remote(remote) or remote
 
 
-def _common_key(repo: gitrepo.Repo) -> str:
+def _common_key(repo: worktree.Repo) -> str:
     """A repository without a remote: the folder its common git directory belongs to."""
     return _folder_key(os.path.realpath(repo.common_dir))
 
@@ -111,13 +111,13 @@ def _folder_key(common: str) -> str:
     return common[:-4] if common.endswith(".git") else common
 
 
-def _repo_at(path: str) -> gitrepo.Repo | None:
+def _repo_at(path: str) -> worktree.Repo | None:
     """The repository at a local remote's path: a work tree (``PATH/.git``) or a bare one (``PATH.git``
     or ``PATH`` holding ``HEAD`` and ``config``)."""
     for folder in (path, path + ".git"):
         dot_git = os.path.join(folder, ".git")
         if os.path.isdir(dot_git) and os.path.isfile(os.path.join(dot_git, "config")):
-            return gitrepo.Repo(folder, dot_git, dot_git)
+            return worktree.Repo(folder, dot_git, dot_git)
         if os.path.isfile(os.path.join(folder, "HEAD")) and os.path.isfile(os.path.join(folder, "config")):
-            return gitrepo.Repo(folder, folder, folder)
+            return worktree.Repo(folder, folder, folder)
     return None

@@ -11,6 +11,7 @@ opens on the first call, and the index, numpy and llama.cpp only when a search n
 
 from __future__ import annotations
 
+import inspect
 import os
 import re
 import sys
@@ -30,6 +31,7 @@ from cmem_cli.api import Hit, Memory, Query
 from cmem_cli.core.config import Config, named_project
 from cmem_cli.core.errors import CmemError, InvalidInput, NotFound
 from cmem_cli.core.marks import title_marks
+from cmem_cli.core.query_fields import QUERY_FIELDS, SAME, QueryField, default, is_list, query_arguments
 from cmem_cli.core.results import URI_PREFIX, as_dict, citation_uri
 from cmem_cli.core.text import escape_control
 
@@ -90,8 +92,6 @@ def _listed(value: object) -> object:
 
 
 Strings = Annotated[list[str] | None, BeforeValidator(_listed)]
-Concepts = Annotated[Strings, Field(description="Only observations tagged with all of these concepts.")]
-Files = Annotated[Strings, Field(description="Only observations that read or modified these paths.")]
 Facts = Annotated[Strings, Field(description="Short, self-contained statements, one per item.")]
 Tags = Annotated[Strings, Field(description="Concepts to tag it with (a word or two each).")]
 FilesRead = Annotated[Strings, Field(description="Paths of the files read.")]
@@ -103,13 +103,7 @@ ProjectToWrite = Annotated[
     str | None,
     Field(description="Default: the server's git repository's name; required outside one (see `projects`)."),
 ]
-Limit = Annotated[int, Field(ge=1, le=200, description="Maximum rows (1-200).")]
-Words = Annotated[str | None, Field(description="Words to match (keywords; with an index, also by meaning).")]
-Project = Annotated[
-    str | None,
-    Field(description="Only this project (default for search: the server's git repository's project, "
-          "every project outside one; for timeline: every project)."),
-]  # fmt: skip
+Project = Annotated[str | None, Field(description="Only this project (default: every project).")]
 AllProjects = Annotated[
     bool, Field(description="Search every project, also when the server runs inside a git repository.")
 ]
@@ -117,26 +111,6 @@ ScopedProject = Annotated[
     str | None,
     Field(description="Default: the server's git repository's project; every project outside one."),
 ]
-Types = Annotated[
-    Strings,
-    Field(description="Only these types: decision, bugfix, feature, refactor, discovery, change, error, "
-          "insight, question."),
-]  # fmt: skip
-When = Annotated[str | None, Field(description="ISO date or time (2025-01-31), or relative (7d, 2w).")]
-Mode = Annotated[str, Field(description="auto (index when built, else keywords), keyword, vector or hybrid.")]
-Branch = Annotated[
-    str | None,
-    Field(description="Only memories recorded on this git branch; 'all': also those of unmerged branches "
-          "without ranking them last (the default does)."),
-]  # fmt: skip
-Machine = Annotated[
-    str | None, Field(description="Only what was written on this machine (rows name each one's machine).")
-]
-Team = Annotated[
-    bool,
-    Field(description="Search the team database this home joined (every member's memories) instead of this "
-          "home; ids are this home's where it holds the memory, else uids."),
-]  # fmt: skip
 Ref = Annotated[
     int | str | None,
     Field(description="An id from search: 12 (or the observation's uid, or a unique uid prefix), S3 (summary) "
@@ -215,29 +189,13 @@ class Tools:
                 self._memory.close()
                 self._memory = None
 
-    def search(
-        self,
-        query: Words = None,
-        project: Project = None,
-        type: Types = None,
-        concept: Concepts = None,
-        file: Files = None,
-        since: When = None,
-        until: When = None,
-        limit: Limit = 10,
-        mode: Mode = "auto",
-        branch: Branch = None,
-        all_projects: AllProjects = False,
-        machine: Machine = None,
-        team: Team = False,
-    ) -> CallToolResult:
+    def search(self, all_projects: bool = False, **arguments: Any) -> CallToolResult:
+        """The ``search`` tool: ``arguments`` are the Query's fields under their MCP names (its table,
+        :mod:`cmem_cli.core.query_fields`; :func:`search_signature` is what the client sees)."""
+        fields = query_arguments(arguments, mcp=True)
         with self.memory() as memory:
-            project, scope_note = _scope(memory, project, all_projects)
-            ask = Query(
-                query, project=project, type=type, concept=concept, file=file, since=since, until=until,
-                limit=limit, mode=mode, branch=branch, machine=machine, team=team,
-            )  # fmt: skip
-            hits = memory.search(ask)
+            fields["project"], scope_note = _scope(memory, fields.get("project"), all_projects)
+            hits = memory.search(Query(**fields))
         rows = [_hit_json(hit) for hit in hits]
         lines = [_row_line(row) for row in rows] or ["no matches"]
         notes = [scope_note, *hits.notes] if scope_note else hits.notes
@@ -351,6 +309,40 @@ class Tools:
         return markdown(record)
 
 
+def _argument(field: QueryField) -> inspect.Parameter:
+    """The MCP ``search`` tool's argument for one Query field: its type, bounds, description and default
+    (the Query's unless the table gives MCP its own)."""
+    value = field.mcp_default if field.mcp_default is not SAME else default(field)
+    hint: Any = field.value
+    if is_list(field):
+        hint = Strings
+    elif value is None:
+        hint = hint | None
+    bounds = {"ge": field.mcp_range[0], "le": field.mcp_range[1]} if field.mcp_range else {}
+    description = field.description
+    if field.choices and not is_list(field):
+        description = f"{description.rstrip('.')}: {', '.join(field.choices)}."
+    annotation = Annotated[hint, Field(description=description, **bounds)]
+    return inspect.Parameter(
+        field.mcp_name, inspect.Parameter.KEYWORD_ONLY, default=value, annotation=annotation
+    )
+
+
+def search_signature() -> inspect.Signature:
+    """What the ``search`` tool takes: every Query field (its table, in order), with ``all_projects``
+    after ``project``. The SDK reads a tool's input schema from its signature."""
+    params: list[inspect.Parameter] = []
+    for field in QUERY_FIELDS:
+        params.append(_argument(field))
+        if field.name == "project":
+            params.append(
+                inspect.Parameter(
+                    "all_projects", inspect.Parameter.KEYWORD_ONLY, default=False, annotation=AllProjects
+                )
+            )
+    return inspect.Signature(params)
+
+
 def _scope(memory: Memory, project: str | None, all_projects: bool) -> tuple[str | None, str | None]:
     """The project a read covers (None: every project) and, when the call named neither ``project`` nor
     ``all_projects``, the note saying which default it took (the server's git repository's project,
@@ -387,7 +379,7 @@ _AGENT_CHARS = re.compile(r"[^a-z0-9._/-]+")
 
 
 def _hit_json(hit: Hit) -> dict[str, Any]:
-    row = {
+    row: dict[str, Any] = {
         "id": hit.id, "uid": hit.uid, "kind": hit.kind, "type": hit.type, "title": hit.title,
         "project": hit.project, "created_at": hit.created_at, "score": hit.score, "tokens": hit.tokens,
         "stale": hit.stale, "behind": hit.behind, "branch": hit.branch, "machine": hit.machine,
@@ -395,6 +387,8 @@ def _hit_json(hit: Hit) -> dict[str, Any]:
     }  # fmt: skip
     if hit.kind == "document":
         row["path"], row["line"] = hit.path, hit.line
+    if hit.signals is not None or hit.stages is not None:  # asked for with explain
+        row["signals"], row["stages"] = hit.signals, hit.stages
     return _with_uri(row)
 
 
@@ -423,8 +417,13 @@ def build_server(config: Config) -> tuple[CmemMCPServer, Tools]:
     server = CmemMCPServer(
         name="cmem", title="cmem memory", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING"
     )
+
+    def search(**arguments: Any) -> CallToolResult:
+        return tools.search(**arguments)
+
+    search.__signature__ = search_signature()  # type: ignore[attr-defined]
     registered: list[tuple[Callable[..., Any], str, ToolAnnotations]] = [
-        (tools.search, SEARCH_DESCRIPTION, READ_ONLY),
+        (search, SEARCH_DESCRIPTION, READ_ONLY),
         (tools.timeline, TIMELINE_DESCRIPTION, READ_ONLY),
         (tools.get, GET_DESCRIPTION, READ_ONLY),
         (tools.remember, REMEMBER_DESCRIPTION, WRITE),

@@ -4,7 +4,7 @@ cmem keeps a content hash of every file it writes (``export_files``). A file who
 hash was changed by a person (or by git); a markdown file no row points at is new; a file cmem wrote that
 is gone was deleted. ``adopt_tree`` turns each into the same store operation `cmem add`, `cmem edit` and
 `cmem forget` perform, with the same validation, limits, ``<private>`` stripping and redaction (it calls
-``Memory.prepare``), then rewrites the file in cmem's form (which keeps every word: text the parser does
+``WriteService.prepare``), then rewrites the file in cmem's form (which keeps every word: text the parser does
 not recognise lands in the narrative). An invalid file is reported with its reason and left untouched.
 
 Everything runs in one write transaction, after crash recovery has rolled back files of writes that never
@@ -28,7 +28,7 @@ from cmem_cli.services import supersession
 from cmem_cli.services.reconcile.upsert import put_summary, settle_links
 from cmem_cli.services.record_shapes import front_matter_problem
 from cmem_cli.services.recovery import recover
-from cmem_cli.services.writes import FileTransaction, Memory
+from cmem_cli.services.writes import FileTransaction, WriteService
 from cmem_cli.store.records import EDITABLE_FIELDS
 from cmem_export import atomic, digest
 from cmem_export.reading import (
@@ -77,34 +77,34 @@ class AdoptReport:
 
 
 def adopt_tree(
-    target: Memory | Any,
+    target: WriteService | Any,
     paths: list[Path] | None = None,
     *,
     forget_deleted: bool = True,
 ) -> AdoptReport:
     """Bring the store up to date with the export tree (all of it, or just ``paths``).
 
-    ``target`` is an open ``Memory``, a ``Config`` or a cmem home folder. ``forget_deleted=False`` (doctor, export --rebuild)
+    ``target`` is an open ``WriteService``, a ``Config`` or a cmem home folder. ``forget_deleted=False`` (doctor, export --rebuild)
     leaves rows whose file is gone alone, so the caller can restore the file instead.
     """
-    if isinstance(target, Memory):
+    if isinstance(target, WriteService):
         return _Adopter(target, forget_deleted).run(paths)
     if isinstance(target, str | os.PathLike):
         from cmem_cli.core.config import load_config
 
         target = load_config(target)
-    with Memory.open(target) as memory:
+    with WriteService.open(target) as memory:
         return _Adopter(memory, forget_deleted).run(paths)
 
 
-def refused_files(memory: Memory, relpaths: list[str]) -> list[tuple[str, str]]:
+def refused_files(memory: WriteService, relpaths: list[str]) -> list[tuple[str, str]]:
     """(path, reason) for each of ``relpaths`` that adoption would refuse (invalid, or a second file of one
     uid), found by the same checks and nothing written: what doctor lists before and after ``--fix``."""
     return _Adopter(memory, forget_deleted=False).refusals(relpaths)
 
 
 class _Adopter:
-    def __init__(self, memory: Memory, forget_deleted: bool):
+    def __init__(self, memory: WriteService, forget_deleted: bool):
         self.memory = memory
         self.store = memory.store
         self.root = memory.export_root

@@ -1,7 +1,7 @@
 """Code anchors and branches: which files an observation cited, what it is about in them (its region),
 whether that still holds, and which branch it was made on (docs/truth.md).
 
-Recording reads the work tree's own files (``cmem_cli.core.gitrepo``, bounded and non-blocking): one hash per
+Recording reads the work tree's own files (``cmem_cli.core.worktree``, bounded and non-blocking): one hash per
 cited file, and for ``--modified`` files one or two ``git diff`` processes (``cmem_cli.core.gitdiff``; hooks
 never run git). Checking stats only the files of the rows shown, hashes a file again only when its size or
 modification time moved since cmem last hashed it (the ``file_blobs`` stat cache), and reads a changed file
@@ -16,10 +16,11 @@ import os
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from cmem_cli.core import gitrepo
+from cmem_cli.core import worktree
 from cmem_cli.core.regions import Region
 from cmem_cli.core.timeutil import now_ms, to_iso
-from cmem_cli.store.anchors import Anchor, CachedBlob, Reach, parse_regions
+from cmem_cli.store.anchors import Anchor as Anchor  # the services' callers name it from here
+from cmem_cli.store.anchors import CachedBlob, Reach, parse_regions
 
 if TYPE_CHECKING:
     from cmem_cli.store.repository import Store
@@ -132,7 +133,7 @@ def record_anchor(
     *,
     verified: bool = False,
     keep: Anchor | None = None,
-    repos: dict[str, gitrepo.Repo | None] | None = None,
+    repos: dict[str, worktree.Repo | None] | None = None,
     hints: Hints | None = None,
 ) -> Anchor | None:
     """Anchor observation ``obs_id`` to ``paths`` (see :func:`make_anchor`), inside the caller's
@@ -157,7 +158,7 @@ def make_anchor(
     *,
     verified: bool = False,
     keep: Anchor | None = None,
-    repos: dict[str, gitrepo.Repo | None] | None = None,
+    repos: dict[str, worktree.Repo | None] | None = None,
     hints: Hints | None = None,
 ) -> tuple[Anchor | None, dict[str, CachedBlob]]:
     """The anchor of ``paths`` (resolved against ``cwd``) in the repository that holds the first of them
@@ -169,7 +170,7 @@ def make_anchor(
     say what the memory is about in its files (:class:`Hints`): those files get a region."""
     absolute = [os.path.abspath(os.path.join(cwd, os.path.expanduser(p))) for p in paths]
     repo = None
-    seen_dirs: dict[str, gitrepo.Repo | None] = {} if repos is None else repos
+    seen_dirs: dict[str, worktree.Repo | None] = {} if repos is None else repos
     real: dict[str, str] = {}
     for folder in [*(os.path.dirname(path) for path in absolute), os.path.abspath(cwd)]:
         if folder not in seen_dirs:
@@ -185,7 +186,7 @@ def make_anchor(
     given: dict[str, str] = {}
     top = repo.root.rstrip(os.sep) + os.sep
     for path, name in zip(absolute, paths, strict=True):
-        if not path.startswith(top) or not gitrepo.inside(path, repo.root, real):
+        if not path.startswith(top) or not worktree.inside(path, repo.root, real):
             continue
         found, data = _read_hash(path)
         if found is not None:
@@ -194,7 +195,7 @@ def make_anchor(
             fresh[path] = found
             texts[key] = data
             given.setdefault(key, name)
-    head = gitrepo.head(repo)
+    head = worktree.head(repo)
     regions: dict[str, Region] = {}
     if keep is not None and keep.regions:
         regions = _still_held(keep.regions, texts)
@@ -202,7 +203,7 @@ def make_anchor(
         regions = _regions(repo, head.commit, hints, given, texts, files)
     now = now_ms()
     anchor = Anchor(
-        repo=gitrepo.remote_key(repo),
+        repo=worktree.remote_key(repo),
         root=repo.root,
         branch=keep.branch if keep else head.branch,
         commit=keep.commit if keep else head.commit,
@@ -215,7 +216,7 @@ def make_anchor(
 
 
 def _regions(
-    repo: gitrepo.Repo,
+    repo: worktree.Repo,
     head: str | None,
     hints: Hints,
     given: dict[str, str],
@@ -260,7 +261,7 @@ def _regions(
 
 
 def _changes(
-    repo: gitrepo.Repo,
+    repo: worktree.Repo,
     head: str | None,
     keys: list[str],
     known: dict[tuple[str, str], list[tuple[int, int]] | None],
@@ -280,7 +281,7 @@ def _changes(
 
 
 def _since_previous(
-    repo: gitrepo.Repo, keys: list[str], blobs: dict[str, str], hints: Hints
+    repo: worktree.Repo, keys: list[str], blobs: dict[str, str], hints: Hints
 ) -> dict[str, list[tuple[int, int]]]:
     """For committed, clean files the HEAD commit did not touch: the hunks since the blob the newest earlier
     anchor of the same repository recorded (one git process a file that has one, and only when git holds
@@ -289,7 +290,7 @@ def _since_previous(
 
     if hints.previous is None:
         return {}
-    name = gitrepo.remote_key(repo)
+    name = worktree.remote_key(repo)
     found: dict[str, list[tuple[int, int]]] = {}
     for key in keys:
         old, new = hints.previous(name, repo.root, key), blobs.get(key)
@@ -388,15 +389,15 @@ def _anchored_keys(path: str, files: dict[str, str], root: str | None, cwd: str)
     return [key for key in dict.fromkeys(keys) if key in files]
 
 
-def _repo_of(folder: str, known: dict[str, gitrepo.Repo | None]) -> gitrepo.Repo | None:
-    """:func:`gitrepo.find_repo` of ``folder``: a folder that does not exist holds no ``.git``, so its work
+def _repo_of(folder: str, known: dict[str, worktree.Repo | None]) -> worktree.Repo | None:
+    """:func:`worktree.find_repo` of ``folder``: a folder that does not exist holds no ``.git``, so its work
     tree is its nearest existing ancestor's, looked up once for all of them (an import of records made on
     another machine names thousands of folders that are not here)."""
     existing = folder
     while not os.path.isdir(existing) and os.path.dirname(existing) != existing:
         existing = os.path.dirname(existing)
     if existing not in known:
-        known[existing] = gitrepo.find_repo(existing)
+        known[existing] = worktree.find_repo(existing)
     return known[existing]
 
 
@@ -407,7 +408,7 @@ def _hash(path: str) -> CachedBlob | None:
 
 def _read_hash(path: str) -> tuple[CachedBlob | None, bytes | None]:
     """The file's blob id with the stat it was taken at, and its bytes (None for a symbolic link). A
-    regular file larger than ``gitrepo.MAX_CITED_BYTES`` is never read: its size and modification time
+    regular file larger than ``worktree.MAX_CITED_BYTES`` is never read: its size and modification time
     stand for its blob (``size:N:MTIME``). A FIFO, a device or a folder is not a file: (None, None)."""
     import stat as stat_module
 
@@ -415,13 +416,13 @@ def _read_hash(path: str) -> tuple[CachedBlob | None, bytes | None]:
         info = os.lstat(path)
     except OSError:
         return None, None
-    if stat_module.S_ISREG(info.st_mode) and info.st_size > gitrepo.MAX_CITED_BYTES:
+    if stat_module.S_ISREG(info.st_mode) and info.st_size > worktree.MAX_CITED_BYTES:
         blob = f"size:{info.st_size}:{info.st_mtime_ns}"
         return CachedBlob(info.st_size, info.st_mtime_ns, blob, _now_ns()), None
-    data = gitrepo.cited_bytes(path)
+    data = worktree.cited_bytes(path)
     if data is None:
         return None, None
-    found = CachedBlob(info.st_size, info.st_mtime_ns, gitrepo.hash_blob(data), _now_ns())
+    found = CachedBlob(info.st_size, info.st_mtime_ns, worktree.hash_blob(data), _now_ns())
     return found, data if stat_module.S_ISREG(info.st_mode) else None
 
 
@@ -446,7 +447,7 @@ def exported(anchor: Anchor | None, scrub: Callable[[str], str | None]) -> dict[
         out["branch"] = scrub(anchor.branch)
     if anchor.commit is not None:
         out["commit"] = anchor.commit
-    out["files"] = {path: blob for path, blob in sorted(anchor.files.items()) if gitrepo.is_commit_id(blob)}
+    out["files"] = {path: blob for path, blob in sorted(anchor.files.items()) if worktree.is_commit_id(blob)}
     regions = {path: r.to_json() for path, r in sorted(anchor.regions.items()) if path in out["files"]}
     if regions:
         out["regions"] = regions
@@ -466,7 +467,7 @@ def from_exported(meta: Any) -> Anchor | None:
         return None
     if branch is not None and (not isinstance(branch, str) or not branch):
         return None
-    if commit is not None and not (isinstance(commit, str) and gitrepo.is_commit_id(commit)):
+    if commit is not None and not (isinstance(commit, str) and worktree.is_commit_id(commit)):
         return None
     for path, blob in files.items():
         if not isinstance(path, str):
@@ -474,7 +475,7 @@ def from_exported(meta: Any) -> Anchor | None:
         parts = path.split("/")
         if not path or path.startswith("/") or "\\" in path or any(p in ("", ".", "..") for p in parts):
             return None
-        if not (isinstance(blob, str) and gitrepo.is_commit_id(blob)):
+        if not (isinstance(blob, str) and worktree.is_commit_id(blob)):
             return None
     anchored, verified = _stamp(meta.get("anchored_at")), _stamp(meta.get("verified_at"))
     if anchored is None or (verified is None and meta.get("verified_at") is not None):
@@ -550,7 +551,7 @@ def check_anchors(store: Store, anchors: dict[int, Anchor], *, cwd: str | None =
         if root is not None:
             for path in anchor.files:
                 full = os.path.join(root, path)
-                if full not in wanted and gitrepo.inside(full, root, seen):  # no link out of the tree
+                if full not in wanted and worktree.inside(full, root, seen):  # no link out of the tree
                     wanted[full] = None
     blobs, modified = current_blobs(store, list(wanted))
     views = _Views()
@@ -595,7 +596,7 @@ class _Views:
         from cmem_cli.core import regions as region_rules
 
         if path not in self.files:
-            data = gitrepo.read_regular(path, gitrepo.MAX_CITED_BYTES, follow=False)
+            data = worktree.read_regular(path, worktree.MAX_CITED_BYTES, follow=False)
             text = data is not None and b"\0" not in data[:8192]
             self.files[path] = (data, region_rules.file_keys(data)) if data is not None and text else None
         view = self.files[path]
@@ -630,8 +631,8 @@ def _second_look(store: Store, checked: dict[int, Checked], views: _Views, blobs
         ):
             by_root.setdefault(state.root, []).append(state)
     for root, states in by_root.items():
-        repo = gitrepo.find_repo(root)
-        head = gitrepo.head(repo).commit if repo is not None else None
+        repo = worktree.find_repo(root)
+        head = worktree.head(repo).commit if repo is not None else None
         if repo is None or head is None:
             continue
         commits = [s.anchor.commit for s in states if s.anchor.commit and s.anchor.commit != head]
@@ -666,7 +667,7 @@ def _moved(anchor: Anchor, file: FileState, root: str, moved: str, views: _Views
     """A cited file git says was renamed to ``moved``: unchanged when it is the same blob, or its region
     holds there; else changed."""
     full = os.path.join(root, moved)
-    if not gitrepo.inside(full, root):
+    if not worktree.inside(full, root):
         return file
     now = _hash(full)
     if now is None:
@@ -677,7 +678,7 @@ def _moved(anchor: Anchor, file: FileState, root: str, moved: str, views: _Views
     return FileState(file.path, CHANGED, now.mtime_ns // 1_000_000, True, moved)
 
 
-def _history(store: Store, repo: gitrepo.Repo, head: str, commits: list[str]) -> dict[str, str]:
+def _history(store: Store, repo: worktree.Repo, head: str, commits: list[str]) -> dict[str, str]:
     """Whether HEAD commit ``head`` contains each commit (``yes``, ``no``, ``missing``), kept per HEAD; a
     ``missing`` answer holds only while no pack and no loose object arrived (a fetch may bring it)."""
     from cmem_cli.core import gitdiff
@@ -691,8 +692,8 @@ def _history(store: Store, repo: gitrepo.Repo, head: str, commits: list[str]) ->
     for question, commit in questions.items():
         got = kept.get(question)
         if got is not None and got[1] is not None:
-            packs = gitrepo.packs_stamp(repo) if packs is None else packs
-            if got[1] != packs or gitrepo.stored_loose(repo, commit):
+            packs = worktree.packs_stamp(repo) if packs is None else packs
+            if got[1] != packs or worktree.stored_loose(repo, commit):
                 got = None
         if got is None:
             ask.append(commit)
@@ -700,7 +701,7 @@ def _history(store: Store, repo: gitrepo.Repo, head: str, commits: list[str]) ->
             found[commit] = got[0]
     if not ask:
         return found
-    packs = gitrepo.packs_stamp(repo)
+    packs = worktree.packs_stamp(repo)
     answers = gitdiff.history(repo, head, ask)
     if answers is None:
         return found  # git cannot say: what a check cannot tell stays stale
@@ -709,7 +710,7 @@ def _history(store: Store, repo: gitrepo.Repo, head: str, commits: list[str]) ->
     return found | answers
 
 
-def _renamed(store: Store, repo: gitrepo.Repo, head: str, commit: str) -> dict[str, str]:
+def _renamed(store: Store, repo: worktree.Repo, head: str, commit: str) -> dict[str, str]:
     """Git's renames since ``commit`` (old path -> new), kept per HEAD and state of the index."""
     import json
 
@@ -737,12 +738,14 @@ def _renamed(store: Store, repo: gitrepo.Repo, head: str, commit: str) -> dict[s
     return moved
 
 
-def locate(store: Store, anchors: Iterable[Anchor], *, cwd: str | None = None) -> dict[tuple, str | None]:
+def locate(
+    store: Store, anchors: Iterable[Anchor], *, cwd: str | None = None
+) -> dict[tuple[Any, ...], str | None]:
     """Where each anchor's repository is on this machine: the folder it was recorded in when that is still
     a work tree; else (an anchor from another machine, a moved clone) a work tree with the same origin —
     the current directory's, or one where other anchors were recorded. None when it is not here."""
-    found: dict[tuple, str | None] = {}
-    pending: list[tuple] = []
+    found: dict[tuple[Any, ...], str | None] = {}
+    pending: list[tuple[Any, ...]] = []
     for anchor in anchors:
         key = (anchor.repo, anchor.root)
         if key in found:
@@ -755,8 +758,8 @@ def locate(store: Store, anchors: Iterable[Anchor], *, cwd: str | None = None) -
                 pending.append(key)
     if not pending:
         return found
-    here = gitrepo.find_repo(cwd or os.getcwd())
-    here_key = gitrepo.remote_key(here) if here else None
+    here = worktree.find_repo(cwd or os.getcwd())
+    here_key = worktree.remote_key(here) if here else None
     others = store.anchors.roots(repo for repo, _ in pending)
     for key in pending:
         repo = key[0]
@@ -764,14 +767,18 @@ def locate(store: Store, anchors: Iterable[Anchor], *, cwd: str | None = None) -
             found[key] = here.root
             continue
         for root in others.get(repo, []) if repo is not None else []:
-            if _is_top(root) and (located := gitrepo.find_repo(root)) and gitrepo.remote_key(located) == repo:
+            if (
+                _is_top(root)
+                and (located := worktree.find_repo(root))
+                and worktree.remote_key(located) == repo
+            ):
                 found[key] = root
                 break
     return found
 
 
 def _is_top(root: str) -> bool:
-    repo = gitrepo.find_repo(root)
+    repo = worktree.find_repo(root)
     return repo is not None and repo.root == os.path.abspath(root)
 
 
@@ -953,10 +960,10 @@ def unmerged(store: Store, obs_ids: Iterable[int], *, cwd: str | None = None) ->
 
 def _unmerged(store: Store, anchors: dict[int, Anchor], cwd: str | None) -> set[int]:
     """The observations recorded on a branch of the current repository that HEAD has not merged."""
-    here = gitrepo.find_repo(cwd or os.getcwd())
+    here = worktree.find_repo(cwd or os.getcwd())
     if here is None:
         return set()
-    head = gitrepo.head(here)
+    head = worktree.head(here)
     if head.commit is None:
         return set()
     here_key: list[str | None] = []  # read on first need
@@ -967,11 +974,11 @@ def _unmerged(store: Store, anchors: dict[int, Anchor], cwd: str | None) -> set[
             continue
         if anchor.root != here.root:
             if not here_key:
-                here_key.append(gitrepo.remote_key(here))
+                here_key.append(worktree.remote_key(here))
             if anchor.repo is None or anchor.repo != here_key[0]:
                 continue  # another repository's memory: this HEAD says nothing about it
         if anchor.branch is not None and anchor.branch not in tips:
-            tips[anchor.branch] = gitrepo.branch_commit(here, anchor.branch)
+            tips[anchor.branch] = worktree.branch_commit(here, anchor.branch)
         commits = [c for c in (anchor.commit, tips.get(anchor.branch or "")) if c]
         if commits and commits != [head.commit]:
             evidence[obs_id] = commits
@@ -983,7 +990,7 @@ def _unmerged(store: Store, anchors: dict[int, Anchor], cwd: str | None) -> set[
     return {obs_id for obs_id, commits in evidence.items() if all(c in gone for c in commits)}
 
 
-def _unreachable(store: Store, repo: gitrepo.Repo, head: str, commits: list[str]) -> set[str]:
+def _unreachable(store: Store, repo: worktree.Repo, head: str, commits: list[str]) -> set[str]:
     """Which of ``commits`` HEAD commit ``head`` does not contain: git's answer, kept per work tree and
     HEAD commit (a commit's ancestry never changes), so git runs again only when HEAD moves or a commit
     is new. A commit the repository lacked when asked counts as merged (as git says nothing of it), an
@@ -998,8 +1005,8 @@ def _unreachable(store: Store, repo: gitrepo.Repo, head: str, commits: list[str]
     for commit in wanted:
         answer = kept.get(commit)
         if answer is not None and answer.packs_ns is not None:
-            packs = gitrepo.packs_stamp(repo) if packs is None else packs
-            if answer.packs_ns != packs or gitrepo.stored_loose(repo, commit):
+            packs = worktree.packs_stamp(repo) if packs is None else packs
+            if answer.packs_ns != packs or worktree.stored_loose(repo, commit):
                 answer = None  # it may have arrived since: ask again
         if answer is None:
             ask.append(commit)
@@ -1007,9 +1014,9 @@ def _unreachable(store: Store, repo: gitrepo.Repo, head: str, commits: list[str]
             gone.add(commit)
     if not ask:
         return gone
-    packs = gitrepo.packs_stamp(repo)  # before git looks: a pack that lands meanwhile moves it
-    loose = {commit for commit in ask if gitrepo.stored_loose(repo, commit)}
-    unmerged = gitrepo.unreachable(repo, head, ask)
+    packs = worktree.packs_stamp(repo)  # before git looks: a pack that lands meanwhile moves it
+    loose = {commit for commit in ask if worktree.stored_loose(repo, commit)}
+    unmerged = worktree.unreachable(repo, head, ask)
     if unmerged is None:
         return gone
     fresh = {

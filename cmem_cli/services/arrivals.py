@@ -29,9 +29,9 @@ from typing import Any
 from cmem_cli.core.errors import CmemError, InvalidInput
 from cmem_cli.core.fields import LINKS_MARKER, SUMMARY_FIELDS
 from cmem_cli.services import record_shapes
-from cmem_cli.services.gitrepo import Git
 from cmem_cli.services.reconcile.rule import QUIET_FIELDS, Conflict, Side, conflict_copy
-from cmem_cli.services.writes import FileTransaction, Memory
+from cmem_cli.services.sync_repo import Git
+from cmem_cli.services.writes import FileTransaction, WriteService
 from cmem_cli.store.records import parse_link
 from cmem_export import digest, reading
 
@@ -65,7 +65,7 @@ class Incoming:
         return self.record.get("uid")
 
 
-def parse_file(memory: Memory, relpath: str, data: bytes, *, keep_times: bool = True) -> Incoming:
+def parse_file(memory: WriteService, relpath: str, data: bytes, *, keep_times: bool = True) -> Incoming:
     """Validate one file with the tree's own reader (``cmem_export.reading``, as local adoption uses);
     InvalidInput names the first problem. Nothing is written.
 
@@ -111,7 +111,7 @@ def _shown_links(data: bytes) -> list[tuple[str, str, str]]:
 
 
 def apply(
-    memory: Memory, files: FileTransaction, incoming: list[Incoming], deleted: list[str]
+    memory: WriteService, files: FileTransaction, incoming: list[Incoming], deleted: list[str]
 ) -> dict[str, Any]:
     """Write ``incoming`` and forget what was at the ``deleted`` paths, inside the caller's transaction,
     through the inbound writer (:class:`cmem_cli.services.reconcile.writer.Inbound`, as team pulls do).
@@ -225,7 +225,7 @@ class Pending:
 
 
 def pending(
-    memory: Memory, git: Git, head: str | None = None, *, ancestor: str | None = None
+    memory: WriteService, git: Git, head: str | None = None, *, ancestor: str | None = None
 ) -> Pending | None:
     """What git brought that the store has not adopted; None when it is up to date. ``ancestor``: a
     commit the caller knows ``head`` descends from (no need to ask git)."""
@@ -255,7 +255,7 @@ class Adoption:
     notes: list[str] = field(default_factory=list)
 
 
-def named(memory: Memory, relpath: str) -> tuple[str | None, str | None]:
+def named(memory: WriteService, relpath: str) -> tuple[str | None, str | None]:
     """(uid, machine) as the file at ``relpath`` states them (None, None when it cannot be read): what a
     report of a file not taken names besides its path."""
     import os
@@ -291,7 +291,7 @@ def skipped(data: bytes, reason: str) -> str:
 
 
 def adopt_pending(
-    memory: Memory, files: FileTransaction, todo: Pending, *, dirty: AbstractSet[str] = frozenset()
+    memory: WriteService, files: FileTransaction, todo: Pending, *, dirty: AbstractSet[str] = frozenset()
 ) -> Adoption:
     """Adopt ``todo`` inside the caller's transaction and record its head as adopted, in that same
     transaction. ``dirty``: paths a person changed in the tree since HEAD; their own adoption (as local
@@ -353,7 +353,7 @@ def told(git: Git, last: str, head: str) -> list[dict[str, Any]]:
     return found
 
 
-def advance_adopted(memory: Memory, parent: str | None, head: str | None) -> None:
+def advance_adopted(memory: WriteService, parent: str | None, head: str | None) -> None:
     """A commit cmem made (``head``) holds only what the store holds: if its ``parent`` was adopted, so is
     it (the next sync need not read ``parent..head`` back)."""
     if memory.store.state.get(LAST_ADOPTED) == parent:
@@ -361,7 +361,9 @@ def advance_adopted(memory: Memory, parent: str | None, head: str | None) -> Non
             memory.store.state.set(LAST_ADOPTED, head)
 
 
-def adopt_pending_now(memory: Memory, git: Git, *, dirty: AbstractSet[str] = frozenset()) -> Adoption | None:
+def adopt_pending_now(
+    memory: WriteService, git: Git, *, dirty: AbstractSet[str] = frozenset()
+) -> Adoption | None:
     """:func:`adopt_pending` in its own write transaction (doctor --fix, a sync's first step)."""
     todo = pending(memory, git)
     if todo is None:
@@ -371,7 +373,7 @@ def adopt_pending_now(memory: Memory, git: Git, *, dirty: AbstractSet[str] = fro
 
 
 # -- arrived files that cannot be adopted, reported on every sync until fixed or removed --------------------
-def rejected_files(memory: Memory) -> dict[str, str]:
+def rejected_files(memory: WriteService) -> dict[str, str]:
     try:
         value = json.loads(memory.store.state.get(REJECTED) or "{}")
     except ValueError:
@@ -380,7 +382,7 @@ def rejected_files(memory: Memory) -> dict[str, str]:
 
 
 def remember_rejected(
-    memory: Memory, rejected: list[tuple[str, str]], *, settled: Sequence[str] = ()
+    memory: WriteService, rejected: list[tuple[str, str]], *, settled: Sequence[str] = ()
 ) -> None:
     """Add ``rejected`` to the list kept in the store, and drop the ``settled`` paths (adopted, deleted)."""
     current = rejected_files(memory)
@@ -392,7 +394,7 @@ def remember_rejected(
     memory.store.state.set(REJECTED, json.dumps(current, sort_keys=True) if current else None)
 
 
-def still_rejected(memory: Memory, *, prune: bool = True) -> list[tuple[str, str]]:
+def still_rejected(memory: WriteService, *, prune: bool = True) -> list[tuple[str, str]]:
     """The kept rejections whose file is still in the tree and still not adopted (with ``prune``, the
     list is pruned of the others; doctor without ``--fix`` only reads)."""
     current = rejected_files(memory)

@@ -88,7 +88,7 @@ def usefulness(row: dict[str, Any], now: int) -> float:
         weight *= 0.5
     age_days = max(0.0, (now - int(row.get("created_at") or now)) / 86_400_000)
     recency = 0.5 ** (age_days / HALF_LIFE_DAYS)
-    return weight * (0.25 + 0.75 * recency)
+    return float(weight * (0.25 + 0.75 * recency))
 
 
 def _last_session(store: Store, project: str | None, exclude_session: str | None) -> dict[str, Any] | None:

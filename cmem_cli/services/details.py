@@ -12,7 +12,7 @@ from cmem_cli.core.fields import SUMMARY_FIELDS
 from cmem_cli.core.timeutil import now_ms, to_iso
 from cmem_cli.services import supersession
 from cmem_cli.services.documents import fetch_document, is_document_ref
-from cmem_cli.services.search import Reader, prompt_row, resolve_ref, summary_row
+from cmem_cli.services.search_pipeline import Reader, prompt_row, resolve_ref, summary_row
 from cmem_export import markdown
 
 

@@ -22,14 +22,14 @@ from cmem_cli.core.files import read_regular
 from cmem_cli.services.debris import find_debris
 from cmem_cli.services.debris import remove as remove_debris
 from cmem_cli.services.git_checks import git_checks
-from cmem_cli.services.gitrepo import GIT_DIR_NAME
+from cmem_cli.services.sync_repo import GIT_DIR_NAME
 from cmem_cli.store.presence import REPAIR_ADVICE, lost_store_problem
 from cmem_export import digest, layout
 from cmem_export.journal import pending
 from cmem_export.reading import MAX_FILE_BYTES
 
 if TYPE_CHECKING:
-    from cmem_cli.services.writes import Memory
+    from cmem_cli.services.writes import WriteService
 
 DAMAGED_ADVICE = (
     "restore cmem.db from a backup, or move it aside (mv cmem.db cmem.db.damaged) and rebuild it from the "
@@ -39,7 +39,7 @@ DAMAGED_ADVICE = (
 
 def diagnose(config: Any, *, fix: bool = False) -> dict[str, Any]:
     """The whole doctor run for one home: the store's presence, opening it, then :func:`run_checks`."""
-    from cmem_cli.services.writes import Memory
+    from cmem_cli.services.writes import WriteService
 
     problem = lost_store_problem(config.db_path, config.export_dir)
     if problem is not None:
@@ -47,7 +47,7 @@ def diagnose(config: Any, *, fix: bool = False) -> dict[str, Any]:
             return _failed("store", f"{problem}; {REPAIR_ADVICE}")
         return _rebuild_lost_store(config, problem)
     try:
-        memory = Memory.open(config)
+        memory = WriteService.open(config)
     except DatabaseCorrupt as exc:  # busy, unreadable home: nothing doctor can say better than the error
         message = _without_pointer(exc.message)
         advice = "" if message.endswith("upgrade cmem") else f"; {DAMAGED_ADVICE}"
@@ -60,11 +60,11 @@ def diagnose(config: Any, *, fix: bool = False) -> dict[str, Any]:
 
 def _rebuild_lost_store(config: Any, problem: str) -> dict[str, Any]:
     """`doctor --fix` on a lost store: a new store, then every file of the export adopted into it."""
-    from cmem_cli.services.writes import Memory
+    from cmem_cli.services.writes import WriteService
     from cmem_cli.store.repository import Store
 
     config.ensure_home()
-    memory = Memory(config, Store.open(config.db_path))  # no presence check: this is the rebuild
+    memory = WriteService(config, Store.open(config.db_path))  # no presence check: this is the rebuild
     try:
         report = run_checks(memory, fix=True)
     finally:
@@ -96,7 +96,7 @@ def _guarded(checks: list[dict[str, Any]], name: str, check: Callable[[], tuple[
     return ok
 
 
-def run_checks(memory: Memory, *, fix: bool = False) -> dict[str, Any]:
+def run_checks(memory: WriteService, *, fix: bool = False) -> dict[str, Any]:
 
     store = memory.store
     checks: list[dict[str, Any]] = []
@@ -166,7 +166,7 @@ def run_checks(memory: Memory, *, fix: bool = False) -> dict[str, Any]:
     return {"ok": ok, "checks": checks}
 
 
-def team_checks(memory: Memory) -> list[dict[str, Any]]:
+def team_checks(memory: WriteService) -> list[dict[str, Any]]:
     """A member of a team database: the rows of it this home refused (cmem_cli.team.inbound) and has not
     taken since. Only the server's side can repair them (or a later edit of them by cmem)."""
 
@@ -187,7 +187,7 @@ def team_checks(memory: Memory) -> list[dict[str, Any]]:
     ]
 
 
-def _supersedes_loops(memory: Memory, *, fix: bool) -> dict[str, Any]:
+def _supersedes_loops(memory: WriteService, *, fix: bool) -> dict[str, Any]:
     """Loops of ``supersedes`` links the store took before arrivals broke them (every memory of one counts
     as replaced and is left out of the briefing); ``--fix`` breaks them as arrivals do, files included."""
     from cmem_cli.services import supersession
@@ -214,7 +214,7 @@ def _supersedes_loops(memory: Memory, *, fix: bool) -> dict[str, Any]:
     }
 
 
-# What `doctor --fix` repairs by adopting and regenerating the export (``Memory.rebuild_export``).
+# What `doctor --fix` repairs by adopting and regenerating the export (``WriteService.rebuild_export``).
 _REBUILT_BY_FIX = (
     "missing files", "changed files", "changed, to adopt", "new files, to adopt", "interrupted writes",
 )  # fmt: skip
@@ -224,7 +224,7 @@ NOT_ADOPTED = "files not adopted"
 Findings = dict[str, list[tuple[str, str | None]]]
 
 
-def export_problems(memory: Memory) -> Findings:
+def export_problems(memory: WriteService) -> Findings:
     """Every export check's findings as (path, reason or None), by check name, in the order doctor shows
     them. A file adoption would refuse is listed once, under :data:`NOT_ADOPTED` with its reason, not as a
     file to adopt."""

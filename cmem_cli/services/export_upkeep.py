@@ -12,18 +12,18 @@ from pathlib import Path
 from typing import Any
 
 from cmem_cli.core.files import read_regular
-from cmem_cli.services.writes import Memory
+from cmem_cli.services.writes import WriteService
 from cmem_export import atomic, digest, layout, markdown
 
 EXPECTED_PAGE = 500  # observations whose anchors a whole-store pass reads at once
 
 
-def expected_files(memory: Memory) -> dict[str, str]:
+def expected_files(memory: WriteService) -> dict[str, str]:
     """Every export file the database implies: relative path -> exact content."""
     return dict(iter_expected_files(memory))
 
 
-def iter_expected_files(memory: Memory) -> Iterator[tuple[str, str]]:
+def iter_expected_files(memory: WriteService) -> Iterator[tuple[str, str]]:
     """:meth:`expected_files` one file at a time, the store read a page at a time: a whole-store pass
     holds one page of rows, not a million rendered files."""
 
@@ -50,7 +50,7 @@ def iter_expected_files(memory: Memory) -> Iterator[tuple[str, str]]:
         yield row["path"] or layout.summary_relpath(row), markdown.render_summary(row)
 
 
-def rebuild_export(memory: Memory) -> dict[str, Any]:
+def rebuild_export(memory: WriteService) -> dict[str, Any]:
     """Adopt what people changed or added in the tree, then regenerate every file the store implies.
 
     Never deletes a file: one without a store row is adopted (or reported when it cannot be), except
@@ -101,7 +101,7 @@ def rebuild_export(memory: Memory) -> dict[str, Any]:
     }
 
 
-def orphan_files(memory: Memory, expected: set[str]) -> list[Path]:
+def orphan_files(memory: WriteService, expected: set[str]) -> list[Path]:
     """Markdown files no database row accounts for: regular files in a project folder, or files in the
     export root that claim to be memories (``reading.claims_memory``).
 

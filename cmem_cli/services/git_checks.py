@@ -5,7 +5,7 @@
   them first, before anything else looks at the tree: otherwise a file another machine forgot would look
   "missing" and be restored, and the next sync would push it back to everyone.
 - **git debris**: lock files and an unfinished merge a killed git left, when no git process works in the
-  tree (``cmem_cli.services.gitrepo``); ``--fix`` clears them.
+  tree (``cmem_cli.services.sync_repo``); ``--fix`` clears them.
 
 Both repairs run under the sync lock, so they never race a running `cmem sync`; while one runs, doctor
 only reports.
@@ -18,13 +18,13 @@ from typing import TYPE_CHECKING, Any
 from cmem_cli.core.errors import CmemError, DatabaseBusy
 from cmem_cli.core.synclock import sync_lock
 from cmem_cli.services import arrivals
-from cmem_cli.services.gitrepo import Git, clear_git_debris, connected_git_dir, find_git_debris
+from cmem_cli.services.sync_repo import Git, clear_git_debris, connected_git_dir, find_git_debris
 
 if TYPE_CHECKING:
-    from cmem_cli.services.writes import Memory
+    from cmem_cli.services.writes import WriteService
 
 
-def git_checks(memory: Memory, *, fix: bool) -> list[dict[str, Any]]:
+def git_checks(memory: WriteService, *, fix: bool) -> list[dict[str, Any]]:
     """The checks of a tree connected with `cmem sync init` (none for any other tree)."""
     git_dir = connected_git_dir(memory.config.home, memory.export_root)
     if git_dir is None:
@@ -64,7 +64,7 @@ def git_checks(memory: Memory, *, fix: bool) -> list[dict[str, Any]]:
     return [arrivals_check, debris_check]
 
 
-def _adopt(memory: Memory, git: Git) -> None:
+def _adopt(memory: WriteService, git: Git) -> None:
     """Adopt ``last..HEAD`` as a sync would: interrupted export writes rolled back first, and paths a
     person changed in the tree since HEAD left to their own adoption."""
     from cmem_cli.services.recovery import recover

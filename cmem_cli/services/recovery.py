@@ -17,10 +17,10 @@ from cmem_export import atomic, digest, layout
 from cmem_export.journal import pending, undo_entries
 
 if TYPE_CHECKING:
-    from cmem_cli.services.writes import Memory
+    from cmem_cli.services.writes import WriteService
 
 
-def recover(memory: Memory, *, skip: Path | None = None) -> list[str]:
+def recover(memory: WriteService, *, skip: Path | None = None) -> list[str]:
     """Apply every pending journal (inside the caller's write transaction); returns the paths restored."""
     store, root = memory.store, memory.export_root
     restored: list[str] = []

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from cmem_cli.services.anchors import check_anchors
-from cmem_cli.services.search import observation_row
+from cmem_cli.services.search_pipeline import observation_row
 from cmem_cli.store.repository import Store
 
 

@@ -17,7 +17,8 @@ from collections.abc import Iterable
 from typing import Any, Protocol
 
 from cmem_cli.store.repository import Filters, Store
-from cmem_cli.store.supersession import SUPERSEDES, ObservationText
+from cmem_cli.store.supersession import SUPERSEDES as SUPERSEDES  # the services' callers name it from here
+from cmem_cli.store.supersession import ObservationText
 
 MAX_CHAIN = 20  # successors followed from one row (a chain of replacements; cycles stop earlier)
 

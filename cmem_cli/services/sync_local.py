@@ -9,9 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from cmem_cli.services.adopt import AdoptReport, adopt_tree
-from cmem_cli.services.writes import Memory
+from cmem_cli.services.writes import WriteService
 
 
-def sync_local(memory: Memory, paths: list[Path] | None = None) -> AdoptReport:
+def sync_local(memory: WriteService, paths: list[Path] | None = None) -> AdoptReport:
     """Adopt every change made in the export tree since cmem last wrote it (or only ``paths``)."""
     return adopt_tree(memory, paths)

@@ -120,7 +120,7 @@ class FileTransaction:
         self.journal.close()
 
 
-class Memory:
+class WriteService:
     """High-level operations used by commands, hooks and importers.
 
     Besides the one-call writes (``add_observation``, ``edit_observation``, ``forget``, ...), sync, team
@@ -136,14 +136,14 @@ class Memory:
         self._joined: FileTransaction | None = None  # the file transaction of an open :meth:`transaction`
 
     @classmethod
-    def open(cls, config: Config) -> Memory:
+    def open(cls, config: Config) -> WriteService:
         config.ensure_home()
         return cls(config, Store.open(config.db_path, config.export_dir))
 
     def close(self) -> None:
         self.store.close()
 
-    def __enter__(self) -> Memory:
+    def __enter__(self) -> WriteService:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -209,14 +209,15 @@ class Memory:
 
     # -- privacy ----------------------------------------------------------------------------------------
     def _scrub_record(self, record: dict[str, Any]) -> dict[str, Any]:
-        return self.privacy.scrub_record(record, config=self.config)
+        scrubbed: dict[str, Any] = self.privacy.scrub_record(record, config=self.config)
+        return scrubbed
 
     def scrub_text(self, text: str | None) -> str | None:
         """``text`` with this home's privacy rules applied (private spans and secrets removed); what adoption
         and team sync pass to a record's other fields, such as an adopted anchor."""
         if text is None:
             return text
-        return self.privacy.scrub(text, config=self.config)
+        return str(self.privacy.scrub(text, config=self.config))
 
     # -- observations ----------------------------------------------------------------------------------
     def prepare(self, record: Any, defaults: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -408,11 +409,11 @@ class Memory:
         if "id" in link:
             if self.store.observations.find(link["id"]) is None:
                 raise NotFound(f"link target {link['id']} does not exist")
-            return link["id"]
+            return int(link["id"])
         target = self.store.observations.by_uid(link["uid"])
         if target is None:
             raise NotFound(f"link target {link['uid']} does not exist")
-        return target["id"]
+        return int(target["id"])
 
     def link_entries(
         self,

@@ -1,7 +1,7 @@
 """`cmem sync` through git: adopt, commit exactly what cmem adopted, fetch, merge by uid, adopt, push.
 
 The export tree is git's working tree (git's own folder is ``<home>/sync.git``, see
-``cmem_cli.services.gitrepo``). Only observations and summaries travel (`.gitignore` keeps temporary and
+``cmem_cli.services.sync_repo``). Only observations and summaries travel (`.gitignore` keeps temporary and
 lock files out); the database, prompts, sessions and the index stay on the machine.
 
 Kill-safety rests on three rules:
@@ -31,7 +31,8 @@ from typing import Any
 from cmem_cli.core.errors import SyncError, UsageError
 from cmem_cli.core.synclock import sync_lock
 from cmem_cli.services import arrivals
-from cmem_cli.services.gitrepo import (
+from cmem_cli.services.reconcile.rule import tell
+from cmem_cli.services.sync_repo import (
     BRANCH,
     MARKER,
     REMOTE,
@@ -42,8 +43,7 @@ from cmem_cli.services.gitrepo import (
     home_git_dir,
     move_into_home,
 )
-from cmem_cli.services.reconcile.rule import tell
-from cmem_cli.services.writes import Memory
+from cmem_cli.services.writes import WriteService
 from cmem_cli.sync.merge import Resolution, merge_versions, read_blobs
 from cmem_export import atomic, digest
 
@@ -78,7 +78,7 @@ def blob_id(data: bytes) -> str:
 class Syncer:
     """One sync run over one memory's export tree."""
 
-    def __init__(self, memory: Memory, progress: Progress | None = None):
+    def __init__(self, memory: WriteService, progress: Progress | None = None):
         self.memory = memory
         # (phase, done, total or 0): a first sync of a large tree runs for minutes (1,000,000 files: 11)
         self.progress: Progress = progress or (lambda phase, done, total: None)
@@ -582,13 +582,13 @@ class Syncer:
 
 
 def _last(proc: Any) -> str:
-    from cmem_cli.services.gitrepo import last_line
+    from cmem_cli.services.sync_repo import last_line
 
     return last_line(proc.stderr or proc.stdout)
 
 
 def run_sync(
-    memory: Memory,
+    memory: WriteService,
     url: str | None = None,
     *,
     report: dict[str, Any] | None = None,

@@ -20,7 +20,6 @@ from typing import Any
 
 from cmem_cli.core.errors import CmemError
 from cmem_cli.services.arrivals import Incoming, incoming_of, parse_file, side_of
-from cmem_cli.services.gitrepo import Git
 from cmem_cli.services.reconcile.rule import (
     EDIT_BEATS_FORGET,
     Conflict,
@@ -28,7 +27,8 @@ from cmem_cli.services.reconcile.rule import (
     merge,
     same_field_conflict,
 )
-from cmem_cli.services.writes import Memory
+from cmem_cli.services.sync_repo import Git
+from cmem_cli.services.writes import WriteService
 from cmem_export import layout, markdown
 
 
@@ -66,7 +66,7 @@ def read_blobs(git: Git, specs: list[str]) -> dict[str, bytes | None]:
     return found
 
 
-def _parse(memory: Memory, relpath: str, data: bytes | None) -> Incoming | None:
+def _parse(memory: WriteService, relpath: str, data: bytes | None) -> Incoming | None:
     if data is None:
         return None
     try:
@@ -76,7 +76,7 @@ def _parse(memory: Memory, relpath: str, data: bytes | None) -> Incoming | None:
 
 
 def merge_versions(
-    memory: Memory, relpath: str, base: bytes | None, ours: bytes | None, theirs: bytes | None
+    memory: WriteService, relpath: str, base: bytes | None, ours: bytes | None, theirs: bytes | None
 ) -> Resolution:
     """Merge one path's three versions (None: absent on that side) by the one rule
     (:mod:`cmem_cli.services.reconcile.rule`)."""
@@ -130,7 +130,7 @@ def merge_records(
     return merged, incoming_of(copy, loser), same_field_conflict(result, copy)
 
 
-def render(memory: Memory, item: Incoming, relpath: str) -> bytes:
+def render(memory: WriteService, item: Incoming, relpath: str) -> bytes:
     """The file cmem would write for ``item`` at ``relpath`` (links name their targets as this store
     knows them, else as the merged files showed them)."""
     record = dict(item.record)
@@ -148,7 +148,7 @@ def render(memory: Memory, item: Incoming, relpath: str) -> bytes:
     return text.encode("utf-8")
 
 
-def _copy_file(memory: Memory, copy: Incoming) -> tuple[str, bytes]:
+def _copy_file(memory: WriteService, copy: Incoming) -> tuple[str, bytes]:
     record = copy.record
     if copy.kind == "summary":
         relpath = layout.summary_relpath(record)

@@ -1,6 +1,6 @@
 """Writing what the team database sent into this home, through the inbound writer git sync uses too.
 
-Rows that arrive are validated and scrubbed like any input (``Memory.prepare``), keep the time of their
+Rows that arrive are validated and scrubbed like any input (``WriteService.prepare``), keep the time of their
 edit (``updated_at``), and get their export files like any memory, in the caller's file transaction
 (:class:`cmem_cli.services.reconcile.writer.Inbound`). The outbox's triggers are paused meanwhile
 (:func:`cmem_cli.store.team_outbox.queue_on`), so nothing that arrives is pushed back (a merge or a
@@ -16,19 +16,19 @@ from cmem_cli.core.fields import SUMMARY_FIELDS
 from cmem_cli.core.timeutil import now_ms
 from cmem_cli.services.reconcile.upsert import put_prompt, put_session
 from cmem_cli.services.reconcile.writer import Inbound
-from cmem_cli.services.writes import FileTransaction, Memory
+from cmem_cli.services.writes import FileTransaction, WriteService
 from cmem_cli.store import team_outbox as outbox
 from cmem_cli.team.records import anchor_of, observation_in
 from cmem_cli.team.sessions import merged, same_session
 
 
 class Applier:
-    """One batch of arrivals, written inside the caller's ``Memory.write_transaction`` transaction through
+    """One batch of arrivals, written inside the caller's ``WriteService.write_transaction`` transaction through
     the inbound writer git sync uses too (:class:`cmem_cli.services.reconcile.writer.Inbound`)."""
 
     def __init__(
         self,
-        memory: Memory,
+        memory: WriteService,
         files: FileTransaction,
         notes: list[str],
         conflicts: list[dict[str, Any]] | None = None,

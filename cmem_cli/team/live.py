@@ -63,11 +63,11 @@ class TeamLive:
 
     def _session(self) -> None:
         """One connection's life: catch up, then push and pull as things happen."""
-        from cmem_cli.services.writes import Memory
+        from cmem_cli.services.writes import WriteService
         from cmem_cli.team import server, teamsync
         from cmem_cli.team.vectors import VectorMaker
 
-        with Memory.open(self.config) as memory:
+        with WriteService.open(self.config) as memory:
             settings = teamsync.remote(memory)
             if settings is None:
                 raise CmemError("this home has no team database any more")

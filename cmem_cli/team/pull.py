@@ -15,7 +15,7 @@ from typing import Any
 from cmem_cli.core.fields import LINK_TYPES
 from cmem_cli.core.timeutil import now_ms
 from cmem_cli.services.reconcile.rule import Conflict, tell
-from cmem_cli.services.writes import Memory
+from cmem_cli.services.writes import WriteService
 from cmem_cli.store import team_outbox as outbox
 from cmem_cli.team import inbound
 from cmem_cli.team.apply import Applier
@@ -56,7 +56,7 @@ def top_revision(conn: Any, log: bool | None = None) -> int:
 
 
 class Puller:
-    def __init__(self, memory: Memory, conn: Any, projects: list[str], report: dict[str, Any]):
+    def __init__(self, memory: WriteService, conn: Any, projects: list[str], report: dict[str, Any]):
         self.memory = memory
         self.local = memory.store  # this home's store: the outbox and base revisions
         self.conn = conn

@@ -30,7 +30,7 @@ from typing import Any
 from cmem_cli.core.timeutil import now_ms
 from cmem_cli.services.anchors import exported
 from cmem_cli.services.reconcile.rule import EDIT_BEATS_FORGET, Conflict, merge, same_field_conflict, tell
-from cmem_cli.services.writes import Memory
+from cmem_cli.services.writes import WriteService
 from cmem_cli.store import team_outbox as outbox
 from cmem_cli.team import inbound, server
 from cmem_cli.team.apply import Applier
@@ -74,7 +74,9 @@ _SELECT_SUMMARIES = (
 class Pusher:
     """Push everything queued; results go to ``report`` (pushed, forgotten, conflicts, notes)."""
 
-    def __init__(self, memory: Memory, conn: Any, machine: str, report: dict[str, Any], vectors: VectorMaker):
+    def __init__(
+        self, memory: WriteService, conn: Any, machine: str, report: dict[str, Any], vectors: VectorMaker
+    ):
         self.memory = memory
         self.local = memory.store  # this home's store: the outbox and base revisions
         self.conn = conn

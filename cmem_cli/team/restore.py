@@ -24,7 +24,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from cmem_cli.services.writes import Memory
+from cmem_cli.services.writes import WriteService
 from cmem_cli.team import server
 from cmem_cli.team.pull import PULLED, RESTORING, top_revision
 
@@ -49,7 +49,7 @@ def identity(conn: Any) -> str:
     return ":".join(parts)
 
 
-def check(memory: Memory, conn: Any, report: dict[str, Any]) -> bool:
+def check(memory: WriteService, conn: Any, report: dict[str, Any]) -> bool:
     """Compare the server with what this home remembers of it; start again when it went back in time.
     True when this sync started again (``report["restored"]``, and a note)."""
     local = memory.store

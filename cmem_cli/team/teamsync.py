@@ -16,8 +16,8 @@ from typing import Any
 
 from cmem_cli.core.errors import UsageError
 from cmem_cli.core.synclock import sync_lock
-from cmem_cli.services.search import Reader
-from cmem_cli.services.writes import Memory
+from cmem_cli.services.search_pipeline import Reader
+from cmem_cli.services.writes import WriteService
 from cmem_cli.store import team_outbox as outbox
 from cmem_cli.team import restore, server
 from cmem_cli.team.pull import PULLED, Puller
@@ -70,7 +70,7 @@ def new_report(settings: dict[str, Any]) -> dict[str, Any]:
 
 
 def init(
-    memory: Memory,
+    memory: WriteService,
     url_text: str,
     *,
     projects: list[str],
@@ -123,7 +123,7 @@ def _widened(before: list[str], after: list[str]) -> bool:
     return not after or bool(set(after) - set(before))
 
 
-def sync(memory: Memory, report: dict[str, Any] | None = None) -> dict[str, Any]:
+def sync(memory: WriteService, report: dict[str, Any] | None = None) -> dict[str, Any]:
     """One `cmem sync` with the team database this home joined (``report``: as for :func:`init`)."""
     current = remote(memory)
     if current is None:
@@ -138,7 +138,7 @@ def sync(memory: Memory, report: dict[str, Any] | None = None) -> dict[str, Any]
 
 
 def _run(
-    memory: Memory, conn: Any, url: str, password: str | None, report: dict[str, Any] | None
+    memory: WriteService, conn: Any, url: str, password: str | None, report: dict[str, Any] | None
 ) -> dict[str, Any]:
     """Adopt, push, pull. A push the server refuses (a read-only role) leaves the queue as it is and the
     pull goes on; the refusal is raised once the pull is done, with the report filled."""
@@ -192,7 +192,7 @@ def _fill(report: dict[str, Any] | None, values: dict[str, Any]) -> dict[str, An
     return report
 
 
-def _adopt_local(memory: Memory, report: dict[str, Any]) -> None:
+def _adopt_local(memory: WriteService, report: dict[str, Any]) -> None:
     """Hand edits of the export tree first: adopting them writes the store, which queues them."""
     from cmem_cli.services.sync_local import sync_local
 
@@ -209,7 +209,7 @@ def default_machine() -> str:
 
 
 def push_only(
-    memory: Memory, conn: Any, settings: dict[str, Any], report: dict[str, Any], vectors: VectorMaker
+    memory: WriteService, conn: Any, settings: dict[str, Any], report: dict[str, Any], vectors: VectorMaker
 ) -> None:
     """Push what is queued (`cmem watch` does this within seconds of a local write), once the server is
     known not to have gone back in time."""
@@ -218,6 +218,6 @@ def push_only(
         Pusher(memory, conn, settings["machine"], report, vectors).run()
 
 
-def pull_only(memory: Memory, conn: Any, settings: dict[str, Any], report: dict[str, Any]) -> None:
+def pull_only(memory: WriteService, conn: Any, settings: dict[str, Any], report: dict[str, Any]) -> None:
     with server.translated(settings["url"], None, conn):
         Puller(memory, conn, settings["projects"], report).run()

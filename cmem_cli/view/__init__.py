@@ -28,7 +28,7 @@ class Page(NamedTuple):
 
 def build(memory: Memory, scope: Scope) -> Page:
     """The page for ``scope``: its records read through the API, rendered with the data embedded."""
-    return page_for(memory.window(scope.as_query(), limit=scope.limit), scope)
+    return page_for(memory.window(scope.query, limit=scope.limit), scope)
 
 
 def page_for(window: dict[str, Any], scope: Scope) -> Page:
@@ -58,9 +58,9 @@ def page_for(window: dict[str, Any], scope: Scope) -> Page:
         "branch": current_branch(),
     }
     summary = {
-        "project": scope.project,
-        "session": scope.session,
-        "query": scope.query,
+        "project": scope.query.project,
+        "session": scope.query.session,
+        "query": scope.query.text,
         "since": window["since"],
         "until": window["until"],
         "observations": counts["shown"],
@@ -90,10 +90,10 @@ def current_branch() -> str | None:
     """The branch of the git work tree the page is made in (None outside git or on a detached HEAD)."""
     import os
 
-    from cmem_cli.core import gitrepo
+    from cmem_cli.core import worktree
 
     try:
-        repo = gitrepo.find_repo(os.getcwd())
+        repo = worktree.find_repo(os.getcwd())
     except OSError:
         return None
-    return gitrepo.head(repo).branch if repo is not None else None
+    return worktree.head(repo).branch if repo is not None else None

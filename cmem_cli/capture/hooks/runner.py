@@ -121,9 +121,9 @@ def run(
             _answer(stdout, adapter.reply(payload.event, output) if adapter is not None else output)
             _replay_spooled(config, log_dir)
             if event in TURN_ENDS:
-                from cmem_index import refresh
+                from cmem_cli.api.index import Index
 
-                refresh.request(config)  # detached: the hook never waits for the index
+                Index(config).refresh()  # detached: the hook never waits for the index
             adapter = None  # answered
         finally:
             if adapter is not None:  # an agent that waits for an answer gets one even when the event was kept

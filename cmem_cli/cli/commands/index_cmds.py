@@ -1,7 +1,8 @@
 """Index commands: `cmem index`, `cmem status`, `cmem watch`, `cmem collection add|list|remove`.
 
-Thin wrappers over ``index.*``; everything heavy (apsw, numpy, llama.cpp, watchdog) is imported inside the
-command bodies so other commands start fast.
+Thin wrappers over the API's index face (``memory.index``, :class:`cmem_cli.api.index.Index`): the CLI never
+imports the index package. Everything heavy (apsw, numpy, llama.cpp, watchdog) loads inside the face's
+calls, so other commands start fast.
 """
 
 from __future__ import annotations
@@ -46,45 +47,21 @@ def index_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Update the search index from the export tree and your collections (only what changed)."""
-    from cmem_index import refresh
-    from cmem_index.collections import load_collections
-    from cmem_index.indexer import Indexer, rebuild
-    from cmem_index.loading import NO_MODEL_HINT, lazy_embedder
-    from cmem_index.lock import writer_lock
-    from cmem_index.store import IndexStore
-
-    config = current_config()
-    config.ensure_home()
-    collections = load_collections(config)
-    embedder, note = lazy_embedder(config, refresh.remembered_model(config))
-    if embedder is None and config.embed_model_chosen:
-        from cmem_cli.core.errors import ModelError
-
-        raise ModelError(note or f"embedding model {config.embed_model} is not usable")
-    if embedder is None:
-        print(f"cmem: keyword-only index: {note}", file=sys.stderr)
-        note = note if "cmem models" in (note or "") else f"{note}; {NO_MODEL_HINT}"
+    from cmem_cli.cli.invocation import open_api
     from cmem_cli.cli.progress import ProgressBar
 
-    progress = ProgressBar()
+    def keyword_only(why: str) -> None:
+        print(f"cmem: keyword-only index: {escape_control(why)}", file=sys.stderr)
 
     def waiting() -> None:
         print("cmem: waiting for another cmem process to finish updating the index...", file=sys.stderr)
 
+    progress = ProgressBar()
     try:
-        with writer_lock(config.index_path, on_wait=waiting):
-            taken = refresh.take_backlog(config.index_path)  # this pass covers what the hooks noted
-            if full:
-                report = rebuild(config.index_path, collections, embedder, note=note, progress=progress)
-            else:
-                store = IndexStore.open(config.index_path)
-                try:
-                    report = Indexer(store, collections, embedder, note=note, progress=progress).run()
-                finally:
-                    store.close()
-            if embedder is not None:
-                refresh.remember_model(config, embedder.describe())
-            refresh.backlog_done(taken)
+        with open_api() as memory:
+            report = memory.index.build(
+                full=full, progress=progress, on_wait=waiting, on_keyword_only=keyword_only
+            )
     finally:
         progress.close()
     for error in report.errors:
@@ -100,7 +77,7 @@ def status_cmd(as_json: JsonOpt = False) -> None:
     from cmem_cli.cli.invocation import open_api
 
     with open_api() as memory:
-        info = memory.index_status()
+        info = memory.index.status()
     if as_json:
         write(dumps(info) + "\n")
         return
@@ -181,10 +158,9 @@ def watch_cmd(
 ) -> None:
     """Watch the export tree and every collection; adopt hand edits and re-index until Ctrl-C / SIGTERM.
     With a team database, also push local writes within seconds and pull what others push."""
-    from cmem_index.watcher import Watcher
+    from cmem_cli.cli.invocation import open_api
 
     config = current_config()
-    config.ensure_home()
 
     def report(r: Any) -> None:
         if r.read or r.removed or r.embedded:
@@ -195,15 +171,7 @@ def watch_cmd(
 
         print(f"cmem: {escape_control(unsecret(message))}", file=sys.stderr, flush=True)
 
-    from cmem_index.loading import load_embedder
-
-    embedder, note = load_embedder(config)  # loaded once here; the watcher reuses it
-    if embedder is None:
-        print(f"cmem: keyword-only index: {escape_control(note or '')}", file=sys.stderr, flush=True)
-
     def adopt(paths: list[Path] | None) -> None:
-        from cmem_cli.cli.invocation import open_api
-
         with open_api(write=True) as memory:
             result = memory.adopt_edits(paths)
         for path, reason in result.invalid + result.conflicts:
@@ -214,7 +182,12 @@ def watch_cmd(
             )
             print(f"cmem: adopted {counts}", file=sys.stderr, flush=True)
 
-    watcher = Watcher(config, debounce=debounce, on_report=report, on_error=error, on_export_change=adopt)
+    with open_api() as memory:
+        watcher, keyword_only = memory.index.watcher(
+            debounce=debounce, on_report=report, on_error=error, on_export_change=adopt
+        )
+    if keyword_only is not None:
+        print(f"cmem: keyword-only index: {escape_control(keyword_only)}", file=sys.stderr, flush=True)
     watcher.install_signal_handlers()
     team = _team_live(config, error)
     print("cmem: watching; Ctrl-C to stop", file=sys.stderr, flush=True)
@@ -255,9 +228,10 @@ def collection_add(
     ] = None,
 ) -> None:
     """Add a folder of markdown to the index; prints the collection name."""
-    from cmem_index.collections import add_collection
+    from cmem_cli.cli.invocation import open_api
 
-    collection = add_collection(current_config(), directory, name=name, mask=mask)
+    with open_api() as memory:
+        collection = memory.index.add_collection(directory, name=name, mask=mask)
     write(f"{collection.name}\n")
     print(f"cmem: added {collection.root} ({collection.mask}); run `cmem index` to index it", file=sys.stderr)
 
@@ -265,9 +239,10 @@ def collection_add(
 @collection_app.command("list")
 def collection_list(as_json: JsonOpt = False) -> None:
     """List collections ('memories' is cmem's own export tree)."""
-    from cmem_index.collections import load_collections
+    from cmem_cli.cli.invocation import open_api
 
-    collections = load_collections(current_config())
+    with open_api() as memory:
+        collections = memory.index.collections()
     if as_json:
         write(dumps([c.to_json() for c in collections]) + "\n")
         return
@@ -278,39 +253,16 @@ def collection_list(as_json: JsonOpt = False) -> None:
 @collection_app.command("remove")
 def collection_remove(name: Annotated[str, typer.Argument(help="Collection name.", metavar="NAME")]) -> None:
     """Stop indexing a collection and drop its documents from the index (files are not touched)."""
-    from cmem_cli.core.errors import DatabaseBusy
-    from cmem_index.collections import remove_collection
+    from cmem_cli.cli.invocation import open_api
 
-    config = current_config()
-    removed = remove_collection(config, name)
-    try:
-        dropped = _drop_from_index(config, removed.name)
-    except DatabaseBusy:
-        dropped = None
+    with open_api() as memory:
+        removed, dropped = memory.index.remove_collection(name)
     where = (
         f"{dropped} documents dropped from the index"
         if dropped is not None
         else "the next `cmem index` drops it"
     )
     print(f"cmem: removed collection {removed.name} ({where})", file=sys.stderr)
-
-
-def _drop_from_index(config: Any, name: str) -> int:
-    from cmem_index.lock import writer_lock
-    from cmem_index.store import IndexStore
-
-    if not config.index_path.exists():
-        return 0
-    with writer_lock(config.index_path, timeout=2.0):
-        store = IndexStore.open(config.index_path)
-        try:
-            docs = store.documents_in(name)
-            with store.transaction():
-                for doc in docs.values():
-                    store.delete_document(doc.id)
-            return len(docs)
-        finally:
-            store.close()
 
 
 def register(app: typer.Typer) -> None:

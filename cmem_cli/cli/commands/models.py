@@ -1,7 +1,8 @@
 """`cmem models list|pull|import|path`: the embedding and reranking models cmem uses.
 
-Only `cmem models pull` touches the network. Everything heavy (the downloader, the gguf writer, numpy) is
-imported inside the command that needs it.
+They stand on the API's face (``memory.index.models``, :class:`cmem_cli.api.index.Models`). Only `cmem
+models pull` touches the network. Everything heavy (the downloader, the gguf writer, numpy) loads inside the
+call that needs it.
 """
 
 from __future__ import annotations
@@ -9,15 +10,16 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from cmem_cli.cli.commands.common import JsonOpt
 from cmem_cli.cli.invocation import current_config
 from cmem_cli.cli.render import Column, dumps, emit_rows, escape_control, resolve_format, write
-from cmem_cli.core.config import Config
-from cmem_cli.core.errors import ModelError
+
+if TYPE_CHECKING:
+    from cmem_cli.api.index import Models
 
 models_app = typer.Typer(
     name="models",
@@ -36,41 +38,11 @@ SpecArg = Annotated[
 RerankOpt = Annotated[bool, typer.Option("--rerank", help="Use the configured reranker, not the embedder.")]
 
 
-def _configured(config: Config, rerank: bool) -> str:
-    spec = config.rerank_model if rerank else config.embed_model
-    if not spec:
-        role, var, key = (
-            ("reranker", "CMEM_RERANK_MODEL", "rerank")
-            if rerank
-            else ("embedding model", "CMEM_EMBED_MODEL", "embed")
-        )
-        raise ModelError(f"no {role} configured; set {var} or `[models] {key} = ...` in the config file")
-    return spec
+def _models() -> Models:
+    """The API's face of this home's model files (nothing is opened: models are files, not rows)."""
+    from cmem_cli.api import Memory
 
-
-def _describe(config: Config, role: str, spec: str | None) -> dict[str, Any]:
-    from cmem_index.model_specs import is_gguf, parse_spec
-
-    row: dict[str, Any] = {"role": role, "spec": spec, "path": None, "present": False, "size": None}
-    if spec is None:
-        return row
-    try:
-        path = parse_spec(spec, config.models_dir).local_path(config.models_dir)
-    except ModelError as exc:
-        row["error"] = exc.message
-        return row
-    row["path"] = str(path)
-    if path.is_file():
-        row["present"] = is_gguf(path)
-        row["size"] = path.stat().st_size
-    return row
-
-
-def _files(models_dir: Path) -> list[dict[str, Any]]:
-    if not models_dir.is_dir():
-        return []
-    found = sorted(p for p in models_dir.rglob("*.gguf") if p.is_file())
-    return [{"path": str(p), "size": p.stat().st_size} for p in found]
+    return Memory(config=current_config()).index.models
 
 
 def _state(row: dict[str, Any]) -> str:
@@ -91,14 +63,11 @@ def _size(n: int | None) -> str:
 
 def list_cmd(as_json: JsonOpt = False) -> None:
     """Show the configured models, whether they are on disk, and every GGUF in the models directory."""
-    config = current_config()
-    rows = [
-        _describe(config, "embed", config.embed_model),
-        _describe(config, "rerank", config.rerank_model),
-    ]
-    files = _files(config.models_dir)
+    models = _models()
+    rows = models.configured()
+    files = models.files()
     if as_json:
-        write(dumps({"models_dir": str(config.models_dir), "configured": rows, "files": files}) + "\n")
+        write(dumps({"models_dir": str(models.directory), "configured": rows, "files": files}) + "\n")
         return
     listing = [
         {
@@ -191,16 +160,13 @@ def pull_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Download a model (default: the configured embedding model) into the models directory."""
-    from cmem_index.download import pull
-    from cmem_index.model_specs import parse_spec
-
-    config = current_config()
-    spec = spec or _configured(config, rerank)
-    parsed = parse_spec(spec, config.models_dir)
-    dest = parsed.local_path(config.models_dir)
+    models = _models()
+    role = "rerank" if rerank else "embed"
+    spec = spec or models.spec(role)
+    dest = models.local_path(spec)
     existed = dest.is_file()
     with _Bar(dest.name) as bar:
-        path = pull(parsed, config.models_dir, progress=bar, sha256=sha256, timeout=timeout)
+        path = models.pull(spec, progress=bar, sha256=sha256, timeout=timeout)
     if as_json:
         result = {"spec": spec, "path": str(path), "size": path.stat().st_size, "downloaded": not existed}
         write(dumps(result) + "\n")
@@ -228,15 +194,9 @@ def import_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Convert a local checkpoint (safetensors, config, vocab, pooling config) into a GGUF model, no torch."""
-    from cmem_index.importer import default_name, import_checkpoint
-
-    config = current_config()
-    directory = _checkpoint_folder(directory)
-    stem = (name or default_name(directory)).removesuffix(".gguf")
-    if not stem or "/" in stem or stem.startswith("."):
-        raise ModelError(f"bad model name {stem!r}: use a plain file name")
-    dest = config.models_dir / f"{stem}.gguf"
-    result = import_checkpoint(directory, dest, name=stem, outtype=outtype, overwrite=force)
+    models = _models()
+    result = models.import_checkpoint(directory, name=name, outtype=outtype, overwrite=force)
+    dest = result.path
     role, var, key = (
         ("reranker", "CMEM_RERANK_MODEL", "rerank")
         if result.pooling == "rank"
@@ -259,10 +219,8 @@ def import_cmd(
         )
     else:
         write(f"{escape_control(str(result.path))}\n")
-    if key == "embed" and _needs_embedder(config):
-        from cmem_cli.services.config_edit import set_config_value
-
-        written = set_config_value("models", "embed", dest.name)
+    if key == "embed" and models.needs_embedder():
+        written = models.choose_embedder(dest.name)
         print(
             f"cmem: no embedding model was usable, so {dest.name} is now the embedder "
             f'([models] embed = "{dest.name}" in {written})',
@@ -271,47 +229,17 @@ def import_cmd(
         return
     print(
         f"cmem: to use it as the {role}, set {var}={dest.name} "
-        f'or add `[models] {key} = "{dest.name}"` to {_config_hint()}',
+        f'or add `[models] {key} = "{dest.name}"` to {models.config_file()}',
         file=sys.stderr,
     )
 
 
-def _checkpoint_folder(directory: Path) -> Path:
-    """The checkpoint itself, or its ``model/`` folder when given the Python package that ships one."""
-    nested = directory / "model"
-    if not (directory / "config.json").is_file() and (nested / "config.json").is_file():
-        return nested
-    return directory
-
-
-def _needs_embedder(config: Any) -> bool:
-    """True when no embedding model is usable and none was chosen in the environment, which wins over the
-    config file (so writing the file would change nothing in this shell)."""
-    from cmem_cli.core.errors import CmemError
-    from cmem_index.loading import embed_model_path
-
-    if os.environ.get("CMEM_EMBED_MODEL"):
-        return False
-    try:
-        embed_model_path(config)
-    except CmemError:
-        return True
-    return False
-
-
-def _config_hint() -> str:
-    from cmem_cli.core.config import config_file_path
-
-    return str(config_file_path())
-
-
 def path_cmd(spec: SpecArg = None, rerank: RerankOpt = False, as_json: JsonOpt = False) -> None:
     """Print the local file of a model (default: the configured embedding model); fails when missing."""
-    from cmem_index.model_specs import resolve
-
-    config = current_config()
-    spec = spec or _configured(config, rerank)
-    path = resolve(spec, config.models_dir, role="rerank" if rerank else "embed")
+    models = _models()
+    role = "rerank" if rerank else "embed"
+    spec = spec or models.spec(role)
+    path = models.path(spec, role=role)
     if as_json:
         write(dumps({"spec": spec, "path": str(path), "size": path.stat().st_size}) + "\n")
     else:

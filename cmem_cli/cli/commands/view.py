@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -16,37 +17,31 @@ from cmem_cli.core.text import escape_control
 
 
 def view(
-    query: str | None = None,
-    project: str | None = None,
     all_projects: bool = False,
-    obs_type: list[str] | None = None,
-    concept: list[str] | None = None,
-    file: list[str] | None = None,
-    agent: str | None = None,
-    session: str | None = None,
-    since: str | None = None,
-    until: str | None = None,
     limit: int = 2000,
     output: str | None = None,
     open_page: bool | None = None,
     as_json: bool = False,
+    **filters: Any,
 ) -> None:
-    """Write the page, say where (stdout) and what it leaves out (stderr), and open it when asked to."""
+    """Write the page, say where (stdout) and what it leaves out (stderr), and open it when asked to.
+    ``filters`` are search's (a Query's fields under their option names, :mod:`cmem_cli.core.query_fields`)."""
+    from cmem_cli.api import Query
+    from cmem_cli.core.query_fields import query_arguments
     from cmem_cli.view import build as build_page
     from cmem_cli.view import resolve
     from cmem_cli.view.files import default_path, sweep_debris, write_private
 
+    fields = query_arguments(filters)
     notes: list[str] = []
     with open_api() as memory:
-        if project is None and not all_projects and not session:
+        if fields["project"] is None and not all_projects and not fields["session"]:
             from cmem_cli.cli.read_bodies import scope as default_scope
 
-            project, scope_note = default_scope(memory, None, False)
+            fields["project"], scope_note = default_scope(memory, None, False)
             notes += [scope_note] if scope_note else []
-        scope = resolve(
-            query, project=project, all_projects=all_projects, types=obs_type, concepts=concept, files=file,
-            agent=agent, session=typed_session(memory, session), since=since, until=until, limit=limit,
-        )  # fmt: skip
+        fields["session"] = typed_session(memory, fields["session"])
+        scope = resolve(Query(**fields), all_projects=all_projects, limit=limit)
         page = build_page(memory, scope)
         config = memory.config
     if page.note:

@@ -16,7 +16,7 @@ from typing import Any
 
 from cmem_cli.services import supersession
 from cmem_cli.services.reconcile.upsert import put_observation, put_summary
-from cmem_cli.services.writes import FileTransaction, Memory
+from cmem_cli.services.writes import FileTransaction, WriteService
 from cmem_export import layout
 
 
@@ -26,7 +26,7 @@ class Inbound:
 
     def __init__(
         self,
-        memory: Memory,
+        memory: WriteService,
         files: FileTransaction,
         notes: list[str],
         conflicts: list[dict[str, Any]],
@@ -59,7 +59,7 @@ class Inbound:
         relpath: str | None = None,
         arrived_at: str | None = None,
     ) -> int:
-        """Store a prepared ``record`` (``Memory.prepare``) under its uid; returns its local id. ``links``:
+        """Store a prepared ``record`` (``WriteService.prepare``) under its uid; returns its local id. ``links``:
         its links by uid, all of them; ``anchor``: the code anchor it states (None: the store's stays);
         ``relpath``: the file name it keeps (git: a file that names its uid lives where git put it);
         ``arrived_at``: where its file arrived (removed when the memory's file is elsewhere)."""

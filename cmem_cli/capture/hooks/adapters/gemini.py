@@ -85,10 +85,21 @@ def tool_fields(data: dict[str, Any]) -> dict[str, Any]:
             result["exit_code"] = int(exit_code.group(1))
     return {
         "tool_name": claude,
-        "tool_input": renamed(data.get("tool_input"), fields),
+        "tool_input": _lines_from_one(tool, renamed(data.get("tool_input"), fields)),
         "tool_response": result,
         "error": message,
     }
+
+
+def _lines_from_one(tool: str, tool_input: Any) -> Any:
+    """read_file's ``offset`` is the 0-based line number to start from (Gemini CLI's tool schema); Claude
+    Code's Read, whose shape the runner takes, counts lines from 1."""
+    if tool != "read_file" or not isinstance(tool_input, dict):
+        return tool_input
+    offset = tool_input.get("offset")
+    if isinstance(offset, int) and not isinstance(offset, bool) and offset >= 0:
+        return {**tool_input, "offset": offset + 1}
+    return tool_input
 
 
 def reply(event: str, answer: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -27,7 +27,7 @@ from cmem_cli.store.supersession import ObservationText
 
 if TYPE_CHECKING:
     from cmem_cli.store.anchors import Anchor
-    from cmem_index.search import IndexHit
+    from cmem_index.hybrid import IndexHit
 
 K = TypeVar("K", bound=Hashable)
 
@@ -108,7 +108,6 @@ def filters_of(query: Query, store: Store | None = None) -> Filters:
     a project covers its repository's older names too (``folded``: worktree folders recorded under their own
     names before projects were keyed by repository, which `cmem projects` shows as ``same_as`` it)."""
     filters = Filters(**query.filter_fields().fields())
-    filters.machine = query.machine
     if store is not None and filters.project is not None:
         filters.folded = store.projects.older_names(filters.project)
     return filters
@@ -356,7 +355,7 @@ class Retrieved(NamedTuple):
 class Source(Links, Protocol):
     """Where a search's rows come from, and what every stage after retrieval reads about them, by the rows'
     ``id``: this home (:class:`HomeSource`: the store's keyword search fused with the index) or the team
-    database (``cmem_cli.team.search.TeamSource``, whose rows are keyed by uid until :meth:`shown`). The
+    database (``cmem_cli.team.source.TeamSource``, whose rows are keyed by uid until :meth:`shown`). The
     stages themselves (replies, order, branches, successors and inferred supersession, anchors, the page)
     are :func:`search`'s, one pipeline for every source."""
 
@@ -474,7 +473,7 @@ def _observation_ids(rows: list[dict[str, Any]]) -> list[Any]:
 class HomeSource(StoreLinks):
     """This home as a search's :class:`Source`: keyword hits from the store (fresh the moment a write
     commits, covering prompts and summaries) fused with the index's BM25 and vector hits over cmem's export
-    tree and the user's collections (``cmem_index.search.hybrid``). Without an index everything still
+    tree and the user's collections (``cmem_index.hybrid.hybrid``). Without an index everything still
     works from the store alone. An unknown collection is NotFound."""
 
     __slots__ = ("memory", "collections")
@@ -513,7 +512,7 @@ class HomeSource(StoreLinks):
 
         pending = Background(lambda: _store_hits(store, query, filters, depth, with_store, not collections))
 
-        from cmem_index.search import hybrid
+        from cmem_index.hybrid import hybrid
 
         try:
             results = hybrid(

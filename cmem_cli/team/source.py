@@ -1,10 +1,10 @@
 """`cmem search --team`: the team database as a search's source, by Postgres full text and pgvector.
 
-:class:`TeamSource` is a :class:`cmem_cli.services.search.Source`: it retrieves, and the search service runs
+:class:`TeamSource` is a :class:`cmem_cli.services.search_pipeline.Source`: it retrieves, and the search service runs
 every stage after retrieval on its rows as on this home's (replies, branches, successors and inferred
 supersession from the team's links, anchors and stale files from the team's anchors, the page). Its two
-ranked lists are fused and cut off by the index's own stages (:func:`cmem_index.search.fusion`,
-:func:`cmem_index.search.cut_off`):
+ranked lists are fused and cut off by the index's own stages (:func:`cmem_index.hybrid.fusion`,
+:func:`cmem_index.hybrid.cut_off`):
 
 - **keyword**: rows whose ``tsvector`` matches any of the query's words (English stemming), scored as a
   BM25 without term-frequency saturation: the summed IDF of the query words a row contains (IDF counted
@@ -27,13 +27,14 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from cmem_cli.core.errors import ModelError, UsageError
+from cmem_cli.core.filters import SqlDialect
 from cmem_cli.core.timeutil import to_iso
 from cmem_cli.team import server
 
 if TYPE_CHECKING:
     from cmem_cli.core.query import Query
     from cmem_cli.services.anchors import Anchor
-    from cmem_cli.services.search import Filters, Reader, Retrieved
+    from cmem_cli.services.search_pipeline import Filters, Reader, Retrieved
     from cmem_cli.store.supersession import ObservationText
 
 DF_CAP = 50_000  # a word in more rows than this is common: counting further changes its IDF very little
@@ -74,7 +75,7 @@ def team_source(reader: Reader) -> Iterator[TeamSource]:
 
 
 class TeamSource:
-    """The team database as a :class:`cmem_cli.services.search.Source` (ids are uids)."""
+    """The team database as a :class:`cmem_cli.services.search_pipeline.Source` (ids are uids)."""
 
     def __init__(self, reader: Reader, conn: Any) -> None:
         self.reader, self.conn = reader, conn
@@ -102,9 +103,9 @@ class TeamSource:
         return [_row(r) for r in _dicts(self.conn.execute(sql, params))]
 
     def retrieve(self, ask: Query, filters: Filters, depth: int, trace: Any) -> Retrieved:
-        from cmem_cli.services.search import Retrieved, signals_json
+        from cmem_cli.services.search_pipeline import Retrieved, signals_json
         from cmem_index.fusion import KEYWORD, VECTOR, Signal
-        from cmem_index.search import Candidates, cut_off, fusion
+        from cmem_index.hybrid import Candidates, cut_off, fusion
 
         query, mode, conn = ask.text or "", ask.mode, self.conn
         depth = min(depth, ALL)
@@ -217,51 +218,45 @@ class _Scope:
 
     def __init__(self, filters: Filters):
         self.filters = filters
-        self.with_summaries = not (filters.types or filters.concepts or filters.files or filters.branch)
+        self.with_summaries = not filters.observation_only
         self.observations, self.params = self._sql(observations=True)
         self.summaries, _ = self._sql(observations=False)
 
     def _sql(self, *, observations: bool) -> tuple[str, dict[str, Any]]:
-        f = self.filters
-        clauses: list[str] = []
-        params: dict[str, Any] = {}
-        if f.project is not None and f.folded:  # the project and its repository's older names
-            clauses.append("o.project = ANY(%(f_project)s)")
-            params["f_project"] = [f.project, *f.folded]
-        for name in ("project", "agent", "session", "machine"):
-            if name == "project" and f.folded:
-                continue
-            if getattr(f, name, None) is not None:
-                clauses.append(f"o.{name} = %(f_{name})s")
-                params[f"f_{name}"] = getattr(f, name)
-        if f.since is not None:
-            clauses.append("o.created_at >= %(f_since)s")
-            params["f_since"] = int(f.since)
-        if f.until is not None:
-            clauses.append("o.created_at <= %(f_until)s")
-            params["f_until"] = int(f.until)
-        if observations:
-            if f.types:
-                clauses.append("o.type = ANY(%(f_types)s)")
-                params["f_types"] = list(f.types)
-            for i, concept in enumerate(f.concepts):
-                clauses.append(
-                    f"EXISTS (SELECT 1 FROM jsonb_array_elements_text(o.concepts) c WHERE lower(c) = lower(%(f_c{i})s))"
-                )
-                params[f"f_c{i}"] = concept
-            for i, path in enumerate(f.files):
-                escaped = path.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-                clauses.append(
-                    "EXISTS (SELECT 1 FROM jsonb_array_elements_text(o.files_read || o.files_modified) p "
-                    f"WHERE p = %(f_p{i})s OR p LIKE %(f_ps{i})s OR p LIKE %(f_pd{i})s)"
-                )
-                params.update(
-                    {f"f_p{i}": path, f"f_ps{i}": "%/" + escaped, f"f_pd{i}": escaped.rstrip("/") + "/%"}
-                )
-            if f.branch is not None:
-                clauses.append("o.anchor->>'branch' = %(f_branch)s")
-                params["f_branch"] = f.branch
-        return " AND ".join(clauses) or "true", params
+        dialect = _TeamSql("o")
+        return " AND ".join(self.filters.clauses(dialect, observations=observations)) or "true", dialect.named
+
+
+class _TeamSql(SqlDialect):
+    """The filters in PostgreSQL over a team table aliased ``o``: named parameters (``f_0``, ``f_1``...),
+    concepts and files in JSON arrays, the branch in the anchor."""
+
+    def __init__(self, alias: str):
+        super().__init__(alias)
+        self.named: dict[str, Any] = {}
+
+    def bind(self, value: Any) -> str:
+        name = f"f_{len(self.named)}"
+        self.named[name] = value
+        return f"%({name})s"
+
+    def types(self, values: list[str]) -> str:
+        return f"{self.alias}.type = ANY({self.bind(list(values))})"
+
+    def concept(self, value: str) -> str:
+        return (
+            f"EXISTS (SELECT 1 FROM jsonb_array_elements_text({self.alias}.concepts) c "
+            f"WHERE lower(c) = lower({self.bind(value)}))"
+        )
+
+    def file(self, path: str) -> str:
+        return (
+            f"EXISTS (SELECT 1 FROM jsonb_array_elements_text({self.alias}.files_read || {self.alias}.files_modified) p "
+            f"WHERE {self.path_match('p', path)})"
+        )
+
+    def branch(self, name: str) -> str:
+        return f"{self.alias}.anchor->>'branch' = {self.bind(name)}"
 
 
 # -- the two lists ---------------------------------------------------------------------------------------
@@ -362,7 +357,7 @@ def _query_vector(
         if mode != "auto":
             notes.append("no memory on the team database has a vector from this home's embedding model")
         return None, None
-    from cmem_index.search import embed_search_query, query_vector_scale
+    from cmem_index.hybrid import embed_search_query, query_vector_scale
 
     packed = embed_search_query(embedder, query)
     vector = fingerprint, int(embedder.dim), list(array("f", packed)), query_vector_scale(packed)

@@ -500,7 +500,7 @@ def _open(config: Config, notes: list[str]) -> IndexStore | None:
         return None
 
 
-def _guard(run: Any, notes: list[str], what: str) -> list[DocHit]:
+def _guard(run: Callable[[], list[DocHit]], notes: list[str], what: str) -> list[DocHit]:
     try:
         return run()
     except CmemError as exc:
