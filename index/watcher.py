@@ -101,6 +101,7 @@ class Watcher:
         from cmem_index.loading import load_embedder
 
         self._embedder, self._note = load_embedder(self.config)
+        self._model_remembered = self._embedder is None
         self._observer = Observer()
         self._observer.start()
         try:
@@ -273,7 +274,30 @@ class Watcher:
             self.on_error(f"index pass failed: {message}")
             return
         self.passes += 1
+        if not self._model_remembered:
+            self._remember_model()
         self.on_report(report)
+
+    def _remember_model(self) -> None:
+        """Note in the index which model file made its vectors, as `cmem index` does: without it `cmem
+        status` calls the vectors a watcher made stale, and the next `cmem index` loads the model to learn
+        what it could have read."""
+        from cmem_index.loading import model_file_identity
+        from cmem_index.refresh import remember_model
+
+        embedder = self._embedder
+        if embedder is None:
+            return
+        remember_model(
+            self.config,
+            {
+                "file": model_file_identity(Path(embedder.path)),
+                "fingerprint": embedder.fingerprint,
+                "dim": embedder.dim,
+                "max_tokens": embedder.max_tokens,
+            },
+        )
+        self._model_remembered = True
 
 
 _CHANGES = frozenset({"created", "modified", "deleted", "moved", "closed"})

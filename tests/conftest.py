@@ -195,6 +195,14 @@ def pg_server() -> Iterator[Any]:
     from tests.pg_server import stop_when_gone
 
     stop_when_gone(os.getpid(), server, root)
+    from tests.pg_server import admin
+
+    # A test server's commits need not reach the disk (a clean stop still writes them all; no test crashes
+    # the server): each team_db's CREATE/DROP DATABASE and each commit skip their fsync.
+    with admin(server) as conn:
+        for setting in ("fsync", "full_page_writes", "synchronous_commit"):
+            conn.execute(f"ALTER SYSTEM SET {setting} = off")
+        conn.execute("SELECT pg_reload_conf()")
     try:
         yield server
     finally:

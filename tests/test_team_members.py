@@ -8,8 +8,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +19,7 @@ import pytest
 
 from tests.pg_server import admin, bin_path, start, stop
 from tests.team_helpers import Home, cmem, server_rows
+from tests.watch_helpers import end_watch, start_watch
 
 pytestmark = pytest.mark.postgres  # one worker runs them all (tests/conftest.py): they share one server
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "team.md"
@@ -339,60 +342,45 @@ def test_the_admin_sql_of_docs_team_md_works_as_written_for_an_administrator_and
 
 
 # -- one embedder, two threads -------------------------------------------------------------------------------
-TWO_THREADS = """
-import sys, threading
-from cmem_cli.__main__ import main
-from cmem_cli.core.config import load_config
-from cmem_cli.team.vectors import VectorMaker
-
-home = sys.argv[1]
-rows = [{"uid": f"u{i}", "title": f"Pushed memory {i}", "narrative": f"words of memory {i} " * 60}
-        for i in range(120)]
-done = {}
-
-def push():  # what the team thread does for each queued batch (cmem_cli.team.push)
-    maker = VectorMaker(load_config(home), [])
-    done["push"] = sum(len(maker.embed(rows[i:i + 20], [])) for i in range(0, 120, 20))
-
-def index():  # the indexer's first pass over an unbuilt index (cmem watch starts with one)
-    done["index"] = main(["--home", home, "index"])
-
-threads = [threading.Thread(target=push), threading.Thread(target=index)]
-for thread in threads:
-    thread.start()
-for thread in threads:
-    thread.join()
-print(done["push"], done["index"])
-"""
-
-
-def test_the_team_push_and_the_indexer_embed_at_once_with_one_model_and_never_abort(
-    homes: dict[str, Home], minilm_gguf: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+def test_watch_pushes_and_indexes_at_once_with_one_model_and_never_aborts(
+    homes: dict[str, Home], team_db: str, minilm_gguf: Path, tmp_path: Path
 ):
-    """Under `cmem watch` the indexer's first pass and the team thread's push both embed with the one model
-    a process loads (cmem_index.loading): llama.cpp aborted the process (SIGABRT, GGML_ASSERT) when two
-    threads used its context at once. Here both run in one process, on a home with 120 memories not yet
-    indexed while 120 more are embedded for a push. (Not through `cmem watch` against the test server:
-    storing vectors aborts this machine's pgvector, an invalid opcode in vector.so, whatever cmem does.)"""
-    monkeypatch.setenv("CMEM_EMBED_MODEL", str(minilm_gguf))
+    """`cmem watch` on a home with queued writes and no index yet: its indexer's first pass and its team
+    thread's push both embed with the one model the process loads (cmem_index.loading). llama.cpp aborted
+    the process (SIGABRT, GGML_ASSERT) when two threads used its context at once (issues 32 and 35)."""
     a = homes["a"]
+    a.join(team_db)
     records = tmp_path / "records.json"
     records.write_text(
         json.dumps(
             [
-                {"title": f"Indexed memory {i}", "project": "web", "narrative": f"text number {i} " * 40}
-                for i in range(120)
+                {"title": f"Memory {i}", "project": "web", "narrative": f"words of memory {i} " * 15}
+                for i in range(20)
             ]
         )
     )
-    a.ok("add", "--json", str(records))
-    done = subprocess.run(
-        [sys.executable, "-c", TWO_THREADS, str(a.path)], capture_output=True, text=True, timeout=900
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.split() == ["120", "0"] and "GGML_ASSERT" not in done.stderr
-    status = json.loads(cmem(a.path, "status", "--json").stdout)
-    assert status["documents"] == 120 and status["vectors_current"] is True
+    a.ok("add", "--json", str(records))  # queued for the team database; the index is not built
+    env = {"CMEM_EMBED_MODEL": str(minilm_gguf), "CMEM_MACHINE": "a"}
+    watch, lines, reader = start_watch({**os.environ, **env, "CMEM_HOME": str(a.path)})
+    try:
+        deadline = time.monotonic() + 120
+        while True:  # until the index is built and every memory is on the server with its vector
+            said = "".join(lines)
+            assert watch.poll() is None and "failed" not in said and time.monotonic() < deadline, said
+            status = json.loads(cmem(a.path, "status", "--json", env=env).stdout)
+            vectors = server_rows(team_db, "SELECT count(*) FROM cmem_vectors WHERE kind = 'observation'")
+            if (status["documents"], status["vectors_current"], vectors) == (20, True, [(20,)]):
+                break
+            time.sleep(0.2)
+        watch.send_signal(signal.SIGINT)
+        watch.wait(timeout=30)
+    finally:
+        said = end_watch(watch, lines, reader)
+    assert watch.returncode == 0 and "GGML_ASSERT" not in said and said.endswith("cmem: stopped\n"), said
+    assert "team: pushed 20," in said and "indexed 20 files" in said and "20 embedded" in said
+    assert server_rows(team_db, "SELECT count(DISTINCT uid), count(*) FROM cmem_observations") == [(20, 20)]
+    status = json.loads(cmem(a.path, "status", "--json", env=env).stdout)
+    assert (status["stale_documents"], status["chunks_without_current_vectors"]) == (0, 0)
 
 
 def test_team_search_says_showing_n_of_more_only_when_the_list_was_cut(homes: dict[str, Home], team_db: str):
