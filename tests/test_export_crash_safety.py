@@ -52,9 +52,11 @@ def _die_in_child(action) -> None:
     if pid == 0:  # pragma: no cover - the child
         try:
             action()
-        finally:
-            os._exit(9)
-    os.waitpid(pid, 0)
+        except BaseException:  # the action broke before the kill point: not the crash this test is about
+            os._exit(70)
+        os._exit(71)  # the action never reached its kill point
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 9, "the child did not die where the test kills it"
 
 
 def test_files_of_a_write_killed_before_its_commit_are_rolled_back(cli, home, monkeypatch):
@@ -67,7 +69,7 @@ def test_files_of_a_write_killed_before_its_commit_are_rolled_back(cli, home, mo
         from cmem_cli.services import writes as memory_module
 
         monkeypatch.setattr(memory_module.atomic, "sync_all", lambda: os._exit(9))  # files written, no commit
-        with memory_module.Memory.open(load_config()) as memory:
+        with memory_module.WriteService.open(load_config()) as memory:
             records = [
                 memory.prepare({"uid": kept["uid"], "title": "kept", "project": "p", "narrative": "CHANGED"})
             ]
@@ -93,7 +95,7 @@ def test_a_write_killed_after_its_commit_is_finished_by_doctor_fix(cli, home, mo
         from cmem_cli.services import writes as memory_module
 
         monkeypatch.setattr(memory_module.FileTransaction, "commit", lambda self: os._exit(9))
-        with memory_module.Memory.open(load_config()) as memory:
+        with memory_module.WriteService.open(load_config()) as memory:
             memory.forget([1])
 
     _die_in_child(forget_then_die_after_commit)

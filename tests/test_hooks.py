@@ -88,7 +88,8 @@ def test_read_is_a_discovery_with_files_read_and_a_repeat_key() -> None:
     )
     assert obs.record["title"] == "Read src/db.py"
     assert obs.record["subtitle"] == "lines 40-59"
-    assert obs.record["files_read"] == ["src/db.py"]
+    # cited as PATH:START-END, as a person cites lines: the store keeps src/db.py and anchors those lines
+    assert obs.record["files_read"] == ["src/db.py:40-59"]
     assert obs.repeat_key == "read:/repo/src/db.py"
 
 

@@ -85,3 +85,17 @@ def test_an_error_echoing_hostile_input_is_one_printable_line(cli, sh, argv):
         assert result.exit_code == {"models": 8, "collection": 3, "get": 4}[argv[0]]
         assert "\x1b" not in result.stderr and result.stderr.count("\n") == 1
         assert "internal error" not in result.stderr
+
+
+@pytest.mark.parametrize("agent", ["transcript", "opencode"])
+def test_an_import_of_a_file_whose_name_is_not_utf8_reports_it_escaped(
+    sh, tmp_path: Path, agent: str
+) -> None:
+    """A file name is bytes; one that is not UTF-8 reaches cmem as surrogates, which neither stdout nor
+    stderr can encode as they are: `--json` and the error line show it escaped."""
+    name = str(tmp_path / "\udcff\udcfe.json")  # the bytes ff fe: no such file
+    result = sh("import", agent, name, "--settle", "0", "--json")
+    assert result.exit_code == 7, result.stderr
+    assert "internal error" not in result.stderr
+    assert json.loads(result.stdout)[0]["path"] == name
+    assert result.stderr.count("\n") == 1 and "\\udcff\\udcfe" in result.stderr

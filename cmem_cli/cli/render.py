@@ -39,7 +39,9 @@ def write(text: str) -> None:
 
 
 def dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, indent=2)
+    """JSON as UTF-8 text; a lone surrogate (a file name's bytes that are not UTF-8) stays a ``\\udcXX``
+    escape, which stdout can print and a JSON reader reads back."""
+    return json.dumps(value, ensure_ascii=False, indent=2).encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 class Column:

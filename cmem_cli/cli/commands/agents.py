@@ -113,7 +113,7 @@ def _run_import(
 
     from cmem_cli.capture.hooks.capture import Capture
     from cmem_cli.capture.hooks.rules import rules_from_config
-    from cmem_cli.cli.render import write
+    from cmem_cli.cli.render import dumps, write
 
     module_name, importer_name = READERS[agent]
     module = importlib.import_module(f"cmem_cli.capture.{module_name}")
@@ -129,7 +129,7 @@ def _run_import(
         reports = importer.import_paths(paths)
     failed = [r for r in reports if r.error]
     if as_json:
-        write(json.dumps([r.as_json() for r in reports], ensure_ascii=False, indent=2) + "\n")
+        write(dumps([r.as_json() for r in reports]) + "\n")
     else:
         sessions = {s for r in reports for s in r.sessions}
         total = {
@@ -142,8 +142,10 @@ def _run_import(
             + (f"; {total['bad_lines']} unreadable lines skipped" if total["bad_lines"] else "")
             + "\n"
         )
+    from cmem_cli.cli.guard import say
+
     for report in failed:
-        typer.echo(f"cmem: {report.path}: {report.error}", err=True)
+        say(f"{report.path}: {report.error}")  # a file name's bytes need not be UTF-8
     if failed:
         raise typer.Exit(EXIT_IO)
 
