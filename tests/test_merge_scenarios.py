@@ -10,7 +10,6 @@ through the real CLI (`cmem sync --json`).
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -19,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from cmem_cli.__main__ import main
+from tests import team_helpers
 from tests.sync_helpers import bare_repo
 
 pytestmark = pytest.mark.postgres  # the team half shares the session's server (tests/conftest.py)
@@ -29,35 +28,18 @@ EDIT_BEATS_FORGET = "edited on one machine, forgotten on the other: the edit is 
 KEY_CLASH = "key 'deploy' was given to two memories: the earlier one keeps it"
 
 
-class Home:
-    """One machine: a cmem home driven in-process through the CLI's entry point, as ``CMEM_MACHINE``."""
+class Home(team_helpers.Home):
+    """One machine (team_helpers.Home) with the remote it syncs through and what it was told."""
 
     def __init__(self, path: Path, capsys: Any, name: str, remote: str):
-        self.path, self.capsys, self.name, self.remote = path, capsys, name, remote
+        super().__init__(path, capsys, name)
+        self.remote = remote
         self.told: list[dict[str, Any]] = []
 
-    def run(self, *args: str) -> tuple[int, str, str]:
-        self.capsys.readouterr()
-        before = os.environ.get("CMEM_MACHINE")
-        os.environ["CMEM_MACHINE"] = self.name
-        try:
-            code = main(["--home", str(self.path), *args])
-        finally:
-            if before is None:
-                del os.environ["CMEM_MACHINE"]
-            else:
-                os.environ["CMEM_MACHINE"] = before
-        out, err = self.capsys.readouterr()
-        return code, out, err
-
-    def ok(self, *args: str) -> str:
-        code, out, err = self.run(*args)
-        assert code == 0, (args, code, err)
-        return out
-
-    def add(self, title: str, *extra: str) -> str:
-        obs_id = self.ok("add", "--title", title, "--project", "web", *extra).split()[0]
-        return str(json.loads(self.ok("get", obs_id, "--json"))[0]["uid"])
+    def add(self, title: str, *extra: str, project: str = "web") -> str:
+        """Add a memory; its uid (the same on every machine), not its local number."""
+        obs_id = super().add(title, *extra, project=project)
+        return str(json.loads(self.ok("get", str(obs_id), "--json"))[0]["uid"])
 
     def join(self, url: str) -> None:
         extra = ("--machine", self.name) if url.startswith("postgresql") else ()
