@@ -22,10 +22,9 @@ from typing import Any
 
 from cmem_cli.capture.agent_dirs import codex_dir
 from cmem_cli.capture.hooks.adapters.codex import shell_output
-from cmem_cli.capture.hooks.capture import Capture, Where
+from cmem_cli.capture.hooks.capture import Where
 from cmem_cli.capture.hooks.tools import ToolCall
 from cmem_cli.capture.turns import (
-    DEFAULT_SETTLE_SECONDS,
     FileReport,
     SessionImporter,
     TurnReader,
@@ -160,14 +159,3 @@ class RolloutImporter(SessionImporter):
     """Imports Codex CLI rollouts through one :class:`Capture`."""
 
     reader = _RolloutReader
-
-
-def import_rollouts(
-    capture: Capture,
-    paths: list[Path],
-    *,
-    project: str | None = None,
-    settle_seconds: float = DEFAULT_SETTLE_SECONDS,
-) -> list[FileReport]:
-    """Import rollouts; an unreadable file is reported, not fatal to the others."""
-    return RolloutImporter(capture, project=project, settle_seconds=settle_seconds).import_paths(paths)

@@ -27,10 +27,9 @@ from typing import Any
 
 from cmem_cli.capture.agent_dirs import gemini_dir
 from cmem_cli.capture.hooks.adapters import gemini
-from cmem_cli.capture.hooks.capture import Capture, Where
+from cmem_cli.capture.hooks.capture import Where
 from cmem_cli.capture.hooks.tools import ToolCall
 from cmem_cli.capture.turns import (
-    DEFAULT_SETTLE_SECONDS,
     FileReport,
     SessionImporter,
     TurnReader,
@@ -240,14 +239,3 @@ class ChatImporter(SessionImporter):
     """Imports Gemini CLI chats through one :class:`Capture`."""
 
     reader = _ChatReader
-
-
-def import_chats(
-    capture: Capture,
-    paths: list[Path],
-    *,
-    project: str | None = None,
-    settle_seconds: float = DEFAULT_SETTLE_SECONDS,
-) -> list[FileReport]:
-    """Import saved chats; an unreadable file is reported, not fatal to the others."""
-    return ChatImporter(capture, project=project, settle_seconds=settle_seconds).import_paths(paths)

@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from cmem_cli.capture.hooks.adapters import opencode
-from cmem_cli.capture.hooks.capture import Capture, Where
+from cmem_cli.capture.hooks.capture import Where
 from cmem_cli.capture.hooks.tools import ToolCall
-from cmem_cli.capture.turns import DEFAULT_SETTLE_SECONDS, FileReport, SessionImporter, TurnReader
+from cmem_cli.capture.turns import FileReport, SessionImporter, TurnReader
 
 AGENT = "opencode"
 _FINISHED = ("completed", "error")  # a call still pending or running has no result yet
@@ -132,14 +132,3 @@ class ExportImporter(SessionImporter):
     """Imports opencode session exports through one :class:`Capture`."""
 
     reader = _ExportReader
-
-
-def import_exports(
-    capture: Capture,
-    paths: list[Path],
-    *,
-    project: str | None = None,
-    settle_seconds: float = DEFAULT_SETTLE_SECONDS,
-) -> list[FileReport]:
-    """Import exports; an unreadable file is reported, not fatal to the others."""
-    return ExportImporter(capture, project=project, settle_seconds=settle_seconds).import_paths(paths)

@@ -20,10 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from cmem_cli.capture.agent_dirs import claude_dir
-from cmem_cli.capture.hooks.capture import Capture, Where
+from cmem_cli.capture.hooks.capture import Where
 from cmem_cli.capture.hooks.tools import ToolCall, response_text
 from cmem_cli.capture.turns import (
-    DEFAULT_SETTLE_SECONDS,
     FileReport,
     SessionImporter,
     TurnReader,
@@ -212,14 +211,3 @@ class TranscriptImporter(SessionImporter):
     """Imports Claude Code transcript files through one :class:`Capture`."""
 
     reader = _ClaudeReader
-
-
-def import_paths(
-    capture: Capture,
-    paths: list[Path],
-    *,
-    project: str | None = None,
-    settle_seconds: float = DEFAULT_SETTLE_SECONDS,
-) -> list[FileReport]:
-    """Import several transcripts; one unreadable file is reported, not fatal to the others."""
-    return TranscriptImporter(capture, project=project, settle_seconds=settle_seconds).import_paths(paths)
