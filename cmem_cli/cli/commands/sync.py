@@ -9,7 +9,6 @@ has connected the tree to a git remote, it also commits, fetches, merges, adopts
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any
@@ -20,7 +19,7 @@ from cmem_cli.cli.commands.common import JsonOpt
 from cmem_cli.cli.exits import EXIT_INVALID
 from cmem_cli.cli.guard import failure, unsecret
 from cmem_cli.cli.invocation import open_api
-from cmem_cli.cli.render import escape_control, write
+from cmem_cli.cli.render import dumps, escape_control, write
 
 if TYPE_CHECKING:
     from cmem_cli.api import Memory
@@ -31,7 +30,7 @@ sync_app = typer.Typer(invoke_without_command=True)
 def _local(memory: Memory, as_json: bool) -> None:
     report = memory.adopt_edits()
     if as_json:
-        write(json.dumps(report.to_json(), ensure_ascii=False, indent=2) + "\n")
+        write(dumps(report.to_json()) + "\n")
     else:
         for name in ("adopted", "created", "forgotten", "rolled_back"):
             for path in getattr(report, name):
@@ -42,15 +41,15 @@ def _local(memory: Memory, as_json: bool) -> None:
         raise typer.Exit(EXIT_INVALID)
 
 
+def _write_result(report: dict[str, Any], code: int, error: str | None) -> None:
+    """A sync's `--json` result object, done or failed: what it did, whether it succeeded and why not."""
+    write(dumps({**report, "ok": code == 0, "exit_code": code, "error": error}) + "\n")
+
+
 def _print_git_report(report: dict[str, Any], as_json: bool) -> None:
     code = EXIT_INVALID if report["rejected"] else 0
     if as_json:
-        write(
-            json.dumps(
-                {**report, "ok": code == 0, "exit_code": code, "error": None}, ensure_ascii=False, indent=2
-            )
-            + "\n"
-        )
+        _write_result(report, code, None)
     for item in report["rejected"]:
         print(f"cmem: {escape_control(item['path'])}: {escape_control(item['reason'])}", file=sys.stderr)
     for item in report["conflicts"]:
@@ -81,12 +80,7 @@ def _run_git_sync(memory: Memory, url: str | None, as_json: bool) -> None:
     except Exception as exc:
         if as_json:
             message, code = failure(exc)
-            write(
-                json.dumps(
-                    {**report, "ok": False, "exit_code": code, "error": message}, ensure_ascii=False, indent=2
-                )
-                + "\n"
-            )
+            _write_result(report, code, message)
         raise
     _print_git_report(report, as_json)
 
@@ -124,20 +118,13 @@ def _run_team_sync(action: Callable[[dict[str, Any]], dict[str, Any]], as_json: 
         report = action(report)
     except KeyboardInterrupt:  # typer would end it silently with 130: the one line, as the guard says it
         if as_json:
-            write(
-                json.dumps({**report, "ok": False, "exit_code": 130, "error": "interrupted"}, indent=2) + "\n"
-            )
+            _write_result(report, 130, "interrupted")
         print("cmem: interrupted", file=sys.stderr)
         raise typer.Exit(130) from None
     except Exception as exc:
         if as_json:
             message, code = failure(exc)
-            write(
-                json.dumps(
-                    {**report, "ok": False, "exit_code": code, "error": message}, ensure_ascii=False, indent=2
-                )
-                + "\n"
-            )
+            _write_result(report, code, message)
         elif report.get("remote"):  # the sync got as far as its report (a push refused, the pull done)
             _print_team_report(report, as_json, failed=True)
         raise
@@ -167,12 +154,7 @@ def skipped_line(item: dict[str, Any]) -> str:
 def _print_team_report(report: dict[str, Any], as_json: bool, *, failed: bool = False) -> None:
     code = EXIT_INVALID if report["rejected"] else 0
     if as_json:
-        write(
-            json.dumps(
-                {**report, "ok": code == 0, "exit_code": code, "error": None}, ensure_ascii=False, indent=2
-            )
-            + "\n"
-        )
+        _write_result(report, code, None)
     for item in report["rejected"]:
         print(f"cmem: {escape_control(item['path'])}: {escape_control(item['reason'])}", file=sys.stderr)
     for item in report["conflicts"]:
