@@ -46,14 +46,19 @@ def _write_result(report: dict[str, Any], code: int, error: str | None) -> None:
     write(dumps({**report, "ok": code == 0, "exit_code": code, "error": error}) + "\n")
 
 
-def _print_git_report(report: dict[str, Any], as_json: bool) -> None:
-    code = EXIT_INVALID if report["rejected"] else 0
-    if as_json:
-        _write_result(report, code, None)
+def _say_rejected_and_conflicts(report: dict[str, Any]) -> None:
+    """The files not adopted and the conflicts (both uids) on stderr, as git and team sync both tell them."""
     for item in report["rejected"]:
         print(f"cmem: {escape_control(item['path'])}: {escape_control(item['reason'])}", file=sys.stderr)
     for item in report["conflicts"]:
         print(f"cmem: {conflict_line(item)}", file=sys.stderr)
+
+
+def _print_git_report(report: dict[str, Any], as_json: bool) -> None:
+    code = EXIT_INVALID if report["rejected"] else 0
+    if as_json:
+        _write_result(report, code, None)
+    _say_rejected_and_conflicts(report)
     for note in report["notes"]:
         print(f"cmem: {escape_control(note)}", file=sys.stderr)
     if not as_json:
@@ -155,10 +160,7 @@ def _print_team_report(report: dict[str, Any], as_json: bool, *, failed: bool = 
     code = EXIT_INVALID if report["rejected"] else 0
     if as_json:
         _write_result(report, code, None)
-    for item in report["rejected"]:
-        print(f"cmem: {escape_control(item['path'])}: {escape_control(item['reason'])}", file=sys.stderr)
-    for item in report["conflicts"]:
-        print(f"cmem: {conflict_line(item)}", file=sys.stderr)
+    _say_rejected_and_conflicts(report)
     for item in report["skipped"]:
         print(f"cmem: {escape_control(skipped_line(item))}", file=sys.stderr)
     for note in report["notes"]:
