@@ -26,6 +26,22 @@ REPO = Path(__file__).resolve().parent.parent
 os.environ["CMEM_INDEX_BACKGROUND"] = "off"
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Where the environment forbids writing bytecode (PYTHONDONTWRITEBYTECODE), every ``python -m cmem_cli``
+    a test starts would compile cmem from source again (about half its start-up): the processes of this run
+    keep their bytecode in one folder of their own instead (PYTHONPYCACHEPREFIX), deleted at the end, so
+    the sources stay as clean as the setting asks. Set once, by the first process (xdist's workers inherit
+    the environment)."""
+    if hasattr(config, "workerinput") or not os.environ.get("PYTHONDONTWRITEBYTECODE"):
+        return
+    if os.environ.get("PYTHONPYCACHEPREFIX"):
+        return
+    prefix = tempfile.mkdtemp(prefix="cmem-test-bytecode-")
+    os.environ["PYTHONPYCACHEPREFIX"] = prefix
+    del os.environ["PYTHONDONTWRITEBYTECODE"]
+    config.add_cleanup(lambda: shutil.rmtree(prefix, ignore_errors=True))
+
+
 # Tests that share one resource, by file: each group runs on one worker, one test after another.
 SHARED_WORKER = {
     "tests/test_team": "postgres",  # one PostgreSQL server, which one of them stops and starts
