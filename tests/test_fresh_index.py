@@ -233,9 +233,8 @@ def hook_event(run: Callable[..., Result], event: str, cwd: Path, **fields: obje
 
 
 def indexed_documents(home: Path) -> int:
-    from cmem_index.store import IndexStore
-
     from cmem_cli.core.errors import NotFound
+    from cmem_index.store import IndexStore
 
     if not (home / "index.db").exists():
         return 0
