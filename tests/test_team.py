@@ -336,6 +336,7 @@ WRITER = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_three_processes_adding_and_syncing_at_once_lose_and_double_nothing(
     homes: dict[str, Home], team_db: str
 ):
