@@ -460,7 +460,7 @@ class Memory:
         ``to_json()`` is what `cmem timeline --json` prints)."""
         from cmem_cli.services.search_pipeline import resolve_query_anchor
         from cmem_cli.services.search_pipeline import timeline as build_timeline
-        from cmem_cli.store.repository import Filters
+        from cmem_cli.store.filters import Filters
 
         if (anchor is None) == (query is None):
             raise InvalidInput("give an anchor id or a query, not both")

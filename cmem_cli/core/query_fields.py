@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from cmem_cli.core.fields import MODES, OBSERVATION_TYPES, ORDERS
+from cmem_cli.core.fields import MODES, OBSERVATION_TYPES, ORDERS, PROJECT_FLAGS, SCOPED_PROJECT_HELP
 
 SAME = ...  # an MCP default that is the Query's own
 
@@ -61,8 +61,8 @@ QUERY_FIELDS: tuple[QueryField, ...] = (
     ),
     QueryField(
         "project",
-        "Only this project (default: inside a git repository, its project; elsewhere every project).",
-        flags=("--project", "-p"),
+        SCOPED_PROJECT_HELP,
+        flags=PROJECT_FLAGS,
         metavar="NAME",
         mcp_help="Only this project (default: the server's git repository's project, every project outside one).",
     ),

@@ -21,7 +21,7 @@ from cmem_cli.core.text import estimate_tokens
 from cmem_cli.core.timeutil import to_iso
 from cmem_cli.services import supersession
 from cmem_cli.services.supersession import Links, StoreLinks
-from cmem_cli.store.repository import Filters as Filters
+from cmem_cli.store.filters import Filters as Filters
 from cmem_cli.store.repository import Store
 from cmem_cli.store.supersession import ObservationText
 
