@@ -85,9 +85,10 @@ class Made(Generic[R]):
     def __get__(self, store: Store | None, owner: type[Store]) -> Made[R] | R:
         if store is None:
             return self
-        from importlib import import_module
-
-        made: R = getattr(import_module(self.module), self.name)(store)
+        module = __import__(
+            self.module, fromlist=(self.name,)
+        )  # as an import statement: -X importtime sees it
+        made: R = getattr(module, self.name)(store)
         store.__dict__[self.attribute] = made  # kept: the next read finds it before this descriptor
         return made
 
