@@ -35,7 +35,8 @@ written after the rule in bench/update_pairs.py, the six retrieval sets) and tes
 related-but-valid memories none of which may be marked.
 """
 
-from __future__ import annotations
+# No ``from __future__ import annotations``: typing.NamedTuple compiles each field's annotation when it is a
+# string, in every process that imports this module (every search); here they are plain objects.
 
 import functools
 import re
@@ -245,7 +246,7 @@ def same_kind(one: str, other: str) -> bool:
     return one == other or {one[:2], other[:2]} == {"nu", "n:"}
 
 
-def comparable(update: Update, stated: Stated) -> bool:
+def comparable(update: Update, stated: "Stated") -> bool:
     """An update's value and an older one are of one kind (:func:`same_kind`); a plain number only where
     the noun the other counts is next to it ("commits ... now reached 165" against "150 commits", not "each
     angle 60" against "12 problems")."""
@@ -454,7 +455,7 @@ def _frame(clause: Sequence[Token], at: int) -> tuple[str, tuple[str, ...], str]
 
 def same_slot(
     update: Update,
-    older: Sequence[Stated],
+    older: Sequence["Stated"],
     query: frozenset[str],
     older_words: frozenset[str],
     newer_words: frozenset[str],
