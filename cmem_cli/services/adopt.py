@@ -6,6 +6,9 @@ is gone was deleted. ``adopt_tree`` turns each into the same store operation `cm
 `cmem forget` perform, with the same validation, limits, ``<private>`` stripping and redaction (it calls
 ``WriteService.prepare``), then rewrites the file in cmem's form (which keeps every word: text the parser does
 not recognise lands in the narrative). An invalid file is reported with its reason and left untouched.
+What passes is written by the one inbound writer git and team arrivals use
+(:class:`cmem_cli.services.reconcile.writer.Inbound`, ``local=True``): rows, forgets, then every link once
+all rows are in, then the files. Adoption reads and checks; it settles no link itself.
 
 Everything runs in one write transaction, after crash recovery has rolled back files of writes that never
 committed (``cmem_cli.services.recovery``), so a file from an interrupted write is never mistaken for a person's.
@@ -17,13 +20,14 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from cmem_cli.core.errors import CmemError, InvalidInput
 from cmem_cli.core.fields import LINK_TYPES, SUMMARY_FIELDS
 from cmem_cli.core.files import FileTooLarge, read_regular
 from cmem_cli.core.ids import new_uid
 from cmem_cli.core.timeutil import now_ms, to_date
+from cmem_cli.services.reconcile.writer import Inbound
 from cmem_cli.services.record_shapes import front_matter_problem
 from cmem_cli.services.recovery import recover
 from cmem_cli.services.writes import WriteService
@@ -38,9 +42,6 @@ from cmem_export.reading import (
     front_matter_edits,
     parse_file,
 )
-
-if TYPE_CHECKING:  # the writer stands on the write service, which loads this module's callers lazily
-    from cmem_cli.services.reconcile.writer import Inbound
 
 # A file cmem wrote this recently is read and hashed even when its size and mtime match (as git does with
 # "racily clean" entries): filesystem timestamps are coarse, so a quick same-size edit could share one.
@@ -115,8 +116,6 @@ class _Adopter:
         self.staged_uids: dict[str, str] = {}  # uid -> the file adopted for it in this run
 
     def run(self, paths: list[Path] | None) -> AdoptReport:
-        from cmem_cli.services.reconcile.writer import Inbound
-
         with self.memory.write_transaction(fsync=False) as files:
             self.report.rolled_back = recover(self.memory)
             self.load_state()
