@@ -9,7 +9,7 @@ changing only the links that differ. A link to a uid this home does not hold yet
 holds every link). Files are written last: every arrival is named before any file is, because a file
 names its links' paths; the files that show an arrival's title (its referrers) are written again.
 
-A hand edit (``local``: `cmem sync`, `doctor --fix`, `cmem adopt` adopting the export tree) differs in
+A hand edit (``local``: `cmem sync`, `cmem watch`, `doctor --fix` adopting the export tree) differs in
 three ways only: its key was checked where it was read (a clash refuses the file, so no clash rule), it is
 this machine's, and a link to a uid that is not here stays only if it was waiting already; any other is
 dropped and told (adoption refuses a file naming one, so only a target that went meanwhile).
@@ -28,7 +28,8 @@ from cmem_export import layout
 
 class Inbound:
     """One batch of arrivals. ``notes`` and ``conflicts`` are the sync report's lists (a key clash is a
-    conflict, told with both uids; a broken ``supersedes`` loop a note)."""
+    conflict, told with both uids; a broken ``supersedes`` loop a note, or what ``tell`` is handed:
+    adoption reports it against the file)."""
 
     def __init__(
         self,
