@@ -125,4 +125,3 @@ def put_prompt(store: Store, prompt: dict[str, Any]) -> int:
     )
     store.sessions.raise_prompt_counter(session, number)
     return int(number)
-

@@ -12,7 +12,8 @@ names its links' paths; the files that show an arrival's title (its referrers) a
 A hand edit (``local``: `cmem sync`, `cmem watch`, `doctor --fix` adopting the export tree) differs in
 three ways only: its key was checked where it was read (a clash refuses the file, so no clash rule), it is
 this machine's, and a link to a uid that is not here stays only if it was waiting already; any other is
-dropped and told (adoption refuses a file naming one, so only a target that went meanwhile).
+dropped and told (adoption refuses a file naming one, so only a link to itself), unless the batch forgot
+its target (its file was deleted), whose links go with it.
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ class Inbound:
         self._arrived_at: dict[int, str] = {}  # local id -> the path its file arrived at (git)
         self._labels: dict[int, str] = {}  # local id -> how notes name it
         self._refresh: set[int] = set()  # observations whose file shows another one's title or path
+        self._forgotten: set[str] = set()  # uids this batch forgot (a link to one goes without a word)
         self.stored = 0
 
     # -- observations -----------------------------------------------------------------------------------
@@ -128,6 +130,7 @@ class Inbound:
         gone = self.store.observations.by_uid(uid)
         if gone is None:
             return False
+        self._forgotten.add(uid)
         self._names.pop(gone["id"], None)
         self._links.pop(gone["id"], None)
         self._refresh.discard(gone["id"])
@@ -217,7 +220,7 @@ class Inbound:
                 wait[key] = (*key, link.get("title"), link.get("href"))
             elif target is None and self.local and key in waiting:  # still waiting, kept as it is
                 wait[key] = waiting[key]
-            elif self.local:
+            elif self.local and link["uid"] not in self._forgotten:  # (its file deleted: goes with it)
                 self.tell(self._label(obs_id, None), f"link to {link['uid']} dropped (no such target)")
         for target_id, link_type in current - wanted:
             store.links.remove(obs_id, target_id, link_type)
