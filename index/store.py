@@ -104,6 +104,26 @@ def m001_initial(conn: Any) -> None:
     conn.execute(_SCHEMA)
 
 
+# Set while documents indexed before m002 have not had their machine and branch read from their files
+# (the next pass reads their front matter: no chunk is cut or embedded again).
+AUTHORSHIP_UNREAD = "authorship_unread"
+
+
+@INDEX_MIGRATIONS
+def m002_authorship(conn: Any) -> None:
+    """Each document's machine (who wrote the memory) and branch (its anchor's), so a `--machine` or
+    `--branch` search narrows retrieval as `--project` does instead of ranking every hit."""
+    conn.execute("ALTER TABLE documents ADD COLUMN machine TEXT")
+    conn.execute("ALTER TABLE documents ADD COLUMN branch TEXT")
+    conn.execute("CREATE INDEX IF NOT EXISTS documents_machine ON documents(machine, created_at)")
+    if conn.execute("SELECT 1 FROM documents WHERE kind IS NOT NULL LIMIT 1").fetchone():
+        conn.execute("INSERT OR REPLACE INTO settings(key, value) VALUES (?, '1')", (AUTHORSHIP_UNREAD,))
+
+
+# Migrations a reader can do without: an index a pass has not migrated yet is searched as it is (the
+# filters it cannot apply are checked on the store's rows), not refused until `cmem index`.
+READABLE_WITHOUT = frozenset({"m002_authorship"})
+
 DOCUMENT_FIELDS = (
     "kind",
     "uid",
@@ -112,6 +132,8 @@ DOCUMENT_FIELDS = (
     "project",
     "session",
     "agent",
+    "machine",
+    "branch",
     "created_at",
 )
 
@@ -184,6 +206,7 @@ class IndexStore:
         self._bits: bytes | None = None  # bits_center, read once per connection (b"": no chunk_bits)
         self._terms: dict[tuple[str, ...], bm25.QueryTerms] = {}  # of the queries since _terms_as_of
         self._terms_as_of: tuple[int, int] | None = None
+        self._authorship: bool | None = None
 
     # -- opening -----------------------------------------------------------------------------------
     @classmethod
@@ -217,12 +240,14 @@ class IndexStore:
                 conn.execute("PRAGMA synchronous=NORMAL")
                 conn.execute("PRAGMA foreign_keys=ON")
                 store._migrate()
-            elif INDEX_MIGRATIONS.pending(conn):
+            elif pending := INDEX_MIGRATIONS.pending(conn):
                 if not INDEX_MIGRATIONS.applied(conn):  # made a moment ago: its first pass is laying it out
                     from cmem_cli.core.errors import NotFound
 
                     raise NotFound(f"the index at {path} is not built yet; run `cmem index`")
-                raise DatabaseCorrupt(f"index {path} has an older schema; run `cmem index`")
+                if not set(pending) <= READABLE_WITHOUT:
+                    raise DatabaseCorrupt(f"index {path} has an older schema; run `cmem index`")
+                store._authorship = False
         return store
 
     def _migrate(self) -> None:
@@ -249,6 +274,36 @@ class IndexStore:
         with translated(self.path):
             row = self.conn.execute(sql, params).fetchone()
         return row[0] if row else None
+
+    @property
+    def keeps_authorship(self) -> bool:
+        """Whether every document's machine and branch are in the index (False: an index built before it
+        kept them, until a pass reads them from the files), so filters on them can be applied here."""
+        if self._authorship is None:
+            self._authorship = self.setting(AUTHORSHIP_UNREAD) is None
+        return self._authorship
+
+    def unread_authorship(self, collection: str) -> list[tuple[int, str]]:
+        """(id, path) of the collection's cmem documents indexed before their machine and branch were kept."""
+        return [
+            (int(doc_id), str(path))
+            for doc_id, path in self.rows(
+                "SELECT id, path FROM documents WHERE collection = ? AND kind IS NOT NULL", (collection,)
+            )
+        ]
+
+    def collections_with_cmem_documents(self) -> list[str]:
+        return [str(name) for (name,) in self.rows("SELECT DISTINCT collection FROM documents WHERE kind IS NOT NULL")]
+
+    def set_authorship(self, items: Sequence[tuple[str | None, str | None, int]]) -> None:
+        """Write (machine, branch, document id) rows; call inside a transaction."""
+        self.conn.executemany("UPDATE documents SET machine = ?, branch = ? WHERE id = ?", items)
+
+    def authorship_read(self) -> None:
+        """Every document's machine and branch are in the index now."""
+        with self.transaction():
+            self.conn.execute("DELETE FROM settings WHERE key = ?", (AUTHORSHIP_UNREAD,))
+        self._authorship = True
 
     # -- settings ----------------------------------------------------------------------------------
     def document_location(self, docid: str) -> tuple[str, str] | None:
@@ -685,5 +740,6 @@ class IndexStore:
                 or 0
             ),
             "collections": per_collection,
+            "authorship_indexed": self.keeps_authorship,
             "last_run": self.json_setting("last_run"),
         }

@@ -427,10 +427,8 @@ def search(
         listed = anchors.annotate(store, listed, anchors=source.anchors(_observation_ids(listed)))
         return SearchPage(source.shown(listed), "list", [], offset + len(listed) + more, capped=more)
     window = limit + offset if limit else None
-    # Ordered by date, the page is the newest (oldest) of every match, not of the most relevant few; a branch
-    # or machine filter leaves out index hits after fusion, so it takes every hit too.
-    narrowed = filters.branch is not None or filters.machine is not None
-    depth = max(window, 50) if window and order == "relevance" and not narrowed else ALL
+    # Ordered by date, the page is the newest (oldest) of every match, not of the most relevant few
+    depth = max(window, 50) if window and order == "relevance" else ALL
     if explain and trace is None:
         from cmem_index.trace import Trace
 
@@ -553,7 +551,7 @@ class HomeSource(StoreLinks):
             if row is None:
                 continue  # in the index but no longer in the store (deleted since the last index run)
             if filters.machine is not None and row.get("machine") != filters.machine:
-                continue  # the index knows no machine: its hits are kept by their rows
+                continue  # an index built before it kept machines filters on none: its hits are kept by their rows
             row = {**row, "score": round(hit.score, 4)}
             if hit.line is not None and row["kind"] == "document":
                 row["line"] = hit.line
