@@ -144,8 +144,8 @@ def hybrid(
       else keyword, without loading a model).
     - ``filters``: the store's ``Filters`` (or a dict with its field names: project, types, concepts, files,
       agent, session, machine, branch, since, until — epoch ms, inclusive). Documents without a filtered
-      field are excluded. An index built before it kept machines and branches returns every hit under a
-      machine or branch filter, unfiltered by them (the caller checks them on its rows).
+      field are excluded. The branch is not filtered here, and an index built before it kept machines
+      returns every hit under a machine filter, unfiltered by it: the caller checks those on its rows.
     - ``collections``: restrict to these collection names (``memories`` is cmem's export tree).
     - ``rerank``: None = rerank when a reranker is configured; True/False force it (at most 20 candidates).
     - ``extra_lists``: more keyword-like ranked lists ``{signal: [(key, strength), ...]}``, best first, or
@@ -173,9 +173,9 @@ def hybrid(
     doc_filters = DocFilters.coerce(filters, collections)
     notes: list[str] = []
     store = _open(config, notes)
-    if store is not None and doc_filters.on_authorship and not store.keeps_authorship:
-        # an index built before it kept machines and branches: every hit, for the caller to check its rows
-        doc_filters, limit = doc_filters.without_authorship(), None
+    if store is not None and doc_filters.machine is not None and not store.keeps_machines:
+        # an index built before it kept machines: every hit, for the caller to check the machine of its rows
+        doc_filters, limit = doc_filters.without_machine(), None
     depth = ALL_CANDIDATES if limit is None else max(CANDIDATES, limit * 2)
     try:
         want_vectors = mode in ("vector", "hybrid") or (

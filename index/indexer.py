@@ -240,8 +240,8 @@ class Indexer:
             self._update_collection(collection, report)
         if prune_other_collections:
             self._drop_unconfigured(report)
-        if not self.store.keeps_authorship:
-            self._read_authorship()
+        if not self.store.keeps_machines:
+            self._read_machines()
         self._merge_keywords(report)
         if self.embedder is not None:
             self._embed_pending(report)
@@ -258,26 +258,25 @@ class Indexer:
             self.store.set_setting("last_run", json.dumps(report.to_json()))
         return report
 
-    def _read_authorship(self) -> None:
-        """Fill the machine and branch of the documents an older cmem indexed, from their files' front
-        matter (no chunk cut or embedded again). Left to a later pass when a collection that holds cmem
-        documents is not this pass's (a watcher of one collection)."""
+    def _read_machines(self) -> None:
+        """Fill the machine of the documents an older cmem indexed, from their files' front matter (no chunk
+        cut or embedded again). Left to a later pass when a collection that holds cmem documents is not
+        this pass's (a watcher of one collection)."""
         mine = {collection.name for collection in self.collections}
         if any(name not in mine for name in self.store.collections_with_cmem_documents()):
             return
         for collection in self.collections:
             root = self._real_root(collection)
-            documents = self.store.unread_authorship(collection.name)
+            documents = self.store.cmem_documents(collection.name)
             for start in range(0, len(documents), WRITE_BATCH_DELETES):
-                found: list[tuple[str | None, str | None, int]] = []
+                found: list[tuple[str | None, int]] = []
                 for doc_id, relpath in documents[start : start + WRITE_BATCH_DELETES]:
                     meta = _front_matter(os.path.join(root, relpath), root)
                     if meta is not None:  # unreadable or gone: the update pass re-reads or drops it
-                        fields = _authorship(meta)
-                        found.append((fields["machine"], fields["branch"], doc_id))
+                        found.append((as_text(meta.get("machine")), doc_id))
                 with self.store.transaction():
-                    self.store.set_authorship(found)
-        self.store.authorship_read()
+                    self.store.set_machines(found)
+        self.store.machines_read()
 
     # -- change detection --------------------------------------------------------------------------
     def _update_collection(self, collection: Collection, report: IndexReport) -> None:
@@ -531,18 +530,8 @@ def _fields(parsed: ParsedDocument) -> dict[str, Any]:
         "project": as_text(meta.get("project")),
         "session": as_text(meta.get("session")),
         "agent": as_text(meta.get("agent")),
-        **_authorship(meta),
-        "created_at": as_epoch_ms(meta.get("created_at")),
-    }
-
-
-def _authorship(meta: dict[str, Any]) -> dict[str, str | None]:
-    """The machine that wrote a memory and the branch its code anchor was recorded on, as its file states
-    them (the store's rows say the same: the file is written from them)."""
-    anchor = meta.get("anchor")
-    return {
         "machine": as_text(meta.get("machine")),
-        "branch": as_text(anchor.get("branch")) if isinstance(anchor, dict) else None,
+        "created_at": as_epoch_ms(meta.get("created_at")),
     }
 
 

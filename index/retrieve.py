@@ -74,21 +74,17 @@ class DocFilters(FilterFields):
     def active(self) -> bool:
         return self.sql()[0] != "1"
 
-
-    def without_authorship(self) -> DocFilters:
-        """These filters less the machine and branch: for an index built before it kept them (the search
-        then checks them on the store's rows)."""
-        return DocFilters(**{**self.fields(), "machine": None, "branch": None}, collections=self.collections)
-
-    @property
-    def on_authorship(self) -> bool:
-        return self.machine is not None or self.branch is not None
+    def without_machine(self) -> DocFilters:
+        """These filters less the machine: for an index built before it kept machines (the search then
+        checks the machine on the store's rows)."""
+        return DocFilters(**{**self.fields(), "machine": None}, collections=self.collections)
 
 
 class _IndexSql(SqlDialect):
     """The filters over the index's ``documents``: a document without a project (a collection's) passes a
-    project filter; concepts are stored lower-cased; the machine is the one the memory's file states, the
-    branch its anchor's (a collection's documents have neither)."""
+    project filter; concepts are stored lower-cased; the machine is the one the memory's file states (a
+    collection's documents have none). No branch: a file states its anchor's only when the repository has
+    a name, so the search checks the branch on the store's rows."""
 
     def project(self, names: tuple[str, ...]) -> str:
         return f"({super().project(names)} OR {self.alias}.project IS NULL)"
@@ -103,7 +99,7 @@ class _IndexSql(SqlDialect):
         return f"EXISTS (SELECT 1 FROM doc_files f WHERE f.doc_id = {self.alias}.id AND {self.path_match('f.path', path)})"
 
     def branch(self, name: str) -> str:
-        return self.equals("branch", name)
+        return ""
 
 
 class DocHit:

@@ -104,25 +104,25 @@ def m001_initial(conn: Any) -> None:
     conn.execute(_SCHEMA)
 
 
-# Set while documents indexed before m002 have not had their machine and branch read from their files
-# (the next pass reads their front matter: no chunk is cut or embedded again).
-AUTHORSHIP_UNREAD = "authorship_unread"
+# Set while documents indexed before m002 have not had their machine read from their files (the next pass
+# reads their front matter: no chunk is cut or embedded again).
+MACHINES_UNREAD = "machines_unread"
 
 
 @INDEX_MIGRATIONS
-def m002_authorship(conn: Any) -> None:
-    """Each document's machine (who wrote the memory) and branch (its anchor's), so a `--machine` or
-    `--branch` search narrows retrieval as `--project` does instead of ranking every hit."""
+def m002_machine(conn: Any) -> None:
+    """Each document's machine (who wrote the memory, as its file states), so a `--machine` search narrows
+    retrieval as `--project` does instead of ranking every hit. Not the branch: a file states its anchor's
+    only when the repository has a name (a remote), so the index cannot tell the branch of the rest."""
     conn.execute("ALTER TABLE documents ADD COLUMN machine TEXT")
-    conn.execute("ALTER TABLE documents ADD COLUMN branch TEXT")
     conn.execute("CREATE INDEX IF NOT EXISTS documents_machine ON documents(machine, created_at)")
     if conn.execute("SELECT 1 FROM documents WHERE kind IS NOT NULL LIMIT 1").fetchone():
-        conn.execute("INSERT OR REPLACE INTO settings(key, value) VALUES (?, '1')", (AUTHORSHIP_UNREAD,))
+        conn.execute("INSERT OR REPLACE INTO settings(key, value) VALUES (?, '1')", (MACHINES_UNREAD,))
 
 
 # Migrations a reader can do without: an index a pass has not migrated yet is searched as it is (the
 # filters it cannot apply are checked on the store's rows), not refused until `cmem index`.
-READABLE_WITHOUT = frozenset({"m002_authorship"})
+READABLE_WITHOUT = frozenset({"m002_machine"})
 
 DOCUMENT_FIELDS = (
     "kind",
@@ -133,7 +133,6 @@ DOCUMENT_FIELDS = (
     "session",
     "agent",
     "machine",
-    "branch",
     "created_at",
 )
 
@@ -206,7 +205,7 @@ class IndexStore:
         self._bits: bytes | None = None  # bits_center, read once per connection (b"": no chunk_bits)
         self._terms: dict[tuple[str, ...], bm25.QueryTerms] = {}  # of the queries since _terms_as_of
         self._terms_as_of: tuple[int, int] | None = None
-        self._authorship: bool | None = None
+        self._machines: bool | None = None
 
     # -- opening -----------------------------------------------------------------------------------
     @classmethod
@@ -247,7 +246,7 @@ class IndexStore:
                     raise NotFound(f"the index at {path} is not built yet; run `cmem index`")
                 if not set(pending) <= READABLE_WITHOUT:
                     raise DatabaseCorrupt(f"index {path} has an older schema; run `cmem index`")
-                store._authorship = False
+                store._machines = False
         return store
 
     def _migrate(self) -> None:
@@ -276,15 +275,15 @@ class IndexStore:
         return row[0] if row else None
 
     @property
-    def keeps_authorship(self) -> bool:
-        """Whether every document's machine and branch are in the index (False: an index built before it
-        kept them, until a pass reads them from the files), so filters on them can be applied here."""
-        if self._authorship is None:
-            self._authorship = self.setting(AUTHORSHIP_UNREAD) is None
-        return self._authorship
+    def keeps_machines(self) -> bool:
+        """Whether every document's machine is in the index (False: an index built before it kept them,
+        until a pass reads them from the files), so a machine filter can be applied here."""
+        if self._machines is None:
+            self._machines = self.setting(MACHINES_UNREAD) is None
+        return self._machines
 
-    def unread_authorship(self, collection: str) -> list[tuple[int, str]]:
-        """(id, path) of the collection's cmem documents indexed before their machine and branch were kept."""
+    def cmem_documents(self, collection: str) -> list[tuple[int, str]]:
+        """(id, path) of the collection's cmem documents (indexed before their machine was kept)."""
         return [
             (int(doc_id), str(path))
             for doc_id, path in self.rows(
@@ -293,17 +292,18 @@ class IndexStore:
         ]
 
     def collections_with_cmem_documents(self) -> list[str]:
-        return [str(name) for (name,) in self.rows("SELECT DISTINCT collection FROM documents WHERE kind IS NOT NULL")]
+        rows = self.rows("SELECT DISTINCT collection FROM documents WHERE kind IS NOT NULL")
+        return [str(name) for (name,) in rows]
 
-    def set_authorship(self, items: Sequence[tuple[str | None, str | None, int]]) -> None:
-        """Write (machine, branch, document id) rows; call inside a transaction."""
-        self.conn.executemany("UPDATE documents SET machine = ?, branch = ? WHERE id = ?", items)
+    def set_machines(self, items: Sequence[tuple[str | None, int]]) -> None:
+        """Write (machine, document id) rows; call inside a transaction."""
+        self.conn.executemany("UPDATE documents SET machine = ? WHERE id = ?", items)
 
-    def authorship_read(self) -> None:
-        """Every document's machine and branch are in the index now."""
+    def machines_read(self) -> None:
+        """Every document's machine is in the index now."""
         with self.transaction():
-            self.conn.execute("DELETE FROM settings WHERE key = ?", (AUTHORSHIP_UNREAD,))
-        self._authorship = True
+            self.conn.execute("DELETE FROM settings WHERE key = ?", (MACHINES_UNREAD,))
+        self._machines = True
 
     # -- settings ----------------------------------------------------------------------------------
     def document_location(self, docid: str) -> tuple[str, str] | None:
@@ -740,6 +740,6 @@ class IndexStore:
                 or 0
             ),
             "collections": per_collection,
-            "authorship_indexed": self.keeps_authorship,
+            "machines_indexed": self.keeps_machines,
             "last_run": self.json_setting("last_run"),
         }

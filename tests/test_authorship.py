@@ -162,7 +162,7 @@ def test_the_session_list_says_where_each_session_ran_once_there_are_two_machine
     assert json.loads(sh("session", "show", "s-desk", "--json").stdout)["machine"] == "desk-box"
 
 
-# -- the index keeps each memory's machine (and branch): `--machine` narrows retrieval ----------------------
+# -- the index keeps each memory's machine: `--machine` narrows retrieval -------------------------------------
 def _two_machines_memories(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Thirty of desktop's memories that match "deploy staging cluster" better than laptop's one."""
     from cmem_cli.api import Memory
@@ -188,14 +188,18 @@ def test_a_machine_search_narrows_the_index_to_that_machines_memories(
     _two_machines_memories(home, monkeypatch)
     assert sh("index").exit_code == 0
 
-    found = sh("search", "deploy staging cluster", "--machine", "laptop", "--limit", "1", "--explain", "--envelope")
+    found = sh(
+        "search", "deploy staging cluster", "--machine", "laptop", "--limit", "1", "--explain", "--envelope"
+    )
     assert found.exit_code == 0, found.stderr
     page = json.loads(found.stdout)
     assert [(hit["title"], hit["machine"]) for hit in page["hits"]] == [("Staging notes", "laptop")]
     assert (page["total"], page["capped"]) == (1, False)
     # the index's keyword list held laptop's memory alone, at the depth of a one-row page, not every hit
     assert "depth=100, store=1, keyword=1" in _candidates(found.stderr)
-    desktop = json.loads(sh("search", "deploy staging cluster", "--machine", "desktop", "--limit", "3", "--json").stdout)
+    desktop = json.loads(
+        sh("search", "deploy staging cluster", "--machine", "desktop", "--limit", "3", "--json").stdout
+    )
     assert [hit["machine"] for hit in desktop] == ["desktop"] * 3
 
 
@@ -207,9 +211,11 @@ def test_an_index_built_before_it_kept_machines_upgrades_without_reading_its_mem
     _as_an_older_index(home / "index.db")
 
     status = json.loads(sh("status", "--json").stdout)
-    assert (status["error"] if "error" in status else None, status["authorship_indexed"]) == (None, False)
+    assert "error" not in status and status["machines_indexed"] is False
     assert "machines\tnot in the index yet: run `cmem index`" in sh("status").stdout
-    found = sh("search", "deploy staging cluster", "--machine", "laptop", "--limit", "1", "--explain", "--json")
+    found = sh(
+        "search", "deploy staging cluster", "--machine", "laptop", "--limit", "1", "--explain", "--json"
+    )
     assert found.exit_code == 0, found.stderr
     assert [hit["title"] for hit in json.loads(found.stdout)] == ["Staging notes"]
     assert "index unavailable" not in found.stderr
@@ -218,14 +224,16 @@ def test_an_index_built_before_it_kept_machines_upgrades_without_reading_its_mem
 
     report = json.loads(sh("index", "--json").stdout)
     assert (report["chunked"], report["chunks_written"], report["embedded"]) == (0, 0, 0)
-    assert json.loads(sh("status", "--json").stdout)["authorship_indexed"] is True
-    found = sh("search", "deploy staging cluster", "--machine", "laptop", "--limit", "1", "--explain", "--json")
+    assert json.loads(sh("status", "--json").stdout)["machines_indexed"] is True
+    found = sh(
+        "search", "deploy staging cluster", "--machine", "laptop", "--limit", "1", "--explain", "--json"
+    )
     assert [hit["title"] for hit in json.loads(found.stdout)] == ["Staging notes"]
     assert "depth=100, store=1, keyword=1" in _candidates(found.stderr)
 
 
 def _as_an_older_index(path: Path) -> None:
-    """Make ``path`` an index as cmem built it before documents kept their machine and branch."""
+    """Make ``path`` an index as cmem built it before documents kept their machine."""
     from cmem_index.store import IndexStore
 
     store = IndexStore.open(path)
@@ -233,8 +241,7 @@ def _as_an_older_index(path: Path) -> None:
         with store.transaction():
             store.conn.execute("DROP INDEX documents_machine")
             store.conn.execute("ALTER TABLE documents DROP COLUMN machine")
-            store.conn.execute("ALTER TABLE documents DROP COLUMN branch")
-            store.conn.execute("DELETE FROM _cmem_migrations WHERE name = 'm002_authorship'")
+            store.conn.execute("DELETE FROM _cmem_migrations WHERE name = 'm002_machine'")
             store.conn.execute("PRAGMA user_version = 1")
     finally:
         store.close()

@@ -427,8 +427,9 @@ def search(
         listed = anchors.annotate(store, listed, anchors=source.anchors(_observation_ids(listed)))
         return SearchPage(source.shown(listed), "list", [], offset + len(listed) + more, capped=more)
     window = limit + offset if limit else None
-    # Ordered by date, the page is the newest (oldest) of every match, not of the most relevant few
-    depth = max(window, 50) if window and order == "relevance" else ALL
+    # Ordered by date, the page is the newest (oldest) of every match, not of the most relevant few; a branch
+    # filter leaves out index hits after fusion (the index knows no branch), so it takes every hit too.
+    depth = max(window, 50) if window and order == "relevance" and filters.branch is None else ALL
     if explain and trace is None:
         from cmem_index.trace import Trace
 
