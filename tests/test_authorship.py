@@ -36,11 +36,15 @@ def test_a_memory_a_prompt_and_a_summary_record_the_machine_and_the_person(sh: A
     assert "machine: laptop\n" in front and 'author: "ann@example.com"\n' in front
     [prompt] = json.loads(sh("get", "P1", "--json").stdout)
     [summary] = json.loads(sh("get", "S1", "--json").stdout)
-    assert (prompt["machine"], summary["machine"], summary["author"]) == (
+    assert (prompt["machine"], prompt["author"], summary["machine"], summary["author"]) == (
         "laptop",
+        "ann@example.com",
         "laptop",
         "ann@example.com",
     )
+    assert "· laptop · ann@example.com\n" in sh("get", "P1").stdout
+    shown = sh("get", "S1").stdout
+    assert "machine: laptop\n" in shown and 'author: "ann@example.com"\n' in shown
     items = json.loads(sh("timeline", "1", "--json").stdout)["items"]
     assert {item["machine"] for item in items} == {"laptop"}
 
@@ -98,14 +102,44 @@ def test_the_api_and_the_view_say_whose_each_memory_is(home: Path, monkeypatch: 
     from cmem_cli.api import Memory
 
     monkeypatch.setenv("CMEM_MACHINE", "laptop")
+    monkeypatch.setenv("CMEM_AUTHOR", "ann@example.com")
     with Memory(home) as memory:
-        memory.add("Chose WAL", project="demo")
+        memory.add("Chose WAL", project="demo", session="s-laptop")
+        prompt = memory.add_prompt("why this journal mode?", session="s-laptop")
+        summary = memory.add_summary("s-laptop", request="speed up the store")
         [hit] = memory.search("WAL")
         assert hit.machine == "laptop"
-        assert memory.observation(hit.id).machine == "laptop"
+        assert (memory.observation(hit.id).machine, memory.observation(hit.id).author) == (
+            "laptop",
+            "ann@example.com",
+        )
+        assert (prompt.machine, prompt.author, summary.machine, summary.author) == (
+            "laptop",
+            "ann@example.com",
+            "laptop",
+            "ann@example.com",
+        )
         assert memory.several_machines() is False
         window = memory.window()
-        assert [item["machine"] for item in window["items"]] == ["laptop"]
+        assert [(item["kind"], item["machine"]) for item in window["items"]] == [
+            ("summary", "laptop"),
+            ("prompt", "laptop"),
+            ("observation", "laptop"),
+        ]
+    monkeypatch.setenv("CMEM_MACHINE", "desk-box")
+    with Memory(home) as memory:
+        memory.add("Cache lives in redis", project="demo", session="s-desk")
+        assert memory.several_machines() is True
+        items = memory.timeline(hit.id, machine="desk-box").items
+        assert [(item.title, item.machine, item.anchor) for item in items] == [
+            ("Chose WAL", "laptop", True),  # the anchor, whoever wrote it
+            ("Cache lives in redis", "desk-box", False),
+        ]
+        assert [s.session_id for s in memory.sessions(machine="desk-box")] == ["s-desk"]
+        assert {s.session_id: s.machine for s in memory.sessions()} == {
+            "s-laptop": "laptop",
+            "s-desk": "desk-box",
+        }
 
 
 def test_a_file_that_does_not_say_whose_it_is_arrives_unattributed_and_git_sync_settles(
@@ -245,3 +279,49 @@ def _as_an_older_index(path: Path) -> None:
             store.conn.execute("PRAGMA user_version = 1")
     finally:
         store.close()
+
+
+def test_timeline_and_session_list_say_and_filter_by_machine_and_tables_never_cut_an_id(sh: Any, home: Path):
+    laptop = {"CMEM_MACHINE": "laptop", "CMEM_SESSION": "s-laptop"}
+    desk = {"CMEM_MACHINE": "a-desk-box-with-a-long-name", "CMEM_SESSION": "s-desk"}
+    assert sh("prompt", "add", "why is the store slow?", "--project", "demo", env=laptop).exit_code == 0
+    assert sh("add", "Chose WAL for the store", "--project", "demo", env=laptop).exit_code == 0
+    one = sh("timeline", "1").stdout.splitlines()
+    assert [line.split("\t")[-2] for line in one] == ["why is the store slow?", "Chose WAL for the store"]
+
+    for n in range(10):  # two-digit ids, the last ones a desk's
+        assert sh("add", f"Cache store note {n}", "--project", "demo", env=desk).exit_code == 0
+    items = json.loads(sh("timeline", "1", "--json").stdout)["items"]
+    assert [item["machine"] for item in items] == ["laptop", "laptop"] + ["a-desk-box-with-a-long-name"] * 5
+    lines = sh("timeline", "1").stdout.splitlines()  # piped: tab-separated, the machine before the tokens
+    assert [line.split("\t")[-2] for line in lines] == [item["machine"] for item in items]
+
+    # --machine keeps that machine's, and the anchor whoever wrote it
+    mine = json.loads(sh("timeline", "11", "--machine", "laptop", "--json").stdout)["items"]
+    assert [(item["id"], item["anchor"]) for item in mine] == [("P1", False), (1, False), (11, True)]
+    found = json.loads(sh("timeline", "--query", "store", "--machine", "laptop", "--json").stdout)
+    assert [item["machine"] for item in found["items"] if item["anchor"]] == ["laptop"]
+    rows = json.loads(sh("session", "list", "--machine", "laptop", "--json").stdout)
+    assert [row["session_id"] for row in rows] == ["s-laptop"]
+    assert json.loads(sh("session", "list", "--machine", "nobody", "--json").stdout) == []
+    page = json.loads(sh("view", "--machine", "laptop", "--all-projects", "--no-open", "--json").stdout)
+    assert (page["machine"], page["observations"], page["prompts"]) == ("laptop", 1, 1)
+    assert "machine laptop" in (home / "view" / "all-projects.html").read_text()
+
+    # a terminal's table: the MACHINE column, cut before it goes, and every id whole
+    narrow = {"COLUMNS": "80"}
+    table = sh("search", "store", "--format", "table", env=narrow).stdout.splitlines()
+    assert table[0].split()[-2:] == ["MACHINE", "TOKENS"]
+    ids = [line.split()[0] for line in table[1:]]
+    assert sorted(ids, key=lambda i: (len(i), i)) == [*(str(n) for n in range(1, 12)), "P1"]
+    machines = {line.split()[-2] for line in table[1:]}
+    assert {cell[:10] for cell in machines} == {
+        "laptop",
+        "a-desk-box",
+    } and "a-desk-box-with-a-long-name" not in machines
+    timeline = sh("timeline", "1", "--format", "table", env=narrow).stdout
+    assert "MACHINE" in timeline and "\u2026" in timeline
+    sessions = sh("session", "list", "--format", "table", env=narrow).stdout
+    assert "MACHINE" in sessions.splitlines()[0] and "laptop" in sessions
+    tiny = sh("search", "store", "--format", "table", env={"COLUMNS": "30"}).stdout.splitlines()
+    assert sorted(line.split()[0] for line in tiny[1:]) == sorted(ids)

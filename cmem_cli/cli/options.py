@@ -85,6 +85,7 @@ SCOPED_PROJECT = query_option("project")
 TYPES = query_option("type")
 CONCEPTS = query_option("concept")
 FILES = query_option("file")
+MACHINE = query_option("machine")
 SINCE = query_option("since")
 UNTIL = query_option("until")
 ALL_HITS = Opt("all_hits", ("--all",), "Every hit above the cut-off (same as -n 0).", bool, False)
@@ -141,6 +142,10 @@ TIMELINE = Command(
         Opt("after", ("--after", "-a"), "Items after the anchor.", int, 5),
         SCOPED_PROJECT._replace(help="--query searches only this project (default: as `cmem search`)."),
         ALL_PROJECTS._replace(help="--query searches every project, also inside a git repository."),
+        MACHINE._replace(
+            help="Only what this machine wrote around the anchor (which is always shown), and --query's "
+            "hit among it."
+        ),
         JSON,
         FORMAT,
     ),
@@ -175,7 +180,10 @@ GET = Command(
 
 ADD = Command(
     "add",
-    "Record an observation (or bulk-import JSON records); prints the new id(s), one per line.",
+    "Record an observation (or bulk-import JSON records); prints the new id(s), one per line.\n\n"
+    "Every observation, prompt and summary states who wrote it: the machine (CMEM_MACHINE, else this "
+    "home's name on its team database, else the host name) and the person (CMEM_AUTHOR, else git's "
+    "global user.email).",
     "cmem_cli.cli.write_bodies:add",
     (
         Opt("title_text", help="Title (the same as --title).", metavar="TITLE"),
@@ -260,6 +268,7 @@ VIEW = Command(
         CONCEPTS,
         FILES,
         query_option("agent"),
+        MACHINE,
         SESSION._replace(help="Only this session, whole (no default window); an id or a unique prefix."),
         SINCE._replace(help="ISO date/time or age (7d, 2w, 12h); default 30 days before --until or now."),
         UNTIL,

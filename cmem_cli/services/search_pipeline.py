@@ -261,8 +261,11 @@ def parse_ref(ref: str, forms: str = GET_FORMS) -> tuple[str, int]:
     return kind, int(match.group("num"))
 
 
-def timeline(store: Store, ref: str, *, before: int = 5, after: int = 5) -> dict[str, Any]:
-    """Items around an anchor in the anchor's project, oldest first, the anchor marked."""
+def timeline(
+    store: Store, ref: str, *, before: int = 5, after: int = 5, machine: str | None = None
+) -> dict[str, Any]:
+    """Items around an anchor in the anchor's project, oldest first, the anchor marked (``machine``: only
+    what that machine wrote, besides the anchor)."""
     if before < 0 or after < 0:
         raise InvalidInput("--before and --after must not be negative")
     if _DOCID.match(ref.strip()):
@@ -275,7 +278,7 @@ def timeline(store: Store, ref: str, *, before: int = 5, after: int = 5) -> dict
     else:
         anchor = store.prompts.get(number)
     items = store.listing.timeline_around(
-        anchor["project"], anchor["created_at"], (kind, number), before=before, after=after
+        anchor["project"], anchor["created_at"], (kind, number), before=before, after=after, machine=machine
     )
     rows = []
     for item in items:
