@@ -25,7 +25,7 @@ pytestmark = pytest.mark.postgres
 # what a search row says of a memory, whichever source found it (score and tokens are each source's own)
 TRUTH = (
     "id", "uid", "kind", "type", "title", "subtitle", "project", "session", "agent", "key", "created_at",
-    "path", "superseded_by", "possibly_superseded_by", "stale", "branch",
+    "path", "superseded_by", "possibly_superseded_by", "stale", "branch", "machine",
 )  # fmt: skip
 
 
