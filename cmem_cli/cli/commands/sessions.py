@@ -8,13 +8,12 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from cmem_cli.cli import options
-from cmem_cli.cli.build import annotation
 from cmem_cli.cli.commands.common import (
     AgentOpt,
     FormatOpt,
     JsonOpt,
     ProjectOpt,
+    RanOnOpt,
     check_cli_text,
 )
 from cmem_cli.cli.invocation import open_api
@@ -107,9 +106,6 @@ TABLE_SESSION_COLUMNS = [
     Column("short_id", "SESSION", priority=0),
     *SESSION_COLUMNS[1:],
 ]
-
-
-RanOnOpt = annotation(options.MACHINE._replace(help="Only sessions that ran on this machine."))
 
 
 @session_app.command("list")
