@@ -47,6 +47,8 @@ def test_a_memory_a_prompt_and_a_summary_record_the_machine_and_the_person(sh: A
     assert "machine: laptop\n" in shown and 'author: "ann@example.com"\n' in shown
     items = json.loads(sh("timeline", "1", "--json").stdout)["items"]
     assert {item["machine"] for item in items} == {"laptop"}
+    page = sh("view", "--all-projects", "--no-open", "--output", "-").stdout  # the details panel's data
+    assert page.count('"author":"ann@example.com"') == 3
 
 
 def test_without_settings_the_host_name_and_gits_user_email(sh: Any, home: Path, tmp_path: Path):
@@ -121,10 +123,10 @@ def test_the_api_and_the_view_say_whose_each_memory_is(home: Path, monkeypatch: 
         )
         assert memory.several_machines() is False
         window = memory.window()
-        assert [(item["kind"], item["machine"]) for item in window["items"]] == [
-            ("summary", "laptop"),
-            ("prompt", "laptop"),
-            ("observation", "laptop"),
+        assert [(item["kind"], item["machine"], item["author"]) for item in window["items"]] == [
+            ("summary", "laptop", "ann@example.com"),
+            ("prompt", "laptop", "ann@example.com"),
+            ("observation", "laptop", "ann@example.com"),
         ]
     monkeypatch.setenv("CMEM_MACHINE", "desk-box")
     with Memory(home) as memory:
