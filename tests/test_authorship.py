@@ -63,6 +63,36 @@ def test_without_settings_the_host_name_and_gits_user_email(sh: Any, home: Path,
     assert (record["machine"], record["author"]) == (socket.gethostname(), "ann@corp.example")
 
 
+def test_the_config_file_names_the_machine_and_the_person_below_the_environment(
+    sh: Any, home: Path, tmp_path: Path
+):
+    config = tmp_path / "config" / "cmem" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text('machine = "studio"\nauthor = "ann@corp.example"\n')
+    git_home = tmp_path / "person"
+    git_home.mkdir()
+    (git_home / ".gitconfig").write_text("[user]\n\temail = git@corp.example\n")
+    assert (
+        sh(
+            "add", "Picked a port", "--project", "demo", env={"HOME": str(git_home), "CMEM_MACHINE": ""}
+        ).exit_code
+        == 0
+    )
+    assert (
+        sh("add", "Picked a host", "--project", "demo", env={"CMEM_AUTHOR": "bob@corp.example"}).exit_code
+        == 0
+    )
+    rows = json.loads(sh("get", "1", "2", "--json").stdout)
+    assert [(r["machine"], r["author"]) for r in rows] == [
+        ("studio", "ann@corp.example"),
+        ("test-machine", "bob@corp.example"),  # CMEM_MACHINE and CMEM_AUTHOR beat the file
+    ]
+    config.write_text("machine = 7\n")
+    bad = sh("add", "Picked a name", "--project", "demo")
+    assert (bad.exit_code, bad.stderr.count("\n")) == (4, 1)
+    assert "'machine' must be a name" in bad.stderr and "Traceback" not in bad.stderr
+
+
 def test_git_sync_carries_whose_it_is_and_the_table_shows_machines_once_there_are_two(
     home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ):

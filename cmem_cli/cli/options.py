@@ -181,9 +181,9 @@ GET = Command(
 ADD = Command(
     "add",
     "Record an observation (or bulk-import JSON records); prints the new id(s), one per line.\n\n"
-    "Every observation, prompt and summary states who wrote it: the machine (CMEM_MACHINE, else this "
-    "home's name on its team database, else the host name) and the person (CMEM_AUTHOR, else git's "
-    "global user.email).",
+    "Every observation, prompt and summary states who wrote it: the machine (CMEM_MACHINE, else machine = "
+    '"..." in the config file, else this home\'s name on its team database, else the host name) and the '
+    'person (CMEM_AUTHOR, else author = "..." in the config file, else git\'s global user.email).',
     "cmem_cli.cli.write_bodies:add",
     (
         Opt("title_text", help="Title (the same as --title).", metavar="TITLE"),
