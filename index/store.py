@@ -195,6 +195,36 @@ def _after_prefix(folder: str) -> str:
     return folder[:-1] + chr(ord(folder[-1]) + 1)
 
 
+def _lay_out(path: Path) -> None:
+    """Make a new index at ``path`` with its schema in place: built in a file of this process's own and
+    linked in whole, so no reader ever opens one a pass is still laying out (another process that made
+    one meanwhile wins; this one's is dropped)."""
+    from cmem_cli.core.db import immediate_transaction
+
+    apsw = _apsw()
+    temp = path.with_name(f"{path.name}.new-{os.getpid()}")
+    try:
+        conn = apsw.Connection(str(temp), flags=apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE)
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            with immediate_transaction(conn):
+                INDEX_MIGRATIONS.apply(conn)
+        finally:
+            conn.close()
+        os.chmod(temp, 0o600)
+        try:
+            os.link(temp, path)
+        except FileExistsError:
+            pass
+        except OSError:  # a file system without hard links
+            if not path.exists():
+                os.replace(temp, path)
+    finally:
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(f"{temp}{suffix}")
+
+
 class IndexStore:
     """One connection to an index database, with the queries the indexer, search and status need."""
 
@@ -219,6 +249,8 @@ class IndexStore:
         with translated(path):
             if not readonly:
                 path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+                if not path.exists():
+                    _lay_out(path)
             new_file = not path.exists()
             flags = apsw.SQLITE_OPEN_READWRITE | (0 if readonly else apsw.SQLITE_OPEN_CREATE)
             conn = apsw.Connection(str(path), flags=flags)
