@@ -282,6 +282,51 @@ def test_records_are_written_only_by_the_write_service_and_reconcile(tmp_path: P
     assert record_writes_outside_the_way_in(tmp_path) == ["team/apply.py:2 .observations.insert()"]
 
 
+# -- one link pass: what arrives (git, the team database, a hand edit) has its links settled in one place --
+LINK_WRITES = {"add", "remove", "add_pending", "clear_pending_from", "take_pending_to"}
+LINK_PASS = "services/reconcile/writer.py"
+LINK_RULES = ("store/", "services/writes.py", "services/supersession.py")  # local writes; the supersedes rule
+
+
+def link_settlers(root: Path) -> list[str]:
+    """Every module under ``root`` (a cmem_cli tree) that writes links (``….links.add(…)``, …) or adds a
+    link that arrived (``add_arrived_link``), besides the local write service, the supersedes rule and the
+    store: each ``path:line``. The inbound writer should be the only one."""
+    found: list[str] = []
+    for path in sorted(root.rglob("*.py")):
+        relative = path.relative_to(root).as_posix()
+        if relative.startswith(LINK_RULES):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if not isinstance(node, ast.Call):
+                continue
+            func = node.func
+            owner = func.value if isinstance(func, ast.Attribute) else None
+            link_write = (
+                isinstance(func, ast.Attribute)
+                and func.attr in LINK_WRITES
+                and getattr(owner, "attr", None) == "links"
+            )
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if link_write or name in ("add_arrived_link", "settle_links"):
+                found.append(f"{relative}:{node.lineno}")
+    return found
+
+
+def test_the_links_of_what_comes_in_are_settled_by_the_inbound_writer_alone(tmp_path: Path) -> None:
+    """Adoption, git arrivals and team pulls hand their links to ``reconcile.writer.Inbound``: adoption
+    keeps no link pass of its own."""
+    assert {m.split(":")[0] for m in link_settlers(REPO / "cmem_cli")} == {LINK_PASS}
+    adopt = (REPO / "cmem_cli" / "services" / "adopt.py").read_text()
+    assert "Inbound(" in adopt and "links.outgoing" not in adopt
+    (tmp_path / "services").mkdir()
+    (tmp_path / "services" / "adopt.py").write_text(
+        "def settle(store, obs_id, target):\n    store.links.add(obs_id, target, 'related')\n"
+        "    add_arrived_link(store, obs_id, target, 'supersedes')\n"
+    )
+    assert link_settlers(tmp_path) == ["services/adopt.py:2", "services/adopt.py:3"]
+
+
 def import_cycles(package: str) -> list[list[str]]:
     """The import cycles among ``package``'s modules (imports inside functions count: a cycle is a cycle
     whenever it closes), each as the modules around it."""

@@ -272,6 +272,25 @@ def test_a_file_linking_to_an_unknown_uid_is_reported_and_changes_nothing(cli, h
     assert cli("stats", "--json").json()["counts"]["observations"] == 0
 
 
+def test_a_link_to_a_memory_whose_file_is_deleted_in_the_same_sync_goes_with_it(cli, home):
+    cli("add", "-t", "Linking", "-p", "web")
+    cli("add", "-t", "Target", "-p", "web")
+    target_uid = _get(cli, 2)["uid"]
+    linking, target = _file_of(home, "linking"), _file_of(home, "target")
+    text = linking.read_text().replace(
+        "cmem: observation\n", f"cmem: observation\nlinks: [{{type: related, uid: {target_uid}}}]\n", 1
+    )
+    linking.write_text(text)
+    target.unlink()
+    result = cli("sync", "--json")
+    relpath = linking.relative_to(home / "export").as_posix()
+    assert result.json()["adopted"] == [relpath]
+    assert result.json()["forgotten"] == [target.relative_to(home / "export").as_posix()]
+    assert (result.exit_code, result.json()["conflicts"]) == (0, [])
+    assert _get(cli, 1)["links"] == []
+    assert target_uid not in linking.read_text()
+
+
 def test_a_same_size_edit_right_after_cmem_wrote_the_file_is_still_seen(cli, home):
     cli("add", "-t", "Quick", "-p", "web", "--narrative", "aaaa")
     path = _file_of(home, "quick")

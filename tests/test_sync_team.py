@@ -297,6 +297,30 @@ def test_a_link_to_a_memory_that_has_not_arrived_is_kept(team, tmp_path):
         assert machine.run("doctor")[0] == 0
 
 
+def test_a_link_waiting_for_a_memory_is_set_when_its_file_is_mended_by_hand_here(team, tmp_path):
+    a, b, url, first = team
+    target_uid = "01TARGETNOTHEREYET0000000B"
+    linking = (
+        "---\ncmem: observation\nuid: 01LINKINGFILEFROMTEAMMATE1\ntitle: Linking note\nproject: web\n"
+        f'links: [{{"type": "related", "uid": "{target_uid}"}}]\n---\n# Linking note\n\n'
+        f"<!-- cmem:links -->\n## Related\n\n- related: [The target](target.md)\n"
+    )
+    broken_target = f"---\ncmem: observation\nuid: {target_uid}\ntitle: [unclosed\n---\n# x\n"
+    _teammate_commits(tmp_path, url, {"web/hand/linking.md": linking, "web/hand/target.md": broken_target})
+    assert b.run("sync")[0] == 4  # the target cannot be adopted: the link waits for it
+    linker = b.by_uid()["01LINKINGFILEFROMTEAMMATE1"]
+    assert b.links(linker["id"]) == []
+    mended = (
+        f"---\ncmem: observation\nuid: {target_uid}\ntitle: The target\nproject: web\n---\n# The target\n"
+    )
+    (b.export / "web/hand/target.md").write_text(mended)  # mended here, as a hand edit
+    code, _, err = b.run("sync")
+    assert code == 0, err
+    assert [link["uid"] for link in b.links(linker["id"])] == [target_uid]
+    assert "[The target](" in (b.export / "web/hand/linking.md").read_text()
+    assert b.run("doctor")[0] == 0
+
+
 # -- git's folder -------------------------------------------------------------------------------------------
 def test_gits_folder_lives_in_the_home_and_a_plain_git_status_breaks_nothing(team):
     a, *_ = team

@@ -198,6 +198,46 @@ def test_an_edit_beats_a_concurrent_forget(homes: dict[str, Home], team_db: str)
     assert b.rows()[uid]["narrative"] == "still needed"
 
 
+def test_a_home_that_joined_before_bases_were_kept_merges_disjoint_edits_after_its_next_sync(
+    homes: dict[str, Home], team_db: str
+):
+    import apsw
+
+    a, b = homes["a"], homes["b"]
+    target = a.add("Deploy target", "--narrative", "staging")
+    edited = a.add("Release checklist", "--narrative", "tag, build")
+    a.join(team_db)
+    b.join(team_db)
+    uids = {row["title"]: uid for uid, row in a.rows().items()}
+    # a as a home that joined before bases were kept: none, and the step that seeds them not yet run
+    conn = apsw.Connection(str(a.path / "cmem.db"))
+    with conn:
+        conn.execute("UPDATE team_revs SET base = NULL")
+        conn.execute("DELETE FROM _cmem_migrations WHERE scope = 'team' AND name = 'm006_seed_bases'")
+    conn.close()
+    a.ok("edit", str(edited), "--title", "Release checklist for 2.0")  # queued before the upgrade
+    time.sleep(0.01)
+    b.ok("edit", str(b.rows()[uids["Release checklist"]]["id"]), "--narrative", "tag, build, sign")
+    b.sync()
+    first = a.sync()  # the first sync after the upgrade: a queued edit gets no base from its own row
+    [conflict] = first["conflicts"]
+    assert conflict["uid"] == uids["Release checklist"]
+    assert a.rows()[conflict["copy_uid"]]["title"] == "Release checklist for 2.0 (conflict copy)"
+    b.sync()
+    # a disjoint edit on each side of a memory this home had not changed: merged, no copy
+    a.ok("edit", str(target), "--title", "Deploy target is production")
+    b.ok("edit", str(b.rows()[uids["Deploy target"]]["id"]), "--narrative", "production, eu-west")
+    b.sync()
+    report = a.sync()
+    assert report["conflicts"] == []
+    b.sync()
+    for home in (a, b):
+        row = home.rows()[uids["Deploy target"]]
+        assert (row["title"], row["narrative"]) == ("Deploy target is production", "production, eu-west")
+        assert len(home.rows()) == 3
+        assert b.sync()["conflicts"] == []
+
+
 def test_a_pull_scoped_to_projects_holds_only_those_but_pushes_everything(
     homes: dict[str, Home], team_db: str
 ):

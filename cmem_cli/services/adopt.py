@@ -6,6 +6,9 @@ is gone was deleted. ``adopt_tree`` turns each into the same store operation `cm
 `cmem forget` perform, with the same validation, limits, ``<private>`` stripping and redaction (it calls
 ``WriteService.prepare``), then rewrites the file in cmem's form (which keeps every word: text the parser does
 not recognise lands in the narrative). An invalid file is reported with its reason and left untouched.
+What passes is written by the one inbound writer git and team arrivals use
+(:class:`cmem_cli.services.reconcile.writer.Inbound`, ``local=True``): rows, forgets, then every link once
+all rows are in, then the files. Adoption reads and checks; it settles no link itself.
 
 Everything runs in one write transaction, after crash recovery has rolled back files of writes that never
 committed (``cmem_cli.services.recovery``), so a file from an interrupted write is never mistaken for a person's.
@@ -24,11 +27,10 @@ from cmem_cli.core.fields import LINK_TYPES, SUMMARY_FIELDS
 from cmem_cli.core.files import FileTooLarge, read_regular
 from cmem_cli.core.ids import new_uid
 from cmem_cli.core.timeutil import now_ms, to_date
-from cmem_cli.services import supersession
-from cmem_cli.services.reconcile.upsert import put_summary, settle_links
+from cmem_cli.services.reconcile.writer import Inbound
 from cmem_cli.services.record_shapes import front_matter_problem
 from cmem_cli.services.recovery import recover
-from cmem_cli.services.writes import FileTransaction, WriteService
+from cmem_cli.services.writes import WriteService
 from cmem_cli.store.records import EDITABLE_FIELDS
 from cmem_export import atomic, digest
 from cmem_export.reading import (
@@ -123,11 +125,13 @@ class _Adopter:
             staged.sort(
                 key=lambda item: "id" not in item[1].restore
             )  # keep known ids before new rows take them
+            # the one inbound writer, as for git and team arrivals: rows, then links, forgets, files
+            writer = Inbound(self.memory, files, [], [], local=True, tell=self._told)
             for relpath, parsed, row in staged:
-                self._apply(relpath, parsed, row, files)
-            self._links(staged, files)
+                self._apply(writer, relpath, parsed, row)
             if self.forget_deleted:
-                self._forget_missing(on_disk, paths, files)
+                self._forget_missing(writer, on_disk, paths)
+            writer.finish()
         self.report.written = sorted(files.written)
         self.report.removed = sorted(files.to_delete)
         return self.report
@@ -349,15 +353,13 @@ class _Adopter:
         return True
 
     # -- writing -----------------------------------------------------------------------------------------
-    def _apply(
-        self, relpath: str, parsed: ParsedFile, row: dict[str, Any] | None, files: FileTransaction
-    ) -> None:
-        memory, store = self.memory, self.store
+    def _apply(self, writer: Inbound, relpath: str, parsed: ParsedFile, row: dict[str, Any] | None) -> None:
+        """Hand one validated file to the inbound writer (its links and its file come at ``finish``)."""
         # A file cmem wrote (it names its uid) that has no row here (a rebuilt store, another machine's
         # file) keeps its name; a person's new file gets the standard name, once.
         kept_name = relpath if row is None and parsed.uid else None
+        record = parsed.record
         if parsed.kind == "summary":
-            record = parsed.record
             if row is None:
                 values = {
                     **record,
@@ -365,63 +367,28 @@ class _Adopter:
                     "agent": record.get("agent") or "cli",
                     "project": record.get("project") or "default",
                 }
-                written = put_summary(store, values, arrived=False, summary_id=parsed.restore.get("id"))
             else:
                 values = {**record, "uid": row["uid"], "updated_at": _edited_at(parsed, row)}
-                written = put_summary(store, values, arrived=False)
-            written = memory.export_summary(written, files, relpath=kept_name)
+            summary_id = parsed.restore.get("id") if row is None else None
+            ident = writer.summary(values, relpath=kept_name, arrived_at=relpath, summary_id=summary_id)
         else:
-            restore = parsed.restore if row is None else None
-            written = memory.store_observation(
-                {**parsed.record, "links": []},
-                files,
-                restore=restore,
-                relpath=kept_name,
+            ident = writer.observation(
+                record,
+                record.get("links"),  # None: the file names no links, and those it had stay
                 updated_at=None if row is None else _edited_at(parsed, row),
                 anchor=parsed.anchor,
+                relpath=kept_name,
+                arrived_at=relpath,
+                restore=parsed.restore if row is None else None,
             )
-            parsed.record["id"] = written["id"]
-        self.touched.add((parsed.kind, written["id"]))
+        self.touched.add((parsed.kind, ident))
         (self.report.created if row is None else self.report.adopted).append(relpath)
-        if written["path"] != relpath:
-            files.delete_after_commit(relpath)  # the text lives on in the file cmem just wrote
 
-    def _links(
-        self, staged: list[tuple[str, ParsedFile, dict[str, Any] | None]], files: FileTransaction
-    ) -> None:
-        """Set each adopted observation's links to exactly those its file names (by uid)."""
-        store = self.store
-        for relpath, parsed, row in staged:
-            links = parsed.record.get("links")
-            if parsed.kind != "observation" or links is None:
-                continue
-            obs_id = parsed.record["id"]
-            wanted = set()
-            waiting = self._waiting(row)
-            still_waiting = {(link.get("uid"), link.get("type")) for link in links} & waiting
-            for link in links:
-                target = store.observations.by_uid(link["uid"]) if link.get("uid") else None
-                if target is None and (link.get("uid"), link.get("type")) in waiting:
-                    continue  # still waiting for its target: kept as it is
-                if target is None or target["id"] == obs_id or link.get("type") not in LINK_TYPES:
-                    self.report.conflicts.append(
-                        (relpath, f"link to {link.get('uid')} dropped (no such target)")
-                    )
-                    continue
-                wanted.add((target["id"], link["type"]))
-            current = {(link["id"], link["type"]) for link in store.links.outgoing(obs_id)}
-            if wanted == current and still_waiting == waiting:
-                continue
-            settle_links(store, obs_id, drop=current - wanted, waiting=still_waiting)
-            for target_id, link_type in sorted(wanted - current):
-                broken = supersession.add_arrived_link(store, obs_id, target_id, link_type)
-                if broken is not None:
-                    self.report.conflicts.append((relpath, broken.note))
-                    if broken.rewrite is not None:
-                        self.memory.export_observation(store.observations.get(broken.rewrite), files)
-            self.memory.export_observation(store.observations.get(obs_id), files)
+    def _told(self, relpath: str, what: str) -> None:
+        """What the inbound writer says of a file's links (one dropped, a supersedes loop broken)."""
+        self.report.conflicts.append((relpath, what))
 
-    def _forget_missing(self, on_disk: set[str], paths: list[Path] | None, files: FileTransaction) -> None:
+    def _forget_missing(self, writer: Inbound, on_disk: set[str], paths: list[Path] | None) -> None:
         """Forget records whose file cmem wrote is gone; never when the whole tree is missing or empty."""
         gone = (
             [p for p in self.known if p not in on_disk and p in self.hashes]
@@ -438,18 +405,13 @@ class _Adopter:
                 )
             )
             return
-        ids = []
+        uids = self.store.export_files.uids_at_paths(gone)
         for relpath in gone:
             kind, ident = self.known[relpath]
             if (kind, ident) in self.touched:
                 continue  # the file was renamed or moved, not deleted: adopted from its new place
-            if kind == "summary":
-                self.memory.forget_summary(ident, files)
-            else:
-                ids.append(ident)
             self.report.forgotten.append(relpath)
-        if ids:
-            self.memory.forget_rows(ids, files)
+            writer.forget(*uids[relpath])
 
 
 def _edited_at(parsed: ParsedFile, row: dict[str, Any] | None) -> int:

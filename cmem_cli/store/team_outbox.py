@@ -32,6 +32,7 @@ SESSION = "session"  # its uid in the outbox and team_revs: the session id
 PROMPT = "prompt"
 QUEUE = "queue"
 URL_KEY = "url"
+SEED_BASES = "seed_bases"  # team_state: a home that joined before bases were kept; its next sync seeds them
 SNAPSHOT = 1  # team_outbox.snapshot: queued by `sync init` (what this home held when it joined)
 RESTORED = 2  # queued again because the server went back in time (cmem_cli.team.restore)
 
@@ -166,8 +167,16 @@ def m004_skipped_and_forgotten(conn: Any) -> None:
 def m005_base_rows(conn: Any) -> None:
     """The server's row as this home last saw it (pulled, or pushed) beside its revision: the base the
     merge rule compares both sides' edits against (cmem_cli.services.reconcile.rule), as git has its
-    merge base. A home that joined before keeps merging without one until the memory next travels."""
+    merge base. A home that joined before gets them at its next sync (:func:`m006_seed_bases`)."""
     conn.execute("ALTER TABLE team_revs ADD COLUMN base TEXT")
+
+
+@TEAM_MIGRATIONS
+def m006_seed_bases(conn: Any) -> None:
+    """A home that joined before bases were kept has revisions without them: marked here, its next sync
+    seeds them (``cmem_cli.team.bases``, which renders a base as the server's row; the store cannot)."""
+    if conn.execute(f"SELECT 1 FROM team_state WHERE key = '{URL_KEY}'").fetchone():
+        conn.execute(f"INSERT OR REPLACE INTO team_state (key, value) VALUES ('{SEED_BASES}', '1')")
 
 
 class Entry(NamedTuple):
@@ -303,6 +312,16 @@ class TeamOutbox(Repository):
             )
             found.update((r["uid"], json.loads(r["base"])) for r in rows)
         return found
+
+    def without_base(self, kind: str) -> dict[str, int]:
+        """uid -> revision of each ``kind`` this home has seen but keeps no base for, leaving out those
+        with a local change queued (their row is no longer what this home last pulled or pushed)."""
+        rows = self.db.query(
+            "SELECT r.uid, r.rev FROM team_revs r WHERE r.kind = ? AND r.base IS NULL AND NOT EXISTS "
+            "(SELECT 1 FROM team_outbox o WHERE o.kind = r.kind AND o.uid = r.uid)",
+            (kind,),
+        )
+        return {r["uid"]: int(r["rev"]) for r in rows}
 
     def set_rev(self, kind: str, uid: str, rev: int | None, base: dict[str, Any] | None = None) -> None:
         """Remember the server's revision of ``uid`` this home has now seen, and its row there (``base``,

@@ -72,7 +72,7 @@ class TeamLive:
             if settings is None:
                 raise CmemError("this home has no team database any more")
             with sync_lock(memory.config.home, timeout=30):
-                memory.store.team_outbox.install()  # joined with an older cmem: its newer triggers
+                teamsync.install(memory)  # joined with an older cmem: its newer triggers, its bases
             conn = server.connect(settings["url"])
             try:
                 with server.translated(settings["url"]):

@@ -28,25 +28,22 @@ import json
 from typing import Any
 
 from cmem_cli.core.timeutil import now_ms
-from cmem_cli.services.anchors import exported
 from cmem_cli.services.reconcile.rule import EDIT_BEATS_FORGET, Conflict, merge, same_field_conflict, tell
 from cmem_cli.services.writes import WriteService
 from cmem_cli.store import team_outbox as outbox
-from cmem_cli.team import inbound, server
+from cmem_cli.team import inbound, outgoing, server
 from cmem_cli.team.apply import Applier
 from cmem_cli.team.records import (
     OBS_COLUMNS,
     SUMMARY_COLUMNS,
     anchor_of,
     newer_anchor,
-    observation_out,
     row_of,
     same_anchor,
     same_observation,
     same_summary,
     server_params,
     side,
-    summary_out,
 )
 from cmem_cli.team.sessions import (
     PROMPT_COLUMNS,
@@ -108,20 +105,8 @@ class Pusher:
             uid: prompt_out(row, self.machine)
             for uid, row in store.prompts.by_uids([e.uid for e in prompts]).items()
         }
-        rows = store.observations.by_uids([e.uid for e in obs])
-        anchors = self.local.anchors.for_ids([row["id"] for row in rows.values()])
-        scrub = self.memory.scrub_text
-        local_obs = {
-            uid: observation_out(
-                row, store.links.outgoing(row["id"]), self.machine, exported(anchors.get(row["id"]), scrub)
-            )
-            for uid, row in rows.items()
-        }
-        local_sums = {}
-        for entry in sums:
-            row = store.summaries.by_uid(entry.uid)
-            if row is not None:
-                local_sums[entry.uid] = summary_out(row, self.machine)
+        local_obs = outgoing.observations(self.memory, [e.uid for e in obs], self.machine)
+        local_sums = outgoing.summaries(self.memory, [e.uid for e in sums], self.machine)
         bases = {
             outbox.OBSERVATION: self.local.team_outbox.revs(outbox.OBSERVATION, [e.uid for e in obs]),
             outbox.SUMMARY: self.local.team_outbox.revs(outbox.SUMMARY, [e.uid for e in sums]),

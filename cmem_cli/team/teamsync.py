@@ -91,7 +91,7 @@ def init(
         conn = server.connect(given.url, given.password)
         try:
             up_to_date(conn, given.url, given.password, [])  # a read-only role joins one made by another
-            local.team_outbox.install()
+            install(memory)
             wanted = sorted(set(projects))
             with local.transaction():
                 first = current is None
@@ -118,6 +118,15 @@ def init(
     return report
 
 
+def install(memory: WriteService) -> None:
+    """This home's team tables and triggers up to date (a home that joined with an older cmem gets the
+    newer ones), and the merge bases such a home lacks seeded (:mod:`cmem_cli.team.bases`)."""
+    from cmem_cli.team import bases
+
+    memory.store.team_outbox.install()
+    bases.seed(memory, memory.store.team_outbox.settings().get(MACHINE) or default_machine())
+
+
 def _widened(before: list[str], after: list[str]) -> bool:
     """Does the new scope include projects the old one left out? (An empty list is every project.)"""
     if not before:
@@ -131,7 +140,7 @@ def sync(memory: WriteService, report: dict[str, Any] | None = None) -> dict[str
     if current is None:
         raise UsageError("this home has no team database; run `cmem sync init postgresql://...` first")
     with sync_lock(memory.config.home):
-        memory.store.team_outbox.install()  # a home that joined with an older cmem: its newer triggers
+        install(memory)
         conn = server.connect(current["url"])
         try:
             return _run(memory, conn, current["url"], None, report)

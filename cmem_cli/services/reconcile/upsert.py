@@ -125,17 +125,3 @@ def put_prompt(store: Store, prompt: dict[str, Any]) -> int:
     )
     store.sessions.raise_prompt_counter(session, number)
     return int(number)
-
-
-def settle_links(
-    store: Store, obs_id: int, *, drop: set[tuple[int, str]], waiting: set[tuple[str, str]]
-) -> None:
-    """A memory's file no longer names some links: ``drop`` them (target id, type), and keep only the
-    ``waiting`` links to uids not here yet (uid, type) that it still names."""
-    kept = [link for link in store.links.pending_from(obs_id) if (link["uid"], link["type"]) in waiting]
-    if len(kept) != len(store.links.pending_from(obs_id)):
-        store.links.clear_pending_from(obs_id)
-        for link in kept:
-            store.links.add_pending(obs_id, link["uid"], link["type"], link["title"], link["href"])
-    for target_id, link_type in drop:
-        store.links.remove(obs_id, target_id, link_type)

@@ -1,12 +1,19 @@
-"""The inbound writer: what another machine sent (git sync's files, the team database's rows) written into
-this home, one batch in the caller's write transaction, the same way for both remotes.
+"""The inbound writer: what comes in from elsewhere (git sync's files, the team database's rows, a person's
+edits of this home's export tree) written into this home, one batch in the caller's write transaction, the
+same way for all three.
 
 Each memory is stored by uid through the one upsert (:mod:`.upsert`: its session, the key rule), its code
-anchor taken, and its links set once the whole batch is in (a link's target may arrive in the same batch).
-A link to a uid this home does not hold yet is kept waiting (``pending``: git sync, whose file names it)
-or set when the target arrives (the team database, which holds every link). Files are written last:
-every arrival is named before any file is, because a file names its links' paths; the files that show an
-arrival's title (its referrers) are written again.
+anchor taken, and its links set once the whole batch is in (a link's target may arrive in the same batch),
+changing only the links that differ. A link to a uid this home does not hold yet is kept waiting
+(``pending``: git sync, whose file names it) or set when the target arrives (the team database, which
+holds every link). Files are written last: every arrival is named before any file is, because a file
+names its links' paths; the files that show an arrival's title (its referrers) are written again.
+
+A hand edit (``local``: `cmem sync`, `cmem watch`, `doctor --fix` adopting the export tree) differs in
+three ways only: its key was checked where it was read (a clash refuses the file, so no clash rule), it is
+this machine's, and a link to a uid that is not here stays only if it was waiting already; any other is
+dropped and told (adoption refuses a file naming one, so only a link to itself), unless the batch forgot
+its target (its file was deleted), whose links go with it.
 """
 
 from __future__ import annotations
@@ -22,7 +29,8 @@ from cmem_export import layout
 
 class Inbound:
     """One batch of arrivals. ``notes`` and ``conflicts`` are the sync report's lists (a key clash is a
-    conflict, told with both uids; a broken ``supersedes`` loop a note)."""
+    conflict, told with both uids; a broken ``supersedes`` loop a note, or what ``tell`` is handed:
+    adoption reports it against the file)."""
 
     def __init__(
         self,
@@ -32,7 +40,9 @@ class Inbound:
         conflicts: list[dict[str, Any]],
         *,
         pending: bool = False,
+        local: bool = False,
         on_loop: Callable[[int], None] | None = None,
+        tell: Callable[[str, str], None] | None = None,
     ):
         self.memory = memory
         self.store = memory.store
@@ -40,32 +50,38 @@ class Inbound:
         self.notes = notes
         self.conflicts = conflicts
         self.pending = pending  # keep links to uids not here yet (git: the file names them)
+        self.local = local  # a person's edits of this home's files (adoption; the module's docstring)
         self.on_loop = on_loop  # told the id of the memory whose link a broken supersedes loop lost
+        self.tell = tell or self._note  # told (label, what) of a link dropped or a supersedes loop broken
         self._links: dict[int, list[dict[str, Any]]] = {}  # local id -> its links (type, uid, title, href)
         self._names: dict[int, str | None] = {}  # arrivals to write: local id -> the file name to keep
         self._arrived_at: dict[int, str] = {}  # local id -> the path its file arrived at (git)
         self._labels: dict[int, str] = {}  # local id -> how notes name it
         self._refresh: set[int] = set()  # observations whose file shows another one's title or path
+        self._forgotten: set[str] = set()  # uids this batch forgot (a link to one goes without a word)
         self.stored = 0
 
     # -- observations -----------------------------------------------------------------------------------
     def observation(
         self,
         record: dict[str, Any],
-        links: list[dict[str, Any]],
+        links: list[dict[str, Any]] | None,
         *,
         updated_at: int | None,
         anchor: dict[str, Any] | None = None,
         relpath: str | None = None,
         arrived_at: str | None = None,
+        restore: dict[str, Any] | None = None,
     ) -> int:
         """Store a prepared ``record`` (``WriteService.prepare``) under its uid; returns its local id. ``links``:
-        its links by uid, all of them; ``anchor``: the code anchor it states (None: the store's stays);
-        ``relpath``: the file name it keeps (git: a file that names its uid lives where git put it);
-        ``arrived_at``: where its file arrived (removed when the memory's file is elsewhere)."""
+        its links by uid, all of them (None: a hand-edited file that names none, whose links stay);
+        ``anchor``: the code anchor it states (None: the store's stays); ``relpath``: the file name it
+        keeps (a file that names its uid lives where it was put); ``arrived_at``: where its file arrived
+        (removed when the memory's file is elsewhere); ``restore``: a new row's id as its file recorded
+        it (adoption into a rebuilt store)."""
         store = self.store
         before = store.observations.by_uid(record["uid"])
-        put = put_observation(store, record, updated_at=updated_at)
+        put = put_observation(store, record, updated_at=updated_at, arrived=not self.local, restore=restore)
         row = put.row
         if put.clash is not None:
             self._tell(put.clash.to_json())
@@ -77,7 +93,8 @@ class Inbound:
             adopt_anchor(store, row["id"], anchor, self.memory.scrub_text)
         if before is not None and before["title"] != row["title"]:
             self._refresh.update(link["id"] for link in store.links.incoming(row["id"]))
-        self._links[row["id"]] = list(links)
+        if links is not None:
+            self._links[row["id"]] = list(links)
         self._names[row["id"]] = relpath
         self._labels[row["id"]] = arrived_at or row["uid"]
         if arrived_at:
@@ -113,6 +130,7 @@ class Inbound:
         gone = self.store.observations.by_uid(uid)
         if gone is None:
             return False
+        self._forgotten.add(uid)
         self._names.pop(gone["id"], None)
         self._links.pop(gone["id"], None)
         self._refresh.discard(gone["id"])
@@ -125,12 +143,22 @@ class Inbound:
         return True
 
     # -- summaries --------------------------------------------------------------------------------------
-    def summary(self, record: dict[str, Any], *, relpath: str | None = None) -> int:
-        """Store a summary under its uid and write its file (``relpath``: where it lives, git)."""
-        row = put_summary(self.store, record)
+    def summary(
+        self,
+        record: dict[str, Any],
+        *,
+        relpath: str | None = None,
+        arrived_at: str | None = None,
+        summary_id: int | None = None,
+    ) -> int:
+        """Store a summary under its uid and write its file (``relpath``: where it lives; ``arrived_at``:
+        where its file arrived, if elsewhere, removed when it is not where it lives; ``summary_id``: a
+        new summary's id as its file recorded it)."""
+        row = put_summary(self.store, record, arrived=not self.local, summary_id=summary_id)
         row = self.memory.export_summary(self.store.summaries.get(row["id"]), self.files, relpath=relpath)
-        if relpath and relpath != row["path"]:
-            self.files.delete_after_commit(relpath)
+        came = arrived_at or relpath
+        if came and came != row["path"]:
+            self.files.delete_after_commit(came)
         self.stored += 1
         return int(row["id"])
 
@@ -139,19 +167,8 @@ class Inbound:
         """Set the links of what arrived, then name every arrival, then write the files."""
         store = self.store
         for obs_id, links in self._links.items():
-            for link in store.links.outgoing(obs_id):
-                store.links.remove(obs_id, link["id"], link["type"])
-            store.links.clear_pending_from(obs_id)
-            for link in links:
-                target = store.observations.by_uid(link["uid"])
-                if target is None:
-                    if self.pending:  # not here (yet): kept, never dropped (dropping would travel)
-                        store.links.add_pending(
-                            obs_id, link["uid"], link["type"], link.get("title"), link.get("href")
-                        )
-                elif target["id"] != obs_id:
-                    self._link(obs_id, target["id"], link["type"], None)
-        for obs_id in list(self._links):  # links that were waiting for one of these
+            self._settle_links(obs_id, links)
+        for obs_id in list(self._names):  # links that were waiting for one of these
             row = store.observations.find(obs_id)
             if row is None:
                 continue
@@ -181,17 +198,56 @@ class Inbound:
             if referrer is not None:
                 self.memory.export_observation(referrer, self.files)
 
+    def _settle_links(self, obs_id: int, links: list[dict[str, Any]]) -> None:
+        """Make ``obs_id``'s links (and links waiting for a uid not here) those an arrival names, touching
+        only those that differ."""
+        store = self.store
+        current = {(link["id"], link["type"]) for link in store.links.outgoing(obs_id)}
+        waiting = {
+            (link["uid"], link["type"]): (link["uid"], link["type"], link["title"], link["href"])
+            for link in store.links.pending_from(obs_id)
+        }
+        wanted: set[tuple[int, str]] = set()
+        wait: dict[tuple[str, str], tuple[str, str, str | None, str | None]] = {}
+        for link in links:
+            key = (link["uid"], link["type"])
+            target = store.observations.by_uid(link["uid"])
+            if target is not None and target["id"] != obs_id:
+                wanted.add((target["id"], link["type"]))
+            elif (
+                target is None and self.pending
+            ):  # not here (yet): kept, never dropped (dropping would travel)
+                wait[key] = (*key, link.get("title"), link.get("href"))
+            elif target is None and self.local and key in waiting:  # still waiting, kept as it is
+                wait[key] = waiting[key]
+            elif self.local and link["uid"] not in self._forgotten:  # (its file deleted: goes with it)
+                self.tell(self._label(obs_id, None), f"link to {link['uid']} dropped (no such target)")
+        for target_id, link_type in current - wanted:
+            store.links.remove(obs_id, target_id, link_type)
+        if sorted(wait.values(), key=str) != sorted(waiting.values(), key=str):
+            store.links.clear_pending_from(obs_id)
+            for uid, link_type, title, href in wait.values():
+                store.links.add_pending(obs_id, uid, link_type, title, href)
+        for target_id, link_type in sorted(wanted - current):
+            self._link(obs_id, target_id, link_type, None)
+
     def _link(self, from_id: int, to_id: int, link_type: str, from_uid: str | None) -> None:
         """One link of what arrived; a ``supersedes`` loop is broken where it closes, with a note."""
         broken = supersession.add_arrived_link(self.store, from_id, to_id, link_type)
         if broken is not None:
-            label = self._labels.get(from_id) or from_uid
-            label = label or self.store.observations.get(from_id)["uid"]
-            self.notes.append(f"{label}: {broken.note}")
+            self.tell(self._label(from_id, from_uid), broken.note)
             if broken.rewrite is not None:
                 self._refresh.add(broken.rewrite)
             if self.on_loop is not None:
                 self.on_loop(broken.rewrite or from_id)
+
+    def _label(self, obs_id: int, uid: str | None) -> str:
+        """How notes name a memory: where its file arrived, else its uid."""
+        label = self._labels.get(obs_id) or uid
+        return label or str(self.store.observations.get(obs_id)["uid"])
+
+    def _note(self, label: str, what: str) -> None:
+        self.notes.append(f"{label}: {what}")
 
     def _tell(self, item: dict[str, Any]) -> None:
         if item not in self.conflicts:
