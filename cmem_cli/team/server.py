@@ -203,6 +203,16 @@ CREATE TABLE cmem_conflicts (
 CREATE INDEX cmem_conflicts_project_rev ON cmem_conflicts (project, rev);
 """,
     ),
+    (
+        "m006_authors",
+        """
+-- The person who wrote each memory, summary and prompt, where known (CMEM_AUTHOR or git's user.email), as
+-- git sync's files carry it: without it a home that pulled a memory knew the machine and not the person.
+ALTER TABLE cmem_observations ADD COLUMN IF NOT EXISTS author text;
+ALTER TABLE cmem_summaries ADD COLUMN IF NOT EXISTS author text;
+ALTER TABLE cmem_prompts ADD COLUMN IF NOT EXISTS author text;
+""",
+    ),
 ]
 
 
