@@ -247,6 +247,8 @@ def timeline(
         if query is not None:
             project, scope_note = scope(memory, project, all_projects)
         result = memory.timeline(ref, query=query, before=before, after=after, project=project).to_json()
+        # whose each memory is, when that can differ (JSON items always say it), as search's rows
+        several = output not in ("json", "ndjson") and memory.several_machines()
     if scope_note:
         print(f"cmem: note: {scope_note}", file=sys.stderr)
         result["notes"] = [scope_note]
@@ -254,21 +256,29 @@ def timeline(
     if output == "json":
         write(json.dumps(result, ensure_ascii=False, indent=2) + "\n")
     elif output in ("table", "md"):
-        _timeline_by_day(items, output)
+        _timeline_by_day(items, output, several)
     else:
-        emit_rows(items, TIMELINE_COLUMNS, output)
+        emit_rows(items, _with_machine(TIMELINE_COLUMNS, several), output)
 
 
-def _timeline_by_day(items: list[dict[str, Any]], output: str) -> None:
+def _with_machine(columns: list[Column], several: bool) -> list[Column]:
+    """The columns with the machine's before the last (the token cost), where memories can differ in it."""
+    return [*columns[:-1], TEAM_COLUMNS[-1], columns[-1]] if several else columns
+
+
+def _timeline_by_day(items: list[dict[str, Any]], output: str, several: bool) -> None:
     day = None
     group: list[dict[str, Any]] = []
-    columns = [
-        TIMELINE_COLUMNS[0],
-        TIMELINE_COLUMNS[1],
-        Column("created_at", "TIME", lambda r: r["created_at"][11:16], priority=0),
-        Column("type", "TYPE", _type_cell, priority=2),
-        *TIMELINE_COLUMNS[4:],
-    ]
+    columns = _with_machine(
+        [
+            TIMELINE_COLUMNS[0],
+            TIMELINE_COLUMNS[1],
+            Column("created_at", "TIME", lambda r: r["created_at"][11:16], priority=0),
+            Column("type", "TYPE", _type_cell, priority=2),
+            *TIMELINE_COLUMNS[4:],
+        ],
+        several,
+    )
     for item in [*items, None]:
         item_day = item["created_at"][:10] if item else None
         if item_day != day and group:
