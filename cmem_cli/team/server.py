@@ -332,6 +332,21 @@ def is_migrated(conn: Any) -> bool:
     return all(name in done for name, _ in MIGRATIONS)
 
 
+def present(conn: Any, columns: tuple[str, ...] | list[str]) -> list[str]:
+    """``columns`` as this server has them: without ``author`` on a schema from before m006_authors that
+    this role may not migrate (a reader, or a writer before the tables' owner synced with this cmem), so
+    it pulls and pushes as before, without the person. Asked once per connection."""
+    has = getattr(conn, "_cmem_authors", None)
+    if has is None:
+        row = conn.execute(
+            "SELECT EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema() "
+            "AND table_name = 'cmem_observations' AND column_name = 'author')"
+        ).fetchone()
+        has = bool(row and row[0])
+        conn._cmem_authors = has
+    return [c for c in columns if has or c != "author"]
+
+
 def readable(conn: Any) -> bool:
     """May this role read cmem's memories (whatever else it may not do)?"""
     try:
