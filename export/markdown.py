@@ -45,7 +45,16 @@ SUMMARY_HEADINGS = {
     "notes": "Notes",
 }
 # Characters YAML forbids raw or folds as line breaks (NEL, LS, PS); JSON leaves them raw, so escape them.
-_NON_PRINTABLE = re.compile("[\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff\ud800-\udfff]")
+# Compiled where used (re caches it): an ASCII value, most, has none but DEL, and the class costs about a
+# millisecond to compile, in every process that writes a file.
+_NON_PRINTABLE = "[\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff\ud800-\udfff]"
+
+
+def _printable(quoted: str) -> str:
+    """``quoted`` (JSON) with the characters YAML forbids escaped as ``\\uXXXX``."""
+    if quoted.isascii() and "\x7f" not in quoted:
+        return quoted
+    return re.sub(_NON_PRINTABLE, lambda m: f"\\u{ord(m.group()):04x}", quoted)
 
 
 def _yaml_scalar(value: Any) -> str:
@@ -56,8 +65,7 @@ def _yaml_scalar(value: Any) -> str:
     if isinstance(value, str):
         if PLAIN_WORDS.match(value) and value.lower() not in YAML_WORDS and not value.endswith(" "):
             return value
-        quoted = json.dumps(value, ensure_ascii=False)
-        return _NON_PRINTABLE.sub(lambda m: f"\\u{ord(m.group()):04x}", quoted)
+        return _printable(json.dumps(value, ensure_ascii=False))
     if isinstance(value, list):
         return "[" + ", ".join(_yaml_scalar(v) if not isinstance(v, str) else _quoted(v) for v in value) + "]"
     if isinstance(value, dict):  # JSON inside: the fast reader below takes it without YAML
@@ -70,7 +78,7 @@ def _yaml_scalar(value: Any) -> str:
 
 
 def _quoted(value: str) -> str:
-    return _NON_PRINTABLE.sub(lambda m: f"\\u{ord(m.group()):04x}", json.dumps(value, ensure_ascii=False))
+    return _printable(json.dumps(value, ensure_ascii=False))
 
 
 def front_matter(fields: list[tuple[str, Any]]) -> str:

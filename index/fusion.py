@@ -25,7 +25,8 @@ how decisive the list is, because which signal to believe depends on the query a
 10). docs/retrieval.md has the numbers.
 """
 
-from __future__ import annotations
+# No ``from __future__ import annotations``: typing.NamedTuple compiles each field's annotation when it is a
+# string, in every process that imports this module (every search); here they are plain objects.
 
 import math
 from collections.abc import Callable, Mapping, Sequence, Set

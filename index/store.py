@@ -7,7 +7,8 @@ file. Vectors of two models are never mixed: ``chunk_vectors`` holds vectors of 
 (chunk hash, model fingerprint), brings vectors back without recomputing when a model returns.
 """
 
-from __future__ import annotations
+# No ``from __future__ import annotations``: typing.NamedTuple compiles each field's annotation when it is a
+# string, in every process that imports this module (every search); here they are plain objects.
 
 import contextlib
 import json
@@ -187,7 +188,7 @@ class IndexStore:
 
     # -- opening -----------------------------------------------------------------------------------
     @classmethod
-    def open(cls, path: Path, *, readonly: bool = False, busy_ms: int | None = None) -> IndexStore:
+    def open(cls, path: Path, *, readonly: bool = False, busy_ms: int | None = None) -> "IndexStore":
         """Open (creating and migrating unless ``readonly``); a missing file with ``readonly`` is NotFound."""
         apsw = _apsw()
         if readonly and not path.exists():
@@ -234,7 +235,7 @@ class IndexStore:
         self.conn.close()
 
     @contextlib.contextmanager
-    def transaction(self) -> Iterator[IndexStore]:
+    def transaction(self) -> Iterator["IndexStore"]:
         """A short write transaction that takes the write lock up front."""
         from cmem_cli.core.db import immediate_transaction
 

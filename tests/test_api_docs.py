@@ -23,4 +23,5 @@ def test_every_python_example_in_docs_api_md_runs(home, capsys):
     assert "InvalidInput unknown type 'gossip'" in out
     assert "no observation with id 10000" in out
     assert "['notes:deploy.md']" in out and "1 ['memories']" in out  # the index's face
+    assert "7 read into memories, notes" in out  # annotated with the types it returns, from cmem_cli.api
     assert (home / "cmem.db").exists()

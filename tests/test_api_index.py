@@ -104,3 +104,33 @@ def test_the_index_face_loads_nothing_heavy_until_asked():
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert out == "[]\n"
+
+
+def test_every_type_memory_index_returns_is_importable_from_the_api() -> None:
+    """Each class named in the return annotations of ``memory.index`` and ``memory.index.models`` is in
+    ``cmem_cli.api.__all__`` and is the class the index defines (a caller annotates with it)."""
+    import inspect
+    import re
+
+    import cmem_cli.api as api
+    from cmem_cli.api.index import Index, Models
+    from cmem_index.collections import Collection
+    from cmem_index.indexer import IndexReport
+
+    returned = {"Index"}  # memory.index itself
+    for face in (Index, Models):
+        for name, member in vars(face).items():
+            if name.startswith("_"):
+                continue
+            function = member.fget if isinstance(member, property) else member
+            returned |= set(re.findall(r"\b[A-Z]\w+", str(inspect.signature(function).return_annotation)))
+    assert returned - {"Path", "Any", "None"} == {
+        "Index",
+        "Models",
+        "IndexReport",
+        "Collection",
+        "Watcher",
+        "ImportResult",
+    }
+    assert returned - {"Path", "Any", "None"} <= set(api.__all__)
+    assert (api.IndexReport, api.Collection, api.Index) == (IndexReport, Collection, Index)

@@ -37,7 +37,7 @@ from cmem_cli.core.errors import (
 from cmem_cli.core.query import Query
 
 if TYPE_CHECKING:
-    from cmem_cli.api.index import Index
+    from cmem_cli.api.index import Index, Models
     from cmem_cli.api.recorder import Recorder
     from cmem_cli.core.pages import Rows, SearchPage, Timeline
     from cmem_cli.core.results import (
@@ -58,6 +58,10 @@ if TYPE_CHECKING:
     from cmem_cli.services.search_pipeline import Reader
     from cmem_cli.services.writes import WriteService
     from cmem_cli.store.repository import Store
+    from cmem_index.collections import Collection
+    from cmem_index.importer import ImportResult
+    from cmem_index.indexer import IndexReport
+    from cmem_index.watcher import Watcher
 
 # The result types load on first use (module ``__getattr__`` below): the CLI's hot path (`cmem search`,
 # `cmem add`) reads JSON rows and never builds a named tuple, so it does not pay for defining them.
@@ -66,6 +70,16 @@ _RESULTS = frozenset(
      "Document", "Session", "Briefing", "Record"]
 )  # fmt: skip
 _PAGES = frozenset(["Rows", "SearchPage", "Timeline"])
+# What ``Memory.index`` returns (its face, the models' face, a pass's report, a collection, the watcher, an
+# imported checkpoint), each from the module that defines it, loaded when asked for as the rest.
+_INDEX_TYPES = {
+    "Index": "cmem_cli.api.index",
+    "Models": "cmem_cli.api.index",
+    "IndexReport": "cmem_index.indexer",
+    "Collection": "cmem_index.collections",
+    "Watcher": "cmem_index.watcher",
+    "ImportResult": "cmem_index.importer",
+}
 
 
 def __getattr__(name: str) -> object:
@@ -77,6 +91,10 @@ def __getattr__(name: str) -> object:
         from cmem_cli.core import pages
 
         return getattr(pages, name)
+    if name in _INDEX_TYPES:
+        import importlib
+
+        return getattr(importlib.import_module(_INDEX_TYPES[name]), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -85,6 +103,7 @@ __all__ = [
     "Summary", "Prompt", "Document", "Session", "Briefing", "Record", "Rows", "SearchPage", "markdown",
     "scrub", "scrub_record", "strip_private", "excluded_project", "CmemError", "InvalidRecord", "NotFound",
     "InvalidInput", "UsageError", "DatabaseBusy", "DatabaseCorrupt", "StorageError", "ModelError",
+    "Index", "Models", "IndexReport", "Collection", "Watcher", "ImportResult",
 ]  # fmt: skip
 
 _P = ParamSpec("_P")
@@ -460,7 +479,7 @@ class Memory:
         ``to_json()`` is what `cmem timeline --json` prints)."""
         from cmem_cli.services.search_pipeline import resolve_query_anchor
         from cmem_cli.services.search_pipeline import timeline as build_timeline
-        from cmem_cli.store.repository import Filters
+        from cmem_cli.store.filters import Filters
 
         if (anchor is None) == (query is None):
             raise InvalidInput("give an anchor id or a query, not both")

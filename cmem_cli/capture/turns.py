@@ -25,11 +25,11 @@ from typing import Any, NamedTuple
 from cmem_cli.capture.hooks.capture import Capture, Where
 from cmem_cli.capture.hooks.state import fingerprint, prompt_prefix
 from cmem_cli.capture.hooks.tools import ToolCall
+from cmem_cli.core.config import DEFAULT_SETTLE_SECONDS
 from cmem_cli.core.errors import CmemError, InvalidInput, NotFound
 from cmem_cli.core.jsonin import loads_bounded
 from cmem_cli.core.timeutil import now_ms, parse_iso
 
-DEFAULT_SETTLE_SECONDS = 300  # a file untouched this long is finished: its last turn is closed
 MAX_WHOLE_BYTES = 64 * 1024 * 1024  # a session file read whole (one JSON document), not line by line
 
 

@@ -11,14 +11,14 @@ from collections.abc import Callable
 from cmem_cli.cli.exits import EXIT_ERROR, EXIT_IO, exit_code
 from cmem_cli.core.errors import CmemError
 
-_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+_CONTROL = r"[\x00-\x08\x0a-\x1f\x7f]"  # compiled where used (re caches it): on an error only
 
 
 def say(message: str) -> None:
     """``cmem: message`` on stderr as one printable line: a message may echo user input holding control
     characters or bytes that were not UTF-8 (surrogates, which stderr cannot even encode)."""
     text = unsecret(message).encode("utf-8", "backslashreplace").decode("utf-8")
-    text = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    text = re.sub(_CONTROL, lambda m: f"\\x{ord(m.group()):02x}", text)
     print(f"cmem: {text}", file=sys.stderr)
 
 

@@ -4,15 +4,19 @@ This table drives both command-line parsers: the typer-free one that hooks and s
 (``cmem_cli.cli.fast``) and the typer app (``cmem_cli.cli.build`` turns each entry into a typer parameter),
 and through the typer app the help text, the completions, the man page and docs/cli.md. The options every
 command shares (``--project``, ``--json``, ``--format``...) are declared here too and reused by the other
-command modules. No typer import here: the fast path reads this table on every call.
+command modules. No typer import here: the fast path reads this table on every call, and builds only the
+command it runs: `cmem search`'s options come from the Query's table (``cmem_cli.core.query_fields``), which
+`add`, `get`, `context` and `timeline` do not load.
 """
 
-from __future__ import annotations
+# No ``from __future__ import annotations``: typing.NamedTuple compiles each field's annotation when it is a
+# string (Opt and Command: a fifth of a millisecond of every `cmem search`); here they are plain objects.
 
+from collections.abc import Callable, Iterator, Mapping
+from functools import cache
 from typing import Any, NamedTuple
 
-from cmem_cli.core.fields import OBSERVATION_TYPES
-from cmem_cli.core.query_fields import BY_NAME, QUERY_FIELDS, default, is_list
+from cmem_cli.core.fields import OBSERVATION_TYPES, PROJECT_FLAGS, SCOPED_PROJECT_HELP
 
 FORMATS = ("table", "plain", "json", "ndjson", "csv", "ids", "md")
 
@@ -47,7 +51,9 @@ class Command(NamedTuple):
 HOME = Opt(
     "home", ("--home",), "Data directory (default: $CMEM_HOME, else $XDG_DATA_HOME/cmem).", metavar="DIR"
 )
-PROJECT = Opt("project", ("--project", "-p"), "Project name.", metavar="NAME")
+PROJECT = Opt("project", PROJECT_FLAGS, "Project name.", metavar="NAME")
+# What a read covers when it names no project (the Query's ``project``, as its table offers it to search).
+SCOPED_PROJECT = PROJECT._replace(help=SCOPED_PROJECT_HELP)
 ALL_PROJECTS = Opt(
     "all_projects", ("--all-projects",), "Every project, also inside a git repository.", bool, False
 )
@@ -65,6 +71,8 @@ FORMAT = Opt(
 # -- search's options: one per field of the Query, from its table (`cmem view` takes the filters too) --------
 def query_option(name: str) -> Opt:
     """`cmem search`'s option for the Query field ``name`` (cmem_cli.core.query_fields says how it looks)."""
+    from cmem_cli.core.query_fields import BY_NAME, default, is_list
+
     field = BY_NAME[name]
     many = is_list(field)
     return Opt(
@@ -80,13 +88,6 @@ def query_option(name: str) -> Opt:
     )
 
 
-QUERY = query_option("text")
-SCOPED_PROJECT = query_option("project")
-TYPES = query_option("type")
-CONCEPTS = query_option("concept")
-FILES = query_option("file")
-SINCE = query_option("since")
-UNTIL = query_option("until")
 ALL_HITS = Opt("all_hits", ("--all",), "Every hit above the cut-off (same as -n 0).", bool, False)
 ENVELOPE = Opt(
     "envelope",
@@ -102,6 +103,8 @@ ENVELOPE = Opt(
 def _search_options() -> tuple[Opt, ...]:
     """Every Query field in its table's order, with the two options that only steer them: --all-projects
     (the project's default scope) after --project, --all (-n 0) after --explain; then the output's."""
+    from cmem_cli.core.query_fields import QUERY_FIELDS
+
     options: list[Opt] = []
     for field in QUERY_FIELDS:
         options.append(query_option(field.name))
@@ -113,16 +116,20 @@ def _search_options() -> tuple[Opt, ...]:
 
 
 # -- the fast-path commands ----------------------------------------------------------------------------
-SEARCH = Command(
-    "search",
-    "Search memories and documents: one compact row per hit (id, date, type, title, project, token cost).\n\n"
-    'Exit status 10 when nothing matches; "showing N of M" on stderr when more hits exist than shown.\n\n'
-    "Inside a git repository it searches that repository's project (every worktree and clone of it), "
-    "elsewhere every project; --project or --all-projects choose, and without them a note on stderr says "
-    "which scope was used.",
-    "cmem_cli.cli.read_bodies:search",
-    _search_options(),
-)
+@cache
+def search_command() -> Command:
+    """`cmem search`, built when a parser needs it (its options are the Query's table)."""
+    return Command(
+        "search",
+        "Search memories and documents: one compact row per hit (id, date, type, title, project, token cost).\n\n"
+        'Exit status 10 when nothing matches; "showing N of M" on stderr when more hits exist than shown.\n\n'
+        "Inside a git repository it searches that repository's project (every worktree and clone of it), "
+        "elsewhere every project; --project or --all-projects choose, and without them a note on stderr says "
+        "which scope was used.",
+        "cmem_cli.cli.read_bodies:search",
+        _search_options(),
+    )
+
 
 TIMELINE = Command(
     "timeline",
@@ -243,49 +250,87 @@ CONTEXT = Command(
     ),
 )
 
-# -- `cmem view`: not a fast-path command (nothing calls it in a loop), declared here to share search's filters
-VIEW = Command(
-    "view",
-    "Write a timeline of what agents remembered as one self-contained HTML page, and open it.\n\n"
-    "The page needs no server and makes no request: its data, script and style are inside it. By default it "
-    "shows the last 30 days of the current git repository's project (elsewhere: of every project), at most "
-    "--limit observations (the newest), and is "
-    "written to <home>/view/ (mode 0600); the path is printed on stdout. See docs/view.md.",
-    "cmem_cli.cli.commands.view:view",
-    (
-        QUERY._replace(help="Only records with these words (as keyword search matches them)."),
-        SCOPED_PROJECT,
-        ALL_PROJECTS,
-        TYPES,
-        CONCEPTS,
-        FILES,
-        query_option("agent"),
-        SESSION._replace(help="Only this session, whole (no default window); an id or a unique prefix."),
-        SINCE._replace(help="ISO date/time or age (7d, 2w, 12h); default 30 days before --until or now."),
-        UNTIL,
-        Opt(
-            "limit",
-            ("--limit", "-n"),
-            "Most observations on the page (the newest); the page says when more match.",
-            int,
-            2000,
-        ),
-        Opt(
-            "output",
-            ("--output", "-o"),
-            "Write the page here ('-' for stdout) instead of <home>/view/NAME.html.",
-            metavar="FILE",
-        ),
-        Opt(
-            "open_page",
-            ("--open",),
-            "Open the page in the default browser (default: when stdout is a terminal).",
-            bool,
-            off="--no-open",
-        ),
-        JSON._replace(help="Print what the page holds (path, counts, window) as JSON."),
-    ),
-)
 
-FAST_COMMANDS = {command.name: command for command in (SEARCH, TIMELINE, GET, ADD, CONTEXT)}
+# -- `cmem view`: not a fast-path command (nothing calls it in a loop), declared here to share search's filters
+@cache
+def view_command() -> Command:
+    """`cmem view`, built when the typer app registers it (its filters are the Query's table)."""
+    return Command(
+        "view",
+        "Write a timeline of what agents remembered as one self-contained HTML page, and open it.\n\n"
+        "The page needs no server and makes no request: its data, script and style are inside it. By default it "
+        "shows the last 30 days of the current git repository's project (elsewhere: of every project), at most "
+        "--limit observations (the newest), and is "
+        "written to <home>/view/ (mode 0600); the path is printed on stdout. See docs/view.md.",
+        "cmem_cli.cli.commands.view:view",
+        (
+            query_option("text")._replace(
+                help="Only records with these words (as keyword search matches them)."
+            ),
+            SCOPED_PROJECT,
+            ALL_PROJECTS,
+            query_option("type"),
+            query_option("concept"),
+            query_option("file"),
+            query_option("agent"),
+            SESSION._replace(help="Only this session, whole (no default window); an id or a unique prefix."),
+            query_option("since")._replace(
+                help="ISO date/time or age (7d, 2w, 12h); default 30 days before --until or now."
+            ),
+            query_option("until"),
+            Opt(
+                "limit",
+                ("--limit", "-n"),
+                "Most observations on the page (the newest); the page says when more match.",
+                int,
+                2000,
+            ),
+            Opt(
+                "output",
+                ("--output", "-o"),
+                "Write the page here ('-' for stdout) instead of <home>/view/NAME.html.",
+                metavar="FILE",
+            ),
+            Opt(
+                "open_page",
+                ("--open",),
+                "Open the page in the default browser (default: when stdout is a terminal).",
+                bool,
+                off="--no-open",
+            ),
+            JSON._replace(help="Print what the page holds (path, counts, window) as JSON."),
+        ),
+    )
+
+
+class _Commands(Mapping[str, Command]):
+    """The fast-path commands by name, each built when first asked for: a line of `cmem add` or `cmem
+    context` never builds search's options (nor loads the Query's table)."""
+
+    def __init__(self, commands: dict[str, Callable[[], Command]]) -> None:
+        self._commands = commands
+
+    def __getitem__(self, name: str) -> Command:
+        return self._commands[name]()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._commands)
+
+    def __len__(self) -> int:
+        return len(self._commands)
+
+
+def _declared(command: Command) -> Callable[[], Command]:
+    return lambda: command
+
+
+FAST_COMMANDS: Mapping[str, Command] = _Commands(
+    {
+        "search": search_command,
+        "timeline": _declared(TIMELINE),
+        "get": _declared(GET),
+        "add": _declared(ADD),
+        "context": _declared(CONTEXT),
+    }
+)
 ROOT_OPTIONS = (HOME,)

@@ -8,7 +8,8 @@ once), on one scale for tables of any size. The index's keyword calibration read
 (``cmem_index.retrieve.query_idf``).
 """
 
-from __future__ import annotations
+# No ``from __future__ import annotations``: typing.NamedTuple compiles each field's annotation when it is a
+# string, in every process that imports this module (every search); here they are plain objects.
 
 import itertools
 import math

@@ -21,6 +21,10 @@ DEFAULT_RERANK_MODEL = "hf:ggml-org/Qwen3-Reranker-0.6B-Q8_0-GGUF/qwen3-reranker
 DIR_MODE = 0o700
 FILE_MODE = 0o600
 
+# An imported transcript untouched this many seconds is finished: its last turn is closed (`cmem import
+# --settle`'s default; capture's turn reader takes it too). Here so that the CLI need not load capture.
+DEFAULT_SETTLE_SECONDS = 300.0
+
 
 def _xdg(var: str, fallback: str) -> Path:
     value = os.environ.get(var)

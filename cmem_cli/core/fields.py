@@ -24,6 +24,13 @@ SESSION_STATUSES = ("active", "completed", "failed", "abandoned")
 ORDERS = ("relevance", "newest", "oldest")
 MODES = ("auto", "keyword", "vector", "hybrid")
 
+# The project option of the reads (search, timeline, context, view): the Query's table (core/query_fields.py)
+# and the CLI's option table both say it with these, so `cmem context` need not load the Query's table.
+PROJECT_FLAGS = ("--project", "-p")
+SCOPED_PROJECT_HELP = (
+    "Only this project (default: inside a git repository, its project; elsewhere every project)."
+)
+
 # The section headings cmem's export writes into every observation file, and the marker before its links. They
 # are the same in every file, so the embedder does not see them (they would pull every vector towards the
 # same words); keyword search and display keep them.

@@ -16,15 +16,16 @@ from pathlib import Path
 LOG_MAX_BYTES = 1_000_000
 MAX_MESSAGE = 8_000
 # Control characters but the newline and tab of a traceback, DEL, C1, the line and paragraph separators, and
-# lone surrogates (which no UTF-8 file holds).
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+# lone surrogates (which no UTF-8 file holds). A pattern, compiled (by ``re``'s cache) when a line is written:
+# compiling it costs about a millisecond, and every hook imports this module but few write a line.
+_CONTROL = "[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]"
 
 
 def printable(message: str) -> str:
     """``message`` cut to :data:`MAX_MESSAGE` characters, its control characters escaped (``\\x1b``)."""
     if len(message) > MAX_MESSAGE:
         message = f"{message[:MAX_MESSAGE]}... ({len(message) - MAX_MESSAGE} more characters)"
-    return _CONTROL.sub(lambda m: repr(m[0])[1:-1], message)
+    return re.sub(_CONTROL, lambda m: repr(m[0])[1:-1], message)
 
 
 def append_line(log_dir: Path, name: str, message: str) -> None:

@@ -15,7 +15,7 @@ from cmem_cli.core.errors import InvalidInput
 if TYPE_CHECKING:
     from datetime import date
 
-_RELATIVE = re.compile(r"^\s*(\d+)\s*(s|m|min|h|d|w|mo|y)\s*$", re.IGNORECASE)
+_RELATIVE = r"(?i)^\s*(\d+)\s*(s|m|min|h|d|w|mo|y)\s*$"  # compiled where used (re caches it): most calls never need it
 _UNIT_MS = {
     "s": 1_000,
     "min": 60_000,
@@ -101,7 +101,7 @@ def parse_time(value: str | int | float, *, now: int | None = None) -> int:
         return check_ms(value, value)
     if not isinstance(value, str):
         raise InvalidInput(f"not a time: {value!r}")
-    match = _RELATIVE.match(value)
+    match = re.match(_RELATIVE, value)
     if match:
         amount, unit = int(match.group(1)), match.group(2).lower()
         age = amount * _UNIT_MS[unit]

@@ -89,7 +89,7 @@ class Rule:
 
 # --- <private> spans --------------------------------------------------------------------------------------
 
-_PRIVATE_TAG = re.compile(r"<(/?)private\b[^>]*>", re.IGNORECASE)
+_PRIVATE_TAG = r"(?i)<(/?)private\b[^>]*>"  # compiled where used (re caches it): most calls never need it
 
 
 def strip_private(text: str) -> str:
@@ -101,7 +101,7 @@ def strip_private(text: str) -> str:
     out: list[str] = []
     depth = 0
     pos = 0
-    for match in _PRIVATE_TAG.finditer(text):
+    for match in re.finditer(_PRIVATE_TAG, text):
         closing = match.group(1) == "/"
         if depth == 0:
             out.append(text[pos : match.start()])
@@ -119,17 +119,17 @@ def strip_private(text: str) -> str:
 
 # --- secrets ----------------------------------------------------------------------------------------------
 
-_IDENTIFIER_PATH = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
-_PLACEHOLDER = re.compile(
-    r"(?:\$\{?|%\(|\{\{|<|\*{3,}|x{6,}$|\[REDACTED)|(?:none|null|nil|true|false|undefined|changeme)$",
-    re.IGNORECASE,
+# Compiled where used (re caches them): only a value a credential's name was given is checked.
+_IDENTIFIER_PATH = r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+"
+_PLACEHOLDER = (
+    r"(?i)(?:\$\{?|%\(|\{\{|<|\*{3,}|x{6,}$|\[REDACTED)|(?:none|null|nil|true|false|undefined|changeme)$"
 )
 
 
 def _not_a_secret(value: str) -> bool:
     """Assignment values that are references or placeholders, not credentials (``token=$TOKEN``,
     ``password = self.password``, ``secret: null``)."""
-    return bool(_PLACEHOLDER.match(value) or _IDENTIFIER_PATH.fullmatch(value))
+    return bool(re.match(_PLACEHOLDER, value) or re.fullmatch(_IDENTIFIER_PATH, value))
 
 
 # Names whose value is a credential: whole words of snake/kebab/dotted names (``DB_PASSWORD``,
@@ -252,8 +252,9 @@ def redact_secrets(text: str, rules: Iterable[Rule] | None = None) -> str:
     return redact_key_fragments(text)
 
 
-_DANGLING_KEY_END = re.compile(r"-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")
-_KEY_BODY_LINE = re.compile(r"[^\S\n]*…?[A-Za-z0-9+/=]+[^\S\n]*\r?")
+# Compiled where used (re caches them): only a text that says PRIVATE KEY is walked.
+_DANGLING_KEY_END = r"-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
+_KEY_BODY_LINE = r"[^\S\n]*…?[A-Za-z0-9+/=]+[^\S\n]*\r?"
 
 
 def redact_key_fragments(text: str) -> str:
@@ -265,7 +266,8 @@ def redact_key_fragments(text: str) -> str:
         return text
     out: list[str] = []
     pos = 0
-    for match in _DANGLING_KEY_END.finditer(text):
+    body_line = re.compile(_KEY_BODY_LINE)
+    for match in re.finditer(_DANGLING_KEY_END, text):
         start = match.start()
         newline = text.rfind("\n", pos, start)
         line_start = newline + 1 if newline != -1 else pos
@@ -274,7 +276,7 @@ def redact_key_fragments(text: str) -> str:
             while start > pos:
                 previous = text.rfind("\n", pos, start - 1)
                 previous_start = previous + 1 if previous != -1 else pos
-                if not _KEY_BODY_LINE.fullmatch(text, previous_start, start - 1):
+                if not body_line.fullmatch(text, previous_start, start - 1):
                     break
                 start = previous_start
         out.append(text[pos:start])

@@ -21,7 +21,7 @@ from cmem_cli.core.text import estimate_tokens
 from cmem_cli.core.timeutil import to_iso
 from cmem_cli.services import supersession
 from cmem_cli.services.supersession import Links, StoreLinks
-from cmem_cli.store.repository import Filters as Filters
+from cmem_cli.store.filters import Filters as Filters
 from cmem_cli.store.repository import Store
 from cmem_cli.store.supersession import ObservationText
 
@@ -46,8 +46,9 @@ class Reader(Protocol):
 STORE_SIGNAL = "store"
 ALL = 1_000_000  # the depth of "every hit" (``limit`` 0)
 MEMORIES = "memories"  # cmem's own export tree as a collection (cmem_index.collections.MEMORIES)
-_REF = re.compile(r"^(?P<prefix>[SsPp]?)(?P<num>\d+)$")
-_DOCID = re.compile(r"^(?:#|doc:)(?P<docid>[0-9a-fA-F]{6})$")
+# Patterns compiled where used (re caches them): only a command given a reference reads one.
+_REF = r"^(?P<prefix>[SsPp]?)(?P<num>\d+)$"
+_DOCID = r"^(?:#|doc:)(?P<docid>[0-9a-fA-F]{6})$"
 
 
 def observation_row(row: dict[str, Any], score: float | None = None) -> dict[str, Any]:
@@ -152,7 +153,7 @@ def keyword_search(
 
 
 MIN_UID_PREFIX = 6
-_UID_PREFIX = re.compile(rf"^[0-9A-HJKMNP-TV-Z]{{{MIN_UID_PREFIX},26}}$", re.IGNORECASE)
+_UID_PREFIX = rf"(?i)^[0-9A-HJKMNP-TV-Z]{{{MIN_UID_PREFIX},26}}$"
 
 
 def resolve_observation(store: Store, ref: int | str) -> int:
@@ -172,7 +173,7 @@ def resolve_observation(store: Store, ref: int | str) -> int:
         if _maybe_tail(text) and store.observations.find(number) is None:
             return _tail_or(store, text, ("observation", number), summaries=False)[1]
         return number
-    if not _UID_PREFIX.match(text):
+    if not re.match(_UID_PREFIX, text):
         raise InvalidInput(
             f"not an observation id: {text!r} (expected a number, a uid, or a uid prefix of at least "
             f"{MIN_UID_PREFIX} characters)"
@@ -206,7 +207,7 @@ def resolve_uid(store: Store, text: str, *, summaries: bool) -> tuple[str, int]:
 
 def _maybe_tail(text: str) -> bool:
     """Could ``text`` be the uid tail a file name ends with? (8 characters of a uid's alphabet.)"""
-    return len(text) == UID_TAIL and bool(_UID_PREFIX.match(text))
+    return len(text) == UID_TAIL and bool(re.match(_UID_PREFIX, text))
 
 
 def _tail_or(store: Store, text: str, parsed: tuple[str, int], *, summaries: bool) -> tuple[str, int]:
@@ -230,12 +231,12 @@ def resolve_ref(store: Store, ref: str, forms: str = GET_FORMS) -> tuple[str, in
     """:func:`parse_ref`, and a uid, a unique uid prefix or a file name's uid tail names an observation or
     a session summary (:func:`resolve_uid`)."""
     text = ref.strip()
-    if _REF.match(text):
+    if re.match(_REF, text):
         kind, number = parse_ref(text, forms)
         if _maybe_tail(text) and not _exists(store, kind, number):
             return _tail_or(store, text, (kind, number), summaries=True)
         return kind, number
-    if _UID_PREFIX.match(text):
+    if re.match(_UID_PREFIX, text):
         return resolve_uid(store, text, summaries=True)
     return parse_ref(text, forms)
 
@@ -253,7 +254,7 @@ def _exists(store: Store, kind: str, number: int) -> bool:
 def parse_ref(ref: str, forms: str = GET_FORMS) -> tuple[str, int]:
     """``12`` -> observation 12; ``S3`` -> summary 3; ``P7`` -> prompt 7. ``forms`` is what the caller
     takes, for the error message (`cmem get` takes documents and paths too)."""
-    match = _REF.match(ref.strip())
+    match = re.match(_REF, ref.strip())
     if not match:
         raise InvalidInput(f"not an id: {ref!r} (expected {forms})")
     prefix = match.group("prefix").upper()
@@ -265,7 +266,7 @@ def timeline(store: Store, ref: str, *, before: int = 5, after: int = 5) -> dict
     """Items around an anchor in the anchor's project, oldest first, the anchor marked."""
     if before < 0 or after < 0:
         raise InvalidInput("--before and --after must not be negative")
-    if _DOCID.match(ref.strip()):
+    if re.match(_DOCID, ref.strip()):
         raise InvalidInput(f"{ref} is a document: documents have no timeline (`cmem get {ref}` shows it)")
     kind, number = resolve_ref(store, ref, TIMELINE_FORMS)
     if kind == "observation":

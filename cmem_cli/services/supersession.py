@@ -16,7 +16,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Protocol
 
-from cmem_cli.store.repository import Filters, Store
+from cmem_cli.store.filters import Filters
+from cmem_cli.store.repository import Store
 from cmem_cli.store.supersession import SUPERSEDES as SUPERSEDES  # the services' callers name it from here
 from cmem_cli.store.supersession import ObservationText
 

@@ -35,7 +35,8 @@ written after the rule in bench/update_pairs.py, the six retrieval sets) and tes
 related-but-valid memories none of which may be marked.
 """
 
-from __future__ import annotations
+# No ``from __future__ import annotations``: typing.NamedTuple compiles each field's annotation when it is a
+# string, in every process that imports this module (every search); here they are plain objects.
 
 import functools
 import re
@@ -133,7 +134,7 @@ NOISE = STOPWORDS | CUES | UNITS | frozenset([
     "most",
 ])  # fmt: skip
 _CODE = re.compile(r"```.*?(?:```|$)", re.S)
-_CLAUSE = re.compile(r"(?<=[.!?;])\s+|\n+|\s+but\s+|\s+-\s+")
+_CLAUSE = r"(?<=[.!?;])\s+|\n+|\s+but\s+|\s+-\s+"  # compiled where used (re caches it): few searches split
 _TOKEN = re.compile(
     r"\d{4}-\d{2}-\d{2}|\d{1,2}:\d{2}\s?(?:am|pm)?|\d{1,2}\s?(?:am|pm)\b|\d+/\d+"
     r"|\$?\d[\d,]*(?:\.\d+)?(?:\s?[-\u2013]\s?\$?\d[\d,]*(?:\.\d+)?)?(?:%|\u00b0|[a-z]{1,7})?|[a-z][a-z'_-]*",
@@ -245,7 +246,7 @@ def same_kind(one: str, other: str) -> bool:
     return one == other or {one[:2], other[:2]} == {"nu", "n:"}
 
 
-def comparable(update: Update, stated: Stated) -> bool:
+def comparable(update: Update, stated: "Stated") -> bool:
     """An update's value and an older one are of one kind (:func:`same_kind`); a plain number only where
     the noun the other counts is next to it ("commits ... now reached 165" against "150 commits", not "each
     angle 60" against "12 problems")."""
@@ -265,7 +266,7 @@ def _number(text: str) -> str:
 
 def clauses(text: str) -> list[list[Token]]:
     """The text without code blocks, as clauses of tokens (values in code are not statements)."""
-    return [found for part in _CLAUSE.split(_CODE.sub(" ", text)) if (found := tokens(part))]
+    return [found for part in re.split(_CLAUSE, _CODE.sub(" ", text)) if (found := tokens(part))]
 
 
 def _content(token: Token) -> bool:
@@ -454,7 +455,7 @@ def _frame(clause: Sequence[Token], at: int) -> tuple[str, tuple[str, ...], str]
 
 def same_slot(
     update: Update,
-    older: Sequence[Stated],
+    older: Sequence["Stated"],
     query: frozenset[str],
     older_words: frozenset[str],
     newer_words: frozenset[str],

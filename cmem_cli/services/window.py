@@ -13,7 +13,8 @@ from typing import Any
 from cmem_cli.core.fields import SUMMARY_FIELDS
 from cmem_cli.core.timeutil import to_iso
 from cmem_cli.services.search_pipeline import observation_row, prompt_row, summary_row
-from cmem_cli.store.repository import Filters, Store
+from cmem_cli.store.filters import Filters
+from cmem_cli.store.repository import Store
 
 COUNT_BOUND = 100_000  # count matches up to here; past it the page says "more than 100,000"
 OBSERVATION_DETAIL = (

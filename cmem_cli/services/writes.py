@@ -21,7 +21,6 @@ from cmem_cli.core.files import read_regular
 from cmem_cli.core.ids import new_uid
 from cmem_cli.core.text import estimate_tokens, is_valid_text
 from cmem_cli.core.timeutil import MAX_MS, now_ms
-from cmem_cli.services.reconcile.upsert import put_observation
 from cmem_cli.store.records import EDITABLE_FIELDS, normalize_observation
 from cmem_cli.store.repository import Store
 from cmem_export import atomic, digest, layout, markdown
@@ -371,6 +370,8 @@ class WriteService:
             created = record.get("created_at") or now_ms()
             record = {**record, "created_at": created, "uid": record.get("uid") or new_uid(created)}
             relpath = relpath or layout.observation_relpath(record)
+        from cmem_cli.services.reconcile.upsert import put_observation  # not loaded by reads and hooks
+
         row = put_observation(
             store,
             record,

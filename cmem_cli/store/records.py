@@ -55,7 +55,9 @@ OUTPUT_ONLY_FIELDS = frozenset(
 
 
 # A uid names files (its tail ends each export file name) and travels between machines: a plain token.
-_UID_SHAPE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,63}")
+_UID_SHAPE = (
+    r"[A-Za-z0-9][A-Za-z0-9._:-]{0,63}"  # compiled where used (re caches it): most calls never need it
+)
 MAX_SQL_INT = 2**63 - 1
 
 
@@ -187,7 +189,7 @@ def normalize_observation(record: Any, *, defaults: dict[str, Any] | None = None
     uid = merged.get("uid")
     if uid is not None:
         uid = _check_text("uid", uid, 64).strip()
-        if not _UID_SHAPE.fullmatch(uid) or ".." in uid:
+        if not re.fullmatch(_UID_SHAPE, uid) or ".." in uid:
             raise InvalidInput(
                 "field 'uid' must be 1-64 letters, digits, '.', '_', ':' or '-' (no '..', no slashes)"
             )
@@ -201,7 +203,7 @@ def normalize_observation(record: Any, *, defaults: dict[str, Any] | None = None
 
 
 # A cited range: ``src/auth.py:40-62`` (or ``:40`` for one line) names the lines a memory is about.
-_SPAN = re.compile(r"^(.*[^:\s]):([0-9]{1,9})(?:-([0-9]{1,9}))?$")
+_SPAN = r"^(.*[^:\s]):([0-9]{1,9})(?:-([0-9]{1,9}))?$"  # compiled where used (re caches it): most calls never need it
 
 
 def _cited_spans(out: dict[str, Any]) -> dict[str, tuple[int, int]]:
@@ -211,7 +213,7 @@ def _cited_spans(out: dict[str, Any]) -> dict[str, tuple[int, int]]:
     for field in ("files_read", "files_modified"):
         items: list[str] = []
         for item in out[field]:
-            match = _SPAN.match(item)
+            match = re.match(_SPAN, item)
             if match:
                 first = int(match.group(2))
                 last = int(match.group(3) or first)

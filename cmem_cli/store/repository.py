@@ -25,8 +25,10 @@ SQL is a repository reached as one of its attributes, each in its own module:
 - ``store.team_outbox``   a team database's settings, outbox and revisions (:mod:`cmem_cli.store.team_outbox`)
 - ``store.capture_log``   what agent capture recorded (:mod:`cmem_cli.store.capture_log`)
 
-The repositories a hook or a search uses are made with the handle; the others are made when first asked
-for (their modules load then: ``health`` imports apsw itself, ``projects`` the repository identity).
+Every repository is made when first asked for, and its module loads then: a hook, an ``add`` or a search
+imports only the concerns it reaches (``health`` imports apsw itself, ``projects`` the repository identity).
+The ten any command may reach (``observations`` to ``stats``, declared with :class:`Made`) are kept on the
+handle once made; the others are made anew at each read, as before.
 """
 
 from __future__ import annotations
@@ -34,32 +36,61 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 from cmem_cli.core.db import Database, wait_for_locks
 from cmem_cli.core.db import busy_timeout_ms as configured_busy_timeout_ms
-from cmem_cli.store.export_files import ExportFiles
-from cmem_cli.store.filters import Filters as Filters
-from cmem_cli.store.keyword import KeywordSearch
-from cmem_cli.store.links import LinkRepository
-from cmem_cli.store.listing import Listing
-from cmem_cli.store.observations import ObservationRepository
-from cmem_cli.store.prompts import PromptRepository
 from cmem_cli.store.schema import MIGRATIONS
-from cmem_cli.store.sessions import SessionRepository
-from cmem_cli.store.state import StateRepository
-from cmem_cli.store.stats import Statistics
-from cmem_cli.store.summaries import SummaryRepository
 
 if TYPE_CHECKING:
     from cmem_cli.store.anchors import AnchorStore
     from cmem_cli.store.briefing import BriefingRows
     from cmem_cli.store.capture_log import CaptureLog
+    from cmem_cli.store.export_files import ExportFiles
     from cmem_cli.store.health import Health
+    from cmem_cli.store.keyword import KeywordSearch
+    from cmem_cli.store.links import LinkRepository
+    from cmem_cli.store.listing import Listing
+    from cmem_cli.store.observations import ObservationRepository
     from cmem_cli.store.projects import Projects
+    from cmem_cli.store.prompts import PromptRepository
+    from cmem_cli.store.sessions import SessionRepository
+    from cmem_cli.store.state import StateRepository
+    from cmem_cli.store.stats import Statistics
+    from cmem_cli.store.summaries import SummaryRepository
     from cmem_cli.store.supersession import Supersession
     from cmem_cli.store.team_outbox import TeamOutbox
     from cmem_cli.store.window import Window
+
+
+R = TypeVar("R")
+
+
+class Made(Generic[R]):
+    """A repository of the handle, made from its module (``cmem_cli.store.<module>``) the first time it is
+    read, and then kept on the handle: a command loads the modules of the concerns it reaches, no others."""
+
+    def __init__(self, module: str, name: str) -> None:
+        self.module, self.name, self.attribute = f"cmem_cli.store.{module}", name, ""
+
+    def __set_name__(self, owner: type[Store], attribute: str) -> None:
+        self.attribute = attribute
+
+    @overload
+    def __get__(self, store: None, owner: type[Store]) -> Made[R]: ...
+
+    @overload
+    def __get__(self, store: Store, owner: type[Store]) -> R: ...
+
+    def __get__(self, store: Store | None, owner: type[Store]) -> Made[R] | R:
+        if store is None:
+            return self
+        module = __import__(
+            self.module, fromlist=(self.name,)
+        )  # as an import statement: -X importtime sees it
+        made: R = getattr(module, self.name)(store)
+        store.__dict__[self.attribute] = made  # kept: the next read finds it before this descriptor
+        return made
 
 
 def _missing_or_empty(path: Path) -> bool:
@@ -75,16 +106,18 @@ class Store:
     def __init__(self, db: Database):
         self.db = db
         self._writer: tuple[str, str | None] | None = None
-        self.observations = ObservationRepository(self)
-        self.sessions = SessionRepository(self)
-        self.prompts = PromptRepository(self)
-        self.summaries = SummaryRepository(self)
-        self.links = LinkRepository(self)
-        self.export_files = ExportFiles(self)
-        self.search = KeywordSearch(self)
-        self.listing = Listing(self)
-        self.state = StateRepository(self)
-        self.stats = Statistics(self)
+
+    # The repositories every command may reach, each made on first use and kept on the handle.
+    observations: Made[ObservationRepository] = Made("observations", "ObservationRepository")
+    sessions: Made[SessionRepository] = Made("sessions", "SessionRepository")
+    prompts: Made[PromptRepository] = Made("prompts", "PromptRepository")
+    summaries: Made[SummaryRepository] = Made("summaries", "SummaryRepository")
+    links: Made[LinkRepository] = Made("links", "LinkRepository")
+    export_files: Made[ExportFiles] = Made("export_files", "ExportFiles")
+    search: Made[KeywordSearch] = Made("keyword", "KeywordSearch")
+    listing: Made[Listing] = Made("listing", "Listing")
+    state: Made[StateRepository] = Made("state", "StateRepository")
+    stats: Made[Statistics] = Made("stats", "Statistics")
 
     def writer(self) -> tuple[str, str | None]:
         """(machine, person) this home writes as (:mod:`cmem_cli.core.authorship`), read once."""

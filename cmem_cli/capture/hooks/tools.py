@@ -248,16 +248,14 @@ def _notebook(call: ToolCall, rules: HookRules) -> ToolObservation | None:
     )
 
 
-_PATCH_FILE = re.compile(
-    r"^\*\*\* (Add|Update|Delete) File: (.+?)\s*$|^\*\*\* Move to: (.+?)\s*$", re.MULTILINE
-)
+_PATCH_FILE = r"(?m)^\*\*\* (Add|Update|Delete) File: (.+?)\s*$|^\*\*\* Move to: (.+?)\s*$"  # compiled where used (re caches it): most calls never need it
 
 
 def _apply_patch(call: ToolCall, rules: HookRules) -> ToolObservation | None:
     """Codex's (and opencode's) ``apply_patch``: the patch names the files it adds, updates and deletes."""
     patch = _str(call.input.get("command") or call.input.get("patch") or call.input.get("input"), strip=False)
     files: list[str] = []
-    for match in _PATCH_FILE.finditer(patch):
+    for match in re.finditer(_PATCH_FILE, patch):
         rel = relative_path(match.group(2) or match.group(3), call.cwd)
         if rel not in files:
             files.append(rel)

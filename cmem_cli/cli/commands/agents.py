@@ -16,6 +16,7 @@ import typer
 from cmem_cli.cli.commands.common import JsonOpt, ProjectOpt, check_cli_text
 from cmem_cli.cli.exits import EXIT_IO
 from cmem_cli.cli.invocation import current_config, open_api
+from cmem_cli.core.config import DEFAULT_SETTLE_SECONDS
 from cmem_cli.core.errors import InvalidInput
 
 import_app = typer.Typer(help="Import agent transcripts into memory.", no_args_is_help=True)
@@ -158,7 +159,7 @@ def _files_command(name: str, agent: str, paths_help: str, doc: str) -> None:
         paths: list[Path],
         project: ProjectOpt = None,
         exclude: ExcludeOpt = None,
-        settle: SettleOpt = 300.0,
+        settle: SettleOpt = DEFAULT_SETTLE_SECONDS,
         as_json: JsonOpt = False,
     ) -> None:
         _run_import(agent, paths, project=project, exclude=exclude, settle=settle, as_json=as_json)
@@ -187,7 +188,7 @@ def _import_command(agent: str) -> None:
         root: Path | None = None,
         project: ProjectOpt = None,
         exclude: ExcludeOpt = None,
-        settle: SettleOpt = 300.0,
+        settle: SettleOpt = DEFAULT_SETTLE_SECONDS,
         as_json: JsonOpt = False,
     ) -> None:
         _run_import(agent, None, root=root, project=project, exclude=exclude, settle=settle, as_json=as_json)

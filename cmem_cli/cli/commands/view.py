@@ -1,4 +1,4 @@
-"""`cmem view`: write the timeline page (``cmem_cli.view``) and open it. Options: ``options.VIEW``."""
+"""`cmem view`: write the timeline page (``cmem_cli.view``) and open it. Options: ``options.view_command()``."""
 
 from __future__ import annotations
 
@@ -77,4 +77,4 @@ def _open(path: Path) -> None:
 
 
 def register(app: typer.Typer) -> None:
-    build.register(app, options.VIEW)
+    build.register(app, options.view_command())

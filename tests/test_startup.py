@@ -1,0 +1,107 @@
+"""What a hot command loads: hooks and scripts start cmem constantly, so `cmem search`, `cmem add`, `cmem
+context` and the hooks import the modules of what they do and no others (docs/architecture.md, "The hot
+path"; docs/benchmarks.md has the whole-process timings).
+
+Each command runs as `python -m cmem_cli ...` does (``runpy``, in a new process), and the modules it left
+loaded are read when it exits: a module imported late, by name, counts too.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.agent_fixtures import payload, tool_payload
+
+# Run the real entry point, then write what was loaded (also when the command exits through SystemExit).
+LOADED = (
+    "import runpy, sys\n"
+    "out, sys.argv = sys.argv[1], ['cmem', *sys.argv[2:]]\n"
+    "try:\n"
+    "    runpy.run_module('cmem_cli', run_name='__main__')\n"
+    "finally:\n"
+    "    open(out, 'w').write('\\n'.join(sorted(sys.modules)))\n"
+)
+
+# The store's repositories a command does not reach (each is made, and its module loaded, on first use).
+STORE = "cmem_cli.store."
+NOT_SEARCHED = {
+    STORE + name
+    for name in (
+        "sessions", "prompts", "summaries", "links", "export_files", "state", "projects", "briefing", "window",
+        "health", "team_outbox", "capture_log",
+    )
+}  # fmt: skip
+NOT_WRITTEN = {
+    STORE + name for name in ("keyword", "listing", "stats", "state", "summaries", "links", "health")
+}
+# What only the full CLI, a search, an index pass or a model needs.
+HEAVY = {"typer", "click", "numpy", "llama_cpp", "watchdog", "cmem_index.indexer", "cmem_index.embedder"}
+SEARCH_ONLY = {
+    "cmem_cli.core.query_fields",  # the Query's option table: `cmem search`'s parser and MCP's schema
+    "cmem_cli.services.search_pipeline",
+    "cmem_index.hybrid",
+    "cmem_cli.core.bm25",
+}
+
+
+def loaded(tmp_path: Path, *args: str, stdin: str = "") -> set[str]:
+    out = tmp_path / f"loaded-{len(list(tmp_path.glob('loaded-*')))}.txt"
+    result = subprocess.run(
+        [sys.executable, "-c", LOADED, str(out), *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode in (0, 10), result.stderr  # 10: a search that found nothing
+    return set(out.read_text().split())
+
+
+@pytest.fixture
+def project(home: Path, tmp_path: Path) -> Path:
+    """A git work tree with two memories of it, one written by a hook."""
+    repo = tmp_path / "work" / "billing-api"
+    (repo / ".git").mkdir(parents=True)
+    subprocess.run(
+        [sys.executable, "-m", "cmem_cli", "add", "Retries back off exponentially", "--type", "decision"],
+        cwd=repo,
+        check=True,
+        capture_output=True,
+    )
+    return repo
+
+
+def test_a_keyword_search_loads_neither_the_writes_nor_the_repositories_it_does_not_read(tmp_path, project):
+    modules = loaded(tmp_path, "search", "retry backoff", "--format", "plain")
+    assert {"cmem_cli.store.keyword", "cmem_cli.services.search_pipeline"} <= modules  # it did search
+    unexpected = (NOT_SEARCHED | HEAVY | {"cmem_cli.services.writes", "cmem_cli.capture"}) & modules
+    assert unexpected == set()
+
+
+def test_add_and_context_load_no_option_table_but_their_own(tmp_path, project):
+    added = loaded(tmp_path, "add", "Pool size is 20", "--type", "decision", "--project", "billing-api")
+    briefed = loaded(tmp_path, "context", "--project", "billing-api")
+    assert "cmem_cli.store.observations" in added and "cmem_cli.services.briefing" in briefed
+    assert (SEARCH_ONLY | HEAVY | {STORE + "keyword"}) & (added | briefed) == set()
+
+
+@pytest.mark.parametrize(
+    ("event", "data"),
+    [
+        (
+            "PostToolUse",
+            lambda cwd: tool_payload("s-1", cwd, "Bash", {"command": "pytest -q"}, {"stdout": "ok"}),
+        ),
+        ("Stop", lambda cwd: payload("Stop", "s-1", cwd, stop_hook_active=False)),
+    ],
+)
+def test_a_hook_loads_no_search_and_no_cli(tmp_path, project, event, data):
+    modules = loaded(tmp_path, "hook", event, stdin=json.dumps(data(project)))
+    assert "cmem_cli.capture.hooks.runner" in modules  # it ran the hook
+    unexpected = (NOT_WRITTEN | SEARCH_ONLY | HEAVY | {"cmem_cli.cli.options", "cmem_cli.cli.fast"}) & modules
+    assert unexpected == set()
