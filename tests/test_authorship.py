@@ -357,3 +357,20 @@ def test_timeline_and_session_list_say_and_filter_by_machine_and_tables_never_cu
     assert "MACHINE" in sessions.splitlines()[0] and "laptop" in sessions
     tiny = sh("search", "store", "--format", "table", env={"COLUMNS": "30"}).stdout.splitlines()
     assert sorted(line.split()[0] for line in tiny[1:]) == sorted(ids)
+
+
+def test_the_timeline_says_whose_each_memory_is_once_there_are_two_machines(sh: Any, home: Path):
+    """Search and the session list gained a MACHINE column once a store held several machines' memories;
+    the timeline, which interleaves them, did not say whose each was."""
+    assert sh("add", "Chose WAL", "--project", "demo", env={"CMEM_MACHINE": "laptop"}).exit_code == 0
+    plain = sh("timeline", "1", "--format", "plain").stdout
+    assert "laptop" not in plain  # one machine: nothing to tell apart
+    assert (
+        sh("add", "Cache lives in redis", "--project", "demo", env={"CMEM_MACHINE": "desk-box"}).exit_code
+        == 0
+    )
+    lines = sh("timeline", "1", "--format", "plain").stdout.splitlines()
+    assert [line.split("\t")[-2] for line in lines] == ["laptop", "desk-box"]
+    table = sh("timeline", "1", "--format", "table").stdout.splitlines()
+    assert "MACHINE" in table[1].split()
+    assert [line.split()[-2] for line in table[2:]] == ["laptop", "desk-box"]

@@ -22,10 +22,11 @@ from tests.test_anchors_sync import two_clones
 
 pytestmark = pytest.mark.postgres
 
-# what a search row says of a memory, whichever source found it (score and tokens are each source's own)
+# what a search row says of a memory, whichever source found it (the score is each source's own; the token
+# cost is what `get` prints here, where this home holds the memory)
 TRUTH = (
-    "id", "uid", "kind", "type", "title", "subtitle", "project", "session", "agent", "key", "created_at",
-    "path", "superseded_by", "possibly_superseded_by", "stale", "branch", "machine",
+    "id", "uid", "kind", "type", "title", "subtitle", "project", "session", "agent", "machine", "key",
+    "created_at", "tokens", "path", "superseded_by", "possibly_superseded_by", "stale", "branch",
 )  # fmt: skip
 
 

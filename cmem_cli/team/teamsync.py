@@ -179,7 +179,7 @@ def _run(
 
 OLD_SCHEMA_NOTE = (
     "the team database's schema is older than this cmem's, and this role may not bring it up to date: "
-    "a writer's next sync will"
+    "the next sync of the member who joined first will"
 )
 
 
