@@ -196,6 +196,14 @@ def _after_prefix(folder: str) -> str:
     return folder[:-1] + chr(ord(folder[-1]) + 1)
 
 
+LAYOUT_INFIX = ".new-"  # index.db.new-PID: a new index while its process lays the schema out
+
+
+def layout_path(path: Path, pid: int) -> Path:
+    """Where process ``pid`` lays out a new index for ``path`` (doctor removes one a killed pass left)."""
+    return path.with_name(f"{path.name}{LAYOUT_INFIX}{pid}")
+
+
 def _lay_out(path: Path) -> None:
     """Make a new index at ``path`` with its schema in place: built in a file of this process's own and
     linked in whole, so no reader ever opens one a pass is still laying out (another process that made
@@ -203,7 +211,7 @@ def _lay_out(path: Path) -> None:
     from cmem_cli.core.db import immediate_transaction
 
     apsw = _apsw()
-    temp = path.with_name(f"{path.name}.new-{os.getpid()}")
+    temp = layout_path(path, os.getpid())
     try:
         conn = apsw.Connection(str(temp), flags=apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE)
         try:
