@@ -109,3 +109,11 @@ def test_man_install_puts_the_page_where_man_finds_it_for_an_editable_install(sh
         env = {"PATH": f"{prefix / 'bin'}:/usr/bin:/bin", "HOME": str(tmp_path)}
         found = subprocess.run(["man", "-w", "cmem"], env=env, capture_output=True, text=True)
         assert found.stdout.strip() == str(page)
+
+
+def test_sync_help_speaks_of_both_remotes_and_what_exit_9_means_for_each(sh):
+    """`cmem sync --help` described a git remote alone, and exit 9 as "git fails", while a home on a
+    team database meets exit 9 when its read-only role's push is refused (after pulling)."""
+    shown = " ".join(sh("sync", "--help").stdout.split())
+    assert "team database" in shown
+    assert "read-only" in shown

@@ -913,3 +913,30 @@ def test_a_home_that_joined_before_sessions_prompts_and_anchors_travelled_sends_
     ]
     [(anchor,)] = server_rows(team_db, "SELECT anchor FROM cmem_observations")
     assert list(anchor["files"]) == ["src/auth.py"]
+
+
+def test_the_team_database_carries_the_person_who_wrote_each_memory_as_git_sync_does(
+    homes: dict[str, Home], team_db: str, monkeypatch: pytest.MonkeyPatch
+):
+    """`get` on another home named the machine but not the person (git sync's files carry both): the
+    team database had no column for the author, so it was lost on the way."""
+    a, b = homes["a"], homes["b"]
+    monkeypatch.setenv("CMEM_AUTHOR", "ann@example.com")
+    a.add("Chose pgvector for embeddings")
+    a.ok("summary", "add", "--session", "s1", "--learned", "pgvector is fast enough", "--project", "web")
+    a.ok("prompt", "add", "--session", "s1", "-p", "web", "is pgvector fast enough?")
+    a.join(team_db)
+    monkeypatch.setenv("CMEM_AUTHOR", "bob@example.com")
+    b.join(team_db)
+    b.ok("edit", "1", "--add-fact", "HNSW, cosine")  # an edit on b: the memory stays ann's
+    b.sync()
+    assert a.sync()["pulled"] == 1
+    for home in (a, b):
+        [obs] = json.loads(home.ok("get", "1", "--json"))
+        [summary] = json.loads(home.ok("get", "S1", "--json"))
+        [prompt] = json.loads(home.ok("get", "P1", "--json"))
+        authorship = [(r["machine"], r["author"]) for r in (obs, summary, prompt)]
+        assert authorship == [("a", "ann@example.com")] * 3, home.name
+        assert obs["facts"] == ["HNSW, cosine"]
+        assert 'author: "ann@example.com"\n' in home.ok("get", "1")
+    assert server_rows(team_db, "SELECT author FROM cmem_observations") == [("ann@example.com",)]

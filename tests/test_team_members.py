@@ -165,6 +165,26 @@ def test_a_read_only_member_with_queued_writes_keeps_pulling_and_says_so_once(
     }
 
 
+def test_a_reader_whose_writes_stay_queued_is_not_told_they_were_pushed_without_vectors(
+    homes: dict[str, Home], team_db: str, pg_server: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+):
+    """A home with a model configured but not downloaded said "memories pushed without vectors" at every
+    sync, a reader's too, whose push was refused: nothing was pushed. A writer's push still says it."""
+    a, c = homes["a"], homes["c"]
+    monkeypatch.setenv("CMEM_EMBED_MODEL", str(tmp_path / "absent.gguf"))
+    a.join(team_db)
+    c.join(reader(pg_server, team_db))
+    c.add("A note the reader wrote")
+    code, out, err = c.run("sync", "--json")
+    assert code == 9 and json.loads(out)["queued"] == 1
+    assert not [n for n in json.loads(out)["notes"] if "without vectors" in n]
+    assert "without vectors" not in err and err.count("\n") == 1
+    a.add("Pushed without a model")
+    report = a.sync()
+    assert report["pushed"] == 1
+    assert [n for n in report["notes"] if n.startswith("memories pushed without vectors: ")]
+
+
 def test_a_reader_syncs_with_a_server_whose_schema_an_older_cmem_made(
     homes: dict[str, Home], team_db: str, pg_server: Any
 ):
@@ -180,6 +200,37 @@ def test_a_reader_syncs_with_a_server_whose_schema_an_older_cmem_made(
     assert report["pulled"] == 1 and any("schema is older than this cmem's" in n for n in report["notes"])
     a.sync()  # a writer brings it up to date
     assert server_rows(team_db, "SELECT count(*) FROM cmem_meta") == [(1,)]
+
+
+def test_a_reader_pulls_from_a_server_made_before_authors_travelled_and_gets_them_once_migrated(
+    homes: dict[str, Home], team_db: str, pg_server: Any, monkeypatch: pytest.MonkeyPatch
+):
+    """The person who wrote a memory travels in a column migration m006_authors adds; a role that may not
+    add it (a reader, a writer before the tables' owner synced) pulls and pushes as before without it."""
+    import psycopg
+
+    a, c = homes["a"], homes["c"]
+    monkeypatch.setenv("CMEM_AUTHOR", "ann@example.com")
+    a.add("Written before the upgrade")
+    a.join(team_db)
+    with psycopg.connect(team_db, autocommit=True) as conn:  # the server as cmem before m006_authors left it
+        for table in ("cmem_observations", "cmem_summaries", "cmem_prompts"):
+            conn.execute(f"ALTER TABLE {table} DROP COLUMN author")
+        conn.execute("DELETE FROM cmem_migrations WHERE name = 'm006_authors'")
+    report = c.join(reader(pg_server, team_db))
+    [note] = [n for n in report["notes"] if "schema is older than this cmem's" in n]
+    assert report["pulled"] == 1 and note.endswith("the next sync of the member who joined first will")
+    # (it said "a writer's next sync will": a writer that does not own the tables may not add a column)
+    [row] = json.loads(c.ok("get", "1", "--json"))
+    assert (row["machine"], row["author"]) == ("a", None)
+    a.add("Written after the upgrade")
+    assert a.sync()["pushed"] == 1  # the owner migrates, then pushes with the person
+    assert c.sync()["pulled"] == 1
+    rows = {r["title"]: (r["machine"], r["author"]) for r in json.loads(c.ok("get", "1", "2", "--json"))}
+    assert rows == {
+        "Written before the upgrade": ("a", None),
+        "Written after the upgrade": ("a", "ann@example.com"),
+    }
 
 
 def test_watch_on_a_read_only_member_pulls_while_its_writes_stay_queued(

@@ -22,10 +22,11 @@ from tests.test_anchors_sync import two_clones
 
 pytestmark = pytest.mark.postgres
 
-# what a search row says of a memory, whichever source found it (score and tokens are each source's own)
+# what a search row says of a memory, whichever source found it (the score is each source's own; the token
+# cost is what `get` prints here, where this home holds the memory)
 TRUTH = (
-    "id", "uid", "kind", "type", "title", "subtitle", "project", "session", "agent", "key", "created_at",
-    "path", "superseded_by", "possibly_superseded_by", "stale", "branch",
+    "id", "uid", "kind", "type", "title", "subtitle", "project", "session", "agent", "machine", "key",
+    "created_at", "tokens", "path", "superseded_by", "possibly_superseded_by", "stale", "branch",
 )  # fmt: skip
 
 
@@ -103,6 +104,10 @@ def test_a_home_holding_none_of_the_memories_sees_them_marked_by_uid_and_branch_
         "main",
     )  # no file cited
     assert [r["machine"] for r in rows] == ["a", "a"]
+    # --machine narrows the team database's query as it narrows this home's
+    mine = c.search("deploy target staging", "--team", "--machine", "a", "--limit", "1", "--all-projects")
+    assert [r["id"] for r in mine[1]] == [moved]
+    assert c.search("deploy target staging", "--team", "--machine", "c", "--all-projects")[:2] == (10, [])
 
     assert {r["id"] for r in c.search("deploy", "--team", "--branch", "main", "--all-projects")[1]} == {
         moved,

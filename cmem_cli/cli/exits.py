@@ -28,7 +28,7 @@ EXIT_BUSY = 5  # the database stayed locked longer than the busy timeout
 EXIT_CORRUPT = 6  # the database file is not a usable cmem database
 EXIT_IO = 7  # the home directory or a file cannot be read or written
 EXIT_MODEL = 8  # a model is missing, unusable, or could not be downloaded
-EXIT_SYNC = 9  # git sync failed: remote unreachable or refusing the push, git missing or broken
+EXIT_SYNC = 9  # sync failed: remote unreachable or refusing the login or the push, git missing or broken
 EXIT_NO_MATCH = 10  # a search found nothing (not an error: grep's 1, which cmem already uses for bugs)
 
 EXIT_BY_ERROR: dict[type[CmemError], int] = {

@@ -86,6 +86,7 @@ class Applier:
             "created_at": row["created_at"],
             "updated_at": int(row.get("updated_at") or row["created_at"]),
             "machine": row.get("machine"),
+            "author": row.get("author"),
         }
         return self.writer.summary(record)
 
@@ -118,7 +119,9 @@ class Applier:
         except CmemError as exc:
             self.notes.append(f"prompt {row.get('uid')}: not taken from the team database: {exc.message}")
             return False
-        number = put_prompt(self.store, {**prompt, "machine": row.get("machine")})
+        number = put_prompt(
+            self.store, {**prompt, "machine": row.get("machine"), "author": row.get("author")}
+        )
         if number != prompt["prompt_number"]:
             self.notes.append(
                 f"prompt {prompt['uid']}: number {prompt['prompt_number']} of session {prompt['session']} is "

@@ -164,7 +164,10 @@ def skip(
 
 # -- the pieces ----------------------------------------------------------------------------------------
 def _machine(row: dict[str, Any]) -> None:
+    """Whose it is: the machine and, where known, the person (a text, or none)."""
     _text(row.get("machine"), "machine", MAX_SHORT)
+    if row.get("author") is not None:
+        _text(row["author"], "author", MAX_SHORT)
 
 
 def _time(value: Any, name: str) -> None:

@@ -17,7 +17,7 @@ from cmem_cli.core.timeutil import now_ms
 from cmem_cli.services.reconcile.rule import Conflict, tell
 from cmem_cli.services.writes import WriteService
 from cmem_cli.store import team_outbox as outbox
-from cmem_cli.team import inbound
+from cmem_cli.team import inbound, server
 from cmem_cli.team.apply import Applier
 from cmem_cli.team.records import OBS_COLUMNS, SUMMARY_COLUMNS
 from cmem_cli.team.sessions import PROMPT_COLUMNS, SESSION_COLUMNS
@@ -32,13 +32,17 @@ TABLES = {
     outbox.SUMMARY: "cmem_summaries",
     "tombstone": "cmem_tombstones",
 }
-_COLUMNS = {
-    outbox.SESSION: ", ".join(SESSION_COLUMNS),
-    outbox.PROMPT: ", ".join(PROMPT_COLUMNS),
-    outbox.OBSERVATION: ", ".join(OBS_COLUMNS),
-    outbox.SUMMARY: ", ".join(SUMMARY_COLUMNS),
-    "tombstone": "kind, uid",
-}
+
+
+def _columns(conn: Any) -> dict[str, str]:
+    """What a pull reads of each table (as this server has its columns: :func:`server.present`)."""
+    return {
+        outbox.SESSION: ", ".join(SESSION_COLUMNS),
+        outbox.PROMPT: ", ".join(server.present(conn, PROMPT_COLUMNS)),
+        outbox.OBSERVATION: ", ".join(server.present(conn, OBS_COLUMNS)),
+        outbox.SUMMARY: ", ".join(server.present(conn, SUMMARY_COLUMNS)),
+        "tombstone": "kind, uid",
+    }
 
 
 def has_log(conn: Any) -> bool:
@@ -108,7 +112,7 @@ class Puller:
             name: self._rows(
                 f"SELECT rev, {columns} FROM {TABLES[name]}", cursor, horizon, scope, scope_params
             )
-            for name, columns in _COLUMNS.items()
+            for name, columns in _columns(self.conn).items()
         }
         end = horizon
         for rows in fetched.values():

@@ -58,14 +58,11 @@ from cmem_cli.team.vectors import VectorMaker
 BATCH = 500
 MAX_ROUNDS = 10_000  # a runaway guard: each round acknowledges at least one entry
 
-_SELECT_OBS = (
-    "SELECT uid, rev, " + ", ".join(c for c in OBS_COLUMNS if c != "uid") + " FROM cmem_observations "
-    "WHERE uid = ANY(%s) FOR UPDATE"
-)
-_SELECT_SUMMARIES = (
-    "SELECT uid, rev, " + ", ".join(c for c in SUMMARY_COLUMNS if c != "uid") + " FROM cmem_summaries "
-    "WHERE uid = ANY(%s) FOR UPDATE"
-)
+
+def _select(conn: Any, table: str, columns: tuple[str, ...]) -> str:
+    """The server's rows of a batch, locked (the columns this server has: :func:`server.present`)."""
+    names = ", ".join(c for c in server.present(conn, columns) if c != "uid")
+    return f"SELECT uid, rev, {names} FROM {table} WHERE uid = ANY(%s) FOR UPDATE"
 
 
 class Pusher:
@@ -164,7 +161,7 @@ class Pusher:
 
     def _flush(self) -> None:
         """Send the batch's buffered rows and links, a statement for each kind (pipelined by psycopg)."""
-        columns = [*OBS_COLUMNS, "rev"]
+        columns = [*server.present(self.conn, OBS_COLUMNS), "rev"]
         w = self._writes
         with self.conn.cursor() as cur:
             if w["insert"]:
@@ -193,7 +190,10 @@ class Pusher:
         if not entries:
             return
         uids = [e.uid for e in entries]
-        remote = {r["uid"]: r for r in _dicts(self.conn.execute(_SELECT_OBS, (uids,)))}
+        remote = {
+            r["uid"]: r
+            for r in _dicts(self.conn.execute(_select(self.conn, "cmem_observations", OBS_COLUMNS), (uids,)))
+        }
         for link in _dicts(
             self.conn.execute(
                 "SELECT from_uid, to_uid, type FROM cmem_links WHERE from_uid = ANY(%s)", (uids,)
@@ -404,7 +404,10 @@ class Pusher:
         if not entries:
             return
         uids = [e.uid for e in entries]
-        remote = {r["uid"]: r for r in _dicts(self.conn.execute(_SELECT_SUMMARIES, (uids,)))}
+        remote = {
+            r["uid"]: r
+            for r in _dicts(self.conn.execute(_select(self.conn, "cmem_summaries", SUMMARY_COLUMNS), (uids,)))
+        }
         tombs = dict(
             self.conn.execute(
                 "SELECT uid, deleted_at FROM cmem_tombstones WHERE kind = 'summary' AND uid = ANY(%s)",
@@ -447,7 +450,7 @@ class Pusher:
     def _write_summary(self, row: dict[str, Any], plan: _Plan, *, insert: bool, own: bool = True) -> int:
         rev = self._rev()
         params = {**server_params(row, SUMMARY_COLUMNS), "rev": rev}
-        columns = [*SUMMARY_COLUMNS, "rev"]
+        columns = [*server.present(self.conn, SUMMARY_COLUMNS), "rev"]
         if insert:
             names = ", ".join(columns)
             marks = ", ".join(f"%({c})s" for c in columns)
@@ -529,7 +532,7 @@ class Pusher:
             rows.append({**mine, "rev": rev})
             plan.pushed(outbox.PROMPT, entry.uid, rev, True, None)
         if rows:
-            columns = [*PROMPT_COLUMNS, "rev"]
+            columns = [*server.present(self.conn, PROMPT_COLUMNS), "rev"]
             names, marks = ", ".join(columns), ", ".join(f"%({c})s" for c in columns)
             with self.conn.cursor() as cur:
                 cur.executemany(f"INSERT INTO cmem_prompts ({names}) VALUES ({marks})", rows)

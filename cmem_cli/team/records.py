@@ -12,13 +12,13 @@ from typing import Any
 
 from cmem_cli.core.fields import SUMMARY_FIELDS
 from cmem_cli.services.reconcile.rule import Side
-from cmem_cli.store.records import LIST_FIELDS
+from cmem_cli.store.records import AUTHORSHIP_FIELDS, LIST_FIELDS
 
 OBS_FIELDS = (
     "type", "title", "subtitle", "narrative", *LIST_FIELDS, "project", "session", "agent", "prompt_number",
     "key", "confidence", "created_at",
 )  # fmt: skip
-OBS_COLUMNS = ("uid", *OBS_FIELDS, "updated_at", "machine", "anchor")
+OBS_COLUMNS = ("uid", *OBS_FIELDS, "updated_at", "machine", "author", "anchor")
 SUMMARY_COLUMNS = (
     "uid",
     "session",
@@ -28,6 +28,7 @@ SUMMARY_COLUMNS = (
     "created_at",
     "updated_at",
     "machine",
+    "author",
 )
 
 
@@ -40,7 +41,11 @@ def observation_out(
     of this machine)."""
     out = {name: row.get(name) for name in OBS_FIELDS}
     out.update(
-        uid=row["uid"], updated_at=row["updated_at"], machine=row.get("machine") or machine, anchor=anchor
+        uid=row["uid"],
+        updated_at=row["updated_at"],
+        machine=row.get("machine") or machine,
+        author=row.get("author"),
+        anchor=anchor,
     )
     out["links"] = sorted({(link["type"], link["uid"]) for link in links})
     return out
@@ -49,7 +54,10 @@ def observation_out(
 def summary_out(row: dict[str, Any], machine: str) -> dict[str, Any]:
     out = {name: row.get(name) for name in ("uid", "session", "project", "agent", *SUMMARY_FIELDS)}
     out.update(
-        created_at=row["created_at"], updated_at=row["updated_at"], machine=row.get("machine") or machine
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+        machine=row.get("machine") or machine,
+        author=row.get("author"),
     )
     return out
 
@@ -69,7 +77,8 @@ def observation_in(row: dict[str, Any]) -> dict[str, Any]:
     """A server row as an input record for the write service (which validates and scrubs it)."""
     record = {name: row.get(name) for name in OBS_FIELDS}
     record["uid"] = row["uid"]
-    record["machine"] = row.get("machine")  # whose it is travels with it
+    record["machine"] = row.get("machine")  # whose it is travels with it: the machine and the person
+    record["author"] = row.get("author")
     for name in LIST_FIELDS:
         value = record.get(name)
         record[name] = json.loads(value) if isinstance(value, str) else list(value or [])
@@ -129,9 +138,16 @@ def same_summary(a: dict[str, Any], b: dict[str, Any]) -> bool:
 def side(kind: str, row: dict[str, Any]) -> Side:
     """A server-shaped row (this home's, the server's, or the base) in the terms of the merge rule."""
     if kind == "summary":
-        names: tuple[str, ...] = ("session", "project", "agent", *SUMMARY_FIELDS, "created_at", "machine")
+        names: tuple[str, ...] = (
+            "session",
+            "project",
+            "agent",
+            *SUMMARY_FIELDS,
+            "created_at",
+            *AUTHORSHIP_FIELDS,
+        )
     else:
-        names = (*OBS_FIELDS, "machine")
+        names = (*OBS_FIELDS, *AUTHORSHIP_FIELDS)
     fields: dict[str, Any] = {}
     for name in names:
         value = row.get(name)

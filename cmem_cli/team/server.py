@@ -203,6 +203,16 @@ CREATE TABLE cmem_conflicts (
 CREATE INDEX cmem_conflicts_project_rev ON cmem_conflicts (project, rev);
 """,
     ),
+    (
+        "m006_authors",
+        """
+-- The person who wrote each memory, summary and prompt, where known (CMEM_AUTHOR or git's user.email), as
+-- git sync's files carry it: without it a home that pulled a memory knew the machine and not the person.
+ALTER TABLE cmem_observations ADD COLUMN IF NOT EXISTS author text;
+ALTER TABLE cmem_summaries ADD COLUMN IF NOT EXISTS author text;
+ALTER TABLE cmem_prompts ADD COLUMN IF NOT EXISTS author text;
+""",
+    ),
 ]
 
 
@@ -320,6 +330,21 @@ def is_migrated(conn: Any) -> bool:
         return False
     done = {r[0] for r in conn.execute("SELECT name FROM cmem_migrations")}
     return all(name in done for name, _ in MIGRATIONS)
+
+
+def present(conn: Any, columns: tuple[str, ...] | list[str]) -> list[str]:
+    """``columns`` as this server has them: without ``author`` on a schema from before m006_authors that
+    this role may not migrate (a reader, or a writer before the tables' owner synced with this cmem), so
+    it pulls and pushes as before, without the person. Asked once per connection."""
+    has = getattr(conn, "_cmem_authors", None)
+    if has is None:
+        row = conn.execute(
+            "SELECT EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema() "
+            "AND table_name = 'cmem_observations' AND column_name = 'author')"
+        ).fetchone()
+        has = bool(row and row[0])
+        conn._cmem_authors = has
+    return [c for c in columns if has or c != "author"]
 
 
 def readable(conn: Any) -> bool:

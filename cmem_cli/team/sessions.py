@@ -24,7 +24,9 @@ SESSION_COLUMNS = (
     "session_id", "agent", "project", "label", "status", "prompt_counter", "started_at", "completed_at",
     "last_activity_at", "goal", "outcome", "next_steps", "machine",
 )  # fmt: skip
-PROMPT_COLUMNS = ("uid", "session", "prompt_number", "text", "project", "agent", "created_at", "machine")
+PROMPT_COLUMNS = (
+    "uid", "session", "prompt_number", "text", "project", "agent", "created_at", "machine", "author",
+)  # fmt: skip
 _TEXTS = ("label", "goal", "outcome", "next_steps")
 
 

@@ -48,8 +48,8 @@ _SUMMARY_SELECT = (
     "SELECT 'summary' AS kind, o.uid, 'summary' AS type, "
     "left(coalesce(o.request, o.completed, o.learned, o.investigated, o.next_steps, o.notes, ''), 200) AS title, "
     "NULL AS subtitle, o.project, o.session, o.agent, o.machine, NULL AS key, o.created_at, "
-    "length(coalesce(o.request, '') || coalesce(o.investigated, '') || coalesce(o.learned, '') || "
-    "coalesce(o.completed, '') || coalesce(o.next_steps, '') || coalesce(o.notes, '')) / 4 + 1 AS tokens"
+    "(length(coalesce(o.request, '') || coalesce(o.investigated, '') || coalesce(o.learned, '') || "
+    "coalesce(o.completed, '') || coalesce(o.next_steps, '') || coalesce(o.notes, '')) + 3) / 4 AS tokens"
 )
 
 
@@ -207,6 +207,8 @@ class TeamSource:
             if mine is not None:
                 row["id"] = mine["id"] if row["kind"] == "observation" else f"S{mine['id']}"
                 row["path"] = mine.get("path")
+                if mine.get("tokens"):  # what `get` prints here (the server's is a rough estimate)
+                    row["tokens"] = mine["tokens"]
             for field in ("superseded_by", "possibly_superseded_by"):
                 if row.get(field) in local:
                     row[field] = local[row[field]]["id"]

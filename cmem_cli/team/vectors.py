@@ -49,6 +49,7 @@ class VectorMaker:
         self.notes = notes
         self._embedder: Any = None
         self._tried = False
+        self._why: str | None = None  # why there is no model, said once memories went without vectors
 
     @property
     def embedder(self) -> Any:
@@ -58,7 +59,7 @@ class VectorMaker:
 
             self._embedder, why = load_embedder(self.config)
             if self._embedder is None and self.config.embed_model:
-                self.notes.append(f"memories pushed without vectors: {why}")
+                self._why = why
         return self._embedder
 
     def embed(
@@ -78,7 +79,11 @@ class VectorMaker:
         return dict(zip(keys, vectors, strict=True))
 
     def store(self, conn: Any, vectors: dict[tuple[str, str], Any], pushed: set[tuple[str, str]]) -> None:
-        """Store the vectors of the rows this push wrote (inside its transaction)."""
+        """Store the vectors of the rows this push wrote (inside its transaction). Rows it wrote without
+        one (no model here) are said once: not at a push that wrote nothing (a reader's, refused)."""
+        if self._why is not None and pushed:
+            self.notes.append(f"memories pushed without vectors: {self._why}")
+            self._why = None
         rows = [(kind, uid, vector) for (kind, uid), vector in vectors.items() if (kind, uid) in pushed]
         if not rows:
             return

@@ -93,13 +93,16 @@ def _run_git_sync(memory: Memory, url: str | None, as_json: bool) -> None:
 @sync_app.callback()
 def sync(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     """Adopt what changed in the export tree (edited files update, new files add, deleted files forget);
-    with a git remote (`cmem sync init URL`) also commit, fetch, merge, adopt what arrived and push.
+    with a remote (`cmem sync init URL`) also exchange with it: a git remote commits, fetches, merges,
+    adopts what arrived and pushes; a team database pushes what is queued here and pulls what others
+    pushed.
 
     Safe to repeat and to run from cron. Conflicts need no person: concurrent edits of different fields
     merge; where both machines changed one field the later edit stays and the other text is kept as a
     linked conflict copy; an edit beats a forget. Exit 4 when a file could not be adopted (reported by
-    path, left untouched, on every sync until fixed), 9 when git fails (remote unreachable or refusing
-    the push); `--json` prints a result object on failure too."""
+    path, left untouched, on every sync until fixed), 9 when the remote fails (unreachable, refusing the
+    login or the push; a read-only team role pulls first and keeps its writes queued); `--json` prints a
+    result object on failure too."""
     if ctx.invoked_subcommand is not None:
         return
     from cmem_cli.sync.gitsync import is_connected

@@ -30,7 +30,9 @@ from cmem_cli.core.ids import derived_uid
 from cmem_cli.store.records import MAX_TITLE
 
 COPY_SUFFIX = " (conflict copy)"
-QUIET_FIELDS = frozenset({"machine", "created_at"})  # never a conflict: who made it, when it was made
+QUIET_FIELDS = frozenset(
+    {"machine", "author", "created_at"}
+)  # never a conflict: who made it, when it was made
 
 SAME_FIELD = "both machines changed {fields}: the later edit kept, the other kept as a copy"
 EDIT_BEATS_FORGET = "edited on one machine, forgotten on the other: the edit is kept"

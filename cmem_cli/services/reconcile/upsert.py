@@ -122,6 +122,7 @@ def put_prompt(store: Store, prompt: dict[str, Any]) -> int:
         agent=prompt["agent"],
         created_at=prompt["created_at"],
         machine=prompt.get("machine"),
+        author=prompt.get("author"),
     )
     store.sessions.raise_prompt_counter(session, number)
     return int(number)
