@@ -251,8 +251,8 @@ def git_running_in(places: list[Path]) -> bool | None:
                 if not fh.read().strip().startswith("git"):
                     continue
             cwd = os.readlink(os.path.join(entry.path, "cwd"))
-        except FileNotFoundError:
-            continue  # it ended meanwhile
+        except (FileNotFoundError, ProcessLookupError):
+            continue  # it ended meanwhile (ENOENT or ESRCH, as far as /proc had got)
         except OSError:
             unknown = True
             continue
