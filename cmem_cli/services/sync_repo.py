@@ -138,22 +138,34 @@ def git_dir_of(home: Path, export: Path) -> Path | None:
     return None
 
 
-def _marked(git_dir: Path) -> bool:
-    """Does the repository's config say ``cmem.sync = true``? Read directly: no git process on every sync."""
+def _config_value(git_dir: Path, wanted_section: str, wanted_key: str) -> str | None:
+    """One value of the repository's config, read directly (no git process: status and every sync read
+    it); ``wanted_section`` lower-case as git writes it (``cmem``, ``remote "origin"``)."""
     try:
         text = (git_dir / "config").read_text(encoding="utf-8", errors="replace")
     except OSError:
-        return False
+        return None
     section = ""
     for raw in text.splitlines():
         line = raw.strip()
         if line.startswith("["):
             section = line.strip("[]").strip().lower()
-        elif section == MARKER_SECTION and "=" in line:
+        elif section == wanted_section and "=" in line:
             key, _, value = line.partition("=")
-            if key.strip().lower() == "sync" and value.strip().lower() == "true":
-                return True
-    return False
+            if key.strip().lower() == wanted_key:
+                return value.strip()
+    return None
+
+
+def _marked(git_dir: Path) -> bool:
+    """Does the repository's config say ``cmem.sync = true``?"""
+    return (_config_value(git_dir, MARKER_SECTION, "sync") or "").lower() == "true"
+
+
+def remote_url(git_dir: Path) -> str | None:
+    """The URL this repository pushes to, as its config holds it (credentials and all: see
+    :func:`cmem_cli.services.remote_state.shown_url`)."""
+    return _config_value(git_dir, f'remote "{REMOTE}"', "url")
 
 
 def connected_git_dir(home: Path, export: Path) -> Path | None:

@@ -30,7 +30,7 @@ from typing import Any
 
 from cmem_cli.core.errors import SyncError, UsageError
 from cmem_cli.core.synclock import sync_lock
-from cmem_cli.services import arrivals
+from cmem_cli.services import arrivals, remote_state
 from cmem_cli.services.reconcile.rule import tell
 from cmem_cli.services.sync_repo import (
     BRANCH,
@@ -578,7 +578,9 @@ class Syncer:
         message = proc.stderr.decode("utf-8", "replace")
         if "[rejected]" in message and ("fetch first" in message or "non-fast-forward" in message):
             return False
-        raise SyncError(f"git push failed: {_last(proc)}")
+        error = SyncError(f"git push failed: {_last(proc)}")
+        remote_state.refused(self.memory.store, error.message, read_only=False)
+        raise error
 
 
 def _last(proc: Any) -> str:
@@ -601,4 +603,6 @@ def run_sync(
         if report is not None:
             report.update(syncer.report)
             syncer.report = report
-        return syncer.init(url) if url is not None else syncer.sync()
+        done = syncer.init(url) if url is not None else syncer.sync()
+        remote_state.synced(memory.store)
+        return done
