@@ -18,11 +18,11 @@ _cmem() {
         "link") words="--remove -h --help"; valued=""; paths="" ;;
         "forget") words="--yes -y -h --help"; valued=""; paths="" ;;
         "search") words="--project -p --all-projects --type --concept --file --agent --session --since --until --limit -n --offset --order --mode --rerank --no-rerank --min-score --collection -c --explain --all --branch --machine --team --json --envelope --format -f -h --help"; valued="--project -p --type --concept --file --agent --session --since --until --limit -n --offset --order --mode --min-score --collection -c --branch --machine --format -f"; paths="--file" ;;
-        "timeline") words="--query -q --before -b --after -a --project -p --all-projects --json --format -f -h --help"; valued="--query -q --before -b --after -a --project -p --format -f"; paths="" ;;
+        "timeline") words="--query -q --before -b --after -a --project -p --all-projects --machine --json --format -f -h --help"; valued="--query -q --before -b --after -a --project -p --machine --format -f"; paths="" ;;
         "get") words="--links --path --json --format -f -h --help"; valued="--format -f"; paths="" ;;
         "stats") words="--json -h --help"; valued=""; paths="" ;;
         "projects") words="--json --format -f -h --help"; valued="--format -f"; paths="" ;;
-        "view") words="--project -p --all-projects --type --concept --file --agent --session --since --until --limit -n --output -o --open --no-open --json -h --help"; valued="--project -p --type --concept --file --agent --session --since --until --limit -n --output -o"; paths="--file --output -o" ;;
+        "view") words="--project -p --all-projects --type --concept --file --agent --machine --session --since --until --limit -n --output -o --open --no-open --json -h --help"; valued="--project -p --type --concept --file --agent --machine --session --since --until --limit -n --output -o"; paths="--file --output -o" ;;
         "verify") words="--stale --project -p --json --format -f -h --help"; valued="--project -p --format -f"; paths="" ;;
         "export") words="--rebuild --json -h --help"; valued=""; paths="" ;;
         "doctor") words="--fix --json -h --help"; valued=""; paths="" ;;
@@ -38,7 +38,7 @@ _cmem() {
         "session") words="start end list show -h --help"; valued=""; paths="" ;;
         "session start") words="--project -p --agent --label --goal -h --help"; valued="--project -p --agent --label --goal"; paths="" ;;
         "session end") words="--status --outcome --next-steps -h --help"; valued="--status --outcome --next-steps"; paths="" ;;
-        "session list") words="--project -p --status --limit -n --json --format -f -h --help"; valued="--project -p --status --limit -n --format -f"; paths="" ;;
+        "session list") words="--project -p --status --machine --limit -n --json --format -f -h --help"; valued="--project -p --status --machine --limit -n --format -f"; paths="" ;;
         "session show") words="--json -h --help"; valued=""; paths="" ;;
         "prompt") words="add -h --help"; valued=""; paths="" ;;
         "prompt add") words="--session --project -p --agent -h --help"; valued="--session --project -p --agent"; paths="" ;;

@@ -143,7 +143,9 @@ def hybrid(
       model), ``hybrid`` (both, fused), ``auto`` (hybrid when the index has vectors for the configured model,
       else keyword, without loading a model).
     - ``filters``: the store's ``Filters`` (or a dict with its field names: project, types, concepts, files,
-      agent, session, since, until — epoch ms, inclusive). Documents without a filtered field are excluded.
+      agent, session, machine, branch, since, until — epoch ms, inclusive). Documents without a filtered
+      field are excluded. The branch is not filtered here, and an index built before it kept machines
+      returns every hit under a machine filter, unfiltered by it: the caller checks those on its rows.
     - ``collections``: restrict to these collection names (``memories`` is cmem's export tree).
     - ``rerank``: None = rerank when a reranker is configured; True/False force it (at most 20 candidates).
     - ``extra_lists``: more keyword-like ranked lists ``{signal: [(key, strength), ...]}``, best first, or
@@ -170,8 +172,11 @@ def hybrid(
         raise UsageError(f"unknown search mode {mode!r} (expected one of: {', '.join(MODES)})")
     doc_filters = DocFilters.coerce(filters, collections)
     notes: list[str] = []
-    depth = ALL_CANDIDATES if limit is None else max(CANDIDATES, limit * 2)
     store = _open(config, notes)
+    if store is not None and doc_filters.machine is not None and not store.keeps_machines:
+        # an index built before it kept machines: every hit, for the caller to check the machine of its rows
+        doc_filters, limit = doc_filters.without_machine(), None
+    depth = ALL_CANDIDATES if limit is None else max(CANDIDATES, limit * 2)
     try:
         want_vectors = mode in ("vector", "hybrid") or (
             mode == "auto" and store is not None and _has_vectors(store)

@@ -240,6 +240,8 @@ class Indexer:
             self._update_collection(collection, report)
         if prune_other_collections:
             self._drop_unconfigured(report)
+        if not self.store.keeps_machines:
+            self._read_machines()
         self._merge_keywords(report)
         if self.embedder is not None:
             self._embed_pending(report)
@@ -255,6 +257,26 @@ class Indexer:
             self.store.set_setting("chunker", self.signature)
             self.store.set_setting("last_run", json.dumps(report.to_json()))
         return report
+
+    def _read_machines(self) -> None:
+        """Fill the machine of the documents an older cmem indexed, from their files' front matter (no chunk
+        cut or embedded again). Left to a later pass when a collection that holds cmem documents is not
+        this pass's (a watcher of one collection)."""
+        mine = {collection.name for collection in self.collections}
+        if any(name not in mine for name in self.store.collections_with_cmem_documents()):
+            return
+        for collection in self.collections:
+            root = self._real_root(collection)
+            documents = self.store.cmem_documents(collection.name)
+            for start in range(0, len(documents), WRITE_BATCH_DELETES):
+                found: list[tuple[str | None, int]] = []
+                for doc_id, relpath in documents[start : start + WRITE_BATCH_DELETES]:
+                    meta = _front_matter(os.path.join(root, relpath), root)
+                    if meta is not None:  # unreadable or gone: the update pass re-reads or drops it
+                        found.append((as_text(meta.get("machine")), doc_id))
+                with self.store.transaction():
+                    self.store.set_machines(found)
+        self.store.machines_read()
 
     # -- change detection --------------------------------------------------------------------------
     def _update_collection(self, collection: Collection, report: IndexReport) -> None:
@@ -508,8 +530,26 @@ def _fields(parsed: ParsedDocument) -> dict[str, Any]:
         "project": as_text(meta.get("project")),
         "session": as_text(meta.get("session")),
         "agent": as_text(meta.get("agent")),
+        "machine": as_text(meta.get("machine")),
         "created_at": as_epoch_ms(meta.get("created_at")),
     }
+
+
+def _front_matter(path: str, root: str) -> dict[str, Any] | None:
+    """A cmem file's front matter, or None when it cannot be read or now resolves outside ``root``."""
+    real = os.path.realpath(path)
+    if not real.startswith(root.rstrip(os.sep) + os.sep):
+        return None
+    try:
+        fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))  # a FIFO never hangs
+        with os.fdopen(fd, "rb") as fh:
+            if not stat_module.S_ISREG(os.fstat(fd).st_mode):
+                return None
+            os.set_blocking(fd, True)
+            data = fh.read(MAX_FILE_BYTES + 1)
+    except OSError:
+        return None
+    return parse_markdown(data.decode("utf-8", errors="replace"), os.path.basename(path)).meta
 
 
 # -- full rebuild ------------------------------------------------------------------------------------

@@ -74,14 +74,17 @@ class DocFilters(FilterFields):
     def active(self) -> bool:
         return self.sql()[0] != "1"
 
+    def without_machine(self) -> DocFilters:
+        """These filters less the machine: for an index built before it kept machines (the search then
+        checks the machine on the store's rows)."""
+        return DocFilters(**{**self.fields(), "machine": None}, collections=self.collections)
+
 
 class _IndexSql(SqlDialect):
     """The filters over the index's ``documents``: a document without a project (a collection's) passes a
-    project filter; concepts are stored lower-cased; the index keeps no machine nor branch (the search
-    checks those on the store's rows)."""
-
-    def equals(self, name: str, value: str) -> str:
-        return "" if name == "machine" else super().equals(name, value)
+    project filter; concepts are stored lower-cased; the machine is the one the memory's file states (a
+    collection's documents have none). No branch: a file states its anchor's only when the repository has
+    a name, so the search checks the branch on the store's rows."""
 
     def project(self, names: tuple[str, ...]) -> str:
         return f"({super().project(names)} OR {self.alias}.project IS NULL)"

@@ -105,6 +105,26 @@ def m001_initial(conn: Any) -> None:
     conn.execute(_SCHEMA)
 
 
+# Set while documents indexed before m002 have not had their machine read from their files (the next pass
+# reads their front matter: no chunk is cut or embedded again).
+MACHINES_UNREAD = "machines_unread"
+
+
+@INDEX_MIGRATIONS
+def m002_machine(conn: Any) -> None:
+    """Each document's machine (who wrote the memory, as its file states), so a `--machine` search narrows
+    retrieval as `--project` does instead of ranking every hit. Not the branch: a file states its anchor's
+    only when the repository has a name (a remote), so the index cannot tell the branch of the rest."""
+    conn.execute("ALTER TABLE documents ADD COLUMN machine TEXT")
+    conn.execute("CREATE INDEX IF NOT EXISTS documents_machine ON documents(machine, created_at)")
+    if conn.execute("SELECT 1 FROM documents WHERE kind IS NOT NULL LIMIT 1").fetchone():
+        conn.execute("INSERT OR REPLACE INTO settings(key, value) VALUES (?, '1')", (MACHINES_UNREAD,))
+
+
+# Migrations a reader can do without: an index a pass has not migrated yet is searched as it is (the
+# filters it cannot apply are checked on the store's rows), not refused until `cmem index`.
+READABLE_WITHOUT = frozenset({"m002_machine"})
+
 DOCUMENT_FIELDS = (
     "kind",
     "uid",
@@ -113,6 +133,7 @@ DOCUMENT_FIELDS = (
     "project",
     "session",
     "agent",
+    "machine",
     "created_at",
 )
 
@@ -175,6 +196,44 @@ def _after_prefix(folder: str) -> str:
     return folder[:-1] + chr(ord(folder[-1]) + 1)
 
 
+LAYOUT_INFIX = ".new-"  # index.db.new-PID: a new index while its process lays the schema out
+
+
+def layout_path(path: Path, pid: int) -> Path:
+    """Where process ``pid`` lays out a new index for ``path`` (doctor removes one a killed pass left)."""
+    return path.with_name(f"{path.name}{LAYOUT_INFIX}{pid}")
+
+
+def _lay_out(path: Path) -> None:
+    """Make a new index at ``path`` with its schema in place: built in a file of this process's own and
+    linked in whole, so no reader ever opens one a pass is still laying out (another process that made
+    one meanwhile wins; this one's is dropped)."""
+    from cmem_cli.core.db import immediate_transaction
+
+    apsw = _apsw()
+    temp = layout_path(path, os.getpid())
+    try:
+        conn = apsw.Connection(str(temp), flags=apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE)
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            with immediate_transaction(conn):
+                INDEX_MIGRATIONS.apply(conn)
+        finally:
+            conn.close()
+        os.chmod(temp, 0o600)
+        try:
+            os.link(temp, path)
+        except FileExistsError:
+            pass
+        except OSError:  # a file system without hard links
+            if not path.exists():
+                os.replace(temp, path)
+    finally:
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(f"{temp}{suffix}")
+
+
 class IndexStore:
     """One connection to an index database, with the queries the indexer, search and status need."""
 
@@ -185,6 +244,7 @@ class IndexStore:
         self._bits: bytes | None = None  # bits_center, read once per connection (b"": no chunk_bits)
         self._terms: dict[tuple[str, ...], bm25.QueryTerms] = {}  # of the queries since _terms_as_of
         self._terms_as_of: tuple[int, int] | None = None
+        self._machines: bool | None = None
 
     # -- opening -----------------------------------------------------------------------------------
     @classmethod
@@ -198,6 +258,8 @@ class IndexStore:
         with translated(path):
             if not readonly:
                 path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+                if not path.exists():
+                    _lay_out(path)
             new_file = not path.exists()
             flags = apsw.SQLITE_OPEN_READWRITE | (0 if readonly else apsw.SQLITE_OPEN_CREATE)
             conn = apsw.Connection(str(path), flags=flags)
@@ -218,12 +280,14 @@ class IndexStore:
                 conn.execute("PRAGMA synchronous=NORMAL")
                 conn.execute("PRAGMA foreign_keys=ON")
                 store._migrate()
-            elif INDEX_MIGRATIONS.pending(conn):
+            elif pending := INDEX_MIGRATIONS.pending(conn):
                 if not INDEX_MIGRATIONS.applied(conn):  # made a moment ago: its first pass is laying it out
                     from cmem_cli.core.errors import NotFound
 
                     raise NotFound(f"the index at {path} is not built yet; run `cmem index`")
-                raise DatabaseCorrupt(f"index {path} has an older schema; run `cmem index`")
+                if not set(pending) <= READABLE_WITHOUT:
+                    raise DatabaseCorrupt(f"index {path} has an older schema; run `cmem index`")
+                store._machines = False
         return store
 
     def _migrate(self) -> None:
@@ -250,6 +314,37 @@ class IndexStore:
         with translated(self.path):
             row = self.conn.execute(sql, params).fetchone()
         return row[0] if row else None
+
+    @property
+    def keeps_machines(self) -> bool:
+        """Whether every document's machine is in the index (False: an index built before it kept them,
+        until a pass reads them from the files), so a machine filter can be applied here."""
+        if self._machines is None:
+            self._machines = self.setting(MACHINES_UNREAD) is None
+        return self._machines
+
+    def cmem_documents(self, collection: str) -> list[tuple[int, str]]:
+        """(id, path) of the collection's cmem documents (indexed before their machine was kept)."""
+        return [
+            (int(doc_id), str(path))
+            for doc_id, path in self.rows(
+                "SELECT id, path FROM documents WHERE collection = ? AND kind IS NOT NULL", (collection,)
+            )
+        ]
+
+    def collections_with_cmem_documents(self) -> list[str]:
+        rows = self.rows("SELECT DISTINCT collection FROM documents WHERE kind IS NOT NULL")
+        return [str(name) for (name,) in rows]
+
+    def set_machines(self, items: Sequence[tuple[str | None, int]]) -> None:
+        """Write (machine, document id) rows; call inside a transaction."""
+        self.conn.executemany("UPDATE documents SET machine = ? WHERE id = ?", items)
+
+    def machines_read(self) -> None:
+        """Every document's machine is in the index now."""
+        with self.transaction():
+            self.conn.execute("DELETE FROM settings WHERE key = ?", (MACHINES_UNREAD,))
+        self._machines = True
 
     # -- settings ----------------------------------------------------------------------------------
     def document_location(self, docid: str) -> tuple[str, str] | None:
@@ -686,5 +781,6 @@ class IndexStore:
                 or 0
             ),
             "collections": per_collection,
+            "machines_indexed": self.keeps_machines,
             "last_run": self.json_setting("last_run"),
         }

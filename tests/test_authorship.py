@@ -36,13 +36,19 @@ def test_a_memory_a_prompt_and_a_summary_record_the_machine_and_the_person(sh: A
     assert "machine: laptop\n" in front and 'author: "ann@example.com"\n' in front
     [prompt] = json.loads(sh("get", "P1", "--json").stdout)
     [summary] = json.loads(sh("get", "S1", "--json").stdout)
-    assert (prompt["machine"], summary["machine"], summary["author"]) == (
+    assert (prompt["machine"], prompt["author"], summary["machine"], summary["author"]) == (
         "laptop",
+        "ann@example.com",
         "laptop",
         "ann@example.com",
     )
+    assert "· laptop · ann@example.com\n" in sh("get", "P1").stdout
+    shown = sh("get", "S1").stdout
+    assert "machine: laptop\n" in shown and 'author: "ann@example.com"\n' in shown
     items = json.loads(sh("timeline", "1", "--json").stdout)["items"]
     assert {item["machine"] for item in items} == {"laptop"}
+    page = sh("view", "--all-projects", "--no-open", "--output", "-").stdout  # the details panel's data
+    assert page.count('"author":"ann@example.com"') == 3
 
 
 def test_without_settings_the_host_name_and_gits_user_email(sh: Any, home: Path, tmp_path: Path):
@@ -55,6 +61,36 @@ def test_without_settings_the_host_name_and_gits_user_email(sh: Any, home: Path,
     assert result.exit_code == 0, result.stderr
     [record] = json.loads(sh("get", "1", "--json").stdout)
     assert (record["machine"], record["author"]) == (socket.gethostname(), "ann@corp.example")
+
+
+def test_the_config_file_names_the_machine_and_the_person_below_the_environment(
+    sh: Any, home: Path, tmp_path: Path
+):
+    config = tmp_path / "config" / "cmem" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text('machine = "studio"\nauthor = "ann@corp.example"\n')
+    git_home = tmp_path / "person"
+    git_home.mkdir()
+    (git_home / ".gitconfig").write_text("[user]\n\temail = git@corp.example\n")
+    assert (
+        sh(
+            "add", "Picked a port", "--project", "demo", env={"HOME": str(git_home), "CMEM_MACHINE": ""}
+        ).exit_code
+        == 0
+    )
+    assert (
+        sh("add", "Picked a host", "--project", "demo", env={"CMEM_AUTHOR": "bob@corp.example"}).exit_code
+        == 0
+    )
+    rows = json.loads(sh("get", "1", "2", "--json").stdout)
+    assert [(r["machine"], r["author"]) for r in rows] == [
+        ("studio", "ann@corp.example"),
+        ("test-machine", "bob@corp.example"),  # CMEM_MACHINE and CMEM_AUTHOR beat the file
+    ]
+    config.write_text("machine = 7\n")
+    bad = sh("add", "Picked a name", "--project", "demo")
+    assert (bad.exit_code, bad.stderr.count("\n")) == (4, 1)
+    assert "'machine' must be a name" in bad.stderr and "Traceback" not in bad.stderr
 
 
 def test_git_sync_carries_whose_it_is_and_the_table_shows_machines_once_there_are_two(
@@ -98,14 +134,44 @@ def test_the_api_and_the_view_say_whose_each_memory_is(home: Path, monkeypatch: 
     from cmem_cli.api import Memory
 
     monkeypatch.setenv("CMEM_MACHINE", "laptop")
+    monkeypatch.setenv("CMEM_AUTHOR", "ann@example.com")
     with Memory(home) as memory:
-        memory.add("Chose WAL", project="demo")
+        memory.add("Chose WAL", project="demo", session="s-laptop")
+        prompt = memory.add_prompt("why this journal mode?", session="s-laptop")
+        summary = memory.add_summary("s-laptop", request="speed up the store")
         [hit] = memory.search("WAL")
         assert hit.machine == "laptop"
-        assert memory.observation(hit.id).machine == "laptop"
+        assert (memory.observation(hit.id).machine, memory.observation(hit.id).author) == (
+            "laptop",
+            "ann@example.com",
+        )
+        assert (prompt.machine, prompt.author, summary.machine, summary.author) == (
+            "laptop",
+            "ann@example.com",
+            "laptop",
+            "ann@example.com",
+        )
         assert memory.several_machines() is False
         window = memory.window()
-        assert [item["machine"] for item in window["items"]] == ["laptop"]
+        assert [(item["kind"], item["machine"], item["author"]) for item in window["items"]] == [
+            ("summary", "laptop", "ann@example.com"),
+            ("prompt", "laptop", "ann@example.com"),
+            ("observation", "laptop", "ann@example.com"),
+        ]
+    monkeypatch.setenv("CMEM_MACHINE", "desk-box")
+    with Memory(home) as memory:
+        memory.add("Cache lives in redis", project="demo", session="s-desk")
+        assert memory.several_machines() is True
+        items = memory.timeline(hit.id, machine="desk-box").items
+        assert [(item.title, item.machine, item.anchor) for item in items] == [
+            ("Chose WAL", "laptop", True),  # the anchor, whoever wrote it
+            ("Cache lives in redis", "desk-box", False),
+        ]
+        assert [s.session_id for s in memory.sessions(machine="desk-box")] == ["s-desk"]
+        assert {s.session_id: s.machine for s in memory.sessions()} == {
+            "s-laptop": "laptop",
+            "s-desk": "desk-box",
+        }
 
 
 def test_a_file_that_does_not_say_whose_it_is_arrives_unattributed_and_git_sync_settles(
@@ -160,6 +226,137 @@ def test_the_session_list_says_where_each_session_ran_once_there_are_two_machine
         "s-desk": True,
     }
     assert json.loads(sh("session", "show", "s-desk", "--json").stdout)["machine"] == "desk-box"
+
+
+# -- the index keeps each memory's machine: `--machine` narrows retrieval -------------------------------------
+def _two_machines_memories(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Thirty of desktop's memories that match "deploy staging cluster" better than laptop's one."""
+    from cmem_cli.api import Memory
+
+    monkeypatch.setenv("CMEM_MACHINE", "desktop")
+    with Memory(home) as memory:
+        for n in range(30):
+            memory.add(f"Deploy staging cluster {n}", narrative="deploy staging cluster", project="web")
+    monkeypatch.setenv("CMEM_MACHINE", "laptop")
+    with Memory(home) as memory:
+        memory.add("Staging notes", narrative="a deploy goes through the staging gate", project="web")
+
+
+def _candidates(stderr: str) -> str:
+    """The --explain line that says how deep each list was and how many documents it held."""
+    [line] = [line for line in stderr.splitlines() if "explain: candidates:" in line]
+    return line
+
+
+def test_a_machine_search_narrows_the_index_to_that_machines_memories(
+    sh: Any, home: Path, monkeypatch: pytest.MonkeyPatch
+):
+    _two_machines_memories(home, monkeypatch)
+    assert sh("index").exit_code == 0
+
+    found = sh(
+        "search", "deploy staging cluster", "--machine", "laptop", "--limit", "1", "--explain", "--envelope"
+    )
+    assert found.exit_code == 0, found.stderr
+    page = json.loads(found.stdout)
+    assert [(hit["title"], hit["machine"]) for hit in page["hits"]] == [("Staging notes", "laptop")]
+    assert (page["total"], page["capped"]) == (1, False)
+    # the index's keyword list held laptop's memory alone, at the depth of a one-row page, not every hit
+    assert "depth=100, store=1, keyword=1" in _candidates(found.stderr)
+    desktop = json.loads(
+        sh("search", "deploy staging cluster", "--machine", "desktop", "--limit", "3", "--json").stdout
+    )
+    assert [hit["machine"] for hit in desktop] == ["desktop"] * 3
+
+
+def test_an_index_built_before_it_kept_machines_upgrades_without_reading_its_memories_again(
+    sh: Any, home: Path, monkeypatch: pytest.MonkeyPatch
+):
+    _two_machines_memories(home, monkeypatch)
+    assert sh("index").exit_code == 0
+    _as_an_older_index(home / "index.db")
+
+    status = json.loads(sh("status", "--json").stdout)
+    assert "error" not in status and status["machines_indexed"] is False
+    assert "machines\tnot in the index yet: run `cmem index`" in sh("status").stdout
+    found = sh(
+        "search", "deploy staging cluster", "--machine", "laptop", "--limit", "1", "--explain", "--json"
+    )
+    assert found.exit_code == 0, found.stderr
+    assert [hit["title"] for hit in json.loads(found.stdout)] == ["Staging notes"]
+    assert "index unavailable" not in found.stderr
+    assert "keyword=31" in _candidates(found.stderr)  # every hit, checked on the store's rows
+    assert sh("doctor").exit_code == 0
+
+    report = json.loads(sh("index", "--json").stdout)
+    assert (report["chunked"], report["chunks_written"], report["embedded"]) == (0, 0, 0)
+    assert json.loads(sh("status", "--json").stdout)["machines_indexed"] is True
+    found = sh(
+        "search", "deploy staging cluster", "--machine", "laptop", "--limit", "1", "--explain", "--json"
+    )
+    assert [hit["title"] for hit in json.loads(found.stdout)] == ["Staging notes"]
+    assert "depth=100, store=1, keyword=1" in _candidates(found.stderr)
+
+
+def _as_an_older_index(path: Path) -> None:
+    """Make ``path`` an index as cmem built it before documents kept their machine."""
+    from cmem_index.store import IndexStore
+
+    store = IndexStore.open(path)
+    try:
+        with store.transaction():
+            store.conn.execute("DROP INDEX documents_machine")
+            store.conn.execute("ALTER TABLE documents DROP COLUMN machine")
+            store.conn.execute("DELETE FROM _cmem_migrations WHERE name = 'm002_machine'")
+            store.conn.execute("PRAGMA user_version = 1")
+    finally:
+        store.close()
+
+
+def test_timeline_and_session_list_say_and_filter_by_machine_and_tables_never_cut_an_id(sh: Any, home: Path):
+    laptop = {"CMEM_MACHINE": "laptop", "CMEM_SESSION": "s-laptop"}
+    desk = {"CMEM_MACHINE": "a-desk-box-with-a-long-name", "CMEM_SESSION": "s-desk"}
+    assert sh("prompt", "add", "why is the store slow?", "--project", "demo", env=laptop).exit_code == 0
+    assert sh("add", "Chose WAL for the store", "--project", "demo", env=laptop).exit_code == 0
+    one = sh("timeline", "1").stdout.splitlines()
+    assert [line.split("\t")[-2] for line in one] == ["why is the store slow?", "Chose WAL for the store"]
+
+    for n in range(10):  # two-digit ids, the last ones a desk's
+        assert sh("add", f"Cache store note {n}", "--project", "demo", env=desk).exit_code == 0
+    items = json.loads(sh("timeline", "1", "--json").stdout)["items"]
+    assert [item["machine"] for item in items] == ["laptop", "laptop"] + ["a-desk-box-with-a-long-name"] * 5
+    lines = sh("timeline", "1").stdout.splitlines()  # piped: tab-separated, the machine before the tokens
+    assert [line.split("\t")[-2] for line in lines] == [item["machine"] for item in items]
+
+    # --machine keeps that machine's, and the anchor whoever wrote it
+    mine = json.loads(sh("timeline", "11", "--machine", "laptop", "--json").stdout)["items"]
+    assert [(item["id"], item["anchor"]) for item in mine] == [("P1", False), (1, False), (11, True)]
+    found = json.loads(sh("timeline", "--query", "store", "--machine", "laptop", "--json").stdout)
+    assert [item["machine"] for item in found["items"] if item["anchor"]] == ["laptop"]
+    rows = json.loads(sh("session", "list", "--machine", "laptop", "--json").stdout)
+    assert [row["session_id"] for row in rows] == ["s-laptop"]
+    assert json.loads(sh("session", "list", "--machine", "nobody", "--json").stdout) == []
+    page = json.loads(sh("view", "--machine", "laptop", "--all-projects", "--no-open", "--json").stdout)
+    assert (page["machine"], page["observations"], page["prompts"]) == ("laptop", 1, 1)
+    assert "machine laptop" in (home / "view" / "all-projects.html").read_text()
+
+    # a terminal's table: the MACHINE column, cut before it goes, and every id whole
+    narrow = {"COLUMNS": "80"}
+    table = sh("search", "store", "--format", "table", env=narrow).stdout.splitlines()
+    assert table[0].split()[-2:] == ["MACHINE", "TOKENS"]
+    ids = [line.split()[0] for line in table[1:]]
+    assert sorted(ids, key=lambda i: (len(i), i)) == [*(str(n) for n in range(1, 12)), "P1"]
+    machines = {line.split()[-2] for line in table[1:]}
+    assert {cell[:10] for cell in machines} == {
+        "laptop",
+        "a-desk-box",
+    } and "a-desk-box-with-a-long-name" not in machines
+    timeline = sh("timeline", "1", "--format", "table", env=narrow).stdout
+    assert "MACHINE" in timeline and "\u2026" in timeline
+    sessions = sh("session", "list", "--format", "table", env=narrow).stdout
+    assert "MACHINE" in sessions.splitlines()[0] and "laptop" in sessions
+    tiny = sh("search", "store", "--format", "table", env={"COLUMNS": "30"}).stdout.splitlines()
+    assert sorted(line.split()[0] for line in tiny[1:]) == sorted(ids)
 
 
 def test_the_timeline_says_whose_each_memory_is_once_there_are_two_machines(sh: Any, home: Path):

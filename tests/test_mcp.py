@@ -318,3 +318,21 @@ def test_a_crash_inside_a_tool_is_one_line_for_the_client_and_on_stderr(home, mo
     assert after.is_error is False
     err = capsys.readouterr().err
     assert err == "cmem: mcp tool search failed: RuntimeError: disk on fire\n"
+
+
+def test_timeline_keeps_one_machines_items_around_the_anchor(sh, home):
+    for machine, title in (
+        ("laptop", "Chose WAL"),
+        ("desk", "Cache in redis"),
+        ("laptop", "Busy timeout 5 s"),
+    ):
+        assert sh("add", title, "--project", "demo", env={"CMEM_MACHINE": machine}).exit_code == 0
+
+    async def body(client: Client) -> Any:
+        return await client.call_tool("timeline", {"anchor": 1, "machine": "laptop"})
+
+    items = with_server(body).structured_content["items"]
+    assert [(i["title"], i["machine"]) for i in items] == [
+        ("Chose WAL", "laptop"),
+        ("Busy timeout 5 s", "laptop"),
+    ]

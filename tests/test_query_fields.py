@@ -139,6 +139,7 @@ def test_every_backend_compiles_every_filter_it_holds():
     assert len(every.clauses(team)) == clauses
     assert len(team.named) == 13  # the types bind as one array
     index = _IndexSql("d")
-    assert len(every.clauses(index)) == clauses - 2  # the index keeps no machine nor branch
+    assert len(every.clauses(index)) == clauses - 1  # the index keeps no branch
+    assert "d.machine = ?" in every.clauses(_IndexSql("d"))
     summaries = every.clauses(StoreSql("o"), observations=False)
     assert len(summaries) == 6  # project, agent, session, machine, since, until

@@ -162,3 +162,22 @@ def test_doctor_on_a_store_from_a_newer_cmem_says_upgrade_not_restore(cli, home,
     assert report.exit_code == 1
     detail = report.json()["checks"][0]["detail"]
     assert detail.endswith("upgrade cmem") and "backup" not in detail
+
+
+def test_doctor_removes_a_new_index_a_killed_pass_left_half_laid_out_and_keeps_a_live_ones(
+    cli, home, exported
+):
+    """A pass lays a new index out in ``index.db.new-PID`` and links it in whole; kill -9 between leaves it."""
+    dead = 2**22 + 17  # above the kernel's default pid_max: no process has it
+    left = [home / f"index.db.new-{dead}", home / f"index.db.new-{dead}-wal"]
+    for path in left:
+        path.write_bytes(b"half a schema")
+    live = home / f"index.db.new-{os.getpid()}"  # a process laying one out right now: not debris
+    live.write_bytes(b"in progress")
+    report = cli("doctor", "--json")
+    assert report.exit_code == 1
+    debris = {c["name"]: c for c in report.json()["checks"]}["crash debris"]
+    assert sorted(debris["paths"]) == sorted(path.name for path in left)
+    assert cli("doctor", "--fix").exit_code == 0
+    assert [path.exists() for path in left] == [False, False]
+    assert live.exists()

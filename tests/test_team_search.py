@@ -104,6 +104,10 @@ def test_a_home_holding_none_of_the_memories_sees_them_marked_by_uid_and_branch_
         "main",
     )  # no file cited
     assert [r["machine"] for r in rows] == ["a", "a"]
+    # --machine narrows the team database's query as it narrows this home's
+    mine = c.search("deploy target staging", "--team", "--machine", "a", "--limit", "1", "--all-projects")
+    assert [r["id"] for r in mine[1]] == [moved]
+    assert c.search("deploy target staging", "--team", "--machine", "c", "--all-projects")[:2] == (10, [])
 
     assert {r["id"] for r in c.search("deploy", "--team", "--branch", "main", "--all-projects")[1]} == {
         moved,

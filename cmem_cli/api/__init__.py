@@ -473,10 +473,12 @@ class Memory:
         before: int = 5,
         after: int = 5,
         project: str | None = None,
+        machine: str | None = None,
     ) -> Timeline:
         """Second layer: items around ``anchor`` (an id, ``S<n>`` or ``P<n>``) or around the best keyword
         match for ``query``, in time order: a :class:`Timeline` (``anchor``, ``project``, typed ``items``;
-        ``to_json()`` is what `cmem timeline --json` prints)."""
+        ``to_json()`` is what `cmem timeline --json` prints). ``machine``: only what that machine wrote
+        (the query's hit among them), besides the anchor."""
         from cmem_cli.services.search_pipeline import resolve_query_anchor
         from cmem_cli.services.search_pipeline import timeline as build_timeline
         from cmem_cli.store.filters import Filters
@@ -486,13 +488,13 @@ class Memory:
         store = self.reader.store
         folded = store.projects.older_names(project) if project is not None else ()
         ref = (
-            resolve_query_anchor(store, query, Filters(project=project, folded=folded))
+            resolve_query_anchor(store, query, Filters(project=project, folded=folded, machine=machine))
             if query is not None
             else str(anchor)
         )
         from cmem_cli.core.pages import Timeline
 
-        return Timeline(build_timeline(store, ref, before=before, after=after))
+        return Timeline(build_timeline(store, ref, before=before, after=after, machine=machine))
 
     def verify(self, *ids: int | str, cwd: str | Path | None = None) -> list[dict[str, Any]]:
         """Re-anchor observations to their cited files as they are now and record when (`cmem verify`):
@@ -700,13 +702,19 @@ class Memory:
         return list(self.reader.store.sessions.ids())
 
     def sessions(
-        self, *, project: str | None = None, status: str | None = None, limit: int = 20
+        self,
+        *,
+        project: str | None = None,
+        status: str | None = None,
+        machine: str | None = None,
+        limit: int = 20,
     ) -> Rows[Session]:
-        """Recent sessions, most recently active first, each with its ``observations`` count;
-        ``to_json()`` is what `cmem session list --json` prints."""
+        """Recent sessions, most recently active first, each with its ``observations`` count and the
+        ``machine`` it ran on (``machine``: only those); ``to_json()`` is what `cmem session list --json`
+        prints."""
         from cmem_cli.core.pages import sessions
 
-        rows = self.reader.store.sessions.recent(project=project, status=status, limit=limit)
+        rows = self.reader.store.sessions.recent(project=project, status=status, machine=machine, limit=limit)
         return sessions([_session_json(row) for row in rows])
 
     def add_prompt(
@@ -727,7 +735,7 @@ class Memory:
         row = self.service.store.prompts.get(prompt_id)
         from cmem_cli.core.results import Prompt
 
-        return Prompt.from_json({**prompt_row(row), "text": row["text"]})
+        return Prompt.from_json({**prompt_row(row), "text": row["text"], "author": row.get("author")})
 
     def add_summary(
         self,
@@ -764,7 +772,9 @@ class Memory:
         row = self.service.store.summaries.get(summary_id)
         from cmem_cli.core.results import Summary
 
-        return Summary.from_json({**summary_row(row), **{f: row.get(f) for f in SUMMARY_FIELDS}})
+        return Summary.from_json(
+            {**summary_row(row), **{f: row.get(f) for f in SUMMARY_FIELDS}, "author": row.get("author")}
+        )
 
     # -- capture -------------------------------------------------------------------------------------------
     @property

@@ -285,6 +285,16 @@ ENVIRONMENT = [
     ("CMEM_HOME", "data directory (default $XDG_DATA_HOME/cmem)"),
     ("CMEM_CONFIG", "config file (default $XDG_CONFIG_HOME/cmem/config.toml)"),
     ("CMEM_PROJECT, CMEM_AGENT, CMEM_SESSION", "defaults for new observations"),
+    (
+        "CMEM_MACHINE",
+        "the machine new records say wrote them (default: the config file's machine, "
+        "else the team name, else the host name)",
+    ),
+    (
+        "CMEM_AUTHOR",
+        "the person new records say wrote them (default: the config file's author, "
+        "else git's global user.email)",
+    ),
     ("CMEM_EMBED_MODEL, CMEM_RERANK_MODEL", "model specs: a local path, an hf: reference, or none"),
     ("CMEM_BUSY_TIMEOUT_MS", "how long to wait for a locked database (default 15000)"),
     ("CMEM_DEBUG", "set to 1 to see tracebacks"),

@@ -16,7 +16,13 @@ from collections.abc import Callable, Iterator, Mapping
 from functools import cache
 from typing import Any, NamedTuple
 
-from cmem_cli.core.fields import OBSERVATION_TYPES, PROJECT_FLAGS, SCOPED_PROJECT_HELP
+from cmem_cli.core.fields import (
+    MACHINE_FLAGS,
+    MACHINE_HELP,
+    OBSERVATION_TYPES,
+    PROJECT_FLAGS,
+    SCOPED_PROJECT_HELP,
+)
 
 FORMATS = ("table", "plain", "json", "ndjson", "csv", "ids", "md")
 
@@ -59,6 +65,8 @@ ALL_PROJECTS = Opt(
 )
 AGENT = Opt("agent", ("--agent",), "Agent name.", metavar="NAME")
 SESSION = Opt("session", ("--session",), "Session id or a unique prefix of one.", metavar="ID")
+# The Query's ``machine`` (search's from its table), for the reads that take it without that table
+MACHINE = Opt("machine", MACHINE_FLAGS, MACHINE_HELP, metavar="NAME")
 JSON = Opt("as_json", ("--json",), "Output JSON.", bool, False)
 FORMAT = Opt(
     "fmt",
@@ -148,6 +156,10 @@ TIMELINE = Command(
         Opt("after", ("--after", "-a"), "Items after the anchor.", int, 5),
         SCOPED_PROJECT._replace(help="--query searches only this project (default: as `cmem search`)."),
         ALL_PROJECTS._replace(help="--query searches every project, also inside a git repository."),
+        MACHINE._replace(
+            help="Only what this machine wrote around the anchor (which is always shown), and --query's "
+            "hit among it."
+        ),
         JSON,
         FORMAT,
     ),
@@ -182,7 +194,10 @@ GET = Command(
 
 ADD = Command(
     "add",
-    "Record an observation (or bulk-import JSON records); prints the new id(s), one per line.",
+    "Record an observation (or bulk-import JSON records); prints the new id(s), one per line.\n\n"
+    "Every observation, prompt and summary states who wrote it: the machine (CMEM_MACHINE, else machine = "
+    '"..." in the config file, else this home\'s name on its team database, else the host name) and the '
+    'person (CMEM_AUTHOR, else author = "..." in the config file, else git\'s global user.email).',
     "cmem_cli.cli.write_bodies:add",
     (
         Opt("title_text", help="Title (the same as --title).", metavar="TITLE"),
@@ -273,6 +288,7 @@ def view_command() -> Command:
             query_option("concept"),
             query_option("file"),
             query_option("agent"),
+            query_option("machine"),
             SESSION._replace(help="Only this session, whole (no default window); an id or a unique prefix."),
             query_option("since")._replace(
                 help="ISO date/time or age (7d, 2w, 12h); default 30 days before --until or now."

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from cmem_cli.cli.invocation import open_api
 from cmem_cli.cli.render import (
+    MACHINE_COLUMN,
     TYPE_ICONS,
     Column,
     dumps,
@@ -21,6 +22,7 @@ from cmem_cli.cli.render import (
     emit_text,
     escape_control,
     resolve_format,
+    with_machine,
     write,
 )
 from cmem_cli.cli.typed_sessions import typed_session
@@ -128,9 +130,9 @@ def search(
             print(f"cmem: note: {note}", file=sys.stderr)
     columns = TABLE_SEARCH_COLUMNS if output == "table" else SEARCH_COLUMNS
     if ask.team:
-        columns = [*columns[:-1], *TEAM_COLUMNS, columns[-1]]
+        columns = [*columns[:-1], TEAM_AGENT_COLUMN, MACHINE_COLUMN, columns[-1]]
     elif several:
-        columns = [*columns[:-1], TEAM_COLUMNS[-1], columns[-1]]
+        columns = with_machine(columns)
     if ask.explain:
         columns = [*columns, Column("signals", "WHY", _why, priority=2, shrink_to=24)]
     if envelope:  # the rows with what stderr says about them, for readers of stdout alone
@@ -166,10 +168,7 @@ def scope(memory: Memory, project: str | None, all_projects: bool) -> tuple[str 
     return default, f"scope: project {escape_control(default)} ({why}); --all-projects for every project"
 
 
-TEAM_COLUMNS = [  # a team search's; the machine's alone where this home holds several machines' memories
-    Column("agent", "AGENT", max_width=16, priority=6),
-    Column("machine", "MACHINE", max_width=20, priority=4),
-]
+TEAM_AGENT_COLUMN = Column("agent", "AGENT", max_width=16, priority=6)  # a team search's, with the machine's
 
 
 def _absolute_paths(memory: Memory, rows: list[dict[str, Any]]) -> None:
@@ -230,24 +229,28 @@ def timeline(
     after: int = 5,
     project: str | None = None,
     all_projects: bool = False,
+    machine: str | None = None,
     as_json: bool = False,
     fmt: str | None = None,
 ) -> None:
     """`cmem timeline`: what happened around one observation, in time order; ``--query`` searches the
     default scope as `cmem search` does."""
+    from cmem_cli.cli.input import check_cli_text
     from cmem_cli.core.errors import InvalidInput
 
     if (ref is None) == (query is None):
         raise InvalidInput("give an anchor ID or --query, not both")
     check_count("--before", before)
     check_count("--after", after)
+    machine = check_cli_text("--machine", machine)
     output = resolve_format(fmt, as_json)
     scope_note = None
     with open_api() as memory:
         if query is not None:
             project, scope_note = scope(memory, project, all_projects)
-        result = memory.timeline(ref, query=query, before=before, after=after, project=project).to_json()
-        # whose each memory is, when that can differ (JSON items always say it), as search's rows
+        result = memory.timeline(
+            ref, query=query, before=before, after=after, project=project, machine=machine
+        ).to_json()
         several = output not in ("json", "ndjson") and memory.several_machines()
     if scope_note:
         print(f"cmem: note: {scope_note}", file=sys.stderr)
@@ -258,27 +261,21 @@ def timeline(
     elif output in ("table", "md"):
         _timeline_by_day(items, output, several)
     else:
-        emit_rows(items, _with_machine(TIMELINE_COLUMNS, several), output)
-
-
-def _with_machine(columns: list[Column], several: bool) -> list[Column]:
-    """The columns with the machine's before the last (the token cost), where memories can differ in it."""
-    return [*columns[:-1], TEAM_COLUMNS[-1], columns[-1]] if several else columns
+        emit_rows(items, with_machine(TIMELINE_COLUMNS) if several else TIMELINE_COLUMNS, output)
 
 
 def _timeline_by_day(items: list[dict[str, Any]], output: str, several: bool) -> None:
     day = None
     group: list[dict[str, Any]] = []
-    columns = _with_machine(
-        [
-            TIMELINE_COLUMNS[0],
-            TIMELINE_COLUMNS[1],
-            Column("created_at", "TIME", lambda r: r["created_at"][11:16], priority=0),
-            Column("type", "TYPE", _type_cell, priority=2),
-            *TIMELINE_COLUMNS[4:],
-        ],
-        several,
-    )
+    columns = [
+        TIMELINE_COLUMNS[0],
+        TIMELINE_COLUMNS[1],
+        Column("created_at", "TIME", lambda r: r["created_at"][11:16], priority=0),
+        Column("type", "TYPE", _type_cell, priority=2),
+        *TIMELINE_COLUMNS[4:],
+    ]
+    if several:
+        columns = with_machine(columns)
     for item in [*items, None]:
         item_day = item["created_at"][:10] if item else None
         if item_day != day and group:

@@ -72,6 +72,16 @@ class Column:
         return escape_control(self.show(row))
 
 
+# Whose each row is, in the tables of a home that holds more than one machine's memories (search, timeline,
+# session list; JSON rows always say it): cut before it is dropped, so a narrow terminal still tells them apart.
+MACHINE_COLUMN = Column("machine", "MACHINE", max_width=20, priority=3, shrink_to=12)
+
+
+def with_machine(columns: Sequence[Column]) -> list[Column]:
+    """``columns`` with the machine's before the last (the token count's)."""
+    return [*columns[:-1], MACHINE_COLUMN, columns[-1]]
+
+
 def emit_rows(
     rows: Sequence[dict[str, Any]],
     columns: Sequence[Column],

@@ -2,9 +2,9 @@
 
 Every new observation, summary and prompt records both (``machine``, ``author``), so a store, a git
 remote or a team database that gathers several machines' memories can say whose each is. The machine is
-``CMEM_MACHINE``, else the name this home goes by on its team database, else the host name; the person is
-``CMEM_AUTHOR``, else git's global ``user.email`` (read from git's own files: no git process on the hot
-path), else unknown.
+``CMEM_MACHINE``, else the config file's ``machine``, else the name this home goes by on its team database,
+else the host name; the person is ``CMEM_AUTHOR``, else the config file's ``author``, else git's global
+``user.email`` (read from git's own files: no git process on the hot path), else unknown.
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ _EMAIL = re.compile(r"^\s*email\s*=\s*(?P<value>.+?)\s*$", re.IGNORECASE)
 _SECTION = re.compile(r"^\s*\[(?P<name>[^\]\s\"]+)")
 
 
-def machine_name(team_name: str | None = None) -> str:
-    """This machine's name: ``CMEM_MACHINE``, else ``team_name`` (this home's name on its team
-    database), else the host name."""
-    return os.environ.get("CMEM_MACHINE") or team_name or host_name() or "unknown"
+def machine_name(team_name: str | None = None, configured: str | None = None) -> str:
+    """This machine's name: ``CMEM_MACHINE``, else ``configured`` (the config file's ``machine``), else
+    ``team_name`` (this home's name on its team database), else the host name."""
+    return os.environ.get("CMEM_MACHINE") or configured or team_name or host_name() or "unknown"
 
 
 def host_name() -> str:
@@ -32,9 +32,10 @@ def host_name() -> str:
     return socket.gethostname()
 
 
-def person() -> str | None:
-    """The person writing: ``CMEM_AUTHOR``, else git's global ``user.email``, else None."""
-    return os.environ.get("CMEM_AUTHOR") or git_email()
+def person(configured: str | None = None) -> str | None:
+    """The person writing: ``CMEM_AUTHOR``, else ``configured`` (the config file's ``author``), else git's
+    global ``user.email``, else None."""
+    return os.environ.get("CMEM_AUTHOR") or configured or git_email()
 
 
 def git_email() -> str | None:

@@ -79,6 +79,8 @@ class Config:
         rerank_model: str | None = None,
         raw: dict[str, Any] | None = None,
         embed_model_chosen: bool = False,
+        machine: str | None = None,
+        author: str | None = None,
     ):
         self.home = home
         self.export_dir = export_dir
@@ -87,6 +89,8 @@ class Config:
         self.raw = raw if raw is not None else {}
         # A model someone named (environment or config file) must exist; the built-in default may be absent.
         self.embed_model_chosen = embed_model_chosen
+        # who this home writes as, when the config file says (CMEM_MACHINE and CMEM_AUTHOR come first)
+        self.machine, self.author = machine, author
 
     @property
     def db_path(self) -> Path:
@@ -157,6 +161,18 @@ def make_private_dirs(directory: Path, check: Callable[[Path], None] | None = No
     return bool(missing)
 
 
+def _config_name(raw: dict[str, Any], key: str) -> str | None:
+    """A name the config file gives (``machine``, ``author``): a non-empty line of text, or None."""
+    value = raw.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip() or any(ord(c) < 32 or ord(c) == 127 for c in value):
+        raise InvalidInput(
+            f"config file {config_file_path()}: '{key}' must be a name (a non-empty line of text)"
+        )
+    return value.strip()
+
+
 def _config_path(raw: dict[str, Any], key: str) -> str | None:
     value = raw.get(key)
     if value is not None and (not isinstance(value, str) or not value or "\x00" in value):
@@ -200,6 +216,8 @@ def load_config(cli_home: str | os.PathLike[str] | None = None) -> Config:
         rerank_model=rerank if rerank != "none" else None,
         raw=raw,
         embed_model_chosen=embed != DEFAULT_EMBED_MODEL and embed != "none",
+        machine=_config_name(raw, "machine"),
+        author=_config_name(raw, "author"),
     )
 
 

@@ -27,6 +27,12 @@ MODES = ("auto", "keyword", "vector", "hybrid")
 # The project option of the reads (search, timeline, context, view): the Query's table (core/query_fields.py)
 # and the CLI's option table both say it with these, so `cmem context` need not load the Query's table.
 PROJECT_FLAGS = ("--project", "-p")
+# Whose memories a read keeps (the Query's ``machine``, and `timeline`'s, `session list`'s and `view`'s)
+MACHINE_FLAGS = ("--machine",)
+MACHINE_HELP = (
+    "Only what was written on this machine (its name: CMEM_MACHINE, the config file's machine, its team "
+    "name or its host name)."
+)
 SCOPED_PROJECT_HELP = (
     "Only this project (default: inside a git repository, its project; elsewhere every project)."
 )

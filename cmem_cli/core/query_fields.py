@@ -13,7 +13,15 @@ its value's type and little else, so no front end restates a default.
 
 from typing import Any, NamedTuple
 
-from cmem_cli.core.fields import MODES, OBSERVATION_TYPES, ORDERS, PROJECT_FLAGS, SCOPED_PROJECT_HELP
+from cmem_cli.core.fields import (
+    MACHINE_FLAGS,
+    MACHINE_HELP,
+    MODES,
+    OBSERVATION_TYPES,
+    ORDERS,
+    PROJECT_FLAGS,
+    SCOPED_PROJECT_HELP,
+)
 
 SAME = ...  # an MCP default that is the Query's own
 
@@ -167,8 +175,8 @@ QUERY_FIELDS: tuple[QueryField, ...] = (
     ),
     QueryField(
         "machine",
-        "Only what was written on this machine (its name: CMEM_MACHINE, its team name or its host name).",
-        flags=("--machine",),
+        MACHINE_HELP,
+        flags=MACHINE_FLAGS,
         metavar="NAME",
         mcp_help="Only what was written on this machine (rows name each one's machine).",
     ),

@@ -213,9 +213,15 @@ class Tools:
         before: Around = 5,
         after: Around = 5,
         project: Project = None,
+        machine: Annotated[
+            str | None,
+            Field(description="Only what this machine wrote around the anchor (the anchor is always shown)."),
+        ] = None,
     ) -> CallToolResult:
         with self.memory() as memory:
-            result = memory.timeline(anchor, query=query, before=before, after=after, project=project)
+            result = memory.timeline(
+                anchor, query=query, before=before, after=after, project=project, machine=machine
+            )
         items = [_with_uri(as_dict(item)) for item in result.items]
         lines = [("> " if item["anchor"] else "  ") + _row_line(item) for item in items]
         structured = {"anchor": result.anchor, "project": result.project, "items": items}

@@ -5,6 +5,8 @@
   milliseconds, so one older than :data:`STALE_SECONDS` belongs to no live writer.
 - ``index.db.rebuild`` (and its ``-wal``/``-shm``): ``index --full`` builds there and removes it when done.
   It is stale when no process holds the index writer lock.
+- ``index.db.new-PID``: a new index laid out by process PID and linked into place whole; stale when that
+  process is gone.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
+from glob import escape as glob_escape
 from pathlib import Path
 
 from cmem_export.atomic import TEMP_PREFIX
@@ -49,6 +52,30 @@ def stale_rebuild_files(index_path: Path) -> list[Path]:
     return present
 
 
+def stale_layout_files(index_path: Path) -> list[Path]:
+    """``index.db.new-PID`` (and its journal files) left by a pass killed while it laid out a new index; a
+    living process's own is work in progress."""
+    from cmem_index.store import LAYOUT_INFIX
+
+    prefix = index_path.name + LAYOUT_INFIX
+    found = []
+    for path in index_path.parent.glob(f"{glob_escape(prefix)}*"):
+        pid = path.name[len(prefix) :].split("-", 1)[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            found.append(path)
+    return sorted(found)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except (ProcessLookupError, OverflowError):
+        return False
+    except PermissionError:
+        return True  # another user's process
+    return True
+
+
 def _indexer_running(index_path: Path) -> bool:
     import fcntl
 
@@ -72,7 +99,8 @@ def _indexer_running(index_path: Path) -> bool:
 
 
 def find_debris(home: Path, export_root: Path) -> list[Path]:
-    return [*stale_temp_files(export_root), *stale_rebuild_files(home / "index.db")]
+    index_path = home / "index.db"
+    return [*stale_temp_files(export_root), *stale_rebuild_files(index_path), *stale_layout_files(index_path)]
 
 
 def remove(paths: list[Path]) -> None:

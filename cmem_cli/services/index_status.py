@@ -56,6 +56,9 @@ def index_status(config: Config) -> dict[str, Any]:
         vectors_model=stats.get("vectors_model"),
         vectors_current=vectors_match,
         stale_documents=stats.get("stale_documents", 0),
+        # the documents' machine and branch are in the index (False: built before it kept them; a
+        # `--machine`/`--branch` search then ranks every hit until `cmem index` reads them)
+        machines_indexed=stats.get("machines_indexed", True),
         chunks_without_current_vectors=pending,
         cached_vectors=stats.get("cached_vectors", 0),
         models={"embed": embed, "rerank": {"spec": config.rerank_model}},

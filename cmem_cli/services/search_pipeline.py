@@ -262,8 +262,11 @@ def parse_ref(ref: str, forms: str = GET_FORMS) -> tuple[str, int]:
     return kind, int(match.group("num"))
 
 
-def timeline(store: Store, ref: str, *, before: int = 5, after: int = 5) -> dict[str, Any]:
-    """Items around an anchor in the anchor's project, oldest first, the anchor marked."""
+def timeline(
+    store: Store, ref: str, *, before: int = 5, after: int = 5, machine: str | None = None
+) -> dict[str, Any]:
+    """Items around an anchor in the anchor's project, oldest first, the anchor marked (``machine``: only
+    what that machine wrote, besides the anchor)."""
     if before < 0 or after < 0:
         raise InvalidInput("--before and --after must not be negative")
     if re.match(_DOCID, ref.strip()):
@@ -276,7 +279,7 @@ def timeline(store: Store, ref: str, *, before: int = 5, after: int = 5) -> dict
     else:
         anchor = store.prompts.get(number)
     items = store.listing.timeline_around(
-        anchor["project"], anchor["created_at"], (kind, number), before=before, after=after
+        anchor["project"], anchor["created_at"], (kind, number), before=before, after=after, machine=machine
     )
     rows = []
     for item in items:
@@ -429,9 +432,8 @@ def search(
         return SearchPage(source.shown(listed), "list", [], offset + len(listed) + more, capped=more)
     window = limit + offset if limit else None
     # Ordered by date, the page is the newest (oldest) of every match, not of the most relevant few; a branch
-    # or machine filter leaves out index hits after fusion, so it takes every hit too.
-    narrowed = filters.branch is not None or filters.machine is not None
-    depth = max(window, 50) if window and order == "relevance" and not narrowed else ALL
+    # filter leaves out index hits after fusion (the index knows no branch), so it takes every hit too.
+    depth = max(window, 50) if window and order == "relevance" and filters.branch is None else ALL
     if explain and trace is None:
         from cmem_index.trace import Trace
 
@@ -554,7 +556,7 @@ class HomeSource(StoreLinks):
             if row is None:
                 continue  # in the index but no longer in the store (deleted since the last index run)
             if filters.machine is not None and row.get("machine") != filters.machine:
-                continue  # the index knows no machine: its hits are kept by their rows
+                continue  # an index built before it kept machines filters on none: its hits are kept by their rows
             row = {**row, "score": round(hit.score, 4)}
             if hit.line is not None and row["kind"] == "document":
                 row["line"] = hit.line

@@ -49,7 +49,7 @@ def window(
     behind = anchors.unmerged(store, [item["id"] for item in items if item["branch"]], cwd=cwd)
     for item in items:
         item["unmerged"] = item["id"] in behind
-    items += [{**prompt_row(row), "text": row["text"]} for row in prompts]
+    items += [{**prompt_row(row), "text": row["text"], "author": row.get("author")} for row in prompts]
     items += [_summary(row, export_dir) for row in summaries]
     items.sort(key=_newest_first, reverse=True)
 
@@ -140,6 +140,7 @@ def _observation(row: dict[str, Any], export_dir: Any) -> dict[str, Any]:
     item = observation_row(row)
     for name in OBSERVATION_DETAIL:
         item[name] = row.get(name)
+    item["author"] = row.get("author")  # the person, where known: the details panel shows it
     item["updated_at"] = to_iso(item["updated_at"]) if item["updated_at"] != row["created_at"] else None
     item["last_retrieved_at"] = to_iso(item["last_retrieved_at"])
     if item.get("path"):
@@ -148,7 +149,11 @@ def _observation(row: dict[str, Any], export_dir: Any) -> dict[str, Any]:
 
 
 def _summary(row: dict[str, Any], export_dir: Any) -> dict[str, Any]:
-    item = {**summary_row(row), **{name: row.get(name) for name in SUMMARY_FIELDS}}
+    item = {
+        **summary_row(row),
+        **{name: row.get(name) for name in SUMMARY_FIELDS},
+        "author": row.get("author"),
+    }
     if item.get("path"):
         item["path"] = str(export_dir / item["path"])
     return item

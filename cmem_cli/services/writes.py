@@ -131,6 +131,7 @@ class WriteService:
     def __init__(self, config: Config, store: Store):
         self.config = config
         self.store = store
+        store.configured_writer = (config.machine, config.author)
         self.privacy = _scrubber()
         self._joined: FileTransaction | None = None  # the file transaction of an open :meth:`transaction`
 

@@ -28,9 +28,17 @@ class Listing(Repository):
         return rows
 
     def timeline_around(
-        self, project: str, anchor_time: int, anchor_key: tuple[str, int], *, before: int, after: int
+        self,
+        project: str,
+        anchor_time: int,
+        anchor_key: tuple[str, int],
+        *,
+        before: int,
+        after: int,
+        machine: str | None = None,
     ) -> list[dict[str, Any]]:
-        """Observations, prompts and summaries of ``project`` around ``anchor_time``, oldest first."""
+        """Observations, prompts and summaries of ``project`` around ``anchor_time``, oldest first;
+        ``machine``: only what it wrote, and the anchor."""
         union = (
             "SELECT 'observation' AS kind, id, created_at, type, title, session, agent, tokens, uid, machine "
             "FROM observations WHERE project = :p "
@@ -45,14 +53,15 @@ class Listing(Repository):
         kind_order = "CASE kind WHEN 'prompt' THEN 0 WHEN 'observation' THEN 1 ELSE 2 END"
         kind, ident = anchor_key
         anchor_rank = "CASE :k WHEN 'prompt' THEN 0 WHEN 'observation' THEN 1 ELSE 2 END"
-        params = {"p": project, "t": anchor_time, "k": kind, "i": ident}
+        params = {"p": project, "t": anchor_time, "k": kind, "i": ident, "m": machine}
+        whose = "" if machine is None else " AND (machine = :m OR (kind = :k AND id = :i))"
         earlier = self.db.query(
-            f"SELECT * FROM ({union}) WHERE (created_at, {kind_order}, id) < (:t, {anchor_rank}, :i) "
+            f"SELECT * FROM ({union}) WHERE (created_at, {kind_order}, id) < (:t, {anchor_rank}, :i){whose} "
             f"ORDER BY created_at DESC, {kind_order} DESC, id DESC LIMIT :n",
             {**params, "n": before},
         )
         later = self.db.query(
-            f"SELECT * FROM ({union}) WHERE (created_at, {kind_order}, id) >= (:t, {anchor_rank}, :i) "
+            f"SELECT * FROM ({union}) WHERE (created_at, {kind_order}, id) >= (:t, {anchor_rank}, :i){whose} "
             f"ORDER BY created_at, {kind_order}, id LIMIT :n",
             {**params, "n": after + 1},
         )

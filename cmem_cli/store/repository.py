@@ -106,6 +106,8 @@ class Store:
     def __init__(self, db: Database):
         self.db = db
         self._writer: tuple[str, str | None] | None = None
+        # (machine, person) the config file names, below CMEM_MACHINE and CMEM_AUTHOR (set by the write service)
+        self.configured_writer: tuple[str | None, str | None] = (None, None)
 
     # The repositories every command may reach, each made on first use and kept on the handle.
     observations: Made[ObservationRepository] = Made("observations", "ObservationRepository")
@@ -124,7 +126,8 @@ class Store:
         if self._writer is None:
             from cmem_cli.core.authorship import machine_name, person
 
-            self._writer = (machine_name(self.team_outbox.settings().get("machine")), person())
+            machine, author = self.configured_writer
+            self._writer = (machine_name(self.team_outbox.settings().get("machine"), machine), person(author))
         return self._writer
 
     def authorship(self, record: dict[str, Any]) -> dict[str, Any]:

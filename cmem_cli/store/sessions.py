@@ -128,8 +128,15 @@ class SessionRepository(Repository):
         return [r["session_id"] for r in self.db.query("SELECT session_id FROM sessions")]
 
     def recent(
-        self, *, project: str | None = None, status: str | None = None, limit: int = 20
+        self,
+        *,
+        project: str | None = None,
+        status: str | None = None,
+        machine: str | None = None,
+        limit: int = 20,
     ) -> list[dict[str, Any]]:
+        """The most recently active sessions; ``machine``: only those that ran on it (its first prompt's
+        machine, else its first memory's)."""
         clauses, params = [], []
         if project:
             clauses.append("project = ?")
@@ -138,11 +145,14 @@ class SessionRepository(Repository):
             clauses.append("status = ?")
             params.append(status)
         where = " AND ".join(clauses) or "1"
-        return self.db.query(
+        sql = (
             "SELECT s.*, (SELECT count(*) FROM observations o WHERE o.session = s.session_id) AS observations, "
-            f"{_MACHINE} FROM sessions s WHERE {where} ORDER BY last_activity_at DESC LIMIT ?",
-            [*params, limit],
+            f"{_MACHINE} FROM sessions s WHERE {where}"
         )
+        if machine is not None:
+            sql = f"SELECT * FROM ({sql}) WHERE machine = ?"
+            params.append(machine)
+        return self.db.query(f"{sql} ORDER BY last_activity_at DESC LIMIT ?", [*params, limit])
 
     def next_prompt_number(self, session_id: str) -> int:
         self.db.execute(

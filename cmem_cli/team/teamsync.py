@@ -98,7 +98,9 @@ def init(
                 first = current is None
                 values: dict[str, str | None] = {
                     URL: given.url,
-                    MACHINE: machine or (current or {}).get("machine") or default_machine(),
+                    MACHINE: machine
+                    or (current or {}).get("machine")
+                    or default_machine(memory.config.machine),
                     PROJECTS: json.dumps(wanted),
                 }
                 if current is not None and _widened(current["projects"], wanted):
@@ -217,8 +219,9 @@ def _adopt_local(memory: WriteService, report: dict[str, Any]) -> None:
         report["rejected"].append({"path": relpath, "reason": why})
 
 
-def default_machine() -> str:
-    return os.environ.get("CMEM_MACHINE") or socket.gethostname() or "unknown"
+def default_machine(configured: str | None = None) -> str:
+    """The name a home joins its team database under: CMEM_MACHINE, the config file's ``machine``, the host."""
+    return os.environ.get("CMEM_MACHINE") or configured or socket.gethostname() or "unknown"
 
 
 def push_only(

@@ -60,6 +60,7 @@ def page_for(window: dict[str, Any], scope: Scope) -> Page:
     summary = {
         "project": scope.query.project,
         "session": scope.query.session,
+        "machine": scope.query.machine,
         "query": scope.query.text,
         "since": window["since"],
         "until": window["until"],

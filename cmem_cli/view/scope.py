@@ -52,6 +52,8 @@ class Scope(NamedTuple):
             parts.append("file " + ", ".join(q.file))
         if q.agent:
             parts.append(f"agent {q.agent}")
+        if q.machine:
+            parts.append(f"machine {q.machine}")
         if q.text:
             parts.append(f"matching \u201c{q.text}\u201d")
         return " \u00b7 ".join(parts)
@@ -80,4 +82,5 @@ def resolve(query: Query, *, all_projects: bool = False, limit: int) -> Scope:
         since = to_iso(max(0, end - DEFAULT_DAYS * DAY_MS)) if end is not None else f"{DEFAULT_DAYS}d"
     words = query.text if query.text and query.text.strip() else None
     return Scope(Query(words, since=since, project=query.project, type=query.type, concept=query.concept,
-                       file=query.file, agent=query.agent, session=query.session, until=query.until), limit)  # fmt: skip
+                       file=query.file, agent=query.agent, machine=query.machine, session=query.session,
+                       until=query.until), limit)  # fmt: skip

@@ -15,3 +15,4 @@ __all__ = ["check_cli_text", "parse_json_records", "read_json_input"]
 ProjectOpt = annotation(options.PROJECT)
 AgentOpt = annotation(options.AGENT)
 SessionOpt = annotation(options.SESSION)
+RanOnOpt = annotation(options.MACHINE._replace(help="Only sessions that ran on this machine."))

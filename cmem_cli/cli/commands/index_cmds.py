@@ -126,6 +126,8 @@ def _status_rows(info: dict[str, Any]) -> list[list[str]]:
     rows.append(["vectors", f"{info['vectors']}{vector_note}"])
     if info["stale_documents"]:
         rows.append(["stale", f"{info['stale_documents']} documents chunked with other settings"])
+    if not info["machines_indexed"]:
+        rows.append(["machines", "not in the index yet: run `cmem index` (it reads them from the files)"])
     if info["chunks_without_current_vectors"]:
         rows.append(["pending", f"{info['chunks_without_current_vectors']} chunks need embedding"])
     embed = info["models"]["embed"]

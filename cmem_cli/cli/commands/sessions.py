@@ -8,9 +8,16 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from cmem_cli.cli.commands.common import AgentOpt, FormatOpt, JsonOpt, ProjectOpt, check_cli_text
+from cmem_cli.cli.commands.common import (
+    AgentOpt,
+    FormatOpt,
+    JsonOpt,
+    ProjectOpt,
+    RanOnOpt,
+    check_cli_text,
+)
 from cmem_cli.cli.invocation import open_api
-from cmem_cli.cli.render import Column, emit_rows, resolve_format, write
+from cmem_cli.cli.render import Column, emit_rows, resolve_format, with_machine, write
 from cmem_cli.cli.short_ids import unique_prefixes
 from cmem_cli.cli.typed_sessions import refuse_ended_session, typed_session
 from cmem_cli.core.config import default_agent, default_session
@@ -99,27 +106,28 @@ TABLE_SESSION_COLUMNS = [
     Column("short_id", "SESSION", priority=0),
     *SESSION_COLUMNS[1:],
 ]
-# where the sessions ran, once this home holds more than one machine's (JSON rows always say it)
-MACHINE_COLUMN = Column("machine", "MACHINE", max_width=20, priority=4)
 
 
 @session_app.command("list")
 def session_list(
     project: ProjectOpt = None,
     status: Annotated[str | None, typer.Option("--status", help="Only sessions with this status.")] = None,
+    machine: RanOnOpt = None,
     limit: Annotated[int, typer.Option("--limit", "-n", help="Maximum rows.")] = 20,
     as_json: JsonOpt = False,
     fmt: FormatOpt = None,
 ) -> None:
-    """Recent sessions, most recently active first."""
+    """Recent sessions, most recently active first, and where each ran once this home holds more than
+    one machine's memories."""
     output = resolve_format(fmt, as_json)
     from cmem_cli.cli.read_bodies import check_count
 
     check_count("--limit", limit)
     check_cli_text("--project", project)
     check_cli_text("--status", status)
+    check_cli_text("--machine", machine)
     with open_api() as memory:
-        rows = memory.sessions(project=project, status=status, limit=limit).to_json()
+        rows = memory.sessions(project=project, status=status, machine=machine, limit=limit).to_json()
         short = unique_prefixes(memory.session_ids()) if output == "table" else {}
         machines = {row["machine"] for row in rows if row.get("machine")}
         several = output not in ("json", "ndjson") and (len(machines) > 1 or memory.several_machines())
@@ -128,7 +136,7 @@ def session_list(
             row["short_id"] = short[row["session_id"]]
     columns = TABLE_SESSION_COLUMNS if output == "table" else SESSION_COLUMNS
     if several:
-        columns = [*columns[:-1], MACHINE_COLUMN, columns[-1]]
+        columns = with_machine(columns)
     emit_rows(rows, columns, output, id_key="session_id", empty_message="no sessions")
 
 
