@@ -165,3 +165,52 @@ def test_a_reader_with_a_model_does_not_embed_the_writes_its_role_may_not_push(
     a.add("A writer's memory")
     assert a.sync()["pushed"] == 1
     assert embedded == [1]  # a writer's push still carries its vector
+
+
+COMMON_SYNC_KEYS = {
+    "kind",
+    "remote",
+    "adopted",
+    "pulled",
+    "forgotten",
+    "conflicts",
+    "rejected",
+    "notes",
+    "queued",
+    "pushed",
+    "ok",
+    "exit_code",
+    "error",
+}
+
+
+@pytest.mark.postgres
+def test_git_and_team_sync_json_share_their_common_keys(
+    tmp_path: Path, homes: dict[str, Home], team_db: str, capsys: pytest.CaptureFixture[str]
+):
+    """A script reads one report whichever remote a home has: the same keys for the same things (git's
+    `committed` and the team's session and prompt counts stay each its own)."""
+    first, second = Machine(tmp_path / "git-1", capsys), Machine(tmp_path / "git-2", capsys)
+    url = bare_repo(tmp_path / "remote.git")
+    first.add("Shared through git")
+    first.sync(url)
+    second.add("Written on the second machine")
+    git = second.sync(url)
+    a = homes["a"]
+    a.add("Shared through the team database")
+    a.join(team_db)
+    c = homes["c"]
+    c.add("Written on c")
+    team = c.join(team_db)
+    assert set(git) & set(team) == COMMON_SYNC_KEYS
+    assert (git["kind"], git["remote"], git["pulled"], git["queued"]) == ("git", url, 1, 0)
+    assert (team["kind"], team["remote"], team["pulled"], team["queued"]) == (
+        "team",
+        team_db.replace(":@", "@"),
+        1,
+        0,
+    )
+    assert {k: type(git[k]) for k in COMMON_SYNC_KEYS - {"pushed"}} == {
+        k: type(team[k]) for k in COMMON_SYNC_KEYS - {"pushed"}
+    }
+    assert (git["pushed"], team["pushed"]) == (True, 1)  # git says whether it pushed, the team how many

@@ -51,6 +51,7 @@ def remote(memory: Reader) -> dict[str, Any] | None:
 
 def new_report(settings: dict[str, Any]) -> dict[str, Any]:
     return {
+        "kind": "team",
         "remote": settings["url"],
         "machine": settings["machine"],
         "projects": settings["projects"],
