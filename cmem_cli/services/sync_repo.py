@@ -19,13 +19,15 @@ from __future__ import annotations
 
 import contextlib
 import os
-import socket
-import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cmem_cli.core.errors import SyncError
+
+if TYPE_CHECKING:
+    import subprocess  # imported where git runs: `cmem status` reads the repository's config alone
 
 GIT_DIR_NAME = "sync.git"
 MARKER_SECTION = "cmem"  # `cmem sync init` sets cmem.sync = true in the repository's config
@@ -50,6 +52,8 @@ PASSED_THROUGH = ("PATH", "HOME", "SSH_AUTH_SOCK", "GIT_SSH_COMMAND", "TMPDIR", 
 def git_environment() -> dict[str, str]:
     """The whole environment git runs with: nothing from the caller but what reaching a remote needs."""
     env = {name: os.environ[name] for name in PASSED_THROUGH if name in os.environ}
+    import socket
+
     author = os.environ.get("CMEM_SYNC_AUTHOR") or f"cmem on {socket.gethostname() or 'localhost'}"
     email = os.environ.get("CMEM_SYNC_EMAIL") or "cmem@localhost"
     env.update(
@@ -83,6 +87,8 @@ class Git:
         self, *args: str, check: bool = True, input: bytes | None = None, what: str | None = None
     ) -> subprocess.CompletedProcess[bytes]:
         """Run ``git ARGS``; a failure (when ``check``) raises SyncError naming what failed in one line."""
+        import subprocess
+
         where = [f"--git-dir={self.git_dir}", f"--work-tree={self.root}"] if self.git_dir else []
         try:
             proc = subprocess.run(
