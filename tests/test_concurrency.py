@@ -8,8 +8,10 @@ import sys
 import textwrap
 
 import apsw
+import pytest
 
 
+@pytest.mark.slow
 def test_eight_processes_adding_fifty_each_lose_nothing(home, tmp_path):
     script = tmp_path / "writer.py"
     script.write_text(

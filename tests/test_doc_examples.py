@@ -79,7 +79,18 @@ def user_home(tmp_path: Path) -> tuple[Path, Path, dict[str, str]]:
     (home / ".claude" / "projects").mkdir(parents=True)  # a Claude Code user's (empty) transcript folder
     (home / "models").mkdir()
     (home / "models" / "all-MiniLM-L6-v2").symlink_to(minilm_checkpoint())
-    keep = ("PATH", "PYTHONPATH", "LANG", "LC_ALL", "TERM", "TMPDIR")
+    # What a user's shell hands on, and where Python keeps its bytecode: the blocks' processes share the run's
+    # folder of it (tests/conftest.py) instead of compiling cmem again and writing it next to the sources
+    keep = (
+        "PATH",
+        "PYTHONPATH",
+        "LANG",
+        "LC_ALL",
+        "TERM",
+        "TMPDIR",
+        "PYTHONDONTWRITEBYTECODE",
+        "PYTHONPYCACHEPREFIX",
+    )
     env = {k: v for k, v in os.environ.items() if k in keep}
     env.update(
         HOME=str(home),

@@ -15,6 +15,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
 from tests.watch_helpers import start_watch, wait_for_line
 
 
@@ -77,6 +79,7 @@ def test_saving_twice_each_way_while_watch_runs_keeps_every_save(home):
     assert _cmem(home, "doctor").returncode == 0
 
 
+@pytest.mark.slow
 def test_doctor_fix_after_killed_rebuilds_leaves_one_file_per_memory(home):
     records = [{"title": f"Memory number {i}", "project": "web", "narrative": "x" * 200} for i in range(120)]
     assert _cmem(home, "add", "--json", "-", input="\n".join(json.dumps(r) for r in records)).returncode == 0

@@ -233,11 +233,15 @@ def hook_event(run: Callable[..., Result], event: str, cwd: Path, **fields: obje
 
 
 def indexed_documents(home: Path) -> int:
+    from cmem_cli.core.errors import NotFound
     from cmem_index.store import IndexStore
 
     if not (home / "index.db").exists():
         return 0
-    store = IndexStore.open(home / "index.db", readonly=True)
+    try:
+        store = IndexStore.open(home / "index.db", readonly=True)
+    except NotFound:  # made a moment ago: the first pass is laying it out, and has indexed nothing yet
+        return 0
     try:
         return int(store.scalar("SELECT count(*) FROM documents WHERE collection = 'memories'") or 0)
     finally:

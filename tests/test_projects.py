@@ -407,7 +407,7 @@ def test_a_search_scoped_to_the_repository_still_finds_the_user_s_notes(two_proj
 
 def test_a_team_search_scoped_to_a_repository_covers_its_older_names_too() -> None:
     """The team database's filter takes the same older names the home's search folds in."""
-    from cmem_cli.store.repository import Filters
+    from cmem_cli.store.filters import Filters
     from cmem_cli.team.source import _Scope
 
     folded = _Scope(Filters(project="app", folded=("app-feature",)))

@@ -59,6 +59,7 @@ def test_a_claim_left_by_a_dead_process_is_replayed_once(sh, home, project):
     assert list((home / "spool").iterdir()) == []
 
 
+@pytest.mark.slow
 def test_kill_9_during_spool_replay_keeps_every_event_exactly_once(home, project):
     rng = random.Random(8)
     # the store first, so that kills land in replays rather than in creating the schema

@@ -70,6 +70,7 @@ def _steps(tmp_path: Path, capsys) -> tuple[Path, dict[str, str], GitWrapper, in
     return world, uids, wrapper, len(wrapper.calls())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("half", [0, 1])
 def test_a_sync_killed_after_each_git_step_converges_on_the_next(home, tmp_path, capsys, half):
     world, uids, wrapper, count = _steps(tmp_path, capsys)
@@ -88,6 +89,7 @@ def test_a_sync_killed_after_each_git_step_converges_on_the_next(home, tmp_path,
         _converged(a, b, str(trial / "team.git"), uids)
 
 
+@pytest.mark.slow
 def test_a_machine_killed_while_joining_converges_and_history_stays_one_line(home, tmp_path, capsys):
     """A new machine with memories of its own joins a remote with history (`sync init URL`), killed after
     each git step; the next sync leaves it with everything, its own memories pushed on top of the

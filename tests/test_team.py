@@ -21,7 +21,7 @@ from tests.pg_server import pg_dump, start, stop
 from tests.team_helpers import Home, cmem, server_rows
 from tests.test_anchors_sync import two_clones
 
-pytestmark = pytest.mark.postgres  # one worker runs them all (tests/conftest.py): they share one server
+pytestmark = pytest.mark.postgres  # each worker's own server (tests/conftest.py), a database per test
 
 
 @pytest.fixture
@@ -376,6 +376,7 @@ WRITER = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_three_processes_adding_and_syncing_at_once_lose_and_double_nothing(
     homes: dict[str, Home], team_db: str
 ):

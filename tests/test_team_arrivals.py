@@ -15,7 +15,7 @@ import pytest
 
 from tests.team_helpers import Home, cmem, server_rows
 
-pytestmark = pytest.mark.postgres  # one worker runs them all (tests/conftest.py): they share one server
+pytestmark = pytest.mark.postgres  # each worker's own server (tests/conftest.py), a database per test
 
 
 @pytest.fixture

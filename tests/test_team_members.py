@@ -21,7 +21,7 @@ from tests.pg_server import admin, bin_path, start, stop
 from tests.team_helpers import Home, cmem, server_rows
 from tests.watch_helpers import end_watch, start_watch
 
-pytestmark = pytest.mark.postgres  # one worker runs them all (tests/conftest.py): they share one server
+pytestmark = pytest.mark.postgres  # each worker's own server (tests/conftest.py), a database per test
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "team.md"
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from tests.team_helpers import Home, server_rows
 
-pytestmark = pytest.mark.postgres  # on the worker of the team tests (tests/conftest.py): one server
+pytestmark = pytest.mark.postgres  # each worker's own server (tests/conftest.py), a database per test
 
 
 def test_a_team_row_that_closes_a_loop_is_broken_alike_on_every_home(
