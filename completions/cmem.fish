@@ -14,7 +14,7 @@ complete -c cmem -n '__fish_use_subcommand' -a verify -d 'Re-anchor memories to 
 complete -c cmem -n '__fish_use_subcommand' -a export -d 'Show where the markdown export lives, or rebuild it from the database '
 complete -c cmem -n '__fish_use_subcommand' -a doctor -d 'Check database integrity and the export tree (missing, changed, orphan'
 complete -c cmem -n '__fish_use_subcommand' -a index -d 'Update the search index from the export tree and your collections (onl'
-complete -c cmem -n '__fish_use_subcommand' -a status -d 'Show what the index holds: documents, chunks, vectors, stale entries, '
+complete -c cmem -n '__fish_use_subcommand' -a status -d 'Show what the index holds (documents, chunks, vectors, stale entries, '
 complete -c cmem -n '__fish_use_subcommand' -a watch -d 'Watch the export tree and every collection; adopt hand edits and re-in'
 complete -c cmem -n '__fish_use_subcommand' -a hook -d 'Handle one Claude Code hook event, or another agent\'s with --agent (JS'
 complete -c cmem -n '__fish_use_subcommand' -a context -d 'What an agent should see at session start: last summary, useful recent'

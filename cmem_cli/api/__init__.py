@@ -802,6 +802,14 @@ class Memory:
 
         return diagnose(self.config, fix=fix)
 
+    def remote_status(self) -> dict[str, Any] | None:
+        """This home's remote as `cmem status --json` shows it under ``remote`` (None without one): which
+        remote (no password), when it last synced and pulled, how many local writes wait to be pushed, and
+        the last refused push. Reads what the last sync recorded; never reaches the remote."""
+        from cmem_cli.services.remote_state import remote_status
+
+        return remote_status(self.reader)
+
     # -- the index -----------------------------------------------------------------------------------------
     @property
     def index(self) -> Index:

@@ -183,8 +183,33 @@ def team_checks(memory: WriteService) -> list[dict[str, Any]]:
             "status": "fail" if rows else "ok",
             "detail": detail,
             "uids": [r.uid for r in rows],
-        }
+        },
+        _queued_writes(memory),
     ]
+
+
+def _queued_writes(memory: WriteService) -> dict[str, Any]:
+    """Local writes waiting for the team database: an ordinary queue goes at the next sync; one a read-only
+    role's push was refused can never go until the role's grants change (each sync says so, once)."""
+    from cmem_cli.services.remote_state import last_refusal
+
+    queued = memory.store.team_outbox.pending_count()
+    writes = f"{queued} write{'s' if queued != 1 else ''}"
+    refusal = last_refusal(memory.store)
+    if queued and refusal is not None and refusal.get("read_only"):
+        detail = (
+            f"{writes} can never be pushed: this role is read-only on the team database, so they stay on "
+            "this home; to share them, the administrator makes this role a writer (docs/team.md, 'Setting up "
+            "the team database') and the next `cmem sync` pushes them"
+        )
+        return {"name": "team writes queued", "status": "fail", "detail": detail, "queued": queued}
+    if queued and refusal is not None:
+        detail = f"{writes} wait: the last push was refused ({refusal.get('reason')})"
+    elif queued:
+        detail = f"{writes} {'waits' if queued == 1 else 'wait'} for the next sync"
+    else:
+        detail = "0"
+    return {"name": "team writes queued", "status": "ok", "detail": detail, "queued": queued}
 
 
 def _supersedes_loops(memory: WriteService, *, fix: bool) -> dict[str, Any]:

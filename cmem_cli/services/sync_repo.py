@@ -19,13 +19,15 @@ from __future__ import annotations
 
 import contextlib
 import os
-import socket
-import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cmem_cli.core.errors import SyncError
+
+if TYPE_CHECKING:
+    import subprocess  # imported where git runs: `cmem status` reads the repository's config alone
 
 GIT_DIR_NAME = "sync.git"
 MARKER_SECTION = "cmem"  # `cmem sync init` sets cmem.sync = true in the repository's config
@@ -50,6 +52,8 @@ PASSED_THROUGH = ("PATH", "HOME", "SSH_AUTH_SOCK", "GIT_SSH_COMMAND", "TMPDIR", 
 def git_environment() -> dict[str, str]:
     """The whole environment git runs with: nothing from the caller but what reaching a remote needs."""
     env = {name: os.environ[name] for name in PASSED_THROUGH if name in os.environ}
+    import socket
+
     author = os.environ.get("CMEM_SYNC_AUTHOR") or f"cmem on {socket.gethostname() or 'localhost'}"
     email = os.environ.get("CMEM_SYNC_EMAIL") or "cmem@localhost"
     env.update(
@@ -83,6 +87,8 @@ class Git:
         self, *args: str, check: bool = True, input: bytes | None = None, what: str | None = None
     ) -> subprocess.CompletedProcess[bytes]:
         """Run ``git ARGS``; a failure (when ``check``) raises SyncError naming what failed in one line."""
+        import subprocess
+
         where = [f"--git-dir={self.git_dir}", f"--work-tree={self.root}"] if self.git_dir else []
         try:
             proc = subprocess.run(
@@ -138,22 +144,34 @@ def git_dir_of(home: Path, export: Path) -> Path | None:
     return None
 
 
-def _marked(git_dir: Path) -> bool:
-    """Does the repository's config say ``cmem.sync = true``? Read directly: no git process on every sync."""
+def _config_value(git_dir: Path, wanted_section: str, wanted_key: str) -> str | None:
+    """One value of the repository's config, read directly (no git process: status and every sync read
+    it); ``wanted_section`` lower-case as git writes it (``cmem``, ``remote "origin"``)."""
     try:
         text = (git_dir / "config").read_text(encoding="utf-8", errors="replace")
     except OSError:
-        return False
+        return None
     section = ""
     for raw in text.splitlines():
         line = raw.strip()
         if line.startswith("["):
             section = line.strip("[]").strip().lower()
-        elif section == MARKER_SECTION and "=" in line:
+        elif section == wanted_section and "=" in line:
             key, _, value = line.partition("=")
-            if key.strip().lower() == "sync" and value.strip().lower() == "true":
-                return True
-    return False
+            if key.strip().lower() == wanted_key:
+                return value.strip()
+    return None
+
+
+def _marked(git_dir: Path) -> bool:
+    """Does the repository's config say ``cmem.sync = true``?"""
+    return (_config_value(git_dir, MARKER_SECTION, "sync") or "").lower() == "true"
+
+
+def remote_url(git_dir: Path) -> str | None:
+    """The URL this repository pushes to, as its config holds it (credentials and all: see
+    :func:`cmem_cli.services.remote_state.shown_url`)."""
+    return _config_value(git_dir, f'remote "{REMOTE}"', "url")
 
 
 def connected_git_dir(home: Path, export: Path) -> Path | None:

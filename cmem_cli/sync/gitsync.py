@@ -30,7 +30,7 @@ from typing import Any
 
 from cmem_cli.core.errors import SyncError, UsageError
 from cmem_cli.core.synclock import sync_lock
-from cmem_cli.services import arrivals
+from cmem_cli.services import arrivals, remote_state
 from cmem_cli.services.reconcile.rule import tell
 from cmem_cli.services.sync_repo import (
     BRANCH,
@@ -42,6 +42,7 @@ from cmem_cli.services.sync_repo import (
     find_git_debris,
     home_git_dir,
     move_into_home,
+    remote_url,
 )
 from cmem_cli.services.writes import WriteService
 from cmem_cli.sync.merge import Resolution, merge_versions, read_blobs
@@ -85,13 +86,18 @@ class Syncer:
         self.home = memory.config.home
         self.root = memory.export_root
         self.git = Git(self.root, connected_git_dir(self.home, self.root))
+        known = self.git.git_dir
         self.report: dict[str, Any] = {
-            "committed": 0,
+            "kind": "git",  # the keys from here to "queued" are a team sync's too (docs/sync.md)
+            "remote": remote_state.shown_url((remote_url(known) if known else None) or ""),
             "adopted": 0,
+            "pulled": 0,  # memories that arrived from the remote and were adopted
             "forgotten": 0,
             "conflicts": [],
             "rejected": [],
             "notes": [],
+            "queued": 0,  # files saved while this sync ran, left for the next one
+            "committed": 0,
             "pushed": False,
         }
         self.head: str | None = None  # this branch's commit, kept current through the run
@@ -120,6 +126,7 @@ class Syncer:
         else:
             self.git.run("remote", "add", REMOTE, url, what="git remote add")
         self.git.run("config", MARKER, "true", what="git config")
+        self.report["remote"] = remote_state.shown_url(url)
         self._write_gitignore()
         return self.sync()
 
@@ -161,6 +168,7 @@ class Syncer:
             unstaged = self._adopt_and_commit()
         else:
             raise SyncError("git push kept being overtaken by other machines; run `cmem sync` again")
+        self.report["queued"] = len(unstaged)
         self._report_rejected()
         return self.report
 
@@ -348,6 +356,7 @@ class Syncer:
 
     def _count(self, result: arrivals.Adoption) -> None:
         self.report["adopted"] += result.adopted
+        self.report["pulled"] += result.adopted
         self.report["forgotten"] += result.forgotten
         for item in result.conflicts:
             tell(self.report, item)
@@ -578,7 +587,9 @@ class Syncer:
         message = proc.stderr.decode("utf-8", "replace")
         if "[rejected]" in message and ("fetch first" in message or "non-fast-forward" in message):
             return False
-        raise SyncError(f"git push failed: {_last(proc)}")
+        error = SyncError(f"git push failed: {_last(proc)}")
+        remote_state.refused(self.memory.store, error.message, read_only=False)
+        raise error
 
 
 def _last(proc: Any) -> str:
@@ -601,4 +612,6 @@ def run_sync(
         if report is not None:
             report.update(syncer.report)
             syncer.report = report
-        return syncer.init(url) if url is not None else syncer.sync()
+        done = syncer.init(url) if url is not None else syncer.sync()
+        remote_state.synced(memory.store)
+        return done

@@ -77,6 +77,14 @@ class Pusher:
         self.machine = machine
         self.report = report
         self.vectors = vectors
+        self._writable: bool | None = None
+
+    def _may_write(self) -> bool:
+        """May this role write the memories' table? Asked once per push, before embedding: a reader's push
+        is refused, and embedding its queued writes at every sync only burnt CPU."""
+        if self._writable is None:
+            self._writable = server.may_write(self.conn)
+        return self._writable
 
     def run(self) -> None:
         seen: set[int] = set()
@@ -109,7 +117,11 @@ class Pusher:
             outbox.SUMMARY: self.local.team_outbox.revs(outbox.SUMMARY, [e.uid for e in sums]),
             outbox.SESSION: self.local.team_outbox.revs(outbox.SESSION, [e.uid for e in sessions]),
         }
-        embedded = self.vectors.embed([*local_obs.values()], [*local_sums.values()])
+        embedded = (
+            self.vectors.embed([*local_obs.values()], [*local_sums.values()])
+            if (local_obs or local_sums) and self._may_write()
+            else {}
+        )
         plan = _Plan()
 
         def on_server() -> None:

@@ -217,7 +217,12 @@ ALTER TABLE cmem_prompts ADD COLUMN IF NOT EXISTS author text;
 
 
 class ReadOnly(SyncError):
-    """The server refused a write: this role may not write cmem's tables (what is queued stays queued)."""
+    """The server refused a write: this role may not write cmem's tables (what is queued stays queued).
+    ``read_only``: the role may not create in the schema either (a reader, not a writer awaiting grants)."""
+
+    def __init__(self, message: str, *, read_only: bool = True):
+        super().__init__(message)
+        self.read_only = read_only
 
 
 def psycopg() -> Any:
@@ -273,19 +278,40 @@ def translated(url: str, password: str | None = None, conn: Any = None) -> Itera
             raise SyncError(f"team database {url}: authentication failed: {reason(exc, password)}") from None
         raise SyncError(f"team database {url} is unreachable: {reason(exc, password)}") from None
     except driver.errors.InsufficientPrivilege as exc:
-        raise ReadOnly(f"team database {url}: {reason(exc, password)} ({_no_privilege(conn)})") from None
+        writer = _may_create(conn)
+        raise ReadOnly(
+            f"team database {url}: {reason(exc, password)} ({_no_privilege(writer)})", read_only=not writer
+        ) from None
     except driver.Error as exc:
         raise SyncError(f"team database {url}: {reason(exc, password)}") from None
 
 
-def _no_privilege(conn: Any) -> str:
-    """Why a write was refused, as far as the server says: a role that may create in the schema (a writer,
-    docs/team.md) lacks only the grants of cmem's tables, which their owner gives; another is read-only."""
+def may_write(conn: Any) -> bool:
+    """May this role insert into or update the memories' table (a grant of the table or of a column of
+    it)? True when the server cannot say: the push then finds out."""
+    try:
+        row = conn.execute(
+            "SELECT has_any_column_privilege('cmem_observations', 'INSERT') "
+            "AND has_any_column_privilege('cmem_observations', 'UPDATE')"
+        ).fetchone()
+    except psycopg().Error:
+        return True
+    return bool(row is None or row[0])
+
+
+def _may_create(conn: Any) -> bool:
+    """May this role create in the schema (a writer of docs/team.md, whatever its grants of the tables)?"""
     writer = False
     if conn is not None:
         with contextlib.suppress(Exception):
             row = conn.execute("SELECT has_schema_privilege(current_schema(), 'CREATE')").fetchone()
             writer = bool(row and row[0])
+    return writer
+
+
+def _no_privilege(writer: bool) -> str:
+    """Why a write was refused, as far as the server says: a role that may create in the schema (a writer,
+    docs/team.md) lacks only the grants of cmem's tables, which their owner gives; another is read-only."""
     if writer:
         return (
             "this role may write the schema but has not been granted cmem's tables yet: their owner, the "

@@ -16,6 +16,7 @@ from typing import Any
 
 from cmem_cli.core.errors import UsageError
 from cmem_cli.core.synclock import sync_lock
+from cmem_cli.services import remote_state
 from cmem_cli.services.search_pipeline import Reader
 from cmem_cli.services.writes import WriteService
 from cmem_cli.store import team_outbox as outbox
@@ -50,6 +51,7 @@ def remote(memory: Reader) -> dict[str, Any] | None:
 
 def new_report(settings: dict[str, Any]) -> dict[str, Any]:
     return {
+        "kind": "team",
         "remote": settings["url"],
         "machine": settings["machine"],
         "projects": settings["projects"],
@@ -173,7 +175,10 @@ def _run(
             Pusher(memory, conn, settings["machine"], report, vectors).run()  # forgets the re-pull found
     report["queued"] = memory.store.team_outbox.pending_count()
     if refused is not None:
+        remote_state.pulled(memory.store)
+        remote_state.refused(memory.store, refused.message, read_only=refused.read_only)
         raise refused
+    remote_state.synced(memory.store)
     return report
 
 
@@ -225,11 +230,17 @@ def push_only(
 ) -> None:
     """Push what is queued (`cmem watch` does this within seconds of a local write), once the server is
     known not to have gone back in time."""
-    with server.translated(settings["url"], None, conn):
-        restore.check(memory, conn, report)
-        Pusher(memory, conn, settings["machine"], report, vectors).run()
+    try:
+        with server.translated(settings["url"], None, conn):
+            restore.check(memory, conn, report)
+            Pusher(memory, conn, settings["machine"], report, vectors).run()
+    except server.ReadOnly as exc:
+        remote_state.refused(memory.store, exc.message, read_only=exc.read_only)
+        raise
+    remote_state.pushed(memory.store)
 
 
 def pull_only(memory: WriteService, conn: Any, settings: dict[str, Any], report: dict[str, Any]) -> None:
     with server.translated(settings["url"], None, conn):
         Puller(memory, conn, settings["projects"], report).run()
+    remote_state.pulled(memory.store)

@@ -73,11 +73,13 @@ def index_cmd(
 
 
 def status_cmd(as_json: JsonOpt = False) -> None:
-    """Show what the index holds: documents, chunks, vectors, stale entries, models, last run."""
+    """Show what the index holds (documents, chunks, vectors, stale entries, models, last run) and the
+    remote: which, when it last synced, what waits to be pushed, a refused push. Reads local state only."""
     from cmem_cli.cli.invocation import open_api
 
     with open_api() as memory:
         info = memory.index.status()
+        info["remote"] = memory.remote_status()
     if as_json:
         write(dumps(info) + "\n")
         return
@@ -150,6 +152,38 @@ def _status_rows(info: dict[str, Any]) -> list[list[str]]:
             f"{when}, {last['seconds']:.2f}s, {last['read']} read, {last['chunked']} re-chunked, "
             f"{last['embedded']} embedded",
         ])  # fmt: skip
+    if "remote" in info:
+        rows += _remote_rows(info["remote"])
+    return rows
+
+
+def _writes(count: int) -> str:
+    return f"{count} write{'s' if count != 1 else ''}"
+
+
+def _remote_rows(remote: dict[str, Any] | None) -> list[list[str]]:
+    """The remote's rows of `cmem status`: which, when it last synced, what waits, why a push was refused."""
+    if remote is None:
+        return [["remote", "none"]]
+    if remote["kind"] == "team":
+        rows = [["remote", f"team database {remote['url']} (machine {remote['machine']})"]]
+    else:
+        rows = [["remote", f"git {remote['url']}"]]
+    rows.append(["last sync", remote["last_sync"] or "never"])
+    if remote["last_pull"] and remote["last_pull"] != remote["last_sync"]:
+        rows.append(["last pull", remote["last_pull"]])
+    queued = remote["queued"]
+    if queued is not None:
+        verb = "waits" if queued == 1 else "wait"
+        rows.append(["queued", f"{_writes(queued)} {verb} to be pushed" if queued else "none"])
+    refused = remote["refused"]
+    if refused is not None:
+        if refused["read_only"]:
+            stay = "stays" if queued == 1 else "stay"
+            said = f"read-only role: {_writes(queued or 0)} {stay} queued here (refused at {refused['at']})"
+        else:
+            said = f"{refused['reason']} (at {refused['at']})"
+        rows.append(["refused", said])
     return rows
 
 
