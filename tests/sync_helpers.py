@@ -79,6 +79,15 @@ def bare_repo(path: Path) -> str:
     return str(path)
 
 
+def refuse_pushes(url: str, message: str = "push refused by policy") -> Path:
+    """Make the bare repository at ``url`` refuse every push (a server-side policy); unlink the hook to
+    open it again."""
+    hook = Path(url) / "hooks" / "pre-receive"
+    hook.write_text(f"#!/bin/sh\necho '{message}' >&2\nexit 1\n")
+    hook.chmod(0o755)
+    return hook
+
+
 def remote_history(url: str) -> str:
     """Every change ever pushed to the remote, as one text (``git log -p`` of all refs)."""
     return Git(Path(url)).text("log", "-p", "--all", "--format=%H %s")

@@ -11,7 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.sync_helpers import Machine, all_text, bare_repo, remote_blobs, remote_head, remote_history
+from tests.sync_helpers import (
+    Machine,
+    all_text,
+    bare_repo,
+    refuse_pushes,
+    remote_blobs,
+    remote_head,
+    remote_history,
+)
 
 
 @pytest.fixture
@@ -174,9 +182,7 @@ def test_bad_files_are_reported_by_path_and_change_nothing(team):
 
 def test_a_remote_that_refuses_the_push_is_one_line_and_exit_9(team):
     a, b, url, *_ = team
-    hook = Path(url) / "hooks" / "pre-receive"
-    hook.write_text("#!/bin/sh\necho 'push refused by policy' >&2\nexit 1\n")
-    hook.chmod(0o755)
+    hook = refuse_pushes(url)
     a.add("Will not leave")
     code, out, err = a.run("sync")
     assert code == 9

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.sync_helpers import Machine, bare_repo, git_in, remote_head
+from tests.sync_helpers import Machine, bare_repo, git_in, refuse_pushes, remote_head
 
 PLAIN_GIT = ["git", "-c", "user.name=teammate", "-c", "user.email=t@x", "-c", "core.hooksPath=/dev/null"]
 
@@ -143,9 +143,7 @@ def test_a_stale_merge_is_abandoned_and_the_sync_goes_on(team):
 # -- failures, reported --------------------------------------------------------------------------------------
 def test_json_prints_a_result_object_on_failure_and_local_work_stays_committed(team):
     a, b, url, _ = team
-    hook = Path(url) / "hooks" / "pre-receive"
-    hook.write_text("#!/bin/sh\necho 'push refused by policy' >&2\nexit 1\n")
-    hook.chmod(0o755)
+    hook = refuse_pushes(url)
     a.add("Will wait for the push")
     code, out, err = a.run("sync", "--json")
     assert code == 9 and err.startswith("cmem: git push failed:") and err.count("\n") == 1
@@ -265,18 +263,21 @@ def test_a_joining_machine_starts_from_the_remote_history(team, tmp_path, capsys
 
 
 # -- links to memories not here yet -------------------------------------------------------------------------
-def test_a_link_to_a_memory_that_has_not_arrived_is_kept(team, tmp_path):
-    a, b, url, first = team
-    target_uid = "01TARGETNOTHEREYET0000000A"
+def _waiting_link_files(linking_uid: str, target_uid: str) -> dict[str, str]:
+    """A teammate's note linking to a memory whose file does not parse (so it cannot be adopted yet)."""
     linking = (
-        "---\ncmem: observation\nuid: 01LINKINGFILEFROMTEAMMATE0\ntitle: Linking note\nproject: web\n"
+        f"---\ncmem: observation\nuid: {linking_uid}\ntitle: Linking note\nproject: web\n"
         f'links: [{{"type": "related", "uid": "{target_uid}"}}]\n---\n# Linking note\n\n'
         f"<!-- cmem:links -->\n## Related\n\n- related: [The target](target.md)\n"
     )
     broken_target = f"---\ncmem: observation\nuid: {target_uid}\ntitle: [unclosed\n---\n# x\n"
-    clone = _teammate_commits(
-        tmp_path, url, {"web/hand/linking.md": linking, "web/hand/target.md": broken_target}
-    )
+    return {"web/hand/linking.md": linking, "web/hand/target.md": broken_target}
+
+
+def test_a_link_to_a_memory_that_has_not_arrived_is_kept(team, tmp_path):
+    a, b, url, first = team
+    target_uid = "01TARGETNOTHEREYET0000000A"
+    clone = _teammate_commits(tmp_path, url, _waiting_link_files("01LINKINGFILEFROMTEAMMATE0", target_uid))
     assert b.run("sync")[0] == 4  # the target cannot be adopted here (yet)
     a.run("sync")
     for machine in (a, b):
@@ -300,13 +301,7 @@ def test_a_link_to_a_memory_that_has_not_arrived_is_kept(team, tmp_path):
 def test_a_link_waiting_for_a_memory_is_set_when_its_file_is_mended_by_hand_here(team, tmp_path):
     a, b, url, first = team
     target_uid = "01TARGETNOTHEREYET0000000B"
-    linking = (
-        "---\ncmem: observation\nuid: 01LINKINGFILEFROMTEAMMATE1\ntitle: Linking note\nproject: web\n"
-        f'links: [{{"type": "related", "uid": "{target_uid}"}}]\n---\n# Linking note\n\n'
-        f"<!-- cmem:links -->\n## Related\n\n- related: [The target](target.md)\n"
-    )
-    broken_target = f"---\ncmem: observation\nuid: {target_uid}\ntitle: [unclosed\n---\n# x\n"
-    _teammate_commits(tmp_path, url, {"web/hand/linking.md": linking, "web/hand/target.md": broken_target})
+    _teammate_commits(tmp_path, url, _waiting_link_files("01LINKINGFILEFROMTEAMMATE1", target_uid))
     assert b.run("sync")[0] == 4  # the target cannot be adopted: the link waits for it
     linker = b.by_uid()["01LINKINGFILEFROMTEAMMATE1"]
     assert b.links(linker["id"]) == []

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.sync_helpers import Machine, bare_repo
+from tests.sync_helpers import Machine, bare_repo, refuse_pushes
 from tests.team_helpers import Home
 from tests.test_team_members import reader
 
@@ -108,9 +108,7 @@ def test_status_tells_a_git_remote_without_its_credentials_and_a_refused_push(
     remote = status(machine)["remote"]
     assert (remote["kind"], remote["url"], remote["refused"]) == ("git", url, None)
     assert remote["last_sync"] is not None
-    hook = Path(url) / "hooks" / "pre-receive"
-    hook.write_text("#!/bin/sh\necho 'pushes are closed' >&2\nexit 1\n")
-    hook.chmod(0o755)
+    refuse_pushes(url, "pushes are closed")
     machine.add("Refused by the remote")
     code, _, _ = machine.run("sync")
     assert code == 9
