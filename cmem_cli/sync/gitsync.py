@@ -23,12 +23,15 @@ inside one store transaction, so hooks wait a moment instead of writing into a h
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from cmem_cli.core.errors import SyncError, UsageError
+from cmem_cli.core.files import read_in_tree
 from cmem_cli.core.synclock import sync_lock
 from cmem_cli.services import arrivals, remote_state
 from cmem_cli.services.reconcile.rule import tell
@@ -219,12 +222,11 @@ class Syncer:
             blobs = read_blobs(self.git, [f"{rev}:{p}" for p in paths for rev in (before, target)])
             for relpath in paths:
                 mine, theirs = blobs.get(f"{before}:{relpath}"), blobs.get(f"{target}:{relpath}")
-                path = self.root / relpath
                 try:
-                    current: bytes | None = path.read_bytes()
+                    current: bytes | None = read_in_tree(self.root, relpath)
                 except FileNotFoundError:
                     current = None
-                except OSError:
+                except OSError:  # a link or anything else no merge writes: not git's, left alone
                     continue
                 if current == mine:
                     continue
@@ -265,15 +267,20 @@ class Syncer:
         index become the remote's branch. This machine's own memories are committed on top by the next
         step. Killed half-way, the next sync joins again (files already there are skipped)."""
         self.progress("join", 0, 0)
-        listed = [
-            p for p in self.git.z_list("ls-tree", "-r", "-z", "--name-only", TARGET) if p != ".gitignore"
-        ]
-        present = [p for p in listed if (self.root / p).is_file()]
-        missing = [p for p in listed if not (self.root / p).exists()]
+        listed, links = [], []
+        for entry in self.git.z_list("ls-tree", "-r", "-z", TARGET):
+            meta, _, relpath = entry.partition("\t")
+            if relpath != ".gitignore":
+                (listed if meta.split()[0] in arrivals.REGULAR_MODES else links).append(relpath)
+        present: dict[str, bytes] = {}
+        for relpath in listed:
+            with contextlib.suppress(OSError):  # a link or FIFO of this machine's is not read, nor replaced
+                present[relpath] = read_in_tree(self.root, relpath)
+        # git checks a link out as a link: never followed, its arrival refused by name (arrivals.pending)
+        missing = [p for p in [*listed, *links] if not os.path.lexists(self.root / p)]
         if present:
             theirs = read_blobs(self.git, [f"{TARGET}:{p}" for p in present])
-            for relpath in present:
-                ours = (self.root / relpath).read_bytes()
+            for relpath, ours in present.items():
                 other = theirs.get(f"{TARGET}:{relpath}")
                 if other is None or other == ours:
                     continue
@@ -397,12 +404,12 @@ class Syncer:
         remove: list[str] = []
         for relpath in sorted(candidates):
             try:
-                data = (self.root / relpath).read_bytes()
+                data = read_in_tree(self.root, relpath)
             except FileNotFoundError:
                 if relpath not in held:
                     remove.append(relpath)
                 continue
-            except OSError:
+            except OSError:  # a link, a FIFO, a hard link, a path through a linked folder: never staged
                 continue
             ours = relpath == ".gitignore" and self.write_gitignore and GITIGNORE.encode() in data
             if ours or hashes.get(relpath) == digest.bytes_hash(data):
