@@ -175,9 +175,46 @@ def incoming_of(side: Side, *shown: Incoming) -> Incoming:
     )
 
 
+def _held_elsewhere(memory: WriteService, incoming: list[Incoming], deleted: list[str]) -> list[Incoming]:
+    """The files this store holds for the uids arriving under another path, when those files are still in
+    the tree (not moved: a copy made with plain git): each joins the arrivals, so that two files with one
+    uid meet the one rule (:func:`split_duplicates`) instead of the arrival silently taking the memory over.
+    A file that cannot be read or parsed any more is left out (the arrival then moves the memory)."""
+    from cmem_cli.core.files import read_in_tree
+
+    arriving = {item.relpath for item in incoming if item.relpath}
+    gone = set(deleted)
+    found = []
+    for item in incoming:
+        if item.kind != "observation" or not item.uid:
+            continue
+        row = memory.store.observations.by_uid(item.uid)
+        held = row.get("path") if row is not None else None
+        if not held or held == item.relpath or held in arriving or held in gone:
+            continue
+        try:
+            found.append(
+                parse_file(memory, held, read_in_tree(memory.export_root, held, reading.MAX_FILE_BYTES))
+            )
+        except (OSError, CmemError):
+            continue
+        arriving.add(held)
+    return found
+
+
+def _named_for(item: Incoming) -> bool:
+    """Does the file's name end with its uid's tail, as cmem names a memory's file (a copy a person made
+    and named does not)?"""
+    from cmem_cli.core.ids import UID_TAIL
+
+    stem = PurePosixPath(item.relpath or "").stem.lower()
+    return bool(item.uid) and stem.endswith(str(item.uid)[-UID_TAIL:].lower())
+
+
 def split_duplicates(incoming: list[Incoming]) -> tuple[list[Incoming], list[dict[str, Any]]]:
-    """Two arriving files with one uid (one moved or copied with plain git, the other edited): keep the
-    later, turn the other into a conflict copy (none when both say the same)."""
+    """Two files with one uid (one moved or copied with plain git, the other edited): keep the later edit,
+    turn the other into a conflict copy with a derived uid (none when both say the same). On a tie the
+    file cmem named for the uid keeps it, then the later path: every machine decides alike."""
     by_uid: dict[str, list[Incoming]] = {}
     out: list[Incoming] = []
     for item in incoming:
@@ -187,7 +224,7 @@ def split_duplicates(incoming: list[Incoming]) -> tuple[list[Incoming], list[dic
             out.append(item)
     conflicts = []
     for uid, items in by_uid.items():
-        items.sort(key=lambda i: (i.updated_at or 0, i.relpath or ""), reverse=True)
+        items.sort(key=lambda i: (i.updated_at or 0, _named_for(i), i.relpath or ""), reverse=True)
         winner = items[0]
         out.append(winner)
         for loser in items[1:]:
@@ -326,6 +363,7 @@ def adopt_pending(
         except CmemError as exc:
             result.rejected.append((relpath, skipped(data, exc.message)))
     deleted = [p for p in todo.deleted if p not in dirty and not os.path.lexists(root / p)]
+    incoming += _held_elsewhere(memory, incoming, deleted)
     incoming, result.conflicts = split_duplicates(incoming)
     applied = apply(memory, files, incoming, deleted)
     result.adopted, result.forgotten, result.notes = (
