@@ -298,15 +298,22 @@ class Syncer:
 
     # -- local changes ----------------------------------------------------------------------------------
     def _status(self) -> tuple[dict[str, str], bool]:
-        """Paths that differ from HEAD (status code per path), and whether the index holds staged changes."""
+        """Paths that differ from HEAD (status code per path), and whether the index holds staged changes.
+
+        Ignored files are listed too: a `.gitignore` pulled from a teammate (``*``, ``*.md``) must not
+        hide this machine's memories from the sync (cmem stages exactly what it wrote, and
+        ``git update-index`` never asks `.gitignore`). Of the ignored, only what adoption would take is
+        kept (markdown outside hidden folders): cmem's own rules ignore a person's other files."""
         changed: dict[str, str] = {}
         staged = False
         for entry in self.git.z_list(
-            "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames"
+            "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames", "--ignored=traditional"
         ):
             code, relpath = entry[:2], entry[3:]
+            if code == "!!" and not _memory_path(relpath):
+                continue
             changed[relpath] = code
-            staged = staged or code[0] not in " ?"
+            staged = staged or code[0] not in " ?!"
         return changed, staged
 
     def _adopt_and_commit(self) -> set[str]:
@@ -597,6 +604,11 @@ class Syncer:
         error = SyncError(f"git push failed: {_last(proc)}")
         remote_state.refused(self.memory.store, error.message, read_only=False)
         raise error
+
+
+def _memory_path(relpath: str) -> bool:
+    """Could ``relpath`` be a memory's file (what adoption reads: markdown, no hidden part)?"""
+    return relpath.endswith(".md") and not any(part.startswith(".") for part in relpath.split("/"))
 
 
 def _last(proc: Any) -> str:
