@@ -61,7 +61,11 @@ GITIGNORE = """\
 .*.swp
 *~
 """
-PUSH_ATTEMPTS = 3
+PUSH_ATTEMPTS = 5
+# What git says when another push holds the remote branch's lock at that moment: a race, not a refusal.
+LOCK_RACE = ("cannot lock ref", "failed to update ref", "failed to lock", "but expected")
+NOT_A_RACE = ("permission denied", "read-only file system", "no space left", "hook declined")
+BACK_OFF_S = 0.2  # the first back-off's mean; doubled each attempt (about 6 s at most in all)
 Progress = Callable[[str, int, int], None]  # (phase, done, total or 0 when unknown)
 TARGET = f"{REMOTE}/{BRANCH}"
 MERGE_MARK = "cmem-merging"  # in git's folder while a merge writes the tree: "<HEAD before> <target>"
@@ -106,6 +110,7 @@ class Syncer:
         self.head: str | None = None  # this branch's commit, kept current through the run
         self.remote_head: str | None = None
         self.write_gitignore = False
+        self._raced = False  # the last push met another machine's push holding the branch's lock
         self._untold: list[dict[str, Any]] = []  # conflicts adoption settled, for the next commit to carry
 
     # -- set-up -----------------------------------------------------------------------------------------
@@ -162,14 +167,21 @@ class Syncer:
         else:  # local work is adopted and committed before the network is needed (it fails offline)
             unstaged = self._adopt_and_commit()
             remote = self._fetch()
-        for _attempt in range(PUSH_ATTEMPTS):
+        for attempt in range(PUSH_ATTEMPTS):
             if remote:
                 self._merge(unstaged)
             if self._push():
                 break
+            if self._raced and attempt < PUSH_ATTEMPTS - 1:
+                _back_off(attempt)
             remote = self._fetch()
             unstaged = self._adopt_and_commit()
         else:
+            if self._raced:
+                raise SyncError(
+                    "git push kept meeting another machine's push (the remote's branch was locked); "
+                    "run `cmem sync` again"
+                )
             raise SyncError("git push kept being overtaken by other machines; run `cmem sync` again")
         self.report["queued"] = len(unstaged)
         self._report_rejected()
@@ -599,11 +611,29 @@ class Syncer:
             self.remote_head = head
             return True
         message = proc.stderr.decode("utf-8", "replace")
-        if "[rejected]" in message and ("fetch first" in message or "non-fast-forward" in message):
+        self._raced = lock_race(message)
+        if self._raced or (
+            "[rejected]" in message and ("fetch first" in message or "non-fast-forward" in message)
+        ):
             return False
         error = SyncError(f"git push failed: {_last(proc)}")
         remote_state.refused(self.memory.store, error.message, read_only=False)
         raise error
+
+
+def lock_race(message: str) -> bool:
+    """Did a push fail only because another push held the remote's ref lock at that moment (and not for
+    a lasting reason: permissions, a full disk, a hook's refusal)?"""
+    lowered = message.lower()
+    return any(sign in lowered for sign in LOCK_RACE) and not any(sign in lowered for sign in NOT_A_RACE)
+
+
+def _back_off(attempt: int) -> None:
+    """A short randomised wait before pushing again, so two machines that raced do not race again."""
+    import random
+    import time
+
+    time.sleep(BACK_OFF_S * (2**attempt) * random.uniform(0.5, 1.5))
 
 
 def _memory_path(relpath: str) -> bool:
