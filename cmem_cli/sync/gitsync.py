@@ -279,7 +279,8 @@ class Syncer:
         index become the remote's branch. This machine's own memories are committed on top by the next
         step. Killed half-way, the next sync joins again (files already there are skipped)."""
         self.progress("join", 0, 0)
-        listed, links = [], []
+        listed: list[str] = []
+        links: list[str] = []
         for entry in self.git.z_list("ls-tree", "-r", "-z", TARGET):
             meta, _, relpath = entry.partition("\t")
             if relpath != ".gitignore":
