@@ -141,3 +141,18 @@ def test_a_hard_link_in_the_tree_to_a_file_elsewhere_is_not_adopted(pair, secret
     code, _, err = a.run("sync", "--json")
     assert code == 4 and "web/hard.md" in err and "hard link" in err, err
     assert_never_leaked(url, a)
+
+
+def test_sync_init_never_reads_a_gitignore_that_is_a_link(tmp_path, home, capsys, secret):
+    url = bare_repo(tmp_path / "team.git")
+    a = Machine(tmp_path / "a", capsys)
+    a.add("From machine a")
+    (a.export / ".gitignore").symlink_to(secret)
+    code, _, err = a.run("sync", "init", url)
+    assert code == 4 and err.count("\n") == 1 and "symbolic link" in err, err
+    assert not remote_has_commits(url)  # refused before anything was committed or pushed
+    assert (a.export / ".gitignore").is_symlink()  # nothing written over it
+
+
+def remote_has_commits(url: str) -> bool:
+    return subprocess.run(["git", "--git-dir", url, "rev-parse", "-q", "--verify", "HEAD"]).returncode == 0

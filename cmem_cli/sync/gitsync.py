@@ -30,8 +30,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from cmem_cli.core.errors import SyncError, UsageError
-from cmem_cli.core.files import read_in_tree
+from cmem_cli.core.errors import InvalidInput, SyncError, UsageError
+from cmem_cli.core.files import NotRegularFile, read_in_tree
 from cmem_cli.core.synclock import sync_lock
 from cmem_cli.services import arrivals, remote_state
 from cmem_cli.services.reconcile.rule import tell
@@ -141,10 +141,12 @@ class Syncer:
     def _write_gitignore(self) -> None:
         """cmem's rules in ``.gitignore``; a person's own file is kept, with cmem's rules appended once."""
         ignore = self.root / ".gitignore"
-        try:
-            current = ignore.read_text(encoding="utf-8")
+        try:  # never through a link: its target's text would be written here and pushed
+            current = read_in_tree(self.root, ".gitignore").decode("utf-8")
         except FileNotFoundError:
             current = ""
+        except NotRegularFile as exc:
+            raise InvalidInput(f"{ignore}: {exc.strerror} (make it a regular file)") from None
         except (OSError, UnicodeDecodeError) as exc:
             raise SyncError(f"cannot read {ignore}: {exc}") from None
         self.write_gitignore = True  # cmem's own file: staged with this sync's commit
