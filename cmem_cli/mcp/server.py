@@ -388,7 +388,7 @@ def _hit_json(hit: Hit) -> dict[str, Any]:
     row: dict[str, Any] = {
         "id": hit.id, "uid": hit.uid, "kind": hit.kind, "type": hit.type, "title": hit.title,
         "project": hit.project, "created_at": hit.created_at, "score": hit.score, "tokens": hit.tokens,
-        "stale": hit.stale, "behind": hit.behind, "branch": hit.branch, "machine": hit.machine,
+        "stale": hit.stale, "drifted": hit.drifted, "behind": hit.behind, "branch": hit.branch, "machine": hit.machine,
         "superseded_by": hit.superseded_by, "possibly_superseded_by": hit.possibly_superseded_by,
     }  # fmt: skip
     if hit.kind == "document":

@@ -125,6 +125,10 @@ def render_details(record: dict[str, Any]) -> str:
             from cmem_cli.services.anchors import behind_note
 
             text = behind_note(record) + "\n" + text
+        elif record.get("drifted"):
+            from cmem_cli.services.anchors import drifted_note
+
+            text = drifted_note(record) + "\n" + text
         if record.get("superseded_by") is not None:
             text = supersession.notice(record) + text
         if record.get("via"):

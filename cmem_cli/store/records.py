@@ -48,6 +48,7 @@ OUTPUT_ONLY_FIELDS = frozenset(
         "branch",
         "anchor",
         "behind",
+        "drifted",
         "superseded_by",
         "possibly_superseded_by",
     }

@@ -72,6 +72,7 @@
   function markers(item) {
     const found = [];
     if (Array.isArray(item.stale) && item.stale.length) found.push("stale");
+    else if (Array.isArray(item.drifted) && item.drifted.length) found.push("drifted");
     if (item.superseded_by !== undefined && item.superseded_by !== null) found.push("superseded");
     if (item.possibly_superseded_by !== undefined && item.possibly_superseded_by !== null) found.push("possibly");
     if (item.unmerged && item.branch) found.push("branch");
@@ -127,7 +128,7 @@
   const distinct = (name) => [...new Set(items.map((i) => i[name]).filter(Boolean))].sort();
   fillSelect($("f-project"), distinct("project"), "all projects");
   fillSelect($("f-agent"), distinct("agent"), "all agents");
-  const markerNames = { stale: "stale", superseded: "superseded", possibly: "maybe replaced", branch: "other branch",
+  const markerNames = { stale: "stale", drifted: "drifted", superseded: "superseded", possibly: "maybe replaced", branch: "other branch",
     linked: "linked" };
   const present = Object.keys(markerNames).filter((m) => items.some((i) => i._markers.includes(m)));
   const markerSelect = $("f-marker");
@@ -248,6 +249,11 @@
     if (item._markers.includes("stale")) {
       const tag = el("span", "tag stale", "stale");
       tag.title = "Cited files changed since: " + item.stale.join(", ");
+      tags.push(tag);
+    }
+    if (item._markers.includes("drifted")) {
+      const tag = el("span", "tag drifted", "drifted");
+      tag.title = "Some of the lines it is about changed (most still hold): " + item.drifted.join(", ");
       tags.push(tag);
     }
     if (item._markers.includes("superseded")) {
@@ -521,6 +527,7 @@
     if (tags.childNodes.length) body.append(tags);
 
     if (Array.isArray(item.stale) && item.stale.length) section(body, "Stale: cited files changed", item.stale);
+    if (item._markers.includes("drifted")) section(body, "Drifted: some of its lines changed", item.drifted);
     if (item._markers.includes("branch")) {
       section(body, "Another branch", "Recorded on " + item.branch + ", whose work " +
         (meta.branch || "the current HEAD") + " has not merged.");
