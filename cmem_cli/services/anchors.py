@@ -982,7 +982,9 @@ def _unmerged(store: Store, anchors: dict[int, Anchor], cwd: str | None) -> set[
         return set()
     here_key: list[str | None] = []  # read on first need
     tips: dict[str, str | None] = {}
+    forks: dict[str, str | None] = {}
     evidence: dict[int, list[str]] = {}
+    unborn: set[int] = set()  # recorded on a branch that has no commit of its own yet
     for obs_id, anchor in anchors.items():
         if anchor.branch is not None and anchor.branch == head.branch:
             continue
@@ -993,15 +995,25 @@ def _unmerged(store: Store, anchors: dict[int, Anchor], cwd: str | None) -> set[
                 continue  # another repository's memory: this HEAD says nothing about it
         if anchor.branch is not None and anchor.branch not in tips:
             tips[anchor.branch] = worktree.branch_commit(here, anchor.branch)
-        commits = [c for c in (anchor.commit, tips.get(anchor.branch or "")) if c]
+        tip = tips.get(anchor.branch or "")
+        if anchor.branch is not None and tip is not None and anchor.commit is not None:
+            if anchor.branch not in forks:
+                forks[anchor.branch] = worktree.branch_fork(here, anchor.branch)
+            if forks[anchor.branch] == anchor.commit:
+                # recorded before the branch's first commit: its work is in none of the commits so far,
+                # so it is merged once the branch's own commits are (its tip moved on and HEAD holds it)
+                if tip == anchor.commit:
+                    unborn.add(obs_id)
+                else:
+                    evidence[obs_id] = [tip]
+                continue
+        commits = [c for c in (anchor.commit, tip) if c]
         if commits and commits != [head.commit]:
             evidence[obs_id] = commits
     if not evidence:
-        return set()
+        return unborn
     gone = _unreachable(store, here, head.commit, [c for commits in evidence.values() for c in commits])
-    if not gone:
-        return set()
-    return {obs_id for obs_id, commits in evidence.items() if all(c in gone for c in commits)}
+    return unborn | {obs_id for obs_id, commits in evidence.items() if all(c in gone for c in commits)}
 
 
 def _unreachable(store: Store, repo: worktree.Repo, head: str, commits: list[str]) -> set[str]:
