@@ -25,6 +25,8 @@ def title_marks(row: Mapping[str, Any]) -> str:
         if row.get("drifted")
         else ""
     )
+    if row.get("invalidated") is not None:
+        marks += "[invalidated] "
     if row.get("superseded_by") is not None:
         marks += f"[replaced by #{row['superseded_by']}] "
     elif row.get("possibly_superseded_by") is not None:

@@ -72,6 +72,7 @@ class Observation(NamedTuple):
     machine: str | None = None  # the machine that wrote it (None: written before cmem recorded it)
     author: str | None = None  # the person, where known (CMEM_AUTHOR or git's user.email)
     drifted: list[str] | None = None  # cited files where some of its lines changed, most still hold
+    invalidated: str | None = None  # why someone said it no longer holds (`cmem invalidate`); None: valid
 
     @property
     def uri(self) -> str:
@@ -189,6 +190,7 @@ class Hit(NamedTuple):
     machine: str | None = None  # the machine that wrote it (None: not recorded)
     behind: list[str] | None = None  # cited files this checkout lacks the memory's commit for (not stale)
     drifted: list[str] | None = None  # cited files where some of its lines changed, most still hold
+    invalidated: str | None = None  # why someone said it no longer holds (`cmem invalidate`); None: valid
 
     @classmethod
     def from_json(cls, row: dict[str, Any]) -> Hit:
@@ -216,6 +218,7 @@ class TimelineItem(NamedTuple):
     behind: list[str] | None = None
     machine: str | None = None  # the machine that wrote it
     drifted: list[str] | None = None
+    invalidated: str | None = None
 
     @classmethod
     def from_json(cls, row: dict[str, Any]) -> TimelineItem:
