@@ -213,6 +213,14 @@ ALTER TABLE cmem_summaries ADD COLUMN IF NOT EXISTS author text;
 ALTER TABLE cmem_prompts ADD COLUMN IF NOT EXISTS author text;
 """,
     ),
+    (
+        "m007_invalidated",
+        """
+-- A memory someone said no longer holds (`cmem invalidate`): the reason; NULL while it is valid. Kept, not
+-- deleted: every home leaves it out of search, context and the briefing until `cmem restore` clears it.
+ALTER TABLE cmem_observations ADD COLUMN IF NOT EXISTS invalidated text;
+""",
+    ),
 ]
 
 
