@@ -412,6 +412,7 @@ def _row(row: dict[str, Any]) -> dict[str, Any]:
         "score": None,
         "tokens": int(row.get("tokens") or 0),
         "path": None,
+        "invalidated": None,  # the team search leaves invalidated memories out (:func:`_valid`)
     }
 
 
