@@ -34,3 +34,24 @@ def test_invalidate_and_restore_travel_through_the_team_database(home, tmp_path,
     assert a.rows()[uid]["invalidated"] is None
     assert server_rows(team_db, "SELECT invalidated FROM cmem_observations") == [(None,)]
     assert [r["id"] for r in a.search("review")[1]] == [obs]
+
+
+def test_a_reader_pulls_and_searches_a_server_made_before_invalidations_travelled(
+    home, tmp_path, capsys, team_db, pg_server
+):
+    """A role that may not add the column (a reader) on a server no home of this cmem migrated yet pulls
+    and searches as before: nothing there is invalidated."""
+    import psycopg
+
+    from tests.test_team_members import reader
+
+    a, c = Home(tmp_path / "home-a", capsys, "a"), Home(tmp_path / "home-c", capsys, "c")
+    a.add("Book the review for Tuesday", "--type", "decision")
+    a.join(team_db)
+    with psycopg.connect(team_db, autocommit=True) as conn:  # the server as cmem before m007 left it
+        conn.execute("ALTER TABLE cmem_observations DROP COLUMN invalidated")
+        conn.execute("DELETE FROM cmem_migrations WHERE name = 'm007_invalidated'")
+    report = c.join(reader(pg_server, team_db))
+    assert report["pulled"] == 1
+    assert [r["title"] for r in c.search("review", "--team")[1]] == ["Book the review for Tuesday"]
+    assert [r["title"] for r in c.search("review")[1]] == ["Book the review for Tuesday"]

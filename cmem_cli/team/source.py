@@ -381,16 +381,8 @@ def _keyword_exists(conn: Any, query: str, scope: _Scope) -> bool:
 
 def _valid(conn: Any) -> str:
     """The condition that leaves out invalidated memories (`cmem invalidate`), on a server that has the
-    column (asked once per connection; a server no home of this cmem migrated yet has none invalidated)."""
-    has = getattr(conn, "_cmem_invalidated", None)
-    if has is None:
-        row = conn.execute(
-            "SELECT EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema() "
-            "AND table_name = 'cmem_observations' AND column_name = 'invalidated')"
-        ).fetchone()
-        has = bool(row and row[0])
-        conn._cmem_invalidated = has
-    return " AND o.invalidated IS NULL" if has else ""
+    column (a server no home of this cmem migrated yet has none invalidated)."""
+    return " AND o.invalidated IS NULL" if server.present(conn, ("invalidated",)) else ""
 
 
 # -- rows -------------------------------------------------------------------------------------------------
