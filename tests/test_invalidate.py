@@ -46,6 +46,9 @@ def test_invalidate_leaves_search_and_context_and_restore_brings_it_back_whole(h
     assert got["narrative"] == "we deploy to staging"
     assert me.ok("get", str(old["id"])).startswith("<!-- invalidated: we moved to production.")
     assert "invalidated: we moved to production" in me.file_of(old["uid"]).read_text()
+    [item] = [i for i in json.loads(me.ok("timeline", str(old["id"]), "--json"))["items"] if i["anchor"]]
+    assert item["invalidated"] == "we moved to production"  # the timeline shows it, marked
+    assert "[invalidated] Deploy target is staging" in me.ok("timeline", str(old["id"]))
 
     assert me.ok("restore", str(old["id"])).strip() == str(old["id"])
     [back] = json.loads(me.ok("get", str(old["id"]), "--json"))

@@ -295,7 +295,7 @@ def timeline(
             "type": item["type"] or item["kind"], "title": " ".join(str(title).split())[:200],
             "project": anchor["project"], "session": item["session"], "agent": item["agent"],
             "machine": item["machine"], "created_at": to_iso(item["created_at"]), "tokens": item["tokens"] or 0,
-            "anchor": item["kind"] == kind and item["id"] == number,
+            "anchor": item["kind"] == kind and item["id"] == number, "invalidated": item["invalidated"],
         })  # fmt: skip
     supersession.annotate(store, rows)
     from cmem_cli.services.anchors import annotate
