@@ -32,7 +32,7 @@ from cmem_cli.core.timeutil import parse_time, to_iso
 OBSERVATION_KEYS = (
     "uid", "type", "title", "subtitle", "project", "session", "agent", "machine", "author", "key", "concepts",
     "facts", "files_read", "files_modified", "tools_used", "prompt_number", "confidence", "created_at",
-    "updated_at",
+    "updated_at", "invalidated",
 )  # fmt: skip
 # Who wrote it (the machine, the person): stated when known, so that other homes learn it from the file.
 AUTHORSHIP_KEYS = ("machine", "author")

@@ -12,7 +12,7 @@ from typing import Any
 import anyio
 from mcp import Client, StdioServerParameters
 
-TOOLS = {"search", "timeline", "get", "remember", "context", "projects"}
+TOOLS = {"search", "timeline", "get", "remember", "context", "projects", "invalidate", "restore"}
 
 
 def with_server(body: Callable[[Client], Awaitable[Any]], *, cwd: Path | None = None) -> Any:
@@ -336,3 +336,28 @@ def test_timeline_keeps_one_machines_items_around_the_anchor(sh, home):
         ("Chose WAL", "laptop"),
         ("Busy timeout 5 s", "laptop"),
     ]
+
+
+def test_invalidate_and_restore_take_a_memory_out_of_search_and_back(home):
+    async def body(client: Client) -> dict[str, Any]:
+        out = {}
+        await client.call_tool(
+            "remember", {"title": "Bcrypt cost is 10", "type": "decision", "project": "demo"}
+        )
+        out["invalidate"] = await client.call_tool("invalidate", {"id": 1, "reason": "raised to 12"})
+        out["gone"] = await client.call_tool("search", {"query": "bcrypt", "project": "demo"})
+        out["get"] = await client.call_tool("get", {"ids": [1]})
+        out["restore"] = await client.call_tool("restore", {"id": 1})
+        out["back"] = await client.call_tool("search", {"query": "bcrypt", "project": "demo"})
+        out["unknown"] = await client.call_tool("invalidate", {"id": 99})
+        return out
+
+    out = with_server(body)
+    assert out["invalidate"].structured_content["invalidated"] == "raised to 12"
+    assert out["gone"].structured_content["hits"] == []
+    [record] = out["get"].structured_content["records"]
+    assert record["invalidated"] == "raised to 12"
+    assert text_of(out["get"]).startswith("<!-- invalidated: raised to 12.")
+    assert out["restore"].structured_content["invalidated"] is None
+    assert [h["id"] for h in out["back"].structured_content["hits"]] == [1]
+    assert out["unknown"].is_error and "99" in text_of(out["unknown"])

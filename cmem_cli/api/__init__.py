@@ -367,6 +367,20 @@ class Memory:
             raise InvalidInput("no observation ids given")
         return self.service.forget([self._write_id(i) for i in ids])
 
+    def invalidate(self, id: int | str, *, reason: str | None = None) -> Observation:
+        """Say an observation no longer holds (``cmem invalidate``): it is kept, and its file and the team
+        database say so, but search, context and the briefing leave it out; :meth:`get` shows it with
+        ``invalidated`` (the reason). :meth:`restore` undoes it."""
+        if reason is not None and not isinstance(reason, str):
+            raise InvalidInput("reason must be a string")
+        row = self.service.invalidate(self._write_id(id), reason)
+        return self._observation(row["id"])
+
+    def restore(self, id: int | str) -> Observation:
+        """Undo :meth:`invalidate`: the observation comes back whole, current again."""
+        row = self.service.restore(self._write_id(id))
+        return self._observation(row["id"])
+
     def link(self, from_id: int | str, type: str, to_id: int | str, *, remove: bool = False) -> Observation:
         """Link two observations (``link(14, "caused_by", 9)``) or, with ``remove``, unlink them."""
         row = self.service.link(self._write_id(from_id), self._write_id(to_id), type, remove=remove)

@@ -69,6 +69,7 @@ def observation_row(row: dict[str, Any], score: float | None = None) -> dict[str
         "score": score,
         "tokens": row.get("tokens") or 0,
         "path": row.get("path"),
+        "invalidated": row.get("invalidated"),
     }
 
 
@@ -294,7 +295,7 @@ def timeline(
             "type": item["type"] or item["kind"], "title": " ".join(str(title).split())[:200],
             "project": anchor["project"], "session": item["session"], "agent": item["agent"],
             "machine": item["machine"], "created_at": to_iso(item["created_at"]), "tokens": item["tokens"] or 0,
-            "anchor": item["kind"] == kind and item["id"] == number,
+            "anchor": item["kind"] == kind and item["id"] == number, "invalidated": item["invalidated"],
         })  # fmt: skip
     supersession.annotate(store, rows)
     from cmem_cli.services.anchors import annotate
@@ -424,7 +425,7 @@ def search(
     if branch is not None and branch != anchors.ALL_BRANCHES:
         filters.branch = branch
     if not query or not query.strip():
-        listed = source.listing(filters, limit=(limit or ALL) + 1, offset=offset, order=order)
+        listed = valid(source.listing(filters, limit=(limit or ALL) + 1, offset=offset, order=order))
         more = len(listed) > (limit or ALL)  # one row past the page says more exist without counting them all
         listed = listed[: limit or ALL]
         supersession.annotate(source, listed)
@@ -439,7 +440,7 @@ def search(
 
         trace = Trace()
     found = source.retrieve(ask, filters, depth, trace)
-    rows = found.rows
+    rows = valid(found.rows)
     if order == "relevance":
         if isinstance(source, HomeSource):  # the store's full-text index holds this home's records only
             rows = phrase_first(store, rows, query)
@@ -457,6 +458,7 @@ def search(
         source, rows, filters, query=query if order == "relevance" else None, explain=explain,
         bring_in=branch in (None, anchors.ALL_BRANCHES),
     )  # fmt: skip
+    rows = valid(rows)  # a successor brought in may have been invalidated
     _placed(rows, "successors", trace, explain)
     if order == "relevance":
         scored_in_order(rows, explain=explain)
@@ -467,6 +469,11 @@ def search(
         anchored = {**anchored, **source.anchors([i for i in _observation_ids(rows) if i not in anchored])}
     page = anchors.annotate(store, rows[offset:window], anchors=anchored)
     return SearchPage(source.shown(page), found.mode, notes, total, found.capped)
+
+
+def valid(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``rows`` less the memories someone invalidated (`cmem invalidate`): kept, but no search shows them."""
+    return [row for row in rows if row.get("invalidated") is None]
 
 
 def _observation_ids(rows: list[dict[str, Any]]) -> list[Any]:

@@ -27,7 +27,7 @@ TEXT_FIELDS = ("title", "subtitle", "narrative", "project", "session", "agent", 
 AUTHORSHIP_FIELDS = ("machine", "author")  # who wrote it: given by a memory arriving from elsewhere
 INPUT_FIELDS = frozenset(
     {*LIST_FIELDS, *TEXT_FIELDS, *AUTHORSHIP_FIELDS, "type", "uid", "prompt_number", "confidence",
-     "created_at", "links", "supersedes"}
+     "created_at", "links", "supersedes", "invalidated"}
 )  # fmt: skip
 # What `cmem edit` may change: every input field except identity (uid, who wrote it) and links (added, not
 # replaced; ``supersedes`` is a link too).
@@ -48,6 +48,7 @@ OUTPUT_ONLY_FIELDS = frozenset(
         "branch",
         "anchor",
         "behind",
+        "drifted",
         "superseded_by",
         "possibly_superseded_by",
     }
@@ -183,6 +184,8 @@ def normalize_observation(record: Any, *, defaults: dict[str, Any] | None = None
             raise InvalidInput("field 'confidence' must be a number from 0 to 1")
         confidence = float(confidence)
     out["confidence"] = confidence
+    # invalidated (`cmem invalidate`): the reason it no longer holds; None while it is valid
+    out["invalidated"] = _optional_text(merged, "invalidated", MAX_SHORT) or None
 
     created = merged.get("created_at")
     out["created_at"] = parse_time(created) if created is not None and created != "" else None

@@ -407,3 +407,13 @@ CREATE INDEX observations_machine ON observations (machine);
 @MIGRATIONS
 def m013_authorship(conn: apsw.Connection) -> None:
     conn.execute(V13_AUTHORSHIP)
+
+
+# A memory someone said no longer holds (`cmem invalidate`): the reason, NULL while it is valid. It is kept,
+# not deleted: search, context and the briefing leave it out, `get` shows it marked, `cmem restore` clears it.
+V14_INVALIDATED = "ALTER TABLE observations ADD COLUMN invalidated TEXT;"
+
+
+@MIGRATIONS
+def m014_invalidated(conn: apsw.Connection) -> None:
+    conn.execute(V14_INVALIDATED)

@@ -213,6 +213,14 @@ ALTER TABLE cmem_summaries ADD COLUMN IF NOT EXISTS author text;
 ALTER TABLE cmem_prompts ADD COLUMN IF NOT EXISTS author text;
 """,
     ),
+    (
+        "m007_invalidated",
+        """
+-- A memory someone said no longer holds (`cmem invalidate`): the reason; NULL while it is valid. Kept, not
+-- deleted: every home leaves it out of search, context and the briefing until `cmem restore` clears it.
+ALTER TABLE cmem_observations ADD COLUMN IF NOT EXISTS invalidated text;
+""",
+    ),
 ]
 
 
@@ -359,18 +367,22 @@ def is_migrated(conn: Any) -> bool:
 
 
 def present(conn: Any, columns: tuple[str, ...] | list[str]) -> list[str]:
-    """``columns`` as this server has them: without ``author`` on a schema from before m006_authors that
-    this role may not migrate (a reader, or a writer before the tables' owner synced with this cmem), so
-    it pulls and pushes as before, without the person. Asked once per connection."""
-    has = getattr(conn, "_cmem_authors", None)
+    """``columns`` as this server has them: without ``author`` on a schema from before m006_authors, or
+    ``invalidated`` from before m007_invalidated, that this role may not migrate (a reader, or a writer
+    before the tables' owner synced with this cmem), so it pulls and pushes as before, without them. Asked
+    once per connection."""
+    has = getattr(conn, "_cmem_optional", None)
     if has is None:
-        row = conn.execute(
-            "SELECT EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema() "
-            "AND table_name = 'cmem_observations' AND column_name = 'author')"
-        ).fetchone()
-        has = bool(row and row[0])
-        conn._cmem_authors = has
-    return [c for c in columns if has or c != "author"]
+        rows = conn.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() "
+            "AND table_name = 'cmem_observations' AND column_name IN ('author', 'invalidated')"
+        ).fetchall()
+        has = {str(row[0]) for row in rows}
+        conn._cmem_optional = has
+    return [c for c in columns if c not in OPTIONAL_COLUMNS or c in has]
+
+
+OPTIONAL_COLUMNS = ("author", "invalidated")  # added by later migrations: a reader may meet a server without
 
 
 def readable(conn: Any) -> bool:
