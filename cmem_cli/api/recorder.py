@@ -110,9 +110,10 @@ class Recorder:
         store = self._memory.service.store
         store.tune(busy_timeout_ms=wait_ms, checkpoint_on_close=False)
         choose = prompt_recall if point == "prompt" else file_recall
-        with self.transaction():
-            found = choose(store, project, subject, settings, session=session, cwd=cwd)
-            mark_given(store, session, found)
+        found = choose(store, project, subject, settings, session=session, cwd=cwd)
+        if found.text or (point == "file" and found.picks):  # a file with no note is looked at again
+            with self.transaction():
+                mark_given(store, session, found)
         return found
 
     def recheck_file(self, path: str, *, project: str, session: str, cwd: str | None) -> list[int]:
