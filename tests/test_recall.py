@@ -48,8 +48,14 @@ def note(repo: Path, obs_type: str, title: str, narrative: str, *extra: str) -> 
 
 
 OTHER_NOTES = [
-    ("Invoices are numbered per year without gaps", "A counter row per year, incremented in the same transaction."),
-    ("Access tokens expire after fifteen minutes", "The exp claim is in seconds; refresh tokens rotate on use."),
+    (
+        "Invoices are numbered per year without gaps",
+        "A counter row per year, incremented in the same transaction.",
+    ),
+    (
+        "Access tokens expire after fifteen minutes",
+        "The exp claim is in seconds; refresh tokens rotate on use.",
+    ),
     ("The CI cache key includes the lock file's hash", "A changed lock file rebuilt every dependency."),
     ("Amounts are integer cents", "Floats never hold money; format_cents shows the decimal point."),
     ("The search page debounces input by 200 ms", "Typing fast sent a request per key before."),
@@ -62,13 +68,17 @@ def repo(home: Path, tmp_path: Path) -> Path:
     repo = tmp_path / "etl"
     subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], check=True)
     (repo / "etl").mkdir()
-    (repo / "etl" / "schedule.py").write_text("from zoneinfo import ZoneInfo\n\nLOCAL = ZoneInfo('Europe/Berlin')\n")
+    (repo / "etl" / "schedule.py").write_text(
+        "from zoneinfo import ZoneInfo\n\nLOCAL = ZoneInfo('Europe/Berlin')\n"
+    )
     (repo / "etl" / "loader.py").write_text("def read_rows(path):\n    return path.read_text('cp1252')\n")
     git = ["git", "-c", "user.name=Dev", "-c", "user.email=dev@example.com"]
     subprocess.run([*git, "add", "-A"], cwd=repo, check=True)
     subprocess.run([*git, "commit", "-qm", "init"], cwd=repo, check=True)
     for title, text in OTHER_NOTES:  # a store of one memory has no keyword statistics worth the name
-        run("add", "--type", "discovery", "-t", title, "--narrative", text, "--project", "elsewhere", cwd=repo)
+        run(
+            "add", "--type", "discovery", "-t", title, "--narrative", text, "--project", "elsewhere", cwd=repo
+        )
     hook(repo, "SessionStart", payload("SessionStart", OLD, repo, source="startup"))
     hook(repo, "UserPromptSubmit", payload("UserPromptSubmit", OLD, repo, prompt="The nightly job ran at 3 am after the clocks changed"))  # fmt: skip
     return repo
@@ -99,7 +109,9 @@ def test_a_prompt_gets_the_note_that_answers_it_once_a_session(repo: Path) -> No
 
 def test_nothing_is_injected_when_nothing_clears_the_bar(repo: Path) -> None:
     timezone_note(repo)
-    answer = hook(repo, "UserPromptSubmit", payload("UserPromptSubmit", NEW, repo, prompt="write a Dockerfile"))
+    answer = hook(
+        repo, "UserPromptSubmit", payload("UserPromptSubmit", NEW, repo, prompt="write a Dockerfile")
+    )
     assert answer is None
 
 
