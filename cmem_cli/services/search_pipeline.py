@@ -689,7 +689,8 @@ NOTES_HEAD = 100  # the rows whose sessions' notes are weighed against their aut
 def notes_first(store: Store, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """What the agent or a person wrote ranks above what the hooks recorded about the same session.
 
-    A session's automatic rows (its summary, its prompts, the hooks' tool records) restate the request in
+    A session's automatic rows (its summary, its prompts, the hooks' tool records but failures, which hold
+    the exact error) restate the request in
     the request's words, so they match a question about it better than the note the agent wrote with the
     answer (a decision, a bug's cause), which says what came of it. When a note and such rows of its
     session are both hits, the note takes the place (and the score) of the first of them that ranked above

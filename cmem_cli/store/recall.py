@@ -28,10 +28,11 @@ class RecallRows(Repository):
     """The rows prompt and file recall read, and which search hits were recorded by the hooks."""
 
     def captured(self, obs_ids: Iterable[int]) -> set[int]:
-        """Which of ``obs_ids`` the hooks recorded from a tool call (a session's automatic record)."""
+        """Which of ``obs_ids`` the hooks recorded from a tool call (a session's automatic record), failures
+        left out: an error holds the exact message, which no note restates."""
         found: set[int] = set()
         for batch, marks in batches(list(obs_ids)):
-            sql = f"SELECT id FROM observations WHERE id IN ({marks}) AND {_CAPTURED}"
+            sql = f"SELECT id FROM observations WHERE id IN ({marks}) AND {_CAPTURED} AND type <> 'error'"
             found.update(row[0] for row in self.db.rows(sql, tuple(batch)))
         return found
 
