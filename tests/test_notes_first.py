@@ -82,3 +82,16 @@ def test_the_agents_note_ranks_above_the_summary_that_restates_the_request(week:
 def test_the_note_leads_in_keyword_mode_too(week: Path) -> None:
     rows = json.loads(cmem("search", "raise the rate limit", "--mode", "keyword", "--json", cwd=week))
     assert rows[0]["title"].startswith("Each API key may send 20 requests"), [r["title"] for r in rows]
+
+
+def test_a_failed_commands_record_keeps_its_place_above_the_note(week: Path) -> None:
+    """A failure's record holds the exact error, which no note restates: searched by that message, it stays."""
+    failed = tool_payload(
+        SESSION, week, "Bash", {"command": "pytest -q"}, event="PostToolUseFailure",
+        error="Exit code 1\nE   TokenBucketOverflow: burst of 41 requests exceeds 40",
+    )  # fmt: skip
+    cmem("hook", "PostToolUseFailure", cwd=week, stdin=json.dumps(failed))
+    rows = json.loads(
+        cmem("search", "TokenBucketOverflow burst exceeds", "--mode", "keyword", "--json", cwd=week)
+    )
+    assert rows[0]["title"].startswith("Command failed: pytest -q"), [r["title"] for r in rows]

@@ -210,8 +210,9 @@ def _choose(
         )
         for p in picks
     ]
-    text = "\n".join([header, *lines.values()]) if lines else None
-    return Recall(point, subject, project, bar, picks, text)
+    return Recall(
+        point, subject, project, bar, picks, "\n".join([header, *lines.values()]) if lines else None
+    )
 
 
 def _with_changed(store: Store, found: Recall, session: str) -> Recall:
