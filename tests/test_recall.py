@@ -193,3 +193,24 @@ def test_gemini_gets_prompt_recall_on_before_agent(repo: Path) -> None:
     answer = hook(repo, "BeforeAgent", data, "--agent", "gemini")
     assert answer["hookSpecificOutput"]["hookEventName"] == "BeforeAgent"
     assert f"#{obs} " in answer["hookSpecificOutput"]["additionalContext"]
+
+
+def test_a_partial_read_gets_the_notes_about_the_part_it_read(repo: Path) -> None:
+    loader = repo / "etl" / "loader.py"
+    loader.write_text("".join(f"def step_{n}():\n    return {n}\n\n" for n in range(20)))
+    subprocess.run(
+        ["git", "-c", "user.name=D", "-c", "user.email=d@e", "commit", "-qam", "steps"], cwd=repo, check=True
+    )
+    top = note(repo, "decision", "Step zero must stay first", "The loader calls step_0 before any other.",
+               "--read", "etl/loader.py:1-2")  # fmt: skip
+    bottom = note(repo, "bugfix", "Step nineteen returned the wrong value", "It returned 18 until fixed.",
+                  "--read", "etl/loader.py:58-59")  # fmt: skip
+    part = tool_payload(
+        NEW, repo, "Read", {"file_path": str(loader), "offset": 50, "limit": 11}, {"type": "text"}
+    )
+    text = context(hook(repo, "PostToolUse", part))
+    assert f"#{bottom} " in text and f"#{top} " not in text
+    whole = tool_payload(NEW, repo, "Read", {"file_path": str(loader)}, {"type": "text"})
+    text = context(hook(repo, "PostToolUse", whole))
+    assert f"#{top} " in text and f"#{bottom} " not in text  # given already
+    assert hook(repo, "PostToolUse", {**whole, "tool_use_id": "toolu_again"}) is None

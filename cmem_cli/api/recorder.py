@@ -98,10 +98,11 @@ class Recorder:
         session: str,
         cwd: str | None,
         settings: RecallSettings,
+        lines: tuple[int, int] | None = None,
         wait_ms: int = 200,
     ) -> Recall:
         """What recall injects for a prompt (``point`` "prompt") or a file read or edit ("file", ``subject``
-        the file's path relative to ``cwd``), marked in the session's capture log in the same transaction,
+        the file's path relative to ``cwd``; ``lines``: the part read), marked in the session's capture log in the same transaction,
         so the session is never given a memory twice (:mod:`cmem_cli.services.recall`). A database locked
         longer than ``wait_ms`` raises :class:`DatabaseBusy`: nothing is injected rather than the agent kept
         waiting."""
@@ -109,8 +110,10 @@ class Recorder:
 
         store = self._memory.service.store
         store.tune(busy_timeout_ms=wait_ms, checkpoint_on_close=False)
-        choose = prompt_recall if point == "prompt" else file_recall
-        found = choose(store, project, subject, settings, session=session, cwd=cwd)
+        if point == "prompt":
+            found = prompt_recall(store, project, subject, settings, session=session, cwd=cwd)
+        else:
+            found = file_recall(store, project, subject, settings, session=session, cwd=cwd, lines=lines)
         if found.text or (point == "file" and found.picks):  # a file with no note is looked at again
             with self.transaction():
                 mark_given(store, session, found)

@@ -77,6 +77,7 @@ class Recall(NamedTuple):
     picks: list[Pick]
     text: str | None
     note: str | None = None  # why nothing was weighed (recall off, the file offered already)
+    lines: tuple[int, int] | None = None  # file recall: the part of the file that was read
 
     @property
     def injected(self) -> list[Pick]:
@@ -144,16 +145,29 @@ def file_recall(
     *,
     session: str | None = None,
     cwd: str | None = None,
+    lines: tuple[int, int] | None = None,
 ) -> Recall:
     """The current notes tied to ``path`` (repository-relative): decisions and bug causes first, those
-    citing the file before those of a session that changed it, newest first within each."""
+    citing the file before those of a session that changed it, newest first within each. ``lines``: the
+    part of the file that was read (first and last line); a note about another part of it (its anchor's
+    region, as recorded) waits for a read of that part. Only a whole read marks the file as offered."""
     if session is not None and store.capture_log.seen(session, FILE_GIVEN + path):
         return Recall("file", path, project, None, [], None, note="offered already in this session")
     rows = store.recall.notes_on_file(project, path, limit=FILE_CANDIDATES)
     rows.sort(key=lambda r: (not r["cites"], TYPE_ORDER.get(r["type"], 5), -r["created_at"], -r["id"]))
+    if lines is not None and rows:
+        anchors = store.anchors.for_ids([r["id"] for r in rows])
+        rows = [r for r in rows if _in_read(anchors.get(r["id"]), path, lines)]
     for row in rows:
         row["score"] = None
-    return _choose(store, "file", path, project, rows, settings, session=session, cwd=cwd)
+    found = _choose(store, "file", path, project, rows, settings, session=session, cwd=cwd)
+    return found._replace(lines=lines)
+
+
+def _in_read(anchor: Any, path: str, lines: tuple[int, int]) -> bool:
+    """Whether what a note is about in ``path`` lies in the lines read (a note without a region there does)."""
+    region = anchor.regions.get(path) if anchor is not None else None
+    return region is None or (region.start <= lines[1] and region.end >= lines[0])
 
 
 def _choose(
@@ -277,5 +291,5 @@ def mark_given(store: Store, session: str, recall: Recall) -> None:
     for pick in recall.picks:
         if pick.why == "changed":
             log.mark(session, TOLD + pick.uid)
-    if recall.point == "file":
+    if recall.point == "file" and recall.lines is None:
         log.mark(session, FILE_GIVEN + recall.subject)

@@ -45,7 +45,13 @@ def answer(
         return None
     try:
         recall = mem.recorder.recall(
-            point, subject, project=project, session=payload.session_id, cwd=payload.cwd, settings=settings
+            point,
+            subject,
+            project=project,
+            session=payload.session_id,
+            cwd=payload.cwd,
+            settings=settings,
+            lines=_lines_read(payload) if point == "file" else None,
         )
     except DatabaseBusy:
         return None
@@ -68,6 +74,18 @@ def _file_of(payload: HookPayload) -> str | None:
     from cmem_cli.capture.hooks.tools import relative_path
 
     return relative_path(value.strip(), payload.cwd)
+
+
+def _lines_read(payload: HookPayload) -> tuple[int, int] | None:
+    """The lines a Read took when it took part of the file (``offset`` counts from 1, ``limit`` lines)."""
+    if payload.tool_name != "Read":
+        return None
+    offset, limit = payload.tool_input.get("offset"), payload.tool_input.get("limit")
+    numbers = [v for v in (offset, limit) if isinstance(v, int) and not isinstance(v, bool)]
+    if len(numbers) != 2 - (offset is None) - (limit is None) or not numbers:
+        return None  # the whole file, or arguments this shape does not know
+    start = max(1, offset) if isinstance(offset, int) else 1
+    return (start, start + limit - 1) if isinstance(limit, int) and limit > 0 else (start, 10**9)
 
 
 def _short(session: str) -> str:
