@@ -214,3 +214,19 @@ def test_a_partial_read_gets_the_notes_about_the_part_it_read(repo: Path) -> Non
     text = context(hook(repo, "PostToolUse", whole))
     assert f"#{top} " in text and f"#{bottom} " not in text  # given already
     assert hook(repo, "PostToolUse", {**whole, "tool_use_id": "toolu_again"}) is None
+
+
+def test_recall_takes_the_lines_read(repo: Path) -> None:
+    obs = note(
+        repo,
+        "decision",
+        "The local zone is Europe/Berlin",
+        "Wall-clock times.",
+        "--read",
+        "etl/schedule.py:3-3",
+    )
+    assert f"#{obs} " in run("recall", "--file", "etl/schedule.py:1-3", cwd=repo)
+    assert f"#{obs} " not in run("recall", "--file", "etl/schedule.py:1-2", cwd=repo).split("\n\n")[0]
+    proc = subprocess.run([sys.executable, "-m", "cmem_cli", "recall", "--file", "etl/schedule.py:5-2"], cwd=repo,
+                          capture_output=True, text=True)  # fmt: skip
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "START-END" in proc.stderr

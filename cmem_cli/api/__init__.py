@@ -598,11 +598,13 @@ class Memory:
         session: str | None = None,
         agent: str | None = None,
         cwd: str | Path | None = None,
+        lines: tuple[int, int] | None = None,
     ) -> Recall:
         """What the hooks would inject for a prompt (``point`` "prompt", ``subject`` its text) or a file
         read or edit ("file", ``subject`` its path), and why: every memory weighed, its score, the bar.
         ``session``: leave out what that session was given already (nothing is marked here); ``agent``:
-        that agent's ``[recall]`` settings. Recall that is off for the agent and point weighs nothing."""
+        that agent's ``[recall]`` settings; ``lines``: the part of the file read (first, last). Recall
+        that is off for the agent and point weighs nothing."""
         from cmem_cli.core.recall_settings import POINTS, recall_settings
         from cmem_cli.services.recall import Recall, file_recall, prompt_recall
 
@@ -620,9 +622,8 @@ class Memory:
         store = self.reader.store
         if point == "prompt":
             return prompt_recall(store, project, subject, settings, session=session, cwd=where)
-        return file_recall(
-            store, project, _repo_relative(subject, where), settings, session=session, cwd=where
-        )
+        path = _repo_relative(subject, where)
+        return file_recall(store, project, path, settings, session=session, cwd=where, lines=lines)
 
     def stats(self) -> dict[str, Any]:
         """Counts of what is stored, by type and project, where it lives and its size: the JSON-ready dict

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Annotated
 
 import typer
@@ -19,7 +20,12 @@ def recall(
         typer.Option("--prompt", help="A prompt, as the agent's user would send it.", metavar="TEXT"),
     ] = None,
     file: Annotated[
-        str | None, typer.Option("--file", help="A file the agent reads or edits.", metavar="PATH")
+        str | None,
+        typer.Option(
+            "--file",
+            help="A file the agent reads or edits (PATH:START-END: the lines it read).",
+            metavar="PATH",
+        ),
     ] = None,
     session: Annotated[
         str | None,
@@ -39,8 +45,17 @@ def recall(
     if (prompt is None) == (file is None):
         raise UsageError("give --prompt TEXT or --file PATH")
     point, subject = ("prompt", prompt) if prompt is not None else ("file", file)
+    lines = None
+    if file is not None:
+        match = re.match(r"^(?P<path>.+):(?P<start>\d+)-(?P<end>\d+)$", file)
+        if match:
+            subject, lines = match["path"], (int(match["start"]), int(match["end"]))
+            if not 1 <= lines[0] <= lines[1]:
+                raise UsageError(f"--file {file}: START-END must be line numbers, START not after END")
     with open_api() as memory:
-        found = memory.recall(point, subject or "", project=project, session=session, agent=agent)
+        found = memory.recall(
+            point, subject or "", project=project, session=session, agent=agent, lines=lines
+        )
     if as_json:
         write(json.dumps(found.as_json(), ensure_ascii=False, indent=2) + "\n")
         return
