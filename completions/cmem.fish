@@ -135,7 +135,7 @@ complete -c cmem -n '__fish_seen_subcommand_from verify' -l json -d 'Output JSON
 complete -c cmem -n '__fish_seen_subcommand_from verify' -l format -s f -r -f -a 'table plain json ndjson csv ids md' -d 'Output format. Default: table on a terminal, plain (tab-separated) whe'
 complete -c cmem -n '__fish_seen_subcommand_from verify' -s h -l help -d 'Show help and exit.'
 complete -c cmem -n '__fish_seen_subcommand_from recall' -l prompt -r -f -d 'A prompt, as the agent\'s user would send it.'
-complete -c cmem -n '__fish_seen_subcommand_from recall' -l file -r -F -d 'A file the agent reads or edits.'
+complete -c cmem -n '__fish_seen_subcommand_from recall' -l file -r -F -d 'A file the agent reads or edits (PATH:START-END: the lines it read).'
 complete -c cmem -n '__fish_seen_subcommand_from recall' -l session -r -f -d 'Leave out what this session was given already.'
 complete -c cmem -n '__fish_seen_subcommand_from recall' -l agent -r -f -d 'Use this agent\'s [recall] settings.'
 complete -c cmem -n '__fish_seen_subcommand_from recall' -l project -s p -r -f -d 'Project name.'
