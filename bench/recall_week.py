@@ -188,8 +188,9 @@ def week(root: Path, split: str, bar: float | None) -> dict[str, Any]:
 
 
 # -- latency ------------------------------------------------------------------------------------------------
-def latency(root: Path, memories: int, runs: int) -> dict[str, Any]:
-    """UserPromptSubmit with prompt recall against the same hook with it off, paired, at ``memories``."""
+def seed(root: Path, memories: int) -> tuple[dict[str, str], Path]:
+    """A home under ``root`` holding ``memories`` notes of project ``shop`` (40 a session); its environment
+    and the repository's folder."""
     env = environment(root, "none", background=False)
     repo = root / "work" / "shop"
     (repo / ".git").mkdir(parents=True)
@@ -217,6 +218,12 @@ def latency(root: Path, memories: int, runs: int) -> dict[str, Any]:
     for start in range(0, len(lines), 2000):
         subprocess.run([*command(), "add", "--json", "-"], input="\n".join(lines[start : start + 2000]), text=True,
                        env=env, cwd=repo, check=True, capture_output=True, timeout=600)  # fmt: skip
+    return env, repo
+
+
+def latency(root: Path, memories: int, runs: int) -> dict[str, Any]:
+    """UserPromptSubmit with prompt recall against the same hook with it off, paired, at ``memories``."""
+    env, repo = seed(root, memories)
     off = root / "off.toml"
     off.write_text("[recall]\nprompt = false\n", encoding="utf-8")
     prompts = ["why does the invoice cache keep stale totals", "retry the queue when the schema changes",

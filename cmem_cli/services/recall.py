@@ -119,7 +119,8 @@ def prompt_recall(
     from cmem_cli.store.filters import Filters
 
     filters = Filters(project=project, folded=store.projects.older_names(project))
-    hits = store.search.observations(prompt, filters, limit=CANDIDATES)
+    words = store.recall.telling_words(prompt)
+    hits = store.search.observations(words, filters, limit=CANDIDATES) if words else []
     notes = {h["id"]: h for h in hits if not h.get("tools_used")}
     # The session a note was written in is found by its request: the prompt and the summary restate it.
     asked: dict[str, float] = {}

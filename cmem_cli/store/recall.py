@@ -13,6 +13,7 @@ from typing import Any
 from cmem_cli.core.batches import batches
 from cmem_cli.store.projects import FOLDED_SQL
 from cmem_cli.store.rows import Repository, decoded
+from cmem_cli.store.schema import FTS_TOKENIZER
 
 # An observation the hooks made from a tool call carries the tool's name; a note written with `cmem add`,
 # the API or MCP names none (its author may pass --tool, rarely).
@@ -35,6 +36,19 @@ class RecallRows(Repository):
             sql = f"SELECT id FROM observations WHERE id IN ({marks}) AND {_CAPTURED} AND type <> 'error'"
             found.update(row[0] for row in self.db.rows(sql, tuple(batch)))
         return found
+
+    def telling_words(self, text: str) -> str:
+        """``text``'s search words less those more than half the observations hold: BM25 gives such a word
+        no weight (its IDF is FTS5's floor), yet matching it ranks every row that holds it (all of them,
+        for a word every memory of a store says). The scores of what is left are the same."""
+        from cmem_cli.core import bm25
+        from cmem_cli.core.fts import query_tokens
+
+        tokens = query_tokens(text)
+        terms = bm25.query_terms(self.db.conn, "observations_fts", FTS_TOKENIZER, tokens)
+        half = terms.rows / 2
+        kept = [t for t in tokens if t not in terms.terms or terms.counts.get(terms.terms[t], 0) <= half]
+        return " ".join(kept)
 
     def notes_on_file(self, project: str, path: str, *, limit: int) -> list[dict[str, Any]]:
         """Notes (not hook records) of ``project`` that are current (no memory replaced them) and are tied
