@@ -21,7 +21,9 @@ from cmem_cli.core.text import escape_control, estimate_tokens
 from cmem_cli.core.timeutil import to_date, to_iso
 from cmem_cli.store.repository import Store
 
-CANDIDATES = 12  # keyword hits weighed for a prompt
+CANDIDATES = 12  # notes weighed for a prompt
+HITS = 40  # keyword hits read for them (the hooks' records among them are left out)
+SESSIONS = 4  # sessions whose request matched best, whose notes are weighed too
 # A note's evidence for a prompt: its own keyword strength times NOTE_WEIGHT (a note's strength is scaled by
 # its heaviest column's weight, so it reads about five times lower than a prompt's or a summary's) plus the
 # strength of its session's request (the best of the session's prompts and summary). Tuned on the tune half
@@ -120,7 +122,7 @@ def prompt_recall(
 
     filters = Filters(project=project, folded=store.projects.older_names(project))
     words = store.recall.telling_words(prompt)
-    hits = store.search.observations(words, filters, limit=CANDIDATES) if words else []
+    hits = store.search.observations(words, filters, limit=HITS) if words else []  # tool records are left out
     notes = {h["id"]: h for h in hits if not h.get("tools_used")}
     # The session a note was written in is found by its request: the prompt and the summary restate it.
     asked: dict[str, float] = {}
@@ -128,7 +130,8 @@ def prompt_recall(
                 *store.search.prompts(prompt, filters, limit=CANDIDATES)]:  # fmt: skip
         if row.get("session") and row["session"] != session:  # this session's own prompt is no evidence
             asked[row["session"]] = max(asked.get(row["session"], 0.0), row["strength"])
-    for row in store.recall.notes_of_sessions(asked, limit=CANDIDATES):
+    best = sorted(asked, key=lambda s: -asked[s])[:SESSIONS]
+    for row in store.recall.notes_of_sessions(best, limit=CANDIDATES):
         notes.setdefault(row["id"], {**row, "strength": 0.0})
     notes = {k: r for k, r in notes.items() if session is None or r.get("session") != session}
     for row in notes.values():  # what the session wrote itself is in the agent's context already
