@@ -448,6 +448,9 @@ def search(
         rows = with_replies(
             source, rows, filters, head=min(window or REPLY_HEAD, REPLY_HEAD), explain=explain
         )
+        if isinstance(source, HomeSource):  # which rows the hooks recorded is this home's store's to say
+            rows = notes_first(store, rows)
+            _placed(rows, "notes", trace, explain)
     else:
         rows.sort(key=lambda r: r["created_at"] or "", reverse=order == "newest")
     _placed(rows, "replies" if order == "relevance" else order, trace, explain)
@@ -685,6 +688,49 @@ def phrase_first(store: Store, rows: list[dict[str, Any]], query: str) -> list[d
 
 def _stated(text: ObservationText) -> list[str]:
     return [text.title, text.subtitle, text.narrative, *text.facts]
+
+
+NOTES_HEAD = 100  # the rows whose sessions' notes are weighed against their automatic records
+
+
+def notes_first(store: Store, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """What the agent or a person wrote ranks above what the hooks recorded about the same session.
+
+    A session's automatic rows (its summary, its prompts, the hooks' tool records but failures, which hold
+    the exact error) restate the request in
+    the request's words, so they match a question about it better than the note the agent wrote with the
+    answer (a decision, a bug's cause), which says what came of it. When a note and such rows of its
+    session are both hits, the note takes the place (and the score) of the first of them that ranked above
+    it; the others keep their order, one place down. Rows of other sessions keep their places. Only the first
+    :data:`NOTES_HEAD` rows are weighed."""
+    head = rows[:NOTES_HEAD]
+    observed = [r["id"] for r in head if r["kind"] == "observation" and r.get("session")]
+    captured = store.recall.captured(observed) if observed else set()
+    automatic = {
+        id(r)
+        for r in head
+        if r.get("session")
+        and (r["kind"] in ("summary", "prompt") or r["kind"] == "observation" and r["id"] in captured)
+    }
+    if not automatic:
+        return rows
+    out = list(head)
+    for row in head:
+        if row["kind"] != "observation" or id(row) in automatic or not row.get("session"):
+            continue
+        at = next(i for i, r in enumerate(out) if r is row)
+        above = next(
+            (
+                i
+                for i, other in enumerate(out[:at])
+                if id(other) in automatic and other.get("session") == row["session"]
+            ),
+            None,
+        )
+        if above is not None:  # standing in for its session, it shows the evidence of the row it passed
+            score = max(row.get("score") or 0.0, out[above].get("score") or 0.0)
+            out.insert(above, {**out.pop(at), "score": score})
+    return out + rows[NOTES_HEAD:]
 
 
 REPLY_HEAD = 100  # the rows whose questions bring their replies along
