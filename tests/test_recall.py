@@ -230,3 +230,12 @@ def test_recall_takes_the_lines_read(repo: Path) -> None:
     proc = subprocess.run([sys.executable, "-m", "cmem_cli", "recall", "--file", "etl/schedule.py:5-2"], cwd=repo,
                           capture_output=True, text=True)  # fmt: skip
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "START-END" in proc.stderr
+
+
+def test_codex_gets_prompt_recall_on_user_prompt_submit(repo: Path) -> None:
+    obs = timezone_note(repo)
+    data = payload(
+        "UserPromptSubmit", NEW, repo, prompt="the nightly job ran an hour late after the clocks changed"
+    )
+    answer = hook(repo, "UserPromptSubmit", {**data, "turn_id": "t1", "model": "gpt-5"}, "--agent", "codex")
+    assert f"#{obs} " in context(answer)

@@ -119,13 +119,17 @@ class Recorder:
                 mark_given(store, session, found)
         return found
 
-    def recheck_file(self, path: str, *, project: str, session: str, cwd: str | None) -> list[int]:
+    def recheck_file(
+        self, path: str, *, project: str, session: str, cwd: str | None, wait_ms: int = 200
+    ) -> list[int]:
         """A file the session watches changed: check the notes citing it at once and queue those it left
         stale for the session's next prompt (:func:`cmem_cli.services.recall.recheck`); their ids."""
         from cmem_cli.services.recall import recheck
 
+        store = self._memory.service.store
+        store.tune(busy_timeout_ms=wait_ms, checkpoint_on_close=False)  # busy: the change is not told
         with self.transaction():
-            return recheck(self._memory.service.store, project, path, session, cwd=cwd)
+            return recheck(store, project, path, session, cwd=cwd)
 
     def watch_paths(self, project: str, top: str) -> list[str]:
         """The files worth watching for a session in ``top``: those the project's newest notes cite."""

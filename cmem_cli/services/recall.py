@@ -185,9 +185,11 @@ def _choose(
     session: str | None,
     cwd: str | None,
 ) -> Recall:
+    bar = settings.bar if point == "prompt" else None
+    if not rows:  # the common case of a file read: nothing to weigh, nothing more to load
+        return Recall(point, subject, project, bar, [], None)
     from cmem_cli.services import supersession
 
-    bar = settings.bar if point == "prompt" else None
     supersession.annotate(store, rows)
     header = HEADER[point].format(path=subject)
     used = estimate_tokens(header)
