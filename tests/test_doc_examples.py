@@ -123,7 +123,9 @@ def test_documented_block_runs_as_pasted(user_home, lang, body):
         cron_env.update({k: env[k] for k in ("PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX") if k in env})
         for line in lines:
             command = line.split(None, 5)[5]
-            done = subprocess.run(["sh", "-c", command], cwd=home, env=cron_env, capture_output=True, text=True)
+            done = subprocess.run(
+                ["sh", "-c", command], cwd=home, env=cron_env, capture_output=True, text=True
+            )
             assert (done.returncode, done.stdout, done.stderr) == (0, "", ""), command
         return
     out, err = home / "block.out", home / "block.err"

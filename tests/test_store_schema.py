@@ -165,7 +165,10 @@ def test_the_index_and_the_capture_tables_use_the_same_mechanism(tmp_path):
     from cmem_index.store import IndexStore
 
     index = IndexStore.open(tmp_path / "index.db")
-    assert index.rows(f"SELECT scope, name FROM {TABLE}") == [("index", "m001_initial"), ("index", "m002_machine")]
+    assert index.rows(f"SELECT scope, name FROM {TABLE}") == [
+        ("index", "m001_initial"),
+        ("index", "m002_machine"),
+    ]
     index.close()
     store = Store.open(tmp_path / "cmem.db")
     assert store.capture_log.count_prefix("s", "prompt:") == 0  # creates capture's tables
