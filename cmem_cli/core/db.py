@@ -112,13 +112,40 @@ def immediate_transaction(conn: apsw.Connection) -> Iterator[None]:
             raise
         conn.execute("RELEASE nested")
         return
+    log = os.environ.get("CMEM_LOCK_LOG")
     conn.execute("BEGIN IMMEDIATE")
+    started = time.monotonic() if log else 0.0
     try:
         yield
     except BaseException:
         conn.execute("ROLLBACK")
+        if log:
+            _log_hold(conn, log, started, "rolled back")
         raise
     conn.execute("COMMIT")
+    if log:
+        _log_hold(conn, log, started, "committed")
+
+
+def _log_hold(conn: apsw.Connection, log: str, started: float, how: str) -> None:
+    """Note how long a write transaction held the store's write lock (``CMEM_LOCK_LOG``: a file, for the
+    load benchmark and for finding who holds the lock for long): the hold in ms, the process's command, and
+    the cmem functions it ran in, for every hold of at least ``CMEM_LOCK_LOG_MS`` (default 50) ms."""
+    held = (time.monotonic() - started) * 1000
+    if held < env_int("CMEM_LOCK_LOG_MS", 50, 0, 86_400_000):
+        return
+    import sys
+    import traceback
+
+    frames = [
+        f"{Path(f.filename).stem}.{f.name}"
+        for f in traceback.extract_stack()[:-3]
+        if "cmem_" in f.filename and "contextlib" not in f.filename
+    ]
+    fields = (f"{held:.0f}", Path(conn.filename).name, how, str(os.getpid()), " ".join(sys.argv[1:3]))
+    line = "\t".join((*fields, " > ".join(frames[-6:]))) + "\n"
+    with contextlib.suppress(OSError), open(log, "a", encoding="utf-8") as fh:
+        fh.write(line)
 
 
 class Database:
