@@ -52,3 +52,35 @@ def test_eight_processes_adding_fifty_each_lose_nothing(home, tmp_path):
         ]
         == 400
     )
+
+
+@pytest.mark.slow
+def test_a_cli_write_waits_for_a_long_held_write_lock_instead_of_failing(home, sh, tmp_path):
+    """Another process holds the store's write lock for 17 s (past the old 15 s busy timeout): `cmem add`
+    started meanwhile waits for it and succeeds (exit 0, not "database is locked", exit 5)."""
+    assert sh("add", "first note", "--project", "load").exit_code == 0  # the store exists
+    holder = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(f"""
+            import sys, time, apsw
+            conn = apsw.Connection({str(home / "cmem.db")!r})
+            conn.execute("BEGIN IMMEDIATE")
+            print("held", flush=True)
+            time.sleep(17)
+            conn.execute("COMMIT")
+        """)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+    env = {k: v for k, v in os.environ.items() if k != "CMEM_BUSY_TIMEOUT_MS"}
+    added = subprocess.run(
+        [sys.executable, "-m", "cmem_cli", "add", "waited note", "--project", "load"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    holder.wait(timeout=60)
+    assert (added.returncode, added.stderr) == (0, "")
+    assert [r["title"] for r in sh("search", "waited", "--json").json()] == ["waited note"]
+

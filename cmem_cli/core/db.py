@@ -20,11 +20,14 @@ from cmem_cli.core.config import env_int
 from cmem_cli.core.errors import CmemError, DatabaseBusy, DatabaseCorrupt, InvalidInput, StorageError
 from cmem_cli.core.migrations import Migrations
 
-BUSY_TIMEOUT_MS = 15_000  # overridable with CMEM_BUSY_TIMEOUT_MS
+# A write made from the command line waits for the lock rather than fail: every write transaction is kept
+# short (bulk work commits in batches), so a minute is a machine far past busy, not a queue of writers.
+# Hooks wait less and spool their event instead (``[hooks] busy_timeout_ms``).
+BUSY_TIMEOUT_MS = 60_000  # overridable with CMEM_BUSY_TIMEOUT_MS
 
 
 def busy_timeout_ms() -> int:
-    """How long a statement waits for another process's lock (``CMEM_BUSY_TIMEOUT_MS``, default 15 s)."""
+    """How long a statement waits for another process's lock (``CMEM_BUSY_TIMEOUT_MS``, default 60 s)."""
     return env_int("CMEM_BUSY_TIMEOUT_MS", BUSY_TIMEOUT_MS, 0, 86_400_000)
 
 
