@@ -23,6 +23,7 @@ from cmem_cli.core.text import estimate_tokens, is_valid_text
 from cmem_cli.core.timeutil import MAX_MS, now_ms
 from cmem_cli.store.records import EDITABLE_FIELDS, normalize_observation
 from cmem_cli.store.repository import Store
+from cmem_cli.store.rows import EDITOR
 from cmem_export import atomic, digest, layout, markdown
 from cmem_export.journal import JOURNAL_DIR, Journal
 
@@ -499,7 +500,7 @@ class WriteService:
             merged.update(changes)
             prepared = normalize_observation(self._scrub_record(merged))
             self.check_key(prepared, obs_id)
-            row = self.store.observations.update(obs_id, prepared)
+            row = self.store.observations.update(obs_id, prepared, edited=self.store.writer())
             for link in prepared.get("links") or []:
                 self._add_link(obs_id, self._resolve_link_target(link), link["type"])
             if cwd is not None:
@@ -521,6 +522,8 @@ class WriteService:
                     raise NotFound(f"no {link_type} link from {from_id} to {to_id}")
             else:
                 self._add_link(from_id, to_id, link_type)
+            self.store.observations.mark_edited(from_id)  # a link is an edit of the memory it leaves
+            row = {**row, **dict(zip(EDITOR, self.store.writer(), strict=True))}
             return self.export_observation(row, files)
 
     def _add_link(self, from_id: int, to_id: int, link_type: str) -> None:

@@ -407,3 +407,16 @@ CREATE INDEX observations_machine ON observations (machine);
 @MIGRATIONS
 def m013_authorship(conn: apsw.Connection) -> None:
     conn.execute(V13_AUTHORSHIP)
+
+
+# Who changed a memory last, apart from who wrote it: the machine and the person of the latest edit or link
+# (a teammate marking a memory superseded), NULL while nobody but its writer changed it.
+V14_LAST_EDITOR = """
+ALTER TABLE observations ADD COLUMN edited_on TEXT;
+ALTER TABLE observations ADD COLUMN edited_by TEXT;
+"""
+
+
+@MIGRATIONS
+def m014_last_editor(conn: apsw.Connection) -> None:
+    conn.execute(V14_LAST_EDITOR)

@@ -166,8 +166,9 @@ def skip(
 def _machine(row: dict[str, Any]) -> None:
     """Whose it is: the machine and, where known, the person (a text, or none)."""
     _text(row.get("machine"), "machine", MAX_SHORT)
-    if row.get("author") is not None:
-        _text(row["author"], "author", MAX_SHORT)
+    for name in ("author", "edited_on", "edited_by"):  # the person, and who changed it last, where known
+        if row.get(name) is not None:
+            _text(row[name], name, MAX_SHORT)
 
 
 def _time(value: Any, name: str) -> None:

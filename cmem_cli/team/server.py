@@ -213,6 +213,15 @@ ALTER TABLE cmem_summaries ADD COLUMN IF NOT EXISTS author text;
 ALTER TABLE cmem_prompts ADD COLUMN IF NOT EXISTS author text;
 """,
     ),
+    (
+        "m007_last_editor",
+        """
+-- Who changed a memory last (the machine, the person), apart from who wrote it (machine, author): a
+-- teammate's edit or link no longer looks like the teammate's memory on the homes that pull it.
+ALTER TABLE cmem_observations ADD COLUMN IF NOT EXISTS edited_on text;
+ALTER TABLE cmem_observations ADD COLUMN IF NOT EXISTS edited_by text;
+""",
+    ),
 ]
 
 
@@ -362,15 +371,15 @@ def present(conn: Any, columns: tuple[str, ...] | list[str]) -> list[str]:
     """``columns`` as this server has them: without ``author`` on a schema from before m006_authors that
     this role may not migrate (a reader, or a writer before the tables' owner synced with this cmem), so
     it pulls and pushes as before, without the person. Asked once per connection."""
-    has = getattr(conn, "_cmem_authors", None)
+    has = getattr(conn, "_cmem_columns", None)
     if has is None:
-        row = conn.execute(
-            "SELECT EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema() "
-            "AND table_name = 'cmem_observations' AND column_name = 'author')"
-        ).fetchone()
-        has = bool(row and row[0])
-        conn._cmem_authors = has
-    return [c for c in columns if has or c != "author"]
+        rows = conn.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() "
+            "AND table_name = 'cmem_observations' AND column_name IN ('author', 'edited_on', 'edited_by')"
+        ).fetchall()
+        has = {r[0] for r in rows}
+        conn._cmem_columns = has
+    return [c for c in columns if c not in ("author", "edited_on", "edited_by") or c in has]
 
 
 def readable(conn: Any) -> bool:
