@@ -18,7 +18,7 @@ OBS_FIELDS = (
     "type", "title", "subtitle", "narrative", *LIST_FIELDS, "project", "session", "agent", "prompt_number",
     "key", "confidence", "created_at",
 )  # fmt: skip
-OBS_COLUMNS = ("uid", *OBS_FIELDS, "updated_at", "machine", "author", *EDITOR_FIELDS, "anchor")
+OBS_COLUMNS = ("uid", *OBS_FIELDS, "updated_at", "machine", "author", *EDITOR_FIELDS, "anchor", "path")
 SUMMARY_COLUMNS = (
     "uid",
     "session",
@@ -48,6 +48,7 @@ def observation_out(
         edited_on=row.get("edited_on"),
         edited_by=row.get("edited_by"),
         anchor=anchor,
+        path=row.get("path"),  # the file name this home gave it: a home that pulls it names it so
     )
     out["links"] = sorted({(link["type"], link["uid"]) for link in links})
     return out

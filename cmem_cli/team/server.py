@@ -222,6 +222,14 @@ ALTER TABLE cmem_observations ADD COLUMN IF NOT EXISTS edited_on text;
 ALTER TABLE cmem_observations ADD COLUMN IF NOT EXISTS edited_by text;
 """,
     ),
+    (
+        "m008_paths",
+        """
+-- The file name a memory's writer gave it (relative to the export tree): a home that pulls the memory
+-- names its file the same, whenever it pulls it (a name made from the title would follow later edits).
+ALTER TABLE cmem_observations ADD COLUMN IF NOT EXISTS path text;
+""",
+    ),
 ]
 
 
@@ -375,11 +383,11 @@ def present(conn: Any, columns: tuple[str, ...] | list[str]) -> list[str]:
     if has is None:
         rows = conn.execute(
             "SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() "
-            "AND table_name = 'cmem_observations' AND column_name IN ('author', 'edited_on', 'edited_by')"
+            "AND table_name = 'cmem_observations' AND column_name IN ('author', 'edited_on', 'edited_by', 'path')"
         ).fetchall()
         has = {r[0] for r in rows}
         conn._cmem_columns = has
-    return [c for c in columns if c not in ("author", "edited_on", "edited_by") or c in has]
+    return [c for c in columns if c not in ("author", "edited_on", "edited_by", "path") or c in has]
 
 
 def readable(conn: Any) -> bool:
