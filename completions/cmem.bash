@@ -12,11 +12,13 @@ _cmem() {
     done
     local words="" valued="" paths=""
     case "$path" in
-        "") words="add edit link forget search timeline get stats projects view verify export doctor index status watch hook context install mcp completion man session prompt summary sync collection models import --home --version -V -h --help"; valued="--home"; paths="--home" ;;
+        "") words="add edit link forget invalidate restore search timeline get stats projects view verify recall export doctor index status watch hook context install mcp completion man session prompt summary sync collection models import --home --version -V -h --help"; valued="--home"; paths="--home" ;;
         "add") words="--title -t --type --subtitle --narrative --fact --concept --read --modified --lines --tool --project -p --session --agent --key --confidence --link --supersedes --json -h --help"; valued="--title -t --type --subtitle --narrative --fact --concept --read --modified --lines --tool --project -p --session --agent --key --confidence --link --supersedes --json"; paths="--read --modified --json" ;;
         "edit") words="--title -t --type --subtitle --narrative --fact --add-fact --concept --read --modified --project -p --key --confidence --link -h --help"; valued="--title -t --type --subtitle --narrative --fact --add-fact --concept --read --modified --project -p --key --confidence --link"; paths="--read --modified" ;;
         "link") words="--remove -h --help"; valued=""; paths="" ;;
         "forget") words="--yes -y -h --help"; valued=""; paths="" ;;
+        "invalidate") words="--reason -h --help"; valued="--reason"; paths="" ;;
+        "restore") words="-h --help"; valued=""; paths="" ;;
         "search") words="--project -p --all-projects --type --concept --file --agent --session --since --until --limit -n --offset --order --mode --rerank --no-rerank --min-score --collection -c --explain --all --branch --machine --team --json --envelope --format -f -h --help"; valued="--project -p --type --concept --file --agent --session --since --until --limit -n --offset --order --mode --min-score --collection -c --branch --machine --format -f"; paths="--file" ;;
         "timeline") words="--query -q --before -b --after -a --project -p --all-projects --machine --json --format -f -h --help"; valued="--query -q --before -b --after -a --project -p --machine --format -f"; paths="" ;;
         "get") words="--links --path --json --format -f -h --help"; valued="--format -f"; paths="" ;;
@@ -24,6 +26,7 @@ _cmem() {
         "projects") words="--json --format -f -h --help"; valued="--format -f"; paths="" ;;
         "view") words="--project -p --all-projects --type --concept --file --agent --machine --session --since --until --limit -n --output -o --open --no-open --json -h --help"; valued="--project -p --type --concept --file --agent --machine --session --since --until --limit -n --output -o"; paths="--file --output -o" ;;
         "verify") words="--stale --project -p --json --format -f -h --help"; valued="--project -p --format -f"; paths="" ;;
+        "recall") words="--prompt --file --session --agent --project -p --json -h --help"; valued="--prompt --file --session --agent --project -p"; paths="--file" ;;
         "export") words="--rebuild --json -h --help"; valued=""; paths="" ;;
         "doctor") words="--fix --json -h --help"; valued=""; paths="" ;;
         "index") words="--full --json -h --help"; valued=""; paths="" ;;

@@ -124,9 +124,10 @@ def _create_temp(target: str, mode: int) -> tuple[int, str]:
 
 
 def stat_key(path: Path | str) -> tuple[int, int] | None:
-    """(size, mtime_ns): what must stay equal for a file to count as untouched without reading it."""
+    """(size, mtime_ns): what must stay equal for a file to count as untouched without reading it (of the
+    path itself: a symbolic link put there never passes for the file cmem wrote)."""
     try:
-        st = os.stat(path)
+        st = os.lstat(path)
     except OSError:
         return None
     return (st.st_size, st.st_mtime_ns)

@@ -33,7 +33,7 @@ OBSERVATION_KEYS = (
     "uid", "type", "title", "subtitle", "project", "session", "agent", "machine", "author", "edited_on",
     "edited_by", "key", "concepts",
     "facts", "files_read", "files_modified", "tools_used", "prompt_number", "confidence", "created_at",
-    "updated_at",
+    "updated_at", "invalidated",
 )  # fmt: skip
 # Who wrote it (the machine, the person): stated when known, so that other homes learn it from the file.
 AUTHORSHIP_KEYS = ("machine", "author")

@@ -29,18 +29,24 @@ os.environ["CMEM_INDEX_BACKGROUND"] = "off"
 
 def pytest_configure(config: pytest.Config) -> None:
     """Where the environment forbids writing bytecode (PYTHONDONTWRITEBYTECODE), every ``python -m cmem_cli``
-    a test starts would compile cmem from source again (about half its start-up): the processes of this run
-    keep their bytecode in one folder of their own instead (PYTHONPYCACHEPREFIX), deleted at the end, so
-    the sources stay as clean as the setting asks. Set once, by the first process (xdist's workers inherit
-    the environment)."""
+    a test starts would compile cmem from source again (about half its start-up): the processes of the test
+    runs keep their bytecode in one folder outside the sources instead (PYTHONPYCACHEPREFIX), so the sources
+    stay as clean as the setting asks. The folder outlives the run (a cache under ``$XDG_CACHE_HOME``), so
+    the next run neither compiles nor collects from scratch; Python checks each file's source stamp, so a
+    changed module is compiled again. Set once, by the first process (xdist's workers inherit the
+    environment)."""
     if hasattr(config, "workerinput") or not os.environ.get("PYTHONDONTWRITEBYTECODE"):
         return
     if os.environ.get("PYTHONPYCACHEPREFIX"):
         return
-    prefix = tempfile.mkdtemp(prefix="cmem-test-bytecode-")
-    os.environ["PYTHONPYCACHEPREFIX"] = prefix
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "cmem-tests" / "bytecode"
+    try:
+        cache.mkdir(parents=True, exist_ok=True, mode=0o700)
+    except OSError:  # a read-only home: a folder for this run alone
+        cache = Path(tempfile.mkdtemp(prefix="cmem-test-bytecode-"))
+        config.add_cleanup(lambda: shutil.rmtree(cache, ignore_errors=True))
+    os.environ["PYTHONPYCACHEPREFIX"] = str(cache)
     del os.environ["PYTHONDONTWRITEBYTECODE"]
-    config.add_cleanup(lambda: shutil.rmtree(prefix, ignore_errors=True))
 
 
 # Tests that share one resource, by file: each group runs on one worker, one test after another. (Not the

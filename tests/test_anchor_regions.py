@@ -330,3 +330,50 @@ def test_verify_keeps_the_region_lines_still_in_the_file(sh, code):
     edit(auth, "    return user.active\n", "    return user.enabled\n")  # the last kept lines go
     edit(auth, "def login(user, password):\n", "def login(user, password, otp):\n")
     assert only(search_rows(sh, "digests"), obs)["stale"] == ["src/auth.py"]
+
+
+TIMEOUT = """\
+def request_timeout():
+    return 30  # seconds
+"""
+
+
+def test_a_two_line_region_with_one_changed_line_is_drifted_on_every_read_path(sh, code):
+    timeout = code / "src" / "timeout.py"
+    timeout.write_text(TIMEOUT)
+    git(code, "add", ".")
+    git(code, "commit", "-qm", "timeout")
+    obs = add(sh, "Request timeout is in seconds", "--read", "src/timeout.py:1-2")
+    row = only(search_rows(sh, "timeout"), obs)
+    assert (row["stale"], row["drifted"]) == ([], [])
+
+    edit(timeout, "    return 30  # seconds\n", "    return 30_000  # milliseconds\n")
+    row = only(search_rows(sh, "timeout"), obs)
+    assert (row["stale"], row["drifted"], row["behind"]) == ([], ["src/timeout.py"], [])
+    assert sh("search", "timeout").stdout.split("\t")[3].startswith("[drifted] ")
+    got = record(sh, obs)
+    assert (got["stale"], got["drifted"]) == ([], ["src/timeout.py"])
+    assert file_state(sh, obs, "src/timeout.py")["status"] == "drifted"
+    markdown = sh("get", str(obs)).stdout
+    assert markdown.startswith("<!-- drifted: ") and "src/timeout.py" in markdown.splitlines()[0]
+    [item] = [i for i in sh("timeline", str(obs), "--json").json()["items"] if i["id"] == obs]
+    assert item["drifted"] == ["src/timeout.py"]
+
+    assert sh("verify", str(obs)).exit_code == 0  # checked: it holds as the file is now
+    assert only(search_rows(sh, "timeout"), obs)["drifted"] == []
+    edit(timeout, "def request_timeout():\n", "def request_timeout_ms():\n")  # its function is gone
+    row = only(search_rows(sh, "timeout"), obs)
+    assert (row["stale"], row["drifted"]) == (["src/timeout.py"], [])
+
+
+def test_python_api_rows_carry_drifted(code):
+    from cmem_cli.api import Memory
+
+    timeout = code / "src" / "timeout.py"
+    timeout.write_text(TIMEOUT)
+    with Memory() as memory:
+        obs = memory.add("Request timeout is in seconds", files_read=["src/timeout.py:1-2"], cwd=code)
+        assert (obs.stale, obs.drifted) == ([], [])
+        timeout.write_text(TIMEOUT.replace("30  # seconds", "30_000  # milliseconds"))
+        [got] = memory.get(obs.id)
+        assert got.drifted == ["src/timeout.py"]

@@ -376,6 +376,54 @@ def test_the_briefing_marks_memories_of_a_branch_head_has_not_merged(sh, repo):
     assert "not merged" not in sh("context").stdout
 
 
+def test_a_branch_memory_before_its_first_commit_is_marked_and_weighed_on_main_until_merged(sh, repo):
+    """The branch is named at capture: a decision recorded on a new branch, before it has a commit of its
+    own, is that branch's work, not main's (its commit is main's too)."""
+    on_main = add(sh, "--type", "decision", "Notes on login tokens, and on other things entirely")
+    git(repo, "checkout", "-q", "-b", "oauth")
+    there = add(sh, "--type", "decision", "Login tokens come from the OAuth provider: login tokens")
+    assert [r["id"] for r in search_rows(sh, "login tokens")] == [there, on_main]  # its own branch
+
+    git(repo, "checkout", "-q", "main")
+    rows = search_rows(sh, "login tokens")
+    assert [(r["id"], r["branch"]) for r in rows] == [(on_main, "main"), (there, "oauth")]
+    briefing = {r["id"]: r for r in sh("context", "--json").json()["observations"]}
+    assert (briefing[there]["branch"], briefing[there]["unmerged"]) == ("oauth", True)
+    assert briefing[on_main]["unmerged"] is False
+    assert f"#{there} " in sh("context").stdout and "[branch oauth, not merged]" in sh("context").stdout
+
+    git(repo, "checkout", "-q", "oauth")  # the branch's first commit: still not merged into main
+    (repo / "src" / "oauth.py").write_text("PROVIDER = 'oauth'\n")
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "oauth")
+    git(repo, "checkout", "-q", "main")
+    assert {r["id"]: r for r in sh("context", "--json").json()["observations"]}[there]["unmerged"] is True
+
+    git(repo, "merge", "-q", "--no-ff", "-m", "merge oauth", "oauth")
+    assert {r["id"]: r for r in sh("context", "--json").json()["observations"]}[there]["unmerged"] is False
+    assert [r["id"] for r in search_rows(sh, "login tokens")] == [there, on_main]
+
+
+def test_a_branch_checked_out_from_a_teammates_remote_branch_is_merged_with_its_commit(
+    sh, repo, tmp_path, monkeypatch
+):
+    """A branch created from a remote branch starts at the teammate's work, not at a fork of this line: a
+    memory recorded on it there counts as merged once main holds that commit."""
+    git(repo, "checkout", "-q", "-b", "shared")
+    (repo / "src" / "shared.py").write_text("X = 1\n")
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "shared")
+    git(repo, "checkout", "-q", "main")
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(repo), str(clone))
+    git(clone, "checkout", "-q", "shared")  # created from refs/remotes/origin/shared
+    monkeypatch.chdir(clone)
+    there = add(sh, "--type", "decision", "Shared constants live in shared.py")
+    git(clone, "checkout", "-q", "main")
+    git(clone, "merge", "-q", "--no-ff", "-m", "merge shared", "shared")
+    assert {r["id"]: r for r in sh("context", "--json").json()["observations"]}[there]["unmerged"] is False
+
+
 def test_outside_git_search_order_does_not_change(sh, repo, tmp_path, monkeypatch):
     git(repo, "checkout", "-q", "-b", "feature")
     (repo / "src" / "x.py").write_text("x\n")

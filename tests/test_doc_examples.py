@@ -4,8 +4,8 @@ Each ```sh block runs under ``bash -e -o pipefail`` in a fresh ``$HOME`` (``~/no
 the like are temporary folders) holding two observations, ``~/notes`` and ``~/work/docs`` with a few markdown
 files, ``~/models/all-MiniLM-L6-v2`` (the local test checkpoint: no network) and ``cmem`` in
 ``~/.local/bin`` and on the PATH, and an empty ``~/.claude/projects`` as Claude Code leaves; the working directory is a git repository with one commit and a
-``notes.json``. A ```cron block runs each crontab line's command with ``sh`` as cron would, and must print
-nothing (cron mails any output). A block preceded by ``<!-- doc-test: skip (REASON) -->`` is not run.
+``notes.json``. A ```cron block runs each crontab line's command with ``sh`` and cron's short PATH, as cron would, and must
+print nothing (cron mails any output). A block preceded by ``<!-- doc-test: skip (REASON) -->`` is not run.
 """
 
 from __future__ import annotations
@@ -118,9 +118,14 @@ def test_documented_block_runs_as_pasted(user_home, lang, body):
     home, work, env = user_home
     if lang == "cron":
         lines = [line for line in body.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+        # cron's own environment: HOME, LOGNAME, SHELL and a short PATH, not the user's shell's
+        cron_env = {"HOME": env["HOME"], "LOGNAME": "doc", "SHELL": "/bin/sh", "PATH": "/usr/bin:/bin"}
+        cron_env.update({k: env[k] for k in ("PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX") if k in env})
         for line in lines:
             command = line.split(None, 5)[5]
-            done = subprocess.run(["sh", "-c", command], cwd=home, env=env, capture_output=True, text=True)
+            done = subprocess.run(
+                ["sh", "-c", command], cwd=home, env=cron_env, capture_output=True, text=True
+            )
             assert (done.returncode, done.stdout, done.stderr) == (0, "", ""), command
         return
     out, err = home / "block.out", home / "block.err"

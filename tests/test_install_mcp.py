@@ -89,4 +89,13 @@ def test_the_registered_command_serves_mcp(sh, home) -> None:
         async with Client(params, read_timeout_seconds=60) as client:
             return sorted(tool.name for tool in (await client.list_tools()).tools)
 
-    assert anyio.run(main) == ["context", "get", "projects", "remember", "search", "timeline"]
+    assert anyio.run(main) == [
+        "context",
+        "get",
+        "invalidate",
+        "projects",
+        "remember",
+        "restore",
+        "search",
+        "timeline",
+    ]

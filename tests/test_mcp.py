@@ -12,7 +12,7 @@ from typing import Any
 import anyio
 from mcp import Client, StdioServerParameters
 
-TOOLS = {"search", "timeline", "get", "remember", "context", "projects"}
+TOOLS = {"search", "timeline", "get", "remember", "context", "projects", "invalidate", "restore"}
 
 
 def with_server(body: Callable[[Client], Awaitable[Any]], *, cwd: Path | None = None) -> Any:
@@ -349,11 +349,17 @@ def test_the_input_schema_states_exactly_what_each_tool_accepts(home):
         await client.call_tool("remember", {"title": "Pin apsw", "type": "decision", "project": "demo"})
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}
         found = []
-        for name in ("search", "timeline", "get", "remember", "context"):
+        bases: dict[str, dict[str, Any]] = {
+            "search": {"project": "demo"},
+            "timeline": {"anchor": 1},
+            "get": {"ids": [1]},
+            "remember": {"title": "t", "project": "demo"},
+            "context": {"project": "demo"},
+            "invalidate": {"id": 1},
+            "restore": {"id": 1},
+        }
+        for name, base in bases.items():
             schema = tools[name].input_schema
-            base: dict[str, Any] = {"ids": [1]} if name == "get" else {"title": "t", "project": "demo"}
-            if name not in ("get", "remember"):
-                base = {"project": "demo"} if name != "timeline" else {"anchor": 1}
             for argument in schema["properties"]:
                 for value in probes:
                     arguments = {**base, argument: value}
@@ -366,3 +372,28 @@ def test_the_input_schema_states_exactly_what_each_tool_accepts(home):
 
     disagree = [(n, a, v, allowed) for n, a, v, allowed, taken in with_server(body) if allowed != taken]
     assert disagree == [], "\n".join(map(repr, disagree))
+
+
+def test_invalidate_and_restore_take_a_memory_out_of_search_and_back(home):
+    async def body(client: Client) -> dict[str, Any]:
+        out = {}
+        await client.call_tool(
+            "remember", {"title": "Bcrypt cost is 10", "type": "decision", "project": "demo"}
+        )
+        out["invalidate"] = await client.call_tool("invalidate", {"id": 1, "reason": "raised to 12"})
+        out["gone"] = await client.call_tool("search", {"query": "bcrypt", "project": "demo"})
+        out["get"] = await client.call_tool("get", {"ids": [1]})
+        out["restore"] = await client.call_tool("restore", {"id": 1})
+        out["back"] = await client.call_tool("search", {"query": "bcrypt", "project": "demo"})
+        out["unknown"] = await client.call_tool("invalidate", {"id": 99})
+        return out
+
+    out = with_server(body)
+    assert out["invalidate"].structured_content["invalidated"] == "raised to 12"
+    assert out["gone"].structured_content["hits"] == []
+    [record] = out["get"].structured_content["records"]
+    assert record["invalidated"] == "raised to 12"
+    assert text_of(out["get"]).startswith("<!-- invalidated: raised to 12.")
+    assert out["restore"].structured_content["invalidated"] is None
+    assert [h["id"] for h in out["back"].structured_content["hits"]] == [1]
+    assert out["unknown"].is_error and "99" in text_of(out["unknown"])

@@ -385,3 +385,42 @@ def test_readable_in_light_and_dark_at_desktop_and_phone_widths(browser, page_fi
     assert details_text(tab) is None
     assert tab.errors() == []
     tab.close()
+
+
+def test_an_invalidated_memory_is_marked_and_the_control_hands_over_the_command(browser, tmp_path):
+    """The page makes no request: its curation control shows (and copies) the one command that invalidates
+    a memory, with the reason typed, or restores an invalidated one."""
+    env = {**os.environ, **private_env(tmp_path), "CMEM_PROJECT": "app"}
+
+    def cmem(*args: str) -> str:
+        done = subprocess.run(
+            [sys.executable, "-m", "cmem_cli", *args], cwd=tmp_path, env=env, capture_output=True, text=True
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout.strip()
+
+    kept = cmem("add", "Bcrypt cost is 12", "--type", "decision")
+    gone = cmem("add", "Bcrypt cost is 10", "--type", "decision")
+    cmem("invalidate", gone, "--reason", "raised to 12")
+    tab = browser.new_page()
+    tab.goto(Path(cmem("view", "--no-open")).as_uri())
+    tags = tab.evaluate(
+        "Object.fromEntries([...document.querySelectorAll('.row')].map(r => [r.dataset.id,"
+        " [...r.querySelectorAll('.tag.invalidated')].map(t => t.title)]))"
+    )
+    assert tags[kept] == [] and tags[gone] == [
+        "No longer holds: raised to 12 (left out of search, context and the briefing)"
+    ]
+    tab.click(f'.row[data-id="{gone}"]')
+    assert tab.evaluate("document.querySelector('#details .curation .command').textContent") == (
+        f"cmem restore {gone}"
+    )
+    tab.click(f'.row[data-id="{kept}"]')
+    tab.evaluate(
+        "(() => { const r = document.querySelector('#details .curation .reason'); r.value = \"it's wrong\";"
+        " r.dispatchEvent(new Event('input')); })()"
+    )
+    command = tab.evaluate("document.querySelector('#details .curation .command').textContent")
+    assert command == f"cmem invalidate {kept} --reason 'it'\\''s wrong'"
+    assert tab.errors() == []
+    tab.close()

@@ -55,6 +55,7 @@ if TYPE_CHECKING:
         citation_uri,
     )
     from cmem_cli.services.adopt import AdoptReport
+    from cmem_cli.services.recall import Recall
     from cmem_cli.services.search_pipeline import Reader
     from cmem_cli.services.writes import WriteService
     from cmem_cli.store.repository import Store
@@ -367,6 +368,20 @@ class Memory:
             raise InvalidInput("no observation ids given")
         return self.service.forget([self._write_id(i) for i in ids])
 
+    def invalidate(self, id: int | str, *, reason: str | None = None) -> Observation:
+        """Say an observation no longer holds (``cmem invalidate``): it is kept, and its file and the team
+        database say so, but search, context and the briefing leave it out; :meth:`get` shows it with
+        ``invalidated`` (the reason). :meth:`restore` undoes it."""
+        if reason is not None and not isinstance(reason, str):
+            raise InvalidInput("reason must be a string")
+        row = self.service.invalidate(self._write_id(id), reason)
+        return self._observation(row["id"])
+
+    def restore(self, id: int | str) -> Observation:
+        """Undo :meth:`invalidate`: the observation comes back whole, current again."""
+        row = self.service.restore(self._write_id(id))
+        return self._observation(row["id"])
+
     def link(self, from_id: int | str, type: str, to_id: int | str, *, remove: bool = False) -> Observation:
         """Link two observations (``link(14, "caused_by", 9)``) or, with ``remove``, unlink them."""
         row = self.service.link(self._write_id(from_id), self._write_id(to_id), type, remove=remove)
@@ -587,6 +602,42 @@ class Memory:
             reminder=REMINDER if reminder is None else reminder,
         )
         return Briefing.from_json(result.as_json())
+
+    def recall(
+        self,
+        point: str,
+        subject: str,
+        *,
+        project: str | None = None,
+        session: str | None = None,
+        agent: str | None = None,
+        cwd: str | Path | None = None,
+        lines: tuple[int, int] | None = None,
+    ) -> Recall:
+        """What the hooks would inject for a prompt (``point`` "prompt", ``subject`` its text) or a file
+        read or edit ("file", ``subject`` its path), and why: every memory weighed, its score, the bar.
+        ``session``: leave out what that session was given already (nothing is marked here); ``agent``:
+        that agent's ``[recall]`` settings; ``lines``: the part of the file read (first, last). Recall
+        that is off for the agent and point weighs nothing."""
+        from cmem_cli.core.recall_settings import POINTS, recall_settings
+        from cmem_cli.services.recall import Recall, file_recall, prompt_recall
+
+        if point not in POINTS:
+            raise InvalidInput(f"unknown recall point {point!r} (expected one of: {', '.join(POINTS)})")
+        if not subject or not subject.strip():
+            raise InvalidInput(f"recall needs a {'prompt' if point == 'prompt' else 'file path'}")
+        where = _cwd(cwd)
+        project = project or self.project_here(where)
+        settings = recall_settings(self.config.section("recall"), agent)
+        if not settings.enabled(point):
+            return Recall(
+                point, subject, project, None, [], None, note=f"{point} recall is off for this agent"
+            )
+        store = self.reader.store
+        if point == "prompt":
+            return prompt_recall(store, project, subject, settings, session=session, cwd=where)
+        path = _repo_relative(subject, where)
+        return file_recall(store, project, path, settings, session=session, cwd=where, lines=lines)
 
     def stats(self) -> dict[str, Any]:
         """Counts of what is stored, by type and project, where it lives and its size: the JSON-ready dict
@@ -817,6 +868,20 @@ class Memory:
         from cmem_cli.api.index import Index
 
         return Index(self.config)
+
+
+def _repo_relative(path: str, cwd: str) -> str:
+    """A file as the hooks cite it: relative to its repository's top folder (where an agent works), else
+    to ``cwd``, when it lies inside; as given otherwise."""
+    import os
+
+    full = os.path.normpath(os.path.join(cwd, path))
+    top = cwd
+    while top != os.path.dirname(top) and not os.path.exists(os.path.join(top, ".git")):
+        top = os.path.dirname(top)
+    base = top if os.path.exists(os.path.join(top, ".git")) else cwd
+    rel = os.path.relpath(full, base)
+    return full if rel.startswith("..") else rel
 
 
 def _cwd(value: str | Path | None) -> str:

@@ -18,6 +18,8 @@ from cmem_cli.core.errors import InvalidInput, NotFound
 
 if TYPE_CHECKING:
     from cmem_cli.api import Memory
+    from cmem_cli.core.recall_settings import RecallSettings
+    from cmem_cli.services.recall import Recall
     from cmem_cli.store.capture_log import CaptureLog
 
 
@@ -86,6 +88,50 @@ class Recorder:
         return build_context(
             self._memory.service.store, project, budget=budget, exclude_session=exclude_session
         ).text
+
+    def recall(
+        self,
+        point: str,
+        subject: str,
+        *,
+        project: str,
+        session: str,
+        cwd: str | None,
+        settings: RecallSettings,
+        lines: tuple[int, int] | None = None,
+        wait_ms: int = 200,
+    ) -> Recall:
+        """What recall injects for a prompt (``point`` "prompt") or a file read or edit ("file", ``subject``
+        the file's path relative to ``cwd``; ``lines``: the part read), marked in the session's capture log in the same transaction,
+        so the session is never given a memory twice (:mod:`cmem_cli.services.recall`). A database locked
+        longer than ``wait_ms`` raises :class:`DatabaseBusy`: nothing is injected rather than the agent kept
+        waiting."""
+        from cmem_cli.services.recall import file_recall, mark_given, prompt_recall
+
+        store = self._memory.service.store
+        store.tune(busy_timeout_ms=wait_ms, checkpoint_on_close=False)
+        if point == "prompt":
+            found = prompt_recall(store, project, subject, settings, session=session, cwd=cwd)
+        else:
+            found = file_recall(store, project, subject, settings, session=session, cwd=cwd, lines=lines)
+        if found.text or (point == "file" and found.picks):  # a file with no note is looked at again
+            with self.transaction():
+                mark_given(store, session, found)
+        return found
+
+    def recheck_file(self, path: str, *, project: str, session: str, cwd: str | None) -> list[int]:
+        """A file the session watches changed: check the notes citing it at once and queue those it left
+        stale for the session's next prompt (:func:`cmem_cli.services.recall.recheck`); their ids."""
+        from cmem_cli.services.recall import recheck
+
+        with self.transaction():
+            return recheck(self._memory.service.store, project, path, session, cwd=cwd)
+
+    def watch_paths(self, project: str, top: str) -> list[str]:
+        """The files worth watching for a session in ``top``: those the project's newest notes cite."""
+        from cmem_cli.services.recall import watch_paths
+
+        return watch_paths(self._memory.service.store, project, top)
 
     def has_uid(self, uid: str) -> bool:
         """True when an observation with this uid is stored (no retrieval counted, nothing built)."""

@@ -51,6 +51,8 @@ HOOK_EVENTS: dict[str, tuple[str | None, int]] = {
     "PostToolUseFailure": ("*", 10),
     "Stop": (None, 10),
     "SessionEnd": (None, 10),
+    # fires for the files SessionStart's watchPaths named: the memories citing one are re-checked at once
+    "FileChanged": (None, 10),
 }
 
 BEGIN = "<!-- cmem:begin (added by `cmem install claude-code`; `cmem install claude-code --uninstall` removes it) -->"

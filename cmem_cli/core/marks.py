@@ -12,10 +12,21 @@ from typing import Any
 
 def title_marks(row: Mapping[str, Any]) -> str:
     """``[stale] `` when what the memory is about in its cited files changed since (docs/truth.md),
-    ``[behind] `` when this checkout lacks the commit it was recorded at; ``[replaced by #12] `` for a
+    ``[behind] `` when this checkout lacks the commit it was recorded at; ``[drifted] `` when some of
+    those lines changed but most still hold; ``[replaced by #12] `` for a
     memory a newer one superseded (an explicit link), ``[maybe replaced by #12] `` when a newer hit only
     states an update of the same subject; empty when none applies."""
-    marks = "[stale] " if row.get("stale") else "[behind] " if row.get("behind") else ""
+    marks = (
+        "[stale] "
+        if row.get("stale")
+        else "[behind] "
+        if row.get("behind")
+        else "[drifted] "
+        if row.get("drifted")
+        else ""
+    )
+    if row.get("invalidated") is not None:
+        marks += "[invalidated] "
     if row.get("superseded_by") is not None:
         marks += f"[replaced by #{row['superseded_by']}] "
     elif row.get("possibly_superseded_by") is not None:

@@ -4,8 +4,9 @@ A memory about a function is not made untrue by an edit forty lines further down
 anchors the lines a memory concerns, not only the file's blob: a hash of each of them (stripped of the
 whitespace around it, blank lines left out: re-indenting or moving code keeps it), the names of the
 definitions that enclose them (``def``/``class``/``function``/``fn``/..., found by indentation, any
-language), and where they were. Never the code itself. A region holds while at least half of its lines
-are still somewhere in the file and, when it had enclosing definitions, one of them is still defined.
+language), and where they were. Never the code itself. A region is intact while all its lines are still
+somewhere in the file; drifted while some are gone but at least half remain; changed (stale) below half, or
+when none of its enclosing definitions is defined any more.
 
 Pure functions over text: the anchoring service (``cmem_cli.services.anchors``) decides which lines.
 """
@@ -258,11 +259,22 @@ def written_region(lines: Sequence[str], text: str) -> Region | None:
     return region_of(lines, [index[w] for w in wanted if w in index])
 
 
-def holds(region: Region, keys: set[int], names: Callable[[list[str]], set[str]]) -> bool:
-    """Whether the region is still in a file whose line hashes are ``keys`` (:func:`file_keys`): at
-    least half of its lines are there, and one of its enclosing definitions when it had any (``names``
-    says which of some names the file defines: :func:`defined`, usually remembered per file)."""
+INTACT, DRIFTED, CHANGED = "intact", "drifted", "changed"
+
+
+def standing(region: Region, keys: set[int], names: Callable[[list[str]], set[str]]) -> str:
+    """How the region stands in a file whose line hashes are ``keys`` (:func:`file_keys`): ``changed``
+    when fewer than half of its lines are there, or none of its enclosing definitions is (``names`` says
+    which of some names the file defines: :func:`defined`, usually remembered per file); else ``drifted``
+    when some line is gone (a partial change is never silent); else ``intact``."""
     kept = sum(1 for key in region.lines if int(key, 16) in keys)
     if kept < KEPT_SHARE * len(region.lines):
-        return False
-    return not region.symbols or bool(names(region.symbols))
+        return CHANGED
+    if region.symbols and not names(region.symbols):
+        return CHANGED
+    return INTACT if kept == len(region.lines) else DRIFTED
+
+
+def holds(region: Region, keys: set[int], names: Callable[[list[str]], set[str]]) -> bool:
+    """Whether the region is not stale there (:func:`standing`: intact or drifted)."""
+    return standing(region, keys, names) != CHANGED

@@ -71,6 +71,8 @@ class Observation(NamedTuple):
     behind: list[str] | None = None  # cited files this checkout lacks the memory's commit for (not stale)
     machine: str | None = None  # the machine that wrote it (None: written before cmem recorded it)
     author: str | None = None  # the person, where known (CMEM_AUTHOR or git's user.email)
+    drifted: list[str] | None = None  # cited files where some of its lines changed, most still hold
+    invalidated: str | None = None  # why someone said it no longer holds (`cmem invalidate`); None: valid
 
     @property
     def uri(self) -> str:
@@ -187,6 +189,8 @@ class Hit(NamedTuple):
     possibly_superseded_by: int | str | None = None  # a newer hit states an update of what this one says
     machine: str | None = None  # the machine that wrote it (None: not recorded)
     behind: list[str] | None = None  # cited files this checkout lacks the memory's commit for (not stale)
+    drifted: list[str] | None = None  # cited files where some of its lines changed, most still hold
+    invalidated: str | None = None  # why someone said it no longer holds (`cmem invalidate`); None: valid
 
     @classmethod
     def from_json(cls, row: dict[str, Any]) -> Hit:
@@ -213,6 +217,8 @@ class TimelineItem(NamedTuple):
     superseded_by: int | None = None
     behind: list[str] | None = None
     machine: str | None = None  # the machine that wrote it
+    drifted: list[str] | None = None
+    invalidated: str | None = None
 
     @classmethod
     def from_json(cls, row: dict[str, Any]) -> TimelineItem:

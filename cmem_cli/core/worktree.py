@@ -225,6 +225,45 @@ def ref_commit(repo: Repo, ref: str, depth: int = 0) -> str | None:
     return None
 
 
+def branch_fork(repo: Repo, branch: str) -> str | None:
+    """The commit local branch ``branch`` was created at from a local line (``git checkout -b``, ``git
+    switch -c``, ``git branch NAME [LOCAL]``), as the first entry of its reflog says; None when its reflog
+    says otherwise (created from a remote branch, a clone), is gone or unreadable. A memory recorded on
+    the branch at that commit was made before the branch's first commit: its work is not in that commit."""
+    if ".." in branch.split("/") or branch.startswith("/"):
+        return None
+    line = _first_line(os.path.join(repo.common_dir, "logs", "refs", "heads", branch))
+    old, _, rest = line.partition(" ")
+    new, _, rest = rest.partition(" ")
+    _, tab, message = rest.partition("\t")
+    if not tab or old.strip("0") or not is_commit_id(new) or not message.startswith("branch: Created from "):
+        return None
+    source = message[len("branch: Created from ") :].strip()
+    if source != "HEAD" and ref_commit(repo, "refs/heads/" + source.removeprefix("refs/heads/")) is None:
+        return None  # from a remote branch (a teammate's work), a tag, a commit: not a fork of a local line
+    return new
+
+
+def _first_line(path: str, limit: int = 4096) -> str:
+    """The first line of a file of any size (its first ``limit`` bytes), read as :func:`read_regular`
+    reads: never from a FIFO or a device, never waiting; empty when it cannot be read."""
+    try:
+        if not stat_module.S_ISREG(os.stat(path).st_mode):
+            return ""
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except (OSError, ValueError):
+        return ""
+    try:
+        if not stat_module.S_ISREG(os.fstat(fd).st_mode):
+            return ""
+        data = os.read(fd, limit)
+    except OSError:
+        return ""
+    finally:
+        os.close(fd)
+    return data.split(b"\n", 1)[0].decode("utf-8", "replace")
+
+
 def remote_key(repo: Repo) -> str | None:
     """The repository's name on every machine: its ``origin`` remote's URL (else the first remote's),
     without scheme, credentials, port or ``.git`` (``github.com/owner/repo``); None without a remote."""

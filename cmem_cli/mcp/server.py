@@ -68,6 +68,12 @@ CONTEXT_DESCRIPTION = """\
 The session-start briefing for a project: the last session's summary and next steps, then the most useful
 recent observations as one line each (id, date, type, title, ~tokens), within a token budget. Call it once
 at the start of a task; drill down with `timeline` and `get`."""
+INVALIDATE_DESCRIPTION = """\
+Say a memory no longer holds (a decision reversed, a fact that turned out wrong), with a short reason. It
+is kept, not deleted: search, context and the briefing leave it out, `get` still shows it marked
+invalidated. Prefer `remember` with `supersedes` when a newer memory states what holds now. `restore` undoes."""
+RESTORE_DESCRIPTION = """\
+Undo `invalidate`: the memory comes back whole, in search, context and the briefing again."""
 PROJECTS_DESCRIPTION = """\
 The projects memory holds, most recently active first, with how many observations each has and when the
 last was recorded. Use a name as `project` for `search`, `context` and `remember`."""
@@ -284,6 +290,24 @@ class Tools:
             _with_uri(row)
         return _result(escape_control(briefing.text, keep_newlines=True), structured)
 
+    def invalidate(
+        self,
+        id: Annotated[Int | str, Field(description="The memory's id (or uid) from `search` or `get`.")],
+        reason: Annotated[str | None, Field(description="Why it no longer holds, in a few words.")] = None,
+    ) -> CallToolResult:
+        with self.memory() as memory:
+            obs = memory.invalidate(id, reason=reason)
+        row = {"id": obs.id, "uid": obs.uid, "uri": obs.uri, "invalidated": obs.invalidated}
+        return _result(f"invalidated #{obs.id}: {escape_control(obs.invalidated or '')}", row)
+
+    def restore(
+        self, id: Annotated[Int | str, Field(description="The invalidated memory's id (or uid).")]
+    ) -> CallToolResult:
+        with self.memory() as memory:
+            obs = memory.restore(id)
+        row = {"id": obs.id, "uid": obs.uid, "uri": obs.uri, "invalidated": obs.invalidated}
+        return _result(f"restored #{obs.id}", row)
+
     def projects(self) -> CallToolResult:
         with self.memory() as memory:
             rows = memory.projects()
@@ -394,7 +418,7 @@ def _hit_json(hit: Hit) -> dict[str, Any]:
     row: dict[str, Any] = {
         "id": hit.id, "uid": hit.uid, "kind": hit.kind, "type": hit.type, "title": hit.title,
         "project": hit.project, "created_at": hit.created_at, "score": hit.score, "tokens": hit.tokens,
-        "stale": hit.stale, "behind": hit.behind, "branch": hit.branch, "machine": hit.machine,
+        "stale": hit.stale, "drifted": hit.drifted, "behind": hit.behind, "branch": hit.branch, "machine": hit.machine,
         "superseded_by": hit.superseded_by, "possibly_superseded_by": hit.possibly_superseded_by,
     }  # fmt: skip
     if hit.kind == "document":
@@ -439,6 +463,8 @@ def build_server(config: Config) -> tuple[CmemMCPServer, Tools]:
         (tools.timeline, TIMELINE_DESCRIPTION, READ_ONLY),
         (tools.get, GET_DESCRIPTION, READ_ONLY),
         (tools.remember, REMEMBER_DESCRIPTION, WRITE),
+        (tools.invalidate, INVALIDATE_DESCRIPTION, WRITE),
+        (tools.restore, RESTORE_DESCRIPTION, WRITE),
         (tools.context, CONTEXT_DESCRIPTION, READ_ONLY),
         (tools.projects, PROJECTS_DESCRIPTION, READ_ONLY),
     ]

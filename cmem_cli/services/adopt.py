@@ -27,7 +27,7 @@ from typing import Any
 
 from cmem_cli.core.errors import CmemError, InvalidInput
 from cmem_cli.core.fields import LINK_TYPES, SUMMARY_FIELDS
-from cmem_cli.core.files import FileTooLarge, read_regular
+from cmem_cli.core.files import FileTooLarge, NotRegularFile, read_in_tree
 from cmem_cli.core.ids import new_uid
 from cmem_cli.core.timeutil import now_ms, to_date
 from cmem_cli.services.reconcile.writer import Inbound
@@ -223,7 +223,9 @@ class _Adopter:
                     continue
                 elif entry.is_dir(follow_symlinks=False):
                     stack.append((prefix + name + "/", entry.path))
-                elif name.endswith(".md") and entry.is_file(follow_symlinks=False):
+                elif name.endswith(".md"):
+                    # a link, a FIFO or a hard link too: reading refuses it by name, and a memory whose
+                    # file was replaced by one is not taken for deleted
                     found.add(prefix + name)
         return found
 
@@ -241,7 +243,7 @@ class _Adopter:
                 ".md"
             ):
                 continue
-            if absolute.is_file() and not absolute.is_symlink():
+            if os.path.lexists(absolute):  # anything there: reading refuses what is no regular file
                 found.add(relpath)
             else:
                 self.gone.add(relpath)
@@ -253,8 +255,11 @@ class _Adopter:
         if self._as_written(relpath):
             return None  # same size and modification time as when cmem wrote it: not read again
         try:
-            data = read_regular(os.path.join(self.root, relpath), MAX_FILE_BYTES)
-            written_at = os.stat(os.path.join(self.root, relpath)).st_mtime_ns // 1_000_000
+            data = read_in_tree(self.root, relpath, MAX_FILE_BYTES)
+            written_at = os.lstat(os.path.join(self.root, relpath)).st_mtime_ns // 1_000_000
+        except NotRegularFile as exc:
+            self.report.invalid.append((relpath, f"{exc.strerror}, not adopted"))
+            return None
         except FileTooLarge as exc:
             self.report.invalid.append((relpath, str(exc.strerror)))
             return None

@@ -30,12 +30,12 @@ if TYPE_CHECKING:
 RACY_NS = 100_000_000
 ALL_BRANCHES = "all"
 
-UNCHANGED, CHANGED, VANISHED, BEHIND = "unchanged", "changed", "vanished", "behind"
+UNCHANGED, DRIFTED, CHANGED, VANISHED, BEHIND = "unchanged", "drifted", "changed", "vanished", "behind"
 
 
 class FileState:
     """A cited file now: ``path`` relative to the repository's top level; ``status`` unchanged (what the
-    memory is about still holds), changed, vanished, or behind (the checkout lacks the commit the memory
+    memory is about still holds), drifted (some of its lines changed, most hold), changed, vanished, or behind (the checkout lacks the commit the memory
     was recorded at, and what it is about); ``modified_at`` its modification time (ms) when the file
     changed; ``file_changed`` whether its blob differs at all; ``renamed_to`` where git says it went."""
 
@@ -70,6 +70,14 @@ class Checked:
         if self.files is None or not self.anchor.files:
             return None
         return [f.path for f in self.files if f.status in (CHANGED, VANISHED)]
+
+    @property
+    def drifted(self) -> list[str] | None:
+        """The cited files where some of the lines the memory is about changed, but most still hold (not
+        stale: worth a look); None as ``stale``."""
+        if self.files is None or not self.anchor.files:
+            return None
+        return [f.path for f in self.files if f.status == DRIFTED]
 
     @property
     def behind(self) -> list[str] | None:
@@ -573,8 +581,8 @@ def check_anchors(store: Store, anchors: dict[int, Anchor], *, cwd: str | None =
                 states.append(FileState(path, VANISHED, None, True))
             else:
                 region = anchor.regions.get(path)
-                held = region is not None and views.holds(full, region)
-                states.append(FileState(path, UNCHANGED if held else CHANGED, modified.get(full), True))
+                status = views.standing(full, region) if region is not None else CHANGED
+                states.append(FileState(path, status, modified.get(full), True))
             doubtful = doubtful or states[-1].status != UNCHANGED
         out[obs_id] = Checked(anchor, root, states)
     if doubtful:
@@ -592,7 +600,8 @@ class _Views:
         self.files: dict[str, tuple[bytes, set[int]] | None] = {}
         self.names: dict[str, tuple[str, dict[str, bool]]] = {}
 
-    def holds(self, path: str, region: Region) -> bool:
+    def standing(self, path: str, region: Region) -> str:
+        """The file's state for this region: unchanged, drifted or changed."""
         from cmem_cli.core import regions as region_rules
 
         if path not in self.files:
@@ -601,7 +610,7 @@ class _Views:
             self.files[path] = (data, region_rules.file_keys(data)) if data is not None and text else None
         view = self.files[path]
         if view is None:
-            return False
+            return CHANGED
 
         def names(wanted: list[str]) -> set[str]:
             if path not in self.names:
@@ -613,7 +622,8 @@ class _Views:
                 known.update({name: name in found for name in ask})
             return {name for name in wanted if known[name]}
 
-        return region_rules.holds(region, view[1], names)
+        found = region_rules.standing(region, view[1], names)
+        return {region_rules.INTACT: UNCHANGED, region_rules.DRIFTED: DRIFTED}.get(found, CHANGED)
 
 
 def _second_look(store: Store, checked: dict[int, Checked], views: _Views, blobs: dict[str, str]) -> None:
@@ -665,7 +675,7 @@ def _second_look(store: Store, checked: dict[int, Checked], views: _Views, blobs
 
 def _moved(anchor: Anchor, file: FileState, root: str, moved: str, views: _Views) -> FileState:
     """A cited file git says was renamed to ``moved``: unchanged when it is the same blob, or its region
-    holds there; else changed."""
+    is intact there; drifted when the region drifted there; else changed."""
     full = os.path.join(root, moved)
     if not worktree.inside(full, root):
         return file
@@ -673,9 +683,11 @@ def _moved(anchor: Anchor, file: FileState, root: str, moved: str, views: _Views
     if now is None:
         return file
     region = anchor.regions.get(file.path)
-    if now.blob == anchor.files.get(file.path) or (region is not None and views.holds(full, region)):
+    if now.blob == anchor.files.get(file.path):
         return FileState(file.path, UNCHANGED, None, True, moved)
-    return FileState(file.path, CHANGED, now.mtime_ns // 1_000_000, True, moved)
+    status = views.standing(full, region) if region is not None else CHANGED
+    modified = None if status == UNCHANGED else now.mtime_ns // 1_000_000
+    return FileState(file.path, status, modified, True, moved)
 
 
 def _history(store: Store, repo: worktree.Repo, head: str, commits: list[str]) -> dict[str, str]:
@@ -825,13 +837,15 @@ def annotate(
     cwd: str | None = None,
     anchors: dict[int, Anchor] | None = None,
 ) -> list[dict[str, Any]]:
-    """Give every row ``stale`` and ``branch`` (None for rows that are not observations or not anchored)."""
+    """Give every row ``stale``, ``drifted``, ``behind`` and ``branch`` (None for rows that are not
+    observations or not anchored)."""
     ids = [row["id"] for row in rows if _is_observation(row)]
     anchors = store.anchors.for_ids(ids) if anchors is None else {i: anchors[i] for i in ids if i in anchors}
     checked = check_anchors(store, anchors, cwd=cwd)
     for row in rows:
         state = checked.get(row["id"]) if _is_observation(row) else None
         row["stale"] = state.stale if state is not None else None
+        row["drifted"] = state.drifted if state is not None else None
         row["behind"] = state.behind if state is not None else None
         row["branch"] = state.anchor.branch if state is not None else None
     return rows
@@ -968,7 +982,9 @@ def _unmerged(store: Store, anchors: dict[int, Anchor], cwd: str | None) -> set[
         return set()
     here_key: list[str | None] = []  # read on first need
     tips: dict[str, str | None] = {}
+    forks: dict[str, str | None] = {}
     evidence: dict[int, list[str]] = {}
+    unborn: set[int] = set()  # recorded on a branch that has no commit of its own yet
     for obs_id, anchor in anchors.items():
         if anchor.branch is not None and anchor.branch == head.branch:
             continue
@@ -979,15 +995,25 @@ def _unmerged(store: Store, anchors: dict[int, Anchor], cwd: str | None) -> set[
                 continue  # another repository's memory: this HEAD says nothing about it
         if anchor.branch is not None and anchor.branch not in tips:
             tips[anchor.branch] = worktree.branch_commit(here, anchor.branch)
-        commits = [c for c in (anchor.commit, tips.get(anchor.branch or "")) if c]
+        tip = tips.get(anchor.branch or "")
+        if anchor.branch is not None and tip is not None and anchor.commit is not None:
+            if anchor.branch not in forks:
+                forks[anchor.branch] = worktree.branch_fork(here, anchor.branch)
+            if forks[anchor.branch] == anchor.commit:
+                # recorded before the branch's first commit: its work is in none of the commits so far,
+                # so it is merged once the branch's own commits are (its tip moved on and HEAD holds it)
+                if tip == anchor.commit:
+                    unborn.add(obs_id)
+                else:
+                    evidence[obs_id] = [tip]
+                continue
+        commits = [c for c in (anchor.commit, tip) if c]
         if commits and commits != [head.commit]:
             evidence[obs_id] = commits
     if not evidence:
-        return set()
+        return unborn
     gone = _unreachable(store, here, head.commit, [c for commits in evidence.values() for c in commits])
-    if not gone:
-        return set()
-    return {obs_id for obs_id, commits in evidence.items() if all(c in gone for c in commits)}
+    return unborn | {obs_id for obs_id, commits in evidence.items() if all(c in gone for c in commits)}
 
 
 def _unreachable(store: Store, repo: worktree.Repo, head: str, commits: list[str]) -> set[str]:
@@ -1035,7 +1061,7 @@ def _is_observation(row: dict[str, Any]) -> bool:
 
 # -- full records -----------------------------------------------------------------------------------------------
 def anchor_fields(store: Store, obs_id: int, *, cwd: str | None = None) -> dict[str, Any]:
-    """``stale``, ``behind``, ``branch`` and ``anchor`` (where, when, each cited file's state) of one
+    """``stale``, ``drifted``, ``behind``, ``branch`` and ``anchor`` (where, when, each cited file's state) of one
     observation."""
     return anchors_fields(store, [obs_id], cwd=cwd)[obs_id]
 
@@ -1048,9 +1074,10 @@ def anchors_fields(store: Store, obs_ids: list[int], *, cwd: str | None = None) 
 
 def _fields(state: Checked | None) -> dict[str, Any]:
     if state is None:
-        return {"stale": None, "behind": None, "branch": None, "anchor": None}
+        return {"stale": None, "drifted": None, "behind": None, "branch": None, "anchor": None}
     return {
         "stale": state.stale,
+        "drifted": state.drifted,
         "behind": state.behind,
         "branch": state.anchor.branch,
         "anchor": detail(state),
@@ -1077,6 +1104,23 @@ def stale_note(record: dict[str, Any]) -> str:
     return (
         f"<!-- stale: {', '.join(parts)}; {verb} {since}{where}. "
         f"`cmem verify {record['id']}` once it holds for the files as they are now -->"
+    )
+
+
+def drifted_note(record: dict[str, Any]) -> str:
+    """The line `cmem get` puts above a drifted memory: some of the lines it is about changed in these
+    files (most still hold), and since when it was anchored."""
+    anchor = record.get("anchor") or {}
+    parts = []
+    for entry in anchor.get("files") or []:
+        if entry.get("status") == DRIFTED:
+            when = f" {_minute(entry['modified_at'])}" if entry.get("modified_at") else ""
+            parts.append(f"{entry['path']}{when}")
+    since = _minute(anchor.get("verified_at") or anchor.get("anchored_at"))
+    verb = "verified" if anchor.get("verified_at") else "anchored"
+    return (
+        f"<!-- drifted: some of the lines this memory is about changed in {', '.join(parts)}; {verb} {since}. "
+        f"Check it, then `cmem verify {record['id']}` -->"
     )
 
 

@@ -19,6 +19,7 @@ to uids not here yet kept rather than dropped, and deletions by path.
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
@@ -37,6 +38,8 @@ from cmem_export import digest, reading
 
 LAST_ADOPTED = "sync.last_adopted"  # state key: the last commit whose changes are in the store
 REJECTED = "sync.rejected"  # state key: {path: reason} of arrived files that cannot be adopted
+REGULAR_MODES = ("100644", "100755")  # git's modes of a plain file; 120000 a symlink, 160000 a submodule
+LINK_REFUSED = "a symbolic link (or submodule) in the repository: refused, never followed or adopted"
 _SHOWN_LINK = re.compile(r"^- ([a-z_]+): \[(.*)\]\((.*)\)$")
 
 
@@ -172,9 +175,46 @@ def incoming_of(side: Side, *shown: Incoming) -> Incoming:
     )
 
 
+def _held_elsewhere(memory: WriteService, incoming: list[Incoming], deleted: list[str]) -> list[Incoming]:
+    """The files this store holds for the uids arriving under another path, when those files are still in
+    the tree (not moved: a copy made with plain git): each joins the arrivals, so that two files with one
+    uid meet the one rule (:func:`split_duplicates`) instead of the arrival silently taking the memory over.
+    A file that cannot be read or parsed any more is left out (the arrival then moves the memory)."""
+    from cmem_cli.core.files import read_in_tree
+
+    arriving = {item.relpath for item in incoming if item.relpath}
+    gone = set(deleted)
+    found = []
+    for item in incoming:
+        if item.kind != "observation" or not item.uid:
+            continue
+        row = memory.store.observations.by_uid(item.uid)
+        held = row.get("path") if row is not None else None
+        if not held or held == item.relpath or held in arriving or held in gone:
+            continue
+        try:
+            found.append(
+                parse_file(memory, held, read_in_tree(memory.export_root, held, reading.MAX_FILE_BYTES))
+            )
+        except (OSError, CmemError):
+            continue
+        arriving.add(held)
+    return found
+
+
+def _named_for(item: Incoming) -> bool:
+    """Does the file's name end with its uid's tail, as cmem names a memory's file (a copy a person made
+    and named does not)?"""
+    from cmem_cli.core.ids import UID_TAIL
+
+    stem = PurePosixPath(item.relpath or "").stem.lower()
+    return bool(item.uid) and stem.endswith(str(item.uid)[-UID_TAIL:].lower())
+
+
 def split_duplicates(incoming: list[Incoming]) -> tuple[list[Incoming], list[dict[str, Any]]]:
-    """Two arriving files with one uid (one moved or copied with plain git, the other edited): keep the
-    later, turn the other into a conflict copy (none when both say the same)."""
+    """Two files with one uid (one moved or copied with plain git, the other edited): keep the later edit,
+    turn the other into a conflict copy with a derived uid (none when both say the same). On a tie the
+    file cmem named for the uid keeps it, then the later path: every machine decides alike."""
     by_uid: dict[str, list[Incoming]] = {}
     out: list[Incoming] = []
     for item in incoming:
@@ -184,7 +224,7 @@ def split_duplicates(incoming: list[Incoming]) -> tuple[list[Incoming], list[dic
             out.append(item)
     conflicts = []
     for uid, items in by_uid.items():
-        items.sort(key=lambda i: (i.updated_at or 0, i.relpath or ""), reverse=True)
+        items.sort(key=lambda i: (i.updated_at or 0, _named_for(i), i.relpath or ""), reverse=True)
         winner = items[0]
         out.append(winner)
         for loser in items[1:]:
@@ -222,6 +262,7 @@ class Pending:
     changed: list[str] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
     whole_tree: bool = False
+    links: list[str] = field(default_factory=list)  # symbolic links and submodules git brought: refused
 
 
 def pending(
@@ -236,14 +277,24 @@ def pending(
     if last == head:
         return None
     if last and (last == ancestor or git.ok("merge-base", "--is-ancestor", last, head)):
-        entries = git.z_list("diff", "--name-status", "-z", "--no-renames", last, head)
+        entries = git.z_list("diff", "--raw", "-z", "--no-renames", "--no-abbrev", last, head)
         found = Pending(last, head)
-        for status, relpath in zip(entries[::2], entries[1::2], strict=False):
-            if relpath.endswith(".md"):
+        for meta, relpath in zip(entries[::2], entries[1::2], strict=False):
+            fields = meta.split()
+            mode, status = fields[1], fields[-1]
+            if status != "D" and mode not in REGULAR_MODES:
+                found.links.append(relpath)
+            elif relpath.endswith(".md"):
                 (found.deleted if status == "D" else found.changed).append(relpath)
         return found
-    listed = git.z_list("ls-tree", "-r", "-z", "--name-only", head)
-    return Pending(last, head, [p for p in listed if p.endswith(".md")], whole_tree=True)
+    found = Pending(last, head, whole_tree=True)
+    for entry in git.z_list("ls-tree", "-r", "-z", head):
+        meta, _, relpath = entry.partition("\t")
+        if meta.split()[0] not in REGULAR_MODES:
+            found.links.append(relpath)
+        elif relpath.endswith(".md"):
+            found.changed.append(relpath)
+    return found
 
 
 @dataclass
@@ -258,24 +309,13 @@ class Adoption:
 def named(memory: WriteService, relpath: str) -> tuple[str | None, str | None]:
     """(uid, machine) as the file at ``relpath`` states them (None, None when it cannot be read): what a
     report of a file not taken names besides its path."""
-    import os
-    import stat
+    from cmem_cli.core.files import read_in_tree
 
-    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
-        fd = os.open(memory.export_root / relpath, flags)
-    except OSError:
+        data = read_in_tree(memory.export_root, relpath, reading.MAX_FILE_BYTES)
+    except OSError:  # not there, not a regular file inside the tree, too large: named by its path alone
         return None, None
-    try:
-        return (
-            record_shapes.who_wrote(os.read(fd, record_shapes.FRONT_MATTER_BYTES))
-            if stat.S_ISREG(os.fstat(fd).st_mode)
-            else (None, None)
-        )
-    except OSError:
-        return None, None
-    finally:
-        os.close(fd)
+    return record_shapes.who_wrote(data[: record_shapes.FRONT_MATTER_BYTES])
 
 
 def skipped(data: bytes, reason: str) -> str:
@@ -296,18 +336,23 @@ def adopt_pending(
     """Adopt ``todo`` inside the caller's transaction and record its head as adopted, in that same
     transaction. ``dirty``: paths a person changed in the tree since HEAD; their own adoption (as local
     edits) takes them, so they are left alone here."""
+    from cmem_cli.core.files import NotRegularFile, read_in_tree
+
     store, root = memory.store, memory.export_root
     result = Adoption()
     hashes = store.export_files.hashes()
     incoming: list[Incoming] = []
+    result.rejected += [(relpath, LINK_REFUSED) for relpath in todo.links]
     for relpath in todo.changed:
         if relpath in dirty:
             continue
         try:
-            with open(root / relpath, "rb") as fh:
-                data = fh.read()
+            data = read_in_tree(root, relpath, reading.MAX_FILE_BYTES)
         except FileNotFoundError:
             continue  # deleted in the tree since: a local change, adopted as one
+        except NotRegularFile as exc:
+            result.rejected.append((relpath, f"{exc.strerror}, not adopted"))
+            continue
         except OSError as exc:
             result.rejected.append((relpath, f"cannot read: {exc.strerror}"))
             continue
@@ -317,7 +362,8 @@ def adopt_pending(
             incoming.append(parse_file(memory, relpath, data))
         except CmemError as exc:
             result.rejected.append((relpath, skipped(data, exc.message)))
-    deleted = [p for p in todo.deleted if p not in dirty and not (root / p).exists()]
+    deleted = [p for p in todo.deleted if p not in dirty and not os.path.lexists(root / p)]
+    incoming += _held_elsewhere(memory, incoming, deleted)
     incoming, result.conflicts = split_duplicates(incoming)
     applied = apply(memory, files, incoming, deleted)
     result.adopted, result.forgotten, result.notes = (
@@ -400,8 +446,15 @@ def still_rejected(memory: WriteService, *, prune: bool = True) -> list[tuple[st
     current = rejected_files(memory)
     if not current:
         return []
+    from cmem_cli.core.files import tree_entry_problem
+
     known = memory.store.export_files.record_paths()
-    keep = {p: r for p, r in current.items() if (memory.export_root / p).is_file() and p not in known}
+    root = memory.export_root
+    keep = {
+        p: r
+        for p, r in current.items()
+        if os.path.lexists(root / p) and (p not in known or tree_entry_problem(root, p) is not None)
+    }
     if prune and keep != current:
         with memory.store.transaction():
             memory.store.state.set(REJECTED, json.dumps(keep, sort_keys=True) if keep else None)

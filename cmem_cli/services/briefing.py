@@ -175,7 +175,8 @@ def _activity_json(entry: dict[str, Any]) -> dict[str, Any]:
 
 def _observation_line(row: dict[str, Any]) -> str:
     icon = TYPE_ICONS.get(row.get("type") or "", "•")
-    stale = " [stale]" if row.get("stale") else " [behind]" if row.get("behind") else ""  # docs/truth.md
+    # what may no longer hold in the memory's files (docs/truth.md)
+    stale = next((f" [{mark}]" for mark in ("stale", "behind", "drifted") if row.get(mark)), "")
     # recorded on a branch HEAD has not merged: it may not hold in this checkout (docs/truth.md, Branches)
     other = f" [branch {_line(row.get('branch'), 40)}, not merged]" if row.get("unmerged") else ""
     return (
@@ -283,6 +284,7 @@ def build_context(
                 "session": row.get("session"),
                 "stale": row["stale"],
                 "behind": row.get("behind"),
+                "drifted": row.get("drifted"),
                 "branch": row["branch"],
                 "unmerged": row["unmerged"],
             }

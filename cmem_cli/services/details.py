@@ -125,8 +125,17 @@ def render_details(record: dict[str, Any]) -> str:
             from cmem_cli.services.anchors import behind_note
 
             text = behind_note(record) + "\n" + text
+        elif record.get("drifted"):
+            from cmem_cli.services.anchors import drifted_note
+
+            text = drifted_note(record) + "\n" + text
         if record.get("superseded_by") is not None:
             text = supersession.notice(record) + text
+        if record.get("invalidated") is not None:
+            text = (
+                f"<!-- invalidated: {' '.join(str(record['invalidated']).split())}. Left out of search, "
+                f"context and the briefing; `cmem restore {record['id']}` brings it back -->\n" + text
+            )
         if record.get("via"):
             text = f"<!-- linked: {record['via']['type']} of #{record['via']['from']} -->\n" + text
         return text

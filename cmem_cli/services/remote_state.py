@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
 from cmem_cli.core.timeutil import now_ms, to_iso
 
@@ -66,22 +65,11 @@ def last_refusal(store: Store) -> dict[str, Any] | None:
 
 
 def shown_url(url: str) -> str:
-    """A URL as it may be printed: a ``scheme://user:password@host`` loses its user and password (a token
-    often stands in the user's place); an scp-like ``git@host:path`` names no secret and is kept."""
-    if "://" not in url:
-        return url
-    try:
-        parts = urlsplit(url)
-        host = parts.hostname or ""
-        port = parts.port
-    except ValueError:
-        return url.split("://", 1)[0] + "://..."
-    if "@" not in parts.netloc:
-        return url
-    netloc = f"[{host}]" if ":" in host else host
-    if port is not None:
-        netloc += f":{port}"
-    return url.replace(parts.netloc, netloc, 1)
+    """A URL as it may be printed: every credential hidden, by the one rule for git and team URLs
+    (:func:`cmem_cli.core.urls.redact_url`)."""
+    from cmem_cli.core.urls import redact_url
+
+    return redact_url(url)
 
 
 def remote_status(memory: Reader) -> dict[str, Any] | None:
@@ -94,7 +82,7 @@ def remote_status(memory: Reader) -> dict[str, Any] | None:
     settings = store.team_outbox.settings()
     if settings.get("url"):
         # stored without its password (cmem_cli.team.url); the role is no secret and says who syncs
-        kind, url, machine = "team", settings["url"], settings.get("machine") or ""
+        kind, url, machine = "team", shown_url(settings["url"]), settings.get("machine") or ""
         queued: int | None = store.team_outbox.pending_count()
     else:
         from cmem_cli.services.sync_repo import connected_git_dir, remote_url

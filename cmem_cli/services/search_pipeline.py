@@ -69,6 +69,7 @@ def observation_row(row: dict[str, Any], score: float | None = None) -> dict[str
         "score": score,
         "tokens": row.get("tokens") or 0,
         "path": row.get("path"),
+        "invalidated": row.get("invalidated"),
     }
 
 
@@ -294,7 +295,7 @@ def timeline(
             "type": item["type"] or item["kind"], "title": " ".join(str(title).split())[:200],
             "project": anchor["project"], "session": item["session"], "agent": item["agent"],
             "machine": item["machine"], "created_at": to_iso(item["created_at"]), "tokens": item["tokens"] or 0,
-            "anchor": item["kind"] == kind and item["id"] == number,
+            "anchor": item["kind"] == kind and item["id"] == number, "invalidated": item["invalidated"],
         })  # fmt: skip
     supersession.annotate(store, rows)
     from cmem_cli.services.anchors import annotate
@@ -424,7 +425,7 @@ def search(
     if branch is not None and branch != anchors.ALL_BRANCHES:
         filters.branch = branch
     if not query or not query.strip():
-        listed = source.listing(filters, limit=(limit or ALL) + 1, offset=offset, order=order)
+        listed = valid(source.listing(filters, limit=(limit or ALL) + 1, offset=offset, order=order))
         more = len(listed) > (limit or ALL)  # one row past the page says more exist without counting them all
         listed = listed[: limit or ALL]
         supersession.annotate(source, listed)
@@ -439,7 +440,7 @@ def search(
 
         trace = Trace()
     found = source.retrieve(ask, filters, depth, trace)
-    rows = found.rows
+    rows = valid(found.rows)
     if order == "relevance":
         if isinstance(source, HomeSource):  # the store's full-text index holds this home's records only
             rows = phrase_first(store, rows, query)
@@ -447,6 +448,9 @@ def search(
         rows = with_replies(
             source, rows, filters, head=min(window or REPLY_HEAD, REPLY_HEAD), explain=explain
         )
+        if isinstance(source, HomeSource):  # which rows the hooks recorded is this home's store's to say
+            rows = notes_first(store, rows)
+            _placed(rows, "notes", trace, explain)
     else:
         rows.sort(key=lambda r: r["created_at"] or "", reverse=order == "newest")
     _placed(rows, "replies" if order == "relevance" else order, trace, explain)
@@ -457,6 +461,7 @@ def search(
         source, rows, filters, query=query if order == "relevance" else None, explain=explain,
         bring_in=branch in (None, anchors.ALL_BRANCHES),
     )  # fmt: skip
+    rows = valid(rows)  # a successor brought in may have been invalidated
     _placed(rows, "successors", trace, explain)
     if order == "relevance":
         scored_in_order(rows, explain=explain)
@@ -467,6 +472,11 @@ def search(
         anchored = {**anchored, **source.anchors([i for i in _observation_ids(rows) if i not in anchored])}
     page = anchors.annotate(store, rows[offset:window], anchors=anchored)
     return SearchPage(source.shown(page), found.mode, notes, total, found.capped)
+
+
+def valid(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``rows`` less the memories someone invalidated (`cmem invalidate`): kept, but no search shows them."""
+    return [row for row in rows if row.get("invalidated") is None]
 
 
 def _observation_ids(rows: list[dict[str, Any]]) -> list[Any]:
@@ -678,6 +688,49 @@ def phrase_first(store: Store, rows: list[dict[str, Any]], query: str) -> list[d
 
 def _stated(text: ObservationText) -> list[str]:
     return [text.title, text.subtitle, text.narrative, *text.facts]
+
+
+NOTES_HEAD = 100  # the rows whose sessions' notes are weighed against their automatic records
+
+
+def notes_first(store: Store, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """What the agent or a person wrote ranks above what the hooks recorded about the same session.
+
+    A session's automatic rows (its summary, its prompts, the hooks' tool records but failures, which hold
+    the exact error) restate the request in
+    the request's words, so they match a question about it better than the note the agent wrote with the
+    answer (a decision, a bug's cause), which says what came of it. When a note and such rows of its
+    session are both hits, the note takes the place (and the score) of the first of them that ranked above
+    it; the others keep their order, one place down. Rows of other sessions keep their places. Only the first
+    :data:`NOTES_HEAD` rows are weighed."""
+    head = rows[:NOTES_HEAD]
+    observed = [r["id"] for r in head if r["kind"] == "observation" and r.get("session")]
+    captured = store.recall.captured(observed) if observed else set()
+    automatic = {
+        id(r)
+        for r in head
+        if r.get("session")
+        and (r["kind"] in ("summary", "prompt") or r["kind"] == "observation" and r["id"] in captured)
+    }
+    if not automatic:
+        return rows
+    out = list(head)
+    for row in head:
+        if row["kind"] != "observation" or id(row) in automatic or not row.get("session"):
+            continue
+        at = next(i for i, r in enumerate(out) if r is row)
+        above = next(
+            (
+                i
+                for i, other in enumerate(out[:at])
+                if id(other) in automatic and other.get("session") == row["session"]
+            ),
+            None,
+        )
+        if above is not None:  # standing in for its session, it shows the evidence of the row it passed
+            score = max(row.get("score") or 0.0, out[above].get("score") or 0.0)
+            out.insert(above, {**out.pop(at), "score": score})
+    return out + rows[NOTES_HEAD:]
 
 
 REPLY_HEAD = 100  # the rows whose questions bring their replies along

@@ -23,6 +23,7 @@ def stale_rows(store: Store, *, project: str | None = None, cwd: str | None = No
     for row in store.observations.oldest_first(stale):
         out = observation_row(row)
         out["stale"] = stale[row["id"]].stale
+        out["drifted"] = stale[row["id"]].drifted
         out["behind"] = stale[row["id"]].behind
         out["branch"] = stale[row["id"]].anchor.branch
         rows.append(out)

@@ -159,8 +159,31 @@ def _config_value(git_dir: Path, wanted_section: str, wanted_key: str) -> str | 
         elif section == wanted_section and "=" in line:
             key, _, value = line.partition("=")
             if key.strip().lower() == wanted_key:
-                return value.strip()
+                return config_text(value)
     return None
+
+
+_ESCAPES = {"n": "\n", "t": "\t", "b": "\b", '"': '"', "\\": "\\"}
+
+
+def config_text(raw: str) -> str:
+    """A value as git reads it from its config file: quotes removed, escapes read, a ``#`` or ``;``
+    outside quotes starting a comment (git writes a URL holding either quoted, so a password with
+    ``#`` is not cut short, nor shown whole with its quotes)."""
+    out: list[str] = []
+    quoted = False
+    chars = iter(raw.strip())
+    for char in chars:
+        if char == '"':
+            quoted = not quoted
+        elif char == "\\":
+            following = next(chars, "")
+            out.append(_ESCAPES.get(following, following))
+        elif char in "#;" and not quoted:
+            break
+        else:
+            out.append(char)
+    return "".join(out).strip()
 
 
 def _marked(git_dir: Path) -> bool:

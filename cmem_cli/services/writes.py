@@ -512,6 +512,15 @@ class WriteService:
                 self._refresh_referrers(obs_id, files)
             return self.export_observation(row, files)
 
+    def invalidate(self, obs_id: int, reason: str | None = None) -> dict[str, Any]:
+        """Mark an observation as no longer true, for ``reason``: kept whole (its file says so, so git and
+        team sync carry it), left out of search, context and the briefing until :meth:`restore`."""
+        return self.edit_observation(obs_id, {"invalidated": (reason or "").strip() or NO_REASON})
+
+    def restore(self, obs_id: int) -> dict[str, Any]:
+        """Undo :meth:`invalidate`: the observation is current again, as it was."""
+        return self.edit_observation(obs_id, {"invalidated": None})
+
     def link(self, from_id: int, to_id: int, link_type: str, *, remove: bool = False) -> dict[str, Any]:
         if link_type not in LINK_TYPES:
             raise InvalidInput(f"unknown link type {link_type!r} (expected one of: {', '.join(LINK_TYPES)})")
@@ -741,6 +750,9 @@ class WriteService:
         row = self.store.observations.get(record_id)
         relpath = row["path"] or layout.observation_relpath(row)
         return markdown.render_observation(row, self.link_entries(row, relpath), self.anchor_front(record_id))
+
+
+NO_REASON = "no reason given"  # what an invalidation without a reason says (the field is never empty)
 
 
 def _same_text(path: Path, text: str) -> bool:

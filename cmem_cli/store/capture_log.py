@@ -133,6 +133,14 @@ class CaptureLog:
             or 0
         )
 
+    def keys_with_prefix(self, session: str, prefix: str) -> list[str]:
+        """The keys of ``session`` that start with ``prefix``, oldest first."""
+        rows = self.db.rows(
+            "SELECT key FROM agent_captures WHERE session = ? AND key >= ? AND key < ? ORDER BY created_at, key",
+            (session, prefix, prefix + "\U0010ffff"),
+        )
+        return [row[0] for row in rows]
+
     # -- transcript offsets ------------------------------------------------------------------------------
     def offset(self, path: str) -> TranscriptOffset | None:
         """Where import of ``path`` resumes: byte offset, first-line fingerprint, prompt counts there."""

@@ -40,15 +40,15 @@ class Listing(Repository):
         """Observations, prompts and summaries of ``project`` around ``anchor_time``, oldest first;
         ``machine``: only what it wrote, and the anchor."""
         union = (
-            "SELECT 'observation' AS kind, id, created_at, type, title, session, agent, tokens, uid, machine "
-            "FROM observations WHERE project = :p "
+            "SELECT 'observation' AS kind, id, created_at, type, title, session, agent, tokens, uid, machine, "
+            "invalidated FROM observations WHERE project = :p "
             "UNION ALL SELECT 'prompt', id, created_at, NULL, text, session, agent, "
-            "(length(text) + 3) / 4, uid, machine FROM user_prompts WHERE project = :p "
+            "(length(text) + 3) / 4, uid, machine, NULL FROM user_prompts WHERE project = :p "
             "UNION ALL SELECT 'summary', id, created_at, NULL, "
             "coalesce(request, completed, learned, investigated, next_steps, notes), "
             "session, agent, (length(coalesce(request,'') || coalesce(investigated,'') || coalesce(learned,'') "
-            "|| coalesce(completed,'') || coalesce(next_steps,'') || coalesce(notes,'')) + 3) / 4, uid, machine "
-            "FROM session_summaries WHERE project = :p"
+            "|| coalesce(completed,'') || coalesce(next_steps,'') || coalesce(notes,'')) + 3) / 4, uid, machine, "
+            "NULL FROM session_summaries WHERE project = :p"
         )
         kind_order = "CASE kind WHEN 'prompt' THEN 0 WHEN 'observation' THEN 1 ELSE 2 END"
         kind, ident = anchor_key

@@ -27,8 +27,8 @@ TEXT_FIELDS = ("title", "subtitle", "narrative", "project", "session", "agent", 
 AUTHORSHIP_FIELDS = ("machine", "author")  # who wrote it: given by a memory arriving from elsewhere
 EDITOR_FIELDS = ("edited_on", "edited_by")  # who changed it last (machine, person): stated by an arrival
 INPUT_FIELDS = frozenset(
-    {*LIST_FIELDS, *TEXT_FIELDS, *AUTHORSHIP_FIELDS, *EDITOR_FIELDS, "type", "uid", "prompt_number", "confidence",
-     "created_at", "links", "supersedes"}
+    {*LIST_FIELDS, *TEXT_FIELDS, *AUTHORSHIP_FIELDS, *EDITOR_FIELDS, "type", "uid", "prompt_number",
+     "confidence", "created_at", "links", "supersedes", "invalidated"}
 )  # fmt: skip
 # What `cmem edit` may change: every input field except identity (uid, who wrote it) and links (added, not
 # replaced; ``supersedes`` is a link too).
@@ -51,6 +51,7 @@ OUTPUT_ONLY_FIELDS = frozenset(
         "branch",
         "anchor",
         "behind",
+        "drifted",
         "superseded_by",
         "possibly_superseded_by",
     }
@@ -186,6 +187,8 @@ def normalize_observation(record: Any, *, defaults: dict[str, Any] | None = None
             raise InvalidInput("field 'confidence' must be a number from 0 to 1")
         confidence = float(confidence)
     out["confidence"] = confidence
+    # invalidated (`cmem invalidate`): the reason it no longer holds; None while it is valid
+    out["invalidated"] = _optional_text(merged, "invalidated", MAX_SHORT) or None
 
     created = merged.get("created_at")
     out["created_at"] = parse_time(created) if created is not None and created != "" else None

@@ -54,6 +54,7 @@ if TYPE_CHECKING:
     from cmem_cli.store.observations import ObservationRepository
     from cmem_cli.store.projects import Projects
     from cmem_cli.store.prompts import PromptRepository
+    from cmem_cli.store.recall import RecallRows
     from cmem_cli.store.sessions import SessionRepository
     from cmem_cli.store.state import StateRepository
     from cmem_cli.store.stats import Statistics
@@ -213,6 +214,13 @@ class Store:
         from cmem_cli.store.briefing import BriefingRows
 
         return BriefingRows(self)
+
+    @property
+    def recall(self) -> RecallRows:
+        """What recall at the moment of need reads (:mod:`cmem_cli.store.recall`)."""
+        from cmem_cli.store.recall import RecallRows
+
+        return RecallRows(self)
 
     @property
     def window(self) -> Window:

@@ -15,7 +15,7 @@ LIST_COLUMNS = ("facts", "concepts", "files_read", "files_modified", "tools_used
 OBS_COLUMNS = (
     "uid", "type", "title", "subtitle", "narrative", "facts", "concepts", "files_read", "files_modified",
     "tools_used", "project", "session", "agent", "prompt_number", "key", "confidence", "created_at",
-    "updated_at", "tokens", "search_terms",
+    "updated_at", "tokens", "search_terms", "invalidated",
 )  # fmt: skip
 AUTHORSHIP = ("machine", "author")  # who wrote it: kept from its first write, never changed by an edit
 EDITOR = ("edited_on", "edited_by")  # who changed it last (machine, person): None until someone edits it

@@ -409,14 +409,24 @@ def m013_authorship(conn: apsw.Connection) -> None:
     conn.execute(V13_AUTHORSHIP)
 
 
+# A memory someone said no longer holds (`cmem invalidate`): the reason, NULL while it is valid. It is kept,
+# not deleted: search, context and the briefing leave it out, `get` shows it marked, `cmem restore` clears it.
+V14_INVALIDATED = "ALTER TABLE observations ADD COLUMN invalidated TEXT;"
+
+
+@MIGRATIONS
+def m014_invalidated(conn: apsw.Connection) -> None:
+    conn.execute(V14_INVALIDATED)
+
+
 # Who changed a memory last, apart from who wrote it: the machine and the person of the latest edit or link
 # (a teammate marking a memory superseded), NULL while nobody but its writer changed it.
-V14_LAST_EDITOR = """
+V15_LAST_EDITOR = """
 ALTER TABLE observations ADD COLUMN edited_on TEXT;
 ALTER TABLE observations ADD COLUMN edited_by TEXT;
 """
 
 
 @MIGRATIONS
-def m014_last_editor(conn: apsw.Connection) -> None:
-    conn.execute(V14_LAST_EDITOR)
+def m015_last_editor(conn: apsw.Connection) -> None:
+    conn.execute(V15_LAST_EDITOR)

@@ -23,12 +23,15 @@ inside one store transaction, so hooks wait a moment instead of writing into a h
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from cmem_cli.core.errors import SyncError, UsageError
+from cmem_cli.core.errors import InvalidInput, SyncError, UsageError
+from cmem_cli.core.files import NotRegularFile, read_in_tree
 from cmem_cli.core.synclock import sync_lock
 from cmem_cli.services import arrivals, remote_state
 from cmem_cli.services.reconcile.rule import tell
@@ -58,7 +61,11 @@ GITIGNORE = """\
 .*.swp
 *~
 """
-PUSH_ATTEMPTS = 3
+PUSH_ATTEMPTS = 5
+# What git says when another push holds the remote branch's lock at that moment: a race, not a refusal.
+LOCK_RACE = ("cannot lock ref", "failed to update ref", "failed to lock", "but expected")
+NOT_A_RACE = ("permission denied", "read-only file system", "no space left", "hook declined")
+BACK_OFF_S = 0.2  # the first back-off's mean; doubled each attempt (about 6 s at most in all)
 Progress = Callable[[str, int, int], None]  # (phase, done, total or 0 when unknown)
 TARGET = f"{REMOTE}/{BRANCH}"
 MERGE_MARK = "cmem-merging"  # in git's folder while a merge writes the tree: "<HEAD before> <target>"
@@ -103,6 +110,7 @@ class Syncer:
         self.head: str | None = None  # this branch's commit, kept current through the run
         self.remote_head: str | None = None
         self.write_gitignore = False
+        self._raced = False  # the last push met another machine's push holding the branch's lock
         self._untold: list[dict[str, Any]] = []  # conflicts adoption settled, for the next commit to carry
 
     # -- set-up -----------------------------------------------------------------------------------------
@@ -133,10 +141,12 @@ class Syncer:
     def _write_gitignore(self) -> None:
         """cmem's rules in ``.gitignore``; a person's own file is kept, with cmem's rules appended once."""
         ignore = self.root / ".gitignore"
-        try:
-            current = ignore.read_text(encoding="utf-8")
+        try:  # never through a link: its target's text would be written here and pushed
+            current = read_in_tree(self.root, ".gitignore").decode("utf-8")
         except FileNotFoundError:
             current = ""
+        except NotRegularFile as exc:
+            raise InvalidInput(f"{ignore}: {exc.strerror} (make it a regular file)") from None
         except (OSError, UnicodeDecodeError) as exc:
             raise SyncError(f"cannot read {ignore}: {exc}") from None
         self.write_gitignore = True  # cmem's own file: staged with this sync's commit
@@ -159,14 +169,21 @@ class Syncer:
         else:  # local work is adopted and committed before the network is needed (it fails offline)
             unstaged = self._adopt_and_commit()
             remote = self._fetch()
-        for _attempt in range(PUSH_ATTEMPTS):
+        for attempt in range(PUSH_ATTEMPTS):
             if remote:
                 self._merge(unstaged)
             if self._push():
                 break
+            if self._raced and attempt < PUSH_ATTEMPTS - 1:
+                _back_off(attempt)
             remote = self._fetch()
             unstaged = self._adopt_and_commit()
         else:
+            if self._raced:
+                raise SyncError(
+                    "git push kept meeting another machine's push (the remote's branch was locked); "
+                    "run `cmem sync` again"
+                )
             raise SyncError("git push kept being overtaken by other machines; run `cmem sync` again")
         self.report["queued"] = len(unstaged)
         self._report_rejected()
@@ -219,12 +236,11 @@ class Syncer:
             blobs = read_blobs(self.git, [f"{rev}:{p}" for p in paths for rev in (before, target)])
             for relpath in paths:
                 mine, theirs = blobs.get(f"{before}:{relpath}"), blobs.get(f"{target}:{relpath}")
-                path = self.root / relpath
                 try:
-                    current: bytes | None = path.read_bytes()
+                    current: bytes | None = read_in_tree(self.root, relpath)
                 except FileNotFoundError:
                     current = None
-                except OSError:
+                except OSError:  # a link or anything else no merge writes: not git's, left alone
                     continue
                 if current == mine:
                     continue
@@ -265,15 +281,21 @@ class Syncer:
         index become the remote's branch. This machine's own memories are committed on top by the next
         step. Killed half-way, the next sync joins again (files already there are skipped)."""
         self.progress("join", 0, 0)
-        listed = [
-            p for p in self.git.z_list("ls-tree", "-r", "-z", "--name-only", TARGET) if p != ".gitignore"
-        ]
-        present = [p for p in listed if (self.root / p).is_file()]
-        missing = [p for p in listed if not (self.root / p).exists()]
+        listed: list[str] = []
+        links: list[str] = []
+        for entry in self.git.z_list("ls-tree", "-r", "-z", TARGET):
+            meta, _, relpath = entry.partition("\t")
+            if relpath != ".gitignore":
+                (listed if meta.split()[0] in arrivals.REGULAR_MODES else links).append(relpath)
+        present: dict[str, bytes] = {}
+        for relpath in listed:
+            with contextlib.suppress(OSError):  # a link or FIFO of this machine's is not read, nor replaced
+                present[relpath] = read_in_tree(self.root, relpath)
+        # git checks a link out as a link: never followed, its arrival refused by name (arrivals.pending)
+        missing = [p for p in [*listed, *links] if not os.path.lexists(self.root / p)]
         if present:
             theirs = read_blobs(self.git, [f"{TARGET}:{p}" for p in present])
-            for relpath in present:
-                ours = (self.root / relpath).read_bytes()
+            for relpath, ours in present.items():
                 other = theirs.get(f"{TARGET}:{relpath}")
                 if other is None or other == ours:
                     continue
@@ -291,15 +313,22 @@ class Syncer:
 
     # -- local changes ----------------------------------------------------------------------------------
     def _status(self) -> tuple[dict[str, str], bool]:
-        """Paths that differ from HEAD (status code per path), and whether the index holds staged changes."""
+        """Paths that differ from HEAD (status code per path), and whether the index holds staged changes.
+
+        Ignored files are listed too: a `.gitignore` pulled from a teammate (``*``, ``*.md``) must not
+        hide this machine's memories from the sync (cmem stages exactly what it wrote, and
+        ``git update-index`` never asks `.gitignore`). Of the ignored, only what adoption would take is
+        kept (markdown outside hidden folders): cmem's own rules ignore a person's other files."""
         changed: dict[str, str] = {}
         staged = False
         for entry in self.git.z_list(
-            "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames"
+            "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames", "--ignored=traditional"
         ):
             code, relpath = entry[:2], entry[3:]
+            if code == "!!" and not _memory_path(relpath):
+                continue
             changed[relpath] = code
-            staged = staged or code[0] not in " ?"
+            staged = staged or code[0] not in " ?!"
         return changed, staged
 
     def _adopt_and_commit(self) -> set[str]:
@@ -397,12 +426,12 @@ class Syncer:
         remove: list[str] = []
         for relpath in sorted(candidates):
             try:
-                data = (self.root / relpath).read_bytes()
+                data = read_in_tree(self.root, relpath)
             except FileNotFoundError:
                 if relpath not in held:
                     remove.append(relpath)
                 continue
-            except OSError:
+            except OSError:  # a link, a FIFO, a hard link, a path through a linked folder: never staged
                 continue
             ours = relpath == ".gitignore" and self.write_gitignore and GITIGNORE.encode() in data
             if ours or hashes.get(relpath) == digest.bytes_hash(data):
@@ -585,11 +614,34 @@ class Syncer:
             self.remote_head = head
             return True
         message = proc.stderr.decode("utf-8", "replace")
-        if "[rejected]" in message and ("fetch first" in message or "non-fast-forward" in message):
+        self._raced = lock_race(message)
+        if self._raced or (
+            "[rejected]" in message and ("fetch first" in message or "non-fast-forward" in message)
+        ):
             return False
         error = SyncError(f"git push failed: {_last(proc)}")
         remote_state.refused(self.memory.store, error.message, read_only=False)
         raise error
+
+
+def lock_race(message: str) -> bool:
+    """Did a push fail only because another push held the remote's ref lock at that moment (and not for
+    a lasting reason: permissions, a full disk, a hook's refusal)?"""
+    lowered = message.lower()
+    return any(sign in lowered for sign in LOCK_RACE) and not any(sign in lowered for sign in NOT_A_RACE)
+
+
+def _back_off(attempt: int) -> None:
+    """A short randomised wait before pushing again, so two machines that raced do not race again."""
+    import random
+    import time
+
+    time.sleep(BACK_OFF_S * (2**attempt) * random.uniform(0.5, 1.5))
+
+
+def _memory_path(relpath: str) -> bool:
+    """Could ``relpath`` be a memory's file (what adoption reads: markdown, no hidden part)?"""
+    return relpath.endswith(".md") and not any(part.startswith(".") for part in relpath.split("/"))
 
 
 def _last(proc: Any) -> str:

@@ -64,7 +64,7 @@ def observation(row: dict[str, Any]) -> None:
     for name in ("created_at", "updated_at"):
         _time(row.get(name), name)
     record = {n: row.get(n) for n in (*LIST_FIELDS, "type", "title", "subtitle", "narrative", "project",
-                                       "session", "agent", "prompt_number", "key", "confidence", "uid")}  # fmt: skip
+                                       "session", "agent", "prompt_number", "key", "confidence", "uid", "invalidated")}  # fmt: skip
     for name in ("type", "title", "project", "agent"):
         value = record[name]
         if not isinstance(value, str) or not value.strip():
@@ -85,7 +85,7 @@ def observation(row: dict[str, Any]) -> None:
             raise Refused(f"a link's type is {_short(link_type)}")
         _uid(target, "a link's target")
     size = _bytes(*(row.get(n) for n in ("title", "subtitle", "narrative", "project", "session", "agent",
-                                         "key")), *(item for n in LIST_FIELDS for item in row[n]))  # fmt: skip
+                                         "key", "invalidated")), *(item for n in LIST_FIELDS for item in row[n]))  # fmt: skip
     size += len(links) * LINK_LINE + len(json.dumps(row.get("anchor"), default=str)) * 2
     _fits(size)
 

@@ -16,7 +16,7 @@ from cmem_cli.store.records import AUTHORSHIP_FIELDS, EDITOR_FIELDS, LIST_FIELDS
 
 OBS_FIELDS = (
     "type", "title", "subtitle", "narrative", *LIST_FIELDS, "project", "session", "agent", "prompt_number",
-    "key", "confidence", "created_at",
+    "key", "confidence", "created_at", "invalidated",
 )  # fmt: skip
 OBS_COLUMNS = ("uid", *OBS_FIELDS, "updated_at", "machine", "author", *EDITOR_FIELDS, "anchor", "path")
 SUMMARY_COLUMNS = (

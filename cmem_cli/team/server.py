@@ -214,7 +214,15 @@ ALTER TABLE cmem_prompts ADD COLUMN IF NOT EXISTS author text;
 """,
     ),
     (
-        "m007_last_editor",
+        "m007_invalidated",
+        """
+-- A memory someone said no longer holds (`cmem invalidate`): the reason; NULL while it is valid. Kept, not
+-- deleted: every home leaves it out of search, context and the briefing until `cmem restore` clears it.
+ALTER TABLE cmem_observations ADD COLUMN IF NOT EXISTS invalidated text;
+""",
+    ),
+    (
+        "m008_last_editor",
         """
 -- Who changed a memory last (the machine, the person), apart from who wrote it (machine, author): a
 -- teammate's edit or link no longer looks like the teammate's memory on the homes that pull it.
@@ -223,7 +231,7 @@ ALTER TABLE cmem_observations ADD COLUMN IF NOT EXISTS edited_by text;
 """,
     ),
     (
-        "m008_paths",
+        "m009_paths",
         """
 -- The file name a memory's writer gave it (relative to the export tree): a home that pulls the memory
 -- names its file the same, whenever it pulls it (a name made from the title would follow later edits).
@@ -376,18 +384,24 @@ def is_migrated(conn: Any) -> bool:
 
 
 def present(conn: Any, columns: tuple[str, ...] | list[str]) -> list[str]:
-    """``columns`` as this server has them: without ``author`` on a schema from before m006_authors that
-    this role may not migrate (a reader, or a writer before the tables' owner synced with this cmem), so
-    it pulls and pushes as before, without the person. Asked once per connection."""
-    has = getattr(conn, "_cmem_columns", None)
+    """``columns`` as this server has them: without ``author`` on a schema from before m006_authors, or
+    ``invalidated``, ``edited_on``, ``edited_by`` and ``path`` from before the migrations that add them, that
+    this role may not migrate (a reader, or a writer before the tables' owner synced with this cmem), so it
+    pulls and pushes as before, without them. Asked once per connection."""
+    has = getattr(conn, "_cmem_optional", None)
     if has is None:
+        names = ", ".join(f"'{name}'" for name in OPTIONAL_COLUMNS)
         rows = conn.execute(
             "SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() "
-            "AND table_name = 'cmem_observations' AND column_name IN ('author', 'edited_on', 'edited_by', 'path')"
+            f"AND table_name = 'cmem_observations' AND column_name IN ({names})"
         ).fetchall()
-        has = {r[0] for r in rows}
-        conn._cmem_columns = has
-    return [c for c in columns if c not in ("author", "edited_on", "edited_by", "path") or c in has]
+        has = {str(row[0]) for row in rows}
+        conn._cmem_optional = has
+    return [c for c in columns if c not in OPTIONAL_COLUMNS or c in has]
+
+
+# Columns later migrations added: a reader may meet a server without them.
+OPTIONAL_COLUMNS = ("author", "invalidated", "edited_on", "edited_by", "path")
 
 
 def readable(conn: Any) -> bool:

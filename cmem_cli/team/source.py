@@ -96,7 +96,7 @@ class TeamSource:
         scope = _Scope(filters)
         direction = "ASC" if order == "oldest" else "DESC"
         sql = (
-            f"{_OBS_SELECT} FROM cmem_observations o WHERE {scope.observations} "
+            f"{_OBS_SELECT} FROM cmem_observations o WHERE {scope.observations}{_valid(self.conn)} "
             f"ORDER BY o.created_at {direction}, o.uid {direction} LIMIT %(limit)s OFFSET %(offset)s"
         )
         params = {"limit": min(limit, ALL + 1), "offset": offset, **scope.params}
@@ -146,7 +146,7 @@ class TeamSource:
         sql = (
             "SELECT q.uid AS question, (SELECT o.uid FROM cmem_observations o WHERE o.session = q.session "
             "AND (o.created_at > q.created_at OR (o.created_at = q.created_at AND o.uid > q.uid)) "
-            f"AND {scope.observations} ORDER BY o.created_at, o.uid LIMIT 1) AS reply "
+            f"AND {scope.observations}{_valid(self.conn)} ORDER BY o.created_at, o.uid LIMIT 1) AS reply "
             "FROM cmem_observations q WHERE q.uid = ANY(%(uids)s) AND q.session IS NOT NULL "
             "AND strpos(q.title, '?') > 0 AND coalesce(q.narrative, '') = '' AND q.facts = '[]'::jsonb"
         )
@@ -166,7 +166,10 @@ class TeamSource:
 
     def passing(self, ids: set[Any], filters: Filters) -> dict[Any, dict[str, Any]]:
         scope = _Scope(filters)
-        sql = f"{_OBS_SELECT} FROM cmem_observations o WHERE o.uid = ANY(%(uids)s) AND {scope.observations}"
+        sql = (
+            f"{_OBS_SELECT} FROM cmem_observations o "
+            f"WHERE o.uid = ANY(%(uids)s) AND {scope.observations}{_valid(self.conn)}"
+        )
         rows = _dicts(self.conn.execute(sql, {"uids": sorted(str(i) for i in ids), **scope.params}))
         return {r["uid"]: _row(r) for r in rows}
 
@@ -284,7 +287,7 @@ def _keyword(
     rank = "ts_rank(o.search, %(q)s::tsquery, 32)"
     parts = [
         f"{_OBS_SELECT}, {rank} AS rank, {matched} AS matched FROM cmem_observations o "
-        f"WHERE o.search @@ %(q)s::tsquery AND {scope.observations} ORDER BY rank DESC LIMIT %(depth)s"
+        f"WHERE o.search @@ %(q)s::tsquery AND {scope.observations}{_valid(conn)} ORDER BY rank DESC LIMIT %(depth)s"
     ]
     if scope.with_summaries:
         parts.append(
@@ -313,7 +316,7 @@ def _vector(
     distance = f"v.embedding::vector({dim}) <=> %(qv)s::vector({dim})"
     parts = [
         f"{_OBS_SELECT}, {distance} AS distance FROM cmem_vectors v JOIN cmem_observations o ON o.uid = v.uid "
-        f"WHERE v.kind = 'observation' AND v.fingerprint = '{fingerprint}' AND {scope.observations} "
+        f"WHERE v.kind = 'observation' AND v.fingerprint = '{fingerprint}' AND {scope.observations}{_valid(conn)} "
         f"ORDER BY {distance} LIMIT %(depth)s"
     ]
     if scope.with_summaries:
@@ -370,10 +373,16 @@ def _keyword_exists(conn: Any, query: str, scope: _Scope) -> bool:
     """Does any word of the query occur in a memory the filters keep? (The cut-off of a vector search.)"""
     row = conn.execute(
         "SELECT EXISTS (SELECT 1 FROM cmem_observations o WHERE o.search @@ plainto_tsquery('english', %(q)s) "
-        f"AND {scope.observations})",
+        f"AND {scope.observations}{_valid(conn)})",
         {"q": " ".join(query.split()), **scope.params},
     ).fetchone()
     return bool(row and row[0])
+
+
+def _valid(conn: Any) -> str:
+    """The condition that leaves out invalidated memories (`cmem invalidate`), on a server that has the
+    column (a server no home of this cmem migrated yet has none invalidated)."""
+    return " AND o.invalidated IS NULL" if server.present(conn, ("invalidated",)) else ""
 
 
 # -- rows -------------------------------------------------------------------------------------------------
@@ -395,6 +404,7 @@ def _row(row: dict[str, Any]) -> dict[str, Any]:
         "score": None,
         "tokens": int(row.get("tokens") or 0),
         "path": None,
+        "invalidated": None,  # the team search leaves invalidated memories out (:func:`_valid`)
     }
 
 

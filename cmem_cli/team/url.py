@@ -3,7 +3,8 @@
 A password written in a ``postgresql://user:secret@host/db`` URL is used for the command it was given
 to and never kept: the stored URL has none, and every later connection lets libpq find the password its
 own ways (``PGPASSWORD``, ``PGPASSFILE`` or ``~/.pgpass``, a ``service=`` in ``pg_service.conf``).
-Anything printed that could contain a URL goes through :func:`mask` first.
+Anything printed that could contain a URL goes through :func:`mask` first: the one rule for git and team
+URLs (:mod:`cmem_cli.core.urls`), and ``password=`` settings besides.
 """
 
 from __future__ import annotations
@@ -12,7 +13,9 @@ import re
 from typing import NamedTuple
 from urllib.parse import parse_qsl, unquote, urlencode
 
+from cmem_cli.core import urls
 from cmem_cli.core.errors import UsageError
+from cmem_cli.core.urls import readable
 
 SCHEMES = ("postgresql://", "postgres://")
 _QUERY_PASSWORD = re.compile(r"([?&]password=)[^&#\s]*", re.I)
@@ -67,45 +70,10 @@ def split_password(url: str) -> TeamURL:
     return TeamURL(f"{scheme}://{netloc}{sep}{path}{qmark}{query}", password)
 
 
-_NAME = r"(?:[A-Za-z0-9._~%-]*|\[[0-9A-Fa-f:.%A-Za-z]*\])(?::[0-9]*)?"
-_HOST = re.compile(rf"{_NAME}(?:,{_NAME})*")  # host[:port], a list of them, an IPv6 literal, or none
-_PARAM = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=[^&#]*")
-
-
 def userinfo_end(rest: str) -> int | None:
-    """Where the user part of ``rest`` (a URL after ``scheme://``) ends: the index of its ``@``, or None.
-
-    The ordinary reading first: the authority runs to the first ``/``, ``?`` or ``#``, and the user part
-    to the last ``@`` in it. When what follows does not read as a URL libpq takes (a host, then a
-    database name, then ``key=value`` parameters), the password holds one of those characters: the user
-    part then ends at the last ``@`` after which the rest does read so."""
-    authority = re.split(r"[/?#]", rest, maxsplit=1)[0]
-    ordinary = authority.rindex("@") if "@" in authority else None
-    if _readable(rest[ordinary + 1 :] if ordinary is not None else rest):
-        return ordinary
-    later = [i for i, c in enumerate(rest) if c == "@" and (ordinary is None or i > ordinary)]
-    for at in reversed(later):
-        if _readable(rest[at + 1 :]):
-            return at
-    return ordinary
-
-
-def readable(url: str) -> bool:
-    """Does ``url`` (``scheme://...``) read as one URL, its password wherever it is?"""
-    rest = url.split("://", 1)[1] if "://" in url else url
-    end = userinfo_end(rest)
-    return _readable(rest[end + 1 :] if end is not None else rest)
-
-
-def _readable(after: str) -> bool:
-    """Host, database name and parameters, as libpq reads what follows the user part."""
-    host, tail = re.split(r"(?=[/?#])", after, maxsplit=1) if re.search(r"[/?#]", after) else (after, "")
-    if not _HOST.fullmatch(host) or tail.startswith("#"):
-        return False
-    path, _, query = tail[1:].partition("?") if tail.startswith("/") else ("", "", tail[1:])
-    if "@" in path or "/" in path or "#" in query:
-        return False
-    return not query or all(_PARAM.fullmatch(part) for part in query.split("&"))
+    """Where the user part of ``rest`` (a URL after ``scheme://``) ends, as libpq reads it
+    (:func:`cmem_cli.core.urls.userinfo_end`)."""
+    return urls.userinfo_end(rest, libpq=True)
 
 
 def _split_netloc(rest: str) -> tuple[str, str, str]:
@@ -122,25 +90,9 @@ def _split_netloc(rest: str) -> tuple[str, str, str]:
     return rest[:cut], "", rest[cut:]
 
 
-_URL = re.compile(r"(?P<scheme>[a-z][a-z0-9+.-]*://)(?P<rest>[^\s\"'<>`]*)", re.I)
-
-
-def _mask_url(m: re.Match[str]) -> str:
-    scheme, rest = m["scheme"], m["rest"]
-    if "@" not in rest and not scheme.lower().startswith("postgres"):
-        return m[0]  # no user part, so no password (a download's address stays whole); libpq's is checked
-    if not readable(rest):  # cannot tell where a password would end: the scheme alone
-        return f"{scheme}***" if ":" in rest or "@" in rest else m[0]
-    end = userinfo_end(rest)
-    if end is None:
-        return m[0]
-    user, colon, _ = rest[:end].partition(":")
-    return f"{scheme}{user}:***{rest[end:]}" if colon else m[0]
-
-
 def mask(text: str, *secrets: str | None) -> str:
     """``text`` with every URL password, ``password=`` setting and each of ``secrets`` replaced by ``***``."""
-    text = _URL.sub(_mask_url, text)
+    text = urls.redact_text(text)
     text = _QUERY_PASSWORD.sub(r"\1***", text)
     text = _KV_PASSWORD.sub(r"\1***", text)
     for secret in secrets:

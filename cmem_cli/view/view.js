@@ -72,6 +72,8 @@
   function markers(item) {
     const found = [];
     if (Array.isArray(item.stale) && item.stale.length) found.push("stale");
+    else if (Array.isArray(item.drifted) && item.drifted.length) found.push("drifted");
+    if (item.invalidated !== undefined && item.invalidated !== null) found.push("invalidated");
     if (item.superseded_by !== undefined && item.superseded_by !== null) found.push("superseded");
     if (item.possibly_superseded_by !== undefined && item.possibly_superseded_by !== null) found.push("possibly");
     if (item.unmerged && item.branch) found.push("branch");
@@ -127,7 +129,7 @@
   const distinct = (name) => [...new Set(items.map((i) => i[name]).filter(Boolean))].sort();
   fillSelect($("f-project"), distinct("project"), "all projects");
   fillSelect($("f-agent"), distinct("agent"), "all agents");
-  const markerNames = { stale: "stale", superseded: "superseded", possibly: "maybe replaced", branch: "other branch",
+  const markerNames = { stale: "stale", drifted: "drifted", invalidated: "invalidated", superseded: "superseded", possibly: "maybe replaced", branch: "other branch",
     linked: "linked" };
   const present = Object.keys(markerNames).filter((m) => items.some((i) => i._markers.includes(m)));
   const markerSelect = $("f-marker");
@@ -248,6 +250,16 @@
     if (item._markers.includes("stale")) {
       const tag = el("span", "tag stale", "stale");
       tag.title = "Cited files changed since: " + item.stale.join(", ");
+      tags.push(tag);
+    }
+    if (item._markers.includes("drifted")) {
+      const tag = el("span", "tag drifted", "drifted");
+      tag.title = "Some of the lines it is about changed (most still hold): " + item.drifted.join(", ");
+      tags.push(tag);
+    }
+    if (item._markers.includes("invalidated")) {
+      const tag = el("span", "tag invalidated", "invalidated");
+      tag.title = "No longer holds: " + item.invalidated + " (left out of search, context and the briefing)";
       tags.push(tag);
     }
     if (item._markers.includes("superseded")) {
@@ -521,6 +533,7 @@
     if (tags.childNodes.length) body.append(tags);
 
     if (Array.isArray(item.stale) && item.stale.length) section(body, "Stale: cited files changed", item.stale);
+    if (item._markers.includes("drifted")) section(body, "Drifted: some of its lines changed", item.drifted);
     if (item._markers.includes("branch")) {
       section(body, "Another branch", "Recorded on " + item.branch + ", whose work " +
         (meta.branch || "the current HEAD") + " has not merged.");
@@ -533,6 +546,7 @@
       const entry = linkEntry({ type: "maybe replaced by" }, item.possibly_superseded_by);
       section(body, "Maybe replaced (inferred)", [entry]);
     }
+    if (item._markers.includes("invalidated")) section(body, "Invalidated", item.invalidated);
     if (item.kind === "prompt") section(body, "Prompt", item.text);
     if (item.kind === "summary") {
       for (const name of ["request", "investigated", "learned", "completed", "next_steps", "notes"]) {
@@ -572,11 +586,58 @@
     if (item.kind === "observation") definition(list, "citation", meta.uri_prefix + item.uid, true);
     definition(list, "file", item.path, true);
     body.append(el("h3", "", "Record"), list);
+    if (item.kind === "observation") body.append(curation(item));
 
     panel.hidden = false;
     panel.scrollTop = 0;
     if (history.replaceState) history.replaceState(null, "", "#" + id);
     if (!keepFocus && window.matchMedia("(max-width: 760px)").matches) $("details-close").focus();
+  }
+  // Curation: the page makes no request of any kind, so its control hands over the one command that does it
+  // (`cmem invalidate ID --reason ...`, or `cmem restore ID`), copied to the clipboard.
+  function shellQuote(text) {
+    return "'" + text.replace(/'/g, "'\\''") + "'";
+  }
+  function curation(item) {
+    const box = el("div", "curation");
+    const invalid = item.invalidated !== undefined && item.invalidated !== null;
+    const reason = el("input", "reason");
+    reason.type = "text";
+    reason.placeholder = "why it no longer holds (optional)";
+    reason.setAttribute("aria-label", "Reason");
+    const command = el("code", "command");
+    const show = () => {
+      const why = reason.value.trim();
+      command.textContent = invalid ? "cmem restore " + item.id
+        : "cmem invalidate " + item.id + (why ? " --reason " + shellQuote(why) : "");
+    };
+    reason.addEventListener("input", show);
+    show();
+    const button = el("button", "copy", invalid ? "Restore…" : "Invalidate…");
+    button.type = "button";
+    button.title = "Copy the command; run it in a terminal";
+    const said = el("span", "copied", "");
+    button.addEventListener("click", () => {
+      const text = command.textContent;
+      const done = () => { said.textContent = "copied: run it in a terminal"; };
+      if (navigator.clipboard && navigator.clipboard.writeText) {
+        navigator.clipboard.writeText(text).then(done, () => { select(command); said.textContent = "select and copy"; });
+      } else {
+        select(command);
+        said.textContent = "select and copy";
+      }
+    });
+    function select(node) {
+      const range = document.createRange();
+      range.selectNodeContents(node);
+      const chosen = window.getSelection();
+      chosen.removeAllRanges();
+      chosen.addRange(range);
+    }
+    box.append(el("h3", "", invalid ? "Restore" : "Invalidate"));
+    if (!invalid) box.append(reason);
+    box.append(button, " ", command, " ", said);
+    return box;
   }
   function closeDetails() {
     $("details").hidden = true;

@@ -40,6 +40,7 @@ EVENTS = (
     "SessionEnd",
     "PreCompact",
     "Notification",
+    "FileChanged",
 )
 _BY_KEY = {name.lower(): name for name in EVENTS}
 

@@ -35,6 +35,9 @@ REPLAY_LIMIT = 50  # spooled events replayed per hook call, so one call never ta
 # The end of a turn or a session: what it wrote is indexed now, by a pass the hook starts and never waits for.
 TURN_ENDS = frozenset({"Stop", "SessionEnd"})
 PASSIVE_EVENTS = frozenset({"PreToolUse", "PreCompact", "Notification", "PermissionRequest", "SubagentStart"})
+# Tools after which file recall may answer (capture/hooks/recall.py maps each to its path argument).
+RECALL_TOOLS = frozenset({"Read", "Edit", "MultiEdit", "Write", "NotebookEdit", "NotebookRead"})
+STARTED: list[float | None] = [None]  # when this hook call began: recall injects nothing past its budget
 
 
 def log_line(log_dir: Path, message: str) -> None:
@@ -77,6 +80,7 @@ def run(
 ) -> int:
     """Handle one hook call; the exit status is always 0. ``config`` is given when typer already loaded it."""
     started = time.perf_counter()
+    STARTED[0] = started
     stdin = stdin if stdin is not None else sys.stdin.buffer
     stdout = stdout if stdout is not None else sys.stdout
     event_arg, home, agent = _parse_args(args)
@@ -252,12 +256,25 @@ def _dispatch(
         project = keyed
         where = Where(session=payload.session_id, project=project, agent=payload.agent)
         capture = Capture(mem, rules)
+        if payload.event == "FileChanged":  # a file the session watches changed: nothing to record
+            if at is None:
+                from cmem_cli.capture.hooks.recall import file_changed
+
+                file_changed(mem, payload, project, config)
+            return None
         if payload.event == "SessionStart":
             capture.start_session(where)
-            return _session_start(mem, project, payload, config, rules)
+            answer = _session_start(mem, project, payload, config, rules)
+            if at is None:
+                from cmem_cli.capture.hooks.recall import with_watch_paths
+
+                answer = with_watch_paths(mem, payload, project, config, answer)
+            return answer
         if payload.event == "UserPromptSubmit":
             if payload.prompt:
                 capture.prompt(where, payload.prompt, created_at=at)
+                if at is None:  # live, not a replay: the agent is waiting for its prompt to go out
+                    return _recall(mem, payload, project, config)
             else:
                 capture.start_session(where)
         elif payload.event in ("PostToolUse", "PostToolUseFailure"):
@@ -274,6 +291,8 @@ def _dispatch(
                 cwd=payload.cwd,
             )
             capture.tool(where, call, tool_use_id=payload.tool_use_id, created_at=at)
+            if at is None and payload.event == "PostToolUse":
+                return _recall(mem, payload, project, config)
         elif payload.event == "Stop":
             text = payload.last_assistant_message
             if not text and payload.transcript_path and rules.summary_on_stop:
@@ -287,6 +306,15 @@ def _dispatch(
         else:  # SubagentStop and events added to Claude Code later: the session is alive
             capture.start_session(where)
     return None
+
+
+def _recall(mem: Memory, payload: HookPayload, project: str, config: Config) -> dict[str, Any] | None:
+    """The memories recall puts in front of the agent for this prompt or file (docs/recall.md)."""
+    if payload.event == "PostToolUse" and payload.tool_name not in RECALL_TOOLS:
+        return None
+    from cmem_cli.capture.hooks.recall import answer
+
+    return answer(mem, payload, project, config, STARTED[0])
 
 
 def _hand_session_to_shell(payload: HookPayload, config: Config) -> None:

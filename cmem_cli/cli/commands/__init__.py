@@ -12,6 +12,7 @@ COMMAND_MODULES = [
     "cmem_cli.cli.commands.read",
     "cmem_cli.cli.commands.view",
     "cmem_cli.cli.commands.verify",
+    "cmem_cli.cli.commands.recall",
     "cmem_cli.cli.commands.sessions",
     "cmem_cli.cli.commands.maintenance",
     "cmem_cli.cli.commands.sync",

@@ -43,7 +43,7 @@ def hook(
         str,
         typer.Argument(
             help="SessionStart, UserPromptSubmit, PostToolUse, PostToolUseFailure, "
-            "Stop, SessionEnd (others are accepted and ignored); with --agent, that agent's event name."
+            "Stop, SessionEnd, FileChanged (others are accepted and ignored); with --agent, that agent's event name."
         ),
     ],
     agent: Annotated[

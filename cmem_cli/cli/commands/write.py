@@ -1,4 +1,4 @@
-"""Write commands: add, edit, link, forget."""
+"""Write commands: add, edit, link, forget, invalidate, restore."""
 
 from __future__ import annotations
 
@@ -105,8 +105,37 @@ def forget(
     print(f"deleted {len(deleted)} observation(s)", file=sys.stderr)
 
 
+def invalidate(
+    obs_id: Annotated[str, typer.Argument(help="Observation id, uid or unique uid prefix.", metavar="ID")],
+    reason: Annotated[
+        str | None, typer.Option("--reason", help="Why it no longer holds (shown by `cmem get`).")
+    ] = None,
+) -> None:
+    """Say a memory no longer holds: kept, but left out of search, context and the briefing."""
+    if reason is not None:
+        reason = check_cli_text("--reason", reason)
+    with open_api(write=True) as memory:
+        obs = memory.invalidate(obs_id, reason=reason)
+    print(obs.id)
+    print(f"invalidated #{obs.id}: `cmem restore {obs.id}` brings it back", file=sys.stderr)
+
+
+def restore(
+    obs_id: Annotated[str, typer.Argument(help="Observation id, uid or unique uid prefix.", metavar="ID")],
+) -> None:
+    """Undo `cmem invalidate`: the memory is current again, as it was."""
+    with open_api(write=True) as memory:
+        was = memory.observation(obs_id).invalidated
+        obs = memory.restore(obs_id)
+    print(obs.id)
+    if was is None:
+        print(f"#{obs.id} was not invalidated", file=sys.stderr)
+
+
 def register(app: typer.Typer) -> None:
     build.register(app, options.ADD)
     app.command("edit")(edit)
     app.command("link")(link_cmd)
     app.command("forget")(forget)
+    app.command("invalidate")(invalidate)
+    app.command("restore")(restore)

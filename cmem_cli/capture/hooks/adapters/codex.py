@@ -56,5 +56,6 @@ def shell_output(text: Any) -> dict[str, Any] | None:
 
 
 def reply(event: str, answer: dict[str, Any] | None) -> dict[str, Any] | None:
-    """Codex reads Claude Code's SessionStart answer as it is (``hookSpecificOutput.additionalContext``)."""
-    return answer if event == "SessionStart" else None
+    """Codex reads Claude Code's SessionStart and UserPromptSubmit answers as they are
+    (``hookSpecificOutput.additionalContext``: the briefing, what prompt recall injects)."""
+    return answer if event in ("SessionStart", "UserPromptSubmit") else None

@@ -102,6 +102,19 @@ def _lines_from_one(tool: str, tool_input: Any) -> Any:
     return tool_input
 
 
+# The runner's (Claude Code's) events whose context Gemini CLI takes, by Gemini's name for them.
+CONTEXT_EVENTS = {
+    "SessionStart": "SessionStart",
+    "UserPromptSubmit": "BeforeAgent",
+    "PostToolUse": "AfterTool",
+}
+
+
 def reply(event: str, answer: dict[str, Any] | None) -> dict[str, Any] | None:
-    """Gemini CLI reads SessionStart's ``hookSpecificOutput.additionalContext`` as Claude Code does."""
-    return answer if event == "SessionStart" else None
+    """Gemini CLI reads ``hookSpecificOutput.additionalContext`` as Claude Code does, from SessionStart (the
+    briefing), BeforeAgent (prompt recall) and AfterTool (file recall, appended after the tool's result)."""
+    name = CONTEXT_EVENTS.get(event)
+    specific = answer.get("hookSpecificOutput") if answer and name else None
+    if not isinstance(specific, dict):
+        return None
+    return {**answer, "hookSpecificOutput": {**specific, "hookEventName": name}}  # type: ignore[dict-item]

@@ -1,0 +1,90 @@
+"""What recall at the moment of need reads (``store.recall``): which rows the hooks recorded rather than a
+person or the agent wrote, and the notes tied to a file (citing it, or written in a session that changed it).
+
+Pure data access; :mod:`cmem_cli.services.recall` decides what clears the bar. A hook runs these on every
+prompt and file read, so each is one indexed lookup bounded by a limit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from cmem_cli.core.batches import batches
+from cmem_cli.store.projects import FOLDED_SQL
+from cmem_cli.store.rows import Repository, decoded
+from cmem_cli.store.schema import FTS_TOKENIZER
+
+# An observation the hooks made from a tool call carries the tool's name; a note written with `cmem add`,
+# the API or MCP names none (its author may pass --tool, rarely).
+_CAPTURED = "tools_used <> '[]'"
+_AUTHORED = "tools_used = '[]'"
+_NOTE_COLUMNS = "o.id, o.uid, o.type, o.title, o.created_at, o.tokens, o.session, o.project"
+_NOT_REPLACED = (
+    "NOT EXISTS (SELECT 1 FROM observation_links l WHERE l.to_id = o.id AND l.type = 'supersedes')"
+)
+
+
+class RecallRows(Repository):
+    """The rows prompt and file recall read, and which search hits were recorded by the hooks."""
+
+    def captured(self, obs_ids: Iterable[int]) -> set[int]:
+        """Which of ``obs_ids`` the hooks recorded from a tool call (a session's automatic record), failures
+        left out: an error holds the exact message, which no note restates."""
+        found: set[int] = set()
+        for batch, marks in batches(list(obs_ids)):
+            sql = f"SELECT id FROM observations WHERE id IN ({marks}) AND {_CAPTURED} AND type <> 'error'"
+            found.update(row[0] for row in self.db.rows(sql, tuple(batch)))
+        return found
+
+    def telling_words(self, text: str) -> str:
+        """``text``'s search words less those more than half the observations hold: BM25 gives such a word
+        no weight (its IDF is FTS5's floor), yet matching it ranks every row that holds it (all of them,
+        for a word every memory of a store says). The scores of what is left are the same."""
+        from cmem_cli.core import bm25
+        from cmem_cli.core.fts import query_tokens
+
+        tokens = query_tokens(text)
+        terms = bm25.query_terms(self.db.conn, "observations_fts", FTS_TOKENIZER, tokens)
+        half = terms.rows / 2
+        kept = [t for t in tokens if t not in terms.terms or terms.counts.get(terms.terms[t], 0) <= half]
+        return " ".join(kept)
+
+    def notes_on_file(self, project: str, path: str, *, limit: int) -> list[dict[str, Any]]:
+        """Notes (not hook records) of ``project`` that are current (no memory replaced them) and are tied
+        to ``path`` (repository-relative): they cite it, or their session changed it. Each row carries
+        ``cites`` (1 when the note names the file itself). Newest first."""
+        rows = self.db.query(
+            f"SELECT {_NOTE_COLUMNS}, EXISTS (SELECT 1 FROM observation_files f WHERE f.observation_id = o.id "
+            "AND f.path = :path) AS cites FROM observations o "
+            f"WHERE o.project {FOLDED_SQL.replace('?', ':project')} AND o.{_AUTHORED} AND {_NOT_REPLACED} AND ("
+            "o.id IN (SELECT observation_id FROM observation_files WHERE path = :path) OR o.session IN ("
+            "SELECT t.session FROM observation_files f JOIN observations t ON t.id = f.observation_id "
+            "WHERE f.path = :path AND f.kind = 'modified' AND t.session IS NOT NULL)) "
+            "ORDER BY o.created_at DESC, o.id DESC LIMIT :limit",
+            {"project": project, "path": path, "limit": limit},
+        )
+        return [decoded(row) for row in rows]
+
+    def notes_of_sessions(self, sessions: Iterable[str], *, limit: int) -> list[dict[str, Any]]:
+        """The current notes (not hook records) written in ``sessions``, newest first."""
+        wanted = list(dict.fromkeys(sessions))
+        if not wanted:
+            return []
+        marks = ", ".join("?" * len(wanted))
+        rows = self.db.query(
+            f"SELECT o.* FROM observations o WHERE o.session IN ({marks}) AND o.{_AUTHORED} AND {_NOT_REPLACED} "
+            "ORDER BY o.created_at DESC, o.id DESC LIMIT ?",
+            (*wanted, limit),
+        )
+        return [decoded(row) for row in rows]
+
+    def cited_paths(self, project: str, *, limit: int) -> list[str]:
+        """The files the newest current notes of ``project`` cite, newest first, each once."""
+        rows = self.db.rows(
+            "SELECT f.path FROM observations o JOIN observation_files f ON f.observation_id = o.id "
+            f"WHERE o.project {FOLDED_SQL} AND o.{_AUTHORED} AND {_NOT_REPLACED} "
+            "ORDER BY o.created_at DESC, o.id DESC LIMIT ?",
+            (project, project, limit * 4),
+        )
+        return list(dict.fromkeys(row[0] for row in rows))[:limit]

@@ -1,0 +1,232 @@
+"""Recall at the moment of need, through the real CLI: the hooks as Claude Code (and Gemini CLI) run them, a
+new process per event, and `cmem recall` showing what they would inject and why."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.agent_fixtures import payload, tool_payload
+from tests.hook_log import hook_log
+
+OLD = "11111111-1111-4111-8111-111111111111"  # the session that recorded the memories
+NEW = "22222222-2222-4222-8222-222222222222"  # a later session that asks
+
+
+def run(*args: str, cwd: Path, stdin: str | None = None, env: dict[str, str] | None = None) -> str:
+    proc = subprocess.run(
+        [sys.executable, "-m", "cmem_cli", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def hook(repo: Path, event: str, data: dict, *args: str) -> dict | None:
+    out = run("hook", *args, event, cwd=repo, stdin=json.dumps(data)).strip()
+    return json.loads(out) if out else None
+
+
+def context(answer: dict | None) -> str:
+    return ((answer or {}).get("hookSpecificOutput") or {}).get("additionalContext") or ""
+
+
+def note(repo: Path, obs_type: str, title: str, narrative: str, *extra: str) -> int:
+    out = run("add", "--type", obs_type, "-t", title, "--narrative", narrative, *extra, cwd=repo,
+              env={"CMEM_SESSION": OLD, "CMEM_AGENT": "claude-code"})  # fmt: skip
+    return int(out.strip())
+
+
+OTHER_NOTES = [
+    (
+        "Invoices are numbered per year without gaps",
+        "A counter row per year, incremented in the same transaction.",
+    ),
+    (
+        "Access tokens expire after fifteen minutes",
+        "The exp claim is in seconds; refresh tokens rotate on use.",
+    ),
+    ("The CI cache key includes the lock file's hash", "A changed lock file rebuilt every dependency."),
+    ("Amounts are integer cents", "Floats never hold money; format_cents shows the decimal point."),
+    ("The search page debounces input by 200 ms", "Typing fast sent a request per key before."),
+]
+
+
+@pytest.fixture
+def repo(home: Path, tmp_path: Path) -> Path:
+    """A repository with one earlier session: its request, an edit, the agent's decision citing the file."""
+    repo = tmp_path / "etl"
+    subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], check=True)
+    (repo / "etl").mkdir()
+    (repo / "etl" / "schedule.py").write_text(
+        "from zoneinfo import ZoneInfo\n\nLOCAL = ZoneInfo('Europe/Berlin')\n"
+    )
+    (repo / "etl" / "loader.py").write_text("def read_rows(path):\n    return path.read_text('cp1252')\n")
+    git = ["git", "-c", "user.name=Dev", "-c", "user.email=dev@example.com"]
+    subprocess.run([*git, "add", "-A"], cwd=repo, check=True)
+    subprocess.run([*git, "commit", "-qm", "init"], cwd=repo, check=True)
+    for title, text in OTHER_NOTES:  # a store of one memory has no keyword statistics worth the name
+        run(
+            "add", "--type", "discovery", "-t", title, "--narrative", text, "--project", "elsewhere", cwd=repo
+        )
+    hook(repo, "SessionStart", payload("SessionStart", OLD, repo, source="startup"))
+    hook(repo, "UserPromptSubmit", payload("UserPromptSubmit", OLD, repo, prompt="The nightly job ran at 3 am after the clocks changed"))  # fmt: skip
+    return repo
+
+
+def timezone_note(repo: Path) -> int:
+    return note(
+        repo, "decision", "Job times are Berlin wall-clock times, not UTC",
+        "RUN_AT_HOUR meant 02:00 UTC, so the nightly job moved by an hour at each daylight saving change; "
+        "the schedule now builds the run time in Europe/Berlin with zoneinfo.",
+        "--read", "etl/schedule.py",
+    )  # fmt: skip
+
+
+def test_a_prompt_gets_the_note_that_answers_it_once_a_session(repo: Path) -> None:
+    obs = timezone_note(repo)
+    hook(repo, "SessionStart", payload("SessionStart", NEW, repo, source="startup"))
+    answer = hook(repo, "UserPromptSubmit", payload("UserPromptSubmit", NEW, repo, prompt="the nightly job ran an hour late after the clocks changed"))  # fmt: skip
+    text = context(answer)
+    assert answer["hookSpecificOutput"]["hookEventName"] == "UserPromptSubmit"
+    assert f"#{obs} " in text and "decision" in text and "Job times are Berlin wall-clock times" in text
+    assert len(text) // 4 <= 300
+    # the same question again in this session: the agent has it already
+    again = hook(repo, "UserPromptSubmit", payload("UserPromptSubmit", NEW, repo, prompt="why did the nightly job run an hour late after the clock change"))  # fmt: skip
+    assert f"#{obs} " not in context(again)
+    assert "recall prompt session=" + NEW in hook_log(Path(os.environ["CMEM_HOME"]))
+
+
+def test_nothing_is_injected_when_nothing_clears_the_bar(repo: Path) -> None:
+    timezone_note(repo)
+    answer = hook(
+        repo, "UserPromptSubmit", payload("UserPromptSubmit", NEW, repo, prompt="write a Dockerfile")
+    )
+    assert answer is None
+
+
+def test_a_replaced_memory_is_never_injected_as_current(repo: Path) -> None:
+    old = timezone_note(repo)
+    new = note(
+        repo, "decision", "Job times are UTC again; the ops team schedules in UTC",
+        "The nightly job runs at 01:00 UTC all year; Europe/Berlin wall-clock times were dropped.",
+        "--supersedes", str(old),
+    )  # fmt: skip
+    prompt = "the nightly job ran an hour late after the clocks changed, Berlin wall-clock"
+    text = context(hook(repo, "UserPromptSubmit", payload("UserPromptSubmit", NEW, repo, prompt=prompt)))
+    assert f"#{old} " not in text
+    assert f"#{new} " in text
+    shown = json.loads(run("recall", "--prompt", prompt, "--json", cwd=repo))
+    assert [p["why"] for p in shown["weighed"] if p["id"] == old] == ["replaced"]
+
+
+def test_a_file_read_injects_its_anchored_decisions_once(repo: Path) -> None:
+    obs = timezone_note(repo)
+    read = tool_payload(NEW, repo, "Read", {"file_path": str(repo / "etl" / "schedule.py")}, {"type": "text"})
+    answer = hook(repo, "PostToolUse", read)
+    text = context(answer)
+    assert answer["hookSpecificOutput"]["hookEventName"] == "PostToolUse"
+    assert "etl/schedule.py" in text and f"#{obs} " in text and "[fresh]" in text
+    assert hook(repo, "PostToolUse", {**read, "tool_use_id": "toolu_second"}) is None  # once per file
+    # another file with no note: nothing
+    other = tool_payload(NEW, repo, "Read", {"file_path": str(repo / "etl" / "loader.py")}, {"type": "text"})
+    assert hook(repo, "PostToolUse", other) is None
+
+
+def test_file_changed_marks_the_memory_stale_before_the_next_prompt(repo: Path) -> None:
+    obs = timezone_note(repo)
+    start = hook(repo, "SessionStart", payload("SessionStart", NEW, repo, source="startup"))
+    watched = start["hookSpecificOutput"]["watchPaths"]
+    schedule = repo / "etl" / "schedule.py"
+    assert watched == [str(schedule)]
+    schedule.write_text("RUN_AT_HOUR_UTC = 1\n")
+    changed = {**payload("FileChanged", NEW, repo, file_path=str(schedule)), "event": "change"}
+    assert hook(repo, "FileChanged", changed) is None
+    text = context(hook(repo, "UserPromptSubmit", payload("UserPromptSubmit", NEW, repo, prompt="add a --dry-run flag")))  # fmt: skip
+    assert "changed since they were written" in text
+    assert f"#{obs} " in text and "[stale]" in text
+    # told once
+    later = hook(repo, "UserPromptSubmit", payload("UserPromptSubmit", NEW, repo, prompt="add logging"))
+    assert f"#{obs} " not in context(later)
+
+
+def test_recall_shows_what_would_be_injected_and_why(repo: Path) -> None:
+    obs = timezone_note(repo)
+    shown = json.loads(run("recall", "--prompt", "nightly job an hour late after the clocks changed", "--json", cwd=repo))  # fmt: skip
+    assert shown["point"] == "prompt" and shown["bar"] > 0 and shown["injected"] == [obs]
+    assert shown["weighed"][0]["score"] >= shown["bar"] and shown["weighed"][0]["why"] == "injected"
+    assert shown["text"].splitlines()[1].startswith(f"#{obs} ")
+    plain = run("recall", "--file", "schedule.py", cwd=repo / "etl")  # a path from where the user stands
+    assert f"#{obs} " in plain.splitlines()[1] and "injected" in plain
+    # nothing is marked by `cmem recall`: the hook still injects it
+    read = tool_payload(NEW, repo, "Read", {"file_path": str(repo / "etl" / "schedule.py")}, {"type": "text"})
+    assert f"#{obs} " in context(hook(repo, "PostToolUse", read))
+
+
+def test_recall_can_be_turned_off_per_agent_and_point(repo: Path, tmp_path: Path) -> None:
+    timezone_note(repo)
+    config = tmp_path / "config" / "cmem" / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text("[recall.agents.claude-code]\nprompt = false\n")
+    prompt = "the nightly job ran an hour late after the clocks changed"
+    assert hook(repo, "UserPromptSubmit", payload("UserPromptSubmit", NEW, repo, prompt=prompt)) is None
+    read = tool_payload(NEW, repo, "Read", {"file_path": str(repo / "etl" / "schedule.py")}, {"type": "text"})
+    assert "Job times are Berlin" in context(hook(repo, "PostToolUse", read))  # file recall is still on
+    shown = json.loads(run("recall", "--prompt", prompt, "--agent", "claude-code", "--json", cwd=repo))
+    assert shown["injected"] == [] and "off" in shown["note"]
+
+
+def test_gemini_gets_prompt_recall_on_before_agent(repo: Path) -> None:
+    obs = timezone_note(repo)
+    data = {"session_id": NEW, "cwd": str(repo), "hook_event_name": "BeforeAgent",
+            "prompt": "the nightly job ran an hour late after the clocks changed", "timestamp": "2026-12-07T10:00:00Z"}  # fmt: skip
+    answer = hook(repo, "BeforeAgent", data, "--agent", "gemini")
+    assert answer["hookSpecificOutput"]["hookEventName"] == "BeforeAgent"
+    assert f"#{obs} " in answer["hookSpecificOutput"]["additionalContext"]
+
+
+def test_a_partial_read_gets_the_notes_about_the_part_it_read(repo: Path) -> None:
+    loader = repo / "etl" / "loader.py"
+    loader.write_text("".join(f"def step_{n}():\n    return {n}\n\n" for n in range(20)))
+    subprocess.run(
+        ["git", "-c", "user.name=D", "-c", "user.email=d@e", "commit", "-qam", "steps"], cwd=repo, check=True
+    )
+    top = note(repo, "decision", "Step zero must stay first", "The loader calls step_0 before any other.",
+               "--read", "etl/loader.py:1-2")  # fmt: skip
+    bottom = note(repo, "bugfix", "Step nineteen returned the wrong value", "It returned 18 until fixed.",
+                  "--read", "etl/loader.py:58-59")  # fmt: skip
+    part = tool_payload(
+        NEW, repo, "Read", {"file_path": str(loader), "offset": 50, "limit": 11}, {"type": "text"}
+    )
+    text = context(hook(repo, "PostToolUse", part))
+    assert f"#{bottom} " in text and f"#{top} " not in text
+    whole = tool_payload(NEW, repo, "Read", {"file_path": str(loader)}, {"type": "text"})
+    text = context(hook(repo, "PostToolUse", whole))
+    assert f"#{top} " in text and f"#{bottom} " not in text  # given already
+    assert hook(repo, "PostToolUse", {**whole, "tool_use_id": "toolu_again"}) is None
+
+
+def test_recall_takes_the_lines_read(repo: Path) -> None:
+    obs = note(
+        repo,
+        "decision",
+        "The local zone is Europe/Berlin",
+        "Wall-clock times.",
+        "--read",
+        "etl/schedule.py:3-3",
+    )
+    assert f"#{obs} " in run("recall", "--file", "etl/schedule.py:1-3", cwd=repo)
+    assert f"#{obs} " not in run("recall", "--file", "etl/schedule.py:1-2", cwd=repo).split("\n\n")[0]
+    proc = subprocess.run([sys.executable, "-m", "cmem_cli", "recall", "--file", "etl/schedule.py:5-2"], cwd=repo,
+                          capture_output=True, text=True)  # fmt: skip
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "START-END" in proc.stderr
