@@ -42,6 +42,11 @@ def _uid_tail(uid: str) -> str:
     return safe_segment(uid[-UID_TAIL:].lower(), fallback="uid")
 
 
+def file_name_ending(uid: str) -> str:
+    """How every file name cmem gives the memory ``uid`` ends: ``-<uid tail>.md``."""
+    return f"-{_uid_tail(uid)}.md"
+
+
 def _group_dir(record: dict[str, Any]) -> str:
     session = record.get("session")
     return safe_segment(session) if session else _stamp(record["created_at"], "%Y-%m-%d")

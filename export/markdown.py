@@ -30,12 +30,15 @@ from cmem_cli.core.timeutil import parse_time, to_iso
 # No local integer id: ids differ between machines, and a file that named one would change on every
 # machine that adopted it (git sync would never settle). Identity is the uid.
 OBSERVATION_KEYS = (
-    "uid", "type", "title", "subtitle", "project", "session", "agent", "machine", "author", "key", "concepts",
+    "uid", "type", "title", "subtitle", "project", "session", "agent", "machine", "author", "edited_on",
+    "edited_by", "key", "concepts",
     "facts", "files_read", "files_modified", "tools_used", "prompt_number", "confidence", "created_at",
     "updated_at", "invalidated",
 )  # fmt: skip
 # Who wrote it (the machine, the person): stated when known, so that other homes learn it from the file.
 AUTHORSHIP_KEYS = ("machine", "author")
+# Who changed it last (the machine, the person), when someone did: stated apart from who wrote it.
+EDITOR_KEYS = ("edited_on", "edited_by")
 SUMMARY_HEADINGS = {
     "request": "Request",
     "investigated": "Investigated",

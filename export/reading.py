@@ -19,6 +19,7 @@ from cmem_cli.core.fields import LINKS_MARKER, SUMMARY_FIELDS
 from cmem_cli.core.frontmatter import FrontMatterError
 from cmem_export.markdown import (
     AUTHORSHIP_KEYS,
+    EDITOR_KEYS,
     OBSERVATION_KEYS,
     SUMMARY_HEADINGS,
     _time,
@@ -131,7 +132,7 @@ def _parse_observation(meta: dict[str, Any], body: str, relpath: str) -> ParsedF
         for key in OBSERVATION_KEYS:
             if key in ("id", "updated_at"):
                 continue  # local to one store / set by the store
-            if key in AUTHORSHIP_KEYS:
+            if key in AUTHORSHIP_KEYS or key in EDITOR_KEYS:
                 if meta.get(key) not in (None, ""):  # an older file says nothing of who wrote it
                     record[key] = str(meta[key])
                 continue

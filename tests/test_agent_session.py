@@ -54,9 +54,7 @@ def test_a_note_the_agent_adds_after_session_start_carries_its_session_and_agent
     sid = "7d1c2d3e-agent-notes"
     hook(sh, "SessionStart", payload("SessionStart", sid, project, source="startup"),
          env={"CLAUDE_ENV_FILE": str(env_file)})  # fmt: skip
-    assert env_file.read_text() == (
-        f'export PATH="$PATH"\nexport CMEM_SESSION={sid}\nexport CMEM_AGENT=claude-code\n'
-    )
+    assert env_file.read_text() == f'export PATH="$PATH"\nexport CMEM_SESSION={sid} CMEM_AGENT=claude-code\n'
     for n in range(3):
         hook(sh, "PostToolUse", tool_payload(sid, project, "Read", {"file_path": f"{project}/src/f{n}.py"}))
 
@@ -128,8 +126,45 @@ def test_codex_hands_its_session_to_its_shell_through_codex_env_file(sh, home, p
                 env={"CODEX_ENV_FILE": str(env_file), "CLAUDE_ENV_FILE": str(env_file)})  # fmt: skip
     assert (result.exit_code, result.stderr) == (0, "")
     assert "additionalContext" in result.json()["hookSpecificOutput"]
-    assert env_file.read_text() == f"export CMEM_SESSION={sid}\nexport CMEM_AGENT=codex\n"
+    assert env_file.read_text() == f"export CMEM_SESSION={sid} CMEM_AGENT=codex\n"
     note = agent_shell('cmem add --type decision -t "Invoices are immutable once sent"', project, env_file)
     assert note.returncode == 0, note.stderr
     [row] = sh("get", note.stdout.strip(), "--json").json()
     assert (row["session"], row["agent"], row["project"]) == (sid, "codex", "orders-api")
+
+
+def test_the_env_file_gets_one_line_per_session_and_only_from_the_agent_that_gave_it(
+    sh, home, project, tmp_path
+):
+    """Claude Code runs SessionStart again on resume, /clear and compaction with the same file: the session's
+    line is written once. Another agent's hook (Gemini CLI started from a Claude Code shell inherits
+    CLAUDE_ENV_FILE) never writes into a file its agent did not give it."""
+    env_file = tmp_path / "claude-session-env.sh"
+    sid = "9f3e4a5b-one-line"
+    for source in ("startup", "resume", "clear", "compact"):
+        hook(sh, "SessionStart", payload("SessionStart", sid, project, source=source),
+             env={"CLAUDE_ENV_FILE": str(env_file)})  # fmt: skip
+    assert env_file.read_text() == f"export CMEM_SESSION={sid} CMEM_AGENT=claude-code\n"
+    other = "0a1b2c3d-next-session"
+    hook(sh, "SessionStart", payload("SessionStart", other, project, source="clear"),
+         env={"CLAUDE_ENV_FILE": str(env_file)})  # fmt: skip
+    hook(sh, "SessionStart", payload("SessionStart", sid, project, source="resume"),
+         env={"CLAUDE_ENV_FILE": str(env_file)})  # fmt: skip
+    assert env_file.read_text().splitlines() == [
+        f"export CMEM_SESSION={sid} CMEM_AGENT=claude-code",
+        f"export CMEM_SESSION={other} CMEM_AGENT=claude-code",
+        f"export CMEM_SESSION={sid} CMEM_AGENT=claude-code",  # back to the first: the last line wins
+    ]
+
+    inherited = tmp_path / "inherited-env.sh"
+    for agent, event in (
+        ("gemini", "SessionStart"),
+        ("cursor", "sessionStart"),
+        ("opencode", "session.created"),
+    ):
+        data = {"session_id": f"{agent}-s1", "sessionID": f"{agent}-s1", "conversation_id": f"{agent}-s1",
+                "cwd": str(project), "hook_event_name": event}  # fmt: skip
+        result = sh("hook", "--agent", agent, event, input=json.dumps(data),
+                    env={"CLAUDE_ENV_FILE": str(inherited), "CODEX_ENV_FILE": str(inherited)})  # fmt: skip
+        assert result.exit_code == 0, result.stderr
+    assert not inherited.exists()

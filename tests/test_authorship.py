@@ -374,3 +374,61 @@ def test_the_timeline_says_whose_each_memory_is_once_there_are_two_machines(sh: 
     table = sh("timeline", "1", "--format", "table").stdout.splitlines()
     assert "MACHINE" in table[1].split()
     assert [line.split()[-2] for line in table[2:]] == ["laptop", "desk-box"]
+
+
+@pytest.mark.postgres
+def test_a_teammates_edit_or_link_keeps_the_writer_and_names_the_last_editor_apart(
+    tmp_path: Path, home: Path, capsys: pytest.CaptureFixture[str], team_db: str
+):
+    """b edits a's memory and links it to b's newer one: on every home (one that joins later too), on the
+    server and in the export file, the memory still says a wrote it (machine), and who changed it last is
+    a field of its own (edited_on)."""
+    from tests.team_helpers import Home, server_rows
+
+    a, b = Home(tmp_path / "home-a", capsys, "a"), Home(tmp_path / "home-b", capsys, "b")
+    a.add("Cache lives in Redis", "--type", "decision")
+    a.join(team_db)
+    b.join(team_db)
+    [uid] = list(b.rows())
+    assert b.rows()[uid]["edited_on"] is None  # nobody but its writer changed it yet
+    old_on_b = b.rows()[uid]["id"]
+    b.ok("edit", str(old_on_b), "--narrative", "Redis was the cache until the move")
+    newer = b.add("Cache lives in SQLite", "--type", "decision")
+    b.ok("link", str(old_on_b), "related", str(newer))
+    b.sync()
+    a.sync()
+    c = Home(tmp_path / "home-c", capsys, "c")
+    c.join(team_db)
+    for home_ in (a, b, c):
+        row = home_.rows()[uid]
+        assert (home_.name, row["machine"], row["edited_on"]) == (home_.name, "a", "b")
+        [record] = json.loads(home_.ok("get", str(row["id"]), "--json"))
+        assert (record["machine"], record["edited_on"]) == ("a", "b")
+        front = (home_.path / "export" / row["path"]).read_text()
+        assert "machine: a\n" in front and "edited_on: b\n" in front
+    assert server_rows(
+        team_db, "SELECT machine, edited_on FROM cmem_observations WHERE uid = %s", (uid,)
+    ) == [("a", "b")]
+
+
+def test_git_sync_carries_who_changed_a_memory_last_apart_from_who_wrote_it(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+):
+    url = bare_repo(tmp_path / "team.git")
+    a, b = Machine(tmp_path / "a", capsys), Machine(tmp_path / "b", capsys)
+    monkeypatch.setenv("CMEM_MACHINE", "laptop")
+    a.add("Login uses JWT")
+    a.sync(url)
+    monkeypatch.setenv("CMEM_MACHINE", "desktop")
+    b.sync(url)
+    [row] = json.loads(b.ok("search", "--json"))
+    b.ok("edit", str(row["id"]), "--narrative", "tokens expire after an hour")
+    b.sync()
+    monkeypatch.setenv("CMEM_MACHINE", "laptop")
+    a.sync()
+    [record] = json.loads(a.ok("get", str(row["id"]), "--json"))
+    assert (record["machine"], record["edited_on"], record["narrative"]) == (
+        "laptop",
+        "desktop",
+        "tokens expire after an hour",
+    )

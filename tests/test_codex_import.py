@@ -127,3 +127,32 @@ def test_no_codex_sessions_folder_is_a_one_line_error(sh, home) -> None:
     assert (
         result.stderr.startswith("cmem: no Codex session directory") and len(result.stderr.splitlines()) == 1
     )
+
+
+def test_a_nul_in_a_prompt_or_a_2_mb_tool_name_never_blocks_the_rollout(sh, home, rollout, project) -> None:
+    """One bad line is repaired (a NUL becomes U+FFFD) or dropped and counted; the turns after it are
+    imported and the offset moves past it, so a second run adds nothing."""
+    assert sh("import", "codex", "--settle", "0").exit_code == 0
+    bad = [
+        {"timestamp": "2026-11-27T09:04:00.000Z", "type": "event_msg",
+         "payload": {"type": "user_message", "message": "a prompt with a \x00 inside"}},
+        {"timestamp": "2026-11-27T09:04:01.000Z", "type": "response_item",
+         "payload": {"type": "function_call", "name": "x" * 2_000_000, "arguments": "{}", "call_id": "c-big"}},
+        {"timestamp": "2026-11-27T09:04:02.000Z", "type": "response_item",
+         "payload": {"type": "function_call_output", "call_id": "c-big", "output": "done"}},
+    ]  # fmt: skip
+    with rollout.open("a") as fh:
+        fh.write("".join(json.dumps(line) + "\n" for line in bad))
+        fh.write(lines("second-turn.jsonl", project))
+    result = sh("import", "codex", "--settle", "0", "--json")
+    assert result.exit_code == 0, result.stderr
+    [report] = result.json()
+    assert (report["prompts"], report["observations"], report["dropped"]) == (2, 1, 1)
+    assert report["complete"] and report["offset"] == rollout.stat().st_size
+    assert db_rows(home, "SELECT text FROM user_prompts ORDER BY prompt_number") == [
+        ("Make the invoice total exact",),
+        ("a prompt with a \ufffd inside",),
+        ("Now update the changelog",),
+    ]
+    again = sh("import", "codex", "--settle", "0", "--json").json()
+    assert (again[0]["prompts"], again[0]["observations"], again[0]["dropped"]) == (0, 0, 0)

@@ -52,3 +52,70 @@ def test_eight_processes_adding_fifty_each_lose_nothing(home, tmp_path):
         ]
         == 400
     )
+
+
+@pytest.mark.slow
+def test_a_cli_write_waits_for_a_long_held_write_lock_instead_of_failing(home, sh, tmp_path):
+    """Another process holds the store's write lock for 17 s (past the old 15 s busy timeout): `cmem add`
+    started meanwhile waits for it and succeeds (exit 0, not "database is locked", exit 5)."""
+    assert sh("add", "first note", "--project", "load").exit_code == 0  # the store exists
+    holder = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(f"""
+            import sys, time, apsw
+            conn = apsw.Connection({str(home / "cmem.db")!r})
+            conn.execute("BEGIN IMMEDIATE")
+            print("held", flush=True)
+            time.sleep(17)
+            conn.execute("COMMIT")
+        """)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+    env = {k: v for k, v in os.environ.items() if k != "CMEM_BUSY_TIMEOUT_MS"}
+    added = subprocess.run(
+        [sys.executable, "-m", "cmem_cli", "add", "waited note", "--project", "load"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    holder.wait(timeout=60)
+    assert (added.returncode, added.stderr) == (0, "")
+    assert [r["title"] for r in sh("search", "waited", "--json").json()] == ["waited note"]
+
+
+def test_a_sync_walks_the_export_tree_before_it_takes_the_write_lock(sh, home, monkeypatch):
+    """The walk of the whole tree (most of a sync of a large tree) never holds the store's write lock:
+    another process can write meanwhile. A file it wrote during the walk is not taken for deleted, and a
+    person's edit made before the walk is adopted."""
+    from cmem_cli.core.config import load_config
+    from cmem_cli.services import adopt
+    from cmem_cli.services.writes import WriteService
+
+    for n in range(3):
+        assert sh("add", f"note {n}", "--project", "walk").exit_code == 0
+    [edited] = [p for p in (home / "export").rglob("*.md") if "note 1" in p.read_text()]
+    edited.write_text(edited.read_text().replace("# note 1", "# note 1 edited by hand"))
+    walked_unlocked: list[bool] = []
+    real_scan = adopt._Adopter._scan
+
+    def scan(self: adopt._Adopter) -> set[str]:
+        if not walked_unlocked:  # another process writes a memory while the tree is walked
+            other = subprocess.run(
+                [sys.executable, "-m", "cmem_cli", "add", "written during the walk", "--project", "walk"],
+                env={**os.environ, "CMEM_BUSY_TIMEOUT_MS": "0"},
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+            walked_unlocked.append(other.returncode == 0)
+        return real_scan(self)
+
+    monkeypatch.setattr(adopt._Adopter, "_scan", scan)
+    with WriteService.open(load_config()) as memory:
+        report = adopt.adopt_tree(memory)
+    assert walked_unlocked == [True]
+    assert report.forgotten == [] and len(report.adopted) == 1
+    titles = sorted(r["title"] for r in sh("search", "--project", "walk", "--json").json())
+    assert titles == ["note 0", "note 1 edited by hand", "note 2", "written during the walk"]

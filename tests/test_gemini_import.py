@@ -213,3 +213,26 @@ def test_mcp_calls_are_named_by_their_server_and_cmem_s_own_are_not_recorded(sh,
     titles = [row[0] for row in db_rows(home, "SELECT title FROM observations ORDER BY id")]
     assert len(titles) == 3 and sum("get_issue" in title for title in titles) == 1, titles
     assert not any("search" in title for title in titles)  # cmem's own lookup
+
+
+def test_a_nul_in_a_prompt_or_a_2_mb_tool_name_never_blocks_the_chat(sh, home, chat, project) -> None:
+    """One bad line is repaired (a NUL becomes U+FFFD) or dropped and counted; the turns after it are
+    imported and the offset moves past it, so a second run adds nothing."""
+    assert sh("import", "gemini", "--settle", "0").exit_code == 0
+    bad = [
+        {"id": "u-nul", "timestamp": "2026-11-28T04:00:30.000Z", "type": "user", "content": "with a \x00 in it"},
+        {"id": "g-big", "timestamp": "2026-11-28T04:00:31.000Z", "type": "gemini", "content": "",
+         "toolCalls": [{"id": "big-1", "name": "n" * 2_000_000, "args": {}, "status": "success"}]},
+    ]  # fmt: skip
+    with chat.open("a") as fh:
+        fh.write("".join(json.dumps(line) + "\n" for line in bad))
+        fh.write(lines("second-turn.jsonl", project))
+    result = sh("import", "gemini", "--settle", "0", "--json")
+    assert result.exit_code == 0, result.stderr
+    [report] = result.json()
+    assert (report["prompts"], report["dropped"]) == (2, 1)
+    assert report["complete"] and report["offset"] == chat.stat().st_size
+    texts = db_rows(home, "SELECT text FROM user_prompts ORDER BY prompt_number")
+    assert texts[-2:] == [("with a \ufffd in it",), ("Now document the loader in the README",)]
+    again = sh("import", "gemini", "--settle", "0", "--json").json()
+    assert (again[0]["prompts"], again[0]["observations"], again[0]["dropped"]) == (0, 0, 0)

@@ -338,6 +338,42 @@ def test_timeline_keeps_one_machines_items_around_the_anchor(sh, home):
     ]
 
 
+def test_the_input_schema_states_exactly_what_each_tool_accepts(home):
+    """A value the schema forbids is refused by the tool, and a value the tool takes the schema allows: a
+    plain string for a list (a list of one), but no boolean or text for a number and no number for a flag."""
+    import jsonschema
+
+    probes: list[Any] = ["decision", ["decision"], 3, 2.5, True, "3", None, {"a": 1}]
+
+    async def body(client: Client) -> list[tuple[str, str, Any, bool, bool]]:
+        await client.call_tool("remember", {"title": "Pin apsw", "type": "decision", "project": "demo"})
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+        found = []
+        bases: dict[str, dict[str, Any]] = {
+            "search": {"project": "demo"},
+            "timeline": {"anchor": 1},
+            "get": {"ids": [1]},
+            "remember": {"title": "t", "project": "demo"},
+            "context": {"project": "demo"},
+            "invalidate": {"id": 1},
+            "restore": {"id": 1},
+        }
+        for name, base in bases.items():
+            schema = tools[name].input_schema
+            for argument in schema["properties"]:
+                for value in probes:
+                    arguments = {**base, argument: value}
+                    allowed = jsonschema.Draft202012Validator(schema).is_valid(arguments)
+                    result = await client.call_tool(name, arguments)
+                    text = " ".join(getattr(block, "text", "") for block in result.content)
+                    refused = bool(result.is_error) and text.startswith("invalid argument")
+                    found.append((name, argument, value, allowed, not refused))
+        return found
+
+    disagree = [(n, a, v, allowed) for n, a, v, allowed, taken in with_server(body) if allowed != taken]
+    assert disagree == [], "\n".join(map(repr, disagree))
+
+
 def test_invalidate_and_restore_take_a_memory_out_of_search_and_back(home):
     async def body(client: Client) -> dict[str, Any]:
         out = {}

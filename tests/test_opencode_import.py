@@ -132,3 +132,26 @@ def test_no_file_or_a_file_that_is_not_an_export(sh, home, tmp_path) -> None:
     assert [(r["prompts"], r["observations"], r["bad_lines"]) for r in result.json()] == [(0, 0, 1)]
     gone = sh("import", "opencode", str(tmp_path / "nope.json"))
     assert gone.exit_code == 7 and gone.stderr.startswith("cmem: ") and "nope.json" in gone.stderr
+
+
+def test_a_deep_or_looping_export_is_one_line_and_the_good_one_beside_it_is_imported(
+    sh, home, export, tmp_path
+) -> None:
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    deep_object = tmp_path / "deep-object.json"
+    deep_object.write_text('{"info": ' * 100_000 + "{}" + "}" * 100_000)
+    loop = tmp_path / "loop.json"
+    loop.symlink_to(tmp_path / "loop.json")
+    result = sh(
+        "import", "opencode", str(deep), str(deep_object), str(loop), str(export), "--settle", "0", "--json"
+    )
+    assert result.exit_code == 7, result.stderr
+    assert "Traceback" not in result.stderr and "internal error" not in result.stderr
+    assert result.stderr.splitlines() == [line for line in result.stderr.splitlines() if "loop.json" in line]
+    assert len(result.stderr.splitlines()) == 1
+    reports = {Path(r["path"]).name: r for r in result.json()}
+    assert reports["deep.json"]["bad_lines"] == 1 and reports["deep-object.json"]["bad_lines"] == 1
+    assert reports["loop.json"]["error"]
+    assert (reports[export.name]["prompts"], reports[export.name]["observations"]) != (0, 0)
+    assert db_rows(home, "SELECT count(*) FROM user_prompts")[0][0] == reports[export.name]["prompts"]

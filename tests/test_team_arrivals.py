@@ -229,3 +229,27 @@ def test_every_column_of_every_team_table_given_every_wrong_type_never_stops_a_s
     for path in (b.path / "export").rglob("*.md"):
         assert path.stat().st_size <= 1_000_000
     assert len(cases) > 150
+
+
+def test_a_pulled_memory_keeps_the_file_name_its_writer_gave_it_on_every_home(
+    tmp_path: Path, homes: dict[str, Home], capsys: pytest.CaptureFixture[str], team_db: str
+):
+    """One rule for a pulled memory's file name: the name its writer's home gave it travels with it (as a
+    file through git), so a home that pulls it after its title changed names it as every other home does.
+    A name that is not cmem's form for that memory (another uid's, outside the tree) is not taken."""
+    a, b = homes["a"], homes["b"]
+    obs = a.add("Cache lives in Redis")
+    a.join(team_db)
+    b.join(team_db)  # pulls it while its title is the first one
+    a.ok("edit", str(obs), "--title", "Cache lives in SQLite now")
+    a.sync()
+    c = Home(tmp_path / "home-c", capsys, "c")
+    c.join(team_db)  # pulls it with the new title
+    names = {home.name: sorted(r["path"] for r in home.rows().values()) for home in (a, b, c)}
+    assert names["a"] == names["b"] == names["c"] and "cache-lives-in-redis" in names["a"][0]
+    [uid] = list(a.rows())
+    server_write(team_db, "UPDATE cmem_observations SET path = %s WHERE uid = %s", ("../../etc/x.md", uid))
+    d = Home(tmp_path / "home-d", capsys, "d")
+    d.join(team_db)
+    [row] = d.rows().values()
+    assert "cache-lives-in-sqlite-now" in row["path"] and (d.path / "export" / row["path"]).is_file()

@@ -446,3 +446,32 @@ def test_team_search_says_showing_n_of_more_only_when_the_list_was_cut(homes: di
     assert "showing" not in err
     code, out, err = a.run("search", "--team", "alpha", "-n", "3")  # cut: 3 of the 60
     assert code == 0 and "cmem: showing 3 of 50+" in err  # more than the 50 a search reads
+
+
+def test_a_reader_pulls_from_a_server_made_before_last_editors_and_file_names_travelled(
+    homes: dict[str, Home], team_db: str, pg_server: Any
+):
+    """Who changed a memory last and the file name its writer gave it travel in columns that later
+    migrations add; a reader on a server without them pulls as before, and names files the standard way."""
+    import psycopg
+
+    a, b, c = homes["a"], homes["b"], homes["c"]
+    a.add("Written before the upgrade")
+    a.join(team_db)
+    b.join(team_db)
+    b.ok("edit", "1", "--narrative", "changed by b")
+    b.sync()
+    with psycopg.connect(team_db, autocommit=True) as conn:  # the server as cmem before them left it
+        for column in ("edited_on", "edited_by", "path"):
+            conn.execute(f"ALTER TABLE cmem_observations DROP COLUMN {column}")
+        conn.execute("DELETE FROM cmem_migrations WHERE name IN ('m008_last_editor', 'm009_paths')")
+    report = c.join(reader(pg_server, team_db))
+    assert report["pulled"] == 1
+    [row] = c.rows().values()
+    assert (row["title"], row["narrative"], row["machine"], row["edited_on"]) == (
+        "Written before the upgrade",
+        "changed by b",
+        "a",
+        None,
+    )
+    assert (c.path / "export" / row["path"]).is_file()

@@ -377,3 +377,34 @@ def test_any_sequence_of_partial_imports_ends_like_one_import(reference, tmp_pat
     path.write_bytes(data)
     _library_import(work / "home", path, settle=0)
     assert _snapshot(work / "home") == expected
+
+
+def test_a_bad_field_never_blocks_the_transcript_and_the_offset_moves_past_it(sh, home, project, tmp_path):
+    """A prompt holding a NUL (valid JSON ``\\u0000``) is kept with U+FFFD in its place; a tool call named by
+    2 MB is dropped and counted; every later turn is imported, and a second run reads nothing again."""
+    t = Transcript(SID, project)
+    t.prompt("first prompt with a \x00 inside").say("ok")
+    t.tool("X" * 2_000_000, {"file_path": f"{project}/a.ts"}, "done")
+    t.prompt("A later prompt").say("done too")
+    path = t.write(tmp_path / f"{SID}.jsonl")
+    result = import_(sh, path)
+    assert result.exit_code == 0, result.stderr
+    [report] = result.json()
+    assert report["prompts"] == 2 and report["complete"] and report["offset"] == path.stat().st_size
+    assert report["dropped"] == 1 and report["observations"] == 0
+    texts = [row[0] for row in db_rows(home, "SELECT text FROM user_prompts ORDER BY prompt_number")]
+    assert texts == ["first prompt with a \ufffd inside", "A later prompt"]
+    again = import_(sh, path)
+    assert again.exit_code == 0 and again.json()[0]["prompts"] == 0
+
+
+def test_one_files_failure_is_one_line_and_the_other_files_are_imported(sh, home, project, tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.mkdir()
+    good = Transcript(SID, project).prompt("Hello there").say("Hi").write(tmp_path / f"{SID}.jsonl")
+    result = import_(sh, bad, good)
+    assert result.exit_code == 7
+    assert (
+        result.stderr.count("\n") == 1 and "bad.jsonl" in result.stderr and "Traceback" not in result.stderr
+    )
+    assert counts(home)[0] == 1

@@ -30,7 +30,6 @@ from cmem_cli.capture.turns import (
     TurnReader,
     files_oldest_first,
     first_line,
-    read_lines,
     timestamp_of,
 )
 
@@ -112,12 +111,8 @@ class _RolloutReader(TurnReader):
             self.cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
 
     def consume(self, offset: int) -> int:
-        end = offset
-        for start, line_end, obj in read_lines(self.path, offset):
-            end = line_end
-            if obj is None:
-                self.report.bad_lines += 1
-                continue
+        # a record that cannot be stored is dropped by the base's guard: one bad line never stops the file
+        for start, obj in self.lines(offset):
             payload = obj.get("payload")
             if not isinstance(payload, dict):
                 continue
@@ -152,7 +147,7 @@ class _RolloutReader(TurnReader):
                     response = tool_output(payload.get("output"))
                     tool = ToolCall(name=call.name, input=call.input, response=response, cwd=self.cwd)
                     self.record(call.where, tool, call_id, call.created_at)
-        return end
+        return self.end
 
 
 class RolloutImporter(SessionImporter):

@@ -34,7 +34,6 @@ from cmem_cli.capture.turns import (
     SessionImporter,
     TurnReader,
     first_line,
-    read_lines,
     timestamp_of,
 )
 from cmem_cli.core.errors import NotFound
@@ -162,14 +161,10 @@ class _ChatReader(TurnReader):
     def consume(self, offset: int) -> int:
         if self.path.suffix == ".json":
             return self.consume_whole(offset)
-        end = offset
-        for start, line_end, obj in read_lines(self.path, offset):
-            end = line_end
-            if obj is None:
-                self.report.bad_lines += 1
-            else:
+        for start, obj in self.lines(offset):
+            with self.dropping("bad_lines"):
                 self.line(start, obj)
-        return end
+        return self.end
 
     def consume_whole(self, offset: int) -> int:
         """A chat from before JSONL: one object, read from the start whenever it changed."""

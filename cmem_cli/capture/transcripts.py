@@ -26,7 +26,6 @@ from cmem_cli.capture.turns import (
     FileReport,
     SessionImporter,
     TurnReader,
-    read_lines,
     timestamp_of,
 )
 from cmem_cli.core.errors import InvalidInput, NotFound
@@ -145,22 +144,21 @@ class _ClaudeReader(TurnReader):
         return self.where(session or self.path.stem, agent)
 
     def consume(self, offset: int) -> int:
-        end = offset
-        for start, line_end, obj in read_lines(self.path, offset):
-            end = line_end
-            if obj is None:
-                self.report.bad_lines += 1
-                continue
-            kind = obj.get("type")
-            if kind == "user":
-                self.user_line(start, obj)
-            elif kind == "assistant":
-                self.assistant_line(start, obj)
-            elif kind in ("summary", "custom-title") and isinstance(
-                obj.get("summary") or obj.get("customTitle"), str
-            ):
-                self.labels[obj.get("sessionId") or self.path.stem] = obj.get("summary") or obj["customTitle"]
-        return end
+        for start, obj in self.lines(offset):
+            with self.dropping("bad_lines"):
+                self.line(start, obj)
+        return self.end
+
+    def line(self, start: int, obj: dict[str, Any]) -> None:
+        kind = obj.get("type")
+        if kind == "user":
+            self.user_line(start, obj)
+        elif kind == "assistant":
+            self.assistant_line(start, obj)
+        elif kind in ("summary", "custom-title") and isinstance(
+            obj.get("summary") or obj.get("customTitle"), str
+        ):
+            self.labels[obj.get("sessionId") or self.path.stem] = obj.get("summary") or obj["customTitle"]
 
     def user_line(self, start: int, obj: dict[str, Any]) -> None:
         blocks = _blocks(obj.get("message"))

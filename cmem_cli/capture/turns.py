@@ -17,12 +17,14 @@ and defining dataclasses costs a short-lived process.)
 
 from __future__ import annotations
 
-import json
+import contextlib
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from cmem_cli.capture.hooks.capture import Capture, Where
+from cmem_cli.capture.hooks.payload import UNSAFE_ESCAPE, valid_texts
 from cmem_cli.capture.hooks.state import fingerprint, prompt_prefix
 from cmem_cli.capture.hooks.tools import ToolCall
 from cmem_cli.core.config import DEFAULT_SETTLE_SECONDS
@@ -31,6 +33,19 @@ from cmem_cli.core.jsonin import loads_bounded
 from cmem_cli.core.timeutil import now_ms, parse_iso
 
 MAX_WHOLE_BYTES = 64 * 1024 * 1024  # a session file read whole (one JSON document), not line by line
+# What a line or a record may fail with that is its own fault, not the store's or the disk's: the line or
+# the record is dropped and counted, the rest of the file imported (a busy or unwritable store still stops
+# the file, at an offset the next run resumes from).
+BAD_INPUT = (InvalidInput, ValueError, TypeError, KeyError, AttributeError, RecursionError, OverflowError)
+
+
+def parse_json(text: str | bytes) -> Any:
+    """A line or a document from an agent's file: nesting bounded, and texts JSON can carry but no file,
+    database or terminal takes (NUL, lone surrogates) replaced by U+FFFD, as a hook's payload is."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", errors="replace")
+    value = loads_bounded(text)
+    return valid_texts(value) if "\\u" in text and re.search(UNSAFE_ESCAPE, text) else value
 
 
 def read_lines(path: Path, offset: int) -> Iterator[tuple[int, int, dict[str, Any] | None]]:
@@ -49,7 +64,7 @@ def read_lines(path: Path, offset: int) -> Iterator[tuple[int, int, dict[str, An
         obj: dict[str, Any] | None = None
         if line:
             try:
-                parsed = loads_bounded(line.decode("utf-8", errors="replace"))
+                parsed = parse_json(line)
                 obj = parsed if isinstance(parsed, dict) else None
             except (ValueError, InvalidInput):
                 if not complete:
@@ -67,7 +82,7 @@ def first_line(path: Path) -> dict[str, Any]:
     with open(path, "rb") as fh:
         line = fh.readline(1 << 20)
     try:
-        obj = loads_bounded(line.decode("utf-8", errors="replace"))
+        obj = parse_json(line)
     except (ValueError, InvalidInput):
         return {}
     return obj if isinstance(obj, dict) else {}
@@ -107,6 +122,7 @@ class FileReport:
         self.observations = 0
         self.summaries = 0
         self.bad_lines = 0
+        self.dropped = 0  # records (a prompt, a tool call, a summary) that could not be stored: skipped
         self.offset = 0
         self.complete = False  # the whole file was consumed (nothing left open)
         self.error = error
@@ -160,6 +176,7 @@ class TurnReader:
         self.turn: Turn | None = None
         self.pending: dict[str, Pending] = {}
         self.cwd: str | None = None
+        self.end = 0  # the end of the last line :meth:`lines` read
 
     # -- what a subclass provides ------------------------------------------------------------------------
     def consume(self, offset: int) -> int:
@@ -180,8 +197,8 @@ class TurnReader:
         obj: Any = None
         if size <= MAX_WHOLE_BYTES:
             try:
-                obj = json.loads(self.path.read_bytes())
-            except ValueError:
+                obj = parse_json(self.path.read_bytes())
+            except (ValueError, InvalidInput):
                 obj = None
         if not isinstance(obj, dict):
             self.report.bad_lines += 1
@@ -189,6 +206,27 @@ class TurnReader:
         return size, obj
 
     # -- shared --------------------------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def dropping(self, what: str = "dropped") -> Iterator[None]:
+        """Read one line, or store one record, that may be bad: its failure is counted (``what``: the
+        report's counter) and the import goes on past it, so one bad line never holds a file back for
+        ever."""
+        try:
+            yield
+        except BAD_INPUT:
+            setattr(self.report, what, getattr(self.report, what) + 1)
+
+    def lines(self, offset: int) -> Iterator[tuple[int, dict[str, Any]]]:
+        """``(start, object)`` of each readable line from ``offset`` (an unreadable one is counted);
+        :attr:`end` follows the lines read. The caller handles each inside :meth:`dropping`."""
+        self.end = offset
+        for start, line_end, obj in read_lines(self.path, offset):
+            self.end = line_end
+            if obj is None:
+                self.report.bad_lines += 1
+                continue
+            yield start, obj
+
     def where(self, session: str, agent: str) -> Where:
         """Who and where, for ``session``: the project is ``--project``, else the repository of the folder
         the session ran in."""
@@ -214,8 +252,9 @@ class TurnReader:
         self.counts[count_key] = self.counts.get(count_key, 0) + 1
         occurrence = self.counts[count_key]
         self.turn = Turn(start, before, where, prompt, f"{prefix}{occurrence}", created_at)
-        if self.capture.prompt(where, prompt, occurrence=occurrence, created_at=created_at):
-            self.report.prompts += 1
+        with self.dropping():
+            if self.capture.prompt(where, prompt, occurrence=occurrence, created_at=created_at):
+                self.report.prompts += 1
         return True
 
     def answer(self, text: Any) -> None:
@@ -241,8 +280,9 @@ class TurnReader:
 
     def record(self, where: Where, call: ToolCall, call_id: str | None, created_at: int | None) -> None:
         """Store one tool call's observation (keyed by ``call_id``, else by its arguments' occurrence)."""
-        if self.capture.tool(where, call, tool_use_id=call_id, created_at=created_at, counts=self.counts):
-            self.report.observations += 1
+        with self.dropping():
+            if self.capture.tool(where, call, tool_use_id=call_id, created_at=created_at, counts=self.counts):
+                self.report.observations += 1
 
     def close(self, *, abandon: bool) -> None:
         """A turn ends at the next prompt, at the agent's end-of-turn line, or when the file settles: it is
@@ -253,14 +293,13 @@ class TurnReader:
                 self.record(pending.where, call, call_id, pending.created_at)
             self.pending.clear()
         turn, self.turn = self.turn, None
-        if (
-            turn is not None
-            and turn.answer
-            and self.capture.turn_summary(
+        if turn is None or not turn.answer:
+            return
+        with self.dropping():
+            if self.capture.turn_summary(
                 turn.where, turn.answer, request=turn.prompt, prompt_key=turn.key, created_at=turn.created_at
-            )
-        ):
-            self.report.summaries += 1
+            ):
+                self.report.summaries += 1
 
     def finish(self, end: int, settled: bool) -> tuple[int, dict[str, int]]:
         """The offset to resume from and the prompt counts at that offset."""
@@ -340,4 +379,8 @@ class SessionImporter:
                 reports.append(self.import_file(path))
             except CmemError as exc:
                 reports.append(FileReport(path=str(path), error=exc.message))
+            except OSError as exc:  # unreadable mid-way (a vanished file, a loop of links, an I/O error)
+                reports.append(FileReport(path=str(path), error=f"cannot read it: {exc.strerror or exc}"))
+            except (RuntimeError, *BAD_INPUT) as exc:  # Path.resolve's loop of links; input no reader foresaw
+                reports.append(FileReport(path=str(path), error=f"cannot import it: {exc}"[:300]))
         return reports

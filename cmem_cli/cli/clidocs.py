@@ -296,7 +296,7 @@ ENVIRONMENT = [
         "else git's global user.email)",
     ),
     ("CMEM_EMBED_MODEL, CMEM_RERANK_MODEL", "model specs: a local path, an hf: reference, or none"),
-    ("CMEM_BUSY_TIMEOUT_MS", "how long to wait for a locked database (default 15000)"),
+    ("CMEM_BUSY_TIMEOUT_MS", "how long to wait for a locked database (default 60000)"),
     ("CMEM_DEBUG", "set to 1 to see tracebacks"),
     ("NO_COLOR", "disable colour"),
 ]

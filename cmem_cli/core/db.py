@@ -20,11 +20,14 @@ from cmem_cli.core.config import env_int
 from cmem_cli.core.errors import CmemError, DatabaseBusy, DatabaseCorrupt, InvalidInput, StorageError
 from cmem_cli.core.migrations import Migrations
 
-BUSY_TIMEOUT_MS = 15_000  # overridable with CMEM_BUSY_TIMEOUT_MS
+# A write made from the command line waits for the lock rather than fail: every write transaction is kept
+# short (bulk work commits in batches), so a minute is a machine far past busy, not a queue of writers.
+# Hooks wait less and spool their event instead (``[hooks] busy_timeout_ms``).
+BUSY_TIMEOUT_MS = 60_000  # overridable with CMEM_BUSY_TIMEOUT_MS
 
 
 def busy_timeout_ms() -> int:
-    """How long a statement waits for another process's lock (``CMEM_BUSY_TIMEOUT_MS``, default 15 s)."""
+    """How long a statement waits for another process's lock (``CMEM_BUSY_TIMEOUT_MS``, default 60 s)."""
     return env_int("CMEM_BUSY_TIMEOUT_MS", BUSY_TIMEOUT_MS, 0, 86_400_000)
 
 
@@ -112,13 +115,40 @@ def immediate_transaction(conn: apsw.Connection) -> Iterator[None]:
             raise
         conn.execute("RELEASE nested")
         return
+    log = os.environ.get("CMEM_LOCK_LOG")
     conn.execute("BEGIN IMMEDIATE")
+    started = time.monotonic() if log else 0.0
     try:
         yield
     except BaseException:
         conn.execute("ROLLBACK")
+        if log:
+            _log_hold(conn, log, started, "rolled back")
         raise
     conn.execute("COMMIT")
+    if log:
+        _log_hold(conn, log, started, "committed")
+
+
+def _log_hold(conn: apsw.Connection, log: str, started: float, how: str) -> None:
+    """Note how long a write transaction held the store's write lock (``CMEM_LOCK_LOG``: a file, for the
+    load benchmark and for finding who holds the lock for long): the hold in ms, the process's command, and
+    the cmem functions it ran in, for every hold of at least ``CMEM_LOCK_LOG_MS`` (default 50) ms."""
+    held = (time.monotonic() - started) * 1000
+    if held < env_int("CMEM_LOCK_LOG_MS", 50, 0, 86_400_000):
+        return
+    import sys
+    import traceback
+
+    frames = [
+        f"{Path(f.filename).stem}.{f.name}"
+        for f in traceback.extract_stack()[:-3]
+        if "cmem_" in f.filename and "contextlib" not in f.filename
+    ]
+    fields = (f"{held:.0f}", Path(conn.filename).name, how, str(os.getpid()), " ".join(sys.argv[1:3]))
+    line = "\t".join((*fields, " > ".join(frames[-6:]))) + "\n"
+    with contextlib.suppress(OSError), open(log, "a", encoding="utf-8") as fh:
+        fh.write(line)
 
 
 class Database:

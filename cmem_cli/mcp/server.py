@@ -24,7 +24,7 @@ from typing import Annotated, Any
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError, UnexpectedToolError
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import BeforeValidator, Field
+from pydantic import BeforeValidator, Field, Strict
 
 from cmem_cli import __version__
 from cmem_cli.api import Hit, Memory, Query
@@ -97,33 +97,39 @@ def _listed(value: object) -> object:
     return [value] if isinstance(value, str) else value
 
 
-Strings = Annotated[list[str] | None, BeforeValidator(_listed)]
+# What the schema says is exactly what a tool takes: a list of texts or one text (a list of one), and
+# numbers and flags as JSON numbers and booleans only (pydantic's lax mode would also take true for 1 and
+# "3" for 3, which the schema forbids). The string in the union is for the schema: _listed has made it a list.
+Strings = Annotated[list[str] | str | None, BeforeValidator(_listed)]
+Int = Annotated[int, Strict()]
+Bool = Annotated[bool, Strict()]
+STRICT = {int: Int, float: Annotated[float, Strict()], bool: Bool}
 Facts = Annotated[Strings, Field(description="Short, self-contained statements, one per item.")]
 Tags = Annotated[Strings, Field(description="Concepts to tag it with (a word or two each).")]
 FilesRead = Annotated[Strings, Field(description="Paths of the files read.")]
 FilesModified = Annotated[Strings, Field(description="Paths of the files modified.")]
 Subtitle = Annotated[str | None, Field(description="One more line under the title.")]
 Narrative = Annotated[str | None, Field(description="The why and how, in a few sentences.")]
-Around = Annotated[int, Field(ge=0, le=100, description="Items to show on that side of the anchor (0-100).")]
+Around = Annotated[Int, Field(ge=0, le=100, description="Items to show on that side of the anchor (0-100).")]
 ProjectToWrite = Annotated[
     str | None,
     Field(description="Default: the server's git repository's name; required outside one (see `projects`)."),
 ]
 Project = Annotated[str | None, Field(description="Only this project (default: every project).")]
 AllProjects = Annotated[
-    bool, Field(description="Search every project, also when the server runs inside a git repository.")
+    Bool, Field(description="Search every project, also when the server runs inside a git repository.")
 ]
 ScopedProject = Annotated[
     str | None,
     Field(description="Default: the server's git repository's project; every project outside one."),
 ]
 Ref = Annotated[
-    int | str | None,
+    Int | str | None,
     Field(description="An id from search: 12 (or the observation's uid, or a unique uid prefix), S3 (summary) "
           "or P7 (prompt)."),
 ]  # fmt: skip
 Ids = Annotated[
-    list[int | str],
+    list[Int | str],
     Field(
         min_length=1,
         max_length=50,
@@ -136,12 +142,12 @@ ObsType = Annotated[
 ]
 Key = Annotated[str | None, Field(description="A stable name; remembering the same key again replaces it.")]
 Supersedes = Annotated[
-    list[int] | None,
+    list[Int] | None,
     Field(
         max_length=50, description="Ids of memories this one replaces (they stay, marked superseded_by it)."
     ),
 ]
-Budget = Annotated[int, Field(ge=50, le=20_000, description="Token budget for the whole briefing.")]
+Budget = Annotated[Int, Field(ge=50, le=20_000, description="Token budget for the whole briefing.")]
 
 
 class CmemMCPServer(MCPServer):
@@ -286,7 +292,7 @@ class Tools:
 
     def invalidate(
         self,
-        id: Annotated[int | str, Field(description="The memory's id (or uid) from `search` or `get`.")],
+        id: Annotated[Int | str, Field(description="The memory's id (or uid) from `search` or `get`.")],
         reason: Annotated[str | None, Field(description="Why it no longer holds, in a few words.")] = None,
     ) -> CallToolResult:
         with self.memory() as memory:
@@ -295,7 +301,7 @@ class Tools:
         return _result(f"invalidated #{obs.id}: {escape_control(obs.invalidated or '')}", row)
 
     def restore(
-        self, id: Annotated[int | str, Field(description="The invalidated memory's id (or uid).")]
+        self, id: Annotated[Int | str, Field(description="The invalidated memory's id (or uid).")]
     ) -> CallToolResult:
         with self.memory() as memory:
             obs = memory.restore(id)
@@ -343,7 +349,7 @@ def _argument(field: QueryField) -> inspect.Parameter:
     """The MCP ``search`` tool's argument for one Query field: its type, bounds, description and default
     (the Query's unless the table gives MCP its own)."""
     value = field.mcp_default if field.mcp_default is not SAME else default(field)
-    hint: Any = field.value
+    hint: Any = STRICT.get(field.value, field.value)
     if is_list(field):
         hint = Strings
     elif value is None:

@@ -12,6 +12,9 @@ all rows are in, then the files. Adoption reads and checks; it settles no link i
 
 Everything runs in one write transaction, after crash recovery has rolled back files of writes that never
 committed (``cmem_cli.services.recovery``), so a file from an interrupted write is never mistaken for a person's.
+The walk of the whole tree (most of a sync of a large tree) is made before the write lock is taken, so that
+hooks and `cmem add` never wait for it: under the lock only the files that differ from what cmem last wrote
+are read again, and a file cmem wrote that the walk missed is looked for once more before it counts as deleted.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from cmem_cli.services.recovery import recover
 from cmem_cli.services.writes import WriteService
 from cmem_cli.store.records import EDITABLE_FIELDS
 from cmem_export import atomic, digest
+from cmem_export.journal import pending
 from cmem_export.reading import (
     MAX_FILE_BYTES,
     ParsedFile,
@@ -114,13 +118,23 @@ class _Adopter:
         self.report = AdoptReport()
         self.touched: set[tuple[str, int]] = set()  # (kind, id) of every record adopted in this run
         self.staged_uids: dict[str, str] = {}  # uid -> the file adopted for it in this run
+        self.locked = False  # the write lock is held (temporary files seen are then debris)
+        self.debris_seen: list[str] = []  # temporary files the walk before the lock saw
 
     def run(self, paths: list[Path] | None) -> AdoptReport:
+        walked = self._walk_unlocked() if paths is None else None
         with self.memory.write_transaction(fsync=False) as files:
+            self.locked = True
+            if walked is not None and any(True for _ in pending(self.memory.journal_dir)):
+                walked = None  # interrupted writes are undone now: the tree is walked again after that
             self.report.rolled_back = recover(self.memory)
             self.load_state()
-            on_disk = self._scan() if paths is None else self._given(paths)
-            staged = [item for relpath in sorted(on_disk) if (item := self._stage(relpath))]
+            if walked is None:
+                on_disk = self._scan() if paths is None else self._given(paths)
+                changed = on_disk
+            else:
+                on_disk, changed = self._settle(*walked)
+            staged = [item for relpath in sorted(changed) if (item := self._stage(relpath))]
             staged = [item for item in staged if self._links_valid(*item)]
             staged.sort(
                 key=lambda item: "id" not in item[1].restore
@@ -145,6 +159,34 @@ class _Adopter:
             if item is not None:
                 self._links_valid(*item)
         return self.report.invalid + self.report.conflicts
+
+    def _walk_unlocked(self) -> tuple[set[str], set[str]]:
+        """The tree's files, and those of them that may differ from what cmem last wrote, found before the
+        write lock is taken (the stat of every file is most of a no-op sync of a large tree)."""
+        self.load_state()
+        on_disk = self._scan()
+        return on_disk, {relpath for relpath in on_disk if not self._as_written(relpath)}
+
+    def _settle(self, on_disk: set[str], changed: set[str]) -> tuple[set[str], set[str]]:
+        """Under the write lock, the walk made before it brought up to date: temporary files it saw are
+        removed now (no write is under way), and a file cmem recorded that the walk did not see (written
+        since) is looked for again, so it is never taken for deleted. Files changed since the walk by
+        anyone but cmem are read by the next adoption."""
+        for relpath in self.debris_seen:
+            if atomic.remove_file(self.root / relpath):
+                self.report.debris.append(relpath)
+        unseen = [relpath for relpath in self.known if relpath not in on_disk]
+        present = {relpath for relpath in unseen if os.path.lexists(os.path.join(self.root, relpath))}
+        return on_disk | present, changed
+
+    def _as_written(self, relpath: str) -> bool:
+        """Same size and modification time as when cmem wrote it (then it is not read again)."""
+        written = self.stats.get(relpath) if relpath in self.known else None
+        return (
+            written is not None
+            and written[1] < self.racy_before  # else a same-size edit in the same clock tick could hide
+            and atomic.stat_key(os.path.join(self.root, relpath)) == written
+        )
 
     def load_state(self) -> None:
         """What cmem last wrote: each file's record, hash and size/mtime."""
@@ -172,8 +214,10 @@ class _Adopter:
             for entry in entries:
                 name = entry.name
                 if name.startswith(atomic.TEMP_PREFIX) and entry.is_file(follow_symlinks=False):
-                    # a killed atomic write; we hold the write lock, so no live one
-                    if atomic.remove_file(Path(entry.path)):
+                    # a killed atomic write, removed under the write lock (no live one then)
+                    if not self.locked:
+                        self.debris_seen.append(prefix + name)
+                    elif atomic.remove_file(Path(entry.path)):
                         self.report.debris.append(prefix + name)
                 elif name.startswith("."):
                     continue
@@ -208,12 +252,7 @@ class _Adopter:
     # -- reading and validating ------------------------------------------------------------------------
     def _stage(self, relpath: str) -> tuple[str, ParsedFile, dict[str, Any] | None] | None:
         """Parse and validate one file; None when it is unchanged, invalid or a conflict."""
-        written = self.stats.get(relpath) if relpath in self.known else None
-        if (
-            written is not None
-            and written[1] < self.racy_before  # else a same-size edit in the same clock tick could hide
-            and atomic.stat_key(os.path.join(self.root, relpath)) == written
-        ):
+        if self._as_written(relpath):
             return None  # same size and modification time as when cmem wrote it: not read again
         try:
             data = read_in_tree(self.root, relpath, MAX_FILE_BYTES)

@@ -98,6 +98,7 @@ def link_list(value: Any) -> None:
 OBSERVATION_TEXTS = {
     "type": 64, "title": MAX_TITLE, "subtitle": MAX_SHORT, "project": MAX_SHORT, "session": MAX_SHORT,
     "agent": MAX_SHORT, "key": MAX_SHORT, "machine": MAX_SHORT, "author": MAX_SHORT,
+    "edited_on": MAX_SHORT, "edited_by": MAX_SHORT,
 }  # fmt: skip
 SUMMARY_TEXTS = {name: MAX_SHORT for name in ("session", "project", "agent", "machine", "author")}
 

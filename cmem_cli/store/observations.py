@@ -11,6 +11,7 @@ from cmem_cli.core.fts import search_terms
 from cmem_cli.core.ids import UID_TAIL, new_uid
 from cmem_cli.core.timeutil import ms_date_words, now_ms
 from cmem_cli.store.rows import (
+    EDITOR,
     INSERT_COLUMNS,
     LIST_COLUMNS,
     MAX_ROWID,
@@ -49,6 +50,7 @@ class ObservationRepository(Repository):
         row["updated_at"] = updated_at or max(now, row["created_at"])
         row["path"] = path
         row.update(self._store.authorship(record))
+        row.update({name: record.get(name) for name in EDITOR})  # stated by a memory that arrives
         row["id"] = None
         if restore:
             row["updated_at"] = restore.get("updated_at") or row["updated_at"]
@@ -83,6 +85,7 @@ class ObservationRepository(Repository):
                 id=first + offset, uid=record["uid"], updated_at=record["updated_at"], path=record["path"]
             )
             row.update(self._store.authorship(record))
+            row.update({name: record.get(name) for name in EDITOR})
             rows.append(row)
         columns = ("id", *INSERT_COLUMNS)
         self.db.conn.executemany(
@@ -98,12 +101,23 @@ class ObservationRepository(Repository):
         return rows
 
     def update(
-        self, obs_id: int, record: dict[str, Any], *, tokens: int = 0, updated_at: int | None = None
+        self,
+        obs_id: int,
+        record: dict[str, Any],
+        *,
+        tokens: int = 0,
+        updated_at: int | None = None,
+        edited: tuple[str | None, str | None] | None = None,
     ) -> dict[str, Any]:
-        """Replace the content fields of an observation, keeping id, uid and creation time.
+        """Replace the content fields of an observation, keeping id, uid, creation time and who wrote it.
 
-        ``updated_at`` keeps the time another machine gave the edit (git sync); by default it is now."""
+        ``updated_at`` keeps the time another machine gave the edit (git sync); by default it is now.
+        ``edited``: who made this edit (machine, person), None to keep who made the last one."""
         existing = self.get(obs_id)
+        if edited is not None:
+            self.db.execute(
+                "UPDATE observations SET edited_on = ?, edited_by = ? WHERE id = ?", (*edited, obs_id)
+            )
         row = self._row_values(
             record, tokens=tokens, created_at=record.get("created_at") or existing["created_at"]
         )
@@ -115,6 +129,13 @@ class ObservationRepository(Repository):
         self.db.execute("DELETE FROM observation_concepts WHERE observation_id = ?", (obs_id,))
         self._write_side_tables(obs_id, record)
         return self.get(obs_id)
+
+    def mark_edited(self, obs_id: int) -> None:
+        """This home changed the memory (a link added or removed): it is the last editor."""
+        self.db.execute(
+            "UPDATE observations SET edited_on = ?, edited_by = ? WHERE id = ?",
+            (*self._store.writer(), obs_id),
+        )
 
     def set_export(self, obs_id: int, relpath: str, tokens: int) -> None:
         """Record where the observation's file is and what its details cost in tokens."""

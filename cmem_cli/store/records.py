@@ -25,13 +25,16 @@ MAX_LIST_ITEMS = 1_000
 LIST_FIELDS = ("facts", "concepts", "files_read", "files_modified", "tools_used")
 TEXT_FIELDS = ("title", "subtitle", "narrative", "project", "session", "agent", "key")
 AUTHORSHIP_FIELDS = ("machine", "author")  # who wrote it: given by a memory arriving from elsewhere
+EDITOR_FIELDS = ("edited_on", "edited_by")  # who changed it last (machine, person): stated by an arrival
 INPUT_FIELDS = frozenset(
-    {*LIST_FIELDS, *TEXT_FIELDS, *AUTHORSHIP_FIELDS, "type", "uid", "prompt_number", "confidence",
-     "created_at", "links", "supersedes", "invalidated"}
+    {*LIST_FIELDS, *TEXT_FIELDS, *AUTHORSHIP_FIELDS, *EDITOR_FIELDS, "type", "uid", "prompt_number",
+     "confidence", "created_at", "links", "supersedes", "invalidated"}
 )  # fmt: skip
 # What `cmem edit` may change: every input field except identity (uid, who wrote it) and links (added, not
 # replaced; ``supersedes`` is a link too).
-EDITABLE_FIELDS = tuple(sorted(INPUT_FIELDS - {"uid", "links", "supersedes", *AUTHORSHIP_FIELDS}))
+EDITABLE_FIELDS = tuple(
+    sorted(INPUT_FIELDS - {"uid", "links", "supersedes", *AUTHORSHIP_FIELDS, *EDITOR_FIELDS})
+)
 # Fields that `--json` output carries; accepted on input (so output can be re-imported) and ignored.
 OUTPUT_ONLY_FIELDS = frozenset(
     {
@@ -155,7 +158,7 @@ def normalize_observation(record: Any, *, defaults: dict[str, Any] | None = None
         "agent": _optional_text(merged, "agent", MAX_SHORT) or "cli",
         "key": _optional_text(merged, "key", MAX_SHORT),
     }
-    for field in AUTHORSHIP_FIELDS:
+    for field in (*AUTHORSHIP_FIELDS, *EDITOR_FIELDS):
         if merged.get(field) is not None:
             out[field] = _optional_text(merged, field, MAX_SHORT)
     for field in LIST_FIELDS:

@@ -18,7 +18,8 @@ OBS_COLUMNS = (
     "updated_at", "tokens", "search_terms", "invalidated",
 )  # fmt: skip
 AUTHORSHIP = ("machine", "author")  # who wrote it: kept from its first write, never changed by an edit
-INSERT_COLUMNS = (*OBS_COLUMNS, "path", *AUTHORSHIP)
+EDITOR = ("edited_on", "edited_by")  # who changed it last (machine, person): None until someone edits it
+INSERT_COLUMNS = (*OBS_COLUMNS, "path", *AUTHORSHIP, *EDITOR)
 MAX_ROWID = 2**63 - 1
 
 # A new row's number: past the largest held and the largest retired (schema.V10_RETIRED_IDS), so that

@@ -417,3 +417,16 @@ V14_INVALIDATED = "ALTER TABLE observations ADD COLUMN invalidated TEXT;"
 @MIGRATIONS
 def m014_invalidated(conn: apsw.Connection) -> None:
     conn.execute(V14_INVALIDATED)
+
+
+# Who changed a memory last, apart from who wrote it: the machine and the person of the latest edit or link
+# (a teammate marking a memory superseded), NULL while nobody but its writer changed it.
+V15_LAST_EDITOR = """
+ALTER TABLE observations ADD COLUMN edited_on TEXT;
+ALTER TABLE observations ADD COLUMN edited_by TEXT;
+"""
+
+
+@MIGRATIONS
+def m015_last_editor(conn: apsw.Connection) -> None:
+    conn.execute(V15_LAST_EDITOR)

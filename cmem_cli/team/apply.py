@@ -20,6 +20,26 @@ from cmem_cli.services.writes import FileTransaction, WriteService
 from cmem_cli.store import team_outbox as outbox
 from cmem_cli.team.records import anchor_of, observation_in
 from cmem_cli.team.sessions import merged, same_session
+from cmem_export import layout
+
+
+def travelled_name(row: dict[str, Any]) -> str | None:
+    """The one rule for a pulled memory's file name: the name its writer's home gave it (it travels with
+    the row, as a file's name travels through git), when that is a name cmem gives this memory (a
+    ``.md`` file in a project and a group folder, ending in the memory's uid tail, inside the tree);
+    else None, and the standard name is made here."""
+    path = row.get("path")
+    if not isinstance(path, str):
+        return None
+    parts = path.split("/")
+    if (
+        len(parts) != 3
+        or any(part != layout.safe_segment(part) for part in parts[:2])
+        or not parts[2].endswith(layout.file_name_ending(str(row.get("uid"))))
+        or parts[2] != layout.safe_segment(parts[2])
+    ):
+        return None
+    return path
 
 
 class Applier:
@@ -57,8 +77,13 @@ class Applier:
         links = [{"type": link_type, "uid": uid} for link_type, uid in row.get("links") or []]
         # the repository by name: a clone here, wherever, is found by it
         anchor = anchor_of(row) if row.get("anchor") is not None else None
+        new = self.store.observations.by_uid(record["uid"]) is None
         obs_id = self.writer.observation(
-            record, links, updated_at=int(row.get("updated_at") or now_ms()), anchor=anchor
+            record,
+            links,
+            updated_at=int(row.get("updated_at") or now_ms()),
+            anchor=anchor,
+            relpath=travelled_name(row) if new else None,
         )
         return obs_id
 

@@ -35,6 +35,7 @@ from cmem_export.reading import MAX_FILE_BYTES
 # bounded by these: a row whose text comes near the limit is refused rather than written as a file that
 # no later sync could read back (docs/team.md).
 FILE_OVERHEAD = 8_192
+MAX_PATH = 1_024  # the file name a memory's writer gave it, relative to the export tree
 LINK_LINE = 2_600  # a link's line: its type, the target's title (500 characters) and relative path
 
 
@@ -166,8 +167,11 @@ def skip(
 def _machine(row: dict[str, Any]) -> None:
     """Whose it is: the machine and, where known, the person (a text, or none)."""
     _text(row.get("machine"), "machine", MAX_SHORT)
-    if row.get("author") is not None:
-        _text(row["author"], "author", MAX_SHORT)
+    for name in ("author", "edited_on", "edited_by"):  # the person, and who changed it last, where known
+        if row.get(name) is not None:
+            _text(row[name], name, MAX_SHORT)
+    if row.get("path") is not None:  # the writer's file name: taken only when it is cmem's (apply.py)
+        _text(row["path"], "path", MAX_PATH)
 
 
 def _time(value: Any, name: str) -> None:

@@ -180,7 +180,12 @@ class Pusher:
                 names, marks = ", ".join(columns), ", ".join(f"%({c})s" for c in columns)
                 cur.executemany(f"INSERT INTO cmem_observations ({names}) VALUES ({marks})", w["insert"])
             if w["update"]:
-                sets = ", ".join(f"{c} = %({c})s" for c in columns if c != "uid")
+                # a merged row or a conflict copy knows no file name: the one the server has stays
+                sets = ", ".join(
+                    f"{c} = coalesce(%({c})s, {c})" if c == "path" else f"{c} = %({c})s"
+                    for c in columns
+                    if c != "uid"
+                )
                 cur.executemany(f"UPDATE cmem_observations SET {sets} WHERE uid = %(uid)s", w["update"])
                 cur.execute(
                     "DELETE FROM cmem_links WHERE from_uid = ANY(%s)", ([p["uid"] for p in w["update"]],)

@@ -12,13 +12,13 @@ from typing import Any
 
 from cmem_cli.core.fields import SUMMARY_FIELDS
 from cmem_cli.services.reconcile.rule import Side
-from cmem_cli.store.records import AUTHORSHIP_FIELDS, LIST_FIELDS
+from cmem_cli.store.records import AUTHORSHIP_FIELDS, EDITOR_FIELDS, LIST_FIELDS
 
 OBS_FIELDS = (
     "type", "title", "subtitle", "narrative", *LIST_FIELDS, "project", "session", "agent", "prompt_number",
     "key", "confidence", "created_at", "invalidated",
 )  # fmt: skip
-OBS_COLUMNS = ("uid", *OBS_FIELDS, "updated_at", "machine", "author", "anchor")
+OBS_COLUMNS = ("uid", *OBS_FIELDS, "updated_at", "machine", "author", *EDITOR_FIELDS, "anchor", "path")
 SUMMARY_COLUMNS = (
     "uid",
     "session",
@@ -45,7 +45,10 @@ def observation_out(
         updated_at=row["updated_at"],
         machine=row.get("machine") or machine,
         author=row.get("author"),
+        edited_on=row.get("edited_on"),
+        edited_by=row.get("edited_by"),
         anchor=anchor,
+        path=row.get("path"),  # the file name this home gave it: a home that pulls it names it so
     )
     out["links"] = sorted({(link["type"], link["uid"]) for link in links})
     return out
@@ -79,6 +82,8 @@ def observation_in(row: dict[str, Any]) -> dict[str, Any]:
     record["uid"] = row["uid"]
     record["machine"] = row.get("machine")  # whose it is travels with it: the machine and the person
     record["author"] = row.get("author")
+    record["edited_on"] = row.get("edited_on")  # who changed it last, apart from who wrote it
+    record["edited_by"] = row.get("edited_by")
     for name in LIST_FIELDS:
         value = record.get(name)
         record[name] = json.loads(value) if isinstance(value, str) else list(value or [])
@@ -147,7 +152,7 @@ def side(kind: str, row: dict[str, Any]) -> Side:
             *AUTHORSHIP_FIELDS,
         )
     else:
-        names = (*OBS_FIELDS, *AUTHORSHIP_FIELDS)
+        names = (*OBS_FIELDS, *AUTHORSHIP_FIELDS, *EDITOR_FIELDS)
     fields: dict[str, Any] = {}
     for name in names:
         value = row.get(name)

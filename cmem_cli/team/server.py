@@ -221,6 +221,23 @@ ALTER TABLE cmem_prompts ADD COLUMN IF NOT EXISTS author text;
 ALTER TABLE cmem_observations ADD COLUMN IF NOT EXISTS invalidated text;
 """,
     ),
+    (
+        "m008_last_editor",
+        """
+-- Who changed a memory last (the machine, the person), apart from who wrote it (machine, author): a
+-- teammate's edit or link no longer looks like the teammate's memory on the homes that pull it.
+ALTER TABLE cmem_observations ADD COLUMN IF NOT EXISTS edited_on text;
+ALTER TABLE cmem_observations ADD COLUMN IF NOT EXISTS edited_by text;
+""",
+    ),
+    (
+        "m009_paths",
+        """
+-- The file name a memory's writer gave it (relative to the export tree): a home that pulls the memory
+-- names its file the same, whenever it pulls it (a name made from the title would follow later edits).
+ALTER TABLE cmem_observations ADD COLUMN IF NOT EXISTS path text;
+""",
+    ),
 ]
 
 
@@ -368,21 +385,23 @@ def is_migrated(conn: Any) -> bool:
 
 def present(conn: Any, columns: tuple[str, ...] | list[str]) -> list[str]:
     """``columns`` as this server has them: without ``author`` on a schema from before m006_authors, or
-    ``invalidated`` from before m007_invalidated, that this role may not migrate (a reader, or a writer
-    before the tables' owner synced with this cmem), so it pulls and pushes as before, without them. Asked
-    once per connection."""
+    ``invalidated``, ``edited_on``, ``edited_by`` and ``path`` from before the migrations that add them, that
+    this role may not migrate (a reader, or a writer before the tables' owner synced with this cmem), so it
+    pulls and pushes as before, without them. Asked once per connection."""
     has = getattr(conn, "_cmem_optional", None)
     if has is None:
+        names = ", ".join(f"'{name}'" for name in OPTIONAL_COLUMNS)
         rows = conn.execute(
             "SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() "
-            "AND table_name = 'cmem_observations' AND column_name IN ('author', 'invalidated')"
+            f"AND table_name = 'cmem_observations' AND column_name IN ({names})"
         ).fetchall()
         has = {str(row[0]) for row in rows}
         conn._cmem_optional = has
     return [c for c in columns if c not in OPTIONAL_COLUMNS or c in has]
 
 
-OPTIONAL_COLUMNS = ("author", "invalidated")  # added by later migrations: a reader may meet a server without
+# Columns later migrations added: a reader may meet a server without them.
+OPTIONAL_COLUMNS = ("author", "invalidated", "edited_on", "edited_by", "path")
 
 
 def readable(conn: Any) -> bool:

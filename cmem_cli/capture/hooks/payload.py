@@ -25,7 +25,7 @@ MAX_NAME = 255  # NAME_MAX, in bytes, for each part of it
 # write them; a raw control character is invalid JSON). Only a payload holding one is walked. Patterns,
 # compiled (by ``re``'s cache) when a payload has an escape at all: the surrogates' class alone costs a
 # fraction of a millisecond, on every hook.
-_UNSAFE_ESCAPE = r"\\u(?:0000|[dD][89a-fA-F])"
+UNSAFE_ESCAPE = r"\\u(?:0000|[dD][89a-fA-F])"
 _UNSAFE_CHAR = "[\x00\ud800-\udfff]"
 
 # Canonical event names; the CLI argument may be spelled session-start, session_start, sessionstart...
@@ -133,17 +133,17 @@ def decode(raw: bytes | str) -> dict[str, Any]:
         ) from None
     if not isinstance(data, dict):
         raise InvalidInput(f"hook payload must be a JSON object, got {type(data).__name__}")
-    return _valid_texts(data) if "\\u" in text and re.search(_UNSAFE_ESCAPE, text) else data
+    return valid_texts(data) if "\\u" in text and re.search(UNSAFE_ESCAPE, text) else data
 
 
-def _valid_texts(value: Any) -> Any:
+def valid_texts(value: Any) -> Any:
     """``value`` with every NUL and lone surrogate in its texts (keys too) replaced by U+FFFD."""
     if isinstance(value, str):
         return re.sub(_UNSAFE_CHAR, "\ufffd", value)
     if isinstance(value, list):
-        return [_valid_texts(item) for item in value]
+        return [valid_texts(item) for item in value]
     if isinstance(value, dict):
-        return {_valid_texts(key): _valid_texts(item) for key, item in value.items()}
+        return {valid_texts(key): valid_texts(item) for key, item in value.items()}
     return value
 
 

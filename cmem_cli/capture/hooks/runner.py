@@ -326,7 +326,7 @@ def _hand_session_to_shell(payload: HookPayload, config: Config) -> None:
     try:
         hand_to_shell(payload.session_id, payload.agent)
     except OSError as exc:
-        name = (env_file() or ("the env file",))[0]
+        name = (env_file(agent=payload.agent) or ("the env file",))[0]
         log_line(config.log_dir, f"error SessionStart: cannot write {name}: {exc.strerror or exc}")
 
 

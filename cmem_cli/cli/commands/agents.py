@@ -135,12 +135,13 @@ def _run_import(
         sessions = {s for r in reports for s in r.sessions}
         total = {
             k: sum(getattr(r, k) for r in reports)
-            for k in ("prompts", "observations", "summaries", "bad_lines")
+            for k in ("prompts", "observations", "summaries", "bad_lines", "dropped")
         }
         write(
             f"imported {len(reports) - len(failed)} transcript(s), {len(sessions)} session(s): "
             f"{total['prompts']} prompts, {total['observations']} observations, {total['summaries']} summaries"
             + (f"; {total['bad_lines']} unreadable lines skipped" if total["bad_lines"] else "")
+            + (f"; {total['dropped']} records not storable dropped" if total["dropped"] else "")
             + "\n"
         )
     from cmem_cli.cli.guard import say

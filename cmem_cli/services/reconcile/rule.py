@@ -31,8 +31,8 @@ from cmem_cli.store.records import MAX_TITLE
 
 COPY_SUFFIX = " (conflict copy)"
 QUIET_FIELDS = frozenset(
-    {"machine", "author", "created_at"}
-)  # never a conflict: who made it, when it was made
+    {"machine", "author", "edited_on", "edited_by", "created_at"}
+)  # never a conflict: who made it, who changed it last, when it was made
 
 SAME_FIELD = "both machines changed {fields}: the later edit kept, the other kept as a copy"
 EDIT_BEATS_FORGET = "edited on one machine, forgotten on the other: the edit is kept"

@@ -78,7 +78,9 @@ def put_observation(
             store.observations.update(holder["id"], {**holder, "key": None}, updated_at=holder["updated_at"])
             unkeyed = int(holder["id"])
     if existing is not None:
-        row = store.observations.update(existing["id"], record, updated_at=updated_at)
+        # who made this edit: the machine it arrived from says (None: it does not), else this home
+        edited = (record.get("edited_on"), record.get("edited_by")) if arrived else store.writer()
+        row = store.observations.update(existing["id"], record, updated_at=updated_at, edited=edited)
     else:
         record["created_at"] = record.get("created_at") or now_ms()
         if arrived:
