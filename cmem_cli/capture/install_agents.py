@@ -239,29 +239,81 @@ def plan_cursor(
 def plan_opencode(where: Where, *, uninstall: bool, register: bool, executable: str | None) -> list[Change]:
     from cmem_cli.capture.opencode_plugin import MARK, plugin_source
 
-    old = read_text(where.hooks)
-    if old is not None and not old.startswith(MARK):
-        raise InvalidInput(f"{where.hooks} is not cmem's plugin; not touching it")
-    new = None if uninstall else plugin_source(server_argv(executable)[:-1])
-    # the file is cmem's own: it needs no backup (nothing in it is the person's)
+    return plan_plugin(
+        where,
+        plugin_source(server_argv(executable)[:-1]),
+        MARK,
+        uninstall=uninstall,
+        register=register,
+        executable=executable,
+    )
+
+
+def plan_plugin(
+    where: Where, source: str, mark: str, *, uninstall: bool, register: bool, executable: str | None
+) -> list[Change]:
+    """opencode's layout, which Kilo Code shares: a plugin file of cmem's own and ``mcp`` in the JSON config."""
     changes = [
-        Change(
+        owned_file(
             where.hooks,
-            old,
-            new,
+            None if uninstall else source,
+            mark,
             "plugin removed" if uninstall else "plugin installed",
-            without_cmem=lambda text: None,
         )
     ]
     if register:
         command = server_argv(executable)
-        server = {"type": "local", "command": command, "enabled": True}
+        changes.append(
+            plan_server(
+                where.mcp,
+                {"type": "local", "command": command, "enabled": True},
+                uninstall=uninstall,
+                key="mcp",
+            )
+        )
+    return changes
 
-        def merge(data: dict[str, Any], remove: bool) -> dict[str, Any]:
-            return merge_server(data, server, uninstall=remove, key="mcp")
 
-        def check(path: Path, data: dict[str, Any]) -> dict[str, Any]:
-            return check_servers(path, data, key="mcp")
+# -- what several agents share ------------------------------------------------------------------------------
 
-        changes.append(plan_json(where.mcp, merge, uninstall=uninstall, what="MCP server", check=check))
+
+def owned_file(path: Path, new: str | None, mark: str, what: str, mode: int = 0o644) -> Change:
+    """A file that is cmem's alone (a plugin, a hook script): written whole, deleted on uninstall, never
+    backed up (nothing in it is the person's). A file of that name holding no ``mark`` is not cmem's: left
+    alone, with a one-line error."""
+    old = read_text(path)
+    if old is not None and mark not in old:
+        raise InvalidInput(f"{path} is not cmem's; not touching it")
+    return Change(path, old, new, what, mode=mode, without_cmem=lambda text: None)
+
+
+def plan_server(path: Path, entry: dict[str, Any], *, uninstall: bool, key: str = "mcpServers") -> Change:
+    """``<key>.cmem`` in a JSON config file: ``entry`` set, or taken out."""
+
+    def merge(data: dict[str, Any], remove: bool) -> dict[str, Any]:
+        return merge_server(data, entry, uninstall=remove, key=key)
+
+    def check(path: Path, data: dict[str, Any]) -> dict[str, Any]:
+        return check_servers(path, data, key=key)
+
+    return plan_json(path, merge, uninstall=uninstall, what="MCP server", check=check)
+
+
+def plan_claude_layout(
+    where: Where,
+    *,
+    events: Mapping[str, tuple[str | None, int | None]],
+    agent: str,
+    uninstall: bool,
+    register: bool,
+    executable: str | None,
+    server: Mapping[str, Any] | None = None,
+) -> list[Change]:
+    """Claude Code's hook layout in the agent's hooks file (Factory Droid's, Codex's) and, when the MCP file
+    is a JSON one, ``mcpServers.cmem`` there (``server`` adds the agent's own fields to the entry)."""
+    changes = [plan_hooks(where.hooks, hook_entries(events, executable, agent), uninstall=uninstall)]
+    if register:
+        command, *args = server_argv(executable)
+        entry = {**(server or {}), "command": command, "args": args}
+        changes.append(plan_server(where.mcp, entry, uninstall=uninstall))
     return changes

@@ -27,6 +27,11 @@ MODULES = {
     "gemini": "gemini",
     "cursor": "cursor",
     "opencode": "opencode",
+    "copilot": "copilot",
+    "qwen": "qwen",
+    "droid": "droid",
+    "kilo": "kilo",
+    "cline": "cline",
 }
 NAMES = tuple(MODULES)
 SCOPES = ("user", "project")
