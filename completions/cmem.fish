@@ -146,7 +146,7 @@ complete -c cmem -n '__fish_seen_subcommand_from status' -l json -d 'Output JSON
 complete -c cmem -n '__fish_seen_subcommand_from status' -s h -l help -d 'Show help and exit.'
 complete -c cmem -n '__fish_seen_subcommand_from watch' -l debounce -r -f -d 'Seconds of quiet before re-indexing.'
 complete -c cmem -n '__fish_seen_subcommand_from watch' -s h -l help -d 'Show help and exit.'
-complete -c cmem -n '__fish_seen_subcommand_from hook' -l agent -r -f -d 'The agent whose hook this is: codex, gemini, cursor or opencode (defau'
+complete -c cmem -n '__fish_seen_subcommand_from hook' -l agent -r -f -d 'The agent whose hook this is: codex, gemini, cursor, opencode, copilot'
 complete -c cmem -n '__fish_seen_subcommand_from hook' -s h -l help -d 'Show help and exit.'
 complete -c cmem -n '__fish_seen_subcommand_from context' -l project -s p -r -f -d 'Only this project (default: inside a git repository, its project; else'
 complete -c cmem -n '__fish_seen_subcommand_from context' -l all-projects -d 'Every project, also inside a git repository.'
