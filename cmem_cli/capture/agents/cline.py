@@ -228,7 +228,7 @@ def _as_claude(tool: str, given: dict[str, Any], output: Any) -> tuple[str, dict
     if tool == "run_commands" or tool == "execute_command":
         commands = given.get("commands", given.get("command"))
         lines = [
-            c if isinstance(c, str) else text(c, "command") or ""
+            c if isinstance(c, str) else (text(c, "command") if isinstance(c, dict) else None) or ""
             for c in (commands if isinstance(commands, list) else [commands])
         ]
         results = _results(output)

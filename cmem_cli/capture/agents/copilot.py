@@ -114,11 +114,11 @@ def installed(path: Path) -> list[tuple[str, str]]:
     from cmem_cli.capture.install_files import is_cmem_command
 
     hooks = read_json(path).get("hooks")
-    found = []
+    found: list[tuple[str, str]] = []
     for event, entries in hooks.items() if isinstance(hooks, dict) else []:
         for entry in entries if isinstance(entries, list) else []:
             command = entry.get("bash") if isinstance(entry, dict) else None
-            if is_cmem_command(command):
+            if isinstance(command, str) and is_cmem_command(command):
                 found.append((event, command))
     return found
 
