@@ -84,6 +84,8 @@ def summaries(home: Path, sid: str) -> list[tuple]:
 
 
 def test_a_qwen_code_session_is_captured_with_its_briefing_and_summary(sh, home, project) -> None:
+    """The payloads the real Qwen Code 0.24.4 sent in a headless session (read, edit, a command, a failing
+    command, the answer): every tool call with its file and exit status, the prompt, the summary."""
     sid = "qwen-8c1e-session"
     remember_something(sh)
     start = run(sh, "qwen", "SessionStart", project, sid)
@@ -92,6 +94,7 @@ def test_a_qwen_code_session_is_captured_with_its_briefing_and_summary(sh, home,
         "UserPromptSubmit",
         "PreToolUse",
         "PostToolUse.read",
+        "UserPromptSubmit.continuation1",  # Qwen sends an empty prompt when it goes on after a tool
         "PostToolUse.edit",
         "PostToolUse.shell",
         "PostToolUseFailure",
@@ -108,13 +111,14 @@ def test_a_qwen_code_session_is_captured_with_its_briefing_and_summary(sh, home,
     assert [(r[0], r[1], r[2]) for r in rows] == [
         ("discovery", "Read src/invoice.py", "qwen"),
         ("change", "Edited src/invoice.py", "qwen"),
-        ("discovery", "Ran python -m pytest -q tests/test_invoice.py", "qwen"),
-        ("error", "Command failed: npm run lint", "qwen"),
+        ("change", 'Ran python3 -c "print(1)"', "qwen"),
+        ("error", "Command failed: echo lint && false", "qwen"),
     ]
-    assert (rows[0][7], json.loads(rows[0][3])) == ("lines 41-50", ["src/invoice.py"])  # offset counts from 0
-    assert "1 passed" in rows[2][5] and "exit status 0" in json.loads(rows[2][6])
-    assert "exit status 1" in json.loads(rows[3][6]) and "'x' is unused" in rows[3][5]
-    assert summaries(home, sid) == [("Totals are integer cents now; the test passes.",)]
+    assert (rows[0][7], json.loads(rows[0][3])) == ("lines 1-2", ["src/invoice.py"])  # offset 0 is line 1
+    assert "+ return sum(lines)  # integer cents" in rows[1][5]
+    assert "exit status 0" in json.loads(rows[2][6])
+    assert "exit status 1" in json.loads(rows[3][6]) and "lint" in rows[3][5]
+    assert summaries(home, sid) == [("Totals are integer cents now; lint still fails.",)]
     assert b"sk-qwen-7f3a9b" not in all_stored_bytes(home)
 
 
