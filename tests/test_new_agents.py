@@ -217,19 +217,25 @@ def test_a_claude_code_payload_is_still_claude_code(sh, home, project) -> None:
 
 
 def test_a_kilo_code_session_is_captured_through_opencode_s_adapter_as_kilo(sh, home, project) -> None:
+    """What cmem's plugin sent from the real Kilo Code 7.7.9 (`kilo run`: a read, an edit, a failing
+    command), recorded as kilo."""
     sid = "ses_kilo_1"
-    for name in ("session.created", "chat.message", "tool.execute.after.edit", "tool.execute.after.failed",
-                 "session.idle", "session.deleted"):  # fmt: skip
+    (project / "invoice.py").write_text("def total(lines):\n    return round(sum(lines), 2)\n")
+    for name in ("session.created", "chat.message", "tool.execute.after.read", "tool.execute.after.edit",
+                 "tool.execute.after.failed", "session.idle", "session.deleted"):  # fmt: skip
         data = fixture("kilo", name, project, sid)
         result = sh("hook", "--agent", "kilo", data["hook_event_name"], input=json.dumps(data))
         assert result.exit_code == 0 and result.stdout == "" and result.stderr == ""
     assert hook_log(home) == ""
     assert session_row(home, sid) == [("kilo", "completed")]
+    assert [agent for agent, _ in prompts(home, sid)] == ["kilo"]
     rows = observations(home, sid)
     assert [(r[0], r[1], r[2]) for r in rows] == [
-        ("change", "Edited src/cache.ts", "kilo"),
-        ("error", "Command failed: npm run warm-cache", "kilo"),
+        ("discovery", "Read invoice.py", "kilo"),
+        ("change", "Edited invoice.py", "kilo"),
+        ("error", "Command failed: echo lint && false", "kilo"),
     ]
+    assert "exit status 1" in json.loads(rows[2][6])
     assert b"k1losecret" not in all_stored_bytes(home)
 
 
