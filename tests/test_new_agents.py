@@ -250,6 +250,8 @@ def test_the_kilo_plugin_sends_its_events_as_kilo(sh, home, tmp_path) -> None:
 
 
 def test_a_cline_task_is_captured_and_every_answer_is_json_cline_accepts(sh, home, project) -> None:
+    """What the real Cline 3.0.65 sent cmem's hook files in a one-shot task (a read of two lines, an edit, a
+    failing command, the answer), plus the prompt and shutdown payloads read in its code."""
     sid = "cline-task-31"
     remember_something(sh)
     start = json.loads(run(sh, "cline", "TaskStart", project, sid).stdout)
@@ -261,13 +263,14 @@ def test_a_cline_task_is_captured_and_every_answer_is_json_cline_accepts(sh, hom
     assert session_row(home, sid) == [("cline", "completed")]
     rows = observations(home, sid)
     assert [(r[0], r[1], r[2]) for r in rows] == [
-        ("discovery", "Read src/invoice.py", "cline"),
-        ("change", "Edited src/invoice.py", "cline"),
-        ("error", "Command failed: python -m pytest -q", "cline"),
+        ("discovery", "Read invoice.py", "cline"),
+        ("change", "Edited invoice.py", "cline"),
+        ("error", "Command failed: echo lint && false", "cline"),
     ]
-    assert (rows[0][7], json.loads(rows[0][3])) == ("lines 41-50", ["src/invoice.py"])
+    assert (rows[0][7], json.loads(rows[0][3])) == ("lines 1-2", ["invoice.py"])
+    assert "- return round(sum(lines), 2)" in rows[1][5]
     assert "exit status 1" in json.loads(rows[2][6])
-    assert summaries(home, sid) == [("Totals are integer cents; the failing test is next.",)]
+    assert summaries(home, sid) == [("Cline done: totals are cents.",)]
     assert b"cline-key-5521" not in all_stored_bytes(home)
 
 
