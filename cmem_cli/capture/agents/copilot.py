@@ -2,19 +2,19 @@
 "bash": ..., "timeoutSec": ...}]}}``) in ``$COPILOT_HOME/hooks/`` (``~/.copilot``) and a repository's
 ``.github/hooks/``; cmem's is one file it owns, ``cmem.json``. Events named in PascalCase (SessionStart,
 UserPromptSubmit, PostToolUse, PostToolUseFailure, Stop, SessionEnd) get the VS Code-compatible payload:
-``hook_event_name``, ``session_id``, ``timestamp`` (ISO 8601), ``cwd``; ``prompt``; ``tool_name``,
-``tool_input``, ``tool_result`` = ``{result_type, text_result_for_llm}``; ``error``; ``transcript_path`` and
-``stop_reason`` on Stop. Tools are lower-case (``bash``, ``view``, ``create``, ``edit`` with ``path``,
-``old_str``, ``new_str``, ``glob``, ``grep``, ``web_fetch``, ``task``). MCP servers are in
-``mcp-config.json`` (user) or ``.github/mcp.json`` (a repository).
+``hook_event_name``, ``session_id``, ``timestamp`` (ISO 8601), ``cwd``; ``prompt``; ``tool_name`` (Claude Code's
+names, ``Read``, ``Edit``, ``Bash``, with Copilot's arguments ``path``, ``view_range``, ``old_str``,
+``new_str``), ``tool_input``, ``tool_result`` = ``{result_type, text_result_for_llm}`` (a command's ends
+``<shellId: N completed with exit code C>``); ``error``; ``transcript_path`` and ``stop_reason`` on Stop,
+which carries no answer text. MCP servers are in ``mcp-config.json`` (user) or ``.github/mcp.json``.
 
-Copilot CLI also runs the hooks of a repository's ``.claude/settings.json``, cmem's project-scope Claude Code
-hooks among them, with this same payload and no ``--agent``: :func:`is_copilot` tells it from Claude Code's
-(which always sends ``transcript_path`` and ``permission_mode`` and never ``timestamp`` or ``tool_result``), so
-those calls are recorded as ``copilot`` too. Copilot CLI takes no context from SessionStart (its hooks
-reference: output not processed), so it gets no briefing; the MCP ``context`` tool gives it on request.
-Read in docs.github.com's Copilot CLI hooks reference (github/docs 927566b) and @github/copilot 1.0.102 (npm:
-the hook field names and ``COPILOT_PROJECT_DIR`` in its runtime).
+Copilot CLI may also run the hooks of a repository's ``.claude/settings.json``, cmem's project-scope Claude
+Code hooks among them, with this same payload and no ``--agent``: :func:`is_copilot` tells it from Claude
+Code's (which never sends ``timestamp`` or ``tool_result``), so those calls are recorded as ``copilot``. (In a
+headless 1.0.102 run in a git repository they did not fire.) Copilot CLI takes no context from SessionStart
+(its hooks reference: output not processed), so it gets no briefing; the MCP ``context`` tool gives it.
+Recorded from @github/copilot 1.0.102 (npm), run headless with BYOK against a scripted model server, and
+its hooks reference (github/docs 927566b).
 """
 
 from __future__ import annotations
@@ -55,6 +55,11 @@ HANDLED = frozenset({*EVENTS, "PreToolUse", "PreCompact", "SubagentStop"})
 _FILE = {"path": "file_path", "file_text": "content", "old_str": "old_string", "new_str": "new_string"}
 # Copilot tool -> (Claude Code tool, argument renames)
 TOOLS: dict[str, tuple[str, dict[str, str]]] = {
+    # the VS Code-compatible payload names the tools as Claude Code does, with Copilot's arguments
+    "Read": ("Read", _FILE),
+    "Edit": ("Edit", _FILE),
+    "Create": ("Write", _FILE),
+    "Write": ("Write", _FILE),
     "bash": ("Bash", {}),
     "powershell": ("Bash", {}),
     "view": ("Read", _FILE),
@@ -66,7 +71,8 @@ TOOLS: dict[str, tuple[str, dict[str, str]]] = {
     "task": ("Task", {}),
     "ask_user": ("AskUserQuestion", {}),
 }
-_EXIT = re.compile(r"(?:exited with exit code|exit code)[:= ]+(-?\d+)>?\s*\Z", re.IGNORECASE)
+# the shell's last line: "<shellId: 0 completed with exit code 1>" (older releases: "<exited with exit code 1>")
+_EXIT = re.compile(r"\n?<(?:shellId: [^>]*? completed with|exited with) exit code (-?\d+)>\s*\Z")
 
 
 def copilot_home() -> Path:
@@ -125,14 +131,14 @@ def installed(path: Path) -> list[tuple[str, str]]:
 
 def is_copilot(data: dict[str, Any], environ: Any = None) -> bool:
     """A payload cmem's Claude Code hook received from Copilot CLI (it runs ``.claude/settings.json``):
-    Copilot's ``tool_result``, or its ``timestamp`` where Claude Code's ``permission_mode`` and
-    ``transcript_path`` are missing, or Copilot's project variable in the hook's environment."""
+    Copilot's ``tool_result``, or its ``timestamp`` without Claude Code's ``permission_mode``, or Copilot's
+    project variable in the hook's environment."""
     result = data.get("tool_result")
     if isinstance(result, dict) and ("result_type" in result or "text_result_for_llm" in result):
         return True
     if "permission_mode" in data:
         return False
-    if "timestamp" in data and "transcript_path" not in data:
+    if "timestamp" in data:  # Claude Code sends none
         return True
     return bool((environ if environ is not None else os.environ).get("COPILOT_PROJECT_DIR"))
 
@@ -159,12 +165,9 @@ def to_claude(data: dict[str, Any], event: str | None) -> dict[str, Any]:
         kind = text(result, "result_type", "resultType") or "success"
         response: dict[str, Any] = {"stdout": output}
         if claude == "Bash":
-            match = _EXIT.search(output[-200:])
+            match = _EXIT.search(output)
             if match:
-                response = {
-                    "stdout": output[: len(output) - len(match.group(0))].rstrip(),
-                    "exit_code": int(match.group(1)),
-                }
+                response = {"stdout": output[: match.start()], "exit_code": int(match.group(1))}
         error = text(data, "error") or (output or kind if kind in ("failure", "error") else None)
         fields.update(
             tool_name=claude,
