@@ -1,14 +1,14 @@
 """Factory Droid: Claude Code's hook layout and payload (``session_id``, ``transcript_path``, ``cwd``,
 ``permission_mode``, ``hook_event_name``; ``prompt``; ``tool_name``, ``tool_input``, ``tool_response``), with
 tools of its own: ``Execute`` (``command``; its output ends ``[Process exited with code N]``), ``Create``
-(``file_path``, ``content``), ``Edit`` (``file_path``, ``old_str``, ``new_str``, ``change_all``),
-``ApplyPatch`` (``input``), ``Read``, ``Grep``, ``Glob``, ``LS``, ``FetchUrl``, ``WebSearch``. Its Stop
-carries no answer text, so a Droid turn has no summary. SessionStart answers as Claude Code's
-(``hookSpecificOutput.additionalContext``). Hooks live in ``hooks.json`` beside ``settings.json``
-(``~/.factory``, ``.factory``); a folder without ``hooks.json`` keeps them under ``hooks`` in
-``settings.json``, which Droid reads only then, so cmem writes where Droid reads. MCP servers are in
-``mcp.json``. Read in the JavaScript bundled in @factory/cli-linux-x64 0.225.2 (npm; the droid 0.225 binary)
-and docs.factory.ai/reference/hooks-reference.
+(``file_path``, ``content``), ``Edit`` (``file_path``, ``old_str``, ``new_str``, ``change_all``; its response
+a JSON text), ``ApplyPatch`` (``input``), ``Read``, ``Grep``, ``Glob``, ``LS``, ``FetchUrl``, ``WebSearch``.
+A tool call that fails (a command's non-zero exit) fires no PostToolUse, and Stop carries no answer text, so
+Droid records no failed commands and no turn summaries. SessionStart answers as Claude Code's
+(``hookSpecificOutput.additionalContext``). Droid 0.225 runs the hooks under ``hooks`` in ``settings.json``
+(``~/.factory``, ``.factory``); its documentation's ``hooks.json`` is used where one exists. MCP servers are
+in ``mcp.json``. Recorded from @factory/cli-linux-x64 0.225.2 (npm; ``droid exec`` with a custom model
+against a scripted model server) and read in the JavaScript bundled in it.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cmem_cli.capture.agents import AgentSpec, Where, json_hooks, json_server, read_json
+from cmem_cli.capture.agents import AgentSpec, Where, json_hooks, json_server
 
 if TYPE_CHECKING:
     from cmem_cli.capture.install_files import Change
@@ -55,10 +55,9 @@ def factory_dir() -> Path:
 def files(scope: str, cwd: Path) -> Where:
     base = factory_dir() if scope == "user" else cwd / ".factory"
     hooks = base / "hooks.json"
-    settings = base / "settings.json"
-    # hooks.json wins when it exists; without it Droid reads the hooks in settings.json
-    in_settings = not hooks.exists() and "hooks" in read_json(settings)
-    return Where(settings if in_settings else hooks, base / "mcp.json")
+    # Droid 0.225 runs the hooks in settings.json (a real run ignored hooks.json); a folder that has a
+    # hooks.json belongs to a Droid that reads it
+    return Where(hooks if hooks.exists() else base / "settings.json", base / "mcp.json")
 
 
 def plan(where: Where, **options: Any) -> list[Change]:
