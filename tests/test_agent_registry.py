@@ -86,3 +86,18 @@ def test_an_unknown_agent_lists_the_registry(sh, home) -> None:
     result = sh("install", "vim")
     assert result.exit_code != 0
     assert all(name in result.stderr for name in NAMES)
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if spec(n).instructions is not None])
+def test_every_agent_with_an_instructions_file_is_told_to_record(sh, home, tmp_path, name) -> None:
+    """The agent's own instructions file gets cmem's section (marked as installed for it); --no-instructions
+    leaves the file alone, and uninstalling takes the section out."""
+    path = spec(name).instructions("user", tmp_path)  # type: ignore[misc]
+    assert sh("install", name, "--no-mcp", "--no-instructions").exit_code == 0
+    assert not path.exists()
+    assert sh("install", name, "--no-mcp").exit_code == 0
+    text = path.read_text()
+    assert f"added by `cmem install {name}`; `cmem install {name} --uninstall` removes it" in text
+    assert "search" in text and "add --type" in text
+    assert sh("install", name, "--uninstall").exit_code == 0
+    assert not path.exists()

@@ -70,7 +70,33 @@ def plan(
     changes = agent_spec.plan(
         where, uninstall=uninstall, register=register or uninstall, executable=executable
     )
-    return [change for change in changes if change.changed or not uninstall or register]
+    changes = [change for change in changes if change.changed or not uninstall or register]
+    if instructions and agent_spec.instructions is not None:
+        path = agent_spec.instructions(scope, cwd)
+        changes.append(plan_instructions(path, agent, uninstall=uninstall, executable=executable))
+    return changes
+
+
+def plan_instructions(path: Path, agent: str, *, uninstall: bool, executable: str | None) -> Change:
+    """cmem's short section (the one CLAUDE.md gets) in the agent's own instructions file, marked as
+    installed for ``agent``: added, replaced, or taken out byte for byte."""
+    from cmem_cli.capture.install_claude import instruction_command, merge_instructions
+
+    def merged(text: str | None, remove: bool) -> str | None:
+        new = merge_instructions(text, uninstall=remove, command=instruction_command(executable))
+        return new.replace("`cmem install claude-code", f"`cmem install {agent}", 2) if new else new
+
+    def without_cmem(text: str | None) -> object:
+        return (merge_instructions(text, uninstall=True) or "").rstrip("\n")
+
+    old = read_text(path)
+    new = merged(old, uninstall)
+    if old is not None and new is not None and old.rstrip("\n") == new.rstrip("\n"):
+        new = old
+    if uninstall and new != old:
+        new = restored(path, new, without_cmem)
+    what = "instructions removed" if uninstall else "instructions added"
+    return Change(path, old, new, what, without_cmem=without_cmem if uninstall else None)
 
 
 # -- Claude Code: settings.json and CLAUDE.md (install_claude), the MCP server in ~/.claude.json on request --

@@ -95,6 +95,13 @@ def files(scope: str, cwd: Path) -> Where:
     return Where(hooks, hooks)
 
 
+def instructions(scope: str, cwd: Path) -> Path:
+    """A rule file of cmem's in Cline's rules: ``~/Documents/Cline/Rules/cmem.md``, or ``.clinerules/``."""
+    if scope == "user":
+        return Path.home() / "Documents" / "Cline" / "Rules" / "cmem.md"
+    return cwd / ".clinerules" / "cmem.md"
+
+
 def script(event: str, executable: str | None) -> str:
     """The hook file for ``event``: cmem's answer when it is a JSON object, else ``{"cancel": false}``;
     exit 0 always."""
@@ -306,6 +313,7 @@ def reply(event: str, answer: dict[str, Any] | None) -> dict[str, Any]:
 
 SPEC = AgentSpec(
     name=AGENT,
+    instructions=instructions,
     title="Cline",
     program="cline",
     user_dir=cline_dir,

@@ -87,6 +87,14 @@ def files(scope: str, cwd: Path) -> Where:
     return Where(cwd / ".github" / "hooks" / "cmem.json", cwd / ".github" / "mcp.json")
 
 
+def instructions(scope: str, cwd: Path) -> Path:
+    """Copilot's custom instructions: ``$COPILOT_HOME/copilot-instructions.md``, or the repository's
+    ``.github/copilot-instructions.md``."""
+    if scope == "user":
+        return copilot_home() / "copilot-instructions.md"
+    return cwd / ".github" / "copilot-instructions.md"
+
+
 MARK = "hook --agent copilot "
 
 
@@ -199,6 +207,7 @@ def reply(event: str, answer: dict[str, Any] | None) -> dict[str, Any] | None:
 
 SPEC = AgentSpec(
     name=AGENT,
+    instructions=instructions,
     title="GitHub Copilot CLI",
     program="copilot",
     user_dir=copilot_home,

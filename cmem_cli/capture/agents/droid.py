@@ -60,6 +60,11 @@ def files(scope: str, cwd: Path) -> Where:
     return Where(hooks if hooks.exists() else base / "settings.json", base / "mcp.json")
 
 
+def instructions(scope: str, cwd: Path) -> Path:
+    """Droid's AGENTS.md: ``~/.factory/AGENTS.md``, or the project's."""
+    return factory_dir() / "AGENTS.md" if scope == "user" else cwd / "AGENTS.md"
+
+
 def plan(where: Where, **options: Any) -> list[Change]:
     from cmem_cli.capture.install_agents import plan_claude_layout
 
@@ -106,6 +111,7 @@ def reply(event: str, answer: dict[str, Any] | None) -> dict[str, Any] | None:
 
 SPEC = AgentSpec(
     name=AGENT,
+    instructions=instructions,
     title="Factory Droid",
     program="droid",
     user_dir=factory_dir,

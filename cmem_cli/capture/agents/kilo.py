@@ -35,6 +35,11 @@ def files(scope: str, cwd: Path) -> Where:
     return Where(cwd / ".kilo" / "plugins" / "cmem.js", cwd / "kilo.json")
 
 
+def instructions(scope: str, cwd: Path) -> Path:
+    """Kilo Code's AGENTS.md: in its configuration folder, or the project's."""
+    return kilo_dir() / "AGENTS.md" if scope == "user" else cwd / "AGENTS.md"
+
+
 def plugin_source(argv: list[str]) -> str:
     """opencode's plugin, sending its events as ``--agent kilo``."""
     from cmem_cli.capture.opencode_plugin import MARK as OPENCODE_MARK
@@ -75,6 +80,7 @@ def reply(event: str, answer: dict[str, Any] | None) -> dict[str, Any] | None:
 
 SPEC = AgentSpec(
     name=AGENT,
+    instructions=instructions,
     title="Kilo Code",
     program="kilo",
     user_dir=kilo_dir,

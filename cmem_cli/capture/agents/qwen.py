@@ -45,6 +45,11 @@ def files(scope: str, cwd: Path) -> Where:
     return Where(base / "settings.json", base / "settings.json")
 
 
+def instructions(scope: str, cwd: Path) -> Path:
+    """Qwen Code's context file: ``~/.qwen/QWEN.md``, or ``QWEN.md`` at the project's root."""
+    return qwen_dir() / "QWEN.md" if scope == "user" else cwd / "QWEN.md"
+
+
 def plan(where: Where, **options: Any) -> list[Change]:
     from cmem_cli.capture.install_agents import plan_gemini
 
@@ -86,6 +91,7 @@ def reply(event: str, answer: dict[str, Any] | None) -> dict[str, Any] | None:
 
 SPEC = AgentSpec(
     name=AGENT,
+    instructions=instructions,
     title="Qwen Code",
     program="qwen",
     user_dir=qwen_dir,

@@ -204,7 +204,8 @@ def install(
         bool,
         typer.Option(
             "--instructions/--no-instructions",
-            help="claude-code: also add (or remove) the short cmem section of CLAUDE.md.",
+            help="Also add (or remove) cmem's short section of the agent's instructions file (CLAUDE.md, "
+            "QWEN.md, AGENTS.md...), where the agent has one.",
         ),
     ] = True,
     mcp: Annotated[
