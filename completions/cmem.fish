@@ -156,7 +156,7 @@ complete -c cmem -n '__fish_seen_subcommand_from context' -s h -l help -d 'Show 
 complete -c cmem -n '__fish_seen_subcommand_from install' -l scope -r -f -d 'user (the agent\'s config in your home) or project (this directory).'
 complete -c cmem -n '__fish_seen_subcommand_from install' -l uninstall -d 'Take cmem\'s entries out again (restoring what was there).'
 complete -c cmem -n '__fish_seen_subcommand_from install' -l dry-run -d 'Show the changes; write nothing.'
-complete -c cmem -n '__fish_seen_subcommand_from install' -l instructions -l no-instructions -d 'claude-code: also add (or remove) the short cmem section of CLAUDE.md.'
+complete -c cmem -n '__fish_seen_subcommand_from install' -l instructions -l no-instructions -d 'Also add (or remove) cmem\'s short section of the agent\'s instructions '
 complete -c cmem -n '__fish_seen_subcommand_from install' -l mcp -l no-mcp -d 'Also register `cmem mcp` in the agent\'s own config (default: yes, exce'
 complete -c cmem -n '__fish_seen_subcommand_from install' -l detect -d 'List the agents found on this machine and what cmem installed for each'
 complete -c cmem -n '__fish_seen_subcommand_from install' -l json -d 'Output JSON.'
