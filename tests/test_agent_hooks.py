@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from cmem_cli.capture.agents import specs
 from tests.agent_fixtures import all_stored_bytes, db_rows, payload
 from tests.hook_log import hook_log
 
@@ -46,7 +47,8 @@ def fixture(agent: str, name: str, project: Path, session: str) -> dict:
 def run(sh, agent: str, name: str, project: Path, session: str):
     data = fixture(agent, name, project, session)
     # the event on the command line, as each agent's installed entry names it
-    result = sh("hook", "--agent", agent, data["hook_event_name"], input=json.dumps(data))
+    event = data.get("hook_event_name") or name.split(".")[0]  # Cline's hook is named by its file
+    result = sh("hook", "--agent", agent, event, input=json.dumps(data))
     assert result.exit_code == 0 and result.stderr == ""
     return result
 
@@ -328,7 +330,15 @@ def test_an_opencode_session_is_captured_from_what_its_plugin_sends(sh, home, pr
 # -- every agent ---------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("agent", ["codex", "gemini", "cursor", "opencode"])
+# Every agent in the registry with an adapter has its recorded payloads here.
+ADAPTED = [spec.name for spec in specs() if spec.adapter]
+
+
+def test_every_agent_with_an_adapter_has_recorded_payloads() -> None:
+    assert [name for name in ADAPTED if not sorted((FIXTURES / name).glob("*.json"))] == []
+
+
+@pytest.mark.parametrize("agent", ADAPTED)
 def test_every_documented_event_of_every_agent_is_answered_without_a_problem(
     sh, home, project, agent
 ) -> None:

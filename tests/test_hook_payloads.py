@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from cmem_cli.capture.agents import specs
 from tests.agent_fixtures import db_rows, payload, tool_payload
 from tests.hook_log import hook_log
 from tests.test_agent_hooks import FIXTURES, fixture
@@ -199,7 +200,7 @@ RECORDS = {
 }
 
 
-@pytest.mark.parametrize("agent", ["codex", "gemini", "cursor", "opencode"])
+@pytest.mark.parametrize("agent", [spec.name for spec in specs() if spec.adapter])
 def test_every_agents_documented_payloads_with_wrong_shapes_never_break_a_hook(sh, home, repo, agent):
     """Each field of each documented payload gets one wrong value (taken in turn from the list)."""
     answers = []

@@ -17,6 +17,7 @@ from pathlib import Path
 import apsw
 import pytest
 
+from cmem_cli.capture.agents import NAMES
 from tests.agent_fixtures import db_rows
 
 CODEX_TOML = """# my Codex settings
@@ -49,6 +50,22 @@ OPENCODE_JSON = {
 }
 
 
+QWEN_SETTINGS = {
+    "ui": {"theme": "Qwen Dark"},
+    "hooks": {
+        "PreToolUse": [{"matcher": "write_file", "hooks": [{"type": "command", "command": "./guard.sh"}]}]
+    },
+}
+DROID_HOOKS = {
+    "hooks": {
+        "PostToolUse": [
+            {"matcher": "Edit|Create", "hooks": [{"type": "command", "command": "prettier --write"}]}
+        ]
+    }
+}
+COPILOT_HOOKS = {"version": 1, "hooks": {"postToolUse": [{"type": "command", "bash": "./lint.sh"}]}}
+
+
 def user_home() -> Path:
     return Path(os.environ["HOME"])
 
@@ -63,6 +80,14 @@ def existing_files(xdg: Path) -> dict[Path, str]:
         home / ".cursor" / "hooks.json": json.dumps(CURSOR_HOOKS),
         home / ".cursor" / "mcp.json": json.dumps(CURSOR_MCP, indent=2),
         xdg / "opencode" / "opencode.json": json.dumps(OPENCODE_JSON, indent=2) + "\n",
+        home / ".qwen" / "settings.json": json.dumps(QWEN_SETTINGS, indent=2),
+        home / ".factory" / "hooks.json": json.dumps(DROID_HOOKS, indent=4) + "\n",
+        home / ".factory" / "mcp.json": json.dumps(CURSOR_MCP),
+        home / ".copilot" / "mcp-config.json": json.dumps(CURSOR_MCP, indent=2) + "\n",
+        home / ".copilot" / "hooks" / "lint.json": json.dumps(COPILOT_HOOKS, indent=2),
+        xdg / "kilo" / "kilo.json": json.dumps(OPENCODE_JSON, indent="\t"),
+        home / ".cline" / "data" / "settings" / "cline_mcp_settings.json": json.dumps(CURSOR_MCP),
+        home / "Documents" / "Cline" / "Hooks" / "PreToolUse": "#!/bin/sh\necho '{\"cancel\": false}'\n",
     }
 
 
@@ -82,7 +107,7 @@ def snapshot(*roots: Path) -> dict[str, bytes]:
     }
 
 
-AGENTS = ["codex", "gemini", "cursor", "opencode"]
+AGENTS = [name for name in NAMES if name != "claude-code"]
 
 
 @pytest.mark.parametrize("agent", AGENTS)
@@ -243,7 +268,7 @@ def test_detect_lists_agents_and_what_is_installed(sh, home, tmp_path) -> None:
     assert sh("install", "codex").exit_code == 0
     rows = sh("install", "--detect", "--json").json()
     user = {row["agent"]: row for row in rows if row["scope"] == "user"}
-    assert set(user) == {"claude-code", "codex", "gemini", "cursor", "opencode"}
+    assert set(user) == set(NAMES)
     assert user["codex"]["hooks"] == ["PostToolUse", "SessionStart", "Stop", "UserPromptSubmit"]
     assert user["codex"]["mcp"] is True and user["codex"]["problems"] == []
     assert (

@@ -1,80 +1,24 @@
 """What is installed for each agent (``cmem install --detect``) and what is wrong with it (``cmem doctor``):
 which agents are on this machine, which of cmem's hook entries and MCP registrations their config files hold,
 and whether those entries still work (the cmem they run exists, every event cmem needs is there, none it
-no longer uses is left).
+no longer uses is left, and what the agent's own spec checks besides). Every agent comes from the registry
+(:mod:`cmem_cli.capture.agents`).
 """
 
 from __future__ import annotations
 
-import json
 import os
-import re
 import shlex
 import shutil
 from pathlib import Path
 from typing import Any
 
-from cmem_cli.capture import toml_block
-from cmem_cli.capture.install_agents import (
-    AGENTS,
-    CODEX_EVENTS,
-    CURSOR_EVENTS,
-    GEMINI_EVENTS,
-    files,
-)
-from cmem_cli.capture.install_files import is_cmem_command
-from cmem_cli.core.errors import CmemError
-
-# The program each agent is started as, and the folder it keeps its own state in.
-PROGRAMS = {
-    "claude-code": "claude",
-    "codex": "codex",
-    "gemini": "gemini",
-    "cursor": "cursor",
-    "opencode": "opencode",
-}
-
-
-def _expected(agent: str) -> set[str]:
-    if agent == "claude-code":
-        from cmem_cli.capture.install_claude import HOOK_EVENTS
-
-        return set(HOOK_EVENTS)
-    return {
-        "codex": set(CODEX_EVENTS),
-        "gemini": set(GEMINI_EVENTS),
-        "cursor": set(CURSOR_EVENTS),
-        "opencode": {"plugin"},
-    }[agent]
-
-
-def _json(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
+from cmem_cli.capture.agents import AgentSpec, Where, spec, specs
 
 
 def installed_commands(agent: str, hooks_file: Path) -> list[tuple[str, str]]:
     """(event, command) for each of cmem's entries in an agent's hook file."""
-    if agent == "opencode":
-        try:
-            text = hooks_file.read_text(encoding="utf-8")
-        except OSError:
-            return []
-        match = re.search(r"^const CMEM = (\[.*\])$", text, re.MULTILINE)
-        argv = json.loads(match.group(1)) if match else []
-        return [("plugin", shlex.join([*argv, "hook"]))] if argv else [("plugin", "")]
-    hooks = _json(hooks_file).get("hooks")
-    found = []
-    for event, entries in hooks.items() if isinstance(hooks, dict) else []:
-        for entry in entries if isinstance(entries, list) else []:
-            inner = entry.get("hooks") if isinstance(entry, dict) and "hooks" in entry else [entry]
-            for hook in inner if isinstance(inner, list) else []:
-                if isinstance(hook, dict) and is_cmem_command(hook.get("command")):
-                    found.append((event, hook["command"]))
-    return found
+    return spec(agent).installed(hooks_file)
 
 
 def _runs(command: str) -> bool:
@@ -91,18 +35,19 @@ def _runs(command: str) -> bool:
     return shutil.which(program) is not None
 
 
-def problems(agent: str, commands: list[tuple[str, str]]) -> list[str]:
+def problems(agent: str, commands: list[tuple[str, str]], where: Where | None = None) -> list[str]:
     """What is broken or stale in an agent's installed entries (empty: fine, or nothing installed)."""
     if not commands:
         return []
+    agent_spec = spec(agent)
     found: list[str] = []
     broken = sorted({command for _, command in commands if not _runs(command)})
     for command in broken:
         found.append(f"broken: {shlex.split(command)[0] if command else 'no command'} cannot be run")
     events = {event for event, _ in commands}
-    missing = sorted(_expected(agent) - events)
-    extra = sorted(events - _expected(agent))
-    wrong_agent = agent not in ("claude-code", "opencode") and any(
+    missing = sorted(agent_spec.event_names - events)
+    extra = sorted(events - agent_spec.event_names)
+    wrong_agent = agent_spec.names_agent and any(
         f"--agent {agent} " not in command for _, command in commands
     )
     if missing:
@@ -111,44 +56,38 @@ def problems(agent: str, commands: list[tuple[str, str]]) -> list[str]:
         found.append(f"stale: entries cmem no longer uses ({', '.join(extra)})")
     if wrong_agent:
         found.append(f"stale: an entry does not say --agent {agent}")
+    if agent_spec.checks is not None and where is not None:
+        found.extend(agent_spec.checks(where, commands))
     return found
 
 
-def _mcp_registered(agent: str, path: Path) -> bool:
-    if agent == "codex":
-        try:
-            data = toml_block.parse(path, path.read_text(encoding="utf-8"))
-        except (OSError, CmemError):
-            return False
-        servers = data.get("mcp_servers")
-        return isinstance(servers, dict) and "cmem" in servers
-    servers = _json(path).get("mcp" if agent == "opencode" else "mcpServers")
-    return isinstance(servers, dict) and "cmem" in servers
+def on_machine(agent_spec: AgentSpec) -> bool:
+    """The agent's program is on PATH, or its own folder is in the home."""
+    return shutil.which(agent_spec.program) is not None or agent_spec.user_dir().is_dir()
 
 
 def agent_status(cwd: Path | None = None) -> list[dict[str, Any]]:
     """One row per agent and scope: whether the agent is on this machine, cmem's hooks and MCP server."""
     cwd = cwd or Path.cwd()
     rows = []
-    for agent in AGENTS:
-        user_dir = files(agent, "user", cwd).hooks.parent
-        on_machine = shutil.which(PROGRAMS[agent]) is not None or user_dir.is_dir()
+    for agent_spec in specs():
+        found = on_machine(agent_spec)
         for scope in ("user", "project"):
-            where = files(agent, scope, cwd)
-            commands = installed_commands(agent, where.hooks)
-            mcp = _mcp_registered(agent, where.mcp)
+            where = agent_spec.files(scope, cwd)
+            commands = agent_spec.installed(where.hooks)
+            mcp = agent_spec.mcp_registered(where.mcp)
             if scope == "project" and not commands and not mcp:
                 continue
             rows.append(
                 {
-                    "agent": agent,
-                    "found": on_machine,
+                    "agent": agent_spec.name,
+                    "found": found,
                     "scope": scope,
                     "hooks": sorted({event for event, _ in commands}),
                     "hooks_file": str(where.hooks),
                     "mcp": mcp,
                     "mcp_file": str(where.mcp),
-                    "problems": problems(agent, commands),
+                    "problems": problems(agent_spec.name, commands, where),
                 }
             )
     return rows

@@ -8,11 +8,12 @@ written with a backup, undone by ``--uninstall`` byte for byte.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
-from cmem_cli.capture import agent_dirs, toml_block
+from cmem_cli.capture import toml_block
+from cmem_cli.capture.agents import NAMES, SCOPES, Where, spec
 from cmem_cli.capture.install_files import (
     Change,
     check_hook_groups,
@@ -27,66 +28,16 @@ from cmem_cli.capture.install_files import (
 from cmem_cli.capture.install_mcp import check_servers, merge_server, server_argv
 from cmem_cli.core.errors import InvalidInput
 
-AGENTS = ("claude-code", "codex", "gemini", "cursor", "opencode")
-SCOPES = ("user", "project")
+__all__ = ["AGENTS", "SCOPES", "Where", "files", "plan"]
 
-# The events each agent's hooks are installed for: event -> (matcher or None, timeout). Codex and Cursor
-# take seconds, Gemini CLI milliseconds.
-CODEX_EVENTS: dict[str, tuple[str | None, int]] = {
-    "SessionStart": (None, 15),
-    "UserPromptSubmit": (None, 10),
-    "PostToolUse": (None, 10),
-    "Stop": (None, 10),
-}
-GEMINI_EVENTS: dict[str, tuple[str | None, int]] = {
-    "SessionStart": (None, 15_000),
-    "BeforeAgent": (None, 10_000),
-    "AfterTool": ("*", 10_000),
-    "AfterAgent": (None, 10_000),
-    "SessionEnd": (None, 10_000),
-}
-# beforeShellExecution is not installed: Cursor waits on its answer as a permission decision, which a memory
-# tool has no business giving; afterShellExecution records the command with its output.
-CURSOR_EVENTS = (
-    "sessionStart",
-    "beforeSubmitPrompt",
-    "afterFileEdit",
-    "afterShellExecution",
-    "afterMCPExecution",
-    "stop",
-    "sessionEnd",
-)
-
-
-class Where(NamedTuple):
-    """The files an agent's install touches, for one scope."""
-
-    hooks: Path
-    mcp: Path
+AGENTS = NAMES
 
 
 def files(agent: str, scope: str, cwd: Path) -> Where:
+    """The files ``agent``'s install touches in ``scope`` (its registry spec says which)."""
     if scope not in SCOPES:
         raise InvalidInput(f"unknown scope {scope!r} (expected user or project)")
-    user = scope == "user"
-    if agent == "codex":
-        base = agent_dirs.codex_dir() if user else cwd / ".codex"
-        return Where(base / "hooks.json", base / "config.toml")
-    if agent == "gemini":
-        base = agent_dirs.gemini_dir() if user else cwd / ".gemini"
-        return Where(base / "settings.json", base / "settings.json")
-    if agent == "cursor":
-        base = agent_dirs.cursor_dir() if user else cwd / ".cursor"
-        return Where(base / "hooks.json", base / "mcp.json")
-    if agent == "opencode":
-        config = agent_dirs.opencode_dir() if user else cwd / ".opencode"
-        return Where(config / "plugins" / "cmem.js", (config if user else cwd) / "opencode.json")
-    if agent == "claude-code":
-        from cmem_cli.capture.install_claude import settings_paths
-        from cmem_cli.capture.install_mcp import mcp_config_path
-
-        return Where(settings_paths(scope, cwd)[0], mcp_config_path(scope, cwd))
-    raise InvalidInput(f"unknown agent {agent!r} (expected one of: {', '.join(AGENTS)})")
+    return spec(agent).files(scope, cwd)
 
 
 def plan(
@@ -103,36 +54,83 @@ def plan(
     for every agent but Claude Code, whose ~/.claude.json holds its account state (there only when asked);
     uninstall always takes it out."""
     cwd = cwd or Path.cwd()
+    agent_spec = spec(agent)
     where = files(agent, scope, cwd)
-    register = (agent != "claude-code") if mcp is None else mcp
     if agent == "claude-code":
-        from cmem_cli.capture.install_claude import plan as plan_claude
-        from cmem_cli.capture.install_mcp import plan_mcp
-
-        changes = plan_claude(
-            scope, uninstall=uninstall, cwd=cwd, executable=executable, instructions=instructions
+        return agent_spec.plan(
+            where,
+            scope=scope,
+            cwd=cwd,
+            uninstall=uninstall,
+            register=bool(mcp),
+            executable=executable,
+            instructions=instructions,
         )
-        if not (register or uninstall):
-            return changes
-        server = plan_mcp(scope, uninstall=uninstall, cwd=cwd, executable=executable)
-        return changes + ([server] if register or server.changed else [])
-    planners: dict[str, Callable[..., list[Change]]] = {
-        "codex": _codex,
-        "gemini": _gemini,
-        "cursor": _cursor,
-        "opencode": _opencode,
-    }
-    changes = planners[agent](
+    register = True if mcp is None else mcp
+    changes = agent_spec.plan(
         where, uninstall=uninstall, register=register or uninstall, executable=executable
     )
-    return [change for change in changes if change.changed or not uninstall or register]
+    changes = [change for change in changes if change.changed or not uninstall or register]
+    if instructions and agent_spec.instructions is not None:
+        path = agent_spec.instructions(scope, cwd)
+        changes.append(plan_instructions(path, agent, uninstall=uninstall, executable=executable))
+    return changes
+
+
+def plan_instructions(path: Path, agent: str, *, uninstall: bool, executable: str | None) -> Change:
+    """cmem's short section (the one CLAUDE.md gets) in the agent's own instructions file, marked as
+    installed for ``agent``: added, replaced, or taken out byte for byte."""
+    from cmem_cli.capture.install_claude import instruction_command, merge_instructions
+
+    def merged(text: str | None, remove: bool) -> str | None:
+        new = merge_instructions(text, uninstall=remove, command=instruction_command(executable))
+        return new.replace("`cmem install claude-code", f"`cmem install {agent}", 2) if new else new
+
+    def without_cmem(text: str | None) -> object:
+        return (merge_instructions(text, uninstall=True) or "").rstrip("\n")
+
+    old = read_text(path)
+    new = merged(old, uninstall)
+    if old is not None and new is not None and old.rstrip("\n") == new.rstrip("\n"):
+        new = old
+    if uninstall and new != old:
+        new = restored(path, new, without_cmem)
+    what = "instructions removed" if uninstall else "instructions added"
+    return Change(path, old, new, what, without_cmem=without_cmem if uninstall else None)
+
+
+# -- Claude Code: settings.json and CLAUDE.md (install_claude), the MCP server in ~/.claude.json on request --
+
+
+def plan_claude(
+    where: Where,
+    *,
+    scope: str,
+    cwd: Path,
+    uninstall: bool,
+    register: bool,
+    executable: str | None,
+    instructions: bool = True,
+) -> list[Change]:
+    from cmem_cli.capture.install_claude import plan as plan_settings
+    from cmem_cli.capture.install_mcp import plan_mcp
+
+    changes = plan_settings(
+        scope, uninstall=uninstall, cwd=cwd, executable=executable, instructions=instructions
+    )
+    if not (register or uninstall):
+        return changes
+    server = plan_mcp(scope, uninstall=uninstall, cwd=cwd, executable=executable)
+    return changes + ([server] if register or server.changed else [])
 
 
 # -- Codex CLI: hooks.json (Claude Code's layout) and [mcp_servers.cmem] in config.toml ---------------------
 
 
-def _codex(where: Where, *, uninstall: bool, register: bool, executable: str | None) -> list[Change]:
-    entries = hook_entries(CODEX_EVENTS, executable, "codex")
+def plan_codex(where: Where, *, uninstall: bool, register: bool, executable: str | None) -> list[Change]:
+    from cmem_cli.capture.agents.codex import EVENTS
+
+    entries = hook_entries(EVENTS, executable, "codex")
     changes = [plan_hooks(where.hooks, entries, uninstall=uninstall)]
     if register:
         changes.append(_codex_mcp(where.mcp, uninstall=uninstall, executable=executable))
@@ -172,8 +170,17 @@ def _codex_mcp(path: Path, *, uninstall: bool, executable: str | None) -> Change
 # -- Gemini CLI: hooks and mcpServers, both in settings.json --------------------------------------------------
 
 
-def _gemini(where: Where, *, uninstall: bool, register: bool, executable: str | None) -> list[Change]:
-    entries = hook_entries(GEMINI_EVENTS, executable, "gemini", name="cmem")
+def plan_gemini(
+    where: Where,
+    *,
+    events: Mapping[str, tuple[str | None, int | None]],
+    agent: str,
+    uninstall: bool,
+    register: bool,
+    executable: str | None,
+) -> list[Change]:
+    """Gemini CLI's layout (hooks and ``mcpServers`` in one settings.json), which Qwen Code shares."""
+    entries = hook_entries(events, executable, agent, name="cmem")
     command, *args = server_argv(executable)
     server = {"command": command, "args": args}
 
@@ -224,8 +231,16 @@ def merge_cursor_hooks(data: dict[str, Any], commands: dict[str, str], *, uninst
     return result
 
 
-def _cursor(where: Where, *, uninstall: bool, register: bool, executable: str | None) -> list[Change]:
-    commands = {event: hook_command(event, executable, "cursor") for event in CURSOR_EVENTS}
+def plan_cursor(
+    where: Where,
+    *,
+    events: Mapping[str, Any],
+    agent: str,
+    uninstall: bool,
+    register: bool,
+    executable: str | None,
+) -> list[Change]:
+    commands = {event: hook_command(event, executable, agent) for event in events}
 
     def merge(data: dict[str, Any], remove: bool) -> dict[str, Any]:
         return merge_cursor_hooks(data, commands, uninstall=remove)
@@ -247,32 +262,84 @@ def _cursor(where: Where, *, uninstall: bool, register: bool, executable: str | 
 # -- opencode: a plugin file of cmem's own, and "mcp" in opencode.json --------------------------------------------
 
 
-def _opencode(where: Where, *, uninstall: bool, register: bool, executable: str | None) -> list[Change]:
+def plan_opencode(where: Where, *, uninstall: bool, register: bool, executable: str | None) -> list[Change]:
     from cmem_cli.capture.opencode_plugin import MARK, plugin_source
 
-    old = read_text(where.hooks)
-    if old is not None and not old.startswith(MARK):
-        raise InvalidInput(f"{where.hooks} is not cmem's plugin; not touching it")
-    new = None if uninstall else plugin_source(server_argv(executable)[:-1])
-    # the file is cmem's own: it needs no backup (nothing in it is the person's)
+    return plan_plugin(
+        where,
+        plugin_source(server_argv(executable)[:-1]),
+        MARK,
+        uninstall=uninstall,
+        register=register,
+        executable=executable,
+    )
+
+
+def plan_plugin(
+    where: Where, source: str, mark: str, *, uninstall: bool, register: bool, executable: str | None
+) -> list[Change]:
+    """opencode's layout, which Kilo Code shares: a plugin file of cmem's own and ``mcp`` in the JSON config."""
     changes = [
-        Change(
+        owned_file(
             where.hooks,
-            old,
-            new,
+            None if uninstall else source,
+            mark,
             "plugin removed" if uninstall else "plugin installed",
-            without_cmem=lambda text: None,
         )
     ]
     if register:
         command = server_argv(executable)
-        server = {"type": "local", "command": command, "enabled": True}
+        changes.append(
+            plan_server(
+                where.mcp,
+                {"type": "local", "command": command, "enabled": True},
+                uninstall=uninstall,
+                key="mcp",
+            )
+        )
+    return changes
 
-        def merge(data: dict[str, Any], remove: bool) -> dict[str, Any]:
-            return merge_server(data, server, uninstall=remove, key="mcp")
 
-        def check(path: Path, data: dict[str, Any]) -> dict[str, Any]:
-            return check_servers(path, data, key="mcp")
+# -- what several agents share ------------------------------------------------------------------------------
 
-        changes.append(plan_json(where.mcp, merge, uninstall=uninstall, what="MCP server", check=check))
+
+def owned_file(path: Path, new: str | None, mark: str, what: str, mode: int = 0o644) -> Change:
+    """A file that is cmem's alone (a plugin, a hook script): written whole, deleted on uninstall, never
+    backed up (nothing in it is the person's). A file of that name holding no ``mark`` is not cmem's: left
+    alone, with a one-line error."""
+    old = read_text(path)
+    if old is not None and mark not in old:
+        raise InvalidInput(f"{path} is not cmem's; not touching it")
+    return Change(path, old, new, what, mode=mode, without_cmem=lambda text: None)
+
+
+def plan_server(path: Path, entry: dict[str, Any], *, uninstall: bool, key: str = "mcpServers") -> Change:
+    """``<key>.cmem`` in a JSON config file: ``entry`` set, or taken out."""
+
+    def merge(data: dict[str, Any], remove: bool) -> dict[str, Any]:
+        return merge_server(data, entry, uninstall=remove, key=key)
+
+    def check(path: Path, data: dict[str, Any]) -> dict[str, Any]:
+        return check_servers(path, data, key=key)
+
+    return plan_json(path, merge, uninstall=uninstall, what="MCP server", check=check)
+
+
+def plan_claude_layout(
+    where: Where,
+    *,
+    events: Mapping[str, tuple[str | None, int | None]],
+    agent: str,
+    uninstall: bool,
+    register: bool,
+    executable: str | None,
+    server: Mapping[str, Any] | None = None,
+) -> list[Change]:
+    """Claude Code's hook layout in the agent's hooks file (Factory Droid's, Codex's) and, when the MCP file
+    is a JSON one, ``mcpServers.cmem`` there (``server`` adds the agent's own fields to the entry)."""
+    changes = [plan_hooks(where.hooks, hook_entries(events, executable, agent), uninstall=uninstall)]
+    if register:
+        command, *args = server_argv(executable)
+        entry = {**(server or {}), "command": command, "args": args}
+        changes.append(plan_server(where.mcp, entry, uninstall=uninstall))
     return changes

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from cmem_cli.capture.agent_dirs import claude_dir
+from cmem_cli.capture.agents.claude_code import EVENTS
 from cmem_cli.capture.install_files import (
     Change,
     apply,
@@ -42,18 +43,7 @@ __all__ = [
     "plan",
 ]
 
-# Event -> (matcher or None, timeout in seconds). PostToolUseFailure is where Claude Code reports failed
-# tool calls (a failing command, an edit that no longer matched): the most useful errors to remember.
-HOOK_EVENTS: dict[str, tuple[str | None, int]] = {
-    "SessionStart": (None, 15),
-    "UserPromptSubmit": (None, 10),
-    "PostToolUse": ("*", 10),
-    "PostToolUseFailure": ("*", 10),
-    "Stop": (None, 10),
-    "SessionEnd": (None, 10),
-    # fires for the files SessionStart's watchPaths named: the memories citing one are re-checked at once
-    "FileChanged": (None, 10),
-}
+HOOK_EVENTS = EVENTS  # the events cmem hooks (cmem_cli.capture.agents.claude_code)
 
 BEGIN = "<!-- cmem:begin (added by `cmem install claude-code`; `cmem install claude-code --uninstall` removes it) -->"
 END = "<!-- cmem:end -->"

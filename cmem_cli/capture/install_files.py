@@ -161,7 +161,7 @@ def merge_hook_groups(
 
 
 def hook_entries(
-    events: Mapping[str, tuple[str | None, int]],
+    events: Mapping[str, tuple[str | None, int | None]],
     executable: str | None = None,
     agent: str | None = None,
     **fields: str,
@@ -176,7 +176,7 @@ def hook_entries(
                 **fields,
                 "type": "command",
                 "command": hook_command(event, executable, agent),
-                "timeout": timeout,
+                **({"timeout": timeout} if timeout is not None else {}),
             },
         )
         for event, (matcher, timeout) in events.items()

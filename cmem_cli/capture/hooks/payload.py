@@ -148,7 +148,21 @@ def valid_texts(value: Any) -> Any:
 
 
 def parse_payload(raw: bytes | str, event: str | None = None) -> HookPayload:
-    return payload_from(decode(raw), event)
+    """The payload of a ``cmem hook EVENT`` call: Claude Code's, or Copilot CLI's when Copilot runs the
+    hooks of a repository's ``.claude/settings.json`` (recorded as ``copilot``)."""
+    data = decode(raw)
+    if AGENT_KEY not in data and _maybe_copilot(data):
+        from cmem_cli.capture.agents.copilot import is_copilot, to_claude
+
+        if is_copilot(data):
+            data = to_claude(data, event)
+    return payload_from(data, event)
+
+
+def _maybe_copilot(data: dict[str, Any]) -> bool:
+    """Cheap first look (the hook path): Claude Code's payloads carry ``permission_mode`` or
+    ``transcript_path`` and never ``timestamp``."""
+    return "timestamp" in data or "tool_result" in data or "permission_mode" not in data
 
 
 def payload_from(data: dict[str, Any], event: str | None = None) -> HookPayload:

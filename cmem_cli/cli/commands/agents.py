@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, NamedTuple
+from typing import Annotated
 
 import typer
 
+from cmem_cli.capture.agents import NAMES, Importer, listed, spec, specs
 from cmem_cli.cli.commands.common import JsonOpt, ProjectOpt, check_cli_text
 from cmem_cli.cli.exits import EXIT_IO
 from cmem_cli.cli.invocation import current_config, open_api
@@ -50,7 +51,8 @@ def hook(
         str | None,
         typer.Option(
             "--agent",
-            help="The agent whose hook this is: codex, gemini, cursor or opencode (default: Claude Code).",
+            help=f"The agent whose hook this is: {listed(tuple(s.name for s in specs() if s.adapter))} "
+            "(default: Claude Code).",
             metavar="AGENT",
         ),
     ] = None,
@@ -62,41 +64,12 @@ def hook(
     run([*(["--agent", agent] if agent else []), event], config=current_config())
 
 
-# The capture module (in cmem_cli.capture) and its importer class that read each agent's session files.
-READERS = {
-    "claude-code": ("transcripts", "TranscriptImporter"),
-    "codex": ("codex_rollouts", "RolloutImporter"),
-    "gemini": ("gemini_chats", "ChatImporter"),
-    "opencode": ("opencode_exports", "ExportImporter"),  # files `opencode export` wrote: its store is private
-}
-
-
-class _Source(NamedTuple):
-    """Where an agent keeps its session files: the module's function naming the folder, and the help."""
-
-    default_root: str  # a function of the agent's module; its discover(root) lists the files
-    root_help: str
-    doc: str
-
-
-# Each agent whose files `cmem import AGENT` finds by itself: one command each, made by _import_command.
-SOURCES = {
-    "claude-code": _Source(
-        "claude_projects_root",
-        "Transcript directory (default: $CLAUDE_CONFIG_DIR/projects or ~/.claude/projects).",
-        "Import every Claude Code session transcript, incrementally (safe to run from cron).",
-    ),
-    "codex": _Source(
-        "sessions_root",
-        "Rollout directory (default: $CODEX_HOME/sessions or ~/.codex/sessions).",
-        "Import every Codex CLI session rollout, incrementally (safe to run from cron).",
-    ),
-    "gemini": _Source(
-        "chats_root",
-        "Gemini CLI's project folders (default: $GEMINI_CLI_HOME/.gemini/tmp or ~/.gemini/tmp).",
-        "Import every saved Gemini CLI chat, incrementally (safe to run from cron).",
-    ),
-}
+def _importer(agent: str) -> Importer:
+    """The agent's importer, from its registry spec."""
+    found = spec(agent).importer
+    if found is None:
+        raise InvalidInput(f"cmem cannot import {agent} sessions")
+    return found
 
 
 def _run_import(
@@ -116,15 +89,15 @@ def _run_import(
     from cmem_cli.capture.hooks.rules import rules_from_config
     from cmem_cli.cli.render import dumps, write
 
-    module_name, importer_name = READERS[agent]
-    module = importlib.import_module(f"cmem_cli.capture.{module_name}")
+    reader = _importer(agent)
+    module = importlib.import_module(f"cmem_cli.capture.{reader.module}")
     if paths is None:
-        paths = module.discover(root or getattr(module, SOURCES[agent].default_root)())
+        paths = module.discover(root or getattr(module, reader.default_root or "")())
     config = current_config()
     rules = rules_from_config(config.section("hooks"))
     with open_api(write=True) as memory:
         capture = Capture(memory, rules, count_repeats=False, exclude_projects=exclude or [], anchor=False)
-        importer = getattr(module, importer_name)(
+        importer = getattr(module, reader.cls)(
             capture, project=check_cli_text("--project", project), settle_seconds=settle
         )
         reports = importer.import_paths(paths)
@@ -183,7 +156,7 @@ _files_command(
 
 def _import_command(agent: str) -> None:
     """Register `cmem import AGENT`: the same options for every agent, its own folder and help."""
-    source = SOURCES[agent]
+    source = _importer(agent)
 
     def command(
         root: Path | None = None,
@@ -202,25 +175,19 @@ def _import_command(agent: str) -> None:
     import_app.command(agent)(command)
 
 
-for _agent in SOURCES:
-    _import_command(_agent)
-
-
-_files_command(
-    "opencode",
-    "opencode",
-    "Files `opencode export SESSION_ID` wrote (its JSON).",
-    "Import opencode sessions from `opencode export` files (opencode's own store is private); a file\n"
-    "imported again adds what it gained since.",
-)
+for _spec in specs():
+    if _spec.importer is None:
+        continue
+    if _spec.importer.default_root is None:  # the files are given
+        _files_command(_spec.name, _spec.name, _spec.importer.root_help, _spec.importer.doc)
+    else:
+        _import_command(_spec.name)
 
 
 def install(
     agent: Annotated[
         str | None,
-        typer.Argument(
-            help="claude-code, codex, gemini, cursor or opencode.", metavar="AGENT", show_default=False
-        ),
+        typer.Argument(help=f"{listed(NAMES)}.", metavar="AGENT", show_default=False),
     ] = None,
     scope: Annotated[
         str,
@@ -238,7 +205,8 @@ def install(
         bool,
         typer.Option(
             "--instructions/--no-instructions",
-            help="claude-code: also add (or remove) the short cmem section of CLAUDE.md.",
+            help="Also add (or remove) cmem's short section of the agent's instructions file (CLAUDE.md, "
+            "QWEN.md, AGENTS.md...), where the agent has one.",
         ),
     ] = True,
     mcp: Annotated[

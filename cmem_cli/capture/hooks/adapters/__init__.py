@@ -3,8 +3,8 @@ runner takes (:func:`cmem_cli.capture.hooks.payload.payload_from`), and the runn
 agent reads. An adapter holds no capture logic of its own: the runner, the rules, the privacy scrubbing, the
 spool and the capture log are the same for every agent.
 
-``cmem hook --agent codex SessionStart`` loads only the adapter it names (``cmem hook`` without ``--agent`` is
-Claude Code and loads none).
+``cmem hook --agent codex SessionStart`` loads only the adapter the agent's spec names (``cmem hook`` without
+``--agent`` is Claude Code and loads none).
 """
 
 from __future__ import annotations
@@ -17,8 +17,6 @@ from typing import Any, Protocol
 from cmem_cli.capture.hooks.payload import AGENT_KEY
 from cmem_cli.core.errors import InvalidInput
 
-# Agent name -> adapter module (the agent names `cmem install` and `cmem hook --agent` take).
-ADAPTERS = {"codex": "codex", "gemini": "gemini", "cursor": "cursor", "opencode": "opencode"}
 # The event an adapter hands the runner for an agent event cmem has no use for: answered without opening the
 # database (see runner.PASSIVE_EVENTS).
 IGNORED = "Notification"
@@ -33,10 +31,13 @@ class AgentAdapter(Protocol):
 
 
 def adapter_for(agent: str) -> AgentAdapter:
-    module = ADAPTERS.get(agent)
+    """The adapter module the agent's registry spec names (:mod:`cmem_cli.capture.agents`)."""
+    from cmem_cli.capture.agents import spec
+
+    module = spec(agent).adapter
     if module is None:
-        raise InvalidInput(f"unknown agent {agent!r} (expected one of: claude-code, {', '.join(ADAPTERS)})")
-    adapter: AgentAdapter = importlib.import_module(f"{__name__}.{module}")
+        raise InvalidInput(f"agent {agent!r} sends Claude Code's own payload: no --agent needed")
+    adapter: AgentAdapter = importlib.import_module(module)
     return adapter
 
 
