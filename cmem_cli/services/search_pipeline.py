@@ -264,10 +264,10 @@ def parse_ref(ref: str, forms: str = GET_FORMS) -> tuple[str, int]:
 
 
 def timeline(
-    store: Store, ref: str, *, before: int = 5, after: int = 5, machine: str | None = None
+    store: Store, ref: str, *, before: int = 5, after: int = 5, filters: Filters | None = None
 ) -> dict[str, Any]:
-    """Items around an anchor in the anchor's project, oldest first, the anchor marked (``machine``: only
-    what that machine wrote, besides the anchor)."""
+    """Items around an anchor in the anchor's project, oldest first, the anchor marked (``filters``: only
+    what they keep, besides the anchor; their project is the anchor's)."""
     if before < 0 or after < 0:
         raise InvalidInput("--before and --after must not be negative")
     if re.match(_DOCID, ref.strip()):
@@ -280,7 +280,7 @@ def timeline(
     else:
         anchor = store.prompts.get(number)
     items = store.listing.timeline_around(
-        anchor["project"], anchor["created_at"], (kind, number), before=before, after=after, machine=machine
+        anchor["project"], anchor["created_at"], (kind, number), before=before, after=after, filters=filters
     )
     rows = []
     for item in items:
