@@ -47,6 +47,12 @@ class Filter(NamedTuple):
     choices: tuple[str, ...] = ()
     mcp_help: str | None = None
     observations: bool = False  # only an observation has it (summaries and prompts never match)
+    index: bool = True  # the index's documents hold it; False: the search checks it on the store's rows
+
+    def misses(self, row: dict[str, Any], value: Any) -> bool:
+        """Whether a search row fails this filter, checked on the row itself: for a filter the index
+        cannot apply (``index`` False), matched exactly (``sql="equals"``)."""
+        return not self.index and self.sql == "equals" and value is not None and row.get(self.name) != value
 
     @property
     def field(self) -> str:
@@ -185,7 +191,7 @@ class FilterFields:
         out: list[str] = []
         for f in FILTERS:
             value = getattr(self, f.field)
-            if value is None or value == [] or (f.observations and not observations):
+            if value is None or value == [] or (f.observations and not observations) or dialect.lacks(f):
                 continue
             if f.sql == "equals":
                 out.append(dialect.equals(f.name, value))
@@ -198,6 +204,10 @@ class FilterFields:
         if observations and self.branch is not None:
             out.append(dialect.branch(self.branch))
         return [clause for clause in out if clause]
+
+    def misses(self, row: dict[str, Any]) -> bool:
+        """Whether a row the index found fails a filter the index cannot apply (:attr:`Filter.index`)."""
+        return any(f.misses(row, getattr(self, f.field)) for f in FILTERS)
 
 
 class SqlDialect:
@@ -213,6 +223,10 @@ class SqlDialect:
     def bind(self, value: Any) -> str:
         self.params.append(value)
         return "?"
+
+    def lacks(self, f: Filter) -> bool:
+        """This backend's tables do not hold ``f`` (the index: :attr:`Filter.index`); the clause is left out."""
+        return False
 
     def equals(self, name: str, value: str) -> str:
         return f"{self.alias}.{name} = {self.bind(value)}"

@@ -567,6 +567,8 @@ class HomeSource(StoreLinks):
                 continue  # in the index but no longer in the store (deleted since the last index run)
             if filters.machine is not None and row.get("machine") != filters.machine:
                 continue  # an index built before it kept machines filters on none: its hits are kept by their rows
+            if filters.misses(row):
+                continue  # a filter the index keeps no column for (core/filters.py): checked on the row
             row = {**row, "score": round(hit.score, 4)}
             if hit.line is not None and row["kind"] == "document":
                 row["line"] = hit.line
