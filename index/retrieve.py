@@ -87,7 +87,7 @@ class _IndexSql(SqlDialect):
     a name, so the search checks the branch on the store's rows."""
 
     def lacks(self, f: Filter) -> bool:
-        return not f.index
+        return not f.indexed
 
     def project(self, names: tuple[str, ...]) -> str:
         return f"({super().project(names)} OR {self.alias}.project IS NULL)"

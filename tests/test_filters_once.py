@@ -70,7 +70,7 @@ def test_every_filter_is_an_argument_of_mcp_search_and_timeline(home, tool):
 # -- a throwaway filter, registered in the table alone, reaches every reader that builds from it -------------
 # the store and the team table hold ``key``; the index does not, so the search checks it on the rows it found
 THROWAWAY = Filter(
-    "key", "Only the memory with this key.", ("--key",), metavar="KEY", observations=True, index=False
+    "key", "Only the memory with this key.", ("--key",), metavar="KEY", observations=True, indexed=False
 )
 
 

@@ -47,12 +47,12 @@ class Filter(NamedTuple):
     choices: tuple[str, ...] = ()
     mcp_help: str | None = None
     observations: bool = False  # only an observation has it (summaries and prompts never match)
-    index: bool = True  # the index's documents hold it; False: the search checks it on the store's rows
+    indexed: bool = True  # the index's documents hold it; False: the search checks it on the store's rows
 
     def misses(self, row: dict[str, Any], value: Any) -> bool:
         """Whether a search row fails this filter, checked on the row itself: for a filter the index
-        cannot apply (``index`` False), matched exactly (``sql="equals"``)."""
-        return not self.index and self.sql == "equals" and value is not None and row.get(self.name) != value
+        cannot apply (``indexed`` False), matched exactly (``sql="equals"``)."""
+        return not self.indexed and self.sql == "equals" and value is not None and row.get(self.name) != value
 
     @property
     def field(self) -> str:
@@ -206,7 +206,7 @@ class FilterFields:
         return [clause for clause in out if clause]
 
     def misses(self, row: dict[str, Any]) -> bool:
-        """Whether a row the index found fails a filter the index cannot apply (:attr:`Filter.index`)."""
+        """Whether a row the index found fails a filter the index cannot apply (:attr:`Filter.indexed`)."""
         return any(f.misses(row, getattr(self, f.field)) for f in FILTERS)
 
 
@@ -225,7 +225,7 @@ class SqlDialect:
         return "?"
 
     def lacks(self, f: Filter) -> bool:
-        """This backend's tables do not hold ``f`` (the index: :attr:`Filter.index`); the clause is left out."""
+        """This backend's tables do not hold ``f`` (the index: :attr:`Filter.indexed`); the clause is left out."""
         return False
 
     def equals(self, name: str, value: str) -> str:
