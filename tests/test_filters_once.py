@@ -67,6 +67,23 @@ def test_every_filter_is_an_argument_of_mcp_search_and_timeline(home, tool):
         assert properties[name]["description"], (tool, name)
 
 
+def test_cmem_view_keeps_every_filter_and_names_each_on_its_page():
+    """view/scope.py rebuilt the page's Query by naming each filter: one it missed was silently dropped."""
+    from cmem_cli.view.scope import resolve
+
+    every = Query(
+        None, project="demo", type="decision", concept="pool", file="db.py", agent="claude", machine="laptop",
+        session="s-1", since="2026-01-01", until="2026-02-01",
+    )  # fmt: skip
+    assert all(getattr(every, name) for name in NAMES)  # the test sets every filter there is
+    scope = resolve(every, limit=10)
+    assert [getattr(scope.query, name) for name in NAMES] == [getattr(every, name) for name in NAMES]
+    header = scope.describe("2026-01-01T00:00:00Z")
+    for words in ("project demo", "type decision", "concept pool", "file db.py", "agent claude",
+                  "machine laptop", "session s-1", "from 2026-01-01", "until 2026-02-01"):  # fmt: skip
+        assert words in header, words
+
+
 # -- a throwaway filter, registered in the table alone, reaches every reader that builds from it -------------
 # the store and the team table hold ``key``; the index does not, so the search checks it on the rows it found
 THROWAWAY = Filter(

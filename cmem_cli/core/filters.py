@@ -37,9 +37,8 @@ class Filter(NamedTuple):
     name: str  # the Query's field, and the MCP argument
     help: str  # the command line's help, and MCP's description unless ``mcp_help`` gives one
     flags: tuple[str, ...]  # the command line's flags
-    sql: str = (
-        "equals"  # the SqlDialect method that compiles it ("equals": the column ``name`` matches exactly)
-    )
+    # the SqlDialect method that compiles it ("equals": the column ``name`` matches exactly)
+    sql: str = "equals"
     many: bool = False  # takes several values (a repeatable option, a list argument)
     attr: str | None = None  # FilterFields' attribute, when not the name (a list's plural)
     param: str | None = None  # the name a command's body takes it by, when not the name
@@ -60,7 +59,8 @@ class Filter(NamedTuple):
 
 
 # The filters, in `cmem search --help`'s order. A new one: a row here, a parameter of Query.__init__ (its
-# typed signature), and, unless its column is in every backend's table under its name, a dialect method.
+# typed signature) and a test; a dialect method only where a backend names its column otherwise
+# (``indexed=False`` when the index keeps none). docs/architecture.md, "Filters, declared once", walks one.
 FILTERS: tuple[Filter, ...] = (
     Filter(
         "project",
