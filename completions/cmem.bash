@@ -19,8 +19,8 @@ _cmem() {
         "forget") words="--yes -y -h --help"; valued=""; paths="" ;;
         "invalidate") words="--reason -h --help"; valued="--reason"; paths="" ;;
         "restore") words="-h --help"; valued=""; paths="" ;;
-        "search") words="--project -p --all-projects --type --concept --file --agent --session --since --until --limit -n --offset --order --mode --rerank --no-rerank --min-score --collection -c --explain --all --branch --machine --team --json --envelope --format -f -h --help"; valued="--project -p --type --concept --file --agent --session --since --until --limit -n --offset --order --mode --min-score --collection -c --branch --machine --format -f"; paths="--file" ;;
-        "timeline") words="--query -q --before -b --after -a --project -p --all-projects --machine --json --format -f -h --help"; valued="--query -q --before -b --after -a --project -p --machine --format -f"; paths="" ;;
+        "search") words="--project -p --all-projects --type --concept --file --agent --machine --session --since --until --limit -n --offset --order --mode --rerank --no-rerank --min-score --collection -c --explain --all --branch --team --json --envelope --format -f -h --help"; valued="--project -p --type --concept --file --agent --machine --session --since --until --limit -n --offset --order --mode --min-score --collection -c --branch --format -f"; paths="--file" ;;
+        "timeline") words="--query -q --before -b --after -a --project -p --all-projects --type --concept --file --agent --machine --session --since --until --json --format -f -h --help"; valued="--query -q --before -b --after -a --project -p --type --concept --file --agent --machine --session --since --until --format -f"; paths="--file" ;;
         "get") words="--links --path --json --format -f -h --help"; valued="--format -f"; paths="" ;;
         "stats") words="--json -h --help"; valued=""; paths="" ;;
         "projects") words="--json --format -f -h --help"; valued="--format -f"; paths="" ;;
@@ -74,6 +74,7 @@ _cmem() {
         "search --order") choices="relevance newest oldest" ;;
         "search --mode") choices="auto keyword vector hybrid" ;;
         "search --format"|"search -f") choices="table plain json ndjson csv ids md" ;;
+        "timeline --type") choices="decision bugfix feature refactor discovery change error insight question" ;;
         "timeline --format"|"timeline -f") choices="table plain json ndjson csv ids md" ;;
         "get --format"|"get -f") choices="md json ndjson plain" ;;
         "projects --format"|"projects -f") choices="table plain json ndjson csv ids md" ;;

@@ -14,7 +14,7 @@ from typing import Any
 
 from cmem_cli.core import bm25
 from cmem_cli.core.batches import batches
-from cmem_cli.core.filters import FILTER_FIELDS, FilterFields, SqlDialect
+from cmem_cli.core.filters import FILTER_FIELDS, Filter, FilterFields, SqlDialect
 from cmem_cli.core.fts import fts_query, query_tokens
 from cmem_index.store import IndexStore
 
@@ -85,6 +85,9 @@ class _IndexSql(SqlDialect):
     project filter; concepts are stored lower-cased; the machine is the one the memory's file states (a
     collection's documents have none). No branch: a file states its anchor's only when the repository has
     a name, so the search checks the branch on the store's rows."""
+
+    def lacks(self, f: Filter) -> bool:
+        return not f.indexed
 
     def project(self, names: tuple[str, ...]) -> str:
         return f"({super().project(names)} OR {self.alias}.project IS NULL)"

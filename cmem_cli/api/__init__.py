@@ -487,29 +487,29 @@ class Memory:
         query: str | None = None,
         before: int = 5,
         after: int = 5,
-        project: str | None = None,
-        machine: str | None = None,
+        **filters: Any,
     ) -> Timeline:
         """Second layer: items around ``anchor`` (an id, ``S<n>`` or ``P<n>``) or around the best keyword
         match for ``query``, in time order: a :class:`Timeline` (``anchor``, ``project``, typed ``items``;
-        ``to_json()`` is what `cmem timeline --json` prints). ``machine``: only what that machine wrote
-        (the query's hit among them), besides the anchor."""
-        from cmem_cli.services.search_pipeline import resolve_query_anchor
+        ``to_json()`` is what `cmem timeline --json` prints). ``filters``: any of the Query's filters
+        (``project``, ``machine``, ``type``...: :data:`cmem_cli.core.filters.FILTERS`); ``project`` scopes
+        ``query``'s hit, the others keep the items they match (the anchor is always shown) and the hit."""
+        from cmem_cli.core.filters import BY_NAME
+        from cmem_cli.services.search_pipeline import filters_of, resolve_query_anchor
         from cmem_cli.services.search_pipeline import timeline as build_timeline
-        from cmem_cli.store.filters import Filters
 
+        unknown = sorted(set(filters) - set(BY_NAME))
+        if unknown:
+            raise TypeError(f"timeline() got an unexpected keyword argument {unknown[0]!r}")
         if (anchor is None) == (query is None):
             raise InvalidInput("give an anchor id or a query, not both")
         store = self.reader.store
-        folded = store.projects.older_names(project) if project is not None else ()
-        ref = (
-            resolve_query_anchor(store, query, Filters(project=project, folded=folded, machine=machine))
-            if query is not None
-            else str(anchor)
-        )
+        scoped = filters_of(Query(None, **filters), store)
+        ref = resolve_query_anchor(store, query, scoped) if query is not None else str(anchor)
+        around = type(scoped)(**{**scoped.fields(), "project": None, "folded": ()})  # the anchor's project
         from cmem_cli.core.pages import Timeline
 
-        return Timeline(build_timeline(store, ref, before=before, after=after, machine=machine))
+        return Timeline(build_timeline(store, ref, before=before, after=after, filters=around))
 
     def verify(self, *ids: int | str, cwd: str | Path | None = None) -> list[dict[str, Any]]:
         """Re-anchor observations to their cited files as they are now and record when (`cmem verify`):

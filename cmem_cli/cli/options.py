@@ -96,6 +96,23 @@ def query_option(name: str) -> Opt:
     )
 
 
+def filter_options(
+    helps: Mapping[str, str] | None = None, *, after_project: tuple[Opt, ...] = ()
+) -> list[Opt]:
+    """Every filter's option, from its one declaration (:data:`cmem_cli.core.filters.FILTERS`), in its
+    order: what `timeline` and `view` take (search's come through the Query's table). ``helps``: a
+    command's own help for some; ``after_project``: options placed after --project (--all-projects)."""
+    from cmem_cli.core.filters import FILTERS
+
+    options: list[Opt] = []
+    for f in FILTERS:
+        help_text = (helps or {}).get(f.name, f.help)
+        options.append(Opt(f.param or f.name, f.flags, help_text, str, None, f.many, f.choices, f.metavar))
+        if f.name == "project":
+            options += after_project
+    return options
+
+
 ALL_HITS = Opt("all_hits", ("--all",), "Every hit above the cut-off (same as -n 0).", bool, False)
 ENVELOPE = Opt(
     "envelope",
@@ -139,31 +156,38 @@ def search_command() -> Command:
     )
 
 
-TIMELINE = Command(
-    "timeline",
-    "What happened around one observation: prompts, observations and summaries in time order.\n\n"
-    "--query searches the default scope as `cmem search` does (inside a git repository its project, "
-    "elsewhere every project).",
-    "cmem_cli.cli.read_bodies:timeline",
-    (
-        Opt(
-            "ref",
-            help="Anchor: observation id, uid or unique uid prefix, S<n> summary or P<n> prompt.",
-            metavar="ID",
+@cache
+def timeline_command() -> Command:
+    """`cmem timeline`, built when a parser needs it (its filters are the one filter table's)."""
+    return Command(
+        "timeline",
+        "What happened around one observation: prompts, observations and summaries in time order.\n\n"
+        "--query searches the default scope as `cmem search` does (inside a git repository its project, "
+        "elsewhere every project). The filters keep the items around the anchor they match (the anchor "
+        "is always shown), and --query's hit among them.",
+        "cmem_cli.cli.read_bodies:timeline",
+        (
+            Opt(
+                "ref",
+                help="Anchor: observation id, uid or unique uid prefix, S<n> summary or P<n> prompt.",
+                metavar="ID",
+            ),
+            Opt("query", ("--query", "-q"), "Use the best search hit as anchor."),
+            Opt("before", ("--before", "-b"), "Items before the anchor.", int, 5),
+            Opt("after", ("--after", "-a"), "Items after the anchor.", int, 5),
+            *filter_options(
+                {"project": "--query searches only this project (default: as `cmem search`)."},
+                after_project=(
+                    ALL_PROJECTS._replace(
+                        help="--query searches every project, also inside a git repository."
+                    ),
+                ),
+            ),
+            JSON,
+            FORMAT,
         ),
-        Opt("query", ("--query", "-q"), "Use the best search hit as anchor."),
-        Opt("before", ("--before", "-b"), "Items before the anchor.", int, 5),
-        Opt("after", ("--after", "-a"), "Items after the anchor.", int, 5),
-        SCOPED_PROJECT._replace(help="--query searches only this project (default: as `cmem search`)."),
-        ALL_PROJECTS._replace(help="--query searches every project, also inside a git repository."),
-        MACHINE._replace(
-            help="Only what this machine wrote around the anchor (which is always shown), and --query's "
-            "hit among it."
-        ),
-        JSON,
-        FORMAT,
-    ),
-)
+    )
+
 
 GET = Command(
     "get",
@@ -266,7 +290,7 @@ CONTEXT = Command(
 )
 
 
-# -- `cmem view`: not a fast-path command (nothing calls it in a loop), declared here to share search's filters
+# -- `cmem view`: not a fast-path command (nothing calls it in a loop), declared here to share the filters
 @cache
 def view_command() -> Command:
     """`cmem view`, built when the typer app registers it (its filters are the Query's table)."""
@@ -282,18 +306,13 @@ def view_command() -> Command:
             query_option("text")._replace(
                 help="Only records with these words (as keyword search matches them)."
             ),
-            SCOPED_PROJECT,
-            ALL_PROJECTS,
-            query_option("type"),
-            query_option("concept"),
-            query_option("file"),
-            query_option("agent"),
-            query_option("machine"),
-            SESSION._replace(help="Only this session, whole (no default window); an id or a unique prefix."),
-            query_option("since")._replace(
-                help="ISO date/time or age (7d, 2w, 12h); default 30 days before --until or now."
+            *filter_options(
+                {
+                    "session": "Only this session, whole (no default window); an id or a unique prefix.",
+                    "since": "ISO date/time or age (7d, 2w, 12h); default 30 days before --until or now.",
+                },
+                after_project=(ALL_PROJECTS,),
             ),
-            query_option("until"),
             Opt(
                 "limit",
                 ("--limit", "-n"),
@@ -343,7 +362,7 @@ def _declared(command: Command) -> Callable[[], Command]:
 FAST_COMMANDS: Mapping[str, Command] = _Commands(
     {
         "search": search_command,
-        "timeline": _declared(TIMELINE),
+        "timeline": timeline_command,
         "get": _declared(GET),
         "add": _declared(ADD),
         "context": _declared(CONTEXT),

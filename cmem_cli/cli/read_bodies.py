@@ -227,30 +227,31 @@ def timeline(
     query: str | None = None,
     before: int = 5,
     after: int = 5,
-    project: str | None = None,
     all_projects: bool = False,
-    machine: str | None = None,
     as_json: bool = False,
     fmt: str | None = None,
+    **filters: Any,
 ) -> None:
     """`cmem timeline`: what happened around one observation, in time order; ``--query`` searches the
-    default scope as `cmem search` does."""
+    default scope as `cmem search` does. ``filters``: every filter (:data:`cmem_cli.core.filters.FILTERS`)
+    under its option's name."""
     from cmem_cli.cli.input import check_cli_text
     from cmem_cli.core.errors import InvalidInput
+    from cmem_cli.core.filters import filter_arguments
 
     if (ref is None) == (query is None):
         raise InvalidInput("give an anchor ID or --query, not both")
     check_count("--before", before)
     check_count("--after", after)
-    machine = check_cli_text("--machine", machine)
+    fields = filter_arguments(filters)
+    fields["machine"] = check_cli_text("--machine", fields["machine"])
     output = resolve_format(fmt, as_json)
     scope_note = None
     with open_api() as memory:
         if query is not None:
-            project, scope_note = scope(memory, project, all_projects)
-        result = memory.timeline(
-            ref, query=query, before=before, after=after, project=project, machine=machine
-        ).to_json()
+            fields["project"], scope_note = scope(memory, fields["project"], all_projects)
+        fields["session"] = typed_session(memory, fields["session"])
+        result = memory.timeline(ref, query=query, before=before, after=after, **fields).to_json()
         several = output not in ("json", "ndjson") and memory.several_machines()
     if scope_note:
         print(f"cmem: note: {scope_note}", file=sys.stderr)

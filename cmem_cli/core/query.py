@@ -13,7 +13,7 @@ from typing import NoReturn
 
 from cmem_cli.core.errors import InvalidInput
 from cmem_cli.core.fields import MODES, ORDERS
-from cmem_cli.core.filters import FilterFields
+from cmem_cli.core.filters import FILTERS, FilterFields
 
 __all__ = ["DEFAULTS", "LIST_FIELDS", "MODES", "ORDERS", "Query"]
 
@@ -22,7 +22,8 @@ class Query:
     """A search: ``text`` (None or blank: list by the filters) and its options.
 
     The filters (``project``, ``type``, ``concept``, ``file``, ``agent``, ``machine``, ``session``, ``since``,
-    ``until``) mean what `cmem search`'s options mean; ``type``, ``concept``, ``file`` and ``collections`` take one
+    ``until``: declared once in :data:`cmem_cli.core.filters.FILTERS`, which every reader offers) mean what
+    `cmem search`'s options mean; ``type``, ``concept``, ``file`` and ``collections`` take one
     string or several. ``limit`` 0 is every hit; ``order`` is relevance, newest or oldest; ``mode`` auto,
     keyword, vector or hybrid; ``rerank`` None: when a reranker is configured; ``min_score`` None: the
     calibrated cut-off; ``collections``: only these (``memories`` is cmem's own); ``explain`` adds each
@@ -130,20 +131,18 @@ class Query:
         """The filters, parsed: dates as epoch milliseconds (a bare ``until`` date includes that whole day)."""
         from cmem_cli.core.timeutil import parse_time
 
-        until_ms = parse_time(self.until) if self.until else None
-        if self.until and len(self.until.strip()) == 10 and until_ms is not None:
-            until_ms += 86_400_000 - 1
-        return FilterFields(
-            project=self.project,
-            types=list(self.type),
-            concepts=list(self.concept),
-            files=list(self.file),
-            agent=self.agent,
-            session=self.session,
-            machine=self.machine,
-            since=parse_time(self.since) if self.since else None,
-            until=until_ms,
-        )
+        given: dict[str, object] = {}
+        for f in FILTERS:
+            value = getattr(self, f.name)
+            if f.many:
+                value = list(value)
+            elif f.sql in ("since", "until"):  # a date or an age, as epoch milliseconds
+                text = str(value or "")
+                value = parse_time(text) if text else None
+                if f.sql == "until" and len(text.strip()) == 10 and value is not None:
+                    value += 86_400_000 - 1
+            given[f.field] = value
+        return FilterFields(**given)
 
 
 def _strings(value: str | Iterable[str] | None) -> tuple[str, ...]:
@@ -172,5 +171,6 @@ def _check(given: dict[str, object]) -> None:
         raise InvalidInput("--limit and --offset must not be negative")
 
 
-LIST_FIELDS = ("type", "concept", "file", "collections")  # the fields that take one string or several
+# the fields that take one string or several: the list filters (core/filters.py) and the collections
+LIST_FIELDS = (*(f.name for f in FILTERS if f.many), "collections")
 DEFAULTS: dict[str, object] = dict(Query.__init__.__kwdefaults__ or {})  # from the signature, not restated

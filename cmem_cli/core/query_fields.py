@@ -1,5 +1,8 @@
 """How each field of a search (:class:`cmem_cli.core.query.Query`) meets people: one table.
 
+The filters' rows are made from their one declaration (:data:`cmem_cli.core.filters.FILTERS`, which
+`timeline`, `view` and MCP's ``timeline`` read too); the rows here are search's own options.
+
 ``Query``'s constructor declares the fields (names, defaults, checks); this table says, per field, how a
 front end offers it: `cmem search`'s option (``cmem_cli.cli.options`` builds the option table's entries from
 it, and from that the typer app, the fast parser, help, completions, the man page and docs/cli.md) and the
@@ -13,15 +16,8 @@ its value's type and little else, so no front end restates a default.
 
 from typing import Any, NamedTuple
 
-from cmem_cli.core.fields import (
-    MACHINE_FLAGS,
-    MACHINE_HELP,
-    MODES,
-    OBSERVATION_TYPES,
-    ORDERS,
-    PROJECT_FLAGS,
-    SCOPED_PROJECT_HELP,
-)
+from cmem_cli.core.fields import MODES, ORDERS
+from cmem_cli.core.filters import FILTERS, Filter
 
 SAME = ...  # an MCP default that is the Query's own
 
@@ -56,7 +52,20 @@ class QueryField(NamedTuple):
         return self.mcp_help or self.help
 
 
-_TYPE_NAMES = ", ".join(OBSERVATION_TYPES)
+def filter_field(f: Filter) -> QueryField:
+    """A filter's row, from its one declaration (:data:`cmem_cli.core.filters.FILTERS`)."""
+    return QueryField(
+        f.name,
+        f.help,
+        flags=f.flags,
+        param=f.param,
+        metavar=f.metavar,
+        choices=f.choices,
+        mcp_help=f.mcp_help,
+    )
+
+
+FILTER_FIELDS: tuple[QueryField, ...] = tuple(filter_field(f) for f in FILTERS)
 
 # In `cmem search --help`'s order. The query's words first (a positional argument; MCP calls it "query").
 QUERY_FIELDS: tuple[QueryField, ...] = (
@@ -68,54 +77,7 @@ QUERY_FIELDS: tuple[QueryField, ...] = (
         mcp="query",
         mcp_help="Words to match (keywords; with an index, also by meaning). Omit to list by the filters.",
     ),
-    QueryField(
-        "project",
-        SCOPED_PROJECT_HELP,
-        flags=PROJECT_FLAGS,
-        metavar="NAME",
-        mcp_help="Only this project (default: the server's git repository's project, every project outside one).",
-    ),
-    QueryField(
-        "type",
-        "Only this type (repeatable).",
-        flags=("--type",),
-        param="obs_type",
-        choices=OBSERVATION_TYPES,
-        mcp_help=f"Only these types: {_TYPE_NAMES}.",
-    ),
-    QueryField(
-        "concept",
-        "Only with this concept (repeatable).",
-        flags=("--concept",),
-        mcp_help="Only observations tagged with all of these concepts.",
-    ),
-    QueryField(
-        "file",
-        "Only touching this file path, suffix or directory (repeatable).",
-        flags=("--file",),
-        metavar="PATH",
-        mcp_help="Only observations that read or modified these paths (a path, a suffix or a directory).",
-    ),
-    QueryField("agent", "Only what this agent recorded.", flags=("--agent",), metavar="NAME"),
-    QueryField(
-        "session",
-        "Session id or a unique prefix of one.",
-        flags=("--session",),
-        metavar="ID",
-        mcp_help="Only this session (its whole id).",
-    ),
-    QueryField(
-        "since",
-        "ISO date/time or age (7d, 2w, 12h).",
-        flags=("--since",),
-        mcp_help="Only from then on: an ISO date or time (2025-01-31), or an age (7d, 2w, 12h).",
-    ),
-    QueryField(
-        "until",
-        "ISO date/time or age.",
-        flags=("--until",),
-        mcp_help="Only until then (a bare date includes that day): ISO date or time, or an age (7d, 2w).",
-    ),
+    *FILTER_FIELDS,  # the filters: their one declaration (core/filters.py)
     QueryField(
         "limit",
         "Maximum rows (0: every hit).",
@@ -172,13 +134,6 @@ QUERY_FIELDS: tuple[QueryField, ...] = (
         metavar="NAME|all",
         mcp_help="Only memories recorded on this git branch; 'all': also those of unmerged branches "
         "without ranking them last (the default does).",
-    ),
-    QueryField(
-        "machine",
-        MACHINE_HELP,
-        flags=MACHINE_FLAGS,
-        metavar="NAME",
-        mcp_help="Only what was written on this machine (rows name each one's machine).",
     ),
     QueryField(
         "team",

@@ -219,21 +219,16 @@ class Tools:
     def timeline(
         self,
         anchor: Ref = None,
-        query: Annotated[
-            str | None, Field(description="Instead of an anchor: its best keyword match.")
-        ] = None,
-        before: Around = 5,
-        after: Around = 5,
-        project: Project = None,
-        machine: Annotated[
-            str | None,
-            Field(description="Only what this machine wrote around the anchor (the anchor is always shown)."),
-        ] = None,
+        query: str | None = None,
+        before: int = 5,
+        after: int = 5,
+        **arguments: Any,
     ) -> CallToolResult:
+        """The ``timeline`` tool: ``arguments`` are the filters (one table, :data:`cmem_cli.core.filters.FILTERS`;
+        :func:`timeline_signature` is what the client sees)."""
+        fields = query_arguments(arguments, mcp=True)
         with self.memory() as memory:
-            result = memory.timeline(
-                anchor, query=query, before=before, after=after, project=project, machine=machine
-            )
+            result = memory.timeline(anchor, query=query, before=before, after=after, **fields)
         items = [_with_uri(as_dict(item)) for item in result.items]
         lines = [("> " if item["anchor"] else "  ") + _row_line(item) for item in items]
         structured = {"anchor": result.anchor, "project": result.project, "items": items}
@@ -379,6 +374,28 @@ def search_signature() -> inspect.Signature:
     return inspect.Signature(params)
 
 
+def timeline_signature() -> inspect.Signature:
+    """What the ``timeline`` tool takes: the anchor or a query, how many items around it, then every filter
+    (the one table, in order; the project scopes the query's hit, the others keep the items they match)."""
+    from cmem_cli.core.filters import FILTERS
+    from cmem_cli.core.query_fields import filter_field
+
+    keyword = inspect.Parameter.KEYWORD_ONLY
+    query = Annotated[str | None, Field(description="Instead of an anchor: its best keyword match.")]
+    params = [
+        inspect.Parameter("anchor", keyword, default=None, annotation=Ref),
+        inspect.Parameter("query", keyword, default=None, annotation=query),
+        inspect.Parameter("before", keyword, default=5, annotation=Around),
+        inspect.Parameter("after", keyword, default=5, annotation=Around),
+    ]
+    for f in FILTERS:
+        if f.name == "project":
+            params.append(inspect.Parameter("project", keyword, default=None, annotation=Project))
+        else:
+            params.append(_argument(filter_field(f)))
+    return inspect.Signature(params)
+
+
 def _scope(memory: Memory, project: str | None, all_projects: bool) -> tuple[str | None, str | None]:
     """The project a read covers (None: every project) and, when the call named neither ``project`` nor
     ``all_projects``, the note saying which default it took (the server's git repository's project,
@@ -458,9 +475,14 @@ def build_server(config: Config) -> tuple[CmemMCPServer, Tools]:
         return tools.search(**arguments)
 
     search.__signature__ = search_signature()  # type: ignore[attr-defined]
+
+    def timeline(**arguments: Any) -> CallToolResult:
+        return tools.timeline(**arguments)
+
+    timeline.__signature__ = timeline_signature()  # type: ignore[attr-defined]
     registered: list[tuple[Callable[..., Any], str, ToolAnnotations]] = [
         (search, SEARCH_DESCRIPTION, READ_ONLY),
-        (tools.timeline, TIMELINE_DESCRIPTION, READ_ONLY),
+        (timeline, TIMELINE_DESCRIPTION, READ_ONLY),
         (tools.get, GET_DESCRIPTION, READ_ONLY),
         (tools.remember, REMEMBER_DESCRIPTION, WRITE),
         (tools.invalidate, INVALIDATE_DESCRIPTION, WRITE),

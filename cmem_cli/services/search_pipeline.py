@@ -264,10 +264,10 @@ def parse_ref(ref: str, forms: str = GET_FORMS) -> tuple[str, int]:
 
 
 def timeline(
-    store: Store, ref: str, *, before: int = 5, after: int = 5, machine: str | None = None
+    store: Store, ref: str, *, before: int = 5, after: int = 5, filters: Filters | None = None
 ) -> dict[str, Any]:
-    """Items around an anchor in the anchor's project, oldest first, the anchor marked (``machine``: only
-    what that machine wrote, besides the anchor)."""
+    """Items around an anchor in the anchor's project, oldest first, the anchor marked (``filters``: only
+    what they keep, besides the anchor; their project is the anchor's)."""
     if before < 0 or after < 0:
         raise InvalidInput("--before and --after must not be negative")
     if re.match(_DOCID, ref.strip()):
@@ -280,7 +280,7 @@ def timeline(
     else:
         anchor = store.prompts.get(number)
     items = store.listing.timeline_around(
-        anchor["project"], anchor["created_at"], (kind, number), before=before, after=after, machine=machine
+        anchor["project"], anchor["created_at"], (kind, number), before=before, after=after, filters=filters
     )
     rows = []
     for item in items:
@@ -567,6 +567,8 @@ class HomeSource(StoreLinks):
                 continue  # in the index but no longer in the store (deleted since the last index run)
             if filters.machine is not None and row.get("machine") != filters.machine:
                 continue  # an index built before it kept machines filters on none: its hits are kept by their rows
+            if filters.misses(row):
+                continue  # a filter the index keeps no column for (core/filters.py): checked on the row
             row = {**row, "score": round(hit.score, 4)}
             if hit.line is not None and row["kind"] == "document":
                 row["line"] = hit.line

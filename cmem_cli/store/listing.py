@@ -35,35 +35,45 @@ class Listing(Repository):
         *,
         before: int,
         after: int,
-        machine: str | None = None,
+        filters: Filters | None = None,
     ) -> list[dict[str, Any]]:
         """Observations, prompts and summaries of ``project`` around ``anchor_time``, oldest first;
-        ``machine``: only what it wrote, and the anchor."""
+        ``filters``: only what they keep (prompts and summaries none when they are observation-only), and
+        the anchor."""
+        obs_where, obs_params = filters.sql("o") if filters is not None else ("1", [])
+        other_where, other_params = (
+            ("0", []) if filters is not None and filters.observation_only
+            else filters.sql("o", observations=False) if filters is not None
+            else ("1", [])
+        )  # fmt: skip
         union = (
             "SELECT 'observation' AS kind, id, created_at, type, title, session, agent, tokens, uid, machine, "
-            "invalidated FROM observations WHERE project = :p "
+            f"invalidated, ({obs_where}) AS keep FROM observations o WHERE project = ? "
             "UNION ALL SELECT 'prompt', id, created_at, NULL, text, session, agent, "
-            "(length(text) + 3) / 4, uid, machine, NULL FROM user_prompts WHERE project = :p "
+            f"(length(text) + 3) / 4, uid, machine, NULL, ({other_where}) FROM user_prompts o WHERE project = ? "
             "UNION ALL SELECT 'summary', id, created_at, NULL, "
             "coalesce(request, completed, learned, investigated, next_steps, notes), "
             "session, agent, (length(coalesce(request,'') || coalesce(investigated,'') || coalesce(learned,'') "
             "|| coalesce(completed,'') || coalesce(next_steps,'') || coalesce(notes,'')) + 3) / 4, uid, machine, "
-            "NULL FROM session_summaries WHERE project = :p"
+            f"NULL, ({other_where}) FROM session_summaries o WHERE project = ?"
         )
+        union_params = [*obs_params, project, *other_params, project, *other_params, project]
         kind_order = "CASE kind WHEN 'prompt' THEN 0 WHEN 'observation' THEN 1 ELSE 2 END"
         kind, ident = anchor_key
-        anchor_rank = "CASE :k WHEN 'prompt' THEN 0 WHEN 'observation' THEN 1 ELSE 2 END"
-        params = {"p": project, "t": anchor_time, "k": kind, "i": ident, "m": machine}
-        whose = "" if machine is None else " AND (machine = :m OR (kind = :k AND id = :i))"
+        anchor_rank = "CASE ? WHEN 'prompt' THEN 0 WHEN 'observation' THEN 1 ELSE 2 END"
+        whose, whose_params = "", []
+        if obs_where != "1" or other_where != "1":
+            whose, whose_params = " AND (keep OR (kind = ? AND id = ?))", [kind, ident]
+        columns = "kind, id, created_at, type, title, session, agent, tokens, uid, machine, invalidated"
         earlier = self.db.query(
-            f"SELECT * FROM ({union}) WHERE (created_at, {kind_order}, id) < (:t, {anchor_rank}, :i){whose} "
-            f"ORDER BY created_at DESC, {kind_order} DESC, id DESC LIMIT :n",
-            {**params, "n": before},
+            f"SELECT {columns} FROM ({union}) WHERE (created_at, {kind_order}, id) < (?, {anchor_rank}, ?){whose} "
+            f"ORDER BY created_at DESC, {kind_order} DESC, id DESC LIMIT ?",
+            [*union_params, anchor_time, kind, ident, *whose_params, before],
         )
         later = self.db.query(
-            f"SELECT * FROM ({union}) WHERE (created_at, {kind_order}, id) >= (:t, {anchor_rank}, :i){whose} "
-            f"ORDER BY created_at, {kind_order}, id LIMIT :n",
-            {**params, "n": after + 1},
+            f"SELECT {columns} FROM ({union}) WHERE (created_at, {kind_order}, id) >= (?, {anchor_rank}, ?){whose} "
+            f"ORDER BY created_at, {kind_order}, id LIMIT ?",
+            [*union_params, anchor_time, kind, ident, *whose_params, after + 1],
         )
         return list(reversed(earlier)) + later
 

@@ -8,7 +8,7 @@ shows that session whole, and ``--until`` alone shows the 30 days before it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from cmem_cli.core.errors import UsageError
 from cmem_cli.core.timeutil import parse_time, to_iso
@@ -35,7 +35,10 @@ class Scope(NamedTuple):
         return self.query.project or "all projects"
 
     def describe(self, since_iso: str | None) -> str:
-        """The filters in words, for the page's header (``since_iso``: where the window really starts)."""
+        """The filters in words, for the page's header (``since_iso``: where the window really starts);
+        every filter of the one table (:data:`cmem_cli.core.filters.FILTERS`) that is set is named."""
+        from cmem_cli.core.filters import FILTERS
+
         q = self.query
         parts = [f"project {q.project}" if q.project else "all projects"]
         if q.session:
@@ -44,19 +47,16 @@ class Scope(NamedTuple):
             parts.append(f"from {_minute(since_iso)} UTC")
         if q.until:
             parts.append(f"until {_minute(to_iso(_until_ms(q.until)) or q.until)} UTC")
-        if q.type:
-            parts.append("type " + ", ".join(q.type))
-        if q.concept:
-            parts.append("concept " + ", ".join(q.concept))
-        if q.file:
-            parts.append("file " + ", ".join(q.file))
-        if q.agent:
-            parts.append(f"agent {q.agent}")
-        if q.machine:
-            parts.append(f"machine {q.machine}")
+        for f in FILTERS:
+            value = getattr(q, f.name)
+            if f.name not in _SAID and value:
+                parts.append(f"{f.name} " + (", ".join(value) if f.many else str(value)))
         if q.text:
             parts.append(f"matching \u201c{q.text}\u201d")
         return " \u00b7 ".join(parts)
+
+
+_SAID = ("project", "session", "since", "until")  # said first, in their own words
 
 
 def _minute(iso: str) -> str:
@@ -71,6 +71,7 @@ def _until_ms(until: str) -> int:
 def resolve(query: Query, *, all_projects: bool = False, limit: int) -> Scope:
     """The page's filters from the command line's (a Query), with the default window filled in."""
     from cmem_cli.api import Query
+    from cmem_cli.core.filters import FILTERS
 
     if query.project and all_projects:
         raise UsageError("give --project or --all-projects, not both")
@@ -81,6 +82,7 @@ def resolve(query: Query, *, all_projects: bool = False, limit: int) -> Scope:
         end = _until_ms(query.until) if query.until else None
         since = to_iso(max(0, end - DEFAULT_DAYS * DAY_MS)) if end is not None else f"{DEFAULT_DAYS}d"
     words = query.text if query.text and query.text.strip() else None
-    return Scope(Query(words, since=since, project=query.project, type=query.type, concept=query.concept,
-                       file=query.file, agent=query.agent, machine=query.machine, session=query.session,
-                       until=query.until), limit)  # fmt: skip
+    kept: dict[str, Any] = {
+        f.name: getattr(query, f.name) for f in FILTERS
+    }  # every filter: none is left behind
+    return Scope(Query(words, **{**kept, "since": since}), limit)

@@ -64,6 +64,6 @@ def projects(as_json: JsonOpt = False, fmt: FormatOpt = None) -> None:
 
 
 def register(app: typer.Typer) -> None:
-    build.register(app, options.search_command(), options.TIMELINE, options.GET)
+    build.register(app, options.search_command(), options.timeline_command(), options.GET)
     app.command("stats")(stats)
     app.command("projects")(projects)
