@@ -6,7 +6,16 @@ import sys
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
+    try:
+        return _run(sys.argv[1:] if argv is None else argv)
+    finally:
+        if sys.dont_write_bytecode:  # then nothing writes cmem's bytecode: compile it once, detached
+            from cmem_cli.core.bytecode import compile_soon
+
+            compile_soon()
+
+
+def _run(args: list[str]) -> int:
     if args in (["--version"], ["-V"]):
         # Scripts and hooks call this constantly: answer without importing typer.
         from cmem_cli import __version__
