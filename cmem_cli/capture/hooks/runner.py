@@ -35,6 +35,10 @@ REPLAY_LIMIT = 50  # spooled events replayed per hook call, so one call never ta
 # The end of a turn or a session: what it wrote is indexed now, by a pass the hook starts and never waits for.
 TURN_ENDS = frozenset({"Stop", "SessionEnd"})
 PASSIVE_EVENTS = frozenset({"PreToolUse", "PreCompact", "Notification", "PermissionRequest", "SubagentStart"})
+# Events whose answer comes from the store: the agent waits for them. Every other event answers "go on"
+# and is recorded after the hook's process has exited (see :func:`_detach`).
+ANSWERING_EVENTS = frozenset({"SessionStart"})
+DETACH_SWITCH = "CMEM_HOOK_DETACH"
 
 
 def log_line(log_dir: Path, message: str) -> None:
@@ -102,8 +106,19 @@ def run(
             payload = parse_payload(raw, event_arg)
         event, session = payload.event, _shown(payload.session_id)
         output: dict[str, Any] | None = None
+        at: int | None = None
+        if event not in ANSWERING_EVENTS and event not in PASSIVE_EVENTS and _detaching(config):
+            # Nothing to answer but "go on": answer, then record the event in a child the agent does not
+            # wait for, stamped with the time of the call (the order of a session's events is kept).
+            if adapter is not None:
+                _answer(stdout, adapter.reply(payload.event, None))
+                adapter = None
+            from cmem_cli.core.timeutil import now_ms
+
+            at = now_ms()
+            _detach(stdout)
         try:
-            output = _dispatch(payload, config)
+            output = _dispatch(payload, config, at=at)
         except DatabaseBusy:
             # Not an error: waiting longer would slow the agent, and the event is kept, not lost.
             _spool(config, payload)
@@ -143,6 +158,42 @@ def run(
     if elapsed_ms > SLOW_MS:
         _log(log_dir, home, f"slow {event} session={session or '-'}: {elapsed_ms:.0f} ms")
     return 0
+
+
+def _detaching(config: Config) -> bool:
+    """Whether write-only events are recorded after the hook returns: yes unless ``CMEM_HOOK_DETACH=off``
+    or ``[hooks] detach = false`` (then the agent waits for the write, as a test may want)."""
+    import os
+
+    value = os.environ.get(DETACH_SWITCH)
+    if value is not None:
+        return value.strip().lower() not in ("off", "0", "false", "no")
+    setting = config.section("hooks").get("detach", True)
+    return setting is not False and str(setting).lower() not in ("off", "0", "false", "no")
+
+
+def _detach(stdout: IO[str]) -> None:
+    """Fork: the hook's own process exits now (the agent stops waiting: it waits for the process, not for
+    the write), the child goes on in a session of its own with its output nowhere. Where fork fails the
+    caller simply goes on in the foreground."""
+    import os
+
+    stdout.flush()
+    try:
+        pid = os.fork()
+    except (OSError, AttributeError):
+        return
+    if pid:  # the hook the agent started: done, without the interpreter's teardown
+        if sys.dont_write_bytecode:
+            from cmem_cli.core.bytecode import compile_soon
+
+            compile_soon()
+        os._exit(0)
+    os.setsid()  # no signal to the hook's process group (a timeout's kill) reaches the write
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(devnull, fd)
+    os.close(devnull)
 
 
 def _shown(session: str | None) -> str | None:
