@@ -27,6 +27,12 @@ def _run(args: list[str]) -> int:
         from cmem_cli.capture.hooks.runner import main as hook_main
 
         return hook_main(args[1:])
+    if args == ["mcp"]:
+        # MCP clients start this with every session and wait for its first answer: skip typer.
+        from cmem_cli.cli.guard import run_guarded
+        from cmem_cli.mcp.front import main as mcp_main
+
+        return run_guarded(mcp_main)
     from cmem_cli.cli.fast import try_run
 
     code = try_run(args)  # search/timeline/get without typer when the line is simple; None otherwise

@@ -23,7 +23,7 @@ def package_dirs() -> list[Path]:
     """The folders of cmem's three packages, wherever they are installed (without importing them)."""
     from importlib.util import find_spec
 
-    dirs = []
+    dirs: list[Path] = []
     for name in PACKAGES:
         spec = find_spec(name)
         if spec is not None and spec.submodule_search_locations:
