@@ -10,9 +10,9 @@ def main(argv: list[str] | None = None) -> int:
         return _run(sys.argv[1:] if argv is None else argv)
     finally:
         if sys.dont_write_bytecode:  # then nothing writes cmem's bytecode: compile it once, detached
-            from cmem_cli.core.bytecode import compile_soon
+            from cmem_cli import compile_if_missing
 
-            compile_soon()
+            compile_if_missing()
 
 
 def _run(args: list[str]) -> int:
@@ -30,9 +30,10 @@ def _run(args: list[str]) -> int:
     if args == ["mcp"]:
         # MCP clients start this with every session and wait for its first answer: skip typer.
         from cmem_cli.cli.guard import run_guarded
-        from cmem_cli.mcp.front import main as mcp_main
+        from cmem_cli.cli.invocation import current_config
+        from cmem_cli.mcp.front import start
 
-        return run_guarded(mcp_main)
+        return run_guarded(lambda: start(current_config()))
     from cmem_cli.cli.fast import try_run
 
     code = try_run(args)  # search/timeline/get without typer when the line is simple; None otherwise

@@ -70,21 +70,11 @@ def compile_packages(dirs: list[Path] | None = None) -> int:
 
 
 def compile_soon() -> None:
-    """After a command ran with ``PYTHONDONTWRITEBYTECODE`` set: when one of cmem's loaded modules had no
-    current bytecode, start a detached compile of the packages (once; later runs find it done). A stat or
-    two per loaded module; never raises, never waits."""
+    """Start a detached compile of cmem's packages (a command found one of its modules without current
+    bytecode: :func:`cmem_cli.compile_if_missing`); later runs find it done. Never raises, never waits."""
     if not sys.dont_write_bytecode or os.environ.get("CMEM_COMPILE") == "off":
         return
     try:
-        missing = False
-        for name, module in list(sys.modules.items()):
-            if name.partition(".")[0] in PACKAGES:
-                origin = getattr(getattr(module, "__spec__", None), "origin", None)
-                if origin and origin.endswith(".py") and not _current(origin):
-                    missing = True
-                    break
-        if not missing:
-            return
         devnull = os.open(os.devnull, os.O_RDWR)
         try:
             os.posix_spawn(

@@ -197,13 +197,6 @@ def start(config: Config) -> int:
     return serve(config)
 
 
-def main() -> int:
-    """`cmem mcp` without typer (what clients start: ``cmem mcp``, nothing else on the line)."""
-    from cmem_cli.cli.invocation import current_config
-
-    return start(current_config())
-
-
 def serve(config: Config, wire: Wire | None = None) -> int:
     """Serve MCP on stdin/stdout until the client closes stdin."""
     wire = wire or Wire()

@@ -107,7 +107,17 @@ def run(
         event, session = payload.event, _shown(payload.session_id)
         output: dict[str, Any] | None = None
         at: int | None = None
-        if event not in ANSWERING_EVENTS and event not in PASSIVE_EVENTS and _detaching(config):
+        answered = False
+        if event == "SessionStart" and payload.session_id and _detaching(config):
+            # The briefing is read from the store alone and answered; the session is recorded after exit.
+            output = _briefing_first(payload, config)
+            _answer(stdout, adapter.reply(payload.event, output) if adapter is not None else output)
+            adapter, output, answered = None, None, True
+            from cmem_cli.core.timeutil import now_ms
+
+            at = now_ms()
+            _detach(stdout)
+        elif event not in ANSWERING_EVENTS and event not in PASSIVE_EVENTS and _detaching(config):
             # Nothing to answer but "go on": answer, then record the event in a child the agent does not
             # wait for, stamped with the time of the call (the order of a session's events is kept).
             if adapter is not None:
@@ -118,7 +128,7 @@ def run(
             at = now_ms()
             _detach(stdout)
         try:
-            output = _dispatch(payload, config, at=at)
+            output = _dispatch(payload, config, at=at, answered=answered)
         except DatabaseBusy:
             # Not an error: waiting longer would slow the agent, and the event is kept, not lost.
             _spool(config, payload)
@@ -185,9 +195,9 @@ def _detach(stdout: IO[str]) -> None:
         return
     if pid:  # the hook the agent started: done, without the interpreter's teardown
         if sys.dont_write_bytecode:
-            from cmem_cli.core.bytecode import compile_soon
+            from cmem_cli import compile_if_missing
 
-            compile_soon()
+            compile_if_missing()
         os._exit(0)
     os.setsid()  # no signal to the hook's process group (a timeout's kill) reaches the write
     devnull = os.open(os.devnull, os.O_RDWR)
@@ -266,12 +276,17 @@ def _replay_spooled(config: Config, log_dir: Path, limit: int = REPLAY_LIMIT) ->
 
 
 def _dispatch(
-    payload: HookPayload, config: Config, at: int | None = None, mem: Memory | None = None
+    payload: HookPayload,
+    config: Config,
+    at: int | None = None,
+    mem: Memory | None = None,
+    answered: bool = False,
 ) -> dict[str, Any] | None:
     """Record one event; returns the JSON answer for Claude Code, if the event has one.
 
-    ``at`` is the original time of a replayed event; ``mem`` an open write service to use (a replay's,
-    inside its transaction) instead of opening one."""
+    ``at`` is the original time of a replayed event (or of a detached one); ``mem`` an open write service to
+    use (a replay's, inside its transaction) instead of opening one; ``answered``: SessionStart's briefing
+    was answered already (:func:`_briefing_first`), only the session is to be recorded."""
     from cmem_cli.api import excluded_project
     from cmem_cli.core.config import default_project
 
@@ -305,7 +320,7 @@ def _dispatch(
         capture = Capture(mem, rules)
         if payload.event == "SessionStart":
             capture.start_session(where)
-            return _session_start(mem, project, payload, config, rules)
+            return None if answered else _session_start(mem, project, payload, config, rules)
         if payload.event == "UserPromptSubmit":
             if payload.prompt:
                 capture.prompt(where, payload.prompt, created_at=at)
@@ -338,6 +353,30 @@ def _dispatch(
         else:  # SubagentStop and events added to Claude Code later: the session is alive
             capture.start_session(where)
     return None
+
+
+def _briefing_first(payload: HookPayload, config: Config) -> dict[str, Any] | None:
+    """SessionStart's answer before anything is written: the session handed to the agent's shell and the
+    briefing read from the store alone (no write service, no exporter); the caller records the session
+    after the agent stopped waiting. None where the project is excluded or the briefing is off."""
+    from cmem_cli.api import Memory, excluded_project
+    from cmem_cli.capture.hooks.rules import rules_from_config
+    from cmem_cli.core.config import default_project
+
+    project = default_project(payload.cwd)
+    if excluded_project(project, config):
+        return None
+    rules = rules_from_config(config.section("hooks"))
+    _hand_session_to_shell(payload, config)
+    if not rules.context_on_start:
+        return None
+    current = payload.session_id if payload.source in (None, "startup", "clear") else None
+    with Memory(config=config) as mem:
+        keyed = mem.project_here(payload.cwd)
+        if keyed != project and excluded_project(keyed, config):
+            return None
+        text = mem.recorder.briefing_text(keyed, budget=rules.context_budget, exclude_session=current)
+    return {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}}
 
 
 def _hand_session_to_shell(payload: HookPayload, config: Config) -> None:
