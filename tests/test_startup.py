@@ -58,6 +58,7 @@ def loaded(tmp_path: Path, *args: str, stdin: str = "") -> set[str]:
         capture_output=True,
         text=True,
         timeout=60,
+        env={**os.environ, "CMEM_FAST_EXIT": "off"},  # a read ends without teardown (and this finally)
     )
     assert result.returncode in (0, 10), result.stderr  # 10: a search that found nothing
     return set(out.read_text().split())

@@ -78,8 +78,10 @@ def run(
     stdin: IO[bytes] | None = None,
     stdout: IO[str] | None = None,
     config: Config | None = None,
+    detach: bool = False,
 ) -> int:
-    """Handle one hook call; the exit status is always 0. ``config`` is given when typer already loaded it."""
+    """Handle one hook call; the exit status is always 0. ``config`` is given when typer already loaded it;
+    ``detach``: the call is a process of its own, which may record the event after it exits."""
     started = time.perf_counter()
     stdin = stdin if stdin is not None else sys.stdin.buffer
     stdout = stdout if stdout is not None else sys.stdout
@@ -108,7 +110,7 @@ def run(
         output: dict[str, Any] | None = None
         at: int | None = None
         answered = False
-        if event == "SessionStart" and payload.session_id and _detaching(config):
+        if event == "SessionStart" and payload.session_id and detach and _detaching(config):
             # The briefing is read from the store alone and answered; the session is recorded after exit.
             output = _briefing_first(payload, config)
             _answer(stdout, adapter.reply(payload.event, output) if adapter is not None else output)
@@ -117,7 +119,7 @@ def run(
 
             at = now_ms()
             _detach(stdout)
-        elif event not in ANSWERING_EVENTS and event not in PASSIVE_EVENTS and _detaching(config):
+        elif detach and event not in ANSWERING_EVENTS and event not in PASSIVE_EVENTS and _detaching(config):
             # Nothing to answer but "go on": answer, then record the event in a child the agent does not
             # wait for, stamped with the time of the call (the order of a session's events is kept).
             if adapter is not None:
@@ -417,5 +419,6 @@ def _session_start(
     return {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": context}}
 
 
-def main(args: list[str]) -> int:
-    return run(args)
+def main(args: list[str], *, detach: bool = False) -> int:
+    """``detach``: this is the hook's own process (not a caller's function call), so it may fork."""
+    return run(args, detach=detach)
