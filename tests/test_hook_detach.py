@@ -93,3 +93,29 @@ def test_turn_end_and_session_start_keep_their_order(home, project):
     start = payload("SessionStart", "s-3", project, source="startup")
     answer = json.loads(hook(project, "SessionStart", data=start).stdout)  # answered from the store
     assert "Retries back off." in answer["hookSpecificOutput"]["additionalContext"]
+
+
+def test_detach_false_in_the_config_makes_the_hook_write_before_it_exits(home, project, tmp_path):
+    config = tmp_path / "config" / "cmem" / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text("[hooks]\ndetach = false\nbusy_timeout_ms = 0\n")
+    locker = apsw.Connection(str(home / "cmem.db"))
+    locker.execute("BEGIN IMMEDIATE")
+    try:
+        data = tool_payload("s-4", project, "Bash", {"command": "make"}, {"stdout": "built"})
+        env = {k: v for k, v in os.environ.items() if k != "CMEM_HOOK_DETACH"}
+        result = subprocess.run(
+            [sys.executable, "-m", "cmem_cli", "hook", "PostToolUse"],
+            input=json.dumps(data),
+            env=env,
+            cwd=project,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert result.returncode == 0
+        # written (here: spooled, the store being locked) by the time the hook's process ended
+        assert len(list((home / "spool").glob("*"))) == 1
+    finally:
+        locker.execute("ROLLBACK")
+        locker.close()
