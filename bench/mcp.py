@@ -61,12 +61,15 @@ def _read(proc: subprocess.Popen[bytes], want_id: int) -> dict:
             return message
 
 
-def first_answers(env: dict[str, str], query: str) -> tuple[float, float, dict]:
-    """(seconds to the initialize answer, seconds to the first search answer, that answer)."""
+def first_answers(
+    env: dict[str, str], query: str, python: str = sys.executable, listed: list[float] | None = None
+) -> tuple[float, float, dict]:
+    """(seconds to the initialize answer, seconds to the first search answer, that answer); the seconds to
+    the `tools/list` answer are appended to ``listed``."""
     start = time.perf_counter()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "cmem_cli", "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL, env=env,
+        [python, "-m", "cmem_cli", "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL, env=env, cwd=env["CMEM_HOME"],  # not the checkout: its cmem_cli
     )  # fmt: skip
     try:
         _send(proc, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
@@ -74,6 +77,10 @@ def first_answers(env: dict[str, str], query: str) -> tuple[float, float, dict]:
         _read(proc, 1)
         initialized = time.perf_counter() - start
         _send(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+        _send(proc, {"jsonrpc": "2.0", "id": 3, "method": "tools/list"})
+        _read(proc, 3)
+        if listed is not None:
+            listed.append(time.perf_counter() - start)
         _send(proc, {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
                      "params": {"name": "search", "arguments": {"query": query, "limit": 10}}})  # fmt: skip
         answer = _read(proc, 2)
@@ -91,7 +98,7 @@ def cli_search(env: dict[str, str], query: str, *extra: str) -> tuple[float, str
     start = time.perf_counter()
     out = subprocess.run(
         [sys.executable, "-m", "cmem_cli", "search", query, "--limit", "10", *extra],
-        capture_output=True, text=True, env=env, check=True,
+        capture_output=True, text=True, env=env, check=False, cwd=env["CMEM_HOME"],  # 10: no match
     ).stdout  # fmt: skip
     return time.perf_counter() - start, out
 
@@ -106,19 +113,33 @@ def main() -> None:
     )
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--data", type=Path, default=DATA)
+    parser.add_argument(
+        "--baseline-python",
+        help="another installation's interpreter (its own `pip install -e`): each run of `cmem mcp` is paired "
+        "with one of it, alternately, and the ratios of the pairs are printed",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="cmem-bench-mcp-") as tmp:
         home = Path(tmp) / "home"
         count = seed(home, args.data)
-        env = {**os.environ, "CMEM_HOME": str(home), "CMEM_EMBED_MODEL": "none", "PYTHONPATH": str(REPO)}
+        env = {**os.environ, "CMEM_HOME": str(home), "CMEM_EMBED_MODEL": "none"}
+        if not args.baseline_python:
+            env["PYTHONPATH"] = str(REPO)
         first_answers(env, "warm-up")  # bytecode caches written, as in a normal install
         cli_search(env, "warm-up")
-        init_times, search_times, cli_times = [], [], []
+        init_times, search_times, cli_times, list_times = [], [], [], []
+        base: dict[str, list[float]] = {"init": [], "list": [], "search": []}
         for i in range(args.runs):
-            initialized, searched, _ = first_answers(env, QUERIES[i % len(QUERIES)])
+            initialized, searched, _ = first_answers(env, QUERIES[i % len(QUERIES)], listed=list_times)
             init_times.append(initialized)
             search_times.append(searched)
             cli_times.append(cli_search(env, QUERIES[i % len(QUERIES)])[0])
+            if args.baseline_python:
+                initialized, searched, _ = first_answers(
+                    env, QUERIES[i % len(QUERIES)], args.baseline_python, listed=base["list"]
+                )
+                base["init"].append(initialized)
+                base["search"].append(searched)
 
         rows = {
             "mcp text": [0, 0],
@@ -144,8 +165,19 @@ def main() -> None:
     print(f"{count} observations (MADial), {args.runs} runs, medians; keyword search (no index)\n")
     print("| measure | median |\n|---|---|")
     print(f"| `cmem mcp`: spawn -> `initialize` answered | {ms(init_times)} |")
+    print(f"| `cmem mcp`: spawn -> `tools/list` answered | {ms(list_times)} |")
     print(f"| `cmem mcp`: spawn -> first `search` answered | {ms(search_times)} |")
     print(f"| `cmem search` whole process (for scale) | {ms(cli_times)} |")
+    if args.baseline_python:
+        print(f"\nPaired with {args.baseline_python} (this / baseline, median of the {args.runs} pairs):\n")
+        print("| measure | baseline median | ratio |\n|---|---|---|")
+        for name, mine, theirs in (
+            ("initialize", init_times, base["init"]),
+            ("tools/list", list_times, base["list"]),
+            ("first search", search_times, base["search"]),
+        ):
+            ratio = statistics.median(a / b for a, b in zip(mine, theirs, strict=True))
+            print(f"| {name} | {ms(theirs)} | {ratio:.2f} |")
     print(f"\n{len(QUERIES)} queries, limit 10\n")
     print("| output | tokens per row |\n|---|---|")
     for name, (total, hits) in rows.items():

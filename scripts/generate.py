@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Regenerate every generated file from the typer app: shell completions, the man page, the CLI reference,
-and the option table of the fast CLI path.
+and the option table of the fast CLI path; and the MCP SDK's handshake answers `cmem mcp` gives first.
 
     python scripts/generate.py            # rewrite completions/, man/cmem.1, docs/cli.md
     python scripts/generate.py --check    # exit 1 and name the stale files (what the test suite runs)
@@ -18,6 +18,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from cmem_cli.cli.clidocs import Cmd, _all, bash, build_tree, fish, man, zsh  # noqa: E402
+from cmem_cli.mcp import handshake  # noqa: E402
 
 
 def reference(tree: Cmd) -> str:
@@ -59,6 +60,7 @@ def outputs() -> dict[Path, str]:
         REPO / "completions" / "cmem.fish": fish(tree),
         REPO / "man" / "cmem.1": man(tree),
         REPO / "docs" / "cli.md": reference(tree),
+        REPO / "cmem_cli" / "mcp" / "handshake.json": handshake.text(handshake.record()),
     }
 
 

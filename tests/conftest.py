@@ -25,6 +25,9 @@ REPO = Path(__file__).resolve().parent.parent
 # Writes start no background index pass in the tests (a detached process outliving its test's home); the
 # tests of that pass turn it on for their own processes (tests/test_fresh_index.py).
 os.environ["CMEM_INDEX_BACKGROUND"] = "off"
+# Hooks record their event in the foreground, so that a test reads what the hook wrote as soon as it exits;
+# tests/test_hook_detach.py turns the detached write on for its own processes.
+os.environ["CMEM_HOOK_DETACH"] = "off"
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -397,3 +398,48 @@ def test_invalidate_and_restore_take_a_memory_out_of_search_and_back(home):
     assert out["restore"].structured_content["invalidated"] is None
     assert [h["id"] for h in out["back"].structured_content["hits"]] == [1]
     assert out["unknown"].is_error and "99" in text_of(out["unknown"])
+
+
+def test_the_handshake_is_answered_without_waiting_for_the_sdk(home, tmp_path):
+    """An SDK that never finishes importing (a stand-in `mcp` package that sleeps) does not hold up
+    `initialize`, `tools/list` or `ping`: their answers are the SDK's own, recorded (handshake.json)."""
+    from cmem_cli.mcp.handshake import load
+
+    slow = tmp_path / "slow-sdk" / "mcp"
+    slow.mkdir(parents=True)
+    (slow / "__init__.py").write_text("import time\ntime.sleep(120)\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(slow.parent), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cmem_cli", "mcp"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=env,
+        text=True,
+    )
+    client = {"name": "test", "version": "1"}
+    requests = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+         "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": client}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": "two", "method": "tools/list"},
+        {"jsonrpc": "2.0", "id": 3, "method": "ping"},
+    ]  # fmt: skip
+    try:
+        answers = []
+        for request in requests:
+            proc.stdin.write(json.dumps(request) + "\n")
+            proc.stdin.flush()
+            if "id" in request:
+                answers.append(json.loads(proc.stdout.readline()))
+    finally:
+        proc.kill()
+        proc.wait()
+    recorded = load()["2025-06-18"]
+    assert answers == [
+        {"jsonrpc": "2.0", "id": 1, "result": recorded["initialize"]},
+        {"jsonrpc": "2.0", "id": "two", "result": recorded["tools/list"]},
+        {"jsonrpc": "2.0", "id": 3, "result": {}},
+    ]
+    assert recorded["initialize"]["protocolVersion"] == "2025-06-18"
+    assert {tool["name"] for tool in recorded["tools/list"]["tools"]} == TOOLS

@@ -9,6 +9,7 @@ loaded are read when it exits: a module imported late, by name, counts too.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -57,6 +58,7 @@ def loaded(tmp_path: Path, *args: str, stdin: str = "") -> set[str]:
         capture_output=True,
         text=True,
         timeout=60,
+        env={**os.environ, "CMEM_FAST_EXIT": "off"},  # a read ends without teardown (and this finally)
     )
     assert result.returncode in (0, 10), result.stderr  # 10: a search that found nothing
     return set(out.read_text().split())
@@ -105,3 +107,52 @@ def test_a_hook_loads_no_search_and_no_cli(tmp_path, project, event, data):
     assert "cmem_cli.capture.hooks.runner" in modules  # it ran the hook
     unexpected = (NOT_WRITTEN | SEARCH_ONLY | HEAVY | {"cmem_cli.cli.options", "cmem_cli.cli.fast"}) & modules
     assert unexpected == set()
+
+
+def imported_before_exit(tmp_path: Path, cwd: Path, *args: str, stdin: str) -> set[str]:
+    """The modules the process the agent waits for imported (``-X importtime`` writes each to stderr as it
+    loads; a detached child's stderr goes nowhere)."""
+    env = {**os.environ, "CMEM_HOOK_DETACH": "on"}
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "cmem_cli", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        cwd=cwd,
+    )
+    assert result.returncode == 0, result.stderr
+    return {line.rsplit("|", 1)[-1].strip() for line in result.stderr.splitlines() if "|" in line}
+
+
+WRITE_PATH = {"apsw", "cmem_cli.api", "cmem_cli.services.writes", "cmem_cli.store.repository", "cmem_export"}
+
+
+@pytest.mark.parametrize(
+    ("event", "data"),
+    [
+        (
+            "PostToolUse",
+            lambda cwd: tool_payload("s-1", cwd, "Bash", {"command": "pytest -q"}, {"stdout": "ok"}),
+        ),
+        ("UserPromptSubmit", lambda cwd: payload("UserPromptSubmit", "s-1", cwd, prompt="Why retries?")),
+        ("Stop", lambda cwd: payload("Stop", "s-1", cwd, stop_hook_active=False)),
+    ],
+)
+def test_a_hook_with_nothing_to_answer_returns_before_loading_the_store(tmp_path, project, event, data):
+    """A prompt has something to answer while prompt recall is on (docs/recall.md): here it is off."""
+    config = tmp_path / "config" / "cmem" / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text("[recall]\nprompt = false\n")
+    modules = imported_before_exit(tmp_path, project, "hook", event, stdin=json.dumps(data(project)))
+    assert "cmem_cli.capture.hooks.runner" in modules  # it ran the hook
+    assert (WRITE_PATH | SEARCH_ONLY | HEAVY | {"cmem_cli.cli.options"}) & modules == set()
+
+
+def test_a_prompt_hook_that_may_recall_loads_no_model_index_or_cli(tmp_path, project):
+    """Prompt recall answers from the store's keyword index alone: no model, no vector index, no typer."""
+    data = payload("UserPromptSubmit", "s-1", project, prompt="Why retries?")
+    modules = imported_before_exit(tmp_path, project, "hook", "UserPromptSubmit", stdin=json.dumps(data))
+    assert "cmem_cli.capture.hooks.recall" in modules  # recall was asked
+    assert (HEAVY | {"cmem_cli.cli.options", "cmem_index.hybrid"}) & modules == set()

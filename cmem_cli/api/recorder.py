@@ -85,8 +85,10 @@ class Recorder:
 
         if budget < 1:
             raise InvalidInput("budget must be at least 1 token")
+        # the write service's store when it is open, else the store alone (a SessionStart that answers
+        # before it writes opens no exporter)
         return build_context(
-            self._memory.service.store, project, budget=budget, exclude_session=exclude_session
+            self._memory.reader.store, project, budget=budget, exclude_session=exclude_session
         ).text
 
     def recall(

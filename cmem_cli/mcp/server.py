@@ -502,7 +502,8 @@ def build_server(config: Config) -> tuple[CmemMCPServer, Tools]:
 
 
 def serve(config: Config) -> int:
-    """Serve MCP on stdin/stdout until the client closes stdin."""
+    """Serve MCP on stdin/stdout until the client closes stdin: the SDK's server alone (``CMEM_MCP_FRONT=off``;
+    `cmem mcp` itself starts with :mod:`cmem_cli.mcp.front`, which answers the handshake first)."""
     server, tools = build_server(config)
     try:
         server.run("stdio")

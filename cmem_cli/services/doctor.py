@@ -162,8 +162,33 @@ def run_checks(memory: WriteService, *, fix: bool = False) -> dict[str, Any]:
         if name == NOT_ADOPTED:
             check["reasons"] = [why for _, why in shown]
         checks.append(check)
-    ok = all(c["status"] in ("ok", "fixed") for c in checks)
+    checks.append(bytecode_check(fix=fix))
+    ok = all(c["status"] in ("ok", "fixed", "warn") for c in checks)
     return {"ok": ok, "checks": checks}
+
+
+def bytecode_check(*, fix: bool = False) -> dict[str, Any]:
+    """Whether every start-up pays for compiling cmem: Python never writes bytecode where
+    ``PYTHONDONTWRITEBYTECODE`` is set, so an editable install then compiles its modules on every run. A
+    warning, not a failure (nothing is wrong with the memory); ``--fix`` compiles them."""
+    import sys
+
+    from cmem_cli.core.bytecode import compile_packages, stale_modules
+
+    stale = stale_modules()
+    if not stale:
+        return {"name": "bytecode", "status": "ok", "detail": "cmem's modules are compiled"}
+    if fix and not compile_packages() and not stale_modules():
+        return {"name": "bytecode", "status": "fixed", "detail": f"compiled {len(stale)} module(s)"}
+    if not sys.dont_write_bytecode:
+        detail = f"{len(stale)} module(s) not compiled yet; Python writes their bytecode on their next import"
+        return {"name": "bytecode", "status": "ok", "detail": detail}
+    return {
+        "name": "bytecode",
+        "status": "warn",
+        "detail": f"{len(stale)} of cmem's modules have no current bytecode and PYTHONDONTWRITEBYTECODE is "
+        "set: every start-up compiles them (about twice as slow); run `cmem doctor --fix` or `cmem install`",
+    }
 
 
 def team_checks(memory: WriteService) -> list[dict[str, Any]]:

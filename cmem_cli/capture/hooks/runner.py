@@ -38,6 +38,10 @@ PASSIVE_EVENTS = frozenset({"PreToolUse", "PreCompact", "Notification", "Permiss
 # Tools after which file recall may answer (capture/hooks/recall.py maps each to its path argument).
 RECALL_TOOLS = frozenset({"Read", "Edit", "MultiEdit", "Write", "NotebookEdit", "NotebookRead"})
 STARTED: list[float | None] = [None]  # when this hook call began: recall injects nothing past its budget
+# Events whose answer comes from the store: the agent waits for them. Every other event answers "go on"
+# and is recorded after the hook's process has exited (see :func:`_detach`).
+ANSWERING_EVENTS = frozenset({"SessionStart"})
+DETACH_SWITCH = "CMEM_HOOK_DETACH"
 
 
 def log_line(log_dir: Path, message: str) -> None:
@@ -77,8 +81,10 @@ def run(
     stdin: IO[bytes] | None = None,
     stdout: IO[str] | None = None,
     config: Config | None = None,
+    detach: bool = False,
 ) -> int:
-    """Handle one hook call; the exit status is always 0. ``config`` is given when typer already loaded it."""
+    """Handle one hook call; the exit status is always 0. ``config`` is given when typer already loaded it;
+    ``detach``: the call is a process of its own, which may record the event after it exits."""
     started = time.perf_counter()
     STARTED[0] = started
     stdin = stdin if stdin is not None else sys.stdin.buffer
@@ -106,8 +112,35 @@ def run(
             payload = parse_payload(raw, event_arg)
         event, session = payload.event, _shown(payload.session_id)
         output: dict[str, Any] | None = None
+        at: int | None = None
+        answered = False
+        if event == "SessionStart" and payload.session_id and detach and _detaching(config):
+            # The briefing is read from the store alone and answered; the session is recorded after exit.
+            output = _briefing_first(payload, config)
+            _answer(stdout, adapter.reply(payload.event, output) if adapter is not None else output)
+            adapter, output, answered = None, None, True
+            from cmem_cli.core.timeutil import now_ms
+
+            at = now_ms()
+            _detach(stdout)
+        elif (
+            detach
+            and event not in ANSWERING_EVENTS
+            and event not in PASSIVE_EVENTS
+            and _detaching(config)
+            and not _recalls(payload, config)
+        ):
+            # Nothing to answer but "go on": answer, then record the event in a child the agent does not
+            # wait for, stamped with the time of the call (the order of a session's events is kept).
+            if adapter is not None:
+                _answer(stdout, adapter.reply(payload.event, None))
+                adapter = None
+            from cmem_cli.core.timeutil import now_ms
+
+            at = now_ms()
+            _detach(stdout)
         try:
-            output = _dispatch(payload, config)
+            output = _dispatch(payload, config, at=at, answered=answered)
         except DatabaseBusy:
             # Not an error: waiting longer would slow the agent, and the event is kept, not lost.
             _spool(config, payload)
@@ -147,6 +180,56 @@ def run(
     if elapsed_ms > SLOW_MS:
         _log(log_dir, home, f"slow {event} session={session or '-'}: {elapsed_ms:.0f} ms")
     return 0
+
+
+def _recalls(payload: HookPayload, config: Config) -> bool:
+    """Whether recall may answer this event (a prompt, a file read or edited): the agent then waits for the
+    answer, so the event is recorded before it, not by a detached child (docs/recall.md)."""
+    if payload.event == "UserPromptSubmit" and payload.prompt:
+        point = "prompt"
+    elif payload.event == "PostToolUse" and payload.tool_name in RECALL_TOOLS:
+        point = "file"
+    else:
+        return False
+    from cmem_cli.core.recall_settings import recall_settings
+
+    return recall_settings(config.section("recall"), payload.agent).enabled(point)
+
+
+def _detaching(config: Config) -> bool:
+    """Whether write-only events are recorded after the hook returns: yes unless ``CMEM_HOOK_DETACH=off``
+    or ``[hooks] detach = false`` (then the agent waits for the write, as a test may want)."""
+    import os
+
+    value = os.environ.get(DETACH_SWITCH)
+    if value is not None:
+        return value.strip().lower() not in ("off", "0", "false", "no")
+    setting = config.section("hooks").get("detach", True)
+    return setting is not False and str(setting).lower() not in ("off", "0", "false", "no")
+
+
+def _detach(stdout: IO[str]) -> None:
+    """Fork: the hook's own process exits now (the agent stops waiting: it waits for the process, not for
+    the write), the child goes on in a session of its own with its output nowhere. Where fork fails the
+    caller simply goes on in the foreground."""
+    import os
+
+    stdout.flush()
+    try:
+        pid = os.fork()
+    except (OSError, AttributeError):
+        return
+    if pid:  # the hook the agent started: done, without the interpreter's teardown
+        if sys.dont_write_bytecode:
+            from cmem_cli import compile_if_missing
+
+            compile_if_missing()
+        os._exit(0)
+    os.setsid()  # no signal to the hook's process group (a timeout's kill) reaches the write
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(devnull, fd)
+    os.close(devnull)
 
 
 def _shown(session: str | None) -> str | None:
@@ -219,17 +302,23 @@ def _replay_spooled(config: Config, log_dir: Path, limit: int = REPLAY_LIMIT) ->
 
 
 def _dispatch(
-    payload: HookPayload, config: Config, at: int | None = None, mem: Memory | None = None
+    payload: HookPayload,
+    config: Config,
+    at: int | None = None,
+    mem: Memory | None = None,
+    answered: bool = False,
 ) -> dict[str, Any] | None:
     """Record one event; returns the JSON answer for Claude Code, if the event has one.
 
-    ``at`` is the original time of a replayed event; ``mem`` an open write service to use (a replay's,
-    inside its transaction) instead of opening one."""
+    ``at`` is the original time of a replayed event (or of a detached one); ``mem`` an open write service to
+    use (a replay's, inside its transaction) instead of opening one; ``answered``: SessionStart's briefing
+    was answered already (:func:`_briefing_first`), only the session is to be recorded."""
     from cmem_cli.api import excluded_project
     from cmem_cli.core.config import default_project
 
     if payload.event in PASSIVE_EVENTS:
         return None
+    replayed = mem is not None  # a spooled event replayed inside the replay's transaction
     # The repository's short name, before the store is opened: an excluded project opens nothing.
     project = default_project(payload.cwd)
     if excluded_project(project, config):
@@ -257,13 +346,16 @@ def _dispatch(
         where = Where(session=payload.session_id, project=project, agent=payload.agent)
         capture = Capture(mem, rules)
         if payload.event == "FileChanged":  # a file the session watches changed: nothing to record
-            if at is None:
+            if not replayed:
                 from cmem_cli.capture.hooks.recall import file_changed
 
                 file_changed(mem, payload, project, config)
             return None
         if payload.event == "SessionStart":
             capture.start_session(where)
+            capture.start_session(where)
+            if answered:  # the briefing went out before the session was recorded (_briefing_first)
+                return None
             answer = _session_start(mem, project, payload, config, rules)
             if at is None:
                 from cmem_cli.capture.hooks.recall import with_watch_paths
@@ -317,6 +409,33 @@ def _recall(mem: Memory, payload: HookPayload, project: str, config: Config) -> 
     return answer(mem, payload, project, config, STARTED[0])
 
 
+def _briefing_first(payload: HookPayload, config: Config) -> dict[str, Any] | None:
+    """SessionStart's answer before anything is written: the session handed to the agent's shell and the
+    briefing read from the store alone (no write service, no exporter); the caller records the session
+    after the agent stopped waiting. None where the project is excluded or the briefing is off."""
+    from cmem_cli.api import Memory, excluded_project
+    from cmem_cli.capture.hooks.rules import rules_from_config
+    from cmem_cli.core.config import default_project
+
+    project = default_project(payload.cwd)
+    if excluded_project(project, config):
+        return None
+    rules = rules_from_config(config.section("hooks"))
+    _hand_session_to_shell(payload, config)
+    current = payload.session_id if payload.source in (None, "startup", "clear") else None
+    with Memory(config=config) as mem:
+        keyed = mem.project_here(payload.cwd)
+        if keyed != project and excluded_project(keyed, config):
+            return None
+        answer: dict[str, Any] | None = None
+        if rules.context_on_start:
+            text = mem.recorder.briefing_text(keyed, budget=rules.context_budget, exclude_session=current)
+            answer = {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}}
+        from cmem_cli.capture.hooks.recall import with_watch_paths
+
+        return with_watch_paths(mem, payload, keyed, config, answer)
+
+
 def _hand_session_to_shell(payload: HookPayload, config: Config) -> None:
     """Export the session and agent to the agent's shell commands (``CLAUDE_ENV_FILE``, Codex's
     ``CODEX_ENV_FILE``), so the notes it records with `cmem add` join this session; a failure is logged,
@@ -355,5 +474,6 @@ def _session_start(
     return {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": context}}
 
 
-def main(args: list[str]) -> int:
-    return run(args)
+def main(args: list[str], *, detach: bool = False) -> int:
+    """``detach``: this is the hook's own process (not a caller's function call), so it may fork."""
+    return run(args, detach=detach)

@@ -8,6 +8,7 @@ speed); it is registered here too so that it shows in ``--help``, completions an
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -252,6 +253,18 @@ def install(
 
     for message in apply(changes):
         write(message + "\n")
+    if not uninstall:
+        _compile_bytecode()
+
+
+def _compile_bytecode() -> None:
+    """The hooks just installed start cmem on every tool call: make sure none of them compiles it from
+    source (an editable install where PYTHONDONTWRITEBYTECODE is set would, every time)."""
+    from cmem_cli.core.bytecode import compile_packages, stale_modules
+
+    stale = stale_modules()
+    if stale and not compile_packages():
+        print(f"cmem: compiled {len(stale)} of cmem's modules, so that its hooks start fast", file=sys.stderr)
 
 
 def _detect(as_json: bool) -> None:

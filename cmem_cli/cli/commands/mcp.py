@@ -9,9 +9,9 @@ from cmem_cli.cli.invocation import current_config
 
 def mcp() -> None:
     """Run an MCP server on stdin/stdout (tools: search, timeline, get, remember, context). No network port."""
-    from cmem_cli.mcp.server import serve
+    from cmem_cli.mcp.front import start
 
-    serve(current_config())
+    start(current_config())
 
 
 def register(app: typer.Typer) -> None:
