@@ -1,0 +1,50 @@
+"""Claude Code (``@anthropic-ai/claude-code``) driven by its real client: ``claude -p`` against the scripted
+Anthropic Messages server (``ANTHROPIC_BASE_URL``), after ``cmem install claude-code``."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.agents_real import harness as h
+from tests.agents_real.contract import AgentContract
+from tests.agents_real.model_server import ModelServer
+
+PACKAGE = "@anthropic-ai/claude-code"
+
+
+def configure(run: h.Run) -> list[Path]:
+    settings = run.home / ".claude" / "settings.json"
+    settings.parent.mkdir(parents=True)
+    settings.write_text(json.dumps({"includeCoAuthoredBy": False}, indent=4) + "\n")
+    return [settings, run.home / ".claude" / "CLAUDE.md"]
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[h.Run]:
+    claude = h.client("claude", PACKAGE)
+    server = ModelServer().start()
+    try:
+        yield h.run_agent(
+            "claude-code",
+            tmp_path_factory.mktemp("claude-code"),
+            server,
+            configure=configure,
+            start=lambda run, prompt: [str(claude), "-p", prompt, "--dangerously-skip-permissions"],
+            env=lambda run: {
+                "ANTHROPIC_BASE_URL": server.url,
+                "ANTHROPIC_API_KEY": "sk-scripted",
+                "IS_SANDBOX": "1",  # --dangerously-skip-permissions as root (CI containers)
+                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+                "DISABLE_AUTOUPDATER": "1",
+            },
+        )
+    finally:
+        server.stop()
+
+
+class TestClaudeCode(AgentContract):
+    agent = "claude-code"
