@@ -15,7 +15,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable  # noqa: F401 (also for agent modules)
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
