@@ -113,6 +113,7 @@ USER_SETTINGS = (
     "CMEM_DEBUG",
     "CMEM_CONFIG",
     "CMEM_RERANK_MODEL",
+    "CODEX_SESSION_ID",  # Codex's shell commands carry it; cmem reads it as CMEM_SESSION
 )
 
 

@@ -60,7 +60,9 @@ class AgentContract:
         assert any("src/batches.py" in o["modified"] for o in mine), mine
         failed = [o for o in mine if o["title"].startswith("Command failed")]
         assert [o["title"] for o in failed] == ["Command failed: python3 -c 'raise SystemExit(3)'"], mine
-        assert any("import batches" in o["title"] and not o["title"].startswith("Command failed") for o in mine)
+        assert any(
+            "import batches" in o["title"] and not o["title"].startswith("Command failed") for o in mine
+        )
 
     def test_the_agents_own_cmem_command_is_not_recorded_as_work(self, run: h.Run) -> None:
         found = observations(run, self.first(run))
@@ -93,7 +95,9 @@ class AgentContract:
     def test_uninstall_puts_every_config_byte_back(self, run: h.Run) -> None:
         assert run.after_uninstall == run.before_install
 
-    def test_import_finds_what_the_hooks_stored_once_with_real_dates(self, run: h.Run, tmp_path: Path) -> None:
+    def test_import_finds_what_the_hooks_stored_once_with_real_dates(
+        self, run: h.Run, tmp_path: Path
+    ) -> None:
         if not self.imports:
             return
         again = run.cmem("import", self.agent, "--settle", "0", "--json")
@@ -106,7 +110,7 @@ class AgentContract:
         titles = sorted(o["title"] for o in hooked if o["title"] != h.NOTE_TITLE)
         assert sorted(o["title"] for o in imported) == titles  # nothing lost
         prompts = run.rows("SELECT text, created_at FROM user_prompts ORDER BY id", home=fresh)
-        assert [p[0] for p in prompts] == [h.FIRST_PROMPT, h.SECOND_PROMPT]
+        assert [p[0] for p in prompts] == [h.FIRST_PROMPT, h.SECOND_PROMPT], prompts
         now = int(time.time() * 1000)
         hooked_at = {o["title"]: o["created_at"] for o in hooked}
         for o in imported:  # dated when they happened, not at the import

@@ -15,7 +15,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable  # noqa: F401 (also for agent modules)
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -156,7 +156,9 @@ def first_script(repo: Path, cmem: str) -> list[ms.Step]:
     return [
         ms.read(source),
         ms.edit(source, "BATCH_SIZE = 10", "BATCH_SIZE = 42"),
-        ms.shell("python3 -c 'import sys; sys.path.insert(0, \"src\"); import batches; print(batches.BATCH_SIZE)'"),
+        ms.shell(
+            "python3 -c 'import sys; sys.path.insert(0, \"src\"); import batches; print(batches.BATCH_SIZE)'"
+        ),
         ms.shell("python3 -c 'raise SystemExit(3)'"),
         ms.shell(f"{cmem} add --type decision --title '{NOTE_TITLE}' --fact 'BATCH_SIZE is 42'"),
         ms.answer(ANSWER),

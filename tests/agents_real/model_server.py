@@ -274,7 +274,12 @@ def _anthropic(handler: BaseHTTPRequestHandler, record: Recorded, step: Step | N
         deltas = [{"type": "input_json_delta", "partial_json": json.dumps(args)}]
         stop = "tool_use"
         start_block = {**block, "input": {}}
-    usage = {"input_tokens": 10, "output_tokens": 5, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+    usage = {
+        "input_tokens": 10,
+        "output_tokens": 5,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 0,
+    }
     if not record.body.get("stream"):
         return _json(
             handler,

@@ -4,7 +4,7 @@ Responses server (a ``[model_providers.scripted]`` with ``wire_api = "responses"
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -16,14 +16,14 @@ from tests.agents_real.model_server import ModelServer
 PACKAGE = "@openai/codex"
 
 
-def configure(server: ModelServer) -> "h.Callable[[h.Run], list[Path]]":
+def configure(server: ModelServer) -> Callable[[h.Run], list[Path]]:
     def write(run: h.Run) -> list[Path]:
         codex_home = run.home / ".codex"
         codex_home.mkdir(parents=True)
         config = codex_home / "config.toml"
         config.write_text(
             "# my Codex settings\n"
-            'model = "gpt-5.1-codex"\n'
+            'model = "gpt-5.5"\n'
             'model_provider = "scripted"\n\n'
             "[model_providers.scripted]\n"
             'name = "scripted"\n'
@@ -47,7 +47,11 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[h.Run]:
             server,
             configure=configure(server),
             start=lambda run, prompt: [
-                str(codex), "exec", "--dangerously-bypass-approvals-and-sandbox", "--skip-git-repo-check", prompt,
+                str(codex),
+                "exec",
+                "--dangerously-bypass-approvals-and-sandbox",
+                "--skip-git-repo-check",
+                prompt,
             ],  # fmt: skip
             env=lambda run: {"SCRIPTED_API_KEY": "sk-scripted", "CODEX_HOME": str(run.home / ".codex")},
         )
