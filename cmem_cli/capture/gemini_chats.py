@@ -205,7 +205,7 @@ class _ChatReader(TurnReader):
             seen = f"{_SEEN}{message.get('id')}"
             if seen in self.counts or any("functionResponse" in part for part in parts):
                 return  # already read, or a tool's answer passed back to the model
-            text = _text(parts)
+            text = gemini.typed_prompt(_text(parts))
             if text.strip() and self.prompt(start, self.here(), text, created):
                 self.counts[seen] = 1
         elif kind == "gemini":
