@@ -148,7 +148,42 @@ def agent_status(cwd: Path | None = None) -> list[dict[str, Any]]:
                     "hooks_file": str(where.hooks),
                     "mcp": mcp,
                     "mcp_file": str(where.mcp),
-                    "problems": problems(agent, commands),
+                    "problems": problems(agent, commands) + codex_untrusted(agent, where.hooks),
                 }
             )
     return rows
+
+
+def codex_untrusted(agent: str, hooks_file: Path) -> list[str]:
+    """cmem's Codex hooks that Codex will not run: no ``trusted_hash`` for them in the user's config.toml, or
+    one for an older command (Codex skips an untrusted hook silently in ``codex exec``)."""
+    if agent != "codex":
+        return []
+    from cmem_cli.capture.agent_dirs import codex_dir
+    from cmem_cli.capture.install_agents import codex_trust
+
+    try:
+        text = hooks_file.read_text(encoding="utf-8")
+    except OSError:
+        return []
+    wanted = codex_trust(hooks_file, text)
+    if not wanted:
+        return []
+    config = codex_dir() / "config.toml"
+    try:
+        data = toml_block.parse(config, config.read_text(encoding="utf-8"))
+    except (OSError, CmemError):
+        data = {}
+    hooks = data.get("hooks")
+    state = hooks.get("state") if isinstance(hooks, dict) else None
+    state = state if isinstance(state, dict) else {}
+    untrusted = [key for key in wanted if key not in state]
+    stale = [k for k in wanted if k in state and (state[k] or {}).get("trusted_hash") != wanted[k]]
+    found = []
+    if untrusted:
+        found.append(f"untrusted: Codex does not run {len(untrusted)} of cmem's hooks until they are trusted")
+    if stale:
+        found.append(
+            f"stale: {len(stale)} of cmem's hooks changed since Codex trusted them (Codex skips them)"
+        )
+    return found
