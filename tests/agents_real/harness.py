@@ -189,7 +189,9 @@ def run_agent(
     ``cmem install`` touches, whose bytes must come back after ``--uninstall``; ``start`` is the
     client's command line for a prompt; ``env`` the client's variables."""
     repo = make_repo(root)
-    run = Run(agent, root, repo, base_env(root))
+    run = Run(
+        agent, root, repo, {**base_env(root), "PWD": str(repo)}
+    )  # as a shell sets it (opencode reads it)
     watched = configure(run)
     run.before_install = snapshot(watched)
     run.install_out = run.cmem("install", agent)

@@ -49,7 +49,11 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[h.Run]:
             tmp_path_factory.mktemp("opencode"),
             server,
             configure=configure(server),
-            start=lambda run, prompt: [str(opencode), "run", prompt],
+            start=lambda run, prompt: [
+                str(opencode),
+                "run",
+                *prompt.split(),
+            ],  # as typed: opencode quotes an argument with spaces
             env=lambda run: {
                 "OPENCODE_DISABLE_AUTOUPDATE": "1",
                 "OPENCODE_DISABLE_MODELS_FETCH": "1",
@@ -61,41 +65,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[h.Run]:
         server.stop()
 
 
-def known(reason: str) -> pytest.MarkDecorator:
-    """A defect the real client shows and cmem does not handle yet (strict: the test fails once it is fixed,
-    so the mark goes with the fix)."""
-    return pytest.mark.xfail(strict=True, reason=reason)
-
-
 class TestOpencode(AgentContract):
     agent = "opencode"
     note_session = False  # opencode gives its shell commands no session id
     imports = False  # cmem import opencode reads `opencode export` files, not the client's own store
-
-    @known("the plugin's sessions are recorded under the project 'main', not the repository's name")
-    def test_both_sessions_are_recorded_with_agent_and_project(self, run: h.Run) -> None:
-        super().test_both_sessions_are_recorded_with_agent_and_project(run)
-
-    @known("opencode run hands chat.message the prompt in double quotes")
-    def test_each_prompt_is_stored_as_typed(self, run: h.Run) -> None:
-        super().test_each_prompt_is_stored_as_typed(run)
-
-    @known("opencode 1.18's tool.execute.after reaches the plugin without the tool's call: nothing recorded")
-    def test_every_tool_call_is_an_observation_with_its_file_and_exit_status(self, run: h.Run) -> None:
-        super().test_every_tool_call_is_an_observation_with_its_file_and_exit_status(run)
-
-    @known("the note `cmem add` records from opencode's shell is not found in the run's project")
-    def test_the_note_the_agent_adds_joins_its_session(self, run: h.Run) -> None:
-        super().test_the_note_the_agent_adds_joins_its_session(run)
-
-    @known("the plugin sends session.idle without the answer: no turn summary")
-    def test_the_turn_ends_with_a_summary_of_the_answer(self, run: h.Run) -> None:
-        super().test_the_turn_ends_with_a_summary_of_the_answer(run)
-
-    @known("opencode run ends without session.deleted: the session stays active")
-    def test_the_session_ends(self, run: h.Run) -> None:
-        super().test_the_session_ends(run)
-
-    @known("the plugin adds no briefing (experimental.chat.system.transform is not used yet)")
-    def test_the_second_session_starts_with_the_briefing(self, run: h.Run) -> None:
-        super().test_the_second_session_starts_with_the_briefing(run)
