@@ -140,7 +140,7 @@ class _RolloutReader(TurnReader):
             if kind == "session_meta":
                 self.session = str(payload.get("id") or self.session)
                 self.cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else self.cwd
-                self.capture.start_session(self.here())
+                self.capture.start_session(self.here(), at=timestamp_of(obj) or timestamp_of(payload))
             elif kind == "turn_context" and isinstance(payload.get("cwd"), str):
                 self.cwd = payload["cwd"]
             elif kind == "event_msg" and item == "user_message" and isinstance(payload.get("message"), str):

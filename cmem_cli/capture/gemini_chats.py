@@ -188,7 +188,7 @@ class _ChatReader(TurnReader):
             return
         if isinstance(obj.get("sessionId"), str) and "type" not in obj:  # the session's first line
             self.session = obj["sessionId"]
-            self.capture.start_session(self.here())
+            self.capture.start_session(self.here(), at=timestamp_of(obj, "startTime"))
             for message in obj.get("messages") or []:  # a whole chat on one line (the pre-JSONL format)
                 if isinstance(message, dict):
                     self.message(start, message)

@@ -116,6 +116,15 @@ class AgentContract:
         prompts = run.rows("SELECT text, created_at FROM user_prompts ORDER BY id", home=fresh)
         assert [p[0] for p in prompts] == [h.FIRST_PROMPT, h.SECOND_PROMPT], prompts
         now = int(time.time() * 1000)
+        began = dict(run.rows("SELECT session_id, started_at FROM sessions"))
+        first_prompt = dict(
+            run.rows("SELECT session, min(created_at) FROM user_prompts GROUP BY session", home=fresh)
+        )
+        for session, started in run.rows("SELECT session_id, started_at FROM sessions", home=fresh):
+            assert started <= first_prompt[session], (
+                "a session began after its first prompt: dated at the import"
+            )
+            assert abs(started - began[session]) < 60_000, (session, started, began[session], now)
         hooked_at = {o["title"]: o["created_at"] for o in hooked}
         for o in imported:  # dated when they happened, not at the import
             assert abs(o["created_at"] - hooked_at[o["title"]]) < 60_000, (o, now)
