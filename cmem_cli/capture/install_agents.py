@@ -122,8 +122,9 @@ def plan(
         "cursor": _cursor,
         "opencode": _opencode,
     }
+    extra = {"instructions": instructions} if agent == "codex" else {}
     changes = planners[agent](
-        where, uninstall=uninstall, register=register or uninstall, executable=executable
+        where, uninstall=uninstall, register=register or uninstall, executable=executable, **extra
     )
     return [change for change in changes if change.changed or not uninstall or register]
 
@@ -131,7 +132,9 @@ def plan(
 # -- Codex CLI: hooks.json (Claude Code's layout) and [mcp_servers.cmem] in config.toml ---------------------
 
 
-def _codex(where: Where, *, uninstall: bool, register: bool, executable: str | None) -> list[Change]:
+def _codex(
+    where: Where, *, uninstall: bool, register: bool, executable: str | None, instructions: bool = True
+) -> list[Change]:
     entries = hook_entries(CODEX_EVENTS, executable, "codex")
     hooks = plan_hooks(where.hooks, entries, uninstall=uninstall)
     # Codex runs a hook only once it is trusted: cmem's own entries are trusted as Codex's /hooks review
@@ -144,7 +147,38 @@ def _codex(where: Where, *, uninstall: bool, register: bool, executable: str | N
     config = _codex_config(
         where.mcp, uninstall=uninstall, server=register, trust=trust, executable=executable
     )
-    return [hooks, config]
+    changes = [hooks, config]
+    if instructions or uninstall:
+        user = where.hooks.parent == agent_dirs.codex_dir()
+        agents_md = where.hooks.parent / "AGENTS.md" if user else where.hooks.parent.parent / "AGENTS.md"
+        changes.append(_codex_instructions(agents_md, uninstall=uninstall, executable=executable))
+    return changes
+
+
+def _codex_instructions(path: Path, *, uninstall: bool, executable: str | None) -> Change:
+    """cmem's section of AGENTS.md (``$CODEX_HOME/AGENTS.md``, or the repository's), which Codex reads in every
+    session: the same few lines as Claude Code's CLAUDE.md section, so that Codex records what it decides."""
+    from cmem_cli.capture.install_claude import instruction_command, instructions, merge_instructions
+
+    block = instructions(instruction_command(executable))
+
+    def merge(text: str | None, remove: bool) -> str | None:
+        merged = merge_instructions(text, uninstall=remove, command=instruction_command(executable))
+        if remove or merged is None or not merged.endswith(block):
+            return merged
+        return merged[: -len(block)] + block.replace("cmem install claude-code", "cmem install codex")
+
+    def without_cmem(text: str | None) -> object:
+        return (merge(text, True) or "").rstrip("\n")
+
+    old = read_text(path)
+    new = merge(old, uninstall)
+    if old is not None and new is not None and old.rstrip("\n") == new.rstrip("\n"):
+        new = old
+    if uninstall and new != old:
+        new = restored(path, new, without_cmem)
+    what = "instructions removed" if uninstall else "instructions added"
+    return Change(path, old, new, what, without_cmem=without_cmem if uninstall else None)
 
 
 def codex_trust(hooks_file: Path, text: str | None) -> dict[str, str]:

@@ -38,6 +38,11 @@ class AgentContract:
     agent: ClassVar[str]
     imports: ClassVar[bool] = True  # cmem import AGENT reads this client's own session files
     note_session: ClassVar[bool] = True  # the client tells its shell commands their session
+    instructions: ClassVar[bool] = False  # cmem install writes instructions the client gives its model
+
+    def test_the_installed_instructions_reach_the_model(self, run: h.Run) -> None:
+        first = [r for r in run.sessions[0].requests if r.body.get("tools")]
+        assert ("## Memory: cmem" in request_text(first[0])) is self.instructions
 
     def first(self, run: h.Run) -> str:
         found = sessions(run)

@@ -48,3 +48,4 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[h.Run]:
 
 class TestClaudeCode(AgentContract):
     agent = "claude-code"
+    instructions = True  # ~/.claude/CLAUDE.md

@@ -61,3 +61,4 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[h.Run]:
 
 class TestCodex(AgentContract):
     agent = "codex"
+    instructions = True  # $CODEX_HOME/AGENTS.md
