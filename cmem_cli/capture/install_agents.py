@@ -53,6 +53,8 @@ CURSOR_EVENTS = (
     "afterFileEdit",
     "afterShellExecution",
     "afterMCPExecution",
+    "postToolUse",
+    "afterAgentResponse",
     "stop",
     "sessionEnd",
 )
