@@ -55,8 +55,8 @@ def files_with_a_module_fixture() -> frozenset[str]:
     over the workers, their tests would build it once on each."""
     declared = re.compile(r"^@pytest\.fixture\(scope=\"module\"", re.M)
     return frozenset(
-        f"tests/{path.name}"
-        for path in (REPO / "tests").glob("test_*.py")
+        path.relative_to(REPO).as_posix()  # tests/agents_real/ too: one client start per agent
+        for path in (REPO / "tests").rglob("test_*.py")
         if declared.search(path.read_text(encoding="utf-8"))
     )
 

@@ -15,7 +15,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,10 +23,8 @@ from typing import Any
 import apsw
 
 from tests.agents_real import model_server as ms
-from tests.conftest import USER_SETTINGS
 
 CLIENTS = Path(__file__).with_name("clients.txt")
-RESULTS = Path(__file__).with_name("results.json")
 NOTE_TITLE = "Orders ship in batches of 42"
 FIRST_PROMPT = "Make orders ship in batches of 42 and check the build"
 SECOND_PROMPT = "What did we decide about batches?"
@@ -118,7 +116,8 @@ class Run:
 
 def base_env(root: Path) -> dict[str, str]:
     """A private HOME, cmem home and XDG folders; none of the user's cmem settings; no proxy surprises."""
-    env = {k: v for k, v in os.environ.items() if k not in USER_SETTINGS and not k.startswith("CMEM_")}
+    # none of the user's cmem settings, nor the session of a Codex the tests may run in
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CMEM_", "CODEX_"))}
     for name in ("PYTHONPYCACHEPREFIX", "PYTHONDONTWRITEBYTECODE"):
         if name in os.environ:
             env[name] = os.environ[name]
@@ -173,44 +172,67 @@ def snapshot(paths: list[Path]) -> dict[str, bytes | None]:
     return {str(p): (p.read_bytes() if p.exists() else None) for p in paths}
 
 
-def run_agent(
-    agent: str,
-    root: Path,
-    server: ms.ModelServer,
-    *,
-    configure: Callable[[Run], list[Path]],
-    start: Callable[[Run, str], list[str]],
-    env: Callable[[Run], dict[str, str]],
-    timeout: float = 180,
-) -> Run:
-    """Install cmem for ``agent``, run its two scripted sessions, uninstall; return what happened.
+@dataclass(frozen=True)
+class Client:
+    """One agent's client as the harness drives it: ``configure`` writes the person's own config (the scripted
+    provider) and returns the files ``cmem install`` touches, whose bytes must come back after
+    ``--uninstall``; ``command`` is its command line for a prompt; ``env`` its variables."""
 
-    ``configure`` writes the person's own agent config (the scripted provider) and returns the files
-    ``cmem install`` touches, whose bytes must come back after ``--uninstall``; ``start`` is the
-    client's command line for a prompt; ``env`` the client's variables."""
+    agent: str
+    program: str
+    package: str
+    configure: Callable[[Run, ms.ModelServer], list[Path]]
+    command: Callable[[Path, str], list[str]]
+    env: Callable[[Run, ms.ModelServer], dict[str, str]]
+
+    def path(self) -> Path:
+        return client(self.program, self.package)
+
+
+def prepare(spec: Client, root: Path, server: ms.ModelServer) -> tuple[Run, list[Path]]:
+    """A repository and a HOME with the person's agent config, cmem not installed yet."""
     repo = make_repo(root)
-    run = Run(
-        agent, root, repo, {**base_env(root), "PWD": str(repo)}
-    )  # as a shell sets it (opencode reads it)
-    watched = configure(run)
+    run = Run(spec.agent, root, repo, {**base_env(root), "PWD": str(repo)})  # as a shell sets it
+    watched = spec.configure(run, server)
+    run.env.update(spec.env(run, server))
+    return run, watched
+
+
+def session(spec: Client, run: Run, server: ms.ModelServer, prompt: str, script: list[ms.Step]) -> Session:
+    """One scripted session of the real client; its exit status must be 0."""
+    server.play(script)
+    began = time.monotonic()
+    proc = subprocess.run(
+        spec.command(spec.path(), prompt), cwd=run.repo, env=run.env, capture_output=True, text=True,
+        timeout=300, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    seconds = time.monotonic() - began
+    assert proc.returncode == 0, f"{spec.agent} exited {proc.returncode}: {proc.stderr[-2000:]}"
+    return Session(prompt, list(server.requests), proc.stdout, proc.stderr, seconds)
+
+
+def run_agent(spec: Client, root: Path, server: ms.ModelServer) -> Run:
+    """Install cmem for the agent, run its two scripted sessions, uninstall; return what happened."""
+    run, watched = prepare(spec, root, server)
     run.before_install = snapshot(watched)
-    run.install_out = run.cmem("install", agent)
-    run.env.update(env(run))
+    run.install_out = run.cmem("install", spec.agent)
     cmem = cmem_executable()
-    for prompt, script in ((FIRST_PROMPT, first_script(repo, cmem)), (SECOND_PROMPT, second_script())):
-        server.play(script)
-        began = time.monotonic()
-        proc = subprocess.run(
-            start(run, prompt), cwd=repo, env=run.env, capture_output=True, text=True, timeout=timeout,
-            stdin=subprocess.DEVNULL,
-        )  # fmt: skip
-        seconds = time.monotonic() - began
-        assert proc.returncode == 0, f"{agent} exited {proc.returncode}: {proc.stderr[-2000:]}"
-        run.sessions.append(Session(prompt, list(server.requests), proc.stdout, proc.stderr, seconds))
+    for prompt, script in ((FIRST_PROMPT, first_script(run.repo, cmem)), (SECOND_PROMPT, second_script())):
+        run.sessions.append(session(spec, run, server, prompt, script))
         wait_for_hooks(run)
-    run.cmem("install", agent, "--uninstall")
+    run.cmem("install", spec.agent, "--uninstall")
     run.after_uninstall = snapshot(watched)
     return run
+
+
+def module_run(spec: Client, tmp_path_factory: Any) -> Iterator[Run]:
+    """The body of each agent module's ``run`` fixture: one client start serves every check."""
+    spec.path()  # a client that is not installed fails here, before anything else
+    server = ms.ModelServer().start()
+    try:
+        yield run_agent(spec, tmp_path_factory.mktemp(spec.agent), server)
+    finally:
+        server.stop()
 
 
 def wait_for_hooks(run: Run, seconds: float = 10) -> None:
@@ -225,13 +247,6 @@ def wait_for_hooks(run: Run, seconds: float = 10) -> None:
             return
         last = count
         time.sleep(0.5)
-
-
-def record_result(agent: str, version: str, facts: dict[str, Any]) -> None:
-    """Keep what the harness found for one agent in results.json (docs/agents.md's table is made from it)."""
-    data: dict[str, Any] = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
-    data[agent] = {"version": version, **facts}
-    RESULTS.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
 
 
 def which(program: str) -> str:

@@ -13,10 +13,13 @@ from tests.agents_real import harness as h
 from tests.agents_real.contract import AgentContract
 from tests.agents_real.model_server import ModelServer
 
+# a real client: seconds per session; `-m "not slow"` leaves them out
+pytestmark = pytest.mark.slow
+
 PACKAGE = "@google/gemini-cli"
 
 
-def configure(run: h.Run) -> list[Path]:
+def configure(run: h.Run, server: ModelServer) -> list[Path]:
     settings = run.home / ".gemini" / "settings.json"
     settings.parent.mkdir(parents=True)
     settings.write_text(
@@ -25,25 +28,23 @@ def configure(run: h.Run) -> list[Path]:
     return [settings]
 
 
+CLIENT = h.Client(
+    agent="gemini",
+    program="gemini",
+    package=PACKAGE,
+    configure=configure,
+    command=lambda gemini, prompt: [str(gemini), "-p", prompt, "--yolo"],
+    env=lambda run, server: {
+        "GEMINI_API_KEY": "scripted",
+        "GOOGLE_GEMINI_BASE_URL": server.url,
+        "GEMINI_CLI_TRUST_WORKSPACE": "true",  # headless in a folder never trusted interactively
+    },
+)
+
+
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[h.Run]:
-    gemini = h.client("gemini", PACKAGE)
-    server = ModelServer().start()
-    try:
-        yield h.run_agent(
-            "gemini",
-            tmp_path_factory.mktemp("gemini"),
-            server,
-            configure=configure,
-            start=lambda run, prompt: [str(gemini), "-p", prompt, "--yolo"],
-            env=lambda run: {
-                "GEMINI_API_KEY": "scripted",
-                "GOOGLE_GEMINI_BASE_URL": server.url,
-                "GEMINI_CLI_TRUST_WORKSPACE": "true",  # headless in a folder never trusted interactively
-            },
-        )
-    finally:
-        server.stop()
+    yield from h.module_run(CLIENT, tmp_path_factory)
 
 
 class TestGemini(AgentContract):

@@ -5,7 +5,7 @@ completions server (an ``@ai-sdk/openai-compatible`` provider with a ``baseURL``
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,55 +14,50 @@ from tests.agents_real import harness as h
 from tests.agents_real.contract import AgentContract
 from tests.agents_real.model_server import ModelServer
 
+# a real client: seconds per session; `-m "not slow"` leaves them out
+pytestmark = pytest.mark.slow
+
 PACKAGE = "opencode-ai"
 
 
-def configure(server: ModelServer) -> Callable[[h.Run], list[Path]]:
-    def write(run: h.Run) -> list[Path]:
-        folder = Path(run.env["XDG_CONFIG_HOME"]) / "opencode"
-        folder.mkdir(parents=True)
-        config = folder / "opencode.json"
-        provider = {
-            "npm": "@ai-sdk/openai-compatible",
-            "name": "Scripted",
-            "options": {"baseURL": f"{server.url}/v1", "apiKey": "scripted"},
-            "models": {"scripted-model": {"name": "Scripted", "tool_call": True}},
-        }
-        config.write_text(json.dumps({
-            "$schema": "https://opencode.ai/config.json",
-            "model": "scripted/scripted-model",
-            "permission": {"edit": "allow", "bash": "allow"},
-            "provider": {"scripted": provider},
-        }, indent=2) + "\n")  # fmt: skip
-        return [config, folder / "plugins" / "cmem.js"]
+def configure(run: h.Run, server: ModelServer) -> list[Path]:
+    folder = Path(run.env["XDG_CONFIG_HOME"]) / "opencode"
+    folder.mkdir(parents=True)
+    config = folder / "opencode.json"
+    provider = {
+        "npm": "@ai-sdk/openai-compatible",
+        "name": "Scripted",
+        "options": {"baseURL": f"{server.url}/v1", "apiKey": "scripted"},
+        "models": {"scripted-model": {"name": "Scripted", "tool_call": True}},
+    }
+    config.write_text(json.dumps({
+        "$schema": "https://opencode.ai/config.json",
+        "model": "scripted/scripted-model",
+        "permission": {"edit": "allow", "bash": "allow"},
+        "provider": {"scripted": provider},
+    }, indent=2) + "\n")  # fmt: skip
+    return [config, folder / "plugins" / "cmem.js"]
 
-    return write
+
+CLIENT = h.Client(
+    agent="opencode",
+    program="opencode",
+    package=PACKAGE,
+    configure=configure,
+    # the words as typed (`opencode run make it so`): opencode quotes an argument holding spaces
+    command=lambda opencode, prompt: [str(opencode), "run", *prompt.split()],
+    env=lambda run, server: {
+        "OPENCODE_DISABLE_AUTOUPDATE": "1",
+        "OPENCODE_DISABLE_MODELS_FETCH": "1",
+        # the provider package opencode installs on first use: once per machine, not per test
+        "XDG_CACHE_HOME": str(h.prefix() / "xdg-cache"),
+    },
+)
 
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[h.Run]:
-    opencode = h.client("opencode", PACKAGE)
-    server = ModelServer().start()
-    try:
-        yield h.run_agent(
-            "opencode",
-            tmp_path_factory.mktemp("opencode"),
-            server,
-            configure=configure(server),
-            start=lambda run, prompt: [
-                str(opencode),
-                "run",
-                *prompt.split(),
-            ],  # as typed: opencode quotes an argument with spaces
-            env=lambda run: {
-                "OPENCODE_DISABLE_AUTOUPDATE": "1",
-                "OPENCODE_DISABLE_MODELS_FETCH": "1",
-                # the provider package opencode installs on first use: once per machine, not per test
-                "XDG_CACHE_HOME": str(h.prefix() / "xdg-cache"),
-            },
-        )
-    finally:
-        server.stop()
+    yield from h.module_run(CLIENT, tmp_path_factory)
 
 
 class TestOpencode(AgentContract):
