@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import time
 import tomllib
 from pathlib import Path
@@ -391,3 +392,31 @@ def test_detect_and_doctor_report_codex_hooks_codex_will_not_run(sh, home) -> No
     assert sh("install", "codex").exit_code == 0  # puts the trust back
     codex = [r for r in sh("install", "--detect", "--json").json() if r["agent"] == "codex"][0]
     assert codex["problems"] == []
+
+
+def test_a_project_s_codex_hooks_wait_for_the_person_to_trust_the_project_and_the_hooks(
+    sh, home, tmp_path
+) -> None:
+    repo = tmp_path / "orders-api"
+    (repo / ".git").mkdir(parents=True)
+    installed = subprocess.run(
+        [sys.executable, "-m", "cmem_cli", "install", "codex", "--scope", "project"],
+        cwd=repo, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert installed.returncode == 0 and "trust the folder" in installed.stderr
+
+    def problems() -> list[str]:
+        rows = subprocess.run(
+            [sys.executable, "-m", "cmem_cli", "install", "--detect", "--json"],
+            cwd=repo, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        [row] = [r for r in json.loads(rows.stdout) if r["agent"] == "codex" and r["scope"] == "project"]
+        return row["problems"]
+
+    assert problems() == [
+        "untrusted: Codex reads this repository's .codex/ only once you trust the project in Codex"
+    ]
+    config = user_home() / ".codex" / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(f'[projects.{json.dumps(str(repo))}]\ntrust_level = "trusted"\n')
+    assert problems() == ["untrusted: Codex does not run 4 of cmem's hooks until they are trusted"]

@@ -177,6 +177,14 @@ def codex_untrusted(agent: str, hooks_file: Path) -> list[str]:
     hooks = data.get("hooks")
     state = hooks.get("state") if isinstance(hooks, dict) else None
     state = state if isinstance(state, dict) else {}
+    project = hooks_file.parent.parent
+    projects = data.get("projects")
+    trusted_dirs = {
+        Path(path) for path, entry in (projects.items() if isinstance(projects, dict) else [])
+        if isinstance(entry, dict) and entry.get("trust_level") == "trusted"
+    }  # fmt: skip
+    if hooks_file.parent != codex_dir() and not ({project, *project.parents} & trusted_dirs):
+        return ["untrusted: Codex reads this repository's .codex/ only once you trust the project in Codex"]
     untrusted = [key for key in wanted if key not in state]
     stale = [k for k in wanted if k in state and (state[k] or {}).get("trusted_hash") != wanted[k]]
     found = []

@@ -27,23 +27,25 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     target = os.environ.get("CMEM_AGENTS_RESULTS")
     if not target or hasattr(session.config, "workerinput") or not _OUTCOMES:
         return
+    import importlib
+
     from tests.agents_real import contract, harness
 
     checks = sorted(n for n in dir(contract.AgentContract) if n.startswith("test_"))
     data: dict[str, Any] = json.loads(Path(target).read_text()) if Path(target).exists() else {}
-    for item in session.items:
-        cls = getattr(item, "cls", None)
-        agent = getattr(cls, "agent", None)
-        outcomes = _OUTCOMES.get(Path(str(item.path)).stem.removeprefix("test_").replace("_", "-"), {})
-        if agent is None or sorted(outcomes) != checks:
+    for name, outcomes in sorted(_OUTCOMES.items()):
+        if sorted(outcomes) != checks:
             continue  # only an agent whose every check ran
-        package = getattr(item.module, "PACKAGE", "")
-        data[agent] = {
-            "package": package,
-            "version": harness.pinned(package),
+        module = importlib.import_module(f"tests.agents_real.test_{name.replace('-', '_')}")
+        spec: harness.Client = module.CLIENT
+        [cls] = [c for c in vars(module).values() if isinstance(c, type) and issubclass(c, contract.AgentContract)
+                 and c is not contract.AgentContract]  # fmt: skip
+        data[spec.agent] = {
+            "package": spec.package,
+            "version": harness.pinned(spec.package),
             "imports": cls.imports,
             "note_session": cls.note_session,
             "instructions": cls.instructions,
-            "checks": {name: outcomes[name] for name in checks},
+            "checks": {check: outcomes[check] for check in checks},
         }
     Path(target).write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")

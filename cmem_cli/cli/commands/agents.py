@@ -8,6 +8,7 @@ speed); it is registered here too so that it shows in ``--help``, completions an
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Annotated, NamedTuple
 
@@ -283,6 +284,10 @@ def install(
 
     for message in apply(changes):
         write(message + "\n")
+    if agent == "codex" and scope == "project" and not uninstall:
+        from cmem_cli.capture.install_agents import CODEX_PROJECT_NOTE
+
+        sys.stderr.write(CODEX_PROJECT_NOTE + "\n")
 
 
 def _detect(as_json: bool) -> None:
