@@ -5,7 +5,7 @@ read a file, edit it, run a command that passes and one that fails, record a not
 Not a test: it prints the median of ``--runs`` sessions each way (the same machine, the same script; the
 file the session edits is put back between runs) and what cmem adds. Usage, from the checkout's root:
 
-    python -m bench.agent_sessions [--agents claude-code,codex] [--runs 10] [--json]
+    python -m bench.agent_sessions [--agents claude-code,codex] [--runs 10] [--no-mcp] [--json]
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ MODULES = {
 }
 
 
-def timings(spec: h.Client, runs: int, root: Path) -> dict[str, Any]:
+def timings(spec: h.Client, runs: int, root: Path, mcp: bool = True) -> dict[str, Any]:
     """Session wall times without cmem, then with `cmem install AGENT` done, in one repository and HOME."""
     server = ModelServer().start()
     try:
@@ -40,7 +40,7 @@ def timings(spec: h.Client, runs: int, root: Path) -> dict[str, Any]:
         seconds: dict[str, list[float]] = {"without": [], "with": []}
         for phase in ("without", "with"):
             if phase == "with":
-                run.cmem("install", spec.agent)
+                run.cmem("install", spec.agent, *([] if mcp else ["--no-mcp"]))
             for _ in range(runs):
                 source.write_text(original)
                 done = h.session(spec, run, server, h.FIRST_PROMPT, h.first_script(run.repo, cmem))
@@ -51,6 +51,7 @@ def timings(spec: h.Client, runs: int, root: Path) -> dict[str, Any]:
             "agent": spec.agent,
             "client": f"{spec.package} {h.pinned(spec.package)}",
             "runs": runs,
+            "mcp": mcp,
             "median_without_s": round(without, 3),
             "median_with_s": round(with_cmem, 3),
             "added_s": round(with_cmem - without, 3),
@@ -65,12 +66,13 @@ def main() -> None:
     parser.add_argument("--agents", default=",".join(MODULES), help="comma-separated: " + ", ".join(MODULES))
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--no-mcp", action="store_true", help="install the hooks alone (no `cmem mcp` server)")
     args = parser.parse_args()
     rows = []
     for agent in args.agents.split(","):
         spec: h.Client = importlib.import_module(MODULES[agent]).CLIENT
         with tempfile.TemporaryDirectory() as tmp:
-            rows.append(timings(spec, args.runs, Path(tmp)))
+            rows.append(timings(spec, args.runs, Path(tmp), mcp=not args.no_mcp))
     if args.json:
         print(json.dumps(rows, indent=2))
         return
