@@ -66,7 +66,9 @@ def main() -> None:
     parser.add_argument("--agents", default=",".join(MODULES), help="comma-separated: " + ", ".join(MODULES))
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--json", action="store_true")
-    parser.add_argument("--no-mcp", action="store_true", help="install the hooks alone (no `cmem mcp` server)")
+    parser.add_argument(
+        "--no-mcp", action="store_true", help="install the hooks alone (no `cmem mcp` server)"
+    )
     args = parser.parse_args()
     rows = []
     for agent in args.agents.split(","):
