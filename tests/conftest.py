@@ -64,8 +64,8 @@ def files_with_a_module_fixture() -> frozenset[str]:
     over the workers, their tests would build it once on each."""
     declared = re.compile(r"^@pytest\.fixture\(scope=\"module\"", re.M)
     return frozenset(
-        f"tests/{path.name}"
-        for path in (REPO / "tests").glob("test_*.py")
+        path.relative_to(REPO).as_posix()  # tests/agents_real/ too: one client start per agent
+        for path in (REPO / "tests").rglob("test_*.py")
         if declared.search(path.read_text(encoding="utf-8"))
     )
 
@@ -122,6 +122,7 @@ USER_SETTINGS = (
     "CMEM_DEBUG",
     "CMEM_CONFIG",
     "CMEM_RERANK_MODEL",
+    "CODEX_SESSION_ID",  # Codex's shell commands carry it; cmem reads it as CMEM_SESSION
 )
 
 

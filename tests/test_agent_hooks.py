@@ -305,7 +305,9 @@ def test_an_opencode_session_is_captured_from_what_its_plugin_sends(sh, home, pr
         "session.idle",
         "session.deleted",
     ):
-        assert run(sh, "opencode", name, project, sid).stdout == ""
+        answer = run(sh, "opencode", name, project, sid).stdout
+        # a session's start answers with its briefing (the plugin waits for it in session.started)
+        assert answer == "" or (name == "session.created" and "additionalContext" in json.loads(answer))
 
     assert log_text(home) == ""
     assert db_rows(home, "SELECT agent, status FROM sessions WHERE session_id = ?", (sid,)) == [
@@ -365,3 +367,21 @@ def test_a_hook_behind_global_options_goes_through_typer_with_its_agent(sh, home
     assert db_rows(other, "SELECT agent, text FROM user_prompts") == [
         ("codex", "Why does the invoice total drift by a cent?  Fix it.")
     ]
+
+
+def test_cursor_s_answer_is_the_turn_summary_and_its_generic_tool_event_adds_the_rest(
+    sh, home, project
+) -> None:
+    """afterAgentResponse carries the answer's text; postToolUse every tool, of which the shell, edits and MCP
+    calls already come with their own events (not recorded twice)."""
+    sid = "cursor-conv-answer"
+    run(sh, "cursor", "beforeSubmitPrompt", project, sid)
+    for name in ("postToolUse", "postToolUse.shell", "afterShellExecution", "afterAgentResponse", "stop"):
+        assert run(sh, "cursor", name, project, sid).stdout == ""
+    assert log_text(home) == ""
+    assert [(r[0], r[1]) for r in observations(home, sid)] == [
+        ("discovery", "Read src/webhooks.ts"),
+        ("change", "Ran npm run build"),
+    ]
+    [(completed,)] = db_rows(home, "SELECT completed FROM session_summaries WHERE session = ?", (sid,))
+    assert "the sender tries 3 times with backoff" in completed

@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import time
 import tomllib
 from pathlib import Path
@@ -181,7 +182,8 @@ def test_a_cmem_server_the_person_registered_in_codex_is_theirs(sh, home) -> Non
     mine = '[mcp_servers.cmem]\ncommand = "/opt/cmem/bin/cmem"\nargs = ["mcp"]\n'
     path.write_text(mine)
     assert sh("install", "codex").exit_code == 0
-    assert path.read_text() == mine
+    text = path.read_text()  # theirs kept; cmem's block adds only the trust of its hooks
+    assert text.startswith(mine) and text.count("[mcp_servers.cmem]") == 1 and "trusted_hash" in text
     assert sh("install", "codex", "--uninstall").exit_code == 0
     assert path.read_text() == mine
 
@@ -389,3 +391,57 @@ def test_the_opencode_plugin_runs_in_node_and_records_the_session(sh, home, tmp_
         proc = subprocess.run(["node", "--input-type=module", "-e", source], capture_output=True, timeout=60)
         assert proc.returncode == 0, proc.stderr.decode()
         assert wait_for(home, sql, expected) == expected
+
+
+def test_detect_and_doctor_report_codex_hooks_codex_will_not_run(sh, home) -> None:
+    """Codex runs a hook only with its trusted_hash in config.toml: install writes it; a hook without one, or
+    with one for an older command, is reported (the real client is driven in tests/agents_real)."""
+    assert sh("install", "codex").exit_code == 0
+    config = user_home() / ".codex" / "config.toml"
+    text = config.read_text()
+    assert text.count("trusted_hash = ") == 4
+    codex = [r for r in sh("install", "--detect", "--json").json() if r["agent"] == "codex"][0]
+    assert codex["problems"] == []
+    config.write_text(text.replace('trusted_hash = "sha256:', 'trusted_hash = "sha256:0', 1))
+    codex = [r for r in sh("install", "--detect", "--json").json() if r["agent"] == "codex"][0]
+    assert codex["problems"] == [
+        "stale: 1 of cmem's hooks changed since Codex trusted them (Codex skips them)"
+    ]
+    config.write_text("\n".join(line for line in text.splitlines() if "hooks.state" not in line
+                                and "trusted_hash" not in line) + "\n")  # fmt: skip
+    doctor = sh("doctor")
+    assert (
+        doctor.exit_code == 1
+        and "untrusted: Codex does not run 4 of cmem's hooks" in doctor.stdout + doctor.stderr
+    )
+    assert sh("install", "codex").exit_code == 0  # puts the trust back
+    codex = [r for r in sh("install", "--detect", "--json").json() if r["agent"] == "codex"][0]
+    assert codex["problems"] == []
+
+
+def test_a_project_s_codex_hooks_wait_for_the_person_to_trust_the_project_and_the_hooks(
+    sh, home, tmp_path
+) -> None:
+    repo = tmp_path / "orders-api"
+    (repo / ".git").mkdir(parents=True)
+    installed = subprocess.run(
+        [sys.executable, "-m", "cmem_cli", "install", "codex", "--scope", "project"],
+        cwd=repo, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert installed.returncode == 0 and "trust the folder" in installed.stderr
+
+    def problems() -> list[str]:
+        rows = subprocess.run(
+            [sys.executable, "-m", "cmem_cli", "install", "--detect", "--json"],
+            cwd=repo, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        [row] = [r for r in json.loads(rows.stdout) if r["agent"] == "codex" and r["scope"] == "project"]
+        return row["problems"]
+
+    assert problems() == [
+        "untrusted: Codex reads this repository's .codex/ only once you trust the project in Codex"
+    ]
+    config = user_home() / ".codex" / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(f'[projects.{json.dumps(str(repo))}]\ntrust_level = "trusted"\n')
+    assert problems() == ["untrusted: Codex does not run 4 of cmem's hooks until they are trusted"]

@@ -148,9 +148,10 @@ class Recorder:
         name), whatever ``$CMEM_PROJECT`` says: see :meth:`Memory.project_of`."""
         return self._memory.project_of(directory, claim=True) or "default"
 
-    def ensure_session(self, session_id: str, *, project: str, agent: str) -> str:
-        """Create session ``session_id`` if it is new (kept as it is otherwise); returns its id."""
-        row = self._memory.service.ensure_session(session_id, agent=agent, project=project)
+    def ensure_session(self, session_id: str, *, project: str, agent: str, at: int | None = None) -> str:
+        """Create session ``session_id`` if it is new (kept as it is otherwise); returns its id. ``at``: when
+        it began, if that was earlier than now (a transcript being imported)."""
+        row = self._memory.service.ensure_session(session_id, agent=agent, project=project, at=at)
         return str(row["session_id"])
 
     def close_session(self, session_id: str, *, status: str = "completed") -> None:

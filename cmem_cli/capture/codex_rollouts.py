@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from cmem_cli.capture.agent_dirs import codex_dir
-from cmem_cli.capture.hooks.adapters.codex import shell_output
+from cmem_cli.capture.hooks.adapters.codex import shell_as_tool, shell_output
 from cmem_cli.capture.hooks.capture import Where
 from cmem_cli.capture.hooks.tools import ToolCall
 from cmem_cli.capture.turns import (
@@ -90,6 +90,21 @@ def tool_output(output: Any) -> dict[str, Any]:
     return shell_output(output) or {"stdout": output}
 
 
+def _user_text(payload: dict[str, Any]) -> str | None:
+    """The prompt of a completed ``UserMessage`` item (Codex 0.16x on: there is no ``user_message`` event
+    any more; the ``response_item`` user messages also hold instructions and environment context)."""
+    item = payload.get("item")
+    if not isinstance(item, dict) or item.get("type") != "UserMessage":
+        return None
+    parts = item.get("content")
+    texts = [
+        part["text"]
+        for part in (parts if isinstance(parts, list) else [])
+        if isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str)
+    ]
+    return "\n".join(texts) if texts else None
+
+
 class _RolloutReader(TurnReader):
     """One rollout: the session, the open turn, calls waiting for their output."""
 
@@ -120,11 +135,13 @@ class _RolloutReader(TurnReader):
             if kind == "session_meta":
                 self.session = str(payload.get("id") or self.session)
                 self.cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else self.cwd
-                self.capture.start_session(self.here())
+                self.capture.start_session(self.here(), at=timestamp_of(obj) or timestamp_of(payload))
             elif kind == "turn_context" and isinstance(payload.get("cwd"), str):
                 self.cwd = payload["cwd"]
             elif kind == "event_msg" and item == "user_message" and isinstance(payload.get("message"), str):
                 self.prompt(start, self.here(), payload["message"], timestamp_of(obj))
+            elif kind == "event_msg" and item == "item_completed" and _user_text(payload) is not None:
+                self.prompt(start, self.here(), _user_text(payload) or "", timestamp_of(obj))
             elif kind == "event_msg" and item in ("agent_message", "task_complete"):
                 self.answer(payload.get("message", payload.get("last_agent_message")))
                 if item == "task_complete":
@@ -145,7 +162,10 @@ class _RolloutReader(TurnReader):
                 call = self.result(call_id)
                 if call is not None:
                     response = tool_output(payload.get("output"))
-                    tool = ToolCall(name=call.name, input=call.input, response=response, cwd=self.cwd)
+                    name, args = call.name, call.input
+                    if name == "Bash" and isinstance(args.get("command"), str):
+                        name, args, response = shell_as_tool(args["command"], response)
+                    tool = ToolCall(name=name, input=args, response=response, cwd=self.cwd)
                     self.record(call.where, tool, call_id, call.created_at)
         return self.end
 

@@ -183,7 +183,7 @@ class _ChatReader(TurnReader):
             return
         if isinstance(obj.get("sessionId"), str) and "type" not in obj:  # the session's first line
             self.session = obj["sessionId"]
-            self.capture.start_session(self.here())
+            self.capture.start_session(self.here(), at=timestamp_of(obj, "startTime"))
             for message in obj.get("messages") or []:  # a whole chat on one line (the pre-JSONL format)
                 if isinstance(message, dict):
                     self.message(start, message)
@@ -200,7 +200,7 @@ class _ChatReader(TurnReader):
             seen = f"{_SEEN}{message.get('id')}"
             if seen in self.counts or any("functionResponse" in part for part in parts):
                 return  # already read, or a tool's answer passed back to the model
-            text = _text(parts)
+            text = gemini.typed_prompt(_text(parts))
             if text.strip() and self.prompt(start, self.here(), text, created):
                 self.counts[seen] = 1
         elif kind == "gemini":

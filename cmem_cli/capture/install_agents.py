@@ -128,17 +128,78 @@ def plan_claude(
 
 
 def plan_codex(where: Where, *, uninstall: bool, register: bool, executable: str | None) -> list[Change]:
+    from cmem_cli.capture import agent_dirs
     from cmem_cli.capture.agents.codex import EVENTS
 
     entries = hook_entries(EVENTS, executable, "codex")
-    changes = [plan_hooks(where.hooks, entries, uninstall=uninstall)]
-    if register:
-        changes.append(_codex_mcp(where.mcp, uninstall=uninstall, executable=executable))
-    return changes
+    hooks = plan_hooks(where.hooks, entries, uninstall=uninstall)
+    # Codex runs a hook only once it is trusted: cmem's own entries are trusted as Codex's /hooks review
+    # would trust them (their hash in config.toml), for the user's hooks.json, which only the person edits
+    trust = (
+        {}
+        if uninstall or where.hooks.parent != agent_dirs.codex_dir()
+        else codex_trust(where.hooks, hooks.new)
+    )
+    config = _codex_config(
+        where.mcp, uninstall=uninstall, server=register, trust=trust, executable=executable
+    )
+    return [hooks, config]
 
 
-def _codex_mcp(path: Path, *, uninstall: bool, executable: str | None) -> Change:
-    """``[mcp_servers.cmem]`` as a marked block at the end of config.toml: every other byte is the person's."""
+def codex_trust(hooks_file: Path, text: str | None) -> dict[str, str]:
+    """The ``[hooks.state]`` key and ``trusted_hash`` Codex expects for each of cmem's entries in a
+    hooks.json text (see :func:`codex_hook_hash`)."""
+    import json
+
+    try:
+        data = json.loads(text or "{}")
+    except ValueError:
+        return {}
+    found: dict[str, str] = {}
+    hooks = data.get("hooks") if isinstance(data, dict) else None
+    for event, groups in hooks.items() if isinstance(hooks, dict) else []:
+        for g, group in enumerate(groups if isinstance(groups, list) else []):
+            handlers = group.get("hooks") if isinstance(group, dict) else None
+            for i, handler in enumerate(handlers if isinstance(handlers, list) else []):
+                if isinstance(handler, dict) and is_cmem_command(handler.get("command")):
+                    key = f"{hooks_file}:{_snake(event)}:{g}:{i}"
+                    found[key] = codex_hook_hash(event, group.get("matcher"), handler)
+    return found
+
+
+def codex_hook_hash(event: str, matcher: Any, handler: dict[str, Any]) -> str:
+    """Codex's hash of one command hook (codex-rs hooks, 0.171: SHA-256 of the compact, key-sorted JSON of the
+    event's snake_case name, the matcher and the handler with its defaults); a changed command or timeout
+    changes it, and Codex then asks again."""
+    import hashlib
+    import json
+
+    normalized: dict[str, Any] = {
+        "async": bool(handler.get("async", False)),
+        "command": handler.get("command"),
+    }
+    if handler.get("statusMessage") is not None:
+        normalized["statusMessage"] = handler["statusMessage"]
+    normalized["timeout"] = handler.get("timeout", handler.get("timeoutSec", 600))
+    normalized["type"] = "command"
+    identity: dict[str, Any] = {"event_name": _snake(event), "hooks": [normalized]}
+    if matcher is not None:
+        identity["matcher"] = matcher
+    digest = hashlib.sha256(json.dumps(identity, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+    return f"sha256:{digest}"
+
+
+def _snake(event: str) -> str:
+    import re
+
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", event).lower()
+
+
+def _codex_config(
+    path: Path, *, uninstall: bool, server: bool, trust: dict[str, str], executable: str | None
+) -> Change:
+    """cmem's tables as a marked block at the end of config.toml (``[mcp_servers.cmem]`` and the trust of
+    cmem's hooks): every other byte is the person's, and tables Codex writes into the block are kept."""
     old = read_text(path)
     toml_block.parse(path, old)  # a file Codex cannot read is left alone
 
@@ -146,25 +207,41 @@ def _codex_mcp(path: Path, *, uninstall: bool, executable: str | None) -> Change
         return toml_block.without_block(text or "")
 
     base = toml_block.without_block(old or "")
-    servers = toml_block.parse(path, base).get("mcp_servers")
+    parsed = toml_block.parse(path, base)
+    servers = parsed.get("mcp_servers")
+    theirs = isinstance(servers, dict) and "cmem" in servers  # an mcp_servers.cmem the person wrote
+    hooks = parsed.get("hooks")
+    state = hooks.get("state") if isinstance(hooks, dict) else None
+    trusted = state if isinstance(state, dict) else {}
+    items: list[tuple[str, dict[str, Any]]] = []
+    if server and not theirs:
+        command, *args = server_argv(executable)
+        items.append(("mcp_servers.cmem", {"command": command, "args": args}))
+    items += [
+        (f"hooks.state.{toml_block.value(key)}", {"trusted_hash": digest})
+        for key, digest in trust.items()
+        if key not in trusted  # the person's own entry for it stays theirs (doctor says if it is stale)
+    ]
     new: str | None
-    if isinstance(servers, dict) and "cmem" in servers:
-        new = old  # an mcp_servers.cmem the person wrote is theirs to keep
-    elif uninstall:
+    if uninstall or not items:
         new = old if toml_block.BEGIN not in (old or "") else (base if base.strip() else None)
-        if new != old:
+        if uninstall and new != old:
             new = restored(path, new, without_cmem)
     else:
-        command, *args = server_argv(executable)
-        block = toml_block.table(
-            "mcp_servers.cmem",
-            {"command": command, "args": args},
-            "added by `cmem install codex`; `cmem install codex --uninstall` removes it",
+        block = toml_block.tables(
+            items, "added by `cmem install codex`; `cmem install codex --uninstall` removes it"
         )
         new = toml_block.with_block(old or "", block)
         toml_block.parse(path, new)  # never write a file Codex could not read
-    what = "MCP server removed" if uninstall else "MCP server installed"
+    what = "MCP server and hook trust" if server else "hook trust"
+    what = f"{what} removed" if uninstall else f"{what} installed"
     return Change(path, old, new, what, without_cmem=without_cmem if uninstall else None)
+
+
+CODEX_PROJECT_NOTE = (
+    "codex: Codex runs a repository's hooks only once you trust them: start `codex` here, trust the folder, "
+    "and trust cmem's hooks when Codex asks (or in /hooks); `cmem doctor` says when they are untrusted"
+)
 
 
 # -- Gemini CLI: hooks and mcpServers, both in settings.json --------------------------------------------------

@@ -99,7 +99,7 @@ class _ExportReader(TurnReader):
         self.session = str(info.get("id") or self.session)
         if isinstance(info.get("directory"), str) and info["directory"]:
             self.cwd = info["directory"]
-        self.capture.start_session(self.here())
+        self.capture.start_session(self.here(), at=_millis(_dict(info.get("time")).get("created")))
         if isinstance(info.get("title"), str) and info["title"].strip():
             self.capture.rec.label_sessions({self.session: info["title"]})
         for message in doc.get("messages") or []:

@@ -11,7 +11,7 @@ import json
 MARK = "// cmem: added by `cmem install opencode`; `cmem install opencode --uninstall` removes this file"
 
 _TEMPLATE = """__MARK__
-import { spawn } from "node:child_process"
+import { spawn, spawnSync } from "node:child_process"
 
 const CMEM = __ARGV__
 
@@ -19,6 +19,7 @@ function send(event, payload) {
   try {
     const child = spawn(CMEM[0], [...CMEM.slice(1), "hook", "--agent", "opencode", event], {
       stdio: ["pipe", "ignore", "ignore"],
+      detached: true, // its own process group: opencode ending (`opencode run`) must not take the hook with it
     })
     child.on("error", () => {})
     child.stdin.on("error", () => {})
@@ -26,6 +27,20 @@ function send(event, payload) {
     child.unref()
   } catch {
     // a memory tool must never break the agent
+  }
+}
+
+// Waited for: the briefing goes into the first request's system prompt; the session's end at exit.
+function ask(event, payload) {
+  try {
+    const done = spawnSync(CMEM[0], [...CMEM.slice(1), "hook", "--agent", "opencode", event], {
+      input: JSON.stringify({ hook_event_name: event, ...payload }),
+      encoding: "utf8",
+      timeout: 15000,
+    })
+    return done.stdout ? JSON.parse(done.stdout) : null
+  } catch {
+    return null
   }
 }
 
@@ -39,16 +54,43 @@ function text(parts) {
 export const CmemPlugin = async ({ directory }) => {
   const cwd = directory
   const args = new Map() // callID -> the tool's arguments (older opencode passes them to "before" only)
+  const briefings = new Map() // sessionID -> the briefing its system prompt carries
+  const answers = new Map() // sessionID -> { message: its latest assistant message id, texts: id -> text }
+  const seen = new Set() // the sessions this process worked on: they end when it exits
+  process.on("exit", () => {
+    for (const id of seen) ask("session.deleted", { session_id: id, cwd })
+  })
   return {
     event: async ({ event }) => {
       const props = event.properties || {}
       if (event.type === "session.created" && props.info) {
+        seen.add(props.info.id)
         send("session.created", { session_id: props.info.id, cwd })
+      } else if (event.type === "message.updated" && props.info && props.info.role === "assistant") {
+        const answer = answers.get(props.info.sessionID) || { message: null, texts: new Map() }
+        answer.message = props.info.id
+        answers.set(props.info.sessionID, answer)
+      } else if (event.type === "message.part.updated" && props.part && props.part.type === "text") {
+        const answer = answers.get(props.part.sessionID)
+        if (answer && !props.part.synthetic) answer.texts.set(props.part.messageID, props.part.text)
       } else if (event.type === "session.idle" && props.sessionID) {
-        send("session.idle", { session_id: props.sessionID, cwd })
+        const answer = answers.get(props.sessionID)
+        const last = answer && answer.message ? answer.texts.get(answer.message) : undefined
+        send("session.idle", { session_id: props.sessionID, cwd, last_assistant_message: last })
       } else if (event.type === "session.deleted" && props.info) {
+        seen.delete(props.info.id)
         send("session.deleted", { session_id: props.info.id, cwd })
       }
+    },
+    "experimental.chat.system.transform": async (input, output) => {
+      const id = input && input.sessionID
+      if (!id || !output || !Array.isArray(output.system)) return
+      if (!briefings.has(id)) {
+        seen.add(id)
+        const answer = ask("session.started", { session_id: id, cwd })
+        briefings.set(id, (answer && answer.additionalContext) || "")
+      }
+      if (briefings.get(id)) output.system.push(briefings.get(id))
     },
     "chat.message": async (input, output) => {
       const prompt = text(output && output.parts)

@@ -37,13 +37,45 @@ def value(item: Any) -> str:
 
 def table(name: str, fields: dict[str, Any], note: str) -> str:
     """The marked block holding ``[name]`` with ``fields``."""
-    lines = [f"{BEGIN} ({note})", f"[{name}]", *(f"{key} = {value(item)}" for key, item in fields.items())]
+    return tables([(name, fields)], note)
+
+
+def tables(items: list[tuple[str, dict[str, Any]]], note: str) -> str:
+    """The marked block holding each ``[name]`` with its fields; each header carries :data:`OURS`, so that
+    uninstalling takes out these tables and keeps any the agent wrote into the block since."""
+    lines = [f"{BEGIN} ({note})"]
+    for name, fields in items:
+        lines += [f"[{name}]  {OURS}", *(f"{key} = {value(item)}" for key, item in fields.items())]
     return "\n".join([*lines, END]) + "\n"
 
 
+OURS = "# cmem"
+_HEADER = re.compile(r"^\s*\[")
+
+
 def without_block(text: str) -> str:
-    """``text`` with cmem's block (and the blank line put before it) removed."""
-    return _BLOCK.sub("", text)
+    """``text`` with cmem's block (and the blank line put before it) removed. Tables the agent itself wrote
+    inside the block (Codex appends its hook trust, ``[tui]`` and project trust at the end of the file, which
+    is inside cmem's block) are kept, in place of the block."""
+    return _BLOCK.sub(_foreign_tables, text)
+
+
+def _foreign_tables(match: re.Match[str]) -> str:
+    lines = match.group(0).splitlines(keepends=True)
+    kept: list[str] = []
+    ours = True  # the lines before the first table are the BEGIN marker's
+    for line in lines:
+        stripped = line.strip()
+        if stripped.startswith(BEGIN) or stripped.startswith(END):
+            continue
+        if _HEADER.match(line):
+            header = line.split("]")[0] + "]" if "]" in line else line
+            ours = line.rstrip().endswith(OURS) or header.strip() == "[mcp_servers.cmem]"
+        if not ours:
+            kept.append(line)
+    if not "".join(kept).strip():
+        return ""
+    return ("\n" if match.group(0).startswith("\n") else "") + "".join(kept)
 
 
 def with_block(text: str, block: str) -> str:

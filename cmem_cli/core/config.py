@@ -244,12 +244,17 @@ def _directory_name(directory: Path) -> str | None:
     return identity.name if identity is not None else directory.name or None
 
 
+# Codex (0.16x on) gives its shell commands the session's id: a note the agent records with `cmem add`
+# joins the session its hooks record without an env file (Codex has none).
+CODEX_SESSION = "CODEX_SESSION_ID"
+
+
 def default_agent() -> str:
-    return os.environ.get("CMEM_AGENT") or "cli"
+    return os.environ.get("CMEM_AGENT") or ("codex" if os.environ.get(CODEX_SESSION) else "cli")
 
 
 def default_session() -> str | None:
-    return os.environ.get("CMEM_SESSION") or None
+    return os.environ.get("CMEM_SESSION") or os.environ.get(CODEX_SESSION) or None
 
 
 __all__ = [

@@ -578,8 +578,10 @@ class WriteService:
         label: str | None = None,
         goal: str | None = None,
         resume: bool = False,
+        at: int | None = None,
     ) -> dict[str, Any]:
-        """Create the session if new; ``resume`` also reopens it if it had ended (`cmem session start ID`)."""
+        """Create the session if new; ``resume`` also reopens it if it had ended (`cmem session start ID`).
+        ``at``: when it began (an imported transcript's time; an earlier one moves the start back)."""
         session_id = _required_text("session id", session_id)
         with self.store.transaction():
             if resume:
@@ -590,6 +592,7 @@ class WriteService:
                 project=project,
                 label=self.scrub_text(label),
                 goal=self.scrub_text(goal),
+                at=at,
             )
 
     def label_sessions(self, labels: dict[str, str]) -> None:

@@ -37,6 +37,8 @@ class SessionRepository(Repository):
             "INSERT INTO sessions (session_id, agent, project, label, goal, started_at, last_activity_at) "
             "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (session_id) DO UPDATE SET "
             "last_activity_at = max(last_activity_at, excluded.last_activity_at), "
+            # an import names when a session really began; the earliest time anyone gave is its start
+            "started_at = min(started_at, excluded.started_at), "
             "label = coalesce(excluded.label, label), goal = coalesce(excluded.goal, goal)",
             (session_id, agent, project, label, goal, when, when),
         )

@@ -23,6 +23,8 @@ EVENTS: dict[str, tuple[str | None, int | None]] = {
         "afterFileEdit",
         "afterShellExecution",
         "afterMCPExecution",
+        "postToolUse",  # tools with no event of their own
+        "afterAgentResponse",  # the answer: the turn's summary
         "stop",
         "sessionEnd",
     )

@@ -51,11 +51,12 @@ class Capture:
         return self.rec.excluded(where.project, self.exclude_projects)
 
     # -- sessions ------------------------------------------------------------------------------------
-    def start_session(self, where: Where) -> str | None:
-        """The session's full id once it exists; None for an excluded project."""
+    def start_session(self, where: Where, *, at: int | None = None) -> str | None:
+        """The session's full id once it exists; None for an excluded project. ``at``: when it began (an
+        import's transcript time)."""
         if self.excluded(where):
             return None
-        return self.rec.ensure_session(where.session, agent=where.agent, project=where.project)
+        return self.rec.ensure_session(where.session, agent=where.agent, project=where.project, at=at)
 
     def end_session(self, where: Where, *, status: str = "completed") -> str | None:
         session = self.start_session(where)

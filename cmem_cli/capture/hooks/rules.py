@@ -52,6 +52,8 @@ class HookRules(NamedTuple):
             words.pop(0)
         if not words:
             return True
+        # a program spelled with its path is the program: `/home/me/.local/bin/cmem add` is `cmem add`
+        words[0] = words[0].rstrip("/").rsplit("/", 1)[-1].removesuffix(".exe")
         head = " ".join(words)
         return any(head == entry or head.startswith(entry + " ") for entry in self.skip_commands)
 

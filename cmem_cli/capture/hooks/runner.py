@@ -393,6 +393,8 @@ def _dispatch(
                 text = last_assistant_text(Path(payload.transcript_path))
             if capture.turn_summary(where, text, created_at=at) is None:
                 capture.start_session(where)
+            if payload.raw.get("cmem_session_ends") is True:  # an adapter knows the turn is the last
+                capture.end_session(where)
         elif payload.event == "SessionEnd":
             capture.end_session(where)
         else:  # SubagentStop and events added to Claude Code later: the session is alive

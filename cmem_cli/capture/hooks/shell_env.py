@@ -3,14 +3,15 @@
 
 Claude Code gives SessionStart hooks ``CLAUDE_ENV_FILE``, a file whose ``export`` lines it runs before each
 of the agent's Bash commands (hooks reference, "Persist environment variables"; kept across `/resume` and
-`/clear` since Claude Code 2.1.136). Codex gives its SessionStart hooks the same kind of file as
+`/clear` since Claude Code 2.1.136). Codex's pull requests proposed the same kind of file as
 ``CODEX_ENV_FILE`` (with ``CLAUDE_ENV_FILE`` as an alias of the same path), sourced before its later local
-shell commands. The hook appends one line, ``export CMEM_SESSION=... CMEM_AGENT=...``, to the first of them
-that is set; the CLI reads both as its defaults. Only the agent that gives a file writes into it (another
-agent started from Claude Code's shell inherits ``CLAUDE_ENV_FILE``), and a session whose line is already the
-file's last (SessionStart runs again on resume, ``/clear`` and compaction) is not written again. Without that
-file nothing is handed on, and cmem never guesses: a note with no session stays without one rather than
-joining a session that may be another agent's.
+shell commands; Codex 0.169-0.171 has none, and gives its shell commands ``CODEX_SESSION_ID`` instead
+(``cmem_cli.core.config.default_session`` reads it). The hook appends one line, ``export CMEM_SESSION=...
+CMEM_AGENT=...``, to the first of them that is set; the CLI reads both as its defaults. Only the agent that
+gives a file writes into it (another agent started from Claude Code's shell inherits ``CLAUDE_ENV_FILE``),
+and a session whose line is already the file's last (SessionStart runs again on resume, ``/clear`` and
+compaction) is not written again. Without that file nothing is handed on, and cmem never guesses: a note
+with no session stays without one rather than joining a session that may be another agent's.
 """
 
 from __future__ import annotations

@@ -253,6 +253,10 @@ def install(
 
     for message in apply(changes):
         write(message + "\n")
+    if agent == "codex" and scope == "project" and not uninstall:
+        from cmem_cli.capture.install_agents import CODEX_PROJECT_NOTE
+
+        sys.stderr.write(CODEX_PROJECT_NOTE + "\n")
     if not uninstall:
         _compile_bytecode()
 

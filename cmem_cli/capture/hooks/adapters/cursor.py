@@ -1,8 +1,9 @@
 """Cursor (agent hooks, ``hooks.json`` version 1): every event carries ``conversation_id``,
 ``generation_id``, ``workspace_roots`` and ``hook_event_name`` in camelCase (sessionStart,
 beforeSubmitPrompt, afterFileEdit, beforeShellExecution, afterShellExecution, afterMCPExecution, stop,
-sessionEnd). There is no generic tool event: a file edit (``file_path``, ``edits``) becomes Claude Code's
-Edit, a shell command (``command``, ``output``, ``cwd``) its Bash, an MCP call (``tool_name``, ``tool_input``
+sessionEnd; afterAgentResponse with the answer's ``text``, the turn summary; postToolUse with ``tool_name``,
+``tool_input``, ``tool_output`` for the tools without an event of their own). A file edit (``file_path``,
+``edits``) becomes Claude Code's Edit, a shell command (``command``, ``output``, ``cwd``) its Bash, an MCP call (``tool_name``, ``tool_input``
 as a JSON string, ``result_json``) an ``mcp__server__tool`` call. sessionStart answers with
 ``additional_context``; beforeSubmitPrompt, which Cursor waits on, with ``{"continue": true}``. Written
 against cursor.com/docs/agent/hooks (see docs/agents.md for the date).
@@ -10,6 +11,7 @@ against cursor.com/docs/agent/hooks (see docs/agents.md for the date).
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -25,9 +27,25 @@ EVENTS = {
     "afterFileEdit": "PostToolUse",
     "afterShellExecution": "PostToolUse",
     "afterMCPExecution": "PostToolUse",
+    "postToolUse": "PostToolUse",
+    "afterAgentResponse": "Stop",
     "stop": "Stop",
     "sessionEnd": "SessionEnd",
 }
+# postToolUse's tools (Cursor 2.x) -> (Claude Code's tool, argument renames). The shell, file edits and MCP calls
+# arrive with their own events (exit status, edits, server): postToolUse is ignored for them.
+TOOLS: dict[str, tuple[str, dict[str, str]]] = {
+    "Read": ("Read", {"target_file": "file_path", "path": "file_path"}),
+    "Grep": ("Grep", {}),
+    "Glob": ("Glob", {"glob_pattern": "pattern"}),
+    "LS": ("LS", {"target_directory": "path"}),
+    "Delete": ("Delete", {"target_file": "file_path", "path": "file_path"}),
+    "WebSearch": ("WebSearch", {"search_term": "query"}),
+    "WebFetch": ("WebFetch", {}),
+    "Task": ("Task", {}),
+    "TodoWrite": ("TodoWrite", {}),
+}
+COVERED = frozenset({"Shell", "Edit", "Write", "StrReplace", "MultiEdit", "ApplyPatch"})
 _CMEM_SERVER = re.compile(r"(?:^|[\s/\\])cmem(?:_cli)?(?:\.exe)?\b")
 
 
@@ -58,6 +76,19 @@ def to_claude(data: dict[str, Any], event: str | None) -> dict[str, Any]:
             if isinstance(data.get(key), int) and not isinstance(data.get(key), bool):
                 response["exit_code"] = data[key]
         fields.update(tool_name="Bash", tool_input={"command": data.get("command")}, tool_response=response)
+    elif raw_name == "postToolUse":
+        tool = text(data, "tool_name") or ""
+        if tool in COVERED or tool.startswith("MCP:"):
+            return claude_event(AGENT, data, IGNORED, **fields)  # recorded from its own event
+        claude, renames = TOOLS.get(tool, (tool, {}))
+        output = data.get("tool_output")
+        fields.update(
+            tool_name=claude,
+            tool_input=renamed(data.get("tool_input"), renames),
+            tool_response={"stdout": output if isinstance(output, str) else json.dumps(output)},
+        )
+    elif raw_name == "afterAgentResponse":
+        fields["last_assistant_message"] = text(data, "text")
     elif raw_name == "afterMCPExecution":
         fields.update(
             tool_name=_mcp_name(data),

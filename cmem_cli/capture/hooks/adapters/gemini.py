@@ -51,10 +51,22 @@ def to_claude(data: dict[str, Any], event: str | None) -> dict[str, Any]:
     fields: dict[str, Any] = {}
     if name == "PostToolUse":
         fields.update(tool_fields(data))
+    elif name == "UserPromptSubmit" and isinstance(data.get("prompt"), str):
+        fields["prompt"] = typed_prompt(data["prompt"])
     elif name == "Stop":
         fields["last_assistant_message"] = text(data, "prompt_response")
         fields["transcript_path"] = ""  # Gemini's transcript is not Claude Code's: never read for the answer
     return claude_event(AGENT, data, name, **fields)
+
+
+# Gemini CLI (0.61) puts SessionStart's context before the first prompt, and hands BeforeAgent (and its saved
+# chat) that text: the briefing is not what the person typed.
+_HOOK_CONTEXT = re.compile(r"\A\s*<hook_context>.*?</hook_context>\s*", re.DOTALL)
+
+
+def typed_prompt(prompt: str) -> str:
+    """The prompt as the person typed it, without the ``<hook_context>`` Gemini CLI put before it."""
+    return _HOOK_CONTEXT.sub("", prompt, count=1)
 
 
 def tool_fields(data: dict[str, Any]) -> dict[str, Any]:

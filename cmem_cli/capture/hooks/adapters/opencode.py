@@ -3,20 +3,21 @@ JavaScript file, no build step) runs ``cmem hook --agent opencode EVENT`` with w
 plugin: ``session_id``, ``cwd`` (the plugin's ``directory``), and per event ``prompt`` (chat.message),
 ``tool``/``args``/``output``/``metadata`` (tool.execute.after). This adapter maps opencode's events and
 tools (``bash``, ``edit`` with ``filePath``/``oldString``/``newString``, ``read``, ``write``, ``grep``,
-``glob``, ``webfetch``, ``task``, ``patch``...) onto Claude Code's. opencode offers a plugin no way to add to
-the model's context at session start, so there is no answer. Written against opencode.ai/docs/plugins (see
-docs/agents.md for the date).
+``glob``, ``webfetch``, ``task``, ``patch``...) onto Claude Code's. The plugin waits for one answer: the
+briefing of ``session.started``, which it adds to the session's system prompt. Checked against opencode 1.18
+driven by its real client (tests/agents_real).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from cmem_cli.capture.hooks.adapters import IGNORED, claude_event, renamed, text
+from cmem_cli.capture.hooks.adapters import IGNORED, briefing, claude_event, renamed, text
 
 AGENT = "opencode"
 EVENTS = {
     "session.created": "SessionStart",
+    "session.started": "SessionStart",  # the plugin's first system prompt of a session: it waits for the briefing
     "chat.message": "UserPromptSubmit",
     "tool.execute.before": "PreToolUse",
     "tool.execute.after": "PostToolUse",
@@ -76,4 +77,7 @@ def _mcp(tool: str) -> str:
 
 
 def reply(event: str, answer: dict[str, Any] | None) -> dict[str, Any] | None:
-    return None  # the plugin does not read an answer
+    """The briefing, which the plugin adds to the session's system prompt
+    (``experimental.chat.system.transform``); other events are not waited for."""
+    context = briefing(answer) if event == "SessionStart" else None
+    return {"additionalContext": context} if context else None
