@@ -297,7 +297,7 @@ class Memory:
             "supersedes": list(supersedes) if isinstance(supersedes, list | tuple) else supersedes,
         }  # fmt: skip
         defaults = self._defaults(project, agent, session, cwd)
-        row = self.service.add_observation(record, defaults, cwd=_cwd(cwd))
+        row = self.service.add_observation(record, defaults, cwd=_cwd(cwd), candidates=True)
         return self._observation(int(row["id"]))
 
     def add_many(
@@ -309,13 +309,15 @@ class Memory:
         session: str | None = None,
         cwd: str | Path | None = None,
         progress: Callable[[str, int, int], None] | None = None,
+        report: list[list[dict[str, Any]]] | None = None,
     ) -> list[int]:
         """Record several observations (dicts in the JSON record format) in one transaction: all or none.
 
         Every record is validated before anything is written; the first invalid one raises
         :class:`InvalidRecord` (an :class:`InvalidInput`) carrying its position. Returns the new ids.
         Files are anchored as :meth:`add` anchors them. ``progress(phase, done, total)`` hears how far
-        checking (``prepare``) and writing (``write``) have come."""
+        checking (``prepare``) and writing (``write``) have come. ``report``, a list, receives each new
+        record's replacement candidates (:meth:`candidates`), in order."""
         service = self.service
         defaults = self._defaults(project, agent, session, cwd)
         prepared = []
@@ -327,6 +329,8 @@ class Memory:
             if progress is not None and index % 1000 == 999:
                 progress("prepare", index + 1, len(records))
         rows = service.add_observations(prepared, cwd=_cwd(cwd), progress=progress)
+        if report is not None:  # what each new record may replace, as `cmem add --format json` tells it
+            report.extend(list(row.get("candidates") or []) for row in rows)
         return [int(row["id"]) for row in rows]
 
     def edit(

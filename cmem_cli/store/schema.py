@@ -407,3 +407,23 @@ CREATE INDEX observations_machine ON observations (machine);
 @MIGRATIONS
 def m013_authorship(conn: apsw.Connection) -> None:
     conn.execute(V13_AUTHORSHIP)
+
+
+# Replacements inferred when a memory was recorded (cmem_cli.services.candidates): the new memory states a
+# change of what an older one of its project or session said. A hint, not a link: it is not written into
+# the files (a machine that adopts them infers its own), and a confirmed ``supersedes`` link outranks it.
+V14_INFERRED_SUPERSESSIONS = """
+CREATE TABLE inferred_supersessions (
+    from_id    INTEGER NOT NULL REFERENCES observations (id) ON DELETE CASCADE,
+    to_id      INTEGER NOT NULL REFERENCES observations (id) ON DELETE CASCADE,
+    score      REAL NOT NULL,
+    created_at INTEGER NOT NULL,
+    PRIMARY KEY (to_id, from_id)
+) WITHOUT ROWID;
+CREATE INDEX inferred_supersessions_from ON inferred_supersessions (from_id);
+"""
+
+
+@MIGRATIONS
+def m014_inferred_supersessions(conn: apsw.Connection) -> None:
+    conn.execute(V14_INFERRED_SUPERSESSIONS)
