@@ -48,6 +48,7 @@ if TYPE_CHECKING:
         Observation,
         Prompt,
         Record,
+        ReplacementCandidate,
         Session,
         Summary,
         TimelineItem,
@@ -67,7 +68,7 @@ if TYPE_CHECKING:
 # `cmem add`) reads JSON rows and never builds a named tuple, so it does not pay for defining them.
 _RESULTS = frozenset(
     ["as_dict", "citation_uri", "Observation", "Hit", "Link", "TimelineItem", "Summary", "Prompt",
-     "Document", "Session", "Briefing", "Record"]
+     "Document", "Session", "Briefing", "Record", "ReplacementCandidate"]
 )  # fmt: skip
 _PAGES = frozenset(["Rows", "SearchPage", "Timeline"])
 # What ``Memory.index`` returns (its face, the models' face, a pass's report, a collection, the watcher, an
@@ -375,6 +376,19 @@ class Memory:
         """Link two observations (``link(14, "caused_by", 9)``) or, with ``remove``, unlink them."""
         row = self.service.link(self._write_id(from_id), self._write_id(to_id), type, remove=remove)
         return self._observation(row["id"])
+
+    def candidates(self, id: int | str) -> list[ReplacementCandidate]:
+        """The older memories observation ``id`` may replace, best first (at most 3): what :meth:`add`
+        compared it with when it was recorded (the same subject in its project or session, stated as a
+        change); ``inferred`` ones are marked maybe replaced. Confirm one with
+        ``link(id, "supersedes", candidate.id)``."""
+        from cmem_cli.core.results import ReplacementCandidate
+        from cmem_cli.services import candidates
+
+        store = self.reader.store
+        row = store.observations.get(self.resolve_id(id))
+        found = candidates.find(store, row, infer=False)
+        return [ReplacementCandidate.from_json(c.as_dict(int(row["id"]))) for c in found]
 
     def observation(self, id: int | str) -> Observation:
         """Observation ``id`` without counting a retrieval (:meth:`get` counts one); :class:`NotFound` if

@@ -254,6 +254,25 @@ class Session(NamedTuple):
         return data
 
 
+class ReplacementCandidate(NamedTuple):
+    """An older memory a new one may replace (docs/truth.md, "Caught when written"): ``inferred`` when the
+    match was confident enough to mark it maybe replaced; ``confirm`` is the command that says it did."""
+
+    id: int
+    title: str
+    score: float
+    inferred: bool
+    why: str
+    confirm: str
+
+    @classmethod
+    def from_json(cls, row: dict[str, Any]) -> ReplacementCandidate:
+        return _pick(cls, row)
+
+    def to_json(self) -> dict[str, Any]:
+        return as_dict(self)  # type: ignore[no-any-return]
+
+
 class Briefing(NamedTuple):
     """The session-start briefing: ``text`` never exceeds ``budget`` tokens (``tokens`` is its estimate)."""
 
