@@ -71,6 +71,9 @@ class Observation(NamedTuple):
     behind: list[str] | None = None  # cited files this checkout lacks the memory's commit for (not stale)
     machine: str | None = None  # the machine that wrote it (None: written before cmem recorded it)
     author: str | None = None  # the person, where known (CMEM_AUTHOR or git's user.email)
+    possibly_superseded_by: int | None = (
+        None  # a newer memory that probably replaced it (inferred when written)
+    )
 
     @property
     def uri(self) -> str:

@@ -231,6 +231,16 @@ def _two_things(new: _Text, old: _Text) -> bool:
     return new.goal != old.goal
 
 
+def _alike(ours: frozenset[str], theirs: frozenset[str]) -> set[str]:
+    """The subject words two memories share: the same stem, or one stem of five letters or more that
+    begins the other ("approval" and "approved", "refresh" and "refreshed")."""
+    shared = set(ours & theirs)
+    for word in ours - theirs:
+        if len(word) >= 5 and any(o.startswith(word) or word.startswith(o) for o in theirs if len(o) >= 5):
+            shared.add(word)
+    return shared
+
+
 def _kind(kind: str) -> str:
     """A value's kind as candidates compare them: every count and plain number is a ``count``."""
     return "count" if kind.startswith("n:") or kind == "number" else kind
@@ -284,8 +294,10 @@ def find(store: Store, row: dict[str, Any], *, infer: bool = True) -> list[Candi
         old = _read(
             "\n".join(p for p in (old_row.title, old_row.subtitle, old_row.narrative, *old_row.facts) if p)
         )
-        shared = (new.words & old.words) | (new.names & old.names)
-        shared |= {v for kind, vals in new.values.items() for v in vals & old.values.get(kind, set())}
+        shared = _alike(new.words, old.words) | (new.names & old.names)
+        shared |= {v for vals in new.values.values() for v in vals} & {
+            v for vals in old.values.values() for v in vals
+        }
         if not shared and not same_session:
             continue
         differs = any(_comparable(kind, k) and (vals - o) for kind, vals in new.values.items()

@@ -79,12 +79,14 @@ def successors(store: Store | Links, obs_ids: Iterable[Any]) -> dict[Any, Any]:
 
 
 def annotate(store: Store | Links, rows: list[dict[str, Any]]) -> dict[Any, Any]:
-    """Give every row ``superseded_by`` (None unless it is an observation a newer one replaced); returns
-    the replaced ids -> successor ids it found."""
+    """Give every row ``superseded_by`` (None unless it is an observation a newer one replaced) and
+    ``possibly_superseded_by`` (:func:`annotate_inferred`); returns the replaced ids -> successor ids it
+    found."""
     found = successors(store, (r["id"] for r in rows if r.get("kind", "observation") == "observation"))
     for row in rows:
         is_observation = row.get("kind", "observation") == "observation"
         row["superseded_by"] = found.get(row["id"]) if is_observation else None
+    annotate_inferred(store, rows)
     return found
 
 
@@ -101,7 +103,9 @@ def current_first(
     in relevance order) each replaced memory's successor ranked just above it (``bring_in``: also when the
     query did not find it). ``store``: where the rows came from (:class:`Links`)."""
     annotate(store, rows)
-    hinted = annotate_inferred(store, rows)
+    hinted = {
+        r["id"]: r["possibly_superseded_by"] for r in rows if r.get("possibly_superseded_by") is not None
+    }
     if query is None:
         return rows
     rows = successor_first(store, rows, filters, explain=explain, bring_in=bring_in, hinted=hinted)
