@@ -318,7 +318,8 @@ class Memory:
         :class:`InvalidRecord` (an :class:`InvalidInput`) carrying its position. Returns the new ids.
         Files are anchored as :meth:`add` anchors them. ``progress(phase, done, total)`` hears how far
         checking (``prepare``) and writing (``write``) have come. ``report``, a list, receives each new
-        record's replacement candidates (:meth:`candidates`), in order."""
+        record's replacement candidates (:meth:`candidates`), in order; without it, only an import of at
+        most 50 records is compared with what it may replace (a larger one is history brought in)."""
         service = self.service
         defaults = self._defaults(project, agent, session, cwd)
         prepared = []
@@ -329,7 +330,9 @@ class Memory:
                 raise InvalidRecord(index, exc.message) from None
             if progress is not None and index % 1000 == 999:
                 progress("prepare", index + 1, len(records))
-        rows = service.add_observations(prepared, cwd=_cwd(cwd), progress=progress)
+        rows = service.add_observations(
+            prepared, cwd=_cwd(cwd), progress=progress, candidates=True if report is not None else None
+        )
         if report is not None:  # what each new record may replace, as `cmem add --format json` tells it
             report.extend(list(row.get("candidates") or []) for row in rows)
         return [int(row["id"]) for row in rows]

@@ -90,19 +90,22 @@ class Recorder:
         *,
         defaults: dict[str, str | None] | None = None,
         progress: Any = None,
+        every: bool = False,
     ) -> list[tuple[int, list[dict[str, Any]]]]:
-        """:meth:`Memory.add_many` with each new record's candidates (:meth:`add_reporting`), in order."""
+        """:meth:`Memory.add_many` with each new record's candidates (:meth:`add_reporting`), in order:
+        with ``every``, of an import of any size (up to 5,000 records), else of one of at most 50."""
         memory = self._memory
         defaults = defaults or {}
+        found: list[list[dict[str, Any]]] = []
         ids = memory.add_many(
             records,
             project=defaults.get("project"),
             agent=defaults.get("agent"),
             session=defaults.get("session"),
             progress=progress,
-            report=(found := []),
+            report=found if every or len(records) <= 50 else None,
         )
-        return list(zip(ids, found, strict=True))
+        return list(zip(ids, found or [[] for _ in ids], strict=True))
 
     def briefing_text(self, project: str, *, budget: int = 1500, exclude_session: str | None = None) -> str:
         """:meth:`Memory.context`'s text (what the SessionStart hook injects), without a result object; with

@@ -248,7 +248,8 @@ ADD = Command(
             "output",
             ("--format",),
             "ids (default): the new id(s), one per line; json: one JSON object per record, with the "
-            "memories it may replace (candidates) and the command that confirms each.",
+            "memories it may replace (candidates) and the command that confirms each. An import of more "
+            "than 50 records is compared with what it may replace only with json.",
             default="ids",
             choices=("ids", "json"),
         ),

@@ -150,7 +150,10 @@ def _add_json(source: str, defaults: dict[str, str | None], output: str = "ids")
         defaults["project"] = defaults["project"] or memory.project_here(claim=True)
         try:
             rows = memory.recorder.add_many_reporting(
-                [record for _, record in records], defaults=defaults, progress=progress
+                [record for _, record in records],
+                defaults=defaults,
+                progress=progress,
+                every=output == "json",
             )
         except InvalidRecord as exc:
             line = records[exc.index][0]

@@ -23,6 +23,7 @@ no model is loaded on the add path.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any, NamedTuple
 
@@ -136,6 +137,7 @@ class _Text(NamedTuple):
     goal: bool  # it speaks of a goal or target, not of a state
 
 
+@functools.lru_cache(maxsize=2048)
 def _read(text: str) -> _Text:
     words: set[str] = set()
     values: dict[str, set[str]] = {}

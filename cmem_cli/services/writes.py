@@ -31,6 +31,7 @@ _STORED: Any = object()  # "the observation's anchor as the store holds it" (rea
 SUMMARY_LIMIT = 50_000
 
 BULK_CANDIDATES = 5_000  # an import up to this size is compared with what it may replace, record by record
+SMALL_IMPORT = 50  # unless asked, only an import this small is (a larger one is history brought in)
 BULK_BATCH = 1_000  # new observations written per batch of a bulk import (files and rows)
 # SQLite's page cache for a bulk import: at the default 2 MB the transaction's dirty pages spill to the WAL
 # and are written again and again (17 page writes per observation at 3,000 records)
@@ -274,8 +275,12 @@ class WriteService:
         *,
         cwd: str | None = None,
         progress: Callable[[str, int, int], None] | None = None,
+        candidates: bool | None = None,
     ) -> list[dict[str, Any]]:
-        """Store already-prepared records in one transaction (bulk import): all or none.
+        """Store already-prepared records in one transaction (bulk import): all or none. Each new record is
+        compared with what it may replace (:meth:`replacement_candidates`, its row's ``candidates``) when
+        ``candidates`` says so; None: in an import of at most ``SMALL_IMPORT`` records (a larger one is
+        history brought in, not a writer stating a change).
 
         Records that can only be new (no uid, key or links to look up) go in batches: their files are
         journalled in one append and their rows inserted one statement per table. The others, in their
@@ -305,7 +310,9 @@ class WriteService:
                 except InvalidInput as exc:  # a clash with what is stored: which record, for the caller
                     raise InvalidRecord(index, exc.message) from None
             rows += self._store_new(batch, files, cwd=cwd, repos=repos, diffs=diffs)
-            if len(rows) <= BULK_CANDIDATES:
+            if candidates is None:
+                candidates = len(records) <= SMALL_IMPORT
+            if candidates and len(rows) <= BULK_CANDIDATES:
                 for row, record in zip(rows, records, strict=True):
                     if not (record.get("uid") or record.get("key")):
                         row["candidates"] = self.replacement_candidates(row, record)
