@@ -36,7 +36,10 @@ POOL = 20  # older memories of the project compared
 QUERY_WORDS = 40  # the new memory's words given to the keyword search (a long narrative is cut)
 CONFIDENT = 0.75  # a candidate's score from which it is recorded as inferred (when clearly ahead)
 MARGIN = 0.15  # how far ahead of the next candidate a confident one must be (else the writer decides)
-FLOOR = 0.30  # a candidate scoring less is not reported
+FLOOR = 0.30
+SAME_SUBJECT = 2  # shared subject words a change must have with the one memory it restates
+RESTATED = 1.0  # that memory's score at least
+RESTATED_MARGIN = 0.3  # and how far ahead of the next candidate  # a candidate scoring less is not reported
 
 # Correction and update language: how people and agents say that what was true changed.
 _CHANGE = re.compile(
@@ -50,7 +53,7 @@ _CHANGE = re.compile(
     r"|raised|lowered|increased|decreased|reduced|bumped|cut|dropped|replaced|replacing|switched|swapped"
     r"|migrated|upgraded|downgraded|renamed|took over|taking over|revised|revoked|rejected|withdrawn|ended"
     r"|stopped|removed|deprecated|tightened|relaxed|changed|updated?|goes up|goes down|went up|went down"
-    r"|back to|make that|set to|is now|are now|now|new|the official|effective)\b",
+    r"|back to|make that|set to|is now|are now|now(?! that)|new|the official|effective)\b",
     re.I,
 )
 _FROM_TO = re.compile(r"\bfrom\s+\S+(?:\s+\S+){0,4}?\s+to\b", re.I)
@@ -128,7 +131,7 @@ class _Text(NamedTuple):
     stated: frozenset[str]  # the values its update statements changed something to ("raised to 4")
     updates: tuple[Any, ...]  # those statements (:class:`cmem_cli.services.updates.Update`)
     kinds: dict[str, set[str]]  # search's kinds of value (:func:`cmem_cli.services.updates.tokens`) -> values
-    proper: frozenset[str]  # capitalised words, a sentence's first one too ("Alice's budget")
+    proper: frozenset[str]  # names said as owners, a sentence's first word too ("Alice's budget")
     labels: dict[str, set[str]]  # a word -> the numbers right after it ("sprint 2", "invoice 88")
     identifiers: frozenset[str]  # code identifiers (``MIN_PASSWORD_LENGTH``, ``fail_under``)
     after: dict[str, set[str]]  # content stem -> the content stems just after it (release "checklist")
@@ -159,7 +162,7 @@ def _read(text: str) -> _Text:
             stems.add(token.stem)
             if token.value:
                 kinds.setdefault(token.kind, set()).add(token.stem)
-            if token.name:
+            if token.name and token.text.endswith("'s"):  # whose: "Alice's budget"
                 proper.add(token.stem)
             if token.content and index and clause[index - 1].content:
                 before.setdefault(token.stem, set()).add(clause[index - 1].stem)
@@ -229,7 +232,7 @@ def _two_things(new: _Text, old: _Text) -> bool:
     if "third" in new.owners ^ old.owners:
         return True
     if (new.proper - old.proper) and (old.proper - new.proper) and not new.retired & old.proper:
-        return True  # "Alice's budget" and "Bob's budget", unless the new one retires the old name
+        return True  # "Alice's budget" and "Bob's budget", unless the new one retires the old owner
     return new.goal != old.goal
 
 
@@ -333,7 +336,7 @@ def find(store: Store, row: dict[str, Any], *, infer: bool = True) -> list[Candi
                 and not agrees
             )
             scored.append(_Scored(score, found_id, ", ".join(reasons), frozenset(shared), what,
-                                  _two_things(new, old), stated))  # fmt: skip
+                                  _two_things(new, old), stated, agrees))  # fmt: skip
     scored.sort(key=lambda s: (-s.score, -s.id))
     top = scored[:REPORTED]
     confident: set[int] = set()
@@ -341,12 +344,13 @@ def find(store: Store, row: dict[str, Any], *, infer: bool = True) -> list[Candi
         confident = _confident(top)
     elif change:  # an update in values ("raised to 12"): search's rule, with its checks for two things
         confident = _updated(row, text, [olds[s.id] for s in top])
-        if not addition and not _asked(
-            text
-        ):  # or a value of the same subject changed, nothing tells them apart
+        if not addition and not _asked(text):  # or the same subject changed, nothing tells them apart
             confident |= {
                 i for i in _confident([s for s in top if s.stated and not s.apart]) if i == top[0].id
             }
+            # a change of how, not of how much, and nothing anywhere says a thing stays or is added
+            if not new.values and not re.search(r"\d", text) and not _ADDITION.search(text):
+                confident |= _restated(top)
     out = [Candidate(s.id, olds[s.id].title, s.score, s.id in confident, s.why) for s in top]
     if infer:
         for candidate in out:
@@ -379,12 +383,29 @@ class _Scored(NamedTuple):
     what: bool  # what changed is seen: a value, a state, a name, the old value named as what was
     apart: bool = False  # something tells the two apart (:func:`_two_things`)
     stated: bool = False  # an update statement of the new memory changed a value the older one states
+    agrees: bool = False  # the new memory states the value the older one has
 
 
 def _cue_clauses(text: str) -> list[str]:
     """The clauses of ``text`` that state a change (:func:`_stated_change`)."""
     return [clause for sentence in _SENTENCES.split(text) for clause in _CUE_CLAUSES.split(sentence)
             if _CHANGE.search(clause) or _FROM_TO.search(clause)]  # fmt: skip
+
+
+def _restated(top: list[_Scored]) -> set[int]:
+    """The one memory a change of how (no value in it: "Order.items now uses selectinload") restates,
+    when nothing else comes close: the best candidate about the same subject (``SAME_SUBJECT`` shared words
+    and a score of ``RESTATED``), ahead of the next by ``RESTATED_MARGIN``, nothing telling the two apart."""
+    if (
+        not top
+        or top[0].apart
+        or top[0].agrees
+        or len(top[0].shared) < SAME_SUBJECT
+        or top[0].score < RESTATED
+    ):
+        return set()
+    runner_up = top[1].score if len(top) > 1 else 0.0
+    return {top[0].id} if top[0].score - runner_up >= RESTATED_MARGIN else set()
 
 
 def _asked(text: str) -> bool:
