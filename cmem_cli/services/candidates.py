@@ -352,12 +352,12 @@ def find(store: Store, row: dict[str, Any], *, infer: bool = True) -> list[Candi
             if not new.values and not re.search(r"\d", text) and not _ADDITION.search(text):
                 confident |= _restated(top)
     out = [Candidate(s.id, olds[s.id].title, s.score, s.id in confident, s.why) for s in top]
+    likely = _likely(top) if change and not addition and not confident else None
     if infer:
         for candidate in out:
-            if candidate.confident:
-                store.supersession.add_inferred(
-                    int(row["id"]), candidate.id, candidate.score, int(row["created_at"])
-                )
+            if candidate.confident or candidate.id == likely:
+                store.supersession.add_inferred(int(row["id"]), candidate.id, candidate.score,
+                                                int(row["created_at"]), marked=candidate.confident)  # fmt: skip
     return out
 
 
@@ -406,6 +406,16 @@ def _restated(top: list[_Scored]) -> set[int]:
         return set()
     runner_up = top[1].score if len(top) > 1 else 0.0
     return {top[0].id} if top[0].score - runner_up >= RESTATED_MARGIN else set()
+
+
+def _likely(top: list[_Scored]) -> int | None:
+    """The candidate a stated change most likely replaced though nothing made it sure: the best one, about
+    the same subject with what changed seen, nothing telling them apart, ahead of the next. It is not
+    marked; search ranks it below the new memory when it shows both."""
+    if not top or top[0].apart or top[0].agrees or not top[0].what or len(top[0].shared) < SAME_SUBJECT:
+        return None
+    runner_up = top[1].score if len(top) > 1 else 0.0
+    return top[0].id if top[0].score - runner_up >= MARGIN else None
 
 
 def _asked(text: str) -> bool:

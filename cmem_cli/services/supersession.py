@@ -45,6 +45,10 @@ class Links(Protocol):
         """Each of ``ids`` a newer memory probably replaced (inferred when it was recorded) -> that memory."""
         ...
 
+    def likely_successors(self, ids: Iterable[Any]) -> dict[Any, Any]:
+        """Each of ``ids`` a newer memory likely replaced, not marked (it ranks below it) -> that memory."""
+        ...
+
 
 class StoreLinks:
     """:class:`Links` over this home's store; ``make_row`` shapes a stored row as a search row."""
@@ -66,6 +70,9 @@ class StoreLinks:
 
     def inferred_successors(self, ids: Iterable[Any]) -> dict[Any, Any]:
         return self.store.supersession.newest_inferred(ids)
+
+    def likely_successors(self, ids: Iterable[Any]) -> dict[Any, Any]:
+        return self.store.supersession.likely_successors(ids)
 
 
 def _links(source: Store | Links) -> Links:
@@ -109,7 +116,11 @@ def current_first(
     if query is None:
         return rows
     rows = successor_first(store, rows, filters, explain=explain, bring_in=bring_in, hinted=hinted)
-    return _inferred_first(store, rows, query)
+    rows = _inferred_first(store, rows, query)
+    current = [r["id"] for r in rows if r.get("kind", "observation") == "observation" and r.get("superseded_by") is None
+               and r.get("possibly_superseded_by") is None]  # fmt: skip
+    likely = store.likely_successors(current) if current else {}
+    return newer_above(rows, likely) if likely else rows
 
 
 def annotate_inferred(store: Store | Links, rows: list[dict[str, Any]]) -> dict[Any, Any]:

@@ -80,7 +80,7 @@ class BriefingRows(Repository):
             "FROM observations o "
             f"WHERE {where} AND NOT EXISTS (SELECT 1 FROM observation_links l "
             "WHERE l.to_id = o.id AND l.type = 'supersedes') AND NOT EXISTS (SELECT 1 FROM inferred_supersessions i "
-            "WHERE i.to_id = o.id) ORDER BY created_at DESC, id DESC LIMIT ?",
+            "WHERE i.to_id = o.id AND i.marked = 1) ORDER BY created_at DESC, id DESC LIMIT ?",
             (*params, limit),
         )
         for row in rows:

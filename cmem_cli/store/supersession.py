@@ -131,14 +131,29 @@ class Supersession(Repository):
                 )
         return found
 
-    def add_inferred(self, from_id: int, to_id: int, score: float, at: int) -> None:
-        """Record that ``from_id`` probably replaced ``to_id`` (inferred when it was recorded), inside the
-        caller's transaction; kept once per pair."""
+    def add_inferred(self, from_id: int, to_id: int, score: float, at: int, *, marked: bool = True) -> None:
+        """Record that ``from_id`` probably replaced ``to_id`` (inferred when it was recorded; ``marked``
+        False: only likely, ranked below it unmarked), inside the caller's transaction; once per pair."""
         self.db.execute(
-            "INSERT OR REPLACE INTO inferred_supersessions (from_id, to_id, score, created_at) "
-            "VALUES (?, ?, ?, ?)",
-            (from_id, to_id, float(score), at),
+            "INSERT OR REPLACE INTO inferred_supersessions (from_id, to_id, score, marked, created_at) "
+            "VALUES (?, ?, ?, ?, ?)",
+            (from_id, to_id, float(score), int(marked), at),
         )
+
+    def likely_successors(self, obs_ids: Iterable[int]) -> dict[int, int]:
+        """Each of ``obs_ids`` a newer memory likely replaced, not marked (a reported candidate whose
+        change was stated about the same subject) -> that memory (the newest)."""
+        ids = sorted({int(i) for i in obs_ids})
+        found: dict[int, int] = {}
+        for chunk, marks in batches(ids):
+            rows = self.db.rows(
+                "SELECT i.to_id, i.from_id FROM inferred_supersessions i JOIN observations n ON n.id = i.from_id "
+                f"WHERE i.to_id IN ({marks}) AND i.marked = 0 ORDER BY n.created_at, n.id",
+                chunk,
+            )
+            for old, new in rows:
+                found[old] = new
+        return found
 
     def newest_inferred(self, obs_ids: Iterable[int]) -> dict[int, int]:
         """Each of ``obs_ids`` that a newer memory probably replaced (inferred when that one was recorded)
@@ -148,7 +163,7 @@ class Supersession(Repository):
         for chunk, marks in batches(ids):
             rows = self.db.rows(
                 "SELECT i.to_id, i.from_id FROM inferred_supersessions i JOIN observations n ON n.id = i.from_id "
-                f"WHERE i.to_id IN ({marks}) ORDER BY n.created_at, n.id",
+                f"WHERE i.to_id IN ({marks}) AND i.marked = 1 ORDER BY n.created_at, n.id",
                 chunk,
             )
             for old, new in rows:  # newest last: it wins

@@ -179,6 +179,10 @@ class TeamSource:
             uid_of[old]: store.observations.get(new)["uid"] for old, new in found.items() if old in uid_of
         }
 
+    def likely_successors(self, ids: Iterable[Any]) -> dict[Any, Any]:
+        """Unmarked likely replacements order this home's own rows only."""
+        return {}
+
     def passing(self, ids: set[Any], filters: Filters) -> dict[Any, dict[str, Any]]:
         scope = _Scope(filters)
         sql = f"{_OBS_SELECT} FROM cmem_observations o WHERE o.uid = ANY(%(uids)s) AND {scope.observations}"
