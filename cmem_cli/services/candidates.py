@@ -218,7 +218,7 @@ def _two_things(new: _Text, old: _Text) -> bool:
     """What tells two related memories apart, both true: a subject word each qualifies with a word the
     other never uses ("free tier" and "enterprise tier", "unit tests" and "integration tests"), another
     owner ("our price" and "their price"), a goal against a state."""
-    for word in new.words & old.words:
+    for word in (new.words & old.words) - new.names - old.names:  # a common noun each side qualifies
         for side in ("before", "after"):
             ours = getattr(new, side).get(word, set()) - old.stems
             theirs = getattr(old, side).get(word, set()) - new.stems
