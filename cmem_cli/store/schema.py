@@ -413,7 +413,7 @@ def m013_authorship(conn: apsw.Connection) -> None:
 # change of what an older one of its project or session said (``marked``), or was reported as a candidate
 # for it with the change stated and the same subject (not marked: ranked below it). A hint, not a link: it is not written into
 # the files (a machine that adopts them infers its own), and a confirmed ``supersedes`` link outranks it.
-V14_INFERRED_SUPERSESSIONS = """
+V16_INFERRED_SUPERSESSIONS = """
 CREATE TABLE inferred_supersessions (
     from_id    INTEGER NOT NULL REFERENCES observations (id) ON DELETE CASCADE,
     to_id      INTEGER NOT NULL REFERENCES observations (id) ON DELETE CASCADE,
@@ -427,5 +427,5 @@ CREATE INDEX inferred_supersessions_from ON inferred_supersessions (from_id);
 
 
 @MIGRATIONS
-def m014_inferred_supersessions(conn: apsw.Connection) -> None:
-    conn.execute(V14_INFERRED_SUPERSESSIONS)
+def m016_inferred_supersessions(conn: apsw.Connection) -> None:
+    conn.execute(V16_INFERRED_SUPERSESSIONS)
