@@ -287,7 +287,7 @@ def evaluate(
     from cmem_cli.core.query import Query
     from cmem_cli.services.search_pipeline import search
     from cmem_cli.services.writes import WriteService
-    from cmem_cli.store.repository import Filters
+    from cmem_cli.store.filters import Filters
     from cmem_index.hybrid import hybrid
     from cmem_index.trace import Trace
 
@@ -362,7 +362,7 @@ def _corpus_signal(spec: list[Any], corpus: dict[str, str]) -> list[Any]:
 def reply_pairs(store: Any, id_map: dict[str, str]) -> dict[str, str]:
     """Every bare question's reply (the search's reply rule, cmem_cli.services.search_pipeline.with_replies), as
     corpus ids, so the fusion tools can replay that step too."""
-    from cmem_cli.store.repository import Filters
+    from cmem_cli.store.filters import Filters
 
     pairs = store.listing.replies(store.observations.all_ids(), Filters())
     return {id_map[str(q)]: id_map[str(r)] for q, r in pairs.items() if str(q) in id_map and str(r) in id_map}

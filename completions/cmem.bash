@@ -13,7 +13,7 @@ _cmem() {
     local words="" valued="" paths=""
     case "$path" in
         "") words="add edit link forget invalidate restore search timeline get stats projects view verify recall export doctor index status watch hook context install mcp completion man session prompt summary sync collection models import --home --version -V -h --help"; valued="--home"; paths="--home" ;;
-        "add") words="--title -t --type --subtitle --narrative --fact --concept --read --modified --lines --tool --project -p --session --agent --key --confidence --link --supersedes --json -h --help"; valued="--title -t --type --subtitle --narrative --fact --concept --read --modified --lines --tool --project -p --session --agent --key --confidence --link --supersedes --json"; paths="--read --modified --json" ;;
+        "add") words="--title -t --type --subtitle --narrative --fact --concept --read --modified --lines --tool --project -p --session --agent --key --confidence --link --supersedes --json --format -h --help"; valued="--title -t --type --subtitle --narrative --fact --concept --read --modified --lines --tool --project -p --session --agent --key --confidence --link --supersedes --json --format"; paths="--read --modified --json" ;;
         "edit") words="--title -t --type --subtitle --narrative --fact --add-fact --concept --read --modified --project -p --key --confidence --link -h --help"; valued="--title -t --type --subtitle --narrative --fact --add-fact --concept --read --modified --project -p --key --confidence --link"; paths="--read --modified" ;;
         "link") words="--remove -h --help"; valued=""; paths="" ;;
         "forget") words="--yes -y -h --help"; valued=""; paths="" ;;
@@ -69,6 +69,7 @@ _cmem() {
         local choices=""
         case "${path:+$path }$prev" in
         "add --type") choices="decision bugfix feature refactor discovery change error insight question" ;;
+        "add --format") choices="table plain json ndjson csv ids md" ;;
         "edit --type") choices="decision bugfix feature refactor discovery change error insight question" ;;
         "search --type") choices="decision bugfix feature refactor discovery change error insight question" ;;
         "search --order") choices="relevance newest oldest" ;;

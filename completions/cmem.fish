@@ -53,6 +53,7 @@ complete -c cmem -n '__fish_seen_subcommand_from add' -l confidence -r -f -d '0.
 complete -c cmem -n '__fish_seen_subcommand_from add' -l link -r -f -d 'TYPE:ID link, e.g. related:12 (repeatable).'
 complete -c cmem -n '__fish_seen_subcommand_from add' -l supersedes -r -f -d 'The memory this one replaces (repeatable); it stays, marked superseded'
 complete -c cmem -n '__fish_seen_subcommand_from add' -l json -r -F -d 'Read one JSON object, an array, or NDJSON from FILE (\'-\' for stdin).'
+complete -c cmem -n '__fish_seen_subcommand_from add' -l format -r -f -a 'table plain json ndjson csv ids md' -d 'ids (default): the new id(s), one per line; json: one JSON object per '
 complete -c cmem -n '__fish_seen_subcommand_from add' -s h -l help -d 'Show help and exit.'
 complete -c cmem -n '__fish_seen_subcommand_from edit' -l title -s t -r -f -d 'New title.'
 complete -c cmem -n '__fish_seen_subcommand_from edit' -l type -r -f -a 'decision bugfix feature refactor discovery change error insight question' -d 'New type.'

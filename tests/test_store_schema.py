@@ -31,6 +31,7 @@ def test_new_database_is_created_at_the_current_version_with_wal(tmp_path):
         "m013_authorship",
         "m014_invalidated",
         "m015_last_editor",
+        "m016_inferred_supersessions",
     ]
     assert store.db.scalar("PRAGMA journal_mode") == "wal"
     assert not list(tmp_path.glob("*.bak"))  # nothing to back up on a fresh file
@@ -110,6 +111,7 @@ def test_a_store_from_before_named_migrations_is_adopted_without_rerunning(tmp_p
         "m013_authorship",
         "m014_invalidated",
         "m015_last_editor",
+        "m016_inferred_supersessions",
         "m999_extra",
     ]
     assert [r["name"] for r in db.query(f"SELECT name FROM {TABLE} ORDER BY name")] == [
@@ -128,6 +130,7 @@ def test_a_store_from_before_named_migrations_is_adopted_without_rerunning(tmp_p
         "m013_authorship",
         "m014_invalidated",
         "m015_last_editor",
+        "m016_inferred_supersessions",
         "m999_extra",
     ]
 
@@ -193,6 +196,7 @@ def test_the_index_and_the_capture_tables_use_the_same_mechanism(tmp_path):
         {"scope": "store", "name": "m013_authorship"},
         {"scope": "store", "name": "m014_invalidated"},
         {"scope": "store", "name": "m015_last_editor"},
+        {"scope": "store", "name": "m016_inferred_supersessions"},
     ]
 
 

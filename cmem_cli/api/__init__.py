@@ -48,6 +48,7 @@ if TYPE_CHECKING:
         Observation,
         Prompt,
         Record,
+        ReplacementCandidate,
         Session,
         Summary,
         TimelineItem,
@@ -68,7 +69,7 @@ if TYPE_CHECKING:
 # `cmem add`) reads JSON rows and never builds a named tuple, so it does not pay for defining them.
 _RESULTS = frozenset(
     ["as_dict", "citation_uri", "Observation", "Hit", "Link", "TimelineItem", "Summary", "Prompt",
-     "Document", "Session", "Briefing", "Record"]
+     "Document", "Session", "Briefing", "Record", "ReplacementCandidate"]
 )  # fmt: skip
 _PAGES = frozenset(["Rows", "SearchPage", "Timeline"])
 # What ``Memory.index`` returns (its face, the models' face, a pass's report, a collection, the watcher, an
@@ -298,7 +299,7 @@ class Memory:
             "supersedes": list(supersedes) if isinstance(supersedes, list | tuple) else supersedes,
         }  # fmt: skip
         defaults = self._defaults(project, agent, session, cwd)
-        row = self.service.add_observation(record, defaults, cwd=_cwd(cwd))
+        row = self.service.add_observation(record, defaults, cwd=_cwd(cwd), candidates=True)
         return self._observation(int(row["id"]))
 
     def add_many(
@@ -310,13 +311,16 @@ class Memory:
         session: str | None = None,
         cwd: str | Path | None = None,
         progress: Callable[[str, int, int], None] | None = None,
+        report: list[list[dict[str, Any]]] | None = None,
     ) -> list[int]:
         """Record several observations (dicts in the JSON record format) in one transaction: all or none.
 
         Every record is validated before anything is written; the first invalid one raises
         :class:`InvalidRecord` (an :class:`InvalidInput`) carrying its position. Returns the new ids.
         Files are anchored as :meth:`add` anchors them. ``progress(phase, done, total)`` hears how far
-        checking (``prepare``) and writing (``write``) have come."""
+        checking (``prepare``) and writing (``write``) have come. ``report``, a list, receives each new
+        record's replacement candidates (:meth:`candidates`), in order; without it, only an import of at
+        most 50 records is compared with what it may replace (a larger one is history brought in)."""
         service = self.service
         defaults = self._defaults(project, agent, session, cwd)
         prepared = []
@@ -327,7 +331,11 @@ class Memory:
                 raise InvalidRecord(index, exc.message) from None
             if progress is not None and index % 1000 == 999:
                 progress("prepare", index + 1, len(records))
-        rows = service.add_observations(prepared, cwd=_cwd(cwd), progress=progress)
+        rows = service.add_observations(
+            prepared, cwd=_cwd(cwd), progress=progress, candidates=True if report is not None else None
+        )
+        if report is not None:  # what each new record may replace, as `cmem add --format json` tells it
+            report.extend(list(row.get("candidates") or []) for row in rows)
         return [int(row["id"]) for row in rows]
 
     def edit(
@@ -386,6 +394,19 @@ class Memory:
         """Link two observations (``link(14, "caused_by", 9)``) or, with ``remove``, unlink them."""
         row = self.service.link(self._write_id(from_id), self._write_id(to_id), type, remove=remove)
         return self._observation(row["id"])
+
+    def candidates(self, id: int | str) -> list[ReplacementCandidate]:
+        """The older memories observation ``id`` may replace, best first (at most 3): what :meth:`add`
+        compared it with when it was recorded (the same subject in its project or session, stated as a
+        change); ``inferred`` ones are marked maybe replaced. Confirm one with
+        ``link(id, "supersedes", candidate.id)``."""
+        from cmem_cli.core.results import ReplacementCandidate
+        from cmem_cli.services import candidates
+
+        store = self.reader.store
+        row = store.observations.get(self.resolve_id(id))
+        found = candidates.find(store, row, infer=False)
+        return [ReplacementCandidate.from_json(c.as_dict(int(row["id"]))) for c in found]
 
     def observation(self, id: int | str) -> Observation:
         """Observation ``id`` without counting a retrieval (:meth:`get` counts one); :class:`NotFound` if

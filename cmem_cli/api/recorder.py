@@ -77,6 +77,38 @@ class Recorder:
         cited files (by path as cited): the anchor keeps where it is, as what the memory is about."""
         return int(self._memory.service.add_observation(record, defaults, cwd=cwd, written=written)["id"])
 
+    def add_reporting(
+        self, record: dict[str, Any], *, defaults: dict[str, str | None] | None = None, cwd: str | None = None
+    ) -> tuple[int, list[dict[str, Any]]]:
+        """:meth:`add_record`, and what the new memory may replace (:mod:`cmem_cli.services.candidates`:
+        id, title, score, ``inferred``, why, the ``confirm`` command), best first; a confident match is
+        marked maybe replaced at once. A keyed record that rewrites its note has none."""
+        row = self._memory.service.add_observation(record, defaults, cwd=cwd, candidates=True)
+        return int(row["id"]), list(row.get("candidates") or [])
+
+    def add_many_reporting(
+        self,
+        records: Sequence[dict[str, Any]],
+        *,
+        defaults: dict[str, str | None] | None = None,
+        progress: Any = None,
+        every: bool = False,
+    ) -> list[tuple[int, list[dict[str, Any]]]]:
+        """:meth:`Memory.add_many` with each new record's candidates (:meth:`add_reporting`), in order:
+        with ``every``, of an import of any size (up to 5,000 records), else of one of at most 50."""
+        memory = self._memory
+        defaults = defaults or {}
+        found: list[list[dict[str, Any]]] = []
+        ids = memory.add_many(
+            records,
+            project=defaults.get("project"),
+            agent=defaults.get("agent"),
+            session=defaults.get("session"),
+            progress=progress,
+            report=found if every or len(records) <= 50 else None,
+        )
+        return list(zip(ids, found or [[] for _ in ids], strict=True))
+
     def briefing_text(self, project: str, *, budget: int = 1500, exclude_session: str | None = None) -> str:
         """:meth:`Memory.context`'s text (what the SessionStart hook injects), without a result object; with
         ``exclude_session``, that session's own summaries are left out (a new session wants the previous

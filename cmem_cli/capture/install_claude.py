@@ -56,6 +56,9 @@ This machine keeps a local memory of past sessions in cmem; the session start sh
 - When you make a decision, fix a bug, or discover something non-obvious, record it right away (edits and
   commands are captured automatically; the why is not):
   `{{cmem}} add --type decision|bugfix|discovery|insight|feature --title "..." --fact "..." --modified PATH`
+- When something you recorded changes (a decision revised, a value raised, a date moved), say which memory
+  it replaces: `--supersedes ID`, or keep one stable `--key NAME` for that fact. When `{{cmem}} add` reports
+  "may replace #ID", check that memory and run the `cmem link` command it prints if it is replaced.
 - Text inside <private>...</private> is never stored.
 {END}
 """

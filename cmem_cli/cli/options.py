@@ -219,6 +219,8 @@ GET = Command(
 ADD = Command(
     "add",
     "Record an observation (or bulk-import JSON records); prints the new id(s), one per line.\n\n"
+    "A memory that may replace an older one (the same subject, stated as a change) is reported on stderr with "
+    "the command that confirms it; a confident match is marked maybe replaced at once.\n\n"
     "Every observation, prompt and summary states who wrote it: the machine (CMEM_MACHINE, else machine = "
     '"..." in the config file, else this home\'s name on its team database, else the host name) and the '
     'person (CMEM_AUTHOR, else author = "..." in the config file, else git\'s global user.email).',
@@ -265,6 +267,15 @@ ADD = Command(
             ("--json",),
             "Read one JSON object, an array, or NDJSON from FILE ('-' for stdin).",
             metavar="FILE",
+        ),
+        Opt(
+            "output",
+            ("--format",),
+            "ids (default): the new id(s), one per line; json: one JSON object per record, with the "
+            "memories it may replace (candidates) and the command that confirms each. An import of more "
+            "than 50 records is compared with what it may replace only with json.",
+            default="ids",
+            choices=("ids", "json"),
         ),
     ),
 )

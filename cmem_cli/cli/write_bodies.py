@@ -7,15 +7,19 @@ observation does not spend 30-40 ms importing typer. The parameter names are the
 
 from __future__ import annotations
 
+import json
 import os
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from cmem_cli.cli.input import check_cli_text, parse_json_records, read_json_input
 from cmem_cli.cli.invocation import open_api
 from cmem_cli.cli.typed_sessions import refuse_ended_session, typed_session
 from cmem_cli.core.config import default_agent, default_session
 from cmem_cli.core.errors import InvalidInput
+from cmem_cli.core.text import escape_control
+
+TOLD = 10  # an import of more records reports its candidates in --format json only, not on stderr
 
 if TYPE_CHECKING:
     from cmem_cli.api import Memory
@@ -41,6 +45,7 @@ def add(
     link: list[str] | None = None,
     supersedes: list[str] | None = None,
     json_source: str | None = None,
+    output: str = "ids",
 ) -> None:
     """`cmem add`: record one observation, or bulk-import JSON records; prints the new id(s)."""
     defaults = {
@@ -62,7 +67,7 @@ def add(
                 "--supersedes names what one observation replaces: with --json, give each "
                 "record a 'supersedes' field"
             )
-        _add_json(json_source, defaults)
+        _add_json(json_source, defaults, output)
         return
     if title is None:
         raise InvalidInput("missing title (use --title, or --json FILE)")
@@ -85,8 +90,24 @@ def add(
         defaults["project"] = defaults["project"] or memory.project_here(claim=True)
         # the recorder's write returns the id alone: building the typed Observation would cost `cmem add`
         # about a tenth of its time (the result types and the reader's modules)
-        obs_id = memory.recorder.add_record(record, defaults=defaults, cwd=_working_directory())
-    print(obs_id)
+        obs_id, found = memory.recorder.add_reporting(record, defaults=defaults, cwd=_working_directory())
+    _tell_candidates(obs_id, found)
+    if output == "json":
+        print(json.dumps({"id": obs_id, "candidates": found}, ensure_ascii=False))
+    else:
+        print(obs_id)
+
+
+def _tell_candidates(obs_id: int, found: list[dict[str, Any]]) -> None:
+    """Say on stderr which memories the new one may replace, and the command that confirms each."""
+    for candidate in found:
+        title = escape_control(" ".join(str(candidate["title"]).split()))
+        title = title if len(title) <= 80 else title[:79] + "\u2026"
+        marked = " (marked maybe replaced)" if candidate["inferred"] else ""
+        sys.stderr.write(
+            f'cmem: #{obs_id} may replace #{candidate["id"]} "{title}"{marked}; '
+            f"if it does: {candidate['confirm']}\n"
+        )
 
 
 def _cite_lines(lines: str, read: list[str], modified: list[str]) -> tuple[list[str], list[str]]:
@@ -118,7 +139,7 @@ def _open_session(memory: Memory, session: str | None) -> str | None:
     return full
 
 
-def _add_json(source: str, defaults: dict[str, str | None]) -> None:
+def _add_json(source: str, defaults: dict[str, str | None], output: str = "ids") -> None:
     label = "stdin" if source == "-" else source
     records = parse_json_records(read_json_input(source), label)
     from cmem_cli.api import InvalidRecord
@@ -128,9 +149,22 @@ def _add_json(source: str, defaults: dict[str, str | None]) -> None:
         defaults["session"] = _open_session(memory, defaults["session"])
         defaults["project"] = defaults["project"] or memory.project_here(claim=True)
         try:
-            ids = memory.add_many([record for _, record in records], **defaults, progress=progress)
+            rows = memory.recorder.add_many_reporting(
+                [record for _, record in records],
+                defaults=defaults,
+                progress=progress,
+                every=output == "json",
+            )
         except InvalidRecord as exc:
             line = records[exc.index][0]
             where = f"line {line}" if len(records) > 1 or line > 1 else "record"
             raise InvalidInput(f"{label}: {where}: {exc.reason}; nothing was imported") from None
-    sys.stdout.write("".join(f"{obs_id}\n" for obs_id in ids))
+    if len(rows) <= TOLD:
+        for obs_id, found in rows:
+            _tell_candidates(obs_id, found)
+    if output == "json":
+        sys.stdout.write(
+            "".join(json.dumps({"id": i, "candidates": f}, ensure_ascii=False) + "\n" for i, f in rows)
+        )
+    else:
+        sys.stdout.write("".join(f"{obs_id}\n" for obs_id, _ in rows))

@@ -73,6 +73,9 @@ class Observation(NamedTuple):
     author: str | None = None  # the person, where known (CMEM_AUTHOR or git's user.email)
     drifted: list[str] | None = None  # cited files where some of its lines changed, most still hold
     invalidated: str | None = None  # why someone said it no longer holds (`cmem invalidate`); None: valid
+    possibly_superseded_by: int | None = (
+        None  # a newer memory that probably replaced it (inferred when written)
+    )
 
     @property
     def uri(self) -> str:
@@ -258,6 +261,25 @@ class Session(NamedTuple):
             if data[detail] is None:
                 del data[detail]
         return data
+
+
+class ReplacementCandidate(NamedTuple):
+    """An older memory a new one may replace (docs/truth.md, "Caught when written"): ``inferred`` when the
+    match was confident enough to mark it maybe replaced; ``confirm`` is the command that says it did."""
+
+    id: int
+    title: str
+    score: float
+    inferred: bool
+    why: str
+    confirm: str
+
+    @classmethod
+    def from_json(cls, row: dict[str, Any]) -> ReplacementCandidate:
+        return _pick(cls, row)
+
+    def to_json(self) -> dict[str, Any]:
+        return as_dict(self)  # type: ignore[no-any-return]
 
 
 class Briefing(NamedTuple):

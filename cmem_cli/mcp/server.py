@@ -42,6 +42,8 @@ Retrieve cheapest first, and only what you need:
 2. `timeline` around a promising id shows what happened before and after it.
 3. `get` the few ids worth reading in full (it costs the tokens the rows announced).
 Record what you decide, fix or discover with `remember` (the why is what later sessions lack).
+When a fact you recorded changes, name the memory it replaces (`supersedes`) or reuse the fact's `key`;
+`remember` lists the `candidates` it may replace: confirm the right one.
 `context` gives the session-start briefing for a project; `projects` lists the projects memory holds.
 Cite a memory by its `cmem://observation/<uid>`."""
 
@@ -63,6 +65,8 @@ Store an observation so later sessions know it: a decision and its reason, a bug
 non-obvious discovery. Title: one line that will make sense in a search list. Facts: short, self-contained
 statements. With `key`, replaces the project's earlier observation with the same key (a living note).
 With `supersedes`, names earlier memories this one replaces: they stay findable, marked superseded_by it.
+When a fact changed, say which memory it replaces (`supersedes`) or keep one `key` for it. The reply lists
+`candidates`: earlier memories this one may replace; confirm the right one (`cmem link NEW supersedes OLD`).
 Text inside <private>...</private> and secrets are stripped before storage. Returns the new id and URI."""
 CONTEXT_DESCRIPTION = """\
 The session-start briefing for a project: the last session's summary and next steps, then the most useful
@@ -264,8 +268,15 @@ class Tools:
                 files_read=files_read, files_modified=files_modified, project=self._project(memory, project),
                 key=key, supersedes=supersedes, agent=client_agent(ctx),
             )  # fmt: skip
-        row = {"id": obs.id, "uid": obs.uid, "uri": obs.uri, "project": obs.project, "tokens": obs.tokens}
-        return _result(f"remembered #{obs.id} in {escape_control(obs.project)} ({obs.uri})", row)
+            found = [] if supersedes else [c.to_json() for c in memory.candidates(obs.id)]
+        row = {"id": obs.id, "uid": obs.uid, "uri": obs.uri, "project": obs.project, "tokens": obs.tokens,
+               "candidates": found}  # fmt: skip
+        text = f"remembered #{obs.id} in {escape_control(obs.project)} ({obs.uri})"
+        for c in found:
+            marked = " (marked maybe replaced)" if c["inferred"] else ""
+            text += (f"\nmay replace #{c['id']} {escape_control(' '.join(c['title'].split()))[:100]}{marked}; "
+                     f"if it does, remember with supersedes=[{c['id']}] or run `{c['confirm']}`")  # fmt: skip
+        return _result(text, row)
 
     def context(
         self,

@@ -36,6 +36,11 @@ def observation_record(memory: Reader, row: dict[str, Any], *, anchored: bool = 
 
         record.update(anchor_fields(memory.store, row["id"]))
     record["superseded_by"] = supersession.successors(memory.store, [row["id"]]).get(row["id"])
+    record["possibly_superseded_by"] = (
+        memory.store.supersession.newest_inferred([row["id"]]).get(row["id"])
+        if record["superseded_by"] is None
+        else None
+    )
     return record
 
 
@@ -131,6 +136,10 @@ def render_details(record: dict[str, Any]) -> str:
             text = drifted_note(record) + "\n" + text
         if record.get("superseded_by") is not None:
             text = supersession.notice(record) + text
+        elif record.get("possibly_superseded_by") is not None:
+            new = record["possibly_superseded_by"]
+            text = (f"<!-- maybe replaced by #{new} (it states a change of this): `cmem get {new}`; "
+                    f"`cmem link {new} supersedes {record['id']}` confirms it -->\n" + text)  # fmt: skip
         if record.get("invalidated") is not None:
             text = (
                 f"<!-- invalidated: {' '.join(str(record['invalidated']).split())}. Left out of search, "

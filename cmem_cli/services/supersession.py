@@ -41,6 +41,14 @@ class Links(Protocol):
         """What these observations state, and when (what an inferred update compares)."""
         ...
 
+    def inferred_successors(self, ids: Iterable[Any]) -> dict[Any, Any]:
+        """Each of ``ids`` a newer memory probably replaced (inferred when it was recorded) -> that memory."""
+        ...
+
+    def likely_successors(self, ids: Iterable[Any]) -> dict[Any, Any]:
+        """Each of ``ids`` a newer memory likely replaced, not marked (it ranks below it) -> that memory."""
+        ...
+
 
 class StoreLinks:
     """:class:`Links` over this home's store; ``make_row`` shapes a stored row as a search row."""
@@ -60,6 +68,12 @@ class StoreLinks:
     def stated_texts(self, ids: list[Any]) -> list[ObservationText]:
         return self.store.supersession.stated_texts(ids)
 
+    def inferred_successors(self, ids: Iterable[Any]) -> dict[Any, Any]:
+        return self.store.supersession.newest_inferred(ids)
+
+    def likely_successors(self, ids: Iterable[Any]) -> dict[Any, Any]:
+        return self.store.supersession.likely_successors(ids)
+
 
 def _links(source: Store | Links) -> Links:
     return StoreLinks(source) if isinstance(source, Store) else source
@@ -72,12 +86,14 @@ def successors(store: Store | Links, obs_ids: Iterable[Any]) -> dict[Any, Any]:
 
 
 def annotate(store: Store | Links, rows: list[dict[str, Any]]) -> dict[Any, Any]:
-    """Give every row ``superseded_by`` (None unless it is an observation a newer one replaced); returns
-    the replaced ids -> successor ids it found."""
+    """Give every row ``superseded_by`` (None unless it is an observation a newer one replaced) and
+    ``possibly_superseded_by`` (:func:`annotate_inferred`); returns the replaced ids -> successor ids it
+    found."""
     found = successors(store, (r["id"] for r in rows if r.get("kind", "observation") == "observation"))
     for row in rows:
         is_observation = row.get("kind", "observation") == "observation"
         row["superseded_by"] = found.get(row["id"]) if is_observation else None
+    annotate_inferred(store, rows)
     return found
 
 
@@ -94,12 +110,35 @@ def current_first(
     in relevance order) each replaced memory's successor ranked just above it (``bring_in``: also when the
     query did not find it). ``store``: where the rows came from (:class:`Links`)."""
     annotate(store, rows)
-    for row in rows:
-        row["possibly_superseded_by"] = None
+    hinted = {
+        r["id"]: r["possibly_superseded_by"] for r in rows if r.get("possibly_superseded_by") is not None
+    }
     if query is None:
         return rows
-    rows = successor_first(store, rows, filters, explain=explain, bring_in=bring_in)
-    return _inferred_first(store, rows, query)
+    rows = successor_first(store, rows, filters, explain=explain, bring_in=bring_in, hinted=hinted)
+    rows = _inferred_first(store, rows, query)
+    current = [r["id"] for r in rows if r.get("kind", "observation") == "observation" and r.get("superseded_by") is None
+               and r.get("possibly_superseded_by") is None]  # fmt: skip
+    likely = store.likely_successors(current) if current else {}
+    return newer_above(rows, likely) if likely else rows
+
+
+def annotate_inferred(store: Store | Links, rows: list[dict[str, Any]]) -> dict[Any, Any]:
+    """Give every row ``possibly_superseded_by``: the newer memory that probably replaced it, as inferred
+    when that one was recorded (:mod:`cmem_cli.services.candidates`); None for a row an explicit link
+    replaced (``superseded_by`` says more) and for the rest. Returns the replaced ids -> successors."""
+    ids = [
+        r["id"]
+        for r in rows
+        if r.get("kind", "observation") == "observation" and r.get("superseded_by") is None
+    ]
+    found = _links(store).inferred_successors(ids) if ids else {}
+    for row in rows:
+        is_observation = row.get("kind", "observation") == "observation"
+        row["possibly_superseded_by"] = (
+            found.get(row["id"]) if is_observation and row.get("superseded_by") is None else None
+        )
+    return found
 
 
 def _inferred_first(store: Links, rows: list[dict[str, Any]], query: str) -> list[dict[str, Any]]:
@@ -172,8 +211,10 @@ def successor_first(
     *,
     explain: bool = False,
     bring_in: bool = True,
+    hinted: dict[Any, Any] | None = None,
 ) -> list[dict[str, Any]]:
-    """``rows`` (best first, annotated) with each replaced observation's successor just above it.
+    """``rows`` (best first, annotated) with each replaced observation's successor just above it
+    (``hinted``: replacements inferred when recorded, old id -> new id, ranked the same way).
 
     A successor that was a hit further down moves up; one that was no hit is brought in when it passes
     the search's ``filters`` (a person searching the old wording should meet the current one), as the
@@ -182,6 +223,8 @@ def successor_first(
     stops where it closes.
     """
     replaced = {r["id"]: r["superseded_by"] for r in rows if r.get("superseded_by") is not None}
+    for old, new in (hinted or {}).items():
+        replaced.setdefault(old, new)
     if not replaced:
         return rows
     by_id = {r["id"]: r for r in rows if r.get("kind", "observation") == "observation"}
@@ -196,7 +239,9 @@ def successor_first(
                 break
             chain.append(nxt)
             if nxt not in known:
-                known.update(successors(store, [nxt]))
+                known.update(
+                    successors(store, [nxt]) or (_links(store).inferred_successors([nxt]) if hinted else {})
+                )
             current = nxt
         chains[old] = chain
     wanted = {i for chain in chains.values() for i in chain} - set(by_id)
@@ -216,6 +261,7 @@ def successor_first(
                 brought = dict(fetched[successor])
                 brought["score"] = row.get("score")
                 brought["superseded_by"] = known.get(successor)
+                brought.setdefault("possibly_superseded_by", None)
                 if explain:
                     brought["signals"] = {"successor": {"rank": len(out) + 2, "score": row.get("score"),
                                                         "norm": row.get("score")}}  # fmt: skip

@@ -118,17 +118,20 @@ def _mark_replaced(
 def _mark_possibly_replaced(
     store: Store, observations: list[dict[str, Any]], filters: Filters, query: str | None
 ) -> None:
-    """Give each observation ``possibly_superseded_by``: with a ``query``, what search would infer for it
-    (a newer memory among the query's first keyword hits states an update of what it says; docs/truth.md),
-    else None. The rule judges a search's first rows about what was asked, so a page without a query
-    infers nothing."""
+    """Give each observation ``possibly_superseded_by``: a newer memory that probably replaced it, as
+    inferred when that one was recorded (:mod:`cmem_cli.services.candidates`); else, with a ``query``, what
+    search would infer for it (a newer memory among the query's first keyword hits states an update of
+    what it says; docs/truth.md); else None. The search rule judges a search's first rows about what was
+    asked, so a page without a query infers nothing more."""
     from cmem_cli.services import supersession, updates
 
     found: dict[int, int] = {}
+    if observations:
+        found.update(store.supersession.newest_inferred(o["id"] for o in observations))
     if query and observations:
         head = [observation_row(row) for row in store.search.observations(query, filters, limit=updates.HEAD)]
         supersession.annotate(store, head)
-        found = supersession.inferred(store, head, query)
+        found = {**supersession.inferred(store, head, query), **found}
     for observation in observations:
         observation["possibly_superseded_by"] = (
             found.get(observation["id"]) if observation.get("superseded_by") is None else None

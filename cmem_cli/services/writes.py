@@ -31,6 +31,8 @@ _STORED: Any = object()  # "the observation's anchor as the store holds it" (rea
 
 SUMMARY_LIMIT = 50_000
 
+BULK_CANDIDATES = 5_000  # an import up to this size is compared with what it may replace, record by record
+SMALL_IMPORT = 50  # unless asked, only an import this small is (a larger one is history brought in)
 BULK_BATCH = 1_000  # new observations written per batch of a bulk import (files and rows)
 # SQLite's page cache for a bulk import: at the default 2 MB the transaction's dirty pages spill to the WAL
 # and are written again and again (17 page writes per observation at 3,000 records)
@@ -234,15 +236,40 @@ class WriteService:
         *,
         cwd: str | None = None,
         written: dict[str, str] | None = None,
+        candidates: bool = False,
     ) -> dict[str, Any]:
         """Validate and store one observation; returns the stored row (with id, uid, path). With ``cwd``
         (where the caller works; relative file paths are resolved against it) the observation is anchored
         to its files and branch in git (see :mod:`cmem_cli.services.anchors`); ``written``: the text a
-        tool call wrote into cited files (by path as cited), what the memory is about in them."""
+        tool call wrote into cited files (by path as cited), what the memory is about in them. With
+        ``candidates``, a new memory is compared with what it may replace (:mod:`cmem_cli.services.candidates`):
+        the row's ``candidates`` lists them, and a confident one is recorded as inferred."""
         prepared = self.prepare(record, defaults)
         self._ready_to_store(anchored=cwd is not None)
         with self.write_transaction() as files:
-            return self.store_observation(prepared, files, cwd=cwd, written=written)
+            new = not prepared.get("uid") and self._key_holder(prepared) is None
+            row = self.store_observation(prepared, files, cwd=cwd, written=written)
+            if candidates and new:
+                row["candidates"] = self.replacement_candidates(row, prepared)
+            return row
+
+    def _key_holder(self, record: dict[str, Any]) -> Any:
+        """The observation a keyed record rewrites in place (None without a key or holder)."""
+        return self.store.observations.by_key(record["project"], record["key"]) if record.get("key") else None
+
+    def replacement_candidates(self, row: dict[str, Any], record: dict[str, Any]) -> list[dict[str, Any]]:
+        """What the new observation ``row`` may replace, as the writer is told (ids it names as
+        ``supersedes`` left out: it said so already); confident ones recorded as inferred."""
+        from cmem_cli.services import candidates
+
+        named = {
+            int(link["id"])
+            for link in self.store.links.outgoing(int(row["id"]))
+            if link["type"] == "supersedes"
+        }
+        if named:
+            return []  # the writer named what it replaces
+        return [c.as_dict(int(row["id"])) for c in candidates.find(self.store, row)]
 
     def _ready_to_store(self, *, anchored: bool) -> None:
         """Load the code a stored observation runs before its write transaction takes the store's write
@@ -263,8 +290,12 @@ class WriteService:
         *,
         cwd: str | None = None,
         progress: Callable[[str, int, int], None] | None = None,
+        candidates: bool | None = None,
     ) -> list[dict[str, Any]]:
-        """Store already-prepared records in one transaction (bulk import): all or none.
+        """Store already-prepared records in one transaction (bulk import): all or none. Each new record is
+        compared with what it may replace (:meth:`replacement_candidates`, its row's ``candidates``) when
+        ``candidates`` says so; None: in an import of at most ``SMALL_IMPORT`` records (a larger one is
+        history brought in, not a writer stating a change).
 
         Records that can only be new (no uid, key or links to look up) go in batches: their files are
         journalled in one append and their rows inserted one statement per table. The others, in their
@@ -294,6 +325,12 @@ class WriteService:
                 except InvalidInput as exc:  # a clash with what is stored: which record, for the caller
                     raise InvalidRecord(index, exc.message) from None
             rows += self._store_new(batch, files, cwd=cwd, repos=repos, diffs=diffs)
+            if candidates is None:
+                candidates = len(records) <= SMALL_IMPORT
+            if candidates and len(rows) <= BULK_CANDIDATES:
+                for row, record in zip(rows, records, strict=True):
+                    if not (record.get("uid") or record.get("key")):
+                        row["candidates"] = self.replacement_candidates(row, record)
         return rows
 
     def _store_new(

@@ -72,14 +72,16 @@ class BriefingRows(Repository):
 
     def current_observations(self, project: str | None, *, limit: int) -> list[BriefCandidate]:
         """The newest ``limit`` observations of ``project`` (None: of every project) that no newer memory
-        superseded and no one invalidated (the briefing is what an agent takes as true), newest first."""
+        superseded, probably replaced (inferred when the newer one was recorded) or invalidated: the briefing
+        is what an agent takes as true, so it lists the current version only. Newest first."""
         where, params = _of_project(project)
         rows = self.db.query(
             "SELECT id, uid, type, title, created_at, tokens, session, tools_used, files_read, files_modified "
             "FROM observations o "
             f"WHERE {where} AND NOT EXISTS (SELECT 1 FROM observation_links l "
-            "WHERE l.to_id = o.id AND l.type = 'supersedes') AND o.invalidated IS NULL "
-            "ORDER BY created_at DESC, id DESC LIMIT ?",
+            "WHERE l.to_id = o.id AND l.type = 'supersedes') "
+            "AND NOT EXISTS (SELECT 1 FROM inferred_supersessions i WHERE i.to_id = o.id AND i.marked = 1) "
+            "AND o.invalidated IS NULL ORDER BY created_at DESC, id DESC LIMIT ?",
             (*params, limit),
         )
         for row in rows:

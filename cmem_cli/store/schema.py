@@ -430,3 +430,25 @@ ALTER TABLE observations ADD COLUMN edited_by TEXT;
 @MIGRATIONS
 def m015_last_editor(conn: apsw.Connection) -> None:
     conn.execute(V15_LAST_EDITOR)
+
+
+# Replacements inferred when a memory was recorded (cmem_cli.services.candidates): the new memory states a
+# change of what an older one of its project or session said (``marked``), or was reported as a candidate
+# for it with the change stated and the same subject (not marked: ranked below it). A hint, not a link: it is not written into
+# the files (a machine that adopts them infers its own), and a confirmed ``supersedes`` link outranks it.
+V16_INFERRED_SUPERSESSIONS = """
+CREATE TABLE inferred_supersessions (
+    from_id    INTEGER NOT NULL REFERENCES observations (id) ON DELETE CASCADE,
+    to_id      INTEGER NOT NULL REFERENCES observations (id) ON DELETE CASCADE,
+    score      REAL NOT NULL,
+    marked     INTEGER NOT NULL DEFAULT 1,  -- 1: shown as maybe replaced; 0: only ranked below it
+    created_at INTEGER NOT NULL,
+    PRIMARY KEY (to_id, from_id)
+) WITHOUT ROWID;
+CREATE INDEX inferred_supersessions_from ON inferred_supersessions (from_id);
+"""
+
+
+@MIGRATIONS
+def m016_inferred_supersessions(conn: apsw.Connection) -> None:
+    conn.execute(V16_INFERRED_SUPERSESSIONS)

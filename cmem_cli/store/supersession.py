@@ -130,3 +130,73 @@ class Supersession(Repository):
                     )
                 )
         return found
+
+    def add_inferred(self, from_id: int, to_id: int, score: float, at: int, *, marked: bool = True) -> None:
+        """Record that ``from_id`` probably replaced ``to_id`` (inferred when it was recorded; ``marked``
+        False: only likely, ranked below it unmarked), inside the caller's transaction; once per pair."""
+        self.db.execute(
+            "INSERT OR REPLACE INTO inferred_supersessions (from_id, to_id, score, marked, created_at) "
+            "VALUES (?, ?, ?, ?, ?)",
+            (from_id, to_id, float(score), int(marked), at),
+        )
+
+    def likely_successors(self, obs_ids: Iterable[int]) -> dict[int, int]:
+        """Each of ``obs_ids`` a newer memory likely replaced, not marked (a reported candidate whose
+        change was stated about the same subject) -> that memory (the newest)."""
+        ids = sorted({int(i) for i in obs_ids})
+        found: dict[int, int] = {}
+        for chunk, marks in batches(ids):
+            rows = self.db.rows(
+                "SELECT i.to_id, i.from_id FROM inferred_supersessions i JOIN observations n ON n.id = i.from_id "
+                f"WHERE i.to_id IN ({marks}) AND i.marked = 0 ORDER BY n.created_at, n.id",
+                chunk,
+            )
+            for old, new in rows:
+                found[old] = new
+        return found
+
+    def newest_inferred(self, obs_ids: Iterable[int]) -> dict[int, int]:
+        """Each of ``obs_ids`` that a newer memory probably replaced (inferred when that one was recorded)
+        -> that memory's id (the newest when several did)."""
+        ids = sorted({int(i) for i in obs_ids})
+        found: dict[int, int] = {}
+        for chunk, marks in batches(ids):
+            rows = self.db.rows(
+                "SELECT i.to_id, i.from_id FROM inferred_supersessions i JOIN observations n ON n.id = i.from_id "
+                f"WHERE i.to_id IN ({marks}) AND i.marked = 1 ORDER BY n.created_at, n.id",
+                chunk,
+            )
+            for old, new in rows:  # newest last: it wins
+                found[old] = new
+        return found
+
+    def replacement_pool(
+        self, match: str | None, obs_id: int, project: str, session: str | None, before: int, *, limit: int
+    ) -> list[tuple[int, float, bool]]:
+        """What an observation just recorded may replace: (id, BM25 strength, same session) of the older
+        observations of its project that share its words (``match``, an FTS5 expression), best first, and
+        the last few of its session whatever their words (a correction rarely repeats its subject)."""
+        found: dict[int, tuple[int, float, bool]] = {}
+        if match:
+            rows = self.db.rows(
+                "SELECT o.id, -bm25(observations_fts, 10.0, 4.0, 1.0, 2.0, 3.0, 1.0), o.session "
+                "FROM observations_fts CROSS JOIN observations o ON o.id = observations_fts.rowid "
+                "WHERE observations_fts MATCH ? AND o.project = ? AND o.id != ? AND o.created_at <= ? "
+                "ORDER BY rank LIMIT ?",
+                (match, project, obs_id, before, limit),
+            )
+            for found_id, strength, their_session in rows:
+                found[found_id] = (
+                    found_id,
+                    float(strength),
+                    session is not None and their_session == session,
+                )
+        if session:
+            for (found_id,) in self.db.rows(
+                "SELECT id FROM observations WHERE session = ? AND id != ? AND created_at <= ? "
+                "ORDER BY created_at DESC, id DESC LIMIT 3",
+                (session, obs_id, before),
+            ):
+                if found_id not in found:
+                    found[found_id] = (found_id, 0.0, True)
+        return list(found.values())

@@ -164,6 +164,25 @@ class TeamSource:
         ).fetchall()
         return {old: new for old, new in rows}  # newest last: it wins
 
+    def inferred_successors(self, ids: Iterable[Any]) -> dict[Any, Any]:
+        """Replacements inferred on this home when a memory was recorded (the team database does not
+        carry them), for the team rows this home holds too; by uid."""
+        store = self.reader.store
+        local = store.observations.by_uids(sorted({str(i) for i in ids}))
+        if not local:
+            return {}
+        found = store.supersession.newest_inferred(row["id"] for row in local.values())
+        if not found:
+            return {}
+        uid_of = {row["id"]: uid for uid, row in local.items()}
+        return {
+            uid_of[old]: store.observations.get(new)["uid"] for old, new in found.items() if old in uid_of
+        }
+
+    def likely_successors(self, ids: Iterable[Any]) -> dict[Any, Any]:
+        """Unmarked likely replacements order this home's own rows only."""
+        return {}
+
     def passing(self, ids: set[Any], filters: Filters) -> dict[Any, dict[str, Any]]:
         scope = _Scope(filters)
         sql = (
