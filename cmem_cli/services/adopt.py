@@ -30,6 +30,7 @@ from cmem_cli.core.timeutil import now_ms, to_date
 from cmem_cli.services.reconcile.writer import Inbound
 from cmem_cli.services.record_shapes import front_matter_problem
 from cmem_cli.services.recovery import recover
+from cmem_cli.services.sync_repo import indexed_links
 from cmem_cli.services.writes import WriteService
 from cmem_cli.store.records import EDITABLE_FIELDS
 from cmem_export import atomic, digest
@@ -114,6 +115,7 @@ class _Adopter:
         self.report = AdoptReport()
         self.touched: set[tuple[str, int]] = set()  # (kind, id) of every record adopted in this run
         self.staged_uids: dict[str, str] = {}  # uid -> the file adopted for it in this run
+        self.links: set[str] | None = None  # paths git's index holds as links, read when first needed
 
     def run(self, paths: list[Path] | None) -> AdoptReport:
         with self.memory.write_transaction(fsync=False) as files:
@@ -215,6 +217,11 @@ class _Adopter:
             and atomic.stat_key(os.path.join(self.root, relpath)) == written
         ):
             return None  # same size and modification time as when cmem wrote it: not read again
+        if self.links is None:
+            self.links = indexed_links(self.memory.config.home, Path(self.root))
+        if relpath in self.links:  # checked out as text (core.symlinks=false): its text is a target path
+            self.report.invalid.append((relpath, "a symbolic link in the git repository, not adopted"))
+            return None
         try:
             data = read_in_tree(self.root, relpath, MAX_FILE_BYTES)
             written_at = os.lstat(os.path.join(self.root, relpath)).st_mtime_ns // 1_000_000
