@@ -244,3 +244,33 @@ def pull_only(memory: WriteService, conn: Any, settings: dict[str, Any], report:
     with server.translated(settings["url"], None, conn):
         Puller(memory, conn, settings["projects"], report).run()
     remote_state.pulled(memory.store)
+
+
+def push(memory: WriteService, report: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Push what is queued here, pulling nothing (``report``: as for :func:`init`)."""
+    return _one_way(memory, report, pulling=False)
+
+
+def pull(memory: WriteService, report: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Pull what others pushed, pushing nothing (``report``: as for :func:`init`)."""
+    return _one_way(memory, report, pulling=True)
+
+
+def _one_way(memory: WriteService, report: dict[str, Any] | None, *, pulling: bool) -> dict[str, Any]:
+    current = remote(memory)
+    if current is None:
+        raise UsageError("this home has no team database; run `cmem sync init postgresql://...` first")
+    with sync_lock(memory.config.home):
+        install(memory)
+        conn = server.connect(current["url"])
+        try:
+            report = _fill(report, new_report(current))
+            up_to_date(conn, current["url"], None, report["notes"])
+            if pulling:
+                pull_only(memory, conn, current, report)
+            else:
+                push_only(memory, conn, current, report, VectorMaker(memory.config, report["notes"]))
+            report["queued"] = memory.store.team_outbox.pending_count()
+            return report
+        finally:
+            conn.close()
