@@ -43,7 +43,7 @@ def _copy_tree(dest: Path) -> Path:
 def test_the_layer_contracts_hold(tmp_path: Path) -> None:
     result = _lint(_copy_tree(tmp_path))
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "7 kept, 0 broken" in result.stdout
+    assert "8 kept, 0 broken" in result.stdout
 
 
 def test_a_store_that_imports_the_index_breaks_the_contracts(tmp_path: Path) -> None:
@@ -94,6 +94,29 @@ def test_a_cli_command_that_calls_a_service_breaks_the_contracts(tmp_path: Path)
     assert result.returncode == 1
     assert "CLI, capture, MCP and view reach the services only through the API BROKEN" in result.stdout
     assert "cmem_cli.cli.write_bodies -> cmem_cli.services.writes" in result.stdout
+
+
+def test_a_cli_command_that_drives_a_remote_itself_breaks_the_contracts(tmp_path: Path) -> None:
+    """`cmem sync` reaches git and the team database through the API's one face (``memory.remote``):
+    importing git sync or the team remote from a command is refused."""
+    root = _copy_tree(tmp_path)
+    body = root / "cmem_cli" / "cli" / "commands" / "sync.py"
+    body.write_text(body.read_text() + "\nfrom cmem_cli.team import teamsync  # noqa\n")
+    result = _lint(root)
+    assert result.returncode == 1
+    assert "The CLI reaches a remote only through the API (memory.remote)" in result.stdout
+    assert "cmem_cli.cli.commands.sync -> cmem_cli.team.teamsync" in result.stdout
+
+
+def test_the_cli_never_takes_the_write_service_from_the_api() -> None:
+    """``Memory.service`` is the API's own: a command that took it would call the services past the API
+    (an import contract cannot see an attribute)."""
+    found = []
+    for path in sorted((REPO / "cmem_cli" / "cli").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Attribute) and node.attr == "service":
+                found.append(f"{path.relative_to(REPO)}:{node.lineno}")
+    assert found == []
 
 
 def test_a_cli_command_that_opens_the_index_breaks_the_contracts(tmp_path: Path) -> None:
