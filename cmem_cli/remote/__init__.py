@@ -91,8 +91,30 @@ def at_url(memory: WriteService, url: str) -> Remote:
     return GitRemote(memory, url)
 
 
-def told(exc: BaseException, tally: dict[str, Any]) -> None:
-    """Attach what an exchange did before ``exc`` (its working dict, typed) to the exception."""
-    from cmem_cli.core.sync_report import SyncReport
+class RemoteBase:
+    """What the git and team remotes share: the home's write service, the URL (for ``init``), the local
+    status, and how an exchange's working dict becomes its report."""
 
-    exc.sync_report = SyncReport.from_tally(tally) if tally else None  # type: ignore[attr-defined]
+    kind = ""
+
+    def __init__(self, memory: WriteService, url: str | None = None):
+        self.memory = memory
+        self.url = url
+
+    def status(self) -> dict[str, Any] | None:
+        from cmem_cli.services.remote_state import remote_status
+
+        return remote_status(self.memory)
+
+    @staticmethod
+    def exchange(action: Callable[[dict[str, Any]], object]) -> SyncReport:
+        """Run ``action`` on a fresh working dict and type it; a failure carries it as ``sync_report``."""
+        from cmem_cli.core.sync_report import SyncReport
+
+        tally: dict[str, Any] = {}
+        try:
+            action(tally)
+        except BaseException as exc:
+            exc.sync_report = SyncReport.from_tally(tally) if tally else None  # type: ignore[attr-defined]
+            raise
+        return SyncReport.from_tally(tally)

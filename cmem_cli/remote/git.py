@@ -7,20 +7,14 @@ top of what it fetched. So ``pull`` and ``push`` run the whole sync, as ``sync``
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from cmem_cli.core.errors import UsageError
 from cmem_cli.core.sync_report import SyncReport
-from cmem_cli.remote import Live, Progress, told
-from cmem_cli.services.writes import WriteService
+from cmem_cli.remote import Live, Progress, RemoteBase
 
 
-class GitRemote:
+class GitRemote(RemoteBase):
     kind = "git"
-
-    def __init__(self, memory: WriteService, url: str | None = None):
-        self.memory = memory
-        self.url = url
 
     def init(
         self, *, projects: Sequence[str] = (), machine: str | None = None, progress: Progress | None = None
@@ -41,21 +35,10 @@ class GitRemote:
     pull = sync
     push = sync
 
-    def status(self) -> dict[str, Any] | None:
-        from cmem_cli.services.remote_state import remote_status
-
-        return remote_status(self.memory)
-
     def live(self, *, on_report: Callable[[str], None], on_error: Callable[[str], None]) -> Live | None:
         return None  # `cmem watch` adopts hand edits; git exchanges on `cmem sync`
 
     def _run(self, url: str | None, progress: Progress | None) -> SyncReport:
         from cmem_cli.sync.gitsync import run_sync
 
-        tally: dict[str, Any] = {}
-        try:
-            run_sync(self.memory, url, report=tally, progress=progress)
-        except BaseException as exc:
-            told(exc, tally)
-            raise
-        return SyncReport.from_tally(tally)
+        return self.exchange(lambda tally: run_sync(self.memory, url, report=tally, progress=progress))
