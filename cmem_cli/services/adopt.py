@@ -115,7 +115,6 @@ class _Adopter:
         self.report = AdoptReport()
         self.touched: set[tuple[str, int]] = set()  # (kind, id) of every record adopted in this run
         self.staged_uids: dict[str, str] = {}  # uid -> the file adopted for it in this run
-        self.links: set[str] | None = None  # paths git's index holds as links, read when first needed
 
     def run(self, paths: list[Path] | None) -> AdoptReport:
         with self.memory.write_transaction(fsync=False) as files:
@@ -154,6 +153,7 @@ class _Adopter:
         self.hashes = self.store.export_files.hashes()
         self.stats = self.store.export_files.stats()
         self.racy_before = time.time_ns() - RACY_NS
+        self.links: set[str] | None = None  # paths git's index holds as links, read when first needed
 
     # -- finding files ---------------------------------------------------------------------------------
     def _scan(self) -> set[str]:
