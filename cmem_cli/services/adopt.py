@@ -217,11 +217,6 @@ class _Adopter:
             and atomic.stat_key(os.path.join(self.root, relpath)) == written
         ):
             return None  # same size and modification time as when cmem wrote it: not read again
-        if self.links is None:
-            self.links = indexed_links(self.memory.config.home, Path(self.root))
-        if relpath in self.links:  # checked out as text (core.symlinks=false): its text is a target path
-            self.report.invalid.append((relpath, "a symbolic link in the git repository, not adopted"))
-            return None
         try:
             data = read_in_tree(self.root, relpath, MAX_FILE_BYTES)
             written_at = os.lstat(os.path.join(self.root, relpath)).st_mtime_ns // 1_000_000
@@ -237,6 +232,13 @@ class _Adopter:
         known = self.known.get(relpath)
         if known is not None and self._unchanged(relpath, known, data):
             return None  # exactly what cmem wrote
+        # git's index is asked only for a file that changed (a racy re-read of cmem's own is not), so a
+        # sync runs the same git commands whatever the clock says
+        if self.links is None:
+            self.links = indexed_links(self.memory.config.home, Path(self.root))
+        if relpath in self.links:  # checked out as text (core.symlinks=false): its text is a target path
+            self.report.invalid.append((relpath, "a symbolic link in the git repository, not adopted"))
+            return None
         try:
             text = decode(data)
             if known is None and "/" not in relpath and not claims_memory(text):
