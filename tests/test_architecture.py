@@ -43,7 +43,7 @@ def _copy_tree(dest: Path) -> Path:
 def test_the_layer_contracts_hold(tmp_path: Path) -> None:
     result = _lint(_copy_tree(tmp_path))
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "7 kept, 0 broken" in result.stdout
+    assert "8 kept, 0 broken" in result.stdout
 
 
 def test_a_store_that_imports_the_index_breaks_the_contracts(tmp_path: Path) -> None:
@@ -96,6 +96,29 @@ def test_a_cli_command_that_calls_a_service_breaks_the_contracts(tmp_path: Path)
     assert "cmem_cli.cli.write_bodies -> cmem_cli.services.writes" in result.stdout
 
 
+def test_a_cli_command_that_drives_a_remote_itself_breaks_the_contracts(tmp_path: Path) -> None:
+    """`cmem sync` reaches git and the team database through the API's one face (``memory.remote``):
+    importing git sync or the team remote from a command is refused."""
+    root = _copy_tree(tmp_path)
+    body = root / "cmem_cli" / "cli" / "commands" / "sync.py"
+    body.write_text(body.read_text() + "\nfrom cmem_cli.team import teamsync  # noqa\n")
+    result = _lint(root)
+    assert result.returncode == 1
+    assert "The CLI reaches a remote only through the API (memory.remote)" in result.stdout
+    assert "cmem_cli.cli.commands.sync -> cmem_cli.team.teamsync" in result.stdout
+
+
+def test_the_cli_never_takes_the_write_service_from_the_api() -> None:
+    """``Memory.service`` is the API's own: a command that took it would call the services past the API
+    (an import contract cannot see an attribute)."""
+    found = []
+    for path in sorted((REPO / "cmem_cli" / "cli").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Attribute) and node.attr == "service":
+                found.append(f"{path.relative_to(REPO)}:{node.lineno}")
+    assert found == []
+
+
 def test_a_cli_command_that_opens_the_index_breaks_the_contracts(tmp_path: Path) -> None:
     """The CLI builds, drops and lists the index through the API's face (``memory.index``): opening the
     index's database (and taking its lock, deleting its documents) from a command is refused."""
@@ -128,14 +151,11 @@ def test_a_hook_that_calls_a_service_breaks_the_contracts(tmp_path: Path) -> Non
 # SQL of its PostgreSQL server (these modules of cmem_cli/team/ talk to it, never to SQLite). Everything
 # else asks the store by name.
 SQL_OWNERS = ("store/", "core/db.py", "core/migrations.py", "core/bm25.py")
-POSTGRES_MODULES = (
+POSTGRES_MODULES = (  # the team repository, and the modules whose SQL has not moved there yet
+    "team/repository.py",
     "team/push.py",
-    "team/pull.py",
     "team/source.py",
     "team/server.py",
-    "team/vectors.py",
-    "team/live.py",
-    "team/restore.py",
 )
 QUERY_METHODS = {"execute", "executemany", "query", "query_one", "scalar", "rows", "cursor"}
 CONNECTION_ATTRIBUTES = {"db", "conn", "database"}

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.sync_helpers import Machine, bare_repo, git_in, remote_blobs
+from tests.watch_helpers import end_watch, start_watch, wait_for_line
 
 SECRET = "aws_secret_access_key = ZZLEAKEDSECRETVALUEZZ"
 
@@ -156,3 +157,36 @@ def test_sync_init_never_reads_a_gitignore_that_is_a_link(tmp_path, home, capsys
 
 def remote_has_commits(url: str) -> bool:
     return subprocess.run(["git", "--git-dir", url, "rev-parse", "-q", "--verify", "HEAD"]).returncode == 0
+
+
+def test_a_link_checked_out_as_text_under_core_symlinks_false_is_never_adopted(pair, tmp_path, secret):
+    """A repository whose config sets ``core.symlinks=false`` gets a committed link as a small text file
+    holding the target path: git's index still says mode 120000, and local adoption (watch, sync, doctor
+    --fix) refuses it by that mode instead of taking the path for a new memory and committing it back."""
+    url, a, _ = pair
+    git_in(a, "config", "core.symlinks", "false")
+    clone = teammate(url, tmp_path)
+    (clone / "web" / "notes.md").symlink_to("../../user-home/.aws/credentials")
+    commit_and_push(clone, "a link")
+    code, _, err = a.run("sync")
+    assert code == 4 and "web/notes.md" in err, err
+    planted = a.export / "web" / "notes.md"
+    assert planted.is_file() and not planted.is_symlink()  # git wrote the link as a text file
+    assert git_in(a, "ls-files", "-s", "web/notes.md").split()[0] == "120000"
+    proc, lines, reader = start_watch({**os.environ, "CMEM_HOME": str(a.home)})
+    try:
+        wait_for_line(proc, lines, "watching")
+        planted.write_text(planted.read_text())  # a person's editor saves it: watch adopts what changed
+        wait_for_line(proc, lines, "web/notes.md")
+    finally:
+        said = end_watch(proc, lines, reader)
+    assert "web/notes.md: a symbolic link" in said and "cmem: adopted" not in said, said
+    for args in (("doctor", "--fix"), ("sync", "--json")):
+        code, out, err = a.run(*args)
+        assert "Traceback" not in err
+    assert code == 4
+    refused = {item["path"]: item["reason"] for item in json.loads(out)["rejected"]}
+    assert "symbolic link" in refused["web/notes.md"]
+    assert not any("user-home" in json.dumps(row) for row in a.by_uid().values())
+    assert {row["title"] for row in a.by_uid().values()} == {"From machine a"}
+    assert link_mode(url, "web/notes.md") == "120000"  # never committed back as a regular file

@@ -98,6 +98,32 @@ def test_edits_travel_and_a_forget_stays_forgotten(homes: dict[str, Home], team_
         assert uid_gone not in home.rows()
 
 
+def test_a_home_joining_with_memories_forgotten_there_forgets_them_and_says_so_for_every_kind(
+    homes: dict[str, Home], team_db: str
+):
+    """One push ladder for observations and summaries: a memory this home held when it joined, forgotten
+    on the team before, stays forgotten, and the report tells it whatever its kind (a summary's was
+    kept quiet)."""
+    import shutil
+
+    a, b = homes["a"], homes["b"]
+    a.add("Kept observation")
+    a.add("Forgotten observation")
+    a.ok("summary", "add", "--session", "s1", "--learned", "a summary to forget", "--project", "web")
+    shutil.copytree(a.path, b.path)  # b holds the same memories, uids and all, and has not joined
+    a.join(team_db)
+    for path in (a.path / "export").rglob("*.md"):  # a forgets two (deleted files are adopted as forgets)
+        if "Forgotten observation" in path.read_text() or "a summary to forget" in path.read_text():
+            path.unlink()
+    assert a.sync()["forgotten_there"] == 2
+    report = b.join(team_db)
+    told = {item["uid"]: item["resolution"] for item in report["conflicts"]}
+    uids = [u for kind, u in server_rows(team_db, "SELECT kind, uid FROM cmem_tombstones ORDER BY kind")]
+    assert sorted(told) == sorted(uids) and len(uids) == 2
+    assert set(told.values()) == {"forgotten on another machine before this one joined: forgotten"}
+    assert titles(b) == {"Kept observation"} and "a summary to forget" not in b.run("get", "S1")[1]
+
+
 def test_concurrent_edits_keep_the_later_and_the_other_as_a_linked_conflict_copy(
     homes: dict[str, Home], team_db: str
 ):

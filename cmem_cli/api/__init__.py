@@ -55,6 +55,8 @@ if TYPE_CHECKING:
         as_dict,
         citation_uri,
     )
+    from cmem_cli.core.sync_report import SyncReport
+    from cmem_cli.remote import Remote
     from cmem_cli.services.adopt import AdoptReport
     from cmem_cli.services.recall import Recall
     from cmem_cli.services.search_pipeline import Reader
@@ -81,6 +83,8 @@ _INDEX_TYPES = {
     "Collection": "cmem_index.collections",
     "Watcher": "cmem_index.watcher",
     "ImportResult": "cmem_index.importer",
+    "SyncReport": "cmem_cli.core.sync_report",
+    "Remote": "cmem_cli.remote",
 }
 
 
@@ -105,7 +109,7 @@ __all__ = [
     "Summary", "Prompt", "Document", "Session", "Briefing", "Record", "Rows", "SearchPage", "markdown",
     "scrub", "scrub_record", "strip_private", "excluded_project", "CmemError", "InvalidRecord", "NotFound",
     "InvalidInput", "UsageError", "DatabaseBusy", "DatabaseCorrupt", "StorageError", "ModelError",
-    "Index", "Models", "IndexReport", "Collection", "Watcher", "ImportResult",
+    "Index", "Models", "IndexReport", "Collection", "Watcher", "ImportResult", "SyncReport", "Remote",
 ]  # fmt: skip
 
 _P = ParamSpec("_P")
@@ -866,6 +870,27 @@ class Memory:
         from cmem_cli.services.sync_local import sync_local
 
         return sync_local(self.service, list(paths) if paths is not None else None)
+
+    # -- the remote ----------------------------------------------------------------------------------------
+    @property
+    def remote(self) -> Remote | None:
+        """This home's remote (a git repository or a team database), or None: one face for both
+        (:class:`cmem_cli.remote.Remote`: ``sync``, ``pull``, ``push``, ``status``, each exchange
+        returning a :class:`SyncReport`). A failed exchange carries what it did as ``exc.sync_report``."""
+        from cmem_cli.remote import of_home
+
+        return of_home(self.service)
+
+    def remote_at(self, url: str) -> Remote:
+        """The remote ``url`` names (``postgresql://``: a team database; else git), for ``init``: `cmem
+        sync init URL`. UsageError when this home already syncs with the other kind."""
+        from cmem_cli.remote import at_url
+
+        return at_url(self.service, url)
+
+    def open_for_writes(self) -> None:
+        """Open the write service now, so that the reads before a write share its connection."""
+        self.service  # noqa: B018 - opened on first use
 
     def doctor(self, *, fix: bool = False) -> dict[str, Any]:
         """Check the database's integrity and the export tree (`cmem doctor --json`); ``fix`` repairs what it

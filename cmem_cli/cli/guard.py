@@ -23,13 +23,13 @@ def say(message: str) -> None:
 
 
 def unsecret(message: str) -> str:
-    """``message`` with the password of any URL in it hidden (``cmem_cli.team.url.mask``): whatever
+    """``message`` with the password of any URL in it hidden (``cmem_cli.core.urls.hide_secrets``): whatever
     raised it, a URL a person typed may be quoted in it."""
     if "://" not in message and "password" not in message.lower():
         return message
-    from cmem_cli.team.url import mask
+    from cmem_cli.core.urls import hide_secrets
 
-    return mask(message)
+    return hide_secrets(message)
 
 
 def run_guarded(command: Callable[[], int]) -> int:

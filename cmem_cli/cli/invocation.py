@@ -52,7 +52,7 @@ def open_api(*, write: bool = False) -> Iterator[Memory]:
     memory = Memory(config=current_config())
     try:
         if write:
-            memory.service  # noqa: B018 - opened now, so that reads before the write use it
+            memory.open_for_writes()  # so that reads before the write use it
         yield memory
     finally:
         memory.close()

@@ -114,3 +114,19 @@ def redact_url(url: str) -> str:
 def redact_text(text: str) -> str:
     """``text`` with the credentials of every ``scheme://`` URL in it hidden (an error line may quote one)."""
     return URL_IN_TEXT.sub(lambda m: redact_url(m[0]), text)
+
+
+_QUERY_PASSWORD = re.compile(r"([?&]password=)[^&#\s]*", re.I)
+_KV_PASSWORD = re.compile(r"(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", re.I)
+
+
+def hide_secrets(text: str, *secrets: str | None) -> str:
+    """``text`` with every URL credential, ``password=`` setting and each of ``secrets`` replaced by
+    ``***``: what anything that may quote a git or team URL passes its message through."""
+    text = redact_text(text)
+    text = _QUERY_PASSWORD.sub(r"\1***", text)
+    text = _KV_PASSWORD.sub(r"\1***", text)
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, "***")
+    return text

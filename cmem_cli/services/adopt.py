@@ -33,6 +33,7 @@ from cmem_cli.core.timeutil import now_ms, to_date
 from cmem_cli.services.reconcile.writer import Inbound
 from cmem_cli.services.record_shapes import front_matter_problem
 from cmem_cli.services.recovery import recover
+from cmem_cli.services.sync_repo import indexed_links
 from cmem_cli.services.writes import WriteService
 from cmem_cli.store.records import EDITABLE_FIELDS
 from cmem_export import atomic, digest
@@ -194,6 +195,7 @@ class _Adopter:
         self.hashes = self.store.export_files.hashes()
         self.stats = self.store.export_files.stats()
         self.racy_before = time.time_ns() - RACY_NS
+        self.links: set[str] | None = None  # paths git's index holds as links, read when first needed
 
     # -- finding files ---------------------------------------------------------------------------------
     def _scan(self) -> set[str]:
@@ -269,6 +271,13 @@ class _Adopter:
         known = self.known.get(relpath)
         if known is not None and self._unchanged(relpath, known, data):
             return None  # exactly what cmem wrote
+        # git's index is asked only for a file that changed (a racy re-read of cmem's own is not), so a
+        # sync runs the same git commands whatever the clock says
+        if self.links is None:
+            self.links = indexed_links(self.memory.config.home, Path(self.root))
+        if relpath in self.links:  # checked out as text (core.symlinks=false): its text is a target path
+            self.report.invalid.append((relpath, "a symbolic link in the git repository, not adopted"))
+            return None
         try:
             text = decode(data)
             if known is None and "/" not in relpath and not claims_memory(text):

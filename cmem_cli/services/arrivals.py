@@ -31,14 +31,13 @@ from cmem_cli.core.errors import CmemError, InvalidInput
 from cmem_cli.core.fields import LINKS_MARKER, SUMMARY_FIELDS
 from cmem_cli.services import record_shapes
 from cmem_cli.services.reconcile.rule import QUIET_FIELDS, Conflict, Side, conflict_copy
-from cmem_cli.services.sync_repo import Git
+from cmem_cli.services.sync_repo import REGULAR_MODES, Git
 from cmem_cli.services.writes import FileTransaction, WriteService
 from cmem_cli.store.records import parse_link
 from cmem_export import digest, reading
 
 LAST_ADOPTED = "sync.last_adopted"  # state key: the last commit whose changes are in the store
 REJECTED = "sync.rejected"  # state key: {path: reason} of arrived files that cannot be adopted
-REGULAR_MODES = ("100644", "100755")  # git's modes of a plain file; 120000 a symlink, 160000 a submodule
 LINK_REFUSED = "a symbolic link (or submodule) in the repository: refused, never followed or adopted"
 _SHOWN_LINK = re.compile(r"^- ([a-z_]+): \[(.*)\]\((.*)\)$")
 

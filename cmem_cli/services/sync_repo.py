@@ -34,6 +34,7 @@ MARKER_SECTION = "cmem"  # `cmem sync init` sets cmem.sync = true in the reposit
 MARKER = "cmem.sync"
 REMOTE = "origin"
 BRANCH = "main"
+REGULAR_MODES = ("100644", "100755")  # git's modes of a plain file; 120000 a symlink, 160000 a submodule
 
 # Options every git call gets: they override anything a repository's own config might say.
 FIXED_OPTIONS = (
@@ -142,6 +143,25 @@ def git_dir_of(home: Path, export: Path) -> Path | None:
         if candidate.is_dir():
             return candidate
     return None
+
+
+def indexed_links(home: Path, export: Path) -> set[str]:
+    """Paths git's index holds as a link (or submodule) in the export tree's repository (none without
+    one). Under ``core.symlinks=false`` git checks a link out as a small text file holding its target:
+    only the index tells it from a memory a person wrote."""
+    git_dir = git_dir_of(home, export)
+    if git_dir is None:
+        return set()
+    try:
+        listed = Git(export, git_dir).run("ls-files", "-s", "-z", check=False).stdout
+    except SyncError:  # no git installed: no index to read either
+        return set()
+    links = set()
+    for entry in listed.split(b"\0"):
+        info, _, relpath = entry.decode("utf-8", "replace").partition("\t")
+        if relpath and info.split()[0] not in REGULAR_MODES:
+            links.add(relpath)
+    return links
 
 
 def _config_value(git_dir: Path, wanted_section: str, wanted_key: str) -> str | None:

@@ -38,6 +38,7 @@ from cmem_cli.services.reconcile.rule import tell
 from cmem_cli.services.sync_repo import (
     BRANCH,
     MARKER,
+    REGULAR_MODES,
     REMOTE,
     Git,
     clear_git_debris,
@@ -286,7 +287,7 @@ class Syncer:
         for entry in self.git.z_list("ls-tree", "-r", "-z", TARGET):
             meta, _, relpath = entry.partition("\t")
             if relpath != ".gitignore":
-                (listed if meta.split()[0] in arrivals.REGULAR_MODES else links).append(relpath)
+                (listed if meta.split()[0] in REGULAR_MODES else links).append(relpath)
         present: dict[str, bytes] = {}
         for relpath in listed:
             with contextlib.suppress(OSError):  # a link or FIFO of this machine's is not read, nor replaced

@@ -64,7 +64,7 @@ class TeamLive:
     def _session(self) -> None:
         """One connection's life: catch up, then push and pull as things happen."""
         from cmem_cli.services.writes import WriteService
-        from cmem_cli.team import server, teamsync
+        from cmem_cli.team import repository, server, teamsync
         from cmem_cli.team.vectors import VectorMaker
 
         with WriteService.open(self.config) as memory:
@@ -76,7 +76,7 @@ class TeamLive:
             conn = server.connect(settings["url"])
             try:
                 with server.translated(settings["url"]):
-                    conn.execute(f"LISTEN {server.CHANNEL}")
+                    repository.listen(conn, server.CHANNEL)
                 notes: list[str] = []
                 vectors = VectorMaker(memory.config, notes)
                 self.on_report(f"team: connected to {settings['url']}")

@@ -17,7 +17,7 @@ from cmem_cli.core.timeutil import now_ms
 from cmem_cli.services.reconcile.rule import Conflict, tell
 from cmem_cli.services.writes import WriteService
 from cmem_cli.store import team_outbox as outbox
-from cmem_cli.team import inbound, server
+from cmem_cli.team import inbound, repository, server
 from cmem_cli.team.apply import Applier
 from cmem_cli.team.records import OBS_COLUMNS, SUMMARY_COLUMNS
 from cmem_cli.team.sessions import PROMPT_COLUMNS, SESSION_COLUMNS
@@ -45,42 +45,31 @@ def _columns(conn: Any) -> dict[str, str]:
     }
 
 
-def has_log(conn: Any) -> bool:
-    """Does the server keep the conflict log (``cmem_conflicts``, server migration m005)?"""
-    return bool(conn.execute("SELECT to_regclass('cmem_conflicts')").fetchone()[0])
+has_log = repository.has_log
 
 
 def top_revision(conn: Any, log: bool | None = None) -> int:
     """The highest revision the server holds (every row this home has seen has it or a later one)."""
     tables = [*TABLES.values(), *(["cmem_conflicts"] if (has_log(conn) if log is None else log) else [])]
-    row = conn.execute(
-        "SELECT greatest(" + ", ".join(f"(SELECT max(rev) FROM {table})" for table in tables) + ", 0)"
-    ).fetchone()
-    return int(row[0])
+    return repository.top_revision(conn, tables)
 
 
 class Puller:
     def __init__(self, memory: WriteService, conn: Any, projects: list[str], report: dict[str, Any]):
         self.memory = memory
         self.local = memory.store  # this home's store: the outbox and base revisions
-        self.conn = conn
+        self.pg = conn  # the team database's connection (its SQL: cmem_cli.team.repository)
         self.projects = projects
         self.report = report
-
-    def _scope(self) -> tuple[str, tuple[Any, ...]]:
-        if not self.projects:
-            return "", ()
-        return " AND project = ANY(%s)", (self.projects,)
 
     def run(self) -> None:
         values = self.local.team_outbox.settings()
         cursor = int(values.get(PULLED) or 0)
         self.restoring = values.get(RESTORING) == "1"
         start = cursor
-        with self.conn.transaction():
-            self.conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-            self._log = has_log(self.conn)
-            horizon = top_revision(self.conn, self._log)
+        with repository.snapshot(self.pg):
+            self._log = has_log(self.pg)
+            horizon = top_revision(self.pg, self._log)
             while cursor < horizon:
                 cursor = self._page(cursor, horizon)
             self._told(start, horizon)
@@ -94,25 +83,20 @@ class Puller:
         (the report holds each once), and told still when that sync died before this home took the merge."""
         if start >= horizon or not self._log:
             return  # a server older than the log (a reader syncing before a writer migrated it)
-        scope, scope_params = self._scope()
-        rows = self.conn.execute(
-            "SELECT uid, copy_uid, other_uid, resolution, fields FROM cmem_conflicts "
-            f"WHERE rev > %s AND rev <= %s{scope} ORDER BY rev",
-            (start, horizon, *scope_params),
-        ).fetchall()
-        for uid, copy_uid, other_uid, resolution, fields in rows:
+        for uid, copy_uid, other_uid, resolution, fields in repository.conflicts_between(
+            self.pg, start, horizon, self.projects
+        ):
             item = Conflict(
                 uid, resolution, copy_uid=copy_uid, other_uid=other_uid, fields=list(fields or [])
             )
             tell(self.report, item.to_json())
 
     def _page(self, cursor: int, horizon: int) -> int:
-        scope, scope_params = self._scope()
         fetched = {
-            name: self._rows(
-                f"SELECT rev, {columns} FROM {TABLES[name]}", cursor, horizon, scope, scope_params
+            name: repository.rows_between(
+                self.pg, TABLES[name], columns, cursor, horizon, self.projects, PAGE
             )
-            for name, columns in _columns(self.conn).items()
+            for name, columns in _columns(self.pg).items()
         }
         end = horizon
         for rows in fetched.values():
@@ -123,26 +107,13 @@ class Puller:
         self._apply(fetched, end)
         return end
 
-    def _rows(
-        self, select: str, cursor: int, horizon: int, scope: str, scope_params: tuple[Any, ...]
-    ) -> list[dict[str, Any]]:
-        cur = self.conn.execute(
-            f"{select} WHERE rev > %s AND rev <= %s{scope} ORDER BY rev LIMIT %s",
-            (cursor, horizon, *scope_params, PAGE),
-        )
-        names = [d.name for d in cur.description]
-        return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
-
     def _apply(self, fetched: dict[str, list[dict[str, Any]]], end: int) -> None:
         observations, tombs = fetched["observation"], fetched["tombstone"]
         uids = [r["uid"] for r in observations]
         links: dict[str, list[tuple[str, str]]] = {uid: [] for uid in uids}
         arriving: list[tuple[str, str, str]] = []
         if uids:
-            for from_uid, to_uid, link_type in self.conn.execute(
-                "SELECT from_uid, to_uid, type FROM cmem_links WHERE from_uid = ANY(%s) OR to_uid = ANY(%s)",
-                (uids, uids),
-            ):
+            for from_uid, to_uid, link_type in repository.links_touching(self.pg, uids):
                 if from_uid in links:
                     links[from_uid].append((link_type, to_uid))
                 else:

@@ -25,6 +25,8 @@ the two only repeats work: pushing the same content again finds it there and cha
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from cmem_cli.core.timeutil import now_ms
@@ -57,6 +59,27 @@ from cmem_cli.team.vectors import VectorMaker
 
 BATCH = 500
 MAX_ROUNDS = 10_000  # a runaway guard: each round acknowledges at least one entry
+FORGOTTEN_BEFORE_JOINING = "forgotten on another machine before this one joined: forgotten"
+
+
+@dataclass(frozen=True)
+class RecordKind:
+    """How one kind of memory differs on the push ladder (:meth:`Pusher._records`); nothing else does."""
+
+    table: str  # the server's table
+    columns: tuple[str, ...]  # the server's columns of it
+    same_content: Callable[[dict[str, Any], dict[str, Any]], bool]  # the fields a person edits
+    links: bool  # links and a code anchor travel with it (links replaced as a set on each write)
+
+    def same(self, mine: dict[str, Any], theirs: dict[str, Any]) -> bool:
+        """Nothing to send: the same fields and, for a kind with links, the same code anchor."""
+        return self.same_content(mine, theirs) and (not self.links or same_anchor(mine, theirs))
+
+
+RECORDS = {
+    outbox.OBSERVATION: RecordKind("cmem_observations", OBS_COLUMNS, same_observation, links=True),
+    outbox.SUMMARY: RecordKind("cmem_summaries", SUMMARY_COLUMNS, same_summary, links=False),
+}
 
 
 def _select(conn: Any, table: str, columns: tuple[str, ...]) -> str:
@@ -133,8 +156,8 @@ class Pusher:
             self._writes: dict[str, list[Any]] = {"insert": [], "update": [], "links": []}
             with self.conn.transaction():
                 self.conn.execute("SELECT pg_advisory_xact_lock(%s)", (server.WRITE_LOCK,))
-                self._observations(obs, local_obs, bases[outbox.OBSERVATION], plan)
-                self._summaries(sums, local_sums, bases[outbox.SUMMARY], plan)
+                self._records(outbox.OBSERVATION, obs, local_obs, bases[outbox.OBSERVATION], plan)
+                self._records(outbox.SUMMARY, sums, local_sums, bases[outbox.SUMMARY], plan)
                 self._sessions(sessions, local_sessions, bases[outbox.SESSION], plan)
                 self._prompts(prompts, local_prompts, plan)
                 self.vectors.store(self.conn, {**embedded, **self._merged_vectors(plan)}, plan.pushed_uids)
@@ -196,36 +219,33 @@ class Pusher:
                 )
         self._writes = {"insert": [], "update": [], "links": []}
 
-    def _observations(
+    def _records(
         self,
+        kind: str,
         entries: list[outbox.Entry],
         local: dict[str, dict[str, Any]],
         bases: dict[str, int],
         plan: _Plan,
     ) -> None:
-        base_rows = self.local.team_outbox.bases(outbox.OBSERVATION, [e.uid for e in entries])
+        """The one push ladder for the memories (observations and summaries, :data:`RECORDS` says how
+        each differs): the server's rows of the batch against this home's and their bases."""
+        spec = RECORDS[kind]
+        write = self._writer(kind)
+        base_rows = self.local.team_outbox.bases(kind, [e.uid for e in entries])
         if not entries:
             return
         uids = [e.uid for e in entries]
         remote = {
             r["uid"]: r
-            for r in _dicts(self.conn.execute(_select(self.conn, "cmem_observations", OBS_COLUMNS), (uids,)))
+            for r in _dicts(self.conn.execute(_select(self.conn, spec.table, spec.columns), (uids,)))
         }
-        for link in _dicts(
-            self.conn.execute(
-                "SELECT from_uid, to_uid, type FROM cmem_links WHERE from_uid = ANY(%s)", (uids,)
-            )
-        ):
-            remote[link["from_uid"]].setdefault("links", []).append((link["type"], link["to_uid"]))
-        for row in remote.values():
-            row.setdefault("links", [])
+        if spec.links:
+            self._links_into(remote, uids)
         tombs = dict(
             self.conn.execute(
-                "SELECT uid, deleted_at FROM cmem_tombstones WHERE kind = 'observation' AND uid = ANY(%s)",
-                (uids,),
+                "SELECT uid, deleted_at FROM cmem_tombstones WHERE kind = %s AND uid = ANY(%s)", (kind, uids)
             ).fetchall()
         )
-        kind = outbox.OBSERVATION
         for entry in entries:
             mine, theirs, base = local.get(entry.uid), remote.get(entry.uid), bases.get(entry.uid)
             if self._foreign(kind, theirs, mine, plan):
@@ -242,28 +262,37 @@ class Pusher:
                     plan.bring(kind, theirs)
                     plan.conflict(kind, Conflict(entry.uid, EDIT_BEATS_FORGET), theirs["project"])
             elif theirs is None:
-                if entry.uid in tombs and entry.snapshot:
+                if entry.uid in tombs and entry.snapshot:  # joining: a forget stays forgotten, and is told
                     plan.forget(kind, entry.uid)
-                    plan.conflict(
-                        kind,
-                        Conflict(entry.uid, "forgotten on another machine before this one joined: forgotten"),
-                        None,
-                    )
+                    plan.conflict(kind, Conflict(entry.uid, FORGOTTEN_BEFORE_JOINING), None)
                 else:
                     if entry.uid in tombs:
                         plan.conflict(kind, Conflict(entry.uid, EDIT_BEATS_FORGET), mine["project"])
                         self.conn.execute(
-                            "DELETE FROM cmem_tombstones WHERE kind = 'observation' AND uid = %s",
-                            (entry.uid,),
+                            "DELETE FROM cmem_tombstones WHERE kind = %s AND uid = %s", (kind, entry.uid)
                         )
-                    self._write_observation(mine, plan, insert=True)
-            elif same_observation(mine, theirs) and same_anchor(mine, theirs):
+                    write(mine, plan, insert=True)
+            elif spec.same(mine, theirs):
                 plan.rev(kind, entry.uid, theirs["rev"], theirs)
             elif base == theirs["rev"]:
-                self._write_observation(mine, plan, insert=False)
+                write(mine, plan, insert=False)
             else:  # both changed it since the base: the one rule, field by field
                 self._merge(kind, mine, theirs, base_rows.get(entry.uid), plan)
         self._flush()
+
+    def _links_into(self, remote: dict[str, dict[str, Any]], uids: list[str]) -> None:
+        """The server's links of these observations, as each row's ``links`` (type, to_uid)."""
+        for link in _dicts(
+            self.conn.execute(
+                "SELECT from_uid, to_uid, type FROM cmem_links WHERE from_uid = ANY(%s)", (uids,)
+            )
+        ):
+            remote[link["from_uid"]].setdefault("links", []).append((link["type"], link["to_uid"]))
+        for row in remote.values():
+            row.setdefault("links", [])
+
+    def _writer(self, kind: str) -> Callable[..., int]:
+        return self._write_observation if kind == outbox.OBSERVATION else self._write_summary
 
     def _restored(
         self,
@@ -278,8 +307,7 @@ class Pusher:
         edit from one the restore undid, so the later edit stays, with no copy; a forget queued here
         wins; a tombstone wins over an edit made before it. True when settled so (an identical row is
         left to the ordinary rules)."""
-        write = self._write_observation if kind == outbox.OBSERVATION else self._write_summary
-        same = same_observation if kind == outbox.OBSERVATION else same_summary
+        write, same = self._writer(kind), RECORDS[kind].same_content
         if mine is None:
             if theirs is not None:
                 self._tombstone(kind, entry.uid, theirs["project"], plan)
@@ -297,7 +325,7 @@ class Pusher:
                 )
             write(mine, plan, insert=True)
             return True
-        if same(mine, theirs) and (kind != outbox.OBSERVATION or same_anchor(mine, theirs)):
+        if RECORDS[kind].same(mine, theirs):
             return False
         if same(mine, theirs):
             if newer_anchor(mine, theirs):
@@ -358,21 +386,19 @@ class Pusher:
         (:mod:`cmem_cli.services.reconcile.rule`, as git sync merges). The server takes the merged memory
         (and the conflict copy, when one field was changed on both sides) and so does this home; the
         conflict is logged on the server so that every other home is told too."""
-        obs = kind == outbox.OBSERVATION
+        spec, write = RECORDS[kind], self._writer(kind)
         result = merge(side(kind, base) if base else None, side(kind, mine), side(kind, theirs))
         kept = row_of(result.side)
-        if obs:
+        if spec.links:
             kept["anchor"] = anchor_of(kept)
-        write = self._write_observation if obs else self._write_summary
-        same = same_observation if obs else same_summary
-        if same(kept, theirs) and (not obs or same_anchor(kept, theirs)):
+        if spec.same(kept, theirs):
             rev = int(theirs["rev"])
             plan.rev(kind, mine["uid"], rev, theirs)
         else:
             rev = write(kept, plan, insert=False)
-            if not same(kept, mine):  # its text is not this home's: its vector is made from the merge
+            if not spec.same_content(kept, mine):  # not this home's text: its vector is made from the merge
                 plan.texts.append((kind, kept))
-        if not same(kept, mine) or (obs and not same_anchor(kept, mine)):
+        if not spec.same(kept, mine):
             plan.bring(kind, {**kept, "rev": rev})
         copy = result.copy
         if copy is None:
@@ -392,11 +418,11 @@ class Pusher:
         return made
 
     def _exists(self, kind: str, uid: str) -> bool:
-        table = "cmem_observations" if kind == outbox.OBSERVATION else "cmem_summaries"
+        table = RECORDS[kind].table
         return self.conn.execute(f"SELECT 1 FROM {table} WHERE uid = %s", (uid,)).fetchone() is not None
 
     def _tombstone(self, kind: str, uid: str, project: str, plan: _Plan) -> None:
-        table = "cmem_observations" if kind == outbox.OBSERVATION else "cmem_summaries"
+        table = RECORDS[kind].table
         rev = self._rev()
         self.conn.execute(f"DELETE FROM {table} WHERE uid = %s", (uid,))
         self.conn.execute("DELETE FROM cmem_vectors WHERE kind = %s AND uid = %s", (kind, uid))
@@ -409,60 +435,6 @@ class Pusher:
         plan.rev(kind, uid, None)
         plan.tombstoned.append((kind, uid))
         plan.last_rev = max(plan.last_rev, rev)
-
-    def _summaries(
-        self,
-        entries: list[outbox.Entry],
-        local: dict[str, dict[str, Any]],
-        bases: dict[str, int],
-        plan: _Plan,
-    ) -> None:
-        base_rows = self.local.team_outbox.bases(outbox.SUMMARY, [e.uid for e in entries])
-        if not entries:
-            return
-        uids = [e.uid for e in entries]
-        remote = {
-            r["uid"]: r
-            for r in _dicts(self.conn.execute(_select(self.conn, "cmem_summaries", SUMMARY_COLUMNS), (uids,)))
-        }
-        tombs = dict(
-            self.conn.execute(
-                "SELECT uid, deleted_at FROM cmem_tombstones WHERE kind = 'summary' AND uid = ANY(%s)",
-                (uids,),
-            ).fetchall()
-        )
-        kind = outbox.SUMMARY
-        for entry in entries:
-            mine, theirs, base = local.get(entry.uid), remote.get(entry.uid), bases.get(entry.uid)
-            if self._foreign(kind, theirs, mine, plan):
-                continue
-            if entry.snapshot == outbox.RESTORED and self._restored(kind, entry, mine, theirs, tombs, plan):
-                continue
-            if mine is None:
-                if theirs is None:
-                    plan.rev(kind, entry.uid, None)
-                elif base == theirs["rev"]:
-                    self._tombstone(kind, entry.uid, theirs["project"], plan)
-                    plan.forgotten_there += 1
-                else:
-                    plan.bring(kind, theirs)
-                    plan.conflict(kind, Conflict(entry.uid, EDIT_BEATS_FORGET), theirs["project"])
-            elif theirs is None:
-                if entry.uid in tombs and entry.snapshot:
-                    plan.forget(kind, entry.uid)
-                else:
-                    if entry.uid in tombs:
-                        plan.conflict(kind, Conflict(entry.uid, EDIT_BEATS_FORGET), mine["project"])
-                        self.conn.execute(
-                            "DELETE FROM cmem_tombstones WHERE kind = 'summary' AND uid = %s", (entry.uid,)
-                        )
-                    self._write_summary(mine, plan, insert=True)
-            elif same_summary(mine, theirs):
-                plan.rev(kind, entry.uid, theirs["rev"], theirs)
-            elif base == theirs["rev"]:
-                self._write_summary(mine, plan, insert=False)
-            else:
-                self._merge(kind, mine, theirs, base_rows.get(entry.uid), plan)
 
     def _write_summary(self, row: dict[str, Any], plan: _Plan, *, insert: bool, own: bool = True) -> int:
         rev = self._rev()

@@ -21,11 +21,10 @@ starts again too (one that had not pulled past the backup could not tell otherwi
 
 from __future__ import annotations
 
-import contextlib
 from typing import Any
 
 from cmem_cli.services.writes import WriteService
-from cmem_cli.team import server
+from cmem_cli.team import repository, server
 from cmem_cli.team.pull import PULLED, RESTORING, top_revision
 
 SERVER = "server"  # team_state key: the server's identity as this home last saw it
@@ -33,20 +32,7 @@ SERVER = "server"  # team_state key: the server's identity as this home last saw
 
 def identity(conn: Any) -> str:
     """Who the server is (see the module's docstring); parts a role may not read are left empty."""
-    parts = []
-    for sql in (
-        "SELECT system_identifier::text FROM pg_control_system()",
-        "SELECT timeline_id::text FROM pg_control_checkpoint()",
-        "SELECT oid::text FROM pg_database WHERE datname = current_database()",
-        "SELECT 'cmem_observations'::regclass::oid::text",
-        "SELECT value FROM cmem_meta WHERE key = 'epoch'",
-    ):
-        value = ""
-        with contextlib.suppress(Exception):  # autocommit: a refused statement spoils nothing
-            row = conn.execute(sql).fetchone()
-            value = str(row[0]) if row else ""
-        parts.append(value)
-    return ":".join(parts)
+    return ":".join(repository.identity_parts(conn))
 
 
 def check(memory: WriteService, conn: Any, report: dict[str, Any]) -> bool:
@@ -93,9 +79,5 @@ def _differs(known: str, now: str) -> bool:
 
 def _new_epoch(conn: Any, current: str) -> str:
     """Give the server a new epoch (a read-only role cannot: then only this home starts again)."""
-    with contextlib.suppress(Exception), conn.transaction():
-        conn.execute("SELECT pg_advisory_xact_lock(%s)", (server.WRITE_LOCK,))
-        conn.execute(
-            "UPDATE cmem_meta SET value = md5(random()::text || clock_timestamp()::text) WHERE key = 'epoch'"
-        )
+    repository.new_epoch(conn, server.WRITE_LOCK)
     return identity(conn) or current

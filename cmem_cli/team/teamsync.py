@@ -9,9 +9,11 @@ local writes keep queueing, and the next sync sends them.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
+from collections.abc import Iterator
 from typing import Any
 
 from cmem_cli.core.errors import UsageError
@@ -138,6 +140,14 @@ def _widened(before: list[str], after: list[str]) -> bool:
 
 def sync(memory: WriteService, report: dict[str, Any] | None = None) -> dict[str, Any]:
     """One `cmem sync` with the team database this home joined (``report``: as for :func:`init`)."""
+    with _connected(memory) as (conn, current):
+        return _run(memory, conn, current["url"], None, report)
+
+
+@contextlib.contextmanager
+def _connected(memory: WriteService) -> Iterator[tuple[Any, dict[str, Any]]]:
+    """The joined team database's connection and settings, under the sync lock, this home's tables
+    up to date."""
     current = remote(memory)
     if current is None:
         raise UsageError("this home has no team database; run `cmem sync init postgresql://...` first")
@@ -145,7 +155,7 @@ def sync(memory: WriteService, report: dict[str, Any] | None = None) -> dict[str
         install(memory)
         conn = server.connect(current["url"])
         try:
-            return _run(memory, conn, current["url"], None, report)
+            yield conn, current
         finally:
             conn.close()
 
@@ -244,3 +254,25 @@ def pull_only(memory: WriteService, conn: Any, settings: dict[str, Any], report:
     with server.translated(settings["url"], None, conn):
         Puller(memory, conn, settings["projects"], report).run()
     remote_state.pulled(memory.store)
+
+
+def push(memory: WriteService, report: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Push what is queued here, pulling nothing (``report``: as for :func:`init`)."""
+    return _one_way(memory, report, pulling=False)
+
+
+def pull(memory: WriteService, report: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Pull what others pushed, pushing nothing (``report``: as for :func:`init`)."""
+    return _one_way(memory, report, pulling=True)
+
+
+def _one_way(memory: WriteService, report: dict[str, Any] | None, *, pulling: bool) -> dict[str, Any]:
+    with _connected(memory) as (conn, current):
+        report = _fill(report, new_report(current))
+        up_to_date(conn, current["url"], None, report["notes"])
+        if pulling:
+            pull_only(memory, conn, current, report)
+        else:
+            push_only(memory, conn, current, report, VectorMaker(memory.config, report["notes"]))
+        report["queued"] = memory.store.team_outbox.pending_count()
+        return report

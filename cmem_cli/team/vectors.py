@@ -16,6 +16,7 @@ from typing import Any
 from cmem_cli.core.config import Config
 from cmem_cli.core.fields import SUMMARY_FIELDS
 from cmem_cli.store import team_outbox as outbox
+from cmem_cli.team import repository
 
 _FINGERPRINT = re.compile(r"[0-9a-f]{8,64}")
 
@@ -91,12 +92,7 @@ class VectorMaker:
         fingerprint = check_fingerprint(embedder.fingerprint)
         ensure_model(conn, fingerprint, embedder.dim, embedder.name or "", self.notes)
         register(conn)
-        with conn.cursor() as cur:
-            cur.executemany(
-                "INSERT INTO cmem_vectors (kind, uid, fingerprint, embedding) VALUES (%s, %s, %s, %s) "
-                "ON CONFLICT (kind, uid, fingerprint) DO UPDATE SET embedding = excluded.embedding",
-                [(kind, uid, fingerprint, vector) for kind, uid, vector in rows],
-            )
+        repository.store_vectors(conn, fingerprint, rows)
 
 
 def register(conn: Any) -> None:
@@ -112,20 +108,12 @@ def register(conn: Any) -> None:
 def ensure_model(conn: Any, fingerprint: str, dim: int, name: str, notes: list[str]) -> None:
     """Record the model and give it its HNSW index (a savepoint: a role that may not create indexes
     still pushes, and search falls back to an exact scan)."""
-    inserted = conn.execute(
-        "INSERT INTO cmem_models (fingerprint, dim, name) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING "
-        "RETURNING fingerprint",
-        (fingerprint, int(dim), name[:200]),
-    ).fetchone()
-    if inserted is None:
+    if not repository.add_model(conn, fingerprint, dim, name):
         return
     from cmem_cli.team.server import psycopg, reason
 
     try:
         with conn.transaction():
-            conn.execute(
-                f"CREATE INDEX IF NOT EXISTS {index_name(fingerprint)} ON cmem_vectors USING hnsw "
-                f"((embedding::vector({int(dim)})) vector_cosine_ops) WHERE fingerprint = '{fingerprint}'"
-            )
+            repository.add_model_index(conn, index_name(fingerprint), fingerprint, dim)
     except psycopg().Error as exc:
         notes.append(f"no HNSW index for model {fingerprint}: {reason(exc)}")

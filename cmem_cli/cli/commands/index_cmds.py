@@ -238,19 +238,16 @@ def watch_cmd(
 def _team_live(config: Any, error: Any) -> Any:
     """With a team database, keep it live beside the watcher (push within seconds, pull on NOTIFY)."""
     from cmem_cli.cli.invocation import open_api
-    from cmem_cli.team import teamsync
-
-    with open_api(write=True) as memory:
-        if teamsync.remote(memory.service) is None:
-            return None
-    from cmem_cli.team.live import TeamLive
 
     def say(message: str) -> None:
         print(f"cmem: {escape_control(message)}", file=sys.stderr, flush=True)
 
-    team = TeamLive(config, on_report=say, on_error=error)
-    team.start()
-    return team
+    with open_api(write=True) as memory:
+        remote = memory.remote
+        live = remote.live(on_report=say, on_error=error) if remote is not None else None
+    if live is not None:
+        live.start()
+    return live
 
 
 @collection_app.command("add")

@@ -2,9 +2,10 @@
 or a team database.
 
 Without a remote, `cmem sync` adopts local edits (``cmem_cli.api.Memory.adopt_edits``); once `cmem sync init URL`
-has connected the tree to a git remote, it also commits, fetches, merges, adopts and pushes
-(``cmem_cli.sync.gitsync``). A ``postgresql://`` (or ``postgres://``) URL joins a team database instead
-(``cmem_cli.team``): the URL's scheme picks the kind of remote.
+has connected the home to a remote, it exchanges with it through the API's one face for remotes
+(``Memory.remote``, ``Memory.remote_at(url)``): a git remote commits, fetches, merges, adopts and pushes; a
+``postgresql://`` (or ``postgres://``) URL joins a team database instead. Every exchange returns one typed
+report, which :func:`print_report` prints.
 """
 
 from __future__ import annotations
@@ -22,7 +23,9 @@ from cmem_cli.cli.invocation import open_api
 from cmem_cli.cli.render import dumps, escape_control, write
 
 if TYPE_CHECKING:
-    from cmem_cli.api import Memory
+    from cmem_cli.api import Memory, SyncReport
+
+Progress = Callable[[str, int, int], None]
 
 sync_app = typer.Typer(invoke_without_command=True)
 
@@ -41,53 +44,56 @@ def _local(memory: Memory, as_json: bool) -> None:
         raise typer.Exit(EXIT_INVALID)
 
 
-def _write_result(report: dict[str, Any], code: int, error: str | None) -> None:
+def _write_result(report: SyncReport | None, code: int, error: str | None) -> None:
     """A sync's `--json` result object, done or failed: what it did, whether it succeeded and why not."""
-    write(dumps({**report, "ok": code == 0, "exit_code": code, "error": error}) + "\n")
+    done = report.to_json() if report is not None else {}
+    write(dumps({**done, "ok": code == 0, "exit_code": code, "error": error}) + "\n")
 
 
-def _say_rejected_and_conflicts(report: dict[str, Any]) -> None:
-    """The files not adopted and the conflicts (both uids) on stderr, as git and team sync both tell them."""
-    for item in report["rejected"]:
-        print(f"cmem: {escape_control(item['path'])}: {escape_control(item['reason'])}", file=sys.stderr)
-    for item in report["conflicts"]:
-        print(f"cmem: {conflict_line(item)}", file=sys.stderr)
-
-
-def _print_git_report(report: dict[str, Any], as_json: bool) -> None:
-    code = EXIT_INVALID if report["rejected"] else 0
+def print_report(report: SyncReport, as_json: bool, *, failed: bool = False) -> None:
+    """The one printer of a remote's report: the result object (``--json``) on stdout; the files not
+    adopted, the conflicts (both uids), the rows skipped and the notes on stderr, then a summary line."""
+    code = EXIT_INVALID if report.failed_files else 0
     if as_json:
         _write_result(report, code, None)
-    _say_rejected_and_conflicts(report)
-    for note in report["notes"]:
-        print(f"cmem: {escape_control(note)}", file=sys.stderr)
+    for item in report.rejected:
+        print(f"cmem: {escape_control(item['path'])}: {escape_control(item['reason'])}", file=sys.stderr)
+    for item in report.conflicts:
+        print(f"cmem: {conflict_line(item)}", file=sys.stderr)
+    for item in report.skipped:
+        print(f"cmem: {escape_control(skipped_line(item))}", file=sys.stderr)
+    for note in report.notes:
+        print(f"cmem: {escape_control(unsecret(note))}", file=sys.stderr)
     if not as_json:
-        print(
-            f"committed {report['committed']}, adopted {report['adopted']}, forgotten {report['forgotten']}, "
-            f"conflicts {len(report['conflicts'])}, rejected {len(report['rejected'])}"
-            + (", pushed" if report["pushed"] else ""),
-            file=sys.stderr,
-        )
-    if code:
+        print(escape_control(report.summary()), file=sys.stderr)
+    if code and not failed:
         raise typer.Exit(code)
 
 
-def _run_git_sync(memory: Memory, url: str | None, as_json: bool) -> None:
-    """Run the git sync; with ``--json`` a failure still prints a result object (what was done before it,
-    the error and the exit code) before the one-line error on stderr."""
+def _exchange(action: Callable[[Progress], SyncReport], as_json: bool) -> None:
+    """Run one exchange with the remote; a failure still prints what was done before it (with
+    ``--json`` a result object with the error and the exit code) before the one-line error on stderr."""
     from cmem_cli.cli.progress import ProgressBar
-    from cmem_cli.sync.gitsync import run_sync
 
-    report: dict[str, Any] = {}
     try:
         with ProgressBar() as progress:  # works inside the write service's transaction
-            report = run_sync(memory.service, url, report=report, progress=progress)
+            report = action(progress)
+    except (
+        KeyboardInterrupt
+    ) as exc:  # typer would end it silently with 130: the one line, as the guard says it
+        if as_json:
+            _write_result(getattr(exc, "sync_report", None), 130, "interrupted")
+        print("cmem: interrupted", file=sys.stderr)
+        raise typer.Exit(130) from None
     except Exception as exc:
+        done: SyncReport | None = getattr(exc, "sync_report", None)
         if as_json:
             message, code = failure(exc)
-            _write_result(report, code, message)
+            _write_result(done, code, message)
+        elif done is not None and done.told_on_failure:  # a team sync's pull was done, its push refused
+            print_report(done, as_json, failed=True)
         raise
-    _print_git_report(report, as_json)
+    print_report(report, as_json)
 
 
 @sync_app.callback()
@@ -105,38 +111,12 @@ def sync(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     result object on failure too."""
     if ctx.invoked_subcommand is not None:
         return
-    from cmem_cli.sync.gitsync import is_connected
-    from cmem_cli.team import teamsync
-
     with open_api(write=True) as memory:
-        if teamsync.remote(memory.service) is not None:
-            _run_team_sync(lambda report: teamsync.sync(memory.service, report), as_json)
-            return
-        if not is_connected(memory.service.config.home, memory.export_dir):
+        remote = memory.remote
+        if remote is None:
             _local(memory, as_json)
             return
-        _run_git_sync(memory, None, as_json)
-
-
-def _run_team_sync(action: Callable[[dict[str, Any]], dict[str, Any]], as_json: bool) -> None:
-    """Run a team sync; a failure still prints what was done before it (with ``--json`` a result object
-    with the error and the exit code, as git sync's) before the one-line error on stderr."""
-    report: dict[str, Any] = {}
-    try:
-        report = action(report)
-    except KeyboardInterrupt:  # typer would end it silently with 130: the one line, as the guard says it
-        if as_json:
-            _write_result(report, 130, "interrupted")
-        print("cmem: interrupted", file=sys.stderr)
-        raise typer.Exit(130) from None
-    except Exception as exc:
-        if as_json:
-            message, code = failure(exc)
-            _write_result(report, code, message)
-        elif report.get("remote"):  # the sync got as far as its report (a push refused, the pull done)
-            _print_team_report(report, as_json, failed=True)
-        raise
-    _print_team_report(report, as_json)
+        _exchange(lambda progress: remote.sync(progress=progress), as_json)
 
 
 def conflict_line(item: dict[str, Any]) -> str:
@@ -157,27 +137,6 @@ def skipped_line(item: dict[str, Any]) -> str:
         f"skipped {item['kind']} {item['uid']} from the team database (written by {item['machine']}): "
         f"{item['reason']}"
     )
-
-
-def _print_team_report(report: dict[str, Any], as_json: bool, *, failed: bool = False) -> None:
-    code = EXIT_INVALID if report["rejected"] else 0
-    if as_json:
-        _write_result(report, code, None)
-    _say_rejected_and_conflicts(report)
-    for item in report["skipped"]:
-        print(f"cmem: {escape_control(skipped_line(item))}", file=sys.stderr)
-    for note in report["notes"]:
-        print(f"cmem: {escape_control(unsecret(note))}", file=sys.stderr)
-    if not as_json:
-        print(
-            f"{escape_control(report['remote'])}: adopted {report['adopted']}, pushed {report['pushed']}, "
-            f"pulled {report['pulled']}, forgotten {report['forgotten'] + report['forgotten_there']}, "
-            f"conflicts {len(report['conflicts'])}, rejected {len(report['rejected'])}, "
-            f"skipped {len(report['skipped'])}, queued {report['queued']}",
-            file=sys.stderr,
-        )
-    if code and not failed:
-        raise typer.Exit(code)
 
 
 @sync_app.command("init")
@@ -209,27 +168,11 @@ def sync_init(
 ) -> None:
     """Connect to a remote: a PostgreSQL team database (its schema made if needed, every memory pushed,
     the others' pulled) or a git remote (its history started from and adopted, or pushed to when empty)."""
-    from cmem_cli.core.errors import UsageError
-    from cmem_cli.sync.gitsync import is_connected
-    from cmem_cli.team import teamsync
-    from cmem_cli.team.url import is_team_url
-
     with open_api(write=True) as memory:
-        if is_team_url(url):
-            if is_connected(memory.service.config.home, memory.export_dir):
-                raise UsageError("this home already syncs through git; a home has one remote")
-            _run_team_sync(
-                lambda report: teamsync.init(
-                    memory.service, url, projects=project or [], machine=machine, report=report
-                ),
-                as_json,
-            )
-            return
-        if project or machine:
-            raise UsageError("--project and --machine are for a team database (postgresql://...)")
-        if teamsync.remote(memory.service) is not None:
-            raise UsageError("this home already syncs with a team database; a home has one remote")
-        _run_git_sync(memory, url, as_json)
+        remote = memory.remote_at(url)
+        _exchange(
+            lambda progress: remote.init(projects=project or [], machine=machine, progress=progress), as_json
+        )
 
 
 def register(app: typer.Typer) -> None:

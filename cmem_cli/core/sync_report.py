@@ -1,0 +1,86 @@
+"""What one exchange with a remote did: the typed result every remote returns and one printer prints.
+
+A git remote and a team database share most of it (``kind`` .. ``queued``, docs/sync.md); each adds its
+own counts. The remotes fill a plain dict as they go (a sync that fails half-way still says what it did),
+and :meth:`SyncReport.from_tally` types it once at the face. :meth:`SyncReport.to_json` gives the keys
+back in the order `cmem sync --json` has always printed them, so scripts and docs keep their shape.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+# The keys of each kind's `--json` object, in their printed order; a key a remote adds later that is not
+# named here is kept in ``extra`` and printed after these.
+GIT_KEYS = (
+    "kind", "remote", "adopted", "pulled", "forgotten", "conflicts", "rejected", "notes", "queued",
+    "committed", "pushed",
+)  # fmt: skip
+TEAM_KEYS = (
+    "kind", "remote", "machine", "projects", "adopted", "pushed", "pulled", "sessions", "prompts",
+    "forgotten", "forgotten_there", "conflicts", "rejected", "restored", "skipped", "notes", "queued",
+)  # fmt: skip
+
+
+@dataclass
+class SyncReport:
+    """One sync, init, pull or push with a remote (git or a team database)."""
+
+    kind: str  # "git" or "team"
+    remote: str  # the URL, every credential hidden
+    adopted: int = 0  # files and memories taken into the store (hand edits and arrivals)
+    pulled: int = 0  # memories that arrived from the remote
+    forgotten: int = 0
+    conflicts: list[dict[str, Any]] = field(default_factory=list)  # {uid, copy_uid | other_uid, ...}
+    rejected: list[dict[str, Any]] = field(default_factory=list)  # {path, reason, ...}: not adopted
+    notes: list[str] = field(default_factory=list)
+    queued: int = 0  # what waits for the next sync
+    pushed: int | bool = 0  # git: whether it pushed; a team: memories pushed
+    committed: int = 0  # git: files committed
+    machine: str = ""  # a team: this home's name there
+    projects: list[str] = field(default_factory=list)  # a team: the projects pulled (empty: all)
+    sessions: dict[str, int] = field(default_factory=dict)  # a team: {pushed, pulled}
+    prompts: dict[str, int] = field(default_factory=dict)  # a team: {pushed, pulled}
+    forgotten_there: int = 0  # a team: forgets pushed
+    restored: bool = False  # a team: the server went back in time and was pulled again
+    skipped: list[dict[str, Any]] = field(default_factory=list)  # a team: rows refused {kind, uid, ...}
+    extra: dict[str, Any] = field(default_factory=dict)  # keys a remote adds beyond these
+
+    @classmethod
+    def from_tally(cls, tally: dict[str, Any]) -> SyncReport:
+        """The report a remote's working dict describes (its keys as :meth:`to_json` prints them)."""
+        known = set(GIT_KEYS) | set(TEAM_KEYS)
+        values = {key: value for key, value in tally.items() if key in known}
+        extra = {key: value for key, value in tally.items() if key not in known}
+        return cls(**values, extra=extra)
+
+    @property
+    def failed_files(self) -> bool:
+        """Was a file or memory left out (exit 4)?"""
+        return bool(self.rejected)
+
+    def to_json(self) -> dict[str, Any]:
+        """The `--json` object, keys in the order of this kind's documented shape."""
+        keys = GIT_KEYS if self.kind == "git" else TEAM_KEYS
+        return {**{key: getattr(self, key) for key in keys}, **self.extra}
+
+    def summary(self) -> str:
+        """The one line `cmem sync` says on stderr when it is done."""
+        if self.kind == "git":
+            return (
+                f"committed {self.committed}, adopted {self.adopted}, forgotten {self.forgotten}, "
+                f"conflicts {len(self.conflicts)}, rejected {len(self.rejected)}"
+                + (", pushed" if self.pushed else "")
+            )
+        return (
+            f"{self.remote}: adopted {self.adopted}, pushed {self.pushed}, pulled {self.pulled}, "
+            f"forgotten {self.forgotten + self.forgotten_there}, conflicts {len(self.conflicts)}, "
+            f"rejected {len(self.rejected)}, skipped {len(self.skipped)}, queued {self.queued}"
+        )
+
+    @property
+    def told_on_failure(self) -> bool:
+        """Is the report worth printing when the exchange then failed? A team sync's pull is done by the
+        time a read-only role's push is refused; a failed git sync exchanged nothing to tell."""
+        return self.kind == "team" and bool(self.remote)
