@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import re
 import shutil
@@ -12,13 +11,13 @@ import sys
 import tempfile
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from cmem_cli.__main__ import main
+from tests.runner import STARTED, Result, invoke
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -90,25 +89,81 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
 # What makes a test slow: a real model (all-MiniLM-L6-v2 converted by cmem's importer; a reranker).
 SLOW_FIXTURES = frozenset({"minilm_gguf", "tiny_reranker"})
 
+# What makes a test an integration test: a fixture that starts a real process (cmem as scripts and hooks run
+# it, a PostgreSQL server). A test that starts processes itself (git, a hook, a kill loop) says so with
+# ``@pytest.mark.integration`` or asks for ``cmem_process``; none is marked by its file's text.
+PROCESS_FIXTURES = frozenset({"cmem_process", "pg_server", "team_db"})
+
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark tests by what they do, so a run can choose (``-m "not slow"``, ``-m integration``):
-    ``integration`` for those that run cmem, a hook, git or a server as a separate process (the ``sh``
-    fixture, or a module that starts processes itself), ``slow`` for those that load a real model (and
-    those marked so by hand: kill loops, many processes at once). The files holding a slow one run first:
-    a long test started last would keep one worker busy after the others have finished."""
-    spawning: dict[Path, bool] = {}
+    """Mark tests by the fixtures they use, so a run can choose (``-m quick``, ``-m "not slow"``,
+    ``-m integration``): ``integration`` for those whose fixtures start a real process
+    (:data:`PROCESS_FIXTURES`), ``slow`` for those that load a real model (and those marked so by hand:
+    kill loops, many processes at once), ``quick`` for the rest (the tier a change is tried on first).
+    The files holding a slow one run first: a long test started last would keep one worker busy after the
+    others have finished."""
     for item in items:
         fixtures = set(getattr(item, "fixturenames", ()))
-        path = Path(str(item.fspath))
-        if path not in spawning:
-            spawning[path] = "subprocess" in path.read_text(encoding="utf-8")
-        if "sh" in fixtures or spawning[path]:
+        if fixtures & PROCESS_FIXTURES:
             item.add_marker(pytest.mark.integration)
         if fixtures & SLOW_FIXTURES:
             item.add_marker(pytest.mark.slow)
+        if not item.get_closest_marker("integration") and not item.get_closest_marker("slow"):
+            item.add_marker(pytest.mark.quick)
     first = {item.path for item in items if item.get_closest_marker("slow")}
     items.sort(key=lambda item: item.path not in first)  # whole files, otherwise as collected
+
+
+# -- how many tests start cmem as a process: counted, reported at the end of a run ----------------------
+_PROCESS_TESTS: set[str] = set()
+_running: list[str] = []
+
+
+def _count_cmem_processes() -> None:
+    """Note each test that starts cmem as a process (``python -m cmem_cli``, a ``cmem`` executable), by any
+    way: the fixtures, a helper, the test itself. The run's summary says how many did."""
+    original = subprocess.Popen.__init__
+
+    def counting(self: subprocess.Popen[Any], args: Any, *rest: Any, **kwargs: Any) -> None:
+        argv = [str(arg) for arg in (args if isinstance(args, (list, tuple)) else [args])]
+        if _running and ("cmem_cli" in argv or (argv and os.path.basename(argv[0]) == "cmem")):
+            _PROCESS_TESTS.add(_running[-1])
+        original(self, args, *rest, **kwargs)
+
+    subprocess.Popen.__init__ = counting  # type: ignore[method-assign]
+
+
+_count_cmem_processes()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Any:
+    _running.append(item.nodeid)
+    try:
+        return (yield)
+    finally:
+        _running.pop()
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:  # an xdist worker: hand the counts to the controller
+        workeroutput["cmem_process_tests"] = sorted(_PROCESS_TESTS)
+        workeroutput["cmem_in_process_runs"] = STARTED["in_process"]
+
+
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    output = getattr(node, "workeroutput", {})
+    _PROCESS_TESTS.update(output.get("cmem_process_tests", ()))
+    STARTED["in_process"] += output.get("cmem_in_process_runs", 0)
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if _PROCESS_TESTS or STARTED["in_process"]:
+        terminalreporter.write_line(
+            f"cmem runs: {len(_PROCESS_TESTS)} tests started cmem as a process; "
+            f"{STARTED['in_process']} commands ran in process (tests/runner.py)"
+        )
 
 
 # The user's own cmem settings, which no test home inherits.
@@ -139,16 +194,6 @@ def private_env(root: Path, *, embed_model: str = "none") -> dict[str, str]:
 
 
 TEST_MACHINE = "test-machine"  # what every test's writes record as their machine: not this host's name
-
-
-@dataclass
-class Result:
-    exit_code: int
-    stdout: str
-    stderr: str
-
-    def json(self):
-        return json.loads(self.stdout)
 
 
 @pytest.fixture
@@ -196,22 +241,48 @@ def cli(home: Path, capsys: pytest.CaptureFixture[str]) -> Callable[..., Result]
     return run
 
 
+def run_process(
+    *args: str, input: str | bytes | None = None, env: dict[str, str] | None = None, timeout: float = 120
+) -> Result:
+    """``cmem ARGS`` as a real process (``python -m cmem_cli``), as scripts, cron and hooks run it."""
+    STARTED["process"] += 1
+    data = input.encode("utf-8") if isinstance(input, str) else input
+    proc = subprocess.run(
+        [sys.executable, "-m", "cmem_cli", *args],
+        input=data,
+        capture_output=True,
+        env={**os.environ, **(env or {})},
+        timeout=timeout,
+    )
+    return Result(
+        proc.returncode, proc.stdout.decode("utf-8", "replace"), proc.stderr.decode("utf-8", "replace")
+    )
+
+
 @pytest.fixture
 def sh(home: Path) -> Callable[..., Result]:
-    """Run ``cmem ARGS`` as a real subprocess (``python -m cmem_cli``), as scripts and hooks do."""
+    """Run ``cmem ARGS`` with stdin ``input`` and extra ``env``: in this process (tests/runner.py) unless
+    ``process=True``, where the process is what is under test (its exit, its start-up, its streams' bytes).
+    A file whose every test needs real processes asks for ``cmem_process`` instead."""
+
+    def run(
+        *args: str, input: str | bytes | None = None, env: dict[str, str] | None = None, process: bool = False
+    ) -> Result:
+        if process:
+            return run_process(*args, input=input, env=env)
+        return invoke(*args, input=input, env=env)
+
+    return run
+
+
+@pytest.fixture
+def cmem_process(home: Path) -> Callable[..., Result]:
+    """Run ``cmem ARGS`` as a real subprocess (``python -m cmem_cli``), as scripts and hooks do: for tests
+    of the process itself (the hook contract, start-up, signals, locks across processes). Marks its tests
+    ``integration``."""
 
     def run(*args: str, input: str | bytes | None = None, env: dict[str, str] | None = None) -> Result:
-        data = input.encode("utf-8") if isinstance(input, str) else input
-        proc = subprocess.run(
-            [sys.executable, "-m", "cmem_cli", *args],
-            input=data,
-            capture_output=True,
-            env={**os.environ, **(env or {})},
-            timeout=120,
-        )
-        return Result(
-            proc.returncode, proc.stdout.decode("utf-8", "replace"), proc.stderr.decode("utf-8", "replace")
-        )
+        return run_process(*args, input=input, env=env)
 
     return run
 
