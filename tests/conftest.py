@@ -94,6 +94,22 @@ SLOW_FIXTURES = frozenset({"minilm_gguf", "tiny_reranker"})
 # ``@pytest.mark.integration`` or asks for ``cmem_process``; none is marked by its file's text.
 PROCESS_FIXTURES = frozenset({"cmem_process", "pg_server", "team_db"})
 
+# Files whose tests start processes themselves (Python, cmem, hooks, watchers, kill loops) rather than through
+# a fixture: integration until those tests ask for ``cmem_process``. A quick test that starts a Python
+# process anyway is named in the run's summary (``_QUICK_SPAWNERS``), so this list cannot go stale unseen.
+STARTS_PROCESSES = frozenset(
+    f"tests/test_{name}.py"
+    for name in """
+    agent_session anchors api api_index architecture bad_input bench_fusion_loso bench_package concurrency
+    crash_recovery doc_examples doctor_truth edit_times editor_saves fast_cli fresh_index generated
+    get_serves_indexed git_arrivals git_processes git_push_race hook_payloads hooks hostile_checkout
+    hostile_files index_search index_update index_watch install_claude mcp models_download models_embedder
+    notes_first processes projects recall search_evidence search_honest search_rows spool_recovery startup
+    store_shape sync sync_local sync_team team team_arrivals team_members team_restore team_search uid_refs
+    view view_browser
+    """.split()  # noqa: SIM905 - a word list reads better as words
+)
+
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark tests by the fixtures they use, so a run can choose (``-m quick``, ``-m "not slow"``,
@@ -104,7 +120,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     others have finished."""
     for item in items:
         fixtures = set(getattr(item, "fixturenames", ()))
-        if fixtures & PROCESS_FIXTURES:
+        if fixtures & PROCESS_FIXTURES or item.nodeid.split("::", 1)[0] in STARTS_PROCESSES:
             item.add_marker(pytest.mark.integration)
         if fixtures & SLOW_FIXTURES:
             item.add_marker(pytest.mark.slow)
@@ -116,7 +132,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 # -- how many tests start cmem as a process: counted, reported at the end of a run ----------------------
 _PROCESS_TESTS: set[str] = set()
+_QUICK_SPAWNERS: set[str] = set()  # tests marked quick that started a Python process all the same
 _running: list[str] = []
+_quick: set[str] = set()
 
 
 def _count_cmem_processes() -> None:
@@ -128,6 +146,8 @@ def _count_cmem_processes() -> None:
         argv = [str(arg) for arg in (args if isinstance(args, (list, tuple)) else [args])]
         if _running and ("cmem_cli" in argv or (argv and os.path.basename(argv[0]) == "cmem")):
             _PROCESS_TESTS.add(_running[-1])
+        if _running and _running[-1] in _quick and argv and argv[0] == sys.executable:
+            _QUICK_SPAWNERS.add(_running[-1])
         original(self, args, *rest, **kwargs)
 
     subprocess.Popen.__init__ = counting  # type: ignore[method-assign]
@@ -139,6 +159,8 @@ _count_cmem_processes()
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Any:
     _running.append(item.nodeid)
+    if item.get_closest_marker("quick"):
+        _quick.add(item.nodeid)
     try:
         return (yield)
     finally:
@@ -150,12 +172,14 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if workeroutput is not None:  # an xdist worker: hand the counts to the controller
         workeroutput["cmem_process_tests"] = sorted(_PROCESS_TESTS)
         workeroutput["cmem_in_process_runs"] = STARTED["in_process"]
+        workeroutput["quick_spawners"] = sorted(_QUICK_SPAWNERS)
 
 
 def pytest_testnodedown(node: Any, error: Any) -> None:
     output = getattr(node, "workeroutput", {})
     _PROCESS_TESTS.update(output.get("cmem_process_tests", ()))
     STARTED["in_process"] += output.get("cmem_in_process_runs", 0)
+    _QUICK_SPAWNERS.update(output.get("quick_spawners", ()))
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
@@ -163,6 +187,10 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         terminalreporter.write_line(
             f"cmem runs: {len(_PROCESS_TESTS)} tests started cmem as a process; "
             f"{STARTED['in_process']} commands ran in process (tests/runner.py)"
+        )
+    for nodeid in sorted(_QUICK_SPAWNERS):
+        terminalreporter.write_line(
+            f"quick test started a Python process (use cmem_process, or list its file in STARTS_PROCESSES): {nodeid}"
         )
 
 
