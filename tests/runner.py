@@ -17,6 +17,7 @@ import json
 import os
 import signal
 import sys
+import traceback
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -124,8 +125,9 @@ def invoke(
 
     ``env`` is laid over this process's environment (as ``env={**os.environ, **env}`` for a process), or
     replaces it with ``replace_env``; ``input`` is stdin. An exit (``SystemExit``) gives its code, a message
-    in it one line on stderr; an exception that escapes ``main`` is reported in one line with exit 1, as
-    :func:`cmem_cli.cli.guard.run_guarded` reports a bug, so a test sees what a user of the process would."""
+    in it one line on stderr (as the interpreter does); an exception that escapes ``main`` (``main`` maps
+    every error to one line and its exit code, cmem_cli/cli/exits.py, unless ``CMEM_DEBUG=1``) prints its
+    traceback and exits 1, as the interpreter would: a test sees what a user of the process would."""
     from cmem_cli.__main__ import main
     from cmem_cli.cli.exits import EXIT_ERROR
 
@@ -146,8 +148,8 @@ def invoke(
         except KeyboardInterrupt:
             print("cmem: interrupted", file=sys.stderr)
             code = 130
-        except Exception as exc:  # what would have been a traceback: one line, as a bug's report
-            print(f"cmem: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        except Exception:  # escaped main (a bug, or CMEM_DEBUG=1): the interpreter's traceback and exit 1
+            traceback.print_exc(file=sys.stderr)
             code = EXIT_ERROR
     return Result(
         code,

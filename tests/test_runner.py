@@ -47,7 +47,7 @@ def test_failures_are_one_line_and_the_documented_exit(tmp_path: Path) -> None:
     assert invoke("--version", env=env).stdout.startswith("cmem ")
 
 
-def test_an_exception_escaping_main_is_one_line_exit_1(tmp_path: Path, monkeypatch) -> None:
+def test_an_exception_escaping_main_is_the_interpreters_traceback_and_exit_1(tmp_path: Path, monkeypatch) -> None:
     import cmem_cli.__main__ as entry
 
     def broken(argv: list[str]) -> int:
@@ -55,7 +55,8 @@ def test_an_exception_escaping_main_is_one_line_exit_1(tmp_path: Path, monkeypat
 
     monkeypatch.setattr(entry, "main", broken)
     result = invoke("stats", env=private_env(tmp_path))
-    assert (result.exit_code, result.stderr) == (1, "cmem: internal error: RuntimeError: boom\n")
+    assert result.exit_code == 1 and result.stderr.startswith("Traceback (most recent call last):")
+    assert result.stderr.endswith("RuntimeError: boom\n")
 
     def exits(argv: list[str]) -> int:
         raise SystemExit("cmem: gone")
