@@ -47,7 +47,9 @@ def test_failures_are_one_line_and_the_documented_exit(tmp_path: Path) -> None:
     assert invoke("--version", env=env).stdout.startswith("cmem ")
 
 
-def test_an_exception_escaping_main_is_the_interpreters_traceback_and_exit_1(tmp_path: Path, monkeypatch) -> None:
+def test_an_exception_escaping_main_is_the_interpreters_traceback_and_exit_1(
+    tmp_path: Path, monkeypatch
+) -> None:
     import cmem_cli.__main__ as entry
 
     def broken(argv: list[str]) -> int:
