@@ -101,10 +101,10 @@ STARTS_PROCESSES = frozenset(
     f"tests/test_{name}.py"
     for name in """
     agent_session anchors api api_index architecture bad_input bench_fusion_loso bench_package concurrency
-    crash_recovery doc_examples doctor_truth edit_times editor_saves fast_cli fresh_index generated
+    crash_recovery doc_examples edit_times editor_saves fast_cli fresh_index generated
     get_serves_indexed git_arrivals git_processes git_push_race hook_payloads hooks hostile_checkout
     hostile_files index_search index_update index_watch install_claude mcp models_download models_embedder
-    notes_first processes projects recall search_evidence search_honest search_rows spool_recovery startup
+    processes projects recall search_evidence search_honest search_rows spool_recovery startup
     store_shape sync sync_local sync_team team team_arrivals team_members team_restore team_search uid_refs
     view view_browser
     """.split()  # noqa: SIM905 - a word list reads better as words
