@@ -94,21 +94,84 @@ SLOW_FIXTURES = frozenset({"minilm_gguf", "tiny_reranker"})
 # ``@pytest.mark.integration`` or asks for ``cmem_process``; none is marked by its file's text.
 PROCESS_FIXTURES = frozenset({"cmem_process", "pg_server", "team_db"})
 
-# Files whose tests start processes themselves (Python, cmem, hooks, watchers, kill loops) rather than through
-# a fixture: integration until those tests ask for ``cmem_process``. A quick test that starts a Python
-# process anyway is named in the run's summary (``_QUICK_SPAWNERS``), so this list cannot go stale unseen.
+# Tests that start processes themselves (Python, cmem, an MCP server, hooks, watchers, kill loops) rather
+# than through a fixture, by file or by test: integration until they ask for ``cmem_process``. A quick test
+# that starts a Python process anyway is named in the run's summary, so this list cannot go stale unseen.
 STARTS_PROCESSES = frozenset(
-    f"tests/test_{name}.py"
-    for name in """
-    agent_session anchors api api_index architecture bad_input bench_fusion_loso bench_package concurrency
-    crash_recovery doc_examples edit_times editor_saves fast_cli fresh_index generated
-    get_serves_indexed git_arrivals git_processes git_push_race hook_payloads hooks hostile_checkout
-    hostile_files index_search index_update index_watch install_claude mcp models_download models_embedder
-    processes projects recall search_evidence search_honest search_rows spool_recovery startup
-    store_shape sync sync_local sync_team team team_arrivals team_members team_restore team_search uid_refs
-    view view_browser
-    """.split()  # noqa: SIM905 - a word list reads better as words
+    {
+        "tests/test_agent_session.py",
+        "tests/test_anchors.py::test_the_mcp_server_returns_the_same_fields",
+        "tests/test_anchors.py::test_a_hook_that_anchors_a_read_and_a_search_that_checks_it_load_nothing_heavy",
+        "tests/test_api.py::test_importing_the_api_loads_no_cli_framework_database_or_model_runtime",
+        "tests/test_api.py::test_the_read_methods_open_neither_the_write_service_nor_the_result_types",
+        "tests/test_api_index.py::test_the_index_face_loads_nothing_heavy_until_asked",
+        "tests/test_architecture.py",
+        "tests/test_bad_input.py::test_invalid_utf8_in_arguments_and_files",
+        "tests/test_bench_fusion_loso.py",
+        "tests/test_bench_package.py::test_a_script_runs_as_a_module_from_the_checkout",
+        "tests/test_concurrency.py",
+        "tests/test_crash_recovery.py",
+        "tests/test_doc_examples.py",
+        "tests/test_edit_times.py",
+        "tests/test_editor_saves.py",
+        "tests/test_fast_cli.py::test_fast_path_add_and_search_import_neither_typer_nor_click",
+        "tests/test_fast_cli.py::test_a_search_and_the_briefing_leave_out_what_only_other_paths_need",
+        "tests/test_fresh_index.py",
+        "tests/test_generated.py::test_generated_files_are_up_to_date",
+        "tests/test_get_serves_indexed.py",
+        "tests/test_git_arrivals.py",
+        "tests/test_git_processes.py",
+        "tests/test_git_push_race.py::test_parallel_syncs_of_several_machines_against_one_remote_all_go_through",
+        "tests/test_hook_payloads.py::test_a_stop_hook_whose_transcript_is_no_regular_file_returns_at_once",
+        "tests/test_hooks.py::test_malformed_payloads_exit_zero_silently_and_log_the_error",  # process=True
+        "tests/test_hooks.py::test_twenty_hook_processes_at_once_lose_nothing",
+        "tests/test_hooks.py::test_a_hook_writes_through_the_api_without_building_its_result_types",
+        "tests/test_hostile_checkout.py",
+        "tests/test_hostile_files.py",
+        "tests/test_index_search.py::test_a_query_scores_the_same_in_every_process",
+        "tests/test_index_update.py::test_a_rebuild_killed_outright_leaves_the_old_index_working",
+        "tests/test_index_update.py::test_a_kill_while_the_keyword_index_merges_loses_nothing",
+        "tests/test_index_watch.py::test_sigterm_stops_cmem_watch_cleanly",
+        "tests/test_index_watch.py::test_watching_while_other_processes_write_and_search",
+        "tests/test_install_claude.py::test_claude_md_names_cmem_by_a_path_the_agent_can_run",
+        "tests/test_mcp.py",
+        "tests/test_models_download.py::test_cli_pull_prints_the_path_and_reports_json",
+        "tests/test_models_download.py::test_cli_pull_failure_is_one_line_with_the_model_exit_code",
+        "tests/test_models_embedder.py::test_llama_cpp_stays_silent_on_stderr",
+        "tests/test_models_embedder.py::test_importing_the_embedder_does_not_import_heavy_modules",
+        "tests/test_models_embedder.py::test_embedding_a_query_loads_only_the_llama_bindings",
+        "tests/test_processes.py::test_a_finished_child_is_gone",
+        "tests/test_processes.py::test_a_live_child_is_running",
+        "tests/test_projects.py::test_mcp_search_defaults_to_the_server_s_repository_and_all_projects_widens",
+        "tests/test_recall.py",
+        "tests/test_search_evidence.py",
+        "tests/test_search_honest.py",
+        "tests/test_search_rows.py",
+        "tests/test_spool_recovery.py::test_a_claim_left_by_a_dead_process_is_replayed_once",
+        "tests/test_spool_recovery.py::test_kill_9_during_spool_replay_keeps_every_event_exactly_once",
+        "tests/test_startup.py",
+        "tests/test_store_shape.py",
+        "tests/test_sync.py::test_sync_while_hooks_write_loses_nothing",
+        "tests/test_sync.py::test_random_add_edit_forget_sync_interleavings_converge",
+        "tests/test_sync.py::test_a_hook_writing_while_sync_merges_loses_nothing",
+        "tests/test_sync_local.py::test_cmem_watch_adopts_an_editor_save_within_seconds",
+        "tests/test_sync_team.py::test_a_lock_held_by_a_running_git_is_left_alone",
+        "tests/test_team.py::test_three_processes_adding_and_syncing_at_once_lose_and_double_nothing",
+        "tests/test_team.py::test_watch_pushes_a_local_write_within_seconds_and_pulls_what_others_push",
+        "tests/test_team_members.py",
+        "tests/test_team_restore.py",
+        "tests/test_team_search.py::test_the_api_and_mcp_search_the_team_through_the_same_stages",
+        "tests/test_uid_refs.py::test_mcp_get_and_timeline_take_uids",
+        "tests/test_uid_refs.py::test_a_summarys_uid_and_tail_name_it_where_a_command_takes_a_summary",
+        "tests/test_view.py::test_the_temp_page_of_a_killed_view_is_gone_after_the_next_view_not_ten_minutes_later",
+        "tests/test_view_browser.py",
+    }
 )
+
+
+def starts_processes(nodeid: str) -> bool:
+    test = nodeid.split("[", 1)[0]
+    return test in STARTS_PROCESSES or test.split("::", 1)[0] in STARTS_PROCESSES
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -120,7 +183,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     others have finished."""
     for item in items:
         fixtures = set(getattr(item, "fixturenames", ()))
-        if fixtures & PROCESS_FIXTURES or item.nodeid.split("::", 1)[0] in STARTS_PROCESSES:
+        if fixtures & PROCESS_FIXTURES or starts_processes(item.nodeid):
             item.add_marker(pytest.mark.integration)
         if fixtures & SLOW_FIXTURES:
             item.add_marker(pytest.mark.slow)
@@ -190,7 +253,7 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         )
     for nodeid in sorted(_QUICK_SPAWNERS):
         terminalreporter.write_line(
-            f"quick test started a Python process (use cmem_process, or list its file in STARTS_PROCESSES): {nodeid}"
+            f"quick test started a Python process (use cmem_process, or list it in STARTS_PROCESSES): {nodeid}"
         )
 
 
