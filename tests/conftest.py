@@ -112,7 +112,6 @@ STARTS_PROCESSES = frozenset(
         "tests/test_concurrency.py",
         "tests/test_crash_recovery.py",
         "tests/test_doc_examples.py",
-        "tests/test_edit_times.py",
         "tests/test_editor_saves.py",
         "tests/test_fast_cli.py::test_fast_path_add_and_search_import_neither_typer_nor_click",
         "tests/test_fast_cli.py::test_a_search_and_the_briefing_leave_out_what_only_other_paths_need",
