@@ -122,6 +122,9 @@ STARTS_PROCESSES = frozenset(
         "tests/test_git_processes.py",
         "tests/test_git_push_race.py::test_parallel_syncs_of_several_machines_against_one_remote_all_go_through",
         "tests/test_hook_payloads.py::test_a_stop_hook_whose_transcript_is_no_regular_file_returns_at_once",
+        "tests/test_bytecode.py",  # from main: its tests start cmem without bytecode
+        "tests/test_filters_once.py::test_the_api_and_mcp_timeline_take_the_same_filters",
+        "tests/test_hook_detach.py",  # detached hook writes: processes under test
         "tests/test_hooks.py::test_malformed_payloads_exit_zero_silently_and_log_the_error",  # process=True
         "tests/test_hooks.py::test_twenty_hook_processes_at_once_lose_nothing",
         "tests/test_hooks.py::test_a_hook_writes_through_the_api_without_building_its_result_types",
