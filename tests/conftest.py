@@ -123,6 +123,11 @@ STARTS_PROCESSES = frozenset(
         "tests/test_git_push_race.py::test_parallel_syncs_of_several_machines_against_one_remote_all_go_through",
         "tests/test_hook_payloads.py::test_a_stop_hook_whose_transcript_is_no_regular_file_returns_at_once",
         "tests/test_bytecode.py",  # from main: its tests start cmem without bytecode
+        "tests/test_merge_scenarios.py::test_one_rule_for_both_remotes",  # its team case starts PostgreSQL
+        "tests/test_query_fields.py::test_a_bad_value_is_refused_alike_by_both",  # the MCP server
+        "tests/test_query_fields.py::test_the_options_mcp_gained_from_the_table_mean_what_they_mean_in_cmem_search",
+        "tests/test_supersession.py::test_mcp_remember_supersedes_and_every_tool_returns_the_field",
+        "tests/test_terminal_table.py",  # cmem under a pseudo-terminal (tests/terminal.py)
         "tests/test_filters_once.py::test_the_api_and_mcp_timeline_take_the_same_filters",
         "tests/test_hook_detach.py",  # detached hook writes: processes under test
         "tests/test_hooks.py::test_malformed_payloads_exit_zero_silently_and_log_the_error",  # process=True
