@@ -124,6 +124,10 @@ STARTS_PROCESSES = frozenset(
         "tests/test_hook_payloads.py::test_a_stop_hook_whose_transcript_is_no_regular_file_returns_at_once",
         "tests/test_bytecode.py",  # from main: its tests start cmem without bytecode
         "tests/test_merge_scenarios.py::test_one_rule_for_both_remotes",  # its team case starts PostgreSQL
+        "tests/test_merge_scenarios.py::test_the_text_report_names_both_memories_on_both_machines",
+        "tests/test_store_schema.py::test_terminal_gets_a_table_with_icons_and_no_color_is_honoured",
+        "tests/test_sync_commits.py",  # a git that saves a file mid-sync (a Python wrapper)
+        "tests/test_watch_stops.py",  # SIGTERM to a watching process
         "tests/test_query_fields.py::test_a_bad_value_is_refused_alike_by_both",  # the MCP server
         "tests/test_query_fields.py::test_the_options_mcp_gained_from_the_table_mean_what_they_mean_in_cmem_search",
         "tests/test_supersession.py::test_mcp_remember_supersedes_and_every_tool_returns_the_field",
