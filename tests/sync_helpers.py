@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import subprocess
 from pathlib import Path
 from typing import Any
 
-from cmem_cli.__main__ import main
 from cmem_cli.services.sync_repo import Git
+from tests.runner import invoke
 
 
 class Machine:
@@ -25,15 +23,9 @@ class Machine:
         return self.home / "export"
 
     def run(self, *args: str) -> tuple[int, str, str]:
-        if self.capsys is None:  # no pytest capture (a module-scoped fixture): capture here
-            out, err = io.StringIO(), io.StringIO()
-            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-                code = main(["--home", str(self.home), *args])
-            return code, out.getvalue(), err.getvalue()
-        self.capsys.readouterr()
-        code = main(["--home", str(self.home), *args])
-        out, err = self.capsys.readouterr()
-        return code, out, err
+        """``cmem --home HOME ARGS`` in this process (tests/runner.py): its exit code, stdout, stderr."""
+        result = invoke("--home", str(self.home), *args)
+        return result.exit_code, result.stdout, result.stderr
 
     def ok(self, *args: str) -> str:
         code, out, err = self.run(*args)

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from cmem_cli.__main__ import main
+from tests.runner import invoke
 
 
 class Home:
@@ -22,18 +22,9 @@ class Home:
         self.name = name
 
     def run(self, *args: str) -> tuple[int, str, str]:
-        self.capsys.readouterr()
-        before = os.environ.get("CMEM_MACHINE")
-        os.environ["CMEM_MACHINE"] = self.name
-        try:
-            code = main(["--home", str(self.path), *args])
-        finally:
-            if before is None:
-                del os.environ["CMEM_MACHINE"]
-            else:
-                os.environ["CMEM_MACHINE"] = before
-        out, err = self.capsys.readouterr()
-        return code, out, err
+        """``cmem --home PATH ARGS`` in this process (tests/runner.py), as machine ``name``."""
+        result = invoke("--home", str(self.path), *args, env={"CMEM_MACHINE": self.name})
+        return result.exit_code, result.stdout, result.stderr
 
     def ok(self, *args: str) -> str:
         code, out, err = self.run(*args)

@@ -6,20 +6,17 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
+from tests.runner import Result, invoke
 from tests.sync_helpers import bare_repo
 
 
-def _cmem(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "CMEM_HOME": str(home)}
-    return subprocess.run(
-        [sys.executable, "-m", "cmem_cli", *args], capture_output=True, text=True, env=env, timeout=60
-    )
+def _cmem(home: Path, *args: str) -> Result:
+    """`cmem ARGS` over ``home``, in this process (tests/runner.py)."""
+    return invoke(*args, env={"CMEM_HOME": str(home)})
 
 
 def _get(home: Path, ref: str) -> dict[str, Any]:

@@ -377,7 +377,8 @@ def test_config_rules_skip_tools(sh, home, project, tmp_path) -> None:
     ],
 )
 def test_malformed_payloads_exit_zero_silently_and_log_the_error(sh, home, name, body) -> None:
-    result = sh("hook", "PostToolUse", input=body)
+    # The hook contract is the process's: its exit status and both streams' bytes, as the agent reads them.
+    result = sh("hook", "PostToolUse", input=body, process=True)
     assert result.exit_code == 0
     assert result.stdout == "" and result.stderr == ""
     log = log_text(home)

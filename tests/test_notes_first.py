@@ -5,31 +5,22 @@ the real CLI (hooks as Claude Code runs them, the note from the agent's shell)."
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.agent_fixtures import payload, tool_payload
+from tests.runner import invoke
 
 SESSION = "5b1c0f7e-2f1d-4c38-9a61-2d8f0c1e7a10"
 REQUEST = "Partners hit 429s during their nightly sync, raise the rate limit"
 
 
 def cmem(*args: str, cwd: Path, stdin: str | None = None, env: dict[str, str] | None = None) -> str:
-    proc = subprocess.run(
-        [sys.executable, "-m", "cmem_cli", *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env={**os.environ, **(env or {})},
-        timeout=120,
-    )
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout
+    """`cmem ARGS` in ``cwd``, in this process (tests/runner.py): its stdout."""
+    result = invoke(*args, input=stdin, cwd=cwd, env=env)
+    assert result.exit_code == 0, result.stderr
+    return result.stdout
 
 
 @pytest.fixture

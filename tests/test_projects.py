@@ -23,6 +23,7 @@ from mcp import Client, StdioServerParameters
 
 from tests.agent_fixtures import tool_payload
 from tests.conftest import Result
+from tests.runner import invoke
 
 ORIGIN = "https://example.com/acme/app.git"
 
@@ -54,17 +55,8 @@ def new_repo(root: Path, origin: str | None = None) -> Path:
 
 
 def cmem(cwd: Path, *args: str, input: str | None = None, env: dict[str, str] | None = None) -> Result:
-    """`python -m cmem_cli ARGS` run in ``cwd``, as an agent's shell there would run it."""
-    proc = subprocess.run(
-        [sys.executable, "-m", "cmem_cli", *args],
-        cwd=cwd,
-        input=input,
-        capture_output=True,
-        text=True,
-        env={**os.environ, **(env or {})},
-        timeout=120,
-    )
-    return Result(proc.returncode, proc.stdout, proc.stderr)
+    """`cmem ARGS` run in ``cwd``, as an agent's shell there would run it (in this process: tests/runner.py)."""
+    return invoke(*args, cwd=cwd, input=input, env=env)
 
 
 def add(cwd: Path, title: str, *args: str) -> int:

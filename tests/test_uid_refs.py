@@ -5,9 +5,6 @@ id that is the same on every machine) or a unique uid prefix of six or more char
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,14 +15,13 @@ from cmem_cli.core.config import load_config
 from cmem_cli.core.errors import InvalidInput, NotFound
 from cmem_cli.services.search_pipeline import resolve_observation
 from cmem_cli.services.writes import WriteService
+from tests.runner import Result, invoke
 from tests.test_mcp import text_of, with_server
 
 
-def _cmem(*args: str, input: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "cmem_cli", *args],
-        capture_output=True, text=True, env=os.environ, timeout=60, input=input,
-    )  # fmt: skip
+def _cmem(*args: str, input: str | None = None) -> Result:
+    """`cmem ARGS` in this process (tests/runner.py)."""
+    return invoke(*args, input=input)
 
 
 def _store_with(home: Path, uids: list[str]) -> WriteService:
