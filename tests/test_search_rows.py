@@ -116,7 +116,7 @@ def test_explain_shows_each_stage_and_each_rows_place_after_it(cmem):
     result = cmem("search", "login", "--explain", "--json")
     assert result.exit_code == 0, result.stderr
     rows = result.json()
-    stages = ["fusion", "phrase", "replies", "branches", "successors"]
+    stages = ["fusion", "phrase", "notes", "replies", "branches", "successors"]
     assert [list(row["stages"]) for row in rows] == [stages] * len(rows)
     assert [row["stages"]["successors"] for row in rows] == list(range(1, len(rows) + 1))
     said = [

@@ -51,14 +51,12 @@ _INSTRUCTIONS = f"""{BEGIN}
 ## Memory: cmem
 This machine keeps a local memory of past sessions in cmem; the session start shows recent entries by id.
 - Before investigating something again, look it up, cheapest first: `{{cmem}} search "QUERY"` (ids, titles,
-  token cost) -> `{{cmem}} timeline ID` (what happened around it) -> `{{cmem}} get ID` (full details, only the
-  ids you need).
+  token cost) -> `{{cmem}} timeline ID` (context) -> `{{cmem}} get ID` (full details, only the ids you need).
 - When you make a decision, fix a bug, or discover something non-obvious, record it right away (edits and
   commands are captured automatically; the why is not):
   `{{cmem}} add --type decision|bugfix|discovery|insight|feature --title "..." --fact "..." --modified PATH`
-- When something you recorded changes (a decision revised, a value raised, a date moved), say which memory
-  it replaces: `--supersedes ID`, or keep one stable `--key NAME` for that fact. When `{{cmem}} add` reports
-  "may replace #ID", check that memory and run the `cmem link` command it prints if it is replaced.
+- A fact that changed names what it replaces: `--supersedes ID`, or one stable `--key NAME`. When an add
+  reports "may replace #ID", check that memory and run the link command it prints if it is replaced.
 - Text inside <private>...</private> is never stored.
 {END}
 """

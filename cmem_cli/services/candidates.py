@@ -324,7 +324,8 @@ def find(store: Store, row: dict[str, Any], *, infer: bool = True) -> list[Candi
                                    ("a value differs", differs), ("state differs", state), ("another name", named),
                                    ("old value named as what was", retired), ("same session", same_session))
                    if on]  # fmt: skip
-        if score >= FLOOR:
+        # a memory sharing one word and stating no change is no candidate: it would be named at every add
+        if score >= FLOOR and (change or what or len(shared) >= SAME_SUBJECT):
             # one setting named by the same identifier on both sides: any two quantities of it compare
             same = _comparable if cued.identifiers & old.identifiers else updates.same_kind
             comparable = [(k, o) for k, o in old.kinds.items() for c in cued.kinds if same(c, k)]
