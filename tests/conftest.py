@@ -137,6 +137,9 @@ STARTS_PROCESSES = frozenset(
         "tests/test_terminal_table.py",  # cmem under a pseudo-terminal (tests/terminal.py)
         "tests/test_filters_once.py::test_the_api_and_mcp_timeline_take_the_same_filters",
         "tests/test_hook_detach.py",  # detached hook writes: processes under test
+        "tests/test_git_links.py::test_a_link_checked_out_as_text_under_core_symlinks_false_is_never_adopted",
+        "tests/test_install_agents.py::test_a_project_s_codex_hooks_wait_for_the_person_to_trust_the_project_and_the_hooks",
+        "tests/test_write_candidates.py::test_mcp_remember_returns_the_candidates",  # the MCP server
         "tests/test_hooks.py::test_malformed_payloads_exit_zero_silently_and_log_the_error",  # process=True
         "tests/test_hooks.py::test_twenty_hook_processes_at_once_lose_nothing",
         "tests/test_hooks.py::test_a_hook_writes_through_the_api_without_building_its_result_types",
