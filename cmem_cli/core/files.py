@@ -44,12 +44,22 @@ def read_regular(path: str | os.PathLike[str], limit: int | None = None) -> byte
                 errno.ELOOP, "a symbolic link, not a regular file", os.fspath(path)
             ) from None
         raise
+    return _read_open(fd, os.fspath(path), limit, one_name=False)
+
+
+def _read_open(fd: int, shown: str, limit: int | None, *, one_name: bool) -> bytes:
+    """Read the file open at ``fd`` (closed here) when it is a regular file within ``limit``; ``one_name``:
+    refuse a file with more than one name too (a hard link may be a file outside the tree)."""
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise NotRegularFile(errno.EINVAL, "not a regular file", os.fspath(path))
+            raise NotRegularFile(errno.EINVAL, "not a regular file", shown)
+        if one_name and info.st_nlink > 1:
+            raise NotRegularFile(
+                errno.EMLINK, f"a hard link ({info.st_nlink} names; may be a file outside the tree)", shown
+            )
         if limit is not None and info.st_size > limit:
-            raise FileTooLarge(os.fspath(path), info.st_size, limit)
+            raise FileTooLarge(shown, info.st_size, limit)
         os.set_blocking(fd, True)  # a regular file never blocks; plain reads from here on
         with os.fdopen(fd, "rb", closefd=True) as fh:
             fd = -1
@@ -116,23 +126,7 @@ def _read_at(dir_fd: int, name: str, shown: str, limit: int | None) -> bytes:
         if exc.errno == errno.ELOOP or (exc.errno != errno.ENOENT and _is_link(dir_fd, name)):
             raise NotRegularFile(errno.ELOOP, "a symbolic link: not followed", shown) from None
         raise
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise NotRegularFile(errno.EINVAL, "not a regular file", shown)
-        if info.st_nlink > 1:
-            raise NotRegularFile(
-                errno.EMLINK, f"a hard link ({info.st_nlink} names; may be a file outside the tree)", shown
-            )
-        if limit is not None and info.st_size > limit:
-            raise FileTooLarge(shown, info.st_size, limit)
-        os.set_blocking(fd, True)
-        with os.fdopen(fd, "rb", closefd=True) as fh:
-            fd = -1
-            return fh.read() if limit is None else fh.read(limit + 1)
-    finally:
-        if fd != -1:
-            os.close(fd)
+    return _read_open(fd, shown, limit, one_name=True)
 
 
 def tree_entry_problem(root: str | os.PathLike[str], relpath: str) -> str | None:
