@@ -414,7 +414,8 @@ def _recall(mem: Memory, payload: HookPayload, project: str, config: Config) -> 
 def _briefing_first(payload: HookPayload, config: Config) -> dict[str, Any] | None:
     """SessionStart's answer before anything is written: the session handed to the agent's shell and the
     briefing read from the store alone (no write service, no exporter); the caller records the session
-    after the agent stopped waiting. None where the project is excluded or the briefing is off."""
+    after the agent stopped waiting. None where the project is excluded, or with neither a briefing nor
+    files to watch."""
     from cmem_cli.api import Memory, excluded_project
     from cmem_cli.capture.hooks.rules import rules_from_config
     from cmem_cli.core.config import default_project
@@ -424,15 +425,11 @@ def _briefing_first(payload: HookPayload, config: Config) -> dict[str, Any] | No
         return None
     rules = rules_from_config(config.section("hooks"))
     _hand_session_to_shell(payload, config)
-    current = payload.session_id if payload.source in (None, "startup", "clear") else None
     with Memory(config=config) as mem:
         keyed = mem.project_here(payload.cwd)
         if keyed != project and excluded_project(keyed, config):
             return None
-        answer: dict[str, Any] | None = None
-        if rules.context_on_start:
-            text = mem.recorder.briefing_text(keyed, budget=rules.context_budget, exclude_session=current)
-            answer = {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}}
+        answer = _session_start(mem, keyed, payload, config, rules)
         from cmem_cli.capture.hooks.recall import with_watch_paths
 
         return with_watch_paths(mem, payload, keyed, config, answer)
