@@ -238,12 +238,6 @@ def _codex_config(
     return Change(path, old, new, what, without_cmem=without_cmem if uninstall else None)
 
 
-CODEX_PROJECT_NOTE = (
-    "codex: Codex runs a repository's hooks only once you trust them: start `codex` here, trust the folder, "
-    "and trust cmem's hooks when Codex asks (or in /hooks); `cmem doctor` says when they are untrusted"
-)
-
-
 # -- Gemini CLI: hooks and mcpServers, both in settings.json --------------------------------------------------
 
 

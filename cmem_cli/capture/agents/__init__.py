@@ -82,6 +82,7 @@ class AgentSpec(NamedTuple):
     # More checks of what is installed (a trust the agent asks for...): (where, commands) -> problems
     checks: Callable[[Where, list[tuple[str, str]]], list[str]] | None = None
     names_agent: bool = True  # hook commands say `--agent NAME`
+    project_note: str | None = None  # what the person must do once after a project-scope install
 
     @property
     def event_names(self) -> set[str]:

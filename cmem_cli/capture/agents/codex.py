@@ -108,6 +108,10 @@ SPEC = AgentSpec(
     mcp_registered=mcp_registered,
     instructions=instructions,
     checks=untrusted,
+    project_note=(
+        "codex: Codex runs a repository's hooks only once you trust them: start `codex` here, trust the folder, "
+        "and trust cmem's hooks when Codex asks (or in /hooks); `cmem doctor` says when they are untrusted"
+    ),
     reference="developers.openai.com/codex/hooks (2026-05-18), codex-rs/hooks/schema/generated (bde5e18)",
     briefing="SessionStart hookSpecificOutput.additionalContext",
     importer=Importer(

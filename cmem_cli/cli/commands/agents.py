@@ -253,10 +253,9 @@ def install(
 
     for message in apply(changes):
         write(message + "\n")
-    if agent == "codex" and scope == "project" and not uninstall:
-        from cmem_cli.capture.install_agents import CODEX_PROJECT_NOTE
-
-        sys.stderr.write(CODEX_PROJECT_NOTE + "\n")
+    note = spec(agent).project_note
+    if note and scope == "project" and not uninstall:
+        sys.stderr.write(note + "\n")
     if not uninstall:
         _compile_bytecode()
 
