@@ -18,6 +18,24 @@ from typing import Any
 
 import apsw
 
+AGENT_FIXTURES = Path(__file__).resolve().parent / "fixtures" / "agents"
+
+
+def recorded_payload(agent: str, name: str, project: Path, session: str) -> dict[str, Any]:
+    """An agent's recorded (or documented) payload, tests/fixtures/agents/AGENT/NAME.json, with this test's
+    folders and session filled in for its placeholders."""
+    text = (AGENT_FIXTURES / agent / f"{name}.json").read_text()
+    values = {
+        "@CWD@": str(project),
+        "@OUTSIDE@": str(project.parent.parent / "elsewhere"),
+        "@HOME@": str(project.parent.parent / "user"),
+        "@SESSION@": session,
+    }
+    for placeholder, value in values.items():
+        text = text.replace(placeholder, json.dumps(value)[1:-1])
+    data: dict[str, Any] = json.loads(text)
+    return data
+
 
 def payload(event: str, session: str, cwd: Path | str, **fields: Any) -> dict[str, Any]:
     return {

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from cmem_cli.capture.agents import specs
-from tests.agent_fixtures import all_stored_bytes, db_rows, payload
+from tests.agent_fixtures import AGENT_FIXTURES as FIXTURES
+from tests.agent_fixtures import all_stored_bytes, db_rows, payload, recorded_payload
 from tests.hook_log import hook_log
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "agents"
 # A secret at the very end of a 5 MB output: where the Bash narrative keeps the tail.
 TOKEN = "ghp_" + "Zq7" * 12
 HUGE = "rate 0.0123 EUR\n" * 320_000 + f"export GITHUB_TOKEN={TOKEN}\n"
@@ -30,17 +30,8 @@ def project(tmp_path: Path) -> Path:
 
 
 def fixture(agent: str, name: str, project: Path, session: str) -> dict:
-    """A documented payload with this test's folders and session filled in."""
-    text = (FIXTURES / agent / f"{name}.json").read_text()
-    values = {
-        "@CWD@": str(project),
-        "@OUTSIDE@": str(project.parent.parent / "elsewhere"),
-        "@HOME@": str(project.parent.parent / "user"),
-        "@SESSION@": session,
-    }
-    for placeholder, value in values.items():
-        text = text.replace(placeholder, json.dumps(value)[1:-1])
-    data = json.loads(text)
+    """A documented payload with this test's folders and session filled in, and @HUGE@ as HUGE."""
+    data = recorded_payload(agent, name, project, session)
     return json.loads(json.dumps(data).replace("@HUGE@", json.dumps(HUGE)[1:-1]))
 
 

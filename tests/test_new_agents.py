@@ -14,10 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.agent_fixtures import all_stored_bytes, db_rows, payload
+from tests.agent_fixtures import AGENT_FIXTURES as FIXTURES
+from tests.agent_fixtures import all_stored_bytes, db_rows, payload, recorded_payload
 from tests.hook_log import hook_log
-
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "agents"
 
 
 @pytest.fixture
@@ -28,13 +27,7 @@ def project(tmp_path: Path) -> Path:
     return repo
 
 
-def fixture(agent: str, name: str, project: Path, session: str) -> dict:
-    text = (FIXTURES / agent / f"{name}.json").read_text()
-    values = {"@CWD@": str(project), "@HOME@": str(project.parent.parent / "user"), "@SESSION@": session}
-    for placeholder, value in values.items():
-        text = text.replace(placeholder, json.dumps(value)[1:-1])
-    data: dict = json.loads(text)
-    return data
+fixture = recorded_payload
 
 
 def run(sh, agent: str, name: str, project: Path, session: str, *, as_claude: bool = False):
