@@ -144,7 +144,7 @@ def main() -> None:
         off_config.write_text("[recall]\nprompt = false\n", encoding="utf-8")
         off = {**env, "CMEM_CONFIG": str(off_config)}
         hook = [*command(), "hook"]
-        prompt = (lambda n: payload("UserPromptSubmit", n, repo))  # noqa: E731
+        prompt = lambda n: payload("UserPromptSubmit", n, repo)  # noqa: E731
         report: dict[str, Any] = {
             "memories": args.memories,
             "load_average_before": round(os.getloadavg()[0], 2),
@@ -155,15 +155,19 @@ def main() -> None:
         }  # fmt: skip
         floor = ([sys.executable, "-c", "pass"], None, env)
         for event in EVENTS:
-            maker = (lambda n, event=event: payload(event, n, repo))  # noqa: E731
-            report[f"{event} vs python -c pass"] = paired(([*hook, event], maker, env), floor, args.runs, repo)
+            maker = lambda n, event=event: payload(event, n, repo)  # noqa: E731
+            report[f"{event} vs python -c pass"] = paired(
+                ([*hook, event], maker, env), floor, args.runs, repo
+            )
         report["load_average_after"] = round(os.getloadavg()[0], 2)
     if args.json:
         print(json.dumps(report, indent=2))
         return
     print(f"{args.memories} memories, {args.runs} pairs a case, load {report['load_average_before']}"
           f" -> {report['load_average_after']}")  # fmt: skip
-    print("| A vs B | A wall p50 / p95 ms | B wall p50 / p95 ms | wall ratio p50 | p95 ratio | CPU ratio p50 |")
+    print(
+        "| A vs B | A wall p50 / p95 ms | B wall p50 / p95 ms | wall ratio p50 | p95 ratio | CPU ratio p50 |"
+    )
     print("|---|---:|---:|---:|---:|---:|")
     for name, row in report.items():
         if isinstance(row, dict):

@@ -52,13 +52,14 @@ class Recorder:
         """True inside :meth:`transaction` (or a write the caller started)."""
         return self._memory._service is not None and self._memory._service.store.in_transaction
 
-    def tune(self, *, busy_timeout_ms: int, checkpoint_on_close: bool = True) -> None:
+    def tune(self, *, busy_timeout_ms: int, checkpoint_on_close: bool = True, reads: bool = False) -> None:
         """Wait for a locked database at most ``busy_timeout_ms`` (then :class:`DatabaseBusy`); with
         ``checkpoint_on_close`` False, leave the WAL checkpoint to SQLite's automatic one instead of paying
-        for a full checkpoint whenever the last connection closes (5-10 ms of every hook call)."""
-        self._memory.service.store.tune(
-            busy_timeout_ms=busy_timeout_ms, checkpoint_on_close=checkpoint_on_close
-        )
+        for a full checkpoint whenever the last connection closes (5-10 ms of every hook call). ``reads``:
+        tune the store opened for reading alone (a hook that answers before it writes), not the write
+        service."""
+        store = self._memory.reader.store if reads else self._memory.service.store
+        store.tune(busy_timeout_ms=busy_timeout_ms, checkpoint_on_close=checkpoint_on_close)
 
     def add_record(
         self,
@@ -175,7 +176,7 @@ class Recorder:
         """The files worth watching for a session in ``top``: those the project's newest notes cite."""
         from cmem_cli.services.recall import watch_paths
 
-        return watch_paths(self._memory.service.store, project, top)
+        return watch_paths(self._memory.reader.store, project, top)  # a read: no write service opened
 
     def has_uid(self, uid: str) -> bool:
         """True when an observation with this uid is stored (no retrieval counted, nothing built)."""

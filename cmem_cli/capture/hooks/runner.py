@@ -328,6 +328,7 @@ def _recall_first(payload: HookPayload, config: Config) -> tuple[dict[str, Any] 
     marks: list[str] = []
     try:
         with Memory(config=config) as mem:
+            _tune_reads(mem)
             project = mem.project_here(payload.cwd)
             if excluded_project(project, config):
                 return None, ()
@@ -542,6 +543,7 @@ def _briefing_first(payload: HookPayload, config: Config) -> dict[str, Any] | No
     rules = rules_from_config(config.section("hooks"))
     _hand_session_to_shell(payload, config)
     with Memory(config=config) as mem:
+        _tune_reads(mem)
         keyed = mem.project_here(payload.cwd)
         if keyed != project and excluded_project(keyed, config):
             return None
@@ -562,6 +564,12 @@ def _hand_session_to_shell(payload: HookPayload, config: Config) -> None:
     except OSError as exc:
         name = (env_file(agent=payload.agent) or ("the env file",))[0]
         log_line(config.log_dir, f"error SessionStart: cannot write {name}: {exc.strerror or exc}")
+
+
+def _tune_reads(mem: Memory) -> None:
+    """The store a hook reads before it answers: a lock (a migration, a WAL being reset) is waited for at
+    most 200 ms, and closing it never runs a full checkpoint, which the agent would wait for."""
+    mem.recorder.tune(busy_timeout_ms=200, checkpoint_on_close=False, reads=True)
 
 
 def _tune_connection(mem: Memory, rules: HookRules) -> None:
