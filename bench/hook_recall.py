@@ -37,6 +37,7 @@ PROMPTS = [
     "fix the timezone in the nightly encoding job",
 ]
 EVENTS = ("PostToolUse", "UserPromptSubmit", "SessionStart", "Stop")
+RUN = f"{os.getpid()}-{int(time.time())}"  # a kept home's sessions are new each run (recall gives once)
 
 
 def seeded(root: Path, memories: int) -> tuple[dict[str, str], Path]:
@@ -69,7 +70,7 @@ def answers(env: dict[str, str], repo: Path) -> None:
 
 
 def payload(event: str, n: int, repo: Path) -> dict[str, Any]:
-    base = {"session_id": f"bench-{n}", "transcript_path": "/tmp/t.jsonl", "cwd": str(repo),
+    base = {"session_id": f"bench-{RUN}-{n}", "transcript_path": "/tmp/t.jsonl", "cwd": str(repo),
             "hook_event_name": event, "permission_mode": "default"}  # fmt: skip
     if event == "UserPromptSubmit":
         return {**base, "prompt": PROMPTS[n % len(PROMPTS)]}
@@ -133,6 +134,12 @@ def main() -> None:
     parser.add_argument("--memories", type=int, default=10_000)
     parser.add_argument("--runs", type=int, default=40)
     parser.add_argument("--home", type=Path, help="keep the seeded home here (and reuse it)")
+    parser.add_argument(
+        "--recall-only", action="store_true", help="time the prompt hook with and without recall"
+    )
+    parser.add_argument(
+        "--config", type=Path, help="a config file for the recall side (e.g. a longer budget_ms)"
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
@@ -143,6 +150,8 @@ def main() -> None:
         off_config = root / "recall-off.toml"
         off_config.write_text("[recall]\nprompt = false\n", encoding="utf-8")
         off = {**env, "CMEM_CONFIG": str(off_config)}
+        if args.config:
+            env = {**env, "CMEM_CONFIG": str(args.config.resolve())}
         hook = [*command(), "hook"]
         prompt = lambda n: payload("UserPromptSubmit", n, repo)  # noqa: E731
         report: dict[str, Any] = {
@@ -154,7 +163,7 @@ def main() -> None:
             ),
         }  # fmt: skip
         floor = ([sys.executable, "-c", "pass"], None, env)
-        for event in EVENTS:
+        for event in () if args.recall_only else EVENTS:
             maker = lambda n, event=event: payload(event, n, repo)  # noqa: E731
             report[f"{event} vs python -c pass"] = paired(
                 ([*hook, event], maker, env), floor, args.runs, repo
