@@ -271,3 +271,36 @@ def test_a_memory_is_not_given_twice_while_the_first_prompt_is_not_recorded_yet(
     assert prompts == [(ASK,), (ASK_AGAIN,)]
     third, _ = prompt_hook(recall_repo, "s-fast", ASK)  # and once recorded, the store remembers it
     assert "Job times are Berlin wall-clock times" not in third
+
+
+def test_a_file_read_whose_record_is_not_written_yet_is_not_offered_again(home, recall_repo):
+    """The read's record and its "offered" mark wait in the spool (its child died): the next read of the
+    same file in the session is answered with nothing, and both reads are recorded once the spool drains."""
+    from tests.test_recall import context
+
+    schedule = str(recall_repo / "etl" / "schedule.py")
+
+    def read(tool_use_id: str, **env: str) -> str:
+        data = tool_payload(
+            "s-read", recall_repo, "Read", {"file_path": schedule}, {"type": "text"}, tool_use_id
+        )
+        result = subprocess.run(
+            [sys.executable, "-m", "cmem_cli", "hook", "PostToolUse"],
+            input=json.dumps(data),
+            env={**os.environ, "CMEM_HOOK_DETACH": "on", **env},
+            cwd=recall_repo,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert (result.returncode, result.stderr) == (0, "")
+        return context(json.loads(result.stdout) if result.stdout.strip() else None)
+
+    assert "Job times are Berlin wall-clock times" in read("toolu_r1", **{DIE: "in-transaction"})
+    assert read("toolu_r2") == ""
+    wait_until_spool_empty(home)
+    rows = dict(db_rows(home, "SELECT key, repeats FROM agent_captures WHERE session = 's-read'"))
+    assert "recall-file:etl/schedule.py" in rows  # offered, recorded by the replay of the first read
+    assert sum(key.startswith("recall:") for key in rows) == 1
+    [reads] = [repeats for key, repeats in rows.items() if key.startswith("read:")]
+    assert reads == 1  # the two reads of the file merged into one record, each counted once
