@@ -239,3 +239,19 @@ def test_codex_gets_prompt_recall_on_user_prompt_submit(repo: Path) -> None:
     )
     answer = hook(repo, "UserPromptSubmit", {**data, "turn_id": "t1", "model": "gpt-5"}, "--agent", "codex")
     assert f"#{obs} " in context(answer)
+
+
+def test_a_prompt_matching_a_notes_title_is_recalled_in_a_home_with_no_sessions(sh) -> None:  # type: ignore[no-untyped-def]
+    """A fresh home: one note, written with `cmem add`, no session, no prompt recorded. Its words are in
+    every memory of the store, which gives them no BM25 weight, yet they are the only evidence there is."""
+    title = "Job times are Berlin wall-clock times, not UTC"
+    added = sh(
+        "add", "--type", "decision", "-t", title, "--narrative", "Built with zoneinfo.", "--project", "solo"
+    )
+    obs = int(added.stdout.strip())
+    shown = json.loads(sh("recall", "--prompt", title, "--project", "solo", "--json").stdout)
+    assert shown["injected"] == [obs], shown
+    assert f"#{obs} " in shown["text"]
+    # a prompt with nothing in common with it still gets nothing
+    other = json.loads(sh("recall", "--prompt", "write a Dockerfile", "--project", "solo", "--json").stdout)
+    assert other["injected"] == [] and other["text"] is None

@@ -20,6 +20,9 @@ from cmem_cli.store.schema import FTS_TOKENIZER
 _CAPTURED = "tools_used <> '[]'"
 _AUTHORED = "tools_used = '[]'"
 _NOTE_COLUMNS = "o.id, o.uid, o.type, o.title, o.created_at, o.tokens, o.session, o.project"
+# Below this many observations a word held by most of them is still evidence: it is all a small store has
+# (one note's words are in every row of a store of one), and a prompt word the store lacks keeps the match weak.
+SMALL_STORE = 20
 _NOT_REPLACED = (
     "NOT EXISTS (SELECT 1 FROM observation_links l WHERE l.to_id = o.id AND l.type = 'supersedes')"
 )
@@ -40,12 +43,15 @@ class RecallRows(Repository):
     def telling_words(self, text: str) -> str:
         """``text``'s search words less those more than half the observations hold: BM25 gives such a word
         no weight (its IDF is FTS5's floor), yet matching it ranks every row that holds it (all of them,
-        for a word every memory of a store says). The scores of what is left are the same."""
+        for a word every memory of a store says). The scores of what is left are the same. A store of fewer
+        than ``SMALL_STORE`` observations keeps every word: there, most words are in half the rows."""
         from cmem_cli.core import bm25
         from cmem_cli.core.fts import query_tokens
 
         tokens = query_tokens(text)
         terms = bm25.query_terms(self.db.conn, "observations_fts", FTS_TOKENIZER, tokens)
+        if terms.rows < SMALL_STORE:
+            return " ".join(tokens)
         half = terms.rows / 2
         kept = [t for t in tokens if t not in terms.terms or terms.counts.get(terms.terms[t], 0) <= half]
         return " ".join(kept)
