@@ -255,3 +255,34 @@ def test_a_prompt_matching_a_notes_title_is_recalled_in_a_home_with_no_sessions(
     # a prompt with nothing in common with it still gets nothing
     other = json.loads(sh("recall", "--prompt", "write a Dockerfile", "--project", "solo", "--json").stdout)
     assert other["injected"] == [] and other["text"] is None
+
+
+def test_an_edit_gets_the_files_notes_before_it_runs_once_with_the_reads(repo: Path) -> None:
+    """Claude Code's PreToolUse before an Edit takes ``additionalContext``: the notes on the file arrive
+    before the change is made, and a read or edit of the same file later in the session repeats nothing."""
+    obs = timezone_note(repo)
+    schedule = str(repo / "etl" / "schedule.py")
+    edit = {"file_path": schedule, "old_string": "Europe/Berlin", "new_string": "UTC"}
+    before = tool_payload(NEW, repo, "Edit", edit, event="PreToolUse")
+    before.pop("tool_response")
+    answer = hook(repo, "PreToolUse", before)
+    assert answer is not None
+    assert answer["hookSpecificOutput"]["hookEventName"] == "PreToolUse"
+    assert f"#{obs} " in context(answer) and "etl/schedule.py" in context(answer)
+    assert hook(repo, "PostToolUse", tool_payload(NEW, repo, "Edit", edit, {"filePath": schedule})) is None
+    read = tool_payload(NEW, repo, "Read", {"file_path": schedule}, {"type": "text"})
+    assert hook(repo, "PostToolUse", read) is None
+    # a tool that changes no file, before it runs: nothing, and nothing recorded
+    bash = tool_payload(NEW, repo, "Bash", {"command": "ls"}, event="PreToolUse")
+    assert hook(repo, "PreToolUse", bash) is None
+    # another session's first edit of the file gets them too
+    other = tool_payload("33333333-3333-4333-8333-333333333333", repo, "Write", {"file_path": schedule, "content": ""}, event="PreToolUse")  # fmt: skip
+    assert f"#{obs} " in context(hook(repo, "PreToolUse", other))
+
+
+def test_claude_code_is_installed_with_a_pre_edit_hook(repo: Path, tmp_path: Path) -> None:
+    run("install", "claude-code", "--scope", "project", cwd=repo)
+    settings = json.loads((repo / ".claude" / "settings.json").read_text())
+    [entry] = settings["hooks"]["PreToolUse"]
+    assert set(entry["matcher"].split("|")) == {"Edit", "MultiEdit", "Write", "NotebookEdit"}
+    assert "hook PreToolUse" in entry["hooks"][0]["command"]
