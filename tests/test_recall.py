@@ -286,3 +286,19 @@ def test_claude_code_is_installed_with_a_pre_edit_hook(repo: Path, tmp_path: Pat
     [entry] = settings["hooks"]["PreToolUse"]
     assert set(entry["matcher"].split("|")) == {"Edit", "MultiEdit", "Write", "NotebookEdit"}
     assert "hook PreToolUse" in entry["hooks"][0]["command"]
+
+
+def test_a_file_gets_the_notes_of_a_session_that_only_read_it_when_they_name_what_it_holds(
+    repo: Path,
+) -> None:
+    """A note's session read the file and changed another: the note is about the file when it names
+    something the file defines or uses (``read_rows``); the session's other note is not."""
+    loader = repo / "etl" / "loader.py"
+    hook(repo, "PostToolUse", tool_payload(OLD, repo, "Read", {"file_path": str(loader)}, {"type": "text"}))
+    about = note(repo, "discovery", "Supplier exports are cp1252", "read_rows decodes them as Windows-1252.")
+    other = timezone_note(repo)  # cites etl/schedule.py; same session, says nothing of the loader
+    shown = json.loads(run("recall", "--file", "etl/loader.py", "--json", cwd=repo))
+    assert shown["injected"] == [about], shown
+    assert other not in [p["id"] for p in shown["weighed"]]
+    read = tool_payload(NEW, repo, "Read", {"file_path": str(loader)}, {"type": "text"})
+    assert f"#{about} " in context(hook(repo, "PostToolUse", read))

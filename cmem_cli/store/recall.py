@@ -58,15 +58,20 @@ class RecallRows(Repository):
 
     def notes_on_file(self, project: str, path: str, *, limit: int) -> list[dict[str, Any]]:
         """Notes (not hook records) of ``project`` that are current (no memory replaced them) and are tied
-        to ``path`` (repository-relative): they cite it, or their session changed it. Each row carries
-        ``cites`` (1 when the note names the file itself). Newest first."""
-        rows = self.db.query(
-            f"SELECT {_NOTE_COLUMNS}, EXISTS (SELECT 1 FROM observation_files f WHERE f.observation_id = o.id "
-            "AND f.path = :path) AS cites FROM observations o "
-            f"WHERE o.project {FOLDED_SQL.replace('?', ':project')} AND o.{_AUTHORED} AND {_NOT_REPLACED} AND ("
-            "o.id IN (SELECT observation_id FROM observation_files WHERE path = :path) OR o.session IN ("
+        to ``path`` (repository-relative): they cite it, their session changed it, or their session read
+        it. Each row carries ``cites`` (1 when the note names the file itself) and ``changed`` (1 when its
+        session changed the file); a row with neither only read it, and carries its ``narrative``, for the
+        caller to check it is about the file. Newest first."""
+        sessions = (
             "SELECT t.session FROM observation_files f JOIN observations t ON t.id = f.observation_id "
-            "WHERE f.path = :path AND f.kind = 'modified' AND t.session IS NOT NULL)) "
+            "WHERE f.path = :path AND t.session IS NOT NULL"
+        )
+        rows = self.db.query(
+            f"SELECT {_NOTE_COLUMNS}, o.narrative, EXISTS (SELECT 1 FROM observation_files f "
+            "WHERE f.observation_id = o.id AND f.path = :path) AS cites, "
+            f"o.session IN ({sessions} AND f.kind = 'modified') AS changed FROM observations o "
+            f"WHERE o.project {FOLDED_SQL.replace('?', ':project')} AND o.{_AUTHORED} AND {_NOT_REPLACED} AND ("
+            f"o.id IN (SELECT observation_id FROM observation_files WHERE path = :path) OR o.session IN ({sessions})) "
             "ORDER BY o.created_at DESC, o.id DESC LIMIT :limit",
             {"project": project, "path": path, "limit": limit},
         )
