@@ -11,11 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.agent_fixtures import payload, tool_payload
+from tests.agent_fixtures import payload, recorded_payload, tool_payload
 from tests.hook_log import hook_log
 
 OLD = "11111111-1111-4111-8111-111111111111"  # the session that recorded the memories
 NEW = "22222222-2222-4222-8222-222222222222"  # a later session that asks
+OTHER = "33333333-3333-4333-8333-333333333333"  # and another
 
 
 def run(*args: str, cwd: Path, stdin: str | None = None, env: dict[str, str] | None = None) -> str:
@@ -302,3 +303,45 @@ def test_a_file_gets_the_notes_of_a_session_that_only_read_it_when_they_name_wha
     assert other not in [p["id"] for p in shown["weighed"]]
     read = tool_payload(NEW, repo, "Read", {"file_path": str(loader)}, {"type": "text"})
     assert f"#{about} " in context(hook(repo, "PostToolUse", read))
+
+
+PROMPT = "the nightly job ran an hour late after the clocks changed"
+
+
+def test_copilot_gets_prompt_and_file_recall_as_hook_specific_output(repo: Path) -> None:
+    """Copilot CLI (1.0.65+) adds a userPromptSubmitted hook's additionalContext to the model's prompt and
+    (1.0.49+) a postToolUse's to the tool's result; its PascalCase hooks answer as VS Code's, like Claude Code."""
+    obs = timezone_note(repo)
+    prompt = recorded_payload("copilot", "UserPromptSubmit", repo, NEW) | {"prompt": PROMPT}
+    answer = hook(repo, "UserPromptSubmit", prompt, "--agent", "copilot")
+    assert answer["hookSpecificOutput"]["hookEventName"] == "UserPromptSubmit"
+    assert f"#{obs} " in answer["hookSpecificOutput"]["additionalContext"]
+    view = recorded_payload("copilot", "PostToolUse.view", repo, OTHER)
+    view["tool_input"] = {"path": str(repo / "etl" / "schedule.py")}
+    answer = hook(repo, "PostToolUse", view, "--agent", "copilot")
+    assert answer["hookSpecificOutput"]["hookEventName"] == "PostToolUse"
+    assert f"#{obs} " in answer["hookSpecificOutput"]["additionalContext"]
+
+
+def test_cline_gets_file_recall_as_its_context_modification(repo: Path) -> None:
+    """Cline's CLI waits for a tool_result hook and appends its contextModification to what the model reads
+    next (@cline/core 0.0.86); its prompt_submit hook runs detached, so a prompt gets nothing back."""
+    obs = timezone_note(repo)
+    read = recorded_payload("cline", "PostToolUse.read_files", repo, NEW)
+    read["tool_result"]["input"] = {"files": [{"path": str(repo / "etl" / "schedule.py")}]}
+    answer = hook(repo, "PostToolUse", read, "--agent", "cline")
+    assert answer["cancel"] is False and f"#{obs} " in answer["contextModification"]
+
+
+def test_opencode_gets_prompt_and_file_recall_through_its_plugin(repo: Path) -> None:
+    """cmem's opencode plugin waits for chat.message's answer (added to the turn's system prompt) and for a
+    file tool's (appended to the tool's output): both carry ``additionalContext``."""
+    obs = timezone_note(repo)
+    prompt = recorded_payload("opencode", "chat.message", repo, NEW) | {"prompt": PROMPT}
+    assert f"#{obs} " in hook(repo, "chat.message", prompt, "--agent", "opencode")["additionalContext"]
+    read = recorded_payload("opencode", "tool.execute.after.edit", repo, OTHER) | {
+        "tool": "read", "args": {"filePath": str(repo / "etl" / "schedule.py")}, "output": "LOCAL = ...",
+    }  # fmt: skip
+    assert f"#{obs} " in hook(repo, "tool.execute.after", read, "--agent", "opencode")["additionalContext"]
+    source = (Path(__file__).parent.parent / "cmem_cli" / "capture" / "opencode_plugin.py").read_text()
+    assert 'ask("chat.message"' in source and 'ask("tool.execute.after"' in source
