@@ -188,9 +188,9 @@ def _recalls(payload: HookPayload, config: Config) -> bool:
     answer, so the event is recorded before it, not by a detached child (docs/recall.md)."""
     if payload.event == "UserPromptSubmit" and payload.prompt:
         point = "prompt"
-    elif payload.event == "PostToolUse" and payload.tool_name in RECALL_TOOLS:
-        point = "file"
-    elif payload.event == "PreToolUse" and payload.tool_name in EDIT_TOOLS:
+    elif payload.tool_name in (RECALL_TOOLS if payload.event == "PostToolUse" else EDIT_TOOLS) and (
+        payload.event in ("PostToolUse", "PreToolUse")
+    ):
         point = "file"
     else:
         return False
