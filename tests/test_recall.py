@@ -345,3 +345,18 @@ def test_opencode_gets_prompt_and_file_recall_through_its_plugin(repo: Path) -> 
     assert f"#{obs} " in hook(repo, "tool.execute.after", read, "--agent", "opencode")["additionalContext"]
     source = (Path(__file__).parent.parent / "cmem_cli" / "capture" / "opencode_plugin.py").read_text()
     assert 'ask("chat.message"' in source and 'ask("tool.execute.after"' in source
+
+
+def test_a_sessions_tool_records_are_evidence_for_its_notes(repo: Path) -> None:
+    """A prompt that matches only what the note's session ran (a tool record) still weighs the note: the
+    record says what the session worked on, as its request does, at a fifth of the weight."""
+    cmd = {"command": "python -m etl.backfill --since 2026-03-29 --vendor Zeelandia"}
+    hook(
+        repo,
+        "PostToolUse",
+        tool_payload(OLD, repo, "Bash", cmd, {"stdout": "backfilled 3 days", "stderr": ""}),
+    )
+    obs = timezone_note(repo)
+    shown = json.loads(run("recall", "--prompt", "rerun the Zeelandia backfill", "--json", cwd=repo))
+    [weighed] = [p for p in shown["weighed"] if p["id"] == obs]
+    assert weighed["score"] > 0
