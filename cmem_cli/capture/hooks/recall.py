@@ -76,11 +76,14 @@ def before_edit(payload: HookPayload, config: Config, started: float | None) -> 
 
     if not payload.session_id or excluded_project(default_project(payload.cwd), config):
         return None
-    with Memory(config=config) as mem:
-        project = mem.project_here(payload.cwd, claim=True)
-        if excluded_project(project, config):
-            return None
-        return answer(mem, payload, project, config, started)
+    try:
+        with Memory(config=config) as mem:
+            project = mem.project_here(payload.cwd)  # read only: the edit's PostToolUse records the rest
+            if excluded_project(project, config):
+                return None
+            return answer(mem, payload, project, config, started)
+    except DatabaseBusy:  # the agent must not wait for a memory
+        return None
 
 
 def _file_of(payload: HookPayload) -> str | None:
