@@ -5,8 +5,10 @@ Only what a person or the agent wrote is offered (decisions, bug causes, discove
 tool records or session summaries, which restate the request), only what is current (a replaced memory
 never), only once a session, and only what clears the bar: nothing is better than noise. Prompt recall is
 keyword retrieval over the store's full-text index (no model is loaded in a hook); a note's evidence is its
-BM25 *strength*, how much of the prompt it matched (:mod:`cmem_cli.core.bm25`). File recall takes the notes
-tied to the file (citing it, or written in a session that changed it), newest first, with their freshness.
+BM25 *strength*, how much of the prompt it matched (:mod:`cmem_cli.core.bm25`), plus its session's (its
+request's, or a tool record's, at a fifth). File recall takes the notes tied to the file (citing it, written
+in a session that changed it, or in one that read it and naming something the file holds), decisions and
+bug causes first, with their freshness.
 
 `cmem recall` prints exactly what the hooks would inject and why; docs/recall.md has the measurements.
 """
@@ -158,8 +160,9 @@ def file_recall(
     cwd: str | None = None,
     lines: tuple[int, int] | None = None,
 ) -> Recall:
-    """The current notes tied to ``path`` (repository-relative): decisions and bug causes first, those
-    citing the file before those of a session that changed it, newest first within each. ``lines``: the
+    """The current notes tied to ``path`` (repository-relative): those citing the file, then those of a
+    session that changed it, then those of a session that read it which name something the file defines or
+    uses; decisions and bug causes first, newest first within each. ``lines``: the
     part of the file that was read (first and last line); a note about another part of it (its anchor's
     region, as recorded) waits for a read of that part. Only a whole read marks the file as offered."""
     if session is not None and store.capture_log.seen(session, FILE_GIVEN + path):
