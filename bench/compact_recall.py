@@ -50,7 +50,7 @@ def build_index(path: Path, vectors: object) -> object:
             )
     store.build_bits(FINGERPRINT)
     with store.transaction():
-        store.set_setting("vector_count", str(len(vectors)))
+        store.settings.set("vector_count", str(len(vectors)))
     return store
 
 

@@ -254,8 +254,8 @@ class Indexer:
         report.seconds = round(time.monotonic() - started, 3)
         report.embed_seconds = round(report.embed_seconds, 3)
         with self.store.transaction():
-            self.store.set_setting("chunker", self.signature)
-            self.store.set_setting("last_run", json.dumps(report.to_json()))
+            self.store.settings.set("chunker", self.signature)
+            self.store.settings.set("last_run", json.dumps(report.to_json()))
         return report
 
     def _read_machines(self) -> None:
@@ -344,7 +344,7 @@ class Indexer:
         a watcher); else every file (None), with the folders' mtimes taken first, for the next pass."""
         self.store.ensure_folders()
         known = self.store.folder_times(collection.name)
-        if known and self.trust_folders and self.store.setting("chunker") == self.signature:
+        if known and self.trust_folders and self.store.settings.get("chunker") == self.signature:
             return FolderWalk(
                 self.store, collection.name, str(collection.root), collection.mask, known, outside
             ), None
@@ -511,7 +511,7 @@ class Indexer:
             self.progress("compact", 0, 0)
             self.store.build_bits(model[0])
         with self.store.transaction():
-            self.store.set_setting("vector_count", str(count))
+            self.store.settings.set("vector_count", str(count))
 
     def _token_counter(self) -> Callable[[str], int]:
         embedder = self.embedder

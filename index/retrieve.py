@@ -296,7 +296,7 @@ def exact_distances(
 ) -> dict[int, tuple[float, int]]:
     """chunk id -> (cosine distance to ``query_vector``, document id), from the float32 vectors: the cached
     copy found by the chunk's hash (B-tree lookups), else the chunk's own row in ``chunk_vectors``."""
-    model = store.setting("vectors_model")
+    model = store.settings.get("vectors_model")
     out: dict[int, tuple[float, int]] = {}
     for part, marks in batches(chunk_ids):
         for chunk_id, doc_id, distance in store.rows(

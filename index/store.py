@@ -11,17 +11,20 @@ file. Vectors of two models are never mixed: ``chunk_vectors`` holds vectors of 
 # string, in every process that imports this module (every search); here they are plain objects.
 
 import contextlib
-import json
 import os
 from collections.abc import Iterable, Iterator, Sequence
+from functools import cached_property
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from cmem_cli.core import bm25
 from cmem_cli.core.batches import batches
 from cmem_cli.core.errors import DatabaseCorrupt, StorageError
 from cmem_cli.core.fts import search_terms
 from cmem_cli.core.migrations import Migrations
+
+if TYPE_CHECKING:
+    from cmem_index.repositories.settings import Settings
 
 WRITE_BUSY_MS = 30_000
 READ_BUSY_MS = 250
@@ -290,6 +293,14 @@ class IndexStore:
                 store._machines = False
         return store
 
+    # -- the repositories, each made (and its module loaded) when first asked for, then kept --------------
+    @cached_property
+    def settings(self) -> "Settings":
+        """Small facts about the index as a whole (:mod:`cmem_index.repositories.settings`)."""
+        from cmem_index.repositories.settings import Settings
+
+        return Settings(self)
+
     def _migrate(self) -> None:
         if INDEX_MIGRATIONS.pending(self.conn):
             with self.transaction():
@@ -320,7 +331,7 @@ class IndexStore:
         """Whether every document's machine is in the index (False: an index built before it kept them,
         until a pass reads them from the files), so a machine filter can be applied here."""
         if self._machines is None:
-            self._machines = self.setting(MACHINES_UNREAD) is None
+            self._machines = self.settings.get(MACHINES_UNREAD) is None
         return self._machines
 
     def cmem_documents(self, collection: str) -> list[tuple[int, str]]:
@@ -343,25 +354,13 @@ class IndexStore:
     def machines_read(self) -> None:
         """Every document's machine is in the index now."""
         with self.transaction():
-            self.conn.execute("DELETE FROM settings WHERE key = ?", (MACHINES_UNREAD,))
+            self.settings.delete(MACHINES_UNREAD)
         self._machines = True
 
-    # -- settings ----------------------------------------------------------------------------------
     def document_location(self, docid: str) -> tuple[str, str] | None:
         """The collection and relative path of the document whose short id is ``docid``, or None."""
         rows = self.rows("SELECT collection, path FROM documents WHERE docid = ?", (docid.lower(),))
         return (str(rows[0][0]), str(rows[0][1])) if rows else None
-
-    def setting(self, key: str) -> str | None:
-        value = self.scalar("SELECT value FROM settings WHERE key = ?", (key,))
-        return None if value is None else str(value)
-
-    def set_setting(self, key: str, value: str) -> None:
-        self.conn.execute("INSERT OR REPLACE INTO settings(key, value) VALUES (?, ?)", (key, value))
-
-    def json_setting(self, key: str) -> Any:
-        value = self.setting(key)
-        return json.loads(value) if value else None
 
     # -- documents ---------------------------------------------------------------------------------
     def documents_in(self, collection: str) -> dict[str, StoredDocument]:
@@ -559,7 +558,7 @@ class IndexStore:
 
     def vectors_model(self) -> tuple[str, int] | None:
         """(fingerprint, dimension) of the vectors in ``chunk_vectors``, or None when there are none."""
-        model, dim = self.setting("vectors_model"), self.setting("vectors_dim")
+        model, dim = self.settings.get("vectors_model"), self.settings.get("vectors_dim")
         if not model or not dim or not self.has_vectors_table():
             return None
         return model, int(dim)
@@ -579,8 +578,8 @@ class IndexStore:
                 f"CREATE VIRTUAL TABLE chunk_vectors USING vec0(embedding float[{int(dim)}] distance_metric=cosine)"
             )
             self.conn.execute("UPDATE chunks SET embedded_with = NULL WHERE embedded_with IS NOT NULL")
-            self.set_setting("vectors_model", fingerprint)
-            self.set_setting("vectors_dim", str(int(dim)))
+            self.settings.set("vectors_model", fingerprint)
+            self.settings.set("vectors_dim", str(int(dim)))
         self._bits = None
         return True
 
@@ -664,7 +663,7 @@ class IndexStore:
     def bits_center(self) -> bytes | None:
         """The vector subtracted before taking signs, when ``chunk_bits`` exists (None: it does not)."""
         if self._bits is None:
-            value = self.setting("bits_center") if self._plain_bits() else None
+            value = self.settings.get("bits_center") if self._plain_bits() else None
             self._bits = bytes.fromhex(value) if value else b""
         return self._bits or None
 
@@ -679,7 +678,7 @@ class IndexStore:
     def vector_count(self) -> int:
         """How many vectors the last update pass left (a setting: counting a million rows per search would
         cost more than the search)."""
-        return int(self.setting("vector_count") or 0)
+        return int(self.settings.get("vector_count") or 0)
 
     def count_vectors(self, fingerprint: str) -> int:
         return int(self.scalar("SELECT count(*) FROM chunks WHERE embedded_with = ?", (fingerprint,)) or 0)
@@ -689,7 +688,7 @@ class IndexStore:
         (from the cache: a scan of ``chunk_vectors`` by rowid would read all of it)."""
         from array import array
 
-        dim = int(self.setting("vectors_dim") or 0)
+        dim = int(self.settings.get("vectors_dim") or 0)
         if dim <= 0 or dim % 8:
             return  # bits come in bytes: such a model is always searched exactly
         total = array("d", bytes(8 * dim))
@@ -710,7 +709,7 @@ class IndexStore:
                 "FROM chunk_vectors",
                 (center,),
             )
-            self.set_setting("bits_center", center.hex())
+            self.settings.set("bits_center", center.hex())
         self._bits = center
 
     def has_table(self, name: str) -> bool:
@@ -772,15 +771,15 @@ class IndexStore:
             "vectors_model": model[0] if model else None,
             "vectors_dim": model[1] if model else None,
             "cached_vectors": int(self.scalar("SELECT count(*) FROM embed_cache") or 0),
-            "chunker": self.setting("chunker"),
+            "chunker": self.settings.get("chunker"),
             "stale_documents": int(
                 self.scalar(
                     "SELECT count(*) FROM documents WHERE chunked_with != coalesce(?, chunked_with)",
-                    (self.setting("chunker"),),
+                    (self.settings.get("chunker"),),
                 )
                 or 0
             ),
             "collections": per_collection,
             "machines_indexed": self.keeps_machines,
-            "last_run": self.json_setting("last_run"),
+            "last_run": self.settings.get_json("last_run"),
         }
