@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from cmem_cli.core import bm25
 from cmem_cli.core.batches import batches
 from cmem_cli.core.errors import DatabaseCorrupt, StorageError
-from cmem_cli.core.fts import search_terms
 from cmem_cli.core.migrations import Migrations
 
 if TYPE_CHECKING:
+    from cmem_index.repositories.chunks import Chunks, NewChunk
     from cmem_index.repositories.settings import Settings
 
 WRITE_BUSY_MS = 30_000
@@ -96,8 +96,6 @@ CREATE TABLE IF NOT EXISTS embed_cache(
 
 # A float32 vector as bits: the signs of the vector less the centre (the second parameter)
 _QUANTIZED = "vec_quantize_binary(vec_sub(?, ?))"
-# A chunk without a vector of model ?1, in terms the chunks_pending index answers (`!=` would read every chunk)
-_PENDING = "c.embedded_with IS NULL OR c.embedded_with < ?1 OR c.embedded_with > ?1"
 
 # The index is derived data, so a later migration may simply drop everything and let `cmem index` rebuild.
 INDEX_MIGRATIONS = Migrations("index")
@@ -149,23 +147,6 @@ class StoredDocument(NamedTuple):
     mtime_ns: int
     hash: str
     chunked_with: str
-
-
-class NewChunk(NamedTuple):
-    seq: int
-    start_line: int
-    hash: str
-    text: str
-
-
-class PendingChunk(NamedTuple):
-    """A chunk whose vector is missing for the current model: what to embed and under which cache key."""
-
-    id: int
-    hash: str
-    context: str
-    text: str
-    title: str = ""
 
 
 def sqlite_vec_path() -> str:
@@ -243,7 +224,6 @@ class IndexStore:
     def __init__(self, conn: Any, path: Path):
         self.conn = conn
         self.path = path
-        self.dropped_hashes: set[str] = set()  # of chunks deleted through this connection (cache pruning)
         self._bits: bytes | None = None  # bits_center, read once per connection (b"": no chunk_bits)
         self._terms: dict[tuple[str, ...], bm25.QueryTerms] = {}  # of the queries since _terms_as_of
         self._terms_as_of: tuple[int, int] | None = None
@@ -300,6 +280,14 @@ class IndexStore:
         from cmem_index.repositories.settings import Settings
 
         return Settings(self)
+
+    @cached_property
+    def chunks(self) -> "Chunks":
+        """Each document's pieces, their keyword index and who embedded them
+        (:mod:`cmem_index.repositories.chunks`)."""
+        from cmem_index.repositories.chunks import Chunks
+
+        return Chunks(self)
 
     def _migrate(self) -> None:
         if INDEX_MIGRATIONS.pending(self.conn):
@@ -458,22 +446,8 @@ class IndexStore:
         )
 
     def delete_document(self, doc_id: int) -> None:
-        self._delete_chunks(doc_id)
+        self.chunks.delete_of(doc_id)
         self.conn.execute("DELETE FROM documents WHERE id = ?", (doc_id,))
-
-    def _delete_chunks(self, doc_id: int) -> None:
-        rows = self.conn.execute("SELECT id, hash FROM chunks WHERE doc_id = ?", (doc_id,)).fetchall()
-        if not rows:
-            return
-        ids = [r[0] for r in rows]
-        self.dropped_hashes.update(r[1] for r in rows)
-        marks = ",".join("?" * len(ids))
-        self.conn.execute(f"DELETE FROM chunks_fts WHERE rowid IN ({marks})", ids)
-        if self.has_vectors_table():  # one rowid at a time: vec0 reads its whole table for `rowid IN`
-            self.conn.executemany("DELETE FROM chunk_vectors WHERE rowid = ?", [(i,) for i in ids])
-        if self.bits_center() is not None:
-            self.conn.executemany("DELETE FROM chunk_bits WHERE rowid = ?", [(i,) for i in ids])
-        self.conn.execute("DELETE FROM chunks WHERE doc_id = ?", (doc_id,))
 
     def upsert_document(
         self,
@@ -491,7 +465,7 @@ class IndexStore:
         fields: dict[str, Any],
         concepts: Iterable[str],
         files: Iterable[str],
-        chunks: Sequence[NewChunk],
+        chunks: Sequence["NewChunk"],
         now_ms: int,
     ) -> int:
         """Insert or replace one document and all its chunks (call inside a transaction).
@@ -516,7 +490,7 @@ class IndexStore:
         }
         if row:
             doc_id = int(row[0])
-            self._delete_chunks(doc_id)
+            self.chunks.delete_of(doc_id)
             self.conn.execute("DELETE FROM concepts WHERE doc_id = ?", (doc_id,))
             self.conn.execute("DELETE FROM doc_files WHERE doc_id = ?", (doc_id,))
             assignments = ", ".join(f"{name} = :{name}" for name in values)
@@ -534,18 +508,7 @@ class IndexStore:
             "INSERT OR IGNORE INTO doc_files(doc_id, path) VALUES (?, ?)",
             [(doc_id, f) for f in {str(f).strip() for f in files} if f],
         )
-        context_terms = search_terms([keyword_context])
-        for chunk in chunks:
-            self.conn.execute(
-                "INSERT INTO chunks(doc_id, seq, start_line, hash, text) VALUES (?, ?, ?, ?, ?)",
-                (doc_id, chunk.seq, chunk.start_line, chunk.hash, chunk.text),
-            )
-            chunk_id = self.conn.last_insert_rowid()
-            terms = f"{context_terms} {search_terms([chunk.text])}".strip()
-            self.conn.execute(
-                "INSERT INTO chunks_fts(rowid, context, text, terms) VALUES (?, ?, ?, ?)",
-                (chunk_id, keyword_context, chunk.text, terms),
-            )
+        self.chunks.insert(doc_id, chunks, keyword_context)
         return doc_id
 
     # -- vectors -----------------------------------------------------------------------------------
@@ -583,14 +546,6 @@ class IndexStore:
         self._bits = None
         return True
 
-    def pending_chunks(self, fingerprint: str, after_id: int = 0, limit: int = 1024) -> list[PendingChunk]:
-        rows = self.rows(
-            f"""SELECT c.id, c.hash, d.context, c.text, d.title FROM chunks c JOIN documents d ON d.id = c.doc_id
-               WHERE ({_PENDING}) AND c.id > ?2 ORDER BY c.id LIMIT ?3""",
-            (fingerprint, after_id, limit),
-        )
-        return [PendingChunk(*r) for r in rows]
-
     def documents_of_uids(self, uids: Sequence[str]) -> dict[str, int]:
         """uid -> document id of the observations among ``uids`` that the index holds."""
         found: dict[str, int] = {}
@@ -600,24 +555,6 @@ class IndexStore:
             ):
                 found[uid] = doc_id
         return found
-
-    def pending_chunks_of(self, doc_ids: Sequence[int], fingerprint: str) -> dict[int, list[PendingChunk]]:
-        """Document id -> its chunks without a vector of model ``fingerprint``, for these documents only
-        (a search embeds the few it ranks itself)."""
-        found: dict[int, list[PendingChunk]] = {}
-        for part, marks in batches(list(dict.fromkeys(doc_ids))):
-            for row in self.conn.execute(
-                f"""SELECT c.doc_id, c.id, c.hash, d.context, c.text, d.title
-                    FROM chunks c JOIN documents d ON d.id = c.doc_id
-                    WHERE c.doc_id IN ({marks}) AND NOT coalesce(c.embedded_with = ?, 0)
-                    ORDER BY c.doc_id, c.seq""",
-                (*part, fingerprint),
-            ):
-                found.setdefault(row[0], []).append(PendingChunk(*row[1:]))
-        return found
-
-    def count_pending(self, fingerprint: str) -> int:
-        return int(self.scalar(f"SELECT count(*) FROM chunks c WHERE {_PENDING}", (fingerprint,)))
 
     def cached_vectors(self, hashes: Sequence[str], fingerprint: str) -> dict[str, bytes]:
         found: dict[str, bytes] = {}
@@ -731,14 +668,6 @@ class IndexStore:
             self._terms[key] = bm25.query_terms(self.conn, "chunks_fts", FTS_TOKENIZER, tokens)
         return self._terms[key]
 
-    def chunk_count(self) -> int:
-        return int(self.scalar("SELECT count(*) FROM chunks") or 0)
-
-    def merge_keywords(self) -> None:
-        """Merge the full-text index into one segment, dropping what deleted chunks left in it."""
-        with self.transaction():
-            self.conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES('optimize')")
-
     def prune_cache(self, hashes: Iterable[str] | None = None) -> int:
         """Forget cached vectors of chunks that no longer exist (any model): of these chunk hashes (those an
         update pass deleted: work in proportion to the change), or of all (a full rebuild)."""
@@ -763,10 +692,10 @@ class IndexStore:
             )
         }
         model = self.vectors_model()
-        vectors = int(self.scalar("SELECT count(*) FROM chunks WHERE embedded_with IS NOT NULL") or 0)
+        vectors = self.chunks.count_embedded()
         return {
             "documents": int(self.scalar("SELECT count(*) FROM documents") or 0),
-            "chunks": self.chunk_count(),
+            "chunks": self.chunks.count(),
             "vectors": vectors,
             "vectors_model": model[0] if model else None,
             "vectors_dim": model[1] if model else None,

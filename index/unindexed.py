@@ -71,7 +71,7 @@ def judge(
     out.behind = len(absent)
     if fingerprint is None:
         return out
-    pending = store.pending_chunks_of(list(docs.values()), fingerprint)
+    pending = store.chunks.pending_of(list(docs.values()), fingerprint)
     unembedded = [key for key in wanted if (key in docs and docs[key] in pending) or key in absent]
     out.behind = len(unembedded)
     blind = out.blind.setdefault(vector_list, set())
