@@ -33,5 +33,5 @@ def _compared(store: Any | None, collection: Collection) -> Iterable[tuple[str, 
             from cmem_index.folders import FolderWalk
 
             return FolderWalk(store, collection.name, str(collection.root), collection.mask, known).changes()
-    indexed = store.iter_documents(collection.name) if store is not None else ()
+    indexed = store.documents.iterate(collection.name) if store is not None else ()
     return merge_sorted(walk(collection.root, collection.mask), indexed)

@@ -22,8 +22,9 @@ import stat as stat_module
 import time
 from collections.abc import Iterator
 
+from cmem_index.repositories.documents import StoredDocument
 from cmem_index.scan import FileStat, compile_mask, is_ignored_name, list_folder
-from cmem_index.store import IndexStore, StoredDocument
+from cmem_index.store import IndexStore
 
 RACY_NS = 1_000_000_000  # a folder modified this recently when listed is listed again by the next pass
 UNTRUSTED = -1  # a folder's recorded mtime that never matches: list it next time

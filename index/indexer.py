@@ -44,8 +44,9 @@ from cmem_index.document import (
 )
 from cmem_index.folders import FolderWalk, folder_times
 from cmem_index.repositories.chunks import NewChunk, PendingChunk
+from cmem_index.repositories.documents import StoredDocument
 from cmem_index.scan import MAX_FILE_BYTES, FileStat, merge_sorted, walk
-from cmem_index.store import IndexStore, StoredDocument
+from cmem_index.store import IndexStore
 
 if TYPE_CHECKING:
     from cmem_index.embedder import Embedder
@@ -264,11 +265,11 @@ class Indexer:
         cut or embedded again). Left to a later pass when a collection that holds cmem documents is not
         this pass's (a watcher of one collection)."""
         mine = {collection.name for collection in self.collections}
-        if any(name not in mine for name in self.store.collections_with_cmem_documents()):
+        if any(name not in mine for name in self.store.documents.collections_with_cmem_documents()):
             return
         for collection in self.collections:
             root = self._real_root(collection)
-            documents = self.store.cmem_documents(collection.name)
+            documents = self.store.documents.cmem_documents(collection.name)
             for start in range(0, len(documents), WRITE_BATCH_DELETES):
                 found: list[tuple[str | None, int]] = []
                 for doc_id, relpath in documents[start : start + WRITE_BATCH_DELETES]:
@@ -276,7 +277,7 @@ class Indexer:
                     if meta is not None:  # unreadable or gone: the update pass re-reads or drops it
                         found.append((as_text(meta.get("machine")), doc_id))
                 with self.store.transaction():
-                    self.store.set_machines(found)
+                    self.store.documents.set_machines(found)
         self.store.machines_read()
 
     # -- change detection --------------------------------------------------------------------------
@@ -295,7 +296,7 @@ class Indexer:
             changes = by_folder.changes()
         else:
             on_disk = walk(collection.root, collection.mask, outside)
-            changes = merge_sorted(on_disk, self.store.iter_documents(collection.name))
+            changes = merge_sorted(on_disk, self.store.documents.iterate(collection.name))
         for relpath, stat, stored in changes:
             if stat is None:
                 assert stored is not None
@@ -319,7 +320,7 @@ class Indexer:
         for start in range(0, len(gone), WRITE_BATCH_DELETES):
             with self.store.transaction():
                 for doc_id in gone[start : start + WRITE_BATCH_DELETES]:
-                    self.store.delete_document(doc_id)
+                    self.store.documents.delete(doc_id)
         report.removed += len(gone)
         total = len(changed)
         for start in range(0, total, WRITE_BATCH_FILES):
@@ -414,10 +415,10 @@ class Indexer:
             for item in batch:
                 if item.parsed is None:
                     assert item.stored is not None
-                    self.store.touch_document(item.stored.id, item.stat.size, item.stat.mtime_ns)
+                    self.store.documents.touch(item.stored.id, item.stat.size, item.stat.mtime_ns)
                     continue
                 meta = item.parsed.meta
-                self.store.upsert_document(
+                self.store.documents.upsert(
                     collection=collection.name,
                     path=item.relpath,
                     docid=short_docid(collection.name, item.relpath),
@@ -450,13 +451,13 @@ class Indexer:
 
     def _drop_unconfigured(self, report: IndexReport) -> None:
         configured = {c.name for c in self.collections}
-        for name in self.store.collections_indexed():
+        for name in self.store.documents.collections():
             if name in configured:
                 continue
-            docs = self.store.documents_in(name)
+            docs = self.store.documents.in_collection(name)
             with self.store.transaction():
                 for stored in docs.values():
-                    self.store.delete_document(stored.id)
+                    self.store.documents.delete(stored.id)
             report.removed += len(docs)
 
     # -- embedding ---------------------------------------------------------------------------------

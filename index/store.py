@@ -15,7 +15,7 @@ import os
 from collections.abc import Iterable, Iterator, Sequence
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from cmem_cli.core import bm25
 from cmem_cli.core.batches import batches
@@ -23,7 +23,8 @@ from cmem_cli.core.errors import DatabaseCorrupt, StorageError
 from cmem_cli.core.migrations import Migrations
 
 if TYPE_CHECKING:
-    from cmem_index.repositories.chunks import Chunks, NewChunk
+    from cmem_index.repositories.chunks import Chunks
+    from cmem_index.repositories.documents import Documents, StoredDocument
     from cmem_index.repositories.settings import Settings
 
 WRITE_BUSY_MS = 30_000
@@ -125,28 +126,6 @@ def m002_machine(conn: Any) -> None:
 # Migrations a reader can do without: an index a pass has not migrated yet is searched as it is (the
 # filters it cannot apply are checked on the store's rows), not refused until `cmem index`.
 READABLE_WITHOUT = frozenset({"m002_machine"})
-
-DOCUMENT_FIELDS = (
-    "kind",
-    "uid",
-    "obs_id",
-    "type",
-    "project",
-    "session",
-    "agent",
-    "machine",
-    "created_at",
-)
-
-
-class StoredDocument(NamedTuple):
-    """What change detection needs to know about a file already in the index."""
-
-    id: int
-    size: int
-    mtime_ns: int
-    hash: str
-    chunked_with: str
 
 
 def sqlite_vec_path() -> str:
@@ -282,6 +261,14 @@ class IndexStore:
         return Settings(self)
 
     @cached_property
+    def documents(self) -> "Documents":
+        """One row a file of a collection, with the fields a search filters on
+        (:mod:`cmem_index.repositories.documents`)."""
+        from cmem_index.repositories.documents import Documents
+
+        return Documents(self)
+
+    @cached_property
     def chunks(self) -> "Chunks":
         """Each document's pieces, their keyword index and who embedded them
         (:mod:`cmem_index.repositories.chunks`)."""
@@ -322,57 +309,11 @@ class IndexStore:
             self._machines = self.settings.get(MACHINES_UNREAD) is None
         return self._machines
 
-    def cmem_documents(self, collection: str) -> list[tuple[int, str]]:
-        """(id, path) of the collection's cmem documents (indexed before their machine was kept)."""
-        return [
-            (int(doc_id), str(path))
-            for doc_id, path in self.rows(
-                "SELECT id, path FROM documents WHERE collection = ? AND kind IS NOT NULL", (collection,)
-            )
-        ]
-
-    def collections_with_cmem_documents(self) -> list[str]:
-        rows = self.rows("SELECT DISTINCT collection FROM documents WHERE kind IS NOT NULL")
-        return [str(name) for (name,) in rows]
-
-    def set_machines(self, items: Sequence[tuple[str | None, int]]) -> None:
-        """Write (machine, document id) rows; call inside a transaction."""
-        self.conn.executemany("UPDATE documents SET machine = ? WHERE id = ?", items)
-
     def machines_read(self) -> None:
         """Every document's machine is in the index now."""
         with self.transaction():
             self.settings.delete(MACHINES_UNREAD)
         self._machines = True
-
-    def document_location(self, docid: str) -> tuple[str, str] | None:
-        """The collection and relative path of the document whose short id is ``docid``, or None."""
-        rows = self.rows("SELECT collection, path FROM documents WHERE docid = ?", (docid.lower(),))
-        return (str(rows[0][0]), str(rows[0][1])) if rows else None
-
-    # -- documents ---------------------------------------------------------------------------------
-    def documents_in(self, collection: str) -> dict[str, StoredDocument]:
-        rows = self.rows(
-            "SELECT path, id, size, mtime_ns, hash, chunked_with FROM documents WHERE collection = ?",
-            (collection,),
-        )
-        return {r[0]: StoredDocument(r[1], r[2], r[3], r[4], r[5]) for r in rows}
-
-    def iter_documents(self, collection: str, page: int = 5_000) -> Iterator[tuple[str, StoredDocument]]:
-        """(path, entry) of a collection's documents in path order, a page at a time: a million-file
-        collection is compared with the disk without holding either side in memory."""
-        after = ""
-        while True:
-            rows = self.rows(
-                "SELECT path, id, size, mtime_ns, hash, chunked_with FROM documents "
-                "WHERE collection = ? AND path > ? ORDER BY path LIMIT ?",
-                (collection, after, page),
-            )
-            for r in rows:
-                yield r[0], StoredDocument(r[1], r[2], r[3], r[4], r[5])
-            if len(rows) < page:
-                return
-            after = rows[-1][0]
 
     # -- folders (change detection by folder: cmem_index.folders) ----------------------------------------
     # The folder of a document's path: the path up to its last "/" (the characters that are no "/" trimmed
@@ -411,8 +352,10 @@ class IndexStore:
             [(collection, folder, mtime) for folder, mtime in times.items()],
         )
 
-    def documents_in_folder(self, collection: str, folder: str) -> dict[str, StoredDocument]:
+    def documents_in_folder(self, collection: str, folder: str) -> dict[str, "StoredDocument"]:
         """The documents directly in ``folder`` (not below it), by path."""
+        from cmem_index.repositories.documents import StoredDocument
+
         rows = self.rows(
             "SELECT path, id, size, mtime_ns, hash, chunked_with FROM documents "
             f"WHERE collection = ? AND {self._FOLDER_OF} = ?",
@@ -420,96 +363,16 @@ class IndexStore:
         )
         return {r[0]: StoredDocument(r[1], r[2], r[3], r[4], r[5]) for r in rows}
 
-    def documents_below(self, collection: str, folder: str) -> dict[str, StoredDocument]:
+    def documents_below(self, collection: str, folder: str) -> dict[str, "StoredDocument"]:
         """Every document in ``folder`` or below it, by path (a folder that is gone)."""
+        from cmem_index.repositories.documents import StoredDocument
+
         rows = self.rows(
             "SELECT path, id, size, mtime_ns, hash, chunked_with FROM documents "
             "WHERE collection = ? AND path >= ? AND path < ?",
             (collection, folder, _after_prefix(folder)),
         )
         return {r[0]: StoredDocument(r[1], r[2], r[3], r[4], r[5]) for r in rows}
-
-    def collections_indexed(self) -> list[str]:
-        """Collection names, one index seek each (DISTINCT would read the whole (collection, path) index)."""
-        names: list[str] = []
-        while True:
-            name = self.scalar(
-                "SELECT min(collection) FROM documents WHERE collection > ?", (names[-1] if names else "",)
-            )
-            if name is None:
-                return names
-            names.append(name)
-
-    def touch_document(self, doc_id: int, size: int, mtime_ns: int) -> None:
-        self.conn.execute(
-            "UPDATE documents SET size = ?, mtime_ns = ? WHERE id = ?", (size, mtime_ns, doc_id)
-        )
-
-    def delete_document(self, doc_id: int) -> None:
-        self.chunks.delete_of(doc_id)
-        self.conn.execute("DELETE FROM documents WHERE id = ?", (doc_id,))
-
-    def upsert_document(
-        self,
-        *,
-        collection: str,
-        path: str,
-        docid: str,
-        size: int,
-        mtime_ns: int,
-        content_hash: str,
-        chunked_with: str,
-        title: str,
-        context: str,
-        keyword_context: str,
-        fields: dict[str, Any],
-        concepts: Iterable[str],
-        files: Iterable[str],
-        chunks: Sequence["NewChunk"],
-        now_ms: int,
-    ) -> int:
-        """Insert or replace one document and all its chunks (call inside a transaction).
-
-        ``context`` is the title the embedder sees (kept for re-embedding), ``keyword_context`` the text of
-        every chunk's weighted keyword column."""
-        row = self.conn.execute(
-            "SELECT id FROM documents WHERE collection = ? AND path = ?", (collection, path)
-        ).fetchone()
-        values = {
-            "collection": collection,
-            "path": path,
-            "docid": docid,
-            "size": size,
-            "mtime_ns": mtime_ns,
-            "hash": content_hash,
-            "chunked_with": chunked_with,
-            "title": title,
-            "context": context,
-            "indexed_at": now_ms,
-            **{name: fields.get(name) for name in DOCUMENT_FIELDS},
-        }
-        if row:
-            doc_id = int(row[0])
-            self.chunks.delete_of(doc_id)
-            self.conn.execute("DELETE FROM concepts WHERE doc_id = ?", (doc_id,))
-            self.conn.execute("DELETE FROM doc_files WHERE doc_id = ?", (doc_id,))
-            assignments = ", ".join(f"{name} = :{name}" for name in values)
-            self.conn.execute(f"UPDATE documents SET {assignments} WHERE id = :id", {**values, "id": doc_id})
-        else:
-            names = ", ".join(values)
-            marks = ", ".join(f":{name}" for name in values)
-            self.conn.execute(f"INSERT INTO documents({names}) VALUES ({marks})", values)
-            doc_id = self.conn.last_insert_rowid()
-        self.conn.executemany(
-            "INSERT OR IGNORE INTO concepts(doc_id, concept) VALUES (?, ?)",
-            [(doc_id, c) for c in {str(c).strip().lower() for c in concepts} if c],
-        )
-        self.conn.executemany(
-            "INSERT OR IGNORE INTO doc_files(doc_id, path) VALUES (?, ?)",
-            [(doc_id, f) for f in {str(f).strip() for f in files} if f],
-        )
-        self.chunks.insert(doc_id, chunks, keyword_context)
-        return doc_id
 
     # -- vectors -----------------------------------------------------------------------------------
     def has_vectors_table(self) -> bool:
@@ -545,16 +408,6 @@ class IndexStore:
             self.settings.set("vectors_dim", str(int(dim)))
         self._bits = None
         return True
-
-    def documents_of_uids(self, uids: Sequence[str]) -> dict[str, int]:
-        """uid -> document id of the observations among ``uids`` that the index holds."""
-        found: dict[str, int] = {}
-        for part, marks in batches(list(dict.fromkeys(uids))):
-            for uid, doc_id in self.conn.execute(
-                f"SELECT uid, id FROM documents WHERE uid IN ({marks})", part
-            ):
-                found[uid] = doc_id
-        return found
 
     def cached_vectors(self, hashes: Sequence[str], fingerprint: str) -> dict[str, bytes]:
         found: dict[str, bytes] = {}
@@ -684,30 +537,19 @@ class IndexStore:
 
     # -- status ------------------------------------------------------------------------------------
     def stats(self) -> dict[str, Any]:
-        per_collection = {
-            name: {"documents": docs, "chunks": chunks or 0}
-            for name, docs, chunks in self.rows(
-                """SELECT d.collection, count(DISTINCT d.id), count(c.id)
-                   FROM documents d LEFT JOIN chunks c ON c.doc_id = d.id GROUP BY d.collection ORDER BY 1"""
-            )
-        }
+        """What `cmem index status` shows of the file: counts, the vectors' model, the last pass."""
+        per_collection = self.documents.per_collection()
         model = self.vectors_model()
         vectors = self.chunks.count_embedded()
         return {
-            "documents": int(self.scalar("SELECT count(*) FROM documents") or 0),
+            "documents": self.documents.count(),
             "chunks": self.chunks.count(),
             "vectors": vectors,
             "vectors_model": model[0] if model else None,
             "vectors_dim": model[1] if model else None,
             "cached_vectors": int(self.scalar("SELECT count(*) FROM embed_cache") or 0),
             "chunker": self.settings.get("chunker"),
-            "stale_documents": int(
-                self.scalar(
-                    "SELECT count(*) FROM documents WHERE chunked_with != coalesce(?, chunked_with)",
-                    (self.settings.get("chunker"),),
-                )
-                or 0
-            ),
+            "stale_documents": self.documents.count_stale(self.settings.get("chunker")),
             "collections": per_collection,
             "machines_indexed": self.keeps_machines,
             "last_run": self.settings.get_json("last_run"),
