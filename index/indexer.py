@@ -336,7 +336,7 @@ class Indexer:
             by_folder.record()
         elif times is not None:
             with self.store.transaction():
-                self.store.set_folder_times(collection.name, times, [""])
+                self.store.folders.set_times(collection.name, times, [""])
 
     def _by_folder(
         self, collection: Collection, outside: list[str]
@@ -344,8 +344,8 @@ class Indexer:
         """How to compare cmem's own tree with the index: folder by folder (:class:`FolderWalk`) when the
         index knows its folders and nothing asks for every file to be looked at again (a new chunker,
         a watcher); else every file (None), with the folders' mtimes taken first, for the next pass."""
-        self.store.ensure_folders()
-        known = self.store.folder_times(collection.name)
+        self.store.folders.ensure()
+        known = self.store.folders.times(collection.name)
         if known and self.trust_folders and self.store.settings.get("chunker") == self.signature:
             return FolderWalk(
                 self.store, collection.name, str(collection.root), collection.mask, known, outside

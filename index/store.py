@@ -24,7 +24,8 @@ from cmem_cli.core.migrations import Migrations
 
 if TYPE_CHECKING:
     from cmem_index.repositories.chunks import Chunks
-    from cmem_index.repositories.documents import Documents, StoredDocument
+    from cmem_index.repositories.documents import Documents
+    from cmem_index.repositories.folders import Folders
     from cmem_index.repositories.settings import Settings
 
 WRITE_BUSY_MS = 30_000
@@ -152,13 +153,6 @@ def translated(path: Path) -> contextlib.AbstractContextManager[None]:
     return translate_errors(path, label="index", repair_hint="delete it or run `cmem index --full`")
 
 
-def _after_prefix(folder: str) -> str:
-    """The first text after every path that starts with ``folder`` ("a/" -> "a0"; "" -> past all)."""
-    if not folder:
-        return "\U0010ffff"
-    return folder[:-1] + chr(ord(folder[-1]) + 1)
-
-
 LAYOUT_INFIX = ".new-"  # index.db.new-PID: a new index while its process lays the schema out
 
 
@@ -269,6 +263,13 @@ class IndexStore:
         return Documents(self)
 
     @cached_property
+    def folders(self) -> "Folders":
+        """Folders of cmem's own tree as a pass last listed them (:mod:`cmem_index.repositories.folders`)."""
+        from cmem_index.repositories.folders import Folders
+
+        return Folders(self)
+
+    @cached_property
     def chunks(self) -> "Chunks":
         """Each document's pieces, their keyword index and who embedded them
         (:mod:`cmem_index.repositories.chunks`)."""
@@ -314,65 +315,6 @@ class IndexStore:
         with self.transaction():
             self.settings.delete(MACHINES_UNREAD)
         self._machines = True
-
-    # -- folders (change detection by folder: cmem_index.folders) ----------------------------------------
-    # The folder of a document's path: the path up to its last "/" (the characters that are no "/" trimmed
-    # from its end), "" at the collection's root; an index on it finds a folder's files in one seek.
-    _FOLDER_OF = "rtrim(path, replace(path, '/', ''))"
-
-    def ensure_folders(self) -> None:
-        """The folders table and the documents' folder index, made by the first pass that needs them (a
-        reader never does: an index an older cmem built is searched as it is)."""
-        if self.has_table("folders"):
-            return
-        with self.transaction():
-            self.conn.execute(
-                "CREATE TABLE IF NOT EXISTS folders(collection TEXT NOT NULL, path TEXT NOT NULL, "
-                "mtime_ns INTEGER NOT NULL, PRIMARY KEY(collection, path)) WITHOUT ROWID"
-            )
-            self.conn.execute(
-                f"CREATE INDEX IF NOT EXISTS documents_folder ON documents(collection, {self._FOLDER_OF})"
-            )
-
-    def folder_times(self, collection: str) -> dict[str, int]:
-        """Folder (relative, ``/``-terminated, ``""`` for the root) -> its mtime when last listed."""
-        rows = self.rows("SELECT path, mtime_ns FROM folders WHERE collection = ?", (collection,))
-        return {str(path): int(mtime) for path, mtime in rows}
-
-    def set_folder_times(self, collection: str, times: dict[str, int], gone: Iterable[str]) -> None:
-        """Record folders listed by a pass (call inside a transaction, after their documents) and forget
-        the folders that are gone, with every folder below them."""
-        for folder in gone:
-            self.conn.execute(
-                "DELETE FROM folders WHERE collection = ? AND path >= ? AND path < ?",
-                (collection, folder, _after_prefix(folder)),
-            )
-        self.conn.executemany(
-            "INSERT OR REPLACE INTO folders(collection, path, mtime_ns) VALUES (?, ?, ?)",
-            [(collection, folder, mtime) for folder, mtime in times.items()],
-        )
-
-    def documents_in_folder(self, collection: str, folder: str) -> dict[str, "StoredDocument"]:
-        """The documents directly in ``folder`` (not below it), by path."""
-        from cmem_index.repositories.documents import StoredDocument
-
-        rows = self.rows(
-            "SELECT path, id, size, mtime_ns, hash, chunked_with FROM documents "
-            f"WHERE collection = ? AND {self._FOLDER_OF} = ?",
-            (collection, folder),
-        )
-        return {r[0]: StoredDocument(r[1], r[2], r[3], r[4], r[5]) for r in rows}
-
-    def documents_below(self, collection: str, folder: str) -> dict[str, "StoredDocument"]:
-        """Every document in ``folder`` or below it, by path (a folder that is gone)."""
-        from cmem_index.repositories.documents import StoredDocument
-
-        rows = self.rows(
-            "SELECT path, id, size, mtime_ns, hash, chunked_with FROM documents "
-            "WHERE collection = ? AND path >= ? AND path < ?",
-            (collection, folder, _after_prefix(folder)),
-        )
-        return {r[0]: StoredDocument(r[1], r[2], r[3], r[4], r[5]) for r in rows}
 
     # -- vectors -----------------------------------------------------------------------------------
     def has_vectors_table(self) -> bool:
@@ -501,13 +443,6 @@ class IndexStore:
             )
             self.settings.set("bits_center", center.hex())
         self._bits = center
-
-    def has_table(self, name: str) -> bool:
-        return bool(
-            self.conn.execute(
-                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)
-            ).fetchone()
-        )
 
     def query_terms(self, tokens: Sequence[str]) -> bm25.QueryTerms:
         """The query's terms in the chunks' full-text index, read once for every stage of a search (counting
