@@ -543,7 +543,7 @@ def _whole_query_cosines(
 
 def _has_vectors(store: IndexStore) -> bool:
     try:
-        return store.vectors_model() is not None and bool(
+        return store.vectors.model() is not None and bool(
             store.scalar("SELECT 1 FROM chunks WHERE embedded_with IS NOT NULL LIMIT 1")
         )
     except CmemError:
@@ -566,7 +566,7 @@ def _usable_embedder(
             raise ModelError(why or "no embedding model")
         notes.append(f"keyword only: {why}")
         return None
-    stored = store.vectors_model() if store is not None else None
+    stored = store.vectors.model() if store is not None else None
     if stored is None or stored[0] != embedder.fingerprint:
         message = "the index has no vectors for the configured model yet; run `cmem index`"
         if required:

@@ -237,7 +237,7 @@ class Indexer:
         report.collections = len(self.collections)
         if self.embedder is not None:
             report.model = self.embedder.fingerprint
-            self.store.use_model(self.embedder.fingerprint, self.embedder.dim)
+            self.store.vectors.use_model(self.embedder.fingerprint, self.embedder.dim)
         for collection in self.collections:
             self._update_collection(collection, report)
         if prune_other_collections:
@@ -249,9 +249,9 @@ class Indexer:
             self._embed_pending(report)
         self.count_vectors()
         if full:
-            self.store.prune_cache()
+            self.store.vectors.prune_cache()
         elif report.removed or report.chunked:
-            self.store.prune_cache(self.store.chunks.dropped_hashes)
+            self.store.vectors.prune_cache(self.store.chunks.dropped_hashes)
         self.store.chunks.dropped_hashes.clear()
         report.seconds = round(time.monotonic() - started, 3)
         report.embed_seconds = round(report.embed_seconds, 3)
@@ -476,7 +476,7 @@ class Indexer:
             if not page:
                 break
             after = page[-1].id
-            vectors = self.store.cached_vectors([c.hash for c in page], fingerprint)
+            vectors = self.store.vectors.cached([c.hash for c in page], fingerprint)
             report.cache_hits += sum(1 for c in page if c.hash in vectors)
             missing: dict[str, tuple[str, str]] = {}
             for chunk in page:
@@ -494,7 +494,7 @@ class Indexer:
                 # a page of a slow model takes minutes: show progress within it, in chunks of the page
                 self.progress("embed", done + len(page) * (step + len(part)) // len(keys), total)
             with self.store.transaction():
-                self.store.store_vectors(
+                self.store.vectors.write(
                     [(c.id, c.hash, vectors[c.hash]) for c in page], fingerprint, cache=True
                 )
             done += len(page)
@@ -505,13 +505,13 @@ class Indexer:
         give it its bits the first time it holds more than ``COMPACT_ABOVE``."""
         from cmem_index.retrieve import COMPACT_ABOVE
 
-        model = self.store.vectors_model()
+        model = self.store.vectors.model()
         if model is None:
             return
-        count = self.store.count_vectors(model[0])
-        if count > COMPACT_ABOVE and self.store.bits_center() is None:
+        count = self.store.vectors.count_of(model[0])
+        if count > COMPACT_ABOVE and self.store.vectors.bits_center() is None:
             self.progress("compact", 0, 0)
-            self.store.build_bits(model[0])
+            self.store.vectors.build_bits(model[0])
         with self.store.transaction():
             self.store.settings.set("vector_count", str(count))
 
@@ -574,7 +574,7 @@ def rebuild(
     try:
         fresh = IndexStore.open(temp)
         try:
-            _seed_cache(fresh, index_path)
+            fresh.vectors.seed_cache(index_path)
             report = Indexer(fresh, collections, embedder, note=note, progress=progress).run(full=True)
             fresh.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             _swap_in(fresh, index_path)
@@ -583,24 +583,6 @@ def rebuild(
     finally:
         remove_database_files(temp)
     return report
-
-
-def _seed_cache(fresh: IndexStore, old_path: Path) -> None:
-    if not old_path.exists():
-        return
-    try:
-        fresh.conn.execute("ATTACH DATABASE ? AS old", (str(old_path),))
-    except Exception:  # noqa: BLE001 - an unreadable old index: nothing to carry over
-        return
-    try:
-        with fresh.transaction():
-            fresh.conn.execute(
-                "INSERT OR IGNORE INTO main.embed_cache SELECT hash, model, vector FROM old.embed_cache"
-            )
-    except Exception:  # noqa: BLE001 - a damaged or foreign old index: start with an empty cache
-        pass
-    finally:
-        fresh.conn.execute("DETACH DATABASE old")
 
 
 def _swap_in(fresh: IndexStore, index_path: Path) -> None:

@@ -233,7 +233,7 @@ def vector(store: IndexStore, query_vector: bytes, filters: DocFilters, limit: i
 
     Exact (every float32 vector compared) until the index holds more than ``COMPACT_ABOVE`` vectors; past
     that, the nearest by one bit per dimension, re-ranked exactly (see :func:`compact_nearest`)."""
-    if limit <= 0 or not store.has_vectors_table():
+    if limit <= 0 or not store.vectors.has_table():
         return []
     k = min(MAX_K, max(limit * 4, 50))
     if uses_compact_vectors(store):
@@ -248,7 +248,7 @@ def vector(store: IndexStore, query_vector: bytes, filters: DocFilters, limit: i
 
 
 def uses_compact_vectors(store: IndexStore) -> bool:
-    return store.vector_count() > COMPACT_ABOVE and store.bits_center() is not None
+    return store.vectors.count() > COMPACT_ABOVE and store.vectors.bits_center() is not None
 
 
 def exact_nearest(
@@ -274,7 +274,9 @@ def compact_nearest(
     signs, then those re-ranked by their exact cosine (float32, as the exact search computes it)."""
     head = max(k, COMPACT_HEAD)
     where, params = filters.sql("d")
-    bits = store.scalar("SELECT vec_quantize_binary(vec_sub(?, ?))", [query_vector, store.bits_center()])
+    bits = store.scalar(
+        "SELECT vec_quantize_binary(vec_sub(?, ?))", [query_vector, store.vectors.bits_center()]
+    )
     within = ""
     if filters.active:
         within = (
@@ -319,7 +321,7 @@ def exact_distances(
 def cosines(store: IndexStore, query_vector: bytes, chunk_ids: Sequence[int]) -> dict[int, float]:
     """These chunks' cosines to ``query_vector`` (as sqlite-vec computes them for a search, by rowid: one
     lookup each, as vec0 reads its whole table for ``rowid IN``)."""
-    if not chunk_ids or not store.has_vectors_table():
+    if not chunk_ids or not store.vectors.has_table():
         return {}
     out: dict[int, float] = {}
     for chunk_id in dict.fromkeys(chunk_ids):

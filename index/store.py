@@ -12,13 +12,12 @@ file. Vectors of two models are never mixed: ``chunk_vectors`` holds vectors of 
 
 import contextlib
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cmem_cli.core import bm25
-from cmem_cli.core.batches import batches
 from cmem_cli.core.errors import DatabaseCorrupt, StorageError
 from cmem_cli.core.migrations import Migrations
 
@@ -27,6 +26,7 @@ if TYPE_CHECKING:
     from cmem_index.repositories.documents import Documents
     from cmem_index.repositories.folders import Folders
     from cmem_index.repositories.settings import Settings
+    from cmem_index.repositories.vectors import Vectors
 
 WRITE_BUSY_MS = 30_000
 READ_BUSY_MS = 250
@@ -95,9 +95,6 @@ CREATE TABLE IF NOT EXISTS embed_cache(
     PRIMARY KEY(hash, model)
 ) WITHOUT ROWID;
 """
-
-# A float32 vector as bits: the signs of the vector less the centre (the second parameter)
-_QUANTIZED = "vec_quantize_binary(vec_sub(?, ?))"
 
 # The index is derived data, so a later migration may simply drop everything and let `cmem index` rebuild.
 INDEX_MIGRATIONS = Migrations("index")
@@ -197,7 +194,6 @@ class IndexStore:
     def __init__(self, conn: Any, path: Path):
         self.conn = conn
         self.path = path
-        self._bits: bytes | None = None  # bits_center, read once per connection (b"": no chunk_bits)
         self._terms: dict[tuple[str, ...], bm25.QueryTerms] = {}  # of the queries since _terms_as_of
         self._terms_as_of: tuple[int, int] | None = None
         self._machines: bool | None = None
@@ -270,6 +266,13 @@ class IndexStore:
         return Folders(self)
 
     @cached_property
+    def vectors(self) -> "Vectors":
+        """One model's vectors, their bits and the embedding cache (:mod:`cmem_index.repositories.vectors`)."""
+        from cmem_index.repositories.vectors import Vectors
+
+        return Vectors(self)
+
+    @cached_property
     def chunks(self) -> "Chunks":
         """Each document's pieces, their keyword index and who embedded them
         (:mod:`cmem_index.repositories.chunks`)."""
@@ -316,134 +319,6 @@ class IndexStore:
             self.settings.delete(MACHINES_UNREAD)
         self._machines = True
 
-    # -- vectors -----------------------------------------------------------------------------------
-    def has_vectors_table(self) -> bool:
-        return bool(
-            self.conn.execute(
-                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'chunk_vectors'"
-            ).fetchone()
-        )
-
-    def vectors_model(self) -> tuple[str, int] | None:
-        """(fingerprint, dimension) of the vectors in ``chunk_vectors``, or None when there are none."""
-        model, dim = self.settings.get("vectors_model"), self.settings.get("vectors_dim")
-        if not model or not dim or not self.has_vectors_table():
-            return None
-        return model, int(dim)
-
-    def use_model(self, fingerprint: str, dim: int) -> bool:
-        """Make ``chunk_vectors`` hold this model's vectors; True when the previous ones were discarded.
-
-        Never mixes models: on a change the table is recreated empty and every chunk is pending again.
-        """
-        if self.vectors_model() == (fingerprint, dim):
-            return False
-        with self.transaction():
-            self.conn.execute("DROP TABLE IF EXISTS chunk_vectors")
-            self.conn.execute("DROP TABLE IF EXISTS chunk_bits")
-            self.conn.execute("DELETE FROM settings WHERE key IN ('bits_center', 'vector_count')")
-            self.conn.execute(
-                f"CREATE VIRTUAL TABLE chunk_vectors USING vec0(embedding float[{int(dim)}] distance_metric=cosine)"
-            )
-            self.conn.execute("UPDATE chunks SET embedded_with = NULL WHERE embedded_with IS NOT NULL")
-            self.settings.set("vectors_model", fingerprint)
-            self.settings.set("vectors_dim", str(int(dim)))
-        self._bits = None
-        return True
-
-    def cached_vectors(self, hashes: Sequence[str], fingerprint: str) -> dict[str, bytes]:
-        found: dict[str, bytes] = {}
-        unique = list(dict.fromkeys(hashes))
-        for part, marks in batches(unique):
-            for h, blob in self.conn.execute(
-                f"SELECT hash, vector FROM embed_cache WHERE model = ? AND hash IN ({marks})",
-                (fingerprint, *part),
-            ):
-                found[h] = blob
-        return found
-
-    def store_vectors(
-        self, items: Sequence[tuple[int, str, bytes]], fingerprint: str, *, cache: bool
-    ) -> None:
-        """Write (chunk id, chunk hash, float32 vector) rows; call inside a transaction."""
-        chunk_ids = [(i,) for i, _, _ in items]
-        self.conn.executemany("DELETE FROM chunk_vectors WHERE rowid = ?", chunk_ids)
-        self.conn.executemany(
-            "INSERT INTO chunk_vectors(rowid, embedding) VALUES (?, ?)", [(i, blob) for i, _, blob in items]
-        )
-        center = self.bits_center()
-        if center is not None:
-            self.conn.executemany("DELETE FROM chunk_bits WHERE rowid = ?", chunk_ids)
-            self.conn.executemany(
-                f"INSERT INTO chunk_bits(rowid, embedding) VALUES (?, {_QUANTIZED})",
-                [(i, blob, center) for i, _, blob in items],
-            )
-        self.conn.executemany(
-            "UPDATE chunks SET embedded_with = ? WHERE id = ?", [(fingerprint, i) for i, _, _ in items]
-        )
-        if cache:
-            self.conn.executemany(
-                "INSERT OR IGNORE INTO embed_cache(hash, model, vector) VALUES (?, ?, ?)",
-                [(h, fingerprint, blob) for _, h, blob in items],
-            )
-
-    # -- compact vectors ---------------------------------------------------------------------------
-    # Above COMPACT_ABOVE vectors a search first ranks one bit per dimension (the sign of the vector less
-    # the mean of the model's vectors: 48 bytes for 384 dimensions, against 1,536 for float32), then
-    # re-ranks the head exactly with the float32 vectors (cmem_index.retrieve.vector). Below it, and in
-    # every index that never grew past it, ``chunk_bits`` does not exist and search is exact.
-    def bits_center(self) -> bytes | None:
-        """The vector subtracted before taking signs, when ``chunk_bits`` exists (None: it does not)."""
-        if self._bits is None:
-            value = self.settings.get("bits_center") if self._plain_bits() else None
-            self._bits = bytes.fromhex(value) if value else b""
-        return self._bits or None
-
-    def _plain_bits(self) -> bool:
-        """Whether ``chunk_bits`` exists as a plain table. Before, it was a sqlite-vec ``bit[]`` table, whose
-        search costs grow with the head it is asked for (400 of 220,000: 0.11 s, against 0.03 s for a plain
-        scan ranked by ``vec_distance_hamming``); such an index is searched exactly until the next
-        `cmem index` builds the bits again."""
-        row = self.conn.execute("SELECT sql FROM sqlite_master WHERE name = 'chunk_bits'").fetchone()
-        return row is not None and not str(row[0]).upper().startswith("CREATE VIRTUAL")
-
-    def vector_count(self) -> int:
-        """How many vectors the last update pass left (a setting: counting a million rows per search would
-        cost more than the search)."""
-        return int(self.settings.get("vector_count") or 0)
-
-    def count_vectors(self, fingerprint: str) -> int:
-        return int(self.scalar("SELECT count(*) FROM chunks WHERE embedded_with = ?", (fingerprint,)) or 0)
-
-    def build_bits(self, fingerprint: str, sample: int = 20_000) -> None:
-        """Create ``chunk_bits`` from every stored vector, centred on the mean of up to ``sample`` of them
-        (from the cache: a scan of ``chunk_vectors`` by rowid would read all of it)."""
-        from array import array
-
-        dim = int(self.settings.get("vectors_dim") or 0)
-        if dim <= 0 or dim % 8:
-            return  # bits come in bytes: such a model is always searched exactly
-        total = array("d", bytes(8 * dim))
-        count = 0
-        for (blob,) in self.conn.execute(
-            "SELECT vector FROM embed_cache WHERE model = ? LIMIT ?", (fingerprint, sample)
-        ):
-            vector = array("f", blob)
-            for i in range(dim):
-                total[i] += vector[i]
-            count += 1
-        center = array("f", (x / max(count, 1) for x in total)).tobytes()
-        with self.transaction():
-            self.conn.execute("DROP TABLE IF EXISTS chunk_bits")
-            self.conn.execute("CREATE TABLE chunk_bits(id INTEGER PRIMARY KEY, embedding BLOB NOT NULL)")
-            self.conn.execute(
-                f"INSERT INTO chunk_bits(rowid, embedding) SELECT rowid, {_QUANTIZED.replace('?', 'embedding', 1)} "
-                "FROM chunk_vectors",
-                (center,),
-            )
-            self.settings.set("bits_center", center.hex())
-        self._bits = center
-
     def query_terms(self, tokens: Sequence[str]) -> bm25.QueryTerms:
         """The query's terms in the chunks' full-text index, read once for every stage of a search (counting
         a common term's chunks walks its postings) for as long as nothing commits."""
@@ -456,25 +331,11 @@ class IndexStore:
             self._terms[key] = bm25.query_terms(self.conn, "chunks_fts", FTS_TOKENIZER, tokens)
         return self._terms[key]
 
-    def prune_cache(self, hashes: Iterable[str] | None = None) -> int:
-        """Forget cached vectors of chunks that no longer exist (any model): of these chunk hashes (those an
-        update pass deleted: work in proportion to the change), or of all (a full rebuild)."""
-        with self.transaction():
-            if hashes is None:
-                self.conn.execute("DELETE FROM embed_cache WHERE hash NOT IN (SELECT hash FROM chunks)")
-                return int(self.conn.changes())
-            before = int(self.conn.total_changes())
-            self.conn.executemany(
-                "DELETE FROM embed_cache WHERE hash = ?1 AND NOT EXISTS (SELECT 1 FROM chunks WHERE hash = ?1)",
-                [(h,) for h in hashes],
-            )
-            return int(self.conn.total_changes() - before)
-
     # -- status ------------------------------------------------------------------------------------
     def stats(self) -> dict[str, Any]:
         """What `cmem index status` shows of the file: counts, the vectors' model, the last pass."""
         per_collection = self.documents.per_collection()
-        model = self.vectors_model()
+        model = self.vectors.model()
         vectors = self.chunks.count_embedded()
         return {
             "documents": self.documents.count(),
@@ -482,7 +343,7 @@ class IndexStore:
             "vectors": vectors,
             "vectors_model": model[0] if model else None,
             "vectors_dim": model[1] if model else None,
-            "cached_vectors": int(self.scalar("SELECT count(*) FROM embed_cache") or 0),
+            "cached_vectors": self.vectors.cached_count(),
             "chunker": self.settings.get("chunker"),
             "stale_documents": self.documents.count_stale(self.settings.get("chunker")),
             "collections": per_collection,

@@ -91,8 +91,8 @@ def test_a_head_as_large_as_the_index_gives_exactly_the_exact_ranking(config, mo
 def test_search_uses_bits_past_the_limit_and_exact_vectors_below_it(config, monkeypatch):
     store = IndexStore.open(config.index_path, readonly=True)
     try:
-        assert store.vector_count() == len(_documents())
-        assert store.bits_center() is not None
+        assert store.vectors.count() == len(_documents())
+        assert store.vectors.bits_center() is not None
     finally:
         store.close()
     monkeypatch.setattr(retrieve, "COMPACT_HEAD", 12)
@@ -117,7 +117,7 @@ def test_incremental_indexing_keeps_the_bits_in_step(config, minilm_gguf, monkey
         bits = [r[0] for r in store.rows("SELECT rowid FROM chunk_bits")]
         chunks = [r[0] for r in store.rows("SELECT id FROM chunks WHERE embedded_with IS NOT NULL")]
         assert sorted(bits) == sorted(chunks) and vectors == len(_documents())
-        assert store.vector_count() == vectors
+        assert store.vectors.count() == vectors
     finally:
         store.close()
     monkeypatch.setattr(retrieve, "COMPACT_HEAD", 12)
@@ -146,7 +146,7 @@ def test_bits_kept_by_sqlite_vec_before_are_searched_exactly_and_built_again_by_
     store = IndexStore.open(config.index_path, readonly=True)
     try:
         assert retrieve.uses_compact_vectors(store)
-        assert store.scalar("SELECT count(*) FROM chunk_bits") == store.vector_count()
+        assert store.scalar("SELECT count(*) FROM chunk_bits") == store.vectors.count()
     finally:
         store.close()
     monkeypatch.setattr(retrieve, "COMPACT_HEAD", 12)

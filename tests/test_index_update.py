@@ -121,7 +121,7 @@ def test_a_new_model_never_mixes_vectors_and_switching_back_reuses_the_cache(con
     model_a, model_b = CountingEmbedder("model-a"), CountingEmbedder("model-b", dim=16)
     run_pass(config, model_a)
     store = IndexStore.open(config.index_path)
-    assert store.vectors_model() == ("model-a", 32)
+    assert store.vectors.model() == ("model-a", 32)
     store.close()
 
     report = run_pass(config, model_b)
@@ -129,7 +129,7 @@ def test_a_new_model_never_mixes_vectors_and_switching_back_reuses_the_cache(con
     assert count(config, "SELECT count(*) FROM chunks WHERE embedded_with != 'model-b'") == 0
     assert count(config, "SELECT count(*) FROM chunk_vectors") == 3
     store = IndexStore.open(config.index_path)
-    assert store.vectors_model() == ("model-b", 16)
+    assert store.vectors.model() == ("model-b", 16)
     store.close()
 
     model_a.embedded.clear()

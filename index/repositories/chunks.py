@@ -64,9 +64,9 @@ class Chunks(Repository):
         self.dropped_hashes.update(r[1] for r in rows)
         marks = ",".join("?" * len(ids))
         self.conn.execute(f"DELETE FROM chunks_fts WHERE rowid IN ({marks})", ids)
-        if self._store.has_vectors_table():  # one rowid at a time: vec0 reads its whole table for `rowid IN`
+        if self._store.vectors.has_table():  # one rowid at a time: vec0 reads its whole table for `rowid IN`
             self.conn.executemany("DELETE FROM chunk_vectors WHERE rowid = ?", [(i,) for i in ids])
-        if self._store.bits_center() is not None:
+        if self._store.vectors.bits_center() is not None:
             self.conn.executemany("DELETE FROM chunk_bits WHERE rowid = ?", [(i,) for i in ids])
         self.conn.execute("DELETE FROM chunks WHERE doc_id = ?", (doc_id,))
 
