@@ -17,7 +17,6 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cmem_cli.core import bm25
 from cmem_cli.core.errors import DatabaseCorrupt, StorageError
 from cmem_cli.core.migrations import Migrations
 
@@ -25,6 +24,7 @@ if TYPE_CHECKING:
     from cmem_index.repositories.chunks import Chunks
     from cmem_index.repositories.documents import Documents
     from cmem_index.repositories.folders import Folders
+    from cmem_index.repositories.retrieval import Retrieval
     from cmem_index.repositories.settings import Settings
     from cmem_index.repositories.vectors import Vectors
 
@@ -194,8 +194,6 @@ class IndexStore:
     def __init__(self, conn: Any, path: Path):
         self.conn = conn
         self.path = path
-        self._terms: dict[tuple[str, ...], bm25.QueryTerms] = {}  # of the queries since _terms_as_of
-        self._terms_as_of: tuple[int, int] | None = None
         self._machines: bool | None = None
 
     # -- opening -----------------------------------------------------------------------------------
@@ -280,6 +278,14 @@ class IndexStore:
 
         return Chunks(self)
 
+    @cached_property
+    def retrieval(self) -> "Retrieval":
+        """What a search reads: the rankings, the query's terms, the hits' documents and chunks
+        (:mod:`cmem_index.repositories.retrieval`)."""
+        from cmem_index.repositories.retrieval import Retrieval
+
+        return Retrieval(self)
+
     def _migrate(self) -> None:
         if INDEX_MIGRATIONS.pending(self.conn):
             with self.transaction():
@@ -318,18 +324,6 @@ class IndexStore:
         with self.transaction():
             self.settings.delete(MACHINES_UNREAD)
         self._machines = True
-
-    def query_terms(self, tokens: Sequence[str]) -> bm25.QueryTerms:
-        """The query's terms in the chunks' full-text index, read once for every stage of a search (counting
-        a common term's chunks walks its postings) for as long as nothing commits."""
-        as_of = (int(self.scalar("PRAGMA data_version")), self.conn.total_changes())
-        if as_of != self._terms_as_of:
-            self._terms.clear()
-            self._terms_as_of = as_of
-        key = tuple(tokens)
-        if key not in self._terms:
-            self._terms[key] = bm25.query_terms(self.conn, "chunks_fts", FTS_TOKENIZER, tokens)
-        return self._terms[key]
 
     # -- status ------------------------------------------------------------------------------------
     def stats(self) -> dict[str, Any]:
