@@ -576,7 +576,7 @@ def rebuild(
         try:
             fresh.vectors.seed_cache(index_path)
             report = Indexer(fresh, collections, embedder, note=note, progress=progress).run(full=True)
-            fresh.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            fresh.checkpoint()
             _swap_in(fresh, index_path)
         finally:
             fresh.close()
@@ -598,9 +598,7 @@ def _swap_in(fresh: IndexStore, index_path: Path) -> None:
         remove_database_files(index_path)
         live = IndexStore.open(index_path)
     try:
-        with live.conn.backup("main", fresh.conn, "main") as backup:
-            while not backup.done:
-                backup.step(-1)
+        live.replace_with(fresh)
     finally:
         live.close()
 

@@ -12,7 +12,7 @@ file. Vectors of two models are never mixed: ``chunk_vectors`` holds vectors of 
 
 import contextlib
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -302,14 +302,17 @@ class IndexStore:
         with translated(self.path), immediate_transaction(self.conn):
             yield self
 
-    def rows(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[tuple[Any, ...]]:
+    def checkpoint(self) -> None:
+        """Write the whole WAL into the database file and empty it (a rebuilt index before it is copied)."""
         with translated(self.path):
-            return list(self.conn.execute(sql, params).fetchall())
+            self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
-    def scalar(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Any:
-        with translated(self.path):
-            row = self.conn.execute(sql, params).fetchone()
-        return row[0] if row else None
+    def replace_with(self, other: "IndexStore") -> None:
+        """Copy ``other`` over this database in one SQLite transaction: a reader sees the old index or the
+        new one, never a mix."""
+        with self.conn.backup("main", other.conn, "main") as backup:
+            while not backup.done:
+                backup.step(-1)
 
     @property
     def keeps_machines(self) -> bool:
