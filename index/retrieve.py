@@ -14,7 +14,7 @@ from typing import Any
 
 from cmem_cli.core import bm25
 from cmem_cli.core.fts import fts_query, query_tokens
-from cmem_index.repositories.filters import DocFilters as DocFilters
+from cmem_index.repositories.retrieval import DocFilters as DocFilters
 from cmem_index.store import IndexStore
 
 # BM25 column weights: context (title, type, project, concepts), text, camelCase parts.

@@ -187,7 +187,7 @@ def test_the_index_reaches_each_repository_as_an_attribute(tmp_path: Path) -> No
             store.folders.ensure()
             store.settings.set("chunker", "v1")
         assert store.documents.location("ABC123") == ("notes", "a/retries.md")
-        assert store.documents.of_uids(["u-1", "u-2"]) == {"u-1": doc_id}
+        assert store.retrieval.documents_of_uids(["u-1", "u-2"]) == {"u-1": doc_id}
         assert list(store.folders.documents_in("notes", "a/")) == ["a/retries.md"]
         assert store.chunks.count() == 1 and store.stats()["stale_documents"] == 0
         assert store.retrieval.chunk_line_and_text(1) == (1, "Retries back off exponentially")

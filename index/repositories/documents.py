@@ -7,7 +7,6 @@ concepts and the files it cites."""
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from cmem_cli.core.batches import batches
 from cmem_index.repositories import Repository
 
 if TYPE_CHECKING:
@@ -144,16 +143,6 @@ class Documents(Repository):
         )
         self._store.chunks.insert(doc_id, chunks, keyword_context)
         return doc_id
-
-    def of_uids(self, uids: Sequence[str]) -> dict[str, int]:
-        """uid -> document id of the observations among ``uids`` that the index holds."""
-        found: dict[str, int] = {}
-        for part, marks in batches(list(dict.fromkeys(uids))):
-            for uid, doc_id in self.conn.execute(
-                f"SELECT uid, id FROM documents WHERE uid IN ({marks})", part
-            ):
-                found[uid] = doc_id
-        return found
 
     def location(self, docid: str) -> tuple[str, str] | None:
         """The collection and relative path of the document whose short id is ``docid``, or None."""
