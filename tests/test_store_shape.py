@@ -11,6 +11,7 @@ Read from the code, so that the split stays: no class of ``cmem_cli/store/``, ``
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -195,3 +196,16 @@ def test_the_index_reaches_each_repository_as_an_attribute(tmp_path: Path) -> No
         assert store.vectors.model() is None and store.settings.get("chunker") == "v1"
     finally:
         store.close()
+
+
+def test_the_architecture_lists_each_repository_of_the_index() -> None:
+    """docs/architecture.md's table of index.db's repositories names each module of index/repositories/."""
+    text = (REPO / "docs" / "architecture.md").read_text()
+    section = text.split("### index.db: a handle and its repositories", 1)[1].split("\n### ", 1)[0]
+    listed = {
+        module: attribute
+        for attribute, module in re.findall(r"^\| `store\.(\w+)` \| `(\w+\.py)` \|", section, re.M)
+    }
+    modules = {name for name in _index_repository_modules() if name != "__init__.py"}
+    assert set(listed) == modules
+    assert all(module == f"{attribute}.py" for module, attribute in listed.items())
