@@ -2,13 +2,15 @@
 
 It is derived data: deleting the file loses nothing but time. Every write is a short ``BEGIN IMMEDIATE``
 transaction in WAL mode, so searches (readers) never wait for the indexer and a crash leaves a consistent
-file. Vectors of two models are never mixed: ``chunk_vectors`` holds vectors of exactly one model fingerprint
-(the ``vectors_model`` setting); switching models empties it, and the embedding cache, keyed by
-(chunk hash, model fingerprint), brings vectors back without recomputing when a model returns.
+file. Vectors of two models are never mixed (:mod:`cmem_index.repositories.vectors`).
+
+``IndexStore`` is the handle: the schema and its migrations, opening, the connection, transactions. Each
+concern's SQL is a repository reached as one of its attributes, made on first use and kept:
+``store.settings``, ``store.documents``, ``store.chunks``, ``store.vectors``, ``store.folders`` and
+``store.retrieval`` (:mod:`cmem_index.repositories`).
 """
 
-# No ``from __future__ import annotations``: typing.NamedTuple compiles each field's annotation when it is a
-# string, in every process that imports this module (every search); here they are plain objects.
+from __future__ import annotations
 
 import contextlib
 import os
@@ -189,7 +191,7 @@ def _lay_out(path: Path) -> None:
 
 
 class IndexStore:
-    """One connection to an index database, with the queries the indexer, search and status need."""
+    """A handle on one index database: the connection, transactions, lifecycle, one repository per concern."""
 
     def __init__(self, conn: Any, path: Path):
         self.conn = conn
@@ -198,7 +200,7 @@ class IndexStore:
 
     # -- opening -----------------------------------------------------------------------------------
     @classmethod
-    def open(cls, path: Path, *, readonly: bool = False, busy_ms: int | None = None) -> "IndexStore":
+    def open(cls, path: Path, *, readonly: bool = False, busy_ms: int | None = None) -> IndexStore:
         """Open (creating and migrating unless ``readonly``); a missing file with ``readonly`` is NotFound."""
         apsw = _apsw()
         if readonly and not path.exists():
@@ -242,14 +244,14 @@ class IndexStore:
 
     # -- the repositories, each made (and its module loaded) when first asked for, then kept --------------
     @cached_property
-    def settings(self) -> "Settings":
+    def settings(self) -> Settings:
         """Small facts about the index as a whole (:mod:`cmem_index.repositories.settings`)."""
         from cmem_index.repositories.settings import Settings
 
         return Settings(self)
 
     @cached_property
-    def documents(self) -> "Documents":
+    def documents(self) -> Documents:
         """One row a file of a collection, with the fields a search filters on
         (:mod:`cmem_index.repositories.documents`)."""
         from cmem_index.repositories.documents import Documents
@@ -257,21 +259,21 @@ class IndexStore:
         return Documents(self)
 
     @cached_property
-    def folders(self) -> "Folders":
+    def folders(self) -> Folders:
         """Folders of cmem's own tree as a pass last listed them (:mod:`cmem_index.repositories.folders`)."""
         from cmem_index.repositories.folders import Folders
 
         return Folders(self)
 
     @cached_property
-    def vectors(self) -> "Vectors":
+    def vectors(self) -> Vectors:
         """One model's vectors, their bits and the embedding cache (:mod:`cmem_index.repositories.vectors`)."""
         from cmem_index.repositories.vectors import Vectors
 
         return Vectors(self)
 
     @cached_property
-    def chunks(self) -> "Chunks":
+    def chunks(self) -> Chunks:
         """Each document's pieces, their keyword index and who embedded them
         (:mod:`cmem_index.repositories.chunks`)."""
         from cmem_index.repositories.chunks import Chunks
@@ -279,7 +281,7 @@ class IndexStore:
         return Chunks(self)
 
     @cached_property
-    def retrieval(self) -> "Retrieval":
+    def retrieval(self) -> Retrieval:
         """What a search reads: the rankings, the query's terms, the hits' documents and chunks
         (:mod:`cmem_index.repositories.retrieval`)."""
         from cmem_index.repositories.retrieval import Retrieval
@@ -295,7 +297,7 @@ class IndexStore:
         self.conn.close()
 
     @contextlib.contextmanager
-    def transaction(self) -> Iterator["IndexStore"]:
+    def transaction(self) -> Iterator[IndexStore]:
         """A short write transaction that takes the write lock up front."""
         from cmem_cli.core.db import immediate_transaction
 
@@ -307,7 +309,7 @@ class IndexStore:
         with translated(self.path):
             self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
-    def replace_with(self, other: "IndexStore") -> None:
+    def replace_with(self, other: IndexStore) -> None:
         """Copy ``other`` over this database in one SQLite transaction: a reader sees the old index or the
         new one, never a mix."""
         with self.conn.backup("main", other.conn, "main") as backup:
