@@ -190,7 +190,7 @@ def file_recall(
 
 
 _DEFINED = re.compile(
-    r"\b(?:def|class|function|func|fn|struct|interface|type|CREATE TABLE(?: IF NOT EXISTS)?)\s+([A-Za-z_]\w{4,})"
+    r"\b(?:def|class|function|func|fn|struct|interface|type|(?i:create)\s+(?i:table)(?:\s+IF\s+NOT\s+EXISTS)?)\s+([A-Za-z_]\w{4,})"
 )
 _COMPOUND = re.compile(r"\b[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+\b|\b[a-z]+[A-Z][A-Za-z0-9]+\b")
 _WORDS = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
