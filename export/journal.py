@@ -90,6 +90,11 @@ class Journal:
         if self.fsync:
             os.fsync(self._fd)
 
+    def sync(self) -> None:
+        """Make the entries appended so far durable (a journal written without an fsync per append)."""
+        if self._fd is not None:
+            os.fsync(self._fd)
+
     def undo(self) -> None:
         """Put every written file back as it was (the transaction did not commit)."""
         undo_entries(self.root, self.entries)
