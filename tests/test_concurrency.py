@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -171,3 +173,34 @@ def test_a_hook_prompt_lands_while_a_bulk_import_gets_its_records_ready(sh, home
     export = home / "export"
     assert len(list(export.rglob("*.md"))) == 1501 and not (export / ".cmem-staging").exists()
 
+
+def test_a_hook_prompt_lands_between_the_pages_of_an_export_rebuild(sh, home, tmp_path, monkeypatch):
+    """`cmem export --rebuild` writes a page of memories per short transaction: a hook that comes between
+    two pages stores its prompt at once (it found the store locked for the whole rebuild before), and the
+    rebuild still rewrites every deleted file."""
+    from cmem_cli.services.writes import WriteService
+
+    project = tmp_path / "work" / "rebuild-app"
+    (project / ".git").mkdir(parents=True)
+    records = tmp_path / "records.json"
+    records.write_text(json.dumps([{"title": f"Kept {i}", "narrative": f"n {i}"} for i in range(1200)]))
+    assert sh("add", "--json", str(records), "--project", "rebuild-app").exit_code == 0
+    export = home / "export"
+    deleted = sorted(export.rglob("*.md"))[::3]
+    for path in deleted:
+        path.unlink()
+    real, entered, landed = WriteService.write_transaction, [], []
+
+    @contextlib.contextmanager
+    def write_transaction(self: WriteService, **kwargs: Any) -> Iterator[Any]:
+        entered.append(1)
+        if len(entered) == 4:  # adoption, the names, the first page: then the second page's turn
+            landed.append(_prompt_hook(home, project, "s-rebuild", "Rebuild the export"))
+        with real(self, **kwargs) as files:
+            yield files
+
+    monkeypatch.setattr(WriteService, "write_transaction", write_transaction)
+    rebuilt = sh("export", "--rebuild", "--json")
+    assert rebuilt.exit_code == 0 and rebuilt.json()["written"] == len(deleted)
+    assert landed == [(0, [("Rebuild the export",)])]
+    assert len(list(export.rglob("*.md"))) == 1200 and all(path.exists() for path in deleted)
