@@ -43,7 +43,8 @@ class StagedBatch:
 
     records: list[dict[str, Any]]
     values: list[dict[str, Any]]
-    files: list[tuple[str, str, str, tuple[int, int]]]  # (relpath, staged path, text hash, stat key)
+    # (relpath, its path in the tree, staged path, text hash, stat key)
+    files: list[tuple[str, Path, str, str, tuple[int, int]]]
     anchors: list[Anchor | None]
     blobs: dict[str, CachedBlob]
 
@@ -78,7 +79,7 @@ class Staging:
         store = self.store
         now = now_ms()
         made: list[dict[str, Any]] = []
-        files: list[tuple[str, str, str, tuple[int, int]]] = []
+        files: list[tuple[str, Path, str, str, tuple[int, int]]] = []
         anchors: list[Anchor | None] = []
         blobs: dict[str, CachedBlob] = {}
         for record in records:
@@ -96,7 +97,8 @@ class Staging:
             text = markdown.render_observation(row, [], self.anchor_front(0, anchor))
             row["tokens"] = estimate_tokens(text)  # what `cmem get` prints for it
             made.append(row)
-            files.append((row["path"], *self._write(text)))
+            target = layout.resolve_inside(self.root, row["path"])  # refused here, not under the lock
+            files.append((row["path"], target, *self._write(text)))
             anchors.append(anchor)
         return StagedBatch(made, store.observations.new_values(made), files, anchors, blobs)
 

@@ -102,26 +102,31 @@ class FileTransaction:
             raise StorageError(f"cannot write {path}: {exc.strerror}") from None
         self.store.export_files.record_many(recorded)
 
-    def place_many(self, items: list[tuple[str, str, str, tuple[int, int]]]) -> None:
+    def place_many(self, items: list[tuple[str, Path, str, str, tuple[int, int]]]) -> None:
         """Move files written and flushed before the transaction (:mod:`cmem_cli.services.bulk_stage`)
-        into place: (relative path, staged path, text hash, stat key). Journalled in one append, each
-        renamed over its path (a rename keeps the stat key), hashes recorded in the caller's transaction."""
+        into place: (relative path, its path in the tree, staged path, text hash, stat key), the paths
+        checked when staged. Journalled in one append, each renamed over its path (a rename keeps the stat
+        key), hashes recorded in the caller's transaction."""
         path = self.root
         try:
-            targets = [
-                (relpath, layout.resolve_inside(self.root, relpath), staged) for relpath, staged, *_ in items
-            ]
-            self.journal.before_writes([(relpath, path) for relpath, path, _ in targets])
-            for relpath, path, staged in targets:
-                if path.parent not in self._dirs:
-                    atomic.ensure_dir(path.parent, self.root)
-                    self._dirs.add(path.parent)
-                os.replace(staged, path)
+            self.journal.before_writes([(relpath, target) for relpath, target, *_ in items])
+            folders: dict[str, Path] = {}  # by relative folder: a few, however many files
+            for relpath, target, *_ in items:
+                folders.setdefault(relpath.rpartition("/")[0], target.parent)
+            for path in folders.values():
+                if path not in self._dirs:
+                    atomic.ensure_dir(path, self.root)
+                    self._dirs.add(path)
+                self._placed_in.add(path)
+            for relpath, target, staged, _, _ in items:
+                path = target
+                os.replace(staged, target)
                 self.written.add(relpath)
-                self._placed_in.add(path.parent)
         except OSError as exc:
             raise StorageError(f"cannot write {path}: {exc.strerror}") from None
-        self.store.export_files.record_many([(relpath, hashed, stat) for relpath, _, hashed, stat in items])
+        self.store.export_files.record_many(
+            [(relpath, hashed, stat) for relpath, _, _, hashed, stat in items]
+        )
 
     def flush(self) -> None:
         """Before the commit: files written without an fsync go to disk (all at once), and the renames of
