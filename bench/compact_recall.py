@@ -30,7 +30,7 @@ def build_index(path: Path, vectors: object) -> object:
 
     store = IndexStore.open(path)
     vectors = np.asarray(vectors, dtype=np.float32)
-    store.use_model(FINGERPRINT, vectors.shape[1])
+    store.vectors.use_model(FINGERPRINT, vectors.shape[1])
     with store.transaction():
         store.conn.executemany(
             "INSERT INTO documents(id, collection, path, docid, size, mtime_ns, hash, chunked_with, title, "
@@ -43,14 +43,14 @@ def build_index(path: Path, vectors: object) -> object:
         )
         for start in range(0, len(vectors), 5_000):
             part = vectors[start : start + 5_000]
-            store.store_vectors(
+            store.vectors.write(
                 [(start + i + 1, f"h{start + i}", part[i].tobytes()) for i in range(len(part))],
                 FINGERPRINT,
                 cache=True,
             )
-    store.build_bits(FINGERPRINT)
+    store.vectors.build_bits(FINGERPRINT)
     with store.transaction():
-        store.set_setting("vector_count", str(len(vectors)))
+        store.settings.set("vector_count", str(len(vectors)))
     return store
 
 

@@ -91,10 +91,10 @@ def main() -> None:
         rows["e2e"].append(timed(indexer.run))
         items = [
             indexer_module.embedding_input(title, context, text)
-            for title, context, text in store.rows(
+            for title, context, text in store.conn.execute(
                 "SELECT d.title, d.context, c.text FROM chunks c JOIN documents d ON d.id = c.doc_id "
                 "ORDER BY c.id"
-            )
+            ).fetchall()
         ]
         store.close()
         rows["raw"].append(timed(lambda pairs=items: embed_in_pages(pairs)))

@@ -207,7 +207,9 @@ class Run:
             return []
         rows = [line.split("\t") for line in path.read_text().splitlines() if line.count("\t") >= 5]
         rows.sort(key=lambda r: -float(r[0]))
-        return [f"{r[0]:>6} ms  {r[1]}  {r[4]:<14} {r[5]}" for r in rows[:n]]
+        # the CPU the process spent in the hold (its last field, when the log has it): a loaded machine
+        # stretches the wall time, not the work
+        return [f"{r[0]:>6} ms ({r[6] if len(r) > 6 else '-'})  {r[1]}  {r[4]:<14} {r[5]}" for r in rows[:n]]
 
     def holds_over(self, ms: float) -> int:
         path = Path(self.env["CMEM_LOCK_LOG"])

@@ -268,7 +268,7 @@ def _last_run(home: Path) -> dict[str, Any]:
 
     store = IndexStore.open(home / "index.db", readonly=True)
     try:
-        return store.json_setting("last_run") or {}
+        return store.settings.get_json("last_run") or {}
     finally:
         store.close()
 

@@ -48,7 +48,7 @@ def vector_lists(name: str, work: Path, model: str, points: list[tuple[float, fl
     if embedder is None:
         raise SystemExit(f"{name}: {why}")
     store = IndexStore.open(config.index_path, readonly=True)
-    uid_of = dict(store.rows("SELECT id, uid FROM documents"))
+    uid_of = dict(store.conn.execute("SELECT id, uid FROM documents").fetchall())
     cache: dict[tuple[str, str], list[tuple[str, float]]] = {}
     out: dict[Any, Any] = {}
     try:

@@ -97,6 +97,34 @@ def atomic_write_bytes(
     return (info.st_size, info.st_mtime_ns)
 
 
+def write_new(path: str, data: bytes) -> tuple[int, int]:
+    """Create ``path`` (it must not exist; mode 0600) holding ``data``, not synced; returns its ``stat_key``.
+    For files staged where no reader looks, renamed into place later (a bulk import's staging folder)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags, FILE_MODE)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        info = os.fstat(fd)
+    finally:
+        os.close(fd)
+    return (info.st_size, info.st_mtime_ns)
+
+
+def sync_dir(path: Path) -> None:
+    """Make the names in folder ``path`` durable (the renames into it), where the platform allows."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        with contextlib.suppress(OSError):
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def _current_umask() -> int:
     mask = os.umask(0o077)
     os.umask(mask)

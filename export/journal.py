@@ -56,10 +56,7 @@ class Journal:
         for relpath, path in items:
             if relpath in self._seen:
                 continue
-            try:
-                prev: str | None = path.read_bytes().decode("utf-8", "surrogateescape")
-            except FileNotFoundError:
-                prev = None
+            prev = _text_of(path)
             self._seen.add(relpath)
             entries.append(Entry(relpath, prev))
         self._append_all(entries)
@@ -90,6 +87,11 @@ class Journal:
         if self.fsync:
             os.fsync(self._fd)
 
+    def sync(self) -> None:
+        """Make the entries appended so far durable (a journal written without an fsync per append)."""
+        if self._fd is not None:
+            os.fsync(self._fd)
+
     def undo(self) -> None:
         """Put every written file back as it was (the transaction did not commit)."""
         undo_entries(self.root, self.entries)
@@ -102,6 +104,17 @@ class Journal:
         if self.file is not None:
             with contextlib.suppress(FileNotFoundError):
                 self.file.unlink()
+
+
+def _text_of(path: Path) -> str | None:
+    """The file's text as it is (None: absent); no file object is made for a file that is not there (a
+    bulk import journals thousands of new names under the store's write lock)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        return None
+    with os.fdopen(fd, "rb") as fh:
+        return fh.read().decode("utf-8", "surrogateescape")
 
 
 def undo_entries(root: Path, entries: list[Entry], *, keep: Set[str] = frozenset()) -> list[str]:

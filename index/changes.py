@@ -27,11 +27,11 @@ def changes_since_last_run(store: Any | None, collections: Sequence[Collection])
 
 
 def _compared(store: Any | None, collection: Collection) -> Iterable[tuple[str, FileStat | None, Any]]:
-    if store is not None and collection.builtin and store.has_table("folders"):
-        known = store.folder_times(collection.name)
+    if store is not None and collection.builtin and store.folders.exist():
+        known = store.folders.times(collection.name)
         if known:
             from cmem_index.folders import FolderWalk
 
             return FolderWalk(store, collection.name, str(collection.root), collection.mask, known).changes()
-    indexed = store.iter_documents(collection.name) if store is not None else ()
+    indexed = store.documents.iterate(collection.name) if store is not None else ()
     return merge_sorted(walk(collection.root, collection.mask), indexed)

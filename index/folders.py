@@ -22,8 +22,9 @@ import stat as stat_module
 import time
 from collections.abc import Iterator
 
+from cmem_index.repositories.documents import StoredDocument
 from cmem_index.scan import FileStat, compile_mask, is_ignored_name, list_folder
-from cmem_index.store import IndexStore, StoredDocument
+from cmem_index.store import IndexStore
 
 RACY_NS = 1_000_000_000  # a folder modified this recently when listed is listed again by the next pass
 UNTRUSTED = -1  # a folder's recorded mtime that never matches: list it next time
@@ -49,7 +50,7 @@ class FolderWalk:
         self.matches = compile_mask(mask)
         self.real_root = os.path.realpath(root)
         self.skipped = skipped
-        self.known = known  # store.folder_times(collection): every folder the index holds files of
+        self.known = known  # store.folders.times(collection): every folder the index holds files of
         self.children: dict[str, list[str]] = {}
         for folder in known:
             if folder:
@@ -84,7 +85,7 @@ class FolderWalk:
         files, subfolders = list_folder(path, folder, self.matches, self.real_root, self.skipped)
         self.files += len(files)
         self.listed[folder] = mtime if time.time_ns() - mtime > RACY_NS else UNTRUSTED
-        stored = self.store.documents_in_folder(self.collection, folder)
+        stored = self.store.folders.documents_in(self.collection, folder)
         for relpath, stat in files:
             yield relpath, stat, stored.pop(relpath, None)
         for relpath, entry in stored.items():
@@ -99,7 +100,7 @@ class FolderWalk:
     def _gone(self, folder: str) -> Iterator[Change]:
         self.gone.append(folder)
         self.listed.pop(folder, None)
-        for relpath, entry in self.store.documents_below(self.collection, folder).items():
+        for relpath, entry in self.store.folders.documents_below(self.collection, folder).items():
             yield relpath, None, entry
 
     def record(self) -> None:
@@ -109,7 +110,7 @@ class FolderWalk:
         if not changed and not self.gone:
             return
         with self.store.transaction():
-            self.store.set_folder_times(self.collection, changed, self.gone)
+            self.store.folders.set_times(self.collection, changed, self.gone)
 
 
 def _parent(folder: str) -> str:

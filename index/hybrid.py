@@ -14,7 +14,6 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from cmem_cli.core.background import Background
-from cmem_cli.core.batches import batches
 from cmem_cli.core.config import Config
 from cmem_cli.core.errors import CmemError, ModelError, UsageError
 from cmem_cli.core.fields import MODES
@@ -543,9 +542,7 @@ def _whole_query_cosines(
 
 def _has_vectors(store: IndexStore) -> bool:
     try:
-        return store.vectors_model() is not None and bool(
-            store.scalar("SELECT 1 FROM chunks WHERE embedded_with IS NOT NULL LIMIT 1")
-        )
+        return store.vectors.model() is not None and store.retrieval.any_embedded()
     except CmemError:
         return False
 
@@ -566,7 +563,7 @@ def _usable_embedder(
             raise ModelError(why or "no embedding model")
         notes.append(f"keyword only: {why}")
         return None
-    stored = store.vectors_model() if store is not None else None
+    stored = store.vectors.model() if store is not None else None
     if stored is None or stored[0] != embedder.fingerprint:
         message = "the index has no vectors for the configured model yet; run `cmem index`"
         if required:
@@ -666,18 +663,7 @@ def doc_key(info: Mapping[str, Any]) -> str:
 
 
 def _doc_meta(store: IndexStore, doc_ids: Sequence[int]) -> dict[int, dict[str, Any]]:
-    out: dict[int, dict[str, Any]] = {}
-    ids = list(dict.fromkeys(doc_ids))
-    for part, marks in batches(ids):
-        for row in store.rows(
-            f"""SELECT id, collection, path, docid, title, kind, uid, obs_id, project, type, created_at
-                FROM documents WHERE id IN ({marks})""",
-            part,
-        ):
-            names = ("id", "collection", "path", "docid", "title", "kind", "uid", "obs_id", "project", "type",
-                     "created_at")  # fmt: skip
-            out[row[0]] = dict(zip(names, row, strict=True))
-    return out
+    return store.retrieval.document_fields(doc_ids)
 
 
 def _to_hit(
@@ -701,8 +687,7 @@ def _to_hit(
             signals=fused.signals,
         )
     doc_hit, info = found
-    chunk = store.rows("SELECT start_line, text FROM chunks WHERE id = ?", (doc_hit.chunk_id,))
-    line, text = chunk[0] if chunk else (None, "")
+    line, text = store.retrieval.chunk_line_and_text(doc_hit.chunk_id)
     texts[fused.key] = f"{info['title']}\n{text.strip()}"
     return IndexHit(
         key=fused.key,

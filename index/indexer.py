@@ -43,8 +43,10 @@ from cmem_index.document import (
     short_docid,
 )
 from cmem_index.folders import FolderWalk, folder_times
+from cmem_index.repositories.chunks import NewChunk, PendingChunk
+from cmem_index.repositories.documents import StoredDocument
 from cmem_index.scan import MAX_FILE_BYTES, FileStat, merge_sorted, walk
-from cmem_index.store import IndexStore, NewChunk, PendingChunk, StoredDocument
+from cmem_index.store import IndexStore
 
 if TYPE_CHECKING:
     from cmem_index.embedder import Embedder
@@ -235,7 +237,7 @@ class Indexer:
         report.collections = len(self.collections)
         if self.embedder is not None:
             report.model = self.embedder.fingerprint
-            self.store.use_model(self.embedder.fingerprint, self.embedder.dim)
+            self.store.vectors.use_model(self.embedder.fingerprint, self.embedder.dim)
         for collection in self.collections:
             self._update_collection(collection, report)
         if prune_other_collections:
@@ -247,15 +249,15 @@ class Indexer:
             self._embed_pending(report)
         self.count_vectors()
         if full:
-            self.store.prune_cache()
+            self.store.vectors.prune_cache()
         elif report.removed or report.chunked:
-            self.store.prune_cache(self.store.dropped_hashes)
-        self.store.dropped_hashes.clear()
+            self.store.vectors.prune_cache(self.store.chunks.dropped_hashes)
+        self.store.chunks.dropped_hashes.clear()
         report.seconds = round(time.monotonic() - started, 3)
         report.embed_seconds = round(report.embed_seconds, 3)
         with self.store.transaction():
-            self.store.set_setting("chunker", self.signature)
-            self.store.set_setting("last_run", json.dumps(report.to_json()))
+            self.store.settings.set("chunker", self.signature)
+            self.store.settings.set("last_run", json.dumps(report.to_json()))
         return report
 
     def _read_machines(self) -> None:
@@ -263,11 +265,11 @@ class Indexer:
         cut or embedded again). Left to a later pass when a collection that holds cmem documents is not
         this pass's (a watcher of one collection)."""
         mine = {collection.name for collection in self.collections}
-        if any(name not in mine for name in self.store.collections_with_cmem_documents()):
+        if any(name not in mine for name in self.store.documents.collections_with_cmem_documents()):
             return
         for collection in self.collections:
             root = self._real_root(collection)
-            documents = self.store.cmem_documents(collection.name)
+            documents = self.store.documents.cmem_documents(collection.name)
             for start in range(0, len(documents), WRITE_BATCH_DELETES):
                 found: list[tuple[str | None, int]] = []
                 for doc_id, relpath in documents[start : start + WRITE_BATCH_DELETES]:
@@ -275,7 +277,7 @@ class Indexer:
                     if meta is not None:  # unreadable or gone: the update pass re-reads or drops it
                         found.append((as_text(meta.get("machine")), doc_id))
                 with self.store.transaction():
-                    self.store.set_machines(found)
+                    self.store.documents.set_machines(found)
         self.store.machines_read()
 
     # -- change detection --------------------------------------------------------------------------
@@ -294,7 +296,7 @@ class Indexer:
             changes = by_folder.changes()
         else:
             on_disk = walk(collection.root, collection.mask, outside)
-            changes = merge_sorted(on_disk, self.store.iter_documents(collection.name))
+            changes = merge_sorted(on_disk, self.store.documents.iterate(collection.name))
         for relpath, stat, stored in changes:
             if stat is None:
                 assert stored is not None
@@ -318,7 +320,7 @@ class Indexer:
         for start in range(0, len(gone), WRITE_BATCH_DELETES):
             with self.store.transaction():
                 for doc_id in gone[start : start + WRITE_BATCH_DELETES]:
-                    self.store.delete_document(doc_id)
+                    self.store.documents.delete(doc_id)
         report.removed += len(gone)
         total = len(changed)
         for start in range(0, total, WRITE_BATCH_FILES):
@@ -334,7 +336,7 @@ class Indexer:
             by_folder.record()
         elif times is not None:
             with self.store.transaction():
-                self.store.set_folder_times(collection.name, times, [""])
+                self.store.folders.set_times(collection.name, times, [""])
 
     def _by_folder(
         self, collection: Collection, outside: list[str]
@@ -342,9 +344,9 @@ class Indexer:
         """How to compare cmem's own tree with the index: folder by folder (:class:`FolderWalk`) when the
         index knows its folders and nothing asks for every file to be looked at again (a new chunker,
         a watcher); else every file (None), with the folders' mtimes taken first, for the next pass."""
-        self.store.ensure_folders()
-        known = self.store.folder_times(collection.name)
-        if known and self.trust_folders and self.store.setting("chunker") == self.signature:
+        self.store.folders.ensure()
+        known = self.store.folders.times(collection.name)
+        if known and self.trust_folders and self.store.settings.get("chunker") == self.signature:
             return FolderWalk(
                 self.store, collection.name, str(collection.root), collection.mask, known, outside
             ), None
@@ -413,10 +415,10 @@ class Indexer:
             for item in batch:
                 if item.parsed is None:
                     assert item.stored is not None
-                    self.store.touch_document(item.stored.id, item.stat.size, item.stat.mtime_ns)
+                    self.store.documents.touch(item.stored.id, item.stat.size, item.stat.mtime_ns)
                     continue
                 meta = item.parsed.meta
-                self.store.upsert_document(
+                self.store.documents.upsert(
                     collection=collection.name,
                     path=item.relpath,
                     docid=short_docid(collection.name, item.relpath),
@@ -442,20 +444,20 @@ class Indexer:
         keyword index into one segment. Each write transaction leaves a segment and each deleted chunk a
         tombstone that every search steps over until a merge drops it: a million-chunk index chunked again
         took 52 ms to count three words' matches, 16 ms merged (about 10 s of merging once)."""
-        churn = report.chunks_written + len(self.store.dropped_hashes)
-        if churn >= MERGE_FROM and churn * 10 >= self.store.chunk_count():
+        churn = report.chunks_written + len(self.store.chunks.dropped_hashes)
+        if churn >= MERGE_FROM and churn * 10 >= self.store.chunks.count():
             self.progress("keywords", 0, 0)
-            self.store.merge_keywords()
+            self.store.chunks.merge_keywords()
 
     def _drop_unconfigured(self, report: IndexReport) -> None:
         configured = {c.name for c in self.collections}
-        for name in self.store.collections_indexed():
+        for name in self.store.documents.collections():
             if name in configured:
                 continue
-            docs = self.store.documents_in(name)
+            docs = self.store.documents.in_collection(name)
             with self.store.transaction():
                 for stored in docs.values():
-                    self.store.delete_document(stored.id)
+                    self.store.documents.delete(stored.id)
             report.removed += len(docs)
 
     # -- embedding ---------------------------------------------------------------------------------
@@ -463,18 +465,18 @@ class Indexer:
         embedder = self.embedder
         assert embedder is not None
         fingerprint = embedder.fingerprint
-        total = self.store.count_pending(fingerprint)
+        total = self.store.chunks.count_pending(fingerprint)
         if total == 0:
             return
         done = 0
         after = 0
         self.progress("embed", 0, total)
         while True:
-            page = self.store.pending_chunks(fingerprint, after, EMBED_PAGE)
+            page = self.store.chunks.pending(fingerprint, after, EMBED_PAGE)
             if not page:
                 break
             after = page[-1].id
-            vectors = self.store.cached_vectors([c.hash for c in page], fingerprint)
+            vectors = self.store.vectors.cached([c.hash for c in page], fingerprint)
             report.cache_hits += sum(1 for c in page if c.hash in vectors)
             missing: dict[str, tuple[str, str]] = {}
             for chunk in page:
@@ -492,7 +494,7 @@ class Indexer:
                 # a page of a slow model takes minutes: show progress within it, in chunks of the page
                 self.progress("embed", done + len(page) * (step + len(part)) // len(keys), total)
             with self.store.transaction():
-                self.store.store_vectors(
+                self.store.vectors.write(
                     [(c.id, c.hash, vectors[c.hash]) for c in page], fingerprint, cache=True
                 )
             done += len(page)
@@ -503,15 +505,15 @@ class Indexer:
         give it its bits the first time it holds more than ``COMPACT_ABOVE``."""
         from cmem_index.retrieve import COMPACT_ABOVE
 
-        model = self.store.vectors_model()
+        model = self.store.vectors.model()
         if model is None:
             return
-        count = self.store.count_vectors(model[0])
-        if count > COMPACT_ABOVE and self.store.bits_center() is None:
+        count = self.store.vectors.count_of(model[0])
+        if count > COMPACT_ABOVE and self.store.vectors.bits_center() is None:
             self.progress("compact", 0, 0)
-            self.store.build_bits(model[0])
+            self.store.vectors.build_bits(model[0])
         with self.store.transaction():
-            self.store.set_setting("vector_count", str(count))
+            self.store.settings.set("vector_count", str(count))
 
     def _token_counter(self) -> Callable[[str], int]:
         embedder = self.embedder
@@ -572,33 +574,15 @@ def rebuild(
     try:
         fresh = IndexStore.open(temp)
         try:
-            _seed_cache(fresh, index_path)
+            fresh.vectors.seed_cache(index_path)
             report = Indexer(fresh, collections, embedder, note=note, progress=progress).run(full=True)
-            fresh.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            fresh.checkpoint()
             _swap_in(fresh, index_path)
         finally:
             fresh.close()
     finally:
         remove_database_files(temp)
     return report
-
-
-def _seed_cache(fresh: IndexStore, old_path: Path) -> None:
-    if not old_path.exists():
-        return
-    try:
-        fresh.conn.execute("ATTACH DATABASE ? AS old", (str(old_path),))
-    except Exception:  # noqa: BLE001 - an unreadable old index: nothing to carry over
-        return
-    try:
-        with fresh.transaction():
-            fresh.conn.execute(
-                "INSERT OR IGNORE INTO main.embed_cache SELECT hash, model, vector FROM old.embed_cache"
-            )
-    except Exception:  # noqa: BLE001 - a damaged or foreign old index: start with an empty cache
-        pass
-    finally:
-        fresh.conn.execute("DETACH DATABASE old")
 
 
 def _swap_in(fresh: IndexStore, index_path: Path) -> None:
@@ -614,9 +598,7 @@ def _swap_in(fresh: IndexStore, index_path: Path) -> None:
         remove_database_files(index_path)
         live = IndexStore.open(index_path)
     try:
-        with live.conn.backup("main", fresh.conn, "main") as backup:
-            while not backup.done:
-                backup.step(-1)
+        live.replace_with(fresh)
     finally:
         live.close()
 

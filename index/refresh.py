@@ -222,7 +222,7 @@ def remembered_model(config: Config) -> dict[str, Any] | None:
     try:
         store = IndexStore.open(config.index_path, readonly=True, busy_ms=2000)
         try:
-            remembered = store.json_setting("embed_model")
+            remembered = store.settings.get_json("embed_model")
             return remembered if isinstance(remembered, dict) else None
         finally:
             store.close()
@@ -240,7 +240,7 @@ def remember_model(config: Config, description: dict[str, Any]) -> None:
     store = IndexStore.open(config.index_path)
     try:
         with store.transaction():
-            store.set_setting("embed_model", json.dumps(description))
+            store.settings.set("embed_model", json.dumps(description))
     finally:
         store.close()
 

@@ -32,7 +32,7 @@ _WORD = re.compile(r"\w+(?:['\u2019]s\b)?")
 
 def splitting_words(store: IndexStore, query: str, filters: DocFilters) -> set[str]:
     """The query's words (lower-cased) held by SPLIT_FROM to SPLIT_UNTIL of the chunks the filters leave."""
-    terms = store.query_terms(query_tokens(query))
+    terms = store.retrieval.query_terms(query_tokens(query))
     stems = terms.terms
     if not stems:
         return set()

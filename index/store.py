@@ -2,26 +2,33 @@
 
 It is derived data: deleting the file loses nothing but time. Every write is a short ``BEGIN IMMEDIATE``
 transaction in WAL mode, so searches (readers) never wait for the indexer and a crash leaves a consistent
-file. Vectors of two models are never mixed: ``chunk_vectors`` holds vectors of exactly one model fingerprint
-(the ``vectors_model`` setting); switching models empties it, and the embedding cache, keyed by
-(chunk hash, model fingerprint), brings vectors back without recomputing when a model returns.
+file. Vectors of two models are never mixed (:mod:`cmem_index.repositories.vectors`).
+
+``IndexStore`` is the handle: the schema and its migrations, opening, the connection, transactions. Each
+concern's SQL is a repository reached as one of its attributes, made on first use and kept:
+``store.settings``, ``store.documents``, ``store.chunks``, ``store.vectors``, ``store.folders`` and
+``store.retrieval`` (:mod:`cmem_index.repositories`).
 """
 
-# No ``from __future__ import annotations``: typing.NamedTuple compiles each field's annotation when it is a
-# string, in every process that imports this module (every search); here they are plain objects.
+from __future__ import annotations
 
 import contextlib
-import json
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator
+from functools import cached_property
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
-from cmem_cli.core import bm25
-from cmem_cli.core.batches import batches
 from cmem_cli.core.errors import DatabaseCorrupt, StorageError
-from cmem_cli.core.fts import search_terms
 from cmem_cli.core.migrations import Migrations
+
+if TYPE_CHECKING:
+    from cmem_index.repositories.chunks import Chunks
+    from cmem_index.repositories.documents import Documents
+    from cmem_index.repositories.folders import Folders
+    from cmem_index.repositories.retrieval import Retrieval
+    from cmem_index.repositories.settings import Settings
+    from cmem_index.repositories.vectors import Vectors
 
 WRITE_BUSY_MS = 30_000
 READ_BUSY_MS = 250
@@ -91,11 +98,6 @@ CREATE TABLE IF NOT EXISTS embed_cache(
 ) WITHOUT ROWID;
 """
 
-# A float32 vector as bits: the signs of the vector less the centre (the second parameter)
-_QUANTIZED = "vec_quantize_binary(vec_sub(?, ?))"
-# A chunk without a vector of model ?1, in terms the chunks_pending index answers (`!=` would read every chunk)
-_PENDING = "c.embedded_with IS NULL OR c.embedded_with < ?1 OR c.embedded_with > ?1"
-
 # The index is derived data, so a later migration may simply drop everything and let `cmem index` rebuild.
 INDEX_MIGRATIONS = Migrations("index")
 
@@ -125,45 +127,6 @@ def m002_machine(conn: Any) -> None:
 # filters it cannot apply are checked on the store's rows), not refused until `cmem index`.
 READABLE_WITHOUT = frozenset({"m002_machine"})
 
-DOCUMENT_FIELDS = (
-    "kind",
-    "uid",
-    "obs_id",
-    "type",
-    "project",
-    "session",
-    "agent",
-    "machine",
-    "created_at",
-)
-
-
-class StoredDocument(NamedTuple):
-    """What change detection needs to know about a file already in the index."""
-
-    id: int
-    size: int
-    mtime_ns: int
-    hash: str
-    chunked_with: str
-
-
-class NewChunk(NamedTuple):
-    seq: int
-    start_line: int
-    hash: str
-    text: str
-
-
-class PendingChunk(NamedTuple):
-    """A chunk whose vector is missing for the current model: what to embed and under which cache key."""
-
-    id: int
-    hash: str
-    context: str
-    text: str
-    title: str = ""
-
 
 def sqlite_vec_path() -> str:
     """Where the sqlite-vec extension lives, found without importing the package (which imports numpy,
@@ -187,13 +150,6 @@ def translated(path: Path) -> contextlib.AbstractContextManager[None]:
     from cmem_cli.core.db import translate_errors
 
     return translate_errors(path, label="index", repair_hint="delete it or run `cmem index --full`")
-
-
-def _after_prefix(folder: str) -> str:
-    """The first text after every path that starts with ``folder`` ("a/" -> "a0"; "" -> past all)."""
-    if not folder:
-        return "\U0010ffff"
-    return folder[:-1] + chr(ord(folder[-1]) + 1)
 
 
 LAYOUT_INFIX = ".new-"  # index.db.new-PID: a new index while its process lays the schema out
@@ -235,20 +191,16 @@ def _lay_out(path: Path) -> None:
 
 
 class IndexStore:
-    """One connection to an index database, with the queries the indexer, search and status need."""
+    """A handle on one index database: the connection, transactions, lifecycle, one repository per concern."""
 
     def __init__(self, conn: Any, path: Path):
         self.conn = conn
         self.path = path
-        self.dropped_hashes: set[str] = set()  # of chunks deleted through this connection (cache pruning)
-        self._bits: bytes | None = None  # bits_center, read once per connection (b"": no chunk_bits)
-        self._terms: dict[tuple[str, ...], bm25.QueryTerms] = {}  # of the queries since _terms_as_of
-        self._terms_as_of: tuple[int, int] | None = None
         self._machines: bool | None = None
 
     # -- opening -----------------------------------------------------------------------------------
     @classmethod
-    def open(cls, path: Path, *, readonly: bool = False, busy_ms: int | None = None) -> "IndexStore":
+    def open(cls, path: Path, *, readonly: bool = False, busy_ms: int | None = None) -> IndexStore:
         """Open (creating and migrating unless ``readonly``); a missing file with ``readonly`` is NotFound."""
         apsw = _apsw()
         if readonly and not path.exists():
@@ -290,6 +242,52 @@ class IndexStore:
                 store._machines = False
         return store
 
+    # -- the repositories, each made (and its module loaded) when first asked for, then kept --------------
+    @cached_property
+    def settings(self) -> Settings:
+        """Small facts about the index as a whole (:mod:`cmem_index.repositories.settings`)."""
+        from cmem_index.repositories.settings import Settings
+
+        return Settings(self)
+
+    @cached_property
+    def documents(self) -> Documents:
+        """One row a file of a collection, with the fields a search filters on
+        (:mod:`cmem_index.repositories.documents`)."""
+        from cmem_index.repositories.documents import Documents
+
+        return Documents(self)
+
+    @cached_property
+    def folders(self) -> Folders:
+        """Folders of cmem's own tree as a pass last listed them (:mod:`cmem_index.repositories.folders`)."""
+        from cmem_index.repositories.folders import Folders
+
+        return Folders(self)
+
+    @cached_property
+    def vectors(self) -> Vectors:
+        """One model's vectors, their bits and the embedding cache (:mod:`cmem_index.repositories.vectors`)."""
+        from cmem_index.repositories.vectors import Vectors
+
+        return Vectors(self)
+
+    @cached_property
+    def chunks(self) -> Chunks:
+        """Each document's pieces, their keyword index and who embedded them
+        (:mod:`cmem_index.repositories.chunks`)."""
+        from cmem_index.repositories.chunks import Chunks
+
+        return Chunks(self)
+
+    @cached_property
+    def retrieval(self) -> Retrieval:
+        """What a search reads: the rankings, the query's terms, the hits' documents and chunks
+        (:mod:`cmem_index.repositories.retrieval`)."""
+        from cmem_index.repositories.retrieval import Retrieval
+
+        return Retrieval(self)
+
     def _migrate(self) -> None:
         if INDEX_MIGRATIONS.pending(self.conn):
             with self.transaction():
@@ -299,488 +297,55 @@ class IndexStore:
         self.conn.close()
 
     @contextlib.contextmanager
-    def transaction(self) -> Iterator["IndexStore"]:
+    def transaction(self) -> Iterator[IndexStore]:
         """A short write transaction that takes the write lock up front."""
         from cmem_cli.core.db import immediate_transaction
 
         with translated(self.path), immediate_transaction(self.conn):
             yield self
 
-    def rows(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[tuple[Any, ...]]:
+    def checkpoint(self) -> None:
+        """Write the whole WAL into the database file and empty it (a rebuilt index before it is copied)."""
         with translated(self.path):
-            return list(self.conn.execute(sql, params).fetchall())
+            self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
-    def scalar(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Any:
-        with translated(self.path):
-            row = self.conn.execute(sql, params).fetchone()
-        return row[0] if row else None
+    def replace_with(self, other: IndexStore) -> None:
+        """Copy ``other`` over this database in one SQLite transaction: a reader sees the old index or the
+        new one, never a mix."""
+        with self.conn.backup("main", other.conn, "main") as backup:
+            while not backup.done:
+                backup.step(-1)
 
     @property
     def keeps_machines(self) -> bool:
         """Whether every document's machine is in the index (False: an index built before it kept them,
         until a pass reads them from the files), so a machine filter can be applied here."""
         if self._machines is None:
-            self._machines = self.setting(MACHINES_UNREAD) is None
+            self._machines = self.settings.get(MACHINES_UNREAD) is None
         return self._machines
-
-    def cmem_documents(self, collection: str) -> list[tuple[int, str]]:
-        """(id, path) of the collection's cmem documents (indexed before their machine was kept)."""
-        return [
-            (int(doc_id), str(path))
-            for doc_id, path in self.rows(
-                "SELECT id, path FROM documents WHERE collection = ? AND kind IS NOT NULL", (collection,)
-            )
-        ]
-
-    def collections_with_cmem_documents(self) -> list[str]:
-        rows = self.rows("SELECT DISTINCT collection FROM documents WHERE kind IS NOT NULL")
-        return [str(name) for (name,) in rows]
-
-    def set_machines(self, items: Sequence[tuple[str | None, int]]) -> None:
-        """Write (machine, document id) rows; call inside a transaction."""
-        self.conn.executemany("UPDATE documents SET machine = ? WHERE id = ?", items)
 
     def machines_read(self) -> None:
         """Every document's machine is in the index now."""
         with self.transaction():
-            self.conn.execute("DELETE FROM settings WHERE key = ?", (MACHINES_UNREAD,))
+            self.settings.delete(MACHINES_UNREAD)
         self._machines = True
-
-    # -- settings ----------------------------------------------------------------------------------
-    def document_location(self, docid: str) -> tuple[str, str] | None:
-        """The collection and relative path of the document whose short id is ``docid``, or None."""
-        rows = self.rows("SELECT collection, path FROM documents WHERE docid = ?", (docid.lower(),))
-        return (str(rows[0][0]), str(rows[0][1])) if rows else None
-
-    def setting(self, key: str) -> str | None:
-        value = self.scalar("SELECT value FROM settings WHERE key = ?", (key,))
-        return None if value is None else str(value)
-
-    def set_setting(self, key: str, value: str) -> None:
-        self.conn.execute("INSERT OR REPLACE INTO settings(key, value) VALUES (?, ?)", (key, value))
-
-    def json_setting(self, key: str) -> Any:
-        value = self.setting(key)
-        return json.loads(value) if value else None
-
-    # -- documents ---------------------------------------------------------------------------------
-    def documents_in(self, collection: str) -> dict[str, StoredDocument]:
-        rows = self.rows(
-            "SELECT path, id, size, mtime_ns, hash, chunked_with FROM documents WHERE collection = ?",
-            (collection,),
-        )
-        return {r[0]: StoredDocument(r[1], r[2], r[3], r[4], r[5]) for r in rows}
-
-    def iter_documents(self, collection: str, page: int = 5_000) -> Iterator[tuple[str, StoredDocument]]:
-        """(path, entry) of a collection's documents in path order, a page at a time: a million-file
-        collection is compared with the disk without holding either side in memory."""
-        after = ""
-        while True:
-            rows = self.rows(
-                "SELECT path, id, size, mtime_ns, hash, chunked_with FROM documents "
-                "WHERE collection = ? AND path > ? ORDER BY path LIMIT ?",
-                (collection, after, page),
-            )
-            for r in rows:
-                yield r[0], StoredDocument(r[1], r[2], r[3], r[4], r[5])
-            if len(rows) < page:
-                return
-            after = rows[-1][0]
-
-    # -- folders (change detection by folder: cmem_index.folders) ----------------------------------------
-    # The folder of a document's path: the path up to its last "/" (the characters that are no "/" trimmed
-    # from its end), "" at the collection's root; an index on it finds a folder's files in one seek.
-    _FOLDER_OF = "rtrim(path, replace(path, '/', ''))"
-
-    def ensure_folders(self) -> None:
-        """The folders table and the documents' folder index, made by the first pass that needs them (a
-        reader never does: an index an older cmem built is searched as it is)."""
-        if self.has_table("folders"):
-            return
-        with self.transaction():
-            self.conn.execute(
-                "CREATE TABLE IF NOT EXISTS folders(collection TEXT NOT NULL, path TEXT NOT NULL, "
-                "mtime_ns INTEGER NOT NULL, PRIMARY KEY(collection, path)) WITHOUT ROWID"
-            )
-            self.conn.execute(
-                f"CREATE INDEX IF NOT EXISTS documents_folder ON documents(collection, {self._FOLDER_OF})"
-            )
-
-    def folder_times(self, collection: str) -> dict[str, int]:
-        """Folder (relative, ``/``-terminated, ``""`` for the root) -> its mtime when last listed."""
-        rows = self.rows("SELECT path, mtime_ns FROM folders WHERE collection = ?", (collection,))
-        return {str(path): int(mtime) for path, mtime in rows}
-
-    def set_folder_times(self, collection: str, times: dict[str, int], gone: Iterable[str]) -> None:
-        """Record folders listed by a pass (call inside a transaction, after their documents) and forget
-        the folders that are gone, with every folder below them."""
-        for folder in gone:
-            self.conn.execute(
-                "DELETE FROM folders WHERE collection = ? AND path >= ? AND path < ?",
-                (collection, folder, _after_prefix(folder)),
-            )
-        self.conn.executemany(
-            "INSERT OR REPLACE INTO folders(collection, path, mtime_ns) VALUES (?, ?, ?)",
-            [(collection, folder, mtime) for folder, mtime in times.items()],
-        )
-
-    def documents_in_folder(self, collection: str, folder: str) -> dict[str, StoredDocument]:
-        """The documents directly in ``folder`` (not below it), by path."""
-        rows = self.rows(
-            "SELECT path, id, size, mtime_ns, hash, chunked_with FROM documents "
-            f"WHERE collection = ? AND {self._FOLDER_OF} = ?",
-            (collection, folder),
-        )
-        return {r[0]: StoredDocument(r[1], r[2], r[3], r[4], r[5]) for r in rows}
-
-    def documents_below(self, collection: str, folder: str) -> dict[str, StoredDocument]:
-        """Every document in ``folder`` or below it, by path (a folder that is gone)."""
-        rows = self.rows(
-            "SELECT path, id, size, mtime_ns, hash, chunked_with FROM documents "
-            "WHERE collection = ? AND path >= ? AND path < ?",
-            (collection, folder, _after_prefix(folder)),
-        )
-        return {r[0]: StoredDocument(r[1], r[2], r[3], r[4], r[5]) for r in rows}
-
-    def collections_indexed(self) -> list[str]:
-        """Collection names, one index seek each (DISTINCT would read the whole (collection, path) index)."""
-        names: list[str] = []
-        while True:
-            name = self.scalar(
-                "SELECT min(collection) FROM documents WHERE collection > ?", (names[-1] if names else "",)
-            )
-            if name is None:
-                return names
-            names.append(name)
-
-    def touch_document(self, doc_id: int, size: int, mtime_ns: int) -> None:
-        self.conn.execute(
-            "UPDATE documents SET size = ?, mtime_ns = ? WHERE id = ?", (size, mtime_ns, doc_id)
-        )
-
-    def delete_document(self, doc_id: int) -> None:
-        self._delete_chunks(doc_id)
-        self.conn.execute("DELETE FROM documents WHERE id = ?", (doc_id,))
-
-    def _delete_chunks(self, doc_id: int) -> None:
-        rows = self.conn.execute("SELECT id, hash FROM chunks WHERE doc_id = ?", (doc_id,)).fetchall()
-        if not rows:
-            return
-        ids = [r[0] for r in rows]
-        self.dropped_hashes.update(r[1] for r in rows)
-        marks = ",".join("?" * len(ids))
-        self.conn.execute(f"DELETE FROM chunks_fts WHERE rowid IN ({marks})", ids)
-        if self.has_vectors_table():  # one rowid at a time: vec0 reads its whole table for `rowid IN`
-            self.conn.executemany("DELETE FROM chunk_vectors WHERE rowid = ?", [(i,) for i in ids])
-        if self.bits_center() is not None:
-            self.conn.executemany("DELETE FROM chunk_bits WHERE rowid = ?", [(i,) for i in ids])
-        self.conn.execute("DELETE FROM chunks WHERE doc_id = ?", (doc_id,))
-
-    def upsert_document(
-        self,
-        *,
-        collection: str,
-        path: str,
-        docid: str,
-        size: int,
-        mtime_ns: int,
-        content_hash: str,
-        chunked_with: str,
-        title: str,
-        context: str,
-        keyword_context: str,
-        fields: dict[str, Any],
-        concepts: Iterable[str],
-        files: Iterable[str],
-        chunks: Sequence[NewChunk],
-        now_ms: int,
-    ) -> int:
-        """Insert or replace one document and all its chunks (call inside a transaction).
-
-        ``context`` is the title the embedder sees (kept for re-embedding), ``keyword_context`` the text of
-        every chunk's weighted keyword column."""
-        row = self.conn.execute(
-            "SELECT id FROM documents WHERE collection = ? AND path = ?", (collection, path)
-        ).fetchone()
-        values = {
-            "collection": collection,
-            "path": path,
-            "docid": docid,
-            "size": size,
-            "mtime_ns": mtime_ns,
-            "hash": content_hash,
-            "chunked_with": chunked_with,
-            "title": title,
-            "context": context,
-            "indexed_at": now_ms,
-            **{name: fields.get(name) for name in DOCUMENT_FIELDS},
-        }
-        if row:
-            doc_id = int(row[0])
-            self._delete_chunks(doc_id)
-            self.conn.execute("DELETE FROM concepts WHERE doc_id = ?", (doc_id,))
-            self.conn.execute("DELETE FROM doc_files WHERE doc_id = ?", (doc_id,))
-            assignments = ", ".join(f"{name} = :{name}" for name in values)
-            self.conn.execute(f"UPDATE documents SET {assignments} WHERE id = :id", {**values, "id": doc_id})
-        else:
-            names = ", ".join(values)
-            marks = ", ".join(f":{name}" for name in values)
-            self.conn.execute(f"INSERT INTO documents({names}) VALUES ({marks})", values)
-            doc_id = self.conn.last_insert_rowid()
-        self.conn.executemany(
-            "INSERT OR IGNORE INTO concepts(doc_id, concept) VALUES (?, ?)",
-            [(doc_id, c) for c in {str(c).strip().lower() for c in concepts} if c],
-        )
-        self.conn.executemany(
-            "INSERT OR IGNORE INTO doc_files(doc_id, path) VALUES (?, ?)",
-            [(doc_id, f) for f in {str(f).strip() for f in files} if f],
-        )
-        context_terms = search_terms([keyword_context])
-        for chunk in chunks:
-            self.conn.execute(
-                "INSERT INTO chunks(doc_id, seq, start_line, hash, text) VALUES (?, ?, ?, ?, ?)",
-                (doc_id, chunk.seq, chunk.start_line, chunk.hash, chunk.text),
-            )
-            chunk_id = self.conn.last_insert_rowid()
-            terms = f"{context_terms} {search_terms([chunk.text])}".strip()
-            self.conn.execute(
-                "INSERT INTO chunks_fts(rowid, context, text, terms) VALUES (?, ?, ?, ?)",
-                (chunk_id, keyword_context, chunk.text, terms),
-            )
-        return doc_id
-
-    # -- vectors -----------------------------------------------------------------------------------
-    def has_vectors_table(self) -> bool:
-        return bool(
-            self.conn.execute(
-                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'chunk_vectors'"
-            ).fetchone()
-        )
-
-    def vectors_model(self) -> tuple[str, int] | None:
-        """(fingerprint, dimension) of the vectors in ``chunk_vectors``, or None when there are none."""
-        model, dim = self.setting("vectors_model"), self.setting("vectors_dim")
-        if not model or not dim or not self.has_vectors_table():
-            return None
-        return model, int(dim)
-
-    def use_model(self, fingerprint: str, dim: int) -> bool:
-        """Make ``chunk_vectors`` hold this model's vectors; True when the previous ones were discarded.
-
-        Never mixes models: on a change the table is recreated empty and every chunk is pending again.
-        """
-        if self.vectors_model() == (fingerprint, dim):
-            return False
-        with self.transaction():
-            self.conn.execute("DROP TABLE IF EXISTS chunk_vectors")
-            self.conn.execute("DROP TABLE IF EXISTS chunk_bits")
-            self.conn.execute("DELETE FROM settings WHERE key IN ('bits_center', 'vector_count')")
-            self.conn.execute(
-                f"CREATE VIRTUAL TABLE chunk_vectors USING vec0(embedding float[{int(dim)}] distance_metric=cosine)"
-            )
-            self.conn.execute("UPDATE chunks SET embedded_with = NULL WHERE embedded_with IS NOT NULL")
-            self.set_setting("vectors_model", fingerprint)
-            self.set_setting("vectors_dim", str(int(dim)))
-        self._bits = None
-        return True
-
-    def pending_chunks(self, fingerprint: str, after_id: int = 0, limit: int = 1024) -> list[PendingChunk]:
-        rows = self.rows(
-            f"""SELECT c.id, c.hash, d.context, c.text, d.title FROM chunks c JOIN documents d ON d.id = c.doc_id
-               WHERE ({_PENDING}) AND c.id > ?2 ORDER BY c.id LIMIT ?3""",
-            (fingerprint, after_id, limit),
-        )
-        return [PendingChunk(*r) for r in rows]
-
-    def documents_of_uids(self, uids: Sequence[str]) -> dict[str, int]:
-        """uid -> document id of the observations among ``uids`` that the index holds."""
-        found: dict[str, int] = {}
-        for part, marks in batches(list(dict.fromkeys(uids))):
-            for uid, doc_id in self.conn.execute(
-                f"SELECT uid, id FROM documents WHERE uid IN ({marks})", part
-            ):
-                found[uid] = doc_id
-        return found
-
-    def pending_chunks_of(self, doc_ids: Sequence[int], fingerprint: str) -> dict[int, list[PendingChunk]]:
-        """Document id -> its chunks without a vector of model ``fingerprint``, for these documents only
-        (a search embeds the few it ranks itself)."""
-        found: dict[int, list[PendingChunk]] = {}
-        for part, marks in batches(list(dict.fromkeys(doc_ids))):
-            for row in self.conn.execute(
-                f"""SELECT c.doc_id, c.id, c.hash, d.context, c.text, d.title
-                    FROM chunks c JOIN documents d ON d.id = c.doc_id
-                    WHERE c.doc_id IN ({marks}) AND NOT coalesce(c.embedded_with = ?, 0)
-                    ORDER BY c.doc_id, c.seq""",
-                (*part, fingerprint),
-            ):
-                found.setdefault(row[0], []).append(PendingChunk(*row[1:]))
-        return found
-
-    def count_pending(self, fingerprint: str) -> int:
-        return int(self.scalar(f"SELECT count(*) FROM chunks c WHERE {_PENDING}", (fingerprint,)))
-
-    def cached_vectors(self, hashes: Sequence[str], fingerprint: str) -> dict[str, bytes]:
-        found: dict[str, bytes] = {}
-        unique = list(dict.fromkeys(hashes))
-        for part, marks in batches(unique):
-            for h, blob in self.conn.execute(
-                f"SELECT hash, vector FROM embed_cache WHERE model = ? AND hash IN ({marks})",
-                (fingerprint, *part),
-            ):
-                found[h] = blob
-        return found
-
-    def store_vectors(
-        self, items: Sequence[tuple[int, str, bytes]], fingerprint: str, *, cache: bool
-    ) -> None:
-        """Write (chunk id, chunk hash, float32 vector) rows; call inside a transaction."""
-        chunk_ids = [(i,) for i, _, _ in items]
-        self.conn.executemany("DELETE FROM chunk_vectors WHERE rowid = ?", chunk_ids)
-        self.conn.executemany(
-            "INSERT INTO chunk_vectors(rowid, embedding) VALUES (?, ?)", [(i, blob) for i, _, blob in items]
-        )
-        center = self.bits_center()
-        if center is not None:
-            self.conn.executemany("DELETE FROM chunk_bits WHERE rowid = ?", chunk_ids)
-            self.conn.executemany(
-                f"INSERT INTO chunk_bits(rowid, embedding) VALUES (?, {_QUANTIZED})",
-                [(i, blob, center) for i, _, blob in items],
-            )
-        self.conn.executemany(
-            "UPDATE chunks SET embedded_with = ? WHERE id = ?", [(fingerprint, i) for i, _, _ in items]
-        )
-        if cache:
-            self.conn.executemany(
-                "INSERT OR IGNORE INTO embed_cache(hash, model, vector) VALUES (?, ?, ?)",
-                [(h, fingerprint, blob) for _, h, blob in items],
-            )
-
-    # -- compact vectors ---------------------------------------------------------------------------
-    # Above COMPACT_ABOVE vectors a search first ranks one bit per dimension (the sign of the vector less
-    # the mean of the model's vectors: 48 bytes for 384 dimensions, against 1,536 for float32), then
-    # re-ranks the head exactly with the float32 vectors (cmem_index.retrieve.vector). Below it, and in
-    # every index that never grew past it, ``chunk_bits`` does not exist and search is exact.
-    def bits_center(self) -> bytes | None:
-        """The vector subtracted before taking signs, when ``chunk_bits`` exists (None: it does not)."""
-        if self._bits is None:
-            value = self.setting("bits_center") if self._plain_bits() else None
-            self._bits = bytes.fromhex(value) if value else b""
-        return self._bits or None
-
-    def _plain_bits(self) -> bool:
-        """Whether ``chunk_bits`` exists as a plain table. Before, it was a sqlite-vec ``bit[]`` table, whose
-        search costs grow with the head it is asked for (400 of 220,000: 0.11 s, against 0.03 s for a plain
-        scan ranked by ``vec_distance_hamming``); such an index is searched exactly until the next
-        `cmem index` builds the bits again."""
-        row = self.conn.execute("SELECT sql FROM sqlite_master WHERE name = 'chunk_bits'").fetchone()
-        return row is not None and not str(row[0]).upper().startswith("CREATE VIRTUAL")
-
-    def vector_count(self) -> int:
-        """How many vectors the last update pass left (a setting: counting a million rows per search would
-        cost more than the search)."""
-        return int(self.setting("vector_count") or 0)
-
-    def count_vectors(self, fingerprint: str) -> int:
-        return int(self.scalar("SELECT count(*) FROM chunks WHERE embedded_with = ?", (fingerprint,)) or 0)
-
-    def build_bits(self, fingerprint: str, sample: int = 20_000) -> None:
-        """Create ``chunk_bits`` from every stored vector, centred on the mean of up to ``sample`` of them
-        (from the cache: a scan of ``chunk_vectors`` by rowid would read all of it)."""
-        from array import array
-
-        dim = int(self.setting("vectors_dim") or 0)
-        if dim <= 0 or dim % 8:
-            return  # bits come in bytes: such a model is always searched exactly
-        total = array("d", bytes(8 * dim))
-        count = 0
-        for (blob,) in self.conn.execute(
-            "SELECT vector FROM embed_cache WHERE model = ? LIMIT ?", (fingerprint, sample)
-        ):
-            vector = array("f", blob)
-            for i in range(dim):
-                total[i] += vector[i]
-            count += 1
-        center = array("f", (x / max(count, 1) for x in total)).tobytes()
-        with self.transaction():
-            self.conn.execute("DROP TABLE IF EXISTS chunk_bits")
-            self.conn.execute("CREATE TABLE chunk_bits(id INTEGER PRIMARY KEY, embedding BLOB NOT NULL)")
-            self.conn.execute(
-                f"INSERT INTO chunk_bits(rowid, embedding) SELECT rowid, {_QUANTIZED.replace('?', 'embedding', 1)} "
-                "FROM chunk_vectors",
-                (center,),
-            )
-            self.set_setting("bits_center", center.hex())
-        self._bits = center
-
-    def has_table(self, name: str) -> bool:
-        return bool(
-            self.conn.execute(
-                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)
-            ).fetchone()
-        )
-
-    def query_terms(self, tokens: Sequence[str]) -> bm25.QueryTerms:
-        """The query's terms in the chunks' full-text index, read once for every stage of a search (counting
-        a common term's chunks walks its postings) for as long as nothing commits."""
-        as_of = (int(self.scalar("PRAGMA data_version")), self.conn.total_changes())
-        if as_of != self._terms_as_of:
-            self._terms.clear()
-            self._terms_as_of = as_of
-        key = tuple(tokens)
-        if key not in self._terms:
-            self._terms[key] = bm25.query_terms(self.conn, "chunks_fts", FTS_TOKENIZER, tokens)
-        return self._terms[key]
-
-    def chunk_count(self) -> int:
-        return int(self.scalar("SELECT count(*) FROM chunks") or 0)
-
-    def merge_keywords(self) -> None:
-        """Merge the full-text index into one segment, dropping what deleted chunks left in it."""
-        with self.transaction():
-            self.conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES('optimize')")
-
-    def prune_cache(self, hashes: Iterable[str] | None = None) -> int:
-        """Forget cached vectors of chunks that no longer exist (any model): of these chunk hashes (those an
-        update pass deleted: work in proportion to the change), or of all (a full rebuild)."""
-        with self.transaction():
-            if hashes is None:
-                self.conn.execute("DELETE FROM embed_cache WHERE hash NOT IN (SELECT hash FROM chunks)")
-                return int(self.conn.changes())
-            before = int(self.conn.total_changes())
-            self.conn.executemany(
-                "DELETE FROM embed_cache WHERE hash = ?1 AND NOT EXISTS (SELECT 1 FROM chunks WHERE hash = ?1)",
-                [(h,) for h in hashes],
-            )
-            return int(self.conn.total_changes() - before)
 
     # -- status ------------------------------------------------------------------------------------
     def stats(self) -> dict[str, Any]:
-        per_collection = {
-            name: {"documents": docs, "chunks": chunks or 0}
-            for name, docs, chunks in self.rows(
-                """SELECT d.collection, count(DISTINCT d.id), count(c.id)
-                   FROM documents d LEFT JOIN chunks c ON c.doc_id = d.id GROUP BY d.collection ORDER BY 1"""
-            )
-        }
-        model = self.vectors_model()
-        vectors = int(self.scalar("SELECT count(*) FROM chunks WHERE embedded_with IS NOT NULL") or 0)
+        """What `cmem index status` shows of the file: counts, the vectors' model, the last pass."""
+        per_collection = self.documents.per_collection()
+        model = self.vectors.model()
+        vectors = self.chunks.count_embedded()
         return {
-            "documents": int(self.scalar("SELECT count(*) FROM documents") or 0),
-            "chunks": self.chunk_count(),
+            "documents": self.documents.count(),
+            "chunks": self.chunks.count(),
             "vectors": vectors,
             "vectors_model": model[0] if model else None,
             "vectors_dim": model[1] if model else None,
-            "cached_vectors": int(self.scalar("SELECT count(*) FROM embed_cache") or 0),
-            "chunker": self.setting("chunker"),
-            "stale_documents": int(
-                self.scalar(
-                    "SELECT count(*) FROM documents WHERE chunked_with != coalesce(?, chunked_with)",
-                    (self.setting("chunker"),),
-                )
-                or 0
-            ),
+            "cached_vectors": self.vectors.cached_count(),
+            "chunker": self.settings.get("chunker"),
+            "stale_documents": self.documents.count_stale(self.settings.get("chunker")),
             "collections": per_collection,
             "machines_indexed": self.keeps_machines,
-            "last_run": self.json_setting("last_run"),
+            "last_run": self.settings.get_json("last_run"),
         }

@@ -63,7 +63,7 @@ def judge(
     paths = {key: path for key, path in fresh}
     wanted = list(dict.fromkeys([*keys, *(key for key, _ in fresh)]))
     uids = [key[4:] for key in wanted if key.startswith("obs:") and key not in doc_ids]
-    held = {f"obs:{uid}": doc_id for uid, doc_id in store.documents_of_uids(uids).items()}
+    held = {f"obs:{uid}": doc_id for uid, doc_id in store.retrieval.documents_of_uids(uids).items()}
     docs = {**held, **{key: doc_ids[key] for key in wanted if key in doc_ids}}
     absent = [key for key in wanted if key.startswith("obs:") and key not in docs]
     out.absent = len(absent)
@@ -71,7 +71,7 @@ def judge(
     out.behind = len(absent)
     if fingerprint is None:
         return out
-    pending = store.pending_chunks_of(list(docs.values()), fingerprint)
+    pending = store.chunks.pending_of(list(docs.values()), fingerprint)
     unembedded = [key for key in wanted if (key in docs and docs[key] in pending) or key in absent]
     out.behind = len(unembedded)
     blind = out.blind.setdefault(vector_list, set())

@@ -329,6 +329,23 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return cmem_home
 
 
+def fake_repo(parent: Path, name: str = "billing-api", *folders: str) -> Path:
+    """A folder cmem takes for a git work tree (a ``.git`` folder is all it looks for), with ``folders`` in it:
+    the project a hook or an import names after its folder."""
+    repo = parent / name
+    (repo / ".git").mkdir(parents=True)
+    for folder in folders:
+        (repo / folder).mkdir(parents=True)
+    return repo
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A fresh work tree, ``work/billing-api`` with a ``src`` folder; a file that needs another name or shape
+    makes its own with ``fake_repo``."""
+    return fake_repo(tmp_path / "work", "billing-api", "src")
+
+
 @pytest.fixture
 def cli(home: Path, capsys: pytest.CaptureFixture[str]) -> Callable[..., Result]:
     """Run ``cmem ARGS`` in-process (fast); stdin text optional."""

@@ -139,7 +139,8 @@ def stored_vector(config, uid: str) -> np.ndarray:
 
     store = IndexStore.open(config.index_path, readonly=True)
     try:
-        (blob,) = store.rows(
+        (blob,) = index_rows(
+            store,
             """SELECT v.embedding FROM chunk_vectors v JOIN chunks c ON c.id = v.rowid
                JOIN documents d ON d.id = c.doc_id WHERE d.uid = ? ORDER BY c.seq""",
             [uid],
@@ -147,3 +148,15 @@ def stored_vector(config, uid: str) -> np.ndarray:
     finally:
         store.close()
     return np.frombuffer(blob, dtype=np.float32)
+
+
+def index_rows(store: Any, sql: str, params: Any = ()) -> list[tuple[Any, ...]]:
+    """The rows of ``sql`` on an open index's own connection: a test reads the file as it is, past the
+    repositories (cmem's own code asks them by name)."""
+    return list(store.conn.execute(sql, params).fetchall())
+
+
+def index_value(store: Any, sql: str, params: Any = ()) -> Any:
+    """The first column of the first row of ``sql`` on an open index's connection, or None."""
+    rows = index_rows(store, sql, params)
+    return rows[0][0] if rows else None

@@ -21,14 +21,6 @@ TOKEN = "ghp_" + "Zq7" * 12
 HUGE = "rate 0.0123 EUR\n" * 320_000 + f"export GITHUB_TOKEN={TOKEN}\n"
 
 
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    repo = tmp_path / "work" / "billing-api"
-    (repo / ".git").mkdir(parents=True)
-    (repo / "src").mkdir()
-    return repo
-
-
 def fixture(agent: str, name: str, project: Path, session: str) -> dict:
     """A documented payload with this test's folders and session filled in, and @HUGE@ as HUGE."""
     data = recorded_payload(agent, name, project, session)

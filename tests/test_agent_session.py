@@ -18,14 +18,12 @@ from mcp import Client, StdioServerParameters
 from mcp_types import Implementation
 
 from tests.agent_fixtures import payload, tool_payload
+from tests.conftest import fake_repo
 
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    repo = tmp_path / "work" / "orders-api"
-    (repo / ".git").mkdir(parents=True)
-    (repo / "src").mkdir()
-    return repo
+    return fake_repo(tmp_path / "work", "orders-api", "src")
 
 
 def hook(sh: Any, event: str, data: dict[str, Any], env: dict[str, str] | None = None) -> Any:

@@ -144,13 +144,14 @@ def test_a_hook_that_calls_a_service_breaks_the_contracts(tmp_path: Path) -> Non
     assert "cmem_cli.capture.hooks.capture -> cmem_cli.services.writes" in result.stdout
 
 
-# -- SQL lives in the store ----------------------------------------------------------------------------------
+# -- SQL lives in the stores ---------------------------------------------------------------------------------
 # The store (cmem_cli/store/) owns the SQL of cmem.db, the kernel (core/db.py, core/migrations.py) the
 # connection and the migration bookkeeping, and the full-text statistics (core/bm25.py) that the store and
-# the index both read, the index (index/) its own index.db; the team remote owns the
-# SQL of its PostgreSQL server (these modules of cmem_cli/team/ talk to it, never to SQLite). Everything
-# else asks the store by name.
+# the index both read; the index's handle (index/store.py: the schema, opening, transactions) and its
+# repositories (index/repositories/) own index.db's; the team remote owns the SQL of its PostgreSQL server
+# (these modules of cmem_cli/team/ talk to it, never to SQLite). Everything else asks a store by name.
 SQL_OWNERS = ("store/", "core/db.py", "core/migrations.py", "core/bm25.py")
+INDEX_SQL_OWNERS = ("store.py", "repositories/")
 POSTGRES_MODULES = (  # the team repository, and the modules whose SQL has not moved there yet
     "team/repository.py",
     "team/push.py",
@@ -165,12 +166,13 @@ SQL_TEXT = re.compile(
 )
 
 
-def sql_outside_the_store(root: Path) -> list[str]:
-    """Every place under ``root`` (a cmem_cli tree) that runs SQL or holds a connection but is no owner."""
+def sql_outside_the_store(root: Path, owners: tuple[str, ...] = SQL_OWNERS) -> list[str]:
+    """Every place under ``root`` (a cmem_cli, index or export tree) that runs SQL or holds a connection but
+    is none of ``owners`` (paths from ``root``)."""
     found: list[str] = []
     for path in sorted(root.rglob("*.py")):
         relative = path.relative_to(root).as_posix()
-        if relative.startswith(SQL_OWNERS):
+        if relative.startswith(owners):
             continue
         postgres = relative in POSTGRES_MODULES
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
@@ -194,6 +196,29 @@ def sql_outside_the_store(root: Path) -> list[str]:
 
 def test_sql_runs_only_in_the_store() -> None:
     assert sql_outside_the_store(REPO / "cmem_cli") == []
+
+
+def test_the_index_runs_its_sql_only_in_its_handle_and_repositories() -> None:
+    """The retrievers, the indexer, the watcher and the search ask ``store.retrieval``, ``store.documents``...
+    by name; the export has no database at all."""
+    assert sql_outside_the_store(REPO / "index", INDEX_SQL_OWNERS) == []
+    assert sql_outside_the_store(REPO / "export", ()) == []
+
+
+def test_a_retriever_that_runs_its_own_sql_is_found(tmp_path: Path) -> None:
+    (tmp_path / "repositories").mkdir()
+    (tmp_path / "retrieve.py").write_text(
+        "def chunk_texts(store, ids):\n"
+        "    return store.conn.execute('SELECT text FROM chunks WHERE id = ?', ids).fetchall()\n"
+    )
+    (tmp_path / "repositories" / "retrieval.py").write_text(
+        "def texts(self, ids):\n    return self.conn.execute('SELECT text FROM chunks WHERE id = ?', ids)\n"
+    )
+    assert sorted(sql_outside_the_store(tmp_path, INDEX_SQL_OWNERS)) == [
+        "retrieve.py:2 .conn",
+        "retrieve.py:2 .execute()",
+        "retrieve.py:2 SQL text 'SELECT text FROM chunks WHERE id = ?'",
+    ]
 
 
 def test_a_service_that_runs_its_own_sql_is_found(tmp_path: Path) -> None:

@@ -11,14 +11,12 @@ import apsw
 import pytest
 
 from tests.agent_fixtures import db_rows, payload, tool_payload
+from tests.conftest import fake_repo
 
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    repo = tmp_path / "work" / "orders-api"
-    (repo / ".git").mkdir(parents=True)
-    (repo / "src" / "orders").mkdir(parents=True)
-    return repo
+    return fake_repo(tmp_path / "work", "orders-api", "src/orders")
 
 
 def hook(sh, event: str, data: dict):

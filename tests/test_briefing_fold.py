@@ -14,15 +14,14 @@ import pytest
 
 from cmem_cli.services.activity import command_kind, failed_tests, where
 from tests.agent_fixtures import payload, tool_payload
+from tests.conftest import fake_repo
 
 SESSION = "5a1b2c3d-reset-work"
 
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    repo = tmp_path / "work" / "auth-api"
-    (repo / ".git").mkdir(parents=True)
-    return repo
+    return fake_repo(tmp_path / "work", "auth-api")
 
 
 def hook(sh: Any, event: str, data: dict[str, Any]) -> Any:

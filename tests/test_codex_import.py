@@ -16,14 +16,6 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures" / "agents" / "codex-roll
 SESSION = "019d1a2b-3c4d-7e5f-8a9b-0c1d2e3f4a5b"
 
 
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    repo = tmp_path / "work" / "billing-api"
-    (repo / ".git").mkdir(parents=True)
-    (repo / "src").mkdir()
-    return repo
-
-
 def lines(name: str, project: Path) -> str:
     text = (FIXTURES / name).read_text()
     return text.replace("@CWD@", json.dumps(str(project))[1:-1]).replace("@SESSION@", SESSION)

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import apsw
 import pytest
+
+from tests.agent_fixtures import db_rows
 
 
 @pytest.mark.slow
@@ -119,3 +126,81 @@ def test_a_sync_walks_the_export_tree_before_it_takes_the_write_lock(sh, home, m
     assert report.forgotten == [] and len(report.adopted) == 1
     titles = sorted(r["title"] for r in sh("search", "--project", "walk", "--json").json())
     assert titles == ["note 0", "note 1 edited by hand", "note 2", "written during the walk"]
+
+
+def _prompt_hook(home: Path, project: Path, session: str, prompt: str) -> tuple[int, list[tuple]]:
+    """A Claude Code UserPromptSubmit hook, a process of its own that does not wait for a locked store
+    (busy_timeout_ms = 0: it spools its event instead); its exit and the prompts stored after it."""
+    from tests.agent_fixtures import payload
+
+    config = home.parent / "config" / "cmem" / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text("[hooks]\nbusy_timeout_ms = 0\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "cmem_cli", "hook", "UserPromptSubmit"],
+        input=json.dumps(payload("UserPromptSubmit", session, project, prompt=prompt)),
+        env={**os.environ, "XDG_CONFIG_HOME": str(config.parent.parent)},
+        cwd=project, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    return done.returncode, db_rows(home, "SELECT text FROM user_prompts")
+
+
+def test_a_hook_prompt_lands_while_a_bulk_import_gets_its_records_ready(sh, home, tmp_path, monkeypatch):
+    """A bulk `add --json` renders and writes its files before it takes the store's write lock: a hook
+    that comes meanwhile (here once 1,000 of 1,500 files are rendered) stores its prompt at once, where it
+    found the store locked and spooled it before. The import still lands whole, after the prompt."""
+    from cmem_export import markdown
+
+    project = tmp_path / "work" / "bulk-app"
+    (project / ".git").mkdir(parents=True)
+    records = tmp_path / "records.json"
+    records.write_text(json.dumps([{"title": f"Imported {i}", "narrative": f"n {i}"} for i in range(1500)]))
+    assert sh("add", "first note", "--project", "bulk-app").exit_code == 0
+    real, calls, landed = markdown.render_observation, [], []
+
+    def render(*args: Any, **kwargs: Any) -> str:
+        calls.append(1)
+        if len(calls) == 1000:
+            landed.append(_prompt_hook(home, project, "s-bulk", "Ship the bulk import"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(markdown, "render_observation", render)
+    added = sh("add", "--json", str(records), "--project", "bulk-app")
+    assert added.exit_code == 0 and len(added.stdout.split()) == 1500
+    assert landed == [(0, [("Ship the bulk import",)])]  # stored, not spooled, while the import ran
+    titles = [t for (t,) in db_rows(home, "SELECT title FROM observations ORDER BY id")]
+    assert titles == ["first note", *(f"Imported {i}" for i in range(1500))]
+    export = home / "export"
+    assert len(list(export.rglob("*.md"))) == 1501 and not (export / ".cmem-staging").exists()
+
+
+def test_a_hook_prompt_lands_between_the_pages_of_an_export_rebuild(sh, home, tmp_path, monkeypatch):
+    """`cmem export --rebuild` writes a page of memories per short transaction: a hook that comes between
+    two pages stores its prompt at once (it found the store locked for the whole rebuild before), and the
+    rebuild still rewrites every deleted file."""
+    from cmem_cli.services.writes import WriteService
+
+    project = tmp_path / "work" / "rebuild-app"
+    (project / ".git").mkdir(parents=True)
+    records = tmp_path / "records.json"
+    records.write_text(json.dumps([{"title": f"Kept {i}", "narrative": f"n {i}"} for i in range(1200)]))
+    assert sh("add", "--json", str(records), "--project", "rebuild-app").exit_code == 0
+    export = home / "export"
+    deleted = sorted(export.rglob("*.md"))[::3]
+    for path in deleted:
+        path.unlink()
+    real, entered, landed = WriteService.write_transaction, [], []
+
+    @contextlib.contextmanager
+    def write_transaction(self: WriteService, **kwargs: Any) -> Iterator[Any]:
+        entered.append(1)
+        if len(entered) == 4:  # adoption, the names, the first page: then the second page's turn
+            landed.append(_prompt_hook(home, project, "s-rebuild", "Rebuild the export"))
+        with real(self, **kwargs) as files:
+            yield files
+
+    monkeypatch.setattr(WriteService, "write_transaction", write_transaction)
+    rebuilt = sh("export", "--rebuild", "--json")
+    assert rebuilt.exit_code == 0 and rebuilt.json()["written"] == len(deleted)
+    assert landed == [(0, [("Rebuild the export",)])]
+    assert len(list(export.rglob("*.md"))) == 1200 and all(path.exists() for path in deleted)

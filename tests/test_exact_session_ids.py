@@ -16,13 +16,6 @@ from cmem_cli.capture.hooks import spool
 from tests.agent_fixtures import db_rows, payload
 
 
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    repo = tmp_path / "work" / "shop"
-    (repo / ".git").mkdir(parents=True)
-    return repo
-
-
 def _hook(sh, event: str, session: str, project: Path, **fields) -> None:
     sh("hook", event, input=json.dumps(payload(event, session, project, **fields)))  # a hook always exits 0
 

@@ -68,7 +68,14 @@ def test_files_of_a_write_killed_before_its_commit_are_rolled_back(cli, home, mo
         from cmem_cli.core.config import load_config
         from cmem_cli.services import writes as memory_module
 
-        monkeypatch.setattr(memory_module.atomic, "sync_all", lambda: os._exit(9))  # files written, no commit
+        synced: list[int] = []  # the first flush is of the files staged before the lock was taken
+
+        def sync_all() -> None:
+            synced.append(1)
+            if len(synced) == 2:
+                os._exit(9)  # files written and renamed into place, no commit
+
+        monkeypatch.setattr(memory_module.atomic, "sync_all", sync_all)
         with memory_module.WriteService.open(load_config()) as memory:
             records = [
                 memory.prepare({"uid": kept["uid"], "title": "kept", "project": "p", "narrative": "CHANGED"})
@@ -83,6 +90,33 @@ def test_files_of_a_write_killed_before_its_commit_are_rolled_back(cli, home, mo
     assert cli("doctor", "--fix").exit_code == 0
     assert _files(home) == before
     assert not list((home / "journal").iterdir())
+    assert cli("doctor").exit_code == 0
+
+
+def test_a_bulk_import_killed_while_it_stages_its_files_leaves_only_its_staging_folder(
+    cli, home, monkeypatch
+):
+    """A bulk import writes its new files into a hidden staging folder before it takes the write lock; killed
+    there, it changed neither the store nor a file of the tree, and `doctor --fix` removes the folder."""
+    cli("add", "-t", "kept", "-p", "p")
+    before, rows = _files(home), cli("search", "--json").json()
+
+    def import_then_die_while_staging() -> None:
+        from cmem_cli.core.config import load_config
+        from cmem_cli.services import writes as memory_module
+
+        monkeypatch.setattr(memory_module.atomic, "sync_all", lambda: os._exit(9))  # staged, nothing placed
+        with memory_module.WriteService.open(load_config()) as memory:
+            memory.add_observations([memory.prepare({"title": f"new {i}", "project": "p"}) for i in range(5)])
+
+    _die_in_child(import_then_die_while_staging)
+    staging = home / "export" / ".cmem-staging"
+    assert len(list(staging.rglob("*.md"))) == 5 and not list((home / "journal").glob("*"))
+    assert cli("search", "--json").json() == rows
+    checks = {c["name"]: c for c in cli("doctor", "--json").json()["checks"]}
+    assert checks["crash debris"]["status"] != "ok"
+    assert cli("doctor", "--fix").exit_code == 0
+    assert _files(home) == before and not staging.exists()
     assert cli("doctor").exit_code == 0
 
 

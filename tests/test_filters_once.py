@@ -116,7 +116,7 @@ def test_a_filter_declared_once_is_an_option_of_timeline_and_view(with_throwaway
 def test_a_filter_declared_once_compiles_in_every_backend_without_dialect_code(with_throwaway):
     from cmem_cli.store.filters import Filters, StoreSql
     from cmem_cli.team.source import _TeamSql
-    from cmem_index.retrieve import _IndexSql
+    from cmem_index.repositories.retrieval import _IndexSql
 
     keyed = FilterFields(key="pool-size", agent="claude")
     assert "o.key = ?" in keyed.clauses(StoreSql("o"))

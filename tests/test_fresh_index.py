@@ -235,6 +235,7 @@ def hook_event(run: Callable[..., Result], event: str, cwd: Path, **fields: obje
 def indexed_documents(home: Path) -> int:
     from cmem_cli.core.errors import NotFound
     from cmem_index.store import IndexStore
+    from tests.index_helpers import index_value
 
     if not (home / "index.db").exists():
         return 0
@@ -243,7 +244,7 @@ def indexed_documents(home: Path) -> int:
     except NotFound:  # made a moment ago: the first pass is laying it out, and has indexed nothing yet
         return 0
     try:
-        return int(store.scalar("SELECT count(*) FROM documents WHERE collection = 'memories'") or 0)
+        return int(index_value(store, "SELECT count(*) FROM documents WHERE collection = 'memories'") or 0)
     finally:
         store.close()
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.agent_fixtures import all_stored_bytes, db_rows
+from tests.conftest import fake_repo
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "agents" / "gemini-chats"
 SESSION = "6b1e2f3a-4c5d-4e6f-8a7b-9c0d1e2f3a4b"
@@ -19,10 +20,7 @@ SESSION = "6b1e2f3a-4c5d-4e6f-8a7b-9c0d1e2f3a4b"
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    repo = tmp_path / "work" / "config-app"
-    (repo / ".git").mkdir(parents=True)
-    (repo / "src").mkdir()
-    return repo
+    return fake_repo(tmp_path / "work", "config-app", "src")
 
 
 def lines(name: str, project: Path) -> str:

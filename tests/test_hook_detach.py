@@ -15,12 +15,12 @@ import apsw
 import pytest
 
 from tests.agent_fixtures import db_rows, payload, tool_payload
+from tests.conftest import fake_repo
 
 
 @pytest.fixture
 def project(home: Path, tmp_path: Path) -> Path:
-    repo = tmp_path / "work" / "billing-api"
-    (repo / ".git").mkdir(parents=True)
+    repo = fake_repo(tmp_path / "work")
     subprocess.run(
         [sys.executable, "-m", "cmem_cli", "add", "Retries back off", "--type", "decision"],
         cwd=repo,

@@ -11,13 +11,12 @@ import pytest
 
 from cmem_cli.services.privacy import scrub, strip_private
 from tests.agent_fixtures import all_stored_bytes, tool_payload
+from tests.conftest import fake_repo
 
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    repo = tmp_path / "work" / "vault"
-    (repo / ".git").mkdir(parents=True)
-    return repo
+    return fake_repo(tmp_path / "work", "vault")
 
 
 def _fake_key(seed: int) -> tuple[str, list[str]]:

@@ -20,14 +20,6 @@ from tests.hook_log import hook_log
 RULES = HookRules()
 
 
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    repo = tmp_path / "work" / "billing-api"
-    (repo / ".git").mkdir(parents=True)
-    (repo / "src").mkdir()
-    return repo
-
-
 def hook(sh, event: str, data: dict | str | bytes, **kw):
     body = data if isinstance(data, str | bytes) else json.dumps(data)
     return sh("hook", event, input=body, **kw)

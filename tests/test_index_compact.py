@@ -12,7 +12,7 @@ from cmem_index.hybrid import embed_search_query, hybrid
 from cmem_index.loading import load_embedder
 from cmem_index.retrieve import DocFilters
 from cmem_index.store import IndexStore
-from tests.index_helpers import indexed_with_model, observation_file
+from tests.index_helpers import index_rows, index_value, indexed_with_model, observation_file
 
 COMPONENTS = ["login form", "payment webhook", "search index", "image resizer", "nightly backup",
               "email sender", "CSV export", "settings page", "job queue", "mobile app"]  # fmt: skip
@@ -91,8 +91,8 @@ def test_a_head_as_large_as_the_index_gives_exactly_the_exact_ranking(config, mo
 def test_search_uses_bits_past_the_limit_and_exact_vectors_below_it(config, monkeypatch):
     store = IndexStore.open(config.index_path, readonly=True)
     try:
-        assert store.vector_count() == len(_documents())
-        assert store.bits_center() is not None
+        assert store.vectors.count() == len(_documents())
+        assert store.vectors.bits_center() is not None
     finally:
         store.close()
     monkeypatch.setattr(retrieve, "COMPACT_HEAD", 12)
@@ -113,11 +113,11 @@ def test_incremental_indexing_keeps_the_bits_in_step(config, minilm_gguf, monkey
     config = indexed_with_model(config.home, minilm_gguf, monkeypatch)
     store = IndexStore.open(config.index_path, readonly=True)
     try:
-        vectors = store.scalar("SELECT count(*) FROM chunks WHERE embedded_with IS NOT NULL")
-        bits = [r[0] for r in store.rows("SELECT rowid FROM chunk_bits")]
-        chunks = [r[0] for r in store.rows("SELECT id FROM chunks WHERE embedded_with IS NOT NULL")]
+        vectors = index_value(store, "SELECT count(*) FROM chunks WHERE embedded_with IS NOT NULL")
+        bits = [r[0] for r in index_rows(store, "SELECT rowid FROM chunk_bits")]
+        chunks = [r[0] for r in index_rows(store, "SELECT id FROM chunks WHERE embedded_with IS NOT NULL")]
         assert sorted(bits) == sorted(chunks) and vectors == len(_documents())
-        assert store.vector_count() == vectors
+        assert store.vectors.count() == vectors
     finally:
         store.close()
     monkeypatch.setattr(retrieve, "COMPACT_HEAD", 12)
@@ -146,7 +146,7 @@ def test_bits_kept_by_sqlite_vec_before_are_searched_exactly_and_built_again_by_
     store = IndexStore.open(config.index_path, readonly=True)
     try:
         assert retrieve.uses_compact_vectors(store)
-        assert store.scalar("SELECT count(*) FROM chunk_bits") == store.vector_count()
+        assert index_value(store, "SELECT count(*) FROM chunk_bits") == store.vectors.count()
     finally:
         store.close()
     monkeypatch.setattr(retrieve, "COMPACT_HEAD", 12)

@@ -29,7 +29,7 @@ from cmem_index.fusion import (
 from cmem_index.hybrid import hybrid
 from cmem_index.indexer import Indexer
 from cmem_index.store import IndexStore
-from tests.index_helpers import CountingEmbedder, observation_file, write
+from tests.index_helpers import CountingEmbedder, index_value, observation_file, write
 
 
 @pytest.fixture
@@ -427,8 +427,9 @@ def test_keyword_search_ranked_in_the_full_text_index_alone_finds_what_ranking_b
     index_all(config)
     store = IndexStore.open(config.index_path, readonly=True)
     try:
-        long_chunks = store.scalar(
-            "SELECT count(*) FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE d.path = 'long.md'"
+        long_chunks = index_value(
+            store,
+            "SELECT count(*) FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE d.path = 'long.md'",
         )
         assert long_chunks >= 8
         for filters, matching in ((DocFilters(), 22), (DocFilters(collections=["notes"]), 16)):

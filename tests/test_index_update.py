@@ -15,7 +15,7 @@ from cmem_index import indexer as indexer_module
 from cmem_index.collections import add_collection, load_collections
 from cmem_index.indexer import Indexer, rebuild
 from cmem_index.store import IndexStore
-from tests.index_helpers import CountingEmbedder, observation_file, write
+from tests.index_helpers import CountingEmbedder, index_rows, index_value, observation_file, write
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -38,7 +38,7 @@ def run_pass(config, embedder=None, **kwargs):
 def count(config, sql: str, params=()) -> int:
     store = IndexStore.open(config.index_path)
     try:
-        return int(store.scalar(sql, params))
+        return int(index_value(store, sql, params))
     finally:
         store.close()
 
@@ -48,7 +48,8 @@ def chunk_ids(config, path: str) -> list[int]:
     try:
         return [
             r[0]
-            for r in store.rows(
+            for r in index_rows(
+                store,
                 "SELECT c.id FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE d.path = ? ORDER BY c.seq",
                 (path,),
             )
@@ -121,7 +122,7 @@ def test_a_new_model_never_mixes_vectors_and_switching_back_reuses_the_cache(con
     model_a, model_b = CountingEmbedder("model-a"), CountingEmbedder("model-b", dim=16)
     run_pass(config, model_a)
     store = IndexStore.open(config.index_path)
-    assert store.vectors_model() == ("model-a", 32)
+    assert store.vectors.model() == ("model-a", 32)
     store.close()
 
     report = run_pass(config, model_b)
@@ -129,7 +130,7 @@ def test_a_new_model_never_mixes_vectors_and_switching_back_reuses_the_cache(con
     assert count(config, "SELECT count(*) FROM chunks WHERE embedded_with != 'model-b'") == 0
     assert count(config, "SELECT count(*) FROM chunk_vectors") == 3
     store = IndexStore.open(config.index_path)
-    assert store.vectors_model() == ("model-b", 16)
+    assert store.vectors.model() == ("model-b", 16)
     store.close()
 
     model_a.embedded.clear()
@@ -155,8 +156,10 @@ def test_a_chunker_change_marks_every_document_stale_and_the_next_pass_rechunks(
     run_pass(config)
     monkeypatch.setattr(indexer_module, "CHUNKER_VERSION", "test-next")
     store = IndexStore.open(config.index_path)
-    stale = store.scalar(
-        "SELECT count(*) FROM documents WHERE chunked_with != ?", (indexer_module.chunker_signature(None),)
+    stale = index_value(
+        store,
+        "SELECT count(*) FROM documents WHERE chunked_with != ?",
+        (indexer_module.chunker_signature(None),),
     )
     store.close()
     assert stale == 3
@@ -195,13 +198,13 @@ def test_front_matter_becomes_metadata_and_context_not_chunk_text(config):
     )
     run_pass(config)
     store = IndexStore.open(config.index_path)
-    doc = store.rows(
-        "SELECT kind, uid, obs_id, type, project, session, agent, created_at, context FROM documents"
+    doc = index_rows(
+        store, "SELECT kind, uid, obs_id, type, project, session, agent, created_at, context FROM documents"
     )[0]
-    texts = [r[0] for r in store.rows("SELECT text FROM chunks")]
-    concepts = sorted(r[0] for r in store.rows("SELECT concept FROM concepts"))
+    texts = [r[0] for r in index_rows(store, "SELECT text FROM chunks")]
+    concepts = sorted(r[0] for r in index_rows(store, "SELECT concept FROM concepts"))
     in_keyword_context = [
-        len(store.rows("SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ?", (f"context:{word}",)))
+        len(index_rows(store, "SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ?", (f"context:{word}",)))
         for word in ("bugfix", "webapp", "jwt", "january", "tokens")
     ]
     store.close()
@@ -225,7 +228,7 @@ def test_full_rebuild_swaps_in_a_new_index_and_keeps_the_cache(config):
     report = rebuild(config.index_path, load_collections(config), embedder)
     assert report.full and report.chunked == 5
     assert report.embedded == 1 and report.cache_hits == 4, "vectors were carried over"
-    assert reader.scalar("SELECT count(*) FROM documents") == 5, "an open reader sees the new index"
+    assert index_value(reader, "SELECT count(*) FROM documents") == 5, "an open reader sees the new index"
     reader.close()
     assert not config.index_path.with_name("index.db.rebuild").exists()
 
@@ -288,7 +291,7 @@ def test_the_title_heading_is_embedded_once_and_takes_no_room_in_the_first_chunk
     assert title not in text and text.startswith("word0") and text.endswith("word149")
     store = IndexStore.open(config.index_path)
     try:
-        (chunk_text, line), *_ = store.rows("SELECT text, start_line FROM chunks")
+        (chunk_text, line), *_ = index_rows(store, "SELECT text, start_line FROM chunks")
     finally:
         store.close()
     assert chunk_text.startswith(f"# {title}")  # keyword search and display keep the heading
@@ -391,7 +394,7 @@ def test_an_update_pass_reads_exactly_what_changed_among_awkward_names(config):
         2,
         0,
     )
-    paths = {r for (r,) in IndexStore.open(config.index_path).rows("SELECT path FROM documents")}
+    paths = {r for (r,) in index_rows(IndexStore.open(config.index_path), "SELECT path FROM documents")}
     expected = {f"p/{n}" for n in AWKWARD_NAMES} - {"p/a/b.md", "p/ab/c.md"} | {"p/a/aa.md"}
     assert paths == expected
     third = run_pass(config)
@@ -437,7 +440,7 @@ def keyword_segments(config) -> int:
 
     store = IndexStore.open(config.index_path, readonly=True)
     try:
-        (blob,) = store.rows("SELECT block FROM chunks_fts_data WHERE id = 10")[0]
+        (blob,) = index_rows(store, "SELECT block FROM chunks_fts_data WHERE id = 10")[0]
     finally:
         store.close()
     at = 8 if blob[4:8] == b"\xff\x00\x00\x01" else 4  # the cookie, then the marker of a v2 structure

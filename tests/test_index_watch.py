@@ -18,7 +18,7 @@ from cmem_cli.core.config import load_config
 from cmem_index.collections import add_collection
 from cmem_index.store import IndexStore
 from cmem_index.watcher import Watcher
-from tests.index_helpers import observation_file, write
+from tests.index_helpers import index_rows, observation_file, write
 
 REPO = Path(__file__).resolve().parent.parent
 TIMEOUT = 20.0
@@ -42,9 +42,10 @@ def indexed(config) -> dict[str, str]:
     except Exception:  # noqa: BLE001 - not created yet
         return {}
     try:
-        rows = store.rows(
+        rows = index_rows(
+            store,
             "SELECT d.collection || ':' || d.path, group_concat(c.text, '') FROM documents d "
-            "LEFT JOIN chunks c ON c.doc_id = d.id GROUP BY d.id"
+            "LEFT JOIN chunks c ON c.doc_id = d.id GROUP BY d.id",
         )
     finally:
         store.close()

@@ -58,7 +58,10 @@ def test_install_adds_every_hook_and_keeps_all_other_settings(sh, claude_dir) ->
     after = settings(claude_dir)
     for key in ("model", "permissions", "env", "statusLine"):
         assert after[key] == EXISTING[key]
-    assert after["hooks"]["PreToolUse"] == EXISTING["hooks"]["PreToolUse"]
+    assert (
+        after["hooks"]["PreToolUse"][: len(EXISTING["hooks"]["PreToolUse"])]
+        == EXISTING["hooks"]["PreToolUse"]
+    )
     assert after["hooks"]["PostToolUse"][0] == EXISTING["hooks"]["PostToolUse"][0]
     for event in HOOK_EVENTS:
         commands = [h["command"] for g in after["hooks"][event] for h in g["hooks"]]

@@ -18,15 +18,6 @@ from tests.agent_fixtures import AGENT_FIXTURES as FIXTURES
 from tests.agent_fixtures import all_stored_bytes, db_rows, payload, recorded_payload
 from tests.hook_log import hook_log
 
-
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    repo = tmp_path / "work" / "billing-api"
-    (repo / ".git").mkdir(parents=True)
-    (repo / "src").mkdir()
-    return repo
-
-
 fixture = recorded_payload
 
 

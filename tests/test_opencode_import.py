@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from tests.agent_fixtures import all_stored_bytes, db_rows
+from tests.conftest import fake_repo
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "agents" / "opencode-exports"
 SESSION = "ses_5f1c2d3e4a5bQuietRiver"
@@ -18,10 +19,7 @@ SESSION = "ses_5f1c2d3e4a5bQuietRiver"
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    repo = tmp_path / "work" / "dates-lib"
-    (repo / ".git").mkdir(parents=True)
-    (repo / "src").mkdir()
-    return repo
+    return fake_repo(tmp_path / "work", "dates-lib", "src")
 
 
 def export_of(project: Path) -> dict[str, Any]:

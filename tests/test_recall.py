@@ -11,11 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.agent_fixtures import payload, tool_payload
+from tests.agent_fixtures import payload, recorded_payload, tool_payload
 from tests.hook_log import hook_log
 
 OLD = "11111111-1111-4111-8111-111111111111"  # the session that recorded the memories
 NEW = "22222222-2222-4222-8222-222222222222"  # a later session that asks
+OTHER = "33333333-3333-4333-8333-333333333333"  # and another
 
 
 def run(*args: str, cwd: Path, stdin: str | None = None, env: dict[str, str] | None = None) -> str:
@@ -239,3 +240,123 @@ def test_codex_gets_prompt_recall_on_user_prompt_submit(repo: Path) -> None:
     )
     answer = hook(repo, "UserPromptSubmit", {**data, "turn_id": "t1", "model": "gpt-5"}, "--agent", "codex")
     assert f"#{obs} " in context(answer)
+
+
+def test_a_prompt_matching_a_notes_title_is_recalled_in_a_home_with_no_sessions(sh) -> None:  # type: ignore[no-untyped-def]
+    """A fresh home: one note, written with `cmem add`, no session, no prompt recorded. Its words are in
+    every memory of the store, which gives them no BM25 weight, yet they are the only evidence there is."""
+    title = "Job times are Berlin wall-clock times, not UTC"
+    added = sh(
+        "add", "--type", "decision", "-t", title, "--narrative", "Built with zoneinfo.", "--project", "solo"
+    )
+    obs = int(added.stdout.strip())
+    shown = json.loads(sh("recall", "--prompt", title, "--project", "solo", "--json").stdout)
+    assert shown["injected"] == [obs], shown
+    assert f"#{obs} " in shown["text"]
+    # a prompt with nothing in common with it still gets nothing
+    other = json.loads(sh("recall", "--prompt", "write a Dockerfile", "--project", "solo", "--json").stdout)
+    assert other["injected"] == [] and other["text"] is None
+
+
+def test_an_edit_gets_the_files_notes_before_it_runs_once_with_the_reads(repo: Path) -> None:
+    """Claude Code's PreToolUse before an Edit takes ``additionalContext``: the notes on the file arrive
+    before the change is made, and a read or edit of the same file later in the session repeats nothing."""
+    obs = timezone_note(repo)
+    schedule = str(repo / "etl" / "schedule.py")
+    edit = {"file_path": schedule, "old_string": "Europe/Berlin", "new_string": "UTC"}
+    before = tool_payload(NEW, repo, "Edit", edit, event="PreToolUse")
+    before.pop("tool_response")
+    answer = hook(repo, "PreToolUse", before)
+    assert answer is not None
+    assert answer["hookSpecificOutput"]["hookEventName"] == "PreToolUse"
+    assert f"#{obs} " in context(answer) and "etl/schedule.py" in context(answer)
+    assert hook(repo, "PostToolUse", tool_payload(NEW, repo, "Edit", edit, {"filePath": schedule})) is None
+    read = tool_payload(NEW, repo, "Read", {"file_path": schedule}, {"type": "text"})
+    assert hook(repo, "PostToolUse", read) is None
+    # a tool that changes no file, before it runs: nothing, and nothing recorded
+    bash = tool_payload(NEW, repo, "Bash", {"command": "ls"}, event="PreToolUse")
+    assert hook(repo, "PreToolUse", bash) is None
+    # another session's first edit of the file gets them too
+    other = tool_payload("33333333-3333-4333-8333-333333333333", repo, "Write", {"file_path": schedule, "content": ""}, event="PreToolUse")  # fmt: skip
+    assert f"#{obs} " in context(hook(repo, "PreToolUse", other))
+
+
+def test_claude_code_is_installed_with_a_pre_edit_hook(repo: Path, tmp_path: Path) -> None:
+    run("install", "claude-code", "--scope", "project", cwd=repo)
+    settings = json.loads((repo / ".claude" / "settings.json").read_text())
+    [entry] = settings["hooks"]["PreToolUse"]
+    assert set(entry["matcher"].split("|")) == {"Edit", "MultiEdit", "Write", "NotebookEdit"}
+    assert "hook PreToolUse" in entry["hooks"][0]["command"]
+
+
+def test_a_file_gets_the_notes_of_a_session_that_only_read_it_when_they_name_what_it_holds(
+    repo: Path,
+) -> None:
+    """A note's session read the file and changed another: the note is about the file when it names
+    something the file defines or uses (``read_rows``); the session's other note is not."""
+    loader = repo / "etl" / "loader.py"
+    hook(repo, "PostToolUse", tool_payload(OLD, repo, "Read", {"file_path": str(loader)}, {"type": "text"}))
+    about = note(repo, "discovery", "Supplier exports are cp1252", "read_rows decodes them as Windows-1252.")
+    other = timezone_note(repo)  # cites etl/schedule.py; same session, says nothing of the loader
+    shown = json.loads(run("recall", "--file", "etl/loader.py", "--json", cwd=repo))
+    assert shown["injected"] == [about], shown
+    assert other not in [p["id"] for p in shown["weighed"]]
+    read = tool_payload(NEW, repo, "Read", {"file_path": str(loader)}, {"type": "text"})
+    assert f"#{about} " in context(hook(repo, "PostToolUse", read))
+
+
+PROMPT = "the nightly job ran an hour late after the clocks changed"
+
+
+def test_copilot_gets_prompt_and_file_recall_as_hook_specific_output(repo: Path) -> None:
+    """Copilot CLI (1.0.65+) adds a userPromptSubmitted hook's additionalContext to the model's prompt and
+    (1.0.49+) a postToolUse's to the tool's result; its PascalCase hooks answer as VS Code's, like Claude Code."""
+    obs = timezone_note(repo)
+    prompt = recorded_payload("copilot", "UserPromptSubmit", repo, NEW) | {"prompt": PROMPT}
+    answer = hook(repo, "UserPromptSubmit", prompt, "--agent", "copilot")
+    assert answer["hookSpecificOutput"]["hookEventName"] == "UserPromptSubmit"
+    assert f"#{obs} " in answer["hookSpecificOutput"]["additionalContext"]
+    view = recorded_payload("copilot", "PostToolUse.view", repo, OTHER)
+    view["tool_input"] = {"path": str(repo / "etl" / "schedule.py")}
+    answer = hook(repo, "PostToolUse", view, "--agent", "copilot")
+    assert answer["hookSpecificOutput"]["hookEventName"] == "PostToolUse"
+    assert f"#{obs} " in answer["hookSpecificOutput"]["additionalContext"]
+
+
+def test_cline_gets_file_recall_as_its_context_modification(repo: Path) -> None:
+    """Cline's CLI waits for a tool_result hook and appends its contextModification to what the model reads
+    next (@cline/core 0.0.86); its prompt_submit hook runs detached, so a prompt gets nothing back."""
+    obs = timezone_note(repo)
+    read = recorded_payload("cline", "PostToolUse.read_files", repo, NEW)
+    read["tool_result"]["input"] = {"files": [{"path": str(repo / "etl" / "schedule.py")}]}
+    answer = hook(repo, "PostToolUse", read, "--agent", "cline")
+    assert answer["cancel"] is False and f"#{obs} " in answer["contextModification"]
+
+
+def test_opencode_gets_prompt_and_file_recall_through_its_plugin(repo: Path) -> None:
+    """cmem's opencode plugin waits for chat.message's answer (added to the turn's system prompt) and for a
+    file tool's (appended to the tool's output): both carry ``additionalContext``."""
+    obs = timezone_note(repo)
+    prompt = recorded_payload("opencode", "chat.message", repo, NEW) | {"prompt": PROMPT}
+    assert f"#{obs} " in hook(repo, "chat.message", prompt, "--agent", "opencode")["additionalContext"]
+    read = recorded_payload("opencode", "tool.execute.after.edit", repo, OTHER) | {
+        "tool": "read", "args": {"filePath": str(repo / "etl" / "schedule.py")}, "output": "LOCAL = ...",
+    }  # fmt: skip
+    assert f"#{obs} " in hook(repo, "tool.execute.after", read, "--agent", "opencode")["additionalContext"]
+    source = (Path(__file__).parent.parent / "cmem_cli" / "capture" / "opencode_plugin.py").read_text()
+    assert 'ask("chat.message"' in source and 'ask("tool.execute.after"' in source
+
+
+def test_a_sessions_tool_records_are_evidence_for_its_notes(repo: Path) -> None:
+    """A prompt that matches only what the note's session ran (a tool record) still weighs the note: the
+    record says what the session worked on, as its request does, at a fifth of the weight."""
+    cmd = {"command": "python -m etl.backfill --since 2026-03-29 --vendor Zeelandia"}
+    hook(
+        repo,
+        "PostToolUse",
+        tool_payload(OLD, repo, "Bash", cmd, {"stdout": "backfilled 3 days", "stderr": ""}),
+    )
+    obs = timezone_note(repo)
+    shown = json.loads(run("recall", "--prompt", "rerun the Zeelandia backfill", "--json", cwd=repo))
+    [weighed] = [p for p in shown["weighed"] if p["id"] == obs]
+    assert weighed["score"] > 0

@@ -43,7 +43,8 @@ def test_the_git_remote_returns_a_typed_report_printed_as_sync_json_was(connecte
         remote = memory.remote
         assert remote is not None and remote.kind == "git"
         report = remote.sync()
-        assert remote.status()["kind"] == "git"
+        status = remote.status()
+        assert status is not None and (status.kind, status.url, status.queued) == ("git", url, None)
     assert isinstance(report, SyncReport)
     assert (report.kind, report.remote, report.pushed) == ("git", url, True)
     assert report.committed == 1 and report.rejected == []

@@ -15,13 +15,12 @@ import pytest
 
 from cmem_cli.capture.hooks import spool
 from tests.agent_fixtures import payload
+from tests.conftest import fake_repo
 
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    repo = tmp_path / "work" / "shop"
-    (repo / ".git").mkdir(parents=True)
-    return repo
+    return fake_repo(tmp_path / "work", "shop")
 
 
 def _spool_prompts(home: Path, project: Path, count: int) -> list[str]:

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.agent_fixtures import payload, tool_payload
+from tests.conftest import fake_repo
 
 # Run the real entry point, then write what was loaded (also when the command exits through SystemExit).
 LOADED = (
@@ -67,8 +68,7 @@ def loaded(tmp_path: Path, *args: str, stdin: str = "") -> set[str]:
 @pytest.fixture
 def project(home: Path, tmp_path: Path) -> Path:
     """A git work tree with two memories of it, one written by a hook."""
-    repo = tmp_path / "work" / "billing-api"
-    (repo / ".git").mkdir(parents=True)
+    repo = fake_repo(tmp_path / "work")
     subprocess.run(
         [sys.executable, "-m", "cmem_cli", "add", "Retries back off exponentially", "--type", "decision"],
         cwd=repo,

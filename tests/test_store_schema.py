@@ -169,9 +169,10 @@ def test_observations_from_before_dates_were_search_terms_get_theirs(tmp_path):
 
 def test_the_index_and_the_capture_tables_use_the_same_mechanism(tmp_path):
     from cmem_index.store import IndexStore
+    from tests.index_helpers import index_rows
 
     index = IndexStore.open(tmp_path / "index.db")
-    assert index.rows(f"SELECT scope, name FROM {TABLE}") == [
+    assert index_rows(index, f"SELECT scope, name FROM {TABLE}") == [
         ("index", "m001_initial"),
         ("index", "m002_machine"),
     ]

@@ -1,18 +1,29 @@
-"""The store's shape (docs/architecture.md, "The store's repositories"): a small handle that owns one
-repository per concern, each reached one way, as an attribute of the store (``store.observations.get(7)``).
+"""The stores' shape (docs/architecture.md, "Who runs SQL"): a small handle that owns one repository per
+concern, each reached one way, as an attribute of the handle (``store.observations.get(7)`` for cmem.db,
+``store.documents.location(docid)`` for index.db).
 
-Read from the code, so that the split stays: no class of ``cmem_cli/store/`` grows past
-``MAX_PUBLIC_METHODS``, and no function of the store is handed the store (the old second way in,
-``supersession.newest_successors(store, ids)``, next to ``store.method()`` and ``store.anchors.method()``).
+Read from the code, so that the split stays: no class of ``cmem_cli/store/``, ``index/`` or
+``cmem_cli/services/`` grows past ``MAX_PUBLIC_METHODS``, and no function of a store is handed the store
+(the old second way in, ``supersession.newest_successors(store, ids)``, next to ``store.method()`` and
+``store.anchors.method()``).
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
-STORE = Path(__file__).resolve().parent.parent / "cmem_cli" / "store"
+REPO = Path(__file__).resolve().parent.parent
+STORE = REPO / "cmem_cli" / "store"
+INDEX = REPO / "index"
+SERVICES = REPO / "cmem_cli" / "services"
 MAX_PUBLIC_METHODS = 25
+# Classes past the limit that an issue is splitting, each with where it is tracked; delete its line when it
+# is split (the test fails on a class past the limit that is not listed here).
+SPLITTING = {
+    "services/writes.py:WriteService": "issue 46 item 3: records, sessions and export as separate services",
+}
 
 
 def public_methods(source: str) -> dict[str, list[str]]:
@@ -35,7 +46,7 @@ def functions_handed_the_store(source: str) -> list[str]:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.args.args:
             first = node.args.args[0]
             typed = ast.unparse(first.annotation) if first.annotation is not None else ""
-            if first.arg == "store" or typed.strip("'\"") == "Store":
+            if first.arg == "store" or typed.strip("'\"") in {"Store", "IndexStore"}:
                 found.append(node.name)
     return found
 
@@ -44,19 +55,34 @@ def _store_modules() -> dict[str, str]:
     return {path.name: path.read_text() for path in sorted(STORE.glob("*.py"))}
 
 
-def test_no_class_of_the_store_has_more_than_25_public_methods() -> None:
+def _modules(root: Path) -> dict[str, str]:
+    """Every module under ``root`` (subpackages too) by its path from ``root``'s parent."""
+    return {path.relative_to(root.parent).as_posix(): path.read_text() for path in sorted(root.rglob("*.py"))}
+
+
+def _index_repository_modules() -> dict[str, str]:
+    return {path.name: path.read_text() for path in sorted((INDEX / "repositories").glob("*.py"))}
+
+
+def test_no_class_of_the_stores_or_the_services_has_more_than_25_public_methods() -> None:
     counts = {
         f"{module}:{name}": len(methods)
-        for module, source in _store_modules().items()
+        for root in (STORE, INDEX, SERVICES)
+        for module, source in _modules(root).items()
         for name, methods in public_methods(source).items()
     }
-    assert {name: n for name, n in counts.items() if n > MAX_PUBLIC_METHODS} == {}
-    # the handle and its repositories are what was counted (a rename would make the check vacuous)
+    over = {name: n for name, n in counts.items() if n > MAX_PUBLIC_METHODS}
+    assert set(over) <= set(SPLITTING), {name: n for name, n in over.items() if name not in SPLITTING}
+    # the handles and their repositories are what was counted (a rename would make the check vacuous)
     assert {
-        "repository.py:Store",
-        "observations.py:ObservationRepository",
-        "sessions.py:SessionRepository",
+        "store/repository.py:Store",
+        "store/observations.py:ObservationRepository",
+        "store/sessions.py:SessionRepository",
+        "index/store.py:IndexStore",
+        "index/repositories/documents.py:Documents",
+        "index/repositories/retrieval.py:Retrieval",
     } <= set(counts)
+    assert any(name.startswith("services/") and "WriteService" in name for name in counts)
 
 
 def test_a_class_past_the_limit_is_counted() -> None:
@@ -68,7 +94,7 @@ def test_a_class_past_the_limit_is_counted() -> None:
 def test_every_concern_of_the_store_is_reached_one_way() -> None:
     handed = {
         module: names
-        for module, source in _store_modules().items()
+        for module, source in {**_store_modules(), **_index_repository_modules()}.items()
         if (names := functions_handed_the_store(source))
     }
     assert handed == {}
@@ -79,9 +105,10 @@ def test_a_function_handed_the_store_is_found() -> None:
         "def newest(store: Store, ids): ...\n"
         "def oldest(store, ids): ...\n"
         "def typed(db: 'Store'): ...\n"
+        "def indexed(handle: IndexStore, uids): ...\n"
         "def migrate(conn): ...\n"
     )
-    assert functions_handed_the_store(source) == ["newest", "oldest", "typed"]
+    assert functions_handed_the_store(source) == ["newest", "oldest", "typed", "indexed"]
 
 
 def test_the_store_reaches_each_repository_as_an_attribute(tmp_path: Path) -> None:
@@ -116,3 +143,69 @@ def test_the_store_reaches_each_repository_as_an_attribute(tmp_path: Path) -> No
         assert store.health.integrity_problems() == []
     finally:
         store.close()
+
+
+def test_the_index_reaches_each_repository_as_an_attribute(tmp_path: Path) -> None:
+    """Every repository of ``index/repositories/`` is an attribute of the index's handle, made once and
+    kept, and the handle gives a working repository for each: a document written through one is read
+    back through the others."""
+    from cmem_index.repositories import Repository
+    from cmem_index.repositories.chunks import NewChunk
+    from cmem_index.store import IndexStore
+
+    store = IndexStore.open(tmp_path / "index.db")
+    try:
+        defined = {
+            node.name
+            for source in _index_repository_modules().values()
+            for node in ast.parse(source).body
+            if isinstance(node, ast.ClassDef)
+            and any(ast.unparse(base) == "Repository" for base in node.bases)
+        }
+        names = ("settings", "documents", "chunks", "vectors", "folders", "retrieval")
+        assert defined == {type(getattr(store, name)).__name__ for name in names}
+        assert all(isinstance(getattr(store, name), Repository) for name in names)
+        assert store.documents is store.documents  # kept on the handle: its caches live as long as it
+        assert not hasattr(store, "rows") and not hasattr(store, "scalar")
+        with store.transaction():
+            doc_id = store.documents.upsert(
+                collection="notes",
+                path="a/retries.md",
+                docid="abc123",
+                size=10,
+                mtime_ns=1,
+                content_hash="h",
+                chunked_with="v1",
+                title="Retries",
+                context="Retries",
+                keyword_context="Retries",
+                fields={"kind": "observation", "uid": "u-1"},
+                concepts=["backoff"],
+                files=[],
+                chunks=[NewChunk(seq=0, start_line=1, hash="c1", text="Retries back off exponentially")],
+                now_ms=1,
+            )
+            store.folders.ensure()
+            store.settings.set("chunker", "v1")
+        assert store.documents.location("ABC123") == ("notes", "a/retries.md")
+        assert store.retrieval.documents_of_uids(["u-1", "u-2"]) == {"u-1": doc_id}
+        assert list(store.folders.documents_in("notes", "a/")) == ["a/retries.md"]
+        assert store.chunks.count() == 1 and store.stats()["stale_documents"] == 0
+        assert store.retrieval.chunk_line_and_text(1) == (1, "Retries back off exponentially")
+        assert store.retrieval.document_fields([doc_id])[doc_id]["uid"] == "u-1"
+        assert store.vectors.model() is None and store.settings.get("chunker") == "v1"
+    finally:
+        store.close()
+
+
+def test_the_architecture_lists_each_repository_of_the_index() -> None:
+    """docs/architecture.md's table of index.db's repositories names each module of index/repositories/."""
+    text = (REPO / "docs" / "architecture.md").read_text()
+    section = text.split("### index.db: a handle and its repositories", 1)[1].split("\n### ", 1)[0]
+    listed = {
+        module: attribute
+        for attribute, module in re.findall(r"^\| `store\.(\w+)` \| `(\w+\.py)` \|", section, re.M)
+    }
+    modules = {name for name in _index_repository_modules() if name != "__init__.py"}
+    assert set(listed) == modules
+    assert all(module == f"{attribute}.py" for module, attribute in listed.items())

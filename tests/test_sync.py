@@ -354,7 +354,7 @@ def test_the_receiving_index_picks_up_exactly_what_arrived(team):
     from cmem_index.collections import load_collections
     from cmem_index.indexer import Indexer
     from cmem_index.store import IndexStore
-    from tests.index_helpers import CountingEmbedder
+    from tests.index_helpers import CountingEmbedder, index_rows
 
     a, b, url, first, second = team
     config = load_config(b.home)
@@ -381,7 +381,7 @@ def test_the_receiving_index_picks_up_exactly_what_arrived(team):
     assert "Cache lives in redis" not in embedded
     store = IndexStore.open(config.index_path)
     try:
-        uids = {r[0] for r in store.rows("SELECT uid FROM documents")}
+        uids = {r[0] for r in index_rows(store, "SELECT uid FROM documents")}
     finally:
         store.close()
     assert {first["uid"], third["uid"]} <= uids and second["uid"] not in uids

@@ -19,7 +19,7 @@ import pytest
 
 from tests.pg_server import admin, bin_path, start, stop
 from tests.team_helpers import Home, cmem, server_rows
-from tests.watch_helpers import end_watch, start_watch
+from tests.watch_helpers import end_watch, start_watch, wait_for_line
 
 pytestmark = pytest.mark.postgres  # each worker's own server (tests/conftest.py), a database per test
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "team.md"
@@ -320,10 +320,13 @@ def test_counts_say_what_happened(homes: dict[str, Home], team_db: str):
 
 
 INTERRUPTED = """
-import os, signal, sys
+import signal, sys
 from cmem_cli.team import push
 def interrupted(self):
-    os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C in the middle of the server's transaction
+    # Ctrl-C in the middle of the server's transaction. raise_signal delivers it to this thread and runs
+    # Python's handler before it returns (os.kill may hand it to another thread, whose handler then runs
+    # later: under load, after the line below)
+    signal.raise_signal(signal.SIGINT)
     raise AssertionError("not interrupted")
 push.Pusher._flush = interrupted
 from cmem_cli.__main__ import main
@@ -414,6 +417,10 @@ def test_watch_pushes_and_indexes_at_once_with_one_model_and_never_aborts(
     env = {"CMEM_EMBED_MODEL": str(minilm_gguf), "CMEM_MACHINE": "a"}
     watch, lines, reader = start_watch({**os.environ, **env, "CMEM_HOME": str(a.path)})
     try:
+        # the watcher says what it did once it did it: stopped before it said so, it would not (the
+        # store and the server are then asked as well: the vectors may follow the rows)
+        wait_for_line(watch, lines, "team: pushed 20,")
+        wait_for_line(watch, lines, "indexed 20 files")
         deadline = time.monotonic() + 120
         while True:  # until the index is built and every memory is on the server with its vector
             said = "".join(lines)

@@ -13,15 +13,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.agent_fixtures import Transcript, db_rows, payload, tool_payload
+from tests.conftest import fake_repo
 
 SID = "0b7e4a52-6c1d-4f7e-9a3b-2d5c8e1f0a11"
 
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    repo = tmp_path / "src" / "shop-web"
-    (repo / ".git").mkdir(parents=True)
-    return repo
+    return fake_repo(tmp_path / "src", "shop-web")
 
 
 def session_transcript(project: Path, session: str = SID) -> Transcript:

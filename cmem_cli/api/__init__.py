@@ -55,7 +55,7 @@ if TYPE_CHECKING:
         as_dict,
         citation_uri,
     )
-    from cmem_cli.core.sync_report import SyncReport
+    from cmem_cli.core.sync_report import RemoteStatus, SyncReport
     from cmem_cli.remote import Remote
     from cmem_cli.services.adopt import AdoptReport
     from cmem_cli.services.recall import Recall
@@ -84,6 +84,7 @@ _INDEX_TYPES = {
     "Watcher": "cmem_index.watcher",
     "ImportResult": "cmem_index.importer",
     "SyncReport": "cmem_cli.core.sync_report",
+    "RemoteStatus": "cmem_cli.core.sync_report",
     "Remote": "cmem_cli.remote",
 }
 
@@ -110,6 +111,7 @@ __all__ = [
     "scrub", "scrub_record", "strip_private", "excluded_project", "CmemError", "InvalidRecord", "NotFound",
     "InvalidInput", "UsageError", "DatabaseBusy", "DatabaseCorrupt", "StorageError", "ModelError",
     "Index", "Models", "IndexReport", "Collection", "Watcher", "ImportResult", "SyncReport", "Remote",
+    "RemoteStatus",
 ]  # fmt: skip
 
 _P = ParamSpec("_P")
@@ -899,10 +901,10 @@ class Memory:
 
         return diagnose(self.config, fix=fix)
 
-    def remote_status(self) -> dict[str, Any] | None:
-        """This home's remote as `cmem status --json` shows it under ``remote`` (None without one): which
-        remote (no password), when it last synced and pulled, how many local writes wait to be pushed, and
-        the last refused push. Reads what the last sync recorded; never reaches the remote."""
+    def remote_status(self) -> RemoteStatus | None:
+        """This home's remote (None without one): which remote (no password), when it last synced and
+        pulled, how many local writes wait to be pushed, and the last refused push; its ``to_json()`` is
+        `cmem status --json`'s ``remote``. Reads what the last sync recorded; never reaches the remote."""
         from cmem_cli.services.remote_state import remote_status
 
         return remote_status(self.reader)

@@ -1,7 +1,9 @@
 """The opencode plugin ``cmem install opencode`` writes (``plugins/cmem.js``): plain JavaScript that opencode
 loads as it is, no build step and no dependency. For each event it starts ``cmem hook --agent opencode EVENT``
-with the event as JSON on stdin and does not wait for it, so the agent is never slowed; the hook runner and
-the opencode adapter (``capture/hooks/adapters/opencode.py``) do the rest.
+with the event as JSON on stdin and does not wait for it, so the agent is never slowed, except where cmem
+answers: the briefing, prompt recall (added to the turn's system prompt) and file recall after read, edit,
+multiedit and write (appended to the tool's output). The hook runner and the opencode adapter
+(``capture/hooks/adapters/opencode.py``) do the rest.
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ function send(event, payload) {
   }
 }
 
-// Waited for: the briefing goes into the first request's system prompt; the session's end at exit.
+// Waited for: the briefing goes into the first request's system prompt, recall into the turn's system prompt
+// (a prompt) or after a file tool's output; the session's end at exit.
 function ask(event, payload) {
   try {
     const done = spawnSync(CMEM[0], [...CMEM.slice(1), "hook", "--agent", "opencode", event], {
@@ -51,10 +54,14 @@ function text(parts) {
     .join("\\n")
 }
 
+// The tools after which cmem may recall the notes on the file (its answer is appended to the tool's output).
+const FILE_TOOLS = new Set(["read", "edit", "multiedit", "write"])
+
 export const CmemPlugin = async ({ directory }) => {
   const cwd = directory
   const args = new Map() // callID -> the tool's arguments (older opencode passes them to "before" only)
   const briefings = new Map() // sessionID -> the briefing its system prompt carries
+  const recalls = new Map() // sessionID -> what cmem recalled for its latest prompt (this turn's system prompt)
   const answers = new Map() // sessionID -> { message: its latest assistant message id, texts: id -> text }
   const seen = new Set() // the sessions this process worked on: they end when it exits
   process.on("exit", () => {
@@ -91,10 +98,13 @@ export const CmemPlugin = async ({ directory }) => {
         briefings.set(id, (answer && answer.additionalContext) || "")
       }
       if (briefings.get(id)) output.system.push(briefings.get(id))
+      if (recalls.get(id)) output.system.push(recalls.get(id))
     },
     "chat.message": async (input, output) => {
       const prompt = text(output && output.parts)
-      if (prompt) send("chat.message", { session_id: input.sessionID, cwd, prompt })
+      if (!prompt) return
+      const answer = ask("chat.message", { session_id: input.sessionID, cwd, prompt }) // waited for: recall
+      recalls.set(input.sessionID, (answer && answer.additionalContext) || "")
     },
     "tool.execute.before": async (input, output) => {
       if (input && input.callID && output && output.args) args.set(input.callID, output.args)
@@ -102,7 +112,7 @@ export const CmemPlugin = async ({ directory }) => {
     "tool.execute.after": async (input, output) => {
       const given = input.args || args.get(input.callID) || {}
       args.delete(input.callID)
-      send("tool.execute.after", {
+      const event = {
         session_id: input.sessionID,
         cwd,
         tool: input.tool,
@@ -111,7 +121,13 @@ export const CmemPlugin = async ({ directory }) => {
         title: output && output.title,
         output: output && typeof output.output === "string" ? output.output : "",
         metadata: (output && output.metadata) || {},
-      })
+      }
+      if (!FILE_TOOLS.has(input.tool) || !output || typeof output.output !== "string") {
+        send("tool.execute.after", event)
+        return
+      }
+      const answer = ask("tool.execute.after", event) // waited for: the notes on the file, after its output
+      if (answer && answer.additionalContext) output.output += "\\n\\n" + answer.additionalContext
     },
   }
 }

@@ -117,7 +117,7 @@ def immediate_transaction(conn: apsw.Connection) -> Iterator[None]:
         return
     log = os.environ.get("CMEM_LOCK_LOG")
     conn.execute("BEGIN IMMEDIATE")
-    started = time.monotonic() if log else 0.0
+    started = (time.monotonic(), time.process_time()) if log else (0.0, 0.0)
     try:
         yield
     except BaseException:
@@ -130,11 +130,13 @@ def immediate_transaction(conn: apsw.Connection) -> Iterator[None]:
         _log_hold(conn, log, started, "committed")
 
 
-def _log_hold(conn: apsw.Connection, log: str, started: float, how: str) -> None:
+def _log_hold(conn: apsw.Connection, log: str, started: tuple[float, float], how: str) -> None:
     """Note how long a write transaction held the store's write lock (``CMEM_LOCK_LOG``: a file, for the
-    load benchmark and for finding who holds the lock for long): the hold in ms, the process's command, and
-    the cmem functions it ran in, for every hold of at least ``CMEM_LOCK_LOG_MS`` (default 50) ms."""
-    held = (time.monotonic() - started) * 1000
+    load benchmark and for finding who holds the lock for long): the hold in ms, the process's command, the
+    cmem functions it ran in, and the CPU ms the process spent meanwhile (the work, which a loaded machine
+    does not stretch), for every hold of at least ``CMEM_LOCK_LOG_MS`` (default 50) ms."""
+    held = (time.monotonic() - started[0]) * 1000
+    cpu = (time.process_time() - started[1]) * 1000
     if held < env_int("CMEM_LOCK_LOG_MS", 50, 0, 86_400_000):
         return
     import sys
@@ -146,7 +148,7 @@ def _log_hold(conn: apsw.Connection, log: str, started: float, how: str) -> None
         if "cmem_" in f.filename and "contextlib" not in f.filename
     ]
     fields = (f"{held:.0f}", Path(conn.filename).name, how, str(os.getpid()), " ".join(sys.argv[1:3]))
-    line = "\t".join((*fields, " > ".join(frames[-6:]))) + "\n"
+    line = "\t".join((*fields, " > ".join(frames[-6:]), f"cpu {cpu:.0f}")) + "\n"
     with contextlib.suppress(OSError), open(log, "a", encoding="utf-8") as fh:
         fh.write(line)
 

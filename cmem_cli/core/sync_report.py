@@ -84,3 +84,66 @@ class SyncReport:
         """Is the report worth printing when the exchange then failed? A team sync's pull is done by the
         time a read-only role's push is refused; a failed git sync exchanged nothing to tell."""
         return self.kind == "team" and bool(self.remote)
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """The last push the remote refused (until one goes through)."""
+
+    at: str  # ISO-8601
+    reason: str
+    read_only: bool  # the role may never write: what is queued stays here until its grants change
+
+
+@dataclass(frozen=True)
+class RemoteStatus:
+    """What this home knows of its remote without reaching it (`cmem status`): which remote, when it last
+    synced and pulled, what waits to be pushed, the last refused push. :meth:`to_json` is `cmem status
+    --json`'s ``remote``; :meth:`table_rows` what `cmem status` prints of it."""
+
+    kind: str  # "git" or "team"
+    url: str  # every credential hidden
+    machine: str | None  # a team member's name there; None for git
+    last_sync: str | None  # ISO-8601, None: never
+    last_pull: str | None
+    queued: int | None  # local writes waiting to be pushed; None for git (its next sync commits them)
+    refused: Refusal | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "url": self.url,
+            "machine": self.machine,
+            "last_sync": self.last_sync,
+            "last_pull": self.last_pull,
+            "queued": self.queued,
+            "refused": None if self.refused is None else vars(self.refused).copy(),
+        }
+
+    def table_rows(self) -> list[list[str]]:
+        """The remote's rows of `cmem status` (key, value): which, when it last synced, what waits, why a
+        push was refused."""
+        if self.kind == "team":
+            rows = [["remote", f"team database {self.url} (machine {self.machine})"]]
+        else:
+            rows = [["remote", f"git {self.url}"]]
+        rows.append(["last sync", self.last_sync or "never"])
+        if self.last_pull and self.last_pull != self.last_sync:
+            rows.append(["last pull", self.last_pull])
+        queued = self.queued
+        if queued is not None:
+            verb = "waits" if queued == 1 else "wait"
+            rows.append(["queued", f"{_writes(queued)} {verb} to be pushed" if queued else "none"])
+        refused = self.refused
+        if refused is not None:
+            if refused.read_only:
+                stay = "stays" if queued == 1 else "stay"
+                said = f"read-only role: {_writes(queued or 0)} {stay} queued here (refused at {refused.at})"
+            else:
+                said = f"{refused.reason} (at {refused.at})"
+            rows.append(["refused", said])
+        return rows
+
+
+def _writes(count: int) -> str:
+    return f"{count} write{'s' if count != 1 else ''}"

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from cmem_cli.core.errors import UsageError
 
 if TYPE_CHECKING:
-    from cmem_cli.core.sync_report import SyncReport
+    from cmem_cli.core.sync_report import RemoteStatus, SyncReport
     from cmem_cli.services.writes import WriteService
 
 Progress = Callable[[str, int, int], None]  # (phase, done, total or 0 when unknown)
@@ -50,8 +50,8 @@ class Remote(Protocol):
         """Send what is new here."""
         ...
 
-    def status(self) -> dict[str, Any] | None:
-        """What `cmem status --json` shows under ``remote``; reads local state, never the remote."""
+    def status(self) -> RemoteStatus | None:
+        """What `cmem status` shows of the remote; reads local state, never the remote."""
         ...
 
     def live(self, *, on_report: Callable[[str], None], on_error: Callable[[str], None]) -> Live | None:
@@ -101,7 +101,7 @@ class RemoteBase:
         self.memory = memory
         self.url = url
 
-    def status(self) -> dict[str, Any] | None:
+    def status(self) -> RemoteStatus | None:
         from cmem_cli.services.remote_state import remote_status
 
         return remote_status(self.memory)

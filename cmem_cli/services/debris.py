@@ -7,6 +7,8 @@
   It is stale when no process holds the index writer lock.
 - ``index.db.new-PID``: a new index laid out by process PID and linked into place whole; stale when that
   process is gone.
+- ``export/.cmem-staging/PID-RANDOM/``: the files a bulk import staged before taking the write lock
+  (:mod:`cmem_cli.services.bulk_stage`); stale when process PID is gone.
 """
 
 from __future__ import annotations
@@ -61,12 +63,13 @@ def stale_layout_files(index_path: Path) -> list[Path]:
     found = []
     for path in index_path.parent.glob(f"{glob_escape(prefix)}*"):
         pid = path.name[len(prefix) :].split("-", 1)[0]
-        if pid.isdigit() and not _alive(int(pid)):
+        if pid.isdigit() and not alive(int(pid)):
             found.append(path)
     return sorted(found)
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (another user's counts as running)."""
     try:
         os.kill(pid, 0)
     except (ProcessLookupError, OverflowError):
@@ -74,6 +77,22 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True  # another user's process
     return True
+
+
+def stale_staging_folders(export_root: Path) -> list[Path]:
+    """Staging folders of bulk imports whose process is gone (killed while it staged its files)."""
+    from cmem_cli.services.bulk_stage import STAGING_DIR
+
+    parent = export_root / STAGING_DIR
+    try:
+        names = sorted(os.listdir(parent))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    return [
+        parent / name
+        for name in names
+        if not (name.split("-", 1)[0].isdigit() and alive(int(name.split("-", 1)[0])))
+    ]
 
 
 def _indexer_running(index_path: Path) -> bool:
@@ -100,10 +119,22 @@ def _indexer_running(index_path: Path) -> bool:
 
 def find_debris(home: Path, export_root: Path) -> list[Path]:
     index_path = home / "index.db"
-    return [*stale_temp_files(export_root), *stale_rebuild_files(index_path), *stale_layout_files(index_path)]
+    return [
+        *stale_temp_files(export_root),
+        *stale_rebuild_files(index_path),
+        *stale_layout_files(index_path),
+        *stale_staging_folders(export_root),
+    ]
 
 
 def remove(paths: list[Path]) -> None:
     for path in paths:
+        if path.is_dir() and not path.is_symlink():
+            import shutil
+
+            shutil.rmtree(path, ignore_errors=True)
+            with contextlib.suppress(OSError):
+                path.parent.rmdir()  # the staging parent, once no other import uses it
+            continue
         with contextlib.suppress(FileNotFoundError):
             path.unlink()

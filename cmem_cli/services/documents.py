@@ -38,7 +38,7 @@ def _by_docid(config: Config, docid: str) -> tuple[Any, str]:
         raise NotFound(f"no document doc:{docid} (the index has not been built; run `cmem index`)")
     store = IndexStore.open(config.index_path, readonly=True)
     try:
-        found = store.document_location(docid)
+        found = store.documents.location(docid)
     finally:
         store.close()
     if found is None:

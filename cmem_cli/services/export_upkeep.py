@@ -7,7 +7,8 @@ not import each other: ``doctor``, ``cmem export --rebuild`` and the API call th
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
+import time
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from cmem_cli.services.writes import WriteService
 from cmem_export import atomic, digest, layout, markdown
 
 EXPECTED_PAGE = 500  # observations whose anchors a whole-store pass reads at once
+PAGE_GAP = 0.1  # seconds between two pages of a rebuild (a page holds the write lock about as long)
 
 
 def expected_files(memory: WriteService) -> dict[str, str]:
@@ -29,25 +31,32 @@ def iter_expected_files(memory: WriteService) -> Iterator[tuple[str, str]]:
 
     links = memory.store.links.all_outgoing()
     pending = memory.store.links.all_pending()
-    anchors = memory.store.anchors
     page: list[dict[str, Any]] = []
     for row in itertools.chain(memory.store.observations.iter_all(), [None]):
         if row is not None:
             page.append(row)
             if len(page) < EXPECTED_PAGE:
                 continue
-        anchored = anchors.for_ids([r["id"] for r in page])  # the page's anchors, in one query
-        for done in page:
-            relpath = done["path"] or layout.observation_relpath(done)
-            entries = memory.link_entries(
-                done, relpath, links.get(done["id"], []), pending.get(done["id"], [])
-            )
-            front = memory.anchor_front(done["id"], anchored.get(done["id"]))
-            yield relpath, markdown.render_observation(done, entries, front)
+        yield from _rendered(memory, page, links, pending)
         page = []
     for summary_id in memory.store.summaries.all_ids():
         row = memory.store.summaries.get(summary_id)
         yield row["path"] or layout.summary_relpath(row), markdown.render_summary(row)
+
+
+def _rendered(
+    memory: WriteService,
+    page: list[dict[str, Any]],
+    links: dict[int, list[dict[str, Any]]],
+    pending: dict[int, list[dict[str, Any]]],
+) -> Iterator[tuple[str, str]]:
+    """The files of a page of observations: (relative path, text)."""
+    anchored = memory.store.anchors.for_ids([r["id"] for r in page])  # the page's anchors, in one query
+    for done in page:
+        relpath = done["path"] or layout.observation_relpath(done)
+        entries = memory.link_entries(done, relpath, links.get(done["id"], []), pending.get(done["id"], []))
+        front = memory.anchor_front(done["id"], anchored.get(done["id"]))
+        yield relpath, markdown.render_observation(done, entries, front)
 
 
 def rebuild_export(memory: WriteService) -> dict[str, Any]:
@@ -55,50 +64,97 @@ def rebuild_export(memory: WriteService) -> dict[str, Any]:
 
     Never deletes a file: one without a store row is adopted (or reported when it cannot be), except
     the files of a write that never committed, which crash recovery puts back first. Idempotent.
+
+    A page of memories at a time, each page one short write transaction (its rows read, its files
+    rendered, compared and written, all under the lock): other writers go on between pages, and every
+    file a page writes is what the store says at that moment. A write made meanwhile rewrites the files
+    it changes itself, so the tree is whole at the end; a rebuild killed between pages leaves each file
+    as it was or rebuilt, and running it again finishes it.
     """
     from cmem_cli.services.adopt import adopt_tree
 
     adoption = adopt_tree(memory, forget_deleted=False)
-    written = unchanged = 0
-    with memory.write_transaction(fsync=False) as files:
-        for obs_id in memory.store.observations.ids_without_path():
-            row = memory.store.observations.get(obs_id)  # names are kept; only a row without one gets it
-            memory.store.observations.set_export(obs_id, layout.observation_relpath(row), row["tokens"])
-        for summary_id in memory.store.summaries.all_ids():
-            row = memory.store.summaries.get(summary_id)
+    store = memory.store
+    with memory.write_transaction(fsync=False):
+        for obs_id in store.observations.ids_without_path():
+            row = store.observations.get(obs_id)  # names are kept; only a row without one gets it
+            store.observations.set_export(obs_id, layout.observation_relpath(row), row["tokens"])
+        for summary_id in store.summaries.all_ids():
+            row = store.summaries.get(summary_id)
             if not row["path"]:
-                memory.store.summaries.set_path(summary_id, layout.summary_relpath(row))
-        records = memory.store.export_files.records()
-        expected: set[str] = set()
-        for relpath, text in iter_expected_files(memory):
-            expected.add(relpath)
-            path = layout.resolve_inside(memory.export_root, relpath)
-            record = records.get(relpath)
-            if written_as(path, record, text):
-                unchanged += 1  # as cmem wrote it, and that was this text: not even read
-                continue
-            try:
-                if read_regular(path, len(text.encode("utf-8"))).decode("utf-8") == text:
-                    unchanged += 1
-                    if record is None or record[0] != digest.text_hash(text) or record[1] is None:
-                        memory.store.export_files.record(
-                            relpath, digest.text_hash(text), atomic.stat_key(path)
-                        )
-                    continue
-            except (OSError, UnicodeDecodeError):
-                pass
-            files.write(relpath, text)
-            written += 1
-        for relpath in set(records) - expected:
-            memory.store.export_files.forget(relpath)
+                store.summaries.set_path(summary_id, layout.summary_relpath(row))
+    records = store.export_files.records()  # as read now: a page checks a file it finds changed again
+    tally = {"written": 0, "unchanged": 0}
+    after = 0
+    while True:
+        _let_others_in()
+        with memory.write_transaction(fsync=False) as files:
+            page = list(
+                itertools.islice(store.observations.iter_all(EXPECTED_PAGE, after=after), EXPECTED_PAGE)
+            )
+            if not page:
+                break
+            links, pending = store.links.all_outgoing(), store.links.all_pending()
+            _write_page(memory, files, _rendered(memory, page, links, pending), records, tally)
+            after = page[-1]["id"]
+    after = 0
+    while True:
+        _let_others_in()
+        with memory.write_transaction(fsync=False) as files:
+            summaries = store.summaries.page(after, EXPECTED_PAGE)
+            if not summaries:
+                break
+            rendered = (
+                (row["path"] or layout.summary_relpath(row), markdown.render_summary(row))
+                for row in summaries
+            )
+            _write_page(memory, files, rendered, records, tally)
+            after = summaries[-1]["id"]
+    with memory.write_transaction(fsync=False):  # records of files no row implies any longer
+        implied = store.export_files.record_paths()
+        for relpath in set(store.export_files.records()) - set(implied):
+            store.export_files.forget(relpath)
     return {
-        "written": written,
-        "unchanged": unchanged,
+        **tally,
         "adopted": len(adoption.adopted),
         "created": len(adoption.created),
         "rolled_back": len(adoption.rolled_back),
         "invalid": adoption.to_json()["invalid"],
     }
+
+
+def _let_others_in() -> None:
+    """A pause between two pages, long enough for a writer waiting on the lock to take it: SQLite's busy
+    handlers poll (every 100 ms at most), so a page taken again at once could keep a hook waiting for the
+    whole rebuild."""
+    time.sleep(PAGE_GAP)
+
+
+def _write_page(
+    memory: WriteService,
+    files: Any,
+    rendered: Iterable[tuple[str, str]],
+    records: dict[str, tuple[str, tuple[int, int] | None]],
+    tally: dict[str, int],
+) -> None:
+    """Write each rendered file that differs from the one on disk (in the caller's transaction); a file
+    already holding the text only gets its record."""
+    for relpath, text in rendered:
+        path = layout.resolve_inside(memory.export_root, relpath)
+        record = records.get(relpath)
+        if written_as(path, record, text):
+            tally["unchanged"] += 1  # as cmem wrote it, and that was this text: not even read
+            continue
+        try:
+            if read_regular(path, len(text.encode("utf-8"))).decode("utf-8") == text:
+                tally["unchanged"] += 1
+                if record is None or record[0] != digest.text_hash(text) or record[1] is None:
+                    memory.store.export_files.record(relpath, digest.text_hash(text), atomic.stat_key(path))
+                continue
+        except (OSError, UnicodeDecodeError):
+            pass
+        files.write(relpath, text)
+        tally["written"] += 1
 
 
 def orphan_files(memory: WriteService, expected: set[str]) -> list[Path]:

@@ -27,7 +27,7 @@ def index_status(config: Config) -> dict[str, Any]:
             store = IndexStore.open(config.index_path, readonly=True, busy_ms=2000)
             try:
                 stats = store.stats()
-                remembered = store.json_setting("embed_model") or {}
+                remembered = store.settings.get_json("embed_model") or {}
                 changes = changes_since_last_run(store, collections)
             finally:
                 store.close()

@@ -120,10 +120,10 @@ def drop_documents(config: Config, collection: str, *, timeout: float | None = N
     with writer_lock(config.index_path, timeout=timeout):
         store = IndexStore.open(config.index_path)
         try:
-            docs = store.documents_in(collection)
+            docs = store.documents.in_collection(collection)
             with store.transaction():
                 for doc in docs.values():
-                    store.delete_document(doc.id)
+                    store.documents.delete(doc.id)
             return len(docs)
         finally:
             store.close()

@@ -5,14 +5,17 @@ Only what a person or the agent wrote is offered (decisions, bug causes, discove
 tool records or session summaries, which restate the request), only what is current (a replaced memory
 never), only once a session, and only what clears the bar: nothing is better than noise. Prompt recall is
 keyword retrieval over the store's full-text index (no model is loaded in a hook); a note's evidence is its
-BM25 *strength*, how much of the prompt it matched (:mod:`cmem_cli.core.bm25`). File recall takes the notes
-tied to the file (citing it, or written in a session that changed it), newest first, with their freshness.
+BM25 *strength*, how much of the prompt it matched (:mod:`cmem_cli.core.bm25`), plus its session's (its
+request's, or a tool record's, at a fifth). File recall takes the notes tied to the file (citing it, written
+in a session that changed it, or in one that read it and naming something the file holds), decisions and
+bug causes first, with their freshness.
 
 `cmem recall` prints exactly what the hooks would inject and why; docs/recall.md has the measurements.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection
 from typing import Any, NamedTuple
 
@@ -30,6 +33,9 @@ SESSIONS = 4  # sessions whose request matched best, whose notes are weighed too
 # strength of its session's request (the best of the session's prompts and summary). Tuned on the tune half
 # of bench/data/recall-week (docs/recall.md).
 NOTE_WEIGHT = 5.0
+# A session's tool record that matches the prompt is evidence of what the session worked on, weaker than its
+# request: it weighs its own strength, a fifth of what the same match weighs in a note (NOTE_WEIGHT).
+TOOL_WEIGHT = 1.0
 RELATIVE = 0.7  # and a note below this share of the best note's evidence is left out
 FILE_CANDIDATES = 12  # notes tied to a file weighed
 GIVEN = "recall:"  # capture-log key of a memory given in a session: recall:<uid>
@@ -145,6 +151,9 @@ def prompt_recall(
                 *store.search.prompts(prompt, filters, limit=CANDIDATES)]:  # fmt: skip
         if row.get("session") and row["session"] != session:  # this session's own prompt is no evidence
             asked[row["session"]] = max(asked.get(row["session"], 0.0), row["strength"])
+    for row in hits:  # and the session's tool records (reads, edits, test runs) say what it worked on
+        if row.get("tools_used") and row.get("session") and row["session"] != session:
+            asked[row["session"]] = max(asked.get(row["session"], 0.0), TOOL_WEIGHT * row["strength"])
     best = sorted(asked, key=lambda s: -asked[s])[:SESSIONS]
     for row in store.recall.notes_of_sessions(best, limit=CANDIDATES):
         notes.setdefault(row["id"], {**row, "strength": 0.0})
@@ -167,14 +176,26 @@ def file_recall(
     lines: tuple[int, int] | None = None,
     given: Collection[str] = (),
 ) -> Recall:
-    """The current notes tied to ``path`` (repository-relative): decisions and bug causes first, those
-    citing the file before those of a session that changed it, newest first within each. ``lines``: the
+    """The current notes tied to ``path`` (repository-relative): those citing the file, then those of a
+    session that changed it, then those of a session that read it which name something the file defines or
+    uses; decisions and bug causes first, newest first within each. ``lines``: the
     part of the file that was read (first and last line); a note about another part of it (its anchor's
     region, as recorded) waits for a read of that part. Only a whole read marks the file as offered."""
     if session is not None and _seen(store, session, FILE_GIVEN + path, given):
         return Recall("file", path, project, None, [], None, note="offered already in this session")
     rows = store.recall.notes_on_file(project, path, limit=FILE_CANDIDATES)
-    rows.sort(key=lambda r: (not r["cites"], TYPE_ORDER.get(r["type"], 5), -r["created_at"], -r["id"]))
+    if any(not r["cites"] and not r["changed"] for r in rows):
+        names = names_in_file(path, cwd)
+        rows = [r for r in rows if r["cites"] or r["changed"] or _names_one_of(r, names)]
+    rows.sort(
+        key=lambda r: (
+            not r["cites"],
+            not r["changed"],
+            TYPE_ORDER.get(r["type"], 5),
+            -r["created_at"],
+            -r["id"],
+        )
+    )
     if lines is not None and rows:
         anchors = store.anchors.for_ids([r["id"] for r in rows])
         rows = [r for r in rows if _in_read(anchors.get(r["id"]), path, lines)]
@@ -185,7 +206,45 @@ def file_recall(
 
 
 def _seen(store: Store, session: str, key: str, given: Collection[str]) -> bool:
+    """Whether the session was given ``key``: as its capture log says, or ``given`` (still in the spool)."""
     return key in given or store.capture_log.seen(session, key)
+
+
+_DEFINED = re.compile(
+    r"\b(?:def|class|function|func|fn|struct|interface|type|(?i:create)\s+(?i:table)(?:\s+IF\s+NOT\s+EXISTS)?)\s+([A-Za-z_]\w{4,})"
+)
+_COMPOUND = re.compile(r"\b[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+\b|\b[a-z]+[A-Z][A-Za-z0-9]+\b")
+_WORDS = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+FILE_BYTES = 256 * 1024  # of a file read for its names
+
+
+def names_in_file(path: str, cwd: str | None) -> set[str]:
+    """The names ``path`` defines or uses that say what it is about (functions, classes, tables it defines;
+    compound identifiers like ``to_cents`` or ``isExpired``), lower-cased: a note of a session that only
+    read the file is about it when it names one of them. Empty when the file cannot be read."""
+    import os
+
+    names: set[str] = set()
+    top = os.path.abspath(cwd or ".")
+    while True:  # the path is relative to the repository's top, which cwd is in
+        full = os.path.join(top, path)
+        if os.path.isfile(full) or top == os.path.dirname(top):
+            break
+        top = os.path.dirname(top)
+    try:
+        with open(full, "rb") as fh:
+            text = fh.read(FILE_BYTES).decode("utf-8", "replace")
+    except OSError:
+        return names
+    names.update(m.lower() for m in _DEFINED.findall(text))
+    names.update(m.lower() for m in _COMPOUND.findall(text))
+    return names
+
+
+def _names_one_of(row: dict[str, Any], names: set[str]) -> bool:
+    """Whether a note's title or narrative names one of ``names`` (a name of the file it was written near)."""
+    text = f"{row.get('title') or ''} {row.get('narrative') or ''}"
+    return bool(names) and any(w.lower() in names for w in _WORDS.findall(text))
 
 
 def _in_read(anchor: Any, path: str, lines: tuple[int, int]) -> bool:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from cmem_cli.core.timeutil import now_ms, to_iso
 
 if TYPE_CHECKING:
+    from cmem_cli.core.sync_report import RemoteStatus
     from cmem_cli.services.search_pipeline import Reader
     from cmem_cli.store.repository import Store
 
@@ -72,14 +73,13 @@ def shown_url(url: str) -> str:
     return redact_url(url)
 
 
-def remote_status(memory: Reader) -> dict[str, Any] | None:
-    """This home's remote as `cmem status --json` shows it, or None without one: ``kind`` (``team`` or
-    ``git``), ``url`` (no password), ``machine`` (a team member's name there), ``last_sync`` and
-    ``last_pull`` (ISO-8601 or None), ``queued`` (local writes waiting to be pushed; None for git, whose
-    next sync commits what changed) and ``refused`` (the last refused push: ``at``, ``reason``,
-    ``read_only``; None once a push went through). Reads local state only."""
+def remote_status(memory: Reader) -> RemoteStatus | None:
+    """This home's remote as `cmem status` shows it, or None without one (reads local state only)."""
+    from cmem_cli.core.sync_report import Refusal, RemoteStatus
+
     store = memory.store
     settings = store.team_outbox.settings()
+    machine: str | None
     if settings.get("url"):
         # stored without its password (cmem_cli.team.url); the role is no secret and says who syncs
         kind, url, machine = "team", shown_url(settings["url"]), settings.get("machine") or ""
@@ -93,21 +93,21 @@ def remote_status(memory: Reader) -> dict[str, Any] | None:
             return None
         kind, url, machine, queued = "git", shown_url(remote_url(git_dir) or ""), None, None
     refusal = last_refusal(store)
-    if refusal is not None:
-        refusal = {
-            "at": to_iso(int(refusal.get("at") or 0)),
-            "reason": str(refusal.get("reason") or ""),
-            "read_only": bool(refusal.get("read_only")),
-        }
-    return {
-        "kind": kind,
-        "url": url,
-        "machine": machine,
-        "last_sync": _time(store, SYNCED_AT),
-        "last_pull": _time(store, PULLED_AT),
-        "queued": queued,
-        "refused": refusal,
-    }
+    return RemoteStatus(
+        kind=kind,
+        url=url,
+        machine=machine,
+        last_sync=_time(store, SYNCED_AT),
+        last_pull=_time(store, PULLED_AT),
+        queued=queued,
+        refused=None
+        if refusal is None
+        else Refusal(
+            at=to_iso(int(refusal.get("at") or 0)) or "",
+            reason=str(refusal.get("reason") or ""),
+            read_only=bool(refusal.get("read_only")),
+        ),
+    )
 
 
 def _time(store: Store, key: str) -> str | None:

@@ -9,6 +9,7 @@ files that a committed write replaced are deleted after the commit.
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from types import ModuleType
@@ -65,6 +66,8 @@ class FileTransaction:
         self.written: set[str] = set()
         self.to_delete: list[str] = []
         self._dirs: set[Path] = set()
+        self._placed_in: set[Path] = set()  # folders files staged beforehand were renamed into
+        self._unsynced = False  # files written without an fsync, to be flushed before the commit
         self._done = False
 
     def write(self, relpath: str, text: str) -> None:
@@ -94,9 +97,46 @@ class FileTransaction:
                 stat = atomic.atomic_write(path, text, fsync=self.fsync, make_dirs=False)
                 recorded.append((relpath, digest.text_hash(text), stat))
                 self.written.add(relpath)
+                self._unsynced = self._unsynced or not self.fsync
         except OSError as exc:
             raise StorageError(f"cannot write {path}: {exc.strerror}") from None
         self.store.export_files.record_many(recorded)
+
+    def place_many(self, items: list[tuple[str, Path, str, str, tuple[int, int]]]) -> None:
+        """Move files written and flushed before the transaction (:mod:`cmem_cli.services.bulk_stage`)
+        into place: (relative path, its path in the tree, staged path, text hash, stat key), the paths
+        checked when staged. Journalled in one append, each renamed over its path (a rename keeps the stat
+        key), hashes recorded in the caller's transaction."""
+        path = self.root
+        try:
+            self.journal.before_writes([(relpath, target) for relpath, target, *_ in items])
+            folders: dict[str, Path] = {}  # by relative folder: a few, however many files
+            for relpath, target, *_ in items:
+                folders.setdefault(relpath.rpartition("/")[0], target.parent)
+            for path in folders.values():
+                if path not in self._dirs:
+                    atomic.ensure_dir(path, self.root)
+                    self._dirs.add(path)
+                self._placed_in.add(path)
+            for relpath, target, staged, _, _ in items:
+                path = target
+                os.replace(staged, target)
+                self.written.add(relpath)
+        except OSError as exc:
+            raise StorageError(f"cannot write {path}: {exc.strerror}") from None
+        self.store.export_files.record_many(
+            [(relpath, hashed, stat) for relpath, _, _, hashed, stat in items]
+        )
+
+    def flush(self) -> None:
+        """Before the commit: files written without an fsync go to disk (all at once), and the renames of
+        staged files (their journal, then their folders' names)."""
+        if self._unsynced:
+            atomic.sync_all()
+        elif self._placed_in:
+            self.journal.sync()
+            for folder in self._placed_in:
+                atomic.sync_dir(folder)
 
     def delete_after_commit(self, relpath: str | None) -> None:
         if relpath and relpath not in self.written:
@@ -181,8 +221,7 @@ class WriteService:
             with self.store.transaction():
                 try:
                     yield files
-                    if not fsync and files.written:
-                        atomic.sync_all()  # files durable before the rows that point at them
+                    files.flush()  # files durable before the rows that point at them
                 except BaseException:
                     files.rollback()  # still under the write lock: nobody sees the half-written files
                     raise
@@ -297,85 +336,68 @@ class WriteService:
         ``candidates`` says so; None: in an import of at most ``SMALL_IMPORT`` records (a larger one is
         history brought in, not a writer stating a change).
 
-        Records that can only be new (no uid, key or links to look up) go in batches: their files are
-        journalled in one append and their rows inserted one statement per table. The others, in their
+        Records that can only be new (no uid, key or links to look up) are rendered, written to a staging
+        folder and flushed before the write lock is taken (:mod:`cmem_cli.services.bulk_stage`); under it
+        their files are renamed into place and their rows inserted, a batch at a time. The others, in their
         place in the order, go one at a time."""
+        from cmem_cli.services.bulk_stage import Staging
+
         rows: list[dict[str, Any]] = []
         self.store.prepare_bulk_write(BULK_CACHE_KIB)
-        repos: dict[str, Any] = {}  # folder -> its git work tree, looked up once for the whole import
-        diffs: dict[Any, Any] = {}  # (work tree, file) -> the lines its change touched, asked once
-        with self.write_transaction(fsync=False) as files:
-            self._ensure_sessions(records)
+        staging = Staging(self.store, self.export_root, self.anchor_front, cwd=cwd)
+        try:
+            steps: list[Any] = []  # in the import's order: a StagedBatch, or (index, record) stored alone
             batch: list[dict[str, Any]] = []
             for index, record in enumerate(records):
                 if not (record.get("uid") or record.get("key") or record.get("links")):
                     batch.append(record)
                     if len(batch) >= BULK_BATCH:
-                        rows += self._store_new(batch, files, cwd=cwd, repos=repos, diffs=diffs)
+                        steps.append(staging.stage(batch))
                         batch = []
                         if progress is not None:
                             progress("write", index + 1, len(records))
                     continue
-                rows += self._store_new(batch, files, cwd=cwd, repos=repos, diffs=diffs)
-                batch = []
-                try:
-                    rows.append(self.store_observation(record, files, session_ready=True, cwd=cwd))
-                except InvalidRecord:
-                    raise
-                except InvalidInput as exc:  # a clash with what is stored: which record, for the caller
-                    raise InvalidRecord(index, exc.message) from None
-            rows += self._store_new(batch, files, cwd=cwd, repos=repos, diffs=diffs)
-            if candidates is None:
-                candidates = len(records) <= SMALL_IMPORT
-            if candidates and len(rows) <= BULK_CANDIDATES:
-                for row, record in zip(rows, records, strict=True):
-                    if not (record.get("uid") or record.get("key")):
-                        row["candidates"] = self.replacement_candidates(row, record)
+                if batch:
+                    steps.append(staging.stage(batch))
+                    batch = []
+                steps.append((index, record))
+            if batch:
+                steps.append(staging.stage(batch))
+            staging.flush()
+            self._ready_to_store(anchored=cwd is not None)
+            with self.write_transaction(fsync=False) as files:
+                self._ensure_sessions(records)
+                for step in steps:
+                    if not isinstance(step, tuple):
+                        rows += self._place_new(step, files)
+                        continue
+                    index, record = step
+                    try:
+                        rows.append(self.store_observation(record, files, session_ready=True, cwd=cwd))
+                    except InvalidRecord:
+                        raise
+                    except InvalidInput as exc:  # a clash with what is stored: which record, for the caller
+                        raise InvalidRecord(index, exc.message) from None
+                if candidates is None:
+                    candidates = len(records) <= SMALL_IMPORT
+                if candidates and len(rows) <= BULK_CANDIDATES:
+                    for row, record in zip(rows, records, strict=True):
+                        if not (record.get("uid") or record.get("key")):
+                            row["candidates"] = self.replacement_candidates(row, record)
+        finally:
+            staging.discard()
         return rows
 
-    def _store_new(
-        self,
-        records: list[dict[str, Any]],
-        files: FileTransaction,
-        *,
-        cwd: str | None = None,
-        repos: dict[str, Any] | None = None,
-        diffs: dict[Any, Any] | None = None,
-    ) -> list[dict[str, Any]]:
-        """Write new observations (no uid, key or links) and their files in the caller's transaction.
-        ``repos`` and ``diffs`` keep what git said across the batches of one import."""
-        if not records:
-            return []
-        from cmem_cli.services.anchors import Hints, cited_files, make_anchor
-        from cmem_cli.store.anchors import CachedBlob
-
-        now = now_ms()
-        made, texts, anchors = [], [], []
-        fresh: dict[str, CachedBlob] = {}
-        for record in records:
-            created = record.get("created_at") or now
-            row = {**record, "created_at": created, "uid": new_uid(created), "updated_at": max(now, created)}
-            row.update(self.store.authorship(record))  # the file says whose it is, as the row does
-            row["path"] = layout.observation_relpath(row)
-            anchor = None
-            if cwd is not None:  # anchored before the file is written: the file carries the anchor
-                hints = Hints.of(record, diffs=diffs)
-                if hints.modified:
-                    hints.previous = self.store.anchors.latest_blob
-                anchor, hashed = make_anchor(cited_files(record), cwd, repos=repos, hints=hints)
-                fresh.update(hashed)
-            text = markdown.render_observation(row, [], self.anchor_front(0, anchor))
-            row["tokens"] = estimate_tokens(text)  # what `cmem get` prints for it
-            made.append(row)
-            texts.append((row["path"], text))
-            anchors.append(anchor)
-        files.write_many(texts)
-        rows = self.store.observations.insert_new(made)
+    def _place_new(self, staged: Any, files: FileTransaction) -> list[dict[str, Any]]:
+        """Make a staged batch of new observations (:class:`~cmem_cli.services.bulk_stage.StagedBatch`)
+        part of the caller's transaction: files renamed into place, rows inserted, anchors put."""
+        files.place_many(staged.files)
+        rows = self.store.observations.insert_new(staged.records, staged.values)
         store = self.store.anchors
-        for row, anchor in zip(rows, anchors, strict=True):
+        for row, anchor in zip(rows, staged.anchors, strict=True):
             if anchor is not None:
                 store.put(row["id"], anchor)
-        store.cache_blobs(fresh)
+        store.cache_blobs(staged.blobs)
         return rows
 
     def _ensure_sessions(self, records: list[dict[str, Any]]) -> None:

@@ -72,21 +72,18 @@ class ObservationRepository(Repository):
             row[column] = list(record.get(column) or [])
         return row
 
-    def insert_new(self, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def insert_new(
+        self, records: list[dict[str, Any]], values: list[dict[str, Any]] | None = None
+    ) -> list[dict[str, Any]]:
         """Insert new observations in the caller's transaction, one statement per table (a bulk import's
         batch). Each record is normalised and carries its ``uid``, ``created_at``, ``updated_at``, ``path``
-        and ``tokens``. Ids follow the largest one given so far, in order, as :meth:`insert` gives them.
-        Returns the stored rows, as :meth:`insert` does."""
+        and ``tokens``. ``values``: their :meth:`new_values`, computed before the write lock was taken.
+        Ids follow the largest one given so far, in order, as :meth:`insert` gives them. Returns the stored
+        rows, as :meth:`insert` does."""
+        rows = self.new_values(records) if values is None else values
         first = int(self.db.scalar(f"SELECT {NEXT_ID[OBSERVATION]}"))
-        rows = []
-        for offset, record in enumerate(records):
-            row = self._row_values(record, tokens=record["tokens"], created_at=record["created_at"])
-            row.update(
-                id=first + offset, uid=record["uid"], updated_at=record["updated_at"], path=record["path"]
-            )
-            row.update(self._store.authorship(record))
-            row.update({name: record.get(name) for name in EDITOR})
-            rows.append(row)
+        for offset, row in enumerate(rows):
+            row["id"] = first + offset
         columns = ("id", *INSERT_COLUMNS)
         self.db.conn.executemany(
             f"INSERT INTO observations ({', '.join(columns)}) VALUES ({', '.join(f':{c}' for c in columns)})",
@@ -98,6 +95,18 @@ class ObservationRepository(Repository):
             row.update(retrieval_count=0, last_retrieved_at=None)
             for column in LIST_COLUMNS:
                 row[column] = list(record.get(column) or [])
+        return rows
+
+    def new_values(self, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The column values of new observations (:meth:`insert_new`'s records), ids not yet given: pure
+        computing (the keyword terms are most of it), done by a bulk import before it takes the lock."""
+        rows = []
+        for record in records:
+            row = self._row_values(record, tokens=record["tokens"], created_at=record["created_at"])
+            row.update(uid=record["uid"], updated_at=record["updated_at"], path=record["path"])
+            row.update(self._store.authorship(record))
+            row.update({name: record.get(name) for name in EDITOR})
+            rows.append(row)
         return rows
 
     def update(
@@ -187,10 +196,9 @@ class ObservationRepository(Repository):
         value = self.db.scalar("SELECT forgotten_at FROM forgotten WHERE uid = ?", (uid,))
         return int(value) if value is not None else None
 
-    def iter_all(self, page: int = 2_000) -> Iterator[dict[str, Any]]:
-        """Every observation, decoded, in id order, a page at a time (whole-store passes: doctor, rebuild);
-        each page is read completely, so the caller may write between pages."""
-        after = 0
+    def iter_all(self, page: int = 2_000, *, after: int = 0) -> Iterator[dict[str, Any]]:
+        """Every observation (with an id above ``after``), decoded, in id order, a page at a time (whole-store
+        passes: doctor, rebuild); each page is read completely, so the caller may write between pages."""
         while True:
             rows = self.db.query("SELECT * FROM observations WHERE id > ? ORDER BY id LIMIT ?", (after, page))
             for row in rows:

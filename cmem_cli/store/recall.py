@@ -20,6 +20,9 @@ from cmem_cli.store.schema import FTS_TOKENIZER
 _CAPTURED = "tools_used <> '[]'"
 _AUTHORED = "tools_used = '[]'"
 _NOTE_COLUMNS = "o.id, o.uid, o.type, o.title, o.created_at, o.tokens, o.session, o.project"
+# Below this many observations a word held by most of them is still evidence: it is all a small store has
+# (one note's words are in every row of a store of one), and a prompt word the store lacks keeps the match weak.
+SMALL_STORE = 20
 _NOT_REPLACED = (
     "NOT EXISTS (SELECT 1 FROM observation_links l WHERE l.to_id = o.id AND l.type = 'supersedes')"
 )
@@ -40,27 +43,35 @@ class RecallRows(Repository):
     def telling_words(self, text: str) -> str:
         """``text``'s search words less those more than half the observations hold: BM25 gives such a word
         no weight (its IDF is FTS5's floor), yet matching it ranks every row that holds it (all of them,
-        for a word every memory of a store says). The scores of what is left are the same."""
+        for a word every memory of a store says). The scores of what is left are the same. A store of fewer
+        than ``SMALL_STORE`` observations keeps every word: there, most words are in half the rows."""
         from cmem_cli.core import bm25
         from cmem_cli.core.fts import query_tokens
 
         tokens = query_tokens(text)
         terms = bm25.query_terms(self.db.conn, "observations_fts", FTS_TOKENIZER, tokens)
+        if terms.rows < SMALL_STORE:
+            return " ".join(tokens)
         half = terms.rows / 2
         kept = [t for t in tokens if t not in terms.terms or terms.counts.get(terms.terms[t], 0) <= half]
         return " ".join(kept)
 
     def notes_on_file(self, project: str, path: str, *, limit: int) -> list[dict[str, Any]]:
         """Notes (not hook records) of ``project`` that are current (no memory replaced them) and are tied
-        to ``path`` (repository-relative): they cite it, or their session changed it. Each row carries
-        ``cites`` (1 when the note names the file itself). Newest first."""
-        rows = self.db.query(
-            f"SELECT {_NOTE_COLUMNS}, EXISTS (SELECT 1 FROM observation_files f WHERE f.observation_id = o.id "
-            "AND f.path = :path) AS cites FROM observations o "
-            f"WHERE o.project {FOLDED_SQL.replace('?', ':project')} AND o.{_AUTHORED} AND {_NOT_REPLACED} AND ("
-            "o.id IN (SELECT observation_id FROM observation_files WHERE path = :path) OR o.session IN ("
+        to ``path`` (repository-relative): they cite it, their session changed it, or their session read
+        it. Each row carries ``cites`` (1 when the note names the file itself) and ``changed`` (1 when its
+        session changed the file); a row with neither only read it, and carries its ``narrative``, for the
+        caller to check it is about the file. Newest first."""
+        sessions = (
             "SELECT t.session FROM observation_files f JOIN observations t ON t.id = f.observation_id "
-            "WHERE f.path = :path AND f.kind = 'modified' AND t.session IS NOT NULL)) "
+            "WHERE f.path = :path AND t.session IS NOT NULL"
+        )
+        rows = self.db.query(
+            f"SELECT {_NOTE_COLUMNS}, o.narrative, EXISTS (SELECT 1 FROM observation_files f "
+            "WHERE f.observation_id = o.id AND f.path = :path) AS cites, "
+            f"o.session IN ({sessions} AND f.kind = 'modified') AS changed FROM observations o "
+            f"WHERE o.project {FOLDED_SQL.replace('?', ':project')} AND o.{_AUTHORED} AND {_NOT_REPLACED} AND ("
+            f"o.id IN (SELECT observation_id FROM observation_files WHERE path = :path) OR o.session IN ({sessions})) "
             "ORDER BY o.created_at DESC, o.id DESC LIMIT :limit",
             {"project": project, "path": path, "limit": limit},
         )

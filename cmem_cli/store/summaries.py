@@ -99,5 +99,11 @@ class SummaryRepository(Repository):
     def all_ids(self) -> list[int]:
         return [r[0] for r in self.db.execute("SELECT id FROM session_summaries ORDER BY id")]
 
+    def page(self, after: int, size: int) -> list[dict[str, Any]]:
+        """Up to ``size`` summaries with ids above ``after``, in id order (a whole-store pass, a page at a time)."""
+        return self.db.query(
+            "SELECT * FROM session_summaries WHERE id > ? ORDER BY id LIMIT ?", (after, size)
+        )
+
     def delete(self, summary_id: int) -> None:
         self.db.execute("DELETE FROM session_summaries WHERE id = ?", (summary_id,))

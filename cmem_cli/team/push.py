@@ -33,7 +33,7 @@ from cmem_cli.core.timeutil import now_ms
 from cmem_cli.services.reconcile.rule import EDIT_BEATS_FORGET, Conflict, merge, same_field_conflict, tell
 from cmem_cli.services.writes import WriteService
 from cmem_cli.store import team_outbox as outbox
-from cmem_cli.team import inbound, outgoing, server
+from cmem_cli.team import inbound, outgoing, repository, server
 from cmem_cli.team.apply import Applier
 from cmem_cli.team.records import (
     OBS_COLUMNS,
@@ -80,12 +80,6 @@ RECORDS = {
     outbox.OBSERVATION: RecordKind("cmem_observations", OBS_COLUMNS, same_observation, links=True),
     outbox.SUMMARY: RecordKind("cmem_summaries", SUMMARY_COLUMNS, same_summary, links=False),
 }
-
-
-def _select(conn: Any, table: str, columns: tuple[str, ...]) -> str:
-    """The server's rows of a batch, locked (the columns this server has: :func:`server.present`)."""
-    names = ", ".join(c for c in server.present(conn, columns) if c != "uid")
-    return f"SELECT uid, rev, {names} FROM {table} WHERE uid = ANY(%s) FOR UPDATE"
 
 
 class Pusher:
@@ -155,7 +149,7 @@ class Pusher:
             )  # each entry, a conflict copy and a conflict log at most for each
             self._writes: dict[str, list[Any]] = {"insert": [], "update": [], "links": []}
             with self.conn.transaction():
-                self.conn.execute("SELECT pg_advisory_xact_lock(%s)", (server.WRITE_LOCK,))
+                repository.take_write_lock(self.conn, server.WRITE_LOCK)
                 self._records(outbox.OBSERVATION, obs, local_obs, bases[outbox.OBSERVATION], plan)
                 self._records(outbox.SUMMARY, sums, local_sums, bases[outbox.SUMMARY], plan)
                 self._sessions(sessions, local_sessions, bases[outbox.SESSION], plan)
@@ -163,7 +157,7 @@ class Pusher:
                 self.vectors.store(self.conn, {**embedded, **self._merged_vectors(plan)}, plan.pushed_uids)
                 self._log_conflicts(plan)
                 if plan.last_rev:
-                    self.conn.execute("SELECT pg_notify(%s, %s)", (server.CHANNEL, str(plan.last_rev)))
+                    repository.notify(self.conn, server.CHANNEL, plan.last_rev)
 
         server.with_retries(on_server)
         self._here(entries, plan)
@@ -177,20 +171,14 @@ class Pusher:
                  json.dumps(item.fields), project, self.machine)
             )  # fmt: skip
         if rows:
-            with self.conn.cursor() as cur:
-                cur.executemany(
-                    "INSERT INTO cmem_conflicts (rev, kind, uid, copy_uid, other_uid, resolution, fields, "
-                    "project, machine) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                    rows,
-                )
+            repository.log_conflicts(self.conn, rows)
             plan.last_rev = max(plan.last_rev, max(r[0] for r in rows))
 
     def _rev(self) -> int:
         """The next revision, from a block taken under the write lock (one round trip per batch; a
         revision left unused is a gap, which pulls do not mind)."""
         if not self._revs:
-            rows = self.conn.execute("SELECT nextval('cmem_rev') FROM generate_series(1, %s)", (self._want,))
-            self._revs = [int(r[0]) for r in rows.fetchall()]
+            self._revs = repository.next_revisions(self.conn, self._want)
             self._revs.reverse()
         return self._revs.pop()
 
@@ -198,25 +186,7 @@ class Pusher:
         """Send the batch's buffered rows and links, a statement for each kind (pipelined by psycopg)."""
         columns = [*server.present(self.conn, OBS_COLUMNS), "rev"]
         w = self._writes
-        with self.conn.cursor() as cur:
-            if w["insert"]:
-                names, marks = ", ".join(columns), ", ".join(f"%({c})s" for c in columns)
-                cur.executemany(f"INSERT INTO cmem_observations ({names}) VALUES ({marks})", w["insert"])
-            if w["update"]:
-                # a merged row or a conflict copy knows no file name: the one the server has stays
-                sets = ", ".join(
-                    f"{c} = coalesce(%({c})s, {c})" if c == "path" else f"{c} = %({c})s"
-                    for c in columns
-                    if c != "uid"
-                )
-                cur.executemany(f"UPDATE cmem_observations SET {sets} WHERE uid = %(uid)s", w["update"])
-                cur.execute(
-                    "DELETE FROM cmem_links WHERE from_uid = ANY(%s)", ([p["uid"] for p in w["update"]],)
-                )
-            if w["links"]:
-                cur.executemany(
-                    "INSERT INTO cmem_links (from_uid, to_uid, type) VALUES (%s, %s, %s)", w["links"]
-                )
+        repository.write_observations(self.conn, columns, w["insert"], w["update"], w["links"])
         self._writes = {"insert": [], "update": [], "links": []}
 
     def _records(
@@ -235,17 +205,11 @@ class Pusher:
         if not entries:
             return
         uids = [e.uid for e in entries]
-        remote = {
-            r["uid"]: r
-            for r in _dicts(self.conn.execute(_select(self.conn, spec.table, spec.columns), (uids,)))
-        }
+        names = ", ".join(c for c in server.present(self.conn, spec.columns) if c != "uid")
+        remote = {r["uid"]: r for r in repository.rows_for_update(self.conn, spec.table, names, uids)}
         if spec.links:
             self._links_into(remote, uids)
-        tombs = dict(
-            self.conn.execute(
-                "SELECT uid, deleted_at FROM cmem_tombstones WHERE kind = %s AND uid = ANY(%s)", (kind, uids)
-            ).fetchall()
-        )
+        tombs = repository.tombstones(self.conn, kind, uids)
         for entry in entries:
             mine, theirs, base = local.get(entry.uid), remote.get(entry.uid), bases.get(entry.uid)
             if self._foreign(kind, theirs, mine, plan):
@@ -268,9 +232,7 @@ class Pusher:
                 else:
                     if entry.uid in tombs:
                         plan.conflict(kind, Conflict(entry.uid, EDIT_BEATS_FORGET), mine["project"])
-                        self.conn.execute(
-                            "DELETE FROM cmem_tombstones WHERE kind = %s AND uid = %s", (kind, entry.uid)
-                        )
+                        repository.drop_tombstone(self.conn, kind, entry.uid)
                     write(mine, plan, insert=True)
             elif spec.same(mine, theirs):
                 plan.rev(kind, entry.uid, theirs["rev"], theirs)
@@ -282,11 +244,7 @@ class Pusher:
 
     def _links_into(self, remote: dict[str, dict[str, Any]], uids: list[str]) -> None:
         """The server's links of these observations, as each row's ``links`` (type, to_uid)."""
-        for link in _dicts(
-            self.conn.execute(
-                "SELECT from_uid, to_uid, type FROM cmem_links WHERE from_uid = ANY(%s)", (uids,)
-            )
-        ):
+        for link in repository.links_from(self.conn, uids):
             remote[link["from_uid"]].setdefault("links", []).append((link["type"], link["to_uid"]))
         for row in remote.values():
             row.setdefault("links", [])
@@ -320,9 +278,7 @@ class Pusher:
                 plan.forget(kind, entry.uid)
                 return True
             if entry.uid in tombs:
-                self.conn.execute(
-                    "DELETE FROM cmem_tombstones WHERE kind = %s AND uid = %s", (kind, entry.uid)
-                )
+                repository.drop_tombstone(self.conn, kind, entry.uid)
             write(mine, plan, insert=True)
             return True
         if RECORDS[kind].same(mine, theirs):
@@ -418,19 +374,19 @@ class Pusher:
         return made
 
     def _exists(self, kind: str, uid: str) -> bool:
-        table = RECORDS[kind].table
-        return self.conn.execute(f"SELECT 1 FROM {table} WHERE uid = %s", (uid,)).fetchone() is not None
+        return repository.exists(self.conn, RECORDS[kind].table, uid)
 
     def _tombstone(self, kind: str, uid: str, project: str, plan: _Plan) -> None:
-        table = RECORDS[kind].table
         rev = self._rev()
-        self.conn.execute(f"DELETE FROM {table} WHERE uid = %s", (uid,))
-        self.conn.execute("DELETE FROM cmem_vectors WHERE kind = %s AND uid = %s", (kind, uid))
-        self.conn.execute(
-            "INSERT INTO cmem_tombstones (kind, uid, rev, project, machine, deleted_at) "
-            "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (kind, uid) DO UPDATE SET rev = excluded.rev, "
-            "project = excluded.project, machine = excluded.machine, deleted_at = excluded.deleted_at",
-            (kind, uid, rev, project, self.machine, now_ms()),
+        repository.tombstone(
+            self.conn,
+            RECORDS[kind].table,
+            kind,
+            uid,
+            rev=rev,
+            project=project,
+            machine=self.machine,
+            at=now_ms(),
         )
         plan.rev(kind, uid, None)
         plan.tombstoned.append((kind, uid))
@@ -440,13 +396,7 @@ class Pusher:
         rev = self._rev()
         params = {**server_params(row, SUMMARY_COLUMNS), "rev": rev}
         columns = [*server.present(self.conn, SUMMARY_COLUMNS), "rev"]
-        if insert:
-            names = ", ".join(columns)
-            marks = ", ".join(f"%({c})s" for c in columns)
-            self.conn.execute(f"INSERT INTO cmem_summaries ({names}) VALUES ({marks})", params)
-        else:
-            sets = ", ".join(f"{c} = %({c})s" for c in columns if c != "uid")
-            self.conn.execute(f"UPDATE cmem_summaries SET {sets} WHERE uid = %(uid)s", params)
+        repository.write_summary(self.conn, columns, params, insert=insert)
         plan.pushed(outbox.SUMMARY, row["uid"], rev, own, row)
         return rev
 
@@ -462,16 +412,7 @@ class Pusher:
         if not entries:
             return
         ids = [e.uid for e in entries]
-        remote = {
-            r["session_id"]: r
-            for r in _dicts(
-                self.conn.execute(
-                    f"SELECT rev, {', '.join(SESSION_COLUMNS)} FROM cmem_sessions "
-                    "WHERE session_id = ANY(%s) FOR UPDATE",
-                    (ids,),
-                )
-            )
-        }
+        remote = {r["session_id"]: r for r in repository.sessions_for_update(self.conn, SESSION_COLUMNS, ids)}
         kind = outbox.SESSION
         for entry in entries:
             mine, theirs = local.get(entry.uid), remote.get(entry.uid)
@@ -494,13 +435,7 @@ class Pusher:
     def _write_session(self, row: dict[str, Any], plan: _Plan, *, insert: bool) -> None:
         rev = self._rev()
         params = {**{c: row.get(c) for c in SESSION_COLUMNS}, "rev": rev, "machine": self.machine}
-        columns = [*SESSION_COLUMNS, "rev"]
-        if insert:
-            names, marks = ", ".join(columns), ", ".join(f"%({c})s" for c in columns)
-            self.conn.execute(f"INSERT INTO cmem_sessions ({names}) VALUES ({marks})", params)
-        else:
-            sets = ", ".join(f"{c} = %({c})s" for c in columns if c != "session_id")
-            self.conn.execute(f"UPDATE cmem_sessions SET {sets} WHERE session_id = %(session_id)s", params)
+        repository.write_session(self.conn, [*SESSION_COLUMNS, "rev"], params, insert=insert)
         plan.pushed(outbox.SESSION, row["session_id"], rev, True, None)
 
     def _prompts(self, entries: list[outbox.Entry], local: dict[str, dict[str, Any]], plan: _Plan) -> None:
@@ -508,9 +443,7 @@ class Pusher:
         if not entries:
             return
         uids = [e.uid for e in entries]
-        there = dict(
-            self.conn.execute("SELECT uid, rev FROM cmem_prompts WHERE uid = ANY(%s)", (uids,)).fetchall()
-        )
+        there = repository.prompt_revisions(self.conn, uids)
         rows = []
         for entry in entries:
             mine = local.get(entry.uid)
@@ -521,10 +454,7 @@ class Pusher:
             rows.append({**mine, "rev": rev})
             plan.pushed(outbox.PROMPT, entry.uid, rev, True, None)
         if rows:
-            columns = [*server.present(self.conn, PROMPT_COLUMNS), "rev"]
-            names, marks = ", ".join(columns), ", ".join(f"%({c})s" for c in columns)
-            with self.conn.cursor() as cur:
-                cur.executemany(f"INSERT INTO cmem_prompts ({names}) VALUES ({marks})", rows)
+            repository.insert_prompts(self.conn, [*server.present(self.conn, PROMPT_COLUMNS), "rev"], rows)
 
     # -- this home's side -------------------------------------------------------------------------------
     def _here(self, entries: list[outbox.Entry], plan: _Plan) -> None:
@@ -628,8 +558,3 @@ def _canonical(row: dict[str, Any]) -> str:
     if "anchor" in values:
         values["anchor"] = anchor_of(values)
     return json.dumps(values, sort_keys=True, default=list, ensure_ascii=False)
-
-
-def _dicts(cursor: Any) -> list[dict[str, Any]]:
-    names = [d.name for d in cursor.description]
-    return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]

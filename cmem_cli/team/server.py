@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from cmem_cli.core.errors import SyncError, UsageError
+from cmem_cli.team import repository
 from cmem_cli.team.url import mask
 
 CONNECT_TIMEOUT = 5  # seconds; a stopped server fails fast, the next sync retries
@@ -315,10 +316,7 @@ def may_write(conn: Any) -> bool:
     """May this role insert into or update the memories' table (a grant of the table or of a column of
     it)? True when the server cannot say: the push then finds out."""
     try:
-        row = conn.execute(
-            "SELECT has_any_column_privilege('cmem_observations', 'INSERT') "
-            "AND has_any_column_privilege('cmem_observations', 'UPDATE')"
-        ).fetchone()
+        row = repository.write_granted(conn)
     except psycopg().Error:
         return True
     return bool(row is None or row[0])
@@ -329,7 +327,7 @@ def _may_create(conn: Any) -> bool:
     writer = False
     if conn is not None:
         with contextlib.suppress(Exception):
-            row = conn.execute("SELECT has_schema_privilege(current_schema(), 'CREATE')").fetchone()
+            row = repository.create_granted(conn)
             writer = bool(row and row[0])
     return writer
 
@@ -361,25 +359,19 @@ def migrate(conn: Any) -> list[str]:
     """Create or bring the schema up to date (one transaction, under the write lock); returns what ran."""
     ran: list[str] = []
     with conn.transaction():
-        conn.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
-        conn.execute(
-            "CREATE TABLE IF NOT EXISTS cmem_migrations (name text PRIMARY KEY, "
-            "applied_at timestamptz NOT NULL DEFAULT now())"
-        )
-        done = {row[0] for row in conn.execute("SELECT name FROM cmem_migrations")}
+        repository.take_write_lock(conn, WRITE_LOCK)
+        done = repository.applied_migrations(conn, create=True)
         for name, sql in MIGRATIONS:
             if name not in done:
-                conn.execute(sql)
-                conn.execute("INSERT INTO cmem_migrations (name) VALUES (%s)", (name,))
+                repository.apply_migration(conn, name, sql)
                 ran.append(name)
     return ran
 
 
 def is_migrated(conn: Any) -> bool:
-    row = conn.execute("SELECT to_regclass('cmem_migrations') IS NOT NULL").fetchone()
-    if not row or not row[0]:
+    if not repository.has_migrations(conn):
         return False
-    done = {r[0] for r in conn.execute("SELECT name FROM cmem_migrations")}
+    done = repository.applied_migrations(conn)
     return all(name in done for name, _ in MIGRATIONS)
 
 
@@ -390,12 +382,7 @@ def present(conn: Any, columns: tuple[str, ...] | list[str]) -> list[str]:
     pulls and pushes as before, without them. Asked once per connection."""
     has = getattr(conn, "_cmem_optional", None)
     if has is None:
-        names = ", ".join(f"'{name}'" for name in OPTIONAL_COLUMNS)
-        rows = conn.execute(
-            "SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() "
-            f"AND table_name = 'cmem_observations' AND column_name IN ({names})"
-        ).fetchall()
-        has = {str(row[0]) for row in rows}
+        has = repository.observation_columns_among(conn, OPTIONAL_COLUMNS)
         conn._cmem_optional = has
     return [c for c in columns if c not in OPTIONAL_COLUMNS or c in has]
 
@@ -407,7 +394,7 @@ OPTIONAL_COLUMNS = ("author", "invalidated", "edited_on", "edited_by", "path")
 def readable(conn: Any) -> bool:
     """May this role read cmem's memories (whatever else it may not do)?"""
     try:
-        conn.execute("SELECT 1 FROM cmem_observations LIMIT 0")
+        repository.try_read_observations(conn)
     except Exception:
         return False
     return True

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from cmem_cli.core.errors import ModelError, UsageError
 from cmem_cli.core.filters import SqlDialect
 from cmem_cli.core.timeutil import to_iso
-from cmem_cli.team import server
+from cmem_cli.team import repository, server
 
 if TYPE_CHECKING:
     from cmem_cli.core.query import Query
@@ -38,20 +38,6 @@ if TYPE_CHECKING:
     from cmem_cli.store.supersession import ObservationText
 
 DF_CAP = 50_000  # a word in more rows than this is common: counting further changes its IDF very little
-
-_OBS_SELECT = (
-    "SELECT 'observation' AS kind, o.uid, o.type, o.title, o.subtitle, o.project, o.session, o.agent, o.machine, "
-    "o.key, o.created_at, (length(o.title) + length(coalesce(o.subtitle, '')) + length(coalesce(o.narrative, '')) "
-    "+ length(o.facts::text)) / 4 + 40 AS tokens"
-)
-_SUMMARY_SELECT = (
-    "SELECT 'summary' AS kind, o.uid, 'summary' AS type, "
-    "left(coalesce(o.request, o.completed, o.learned, o.investigated, o.next_steps, o.notes, ''), 200) AS title, "
-    "NULL AS subtitle, o.project, o.session, o.agent, o.machine, NULL AS key, o.created_at, "
-    "(length(coalesce(o.request, '') || coalesce(o.investigated, '') || coalesce(o.learned, '') || "
-    "coalesce(o.completed, '') || coalesce(o.next_steps, '') || coalesce(o.notes, '')) + 3) / 4 AS tokens"
-)
-
 
 ALL = 100_000  # the depth of "every hit" (--all): far above a team's use, bounded for the server
 
@@ -95,12 +81,9 @@ class TeamSource:
     def listing(self, filters: Filters, *, limit: int, offset: int, order: str) -> list[dict[str, Any]]:
         scope = _Scope(filters)
         direction = "ASC" if order == "oldest" else "DESC"
-        sql = (
-            f"{_OBS_SELECT} FROM cmem_observations o WHERE {scope.observations}{_valid(self.conn)} "
-            f"ORDER BY o.created_at {direction}, o.uid {direction} LIMIT %(limit)s OFFSET %(offset)s"
-        )
         params = {"limit": min(limit, ALL + 1), "offset": offset, **scope.params}
-        return [_row(r) for r in _dicts(self.conn.execute(sql, params))]
+        where = f"{scope.observations}{_valid(self.conn)}"
+        return [_row(r) for r in repository.listing(self.conn, where, direction, params)]
 
     def retrieve(self, ask: Query, filters: Filters, depth: int, trace: Any) -> Retrieved:
         from cmem_cli.services.search_pipeline import Retrieved, signals_json
@@ -143,25 +126,15 @@ class TeamSource:
         if not obs_ids:
             return {}
         scope = _Scope(filters)
-        sql = (
-            "SELECT q.uid AS question, (SELECT o.uid FROM cmem_observations o WHERE o.session = q.session "
-            "AND (o.created_at > q.created_at OR (o.created_at = q.created_at AND o.uid > q.uid)) "
-            f"AND {scope.observations}{_valid(self.conn)} ORDER BY o.created_at, o.uid LIMIT 1) AS reply "
-            "FROM cmem_observations q WHERE q.uid = ANY(%(uids)s) AND q.session IS NOT NULL "
-            "AND strpos(q.title, '?') > 0 AND coalesce(q.narrative, '') = '' AND q.facts = '[]'::jsonb"
-        )
-        rows = self.conn.execute(sql, {"uids": list(obs_ids), **scope.params}).fetchall()
+        where = f"{scope.observations}{_valid(self.conn)}"
+        rows = repository.replies(self.conn, where, {"uids": list(obs_ids), **scope.params})
         return {question: reply for question, reply in rows if reply is not None}
 
     def successors(self, ids: Iterable[Any]) -> dict[Any, Any]:
         uids = sorted({str(i) for i in ids})
         if not uids:
             return {}
-        rows = self.conn.execute(
-            "SELECT l.to_uid, l.from_uid FROM cmem_links l JOIN cmem_observations n ON n.uid = l.from_uid "
-            "WHERE l.type = 'supersedes' AND l.to_uid = ANY(%s) ORDER BY n.created_at, n.uid",
-            (uids,),
-        ).fetchall()
+        rows = repository.supersedes_links(self.conn, uids)
         return {old: new for old, new in rows}  # newest last: it wins
 
     def inferred_successors(self, ids: Iterable[Any]) -> dict[Any, Any]:
@@ -185,21 +158,14 @@ class TeamSource:
 
     def passing(self, ids: set[Any], filters: Filters) -> dict[Any, dict[str, Any]]:
         scope = _Scope(filters)
-        sql = (
-            f"{_OBS_SELECT} FROM cmem_observations o "
-            f"WHERE o.uid = ANY(%(uids)s) AND {scope.observations}{_valid(self.conn)}"
-        )
-        rows = _dicts(self.conn.execute(sql, {"uids": sorted(str(i) for i in ids), **scope.params}))
+        where = f"{scope.observations}{_valid(self.conn)}"
+        rows = repository.kept_of(self.conn, where, {"uids": sorted(str(i) for i in ids), **scope.params})
         return {r["uid"]: _row(r) for r in rows}
 
     def stated_texts(self, ids: list[Any]) -> list[ObservationText]:
         from cmem_cli.store.supersession import ObservationText
 
-        rows = self.conn.execute(
-            "SELECT uid, title, coalesce(subtitle, ''), coalesce(narrative, ''), facts, created_at "
-            "FROM cmem_observations WHERE uid = ANY(%s)",
-            ([str(i) for i in ids],),
-        ).fetchall()
+        rows = repository.stated_texts(self.conn, [str(i) for i in ids])
         return [
             ObservationText(u, t, s, n, [str(f) for f in facts or []], c) for u, t, s, n, facts, c in rows
         ]
@@ -209,10 +175,7 @@ class TeamSource:
 
         if not obs_ids:
             return {}
-        rows = self.conn.execute(
-            "SELECT uid, anchor FROM cmem_observations WHERE uid = ANY(%s) AND anchor IS NOT NULL",
-            ([str(i) for i in obs_ids],),
-        ).fetchall()
+        rows = repository.anchors_of(self.conn, [str(i) for i in obs_ids])
         read = {uid: from_exported(anchor) for uid, anchor in rows}
         return {uid: anchor for uid, anchor in read.items() if anchor is not None}
 
@@ -287,35 +250,18 @@ class _TeamSql(SqlDialect):
 def _keyword(
     conn: Any, query: str, scope: _Scope, depth: int, found: dict[str, dict[str, Any]]
 ) -> tuple[list[tuple[str, float]], float]:
-    lexemes = [
-        row[0]
-        for row in conn.execute("SELECT unnest(tsvector_to_array(to_tsvector('english', %s)))", (query,))
-    ]
+    lexemes = repository.lexemes(conn, query)
     if not lexemes:
         return [], 0.0
     terms = [_tsquery_term(lexeme) for lexeme in lexemes]
-    frequency = conn.execute(
-        "SELECT t, (SELECT count(*) FROM (SELECT 1 FROM cmem_observations o WHERE o.search @@ t::tsquery "
-        f"LIMIT {DF_CAP}) s) FROM unnest(%s::text[]) AS t",
-        (terms,),
-    ).fetchall()
-    total = max([_row_count(conn), *(int(n) for _, n in frequency)])
+    frequency = repository.document_frequencies(conn, terms, DF_CAP)
+    total = max([repository.observation_count(conn), *(int(n) for _, n in frequency)])
     idf = {t: max(1e-6, math.log((total - n + 0.5) / (n + 0.5))) for t, n in frequency}
     idf_sum = math.fsum(idf.values())
-    matched = "ARRAY(SELECT o.search @@ t::tsquery FROM unnest(%(terms)s::text[]) WITH ORDINALITY AS u(t, i) ORDER BY i)"
-    rank = "ts_rank(o.search, %(q)s::tsquery, 32)"
-    parts = [
-        f"{_OBS_SELECT}, {rank} AS rank, {matched} AS matched FROM cmem_observations o "
-        f"WHERE o.search @@ %(q)s::tsquery AND {scope.observations}{_valid(conn)} ORDER BY rank DESC LIMIT %(depth)s"
-    ]
-    if scope.with_summaries:
-        parts.append(
-            f"{_SUMMARY_SELECT}, {rank} AS rank, {matched} AS matched FROM cmem_summaries o "
-            f"WHERE o.search @@ %(q)s::tsquery AND {scope.summaries} ORDER BY rank DESC LIMIT %(depth)s"
-        )
     params = {"q": " | ".join(terms), "terms": terms, "depth": depth, **scope.params}
+    summaries = scope.summaries if scope.with_summaries else None
     scored = []
-    for row in _dicts(conn.execute(" UNION ALL ".join(f"({part})" for part in parts), params)):
+    for row in repository.keyword_hits(conn, f"{scope.observations}{_valid(conn)}", summaries, params):
         coverage = math.fsum(idf[t] for t, hit in zip(terms, row.pop("matched"), strict=True) if hit)
         key = f"{row['kind']}:{row['uid']}"
         found.setdefault(key, row)
@@ -332,23 +278,11 @@ def _vector(
     found: dict[str, dict[str, Any]],
 ) -> list[tuple[str, float]]:
     fingerprint, dim, values, scale = vector
-    distance = f"v.embedding::vector({dim}) <=> %(qv)s::vector({dim})"
-    parts = [
-        f"{_OBS_SELECT}, {distance} AS distance FROM cmem_vectors v JOIN cmem_observations o ON o.uid = v.uid "
-        f"WHERE v.kind = 'observation' AND v.fingerprint = '{fingerprint}' AND {scope.observations}{_valid(conn)} "
-        f"ORDER BY {distance} LIMIT %(depth)s"
-    ]
-    if scope.with_summaries:
-        parts.append(
-            f"{_SUMMARY_SELECT}, {distance} AS distance FROM cmem_vectors v JOIN cmem_summaries o ON o.uid = v.uid "
-            f"WHERE v.kind = 'summary' AND v.fingerprint = '{fingerprint}' AND {scope.summaries} "
-            f"ORDER BY {distance} LIMIT %(depth)s"
-        )
     params = {"qv": "[" + ",".join(repr(float(x)) for x in values) + "]", "depth": depth, **scope.params}
-    with conn.transaction():
-        conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")  # filtered rows must not empty the list
-        conn.execute(f"SET LOCAL hnsw.ef_search = {max(40, min(depth, 1000))}")
-        rows = _dicts(conn.execute(" UNION ALL ".join(f"({part})" for part in parts), params))
+    summaries = scope.summaries if scope.with_summaries else None
+    rows = repository.nearest(
+        conn, fingerprint, dim, f"{scope.observations}{_valid(conn)}", summaries, params
+    )
     scored = []
     for row in rows:
         key = f"{row['kind']}:{row['uid']}"
@@ -377,7 +311,7 @@ def _query_vector(
     from cmem_cli.team.vectors import check_fingerprint
 
     fingerprint = check_fingerprint(embedder.fingerprint)
-    if not conn.execute("SELECT 1 FROM cmem_models WHERE fingerprint = %s", (fingerprint,)).fetchone():
+    if not repository.has_model(conn, fingerprint):
         if mode != "auto":
             notes.append("no memory on the team database has a vector from this home's embedding model")
         return None, None
@@ -390,12 +324,8 @@ def _query_vector(
 
 def _keyword_exists(conn: Any, query: str, scope: _Scope) -> bool:
     """Does any word of the query occur in a memory the filters keep? (The cut-off of a vector search.)"""
-    row = conn.execute(
-        "SELECT EXISTS (SELECT 1 FROM cmem_observations o WHERE o.search @@ plainto_tsquery('english', %(q)s) "
-        f"AND {scope.observations}{_valid(conn)})",
-        {"q": " ".join(query.split()), **scope.params},
-    ).fetchone()
-    return bool(row and row[0])
+    params = {"q": " ".join(query.split()), **scope.params}
+    return repository.any_word_in(conn, f"{scope.observations}{_valid(conn)}", params)
 
 
 def _valid(conn: Any) -> str:
@@ -427,25 +357,9 @@ def _row(row: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _row_count(conn: Any) -> int:
-    """Rows in the observations table: the planner's estimate once analysed (free at a million rows),
-    counted while the table is small and not yet analysed."""
-    estimate = conn.execute(
-        "SELECT reltuples::bigint FROM pg_class WHERE oid = 'cmem_observations'::regclass"
-    ).fetchone()
-    if estimate and estimate[0] and estimate[0] > 0:
-        return int(estimate[0])
-    return int(conn.execute("SELECT count(*) FROM cmem_observations").fetchone()[0])
-
-
 def _tsquery_term(lexeme: str) -> str:
     """One lexeme as a tsquery operand, quoted (a lexeme may hold any character)."""
     return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
-
-
-def _dicts(cursor: Any) -> list[dict[str, Any]]:
-    names = [d.name for d in cursor.description]
-    return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
 
 __all__ = ["TeamSource", "team_source"]

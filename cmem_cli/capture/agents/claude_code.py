@@ -17,6 +17,8 @@ if TYPE_CHECKING:
 EVENTS: dict[str, tuple[str | None, int]] = {
     "SessionStart": (None, 15),
     "UserPromptSubmit": (None, 10),
+    # before a file is changed: the notes on it (file recall, once a file a session, with the reads)
+    "PreToolUse": ("Edit|MultiEdit|Write|NotebookEdit", 10),
     "PostToolUse": ("*", 10),
     "PostToolUseFailure": ("*", 10),
     "Stop": (None, 10),

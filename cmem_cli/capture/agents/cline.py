@@ -304,10 +304,11 @@ def _first_file(given: dict[str, Any]) -> dict[str, Any]:
 
 
 def reply(event: str, answer: dict[str, Any] | None) -> dict[str, Any]:
-    """Always an answer Cline accepts; TaskStart's carries the briefing."""
+    """Always an answer Cline accepts; TaskStart's carries the briefing, a tool_result's what file recall
+    injects (the CLI appends it to what the model reads next)."""
     from cmem_cli.capture.hooks.adapters import briefing
 
-    context = briefing(answer) if event == "SessionStart" else None
+    context = briefing(answer) if event in ("SessionStart", "PostToolUse") else None
     return {**QUIET, "contextModification": context} if context else dict(QUIET)
 
 

@@ -201,8 +201,14 @@ def _view_lines(tool_input: dict[str, Any]) -> dict[str, Any]:
     return tool_input
 
 
+# The events whose ``additionalContext`` Copilot CLI gives the model (changelog: postToolUse 1.0.49,
+# userPromptSubmitted 1.0.65): recall's answers, in the VS Code-compatible (Claude Code's) shape.
+RECALL_EVENTS = frozenset({"UserPromptSubmit", "PostToolUse"})
+
+
 def reply(event: str, answer: dict[str, Any] | None) -> dict[str, Any] | None:
-    return None  # Copilot CLI does not read what its SessionStart and prompt hooks print
+    """What recall injects on a prompt or after a file tool, as Claude Code's answer; nothing else."""
+    return answer if event in RECALL_EVENTS and answer else None
 
 
 SPEC = AgentSpec(

@@ -1,7 +1,8 @@
 """The hooks' side of recall at the moment of need: on a prompt (UserPromptSubmit, Gemini's BeforeAgent) and
 after a file is read or edited (PostToolUse on Read, Edit, MultiEdit, Write, NotebookEdit and the agents'
-equivalents their adapters map onto them), the memories that clear the bar go back to the agent as
-``additionalContext``, and the session's capture log remembers them so none is given twice.
+equivalents their adapters map onto them), and before a file is edited (PreToolUse on Edit, MultiEdit,
+Write, NotebookEdit), the memories that clear the bar go back to the agent as ``additionalContext``, and the
+session's capture log remembers them so none is given twice (a file's notes once a session, read or edit).
 
 Loaded only by an event that may inject. A hook that has already spent ``[recall] budget_ms`` injects
 nothing (the agent must not wait for a memory); a busy database is skipped the same way. Each injection is
@@ -80,6 +81,25 @@ def answer(
         f"tokens={recall.tokens} ms={ms:.0f}",
     )
     return {"hookSpecificOutput": {"hookEventName": payload.event, "additionalContext": recall.text}}
+
+
+def before_edit(payload: HookPayload, config: Config, started: float | None) -> dict[str, Any] | None:
+    """PreToolUse before an edit: the notes on the file, before the change is made (Claude Code adds
+    ``additionalContext`` to what the model reads next). Nothing of the event is recorded (its PostToolUse
+    is); the file is marked offered, so the read or edit that follows in the session repeats nothing."""
+    from cmem_cli.api import Memory, excluded_project
+    from cmem_cli.core.config import default_project
+
+    if not payload.session_id or excluded_project(default_project(payload.cwd), config):
+        return None
+    try:
+        with Memory(config=config) as mem:
+            project = mem.project_here(payload.cwd)  # read only: the edit's PostToolUse records the rest
+            if excluded_project(project, config):
+                return None
+            return answer(mem, payload, project, config, started)
+    except DatabaseBusy:  # the agent must not wait for a memory
+        return None
 
 
 def _file_of(payload: HookPayload) -> str | None:

@@ -41,6 +41,7 @@ TURN_ENDS = frozenset({"Stop", "SessionEnd"})
 PASSIVE_EVENTS = frozenset({"PreToolUse", "PreCompact", "Notification", "PermissionRequest", "SubagentStart"})
 # Tools after which file recall may answer (capture/hooks/recall.py maps each to its path argument).
 RECALL_TOOLS = frozenset({"Read", "Edit", "MultiEdit", "Write", "NotebookEdit", "NotebookRead"})
+EDIT_TOOLS = frozenset({"Edit", "MultiEdit", "Write", "NotebookEdit"})  # and before these (PreToolUse)
 STARTED: list[float | None] = [None]  # when this hook call began: recall injects nothing past its budget
 # Events whose answer comes from the store: the agent waits for them. Every other event answers "go on"
 # and is recorded after the hook's process has exited (see :func:`_detach`).
@@ -171,7 +172,9 @@ def _recalls(payload: HookPayload, config: Config) -> bool:
     answer, so the event is recorded before it, not by a detached child (docs/recall.md)."""
     if payload.event == "UserPromptSubmit" and payload.prompt:
         point = "prompt"
-    elif payload.event == "PostToolUse" and payload.tool_name in RECALL_TOOLS:
+    elif payload.tool_name in (RECALL_TOOLS if payload.event == "PostToolUse" else EDIT_TOOLS) and (
+        payload.event in ("PostToolUse", "PreToolUse")
+    ):
         point = "file"
     else:
         return False
@@ -434,6 +437,10 @@ def _dispatch(
     from cmem_cli.core.config import default_project
 
     if payload.event in PASSIVE_EVENTS:
+        if payload.event == "PreToolUse" and mem is None and at is None and _recalls(payload, config):
+            from cmem_cli.capture.hooks.recall import before_edit
+
+            return before_edit(payload, config, STARTED[0])  # nothing is recorded: PostToolUse does that
         return None
     live = mem is None if live is None else live  # else a spooled event of an earlier call, replayed
     # The repository's short name, before the store is opened: an excluded project opens nothing.

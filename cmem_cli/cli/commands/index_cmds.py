@@ -79,17 +79,19 @@ def status_cmd(as_json: JsonOpt = False) -> None:
 
     with open_api() as memory:
         info = memory.index.status()
-        info["remote"] = memory.remote_status()
+        remote = memory.remote_status()
+        info["remote"] = None if remote is None else remote.to_json()
+        remote_rows = [["remote", "none"]] if remote is None else remote.table_rows()
     if as_json:
         write(dumps(info) + "\n")
         return
-    write(_status_text(info))
+    write(_status_text(info, remote_rows))
 
 
-def _status_text(info: dict[str, Any]) -> str:
+def _status_text(info: dict[str, Any], remote_rows: list[list[str]]) -> str:
     """The status as ``key<TAB>value...`` lines when piped (scripts split on tabs, as for `cmem stats`), or
     with the keys and the collections' columns aligned on a terminal."""
-    rows = [[escape_control(cell) for cell in row] for row in _status_rows(info)]
+    rows = [[escape_control(cell) for cell in row] for row in _status_rows(info) + remote_rows]
     if not sys.stdout.isatty():
         return "".join("\t".join(row) + "\n" for row in rows)
     key_width = max(len(row[0]) for row in rows)
@@ -152,38 +154,6 @@ def _status_rows(info: dict[str, Any]) -> list[list[str]]:
             f"{when}, {last['seconds']:.2f}s, {last['read']} read, {last['chunked']} re-chunked, "
             f"{last['embedded']} embedded",
         ])  # fmt: skip
-    if "remote" in info:
-        rows += _remote_rows(info["remote"])
-    return rows
-
-
-def _writes(count: int) -> str:
-    return f"{count} write{'s' if count != 1 else ''}"
-
-
-def _remote_rows(remote: dict[str, Any] | None) -> list[list[str]]:
-    """The remote's rows of `cmem status`: which, when it last synced, what waits, why a push was refused."""
-    if remote is None:
-        return [["remote", "none"]]
-    if remote["kind"] == "team":
-        rows = [["remote", f"team database {remote['url']} (machine {remote['machine']})"]]
-    else:
-        rows = [["remote", f"git {remote['url']}"]]
-    rows.append(["last sync", remote["last_sync"] or "never"])
-    if remote["last_pull"] and remote["last_pull"] != remote["last_sync"]:
-        rows.append(["last pull", remote["last_pull"]])
-    queued = remote["queued"]
-    if queued is not None:
-        verb = "waits" if queued == 1 else "wait"
-        rows.append(["queued", f"{_writes(queued)} {verb} to be pushed" if queued else "none"])
-    refused = remote["refused"]
-    if refused is not None:
-        if refused["read_only"]:
-            stay = "stays" if queued == 1 else "stay"
-            said = f"read-only role: {_writes(queued or 0)} {stay} queued here (refused at {refused['at']})"
-        else:
-            said = f"{refused['reason']} (at {refused['at']})"
-        rows.append(["refused", said])
     return rows
 
 

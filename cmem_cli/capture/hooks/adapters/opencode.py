@@ -77,7 +77,8 @@ def _mcp(tool: str) -> str:
 
 
 def reply(event: str, answer: dict[str, Any] | None) -> dict[str, Any] | None:
-    """The briefing, which the plugin adds to the session's system prompt
-    (``experimental.chat.system.transform``); other events are not waited for."""
-    context = briefing(answer) if event == "SessionStart" else None
+    """The briefing and what prompt recall injects, which the plugin adds to the session's system prompt
+    (``experimental.chat.system.transform``), and what file recall injects, which it appends to the tool's
+    output; other events are not waited for."""
+    context = briefing(answer) if event in ("SessionStart", "UserPromptSubmit", "PostToolUse") else None
     return {"additionalContext": context} if context else None
