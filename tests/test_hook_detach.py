@@ -304,3 +304,35 @@ def test_a_file_read_whose_record_is_not_written_yet_is_not_offered_again(home, 
     assert sum(key.startswith("recall:") for key in rows) == 1
     [reads] = [repeats for key, repeats in rows.items() if key.startswith("read:")]
     assert reads == 1  # the two reads of the file merged into one record, each counted once
+
+
+def test_before_an_edit_recall_answers_from_a_read_and_its_child_records_what_it_gave(home, recall_repo):
+    """PreToolUse records nothing of its own; what it offered is spooled and recorded by its child, and a
+    read of the file meanwhile (the child killed before its commit) is not offered the notes again."""
+    from tests.test_recall import context
+
+    schedule = str(recall_repo / "etl" / "schedule.py")
+    edit = {"file_path": schedule, "old_string": "LOCAL", "new_string": "BERLIN"}
+
+    def call(event: str, tool: str, tool_input: dict, tool_use_id: str, **env: str) -> str:
+        data = tool_payload("s-edit", recall_repo, tool, tool_input, None, tool_use_id, event=event)
+        result = subprocess.run(
+            [sys.executable, "-m", "cmem_cli", "hook", event],
+            input=json.dumps(data),
+            env={**os.environ, "CMEM_HOOK_DETACH": "on", **env},
+            cwd=recall_repo,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert (result.returncode, result.stderr) == (0, "")
+        return context(json.loads(result.stdout) if result.stdout.strip() else None)
+
+    assert "Job times are Berlin wall-clock times" in call(
+        "PreToolUse", "Edit", edit, "toolu_e1", **{DIE: "in-transaction"}
+    )
+    assert call("PostToolUse", "Read", {"file_path": schedule}, "toolu_r1") == ""
+    wait_until_spool_empty(home)
+    keys = {key for (key,) in db_rows(home, "SELECT key FROM agent_captures WHERE session = 's-edit'")}
+    assert "recall-file:etl/schedule.py" in keys
+    assert sum(key.startswith("recall:") for key in keys) == 1

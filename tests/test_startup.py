@@ -166,6 +166,16 @@ def test_a_prompt_hook_that_may_recall_loads_no_model_index_or_cli(tmp_path, pro
             lambda cwd: payload("UserPromptSubmit", "s-2", cwd, prompt="Why do retries back off?"),
         ),
         ("SessionStart", lambda cwd: payload("SessionStart", "s-2", cwd, source="startup")),
+        (
+            "PreToolUse",
+            lambda cwd: tool_payload(
+                "s-2",
+                cwd,
+                "Edit",
+                {"file_path": f"{cwd}/retry.py", "old_string": "a", "new_string": "b"},
+                event="PreToolUse",
+            ),
+        ),
     ],
 )
 def test_a_hook_that_answers_from_the_store_opens_no_write_path_before_it_exits(

@@ -118,7 +118,7 @@ def run(
             payload = parse_payload(raw, event_arg)
         event, session = payload.event, _shown(payload.session_id)
         output: dict[str, Any] | None = None
-        if detach and _detaching(config) and _answers_first(payload):
+        if detach and _detaching(config) and _answers_first(payload, config):
             # Answered at once (a briefing, recall or "go on", read from the store alone), recorded after
             # the hook's process has exited by a child the agent does not wait for (see _answer_then_record).
             _answer_then_record(payload, config, adapter, stdout, log_dir)
@@ -260,10 +260,15 @@ def _spool(config: Config, payload: HookPayload) -> None:
     spool.keep(config, payload, now_ms())
 
 
-def _answers_first(payload: HookPayload) -> bool:
+def _answers_first(payload: HookPayload, config: Config) -> bool:
     """Whether the event is answered before it is recorded: every event of a session but the passive ones
-    (nothing to record); an event without a session is refused in the foreground, where it is logged."""
-    return bool(payload.session_id) and payload.event not in PASSIVE_EVENTS
+    (nothing to record), and a PreToolUse before an edit that file recall may answer (what it gives is
+    recorded after); an event without a session is refused in the foreground, where it is logged."""
+    if not payload.session_id:
+        return False
+    return payload.event not in PASSIVE_EVENTS or (
+        payload.event == "PreToolUse" and _recalls(payload, config)
+    )
 
 
 def _answer_then_record(
@@ -291,6 +296,9 @@ def _answer_then_record(
             log_line(log_dir, f"error SessionStart session={_shown(payload.session_id)}: {exc.message}")
     elif _recalls(payload, config):
         output, marks = _recall_first(payload, config)
+    if payload.event in PASSIVE_EVENTS and not marks:  # nothing to record: a PreToolUse that gave nothing
+        _answer(stdout, adapter.reply(payload.event, output) if adapter is not None else output)
+        return
     kept: Path | None = None
     failed: OSError | None = None
     try:
