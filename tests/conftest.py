@@ -159,6 +159,7 @@ STARTS_PROCESSES = frozenset(
         "tests/test_models_embedder.py::test_embedding_a_query_loads_only_the_llama_bindings",
         "tests/test_processes.py::test_a_finished_child_is_gone",
         "tests/test_processes.py::test_a_live_child_is_running",
+        "tests/test_processes.py::test_a_killed_child_not_yet_reaped_is_gone",
         "tests/test_projects.py::test_mcp_search_defaults_to_the_server_s_repository_and_all_projects_widens",
         "tests/test_recall.py",
         "tests/test_search_evidence.py",

@@ -119,3 +119,220 @@ def test_detach_false_in_the_config_makes_the_hook_write_before_it_exits(home, p
     finally:
         locker.execute("ROLLBACK")
         locker.close()
+
+
+# -- kill -9 at any point loses nothing (issue 42) ----------------------------------------------------------
+# The detached child kills itself (SIGKILL) at a test point: before it claims its spooled event, or inside
+# the transaction that records it (after the write, before the commit).
+DIE = "CMEM_HOOK_TEST_DIE"
+
+
+def spool_files(home: Path) -> list[Path]:
+    folder = home / "spool"
+    return sorted(p for p in folder.iterdir() if not p.name.endswith(".tmp")) if folder.exists() else []
+
+
+def wait_until_spool_empty(home: Path) -> None:
+    deadline = time.monotonic() + 60
+    while spool_files(home) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert spool_files(home) == []
+
+
+@pytest.mark.parametrize("point", ["before-claim", "in-transaction"])
+def test_a_detached_child_killed_before_its_commit_loses_nothing(home, project, point):
+    data = tool_payload("s-k", project, "Bash", {"command": "make deploy"}, {"stdout": "deployed"})
+    result = subprocess.run(
+        [sys.executable, "-m", "cmem_cli", "hook", "PostToolUse"],
+        input=json.dumps(data),
+        env={**os.environ, "CMEM_HOOK_DETACH": "on", DIE: point},
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
+    deadline = time.monotonic() + 10  # the child dies at its test point, leaving its event in the spool
+    while not spool_files(home) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.5)
+    assert db_rows(home, "SELECT 1 FROM observations WHERE session = 's-k'") == []
+    assert spool_files(home) != []  # kept on disk before the hook answered
+    other = tool_payload("s-next", project, "Bash", {"command": "pytest -q"}, {"stdout": "3 passed"})
+    assert hook(project, "PostToolUse", data=other).returncode == 0  # the next hook replays it
+    wait_for(home, "SELECT 1 FROM observations WHERE session = 's-next'", 1)
+    wait_until_spool_empty(home)
+    assert db_rows(home, "SELECT count(*) FROM observations WHERE session = 's-k'") == [(1,)]
+
+
+def test_hooks_racing_to_replay_the_spool_store_each_event_once(home, project):
+    from cmem_cli.capture.hooks import spool
+
+    texts = [f"spooled question {i:02d} about the deploy script" for i in range(40)]
+    for i, text in enumerate(texts):
+        spool.save(
+            home, "UserPromptSubmit", payload("UserPromptSubmit", "s-r", project, prompt=text), 1_000 + i
+        )
+    env = {**os.environ, "CMEM_HOOK_DETACH": "on"}
+    procs = []
+    for i in range(4):  # four hooks at once, each (its detached child) replaying what it can claim
+        data = tool_payload(f"s-race-{i}", project, "Bash", {"command": f"make test-{i}"}, {"stdout": "ok"})
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "cmem_cli", "hook", "PostToolUse"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env=env,
+            cwd=project,
+        )
+        proc.stdin.write(json.dumps(data).encode())
+        proc.stdin.close()
+        procs.append(proc)
+    for proc in procs:
+        assert proc.wait(timeout=60) == 0
+    wait_for(home, "SELECT 1 FROM observations WHERE session LIKE 's-race-%'", 4)
+    wait_until_spool_empty(home)
+    stored = db_rows(home, "SELECT text, count(*) FROM user_prompts WHERE session = 's-r' GROUP BY text")
+    assert sorted(stored) == [(text, 1) for text in texts]
+
+
+# -- recall answers from the store alone; the detached child records the prompt and what was given ---------
+@pytest.fixture
+def recall_repo(home: Path, tmp_path: Path) -> Path:
+    """test_recall.py's repository: an earlier session, other projects' notes and the timezone decision."""
+    from tests import test_recall
+
+    repo = test_recall.repo.__wrapped__(home, tmp_path)  # the fixture's body
+    test_recall.timezone_note(repo)
+    # What these tests check is where recall reads and records, not its bar: in a store this small the
+    # prompt being asked (recorded before recall in the foreground, after it here) moves a note's score.
+    write_config(tmp_path, "[recall]\nbar = 0.3\n")
+    return repo
+
+
+def write_config(tmp_path: Path, text: str) -> None:
+    config = tmp_path / "config" / "cmem" / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(text)
+
+
+def prompt_hook(repo: Path, session: str, prompt: str, **env: str) -> tuple[str, float]:
+    """(the injected text, the seconds the agent waited) for a prompt, the hook detaching its write."""
+    from tests.test_recall import context
+
+    started = time.monotonic()
+    result = subprocess.run(
+        [sys.executable, "-m", "cmem_cli", "hook", "UserPromptSubmit"],
+        input=json.dumps(payload("UserPromptSubmit", session, repo, prompt=prompt)),
+        env={**os.environ, "CMEM_HOOK_DETACH": "on", **env},
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    waited = time.monotonic() - started
+    assert (result.returncode, result.stderr) == (0, "")
+    return context(json.loads(result.stdout) if result.stdout.strip() else None), waited
+
+
+ASK = "the nightly job ran an hour late after the clocks changed"
+ASK_AGAIN = "why did the nightly job run an hour late after the clock change"
+
+
+def test_a_prompt_hook_injects_while_another_process_holds_the_write_lock(home, recall_repo, tmp_path):
+    write_config(tmp_path, "[recall]\nbar = 0.3\n[hooks]\nbusy_timeout_ms = 30000\n")  # a writer waits 30 s
+    locker = apsw.Connection(str(home / "cmem.db"))
+    locker.execute("BEGIN IMMEDIATE")
+    try:
+        text, waited = prompt_hook(recall_repo, "s-locked", ASK)
+        assert "Job times are Berlin wall-clock times" in text
+        assert waited < 20  # answered from a read, not after the lock
+        assert locker.execute("SELECT count(*) FROM user_prompts WHERE session = 's-locked'").fetchall() == [
+            (0,)
+        ]
+    finally:
+        locker.execute("ROLLBACK")
+        locker.close()
+    assert wait_for(home, "SELECT text FROM user_prompts WHERE session = 's-locked'", 1) == [(ASK,)]
+    wait_until_spool_empty(home)
+    given = db_rows(home, "SELECT key FROM agent_captures WHERE session = 's-locked' AND key LIKE 'recall:%'")
+    assert len(given) == 1  # what was given is recorded with the prompt, by the detached child
+
+
+def test_a_memory_is_not_given_twice_while_the_first_prompt_is_not_recorded_yet(home, recall_repo):
+    first, _ = prompt_hook(recall_repo, "s-fast", ASK, **{DIE: "before-claim"})  # its child dies unrecorded
+    assert "Job times are Berlin wall-clock times" in first
+    assert db_rows(home, "SELECT 1 FROM user_prompts WHERE session = 's-fast'") == []
+    again, _ = prompt_hook(recall_repo, "s-fast", ASK_AGAIN)
+    assert "Job times are Berlin wall-clock times" not in again
+    wait_for(home, "SELECT 1 FROM user_prompts WHERE session = 's-fast'", 2)
+    wait_until_spool_empty(home)
+    prompts = db_rows(home, "SELECT text FROM user_prompts WHERE session = 's-fast' ORDER BY created_at")
+    assert prompts == [(ASK,), (ASK_AGAIN,)]
+    third, _ = prompt_hook(recall_repo, "s-fast", ASK)  # and once recorded, the store remembers it
+    assert "Job times are Berlin wall-clock times" not in third
+
+
+def test_a_file_read_whose_record_is_not_written_yet_is_not_offered_again(home, recall_repo):
+    """The read's record and its "offered" mark wait in the spool (its child died): the next read of the
+    same file in the session is answered with nothing, and both reads are recorded once the spool drains."""
+    from tests.test_recall import context
+
+    schedule = str(recall_repo / "etl" / "schedule.py")
+
+    def read(tool_use_id: str, **env: str) -> str:
+        data = tool_payload(
+            "s-read", recall_repo, "Read", {"file_path": schedule}, {"type": "text"}, tool_use_id
+        )
+        result = subprocess.run(
+            [sys.executable, "-m", "cmem_cli", "hook", "PostToolUse"],
+            input=json.dumps(data),
+            env={**os.environ, "CMEM_HOOK_DETACH": "on", **env},
+            cwd=recall_repo,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert (result.returncode, result.stderr) == (0, "")
+        return context(json.loads(result.stdout) if result.stdout.strip() else None)
+
+    assert "Job times are Berlin wall-clock times" in read("toolu_r1", **{DIE: "in-transaction"})
+    assert read("toolu_r2") == ""
+    wait_until_spool_empty(home)
+    rows = dict(db_rows(home, "SELECT key, repeats FROM agent_captures WHERE session = 's-read'"))
+    assert "recall-file:etl/schedule.py" in rows  # offered, recorded by the replay of the first read
+    assert sum(key.startswith("recall:") for key in rows) == 1
+    [reads] = [repeats for key, repeats in rows.items() if key.startswith("read:")]
+    assert reads == 1  # the two reads of the file merged into one record, each counted once
+
+
+def test_before_an_edit_recall_answers_from_a_read_and_its_child_records_what_it_gave(home, recall_repo):
+    """PreToolUse records nothing of its own; what it offered is spooled and recorded by its child, and a
+    read of the file meanwhile (the child killed before its commit) is not offered the notes again."""
+    from tests.test_recall import context
+
+    schedule = str(recall_repo / "etl" / "schedule.py")
+    edit = {"file_path": schedule, "old_string": "LOCAL", "new_string": "BERLIN"}
+
+    def call(event: str, tool: str, tool_input: dict, tool_use_id: str, **env: str) -> str:
+        data = tool_payload("s-edit", recall_repo, tool, tool_input, None, tool_use_id, event=event)
+        result = subprocess.run(
+            [sys.executable, "-m", "cmem_cli", "hook", event],
+            input=json.dumps(data),
+            env={**os.environ, "CMEM_HOOK_DETACH": "on", **env},
+            cwd=recall_repo,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert (result.returncode, result.stderr) == (0, "")
+        return context(json.loads(result.stdout) if result.stdout.strip() else None)
+
+    assert "Job times are Berlin wall-clock times" in call(
+        "PreToolUse", "Edit", edit, "toolu_e1", **{DIE: "in-transaction"}
+    )
+    assert call("PostToolUse", "Read", {"file_path": schedule}, "toolu_r1") == ""
+    wait_until_spool_empty(home)
+    keys = {key for (key,) in db_rows(home, "SELECT key FROM agent_captures WHERE session = 's-edit'")}
+    assert "recall-file:etl/schedule.py" in keys
+    assert sum(key.startswith("recall:") for key in keys) == 1

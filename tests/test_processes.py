@@ -32,3 +32,17 @@ def test_pids_no_process_can_have_are_gone() -> None:
     assert not is_running(0)
     assert not is_running(-5)
     assert not is_running(2**40)
+
+
+def test_a_killed_child_not_yet_reaped_is_gone() -> None:
+    """A zombie (dead, its exit status not yet collected) writes nothing more: its claims are taken over."""
+    import signal
+    import time
+
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        os.kill(child.pid, signal.SIGKILL)
+        time.sleep(0.3)  # dead, not reaped: this process has not waited for it yet
+        assert not is_running(child.pid)
+    finally:
+        child.wait()

@@ -153,3 +153,28 @@ def test_a_live_hook_stores_and_marks_in_one_transaction(home, project, monkeypa
     finally:
         conn.close()
     assert count == 1
+
+
+def test_a_replayed_turn_end_forgets_the_marks_of_files_replayed_long_ago(sh, home, project):
+    """Every detached event leaves a replay mark; a turn end drops those older than a week (their files
+    are long gone), so the capture log does not grow by one row a hook call for ever."""
+    _spool_prompts(home, project, 2)
+    assert sh("hook", "SessionEnd", input=_end_payload(project)).exit_code == 0
+    conn = apsw.Connection(str(home / "cmem.db"))
+    try:
+        week = 8 * 24 * 3600 * 1000
+        conn.execute("UPDATE agent_captures SET created_at = created_at - ? WHERE session = ''", (week,))
+    finally:
+        conn.close()
+    stop = payload(
+        "Stop", "s-spool", project, stop_hook_active=False, last_assistant_message="Sent the invoices."
+    )
+    spool.save(home, "Stop", stop, 1_700_000_100_000)
+    assert sh("hook", "SessionEnd", input=_end_payload(project)).exit_code == 0
+    conn = apsw.Connection(str(home / "cmem.db"), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        marks = [row[0] for row in conn.execute("SELECT key FROM agent_captures WHERE session = ''")]
+    finally:
+        conn.close()
+    assert len(marks) == 1 and marks[0].endswith(".json")  # the Stop's own mark, kept
+    assert _stored_prompts(home) == sorted(f"spooled prompt number {i:03d} about invoices" for i in range(2))

@@ -156,3 +156,32 @@ def test_a_prompt_hook_that_may_recall_loads_no_model_index_or_cli(tmp_path, pro
     modules = imported_before_exit(tmp_path, project, "hook", "UserPromptSubmit", stdin=json.dumps(data))
     assert "cmem_cli.capture.hooks.recall" in modules  # recall was asked
     assert (HEAVY | {"cmem_cli.cli.options", "cmem_index.hybrid"}) & modules == set()
+
+
+@pytest.mark.parametrize(
+    ("event", "data"),
+    [
+        (
+            "UserPromptSubmit",
+            lambda cwd: payload("UserPromptSubmit", "s-2", cwd, prompt="Why do retries back off?"),
+        ),
+        ("SessionStart", lambda cwd: payload("SessionStart", "s-2", cwd, source="startup")),
+        (
+            "PreToolUse",
+            lambda cwd: tool_payload(
+                "s-2",
+                cwd,
+                "Edit",
+                {"file_path": f"{cwd}/retry.py", "old_string": "a", "new_string": "b"},
+                event="PreToolUse",
+            ),
+        ),
+    ],
+)
+def test_a_hook_that_answers_from_the_store_opens_no_write_path_before_it_exits(
+    tmp_path, project, event, data
+):
+    """Recall's memories and the briefing are read from the store alone; the detached child records."""
+    modules = imported_before_exit(tmp_path, project, "hook", event, stdin=json.dumps(data(project)))
+    assert "cmem_cli.store.repository" in modules  # it read the store
+    assert {"cmem_cli.services.writes", "cmem_export"} & modules == set()

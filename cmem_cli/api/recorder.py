@@ -11,7 +11,7 @@ reads stays the three retrieval layers and the typed writes; ``memory.recorder``
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from cmem_cli.core.errors import InvalidInput, NotFound
@@ -52,13 +52,14 @@ class Recorder:
         """True inside :meth:`transaction` (or a write the caller started)."""
         return self._memory._service is not None and self._memory._service.store.in_transaction
 
-    def tune(self, *, busy_timeout_ms: int, checkpoint_on_close: bool = True) -> None:
+    def tune(self, *, busy_timeout_ms: int, checkpoint_on_close: bool = True, reads: bool = False) -> None:
         """Wait for a locked database at most ``busy_timeout_ms`` (then :class:`DatabaseBusy`); with
         ``checkpoint_on_close`` False, leave the WAL checkpoint to SQLite's automatic one instead of paying
-        for a full checkpoint whenever the last connection closes (5-10 ms of every hook call)."""
-        self._memory.service.store.tune(
-            busy_timeout_ms=busy_timeout_ms, checkpoint_on_close=checkpoint_on_close
-        )
+        for a full checkpoint whenever the last connection closes (5-10 ms of every hook call). ``reads``:
+        tune the store opened for reading alone (a hook that answers before it writes), not the write
+        service."""
+        store = self._memory.reader.store if reads else self._memory.service.store
+        store.tune(busy_timeout_ms=busy_timeout_ms, checkpoint_on_close=checkpoint_on_close)
 
     def add_record(
         self,
@@ -134,21 +135,27 @@ class Recorder:
         settings: RecallSettings,
         lines: tuple[int, int] | None = None,
         wait_ms: int = 200,
+        given: Collection[str] = (),
+        record: bool = True,
     ) -> Recall:
         """What recall injects for a prompt (``point`` "prompt") or a file read or edit ("file", ``subject``
         the file's path relative to ``cwd``; ``lines``: the part read), marked in the session's capture log in the same transaction,
         so the session is never given a memory twice (:mod:`cmem_cli.services.recall`). A database locked
         longer than ``wait_ms`` raises :class:`DatabaseBusy`: nothing is injected rather than the agent kept
-        waiting."""
+        waiting. ``given``: keys the session was given that the store does not hold yet (events still in
+        the hooks' spool). With ``record`` False nothing is written and the write service is not opened:
+        the caller records ``Recall.given_keys`` itself (a hook, after its answer)."""
         from cmem_cli.services.recall import file_recall, mark_given, prompt_recall
 
-        store = self._memory.service.store
+        store = self._memory.service.store if record else self._memory.reader.store
         store.tune(busy_timeout_ms=wait_ms, checkpoint_on_close=False)
         if point == "prompt":
-            found = prompt_recall(store, project, subject, settings, session=session, cwd=cwd)
+            found = prompt_recall(store, project, subject, settings, session=session, cwd=cwd, given=given)
         else:
-            found = file_recall(store, project, subject, settings, session=session, cwd=cwd, lines=lines)
-        if found.text or (point == "file" and found.picks):  # a file with no note is looked at again
+            found = file_recall(
+                store, project, subject, settings, session=session, cwd=cwd, lines=lines, given=given
+            )
+        if record and found.given_keys:
             with self.transaction():
                 mark_given(store, session, found)
         return found
@@ -169,7 +176,7 @@ class Recorder:
         """The files worth watching for a session in ``top``: those the project's newest notes cite."""
         from cmem_cli.services.recall import watch_paths
 
-        return watch_paths(self._memory.service.store, project, top)
+        return watch_paths(self._memory.reader.store, project, top)  # a read: no write service opened
 
     def has_uid(self, uid: str) -> bool:
         """True when an observation with this uid is stored (no retrieval counted, nothing built)."""

@@ -16,6 +16,7 @@ bug causes first, with their freshness.
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from typing import Any, NamedTuple
 
 from cmem_cli.core.marks import title_marks
@@ -92,6 +93,18 @@ class Recall(NamedTuple):
         return [p for p in self.picks if p.why == "injected"]
 
     @property
+    def given_keys(self) -> list[str]:
+        """The capture-log keys that remember what this recall gave the session (:func:`mark_given`): none
+        when nothing was injected, except a file with notes, which is then not looked at again."""
+        if not self.text and not (self.point == "file" and self.picks):
+            return []
+        keys = [GIVEN + p.uid for p in self.injected]
+        keys += [TOLD + p.uid for p in self.picks if p.why == "changed"]
+        if self.point == "file" and self.lines is None:
+            keys.append(FILE_GIVEN + self.subject)
+        return keys
+
+    @property
     def tokens(self) -> int:
         return estimate_tokens(self.text) if self.text else 0
 
@@ -121,9 +134,11 @@ def prompt_recall(
     *,
     session: str | None = None,
     cwd: str | None = None,
+    given: Collection[str] = (),
 ) -> Recall:
     """The notes of ``project`` whose keyword evidence for ``prompt`` clears ``settings.bar``, best first,
-    at most ``max_items`` and ``max_tokens``; never one replaced or (with ``session``) given already."""
+    at most ``max_items`` and ``max_tokens``; never one replaced or (with ``session``) given already (as the
+    store's capture log says, or ``given``: keys of events the hooks have not recorded yet)."""
     from cmem_cli.store.filters import Filters
 
     filters = Filters(project=project, folded=store.projects.older_names(project))
@@ -146,8 +161,8 @@ def prompt_recall(
     for row in notes.values():  # what the session wrote itself is in the agent's context already
         row["strength"] = NOTE_WEIGHT * row["strength"] + asked.get(row.get("session") or "", 0.0)
     ranked = sorted(notes.values(), key=lambda r: -r["strength"])
-    found = _choose(store, "prompt", prompt, project, ranked, settings, session=session, cwd=cwd)
-    return _with_changed(store, found, session) if session is not None else found
+    found = _choose(store, "prompt", prompt, project, ranked, settings, session=session, cwd=cwd, given=given)
+    return _with_changed(store, found, session, given) if session is not None else found
 
 
 def file_recall(
@@ -159,13 +174,14 @@ def file_recall(
     session: str | None = None,
     cwd: str | None = None,
     lines: tuple[int, int] | None = None,
+    given: Collection[str] = (),
 ) -> Recall:
     """The current notes tied to ``path`` (repository-relative): those citing the file, then those of a
     session that changed it, then those of a session that read it which name something the file defines or
     uses; decisions and bug causes first, newest first within each. ``lines``: the
     part of the file that was read (first and last line); a note about another part of it (its anchor's
     region, as recorded) waits for a read of that part. Only a whole read marks the file as offered."""
-    if session is not None and store.capture_log.seen(session, FILE_GIVEN + path):
+    if session is not None and _seen(store, session, FILE_GIVEN + path, given):
         return Recall("file", path, project, None, [], None, note="offered already in this session")
     rows = store.recall.notes_on_file(project, path, limit=FILE_CANDIDATES)
     if any(not r["cites"] and not r["changed"] for r in rows):
@@ -185,8 +201,13 @@ def file_recall(
         rows = [r for r in rows if _in_read(anchors.get(r["id"]), path, lines)]
     for row in rows:
         row["score"] = None
-    found = _choose(store, "file", path, project, rows, settings, session=session, cwd=cwd)
+    found = _choose(store, "file", path, project, rows, settings, session=session, cwd=cwd, given=given)
     return found._replace(lines=lines)
+
+
+def _seen(store: Store, session: str, key: str, given: Collection[str]) -> bool:
+    """Whether the session was given ``key``: as its capture log says, or ``given`` (still in the spool)."""
+    return key in given or store.capture_log.seen(session, key)
 
 
 _DEFINED = re.compile(
@@ -242,6 +263,7 @@ def _choose(
     *,
     session: str | None,
     cwd: str | None,
+    given: Collection[str] = (),
 ) -> Recall:
     bar = settings.bar if point == "prompt" else None
     if not rows:  # the common case of a file read: nothing to weigh, nothing more to load
@@ -262,7 +284,7 @@ def _choose(
             why = "below the bar"
         elif bar is not None and (score or 0.0) < RELATIVE * (rows[0].get("strength") or 0.0):
             why = "far below the best"
-        elif session is not None and store.capture_log.seen(session, GIVEN + row["uid"]):
+        elif session is not None and _seen(store, session, GIVEN + row["uid"], given):
             why = "given already"
         elif len(chosen) >= settings.max_items:
             why = "over the item limit"
@@ -293,12 +315,12 @@ def _choose(
     )
 
 
-def _with_changed(store: Store, found: Recall, session: str) -> Recall:
+def _with_changed(store: Store, found: Recall, session: str, given: Collection[str] = ()) -> Recall:
     """``found`` followed by the memories whose cited files changed during the session (a ``FileChanged``
     hook re-checked them) that the session was not told of yet, with their marks."""
     log = store.capture_log
     uids = [key[len(CHANGED) :] for key in log.keys_with_prefix(session, CHANGED)]
-    uids = [uid for uid in uids if not log.seen(session, TOLD + uid)]
+    uids = [uid for uid in uids if TOLD + uid not in given and not log.seen(session, TOLD + uid)]
     rows = list(store.observations.by_uids(uids).values()) if uids else []
     if not rows:
         return found
@@ -350,10 +372,5 @@ def mark_given(store: Store, session: str, recall: Recall) -> None:
     """Remember in the session's capture log what was injected (and, for a file, that it was offered), so
     no later prompt or read of the session repeats it. In the caller's transaction."""
     log = store.capture_log
-    for pick in recall.injected:
-        log.mark(session, GIVEN + pick.uid)
-    for pick in recall.picks:
-        if pick.why == "changed":
-            log.mark(session, TOLD + pick.uid)
-    if recall.point == "file" and recall.lines is None:
-        log.mark(session, FILE_GIVEN + recall.subject)
+    for key in recall.given_keys:
+        log.mark(session, key)

@@ -141,6 +141,14 @@ class CaptureLog:
         )
         return [row[0] for row in rows]
 
+    def forget_older(self, session: str, before_ms: int) -> None:
+        """Drop the marks of ``session`` made before ``before_ms`` (the hooks' replayed spool files, whose
+        marks are needed only while a file might still be replayed)."""
+        with self.db.transaction():
+            self.db.execute(
+                "DELETE FROM agent_captures WHERE session = ? AND created_at < ?", (session, before_ms)
+            )
+
     # -- transcript offsets ------------------------------------------------------------------------------
     def offset(self, path: str) -> TranscriptOffset | None:
         """Where import of ``path`` resumes: byte offset, first-line fingerprint, prompt counts there."""

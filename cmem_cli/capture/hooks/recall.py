@@ -12,6 +12,7 @@ counted in hooks.log (``recall prompt|file session=… injected=N tokens=T ms=M`
 from __future__ import annotations
 
 import time
+from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
 from cmem_cli.core.errors import DatabaseBusy
@@ -27,10 +28,21 @@ FILE_TOOLS = {"Read": "file_path", "Edit": "file_path", "MultiEdit": "file_path"
 
 
 def answer(
-    mem: Memory, payload: HookPayload, project: str, config: Config, started: float | None
+    mem: Memory,
+    payload: HookPayload,
+    project: str,
+    config: Config,
+    started: float | None,
+    *,
+    given: Collection[str] = (),
+    marks: list[str] | None = None,
 ) -> dict[str, Any] | None:
     """The hook's answer carrying what recall injects for this event, or None (nothing clears the bar,
-    recall is off for this agent or point, the hook is over its budget, the database is busy)."""
+    recall is off for this agent or point, the hook is over its budget, the database is busy).
+
+    ``given``: capture-log keys the session was given by events not recorded yet (the spool's). With
+    ``marks`` the store is only read: the keys of what was given are added to it for the caller to record
+    with the event; without, they are recorded here before the answer."""
     point = "prompt" if payload.event == "UserPromptSubmit" else "file"
     subject = payload.prompt if point == "prompt" else _file_of(payload)
     if not subject or not subject.strip() or not payload.session_id:
@@ -53,9 +65,13 @@ def answer(
             cwd=payload.cwd,
             settings=settings,
             lines=_lines_read(payload) if point == "file" else None,
+            given=given,
+            record=marks is None,
         )
     except DatabaseBusy:
         return None
+    if marks is not None and recall is not None:
+        marks.extend(recall.given_keys)
     if recall is None or not recall.text:
         return None
     ms = (time.perf_counter() - begun) * 1000

@@ -14,6 +14,7 @@ import contextlib
 import json
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -31,6 +32,9 @@ LOG_NAME = "hooks.log"
 SLOW_MS = 1_000
 SPOOL_SESSION = ""  # agent_captures rows ("", "<spool file name>") mark replayed events
 REPLAY_LIMIT = 50  # spooled events replayed per hook call, so one call never takes long
+# How long the marks of replayed spool files are kept: far longer than any claim is held (a claim of a
+# dead process is taken over at the next hook, at most STALE_CLAIM_SECONDS later when its pid was reused).
+SPOOL_MARKS_KEPT_MS = 7 * 24 * 3600 * 1000
 # Events that only need bookkeeping we do not keep: answered without opening the database.
 # The end of a turn or a session: what it wrote is indexed now, by a pass the hook starts and never waits for.
 TURN_ENDS = frozenset({"Stop", "SessionEnd"})
@@ -43,6 +47,7 @@ STARTED: list[float | None] = [None]  # when this hook call began: recall inject
 # and is recorded after the hook's process has exited (see :func:`_detach`).
 ANSWERING_EVENTS = frozenset({"SessionStart"})
 DETACH_SWITCH = "CMEM_HOOK_DETACH"
+TEST_DIE = "CMEM_HOOK_TEST_DIE"  # tests only: a detached child kills itself at this point
 
 
 def log_line(log_dir: Path, message: str) -> None:
@@ -113,35 +118,14 @@ def run(
             payload = parse_payload(raw, event_arg)
         event, session = payload.event, _shown(payload.session_id)
         output: dict[str, Any] | None = None
-        at: int | None = None
-        answered = False
-        if event == "SessionStart" and payload.session_id and detach and _detaching(config):
-            # The briefing is read from the store alone and answered; the session is recorded after exit.
-            output = _briefing_first(payload, config)
-            _answer(stdout, adapter.reply(payload.event, output) if adapter is not None else output)
-            adapter, output, answered = None, None, True
-            from cmem_cli.core.timeutil import now_ms
-
-            at = now_ms()
-            _detach(stdout)
-        elif (
-            detach
-            and event not in ANSWERING_EVENTS
-            and event not in PASSIVE_EVENTS
-            and _detaching(config)
-            and not _recalls(payload, config)
-        ):
-            # Nothing to answer but "go on": answer, then record the event in a child the agent does not
-            # wait for, stamped with the time of the call (the order of a session's events is kept).
-            if adapter is not None:
-                _answer(stdout, adapter.reply(payload.event, None))
-                adapter = None
-            from cmem_cli.core.timeutil import now_ms
-
-            at = now_ms()
-            _detach(stdout)
+        if detach and _detaching(config) and _answers_first(payload, config):
+            # Answered at once (a briefing, recall or "go on", read from the store alone), recorded after
+            # the hook's process has exited by a child the agent does not wait for (see _answer_then_record).
+            _answer_then_record(payload, config, adapter, stdout, log_dir)
+            adapter = None
+            return 0
         try:
-            output = _dispatch(payload, config, at=at, answered=answered)
+            output = _dispatch(payload, config)
         except DatabaseBusy:
             # Not an error: waiting longer would slow the agent, and the event is kept, not lost.
             _spool(config, payload)
@@ -235,6 +219,17 @@ def _detach(stdout: IO[str]) -> None:
     os.close(devnull)
 
 
+def _test_point(name: str) -> None:
+    """Die (SIGKILL) at a named point of a detached child when ``CMEM_HOOK_TEST_DIE`` names it: how the
+    tests show that a kill at any point loses nothing."""
+    import os
+
+    if os.environ.get(TEST_DIE) == name:
+        import signal
+
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
 def _shown(session: str | None) -> str | None:
     """A session id as the log names it: one the store would refuse may be megabytes long."""
     return session if session is None or len(session) <= 100 else session[:100] + "..."
@@ -259,33 +254,149 @@ def _log(log_dir: Path | None, home: str | None, message: str) -> None:
 
 
 def _spool(config: Config, payload: HookPayload) -> None:
-    from cmem_cli.api import scrub_record
     from cmem_cli.capture.hooks import spool
     from cmem_cli.core.timeutil import now_ms
 
-    spool.save(config.home, payload.event, scrub_record(payload.raw, config), now_ms())
+    spool.keep(config, payload, now_ms())
 
 
-def _replay_spooled(config: Config, log_dir: Path, limit: int = REPLAY_LIMIT) -> None:
-    """Replay events that earlier hooks had to spool, oldest first, now that the database answered.
+def _answers_first(payload: HookPayload, config: Config) -> bool:
+    """Whether the event is answered before it is recorded: every event of a session but the passive ones
+    (nothing to record), and a PreToolUse before an edit that file recall may answer (what it gives is
+    recorded after); an event without a session is refused in the foreground, where it is logged."""
+    if not payload.session_id:
+        return False
+    return payload.event not in PASSIVE_EVENTS or (
+        payload.event == "PreToolUse" and _recalls(payload, config)
+    )
+
+
+def _answer_then_record(
+    payload: HookPayload, config: Config, adapter: AgentAdapter | None, stdout: IO[str], log_dir: Path
+) -> None:
+    """Answer first, record after. The event is spooled (scrubbed, fsynced) before the answer goes out;
+    then the hook's process exits and a detached child replays that file (:func:`_replay_spooled`), so a
+    kill at any point loses nothing and records nothing twice: a dead child's event is the next hook's.
+
+    What the agent waits for is read from the store alone, with no write transaction and no wait for the
+    write lock: SessionStart's briefing, and recall's memories for a prompt or a file (whose marks, what
+    the session was given, are spooled with the event and recorded by its replay)."""
+    from cmem_cli.capture.hooks import spool
+    from cmem_cli.core.timeutil import now_ms
+
+    at = now_ms()  # the event's time: the order of a session's events is kept whoever records it
+    output: dict[str, Any] | None = None
+    marks: tuple[str, ...] = ()
+    if payload.event == "SessionStart":
+        try:
+            output = _briefing_first(payload, config)
+        except (
+            CmemError
+        ) as exc:  # no briefing (a busy or damaged store): the session is recorded all the same
+            log_line(log_dir, f"error SessionStart session={_shown(payload.session_id)}: {exc.message}")
+    elif _recalls(payload, config):
+        output, marks = _recall_first(payload, config)
+    if payload.event in PASSIVE_EVENTS and not marks:  # nothing to record: a PreToolUse that gave nothing
+        _answer(stdout, adapter.reply(payload.event, output) if adapter is not None else output)
+        return
+    kept: Path | None = None
+    failed: OSError | None = None
+    try:
+        kept = spool.keep(config, payload, at, marks)
+    except OSError as exc:  # a full disk or a read-only home: record it in the child all the same
+        failed = exc
+    _answer(stdout, adapter.reply(payload.event, output) if adapter is not None else output)
+    if kept is None and failed is None:
+        return  # an excluded project: nothing is kept
+    _detach(stdout)
+    if failed is not None:
+        log_line(log_dir, f"error {payload.event}: cannot spool the event ({failed}); recording it now")
+        _record_now(payload, config, at, marks)
+    else:
+        assert kept is not None
+        try:
+            _replay_spooled(config, log_dir, own=kept)
+        except DatabaseCorrupt as exc:  # a lost or damaged store: the event waits in the spool
+            raise DatabaseCorrupt(f"{exc.message} (event spooled until the store is usable)") from None
+    if payload.event in TURN_ENDS:
+        from cmem_cli.api.index import Index
+
+        Index(config).refresh()  # detached: the hook never waits for the index
+
+
+def _recall_first(payload: HookPayload, config: Config) -> tuple[dict[str, Any] | None, tuple[str, ...]]:
+    """Recall's answer for a prompt or a file, read from the store alone (a busy or damaged store: none),
+    and the capture-log keys of what it gave, for the event's replay to record. What the session was given
+    by events not recorded yet is read from the spool first (:func:`spool.marks_in_flight`)."""
+    from cmem_cli.api import Memory, excluded_project
+    from cmem_cli.capture.hooks import spool
+    from cmem_cli.capture.hooks.recall import answer
+    from cmem_cli.core.config import default_project
+
+    if not payload.session_id or excluded_project(default_project(payload.cwd), config):
+        return None, ()
+    given = spool.marks_in_flight(config.home, payload.session_id)
+    marks: list[str] = []
+    try:
+        with Memory(config=config) as mem:
+            _tune_reads(mem)
+            project = mem.project_here(payload.cwd)
+            if excluded_project(project, config):
+                return None, ()
+            output = answer(mem, payload, project, config, STARTED[0], given=given, marks=marks)
+    except (DatabaseBusy, DatabaseCorrupt):
+        return None, ()  # the event is recorded (or kept) by the child all the same
+    return output, tuple(marks)
+
+
+def _record_now(payload: HookPayload, config: Config, at: int, marks: tuple[str, ...]) -> None:
+    """Record an event that could not be spooled, with its marks, in one transaction."""
+    from cmem_cli.api import Memory
+    from cmem_cli.capture.hooks.rules import rules_from_config
+
+    with Memory(config=config) as mem:
+        _tune_connection(mem, rules_from_config(config.section("hooks")))
+        with mem.recorder.transaction():
+            _dispatch(payload, config, at=at, mem=mem, answered=True, live=True)
+            _keep_marks(mem, payload, marks)
+
+
+def _keep_marks(mem: Memory, payload: HookPayload, marks: Sequence[str]) -> None:
+    """Record in the session's capture log what recall gave it (inside the caller's transaction)."""
+    if marks and payload.session_id:
+        state = mem.recorder.capture_log
+        for key in marks:
+            state.mark(payload.session_id, key)
+
+
+def _replay_spooled(
+    config: Config, log_dir: Path, limit: int = REPLAY_LIMIT, own: Path | None = None
+) -> None:
+    """Replay spooled events, oldest first: ``own``, this detached child's event, first; then those a dead
+    child or a hook that found the store locked left.
 
     Each replay and the mark that it happened commit in one transaction, so an event is recorded exactly
     once even when a hook is killed mid-replay: its claim is taken over by the next hook (see
     :func:`spool.abandoned_claims`), which finds the mark if the first replay had committed."""
     from cmem_cli.capture.hooks import spool
 
-    work = [(claimed, original, True) for claimed, original in spool.abandoned_claims(config.home)]
-    work += [(path, path, False) for path in spool.pending(config.home)]
+    work = [(own, own, False)] if own is not None else []
+    work += [(claimed, original, True) for claimed, original in spool.abandoned_claims(config.home)]
+    work += [(path, path, False) for path in spool.pending(config.home) if path != own]
     if not work:
         return
     from cmem_cli.api import Memory
     from cmem_cli.capture.hooks.payload import parse_payload
     from cmem_cli.capture.hooks.rules import rules_from_config
+    from cmem_cli.core.timeutil import now_ms
 
     with Memory(config=config) as mem:
         _tune_connection(mem, rules_from_config(config.section("hooks")))
         state = mem.recorder.capture_log
-        for source, original, abandoned in work[:limit]:
+        for source, original, abandoned in work[: limit + (own is not None)]:
+            mine = own is not None and source == own
+            if mine:
+                _test_point("before-claim")
             claimed = spool.reclaim(source, original) if abandoned else spool.claim(source)
             if claimed is None:
                 continue  # another hook is replaying it
@@ -294,13 +405,25 @@ def _replay_spooled(config: Config, log_dir: Path, limit: int = REPLAY_LIMIT) ->
                 with mem.recorder.transaction():
                     if data is not None and not state.seen(SPOOL_SESSION, original.name):
                         event = parse_payload(json.dumps(data["payload"]), data["event"])
-                        _dispatch(event, config, at=data.get("at"), mem=mem)
+                        _dispatch(event, config, at=data.get("at"), mem=mem, answered=True, live=mine)
+                        _keep_marks(mem, event, [m for m in data.get("marks") or [] if isinstance(m, str)])
                         state.mark(SPOOL_SESSION, original.name)
+                        if event.event in TURN_ENDS:
+                            state.forget_older(SPOOL_SESSION, now_ms() - SPOOL_MARKS_KEPT_MS)
+                        if mine:
+                            _test_point("in-transaction")
             except DatabaseBusy:
                 spool.release(claimed, original)
+                if mine:
+                    log_line(
+                        log_dir,
+                        f"spooled {data['event'] if data else '?'}: the database stayed locked past"
+                        " busy_timeout_ms; the next hook replays the event",
+                    )
                 return
             except CmemError as exc:
-                log_line(log_dir, f"error replaying {original.name}: {exc.message}")
+                label = f"{data['event'] if data else '?'}" if mine else f"replaying {original.name}"
+                log_line(log_dir, f"error {label}: {exc.message}")
             claimed.unlink(missing_ok=True)
 
 
@@ -310,12 +433,14 @@ def _dispatch(
     at: int | None = None,
     mem: Memory | None = None,
     answered: bool = False,
+    live: bool | None = None,
 ) -> dict[str, Any] | None:
     """Record one event; returns the JSON answer for Claude Code, if the event has one.
 
     ``at`` is the original time of a replayed event (or of a detached one); ``mem`` an open write service to
     use (a replay's, inside its transaction) instead of opening one; ``answered``: SessionStart's briefing
-    was answered already (:func:`_briefing_first`), only the session is to be recorded."""
+    was answered already (:func:`_briefing_first`), only the session is to be recorded; ``live``: the event
+    is this hook call's own (a FileChanged re-checks its notes), by default when ``mem`` is not given."""
     from cmem_cli.api import excluded_project
     from cmem_cli.core.config import default_project
 
@@ -325,7 +450,7 @@ def _dispatch(
 
             return before_edit(payload, config, STARTED[0])  # nothing is recorded: PostToolUse does that
         return None
-    replayed = mem is not None  # a spooled event replayed inside the replay's transaction
+    live = mem is None if live is None else live  # else a spooled event of an earlier call, replayed
     # The repository's short name, before the store is opened: an excluded project opens nothing.
     project = default_project(payload.cwd)
     if excluded_project(project, config):
@@ -353,7 +478,7 @@ def _dispatch(
         where = Where(session=payload.session_id, project=project, agent=payload.agent)
         capture = Capture(mem, rules)
         if payload.event == "FileChanged":  # a file the session watches changed: nothing to record
-            if not replayed:
+            if live:
                 from cmem_cli.capture.hooks.recall import file_changed
 
                 file_changed(mem, payload, project, config)
@@ -433,6 +558,7 @@ def _briefing_first(payload: HookPayload, config: Config) -> dict[str, Any] | No
     rules = rules_from_config(config.section("hooks"))
     _hand_session_to_shell(payload, config)
     with Memory(config=config) as mem:
+        _tune_reads(mem)
         keyed = mem.project_here(payload.cwd)
         if keyed != project and excluded_project(keyed, config):
             return None
@@ -453,6 +579,12 @@ def _hand_session_to_shell(payload: HookPayload, config: Config) -> None:
     except OSError as exc:
         name = (env_file(agent=payload.agent) or ("the env file",))[0]
         log_line(config.log_dir, f"error SessionStart: cannot write {name}: {exc.strerror or exc}")
+
+
+def _tune_reads(mem: Memory) -> None:
+    """The store a hook reads before it answers: a lock (a migration, a WAL being reset) is waited for at
+    most 200 ms, and closing it never runs a full checkpoint, which the agent would wait for."""
+    mem.recorder.tune(busy_timeout_ms=200, checkpoint_on_close=False, reads=True)
 
 
 def _tune_connection(mem: Memory, rules: HookRules) -> None:

@@ -1,8 +1,12 @@
-"""A hook that finds the database locked longer than it may wait leaves its event here instead of losing it;
-the next hook that gets through replays what was left (oldest first), so nothing is dropped silently.
+"""Every event a hook records after answering is written here first, durably, before the agent gets its
+answer: the detached child then replays its own file, and if it dies first (``kill -9``, a reboot) the next
+hook replays it instead. A hook that finds the database locked longer than it may wait leaves its event here
+too; the next hook that gets through replays what was left (oldest first), so nothing is dropped silently.
 
 Spooled events are scrubbed (``<private>`` spans and secrets removed) before they touch the disk, like
-everything else cmem keeps. Each file is claimed by an atomic rename, so concurrent hooks never replay the
+everything else cmem keeps, and an excluded project's are never written (:func:`keep`). An event may carry
+``marks``: capture-log keys of its session (what recall gave the agent) that its replay records with it;
+until then a later recall of the session reads them here (:func:`marks_in_flight`). Each file is claimed by an atomic rename, so concurrent hooks never replay the
 same event twice. A claim whose process died (``kill -9`` mid-replay) is taken over by the next hook, and
 the replay records the event's name in the same transaction as its effect, so it counts exactly once.
 """
@@ -13,10 +17,15 @@ import contextlib
 import json
 import os
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cmem_cli.core.processes import is_running
+
+if TYPE_CHECKING:
+    from cmem_cli.capture.hooks.payload import HookPayload
+    from cmem_cli.core.config import Config
 
 SPOOL_DIR = "spool"
 SUFFIX = ".json"
@@ -26,20 +35,64 @@ def spool_dir(home: Path) -> Path:
     return home / SPOOL_DIR
 
 
-def save(home: Path, event: str, payload: dict[str, Any], at_ms: int) -> Path:
-    """Write one event atomically (0600) and return its path."""
+def keep(config: Config, payload: HookPayload, at_ms: int, marks: Sequence[str] = ()) -> Path | None:
+    """Spool one hook event, scrubbed, with the ``marks`` its replay records; None (nothing written) for
+    an event of a project ``[privacy] exclude_projects`` names. The privacy filter is loaded on its own:
+    the API behind it would cost a hook that answers at once several milliseconds."""
+    from cmem_cli.core.config import default_project
+    from cmem_cli.services.privacy import is_excluded_project, scrub_record
+
+    if is_excluded_project(default_project(payload.cwd), config.section("privacy")):
+        return None
+    return save(config.home, payload.event, scrub_record(payload.raw, config=config), at_ms, marks)
+
+
+def save(home: Path, event: str, payload: dict[str, Any], at_ms: int, marks: Sequence[str] = ()) -> Path:
+    """Write one event atomically and durably (0600, fsync before the rename) and return its path."""
     directory = spool_dir(home)
     directory.mkdir(parents=True, exist_ok=True, mode=0o700)
     name = f"{time.time_ns():020d}-{os.getpid()}"
     tmp = directory / f".{name}.tmp"
     final = directory / f"{name}{SUFFIX}"
+    data: dict[str, Any] = {"event": event, "at": at_ms, "payload": payload}
+    if marks:
+        data["marks"] = list(marks)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        json.dump({"event": event, "at": at_ms, "payload": payload}, fh, ensure_ascii=False)
+        json.dump(data, fh, ensure_ascii=False)
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, final)
     return final
+
+
+def marks_in_flight(home: Path, session: str) -> frozenset[str]:
+    """The marks of ``session``'s spooled events that no replay has committed yet (pending or claimed).
+    Read before the store: a replay commits its marks before it deletes its file, so a mark is always in
+    one place or the other; a file renamed by a claim while being read is looked for again."""
+    found: set[str] = set()
+    directory = spool_dir(home)
+    for _ in range(3):
+        try:
+            names = [n for n in os.listdir(directory) if n.endswith((SUFFIX, ".claimed"))]
+        except FileNotFoundError:
+            break
+        moved = False
+        for name in names:
+            try:
+                data = json.loads((directory / name).read_text(encoding="utf-8"))
+            except FileNotFoundError:
+                moved = True  # claimed (renamed) or replayed (then its marks are in the store)
+                continue
+            except (OSError, ValueError):
+                continue
+            marks = data.get("marks") if isinstance(data, dict) else None
+            payload = data.get("payload") if isinstance(data, dict) else None
+            if marks and isinstance(payload, dict) and payload.get("session_id") == session:
+                found.update(m for m in marks if isinstance(m, str))
+        if not moved:
+            break
+    return frozenset(found)
 
 
 def pending(home: Path) -> list[Path]:
