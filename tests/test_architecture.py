@@ -261,8 +261,8 @@ def test_sync_team_and_adoption_use_the_write_services_public_surface(tmp_path: 
 
 
 # -- one way in: the store's records are written by the write service and reconcile --------------------------
-# A memory, summary, prompt, session or link reaches the store through the write service (a local write,
-# services/writes.py) or the way in (services/reconcile/: what git, the team database or a hand edit brings;
+# A memory, summary, prompt, session or link reaches the store through the write service (a local write:
+# its record and session services, services/records.py and services/sessions.py) or the way in (services/reconcile/: what git, the team database or a hand edit brings;
 # its upsert, key rule and inbound writer). The supersedes rule (services/supersession.py) adds and removes
 # the links both of them ask it to.
 RECORD_WRITES = {  # repository -> its methods that write records
@@ -272,7 +272,13 @@ RECORD_WRITES = {  # repository -> its methods that write records
     "sessions": {"put"},
     "links": {"add", "remove", "add_pending", "clear_pending_from", "take_pending_to"},
 }
-RECORD_WRITERS = ("store/", "services/writes.py", "services/reconcile/", "services/supersession.py")
+RECORD_WRITERS = (
+    "store/",
+    "services/records.py",
+    "services/sessions.py",
+    "services/reconcile/",
+    "services/supersession.py",
+)
 
 
 def record_writes_outside_the_way_in(root: Path) -> list[str]:
@@ -305,7 +311,11 @@ def test_records_are_written_only_by_the_write_service_and_reconcile(tmp_path: P
 # -- one link pass: what arrives (git, the team database, a hand edit) has its links settled in one place --
 LINK_WRITES = {"add", "remove", "add_pending", "clear_pending_from", "take_pending_to"}
 LINK_PASS = "services/reconcile/writer.py"
-LINK_RULES = ("store/", "services/writes.py", "services/supersession.py")  # local writes; the supersedes rule
+LINK_RULES = (
+    "store/",
+    "services/records.py",
+    "services/supersession.py",
+)  # local writes; the supersedes rule
 
 
 def link_settlers(root: Path) -> list[str]:

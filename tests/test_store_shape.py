@@ -1,8 +1,8 @@
 """The store's shape (docs/architecture.md, "The store's repositories"): a small handle that owns one
 repository per concern, each reached one way, as an attribute of the store (``store.observations.get(7)``).
 
-Read from the code, so that the split stays: no class of ``cmem_cli/store/`` grows past
-``MAX_PUBLIC_METHODS``, and no function of the store is handed the store (the old second way in,
+Read from the code, so that the split stays: no class of ``cmem_cli/store/`` or ``cmem_cli/services/`` (its
+subpackages included) grows past ``MAX_PUBLIC_METHODS``, and no function of the store is handed the store (the old second way in,
 ``supersession.newest_successors(store, ids)``, next to ``store.method()`` and ``store.anchors.method()``).
 """
 
@@ -12,6 +12,7 @@ import ast
 from pathlib import Path
 
 STORE = Path(__file__).resolve().parent.parent / "cmem_cli" / "store"
+SERVICES = STORE.parent / "services"
 MAX_PUBLIC_METHODS = 25
 
 
@@ -57,6 +58,36 @@ def test_no_class_of_the_store_has_more_than_25_public_methods() -> None:
         "observations.py:ObservationRepository",
         "sessions.py:SessionRepository",
     } <= set(counts)
+
+
+def test_no_class_of_the_services_has_more_than_25_public_methods() -> None:
+    """The write hub (31 public methods: records, links, sessions, prompts, summaries, privacy, the key rule and
+    export rendering) is a handle over three services; no class of services/ grows into another hub."""
+    counts = {
+        f"{path.relative_to(SERVICES).as_posix()}:{name}": len(methods)
+        for path in sorted(SERVICES.rglob("*.py"))
+        for name, methods in public_methods(path.read_text()).items()
+    }
+    assert {name: n for name, n in counts.items() if n > MAX_PUBLIC_METHODS} == {}
+    # the write service and its three services were counted, wherever their modules live
+    assert {"WriteService", "RecordWrites", "SessionWrites", "Exporter"} <= {n.split(":")[1] for n in counts}
+
+
+def test_the_inbound_writer_is_handed_the_export_service_not_the_write_hub() -> None:
+    """What comes in (git, the team, hand edits) is written through the export service alone: the inbound
+    writer's constructor names no write service, so it cannot reach sessions, records or privacy around it."""
+    (writer,) = [p for p in SERVICES.rglob("writer.py") if p.parent.name == "reconcile"]
+    inbound = next(
+        node
+        for node in ast.walk(ast.parse(writer.read_text()))
+        if isinstance(node, ast.ClassDef) and node.name == "Inbound"
+    )
+    init = next(
+        item for item in inbound.body if isinstance(item, ast.FunctionDef) and item.name == "__init__"
+    )
+    annotations = [ast.unparse(arg.annotation) for arg in init.args.args[1:] if arg.annotation is not None]
+    assert annotations[:2] == ["Exporter", "FileTransaction"]
+    assert "WriteService" not in writer.read_text()
 
 
 def test_a_class_past_the_limit_is_counted() -> None:

@@ -39,10 +39,10 @@ def iter_expected_files(memory: WriteService) -> Iterator[tuple[str, str]]:
         anchored = anchors.for_ids([r["id"] for r in page])  # the page's anchors, in one query
         for done in page:
             relpath = done["path"] or layout.observation_relpath(done)
-            entries = memory.link_entries(
+            entries = memory.export.link_entries(
                 done, relpath, links.get(done["id"], []), pending.get(done["id"], [])
             )
-            front = memory.anchor_front(done["id"], anchored.get(done["id"]))
+            front = memory.export.anchor_front(done["id"], anchored.get(done["id"]))
             yield relpath, markdown.render_observation(done, entries, front)
         page = []
     for summary_id in memory.store.summaries.all_ids():
