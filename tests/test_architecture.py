@@ -199,15 +199,15 @@ def test_sql_runs_only_in_the_store() -> None:
 def test_a_service_that_runs_its_own_sql_is_found(tmp_path: Path) -> None:
     services = tmp_path / "services"
     services.mkdir()
-    (services / "briefing.py").write_text(
+    (services / "recap.py").write_text(
         "def last(store):\n"
         "    return store.db.query('SELECT * FROM sessions ORDER BY last_activity_at DESC LIMIT 1')\n"
     )
     (services / "fine.py").write_text("def last(store):\n    return store.latest_session()\n")
     assert sorted(sql_outside_the_store(tmp_path)) == [
-        "services/briefing.py:2 .db",
-        "services/briefing.py:2 .query()",
-        "services/briefing.py:2 SQL text 'SELECT * FROM sessions ORDER BY last_act'",
+        "services/recap.py:2 .db",
+        "services/recap.py:2 .query()",
+        "services/recap.py:2 SQL text 'SELECT * FROM sessions ORDER BY last_act'",
     ]
 
 
@@ -350,11 +350,11 @@ def test_the_links_of_what_comes_in_are_settled_by_the_inbound_writer_alone(tmp_
     adopt = (REPO / "cmem_cli" / "services" / "adopt.py").read_text()
     assert "Inbound(" in adopt and "links.outgoing" not in adopt
     (tmp_path / "services").mkdir()
-    (tmp_path / "services" / "adopt.py").write_text(
+    (tmp_path / "services" / "hand_edits.py").write_text(
         "def settle(store, obs_id, target):\n    store.links.add(obs_id, target, 'related')\n"
         "    add_arrived_link(store, obs_id, target, 'supersedes')\n"
     )
-    assert link_settlers(tmp_path) == ["services/adopt.py:2", "services/adopt.py:3"]
+    assert link_settlers(tmp_path) == ["services/hand_edits.py:2", "services/hand_edits.py:3"]
 
 
 def import_cycles(package: str) -> list[list[str]]:
