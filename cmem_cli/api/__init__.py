@@ -58,6 +58,7 @@ if TYPE_CHECKING:
     from cmem_cli.core.sync_report import SyncReport
     from cmem_cli.remote import Remote
     from cmem_cli.services.adopt import AdoptReport
+    from cmem_cli.services.anchor_record import Verified
     from cmem_cli.services.recall import Recall
     from cmem_cli.services.search_pipeline import Reader
     from cmem_cli.services.writes import WriteService
@@ -536,7 +537,7 @@ class Memory:
 
         return Timeline(build_timeline(store, ref, before=before, after=after, filters=around))
 
-    def verify(self, *ids: int | str, cwd: str | Path | None = None) -> list[dict[str, Any]]:
+    def verify(self, *ids: int | str, cwd: str | Path | None = None) -> list[Verified]:
         """Re-anchor observations to their cited files as they are now and record when (`cmem verify`):
         say they still hold. Each result has ``id``, ``verified`` and, when not verified, ``reason`` (no
         git work tree holds the files, or the repository is not on this machine). An observation that was

@@ -4,7 +4,7 @@ row, the anchor's detail in `cmem get --json`, and the note `cmem get` puts abov
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
 from cmem_cli.core.timeutil import to_iso
 from cmem_cli.services.anchor_check import BEHIND, CHANGED, DRIFTED, VANISHED, Checked, check, check_anchors
@@ -13,6 +13,47 @@ from cmem_cli.store.anchors import Anchor
 
 if TYPE_CHECKING:
     from cmem_cli.store.repository import Store
+
+
+class RegionDetail(TypedDict):
+    """A cited file's region: the lines it was at (``12-30``) and its enclosing definitions."""
+
+    lines: str
+    symbols: list[str]
+
+
+class FileDetail(TypedDict):
+    """One cited file in `get --json`: its state now (None where its repository is not here)."""
+
+    path: str
+    status: str | None
+    file_changed: bool | None
+    modified_at: str | None
+    region: RegionDetail | None
+    renamed_to: NotRequired[str]
+
+
+class AnchorDetail(TypedDict):
+    """What `cmem get --json` shows of an anchor: where, when, and each cited file's state."""
+
+    repo: str | None
+    root: str | None
+    branch: str | None
+    commit: str | None
+    anchored_at: str | None
+    verified_at: str | None
+    present: bool
+    files: list[FileDetail]
+
+
+class AnchorFields(TypedDict):
+    """The anchor's fields of a full record (``None`` each for a memory with no anchor)."""
+
+    stale: list[str] | None
+    drifted: list[str] | None
+    behind: list[str] | None
+    branch: str | None
+    anchor: AnchorDetail | None
 
 
 def annotate(
@@ -36,77 +77,76 @@ def annotate(
     return rows
 
 
-def detail(state: Checked | None) -> dict[str, Any] | None:
+def detail(state: Checked | None) -> AnchorDetail | None:
     """What `cmem get --json` shows of an anchor: where, when, and each cited file's state."""
     if state is None:
         return None
     anchor = state.anchor
-    files = None
     if state.files is not None:
         files = [
-            {
-                "path": f.path,
-                "status": f.status,
-                "file_changed": f.file_changed,
-                "modified_at": to_iso(f.modified_at) if f.modified_at else None,
-                **({"renamed_to": f.renamed_to} if f.renamed_to else {}),
-                **_region_detail(anchor, f.path),
-            }
+            _file_detail(anchor, f.path, f.status, f.file_changed, f.modified_at, f.renamed_to)
             for f in state.files
         ]
-    return {
-        "repo": anchor.repo,
-        "root": state.root,
-        "branch": anchor.branch,
-        "commit": anchor.commit,
-        "anchored_at": to_iso(anchor.anchored_at),
-        "verified_at": to_iso(anchor.verified_at),
-        "present": state.root is not None,
-        "files": files
-        if files is not None
-        else [
-            {
-                "path": p,
-                "status": None,
-                "file_changed": None,
-                "modified_at": None,
-                **_region_detail(anchor, p),
-            }
-            for p in anchor.files
-        ],
-    }
+    else:
+        files = [_file_detail(anchor, path, None, None, None, None) for path in anchor.files]
+    return AnchorDetail(
+        repo=anchor.repo,
+        root=state.root,
+        branch=anchor.branch,
+        commit=anchor.commit,
+        anchored_at=to_iso(anchor.anchored_at),
+        verified_at=to_iso(anchor.verified_at),
+        present=state.root is not None,
+        files=files,
+    )
 
 
-def _region_detail(anchor: Anchor, path: str) -> dict[str, Any]:
-    """What `get --json` says of a file's region: the lines it was at and its enclosing definitions."""
+def _file_detail(
+    anchor: Anchor,
+    path: str,
+    status: str | None,
+    changed: bool | None,
+    modified_at: int | None,
+    renamed_to: str | None,
+) -> FileDetail:
+    """One cited file as `get --json` shows it, with its region (the lines it was at, its definitions)."""
     region = anchor.regions.get(path)
-    if region is None:
-        return {"region": None}
-    return {"region": {"lines": f"{region.start}-{region.end}", "symbols": region.symbols}}
+    where = RegionDetail(lines=f"{region.start}-{region.end}", symbols=region.symbols) if region else None
+    modified = to_iso(modified_at) if modified_at else None
+    if renamed_to:  # listed before the region, as `get --json` always showed it
+        return FileDetail(
+            path=path,
+            status=status,
+            file_changed=changed,
+            modified_at=modified,
+            renamed_to=renamed_to,
+            region=where,
+        )
+    return FileDetail(path=path, status=status, file_changed=changed, modified_at=modified, region=where)
 
 
-def anchor_fields(store: Store, obs_id: int, *, cwd: str | None = None) -> dict[str, Any]:
+def anchor_fields(store: Store, obs_id: int, *, cwd: str | None = None) -> AnchorFields:
     """``stale``, ``drifted``, ``behind``, ``branch`` and ``anchor`` (where, when, each cited file's state) of one
     observation."""
     return anchors_fields(store, [obs_id], cwd=cwd)[obs_id]
 
 
-def anchors_fields(store: Store, obs_ids: list[int], *, cwd: str | None = None) -> dict[int, dict[str, Any]]:
+def anchors_fields(store: Store, obs_ids: list[int], *, cwd: str | None = None) -> dict[int, AnchorFields]:
     """:func:`anchor_fields` of several observations, checked together."""
     checked = check(store, obs_ids, cwd=cwd)
     return {obs_id: _fields(checked.get(obs_id)) for obs_id in obs_ids}
 
 
-def _fields(state: Checked | None) -> dict[str, Any]:
+def _fields(state: Checked | None) -> AnchorFields:
     if state is None:
-        return {"stale": None, "drifted": None, "behind": None, "branch": None, "anchor": None}
-    return {
-        "stale": state.stale,
-        "drifted": state.drifted,
-        "behind": state.behind,
-        "branch": state.anchor.branch,
-        "anchor": detail(state),
-    }
+        return AnchorFields(stale=None, drifted=None, behind=None, branch=None, anchor=None)
+    return AnchorFields(
+        stale=state.stale,
+        drifted=state.drifted,
+        behind=state.behind,
+        branch=state.anchor.branch,
+        anchor=detail(state),
+    )
 
 
 def stale_note(record: dict[str, Any]) -> str:

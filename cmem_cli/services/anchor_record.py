@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
 from cmem_cli.core import worktree
 from cmem_cli.core.regions import Region
@@ -418,13 +418,24 @@ def _now_ns() -> int:
     return time.time_ns()
 
 
-def verify(service: WriteHome, obs_ids: list[int], *, cwd: str) -> list[dict[str, Any]]:
+class Verified(TypedDict):
+    """What `cmem verify` says of one observation: verified (its files, branch and time), or why not."""
+
+    id: int
+    verified: bool
+    files: NotRequired[list[str]]
+    branch: NotRequired[str | None]
+    verified_at: NotRequired[str | None]
+    reason: NotRequired[str]
+
+
+def verify(service: WriteHome, obs_ids: list[int], *, cwd: str) -> list[Verified]:
     """Re-anchor each observation to its files as they are now (one transaction; an unknown id fails it
     before anything changes). An anchored observation keeps its repository, branch and commit and its
     files are hashed again where the repository is on this machine (files that vanished leave the anchor);
     one never anchored is anchored now, its cited files resolved against ``cwd``."""
     store = service.store
-    results: list[dict[str, Any]] = []
+    results: list[Verified] = []
     with (
         service.write_transaction() as files
     ):  # the file carries the anchor: it is written again (git sync shares it)
@@ -450,16 +461,16 @@ def verify(service: WriteHome, obs_ids: list[int], *, cwd: str) -> list[dict[str
                 continue
             service.export.export_observation(store.observations.get(row["id"]), files)
             results.append(
-                {
-                    "id": row["id"],
-                    "verified": True,
-                    "files": sorted(made.files),
-                    "branch": made.branch,
-                    "verified_at": to_iso(made.verified_at),
-                }
+                Verified(
+                    id=row["id"],
+                    verified=True,
+                    files=sorted(made.files),
+                    branch=made.branch,
+                    verified_at=to_iso(made.verified_at),
+                )
             )
     return results
 
 
-def _not_verified(obs_id: int, reason: str) -> dict[str, Any]:
-    return {"id": obs_id, "verified": False, "reason": reason}
+def _not_verified(obs_id: int, reason: str) -> Verified:
+    return Verified(id=obs_id, verified=False, reason=reason)
