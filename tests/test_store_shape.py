@@ -86,7 +86,7 @@ def test_the_inbound_writer_is_handed_the_export_service_not_the_write_hub() -> 
         item for item in inbound.body if isinstance(item, ast.FunctionDef) and item.name == "__init__"
     )
     annotations = [ast.unparse(arg.annotation) for arg in init.args.args[1:] if arg.annotation is not None]
-    assert annotations[:2] == ["Exporter", "FileTransaction"]
+    assert annotations[:2] == ["Exporter", "FileWriter"]
     assert "WriteService" not in writer.read_text()
 
 

@@ -7,16 +7,26 @@ through this one renderer, so that what git or a remote brought is written exact
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from cmem_cli.core.text import estimate_tokens
 from cmem_export import layout, markdown
 
 if TYPE_CHECKING:
-    from cmem_cli.services.transaction import FileTransaction
     from cmem_cli.store.repository import Store
 
 STORED: Any = object()  # "the observation's anchor as the store holds it" (read when needed)
+
+
+class FileWriter(Protocol):
+    """The files of one write transaction, as its writers see them (``cmem_cli.services.writes.FileTransaction``
+    is the one there is): written now, kept or undone with the transaction; deleted after its commit."""
+
+    def write(self, relpath: str, text: str) -> None: ...
+
+    def write_many(self, items: list[tuple[str, str]]) -> None: ...
+
+    def delete_after_commit(self, relpath: str | None) -> None: ...
 
 
 class Exporter:
@@ -41,7 +51,7 @@ class Exporter:
         waiting = self.store.links.pending_from(row["id"]) if pending is None else pending
         return markdown.link_entries([*held, *({**link, "path": None} for link in waiting)], relpath)
 
-    def refresh_referrers(self, obs_id: int, files: FileTransaction) -> None:
+    def refresh_referrers(self, obs_id: int, files: FileWriter) -> None:
         """Write again the files that link to ``obs_id``: they show its title."""
         for link in self.store.links.incoming(obs_id):
             if link["id"] != obs_id:
@@ -50,7 +60,7 @@ class Exporter:
     def export_observation(
         self,
         row: dict[str, Any],
-        files: FileTransaction,
+        files: FileWriter,
         *,
         relpath: str | None = None,
         no_links: bool = False,
@@ -85,7 +95,7 @@ class Exporter:
         return exported(anchor, self.scrub)
 
     def export_summary(
-        self, row: dict[str, Any], files: FileTransaction, *, relpath: str | None = None
+        self, row: dict[str, Any], files: FileWriter, *, relpath: str | None = None
     ) -> dict[str, Any]:
         """Write a summary's file at the name its row holds (fixed at creation, like an observation's)
         and record it; ``relpath`` names a new summary's file, or moves it there."""

@@ -6,22 +6,24 @@ neither service imports the write service that makes it.
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from cmem_cli.services.exporter import Exporter
-from cmem_cli.services.transaction import FileTransaction
-from cmem_cli.store.repository import Store
+if TYPE_CHECKING:
+    from cmem_cli.services.exporter import Exporter, FileWriter
+    from cmem_cli.store.repository import Store
 
 
 class WriteHome(Protocol):
     """What a write service is handed of the home (:class:`cmem_cli.services.writes.WriteService`)."""
 
     store: Store
-    export: Exporter
+
+    @property
+    def export(self) -> Exporter: ...
 
     def write_transaction(
         self, *, fsync: bool = True, skip_identical: bool = False
-    ) -> contextlib.AbstractContextManager[FileTransaction]: ...
+    ) -> contextlib.AbstractContextManager[FileWriter]: ...
 
     def scrub_text(self, text: str | None) -> str | None: ...
 

@@ -21,8 +21,8 @@ from cmem_cli.store.rows import EDITOR
 from cmem_export import layout, markdown
 
 if TYPE_CHECKING:
+    from cmem_cli.services.exporter import FileWriter
     from cmem_cli.services.home import WriteHome
-    from cmem_cli.services.transaction import FileTransaction
 
 BULK_CANDIDATES = 5_000  # an import up to this size is compared with what it may replace, record by record
 SMALL_IMPORT = 50  # unless asked, only an import this small is (a larger one is history brought in)
@@ -156,7 +156,7 @@ class RecordWrites:
     def _store_new(
         self,
         records: list[dict[str, Any]],
-        files: FileTransaction,
+        files: FileWriter,
         *,
         cwd: str | None = None,
         repos: dict[str, Any] | None = None,
@@ -214,7 +214,7 @@ class RecordWrites:
     def store_observation(
         self,
         record: dict[str, Any],
-        files: FileTransaction,
+        files: FileWriter,
         *,
         session_ready: bool = False,
         restore: dict[str, Any] | None = None,
@@ -352,7 +352,7 @@ class RecordWrites:
             self.forget_rows(ids, files)
         return ids
 
-    def forget_rows(self, ids: list[int], files: FileTransaction) -> None:
+    def forget_rows(self, ids: list[int], files: FileWriter) -> None:
         """``forget`` inside the caller's write transaction."""
         rows = [self.store.observations.get(i) for i in ids]
         referrers = {link["id"] for i in ids for link in self.store.links.incoming(i)} - set(ids)

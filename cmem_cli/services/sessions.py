@@ -14,8 +14,8 @@ from cmem_cli.core.text import is_valid_text
 from cmem_cli.core.timeutil import MAX_MS, now_ms
 
 if TYPE_CHECKING:
+    from cmem_cli.services.exporter import FileWriter
     from cmem_cli.services.home import WriteHome
-    from cmem_cli.services.transaction import FileTransaction
 
 SUMMARY_LIMIT = 50_000
 
@@ -194,7 +194,7 @@ class SessionWrites:
             raise InvalidInput("a summary needs at least one of: " + ", ".join(SUMMARY_FIELDS))
         return values
 
-    def forget_summary(self, summary_id: int, files: FileTransaction) -> None:
+    def forget_summary(self, summary_id: int, files: FileWriter) -> None:
         """Forget a summary (its file is deleted after the commit) inside the caller's write transaction."""
         row = self.store.summaries.get(summary_id)
         self.store.summaries.delete(summary_id)

@@ -26,8 +26,7 @@ from cmem_cli.services.reconcile.upsert import put_observation, put_summary
 from cmem_export import layout
 
 if TYPE_CHECKING:
-    from cmem_cli.services.exporter import Exporter
-    from cmem_cli.services.transaction import FileTransaction
+    from cmem_cli.services.exporter import Exporter, FileWriter
 
 
 class Inbound:
@@ -39,7 +38,7 @@ class Inbound:
     def __init__(
         self,
         export: Exporter,
-        files: FileTransaction,
+        files: FileWriter,
         notes: list[str],
         conflicts: list[dict[str, Any]],
         *,
