@@ -4,56 +4,54 @@ row, the anchor's detail in `cmem get --json`, and the note `cmem get` puts abov
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
+from typing import TYPE_CHECKING, Any
 
 from cmem_cli.core.timeutil import to_iso
 from cmem_cli.services.anchor_check import BEHIND, CHANGED, DRIFTED, VANISHED, Checked, check, check_anchors
 from cmem_cli.services.branches import is_observation
 from cmem_cli.store.anchors import Anchor
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the shapes, for the type checker: at run time they are plain dicts (no class to make)
+    from typing import NotRequired, TypedDict
+
     from cmem_cli.store.repository import Store
 
+    class RegionDetail(TypedDict):
+        """A cited file's region: the lines it was at (``12-30``) and its enclosing definitions."""
 
-class RegionDetail(TypedDict):
-    """A cited file's region: the lines it was at (``12-30``) and its enclosing definitions."""
+        lines: str
+        symbols: list[str]
 
-    lines: str
-    symbols: list[str]
+    class FileDetail(TypedDict):
+        """One cited file in `get --json`: its state now (None where its repository is not here)."""
 
+        path: str
+        status: str | None
+        file_changed: bool | None
+        modified_at: str | None
+        region: RegionDetail | None
+        renamed_to: NotRequired[str]
 
-class FileDetail(TypedDict):
-    """One cited file in `get --json`: its state now (None where its repository is not here)."""
+    class AnchorDetail(TypedDict):
+        """What `cmem get --json` shows of an anchor: where, when, and each cited file's state."""
 
-    path: str
-    status: str | None
-    file_changed: bool | None
-    modified_at: str | None
-    region: RegionDetail | None
-    renamed_to: NotRequired[str]
+        repo: str | None
+        root: str | None
+        branch: str | None
+        commit: str | None
+        anchored_at: str | None
+        verified_at: str | None
+        present: bool
+        files: list[FileDetail]
 
+    class AnchorFields(TypedDict):
+        """The anchor's fields of a full record (``None`` each for a memory with no anchor)."""
 
-class AnchorDetail(TypedDict):
-    """What `cmem get --json` shows of an anchor: where, when, and each cited file's state."""
-
-    repo: str | None
-    root: str | None
-    branch: str | None
-    commit: str | None
-    anchored_at: str | None
-    verified_at: str | None
-    present: bool
-    files: list[FileDetail]
-
-
-class AnchorFields(TypedDict):
-    """The anchor's fields of a full record (``None`` each for a memory with no anchor)."""
-
-    stale: list[str] | None
-    drifted: list[str] | None
-    behind: list[str] | None
-    branch: str | None
-    anchor: AnchorDetail | None
+        stale: list[str] | None
+        drifted: list[str] | None
+        behind: list[str] | None
+        branch: str | None
+        anchor: AnchorDetail | None
 
 
 def annotate(
@@ -89,16 +87,16 @@ def detail(state: Checked | None) -> AnchorDetail | None:
         ]
     else:
         files = [_file_detail(anchor, path, None, None, None, None) for path in anchor.files]
-    return AnchorDetail(
-        repo=anchor.repo,
-        root=state.root,
-        branch=anchor.branch,
-        commit=anchor.commit,
-        anchored_at=to_iso(anchor.anchored_at),
-        verified_at=to_iso(anchor.verified_at),
-        present=state.root is not None,
-        files=files,
-    )
+    return {
+        "repo": anchor.repo,
+        "root": state.root,
+        "branch": anchor.branch,
+        "commit": anchor.commit,
+        "anchored_at": to_iso(anchor.anchored_at),
+        "verified_at": to_iso(anchor.verified_at),
+        "present": state.root is not None,
+        "files": files,
+    }
 
 
 def _file_detail(
@@ -111,18 +109,20 @@ def _file_detail(
 ) -> FileDetail:
     """One cited file as `get --json` shows it, with its region (the lines it was at, its definitions)."""
     region = anchor.regions.get(path)
-    where = RegionDetail(lines=f"{region.start}-{region.end}", symbols=region.symbols) if region else None
+    where: RegionDetail | None = None
+    if region is not None:
+        where = {"lines": f"{region.start}-{region.end}", "symbols": region.symbols}
     modified = to_iso(modified_at) if modified_at else None
     if renamed_to:  # listed before the region, as `get --json` always showed it
-        return FileDetail(
-            path=path,
-            status=status,
-            file_changed=changed,
-            modified_at=modified,
-            renamed_to=renamed_to,
-            region=where,
-        )
-    return FileDetail(path=path, status=status, file_changed=changed, modified_at=modified, region=where)
+        return {
+            "path": path,
+            "status": status,
+            "file_changed": changed,
+            "modified_at": modified,
+            "renamed_to": renamed_to,
+            "region": where,
+        }
+    return {"path": path, "status": status, "file_changed": changed, "modified_at": modified, "region": where}
 
 
 def anchor_fields(store: Store, obs_id: int, *, cwd: str | None = None) -> AnchorFields:
@@ -139,14 +139,14 @@ def anchors_fields(store: Store, obs_ids: list[int], *, cwd: str | None = None) 
 
 def _fields(state: Checked | None) -> AnchorFields:
     if state is None:
-        return AnchorFields(stale=None, drifted=None, behind=None, branch=None, anchor=None)
-    return AnchorFields(
-        stale=state.stale,
-        drifted=state.drifted,
-        behind=state.behind,
-        branch=state.anchor.branch,
-        anchor=detail(state),
-    )
+        return {"stale": None, "drifted": None, "behind": None, "branch": None, "anchor": None}
+    return {
+        "stale": state.stale,
+        "drifted": state.drifted,
+        "behind": state.behind,
+        "branch": state.anchor.branch,
+        "anchor": detail(state),
+    }
 
 
 def stale_note(record: dict[str, Any]) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
+from typing import TYPE_CHECKING, Any
 
 from cmem_cli.core import worktree
 from cmem_cli.core.regions import Region
@@ -18,8 +18,20 @@ from cmem_cli.core.timeutil import now_ms, to_iso
 from cmem_cli.store.anchors import Anchor, CachedBlob
 
 if TYPE_CHECKING:
+    from typing import NotRequired, TypedDict
+
     from cmem_cli.services.home import WriteHome
     from cmem_cli.store.repository import Store
+
+    class Verified(TypedDict):
+        """What `cmem verify` says of one observation: verified (its files, branch and time), or why not."""
+
+        id: int
+        verified: bool
+        files: NotRequired[list[str]]
+        branch: NotRequired[str | None]
+        verified_at: NotRequired[str | None]
+        reason: NotRequired[str]
 
 
 def cited_files(record: dict[str, Any]) -> list[str]:
@@ -418,17 +430,6 @@ def _now_ns() -> int:
     return time.time_ns()
 
 
-class Verified(TypedDict):
-    """What `cmem verify` says of one observation: verified (its files, branch and time), or why not."""
-
-    id: int
-    verified: bool
-    files: NotRequired[list[str]]
-    branch: NotRequired[str | None]
-    verified_at: NotRequired[str | None]
-    reason: NotRequired[str]
-
-
 def verify(service: WriteHome, obs_ids: list[int], *, cwd: str) -> list[Verified]:
     """Re-anchor each observation to its files as they are now (one transaction; an unknown id fails it
     before anything changes). An anchored observation keeps its repository, branch and commit and its
@@ -461,16 +462,16 @@ def verify(service: WriteHome, obs_ids: list[int], *, cwd: str) -> list[Verified
                 continue
             service.export.export_observation(store.observations.get(row["id"]), files)
             results.append(
-                Verified(
-                    id=row["id"],
-                    verified=True,
-                    files=sorted(made.files),
-                    branch=made.branch,
-                    verified_at=to_iso(made.verified_at),
-                )
+                {
+                    "id": row["id"],
+                    "verified": True,
+                    "files": sorted(made.files),
+                    "branch": made.branch,
+                    "verified_at": to_iso(made.verified_at),
+                }
             )
     return results
 
 
 def _not_verified(obs_id: int, reason: str) -> Verified:
-    return Verified(id=obs_id, verified=False, reason=reason)
+    return {"id": obs_id, "verified": False, "reason": reason}
