@@ -224,15 +224,15 @@ def test_a_retriever_that_runs_its_own_sql_is_found(tmp_path: Path) -> None:
 def test_a_service_that_runs_its_own_sql_is_found(tmp_path: Path) -> None:
     services = tmp_path / "services"
     services.mkdir()
-    (services / "briefing.py").write_text(
+    (services / "recap.py").write_text(
         "def last(store):\n"
         "    return store.db.query('SELECT * FROM sessions ORDER BY last_activity_at DESC LIMIT 1')\n"
     )
     (services / "fine.py").write_text("def last(store):\n    return store.latest_session()\n")
     assert sorted(sql_outside_the_store(tmp_path)) == [
-        "services/briefing.py:2 .db",
-        "services/briefing.py:2 .query()",
-        "services/briefing.py:2 SQL text 'SELECT * FROM sessions ORDER BY last_act'",
+        "services/recap.py:2 .db",
+        "services/recap.py:2 .query()",
+        "services/recap.py:2 SQL text 'SELECT * FROM sessions ORDER BY last_act'",
     ]
 
 
@@ -286,8 +286,8 @@ def test_sync_team_and_adoption_use_the_write_services_public_surface(tmp_path: 
 
 
 # -- one way in: the store's records are written by the write service and reconcile --------------------------
-# A memory, summary, prompt, session or link reaches the store through the write service (a local write,
-# services/writes.py) or the way in (services/reconcile/: what git, the team database or a hand edit brings;
+# A memory, summary, prompt, session or link reaches the store through the write service (a local write:
+# its record and session services, services/records.py and services/sessions.py) or the way in (services/reconcile/: what git, the team database or a hand edit brings;
 # its upsert, key rule and inbound writer). The supersedes rule (services/supersession.py) adds and removes
 # the links both of them ask it to.
 RECORD_WRITES = {  # repository -> its methods that write records
@@ -297,7 +297,13 @@ RECORD_WRITES = {  # repository -> its methods that write records
     "sessions": {"put"},
     "links": {"add", "remove", "add_pending", "clear_pending_from", "take_pending_to"},
 }
-RECORD_WRITERS = ("store/", "services/writes.py", "services/reconcile/", "services/supersession.py")
+RECORD_WRITERS = (
+    "store/",
+    "services/records.py",
+    "services/sessions.py",
+    "services/reconcile/",
+    "services/supersession.py",
+)
 
 
 def record_writes_outside_the_way_in(root: Path) -> list[str]:
@@ -330,7 +336,11 @@ def test_records_are_written_only_by_the_write_service_and_reconcile(tmp_path: P
 # -- one link pass: what arrives (git, the team database, a hand edit) has its links settled in one place --
 LINK_WRITES = {"add", "remove", "add_pending", "clear_pending_from", "take_pending_to"}
 LINK_PASS = "services/reconcile/writer.py"
-LINK_RULES = ("store/", "services/writes.py", "services/supersession.py")  # local writes; the supersedes rule
+LINK_RULES = (
+    "store/",
+    "services/records.py",
+    "services/supersession.py",
+)  # local writes; the supersedes rule
 
 
 def link_settlers(root: Path) -> list[str]:
@@ -365,11 +375,11 @@ def test_the_links_of_what_comes_in_are_settled_by_the_inbound_writer_alone(tmp_
     adopt = (REPO / "cmem_cli" / "services" / "adopt.py").read_text()
     assert "Inbound(" in adopt and "links.outgoing" not in adopt
     (tmp_path / "services").mkdir()
-    (tmp_path / "services" / "adopt.py").write_text(
+    (tmp_path / "services" / "hand_edits.py").write_text(
         "def settle(store, obs_id, target):\n    store.links.add(obs_id, target, 'related')\n"
         "    add_arrived_link(store, obs_id, target, 'supersedes')\n"
     )
-    assert link_settlers(tmp_path) == ["services/adopt.py:2", "services/adopt.py:3"]
+    assert link_settlers(tmp_path) == ["services/hand_edits.py:2", "services/hand_edits.py:3"]
 
 
 def import_cycles(package: str) -> list[list[str]]:

@@ -10,7 +10,7 @@ import pytest
 
 from cmem_cli.core.config import load_config
 from cmem_cli.core.text import estimate_tokens
-from cmem_cli.services import writes
+from cmem_cli.services import records as record_writes
 from cmem_cli.services.writes import WriteService
 from cmem_export import digest
 
@@ -27,7 +27,7 @@ def _records() -> list[dict]:
 
 @pytest.mark.parametrize("batch", [2, 1000])
 def test_a_bulk_import_stores_what_single_writes_would(cli, home, monkeypatch, batch):
-    monkeypatch.setattr(writes, "BULK_BATCH", batch)
+    monkeypatch.setattr(record_writes, "BULK_BATCH", batch)
     records = _records()
     result = cli("add", "--json", "-", input="\n".join(json.dumps(r) for r in records))
     assert result.exit_code == 0, result.stderr
@@ -66,7 +66,7 @@ def test_a_bulk_import_stores_what_single_writes_would(cli, home, monkeypatch, b
 
 
 def test_a_failed_bulk_import_leaves_no_row_and_no_file(cli, home, monkeypatch):
-    monkeypatch.setattr(writes, "BULK_BATCH", 2)
+    monkeypatch.setattr(record_writes, "BULK_BATCH", 2)
     records = [{"title": f"note {i}", "project": "p"} for i in range(5)]
     records.append({"title": "bad link", "project": "p", "links": [{"type": "related", "id": 999}]})
     result = cli("add", "--json", "-", input="\n".join(json.dumps(r) for r in records))

@@ -127,7 +127,7 @@ def big_store(tmp_path_factory: pytest.TempPathFactory):
     types = ["decision", "bugfix", "discovery", "change", "insight", "error"]
     now = now_ms()
     records = [
-        mem.prepare(
+        mem.records.prepare(
             {
                 "type": types[i % 6],
                 "title": f"Observation {i} " + "word " * (i % 17),
@@ -138,8 +138,8 @@ def big_store(tmp_path_factory: pytest.TempPathFactory):
         )
         for i in range(300)
     ]
-    mem.add_observations(records)
-    mem.add_summary(
+    mem.records.add_observations(records)
+    mem.sessions.add_summary(
         "s-big", {"request": "r" * 3000, "completed": "c" * 3000, "next_steps": "n " * 900}, project="big"
     )
     yield mem

@@ -46,8 +46,8 @@ def read_back(text: str, relpath: str = "p/s/file.md") -> dict:
 
 def test_observation_file_round_trips_every_field(home):
     with WriteService.open(load_config()) as memory:
-        target = memory.add_observation({"title": "Earlier finding", "project": "web app/ü"})
-        row = memory.add_observation({**FULL, "links": [{"type": "caused_by", "id": target["id"]}]})
+        target = memory.records.add_observation({"title": "Earlier finding", "project": "web app/ü"})
+        row = memory.records.add_observation({**FULL, "links": [{"type": "caused_by", "id": target["id"]}]})
         text = (home / "export" / row["path"]).read_text()
     parsed = read_back(text, row["path"])
     assert "id" not in parsed  # ids are local to one store; files name uids
@@ -106,7 +106,7 @@ def test_arbitrary_text_reads_back_through_the_product_s_reader(title, narrative
 def test_paths_are_safe_readable_and_unique(home):
     with WriteService.open(load_config()) as memory:
         rows = [
-            memory.add_observation(
+            memory.records.add_observation(
                 {"title": "Same title", "project": "../../escape", "session": "/abs/olute"}
             )
             for _ in range(3)
@@ -130,7 +130,7 @@ def test_safe_segment_never_escapes():
 
 def test_files_and_directories_are_private(home):
     with WriteService.open(load_config()) as memory:
-        row = memory.add_observation({"title": "secret-ish", "project": "p"})
+        row = memory.records.add_observation({"title": "secret-ish", "project": "p"})
     path = home / "export" / row["path"]
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert stat.S_IMODE(home.stat().st_mode) == 0o700
@@ -212,7 +212,7 @@ def test_doctor_reports_and_fixes_export_drift(cli, home):
 
 def test_summary_file_round_trips(home):
     with WriteService.open(load_config()) as memory:
-        row = memory.add_summary(
+        row = memory.sessions.add_summary(
             "s9",
             {"request": "fix login", "learned": "cookies expire\n\n- twice", "next_steps": "add a test"},
             project="web",

@@ -78,10 +78,12 @@ def test_files_of_a_write_killed_before_its_commit_are_rolled_back(cli, home, mo
         monkeypatch.setattr(memory_module.atomic, "sync_all", sync_all)
         with memory_module.WriteService.open(load_config()) as memory:
             records = [
-                memory.prepare({"uid": kept["uid"], "title": "kept", "project": "p", "narrative": "CHANGED"})
+                memory.records.prepare(
+                    {"uid": kept["uid"], "title": "kept", "project": "p", "narrative": "CHANGED"}
+                )
             ]
-            records += [memory.prepare({"title": f"new {i}", "project": "p"}) for i in range(5)]
-            memory.add_observations(records)
+            records += [memory.records.prepare({"title": f"new {i}", "project": "p"}) for i in range(5)]
+            memory.records.add_observations(records)
 
     _die_in_child(import_then_die_before_commit)
     assert len(_files(home)) == 6 and "CHANGED" in "".join(_files(home).values()), "the kill left debris"
@@ -107,7 +109,9 @@ def test_a_bulk_import_killed_while_it_stages_its_files_leaves_only_its_staging_
 
         monkeypatch.setattr(memory_module.atomic, "sync_all", lambda: os._exit(9))  # staged, nothing placed
         with memory_module.WriteService.open(load_config()) as memory:
-            memory.add_observations([memory.prepare({"title": f"new {i}", "project": "p"}) for i in range(5)])
+            memory.records.add_observations(
+                [memory.records.prepare({"title": f"new {i}", "project": "p"}) for i in range(5)]
+            )
 
     _die_in_child(import_then_die_while_staging)
     staging = home / "export" / ".cmem-staging"
@@ -130,7 +134,7 @@ def test_a_write_killed_after_its_commit_is_finished_by_doctor_fix(cli, home, mo
 
         monkeypatch.setattr(memory_module.FileTransaction, "commit", lambda self: os._exit(9))
         with memory_module.WriteService.open(load_config()) as memory:
-            memory.forget([1])
+            memory.records.forget([1])
 
     _die_in_child(forget_then_die_after_commit)
     assert sorted("forgotten-note" in p.name for p in _files(home)) == [False, True], "file left behind"

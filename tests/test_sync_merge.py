@@ -139,15 +139,15 @@ def test_a_merged_file_lists_its_links_as_the_write_service_writes_them(home: Pa
     from cmem_cli.sync.merge import render
 
     with WriteService.open(load_config(home)) as memory:
-        target = memory.add_observation({"title": "Cache lives in redis", "project": "api"})
-        other = memory.add_observation({"title": "Sessions in cookies", "project": "web"})
+        target = memory.records.add_observation({"title": "Cache lives in redis", "project": "api"})
+        other = memory.records.add_observation({"title": "Sessions in cookies", "project": "web"})
         links = [{"type": "related", "uid": target["uid"]}, {"type": "caused_by", "uid": other["uid"]}]
-        row = memory.add_observation({"title": "Login uses JWT", "project": "web", "links": links})
+        row = memory.records.add_observation({"title": "Login uses JWT", "project": "web", "links": links})
         with memory.write_transaction() as files:  # a link git sync brought whose target is not here yet
             memory.store.links.add_pending(
                 row["id"], "01J0000000000000000000WXYZ", "led_to", "Later", "x/y.md"
             )
-            memory.export_observation(memory.store.observations.get(row["id"]), files)
+            memory.export.export_observation(memory.store.observations.get(row["id"]), files)
         stored = memory.store.observations.get(row["id"])
         written = (memory.export_root / stored["path"]).read_bytes()
         assert b"- related: [Cache lives in redis](../../api/" in written

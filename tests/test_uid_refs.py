@@ -27,7 +27,9 @@ def _cmem(*args: str, input: str | None = None) -> Result:
 def _store_with(home: Path, uids: list[str]) -> WriteService:
     memory = WriteService.open(load_config(home))
     for number, uid in enumerate(uids):
-        memory.add_observation({"title": f"note {number}", "uid": uid, "project": "web", "agent": "cli"})
+        memory.records.add_observation(
+            {"title": f"note {number}", "uid": uid, "project": "web", "agent": "cli"}
+        )
     return memory
 
 

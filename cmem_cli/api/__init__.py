@@ -58,6 +58,7 @@ if TYPE_CHECKING:
     from cmem_cli.core.sync_report import RemoteStatus, SyncReport
     from cmem_cli.remote import Remote
     from cmem_cli.services.adopt import AdoptReport
+    from cmem_cli.services.anchor_record import Verified
     from cmem_cli.services.recall import Recall
     from cmem_cli.services.search_pipeline import Reader
     from cmem_cli.services.writes import WriteService
@@ -305,7 +306,7 @@ class Memory:
             "supersedes": list(supersedes) if isinstance(supersedes, list | tuple) else supersedes,
         }  # fmt: skip
         defaults = self._defaults(project, agent, session, cwd)
-        row = self.service.add_observation(record, defaults, cwd=_cwd(cwd), candidates=True)
+        row = self.service.records.add_observation(record, defaults, cwd=_cwd(cwd), candidates=True)
         return self._observation(int(row["id"]))
 
     def add_many(
@@ -332,12 +333,12 @@ class Memory:
         prepared = []
         for index, record in enumerate(records):
             try:
-                prepared.append(service.prepare(record, defaults))
+                prepared.append(service.records.prepare(record, defaults))
             except InvalidInput as exc:
                 raise InvalidRecord(index, exc.message) from None
             if progress is not None and index % 1000 == 999:
                 progress("prepare", index + 1, len(records))
-        rows = service.add_observations(
+        rows = service.records.add_observations(
             prepared, cwd=_cwd(cwd), progress=progress, candidates=True if report is not None else None
         )
         if report is not None:  # what each new record may replace, as `cmem add --format json` tells it
@@ -372,7 +373,7 @@ class Memory:
         for name in ("facts", "concepts", "files_read", "files_modified", "tools_used", "links"):
             if name in changes:
                 changes[name] = _strings(name, changes[name])
-        row = self.service.edit_observation(obs_id, changes, cwd=_cwd(cwd))
+        row = self.service.records.edit_observation(obs_id, changes, cwd=_cwd(cwd))
         return self._observation(row["id"])
 
     def forget(self, *ids: int | str) -> list[int]:
@@ -380,7 +381,7 @@ class Memory:
         re-exported without the link."""
         if not ids:
             raise InvalidInput("no observation ids given")
-        return self.service.forget([self._write_id(i) for i in ids])
+        return self.service.records.forget([self._write_id(i) for i in ids])
 
     def invalidate(self, id: int | str, *, reason: str | None = None) -> Observation:
         """Say an observation no longer holds (``cmem invalidate``): it is kept, and its file and the team
@@ -388,17 +389,17 @@ class Memory:
         ``invalidated`` (the reason). :meth:`restore` undoes it."""
         if reason is not None and not isinstance(reason, str):
             raise InvalidInput("reason must be a string")
-        row = self.service.invalidate(self._write_id(id), reason)
+        row = self.service.records.invalidate(self._write_id(id), reason)
         return self._observation(row["id"])
 
     def restore(self, id: int | str) -> Observation:
         """Undo :meth:`invalidate`: the observation comes back whole, current again."""
-        row = self.service.restore(self._write_id(id))
+        row = self.service.records.restore(self._write_id(id))
         return self._observation(row["id"])
 
     def link(self, from_id: int | str, type: str, to_id: int | str, *, remove: bool = False) -> Observation:
         """Link two observations (``link(14, "caused_by", 9)``) or, with ``remove``, unlink them."""
-        row = self.service.link(self._write_id(from_id), self._write_id(to_id), type, remove=remove)
+        row = self.service.records.link(self._write_id(from_id), self._write_id(to_id), type, remove=remove)
         return self._observation(row["id"])
 
     def candidates(self, id: int | str) -> list[ReplacementCandidate]:
@@ -538,13 +539,13 @@ class Memory:
 
         return Timeline(build_timeline(store, ref, before=before, after=after, filters=around))
 
-    def verify(self, *ids: int | str, cwd: str | Path | None = None) -> list[dict[str, Any]]:
+    def verify(self, *ids: int | str, cwd: str | Path | None = None) -> list[Verified]:
         """Re-anchor observations to their cited files as they are now and record when (`cmem verify`):
         say they still hold. Each result has ``id``, ``verified`` and, when not verified, ``reason`` (no
         git work tree holds the files, or the repository is not on this machine). An observation that was
         never anchored is anchored to its files resolved against ``cwd`` (default: the current directory).
         :class:`NotFound` for an unknown id, before anything changes."""
-        from cmem_cli.services.anchors import verify
+        from cmem_cli.services.anchor_record import verify
 
         if not ids:
             raise InvalidInput("no observation ids given")
@@ -733,7 +734,7 @@ class Memory:
         ``resume`` reopened if it had ended (`cmem session start ID`)."""
         from cmem_cli.core.ids import new_uid
 
-        row = self.service.ensure_session(
+        row = self.service.sessions.ensure_session(
             session_id or new_uid().lower(),
             agent=agent or default_agent(),
             project=project or self.project_here(claim=True),
@@ -751,7 +752,9 @@ class Memory:
         outcome: str | None = None,
         next_steps: str | None = None,
     ) -> Session:
-        row = self.service.end_session(session_id, status=status, outcome=outcome, next_steps=next_steps)
+        row = self.service.sessions.end_session(
+            session_id, status=status, outcome=outcome, next_steps=next_steps
+        )
         return _session(row)
 
     def session(self, session_id: str) -> Session:
@@ -800,7 +803,7 @@ class Memory:
     ) -> Prompt:
         """Record a user prompt in ``session``; returns it with its running number. Project and agent default
         to the session's (a new session gets ``default`` and ``cli``)."""
-        row = self.service.add_prompt(session, text, project=project, agent=agent)
+        row = self.service.sessions.add_prompt(session, text, project=project, agent=agent)
         return self._prompt(row["id"])
 
     def prompts(self, session: str) -> list[Prompt]:
@@ -836,7 +839,7 @@ class Memory:
             "next_steps": next_steps, "notes": notes,
         }  # fmt: skip
         given = {k: v for k, v in [*(fields or {}).items(), *named.items()] if v is not None}
-        row = self.service.add_summary(session, given, project=project, agent=agent)
+        row = self.service.sessions.add_summary(session, given, project=project, agent=agent)
         return self._summary(row["id"])
 
     def summaries(self, *, session: str | None = None, project: str | None = None) -> list[Summary]:

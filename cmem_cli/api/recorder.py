@@ -76,7 +76,9 @@ class Recorder:
         (where the event happened) it is anchored to its files and branch in git, as :meth:`Memory.add`
         does; without, it is not (history imported later). ``written``: the text the event wrote into
         cited files (by path as cited): the anchor keeps where it is, as what the memory is about."""
-        return int(self._memory.service.add_observation(record, defaults, cwd=cwd, written=written)["id"])
+        return int(
+            self._memory.service.records.add_observation(record, defaults, cwd=cwd, written=written)["id"]
+        )
 
     def add_reporting(
         self, record: dict[str, Any], *, defaults: dict[str, str | None] | None = None, cwd: str | None = None
@@ -84,7 +86,7 @@ class Recorder:
         """:meth:`add_record`, and what the new memory may replace (:mod:`cmem_cli.services.candidates`:
         id, title, score, ``inferred``, why, the ``confirm`` command), best first; a confident match is
         marked maybe replaced at once. A keyed record that rewrites its note has none."""
-        row = self._memory.service.add_observation(record, defaults, cwd=cwd, candidates=True)
+        row = self._memory.service.records.add_observation(record, defaults, cwd=cwd, candidates=True)
         return int(row["id"]), list(row.get("candidates") or [])
 
     def add_many_reporting(
@@ -190,17 +192,17 @@ class Recorder:
     def ensure_session(self, session_id: str, *, project: str, agent: str, at: int | None = None) -> str:
         """Create session ``session_id`` if it is new (kept as it is otherwise); returns its id. ``at``: when
         it began, if that was earlier than now (a transcript being imported)."""
-        row = self._memory.service.ensure_session(session_id, agent=agent, project=project, at=at)
+        row = self._memory.service.sessions.ensure_session(session_id, agent=agent, project=project, at=at)
         return str(row["session_id"])
 
     def close_session(self, session_id: str, *, status: str = "completed") -> None:
         """End session ``session_id`` (:meth:`Memory.end_session` without a result object)."""
-        self._memory.service.end_session(session_id, status=status)
+        self._memory.service.sessions.end_session(session_id, status=status)
 
     def label_sessions(self, labels: dict[str, str]) -> None:
         """Label sessions that have no label yet (a transcript's title; scrubbed, clipped to 500 characters),
         in one transaction; a session that does not exist is left alone."""
-        self._memory.service.label_sessions(labels)
+        self._memory.service.sessions.label_sessions(labels)
 
     def prompt_counter(self, session_id: str) -> int | None:
         """The number of the session's latest prompt; None for a session without prompts or no session."""
@@ -224,7 +226,7 @@ class Recorder:
     ) -> str:
         """Record a user prompt in ``session`` at time ``created_at`` (epoch ms; default now); returns the
         prompt's id (``P7``, as :meth:`Memory.get` takes it)."""
-        row = self._memory.service.add_prompt(
+        row = self._memory.service.sessions.add_prompt(
             session, text, project=project, agent=agent, created_at=created_at
         )
         return f"P{row['id']}"
@@ -243,7 +245,7 @@ class Recorder:
         fields = {k: v for k, v in fields.items() if v is not None}
         if created_at:
             fields["created_at"] = created_at
-        row = self._memory.service.add_summary(session, fields, project=project, agent=agent)
+        row = self._memory.service.sessions.add_summary(session, fields, project=project, agent=agent)
         return f"S{row['id']}"
 
     def scrub(self, text: str) -> str:

@@ -141,7 +141,7 @@ class _Adopter:
                 key=lambda item: "id" not in item[1].restore
             )  # keep known ids before new rows take them
             # the one inbound writer, as for git and team arrivals: rows, then links, forgets, files
-            writer = Inbound(self.memory, files, [], [], local=True, tell=self._told)
+            writer = Inbound(self.memory.export, files, [], [], local=True, tell=self._told)
             for relpath, parsed, row in staged:
                 self._apply(writer, relpath, parsed, row)
             if self.forget_deleted:
@@ -330,7 +330,7 @@ class _Adopter:
         if stored is not None:
             return stored == digest.bytes_hash(data)
         # written before cmem kept hashes (schema v1): compare with the rendering once, then remember it
-        if data != self.memory.render_record(*known).encode("utf-8"):
+        if data != self.memory.export.render_record(*known).encode("utf-8"):
             return False
         self.store.export_files.record(relpath, digest.bytes_hash(data), atomic.stat_key(self.root / relpath))
         self.hashes[relpath] = digest.bytes_hash(data)
@@ -359,7 +359,7 @@ class _Adopter:
     def _validate(self, parsed: ParsedFile, row: dict[str, Any] | None) -> dict[str, Any]:
         if parsed.kind == "summary":
             record = parsed.record
-            values = self.memory.prepare_summary({k: record.get(k) for k in SUMMARY_FIELDS})
+            values = self.memory.sessions.prepare_summary({k: record.get(k) for k in SUMMARY_FIELDS})
             if row is None and not record.get("session"):
                 raise InvalidInput("a summary file needs a session: in its front matter")
             return {**record, **values}
@@ -372,9 +372,9 @@ class _Adopter:
                 merged.update(front_matter_edits(parsed, row))
             merged["uid"] = row["uid"]
             record = merged
-        prepared = self.memory.prepare(record)
+        prepared = self.memory.records.prepare(record)
         known = row if row is not None else self.store.observations.by_uid(prepared.get("uid") or "")
-        self.memory.check_key(prepared, known["id"] if known is not None else None)
+        self.memory.records.check_key(prepared, known["id"] if known is not None else None)
         if not prepared.get("uid"):
             prepared["created_at"] = prepared.get("created_at") or _edited_at(parsed, None)
             prepared["uid"] = new_uid(prepared["created_at"])

@@ -89,7 +89,7 @@ def parse_file(memory: WriteService, relpath: str, data: bytes, *, keep_times: b
     if parsed.kind == "summary":
         if not record.get("session") or not parsed.uid:
             raise InvalidInput("a summary needs a session and a uid")
-        values = memory.prepare_summary({k: record.get(k) for k in SUMMARY_FIELDS})
+        values = memory.sessions.prepare_summary({k: record.get(k) for k in SUMMARY_FIELDS})
         record.update(values, agent=record.get("agent") or "cli")
         return Incoming("summary", record, relpath=relpath)
     links = [parse_link(link) for link in record.pop("links", None) or [] if link.get("uid")]
@@ -97,7 +97,7 @@ def parse_file(memory: WriteService, relpath: str, data: bytes, *, keep_times: b
     for link, (link_type, title, href) in zip(links, shown, strict=False):
         if link_type == link["type"]:  # what the file shows for a target this store may not hold yet
             link.update(title=title, href=href)
-    prepared = memory.prepare({k: v for k, v in record.items() if v is not None})
+    prepared = memory.records.prepare({k: v for k, v in record.items() if v is not None})
     return Incoming(
         "observation", prepared, relpath=relpath, links=links, updated_at=updated, anchor=parsed.anchor
     )
@@ -127,7 +127,7 @@ def apply(
 
     notes: list[str] = []
     conflicts: list[dict[str, Any]] = []
-    writer = Inbound(memory, files, notes, conflicts, pending=True)
+    writer = Inbound(memory.export, files, notes, conflicts, pending=True)
     arriving = {item.uid for item in incoming if item.uid}
     adopted = 0
     for item in incoming:

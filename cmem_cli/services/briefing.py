@@ -238,7 +238,8 @@ def build_context(
 
     rows = _candidates(store, project)
     activity, singles = fold(rows, lambda obs_id: _output(store, obs_id))
-    from cmem_cli.services.anchors import annotate, unmerged
+    from cmem_cli.services.anchor_notes import annotate
+    from cmem_cli.services.branches import unmerged
 
     annotate(store, singles)  # stale and branch, for the lines a session will read
     other = unmerged(store, [r["id"] for r in singles if r.get("branch")])

@@ -74,7 +74,7 @@ class Staging:
         """Render new observations (no uid, key or links) and write their files into the staging folder
         (not yet flushed: :meth:`flush`). Reads the store (authorship, anchors' previous blobs) but never
         writes to it."""
-        from cmem_cli.services.anchors import Hints, cited_files, make_anchor
+        from cmem_cli.services.anchor_record import Hints, cited_files, make_anchor
 
         store = self.store
         now = now_ms()

@@ -18,7 +18,7 @@ from cmem_export import markdown
 
 def observation_record(memory: Reader, row: dict[str, Any], *, anchored: bool = True) -> dict[str, Any]:
     """One observation's full record; ``anchored`` False leaves its anchor's fields to the caller (who
-    checks many records' anchors at once: :func:`cmem_cli.services.anchors.anchors_fields`)."""
+    checks many records' anchors at once: :func:`cmem_cli.services.anchor_notes.anchors_fields`)."""
     record = {k: v for k, v in row.items()}
     record["kind"] = "observation"
     for key in ("created_at", "updated_at", "last_retrieved_at"):
@@ -32,7 +32,7 @@ def observation_record(memory: Reader, row: dict[str, Any], *, anchored: bool = 
         for link in memory.store.links.incoming(row["id"])
     ]
     if anchored:
-        from cmem_cli.services.anchors import anchor_fields
+        from cmem_cli.services.anchor_notes import anchor_fields
 
         record.update(anchor_fields(memory.store, row["id"]))
     record["superseded_by"] = supersession.successors(memory.store, [row["id"]]).get(row["id"])
@@ -84,7 +84,7 @@ def fetch_details(memory: Reader, refs: list[str], *, follow_links: bool = False
                 neighbour["via"] = {"type": link["type"], "from": record["id"]}
                 records.append(neighbour)
                 observation_ids.append(link["id"])
-    from cmem_cli.services.anchors import anchors_fields
+    from cmem_cli.services.anchor_notes import anchors_fields
 
     fields = anchors_fields(store, observation_ids)  # one check for all: files read once, git asked once
     for record in records:
@@ -123,15 +123,15 @@ def render_details(record: dict[str, Any]) -> str:
         links = [{**link, "href": f"#{link['id']}"} for link in record["links"]]
         text = _title_once_with_path(markdown.render_observation(row, links), record.get("path"))
         if record.get("stale"):
-            from cmem_cli.services.anchors import stale_note
+            from cmem_cli.services.anchor_notes import stale_note
 
             text = stale_note(record) + "\n" + text
         elif record.get("behind"):
-            from cmem_cli.services.anchors import behind_note
+            from cmem_cli.services.anchor_notes import behind_note
 
             text = behind_note(record) + "\n" + text
         elif record.get("drifted"):
-            from cmem_cli.services.anchors import drifted_note
+            from cmem_cli.services.anchor_notes import drifted_note
 
             text = drifted_note(record) + "\n" + text
         if record.get("superseded_by") is not None:

@@ -256,7 +256,7 @@ def _supersedes_loops(memory: WriteService, *, fix: bool) -> dict[str, Any]:
     with memory.write_transaction() as files:
         broken = supersession.break_held_loops(store)
         for obs_id in sorted({b.rewrite for b in broken if b.rewrite is not None}):
-            memory.export_observation(store.observations.get(obs_id), files)
+            memory.export.export_observation(store.observations.get(obs_id), files)
     return {
         "name": "supersedes loops",
         "status": "fixed",

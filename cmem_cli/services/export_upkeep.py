@@ -54,8 +54,10 @@ def _rendered(
     anchored = memory.store.anchors.for_ids([r["id"] for r in page])  # the page's anchors, in one query
     for done in page:
         relpath = done["path"] or layout.observation_relpath(done)
-        entries = memory.link_entries(done, relpath, links.get(done["id"], []), pending.get(done["id"], []))
-        front = memory.anchor_front(done["id"], anchored.get(done["id"]))
+        entries = memory.export.link_entries(
+            done, relpath, links.get(done["id"], []), pending.get(done["id"], [])
+        )
+        front = memory.export.anchor_front(done["id"], anchored.get(done["id"]))
         yield relpath, markdown.render_observation(done, entries, front)
 
 

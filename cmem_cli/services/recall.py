@@ -293,7 +293,7 @@ def _choose(
         if why == "injected":
             chosen.append(row)
     if chosen:
-        from cmem_cli.services.anchors import annotate
+        from cmem_cli.services.anchor_notes import annotate
 
         annotate(store, chosen, cwd=cwd)  # freshness, for the few that are shown only
     lines: dict[int, str] = {}
@@ -324,7 +324,7 @@ def _with_changed(store: Store, found: Recall, session: str, given: Collection[s
     rows = list(store.observations.by_uids(uids).values()) if uids else []
     if not rows:
         return found
-    from cmem_cli.services.anchors import annotate
+    from cmem_cli.services.anchor_notes import annotate
 
     annotate(store, rows)
     lines = [line(row) for row in rows[:MAX_CHANGED]]
@@ -346,7 +346,7 @@ def recheck(store: Store, project: str, path: str, session: str, *, cwd: str | N
     rows = [r for r in store.recall.notes_on_file(project, path, limit=WATCHED) if r["cites"]]
     if not rows:
         return []
-    from cmem_cli.services.anchors import annotate
+    from cmem_cli.services.anchor_notes import annotate
 
     annotate(store, rows, cwd=cwd)
     log = store.capture_log

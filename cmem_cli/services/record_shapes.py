@@ -74,7 +74,7 @@ def text_list(value: Any, name: str) -> None:
 def anchor(value: Any) -> None:
     if value is None:
         return
-    from cmem_cli.services.anchors import from_exported
+    from cmem_cli.services.anchor_files import from_exported
 
     if from_exported(value) is None:
         raise Refused(f"anchor is {short(value)}, not a code anchor cmem writes")
@@ -126,7 +126,7 @@ def observation_front_matter(meta: dict[str, Any]) -> None:
     if meta.get("links") is not None:
         link_list(meta["links"])
     # An anchor a file states is not checked here: one cmem cannot trust is ignored and never followed
-    # (``services.anchors.from_exported``), the memory taken without it and the store's own kept.
+    # (``services.anchor_files.from_exported``), the memory taken without it and the store's own kept.
 
 
 def summary_front_matter(meta: dict[str, Any]) -> None:

@@ -298,7 +298,7 @@ def timeline(
             "anchor": item["kind"] == kind and item["id"] == number, "invalidated": item["invalidated"],
         })  # fmt: skip
     supersession.annotate(store, rows)
-    from cmem_cli.services.anchors import annotate
+    from cmem_cli.services.anchor_notes import annotate
 
     return {"anchor": ref, "project": anchor["project"], "items": annotate(store, rows)}
 
@@ -407,13 +407,13 @@ def search(
     ``source`` retrieves (default: this home, :class:`HomeSource`; the team database is another
     :class:`Source`); every stage after retrieval runs here, the same for every source. With no query it
     lists observations by the filters. The options are :class:`~cmem_cli.core.query.Query`'s. ``branch``:
-    see :func:`cmem_cli.services.anchors.by_branch`; every row carries ``stale``, ``branch`` and
+    see :func:`cmem_cli.services.branches.by_branch`; every row carries ``stale``, ``branch`` and
     ``superseded_by``. ``filters``, when given, replace the query's (a benchmark replays scopes it saved
     already parsed). ``trace`` (a ``cmem_index.trace.Trace``) is filled with what each stage did, for a
     caller that reads it (the benchmarks); with ``explain`` each row also carries its place after each
     stage (``stages``) and the notes say what each stage did.
     """
-    from cmem_cli.services import anchors
+    from cmem_cli.services import anchor_notes, branches
 
     source = HomeSource(memory) if source is None else source
     source.check(ask)
@@ -422,14 +422,14 @@ def search(
     )  # fmt: skip
     store = source.store
     filters = filters_of(ask, store) if filters is None else filters
-    if branch is not None and branch != anchors.ALL_BRANCHES:
+    if branch is not None and branch != branches.ALL_BRANCHES:
         filters.branch = branch
     if not query or not query.strip():
         listed = valid(source.listing(filters, limit=(limit or ALL) + 1, offset=offset, order=order))
         more = len(listed) > (limit or ALL)  # one row past the page says more exist without counting them all
         listed = listed[: limit or ALL]
         supersession.annotate(source, listed)
-        listed = anchors.annotate(store, listed, anchors=source.anchors(_observation_ids(listed)))
+        listed = anchor_notes.annotate(store, listed, anchors=source.anchors(_observation_ids(listed)))
         return SearchPage(source.shown(listed), "list", [], offset + len(listed) + more, capped=more)
     window = limit + offset if limit else None
     # Ordered by date, the page is the newest (oldest) of every match, not of the most relevant few; a branch
@@ -454,12 +454,12 @@ def search(
     else:
         rows.sort(key=lambda r: r["created_at"] or "", reverse=order == "newest")
     _placed(rows, "replies" if order == "relevance" else order, trace, explain)
-    rows, anchored = anchors.by_branch(store, rows, branch, demote=order == "relevance", read=source.anchors)
+    rows, anchored = branches.by_branch(store, rows, branch, demote=order == "relevance", read=source.anchors)
     _placed(rows, "branches", trace, explain)
     shown = len(rows)
     rows = supersession.current_first(
         source, rows, filters, query=query if order == "relevance" else None, explain=explain,
-        bring_in=branch in (None, anchors.ALL_BRANCHES),
+        bring_in=branch in (None, branches.ALL_BRANCHES),
     )  # fmt: skip
     rows = valid(rows)  # a successor brought in may have been invalidated
     _placed(rows, "successors", trace, explain)
@@ -470,7 +470,7 @@ def search(
     total = max(found.total - (found.hits - shown), shown) + len(rows) - shown
     if len(rows) != shown:  # successors brought in: their anchors were not read with the others
         anchored = {**anchored, **source.anchors([i for i in _observation_ids(rows) if i not in anchored])}
-    page = anchors.annotate(store, rows[offset:window], anchors=anchored)
+    page = anchor_notes.annotate(store, rows[offset:window], anchors=anchored)
     return SearchPage(source.shown(page), found.mode, notes, total, found.capped)
 
 

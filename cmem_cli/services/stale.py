@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cmem_cli.services.anchors import check_anchors
+from cmem_cli.services.anchor_check import check_anchors
 from cmem_cli.services.search_pipeline import observation_row
 from cmem_cli.store.repository import Store
 

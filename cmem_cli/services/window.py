@@ -34,7 +34,7 @@ def window(
     ``branch`` as every read path gives them (docs/truth.md), ``unmerged`` True when their branch's work is
     not in the HEAD of the git work tree at ``cwd``, ``superseded_by`` and, with a ``query``,
     ``possibly_superseded_by``."""
-    from cmem_cli.services import anchors
+    from cmem_cli.services import anchor_notes, branches
 
     found = store.window.observations(filters, query, limit=limit + 1)
     capped = len(found) > limit
@@ -45,8 +45,8 @@ def window(
     prompts = store.window.prompts(span, query, limit=limit)
     summaries = store.window.summaries(span, query, limit=limit)
 
-    items = anchors.annotate(store, [_observation(row, export_dir) for row in found], cwd=cwd)
-    behind = anchors.unmerged(store, [item["id"] for item in items if item["branch"]], cwd=cwd)
+    items = anchor_notes.annotate(store, [_observation(row, export_dir) for row in found], cwd=cwd)
+    behind = branches.unmerged(store, [item["id"] for item in items if item["branch"]], cwd=cwd)
     for item in items:
         item["unmerged"] = item["id"] in behind
     items += [{**prompt_row(row), "text": row["text"], "author": row.get("author")} for row in prompts]

@@ -244,7 +244,7 @@ def m004_observation_anchors(conn: apsw.Connection) -> None:
 
 # What git answered about commits of anchored memories: reachable from a HEAD commit or not. Search weighs
 # memories of unmerged branches lower; asking git costs a process, so the answer is kept until HEAD moves
-# (cmem_cli.services.anchors). ``git_dir``: the work tree's git folder on this machine (its own for a
+# (cmem_cli.services.anchor_record, anchor_check, branches). ``git_dir``: the work tree's git folder on this machine (its own for a
 # linked worktree, whose HEAD is its own).
 V5_GIT_REACH = """
 CREATE TABLE git_reach (

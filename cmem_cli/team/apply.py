@@ -58,7 +58,7 @@ class Applier:
         self.files = files
         self.notes = notes
         self.writer = Inbound(
-            memory, files, notes, conflicts if conflicts is not None else [], on_loop=self._push_again
+            memory.export, files, notes, conflicts if conflicts is not None else [], on_loop=self._push_again
         )
 
     def _push_again(self, obs_id: int) -> None:
@@ -70,7 +70,7 @@ class Applier:
     def observation(self, row: dict[str, Any]) -> int | None:
         """Store ``row`` (a server row with ``links``) under its uid; None when it is refused (noted)."""
         try:
-            record = self.memory.prepare(observation_in(row))
+            record = self.memory.records.prepare(observation_in(row))
         except CmemError as exc:
             self.notes.append(f"{row.get('uid')}: not taken from the team database: {exc.message}")
             return None
@@ -98,7 +98,9 @@ class Applier:
     # -- summaries ------------------------------------------------------------------------------------
     def summary(self, row: dict[str, Any]) -> int | None:
         try:
-            values = self.memory.prepare_summary({f: row.get(f) for f in SUMMARY_FIELDS if row.get(f)})
+            values = self.memory.sessions.prepare_summary(
+                {f: row.get(f) for f in SUMMARY_FIELDS if row.get(f)}
+            )
         except CmemError as exc:
             self.notes.append(f"{row.get('uid')}: not taken from the team database: {exc.message}")
             return None
@@ -119,7 +121,7 @@ class Applier:
     def session(self, row: dict[str, Any]) -> bool:
         """Merge another machine's version of a session into this one's (one row per session id)."""
         try:
-            values = self.memory.prepare_session(row)
+            values = self.memory.sessions.prepare_session(row)
         except CmemError as exc:
             self.notes.append(
                 f"session {row.get('session_id')}: not taken from the team database: {exc.message}"
@@ -140,7 +142,7 @@ class Applier:
         if self.store.prompts.by_uids([row["uid"]]):
             return True
         try:
-            prompt = self.memory.prepare_prompt_row(row)
+            prompt = self.memory.sessions.prepare_prompt_row(row)
         except CmemError as exc:
             self.notes.append(f"prompt {row.get('uid')}: not taken from the team database: {exc.message}")
             return False

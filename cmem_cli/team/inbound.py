@@ -27,7 +27,7 @@ from cmem_cli.services.record_shapes import short as _short
 from cmem_cli.services.record_shapes import text as _text
 from cmem_cli.services.record_shapes import text_list as _text_list
 from cmem_cli.services.record_shapes import uid as _uid
-from cmem_cli.services.writes import SUMMARY_LIMIT
+from cmem_cli.services.sessions import SUMMARY_LIMIT
 from cmem_cli.store.records import LIST_FIELDS, MAX_SHORT, normalize_observation
 from cmem_export.reading import MAX_FILE_BYTES
 

@@ -33,7 +33,7 @@ from cmem_cli.team import repository, server
 
 if TYPE_CHECKING:
     from cmem_cli.core.query import Query
-    from cmem_cli.services.anchors import Anchor
+    from cmem_cli.services.anchor_files import Anchor
     from cmem_cli.services.search_pipeline import Filters, Reader, Retrieved
     from cmem_cli.store.supersession import ObservationText
 
@@ -171,7 +171,7 @@ class TeamSource:
         ]
 
     def anchors(self, obs_ids: list[Any]) -> dict[Any, Anchor]:
-        from cmem_cli.services.anchors import from_exported
+        from cmem_cli.services.anchor_files import from_exported
 
         if not obs_ids:
             return {}

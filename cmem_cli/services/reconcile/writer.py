@@ -19,23 +19,26 @@ its target (its file was deleted), whose links go with it.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cmem_cli.services import supersession
 from cmem_cli.services.reconcile.upsert import put_observation, put_summary
-from cmem_cli.services.writes import FileTransaction, WriteService
 from cmem_export import layout
+
+if TYPE_CHECKING:
+    from cmem_cli.services.exporter import Exporter, FileWriter
 
 
 class Inbound:
-    """One batch of arrivals. ``notes`` and ``conflicts`` are the sync report's lists (a key clash is a
-    conflict, told with both uids; a broken ``supersedes`` loop a note, or what ``tell`` is handed:
-    adoption reports it against the file)."""
+    """One batch of arrivals, written through the export service ``export`` (its store and privacy filter:
+    all the writer uses of the home) in ``files``. ``notes`` and ``conflicts`` are the sync report's lists
+    (a key clash is a conflict, told with both uids; a broken ``supersedes`` loop a note, or what ``tell``
+    is handed: adoption reports it against the file)."""
 
     def __init__(
         self,
-        memory: WriteService,
-        files: FileTransaction,
+        export: Exporter,
+        files: FileWriter,
         notes: list[str],
         conflicts: list[dict[str, Any]],
         *,
@@ -44,8 +47,8 @@ class Inbound:
         on_loop: Callable[[int], None] | None = None,
         tell: Callable[[str, str], None] | None = None,
     ):
-        self.memory = memory
-        self.store = memory.store
+        self.export = export  # the one way a file is written: as cmem writes it
+        self.store = export.store
         self.files = files
         self.notes = notes
         self.conflicts = conflicts
@@ -73,7 +76,7 @@ class Inbound:
         arrived_at: str | None = None,
         restore: dict[str, Any] | None = None,
     ) -> int:
-        """Store a prepared ``record`` (``WriteService.prepare``) under its uid; returns its local id. ``links``:
+        """Store a prepared ``record`` (``RecordWrites.prepare``) under its uid; returns its local id. ``links``:
         its links by uid, all of them (None: a hand-edited file that names none, whose links stay);
         ``anchor``: the code anchor it states (None: the store's stays); ``relpath``: the file name it
         keeps (a file that names its uid lives where it was put); ``arrived_at``: where its file arrived
@@ -88,9 +91,9 @@ class Inbound:
             if put.unkeyed is not None:
                 self._refresh.add(put.unkeyed)
         if anchor is not None:
-            from cmem_cli.services.anchors import adopt_anchor
+            from cmem_cli.services.anchor_files import adopt_anchor
 
-            adopt_anchor(store, row["id"], anchor, self.memory.scrub_text)
+            adopt_anchor(store, row["id"], anchor, self.export.scrub)
         if before is not None and before["title"] != row["title"]:
             self._refresh.update(link["id"] for link in store.links.incoming(row["id"]))
         if links is not None:
@@ -155,7 +158,7 @@ class Inbound:
         where its file arrived, if elsewhere, removed when it is not where it lives; ``summary_id``: a
         new summary's id as its file recorded it)."""
         row = put_summary(self.store, record, arrived=not self.local, summary_id=summary_id)
-        row = self.memory.export_summary(self.store.summaries.get(row["id"]), self.files, relpath=relpath)
+        row = self.export.export_summary(self.store.summaries.get(row["id"]), self.files, relpath=relpath)
         came = arrived_at or relpath
         if came and came != row["path"]:
             self.files.delete_after_commit(came)
@@ -189,14 +192,14 @@ class Inbound:
                     self.files.delete_after_commit(row["path"])  # git moved it: it lives where git put it
                 store.observations.set_export(row["id"], name, row.get("tokens") or 0)
         for row, _ in arrived:
-            written = self.memory.export_observation(store.observations.find(row["id"]) or row, self.files)
+            written = self.export.export_observation(store.observations.find(row["id"]) or row, self.files)
             came = self._arrived_at.get(row["id"])
             if came and came != written["path"]:
                 self.files.delete_after_commit(came)  # the text lives on in the file cmem just wrote
         for obs_id in sorted(self._refresh - set(self._names)):
             referrer = store.observations.find(obs_id)
             if referrer is not None:
-                self.memory.export_observation(referrer, self.files)
+                self.export.export_observation(referrer, self.files)
 
     def _settle_links(self, obs_id: int, links: list[dict[str, Any]]) -> None:
         """Make ``obs_id``'s links (and links waiting for a uid not here) those an arrival names, touching
