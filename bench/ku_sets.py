@@ -4,7 +4,8 @@ when its replacement was recorded? (issue 41)
 Sets: ``beam`` (../shared/data/beam-ku-dev: a developer's chats, facts that change over weeks), and two
 written for issue 41 before its rules, in styles unlike BEAM: ``ku-chat`` (short work-chat corrections in
 many domains, bench/data/ku-chat) and ``ku-agentlog`` (an agent's decision log with code identifiers,
-bench/data/ku-agentlog). Their items are split by number: odd items tune, even items are held back.
+bench/data/ku-agentlog). Their items are split by number: odd items tune, even items are held back. A third,
+``ku-ops`` (terse team notes: ops, tracker, standup, email; bench/data/ku-ops), is held back whole.
 
 Every memory is recorded in time order with one ``cmem add --json - --format json`` (each record compared
 with the older ones as a single ``cmem add`` compares it: :mod:`cmem_cli.services.candidates`), the home is
@@ -15,7 +16,7 @@ indexed (``cmem index``, with ``--model``), and each question is asked with ``cm
 - candidate recall@3: the replaced memory stated last before the current one is among the candidates
   ``cmem add`` reported when the current one was recorded (at most 3).
 
-    python -m bench.ku_sets --model minilm.gguf [--sets beam,ku-chat,ku-agentlog] [--work DIR] [--json]
+    python -m bench.ku_sets --model minilm.gguf [--sets beam,ku-chat,ku-agentlog,ku-ops] [--work DIR] [--json]
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ from bench.beam import DATA, Cli, evaluate, load, ranked_by_cli, record
 HERE = Path(__file__).resolve().parent / "data"
 GROUP = 8  # items sharing one project: their distractors meet
 START = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
-STEP = {"ku-chat": timedelta(hours=1), "ku-agentlog": timedelta(days=1)}
+STEP = {"ku-chat": timedelta(hours=1), "ku-agentlog": timedelta(days=1), "ku-ops": timedelta(hours=3)}
+HELD_BACK = {"ku-ops"}  # sets that only judge: every item is held back
 
 
 def written_set(name: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -60,7 +62,7 @@ def written_set(name: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
             questions.append({"id": item["id"], "chat": project, "query": item["query"],
                               "current": [f"{item['id']}-m{item['current']}"],
                               "replaced": [f"{item['id']}-m{r}" for r in item["replaced"]],
-                              "half": "tune" if number % 2 else "held back"})  # fmt: skip
+                              "half": "tune" if number % 2 and name not in HELD_BACK else "held back"})  # fmt: skip
     return messages, questions
 
 
@@ -139,7 +141,7 @@ def main() -> None:
     parser.add_argument(
         "--model", required=True, help="GGUF embedding model (MiniLM from cmem models import)"
     )
-    parser.add_argument("--sets", default="beam,ku-chat,ku-agentlog")
+    parser.add_argument("--sets", default="beam,ku-chat,ku-agentlog,ku-ops")
     parser.add_argument("--work", help="keep the built homes here (a later run reuses them)")
     parser.add_argument("--halves", default="", help="only these halves, comma-separated (e.g. tune)")
     parser.add_argument("--json", action="store_true", help="print everything, per question too")
