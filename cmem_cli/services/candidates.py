@@ -37,6 +37,7 @@ QUERY_WORDS = 40  # the new memory's words given to the keyword search (a long n
 CONFIDENT = 0.75  # a candidate's score from which it is recorded as inferred (when clearly ahead)
 MARGIN = 0.15  # how far ahead of the next candidate a confident one must be (else the writer decides)
 FLOOR = 0.30
+FOCUS = 0.25  # the share of its subject words a one-fact memory shares with the one it restates
 SAME_SUBJECT = 2  # shared subject words a change must have with the one memory it restates
 RESTATED = 1.0  # that memory's score at least
 RESTATED_MARGIN = 0.3  # and how far ahead of the next candidate  # a candidate scoring less is not reported
@@ -77,6 +78,12 @@ _REPLACING = re.compile(
     r"|(?:mov|switch)(?:e|es|ed|ing)? to|go(?:es)? with|going with)\b|\bfrom\s+\S+.*\bto\b",
     re.I,
 )
+# A request or thanks in a conversation states no fact ("can you help me", "I'm wondering", "thanks").
+_REQUEST = re.compile(
+    r"\b(?:can|could|would) you\b|\bhelp me\b|\bwondering\b|\bthanks?\b|\bthank you\b|\bi'?m (?:trying|not sure"
+    r"|kinda|looking|thinking|curious|worried|considering|planning|hoping)\b|\bmakes sense\b",
+    re.I,
+)
 # States a memory can say a thing is in: two different ones of one subject are a change.
 _STATES = {
     **dict.fromkeys(["approved", "confirmed", "booked", "scheduled", "accepted", "active", "live", "enabled",
@@ -99,6 +106,9 @@ _NUMBER_WORDS = {w: str(n) for n, w in enumerate(
 _FREQUENCY = {"hourly": "h", "daily": "d", "nightly": "d", "weekly": "w", "biweekly": "2w", "fortnightly": "2w",
               "monthly": "m", "quarterly": "q", "yearly": "y", "annually": "y", "every": "every"}  # fmt: skip
 _WEEKDAYS = frozenset(["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"])
+# "every X": how often X says ("every night" is daily, "every Sunday" weekly, "every hour" hourly).
+_EVERY = {"hour": "h", "day": "d", "night": "d", "morning": "d", "evening": "d", "weekday": "d", "week": "w",
+          **dict.fromkeys(_WEEKDAYS, "w"), "month": "m", "quarter": "q", "year": "y"}  # fmt: skip
 
 
 class Candidate(NamedTuple):
@@ -185,8 +195,12 @@ def _read(text: str) -> _Text:
                 values.setdefault("count", set()).add(_NUMBER_WORDS[token.text])
                 kinds.setdefault("number", set()).add(_NUMBER_WORDS[token.text])
             elif token.stem in _FREQUENCY:
-                values.setdefault("frequency", set()).add(_FREQUENCY[token.stem])
-                kinds.setdefault("frequency", set()).add(_FREQUENCY[token.stem])
+                often = _FREQUENCY[token.stem]
+                if often == "every" and index + 1 < len(clause):  # "every hour", "every 10 minutes"
+                    then = clause[index + 1]
+                    often = then.stem if then.value else _EVERY.get(then.text.rstrip("s"), often)
+                values.setdefault("frequency", set()).add(often)
+                kinds.setdefault("frequency", set()).add(often)
             elif (
                 token.text in _MONTHS and token.text != "may" or token.text.rstrip("s") in _WEEKDAYS
             ):  # "delayed to June"
@@ -311,8 +325,14 @@ def find(store: Store, row: dict[str, Any], *, infer: bool = True) -> list[Candi
         state = bool(new.states and old.states and new.states != old.states) or (
             "off" in new.states and "off" not in old.states and bool(old.states or old.values)
         )
+        # another name: each side has one the other lacks, or the clause stating the change puts another
+        # name where the old one had one ("goes to Dana", then "send it to Marcus from now on")
         named = bool(new.names - old.names) and bool(old.names - new.names)
-        retired = bool((old.names | {v for vals in old.values.values() for v in vals}) & new.retired)
+        named = named or bool(old.names) and bool(cued.names - old.stems)
+        # the old value named as what was: a name, a value or a word of it ("no merge commits", "not Redis")
+        retired = bool(
+            (old.names | old.words | {v for vals in old.values.values() for v in vals}) & new.retired
+        )
         what = (differs and not agrees) or state or named or retired
         score = 0.5 * strength / best + 0.1 * min(len(shared), 4)
         score += 0.2 * change + 0.2 * what + 0.1 * same_session - 0.2 * addition
@@ -337,7 +357,8 @@ def find(store: Store, row: dict[str, Any], *, infer: bool = True) -> list[Candi
                 and not agrees
             )
             scored.append(_Scored(score, found_id, ", ".join(reasons), frozenset(shared), what,
-                                  _two_things(new, old), stated, agrees))  # fmt: skip
+                                  _two_things(new, old), stated, agrees, differs and not agrees,
+                                  len(shared & new.words) / max(len(new.words), 1)))  # fmt: skip
     scored.sort(key=lambda s: (-s.score, -s.id))
     top = scored[:REPORTED]
     confident: set[int] = set()
@@ -352,6 +373,18 @@ def find(store: Store, row: dict[str, Any], *, infer: bool = True) -> list[Candi
             # a change of how, not of how much, and nothing anywhere says a thing stays or is added
             if not new.values and not re.search(r"\d", text) and not _ADDITION.search(text):
                 confident |= _restated(top)
+    if not confident and not addition and not _asked(text) and not _REQUEST.search(text):
+        # one slot, another value: the one memory clearly about the same subject, with what changed seen
+        # (a value, a state, a name, the old value named as what was), nothing telling the two apart; a
+        # change stated, or a plain statement of another value of the same kind ("teams can be up to 5")
+        lead = _likely(top)
+        if (
+            lead is not None
+            and top[0].focus >= FOCUS
+            and (change or top[0].differs)
+            and not _ADDITION.search(text)
+        ):
+            confident = {lead}
     out = [Candidate(s.id, olds[s.id].title, s.score, s.id in confident, s.why) for s in top]
     likely = _likely(top) if change and not addition and not confident else None
     if infer:
@@ -385,6 +418,8 @@ class _Scored(NamedTuple):
     apart: bool = False  # something tells the two apart (:func:`_two_things`)
     stated: bool = False  # an update statement of the new memory changed a value the older one states
     agrees: bool = False  # the new memory states the value the older one has
+    differs: bool = False  # a value of one kind differs ("4" and "5" people, "$35" and "$50")
+    focus: float = 0.0  # the share of the new memory's subject words the two share (one fact: most)
 
 
 def _cue_clauses(text: str) -> list[str]:
