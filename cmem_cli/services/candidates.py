@@ -37,6 +37,7 @@ QUERY_WORDS = 40  # the new memory's words given to the keyword search (a long n
 CONFIDENT = 0.75  # a candidate's score from which it is recorded as inferred (when clearly ahead)
 MARGIN = 0.15  # how far ahead of the next candidate a confident one must be (else the writer decides)
 FLOOR = 0.30
+OVERLAP = 0.3  # the weight of how much of the two memories' words they share
 FOCUS = 0.25  # the share of its subject words a one-fact memory shares with the one it restates
 SAME_SUBJECT = 2  # shared subject words a change must have with the one memory it restates
 RESTATED = 1.0  # that memory's score at least
@@ -336,6 +337,9 @@ def find(store: Store, row: dict[str, Any], *, infer: bool = True) -> list[Candi
         what = (differs and not agrees) or state or named or retired
         score = 0.5 * strength / best + 0.1 * min(len(shared), 4)
         score += 0.2 * change + 0.2 * what + 0.1 * same_session - 0.2 * addition
+        # how much of the two is one subject: of a long message's many shared words, the share counts
+        overlap = len(shared & new.words & old.words) / max((len(new.words) * len(old.words)) ** 0.5, 1.0)
+        score += OVERLAP * overlap
         if agrees:
             score -= 0.3  # the older memory already says what this one changed it to
         if found_id in replaced:
