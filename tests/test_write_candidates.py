@@ -23,9 +23,6 @@ CHANGES = [
     pytest.param("Decision: hash passwords with bcrypt, cost factor 10 (BCRYPT_ROUNDS in settings.py).",
                  "Raised the bcrypt cost factor from 10 to 12 after the security review; BCRYPT_ROUNDS=12.",
                  "What bcrypt cost do we use for password hashing?", id="a cost raised"),
-    # the same slot restated with another value, no word of change
-    pytest.param("The parking garage fits 40 cars.", "After the extension the parking garage fits 65 cars.",
-                 "How many cars fit in the parking garage?", id="a plain new value"),
     # how often, said as "every X"
     pytest.param("The invoice export job runs every hour (export_invoices in jobs.py).",
                  "export_invoices schedule changed to every 15 minutes.",

@@ -290,8 +290,8 @@ def find(store: Store, row: dict[str, Any], *, infer: bool = True) -> list[Candi
     """The memories the stored observation ``row`` may replace, best first (at most :data:`REPORTED`); with
     ``infer``, the confident ones are recorded as inferred replacements (in the caller's transaction)."""
     text = _stated(row)
-    change, addition = _stated_change(text)
-    change = change or any(t.text in updates.CUES for clause in updates.clauses(text) for t in clause)
+    said, addition = _stated_change(text)  # correction or update language, read strictly
+    change = said or any(t.text in updates.CUES for clause in updates.clauses(text) for t in clause)
     replacing = change and _REPLACING.search(text) is not None
     words = " ".join(re.findall(r"[\w.$%:/-]+", text)[:QUERY_WORDS])
     pool = store.supersession.replacement_pool(
@@ -335,6 +335,15 @@ def find(store: Store, row: dict[str, Any], *, infer: bool = True) -> list[Candi
             (old.names | old.words | {v for vals in old.values.values() for v in vals}) & new.retired
         )
         what = (differs and not agrees) or state or named or retired
+        # the slot's value changed, strictly: a value of the same kind (search's kinds) the new memory
+        # does not repeat; the new memory repeating every value of the old one replaces nothing of it
+        olds_values = {v for vals in old.values.values() for v in vals}
+        repeats = bool(olds_values) and olds_values <= new.stems
+        slot = not repeats and any(
+            updates.same_kind(c, k) and (cv - ov) and (ov - new.stems)
+            for c, cv in new.kinds.items()
+            for k, ov in old.kinds.items()
+        )
         score = 0.5 * strength / best + 0.1 * min(len(shared), 4)
         score += 0.2 * change + 0.2 * what + 0.1 * same_session - 0.2 * addition
         # how much of the two is one subject: of a long message's many shared words, the share counts
@@ -361,7 +370,8 @@ def find(store: Store, row: dict[str, Any], *, infer: bool = True) -> list[Candi
                 and not agrees
             )
             scored.append(_Scored(score, found_id, ", ".join(reasons), frozenset(shared), what,
-                                  _two_things(new, old), stated, agrees, differs and not agrees,
+                                  _two_things(new, old), stated, agrees,
+                                  slot or not repeats and (state or named or retired),
                                   len(shared & new.words) / max(len(new.words), 1)))  # fmt: skip
     scored.sort(key=lambda s: (-s.score, -s.id))
     top = scored[:REPORTED]
@@ -378,14 +388,16 @@ def find(store: Store, row: dict[str, Any], *, infer: bool = True) -> list[Candi
             if not new.values and not re.search(r"\d", text) and not _ADDITION.search(text):
                 confident |= _restated(top)
     if not confident and not addition and not _asked(text) and not _REQUEST.search(text):
-        # one slot, another value: the one memory clearly about the same subject, with what changed seen
-        # (a value, a state, a name, the old value named as what was), nothing telling the two apart; a
-        # change stated, or a plain statement of another value of the same kind ("teams can be up to 5")
+        # one slot, another value: a change stated about the one memory clearly about the same subject,
+        # with what changed seen (another value of its kind, state or name; the old value named as what
+        # was), nothing telling the two apart. A plain statement of another value is not enough: "I spent
+        # $150 in February" and "$120 in January" both hold (tests/test_updates.py's pairs)
         lead = _likely(top)
         if (
             lead is not None
             and top[0].focus >= FOCUS
-            and (change or top[0].differs)
+            and top[0].differs
+            and said
             and not _ADDITION.search(text)
         ):
             confident = {lead}
@@ -422,7 +434,7 @@ class _Scored(NamedTuple):
     apart: bool = False  # something tells the two apart (:func:`_two_things`)
     stated: bool = False  # an update statement of the new memory changed a value the older one states
     agrees: bool = False  # the new memory states the value the older one has
-    differs: bool = False  # a value of one kind differs ("4" and "5" people, "$35" and "$50")
+    differs: bool = False  # the slot's value changed: another of the same kind, another name or state
     focus: float = 0.0  # the share of the new memory's subject words the two share (one fact: most)
 
 
