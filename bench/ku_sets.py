@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import tempfile
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -180,6 +181,9 @@ def main() -> None:
         help="list the tune half's questions that fail a measure (never the held-back half's)",
     )
     args = parser.parse_args()
+    os.environ.setdefault(
+        "CMEM_INDEX_BACKGROUND", "off"
+    )  # `cmem index` below does it; a pass beside it only slows
     work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="cmem-ku-"))
     results = {name: run(name, work, args.model) for name in args.sets.split(",")}
     wanted = set(filter(None, args.halves.split(",")))
