@@ -17,8 +17,10 @@ a change leaves in text, in any domain:
 The best candidates (at most :data:`REPORTED`) are reported to the writer, who confirms with ``cmem link
 NEW supersedes OLD``. A confident one (a change stated, about the same subject, with what changed, and
 clearly ahead of the others) is recorded as inferred (``inferred_supersessions``): read paths mark it
-``possibly_superseded_by`` and rank it below its successor, and the briefing leaves it out. Keyword only:
-no model is loaded on the add path.
+``possibly_superseded_by`` and rank it below its successor, and the briefing leaves it out. So is the one
+memory a stated change restates with another value in the same slot (the best candidate, clearly ahead,
+most of the new memory's subject shared, its value changed): people rarely name what they replace.
+Keyword only: no model is loaded on the add path.
 """
 
 from __future__ import annotations
