@@ -23,6 +23,18 @@ CHANGES = [
     pytest.param("Decision: hash passwords with bcrypt, cost factor 10 (BCRYPT_ROUNDS in settings.py).",
                  "Raised the bcrypt cost factor from 10 to 12 after the security review; BCRYPT_ROUNDS=12.",
                  "What bcrypt cost do we use for password hashing?", id="a cost raised"),
+    # how often, said as "every X"
+    pytest.param("The invoice export job runs every hour (export_invoices in jobs.py).",
+                 "export_invoices schedule changed to every 15 minutes.",
+                 "How often does the invoice export run?", id="a schedule changed"),
+    # a person in the slot another held, the old one still named
+    pytest.param("Release notes are written by Tomas.",
+                 "Release notes are written by Ingrid from now on, Tomas moved to support.",
+                 "Who writes the release notes?", id="a person took over"),
+    # the old choice named as what was ("no X")
+    pytest.param("Decision: pull requests are merged with rebase-merge.",
+                 "Pull requests are squash-merged now, no rebase-merge.",
+                 "How are pull requests merged?", id="the old choice retired"),
 ]  # fmt: skip
 
 
@@ -95,6 +107,23 @@ def test_related_facts_that_both_hold_are_reported_at_most_never_marked(cli):
     assert rows[sales]["possibly_superseded_by"] is None
     added, told = add(cli, "We also added GitHub login next to Google login.")
     assert "marked maybe replaced" not in told
+
+
+def test_a_request_an_addition_or_another_slot_is_never_marked(cli):
+    # a conversation's request states no fact, even with a new value of the same subject
+    old, _ = add(cli, "My reading goal this winter is 10 books.")
+    _, told = add(cli, "I'm trying to reach 12 books this winter, can you suggest a series?")
+    assert "marked maybe replaced" not in told
+    # one more thing about the same subject: both hold
+    _, told = add(cli, "The reading goal this winter is still 10 books, audiobooks count too.")
+    assert "marked maybe replaced" not in told
+    # the same words, another slot ("events" topic and "audit" topic)
+    events, _ = add(cli, "Kafka retention for the clicks topic is 3 days.")
+    _, told = add(cli, "Kafka retention for the billing topic is 30 days.")
+    assert "marked maybe replaced" not in told
+    rows = cli("search", "Kafka retention", "--project", "app", "--json").json()
+    assert all(r["possibly_superseded_by"] is None for r in rows)
+    assert old in {r["id"] for r in cli("search", "reading goal", "--project", "app", "--json").json()}
 
 
 def test_a_named_replacement_or_a_key_asks_nothing(cli):

@@ -17,8 +17,10 @@ a change leaves in text, in any domain:
 The best candidates (at most :data:`REPORTED`) are reported to the writer, who confirms with ``cmem link
 NEW supersedes OLD``. A confident one (a change stated, about the same subject, with what changed, and
 clearly ahead of the others) is recorded as inferred (``inferred_supersessions``): read paths mark it
-``possibly_superseded_by`` and rank it below its successor, and the briefing leaves it out. Keyword only:
-no model is loaded on the add path.
+``possibly_superseded_by`` and rank it below its successor, and the briefing leaves it out. So is the one
+memory a stated change restates with another value in the same slot (the best candidate, clearly ahead,
+most of the new memory's subject shared, its value changed): people rarely name what they replace.
+Keyword only: no model is loaded on the add path.
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ QUERY_WORDS = 40  # the new memory's words given to the keyword search (a long n
 CONFIDENT = 0.75  # a candidate's score from which it is recorded as inferred (when clearly ahead)
 MARGIN = 0.15  # how far ahead of the next candidate a confident one must be (else the writer decides)
 FLOOR = 0.30
+OVERLAP = 0.3  # the weight of how much of the two memories' words they share
+FOCUS = 0.25  # the share of its subject words a one-fact memory shares with the one it restates
 SAME_SUBJECT = 2  # shared subject words a change must have with the one memory it restates
 RESTATED = 1.0  # that memory's score at least
 RESTATED_MARGIN = 0.3  # and how far ahead of the next candidate  # a candidate scoring less is not reported
@@ -77,6 +81,12 @@ _REPLACING = re.compile(
     r"|(?:mov|switch)(?:e|es|ed|ing)? to|go(?:es)? with|going with)\b|\bfrom\s+\S+.*\bto\b",
     re.I,
 )
+# A request or thanks in a conversation states no fact ("can you help me", "I'm wondering", "thanks").
+_REQUEST = re.compile(
+    r"\b(?:can|could|would) you\b|\bhelp me\b|\bwondering\b|\bthanks?\b|\bthank you\b|\bi'?m (?:trying|not sure"
+    r"|kinda|looking|thinking|curious|worried|considering|planning|hoping)\b|\bmakes sense\b",
+    re.I,
+)
 # States a memory can say a thing is in: two different ones of one subject are a change.
 _STATES = {
     **dict.fromkeys(["approved", "confirmed", "booked", "scheduled", "accepted", "active", "live", "enabled",
@@ -99,6 +109,9 @@ _NUMBER_WORDS = {w: str(n) for n, w in enumerate(
 _FREQUENCY = {"hourly": "h", "daily": "d", "nightly": "d", "weekly": "w", "biweekly": "2w", "fortnightly": "2w",
               "monthly": "m", "quarterly": "q", "yearly": "y", "annually": "y", "every": "every"}  # fmt: skip
 _WEEKDAYS = frozenset(["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"])
+# "every X": how often X says ("every night" is daily, "every Sunday" weekly, "every hour" hourly).
+_EVERY = {"hour": "h", "day": "d", "night": "d", "morning": "d", "evening": "d", "weekday": "d", "week": "w",
+          **dict.fromkeys(_WEEKDAYS, "w"), "month": "m", "quarter": "q", "year": "y"}  # fmt: skip
 
 
 class Candidate(NamedTuple):
@@ -185,8 +198,12 @@ def _read(text: str) -> _Text:
                 values.setdefault("count", set()).add(_NUMBER_WORDS[token.text])
                 kinds.setdefault("number", set()).add(_NUMBER_WORDS[token.text])
             elif token.stem in _FREQUENCY:
-                values.setdefault("frequency", set()).add(_FREQUENCY[token.stem])
-                kinds.setdefault("frequency", set()).add(_FREQUENCY[token.stem])
+                often = _FREQUENCY[token.stem]
+                if often == "every" and index + 1 < len(clause):  # "every hour", "every 10 minutes"
+                    then = clause[index + 1]
+                    often = then.stem if then.value else _EVERY.get(then.text.rstrip("s"), often)
+                values.setdefault("frequency", set()).add(often)
+                kinds.setdefault("frequency", set()).add(often)
             elif (
                 token.text in _MONTHS and token.text != "may" or token.text.rstrip("s") in _WEEKDAYS
             ):  # "delayed to June"
@@ -275,8 +292,8 @@ def find(store: Store, row: dict[str, Any], *, infer: bool = True) -> list[Candi
     """The memories the stored observation ``row`` may replace, best first (at most :data:`REPORTED`); with
     ``infer``, the confident ones are recorded as inferred replacements (in the caller's transaction)."""
     text = _stated(row)
-    change, addition = _stated_change(text)
-    change = change or any(t.text in updates.CUES for clause in updates.clauses(text) for t in clause)
+    said, addition = _stated_change(text)  # correction or update language, read strictly
+    change = said or any(t.text in updates.CUES for clause in updates.clauses(text) for t in clause)
     replacing = change and _REPLACING.search(text) is not None
     words = " ".join(re.findall(r"[\w.$%:/-]+", text)[:QUERY_WORDS])
     pool = store.supersession.replacement_pool(
@@ -311,11 +328,29 @@ def find(store: Store, row: dict[str, Any], *, infer: bool = True) -> list[Candi
         state = bool(new.states and old.states and new.states != old.states) or (
             "off" in new.states and "off" not in old.states and bool(old.states or old.values)
         )
+        # another name: each side has one the other lacks, or the clause stating the change puts another
+        # name where the old one had one ("goes to Dana", then "send it to Marcus from now on")
         named = bool(new.names - old.names) and bool(old.names - new.names)
-        retired = bool((old.names | {v for vals in old.values.values() for v in vals}) & new.retired)
+        named = named or bool(old.names) and bool(cued.names - old.stems)
+        # the old value named as what was: a name, a value or a word of it ("no merge commits", "not Redis")
+        retired = bool(
+            (old.names | old.words | {v for vals in old.values.values() for v in vals}) & new.retired
+        )
         what = (differs and not agrees) or state or named or retired
+        # the slot's value changed, strictly: a value of the same kind (search's kinds) the new memory
+        # does not repeat; the new memory repeating every value of the old one replaces nothing of it
+        olds_values = {v for vals in old.values.values() for v in vals}
+        repeats = bool(olds_values) and olds_values <= new.stems
+        slot = not repeats and any(
+            updates.same_kind(c, k) and (cv - ov) and (ov - new.stems)
+            for c, cv in new.kinds.items()
+            for k, ov in old.kinds.items()
+        )
         score = 0.5 * strength / best + 0.1 * min(len(shared), 4)
         score += 0.2 * change + 0.2 * what + 0.1 * same_session - 0.2 * addition
+        # how much of the two is one subject: of a long message's many shared words, the share counts
+        overlap = len(shared & new.words & old.words) / max((len(new.words) * len(old.words)) ** 0.5, 1.0)
+        score += OVERLAP * overlap
         if agrees:
             score -= 0.3  # the older memory already says what this one changed it to
         if found_id in replaced:
@@ -337,7 +372,9 @@ def find(store: Store, row: dict[str, Any], *, infer: bool = True) -> list[Candi
                 and not agrees
             )
             scored.append(_Scored(score, found_id, ", ".join(reasons), frozenset(shared), what,
-                                  _two_things(new, old), stated, agrees))  # fmt: skip
+                                  _two_things(new, old), stated, agrees,
+                                  slot or not repeats and (state or named or retired),
+                                  len(shared & new.words) / max(len(new.words), 1)))  # fmt: skip
     scored.sort(key=lambda s: (-s.score, -s.id))
     top = scored[:REPORTED]
     confident: set[int] = set()
@@ -352,6 +389,20 @@ def find(store: Store, row: dict[str, Any], *, infer: bool = True) -> list[Candi
             # a change of how, not of how much, and nothing anywhere says a thing stays or is added
             if not new.values and not re.search(r"\d", text) and not _ADDITION.search(text):
                 confident |= _restated(top)
+    if not confident and not addition and not _asked(text) and not _REQUEST.search(text):
+        # one slot, another value: a change stated about the one memory clearly about the same subject,
+        # with what changed seen (another value of its kind, state or name; the old value named as what
+        # was), nothing telling the two apart. A plain statement of another value is not enough: "I spent
+        # $150 in February" and "$120 in January" both hold (tests/test_updates.py's pairs)
+        lead = _likely(top)
+        if (
+            lead is not None
+            and top[0].focus >= FOCUS
+            and top[0].differs
+            and said
+            and not _ADDITION.search(text)
+        ):
+            confident = {lead}
     out = [Candidate(s.id, olds[s.id].title, s.score, s.id in confident, s.why) for s in top]
     likely = _likely(top) if change and not addition and not confident else None
     if infer:
@@ -385,6 +436,8 @@ class _Scored(NamedTuple):
     apart: bool = False  # something tells the two apart (:func:`_two_things`)
     stated: bool = False  # an update statement of the new memory changed a value the older one states
     agrees: bool = False  # the new memory states the value the older one has
+    differs: bool = False  # the slot's value changed: another of the same kind, another name or state
+    focus: float = 0.0  # the share of the new memory's subject words the two share (one fact: most)
 
 
 def _cue_clauses(text: str) -> list[str]:
