@@ -46,6 +46,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
             "imports": cls.imports,
             "note_session": cls.note_session,
             "instructions": cls.instructions,
+            "cannot": dict(sorted(cls.cannot.items())),
             "checks": {check: outcomes[check] for check in checks},
         }
     Path(target).write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")

@@ -62,5 +62,8 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[h.Run]:
 
 class TestOpencode(AgentContract):
     agent = "opencode"
-    note_session = False  # opencode gives its shell commands no session id
+    # opencode has no env file: the session is handed on by process (cmem_cli/core/process_session.py)
     imports = False  # cmem import opencode reads `opencode export` files, not the client's own store
+    cannot = {
+        "prompt recall": "cmem's opencode adapter gives no prompt recall yet (issue 44)",
+    }
