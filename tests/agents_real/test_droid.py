@@ -67,5 +67,4 @@ class TestDroid(AgentContract):
         "prompts": "`droid exec` fires no UserPromptSubmit",
         "prompt recall": "`droid exec` fires no UserPromptSubmit",
         "failed commands": "a tool call that fails fires no PostToolUse",
-        "turn summary": "its Stop hook carries no answer text",
     }
