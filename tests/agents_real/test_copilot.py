@@ -57,3 +57,30 @@ class TestCopilot(AgentContract):
         "turn summary": "its Stop hook carries no answer text and there is no transcript cmem reads",
         "briefing": "it does not read SessionStart's output (its hooks reference: not processed)",
     }
+
+
+@pytest.fixture(scope="module")
+def claude_project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[h.Run]:
+    """One scripted session in a repository whose `.claude/settings.json` holds cmem's project-scope Claude
+    Code hooks, with no Copilot hooks installed."""
+    server = ModelServer().start()
+    try:
+        run, _ = h.prepare(CLIENT, tmp_path_factory.mktemp("copilot-claude"), server)
+        run.cmem("install", "claude-code", "--scope", "project")
+        run.sessions.append(
+            h.session(CLIENT, run, server, h.FIRST_PROMPT, h.first_script(run.repo, h.cmem_executable()))
+        )
+        h.wait_for_hooks(run)
+        yield run
+    finally:
+        server.stop()
+
+
+def test_copilot_headless_does_not_run_the_repositorys_claude_code_hooks(claude_project: h.Run) -> None:
+    """Copilot CLI 1.0.102's `copilot -p` does not run `.claude/settings.json` hooks (the issue's claim may
+    hold for its TUI or another version; cmem_cli/capture/agents/copilot.py records such calls as
+    `copilot`): cmem has no session, only the note the agent added, with no session."""
+    run = claude_project
+    assert h.ANSWER in run.sessions[0].stdout  # the session ran to its answer
+    assert run.rows("SELECT session_id FROM sessions") == []
+    assert run.rows("SELECT title, session, agent FROM observations") == [(h.NOTE_TITLE, None, "cli")]
