@@ -4,6 +4,7 @@ chat completions server, after ``cmem install cline``."""
 
 from __future__ import annotations
 
+import socket
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -31,13 +32,21 @@ def configure(run: h.Run, server: ModelServer) -> list[Path]:
     return [*hooks, documents / "Rules" / "cmem.md", mcp]
 
 
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
 CLIENT = h.Client(
     agent="cline",
     program="cline",
     package=PACKAGE,
     configure=configure,
     command=lambda cline, prompt: [str(cline), prompt, "--auto-approve", "true"],
-    env=lambda run, server: {},
+    # its hub daemon outlives the run (the harness stops it): one of its own per run, not a machine-wide one
+    env=lambda run, server: {"CLINE_HUB_PORT": str(free_port())},
 )
 
 

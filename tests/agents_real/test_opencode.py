@@ -34,6 +34,7 @@ def configure(run: h.Run, server: ModelServer) -> list[Path]:
         "$schema": "https://opencode.ai/config.json",
         "model": "scripted/scripted-model",
         "permission": {"edit": "allow", "bash": "allow"},
+        "snapshot": False,  # its git snapshot of the work tree took minutes on a loaded machine
         "provider": {"scripted": provider},
     }, indent=2) + "\n")  # fmt: skip
     return [config, folder / "plugins" / "cmem.js"]
