@@ -89,7 +89,7 @@ def tested_agents_table(results: dict[str, Any]) -> str:
     none of it in its place."""
     lines = [
         "| agent | client (npm) | events captured | the agent's own notes | briefing | prompt recall | import "
-        "| not given by the client headless |",
+        "| not given headless, and why |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for agent, found in sorted(results.items()):
