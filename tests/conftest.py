@@ -103,6 +103,7 @@ PROCESS_FIXTURES = frozenset({"cmem_process", "pg_server", "team_db"})
 STARTS_PROCESSES = frozenset(
     {
         "tests/test_agent_session.py",
+        "tests/test_process_session.py",
         "tests/test_anchors.py::test_the_mcp_server_returns_the_same_fields",
         "tests/test_anchors.py::test_a_hook_that_anchors_a_read_and_a_search_that_checks_it_load_nothing_heavy",
         "tests/test_api.py::test_importing_the_api_loads_no_cli_framework_database_or_model_runtime",

@@ -84,7 +84,14 @@ def test_without_the_env_file_a_note_gets_no_session_and_a_fifo_there_never_bloc
     sh, home, project, tmp_path
 ):
     sid = "8e2d3f4a-no-env-file"
-    hook(sh, "SessionStart", payload("SessionStart", sid, project, source="startup"))
+    # the session's agent: a process that runs the hook and exits (tests/test_process_session.py: its own
+    # shell's notes would find the session through it); the note below is not run by it
+    start = json.dumps(payload("SessionStart", sid, project, source="startup"))
+    runs_hook = (
+        "import subprocess, sys; subprocess.run(sys.argv[1:], input=sys.stdin.read(), text=True, check=True)"
+    )
+    subprocess.run([sys.executable, "-c", runs_hook, sys.executable, "-m", "cmem_cli", "hook", "SessionStart"],
+                   input=start, text=True, check=True, cwd=project, timeout=120)  # fmt: skip
     note = agent_shell('cmem add -t "Orders are archived after 90 days"', project, None)
     assert note.returncode == 0, note.stderr
     [row] = sh("get", note.stdout.strip(), "--json").json()

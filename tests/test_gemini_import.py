@@ -234,3 +234,19 @@ def test_a_nul_in_a_prompt_or_a_2_mb_tool_name_never_blocks_the_chat(sh, home, c
     assert texts[-2:] == [("with a \ufffd in it",), ("Now document the loader in the README",)]
     again = sh("import", "gemini", "--settle", "0", "--json").json()
     assert (again[0]["prompts"], again[0]["observations"], again[0]["dropped"]) == (0, 0, 0)
+
+
+def test_recall_gemini_added_after_a_prompt_is_not_imported_as_the_prompt(sh, home, chat, project) -> None:
+    """Gemini CLI 0.61 appends BeforeAgent's context (cmem's prompt recall) after the prompt, as
+    `<hook_context>`, in its saved chat too (found by the real client harness): the prompt imported is the
+    person's words, as the hook stored it."""
+    recalled = (
+        "cmem recalls (memories of this project that match the prompt; `cmem get ID` for details):\n#5 x"
+    )
+    line = {"id": "u-recall", "timestamp": "2026-11-28T04:00:30.000Z", "type": "user",
+            "content": [{"text": f"What did we decide about batches?\n<hook_context>{recalled}</hook_context>"}]}  # fmt: skip
+    with chat.open("a") as fh:
+        fh.write(json.dumps(line) + "\n")
+    assert sh("import", "gemini", "--settle", "0").exit_code == 0
+    texts = db_rows(home, "SELECT text FROM user_prompts ORDER BY prompt_number")
+    assert texts[-1] == ("What did we decide about batches?",)

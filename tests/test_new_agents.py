@@ -319,3 +319,16 @@ def test_the_installed_cline_hook_records_through_the_script(sh, home, tmp_path,
     done = subprocess.run([str(script)], input=data, capture_output=True, text=True, timeout=60, env=env)
     assert done.returncode == 0 and json.loads(done.stdout) == {"cancel": False}
     assert prompts(home, "through-script")[0][0] == "cline"
+
+
+def test_droid_s_turn_summary_is_the_last_answer_in_its_session_file(sh, home, project) -> None:
+    """Droid's Stop carries no answer text: the summary is read from its session file (recorded from
+    `droid exec`, 0.225.2: its lines are `{"type": "message", "message": {"role", "content"}}`)."""
+    sid = "droid-5e3b-session"
+    transcript = project.parent / "droid-session.jsonl"
+    transcript.write_text((FIXTURES / "droid" / "session.jsonl").read_text().replace("@CWD@", str(project)))
+    run(sh, "droid", "SessionStart", project, sid)
+    stop = fixture("droid", "Stop", project, sid) | {"transcript_path": str(transcript)}
+    assert sh("hook", "--agent", "droid", "Stop", input=json.dumps(stop)).exit_code == 0
+    summaries = db_rows(home, "SELECT completed FROM session_summaries WHERE session = ?", (sid,))
+    assert summaries == [("Batches of 42 are in place; the build passes.",)]

@@ -111,9 +111,12 @@ def last_assistant_text(path: Path, max_bytes: int = TAIL_BYTES) -> str | None:
             continue
         if not isinstance(obj, dict) or obj.get("isSidechain"):
             continue
-        if obj.get("type") == "user" and _is_prompt(obj, _blocks(obj.get("message"))):
+        kind = obj.get("type")
+        if kind == "message" and isinstance(obj.get("message"), dict):
+            kind = obj["message"].get("role")  # Factory Droid's session file: the role is in the message
+        if kind == "user" and _is_prompt(obj, _blocks(obj.get("message"))):
             return None  # a new turn began after the last answer
-        if obj.get("type") == "assistant":
+        if kind == "assistant":
             text = _text_of(_blocks(obj.get("message"))).strip()
             if text:
                 return text

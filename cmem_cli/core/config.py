@@ -250,11 +250,27 @@ CODEX_SESSION = "CODEX_SESSION_ID"
 
 
 def default_agent() -> str:
-    return os.environ.get("CMEM_AGENT") or ("codex" if os.environ.get(CODEX_SESSION) else "cli")
+    if os.environ.get("CMEM_AGENT"):
+        return os.environ["CMEM_AGENT"]
+    if os.environ.get(CODEX_SESSION):
+        return "codex"
+    handed = _process_session()
+    return handed[1] if handed else "cli"
 
 
 def default_session() -> str | None:
-    return os.environ.get("CMEM_SESSION") or os.environ.get(CODEX_SESSION) or None
+    if os.environ.get("CMEM_SESSION") or os.environ.get(CODEX_SESSION):
+        return os.environ.get("CMEM_SESSION") or os.environ.get(CODEX_SESSION)
+    handed = _process_session()
+    return handed[0] if handed else None
+
+
+def _process_session() -> tuple[str, str] | None:
+    """The session an agent with no env file handed to the shell this command runs in
+    (:mod:`cmem_cli.core.process_session`; a few reads of /proc, not cached: an MCP server lives long)."""
+    from cmem_cli.core.process_session import find
+
+    return find(resolve_home())
 
 
 __all__ = [

@@ -12,6 +12,10 @@ from typing import Any, ClassVar
 from tests.agents_real import harness as h
 from tests.agents_real.model_server import request_text
 
+# What a client may not do headless (AgentContract.cannot's keys)
+CANNOT = ("prompts", "failed commands", "turn summary", "session end", "briefing", "prompt recall")
+RECALL_HEADER = "cmem recalls (memories of this project that match the prompt"
+
 
 def sessions(run: h.Run) -> list[tuple[str, str, str, str]]:
     """(session id, agent, project, status) in the order they started."""
@@ -33,9 +37,13 @@ def observations(run: h.Run, session: str, home: Path | None = None) -> list[dic
 
 
 class AgentContract:
-    """The checks; a subclass names its agent and may list what its client cannot do (``missing``)."""
+    """The checks; a subclass names its agent and what its client does not do headless (``cannot``)."""
 
     agent: ClassVar[str]
+    # What the client does not do in the scripted sessions, with why: the check then asserts that cmem stored
+    # none of it (never a guess in its place), so a client that starts doing it fails until this is updated.
+    # Keys: CANNOT's.
+    cannot: ClassVar[dict[str, str]] = {}
     imports: ClassVar[bool] = True  # cmem import AGENT reads this client's own session files
     note_session: ClassVar[bool] = True  # the client tells its shell commands their session
     instructions: ClassVar[bool] = False  # cmem install writes instructions the client gives its model
@@ -53,9 +61,16 @@ class AgentContract:
         found = sessions(run)
         assert [(agent, project) for _, agent, project, _ in found] == [(self.agent, "orders-api")] * 2
 
+    def gives(self, what: str) -> bool:
+        assert what in CANNOT, what
+        return what not in self.cannot
+
     def test_each_prompt_is_stored_as_typed(self, run: h.Run) -> None:
         prompts = run.rows("SELECT session, text, agent FROM user_prompts ORDER BY created_at, id")
         ids = [s[0] for s in sessions(run)]
+        if not self.gives("prompts"):
+            assert prompts == [], prompts
+            return
         assert prompts == [(ids[0], h.FIRST_PROMPT, self.agent), (ids[1], h.SECOND_PROMPT, self.agent)]
 
     def test_every_tool_call_is_an_observation_with_its_file_and_exit_status(self, run: h.Run) -> None:
@@ -64,8 +79,11 @@ class AgentContract:
         assert all(o["agent"] == self.agent for o in found)
         assert any("src/batches.py" in o["read"] for o in mine), mine
         assert any("src/batches.py" in o["modified"] for o in mine), mine
-        failed = [o for o in mine if o["title"].startswith("Command failed")]
-        assert [o["title"] for o in failed] == ["Command failed: python3 -c 'raise SystemExit(3)'"], mine
+        failed = [o["title"] for o in mine if o["title"].startswith("Command failed")]
+        if self.gives("failed commands"):
+            assert failed == ["Command failed: python3 -c 'raise SystemExit(3)'"], mine
+        else:  # never recorded as a success either
+            assert failed == [] and not [o for o in mine if "SystemExit(3)" in o["title"]], mine
         assert any(
             "import batches" in o["title"] and not o["title"].startswith("Command failed") for o in mine
         )
@@ -89,17 +107,33 @@ class AgentContract:
             "FROM session_summaries WHERE session = ?",
             (self.first(run),),
         )
-        assert any(h.ANSWER in text for (text,) in texts), texts
+        assert any(h.ANSWER in text for (text,) in texts) is self.gives("turn summary"), texts
 
     def test_the_session_ends(self, run: h.Run) -> None:
         [first, *_] = sessions(run)
-        assert first[3] == "completed", first
+        assert (first[3] == "completed") is self.gives("session end"), first
 
     def test_the_second_session_starts_with_the_briefing(self, run: h.Run) -> None:
         second = run.sessions[1]
         main = [r for r in second.requests if r.body.get("tools")]
         assert main, "the second session made no request with tools"
-        assert h.NOTE_TITLE in request_text(main[0])
+        assert (h.NOTE_TITLE in request_text(main[0])) is self.gives("briefing")
+
+    def test_the_prompt_recalls_the_note_inside_the_models_request(self, run: h.Run) -> None:
+        """The second prompt asks about what the first session's note decided: recall's line for that note
+        (``#ID DATE decision TITLE``, issue 44) is in the model's request after the prompt, not only the
+        briefing's mention of it."""
+        [(note,)] = run.rows("SELECT id FROM observations WHERE title = ?", (h.NOTE_TITLE,))
+        texts = [request_text(r) for r in run.sessions[1].requests if r.body.get("tools")]
+        recalled = [t[t.index(RECALL_HEADER) :] for t in texts if RECALL_HEADER in t]
+        if not self.gives("prompt recall"):
+            assert recalled == [], recalled[0][:400]
+            return
+        assert recalled, "no recall in the second session's requests"
+        block = recalled[0][:600]
+        assert f"#{note} " in block and f"decision {h.NOTE_TITLE}" in block, block
+        # and the prompt itself is still the person's words, not the recall (Gemini CLI prepends context)
+        assert any(h.SECOND_PROMPT in t for t in texts)
 
     def test_uninstall_puts_every_config_byte_back(self, run: h.Run) -> None:
         assert run.after_uninstall == run.before_install

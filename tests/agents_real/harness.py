@@ -9,6 +9,7 @@ A client that is not installed fails the run (CI installs them all); ``CMEM_AGEN
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -229,10 +230,40 @@ def module_run(spec: Client, tmp_path_factory: Any) -> Iterator[Run]:
     """The body of each agent module's ``run`` fixture: one client start serves every check."""
     spec.path()  # a client that is not installed fails here, before anything else
     server = ms.ModelServer().start()
+    root = tmp_path_factory.mktemp(spec.agent)
     try:
-        yield run_agent(spec, tmp_path_factory.mktemp(spec.agent), server)
+        yield run_agent(spec, root, server)
     finally:
         server.stop()
+        stop_left_over(root / "home")
+
+
+def stop_left_over(home: Path, seconds: float = 5) -> list[int]:
+    """Stop what a client left running after it exited (Cline's hub daemon): the processes whose HOME is this
+    run's, which only the run's own processes have. Returns their ids."""
+    import signal
+
+    mark = f"HOME={home}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            variables = (entry / "environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if mark in variables:
+            found.append(int(entry.name))
+    for pid in found:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and any(Path(f"/proc/{pid}").exists() for pid in found):
+        time.sleep(0.1)
+    for pid in found:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    return found
 
 
 def wait_for_hooks(run: Run, seconds: float = 10) -> None:

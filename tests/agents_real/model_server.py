@@ -3,7 +3,8 @@
 It speaks the four streaming APIs the harness's clients use: Anthropic Messages (Claude Code,
 ``ANTHROPIC_BASE_URL``), OpenAI Responses (Codex, a ``[model_providers.X]`` with ``wire_api = "responses"``),
 Gemini ``streamGenerateContent`` (Gemini CLI, ``GOOGLE_GEMINI_BASE_URL``) and OpenAI chat completions
-(opencode's ``@ai-sdk/openai-compatible`` provider). Each agent turn is replayed from a :class:`Script`: the
+(opencode's ``@ai-sdk/openai-compatible`` provider, and the five clients configured with an
+OpenAI-compatible endpoint: Kilo Code, Qwen Code, Cline, Copilot CLI, Factory Droid). Each agent turn is replayed from a :class:`Script`: the
 n-th request carrying tools after n tool results gets the script's n-th step, so side requests (titles,
 routing, token counts) never move the script on. Every request is recorded for the tests to read (the
 briefing a client sent, the output a tool returned).
@@ -407,22 +408,64 @@ def _gemini(handler: BaseHTTPRequestHandler, record: Recorded, step: Step | None
         _json(handler, chunk)
 
 
-# OpenAI chat completions (opencode) ---------------------------------------------------------------------------
+# OpenAI chat completions (opencode, Kilo Code, Qwen Code, Cline, Copilot CLI, Factory Droid) -------------------
+
+# The tool each step calls, by the names the clients offer (the first one a request offers is called).
+_CHAT_TOOLS = {
+    "read": ("read", "read_file", "view", "Read", "read_files"),
+    "edit": ("edit", "replace", "Edit", "editor", "str_replace_editor"),
+    "shell": ("bash", "run_shell_command", "Execute", "shell", "run_commands", "Bash"),
+}
+_PATH = ("filePath", "file_path", "absolute_path", "path")
+_OLD = ("oldString", "old_string", "old_str", "old_text")
+_NEW = ("newString", "new_string", "new_str", "new_text")
 
 
-def _opencode_call(step: Step) -> tuple[str, dict[str, Any]]:
-    if step.tool == "read":
-        return "read", {"filePath": step.path}
-    if step.tool == "edit":
-        return "edit", {"filePath": step.path, "oldString": step.old, "newString": step.new}
-    return "bash", {"command": step.command, "description": "Run a command"}
+def _schemas(record: Recorded) -> dict[str, dict[str, Any]]:
+    """Each offered tool's parameter schema, by name."""
+    found: dict[str, dict[str, Any]] = {}
+    for tool in record.body.get("tools") or []:
+        function = tool.get("function") or {} if isinstance(tool, dict) else {}
+        found[function.get("name", "")] = function.get("parameters") or {}
+    return found
+
+
+def _key(props: dict[str, Any], names: tuple[str, ...]) -> str:
+    return next((n for n in names if n in props), names[0])
+
+
+def _chat_call(record: Recorded, step: Step) -> tuple[str, dict[str, Any]]:
+    """The offered tool for a step and its arguments, named as that tool's schema names them; other
+    required arguments (a description, a risk level) get a plain value of their type."""
+    schemas = _schemas(record)
+    name = next((n for n in _CHAT_TOOLS[step.tool] if n in schemas), _CHAT_TOOLS[step.tool][0])
+    schema = schemas.get(name) or {}
+    props: dict[str, Any] = schema.get("properties") or {}
+    args: dict[str, Any]
+    if name == "read_files":
+        args = {"files": [{"path": step.path}]}
+    elif name == "run_commands":
+        args = {"commands": [step.command]}
+    elif step.tool == "read":
+        args = {_key(props, _PATH): step.path}
+    elif step.tool == "edit":
+        args = {_key(props, _PATH): step.path, _key(props, _OLD): step.old, _key(props, _NEW): step.new}
+        if name == "str_replace_editor":
+            args["command"] = "str_replace"
+    else:
+        args = {"command": step.command}
+    for required in schema.get("required") or []:
+        if required not in args:
+            value = _schema_answer(props.get(required))
+            args[required] = "Run the scripted step" if value == "scripted" else value
+    return name, args
 
 
 def _chat(handler: BaseHTTPRequestHandler, record: Recorded, step: Step | None) -> None:
     chunk_id = f"chatcmpl-{_call_id()}"
     base = {"id": chunk_id, "object": "chat.completion.chunk", "created": 0, "model": "scripted"}
     if step is not None and step.tool != "answer":
-        name, args = _opencode_call(step)
+        name, args = _chat_call(record, step)
         delta: dict[str, Any] = {"role": "assistant", "content": None, "tool_calls": [
             {"index": 0, "id": f"call_{_call_id()}", "type": "function",
              "function": {"name": name, "arguments": json.dumps(args)}}]}  # fmt: skip

@@ -49,4 +49,4 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[h.Run]:
 
 class TestGemini(AgentContract):
     agent = "gemini"
-    note_session = False  # Gemini CLI 0.61 has no env file and gives its shell commands no session id
+    # Gemini CLI 0.61 has no env file: the session is handed on by process (cmem_cli/core/process_session.py)

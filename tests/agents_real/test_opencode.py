@@ -34,6 +34,7 @@ def configure(run: h.Run, server: ModelServer) -> list[Path]:
         "$schema": "https://opencode.ai/config.json",
         "model": "scripted/scripted-model",
         "permission": {"edit": "allow", "bash": "allow"},
+        "snapshot": False,  # its git snapshot of the work tree took minutes on a loaded machine
         "provider": {"scripted": provider},
     }, indent=2) + "\n")  # fmt: skip
     return [config, folder / "plugins" / "cmem.js"]
@@ -62,5 +63,8 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[h.Run]:
 
 class TestOpencode(AgentContract):
     agent = "opencode"
-    note_session = False  # opencode gives its shell commands no session id
+    # opencode has no env file: the session is handed on by process (cmem_cli/core/process_session.py)
     imports = False  # cmem import opencode reads `opencode export` files, not the client's own store
+    cannot = {
+        "prompt recall": "cmem's opencode adapter gives no prompt recall yet (issue 44)",
+    }

@@ -3,8 +3,9 @@
 tools of its own: ``Execute`` (``command``; its output ends ``[Process exited with code N]``), ``Create``
 (``file_path``, ``content``), ``Edit`` (``file_path``, ``old_str``, ``new_str``, ``change_all``; its response
 a JSON text), ``ApplyPatch`` (``input``), ``Read``, ``Grep``, ``Glob``, ``LS``, ``FetchUrl``, ``WebSearch``.
-A tool call that fails (a command's non-zero exit) fires no PostToolUse, and Stop carries no answer text, so
-Droid records no failed commands and no turn summaries. SessionStart answers as Claude Code's
+A tool call that fails (a command's non-zero exit) fires no PostToolUse, so Droid records no failed commands;
+Stop carries no answer text, so the turn summary is the last answer in its session file (``transcript_path``,
+``{"type": "message", "message": {"role", "content"}}`` lines). `droid exec` fires no UserPromptSubmit. SessionStart answers as Claude Code's
 (``hookSpecificOutput.additionalContext``). Droid 0.225 runs the hooks under ``hooks`` in ``settings.json``
 (``~/.factory``, ``.factory``); its documentation's ``hooks.json`` is used where one exists. MCP servers are
 in ``mcp.json``. Recorded from @factory/cli-linux-x64 0.225.2 (npm; ``droid exec`` with a custom model
@@ -77,7 +78,10 @@ def to_claude(data: dict[str, Any], event: str | None) -> dict[str, Any]:
 
     name = event or text(data, "hook_event_name") or ""
     name = name if name in HANDLED else IGNORED
-    fields: dict[str, Any] = {"transcript_path": ""}  # Droid's session file is not Claude Code's transcript
+    # Droid's session file is not Claude Code's transcript; Stop reads the answer from it, which Stop lacks
+    fields: dict[str, Any] = {
+        "transcript_path": text(data, "transcript_path") or "" if name == "Stop" else ""
+    }
     if name == "PostToolUse":
         tool = text(data, "tool_name") or ""
         claude, renames = TOOLS.get(tool, (tool, {}))

@@ -3,7 +3,7 @@
 ``tool_response``, ``tool_use_id``; ``error`` on PostToolUseFailure; ``last_assistant_message`` on Stop), in
 ``settings.json`` beside ``mcpServers``, timeouts in seconds. Its tools keep Gemini CLI's names and results
 (``run_shell_command`` with ``Exit Code: N`` in ``llmContent``, ``read_file`` from a 0-based ``offset``), so
-the payload goes through Gemini CLI's tool mapping. SessionStart answers as Claude Code's
+the payload goes through Gemini CLI's tool mapping. SessionStart and UserPromptSubmit answer as Claude Code's
 (``hookSpecificOutput.additionalContext``). Read in @qwen-code/qwen-code 0.24.4 (npm):
 ``chunks/chunk-DPEB6S2R.js`` (HookEventHandler, createBaseInput, firePostToolUseEvent) and
 ``chunk-QA5TENCT.js`` (HookEventName). Project hooks run only in a folder Qwen Code trusts.
@@ -85,8 +85,9 @@ def tool_fields(data: dict[str, Any], *, failed: bool) -> dict[str, Any]:
 
 
 def reply(event: str, answer: dict[str, Any] | None) -> dict[str, Any] | None:
-    """Qwen Code reads SessionStart's ``hookSpecificOutput.additionalContext`` as Claude Code does."""
-    return answer if event == "SessionStart" else None
+    """Qwen Code reads SessionStart's and UserPromptSubmit's ``hookSpecificOutput.additionalContext`` as
+    Claude Code does (the briefing; prompt recall, added after the prompt)."""
+    return answer if event in ("SessionStart", "UserPromptSubmit") else None
 
 
 SPEC = AgentSpec(

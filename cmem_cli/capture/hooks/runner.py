@@ -570,12 +570,12 @@ def _briefing_first(payload: HookPayload, config: Config) -> dict[str, Any] | No
 
 def _hand_session_to_shell(payload: HookPayload, config: Config) -> None:
     """Export the session and agent to the agent's shell commands (``CLAUDE_ENV_FILE``, Codex's
-    ``CODEX_ENV_FILE``), so the notes it records with `cmem add` join this session; a failure is logged,
+    ``CODEX_ENV_FILE``, else a file named after the agent's process), so the notes it records with `cmem add` join this session; a failure is logged,
     never the hook's."""
     from cmem_cli.capture.hooks.shell_env import env_file, hand_to_shell
 
     try:
-        hand_to_shell(payload.session_id, payload.agent)
+        hand_to_shell(payload.session_id, payload.agent, home=config.home)
     except OSError as exc:
         name = (env_file(agent=payload.agent) or ("the env file",))[0]
         log_line(config.log_dir, f"error SessionStart: cannot write {name}: {exc.strerror or exc}")

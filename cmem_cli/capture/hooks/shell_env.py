@@ -10,14 +10,20 @@ shell commands; Codex 0.169-0.171 has none, and gives its shell commands ``CODEX
 CMEM_AGENT=...``, to the first of them that is set; the CLI reads both as its defaults. Only the agent that
 gives a file writes into it (another agent started from Claude Code's shell inherits ``CLAUDE_ENV_FILE``),
 and a session whose line is already the file's last (SessionStart runs again on resume, ``/clear`` and
-compaction) is not written again. Without that file nothing is handed on, and cmem never guesses: a note
-with no session stays without one rather than joining a session that may be another agent's.
+compaction) is not written again. An agent that gives no file (Gemini CLI, opencode, Kilo Code, Qwen Code,
+Factory Droid, Copilot CLI, Cline) has the session named after its process instead
+(:mod:`cmem_cli.core.process_session`); where neither works, cmem never guesses: a note with no session stays
+without one rather than joining a session that may be another agent's.
 """
 
 from __future__ import annotations
 
 import os
 import shlex
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 # The env files each agent gives its SessionStart hooks, first choice first. Codex sets both to one path.
 ENV_FILES_OF = {"claude-code": ("CLAUDE_ENV_FILE",), "codex": ("CODEX_ENV_FILE", "CLAUDE_ENV_FILE")}
@@ -42,14 +48,23 @@ def env_file(environ: dict[str, str] | None = None, agent: str | None = None) ->
     return None
 
 
-def hand_to_shell(session_id: str | None, agent: str, environ: dict[str, str] | None = None) -> bool:
-    """Append the session and agent to the agent's env file, if it gave one; True when written.
+def hand_to_shell(
+    session_id: str | None, agent: str, environ: dict[str, str] | None = None, home: Path | None = None
+) -> bool:
+    """Append the session and agent to the agent's env file, if it gave one; True when written. An agent
+    that gives none has them named after its process in ``home`` (:mod:`cmem_cli.core.process_session`).
 
     Raises OSError when the file cannot be written (the hook logs it and goes on)."""
     found = env_file(environ, agent)
     path = found[1] if found else None
-    if not path or not session_id:
+    if not session_id:
         return False
+    if not path:
+        if home is None:
+            return False
+        from cmem_cli.core.process_session import remember
+
+        return remember(home, session_id, agent)
     if any(len(v) > MAX_VALUE or not v.isprintable() for v in (session_id, agent)):
         return False
     flags = (

@@ -60,13 +60,15 @@ def to_claude(data: dict[str, Any], event: str | None) -> dict[str, Any]:
 
 
 # Gemini CLI (0.61) puts SessionStart's context before the first prompt, and hands BeforeAgent (and its saved
-# chat) that text: the briefing is not what the person typed.
+# chat) that text: the briefing is not what the person typed. BeforeAgent's own context (prompt recall) is
+# appended after the prompt the same way, in the saved chat.
 _HOOK_CONTEXT = re.compile(r"\A\s*<hook_context>.*?</hook_context>\s*", re.DOTALL)
+_HOOK_CONTEXT_AFTER = re.compile(r"\s*<hook_context>(?:(?!<hook_context>).)*</hook_context>\s*\Z", re.DOTALL)
 
 
 def typed_prompt(prompt: str) -> str:
-    """The prompt as the person typed it, without the ``<hook_context>`` Gemini CLI put before it."""
-    return _HOOK_CONTEXT.sub("", prompt, count=1)
+    """The prompt as the person typed it, without the ``<hook_context>`` Gemini CLI put before or after it."""
+    return _HOOK_CONTEXT_AFTER.sub("", _HOOK_CONTEXT.sub("", prompt, count=1), count=1)
 
 
 def tool_fields(data: dict[str, Any]) -> dict[str, Any]:
