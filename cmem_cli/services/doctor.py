@@ -12,7 +12,7 @@ rewrites the export from a store whose integrity check failed (that would spread
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from collections.abc import Set as AbstractSet
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,7 +24,7 @@ from cmem_cli.services.debris import remove as remove_debris
 from cmem_cli.services.git_checks import git_checks
 from cmem_cli.services.sync_repo import GIT_DIR_NAME
 from cmem_cli.store.presence import REPAIR_ADVICE, lost_store_problem
-from cmem_export import digest, layout
+from cmem_export import atomic, digest, layout
 from cmem_export.journal import pending
 from cmem_export.reading import MAX_FILE_BYTES
 
@@ -37,8 +37,9 @@ DAMAGED_ADVICE = (
 )
 
 
-def diagnose(config: Any, *, fix: bool = False) -> dict[str, Any]:
-    """The whole doctor run for one home: the store's presence, opening it, then :func:`run_checks`."""
+def diagnose(config: Any, *, fix: bool = False, full: bool = True) -> dict[str, Any]:
+    """The whole doctor run for one home: the store's presence, opening it, then :func:`run_checks`
+    (``full``: every memory rendered and compared with its file; ``fix`` always checks in full)."""
     from cmem_cli.services.writes import WriteService
 
     problem = lost_store_problem(config.db_path, config.export_dir)
@@ -53,7 +54,7 @@ def diagnose(config: Any, *, fix: bool = False) -> dict[str, Any]:
         advice = "" if message.endswith("upgrade cmem") else f"; {DAMAGED_ADVICE}"
         return _failed("store", message + advice)
     try:
-        return run_checks(memory, fix=fix)
+        return run_checks(memory, fix=fix, full=full or fix)
     finally:
         memory.close()
 
@@ -96,7 +97,10 @@ def _guarded(checks: list[dict[str, Any]], name: str, check: Callable[[], tuple[
     return ok
 
 
-def run_checks(memory: WriteService, *, fix: bool = False) -> dict[str, Any]:
+def run_checks(memory: WriteService, *, fix: bool = False, full: bool = True) -> dict[str, Any]:
+    """Every check, in the order doctor shows them. Without ``full`` the export tree is checked by stat: a
+    file whose size and modification time are still those cmem recorded when it wrote the file is taken as
+    written, and only the others are rendered and compared (a million memories: seconds, not minutes)."""
 
     store = memory.store
     checks: list[dict[str, Any]] = []
@@ -136,7 +140,7 @@ def run_checks(memory: WriteService, *, fix: bool = False) -> dict[str, Any]:
     # file another machine forgot because the sync that brought the forget died before adopting it)
     checks += git_checks(memory, fix=fix)
     checks.append(_supersedes_loops(memory, fix=fix))
-    before = export_problems(memory)
+    before = export_problems(memory, full=full)
     if fix:
         if any(before[name] for name in _REBUILT_BY_FIX):
             from cmem_cli.services import export_upkeep
@@ -164,7 +168,7 @@ def run_checks(memory: WriteService, *, fix: bool = False) -> dict[str, Any]:
         checks.append(check)
     checks.append(bytecode_check(fix=fix))
     ok = all(c["status"] in ("ok", "fixed", "warn") for c in checks)
-    return {"ok": ok, "checks": checks}
+    return {"ok": ok, "full": full, "checks": checks}
 
 
 def bytecode_check(*, fix: bool = False) -> dict[str, Any]:
@@ -274,10 +278,11 @@ NOT_ADOPTED = "files not adopted"
 Findings = dict[str, list[tuple[str, str | None]]]
 
 
-def export_problems(memory: WriteService) -> Findings:
+def export_problems(memory: WriteService, *, full: bool = True) -> Findings:
     """Every export check's findings as (path, reason or None), by check name, in the order doctor shows
     them. A file adoption would refuse is listed once, under :data:`NOT_ADOPTED` with its reason, not as a
-    file to adopt."""
+    file to adopt. Without ``full``, only the files whose stat differs from cmem's record are rendered
+    (:func:`_changed_since_written`)."""
     from cmem_cli.services import export_upkeep
     from cmem_cli.services.adopt import refused_files
     from cmem_cli.services.arrivals import still_rejected
@@ -286,7 +291,12 @@ def export_problems(memory: WriteService) -> Findings:
     records = memory.store.export_files.records()
     expected: set[str] = set()
     missing, changed, edited = [], [], []
-    for relpath, text in export_upkeep.iter_expected_files(memory):
+    rendered = (
+        export_upkeep.iter_expected_files(memory)
+        if full
+        else _changed_since_written(memory, records, expected)
+    )
+    for relpath, text in rendered:
         expected.add(relpath)
         path = layout.resolve_inside(memory.export_root, relpath)
         if written_as(path, records.get(relpath), text):
@@ -333,6 +343,44 @@ def export_problems(memory: WriteService) -> Findings:
     findings: Findings = {name: [(path, None) for path in paths] for name, paths in found.items()}
     findings[NOT_ADOPTED] = sorted([*refused, *arrived])
     return findings
+
+
+def _changed_since_written(
+    memory: WriteService, records: dict[str, tuple[str, tuple[int, int] | None]], expected: set[str]
+) -> Iterator[tuple[str, str]]:
+    """The quick check's files to compare: each row's file is expected, and only those whose (size, mtime)
+    differ from what cmem recorded when it wrote them (or that it has no record of, or rows without a path)
+    are rendered. What it cannot see: a store row changed while its file was not rewritten (an interrupted
+    write is seen by the journal), or a new version rendering differently; `doctor --full` sees both."""
+    import os
+    import time
+
+    from cmem_cli.services import export_upkeep
+
+    root = os.fspath(memory.export_root)
+    store = memory.store
+    racy_after = time.time_ns() - atomic.RACY_NS  # a file written since may hide a same-size edit in its clock tick
+    observation_ids, summary_ids = [], []
+    for relpath, (kind, row_id) in store.export_files.record_paths().items():
+        expected.add(relpath)
+        record = records.get(relpath)
+        if record is not None and record[1] is not None and record[1][1] < racy_after and _plain(relpath):
+            try:
+                info = os.lstat(os.path.join(root, relpath))
+            except OSError:
+                info = None
+            if info is not None and (info.st_size, info.st_mtime_ns) == record[1]:
+                continue
+        (observation_ids if kind == "observation" else summary_ids).append(row_id)
+    observation_ids += store.observations.ids_without_path()
+    summary_ids += store.summaries.ids_without_path()
+    return export_upkeep.expected_files_of(memory, sorted(observation_ids), sorted(summary_ids))
+
+
+def _plain(relpath: str) -> bool:
+    """A relative path that cannot leave the export root (else the file is rendered, and its path refused
+    there as the full check refuses it)."""
+    return not (relpath.startswith("/") or "\\" in relpath or ".." in relpath.split("/"))
 
 
 def _display(path: Path, home: Path) -> str:

@@ -7,12 +7,14 @@ not import each other: ``doctor``, ``cmem export --rebuild`` and the API call th
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
+import time
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 from cmem_cli.core.files import read_regular
 from cmem_cli.services.writes import WriteService
+from cmem_cli.store.rows import observations_by_id
 from cmem_export import atomic, digest, layout, markdown
 
 EXPECTED_PAGE = 500  # observations whose anchors a whole-store pass reads at once
@@ -26,12 +28,30 @@ def expected_files(memory: WriteService) -> dict[str, str]:
 def iter_expected_files(memory: WriteService) -> Iterator[tuple[str, str]]:
     """:meth:`expected_files` one file at a time, the store read a page at a time: a whole-store pass
     holds one page of rows, not a million rendered files."""
+    yield from _rendered(memory, memory.store.observations.iter_all(), memory.store.summaries.all_ids())
 
+
+def expected_files_of(
+    memory: WriteService, observation_ids: list[int], summary_ids: list[int]
+) -> Iterator[tuple[str, str]]:
+    """The files of these observations and summaries only, as :func:`iter_expected_files` renders them (a
+    quick doctor renders just the files whose stat says they changed)."""
+    def rows() -> Iterator[dict[str, Any]]:
+        for start in range(0, len(observation_ids), EXPECTED_PAGE):
+            found = observations_by_id(memory.store.db, observation_ids[start : start + EXPECTED_PAGE])
+            yield from (found[i] for i in sorted(found))
+
+    yield from _rendered(memory, rows(), summary_ids)
+
+
+def _rendered(
+    memory: WriteService, observations: Iterable[dict[str, Any]], summary_ids: Iterable[int]
+) -> Iterator[tuple[str, str]]:
     links = memory.store.links.all_outgoing()
     pending = memory.store.links.all_pending()
     anchors = memory.store.anchors
     page: list[dict[str, Any]] = []
-    for row in itertools.chain(memory.store.observations.iter_all(), [None]):
+    for row in itertools.chain(observations, [None]):
         if row is not None:
             page.append(row)
             if len(page) < EXPECTED_PAGE:
@@ -45,7 +65,7 @@ def iter_expected_files(memory: WriteService) -> Iterator[tuple[str, str]]:
             front = memory.anchor_front(done["id"], anchored.get(done["id"]))
             yield relpath, markdown.render_observation(done, entries, front)
         page = []
-    for summary_id in memory.store.summaries.all_ids():
+    for summary_id in summary_ids:
         row = memory.store.summaries.get(summary_id)
         yield row["path"] or layout.summary_relpath(row), markdown.render_summary(row)
 
@@ -136,8 +156,8 @@ def written_as(path: Path, record: tuple[str, tuple[int, int] | None] | None, te
     """True when ``path`` is as cmem last wrote it (the same size and modification time, to the nanosecond,
     as recorded then: the test git and make use) and what cmem wrote is ``text`` (its recorded hash):
     a whole-tree pass then reads only the files that changed."""
-    if record is None or record[1] is None:
-        return False
+    if record is None or record[1] is None or record[1][1] >= time.time_ns() - atomic.RACY_NS:
+        return False  # no record, or written so lately that a same-size edit could share its time
     return atomic.stat_key(path) == record[1] and record[0] == digest.text_hash(text)
 
 
