@@ -359,8 +359,10 @@ def _changed_since_written(
 
     root = os.fspath(memory.export_root)
     store = memory.store
-    racy_after = time.time_ns() - atomic.RACY_NS  # a file written since may hide a same-size edit in its clock tick
-    observation_ids, summary_ids = [], []
+    # a file written since then may hide a same-size edit in its clock tick: it is rendered
+    racy_after = time.time_ns() - atomic.RACY_NS
+    observation_ids: list[int] = []
+    summary_ids: list[int] = []
     for relpath, (kind, row_id) in store.export_files.record_paths().items():
         expected.add(relpath)
         record = records.get(relpath)

@@ -36,6 +36,7 @@ def expected_files_of(
 ) -> Iterator[tuple[str, str]]:
     """The files of these observations and summaries only, as :func:`iter_expected_files` renders them (a
     quick doctor renders just the files whose stat says they changed)."""
+
     def rows() -> Iterator[dict[str, Any]]:
         for start in range(0, len(observation_ids), EXPECTED_PAGE):
             found = observations_by_id(memory.store.db, observation_ids[start : start + EXPECTED_PAGE])
