@@ -100,3 +100,21 @@ def test_a_quick_doctor_finds_missing_edited_and_new_files(home):
     assert _checks(report)["missing files"]["status"] == "fixed"
     code, report = _doctor(home)
     assert code == 0, report
+
+
+def test_a_quick_doctor_reads_each_file_once_and_still_finds_loose_modes(home):
+    """The quick check's one ``lstat`` a file serves both its stat comparison and the check of private
+    modes: an aged file of cmem's made 0644 and a new note made 0644 are both listed."""
+    _cmem(home, "add", "-t", "Shared by mistake", "-p", "web")
+    path = _file_of(home, "shared-by-mistake")
+    relpath = path.relative_to(home / "export").as_posix()
+    _written_a_minute_ago(home, path, relpath)
+    path.chmod(0o644)
+    note = home / "export" / "web" / "open-note.md"
+    note.write_text("# An open note\n")
+    note.chmod(0o644)
+
+    code, report = _doctor(home)
+    assert code == 1 and report["full"] is False
+    assert _checks(report)["private modes"]["paths"] == [f"export/{relpath}", "export/web/open-note.md"]
+    assert _checks(report)["changed, to adopt"]["status"] == "ok"  # a mode is no edit

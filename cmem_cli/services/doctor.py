@@ -283,6 +283,9 @@ def export_problems(memory: WriteService, *, full: bool = True) -> Findings:
     them. A file adoption would refuse is listed once, under :data:`NOT_ADOPTED` with its reason, not as a
     file to adopt. Without ``full``, only the files whose stat differs from cmem's record are rendered
     (:func:`_changed_since_written`)."""
+    import os
+    from stat import S_ISREG
+
     from cmem_cli.services import export_upkeep
     from cmem_cli.services.adopt import refused_files
     from cmem_cli.services.arrivals import still_rejected
@@ -291,10 +294,11 @@ def export_problems(memory: WriteService, *, full: bool = True) -> Findings:
     records = memory.store.export_files.records()
     expected: set[str] = set()
     missing, changed, edited = [], [], []
+    stated: dict[str, int] = {}  # the quick check's files it read the stat of: their modes
     rendered = (
         export_upkeep.iter_expected_files(memory)
         if full
-        else _changed_since_written(memory, records, expected)
+        else _changed_since_written(memory, records, expected, stated)
     )
     for relpath, text in rendered:
         expected.add(relpath)
@@ -330,7 +334,13 @@ def export_problems(memory: WriteService, *, full: bool = True) -> Findings:
     # git's folder is git's: its files follow the umask of whoever ran git, and nobody else can enter the
     # 0700 folder; only the folder itself is checked
     opaque = {home / GIT_DIR_NAME, memory.export_root / ".git"}
-    loose = loose_modes([home, memory.export_root, *([cache] if cache else [])], opaque=opaque)
+    root = f"{memory.export_root}{os.sep}"
+    loose = loose_modes(
+        [home, memory.export_root, *([cache] if cache else [])],
+        opaque=opaque,
+        seen=lambda path: path.startswith(root) and path[len(root) :] in stated,
+    )
+    loose += [memory.export_root / p for p, mode in stated.items() if S_ISREG(mode) and mode & 0o077]
     found = {
         "missing files": missing,
         "changed files": changed,
@@ -338,7 +348,7 @@ def export_problems(memory: WriteService, *, full: bool = True) -> Findings:
         "new files, to adopt": [p for p in new if p not in refused_paths],
         "interrupted writes": interrupted,
         "crash debris": debris,
-        "private modes": [_display(p, home) for p in loose],
+        "private modes": [_display(p, home) for p in sorted(loose)],
     }
     findings: Findings = {name: [(path, None) for path in paths] for name, paths in found.items()}
     findings[NOT_ADOPTED] = sorted([*refused, *arrived])
@@ -346,12 +356,16 @@ def export_problems(memory: WriteService, *, full: bool = True) -> Findings:
 
 
 def _changed_since_written(
-    memory: WriteService, records: dict[str, tuple[str, tuple[int, int] | None]], expected: set[str]
+    memory: WriteService,
+    records: dict[str, tuple[str, tuple[int, int] | None]],
+    expected: set[str],
+    stated: dict[str, int],
 ) -> Iterator[tuple[str, str]]:
     """The quick check's files to compare: each row's file is expected, and only those whose (size, mtime)
     differ from what cmem recorded when it wrote them (or that it has no record of, or rows without a path)
     are rendered. What it cannot see: a store row changed while its file was not rewritten (an interrupted
-    write is seen by the journal), or a new version rendering differently; `doctor --full` sees both."""
+    write is seen by the journal), or a new version rendering differently; `doctor --full` sees both.
+    ``stated`` gets the mode of each file whose stat it read, for the check of private modes."""
     import os
     import time
 
@@ -371,6 +385,8 @@ def _changed_since_written(
                 info = os.lstat(os.path.join(root, relpath))
             except OSError:
                 info = None
+            if info is not None:
+                stated[relpath] = info.st_mode
             if info is not None and (info.st_size, info.st_mtime_ns) == record[1]:
                 continue
         (observation_ids if kind == "observation" else summary_ids).append(row_id)
@@ -392,11 +408,17 @@ def _display(path: Path, home: Path) -> str:
         return str(path)
 
 
-def loose_modes(roots: list[Path], *, opaque: AbstractSet[Path] = frozenset()) -> list[Path]:
+def loose_modes(
+    roots: list[Path],
+    *,
+    opaque: AbstractSet[Path] = frozenset(),
+    seen: Callable[[str], bool] | None = None,
+) -> list[Path]:
     """Folders and files under cmem's roots that group or others may use (older versions made intermediate
     folders 0755); stricter modes (git's read-only 0400 objects) are fine; symlinks are neither followed
     nor reported; an ``opaque`` folder (git's) is checked itself but not entered. One ``lstat`` per entry
-    and no path objects: a synced tree holds a million files."""
+    and no path objects: a synced tree holds a million files. A regular file ``seen`` says the caller read
+    the mode of already is not read again (the quick doctor's one ``lstat`` a file)."""
     import os
     import stat
 
@@ -412,6 +434,8 @@ def loose_modes(roots: list[Path], *, opaque: AbstractSet[Path] = frozenset()) -
             try:
                 with os.scandir(stack.pop()) as entries:
                     for entry in entries:
+                        if seen is not None and entry.is_file(follow_symlinks=False) and seen(entry.path):
+                            continue
                         try:
                             info = entry.stat(follow_symlinks=False)
                         except OSError:
