@@ -134,9 +134,8 @@ def orphan_files(memory: WriteService, expected: set[str]) -> list[Path]:
     orphans: list[Path] = []
     if not memory.export_root.exists():
         return orphans
-    for relpath in sorted(_markdown_files(memory.export_root), key=lambda r: r.split("/")):
-        if relpath in expected:
-            continue
+    unexpected = (relpath for relpath in _markdown_files(memory.export_root) if relpath not in expected)
+    for relpath in sorted(unexpected, key=lambda r: r.split("/")):  # not a million paths, only these
         path = memory.export_root / relpath
         parts = relpath.split("/")
         try:
