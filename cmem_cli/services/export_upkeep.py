@@ -14,7 +14,6 @@ from typing import Any
 
 from cmem_cli.core.files import read_regular
 from cmem_cli.services.writes import WriteService
-from cmem_cli.store.rows import observations_by_id
 from cmem_export import atomic, digest, layout, markdown
 
 EXPECTED_PAGE = 500  # observations whose anchors a whole-store pass reads at once
@@ -39,8 +38,7 @@ def expected_files_of(
 
     def rows() -> Iterator[dict[str, Any]]:
         for start in range(0, len(observation_ids), EXPECTED_PAGE):
-            found = observations_by_id(memory.store.db, observation_ids[start : start + EXPECTED_PAGE])
-            yield from (found[i] for i in sorted(found))
+            yield from memory.store.observations.oldest_first(observation_ids[start : start + EXPECTED_PAGE])
 
     yield from _rendered(memory, rows(), summary_ids)
 
