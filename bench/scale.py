@@ -409,7 +409,8 @@ def _recall_on(work: Path, documents: Any, queries: Any) -> dict[str, float]:
 
 def phase_maintenance(run: Run, work: Path, sync: bool) -> dict[str, Any]:
     out: dict[str, Any] = {
-        "doctor": run.once(["doctor"]),
+        "doctor": run.once(["doctor"]),  # the quick check: files compared with cmem's record by stat
+        "doctor --full": run.once(["doctor", "--full"]),  # every memory rendered and compared
         "export --rebuild": run.once(["export", "--rebuild"]),
     }
     if sync:
@@ -510,7 +511,8 @@ TARGETS: dict[str, tuple[str, Any]] = {
     "hybrid search, 20k indexed": ("<= 8x", lambda v: v["ratio"] <= 8),
     "hybrid search": ("< 1 s (1M)", lambda v: v["ms"] < 1000),
     "recall@10": (">= 0.95", lambda v: v["recall"] >= 0.95),
-    "doctor": ("< 30 s (200k)", lambda v: v["wall"] < 30),
+    "doctor --full": ("", None),
+    "doctor": ("< 60 s (1M)", lambda v: v["wall"] < 60),
     "sync, nothing new": ("< 3 s (200k)", lambda v: v["wall"] < 3),
     "index after 1,000 new (embedded)": ("seconds + embedding", None),
 }

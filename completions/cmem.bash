@@ -28,7 +28,7 @@ _cmem() {
         "verify") words="--stale --project -p --json --format -f -h --help"; valued="--project -p --format -f"; paths="" ;;
         "recall") words="--prompt --file --session --agent --project -p --json -h --help"; valued="--prompt --file --session --agent --project -p"; paths="--file" ;;
         "export") words="--rebuild --json -h --help"; valued=""; paths="" ;;
-        "doctor") words="--fix --json -h --help"; valued=""; paths="" ;;
+        "doctor") words="--fix --full --json -h --help"; valued=""; paths="" ;;
         "index") words="--full --json -h --help"; valued=""; paths="" ;;
         "status") words="--json -h --help"; valued=""; paths="" ;;
         "watch") words="--debounce -h --help"; valued="--debounce"; paths="" ;;

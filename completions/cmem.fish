@@ -158,6 +158,7 @@ complete -c cmem -n '__fish_seen_subcommand_from export' -l rebuild -d 'Adopt ha
 complete -c cmem -n '__fish_seen_subcommand_from export' -l json -d 'Output JSON.'
 complete -c cmem -n '__fish_seen_subcommand_from export' -s h -l help -d 'Show help and exit.'
 complete -c cmem -n '__fish_seen_subcommand_from doctor' -l fix -d 'Roll back interrupted writes, adopt hand-edited and new files, rewrite'
+complete -c cmem -n '__fish_seen_subcommand_from doctor' -l full -d 'Render every memory and compare it with its file, not only the files w'
 complete -c cmem -n '__fish_seen_subcommand_from doctor' -l json -d 'Output JSON.'
 complete -c cmem -n '__fish_seen_subcommand_from doctor' -s h -l help -d 'Show help and exit.'
 complete -c cmem -n '__fish_seen_subcommand_from index' -l full -d 'Rebuild from scratch into a new file and swap it in atomically.'

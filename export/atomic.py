@@ -151,6 +151,11 @@ def _create_temp(target: str, mode: int) -> tuple[int, str]:
     raise FileExistsError(errno.EEXIST, f"no free temp file name in {directory}")
 
 
+# A file written this recently is read and hashed even when its size and mtime match its record (as git does
+# with "racily clean" entries): filesystem timestamps are coarse, so a quick same-size edit could share one.
+RACY_NS = 2_000_000_000
+
+
 def stat_key(path: Path | str) -> tuple[int, int] | None:
     """(size, mtime_ns): what must stay equal for a file to count as untouched without reading it (of the
     path itself: a symbolic link put there never passes for the file cmem wrote)."""

@@ -96,6 +96,26 @@ def test_no_head_where_narrowing_cannot_help(table, monkeypatch):
     assert head("token", "absent") is None  # one term is in the table
 
 
+def test_no_head_when_most_matches_hold_two_terms_or_more(monkeypatch):
+    """Words in most rows (a 100-word vocabulary): the pairs keep nearly every match, and matching them
+    cost more than ranking every match (bm25.HEAD_SHARE)."""
+    conn = apsw.Connection(":memory:")
+    conn.execute(f"CREATE VIRTUAL TABLE t USING fts5(title, body, tokenize='{TOKENIZER}')")
+    rng = random.Random(5)
+    vocabulary = COMMON[:3] + RARE[:10]
+    with conn:
+        for _ in range(1_000):
+            conn.execute("INSERT INTO t VALUES (?, ?)", ("x", " ".join(rng.choices(vocabulary, k=8))))
+    query = terms(conn, "token refresh race")
+    share = bm25.several_share([n / query.rows for n in query.counts.values()])
+    both = conn.execute("SELECT count(*) FROM t WHERE t MATCH ?", ['("token" AND "refresh") OR '
+        '("token" AND "race") OR ("refresh" AND "race")']).fetchall()[0][0]  # fmt: skip
+    some = conn.execute("SELECT count(*) FROM t WHERE t MATCH ?", [fts_query("token refresh race")])
+    assert abs(share - both / some.fetchall()[0][0]) < 0.05  # the estimate is near the real share
+    monkeypatch.setattr(bm25, "HEAD_FROM", 0)
+    assert share >= bm25.HEAD_SHARE and bm25.head("t", query) is None
+
+
 def test_table_rows_reads_what_fts5_counts(table):
     assert bm25.table_rows(table, "t") == 3_000
     empty = apsw.Connection(":memory:")

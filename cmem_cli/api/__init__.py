@@ -897,12 +897,13 @@ class Memory:
         """Open the write service now, so that the reads before a write share its connection."""
         self.service  # noqa: B018 - opened on first use
 
-    def doctor(self, *, fix: bool = False) -> dict[str, Any]:
+    def doctor(self, *, fix: bool = False, full: bool = False) -> dict[str, Any]:
         """Check the database's integrity and the export tree (`cmem doctor --json`); ``fix`` repairs what it
-        safely can. Opens the home itself, so it also reports a store that cannot be opened."""
+        safely can. Opens the home itself, so it also reports a store that cannot be opened. The export
+        tree is checked by stat unless ``full`` (or ``fix``) renders every memory and compares its file."""
         from cmem_cli.services.doctor import diagnose
 
-        return diagnose(self.config, fix=fix)
+        return diagnose(self.config, fix=fix, full=full)
 
     def remote_status(self) -> RemoteStatus | None:
         """This home's remote (None without one): which remote (no password), when it last synced and

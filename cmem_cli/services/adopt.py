@@ -48,9 +48,7 @@ from cmem_export.reading import (
     parse_file,
 )
 
-# A file cmem wrote this recently is read and hashed even when its size and mtime match (as git does with
-# "racily clean" entries): filesystem timestamps are coarse, so a quick same-size edit could share one.
-RACY_NS = 2_000_000_000
+RACY_NS = atomic.RACY_NS  # a file cmem wrote this recently is read even when its stat matches
 
 
 @dataclass

@@ -12,7 +12,7 @@ rewrites the export from a store whose integrity check failed (that would spread
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from collections.abc import Set as AbstractSet
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,7 +24,7 @@ from cmem_cli.services.debris import remove as remove_debris
 from cmem_cli.services.git_checks import git_checks
 from cmem_cli.services.sync_repo import GIT_DIR_NAME
 from cmem_cli.store.presence import REPAIR_ADVICE, lost_store_problem
-from cmem_export import digest, layout
+from cmem_export import atomic, digest, layout
 from cmem_export.journal import pending
 from cmem_export.reading import MAX_FILE_BYTES
 
@@ -37,8 +37,9 @@ DAMAGED_ADVICE = (
 )
 
 
-def diagnose(config: Any, *, fix: bool = False) -> dict[str, Any]:
-    """The whole doctor run for one home: the store's presence, opening it, then :func:`run_checks`."""
+def diagnose(config: Any, *, fix: bool = False, full: bool = True) -> dict[str, Any]:
+    """The whole doctor run for one home: the store's presence, opening it, then :func:`run_checks`
+    (``full``: every memory rendered and compared with its file; ``fix`` always checks in full)."""
     from cmem_cli.services.writes import WriteService
 
     problem = lost_store_problem(config.db_path, config.export_dir)
@@ -53,7 +54,7 @@ def diagnose(config: Any, *, fix: bool = False) -> dict[str, Any]:
         advice = "" if message.endswith("upgrade cmem") else f"; {DAMAGED_ADVICE}"
         return _failed("store", message + advice)
     try:
-        return run_checks(memory, fix=fix)
+        return run_checks(memory, fix=fix, full=full or fix)
     finally:
         memory.close()
 
@@ -96,7 +97,10 @@ def _guarded(checks: list[dict[str, Any]], name: str, check: Callable[[], tuple[
     return ok
 
 
-def run_checks(memory: WriteService, *, fix: bool = False) -> dict[str, Any]:
+def run_checks(memory: WriteService, *, fix: bool = False, full: bool = True) -> dict[str, Any]:
+    """Every check, in the order doctor shows them. Without ``full`` the export tree is checked by stat: a
+    file whose size and modification time are still those cmem recorded when it wrote the file is taken as
+    written, and only the others are rendered and compared (a million memories: seconds, not minutes)."""
 
     store = memory.store
     checks: list[dict[str, Any]] = []
@@ -136,7 +140,7 @@ def run_checks(memory: WriteService, *, fix: bool = False) -> dict[str, Any]:
     # file another machine forgot because the sync that brought the forget died before adopting it)
     checks += git_checks(memory, fix=fix)
     checks.append(_supersedes_loops(memory, fix=fix))
-    before = export_problems(memory)
+    before = export_problems(memory, full=full)
     if fix:
         if any(before[name] for name in _REBUILT_BY_FIX):
             from cmem_cli.services import export_upkeep
@@ -164,7 +168,7 @@ def run_checks(memory: WriteService, *, fix: bool = False) -> dict[str, Any]:
         checks.append(check)
     checks.append(bytecode_check(fix=fix))
     ok = all(c["status"] in ("ok", "fixed", "warn") for c in checks)
-    return {"ok": ok, "checks": checks}
+    return {"ok": ok, "full": full, "checks": checks}
 
 
 def bytecode_check(*, fix: bool = False) -> dict[str, Any]:
@@ -274,10 +278,14 @@ NOT_ADOPTED = "files not adopted"
 Findings = dict[str, list[tuple[str, str | None]]]
 
 
-def export_problems(memory: WriteService) -> Findings:
+def export_problems(memory: WriteService, *, full: bool = True) -> Findings:
     """Every export check's findings as (path, reason or None), by check name, in the order doctor shows
     them. A file adoption would refuse is listed once, under :data:`NOT_ADOPTED` with its reason, not as a
-    file to adopt."""
+    file to adopt. Without ``full``, only the files whose stat differs from cmem's record are rendered
+    (:func:`_changed_since_written`)."""
+    import os
+    from stat import S_ISREG
+
     from cmem_cli.services import export_upkeep
     from cmem_cli.services.adopt import refused_files
     from cmem_cli.services.arrivals import still_rejected
@@ -286,7 +294,13 @@ def export_problems(memory: WriteService) -> Findings:
     records = memory.store.export_files.records()
     expected: set[str] = set()
     missing, changed, edited = [], [], []
-    for relpath, text in export_upkeep.iter_expected_files(memory):
+    stated: dict[str, int] = {}  # the quick check's files it read the stat of: their modes
+    rendered = (
+        export_upkeep.iter_expected_files(memory)
+        if full
+        else _changed_since_written(memory, records, expected, stated)
+    )
+    for relpath, text in rendered:
         expected.add(relpath)
         path = layout.resolve_inside(memory.export_root, relpath)
         if written_as(path, records.get(relpath), text):
@@ -320,7 +334,13 @@ def export_problems(memory: WriteService) -> Findings:
     # git's folder is git's: its files follow the umask of whoever ran git, and nobody else can enter the
     # 0700 folder; only the folder itself is checked
     opaque = {home / GIT_DIR_NAME, memory.export_root / ".git"}
-    loose = loose_modes([home, memory.export_root, *([cache] if cache else [])], opaque=opaque)
+    root = f"{memory.export_root}{os.sep}"
+    loose = loose_modes(
+        [home, memory.export_root, *([cache] if cache else [])],
+        opaque=opaque,
+        seen=lambda path: path.startswith(root) and path[len(root) :] in stated,
+    )
+    loose += [memory.export_root / p for p, mode in stated.items() if S_ISREG(mode) and mode & 0o077]
     found = {
         "missing files": missing,
         "changed files": changed,
@@ -328,11 +348,57 @@ def export_problems(memory: WriteService) -> Findings:
         "new files, to adopt": [p for p in new if p not in refused_paths],
         "interrupted writes": interrupted,
         "crash debris": debris,
-        "private modes": [_display(p, home) for p in loose],
+        "private modes": [_display(p, home) for p in sorted(loose)],
     }
     findings: Findings = {name: [(path, None) for path in paths] for name, paths in found.items()}
     findings[NOT_ADOPTED] = sorted([*refused, *arrived])
     return findings
+
+
+def _changed_since_written(
+    memory: WriteService,
+    records: dict[str, tuple[str, tuple[int, int] | None]],
+    expected: set[str],
+    stated: dict[str, int],
+) -> Iterator[tuple[str, str]]:
+    """The quick check's files to compare: each row's file is expected, and only those whose (size, mtime)
+    differ from what cmem recorded when it wrote them (or that it has no record of, or rows without a path)
+    are rendered. What it cannot see: a store row changed while its file was not rewritten (an interrupted
+    write is seen by the journal), or a new version rendering differently; `doctor --full` sees both.
+    ``stated`` gets the mode of each file whose stat it read, for the check of private modes."""
+    import os
+    import time
+
+    from cmem_cli.services import export_upkeep
+
+    root = os.fspath(memory.export_root)
+    store = memory.store
+    # a file written since then may hide a same-size edit in its clock tick: it is rendered
+    racy_after = time.time_ns() - atomic.RACY_NS
+    observation_ids: list[int] = []
+    summary_ids: list[int] = []
+    for relpath, (kind, row_id) in store.export_files.record_paths().items():
+        expected.add(relpath)
+        record = records.get(relpath)
+        if record is not None and record[1] is not None and record[1][1] < racy_after and _plain(relpath):
+            try:
+                info = os.lstat(os.path.join(root, relpath))
+            except OSError:
+                info = None
+            if info is not None:
+                stated[relpath] = info.st_mode
+            if info is not None and (info.st_size, info.st_mtime_ns) == record[1]:
+                continue
+        (observation_ids if kind == "observation" else summary_ids).append(row_id)
+    observation_ids += store.observations.ids_without_path()
+    summary_ids += store.summaries.ids_without_path()
+    return export_upkeep.expected_files_of(memory, sorted(observation_ids), sorted(summary_ids))
+
+
+def _plain(relpath: str) -> bool:
+    """A relative path that cannot leave the export root (else the file is rendered, and its path refused
+    there as the full check refuses it)."""
+    return not (relpath.startswith("/") or "\\" in relpath or ".." in relpath.split("/"))
 
 
 def _display(path: Path, home: Path) -> str:
@@ -342,11 +408,17 @@ def _display(path: Path, home: Path) -> str:
         return str(path)
 
 
-def loose_modes(roots: list[Path], *, opaque: AbstractSet[Path] = frozenset()) -> list[Path]:
+def loose_modes(
+    roots: list[Path],
+    *,
+    opaque: AbstractSet[Path] = frozenset(),
+    seen: Callable[[str], bool] | None = None,
+) -> list[Path]:
     """Folders and files under cmem's roots that group or others may use (older versions made intermediate
     folders 0755); stricter modes (git's read-only 0400 objects) are fine; symlinks are neither followed
     nor reported; an ``opaque`` folder (git's) is checked itself but not entered. One ``lstat`` per entry
-    and no path objects: a synced tree holds a million files."""
+    and no path objects: a synced tree holds a million files. A regular file ``seen`` says the caller read
+    the mode of already is not read again (the quick doctor's one ``lstat`` a file)."""
     import os
     import stat
 
@@ -362,6 +434,8 @@ def loose_modes(roots: list[Path], *, opaque: AbstractSet[Path] = frozenset()) -
             try:
                 with os.scandir(stack.pop()) as entries:
                     for entry in entries:
+                        if seen is not None and entry.is_file(follow_symlinks=False) and seen(entry.path):
+                            continue
                         try:
                             info = entry.stat(follow_symlinks=False)
                         except OSError:

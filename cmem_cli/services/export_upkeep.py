@@ -28,18 +28,36 @@ def expected_files(memory: WriteService) -> dict[str, str]:
 def iter_expected_files(memory: WriteService) -> Iterator[tuple[str, str]]:
     """:meth:`expected_files` one file at a time, the store read a page at a time: a whole-store pass
     holds one page of rows, not a million rendered files."""
+    yield from _rendered(memory, memory.store.observations.iter_all(), memory.store.summaries.all_ids())
 
+
+def expected_files_of(
+    memory: WriteService, observation_ids: list[int], summary_ids: list[int]
+) -> Iterator[tuple[str, str]]:
+    """The files of these observations and summaries only, as :func:`iter_expected_files` renders them (a
+    quick doctor renders just the files whose stat says they changed)."""
+
+    def rows() -> Iterator[dict[str, Any]]:
+        for start in range(0, len(observation_ids), EXPECTED_PAGE):
+            yield from memory.store.observations.oldest_first(observation_ids[start : start + EXPECTED_PAGE])
+
+    yield from _rendered(memory, rows(), summary_ids)
+
+
+def _rendered(
+    memory: WriteService, observations: Iterable[dict[str, Any]], summary_ids: Iterable[int]
+) -> Iterator[tuple[str, str]]:
     links = memory.store.links.all_outgoing()
     pending = memory.store.links.all_pending()
     page: list[dict[str, Any]] = []
-    for row in itertools.chain(memory.store.observations.iter_all(), [None]):
+    for row in itertools.chain(observations, [None]):
         if row is not None:
             page.append(row)
             if len(page) < EXPECTED_PAGE:
                 continue
         yield from _rendered(memory, page, links, pending)
         page = []
-    for summary_id in memory.store.summaries.all_ids():
+    for summary_id in summary_ids:
         row = memory.store.summaries.get(summary_id)
         yield row["path"] or layout.summary_relpath(row), markdown.render_summary(row)
 
@@ -171,9 +189,8 @@ def orphan_files(memory: WriteService, expected: set[str]) -> list[Path]:
     orphans: list[Path] = []
     if not memory.export_root.exists():
         return orphans
-    for relpath in sorted(_markdown_files(memory.export_root), key=lambda r: r.split("/")):
-        if relpath in expected:
-            continue
+    unexpected = (relpath for relpath in _markdown_files(memory.export_root) if relpath not in expected)
+    for relpath in sorted(unexpected, key=lambda r: r.split("/")):  # not a million paths, only these
         path = memory.export_root / relpath
         parts = relpath.split("/")
         try:
@@ -194,8 +211,8 @@ def written_as(path: Path, record: tuple[str, tuple[int, int] | None] | None, te
     """True when ``path`` is as cmem last wrote it (the same size and modification time, to the nanosecond,
     as recorded then: the test git and make use) and what cmem wrote is ``text`` (its recorded hash):
     a whole-tree pass then reads only the files that changed."""
-    if record is None or record[1] is None:
-        return False
+    if record is None or record[1] is None or record[1][1] >= time.time_ns() - atomic.RACY_NS:
+        return False  # no record, or written so lately that a same-size edit could share its time
     return atomic.stat_key(path) == record[1] and record[0] == digest.text_hash(text)
 
 

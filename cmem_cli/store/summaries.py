@@ -105,5 +105,10 @@ class SummaryRepository(Repository):
             "SELECT * FROM session_summaries WHERE id > ? ORDER BY id LIMIT ?", (after, size)
         )
 
+    def ids_without_path(self) -> list[int]:
+        return [
+            r[0] for r in self.db.execute("SELECT id FROM session_summaries WHERE path IS NULL ORDER BY id")
+        ]
+
     def delete(self, summary_id: int) -> None:
         self.db.execute("DELETE FROM session_summaries WHERE id = ?", (summary_id,))

@@ -53,6 +53,14 @@ def doctor(
             help="Roll back interrupted writes, adopt hand-edited and new files, rewrite missing ones.",
         ),
     ] = False,
+    full: Annotated[
+        bool,
+        typer.Option(
+            "--full",
+            help="Render every memory and compare it with its file, not only the files whose size or time "
+            "changed since cmem wrote them (minutes at a million memories; --fix always does).",
+        ),
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Check database integrity and the export tree (missing, changed, orphaned files). Exit 1 on problems,
@@ -60,7 +68,7 @@ def doctor(
     from cmem_cli.cli.invocation import open_api
 
     with open_api() as memory:
-        report = memory.doctor(fix=fix)
+        report = memory.doctor(fix=fix, full=full)
     _agent_checks(report)
     if as_json:
         write(json.dumps(report, ensure_ascii=False, indent=2) + "\n")
@@ -73,6 +81,9 @@ def doctor(
             Column("detail", "DETAIL", priority=1, shrink_to=20),
         ]
         emit_rows(report["checks"], columns, resolve_format(None, False))
+        if not report.get("full", True):
+            print("cmem: note: quick check: files unchanged since cmem wrote them were not compared; "
+                  "`cmem doctor --full` compares every file", file=sys.stderr)  # fmt: skip
     if not report["ok"]:
         failed = {c["name"] for c in report["checks"] if c["status"] == "fail"}
         raise typer.Exit(EXIT_INVALID if failed == {_NOT_ADOPTED} else 1)
