@@ -55,14 +55,14 @@ def _rendered(
             page.append(row)
             if len(page) < EXPECTED_PAGE:
                 continue
-        yield from _rendered(memory, page, links, pending)
+        yield from _page_files(memory, page, links, pending)
         page = []
     for summary_id in summary_ids:
         row = memory.store.summaries.get(summary_id)
         yield row["path"] or layout.summary_relpath(row), markdown.render_summary(row)
 
 
-def _rendered(
+def _page_files(
     memory: WriteService,
     page: list[dict[str, Any]],
     links: dict[int, list[dict[str, Any]]],
@@ -115,7 +115,7 @@ def rebuild_export(memory: WriteService) -> dict[str, Any]:
             if not page:
                 break
             links, pending = store.links.all_outgoing(), store.links.all_pending()
-            _write_page(memory, files, _rendered(memory, page, links, pending), records, tally)
+            _write_page(memory, files, _page_files(memory, page, links, pending), records, tally)
             after = page[-1]["id"]
     after = 0
     while True:
