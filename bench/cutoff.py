@@ -1,7 +1,7 @@
 """Calibrating search's evidence cut-off (``FusionParams.cutoff``, the default ``--min-score``).
 
 For every set built by bench/retrieval.py (``--work DIR``), runs each real query and a fixed list of nonsense
-queries through ``cmem_cli.services.search_pipeline.search`` (hybrid, no cut-off) and reports:
+queries through ``cmem_cli.services.read.search_pipeline.search`` (hybrid, no cut-off) and reports:
 
 - the best score any nonsense query reaches with no cut-off at all (``nonsense_best``: the score bar alone
   need not sit above it, because a query none of whose words occurs in the searched documents is judged by
@@ -30,8 +30,8 @@ CUTOFFS = [0.0, 0.05, 0.06, 0.07, 0.075, 0.08, 0.1]
 def calibrate(name: str, work: Path, model: str, split: str) -> dict[str, object]:
     from cmem_cli.core.config import load_config
     from cmem_cli.core.query import Query
-    from cmem_cli.services.search_pipeline import search
-    from cmem_cli.services.writes import WriteService
+    from cmem_cli.services.read.search_pipeline import search
+    from cmem_cli.services.write.service import WriteService
     from cmem_cli.store.repository import Filters
 
     data = retrieval.SETS[name](split)

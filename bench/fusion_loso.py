@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.retrieval import ndcg
-from cmem_cli.services.search_pipeline import replies_first
+from cmem_cli.services.read.search_pipeline import replies_first
 from cmem_index.fusion import DEFAULT_PARAMS, KEYWORD, VECTOR, FusionParams, Signal, fuse
 
 Query = dict[str, Any]

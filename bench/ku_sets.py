@@ -8,7 +8,7 @@ bench/data/ku-agentlog). Their items are split by number: odd items tune, even i
 ``ku-ops`` (terse team notes: ops, tracker, standup, email; bench/data/ku-ops), is held back whole.
 
 Every memory is recorded in time order with one ``cmem add --json - --format json`` (each record compared
-with the older ones as a single ``cmem add`` compares it: :mod:`cmem_cli.services.candidates`), the home is
+with the older ones as a single ``cmem add`` compares it: :mod:`cmem_cli.services.truth.candidates`), the home is
 indexed (``cmem index``, with ``--model``), and each question is asked with ``cmem search QUESTION
 --project P -n 10 --json``. Measures (bench/beam.py's, per question, top 10):
 

@@ -6,7 +6,7 @@ dev set (questions against Python functions).
 
 The whole product is measured: each corpus is loaded with ``cmem add --json`` into a temporary cmem home,
 exported to markdown by cmem, indexed by ``cmem index`` (chunking, front matter, embeddings), and queried
-through ``cmem_cli.services.search_pipeline.search`` — what ``cmem search --mode MODE`` runs in-process (the store's BM25
+through ``cmem_cli.services.read.search_pipeline.search`` — what ``cmem search --mode MODE`` runs in-process (the store's BM25
 fused with the index's BM25 and vectors) — in keyword, vector and hybrid modes, plus ``rrf``: plain
 reciprocal-rank fusion of the index's FTS5 BM25 and vector lists, the baseline to beat. The data is read from
 ../shared/data at run time and never copied into the repository.
@@ -285,8 +285,8 @@ def evaluate(
 ) -> dict[str, Any]:
     from cmem_cli.core.config import load_config
     from cmem_cli.core.query import Query
-    from cmem_cli.services.search_pipeline import search
-    from cmem_cli.services.writes import WriteService
+    from cmem_cli.services.read.search_pipeline import search
+    from cmem_cli.services.write.service import WriteService
     from cmem_cli.store.filters import Filters
     from cmem_index.hybrid import hybrid
     from cmem_index.trace import Trace
@@ -360,7 +360,7 @@ def _corpus_signal(spec: list[Any], corpus: dict[str, str]) -> list[Any]:
 
 
 def reply_pairs(store: Any, id_map: dict[str, str]) -> dict[str, str]:
-    """Every bare question's reply (the search's reply rule, cmem_cli.services.search_pipeline.with_replies), as
+    """Every bare question's reply (the search's reply rule, cmem_cli.services.read.search_pipeline.with_replies), as
     corpus ids, so the fusion tools can replay that step too."""
     from cmem_cli.store.filters import Filters
 

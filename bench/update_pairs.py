@@ -1,13 +1,13 @@
 """Inferred supersession on pairs no rule was written for: how many real updates it marks, how many
 related-but-valid pairs it wrongly marks.
 
-BEAM's 37 knowledge-update questions (bench/beam.py) shaped the rule in cmem_cli/services/updates.py, and
+BEAM's 37 knowledge-update questions (bench/beam.py) shaped the rule in cmem_cli/services/truth/updates.py, and
 tests/test_updates.py holds the pairs written while designing it. These pairs are in the voice of a
 developer's chat with an assistant: facts that changed (a duration, a version, a size, a count, a date, a
 time, a rate, an amount) and related facts that are both true (two environments, two apps, two people, a
 goal and a state, a second thing added, two versions, two services). Each pair is an older and a newer
 message of one project a day apart, and a question about the subject; the rule runs over the two as a
-search's first rows (:func:`cmem_cli.services.updates.infer`).
+search's first rows (:func:`cmem_cli.services.truth.updates.infer`).
 
 The first set (16 + 16) was written before it was run on any rule; the rule was then changed in view of
 its misses, so it is no longer unseen. The second set (12 + 12) was written after those changes and run
@@ -227,7 +227,7 @@ BOTH_VALID_2 = [
 
 def marked(older: str, newer: str, query: str) -> bool:
     """Whether the rule marks the older message replaced by the newer one (a day later, one project)."""
-    from cmem_cli.services.updates import infer
+    from cmem_cli.services.truth.updates import infer
 
     rows = [
         {"id": 1, "kind": "observation", "project": "app"},

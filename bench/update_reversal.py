@@ -12,7 +12,7 @@ bench/beam.py's figures through the CLI.
 
 For each question, its chat's user messages are ranked by plain FTS5 BM25 (porter, the question's words
 OR-ed, as bench/beam.py's floor does) and the first 20 become a search's rows; the rule
-(:func:`cmem_cli.services.updates.infer`) runs over them with the messages' real times, and again with
+(:func:`cmem_cli.services.truth.updates.infer`) runs over them with the messages' real times, and again with
 every time negated.
 
     python -m bench.update_reversal [--head 20] [--json]
@@ -42,7 +42,7 @@ def run(head: int = HEAD) -> dict[str, Any]:
     import apsw
 
     from cmem_cli.core.fts import fts_query
-    from cmem_cli.services import updates
+    from cmem_cli.services.truth import updates
 
     messages, questions = load()
     by_id = {m["id"]: m for m in messages}

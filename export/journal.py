@@ -3,7 +3,7 @@
 A write transaction that touches export files first notes, per file, what was there before: its text, or
 that it was absent. Only then is the file written. The database commits, the files it replaced are
 removed, and the journal is deleted. If the process dies in between, the journal survives, and recovery
-(``cmem_cli.services.recovery``, run under the store's write lock) asks the store which files it committed (by
+(``cmem_cli.services.upkeep.recovery``, run under the store's write lock) asks the store which files it committed (by
 content hash) and puts the old text back for every other one. Without a journal, a file with no store row
 is a person's file and is adopted, never deleted.
 

@@ -48,7 +48,7 @@ def reset_caches() -> None:
     test's next command, with another home or config, must not."""
     from cmem_cli.cli import invocation
     from cmem_cli.core import repo_identity, stopping
-    from cmem_cli.services import privacy
+    from cmem_cli.services.write import privacy
 
     invocation.set_home(None)
     stopping.stop_waiting_when(None)

@@ -7,7 +7,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from cmem_cli.services.sync_repo import Git
+from cmem_cli.services.inbound.sync_repo import Git
 from tests.runner import invoke
 
 
@@ -42,7 +42,7 @@ class Machine:
 
     def by_uid(self) -> dict[str, dict[str, Any]]:
         from cmem_cli.core.config import load_config
-        from cmem_cli.services.writes import WriteService
+        from cmem_cli.services.write.service import WriteService
 
         with WriteService.open(load_config(self.home)) as memory:
             ids = memory.store.observations.all_ids()
@@ -50,14 +50,14 @@ class Machine:
 
     def links(self, obs_id: int) -> list[dict[str, Any]]:
         from cmem_cli.core.config import load_config
-        from cmem_cli.services.writes import WriteService
+        from cmem_cli.services.write.service import WriteService
 
         with WriteService.open(load_config(self.home)) as memory:
             return memory.store.links.outgoing(obs_id)
 
     def links_to(self, obs_id: int) -> list[dict[str, Any]]:
         from cmem_cli.core.config import load_config
-        from cmem_cli.services.writes import WriteService
+        from cmem_cli.services.write.service import WriteService
 
         with WriteService.open(load_config(self.home)) as memory:
             return memory.store.links.incoming(obs_id)

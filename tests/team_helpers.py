@@ -43,7 +43,7 @@ class Home:
     def rows(self) -> dict[str, dict[str, Any]]:
         """uid -> stored observation (through the store: what search and get read)."""
         from cmem_cli.core.config import load_config
-        from cmem_cli.services.writes import WriteService
+        from cmem_cli.services.write.service import WriteService
 
         with WriteService.open(load_config(self.path)) as memory:
             store = memory.store
@@ -53,7 +53,7 @@ class Home:
 
     def links(self, uid: str) -> list[tuple[str, str]]:
         from cmem_cli.core.config import load_config
-        from cmem_cli.services.writes import WriteService
+        from cmem_cli.services.write.service import WriteService
 
         with WriteService.open(load_config(self.path)) as memory:
             row = memory.store.observations.by_uid(uid)

@@ -347,7 +347,7 @@ def test_the_read_methods_open_neither_the_write_service_nor_the_result_types(ho
         "import sys\nfrom cmem_cli.api import Memory\n"
         "with Memory() as m:\n"
         "    m.search('probe').to_json(); m.timeline(%d).to_json(); m.get(%d).to_json(); m.stats()\n"
-        "print(sorted(n for n in ('cmem_cli.services.writes', 'cmem_cli.core.results') if n in sys.modules))\n"
+        "print(sorted(n for n in ('cmem_cli.services.write.service', 'cmem_cli.core.results') if n in sys.modules))\n"
     ).replace("%d", str(obs_id))
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert out == "[]\n"

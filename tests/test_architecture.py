@@ -58,7 +58,7 @@ def test_a_store_that_imports_the_index_breaks_the_contracts(tmp_path: Path) -> 
 def test_the_index_may_not_import_the_services(tmp_path: Path) -> None:
     root = _copy_tree(tmp_path)
     chunker = root / "cmem_index" / "chunker.py"
-    chunker.write_text(chunker.read_text() + "\nimport cmem_cli.services.writes  # noqa\n")
+    chunker.write_text(chunker.read_text() + "\nimport cmem_cli.services.write.service  # noqa\n")
     result = _lint(root)
     assert result.returncode == 1
     assert "The index and the export import only cmem's kernel BROKEN" in result.stdout
@@ -88,12 +88,12 @@ def test_a_cli_command_that_calls_a_service_breaks_the_contracts(tmp_path: Path)
     root = _copy_tree(tmp_path)
     body = root / "cmem_cli" / "cli" / "write_bodies.py"
     body.write_text(
-        body.read_text() + "\nfrom cmem_cli.services.writes import WriteService as _Service  # noqa\n"
+        body.read_text() + "\nfrom cmem_cli.services.write.service import WriteService as _Service  # noqa\n"
     )
     result = _lint(root)
     assert result.returncode == 1
     assert "CLI, capture, MCP and view reach the services only through the API BROKEN" in result.stdout
-    assert "cmem_cli.cli.write_bodies -> cmem_cli.services.writes" in result.stdout
+    assert "cmem_cli.cli.write_bodies -> cmem_cli.services.write.service" in result.stdout
 
 
 def test_a_cli_command_that_drives_a_remote_itself_breaks_the_contracts(tmp_path: Path) -> None:
@@ -136,12 +136,13 @@ def test_a_hook_that_calls_a_service_breaks_the_contracts(tmp_path: Path) -> Non
     root = _copy_tree(tmp_path)
     capture = root / "cmem_cli" / "capture" / "hooks" / "capture.py"
     capture.write_text(
-        capture.read_text() + "\nfrom cmem_cli.services.writes import WriteService as _Service  # noqa\n"
+        capture.read_text()
+        + "\nfrom cmem_cli.services.write.service import WriteService as _Service  # noqa\n"
     )
     result = _lint(root)
     assert result.returncode == 1
     assert "CLI, capture, MCP and view reach the services only through the API BROKEN" in result.stdout
-    assert "cmem_cli.capture.hooks.capture -> cmem_cli.services.writes" in result.stdout
+    assert "cmem_cli.capture.hooks.capture -> cmem_cli.services.write.service" in result.stdout
 
 
 # -- SQL lives in the stores ---------------------------------------------------------------------------------
@@ -238,14 +239,14 @@ def test_a_service_that_runs_its_own_sql_is_found(tmp_path: Path) -> None:
 
 def test_a_service_or_team_module_that_opens_sqlite_breaks_the_contracts(tmp_path: Path) -> None:
     root = _copy_tree(tmp_path)
-    doctor = root / "cmem_cli" / "services" / "doctor.py"
+    doctor = root / "cmem_cli" / "services" / "upkeep" / "doctor.py"
     doctor.write_text(doctor.read_text() + "\nimport apsw  # noqa\n")
     pull = root / "cmem_cli" / "team" / "pull.py"
     pull.write_text(pull.read_text() + "\nfrom cmem_cli.store.repository import Store as _Store  # noqa\n")
     result = _lint(root)
     assert result.returncode == 1
     assert "Only the store and the index open SQLite" in result.stdout
-    assert "cmem_cli.services.doctor -> apsw" in result.stdout
+    assert "cmem_cli.services.upkeep.doctor -> apsw" in result.stdout
     assert "The team remote reaches this home's store only through its outbox and the write" in result.stdout
     assert "cmem_cli.team.pull -> cmem_cli.store.repository" in result.stdout
 
@@ -260,7 +261,7 @@ def private_reaches(root: Path) -> list[str]:
     found: list[str] = []
     for path in sorted(root.rglob("*.py")):
         relative = path.relative_to(root).as_posix()
-        if relative.startswith(("api/", "store/")) or relative == "services/writes.py":
+        if relative.startswith(("api/", "store/")) or relative == "services/write/service.py":
             continue
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
             if not (
@@ -287,8 +288,8 @@ def test_sync_team_and_adoption_use_the_write_services_public_surface(tmp_path: 
 
 # -- one way in: the store's records are written by the write service and reconcile --------------------------
 # A memory, summary, prompt, session or link reaches the store through the write service (a local write:
-# its record and session services, services/records.py and services/sessions.py) or the way in (services/reconcile/: what git, the team database or a hand edit brings;
-# its upsert, key rule and inbound writer). The supersedes rule (services/supersession.py) adds and removes
+# its record and session services, services/write/records.py and services/write/sessions.py) or the way in (services/inbound/reconcile/: what git, the team database or a hand edit brings;
+# its upsert, key rule and inbound writer). The supersedes rule (services/truth/supersession.py) adds and removes
 # the links both of them ask it to.
 RECORD_WRITES = {  # repository -> its methods that write records
     "observations": {"insert", "insert_new", "update", "delete"},  # (a file's name is export upkeep's)
@@ -299,10 +300,10 @@ RECORD_WRITES = {  # repository -> its methods that write records
 }
 RECORD_WRITERS = (
     "store/",
-    "services/records.py",
-    "services/sessions.py",
-    "services/reconcile/",
-    "services/supersession.py",
+    "services/write/records.py",
+    "services/write/sessions.py",
+    "services/inbound/reconcile/",
+    "services/truth/supersession.py",
 )
 
 
@@ -335,11 +336,11 @@ def test_records_are_written_only_by_the_write_service_and_reconcile(tmp_path: P
 
 # -- one link pass: what arrives (git, the team database, a hand edit) has its links settled in one place --
 LINK_WRITES = {"add", "remove", "add_pending", "clear_pending_from", "take_pending_to"}
-LINK_PASS = "services/reconcile/writer.py"
+LINK_PASS = "services/inbound/reconcile/writer.py"
 LINK_RULES = (
     "store/",
-    "services/records.py",
-    "services/supersession.py",
+    "services/write/records.py",
+    "services/truth/supersession.py",
 )  # local writes; the supersedes rule
 
 
@@ -372,7 +373,7 @@ def test_the_links_of_what_comes_in_are_settled_by_the_inbound_writer_alone(tmp_
     """Adoption, git arrivals and team pulls hand their links to ``reconcile.writer.Inbound``: adoption
     keeps no link pass of its own."""
     assert {m.split(":")[0] for m in link_settlers(REPO / "cmem_cli")} == {LINK_PASS}
-    adopt = (REPO / "cmem_cli" / "services" / "adopt.py").read_text()
+    adopt = (REPO / "cmem_cli" / "services" / "inbound" / "adopt.py").read_text()
     assert "Inbound(" in adopt and "links.outgoing" not in adopt
     (tmp_path / "services").mkdir()
     (tmp_path / "services" / "hand_edits.py").write_text(
@@ -414,14 +415,14 @@ def import_cycles(package: str) -> list[list[str]]:
 
 
 def test_the_services_import_no_circle() -> None:
-    """The write service no longer upkeeps the export (services/export_upkeep.py does), so adoption and
+    """The write service no longer upkeeps the export (services/upkeep/export_upkeep.py does), so adoption and
     the write service stop importing each other; no other circle may take its place."""
     assert import_cycles("cmem_cli.services") == []
 
 
 def test_one_function_makes_conflict_copies() -> None:
     """A conflict copy is made in one place, with one uid rule (derived: made twice, it is one memory):
-    cmem_cli/services/reconcile/rule.py. Nothing else names a copy or derives a uid."""
+    cmem_cli/services/inbound/reconcile/rule.py. Nothing else names a copy or derives a uid."""
     makers = []
     for path in sorted((REPO / "cmem_cli").rglob("*.py")):
         relative = path.relative_to(REPO / "cmem_cli").as_posix()
@@ -431,4 +432,4 @@ def test_one_function_makes_conflict_copies() -> None:
             defines = isinstance(node, ast.FunctionDef) and "copy" in node.name and "conflict" in node.name
             if named or derives or defines:
                 makers.append(f"{relative}:{node.lineno}")  # type: ignore[attr-defined]
-    assert [m.split(":")[0] for m in makers] == ["services/reconcile/rule.py"] * 3, makers
+    assert [m.split(":")[0] for m in makers] == ["services/inbound/reconcile/rule.py"] * 3, makers

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from cmem_cli.services.activity import command_kind, failed_tests, where
+from cmem_cli.services.read.activity import command_kind, failed_tests, where
 from tests.agent_fixtures import payload, tool_payload
 from tests.conftest import fake_repo
 

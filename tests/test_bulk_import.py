@@ -10,8 +10,8 @@ import pytest
 
 from cmem_cli.core.config import load_config
 from cmem_cli.core.text import estimate_tokens
-from cmem_cli.services import records as record_writes
-from cmem_cli.services.writes import WriteService
+from cmem_cli.services.write import records as record_writes
+from cmem_cli.services.write.service import WriteService
 from cmem_export import digest
 
 
@@ -35,7 +35,7 @@ def test_a_bulk_import_stores_what_single_writes_would(cli, home, monkeypatch, b
     assert result.stdout.split() == [str(i) for i in [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 4]]
     memory = WriteService.open(load_config())
     try:
-        from cmem_cli.services.export_upkeep import expected_files
+        from cmem_cli.services.upkeep.export_upkeep import expected_files
 
         expected = expected_files(memory)
         rows = [memory.store.observations.get(i) for i in memory.store.observations.all_ids()]

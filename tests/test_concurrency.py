@@ -97,8 +97,8 @@ def test_a_sync_walks_the_export_tree_before_it_takes_the_write_lock(sh, home, m
     another process can write meanwhile. A file it wrote during the walk is not taken for deleted, and a
     person's edit made before the walk is adopted."""
     from cmem_cli.core.config import load_config
-    from cmem_cli.services import adopt
-    from cmem_cli.services.writes import WriteService
+    from cmem_cli.services.inbound import adopt
+    from cmem_cli.services.write.service import WriteService
 
     for n in range(3):
         assert sh("add", f"note {n}", "--project", "walk").exit_code == 0
@@ -178,7 +178,7 @@ def test_a_hook_prompt_lands_between_the_pages_of_an_export_rebuild(sh, home, tm
     """`cmem export --rebuild` writes a page of memories per short transaction: a hook that comes between
     two pages stores its prompt at once (it found the store locked for the whole rebuild before), and the
     rebuild still rewrites every deleted file."""
-    from cmem_cli.services.writes import WriteService
+    from cmem_cli.services.write.service import WriteService
 
     project = tmp_path / "work" / "rebuild-app"
     (project / ".git").mkdir(parents=True)

@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from cmem_cli.core.config import load_config
 from cmem_cli.core.text import estimate_tokens
 from cmem_cli.core.timeutil import now_ms
-from cmem_cli.services.briefing import build_context
-from cmem_cli.services.writes import WriteService
+from cmem_cli.services.read.briefing import build_context
+from cmem_cli.services.write.service import WriteService
 
 DAY = 86_400_000
 

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cmem_cli.core.config import load_config
-from cmem_cli.services.writes import WriteService
+from cmem_cli.services.write.service import WriteService
 from cmem_export import layout, markdown, reading
 
 FULL = {
@@ -286,7 +286,7 @@ def test_fast_front_matter_reader_takes_cmem_files_and_defers_on_hand_yaml():
 
 
 def test_doctor_reads_only_files_whose_stat_moved_and_still_sees_a_same_size_edit(cli, home, monkeypatch):
-    from cmem_cli.services import doctor as doctor_module
+    from cmem_cli.services.upkeep import doctor as doctor_module
     from cmem_export import atomic
 
     monkeypatch.setattr(atomic, "RACY_NS", 0)  # files just written are read too (racily clean): not here

@@ -66,7 +66,7 @@ def test_files_of_a_write_killed_before_its_commit_are_rolled_back(cli, home, mo
 
     def import_then_die_before_commit() -> None:
         from cmem_cli.core.config import load_config
-        from cmem_cli.services import writes as memory_module
+        from cmem_cli.services.write import service as memory_module
 
         synced: list[int] = []  # the first flush is of the files staged before the lock was taken
 
@@ -105,7 +105,7 @@ def test_a_bulk_import_killed_while_it_stages_its_files_leaves_only_its_staging_
 
     def import_then_die_while_staging() -> None:
         from cmem_cli.core.config import load_config
-        from cmem_cli.services import writes as memory_module
+        from cmem_cli.services.write import service as memory_module
 
         monkeypatch.setattr(memory_module.atomic, "sync_all", lambda: os._exit(9))  # staged, nothing placed
         with memory_module.WriteService.open(load_config()) as memory:
@@ -130,7 +130,7 @@ def test_a_write_killed_after_its_commit_is_finished_by_doctor_fix(cli, home, mo
 
     def forget_then_die_after_commit() -> None:
         from cmem_cli.core.config import load_config
-        from cmem_cli.services import writes as memory_module
+        from cmem_cli.services.write import service as memory_module
 
         monkeypatch.setattr(memory_module.FileTransaction, "commit", lambda self: os._exit(9))
         with memory_module.WriteService.open(load_config()) as memory:

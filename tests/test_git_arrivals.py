@@ -1,7 +1,7 @@
 """Files that arrive by git sync in a shape cmem never writes (issue 35): a teammate's script or a hand
 edit committed with plain git. Each is skipped with a one-line note naming its uid and the machine that
 wrote it, listed in `cmem sync --json` (``rejected``, exit 4 as for any file not taken) and by `cmem
-doctor`, and the rest of the sync goes on; the same rule as team rows (``services/record_shapes.py``).
+doctor`, and the rest of the sync goes on; the same rule as team rows (``services/inbound/record_shapes.py``).
 Through the real CLI, with a bare repository and a plain git clone in a temporary folder.
 """
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from cmem_cli.services import sync_repo
+from cmem_cli.services.inbound import sync_repo
 
 
 def _git_in(folder: Path) -> subprocess.Popen[bytes]:

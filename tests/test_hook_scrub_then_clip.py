@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from cmem_cli.services.privacy import scrub, strip_private
+from cmem_cli.services.write.privacy import scrub, strip_private
 from tests.agent_fixtures import all_stored_bytes, tool_payload
 from tests.conftest import fake_repo
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from cmem_cli.services.search_pipeline import signals_json
+from cmem_cli.services.read.search_pipeline import signals_json
 from cmem_index.fusion import VECTOR, Signal, fuse, vector_norm
 from cmem_index.hybrid import hybrid
 from cmem_index.loading import load_embedder

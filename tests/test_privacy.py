@@ -16,7 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from cmem_cli.core.errors import InvalidInput
-from cmem_cli.services.privacy import (
+from cmem_cli.services.write.privacy import (
     is_excluded_project,
     redact_secrets,
     rules_from_config,
@@ -246,6 +246,6 @@ def test_config_object_supplies_the_users_rules() -> None:
 
 def test_every_default_rule_compiles() -> None:
     # Rules compile lazily (a hook should not pay for patterns its text never needs): check them all here.
-    from cmem_cli.services.privacy import DEFAULT_RULES
+    from cmem_cli.services.write.privacy import DEFAULT_RULES
 
     assert all(rule.pattern.pattern for rule in DEFAULT_RULES)

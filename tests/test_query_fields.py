@@ -124,7 +124,7 @@ def test_every_backend_compiles_every_filter_it_holds():
     from cmem_cli.core.filters import FILTER_FIELDS, FilterFields
     from cmem_cli.store.filters import StoreSql
     from cmem_cli.team.source import _TeamSql
-    from cmem_index.retrieve import _IndexSql
+    from cmem_index.repositories.retrieval import _IndexSql
 
     every = FilterFields(
         project="demo", types=["decision", "bugfix"], concepts=["pool"], files=["src/db.py"], agent="claude",

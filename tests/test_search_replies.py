@@ -84,7 +84,7 @@ def test_a_listing_by_date_moves_no_replies(cli, chat):
 
 
 def test_replies_first_moves_each_present_reply_once_and_keeps_every_key():
-    from cmem_cli.services.search_pipeline import replies_first
+    from cmem_cli.services.read.search_pipeline import replies_first
 
     keys = ["q1", "x", "q2", "r1", "r2"]
     assert replies_first(keys, {"q1": "r1", "q2": "r2"}) == ["r1", "q1", "x", "r2", "q2"]

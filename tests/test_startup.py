@@ -45,7 +45,7 @@ NOT_WRITTEN = {
 HEAVY = {"typer", "click", "numpy", "llama_cpp", "watchdog", "cmem_index.indexer", "cmem_index.embedder"}
 SEARCH_ONLY = {
     "cmem_cli.core.query_fields",  # the Query's option table: `cmem search`'s parser and MCP's schema
-    "cmem_cli.services.search_pipeline",
+    "cmem_cli.services.read.search_pipeline",
     "cmem_index.hybrid",
     "cmem_cli.core.bm25",
 }
@@ -80,15 +80,15 @@ def project(home: Path, tmp_path: Path) -> Path:
 
 def test_a_keyword_search_loads_neither_the_writes_nor_the_repositories_it_does_not_read(tmp_path, project):
     modules = loaded(tmp_path, "search", "retry backoff", "--format", "plain")
-    assert {"cmem_cli.store.keyword", "cmem_cli.services.search_pipeline"} <= modules  # it did search
-    unexpected = (NOT_SEARCHED | HEAVY | {"cmem_cli.services.writes", "cmem_cli.capture"}) & modules
+    assert {"cmem_cli.store.keyword", "cmem_cli.services.read.search_pipeline"} <= modules  # it did search
+    unexpected = (NOT_SEARCHED | HEAVY | {"cmem_cli.services.write.service", "cmem_cli.capture"}) & modules
     assert unexpected == set()
 
 
 def test_add_and_context_load_no_option_table_but_their_own(tmp_path, project):
     added = loaded(tmp_path, "add", "Pool size is 20", "--type", "decision", "--project", "billing-api")
     briefed = loaded(tmp_path, "context", "--project", "billing-api")
-    assert "cmem_cli.store.observations" in added and "cmem_cli.services.briefing" in briefed
+    assert "cmem_cli.store.observations" in added and "cmem_cli.services.read.briefing" in briefed
     assert (SEARCH_ONLY | HEAVY | {STORE + "keyword"}) & (added | briefed) == set()
 
 
@@ -126,7 +126,13 @@ def imported_before_exit(tmp_path: Path, cwd: Path, *args: str, stdin: str) -> s
     return {line.rsplit("|", 1)[-1].strip() for line in result.stderr.splitlines() if "|" in line}
 
 
-WRITE_PATH = {"apsw", "cmem_cli.api", "cmem_cli.services.writes", "cmem_cli.store.repository", "cmem_export"}
+WRITE_PATH = {
+    "apsw",
+    "cmem_cli.api",
+    "cmem_cli.services.write.service",
+    "cmem_cli.store.repository",
+    "cmem_export",
+}
 
 
 @pytest.mark.parametrize(
@@ -184,4 +190,4 @@ def test_a_hook_that_answers_from_the_store_opens_no_write_path_before_it_exits(
     """Recall's memories and the briefing are read from the store alone; the detached child records."""
     modules = imported_before_exit(tmp_path, project, "hook", event, stdin=json.dumps(data(project)))
     assert "cmem_cli.store.repository" in modules  # it read the store
-    assert {"cmem_cli.services.writes", "cmem_export"} & modules == set()
+    assert {"cmem_cli.services.write.service", "cmem_export"} & modules == set()

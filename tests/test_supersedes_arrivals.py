@@ -152,7 +152,7 @@ def test_held_loops_finds_each_loop_once_and_breaking_leaves_none(sh, home):
                 (new, old),
             )
     conn.close()
-    from cmem_cli.services import supersession
+    from cmem_cli.services.truth import supersession
     from cmem_cli.store.repository import Store
 
     store = Store.open(home / "cmem.db")

@@ -420,7 +420,7 @@ def test_init_keeps_a_gitignore_a_person_wrote(home, tmp_path, capsys):
 
 
 def test_a_failed_adoption_undoes_the_merge_and_the_store(team, monkeypatch):
-    from cmem_cli.services import arrivals as sync_adopt
+    from cmem_cli.services.inbound import arrivals as sync_adopt
 
     a, b, url, first, _ = team
     a.add("Arrives at b")
@@ -587,7 +587,7 @@ def test_a_sync_tells_its_progress_each_phase(tmp_path: Path, capsys):
     taking a remote's files when joining it, adopting the files a person added, staging, committing,
     pushing; fetching and merging when the remote moved on)."""
     from cmem_cli.core.config import load_config
-    from cmem_cli.services.writes import WriteService
+    from cmem_cli.services.write.service import WriteService
     from cmem_cli.sync.gitsync import run_sync
 
     url = bare_repo(tmp_path / "team.git")

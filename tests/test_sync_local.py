@@ -228,7 +228,7 @@ def test_a_renamed_or_moved_file_keeps_its_observation(cli, home):
 
 
 def test_adopt_tree_takes_a_home_folder_and_only_the_paths_given(cli, home):
-    from cmem_cli.services.adopt import adopt_tree
+    from cmem_cli.services.inbound.adopt import adopt_tree
 
     (home / "export" / "web").mkdir(parents=True)
     (home / "export" / "web" / "a.md").write_text("# Alpha note\n")

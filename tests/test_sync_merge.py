@@ -134,8 +134,8 @@ def test_a_merged_file_lists_its_links_as_the_write_service_writes_them(home: Pa
     memory's file byte for byte as the write service wrote it, links to memories held here (their title,
     a path relative to the file) and to one not here yet (as its file showed it) alike."""
     from cmem_cli.core.config import load_config
-    from cmem_cli.services.arrivals import parse_file
-    from cmem_cli.services.writes import WriteService
+    from cmem_cli.services.inbound.arrivals import parse_file
+    from cmem_cli.services.write.service import WriteService
     from cmem_cli.sync.merge import render
 
     with WriteService.open(load_config(home)) as memory:

@@ -688,7 +688,7 @@ def test_every_write_path_queues_in_its_own_transaction_and_the_next_sync_pushes
 def summaries(home: Home) -> dict[str, dict[str, Any]]:
     """uid -> stored summary."""
     from cmem_cli.core.config import load_config
-    from cmem_cli.services.writes import WriteService
+    from cmem_cli.services.write.service import WriteService
 
     with WriteService.open(load_config(home.path)) as memory:
         return {row["uid"]: row for row in memory.store.summaries.recent(limit=1000)}

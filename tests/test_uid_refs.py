@@ -1,6 +1,6 @@
 """Uids everywhere: every command and tool that takes an observation takes its integer id, its uid (the one
 id that is the same on every machine) or a unique uid prefix of six or more characters, through one resolver
-(``cmem_cli.services.search_pipeline.resolve_observation``)."""
+(``cmem_cli.services.read.search_pipeline.resolve_observation``)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from mcp import Client
 
 from cmem_cli.core.config import load_config
 from cmem_cli.core.errors import InvalidInput, NotFound
-from cmem_cli.services.search_pipeline import resolve_observation
-from cmem_cli.services.writes import WriteService
+from cmem_cli.services.read.search_pipeline import resolve_observation
+from cmem_cli.services.write.service import WriteService
 from tests.runner import Result, invoke
 from tests.test_mcp import text_of, with_server
 

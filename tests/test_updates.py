@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from cmem_cli.services.updates import clauses, updates
+from cmem_cli.services.truth.updates import clauses, updates
 
 
 def load(cli: Any, project: str, *titles: str) -> list[int]:
@@ -285,7 +285,7 @@ def test_the_value_a_word_of_change_changed_is_the_first_after_it_not_when_or_a_
 def test_only_a_memory_with_a_digit_or_a_weekday_is_read_for_values():
     """infer() skips a newer memory _may_state rules out: no text that holds a value may be ruled out."""
     from bench.update_pairs import BOTH_VALID, UPDATES, UPDATES_2
-    from cmem_cli.services.updates import _may_state, clauses
+    from cmem_cli.services.truth.updates import _may_state, clauses
 
     texts = [text for pair in (*UPDATES, *BOTH_VALID, *UPDATES_2) for text in pair[:2]]
     texts += ["The deploy moved to Friday", "No numbers here, only words about the cache", "see `x`"]

@@ -57,11 +57,11 @@ if TYPE_CHECKING:
     )
     from cmem_cli.core.sync_report import RemoteStatus, SyncReport
     from cmem_cli.remote import Remote
-    from cmem_cli.services.adopt import AdoptReport
-    from cmem_cli.services.anchor_record import Verified
-    from cmem_cli.services.recall import Recall
-    from cmem_cli.services.search_pipeline import Reader
-    from cmem_cli.services.writes import WriteService
+    from cmem_cli.services.inbound.adopt import AdoptReport
+    from cmem_cli.services.read.recall import Recall
+    from cmem_cli.services.read.search_pipeline import Reader
+    from cmem_cli.services.truth.anchor_record import Verified
+    from cmem_cli.services.write.service import WriteService
     from cmem_cli.store.repository import Store
     from cmem_index.collections import Collection
     from cmem_index.importer import ImportResult
@@ -197,9 +197,9 @@ class Memory:
 
     @property
     def service(self) -> WriteService:
-        """The write service (:class:`cmem_cli.services.writes.WriteService`) behind this object, opened on first use."""
+        """The write service (:class:`cmem_cli.services.write.service.WriteService`) behind this object, opened on first use."""
         if self._service is None:
-            from cmem_cli.services.writes import WriteService
+            from cmem_cli.services.write.service import WriteService
 
             self._service = WriteService.open(self.config)
         return self._service
@@ -408,7 +408,7 @@ class Memory:
         change); ``inferred`` ones are marked maybe replaced. Confirm one with
         ``link(id, "supersedes", candidate.id)``."""
         from cmem_cli.core.results import ReplacementCandidate
-        from cmem_cli.services import candidates
+        from cmem_cli.services.truth import candidates
 
         store = self.reader.store
         row = store.observations.get(self.resolve_id(id))
@@ -432,7 +432,7 @@ class Memory:
 
     @staticmethod
     def _resolve_on(store: Store, ref: int | str) -> int:
-        from cmem_cli.services.search_pipeline import resolve_observation
+        from cmem_cli.services.read.search_pipeline import resolve_observation
 
         if isinstance(ref, bool) or not isinstance(ref, int | str):
             raise InvalidInput(f"not an observation id: {ref!r}")
@@ -441,7 +441,7 @@ class Memory:
     def _observation(self, obs_id: int) -> Observation:
         """The stored observation without counting a retrieval (writes return what they stored)."""
         from cmem_cli.core.results import Observation
-        from cmem_cli.services.details import observation_record
+        from cmem_cli.services.read.details import observation_record
 
         reader = self.reader
         return Observation.from_json(observation_record(reader, reader.store.observations.get(obs_id)))
@@ -461,7 +461,7 @@ class Memory:
         searches the team database this home joined (:class:`UsageError` if none) through the same stages:
         its rows carry ``superseded_by``, ``stale``, ``branch`` and ``machine`` as this home's do, ``id``
         being this home's id where it holds the memory, else the uid."""
-        from cmem_cli.services.search_pipeline import search as run_search
+        from cmem_cli.services.read.search_pipeline import search as run_search
 
         if query.team:
             from cmem_cli.team.source import team_source
@@ -492,8 +492,8 @@ class Memory:
         HEAD of the git work tree at ``cwd``, default the current directory, has not merged),
         ``superseded_by``, and ``possibly_superseded_by`` (what search infers for ``query``'s words; None without
         one). Nothing is counted as a retrieval."""
-        from cmem_cli.services.search_pipeline import filters_of
-        from cmem_cli.services.window import window
+        from cmem_cli.services.read.search_pipeline import filters_of
+        from cmem_cli.services.read.window import window
 
         if limit < 1:
             raise InvalidInput("limit must be at least 1")
@@ -523,8 +523,8 @@ class Memory:
         (``project``, ``machine``, ``type``...: :data:`cmem_cli.core.filters.FILTERS`); ``project`` scopes
         ``query``'s hit, the others keep the items they match (the anchor is always shown) and the hit."""
         from cmem_cli.core.filters import BY_NAME
-        from cmem_cli.services.search_pipeline import filters_of, resolve_query_anchor
-        from cmem_cli.services.search_pipeline import timeline as build_timeline
+        from cmem_cli.services.read.search_pipeline import filters_of, resolve_query_anchor
+        from cmem_cli.services.read.search_pipeline import timeline as build_timeline
 
         unknown = sorted(set(filters) - set(BY_NAME))
         if unknown:
@@ -545,7 +545,7 @@ class Memory:
         git work tree holds the files, or the repository is not on this machine). An observation that was
         never anchored is anchored to its files resolved against ``cwd`` (default: the current directory).
         :class:`NotFound` for an unknown id, before anything changes."""
-        from cmem_cli.services.anchor_record import verify
+        from cmem_cli.services.truth.anchor_record import verify
 
         if not ids:
             raise InvalidInput("no observation ids given")
@@ -554,7 +554,7 @@ class Memory:
     def stale(self, *, project: str | None = None) -> list[dict[str, Any]]:
         """Observations whose cited files changed or vanished since they were anchored (`cmem verify
         --stale`), oldest first: search rows with ``stale`` and ``branch``."""
-        from cmem_cli.services.stale import stale_rows
+        from cmem_cli.services.truth.stale import stale_rows
 
         return stale_rows(self.reader.store, project=project)
 
@@ -582,7 +582,7 @@ class Memory:
         ``absolute_paths`` each ``path`` is the file on this machine (as the CLI prints it) rather than
         relative to the export folder or its collection."""
         from cmem_cli.core.pages import records
-        from cmem_cli.services.details import fetch_details, with_absolute_paths
+        from cmem_cli.services.read.details import fetch_details, with_absolute_paths
 
         if not ids:
             raise InvalidInput("no ids given")
@@ -615,7 +615,7 @@ class Memory:
 
         ``reminder`` replaces the closing line that tells how to drill down (by default: the CLI commands)."""
         from cmem_cli.core.results import Briefing
-        from cmem_cli.services.briefing import REMINDER, build_context
+        from cmem_cli.services.read.briefing import REMINDER, build_context
 
         if budget < 1:
             raise InvalidInput("budget must be at least 1 token")
@@ -648,7 +648,7 @@ class Memory:
         that agent's ``[recall]`` settings; ``lines``: the part of the file read (first, last). Recall
         that is off for the agent and point weighs nothing."""
         from cmem_cli.core.recall_settings import POINTS, recall_settings
-        from cmem_cli.services.recall import Recall, file_recall, prompt_recall
+        from cmem_cli.services.read.recall import Recall, file_recall, prompt_recall
 
         if point not in POINTS:
             raise InvalidInput(f"unknown recall point {point!r} (expected one of: {', '.join(POINTS)})")
@@ -715,7 +715,7 @@ class Memory:
     def rebuild_export(self) -> dict[str, Any]:
         """Adopt hand edits and new files in the export tree, then regenerate every file from the database
         (never deletes a file): counts as `cmem export --rebuild --json` prints them."""
-        from cmem_cli.services.export_upkeep import rebuild_export
+        from cmem_cli.services.upkeep.export_upkeep import rebuild_export
 
         return rebuild_export(self.service)
 
@@ -811,7 +811,7 @@ class Memory:
         return [self._prompt(row["id"]) for row in rows]
 
     def _prompt(self, prompt_id: int) -> Prompt:
-        from cmem_cli.services.search_pipeline import prompt_row
+        from cmem_cli.services.read.search_pipeline import prompt_row
 
         row = self.service.store.prompts.get(prompt_id)
         from cmem_cli.core.results import Prompt
@@ -848,7 +848,7 @@ class Memory:
 
     def _summary(self, summary_id: int) -> Summary:
         from cmem_cli.core.fields import SUMMARY_FIELDS
-        from cmem_cli.services.search_pipeline import summary_row
+        from cmem_cli.services.read.search_pipeline import summary_row
 
         row = self.service.store.summaries.get(summary_id)
         from cmem_cli.core.results import Summary
@@ -871,8 +871,8 @@ class Memory:
     def adopt_edits(self, paths: Sequence[Path] | None = None) -> AdoptReport:
         """Adopt what people changed in the export tree since cmem last wrote it (or only ``paths``): edited
         files update their observation, new files add one, deleted files forget theirs. Returns the
-        :class:`cmem_cli.services.adopt.AdoptReport` (`cmem sync` without a remote prints it)."""
-        from cmem_cli.services.sync_local import sync_local
+        :class:`cmem_cli.services.inbound.adopt.AdoptReport` (`cmem sync` without a remote prints it)."""
+        from cmem_cli.services.inbound.sync_local import sync_local
 
         return sync_local(self.service, list(paths) if paths is not None else None)
 
@@ -901,7 +901,7 @@ class Memory:
         """Check the database's integrity and the export tree (`cmem doctor --json`); ``fix`` repairs what it
         safely can. Opens the home itself, so it also reports a store that cannot be opened. The export
         tree is checked by stat unless ``full`` (or ``fix``) renders every memory and compares its file."""
-        from cmem_cli.services.doctor import diagnose
+        from cmem_cli.services.upkeep.doctor import diagnose
 
         return diagnose(self.config, fix=fix, full=full)
 
@@ -909,7 +909,7 @@ class Memory:
         """This home's remote (None without one): which remote (no password), when it last synced and
         pulled, how many local writes wait to be pushed, and the last refused push; its ``to_json()`` is
         `cmem status --json`'s ``remote``. Reads what the last sync recorded; never reaches the remote."""
-        from cmem_cli.services.remote_state import remote_status
+        from cmem_cli.services.inbound.remote_state import remote_status
 
         return remote_status(self.reader)
 
@@ -958,7 +958,7 @@ def markdown(record: Record | dict[str, Any]) -> str:
     """A full record (from :meth:`Memory.get` or :meth:`Memory.records`) as `cmem get` prints it: the
     observation's markdown file, a summary's or prompt's text with a header."""
     from cmem_cli.core.results import as_dict
-    from cmem_cli.services.details import render_details
+    from cmem_cli.services.read.details import render_details
 
     return render_details(record if isinstance(record, dict) else as_dict(record))
 
@@ -967,28 +967,28 @@ def markdown(record: Record | dict[str, Any]) -> str:
 # could not store, and skips an excluded project without opening the database.
 def scrub(text: str, config: Config) -> str:
     """``text`` with ``<private>`` spans and secrets removed, as every write stores it."""
-    from cmem_cli.services.privacy import scrub as scrub_text
+    from cmem_cli.services.write.privacy import scrub as scrub_text
 
     return scrub_text(text, config=config)
 
 
 def scrub_record(record: dict[str, Any], config: Config) -> dict[str, Any]:
     """A copy of ``record`` with every string (in lists and nested objects too) scrubbed."""
-    from cmem_cli.services.privacy import scrub_record as scrub_all
+    from cmem_cli.services.write.privacy import scrub_record as scrub_all
 
     return scrub_all(record, config=config)
 
 
 def strip_private(text: str) -> str:
     """``text`` without its ``<private>...</private>`` spans (cheap: no secret patterns)."""
-    from cmem_cli.services.privacy import strip_private as strip
+    from cmem_cli.services.write.privacy import strip_private as strip
 
     return strip(text)
 
 
 def excluded_project(project: str | None, config: Config, extra: Sequence[str] = ()) -> bool:
     """True when ``project`` matches a name or glob of ``[privacy] exclude_projects`` or ``extra``."""
-    from cmem_cli.services.privacy import is_excluded_project
+    from cmem_cli.services.write.privacy import is_excluded_project
 
     return is_excluded_project(project, config.section("privacy"), extra)
 

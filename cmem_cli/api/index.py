@@ -40,7 +40,7 @@ class Index:
 
     def status(self) -> dict[str, Any]:
         """What `cmem status --json` prints: documents, chunks, vectors, models, collections, last run."""
-        from cmem_cli.services.index_status import index_status
+        from cmem_cli.services.upkeep.index_status import index_status
 
         return index_status(self.config)
 
@@ -56,7 +56,7 @@ class Index:
         rebuilds into a new file swapped in atomically). ``on_wait`` is called once if another process is
         updating it, ``on_keyword_only`` with the reason when no embedding model is usable. A model chosen
         by name that cannot be used is a :class:`~cmem_cli.core.errors.ModelError`."""
-        from cmem_cli.services.indexing import build
+        from cmem_cli.services.upkeep.indexing import build
 
         return build(
             self.config, full=full, progress=progress, on_wait=on_wait, on_keyword_only=on_keyword_only
@@ -64,13 +64,13 @@ class Index:
 
     def refresh(self) -> bool:
         """Start a detached pass over what writes have noted, if any (returns at once; True when started)."""
-        from cmem_cli.services.indexing import request_refresh
+        from cmem_cli.services.upkeep.indexing import request_refresh
 
         return request_refresh(self.config)
 
     def collections(self) -> list[Collection]:
         """``memories`` (cmem's own export tree) first, then the user's collections in the order added."""
-        from cmem_cli.services.indexing import collections
+        from cmem_cli.services.upkeep.indexing import collections
 
         return collections(self.config)
 
@@ -83,7 +83,7 @@ class Index:
     ) -> Collection:
         """Index a folder of markdown beside the memories (``mask`` a glob, default ``**/*.md``); the
         next :meth:`build` reads it."""
-        from cmem_cli.services.indexing import add_collection
+        from cmem_cli.services.upkeep.indexing import add_collection
 
         return add_collection(self.config, str(directory), name=name, mask=mask)
 
@@ -91,14 +91,14 @@ class Index:
         """Stop indexing a collection and drop its documents from the index (its files stay). Returns it
         and the number of documents dropped, None when a running pass kept the index busy (the next pass
         drops them)."""
-        from cmem_cli.services.indexing import remove_collection
+        from cmem_cli.services.upkeep.indexing import remove_collection
 
         return remove_collection(self.config, name)
 
     def drop_documents(self, collection: str, *, timeout: float | None = None) -> int:
         """Delete one collection's documents from the index (waiting up to ``timeout`` seconds for a
         running pass, forever when None); how many there were."""
-        from cmem_cli.services.indexing import drop_documents
+        from cmem_cli.services.upkeep.indexing import drop_documents
 
         return drop_documents(self.config, collection, timeout=timeout)
 
@@ -112,7 +112,7 @@ class Index:
     ) -> tuple[Watcher, str | None]:
         """A watcher that keeps the index fresh as files change (``run()`` blocks until ``stop()``), and why
         the index is keyword-only (None when the embedding model loaded)."""
-        from cmem_cli.services.indexing import watcher
+        from cmem_cli.services.upkeep.indexing import watcher
 
         return watcher(
             self.config,
@@ -136,25 +136,25 @@ class Models:
 
     def configured(self) -> list[dict[str, Any]]:
         """The embedder's and the reranker's spec, path, presence and size (`cmem models list --json`)."""
-        from cmem_cli.services.model_files import describe
+        from cmem_cli.services.upkeep.model_files import describe
 
         return [describe(self.config, "embed"), describe(self.config, "rerank")]
 
     def files(self) -> list[dict[str, Any]]:
         """Every GGUF file in the models directory, with its size."""
-        from cmem_cli.services.model_files import files
+        from cmem_cli.services.upkeep.model_files import files
 
         return files(self.config)
 
     def spec(self, role: str = "embed") -> str:
         """The configured model's spec; ModelError when none is configured."""
-        from cmem_cli.services.model_files import configured_spec
+        from cmem_cli.services.upkeep.model_files import configured_spec
 
         return configured_spec(self.config, role)
 
     def local_path(self, spec: str) -> Path:
         """Where ``spec``'s file is, or will be once pulled."""
-        from cmem_cli.services.model_files import local_path
+        from cmem_cli.services.upkeep.model_files import local_path
 
         return local_path(self.config, spec)
 
@@ -168,7 +168,7 @@ class Models:
         timeout: float = 30.0,
     ) -> Path:
         """Download ``spec`` (default: the configured model of ``role``) unless it is already there; its path."""
-        from cmem_cli.services.model_files import pull
+        from cmem_cli.services.upkeep.model_files import pull
 
         return pull(self.config, spec or self.spec(role), progress=progress, sha256=sha256, timeout=timeout)
 
@@ -181,7 +181,7 @@ class Models:
         overwrite: bool = False,
     ) -> ImportResult:
         """Convert a local sentence-transformers checkpoint into a GGUF file in the models directory."""
-        from cmem_cli.services.model_files import import_checkpoint
+        from cmem_cli.services.upkeep.model_files import import_checkpoint
 
         return import_checkpoint(
             self.config, Path(directory), name=name, outtype=outtype, overwrite=overwrite
@@ -189,25 +189,25 @@ class Models:
 
     def path(self, spec: str | None = None, *, role: str = "embed") -> Path:
         """The local file of ``spec`` (default: the configured model of ``role``); never downloads."""
-        from cmem_cli.services.model_files import resolve
+        from cmem_cli.services.upkeep.model_files import resolve
 
         return resolve(self.config, spec or self.spec(role), role)
 
     def needs_embedder(self) -> bool:
         """True when no embedding model is usable and none is chosen in the environment (which wins over
         the config file, so choosing one there would change nothing)."""
-        from cmem_cli.services.model_files import needs_embedder
+        from cmem_cli.services.upkeep.model_files import needs_embedder
 
         return needs_embedder(self.config)
 
     def choose_embedder(self, file_name: str) -> Path:
         """Write ``[models] embed = "FILE_NAME"`` into the config file; the file written."""
-        from cmem_cli.services.model_files import choose_embedder
+        from cmem_cli.services.upkeep.model_files import choose_embedder
 
         return choose_embedder(file_name)
 
     def config_file(self) -> Path:
         """The config file a model choice goes in."""
-        from cmem_cli.services.model_files import config_file
+        from cmem_cli.services.upkeep.model_files import config_file
 
         return config_file()

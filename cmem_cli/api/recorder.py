@@ -19,7 +19,7 @@ from cmem_cli.core.errors import InvalidInput, NotFound
 if TYPE_CHECKING:
     from cmem_cli.api import Memory
     from cmem_cli.core.recall_settings import RecallSettings
-    from cmem_cli.services.recall import Recall
+    from cmem_cli.services.read.recall import Recall
     from cmem_cli.store.capture_log import CaptureLog
 
 
@@ -83,7 +83,7 @@ class Recorder:
     def add_reporting(
         self, record: dict[str, Any], *, defaults: dict[str, str | None] | None = None, cwd: str | None = None
     ) -> tuple[int, list[dict[str, Any]]]:
-        """:meth:`add_record`, and what the new memory may replace (:mod:`cmem_cli.services.candidates`:
+        """:meth:`add_record`, and what the new memory may replace (:mod:`cmem_cli.services.truth.candidates`:
         id, title, score, ``inferred``, why, the ``confirm`` command), best first; a confident match is
         marked maybe replaced at once. A keyed record that rewrites its note has none."""
         row = self._memory.service.records.add_observation(record, defaults, cwd=cwd, candidates=True)
@@ -116,7 +116,7 @@ class Recorder:
         """:meth:`Memory.context`'s text (what the SessionStart hook injects), without a result object; with
         ``exclude_session``, that session's own summaries are left out (a new session wants the previous
         one's)."""
-        from cmem_cli.services.briefing import build_context
+        from cmem_cli.services.read.briefing import build_context
 
         if budget < 1:
             raise InvalidInput("budget must be at least 1 token")
@@ -142,12 +142,12 @@ class Recorder:
     ) -> Recall:
         """What recall injects for a prompt (``point`` "prompt") or a file read or edit ("file", ``subject``
         the file's path relative to ``cwd``; ``lines``: the part read), marked in the session's capture log in the same transaction,
-        so the session is never given a memory twice (:mod:`cmem_cli.services.recall`). A database locked
+        so the session is never given a memory twice (:mod:`cmem_cli.services.read.recall`). A database locked
         longer than ``wait_ms`` raises :class:`DatabaseBusy`: nothing is injected rather than the agent kept
         waiting. ``given``: keys the session was given that the store does not hold yet (events still in
         the hooks' spool). With ``record`` False nothing is written and the write service is not opened:
         the caller records ``Recall.given_keys`` itself (a hook, after its answer)."""
-        from cmem_cli.services.recall import file_recall, mark_given, prompt_recall
+        from cmem_cli.services.read.recall import file_recall, mark_given, prompt_recall
 
         store = self._memory.service.store if record else self._memory.reader.store
         store.tune(busy_timeout_ms=wait_ms, checkpoint_on_close=False)
@@ -166,8 +166,8 @@ class Recorder:
         self, path: str, *, project: str, session: str, cwd: str | None, wait_ms: int = 200
     ) -> list[int]:
         """A file the session watches changed: check the notes citing it at once and queue those it left
-        stale for the session's next prompt (:func:`cmem_cli.services.recall.recheck`); their ids."""
-        from cmem_cli.services.recall import recheck
+        stale for the session's next prompt (:func:`cmem_cli.services.read.recall.recheck`); their ids."""
+        from cmem_cli.services.read.recall import recheck
 
         store = self._memory.service.store
         store.tune(busy_timeout_ms=wait_ms, checkpoint_on_close=False)  # busy: the change is not told
@@ -176,7 +176,7 @@ class Recorder:
 
     def watch_paths(self, project: str, top: str) -> list[str]:
         """The files worth watching for a session in ``top``: those the project's newest notes cite."""
-        from cmem_cli.services.recall import watch_paths
+        from cmem_cli.services.read.recall import watch_paths
 
         return watch_paths(self._memory.reader.store, project, top)  # a read: no write service opened
 

@@ -8,7 +8,7 @@ language), and where they were. Never the code itself. A region is intact while 
 somewhere in the file; drifted while some are gone but at least half remain; changed (stale) below half, or
 when none of its enclosing definitions is defined any more.
 
-Pure functions over text: the anchoring service (``cmem_cli.services.anchor_record``) decides which lines.
+Pure functions over text: the anchoring service (``cmem_cli.services.truth.anchor_record``) decides which lines.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from cmem_cli.core.errors import UsageError
 
 if TYPE_CHECKING:
     from cmem_cli.core.sync_report import RemoteStatus, SyncReport
-    from cmem_cli.services.writes import WriteService
+    from cmem_cli.services.write.service import WriteService
 
 Progress = Callable[[str, int, int], None]  # (phase, done, total or 0 when unknown)
 
@@ -61,7 +61,7 @@ class Remote(Protocol):
 
 def of_home(memory: WriteService) -> Remote | None:
     """The remote this home syncs with, or None (hand edits are then adopted locally only)."""
-    from cmem_cli.services.sync_repo import connected_git_dir
+    from cmem_cli.services.inbound.sync_repo import connected_git_dir
     from cmem_cli.team import teamsync
 
     if teamsync.remote(memory) is not None:
@@ -77,7 +77,7 @@ def of_home(memory: WriteService) -> Remote | None:
 
 def at_url(memory: WriteService, url: str) -> Remote:
     """The remote ``url`` names, for `cmem sync init URL`: refused when this home has the other kind."""
-    from cmem_cli.services.sync_repo import connected_git_dir
+    from cmem_cli.services.inbound.sync_repo import connected_git_dir
     from cmem_cli.team.url import is_team_url
 
     if is_team_url(url):
@@ -102,7 +102,7 @@ class RemoteBase:
         self.url = url
 
     def status(self) -> RemoteStatus | None:
-        from cmem_cli.services.remote_state import remote_status
+        from cmem_cli.services.inbound.remote_state import remote_status
 
         return remote_status(self.memory)
 

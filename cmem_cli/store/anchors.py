@@ -2,7 +2,7 @@
 it cited, as they were when it was recorded (or last verified); a stat cache of files' blob hashes; and
 git's answers about which commits a HEAD contains.
 
-Pure data access, in the caller's transaction; the anchor services (``cmem_cli.services.anchor_record``
+Pure data access, in the caller's transaction; the anchor services (``cmem_cli.services.truth.anchor_record``
 and its neighbours) decide what to record and what a row's anchors say now. Paths in an anchor are relative to the repository's top level, so an anchor
 means the same on another machine whose clone lives elsewhere.
 """

@@ -1,7 +1,7 @@
 """The store's side of the session briefing (`cmem context`, the SessionStart hook): the last session's
 outcome and the newest observations of a project, reading only the columns the briefing shows.
 
-Pure data access; :mod:`cmem_cli.services.briefing` ranks and renders. A SessionStart hook runs this on
+Pure data access; :mod:`cmem_cli.services.read.briefing` ranks and renders. A SessionStart hook runs this on
 every session, so each query is one walk of an index in time order, bounded by a limit.
 """
 

@@ -1,7 +1,7 @@
 """What recall at the moment of need reads (``store.recall``): which rows the hooks recorded rather than a
 person or the agent wrote, and the notes tied to a file (citing it, or written in a session that changed it).
 
-Pure data access; :mod:`cmem_cli.services.recall` decides what clears the bar. A hook runs these on every
+Pure data access; :mod:`cmem_cli.services.read.recall` decides what clears the bar. A hook runs these on every
 prompt and file read, so each is one indexed lookup bounded by a limit.
 """
 

@@ -1,6 +1,6 @@
 """The SQLite store: the source of truth for sessions, observations, prompts, summaries and links.
 
-Pure data access. It knows nothing about markdown files or the vector index; ``cmem_cli.services.writes`` pairs
+Pure data access. It knows nothing about markdown files or the vector index; ``cmem_cli.services.write.service`` pairs
 every write with its export file. Times are INTEGER epoch milliseconds; list fields are JSON arrays.
 
 ``Store`` is the handle: the connection, transactions, the schema and who this home writes as. Each concern's

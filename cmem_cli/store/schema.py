@@ -244,7 +244,7 @@ def m004_observation_anchors(conn: apsw.Connection) -> None:
 
 # What git answered about commits of anchored memories: reachable from a HEAD commit or not. Search weighs
 # memories of unmerged branches lower; asking git costs a process, so the answer is kept until HEAD moves
-# (cmem_cli.services.anchor_record, anchor_check, branches). ``git_dir``: the work tree's git folder on this machine (its own for a
+# (cmem_cli.services.truth.anchor_record, anchor_check, branches). ``git_dir``: the work tree's git folder on this machine (its own for a
 # linked worktree, whose HEAD is its own).
 V5_GIT_REACH = """
 CREATE TABLE git_reach (
@@ -432,7 +432,7 @@ def m015_last_editor(conn: apsw.Connection) -> None:
     conn.execute(V15_LAST_EDITOR)
 
 
-# Replacements inferred when a memory was recorded (cmem_cli.services.candidates): the new memory states a
+# Replacements inferred when a memory was recorded (cmem_cli.services.truth.candidates): the new memory states a
 # change of what an older one of its project or session said (``marked``), or was reported as a candidate
 # for it with the change stated and the same subject (not marked: ranked below it). A hint, not a link: it is not written into
 # the files (a machine that adopts them infers its own), and a confirmed ``supersedes`` link outranks it.

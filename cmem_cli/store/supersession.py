@@ -1,6 +1,6 @@
 """The store's side of supersession: the ``supersedes`` links read as who replaced whom.
 
-Pure data access over ``observation_links``; :mod:`cmem_cli.services.supersession` decides what the read
+Pure data access over ``observation_links``; :mod:`cmem_cli.services.truth.supersession` decides what the read
 paths do with it (mark rows, rank successors, leave replaced memories out of the briefing). Every query is
 one indexed lookup for the ids a command shows, in chunks well under SQLite's bound-parameter limit.
 """

@@ -166,7 +166,7 @@ def m004_skipped_and_forgotten(conn: Any) -> None:
 @TEAM_MIGRATIONS
 def m005_base_rows(conn: Any) -> None:
     """The server's row as this home last saw it (pulled, or pushed) beside its revision: the base the
-    merge rule compares both sides' edits against (cmem_cli.services.reconcile.rule), as git has its
+    merge rule compares both sides' edits against (cmem_cli.services.inbound.reconcile.rule), as git has its
     merge base. A home that joined before gets them at its next sync (:func:`m006_seed_bases`)."""
     conn.execute("ALTER TABLE team_revs ADD COLUMN base TEXT")
 

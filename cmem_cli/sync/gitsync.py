@@ -1,14 +1,14 @@
 """`cmem sync` through git: adopt, commit exactly what cmem adopted, fetch, merge by uid, adopt, push.
 
 The export tree is git's working tree (git's own folder is ``<home>/sync.git``, see
-``cmem_cli.services.sync_repo``). Only observations and summaries travel (`.gitignore` keeps temporary and
+``cmem_cli.services.inbound.sync_repo``). Only observations and summaries travel (`.gitignore` keeps temporary and
 lock files out); the database, prompts, sessions and the index stay on the machine.
 
 Kill-safety rests on three rules:
 
 - **The store knows how far it adopted.** ``sync.last_adopted`` (the store's ``state`` table) is written
   in the same transaction as each adoption; every sync first adopts ``last..HEAD``
-  (``cmem_cli.services.arrivals``), so a sync killed after `git merge`, after the merge's commit (whose
+  (``cmem_cli.services.inbound.arrivals``), so a sync killed after `git merge`, after the merge's commit (whose
   conflict copies are files in that commit) or while a new machine joins converges on the next run.
 - **Only what cmem adopted is committed.** A path is staged only when its bytes are exactly what cmem
   wrote there (the store's content hash), or when it is gone and the store holds nothing there; the index
@@ -33,9 +33,9 @@ from typing import Any
 from cmem_cli.core.errors import InvalidInput, SyncError, UsageError
 from cmem_cli.core.files import NotRegularFile, read_in_tree
 from cmem_cli.core.synclock import sync_lock
-from cmem_cli.services import arrivals, remote_state
-from cmem_cli.services.reconcile.rule import tell
-from cmem_cli.services.sync_repo import (
+from cmem_cli.services.inbound import arrivals, remote_state
+from cmem_cli.services.inbound.reconcile.rule import tell
+from cmem_cli.services.inbound.sync_repo import (
     BRANCH,
     MARKER,
     REGULAR_MODES,
@@ -48,7 +48,7 @@ from cmem_cli.services.sync_repo import (
     move_into_home,
     remote_url,
 )
-from cmem_cli.services.writes import WriteService
+from cmem_cli.services.write.service import WriteService
 from cmem_cli.sync.merge import Resolution, merge_versions, read_blobs
 from cmem_export import atomic, digest
 
@@ -193,7 +193,7 @@ class Syncer:
     def _clear_debris(self) -> None:
         """What a killed sync (or a killed git) left: interrupted export writes are rolled back first, so
         their files are not taken for a person's, then stale git locks and an unfinished merge go."""
-        from cmem_cli.services.recovery import recover
+        from cmem_cli.services.upkeep.recovery import recover
         from cmem_export.journal import pending as pending_journals
 
         if pending_journals(self.memory.journal_dir):
@@ -335,7 +335,7 @@ class Syncer:
     def _adopt_and_commit(self) -> set[str]:
         """Adopt what git brought that the store lacks (``last..HEAD``), then what people changed in the
         tree; commit exactly the files cmem adopted or wrote. Returns the paths left uncommitted."""
-        from cmem_cli.services.sync_local import sync_local
+        from cmem_cli.services.inbound.sync_local import sync_local
 
         self.progress("status", 0, 0)
         status, staged = self._status()
@@ -646,7 +646,7 @@ def _memory_path(relpath: str) -> bool:
 
 
 def _last(proc: Any) -> str:
-    from cmem_cli.services.sync_repo import last_line
+    from cmem_cli.services.inbound.sync_repo import last_line
 
     return last_line(proc.stderr or proc.stdout)
 

@@ -2,7 +2,7 @@
 
 For every file both sides changed since their common commit, the three versions (the base, this
 machine's, the remote's) are read back into records and merged by the one rule the team database
-follows too (:mod:`cmem_cli.services.reconcile.rule`): field by field, links as sets, a conflict copy
+follows too (:mod:`cmem_cli.services.inbound.reconcile.rule`): field by field, links as sets, a conflict copy
 only when both changed one field differently. The result is written in cmem's own form, so no file ever
 holds conflict markers. git's rename detection is never involved: a file keeps its name for life, so one
 memory is one path on every machine.
@@ -19,16 +19,16 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from cmem_cli.core.errors import CmemError
-from cmem_cli.services.arrivals import Incoming, incoming_of, parse_file, side_of
-from cmem_cli.services.reconcile.rule import (
+from cmem_cli.services.inbound.arrivals import Incoming, incoming_of, parse_file, side_of
+from cmem_cli.services.inbound.reconcile.rule import (
     EDIT_BEATS_FORGET,
     Conflict,
     conflict_copy,
     merge,
     same_field_conflict,
 )
-from cmem_cli.services.sync_repo import Git
-from cmem_cli.services.writes import WriteService
+from cmem_cli.services.inbound.sync_repo import Git
+from cmem_cli.services.write.service import WriteService
 from cmem_export import layout, markdown
 
 
@@ -79,7 +79,7 @@ def merge_versions(
     memory: WriteService, relpath: str, base: bytes | None, ours: bytes | None, theirs: bytes | None
 ) -> Resolution:
     """Merge one path's three versions (None: absent on that side) by the one rule
-    (:mod:`cmem_cli.services.reconcile.rule`)."""
+    (:mod:`cmem_cli.services.inbound.reconcile.rule`)."""
     if ours == theirs:
         return Resolution(relpath, ours)
     if ours is None or theirs is None:

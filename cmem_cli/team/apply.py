@@ -2,7 +2,7 @@
 
 Rows that arrive are validated and scrubbed like any input (``WriteService.prepare``), keep the time of their
 edit (``updated_at``), and get their export files like any memory, in the caller's file transaction
-(:class:`cmem_cli.services.reconcile.writer.Inbound`). The outbox's triggers are paused meanwhile
+(:class:`cmem_cli.services.inbound.reconcile.writer.Inbound`). The outbox's triggers are paused meanwhile
 (:func:`cmem_cli.store.team_outbox.queue_on`), so nothing that arrives is pushed back (a merge or a
 conflict copy a push made is on the server already).
 """
@@ -14,9 +14,9 @@ from typing import Any
 from cmem_cli.core.errors import CmemError
 from cmem_cli.core.fields import SUMMARY_FIELDS
 from cmem_cli.core.timeutil import now_ms
-from cmem_cli.services.reconcile.upsert import put_prompt, put_session
-from cmem_cli.services.reconcile.writer import Inbound
-from cmem_cli.services.writes import FileTransaction, WriteService
+from cmem_cli.services.inbound.reconcile.upsert import put_prompt, put_session
+from cmem_cli.services.inbound.reconcile.writer import Inbound
+from cmem_cli.services.write.service import FileTransaction, WriteService
 from cmem_cli.store import team_outbox as outbox
 from cmem_cli.team.records import anchor_of, observation_in
 from cmem_cli.team.sessions import merged, same_session
@@ -44,7 +44,7 @@ def travelled_name(row: dict[str, Any]) -> str | None:
 
 class Applier:
     """One batch of arrivals, written inside the caller's ``WriteService.write_transaction`` transaction through
-    the inbound writer git sync uses too (:class:`cmem_cli.services.reconcile.writer.Inbound`)."""
+    the inbound writer git sync uses too (:class:`cmem_cli.services.inbound.reconcile.writer.Inbound`)."""
 
     def __init__(
         self,

@@ -15,7 +15,7 @@ file states it), which the team remote renders (:mod:`cmem_cli.team.outgoing`) a
 
 from __future__ import annotations
 
-from cmem_cli.services.writes import WriteService
+from cmem_cli.services.write.service import WriteService
 from cmem_cli.store import team_outbox as outbox
 from cmem_cli.team import outgoing
 

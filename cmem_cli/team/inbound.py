@@ -8,7 +8,7 @@ whole, with a reason; the caller skips it (a one-line note naming its uid and th
 is then validated and scrubbed again by the write service, as any input.
 
 The rule for each field is the one files arriving by git sync are held to
-(``cmem_cli.services.record_shapes``); this module applies it to the team tables' columns. Every check
+(``cmem_cli.services.inbound.record_shapes``); this module applies it to the team tables' columns. Every check
 reads only the row: nothing here touches the store or the server.
 """
 
@@ -21,13 +21,13 @@ from typing import Any
 from cmem_cli.core.errors import CmemError
 from cmem_cli.core.fields import LINK_TYPES, SESSION_STATUSES, SUMMARY_FIELDS
 from cmem_cli.core.timeutil import MAX_MS
-from cmem_cli.services.record_shapes import MAX_LINKS, MAX_UID, Refused
-from cmem_cli.services.record_shapes import anchor as _anchor
-from cmem_cli.services.record_shapes import short as _short
-from cmem_cli.services.record_shapes import text as _text
-from cmem_cli.services.record_shapes import text_list as _text_list
-from cmem_cli.services.record_shapes import uid as _uid
-from cmem_cli.services.sessions import SUMMARY_LIMIT
+from cmem_cli.services.inbound.record_shapes import MAX_LINKS, MAX_UID, Refused
+from cmem_cli.services.inbound.record_shapes import anchor as _anchor
+from cmem_cli.services.inbound.record_shapes import short as _short
+from cmem_cli.services.inbound.record_shapes import text as _text
+from cmem_cli.services.inbound.record_shapes import text_list as _text_list
+from cmem_cli.services.inbound.record_shapes import uid as _uid
+from cmem_cli.services.write.sessions import SUMMARY_LIMIT
 from cmem_cli.store.records import LIST_FIELDS, MAX_SHORT, normalize_observation
 from cmem_export.reading import MAX_FILE_BYTES
 

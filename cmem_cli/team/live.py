@@ -63,7 +63,7 @@ class TeamLive:
 
     def _session(self) -> None:
         """One connection's life: catch up, then push and pull as things happen."""
-        from cmem_cli.services.writes import WriteService
+        from cmem_cli.services.write.service import WriteService
         from cmem_cli.team import repository, server, teamsync
         from cmem_cli.team.vectors import VectorMaker
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from cmem_cli.services.anchor_files import exported
-from cmem_cli.services.writes import WriteService
+from cmem_cli.services.truth.anchor_files import exported
+from cmem_cli.services.write.service import WriteService
 from cmem_cli.team.records import observation_out, summary_out
 
 

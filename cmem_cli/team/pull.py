@@ -14,8 +14,8 @@ from typing import Any
 
 from cmem_cli.core.fields import LINK_TYPES
 from cmem_cli.core.timeutil import now_ms
-from cmem_cli.services.reconcile.rule import Conflict, tell
-from cmem_cli.services.writes import WriteService
+from cmem_cli.services.inbound.reconcile.rule import Conflict, tell
+from cmem_cli.services.write.service import WriteService
 from cmem_cli.store import team_outbox as outbox
 from cmem_cli.team import inbound, repository, server
 from cmem_cli.team.apply import Applier

@@ -1,5 +1,5 @@
 """Pushing the outbox: each queued observation or summary goes to the server by uid, by the one merge rule
-git sync follows too (:mod:`cmem_cli.services.reconcile.rule`).
+git sync follows too (:mod:`cmem_cli.services.inbound.reconcile.rule`).
 
 For each queued uid the server's row is compared with the one this home last saw (its base: the row and
 its revision, kept when pulled or pushed):
@@ -30,8 +30,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from cmem_cli.core.timeutil import now_ms
-from cmem_cli.services.reconcile.rule import EDIT_BEATS_FORGET, Conflict, merge, same_field_conflict, tell
-from cmem_cli.services.writes import WriteService
+from cmem_cli.services.inbound.reconcile.rule import (
+    EDIT_BEATS_FORGET,
+    Conflict,
+    merge,
+    same_field_conflict,
+    tell,
+)
+from cmem_cli.services.write.service import WriteService
 from cmem_cli.store import team_outbox as outbox
 from cmem_cli.team import inbound, outgoing, repository, server
 from cmem_cli.team.apply import Applier
@@ -339,7 +345,7 @@ class Pusher:
         plan: _Plan,
     ) -> None:
         """Both homes changed this memory since the base: merged field by field by the one rule
-        (:mod:`cmem_cli.services.reconcile.rule`, as git sync merges). The server takes the merged memory
+        (:mod:`cmem_cli.services.inbound.reconcile.rule`, as git sync merges). The server takes the merged memory
         (and the conflict copy, when one field was changed on both sides) and so does this home; the
         conflict is logged on the server so that every other home is told too."""
         spec, write = RECORDS[kind], self._writer(kind)

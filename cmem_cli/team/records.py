@@ -11,7 +11,7 @@ import json
 from typing import Any
 
 from cmem_cli.core.fields import SUMMARY_FIELDS
-from cmem_cli.services.reconcile.rule import Side
+from cmem_cli.services.inbound.reconcile.rule import Side
 from cmem_cli.store.records import AUTHORSHIP_FIELDS, EDITOR_FIELDS, LIST_FIELDS
 
 OBS_FIELDS = (
@@ -37,7 +37,7 @@ def observation_out(
 ) -> dict[str, Any]:
     """A stored observation (and its links by uid) as the server's row, with the machine that wrote it (this
     one, ``machine``, when not recorded); ``anchor``: its code anchor as its
-    export file states it (``cmem_cli.services.anchor_files.exported``: the repository by name, never a folder
+    export file states it (``cmem_cli.services.truth.anchor_files.exported``: the repository by name, never a folder
     of this machine)."""
     out = {name: row.get(name) for name in OBS_FIELDS}
     out.update(

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cmem_cli.services.writes import WriteService
+from cmem_cli.services.write.service import WriteService
 from cmem_cli.team import repository, server
 from cmem_cli.team.pull import PULLED, RESTORING, top_revision
 

@@ -188,7 +188,7 @@ INSERT INTO cmem_meta (key, value) VALUES ('epoch', md5(random()::text || clock_
         "m005_conflicts",
         """
 -- What a push settled between two machines' versions of a memory (the merge rule of
--- cmem_cli.services.reconcile.rule): the memory kept, its conflict copy or the other memory, which fields,
+-- cmem_cli.services.inbound.reconcile.rule): the memory kept, its conflict copy or the other memory, which fields,
 -- and how. Every other home is told at its next pull, as the home that settled it was told at its push.
 CREATE TABLE cmem_conflicts (
     rev        bigint PRIMARY KEY,

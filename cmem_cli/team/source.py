@@ -1,6 +1,6 @@
 """`cmem search --team`: the team database as a search's source, by Postgres full text and pgvector.
 
-:class:`TeamSource` is a :class:`cmem_cli.services.search_pipeline.Source`: it retrieves, and the search service runs
+:class:`TeamSource` is a :class:`cmem_cli.services.read.search_pipeline.Source`: it retrieves, and the search service runs
 every stage after retrieval on its rows as on this home's (replies, branches, successors and inferred
 supersession from the team's links, anchors and stale files from the team's anchors, the page). Its two
 ranked lists are fused and cut off by the index's own stages (:func:`cmem_index.hybrid.fusion`,
@@ -33,8 +33,8 @@ from cmem_cli.team import repository, server
 
 if TYPE_CHECKING:
     from cmem_cli.core.query import Query
-    from cmem_cli.services.anchor_files import Anchor
-    from cmem_cli.services.search_pipeline import Filters, Reader, Retrieved
+    from cmem_cli.services.read.search_pipeline import Filters, Reader, Retrieved
+    from cmem_cli.services.truth.anchor_files import Anchor
     from cmem_cli.store.supersession import ObservationText
 
 DF_CAP = 50_000  # a word in more rows than this is common: counting further changes its IDF very little
@@ -61,7 +61,7 @@ def team_source(reader: Reader) -> Iterator[TeamSource]:
 
 
 class TeamSource:
-    """The team database as a :class:`cmem_cli.services.search_pipeline.Source` (ids are uids)."""
+    """The team database as a :class:`cmem_cli.services.read.search_pipeline.Source` (ids are uids)."""
 
     def __init__(self, reader: Reader, conn: Any) -> None:
         self.reader, self.conn = reader, conn
@@ -86,7 +86,7 @@ class TeamSource:
         return [_row(r) for r in repository.listing(self.conn, where, direction, params)]
 
     def retrieve(self, ask: Query, filters: Filters, depth: int, trace: Any) -> Retrieved:
-        from cmem_cli.services.search_pipeline import Retrieved, signals_json
+        from cmem_cli.services.read.search_pipeline import Retrieved, signals_json
         from cmem_index.fusion import KEYWORD, VECTOR, Signal
         from cmem_index.hybrid import Candidates, cut_off, fusion
 
@@ -171,7 +171,7 @@ class TeamSource:
         ]
 
     def anchors(self, obs_ids: list[Any]) -> dict[Any, Anchor]:
-        from cmem_cli.services.anchor_files import from_exported
+        from cmem_cli.services.truth.anchor_files import from_exported
 
         if not obs_ids:
             return {}

@@ -18,9 +18,9 @@ from typing import Any
 
 from cmem_cli.core.errors import UsageError
 from cmem_cli.core.synclock import sync_lock
-from cmem_cli.services import remote_state
-from cmem_cli.services.search_pipeline import Reader
-from cmem_cli.services.writes import WriteService
+from cmem_cli.services.inbound import remote_state
+from cmem_cli.services.read.search_pipeline import Reader
+from cmem_cli.services.write.service import WriteService
 from cmem_cli.store import team_outbox as outbox
 from cmem_cli.team import restore, server
 from cmem_cli.team.pull import PULLED, Puller
@@ -220,7 +220,7 @@ def _fill(report: dict[str, Any] | None, values: dict[str, Any]) -> dict[str, An
 
 def _adopt_local(memory: WriteService, report: dict[str, Any]) -> None:
     """Hand edits of the export tree first: adopting them writes the store, which queues them."""
-    from cmem_cli.services.sync_local import sync_local
+    from cmem_cli.services.inbound.sync_local import sync_local
 
     result = sync_local(memory)
     # a deleted file is adopted as a forget, which the push then counts (forgotten_there): counting it

@@ -40,7 +40,7 @@ def keep(config: Config, payload: HookPayload, at_ms: int, marks: Sequence[str] 
     an event of a project ``[privacy] exclude_projects`` names. The privacy filter is loaded on its own:
     the API behind it would cost a hook that answers at once several milliseconds."""
     from cmem_cli.core.config import default_project
-    from cmem_cli.services.privacy import is_excluded_project, scrub_record
+    from cmem_cli.services.write.privacy import is_excluded_project, scrub_record
 
     if is_excluded_project(default_project(payload.cwd), config.section("privacy")):
         return None

@@ -42,7 +42,9 @@ def export_cmd(
             print(f"cmem: {item['path']}: {item['reason']} (not adopted)", file=sys.stderr)
 
 
-_NOT_ADOPTED = "files not adopted"  # doctor's check of files adoption refuses (services.doctor.NOT_ADOPTED)
+_NOT_ADOPTED = (
+    "files not adopted"  # doctor's check of files adoption refuses (services.upkeep.doctor.NOT_ADOPTED)
+)
 
 
 def doctor(

@@ -1,0 +1,1 @@
+"""Reading memories back: search, timeline windows, details, the briefing, recall and captured activity."""
