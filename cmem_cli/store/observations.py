@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cmem_cli.core.errors import NotFound
 from cmem_cli.core.fts import search_terms
@@ -24,6 +24,9 @@ from cmem_cli.store.rows import (
     id_free,
     observations_by_id,
 )
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
 
 
 class ObservationRepository(Repository):
@@ -97,7 +100,7 @@ class ObservationRepository(Repository):
                 row[column] = list(record.get(column) or [])
         return rows
 
-    def new_values(self, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def new_values(self, records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         """The column values of new observations (:meth:`insert_new`'s records), ids not yet given: pure
         computing (the keyword terms are most of it), done by a bulk import before it takes the lock."""
         rows = []
@@ -253,7 +256,7 @@ class ObservationRepository(Repository):
         return int(self.db.scalar("SELECT count(*) FROM observations WHERE session = ?", (session_id,)) or 0)
 
     @staticmethod
-    def _row_values(record: dict[str, Any], *, tokens: int, created_at: int) -> dict[str, Any]:
+    def _row_values(record: Mapping[str, Any], *, tokens: int, created_at: int) -> dict[str, Any]:
         row = {c: record.get(c) for c in OBS_COLUMNS}
         for column in LIST_COLUMNS:
             row[column] = json.dumps(record.get(column) or [], ensure_ascii=False)

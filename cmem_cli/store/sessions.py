@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cmem_cli.core.batches import batches
 from cmem_cli.core.errors import InvalidInput, NotFound
 from cmem_cli.core.timeutil import now_ms
 from cmem_cli.store.rows import Repository
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 # The machine a session ran on: the one that wrote its first prompt, else its first memory (a session row
 # itself records none; NULL for sessions from before cmem recorded machines).
@@ -112,7 +115,7 @@ class SessionRepository(Repository):
                 found[row["session_id"]] = row
         return found
 
-    def put(self, values: dict[str, Any]) -> None:
+    def put(self, values: Mapping[str, Any]) -> None:
         """Write a whole session row (one that arrived from another machine, merged with this one's)."""
         columns = (
             "session_id", "agent", "project", "label", "status", "prompt_counter", "started_at",

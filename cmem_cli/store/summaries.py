@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cmem_cli.core.errors import NotFound
 from cmem_cli.core.fields import SUMMARY_FIELDS
@@ -10,11 +10,14 @@ from cmem_cli.core.ids import new_uid
 from cmem_cli.core.timeutil import now_ms
 from cmem_cli.store.rows import MAX_ROWID, NEXT_ID, SUMMARY, Repository, id_free
 
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
 
 class SummaryRepository(Repository):
     """Session summaries."""
 
-    def insert(self, record: dict[str, Any], *, summary_id: int | None = None) -> dict[str, Any]:
+    def insert(self, record: Mapping[str, Any], *, summary_id: int | None = None) -> dict[str, Any]:
         """Insert a summary; ``summary_id`` (one read back from its file) is kept when it is free."""
         when = record.get("created_at") or now_ms()
         values = {f: record.get(f) for f in SUMMARY_FIELDS}
@@ -43,7 +46,7 @@ class SummaryRepository(Repository):
         )
         return self.get(self.db.conn.last_insert_rowid())
 
-    def update(self, summary_id: int, values: dict[str, Any]) -> dict[str, Any]:
+    def update(self, summary_id: int, values: Mapping[str, Any]) -> dict[str, Any]:
         """Replace a summary's text fields (and project/agent when given), keeping id, uid and creation; its
         ``updated_at`` is ``values``' (the time of the edit, when known) or now."""
         current = self.get(summary_id)
