@@ -13,6 +13,7 @@ from cmem_cli.core.text import estimate_tokens
 from cmem_export import layout, markdown
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
     from pathlib import Path
 
     from cmem_cli.store.repository import Store
@@ -43,10 +44,10 @@ class Exporter:
 
     def link_entries(
         self,
-        row: dict[str, Any],
+        row: Mapping[str, Any],
         relpath: str,
-        links: list[dict[str, Any]] | None = None,
-        pending: list[dict[str, Any]] | None = None,
+        links: Sequence[Mapping[str, Any]] | None = None,
+        pending: Sequence[Mapping[str, Any]] | None = None,
     ) -> list[dict[str, Any]]:
         """The row's outgoing links as its file lists them (``links``, ``pending``: already read, else asked
         for; :func:`cmem_export.markdown.link_entries`). A link to a uid this store does not hold yet (git
