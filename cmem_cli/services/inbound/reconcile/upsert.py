@@ -17,6 +17,8 @@ from cmem_cli.core.timeutil import now_ms
 from cmem_cli.store.repository import Store
 
 if TYPE_CHECKING:  # the rule (dataclasses) is loaded only for a clash: `cmem add` writes through here
+    from collections.abc import Mapping
+
     from cmem_cli.services.inbound.reconcile.rule import Conflict
 
 
@@ -32,7 +34,7 @@ class Put:
         self.unkeyed = unkeyed
 
 
-def ensure_session(store: Store, record: dict[str, Any]) -> None:
+def ensure_session(store: Store, record: Mapping[str, Any]) -> None:
     """The record's session exists and was active at the record's time."""
     if record.get("session"):
         store.sessions.ensure(
@@ -90,7 +92,7 @@ def put_observation(
 
 
 def put_summary(
-    store: Store, record: dict[str, Any], *, arrived: bool = True, summary_id: int | None = None
+    store: Store, record: Mapping[str, Any], *, arrived: bool = True, summary_id: int | None = None
 ) -> dict[str, Any]:
     """Insert or update a summary under its uid, in the caller's transaction; returns the stored row.
     ``arrived``: from another machine (one that does not say whose it is stays unknown); ``summary_id``:
@@ -104,12 +106,12 @@ def put_summary(
     return store.summaries.insert({"machine": None, **record} if arrived else record, summary_id=summary_id)
 
 
-def put_session(store: Store, values: dict[str, Any]) -> None:
+def put_session(store: Store, values: Mapping[str, Any]) -> None:
     """Write a session as another machine's version, already merged with this one's, says it."""
     store.sessions.put(values)
 
 
-def put_prompt(store: Store, prompt: dict[str, Any]) -> int:
+def put_prompt(store: Store, prompt: Mapping[str, Any]) -> int:
     """Store a prompt from another machine under its uid (prompts never change); returns the number it
     has here: its own, unless this home gave that number to another prompt of the session."""
     session = prompt["session"]

@@ -26,6 +26,8 @@ from cmem_cli.services.truth import supersession
 from cmem_export import layout
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
     from cmem_cli.services.write.exporter import Exporter, FileWriter
 
 
@@ -148,7 +150,7 @@ class Inbound:
     # -- summaries --------------------------------------------------------------------------------------
     def summary(
         self,
-        record: dict[str, Any],
+        record: Mapping[str, Any],
         *,
         relpath: str | None = None,
         arrived_at: str | None = None,
@@ -201,7 +203,7 @@ class Inbound:
             if referrer is not None:
                 self.export.export_observation(referrer, self.files)
 
-    def _settle_links(self, obs_id: int, links: list[dict[str, Any]]) -> None:
+    def _settle_links(self, obs_id: int, links: Sequence[Mapping[str, Any]]) -> None:
         """Make ``obs_id``'s links (and links waiting for a uid not here) those an arrival names, touching
         only those that differ."""
         store = self.store
