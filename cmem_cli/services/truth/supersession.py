@@ -14,12 +14,15 @@ lives in :mod:`cmem_cli.services.truth.updates`; its rows carry ``possibly_super
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from cmem_cli.store.filters import Filters
 from cmem_cli.store.repository import Store
 from cmem_cli.store.supersession import SUPERSEDES as SUPERSEDES  # the services' callers name it from here
 from cmem_cli.store.supersession import ObservationText
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 MAX_CHAIN = 20  # successors followed from one row (a chain of replacements; cycles stop earlier)
 
@@ -432,7 +435,7 @@ def inherit_retrievals(store: Store, new_id: int, old_id: int) -> None:
     store.supersession.inherit_retrievals(new_id, old_id)
 
 
-def notice(record: dict[str, Any]) -> str:
+def notice(record: Mapping[str, Any]) -> str:
     """The line `cmem get` puts above a replaced memory: which one replaced it, and its title."""
     successor = record["superseded_by"]
     title = next(

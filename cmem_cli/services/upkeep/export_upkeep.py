@@ -10,11 +10,14 @@ import itertools
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cmem_cli.core.files import read_regular
 from cmem_cli.services.write.service import WriteService
 from cmem_export import atomic, digest, layout, markdown
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
 
 EXPECTED_PAGE = 500  # observations whose anchors a whole-store pass reads at once
 PAGE_GAP = 0.1  # seconds between two pages of a rebuild (a page holds the write lock about as long)
@@ -64,7 +67,7 @@ def _rendered(
 
 def _page_files(
     memory: WriteService,
-    page: list[dict[str, Any]],
+    page: Sequence[Mapping[str, Any]],
     links: dict[int, list[dict[str, Any]]],
     pending: dict[int, list[dict[str, Any]]],
 ) -> Iterator[tuple[str, str]]:
