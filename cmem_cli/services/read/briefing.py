@@ -9,12 +9,15 @@ agent's context the way unbounded injection does.
 from __future__ import annotations
 
 import re
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from cmem_cli.core.text import TYPE_ICONS, escape_control, estimate_tokens
 from cmem_cli.core.timeutil import now_ms, to_date, to_iso
 from cmem_cli.services.read.activity import fold
 from cmem_cli.store.repository import Store
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 DEFAULT_BUDGET = 1_500
 CANDIDATES = 200  # recent observations considered; ranking picks the useful ones among them
@@ -77,7 +80,7 @@ def _line(text: str | None, limit: int) -> str:
     return flat if len(flat) <= limit else flat[: max(0, limit - 1)].rstrip() + "…"
 
 
-def usefulness(row: dict[str, Any], now: int) -> float:
+def usefulness(row: Mapping[str, Any], now: int) -> float:
     """Type weight times a recency decay; tool-captured reads/searches count half.
 
     How often a memory was fetched (``retrieval_count``) is left out: nothing in bench/ shows it picks
@@ -123,7 +126,7 @@ def _ranked(rows: list[dict[str, Any]], now: int) -> list[dict[str, Any]]:
     return sorted(distinct, key=lambda r: usefulness(r, now), reverse=True)
 
 
-def _summary_lines(last: dict[str, Any], char_budget: int) -> list[str]:
+def _summary_lines(last: Mapping[str, Any], char_budget: int) -> list[str]:
     summary, session = last.get("summary") or {}, last.get("session") or {}
     when = summary.get("created_at") or session.get("last_activity_at")
     sid = summary.get("session") or session.get("session_id") or ""
@@ -159,7 +162,7 @@ def _output(store: Store, obs_id: int) -> str:
     return str(row.get("narrative") or "") if row else ""
 
 
-def _activity_line(entry: dict[str, Any]) -> str:
+def _activity_line(entry: Mapping[str, Any]) -> str:
     """``- 2026-11-25 4f1c2d3e: read 25 files under src/orders/ (#12..#40)``"""
     ids = entry["ids"]
     span = f"#{ids[0]}" if len(ids) == 1 else f"#{ids[0]}..#{ids[-1]}"
@@ -167,13 +170,13 @@ def _activity_line(entry: dict[str, Any]) -> str:
     return f"- {to_date(entry['last_at'])}{who}: {_line(entry['text'], 140)} ({span})"
 
 
-def _activity_json(entry: dict[str, Any]) -> dict[str, Any]:
+def _activity_json(entry: Mapping[str, Any]) -> dict[str, Any]:
     out = {k: v for k, v in entry.items() if k not in ("first_at", "last_at")}
     out["first_at"], out["last_at"] = to_iso(entry["first_at"]), to_iso(entry["last_at"])
     return out
 
 
-def _observation_line(row: dict[str, Any]) -> str:
+def _observation_line(row: Mapping[str, Any]) -> str:
     icon = TYPE_ICONS.get(row.get("type") or "", "•")
     # what may no longer hold in the memory's files (docs/truth.md)
     stale = next((f" [{mark}]" for mark in ("stale", "behind", "drifted") if row.get(mark)), "")
