@@ -25,7 +25,7 @@ the two only repeats work: pushing the same content again finds it there and cha
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -438,13 +438,15 @@ class Pusher:
             if not same_session(result, mine):
                 plan.sessions_here.append(result)
 
-    def _write_session(self, row: dict[str, Any], plan: _Plan, *, insert: bool) -> None:
+    def _write_session(self, row: Mapping[str, Any], plan: _Plan, *, insert: bool) -> None:
         rev = self._rev()
         params = {**{c: row.get(c) for c in SESSION_COLUMNS}, "rev": rev, "machine": self.machine}
         repository.write_session(self.conn, [*SESSION_COLUMNS, "rev"], params, insert=insert)
         plan.pushed(outbox.SESSION, row["session_id"], rev, True, None)
 
-    def _prompts(self, entries: list[outbox.Entry], local: dict[str, dict[str, Any]], plan: _Plan) -> None:
+    def _prompts(
+        self, entries: list[outbox.Entry], local: Mapping[str, Mapping[str, Any]], plan: _Plan
+    ) -> None:
         """Prompts never change: one the server has already is acknowledged, the others inserted."""
         if not entries:
             return
@@ -553,12 +555,12 @@ class _Plan:
             self.logged.append((kind, item, project))
 
 
-def _later(mine: dict[str, Any], theirs: dict[str, Any]) -> bool:
+def _later(mine: Mapping[str, Any], theirs: Mapping[str, Any]) -> bool:
     """Is this home's edit the later one? Ties go the same way on every machine (by content, then machine)."""
     return (mine["updated_at"], _canonical(mine)) > (theirs["updated_at"], _canonical(theirs))
 
 
-def _canonical(row: dict[str, Any]) -> str:
+def _canonical(row: Mapping[str, Any]) -> str:
     """The row as the same text on every machine, whether read from this store or from the server."""
     values = {k: v for k, v in row.items() if k != "rev"}
     if "anchor" in values:

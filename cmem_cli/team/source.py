@@ -32,6 +32,8 @@ from cmem_cli.core.timeutil import to_iso
 from cmem_cli.team import repository, server
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from cmem_cli.core.query import Query
     from cmem_cli.services.read.search_pipeline import Filters, Reader, Retrieved
     from cmem_cli.services.truth.anchor_files import Anchor
@@ -335,7 +337,7 @@ def _valid(conn: Any) -> str:
 
 
 # -- rows -------------------------------------------------------------------------------------------------
-def _row(row: dict[str, Any]) -> dict[str, Any]:
+def _row(row: Mapping[str, Any]) -> dict[str, Any]:
     """A team row as a search row (keyed by its uid until the page is shown), with ``machine``."""
     return {
         "id": row["uid"],
