@@ -253,7 +253,7 @@ class _Adopter:
         return found
 
     # -- reading and validating ------------------------------------------------------------------------
-    def _stage(self, relpath: str) -> tuple[str, ParsedFile, dict[str, Any] | None] | None:
+    def _stage(self, relpath: str) -> tuple[str, ParsedFile, Mapping[str, Any] | None] | None:
         """Parse and validate one file; None when it is unchanged, invalid or a conflict."""
         if self._as_written(relpath):
             return None  # same size and modification time as when cmem wrote it: not read again
@@ -339,7 +339,7 @@ class _Adopter:
 
     def _row_for(
         self, relpath: str, parsed: ParsedFile, known: tuple[str, int] | None
-    ) -> dict[str, Any] | None:
+    ) -> Mapping[str, Any] | None:
         store = self.store
         if parsed.kind == "summary":
             if parsed.uid:
@@ -350,9 +350,9 @@ class _Adopter:
                 return {**store.summaries.get(known[1]), "kind": "summary"}
             return None
         if parsed.uid:
-            found = store.observations.by_uid(parsed.uid)
-            if found is not None:
-                return found
+            stored = store.observations.by_uid(parsed.uid)
+            if stored is not None:
+                return stored
         if known and known[0] == "observation" and not (parsed.uid and parsed.has_front_matter):
             return store.observations.get(known[1])
         return None

@@ -63,6 +63,7 @@ def fetch_details(memory: Reader, refs: list[str], *, follow_links: bool = False
         if (kind, number) in seen:
             continue
         seen.add((kind, number))
+        row: Mapping[str, Any]
         if kind == "observation":
             row = store.observations.get(number)
             records.append(observation_record(memory, row, anchored=False))

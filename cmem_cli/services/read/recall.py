@@ -324,7 +324,9 @@ def _with_changed(store: Store, found: Recall, session: str, given: Collection[s
     log = store.capture_log
     uids = [key[len(CHANGED) :] for key in log.keys_with_prefix(session, CHANGED)]
     uids = [uid for uid in uids if TOLD + uid not in given and not log.seen(session, TOLD + uid)]
-    rows = list(store.observations.by_uids(uids).values()) if uids else []
+    rows: list[dict[str, Any]] = (
+        [{**row} for row in store.observations.by_uids(uids).values()] if uids else []
+    )  # annotate adds fields
     if not rows:
         return found
     from cmem_cli.services.truth.anchor_notes import annotate

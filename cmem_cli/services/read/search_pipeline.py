@@ -273,6 +273,7 @@ def timeline(
     if re.match(_DOCID, ref.strip()):
         raise InvalidInput(f"{ref} is a document: documents have no timeline (`cmem get {ref}` shows it)")
     kind, number = resolve_ref(store, ref, TIMELINE_FORMS)
+    anchor: Mapping[str, Any]
     if kind == "observation":
         anchor = store.observations.get(number)
     elif kind == "summary":

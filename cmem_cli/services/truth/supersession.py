@@ -14,7 +14,7 @@ lives in :mod:`cmem_cli.services.truth.updates`; its rows carry ``possibly_super
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from cmem_cli.store.filters import Filters
 from cmem_cli.store.repository import Store
@@ -23,6 +23,8 @@ from cmem_cli.store.supersession import ObservationText
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
+
+    from cmem_cli.store.row_types import ObservationRow
 
 MAX_CHAIN = 20  # successors followed from one row (a chain of replacements; cycles stop earlier)
 
@@ -66,7 +68,9 @@ class StoreLinks:
 
     def passing(self, ids: set[Any], filters: Filters) -> dict[Any, dict[str, Any]]:
         stored = _passing(self.store, ids, filters)
-        return {i: self.make_row(row) for i, row in stored.items()} if self.make_row else stored
+        if self.make_row:
+            return {i: self.make_row(row) for i, row in stored.items()}
+        return cast("dict[Any, dict[str, Any]]", stored)  # the stored rows, which a search's stages extend
 
     def stated_texts(self, ids: list[Any]) -> list[ObservationText]:
         return self.store.supersession.stated_texts(ids)
@@ -278,7 +282,7 @@ def successor_first(
     return out
 
 
-def _passing(store: Store, obs_ids: set[int], filters: Filters) -> dict[int, dict[str, Any]]:
+def _passing(store: Store, obs_ids: set[int], filters: Filters) -> dict[int, ObservationRow]:
     """The stored rows of ``obs_ids`` that match ``filters`` (type, project, dates...)."""
     if not obs_ids:
         return {}

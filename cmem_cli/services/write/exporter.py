@@ -7,7 +7,7 @@ through this one renderer, so that what git or a remote brought is written exact
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from cmem_cli.core.text import estimate_tokens
 from cmem_export import layout, markdown
@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from cmem_cli.store.repository import Store
+    from cmem_cli.store.row_types import ObservationRow
 
 STORED: Any = object()  # "the observation's anchor as the store holds it" (read when needed)
 
@@ -64,7 +65,7 @@ class Exporter:
 
     def export_observation(
         self,
-        row: dict[str, Any],
+        row: ObservationRow | dict[str, Any],
         files: FileWriter,
         *,
         relpath: str | None = None,
@@ -89,7 +90,7 @@ class Exporter:
         if relpath != row.get("path") or tokens != row.get("tokens"):
             self.store.observations.set_export(row["id"], relpath, tokens)
             row["path"], row["tokens"] = relpath, tokens
-        return row
+        return cast("dict[str, Any]", row)  # the same dict, changed in place
 
     def anchor_front(self, obs_id: int, anchor: Any = STORED) -> dict[str, Any] | None:
         """What the observation's file says of its code anchor (``cmem_cli.services.truth.anchor_files.exported``)."""

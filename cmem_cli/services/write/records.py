@@ -320,8 +320,8 @@ class RecordWrites:
             else:
                 self._add_link(from_id, to_id, link_type)
             self.store.observations.mark_edited(from_id)  # a link is an edit of the memory it leaves
-            row = {**row, **dict(zip(EDITOR, self.store.writer(), strict=True))}
-            return self.export.export_observation(row, files)
+            edited: dict[str, Any] = {**row, **dict(zip(EDITOR, self.store.writer(), strict=True))}
+            return self.export.export_observation(edited, files)
 
     def _add_link(self, from_id: int, to_id: int, link_type: str) -> None:
         """One link, inside the caller's transaction. A ``supersedes`` link that would make two memories

@@ -20,6 +20,7 @@ if TYPE_CHECKING:  # the rule (dataclasses) is loaded only for a clash: `cmem ad
     from collections.abc import Mapping
 
     from cmem_cli.services.inbound.reconcile.rule import Conflict
+    from cmem_cli.store.row_types import ObservationRow
 
 
 class Put:
@@ -28,7 +29,9 @@ class Put:
 
     __slots__ = ("row", "clash", "unkeyed")
 
-    def __init__(self, row: dict[str, Any], clash: Conflict | None = None, unkeyed: int | None = None):
+    def __init__(
+        self, row: ObservationRow | dict[str, Any], clash: Conflict | None = None, unkeyed: int | None = None
+    ):
         self.row = row
         self.clash = clash
         self.unkeyed = unkeyed
@@ -71,7 +74,7 @@ def put_observation(
     if holder is not None and arrived:
         from cmem_cli.services.inbound.reconcile.rule import KEY_CLASH, Conflict
 
-        created = record.get("created_at") or (existing or {}).get("created_at") or now_ms()
+        created = record.get("created_at") or (existing["created_at"] if existing else None) or now_ms()
         if (holder["created_at"], holder["uid"]) <= (created, record.get("uid") or ""):
             clash = Conflict(holder["uid"], KEY_CLASH.format(key=record["key"]), other_uid=record.get("uid"))
             record["key"] = None
@@ -79,6 +82,7 @@ def put_observation(
             clash = Conflict(record["uid"], KEY_CLASH.format(key=record["key"]), other_uid=holder["uid"])
             store.observations.update(holder["id"], {**holder, "key": None}, updated_at=holder["updated_at"])
             unkeyed = int(holder["id"])
+    row: ObservationRow | dict[str, Any]  # read back after an update; built from the values after an insert
     if existing is not None:
         # who made this edit: the machine it arrived from says (None: it does not), else this home
         edited = (record.get("edited_on"), record.get("edited_by")) if arrived else store.writer()

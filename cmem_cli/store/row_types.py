@@ -1,0 +1,96 @@
+"""The rows the store's repositories hand out, one type per kind, for the type checker only.
+
+At run time a row is the plain dict SQLite gave (no class is made, so a search pays nothing for these):
+modules import this file under ``TYPE_CHECKING``. A row is read-only to its reader; code that wants a
+changed row builds a new one (``{**row, ...}``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import TypedDict
+
+    class ObservationRow(TypedDict):
+        """A row of the observations table, its list columns decoded (``search_terms`` left out)."""
+
+        id: int
+        uid: str
+        type: str
+        title: str
+        subtitle: str | None
+        narrative: str | None
+        facts: list[str]
+        concepts: list[str]
+        files_read: list[str]
+        files_modified: list[str]
+        tools_used: list[str]
+        project: str
+        session: str | None
+        agent: str
+        prompt_number: int | None
+        key: str | None
+        confidence: float | None
+        retrieval_count: int
+        last_retrieved_at: int | None
+        created_at: int
+        updated_at: int
+        tokens: int
+        path: str | None
+        machine: str | None
+        author: str | None
+        invalidated: str | None
+        edited_on: str | None
+        edited_by: str | None
+
+    class SummaryRow(TypedDict):
+        """A row of the session_summaries table."""
+
+        id: int
+        uid: str
+        session: str
+        project: str
+        agent: str
+        request: str | None
+        investigated: str | None
+        learned: str | None
+        completed: str | None
+        next_steps: str | None
+        notes: str | None
+        created_at: int
+        path: str | None
+        updated_at: int
+        machine: str | None
+        author: str | None
+
+    class PromptRow(TypedDict):
+        """A row of the user_prompts table."""
+
+        id: int
+        uid: str
+        session: str
+        prompt_number: int
+        text: str
+        project: str
+        agent: str
+        created_at: int
+        machine: str | None
+        author: str | None
+
+    class SessionRow(TypedDict):
+        """A row of the sessions table."""
+
+        id: int
+        session_id: str
+        agent: str
+        project: str
+        label: str | None
+        status: str
+        prompt_counter: int
+        started_at: int
+        completed_at: int | None
+        last_activity_at: int
+        goal: str | None
+        outcome: str | None
+        next_steps: str | None
