@@ -188,7 +188,7 @@ class TeamSource:
         uids |= {r[k] for r in rows for k in ("superseded_by", "possibly_superseded_by") if r.get(k)}
         local = store.observations.by_uids(sorted(uids))
         for row in rows:
-            mine = (
+            mine: Mapping[str, Any] | None = (
                 local.get(row["uid"]) if row["kind"] == "observation" else store.summaries.by_uid(row["uid"])
             )
             if mine is not None:

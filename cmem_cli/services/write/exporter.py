@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from cmem_cli.store.repository import Store
-    from cmem_cli.store.row_types import ObservationRow
+    from cmem_cli.store.row_types import ObservationRow, SummaryRow
 
 STORED: Any = object()  # "the observation's anchor as the store holds it" (read when needed)
 
@@ -101,7 +101,7 @@ class Exporter:
         return exported(anchor, self.scrub)
 
     def export_summary(
-        self, row: dict[str, Any], files: FileWriter, *, relpath: str | None = None
+        self, row: SummaryRow | dict[str, Any], files: FileWriter, *, relpath: str | None = None
     ) -> dict[str, Any]:
         """Write a summary's file at the name its row holds (fixed at creation, like an observation's)
         and record it; ``relpath`` names a new summary's file, or moves it there."""
@@ -112,7 +112,7 @@ class Exporter:
         if row.get("path") != relpath:
             self.store.summaries.set_path(row["id"], relpath)
         row["path"] = relpath
-        return row
+        return cast("dict[str, Any]", row)  # the same dict, changed in place
 
     def render_record(self, kind: str, record_id: int) -> str:
         """The exact text cmem writes for one observation or summary (at its current path)."""

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
     from cmem_cli.services.write.exporter import FileWriter
     from cmem_cli.services.write.home import WriteHome
+    from cmem_cli.store.row_types import PromptRow
 
 SUMMARY_LIMIT = 50_000
 
@@ -89,7 +90,7 @@ class SessionWrites:
         project: str | None = None,
         agent: str | None = None,
         created_at: int | None = None,
-    ) -> dict[str, Any]:
+    ) -> PromptRow:
         text = self.prepare_prompt(text)
         with self.store.transaction():
             session = self.store.sessions.ensure(

@@ -20,7 +20,7 @@ if TYPE_CHECKING:  # the rule (dataclasses) is loaded only for a clash: `cmem ad
     from collections.abc import Mapping
 
     from cmem_cli.services.inbound.reconcile.rule import Conflict
-    from cmem_cli.store.row_types import ObservationRow
+    from cmem_cli.store.row_types import ObservationRow, SummaryRow
 
 
 class Put:
@@ -97,7 +97,7 @@ def put_observation(
 
 def put_summary(
     store: Store, record: Mapping[str, Any], *, arrived: bool = True, summary_id: int | None = None
-) -> dict[str, Any]:
+) -> SummaryRow:
     """Insert or update a summary under its uid, in the caller's transaction; returns the stored row.
     ``arrived``: from another machine (one that does not say whose it is stays unknown); ``summary_id``:
     a new summary's id as its file recorded it (local adoption of a rebuilt store)."""

@@ -159,8 +159,8 @@ class Inbound:
         """Store a summary under its uid and write its file (``relpath``: where it lives; ``arrived_at``:
         where its file arrived, if elsewhere, removed when it is not where it lives; ``summary_id``: a
         new summary's id as its file recorded it)."""
-        row = put_summary(self.store, record, arrived=not self.local, summary_id=summary_id)
-        row = self.export.export_summary(self.store.summaries.get(row["id"]), self.files, relpath=relpath)
+        stored = put_summary(self.store, record, arrived=not self.local, summary_id=summary_id)
+        row = self.export.export_summary(self.store.summaries.get(stored["id"]), self.files, relpath=relpath)
         came = arrived_at or relpath
         if came and came != row["path"]:
             self.files.delete_after_commit(came)
