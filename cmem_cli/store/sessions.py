@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from cmem_cli.core.batches import batches
 from cmem_cli.core.errors import InvalidInput, NotFound
@@ -11,6 +11,8 @@ from cmem_cli.store.rows import Repository
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
+
+    from cmem_cli.store.row_types import SessionRow
 
 # The machine a session ran on: the one that wrote its first prompt, else its first memory (a session row
 # itself records none; NULL for sessions from before cmem recorded machines).
@@ -33,7 +35,7 @@ class SessionRepository(Repository):
         label: str | None = None,
         goal: str | None = None,
         at: int | None = None,
-    ) -> dict[str, Any]:
+    ) -> SessionRow:
         """Create the session if new, else mark activity; inside the caller's transaction."""
         when = at or now_ms()
         self.db.execute(
@@ -61,9 +63,7 @@ class SessionRepository(Repository):
             "UPDATE sessions SET label = ? WHERE session_id = ? AND label IS NULL", (label, session_id)
         )
 
-    def end(
-        self, session_id: str, *, status: str, outcome: str | None, next_steps: str | None
-    ) -> dict[str, Any]:
+    def end(self, session_id: str, *, status: str, outcome: str | None, next_steps: str | None) -> SessionRow:
         self.get(session_id)  # NotFound for an unknown id
         now = now_ms()
         self.db.execute(
@@ -73,12 +73,12 @@ class SessionRepository(Repository):
         )
         return self.get(session_id)
 
-    def get(self, session_id: str) -> dict[str, Any]:
+    def get(self, session_id: str) -> SessionRow:
         """The session with exactly this id (a person's prefix goes through :meth:`resolve` first)."""
         row = self.db.query_one("SELECT * FROM sessions WHERE session_id = ?", (session_id,))
         if row is None:
             raise NotFound(f"no session {session_id!r}")
-        return row
+        return cast("SessionRow", row)
 
     def machine(self, session_id: str) -> str | None:
         """The machine the session ran on (None: not recorded)."""
@@ -105,14 +105,17 @@ class SessionRepository(Repository):
             raise InvalidInput(f"session prefix {text!r} is ambiguous: {shown}")
         return matches[0] if matches else None
 
-    def find(self, session_id: str) -> dict[str, Any] | None:
-        return self.db.query_one("SELECT * FROM sessions WHERE session_id = ?", (session_id,))
+    def find(self, session_id: str) -> SessionRow | None:
+        return cast(
+            "SessionRow | None",
+            self.db.query_one("SELECT * FROM sessions WHERE session_id = ?", (session_id,)),
+        )
 
-    def by_ids(self, session_ids: list[str]) -> dict[str, dict[str, Any]]:
-        found: dict[str, dict[str, Any]] = {}
+    def by_ids(self, session_ids: list[str]) -> dict[str, SessionRow]:
+        found: dict[str, SessionRow] = {}
         for chunk, marks in batches(session_ids):
             for row in self.db.query(f"SELECT * FROM sessions WHERE session_id IN ({marks})", chunk):
-                found[row["session_id"]] = row
+                found[row["session_id"]] = cast("SessionRow", row)
         return found
 
     def put(self, values: Mapping[str, Any]) -> None:

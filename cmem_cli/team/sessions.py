@@ -47,7 +47,7 @@ def prompt_out(row: Mapping[str, Any], machine: str) -> dict[str, Any]:
     return out
 
 
-def merged(newer: dict[str, Any], older: dict[str, Any], *, concurrent: bool) -> dict[str, Any]:
+def merged(newer: Mapping[str, Any], older: Mapping[str, Any], *, concurrent: bool) -> dict[str, Any]:
     """One session from two versions of it. ``newer`` changed after ``older`` was shared (not
     ``concurrent``: its state stands), or both changed since (``concurrent``: an end beats going on,
     the later of two ends stays). Texts a version lacks come from the other; activity from both."""
@@ -67,7 +67,7 @@ def merged(newer: dict[str, Any], older: dict[str, Any], *, concurrent: bool) ->
     return out
 
 
-def _later_state(a: dict[str, Any], b: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+def _later_state(a: Mapping[str, Any], b: Mapping[str, Any]) -> tuple[Mapping[str, Any], Mapping[str, Any]]:
     a_ended, b_ended = a["status"] in ENDED, b["status"] in ENDED
     if a_ended != b_ended:
         return (a, b) if a_ended else (b, a)

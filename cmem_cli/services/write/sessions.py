@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
     from cmem_cli.services.write.exporter import FileWriter
     from cmem_cli.services.write.home import WriteHome
-    from cmem_cli.store.row_types import PromptRow
+    from cmem_cli.store.row_types import PromptRow, SessionRow
 
 SUMMARY_LIMIT = 50_000
 
@@ -41,7 +41,7 @@ class SessionWrites:
         goal: str | None = None,
         resume: bool = False,
         at: int | None = None,
-    ) -> dict[str, Any]:
+    ) -> SessionRow:
         """Create the session if new; ``resume`` also reopens it if it had ended (`cmem session start ID`).
         ``at``: when it began (an imported transcript's time; an earlier one moves the start back)."""
         session_id = _required_text("session id", session_id)
@@ -71,7 +71,7 @@ class SessionWrites:
         status: str = "completed",
         outcome: str | None = None,
         next_steps: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> SessionRow:
         if status not in SESSION_STATUSES:
             raise InvalidInput(f"unknown status {status!r} (expected one of: {', '.join(SESSION_STATUSES)})")
         with self.store.transaction():
