@@ -94,3 +94,21 @@ if TYPE_CHECKING:
         goal: str | None
         outcome: str | None
         next_steps: str | None
+
+    class LinkRow(TypedDict):
+        """A row of the observation_links table, as a window reads it."""
+
+        from_id: int
+        to_id: int
+        type: str
+        created_at: int
+
+    class ObservationHead(TypedDict):
+        """What a window shows of an observation at a link's far end."""
+
+        id: int
+        uid: str
+        type: str
+        title: str
+        project: str
+        created_at: int

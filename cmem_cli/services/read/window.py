@@ -17,7 +17,9 @@ from cmem_cli.store.filters import Filters
 from cmem_cli.store.repository import Store
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Mapping, Sequence
+
+    from cmem_cli.store.row_types import LinkRow
 
 COUNT_BOUND = 100_000  # count matches up to here; past it the page says "more than 100,000"
 OBSERVATION_DETAIL = (
@@ -101,8 +103,8 @@ def _newest_first(item: Mapping[str, Any]) -> tuple[str, int, int]:
 
 def _mark_replaced(
     observations: list[dict[str, Any]],
-    links: list[dict[str, Any]],
-    others: dict[int, dict[str, Any]],
+    links: Sequence[LinkRow],
+    others: Mapping[int, Mapping[str, Any]],
 ) -> None:
     """Give each observation ``superseded_by``: the newest observation linked to it as ``supersedes``
     (`cmem link NEW supersedes OLD`), else None. The links were read for the page anyway; the rule is the
