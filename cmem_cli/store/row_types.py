@@ -112,3 +112,20 @@ if TYPE_CHECKING:
         title: str
         project: str
         created_at: int
+
+    class LinkedRow(TypedDict):
+        """A link as seen from one end: its type and the memory at the other end."""
+
+        type: str
+        id: int
+        uid: str
+        title: str
+        path: str | None
+
+    class PendingLinkRow(TypedDict):
+        """A link waiting for a memory this store does not hold yet (the title and href its file showed)."""
+
+        type: str
+        uid: str
+        title: str | None
+        href: str | None

@@ -19,7 +19,7 @@ from cmem_export import atomic, digest, layout, markdown
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
-    from cmem_cli.store.row_types import ObservationRow
+    from cmem_cli.store.row_types import LinkedRow, ObservationRow, PendingLinkRow
 
 EXPECTED_PAGE = 500  # observations whose anchors a whole-store pass reads at once
 PAGE_GAP = 0.1  # seconds between two pages of a rebuild (a page holds the write lock about as long)
@@ -70,8 +70,8 @@ def _rendered(
 def _page_files(
     memory: WriteService,
     page: Sequence[Mapping[str, Any]],
-    links: dict[int, list[dict[str, Any]]],
-    pending: dict[int, list[dict[str, Any]]],
+    links: dict[int, list[LinkedRow]],
+    pending: dict[int, list[PendingLinkRow]],
 ) -> Iterator[tuple[str, str]]:
     """The files of a page of observations: (relative path, text)."""
     anchored = memory.store.anchors.for_ids([r["id"] for r in page])  # the page's anchors, in one query
