@@ -12,13 +12,10 @@ import json
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from cmem_cli.core.errors import UsageError
 from cmem_cli.core.text import TYPE_ICONS, escape_control  # noqa: F401 (re-exported for the commands)
-
-if TYPE_CHECKING:
-    pass
 
 FORMATS = ("table", "plain", "json", "ndjson", "csv", "ids", "md")
 

@@ -12,14 +12,11 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from cmem_cli.core.config import Config
 from cmem_cli.core.errors import CmemError, DatabaseBusy
 from cmem_cli.core.synclock import sync_lock
-
-if TYPE_CHECKING:
-    pass
 
 CHECK_SECONDS = 1.0
 POLL_SECONDS = 30.0

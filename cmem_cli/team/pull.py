@@ -10,7 +10,7 @@ at that revision (its own push) is skipped.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from cmem_cli.core.fields import LINK_TYPES
 from cmem_cli.core.timeutil import now_ms
@@ -21,9 +21,6 @@ from cmem_cli.team import inbound, repository, server
 from cmem_cli.team.apply import Applier
 from cmem_cli.team.records import OBS_COLUMNS, SUMMARY_COLUMNS
 from cmem_cli.team.sessions import PROMPT_COLUMNS, SESSION_COLUMNS
-
-if TYPE_CHECKING:
-    pass
 
 PAGE = 1000
 PULLED = "pulled"  # team_state key: the last revision applied here
