@@ -129,3 +129,27 @@ if TYPE_CHECKING:
         uid: str
         title: str | None
         href: str | None
+
+    class SessionOutcome(TypedDict):
+        """How a session ended, as the briefing's "Last session" block shows it."""
+
+        session_id: str
+        status: str
+        outcome: str | None
+        next_steps: str | None
+        started_at: int
+        last_activity_at: int
+
+    class BriefCandidate(TypedDict):
+        """An observation the briefing may list: no narrative (they can be large), list fields decoded."""
+
+        id: int
+        uid: str
+        type: str
+        title: str
+        created_at: int
+        tokens: int
+        session: str | None
+        tools_used: list[str]
+        files_read: list[str]
+        files_modified: list[str]
