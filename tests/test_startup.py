@@ -109,7 +109,9 @@ def test_add_and_context_load_no_option_table_but_their_own(tmp_path, project):
 def test_a_hook_loads_no_search_and_no_cli(tmp_path, project, event, data):
     modules = loaded(tmp_path, "hook", event, stdin=json.dumps(data(project)))
     assert "cmem_cli.capture.hooks.runner" in modules  # it ran the hook
-    unexpected = (NOT_WRITTEN | SEARCH_ONLY | HEAVY | {"cmem_cli.cli.options", "cmem_cli.cli.fast"}) & modules
+    unexpected = (
+        NOT_WRITTEN | SEARCH_ONLY | HEAVY | TYPES_ONLY | {"cmem_cli.cli.options", "cmem_cli.cli.fast"}
+    ) & modules
     assert unexpected == set()
 
 

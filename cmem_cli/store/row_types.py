@@ -153,3 +153,11 @@ if TYPE_CHECKING:
         tools_used: list[str]
         files_read: list[str]
         files_modified: list[str]
+
+    class TranscriptOffset(TypedDict):
+        """Where the import of a transcript file resumes."""
+
+        offset: int  # bytes already imported
+        head: str  # fingerprint of the file's first line: another file at the same path starts over
+        counts: dict[str, int]  # prompt occurrences up to ``offset`` (prompt keys count from them)
+        session: str | None
