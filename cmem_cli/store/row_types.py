@@ -161,3 +161,9 @@ if TYPE_CHECKING:
         head: str  # fingerprint of the file's first line: another file at the same path starts over
         counts: dict[str, int]  # prompt occurrences up to ``offset`` (prompt keys count from them)
         session: str | None
+
+    class ListedSession(SessionRow):
+        """A session as `cmem session list` reads it: its row, how many observations it holds, its machine."""
+
+        observations: int
+        machine: str | None

@@ -12,7 +12,7 @@ from cmem_cli.store.rows import Repository
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from cmem_cli.store.row_types import SessionRow
+    from cmem_cli.store.row_types import ListedSession, SessionRow
 
 # The machine a session ran on: the one that wrote its first prompt, else its first memory (a session row
 # itself records none; NULL for sessions from before cmem recorded machines).
@@ -142,7 +142,7 @@ class SessionRepository(Repository):
         status: str | None = None,
         machine: str | None = None,
         limit: int = 20,
-    ) -> list[dict[str, Any]]:
+    ) -> list[ListedSession]:
         """The most recently active sessions; ``machine``: only those that ran on it (its first prompt's
         machine, else its first memory's)."""
         clauses, params = [], []
@@ -160,7 +160,8 @@ class SessionRepository(Repository):
         if machine is not None:
             sql = f"SELECT * FROM ({sql}) WHERE machine = ?"
             params.append(machine)
-        return self.db.query(f"{sql} ORDER BY last_activity_at DESC LIMIT ?", [*params, limit])
+        rows = self.db.query(f"{sql} ORDER BY last_activity_at DESC LIMIT ?", [*params, limit])
+        return cast("list[ListedSession]", rows)
 
     def next_prompt_number(self, session_id: str) -> int:
         self.db.execute(
