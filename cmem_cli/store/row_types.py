@@ -167,3 +167,18 @@ if TYPE_CHECKING:
 
         observations: int
         machine: str | None
+
+    class ProjectKey(TypedDict):
+        """What the store knows of a project's name: its repository's key, whether it is the key's main
+        name, and how that was learnt (``claimed`` or ``anchors``)."""
+
+        key: str
+        main: bool
+        source: str | None
+
+    class ProjectActivity(TypedDict):
+        """A project with observations: how many, and when the latest was made."""
+
+        project: str
+        observations: int
+        last: int
