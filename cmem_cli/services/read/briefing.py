@@ -18,6 +18,16 @@ from cmem_cli.store.repository import Store
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
+    from typing import TypedDict
+
+    from cmem_cli.store.row_types import SessionOutcome, SummaryRow
+
+    class LastSession(TypedDict):
+        """The briefing's "Last session": the newest summary of another session, and how that session ended."""
+
+        summary: SummaryRow | None
+        session: SessionOutcome | None
+
 
 DEFAULT_BUDGET = 1_500
 CANDIDATES = 200  # recent observations considered; ranking picks the useful ones among them
@@ -94,7 +104,7 @@ def usefulness(row: Mapping[str, Any], now: int) -> float:
     return float(weight * (0.25 + 0.75 * recency))
 
 
-def _last_session(store: Store, project: str | None, exclude_session: str | None) -> dict[str, Any] | None:
+def _last_session(store: Store, project: str | None, exclude_session: str | None) -> LastSession | None:
     """The newest summary (and its session's next steps) from a session other than the current one (of the
     project or of its repository's older names)."""
     summaries = store.summaries.recent(project=project, limit=20)
@@ -225,8 +235,8 @@ def build_context(
         summary_lines = _summary_lines(last, min(share, char_budget - used([reminder]) - 1))
         if summary_lines:
             lines += summary_lines
-            summary = last.get("summary") or {}
-            session = last.get("session") or {}
+            summary: Mapping[str, Any] = last.get("summary") or {}
+            session: Mapping[str, Any] = last.get("session") or {}
             result.last_session = {
                 "session": summary.get("session") or session.get("session_id"),
                 "status": session.get("status"),
