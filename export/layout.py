@@ -10,9 +10,12 @@ import re
 import time
 import unicodedata
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cmem_cli.core.ids import UID_TAIL
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 MAX_SEGMENT = 64
@@ -47,18 +50,18 @@ def file_name_ending(uid: str) -> str:
     return f"-{_uid_tail(uid)}.md"
 
 
-def _group_dir(record: dict[str, Any]) -> str:
+def _group_dir(record: Mapping[str, Any]) -> str:
     session = record.get("session")
     return safe_segment(session) if session else _stamp(record["created_at"], "%Y-%m-%d")
 
 
-def observation_relpath(record: dict[str, Any]) -> str:
+def observation_relpath(record: Mapping[str, Any]) -> str:
     """Relative (POSIX) path of an observation's file under the export root."""
     name = f"{_stamp(record['created_at'], '%Y%m%d-%H%M%S')}-{slugify(record['title'])}-{_uid_tail(record['uid'])}.md"
     return str(PurePosixPath(safe_segment(record["project"]), _group_dir(record), name))
 
 
-def summary_relpath(record: dict[str, Any]) -> str:
+def summary_relpath(record: Mapping[str, Any]) -> str:
     name = f"{_stamp(record['created_at'], '%Y%m%d-%H%M%S')}-summary-{_uid_tail(record['uid'])}.md"
     return str(PurePosixPath(safe_segment(record["project"]), _group_dir(record), name))
 

@@ -13,7 +13,7 @@ import re
 import sys
 from collections.abc import Iterable
 from pathlib import PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cmem_cli.core.fields import LINKS_MARKER, SUMMARY_FIELDS
 from cmem_cli.core.frontmatter import (
@@ -26,6 +26,9 @@ from cmem_cli.core.frontmatter import (
 )
 from cmem_cli.core.summary_title import summary_title
 from cmem_cli.core.timeutil import parse_time, to_iso
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
 
 # No local integer id: ids differ between machines, and a file that named one would change on every
 # machine that adopted it (git sync would never settle). Identity is the uid.
@@ -96,7 +99,7 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
-def link_entries(links: Iterable[dict[str, Any]], relpath: str) -> list[dict[str, Any]]:
+def link_entries(links: Iterable[Mapping[str, Any]], relpath: str) -> list[dict[str, Any]]:
     """The links a file at ``relpath`` lists, as :func:`render_observation` takes them: the one rule for
     every writer of a file (a local write, git sync's merge), so their files agree byte for byte.
 
@@ -119,9 +122,9 @@ def link_entries(links: Iterable[dict[str, Any]], relpath: str) -> list[dict[str
 
 
 def render_observation(
-    record: dict[str, Any],
-    links: list[dict[str, Any]] | None = None,
-    anchor: dict[str, Any] | None = None,
+    record: Mapping[str, Any],
+    links: Sequence[Mapping[str, Any]] | None = None,
+    anchor: Mapping[str, Any] | None = None,
 ) -> str:
     """The markdown file for one observation. ``links``: dicts with type, id, uid, title, relpath.
     ``anchor``: the code anchor as it travels between machines (repository name, branch, commit, blob
@@ -155,7 +158,7 @@ def render_observation(
     return "".join(parts)
 
 
-def render_summary(record: dict[str, Any]) -> str:
+def render_summary(record: Mapping[str, Any]) -> str:
     fields: list[tuple[str, Any]] = [("cmem", "summary")]
     for key in ("uid", "session", "project", "agent"):
         fields.append((key, record.get(key)))

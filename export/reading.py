@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cmem_cli.core.fields import LINKS_MARKER, SUMMARY_FIELDS
 from cmem_cli.core.frontmatter import FrontMatterError
@@ -25,6 +25,9 @@ from cmem_export.markdown import (
     _time,
     split_front_matter,
 )
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 MAX_FILE_BYTES = 1_000_000
 _FILE_LINE = re.compile(r"^- (read|modified): `(.*)`$")
@@ -57,7 +60,7 @@ class ParsedFile:
     meta: dict[str, Any] = field(default_factory=dict)  # the front matter as stated, for checks of its shape
 
 
-def _restore(meta: dict[str, Any]) -> dict[str, Any]:
+def _restore(meta: Mapping[str, Any]) -> dict[str, Any]:
     """What a store rebuilt from this file should keep: the local id (if free) and the update time."""
     local_id = meta.get("id")
     restore: dict[str, Any] = {}
@@ -120,7 +123,7 @@ def _title_from_name(relpath: str) -> str:
     return re.sub(r"[-_]+", " ", stem).strip() or stem
 
 
-def _uid(meta: dict[str, Any]) -> str | None:
+def _uid(meta: Mapping[str, Any]) -> str | None:
     uid = meta.get("uid")
     return str(uid) if uid not in (None, "") else None
 
@@ -176,7 +179,7 @@ def _parse_observation(meta: dict[str, Any], body: str, relpath: str) -> ParsedF
 BODY_SHOWN = ("title", "subtitle", "facts", "files_read", "files_modified")  # also in cmem's front matter
 
 
-def front_matter_edits(parsed: ParsedFile, written: dict[str, Any]) -> dict[str, Any]:
+def front_matter_edits(parsed: ParsedFile, written: Mapping[str, Any]) -> dict[str, Any]:
     """The fields changed only in the front matter, against ``written`` (the record cmem last wrote):
     where the body still shows what cmem wrote and the front matter says otherwise, the person edited the
     front matter, and that edit is taken. Changed in both places, the body wins."""

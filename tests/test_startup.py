@@ -43,6 +43,8 @@ NOT_WRITTEN = {
 }
 # What only the full CLI, a search, an index pass or a model needs.
 HEAVY = {"typer", "click", "numpy", "llama_cpp", "watchdog", "cmem_index.indexer", "cmem_index.embedder"}
+# The typed rows exist for the type checker only: no command makes their classes (a search would pay ~1 ms).
+TYPES_ONLY = {"cmem_cli.store.row_types"}
 SEARCH_ONLY = {
     "cmem_cli.core.query_fields",  # the Query's option table: `cmem search`'s parser and MCP's schema
     "cmem_cli.services.read.search_pipeline",
@@ -81,7 +83,9 @@ def project(home: Path, tmp_path: Path) -> Path:
 def test_a_keyword_search_loads_neither_the_writes_nor_the_repositories_it_does_not_read(tmp_path, project):
     modules = loaded(tmp_path, "search", "retry backoff", "--format", "plain")
     assert {"cmem_cli.store.keyword", "cmem_cli.services.read.search_pipeline"} <= modules  # it did search
-    unexpected = (NOT_SEARCHED | HEAVY | {"cmem_cli.services.write.service", "cmem_cli.capture"}) & modules
+    unexpected = (
+        NOT_SEARCHED | HEAVY | TYPES_ONLY | {"cmem_cli.services.write.service", "cmem_cli.capture"}
+    ) & modules
     assert unexpected == set()
 
 
@@ -89,7 +93,7 @@ def test_add_and_context_load_no_option_table_but_their_own(tmp_path, project):
     added = loaded(tmp_path, "add", "Pool size is 20", "--type", "decision", "--project", "billing-api")
     briefed = loaded(tmp_path, "context", "--project", "billing-api")
     assert "cmem_cli.store.observations" in added and "cmem_cli.services.read.briefing" in briefed
-    assert (SEARCH_ONLY | HEAVY | {STORE + "keyword"}) & (added | briefed) == set()
+    assert (SEARCH_ONLY | HEAVY | TYPES_ONLY | {STORE + "keyword"}) & (added | briefed) == set()
 
 
 @pytest.mark.parametrize(
@@ -105,7 +109,9 @@ def test_add_and_context_load_no_option_table_but_their_own(tmp_path, project):
 def test_a_hook_loads_no_search_and_no_cli(tmp_path, project, event, data):
     modules = loaded(tmp_path, "hook", event, stdin=json.dumps(data(project)))
     assert "cmem_cli.capture.hooks.runner" in modules  # it ran the hook
-    unexpected = (NOT_WRITTEN | SEARCH_ONLY | HEAVY | {"cmem_cli.cli.options", "cmem_cli.cli.fast"}) & modules
+    unexpected = (
+        NOT_WRITTEN | SEARCH_ONLY | HEAVY | TYPES_ONLY | {"cmem_cli.cli.options", "cmem_cli.cli.fast"}
+    ) & modules
     assert unexpected == set()
 
 

@@ -140,13 +140,13 @@ def _taking(
 _asks = _taking(Query)
 
 
-def _session(row: dict[str, Any]) -> Session:
+def _session(row: Mapping[str, Any]) -> Session:
     from cmem_cli.core.results import Session
 
     return Session.from_json(_session_json(row))
 
 
-def _session_json(row: dict[str, Any]) -> dict[str, Any]:
+def _session_json(row: Mapping[str, Any]) -> dict[str, Any]:
     """A session row as JSON: times in ISO-8601, without the internal row id."""
     from cmem_cli.core.timeutil import to_iso
 
@@ -972,7 +972,7 @@ def scrub(text: str, config: Config) -> str:
     return scrub_text(text, config=config)
 
 
-def scrub_record(record: dict[str, Any], config: Config) -> dict[str, Any]:
+def scrub_record(record: Mapping[str, Any], config: Config) -> dict[str, Any]:
     """A copy of ``record`` with every string (in lists and nested objects too) scrubbed."""
     from cmem_cli.services.write.privacy import scrub_record as scrub_all
 

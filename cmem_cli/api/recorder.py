@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 from cmem_cli.core.errors import InvalidInput, NotFound
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from cmem_cli.api import Memory
     from cmem_cli.core.recall_settings import RecallSettings
     from cmem_cli.services.read.recall import Recall
@@ -63,7 +65,7 @@ class Recorder:
 
     def add_record(
         self,
-        record: dict[str, Any],
+        record: Mapping[str, Any],
         *,
         defaults: dict[str, str | None] | None = None,
         cwd: str | None = None,
@@ -81,7 +83,11 @@ class Recorder:
         )
 
     def add_reporting(
-        self, record: dict[str, Any], *, defaults: dict[str, str | None] | None = None, cwd: str | None = None
+        self,
+        record: Mapping[str, Any],
+        *,
+        defaults: dict[str, str | None] | None = None,
+        cwd: str | None = None,
     ) -> tuple[int, list[dict[str, Any]]]:
         """:meth:`add_record`, and what the new memory may replace (:mod:`cmem_cli.services.truth.candidates`:
         id, title, score, ``inferred``, why, the ``confirm`` command), best first; a confident match is
@@ -255,7 +261,7 @@ class Recorder:
 
         return scrub(text, self._memory.config)
 
-    def scrub_record(self, record: dict[str, Any]) -> dict[str, Any]:
+    def scrub_record(self, record: Mapping[str, Any]) -> dict[str, Any]:
         """:meth:`scrub` applied to every string of ``record``, in lists and nested objects too."""
         from cmem_cli.api import scrub_record
 

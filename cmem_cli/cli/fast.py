@@ -12,9 +12,12 @@ tests/test_fast_cli.py runs the same command lines through both and compares the
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cmem_cli.cli.options import FAST_COMMANDS, ROOT_OPTIONS, Opt
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 _ROOT_BY_FLAG = {flag: opt for opt in ROOT_OPTIONS for flag in opt.flags}
 
@@ -135,7 +138,7 @@ def _convert(opt: Opt, value: str) -> Any:
         raise _Unsure from None
 
 
-def _bind(spec: tuple[Opt, ...], given: dict[str, Any], positionals: list[str]) -> dict[str, Any]:
+def _bind(spec: tuple[Opt, ...], given: Mapping[str, Any], positionals: list[str]) -> dict[str, Any]:
     """Fill in arguments and defaults the way typer hands them to a command function."""
     kwargs: dict[str, Any] = {}
     for opt in spec:

@@ -29,19 +29,21 @@ from cmem_cli.cli.typed_sessions import typed_session
 from cmem_cli.core.marks import title_marks
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from cmem_cli.api import Memory
 
 
-def _date(row: dict[str, Any]) -> str:
+def _date(row: Mapping[str, Any]) -> str:
     return (row.get("created_at") or "")[:10]
 
 
-def _datetime(row: dict[str, Any]) -> str:
+def _datetime(row: Mapping[str, Any]) -> str:
     stamp = row.get("created_at") or ""
     return f"{stamp[:10]} {stamp[11:16]}"
 
 
-def _compact_date(row: dict[str, Any]) -> str:
+def _compact_date(row: Mapping[str, Any]) -> str:
     """A terminal's date: "Nov 23" this year, "2025-11" before, so the title keeps the room."""
     from datetime import date
 
@@ -52,18 +54,18 @@ def _compact_date(row: dict[str, Any]) -> str:
     return day.strftime("%b %d") if day.year == date.today().year else stamp[:7]
 
 
-def _title(row: dict[str, Any]) -> str:
+def _title(row: Mapping[str, Any]) -> str:
     """The title after its marks: ``[stale]`` when files it cites changed since, ``[replaced by #N]`` when
     a newer memory superseded it (plain text: it survives a pipe and NO_COLOR; docs/truth.md)."""
     title = "" if row.get("title") is None else str(row["title"])
     return title_marks(row) + title
 
 
-def _type_cell(row: dict[str, Any]) -> str:
+def _type_cell(row: Mapping[str, Any]) -> str:
     return f"{TYPE_ICONS.get(row['type'], '•')} {row['type']}"
 
 
-def _tokens(row: dict[str, Any]) -> str:
+def _tokens(row: Mapping[str, Any]) -> str:
     return f"~{row['tokens']}" if row.get("tokens") is not None else ""
 
 
@@ -189,7 +191,7 @@ def _absolute_paths(memory: Memory, rows: list[dict[str, Any]]) -> None:
             row["path"] = str(roots[name] / relpath)
 
 
-def _why(row: dict[str, Any]) -> str:
+def _why(row: Mapping[str, Any]) -> str:
     """Each signal's rank and score, then the row's place after each stage that moved it (``fusion>3
     rerank>1``: third after fusion, first after reranking)."""
     parts = [f"{name}#{s['rank']}:{s['norm']:.2f}" for name, s in (row.get("signals") or {}).items()]

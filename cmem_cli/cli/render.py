@@ -11,7 +11,7 @@ import io
 import json
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
 from cmem_cli.core.errors import UsageError
@@ -51,7 +51,7 @@ class Column:
         self,
         key: str,
         header: str,
-        show: Callable[[dict[str, Any]], str] | None = None,
+        show: Callable[[Mapping[str, Any]], str] | None = None,
         *,
         justify: Literal["left", "right"] = "left",
         max_width: int | None = None,
@@ -68,7 +68,7 @@ class Column:
         self.priority = priority
         self.shrink_to = shrink_to
 
-    def text(self, row: dict[str, Any]) -> str:
+    def text(self, row: Mapping[str, Any]) -> str:
         return escape_control(self.show(row))
 
 
@@ -83,7 +83,7 @@ def with_machine(columns: Sequence[Column]) -> list[Column]:
 
 
 def emit_rows(
-    rows: Sequence[dict[str, Any]],
+    rows: Sequence[Mapping[str, Any]],
     columns: Sequence[Column],
     fmt: str,
     *,
@@ -132,7 +132,11 @@ def machine_value(value: Any) -> str:
 
 
 def _rich_table(
-    rows: Sequence[dict[str, Any]], columns: Sequence[Column], *, title: str | None, empty_message: str | None
+    rows: Sequence[Mapping[str, Any]],
+    columns: Sequence[Column],
+    *,
+    title: str | None,
+    empty_message: str | None,
 ) -> None:
     if not rows:
         if empty_message:

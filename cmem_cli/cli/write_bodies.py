@@ -22,6 +22,8 @@ from cmem_cli.core.text import escape_control
 TOLD = 10  # an import of more records reports its candidates in --format json only, not on stderr
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
     from cmem_cli.api import Memory
 
 
@@ -98,7 +100,7 @@ def add(
         print(obs_id)
 
 
-def _tell_candidates(obs_id: int, found: list[dict[str, Any]]) -> None:
+def _tell_candidates(obs_id: int, found: Sequence[Mapping[str, Any]]) -> None:
     """Say on stderr which memories the new one may replace, and the command that confirms each."""
     for candidate in found:
         title = escape_control(" ".join(str(candidate["title"]).split()))

@@ -11,9 +11,12 @@ import contextlib
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cmem_cli.core.errors import InvalidInput, StorageError
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 DEFAULT_EMBED_MODEL = "hf:ggml-org/embeddinggemma-300M-GGUF/embeddinggemma-300M-Q8_0.gguf"
 DEFAULT_RERANK_MODEL = "hf:ggml-org/Qwen3-Reranker-0.6B-Q8_0-GGUF/qwen3-reranker-0.6b-q8_0.gguf"
@@ -161,7 +164,7 @@ def make_private_dirs(directory: Path, check: Callable[[Path], None] | None = No
     return bool(missing)
 
 
-def _config_name(raw: dict[str, Any], key: str) -> str | None:
+def _config_name(raw: Mapping[str, Any], key: str) -> str | None:
     """A name the config file gives (``machine``, ``author``): a non-empty line of text, or None."""
     value = raw.get(key)
     if value is None:
@@ -173,7 +176,7 @@ def _config_name(raw: dict[str, Any], key: str) -> str | None:
     return value.strip()
 
 
-def _config_path(raw: dict[str, Any], key: str) -> str | None:
+def _config_path(raw: Mapping[str, Any], key: str) -> str | None:
     value = raw.get(key)
     if value is not None and (not isinstance(value, str) or not value or "\x00" in value):
         raise InvalidInput(f"config file {config_file_path()}: '{key}' must be a path (a non-empty string)")

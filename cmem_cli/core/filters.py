@@ -19,7 +19,7 @@ dialect method each backend answers. Imports nothing heavy.
 # No ``from __future__ import annotations``: typing.NamedTuple compiles each field's annotation when it is a
 # string; here they are plain objects.
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 from cmem_cli.core.fields import (
@@ -48,7 +48,7 @@ class Filter(NamedTuple):
     observations: bool = False  # only an observation has it (summaries and prompts never match)
     indexed: bool = True  # the index's documents hold it; False: the search checks it on the store's rows
 
-    def misses(self, row: dict[str, Any], value: Any) -> bool:
+    def misses(self, row: Mapping[str, Any], value: Any) -> bool:
         """Whether a search row fails this filter, checked on the row itself: for a filter the index
         cannot apply (``indexed`` False), matched exactly (``sql="equals"``)."""
         return not self.indexed and self.sql == "equals" and value is not None and row.get(self.name) != value
@@ -205,7 +205,7 @@ class FilterFields:
             out.append(dialect.branch(self.branch))
         return [clause for clause in out if clause]
 
-    def misses(self, row: dict[str, Any]) -> bool:
+    def misses(self, row: Mapping[str, Any]) -> bool:
         """Whether a row the index found fails a filter the index cannot apply (:attr:`Filter.indexed`)."""
         return any(f.misses(row, getattr(self, f.field)) for f in FILTERS)
 

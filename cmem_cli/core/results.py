@@ -8,12 +8,15 @@ more keys than a type declares; the rest are left out).
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 _T = TypeVar("_T")
 
 
-def _pick(cls: type[_T], row: dict[str, Any]) -> _T:
+def _pick(cls: type[_T], row: Mapping[str, Any]) -> _T:
     """``cls`` from the fields of ``row`` it declares."""
     fields: tuple[str, ...] = cls._fields  # type: ignore[attr-defined]
     return cls(**{name: row[name] for name in fields if name in row})
@@ -28,7 +31,7 @@ class Link(NamedTuple):
     title: str
 
     @classmethod
-    def from_json(cls, row: dict[str, Any]) -> Link:
+    def from_json(cls, row: Mapping[str, Any]) -> Link:
         return _pick(cls, row)
 
     def to_json(self) -> dict[str, Any]:
@@ -82,7 +85,7 @@ class Observation(NamedTuple):
         return citation_uri(self.uid)
 
     @classmethod
-    def from_json(cls, row: dict[str, Any]) -> Observation:
+    def from_json(cls, row: Mapping[str, Any]) -> Observation:
         links = [Link.from_json(link) for link in row.get("links") or []]
         linked_from = [Link.from_json(link) for link in row.get("linked_from") or []]
         return _pick(cls, {**row, "links": links, "linked_from": linked_from})
@@ -114,7 +117,7 @@ class Summary(NamedTuple):
     author: str | None = None
 
     @classmethod
-    def from_json(cls, row: dict[str, Any]) -> Summary:
+    def from_json(cls, row: Mapping[str, Any]) -> Summary:
         return _pick(cls, row)
 
     def to_json(self) -> dict[str, Any]:
@@ -138,7 +141,7 @@ class Prompt(NamedTuple):
     author: str | None = None
 
     @classmethod
-    def from_json(cls, row: dict[str, Any]) -> Prompt:
+    def from_json(cls, row: Mapping[str, Any]) -> Prompt:
         return _pick(cls, row)
 
     def to_json(self) -> dict[str, Any]:
@@ -158,7 +161,7 @@ class Document(NamedTuple):
     kind: str = "document"
 
     @classmethod
-    def from_json(cls, row: dict[str, Any]) -> Document:
+    def from_json(cls, row: Mapping[str, Any]) -> Document:
         return _pick(cls, row)
 
     def to_json(self) -> dict[str, Any]:
@@ -196,7 +199,7 @@ class Hit(NamedTuple):
     invalidated: str | None = None  # why someone said it no longer holds (`cmem invalidate`); None: valid
 
     @classmethod
-    def from_json(cls, row: dict[str, Any]) -> Hit:
+    def from_json(cls, row: Mapping[str, Any]) -> Hit:
         return _pick(cls, row)
 
     def to_json(self) -> dict[str, Any]:
@@ -224,7 +227,7 @@ class TimelineItem(NamedTuple):
     invalidated: str | None = None
 
     @classmethod
-    def from_json(cls, row: dict[str, Any]) -> TimelineItem:
+    def from_json(cls, row: Mapping[str, Any]) -> TimelineItem:
         return _pick(cls, row)
 
     def to_json(self) -> dict[str, Any]:
@@ -252,7 +255,7 @@ class Session(NamedTuple):
     summaries: list[str] | None = None  # the ids of its summaries (``Memory.session`` only)
 
     @classmethod
-    def from_json(cls, row: dict[str, Any]) -> Session:
+    def from_json(cls, row: Mapping[str, Any]) -> Session:
         return _pick(cls, row)
 
     def to_json(self) -> dict[str, Any]:
@@ -275,7 +278,7 @@ class ReplacementCandidate(NamedTuple):
     confirm: str
 
     @classmethod
-    def from_json(cls, row: dict[str, Any]) -> ReplacementCandidate:
+    def from_json(cls, row: Mapping[str, Any]) -> ReplacementCandidate:
         return _pick(cls, row)
 
     def to_json(self) -> dict[str, Any]:
@@ -294,7 +297,7 @@ class Briefing(NamedTuple):
     text: str  # last, as in `cmem context --json`: ``as_dict`` of a Briefing is what the CLI prints
 
     @classmethod
-    def from_json(cls, row: dict[str, Any]) -> Briefing:
+    def from_json(cls, row: Mapping[str, Any]) -> Briefing:
         return _pick(cls, row)
 
     def to_json(self) -> dict[str, Any]:
@@ -310,7 +313,7 @@ def citation_uri(uid: str) -> str:
     return URI_PREFIX + uid
 
 
-def record(row: dict[str, Any]) -> Record:
+def record(row: Mapping[str, Any]) -> Record:
     """The typed full record of a `cmem get --json` row, by its ``kind``."""
     kind = row["kind"]
     if kind == "observation":

@@ -9,7 +9,10 @@ back in the order `cmem sync --json` has always printed them, so scripts and doc
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 # The keys of each kind's `--json` object, in their printed order; a key a remote adds later that is not
 # named here is kept in ``extra`` and printed after these.
@@ -48,7 +51,7 @@ class SyncReport:
     extra: dict[str, Any] = field(default_factory=dict)  # keys a remote adds beyond these
 
     @classmethod
-    def from_tally(cls, tally: dict[str, Any]) -> SyncReport:
+    def from_tally(cls, tally: Mapping[str, Any]) -> SyncReport:
         """The report a remote's working dict describes (its keys as :meth:`to_json` prints them)."""
         known = set(GIT_KEYS) | set(TEAM_KEYS)
         values = {key: value for key, value in tally.items() if key in known}

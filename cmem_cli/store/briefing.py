@@ -8,38 +8,15 @@ every session, so each query is one walk of an index in time order, bounded by a
 from __future__ import annotations
 
 import json
-from typing import TypedDict, cast
+from typing import TYPE_CHECKING, cast
 
 from cmem_cli.store.projects import FOLDED_SQL
 from cmem_cli.store.rows import Repository
 
+if TYPE_CHECKING:
+    from cmem_cli.store.row_types import BriefCandidate, SessionOutcome
+
 _SESSION_COLUMNS = "session_id, status, outcome, next_steps, started_at, last_activity_at"
-
-
-class SessionOutcome(TypedDict):
-    """How a session ended, as the briefing's "Last session" block shows it."""
-
-    session_id: str
-    status: str
-    outcome: str | None
-    next_steps: str | None
-    started_at: int
-    last_activity_at: int
-
-
-class BriefCandidate(TypedDict):
-    """An observation the briefing may list: no narrative (they can be large), list fields decoded."""
-
-    id: int
-    uid: str
-    type: str
-    title: str
-    created_at: int
-    tokens: int
-    session: str | None
-    tools_used: list[str]
-    files_read: list[str]
-    files_modified: list[str]
 
 
 def _of_project(project: str | None) -> tuple[str, tuple[str, ...]]:
@@ -56,7 +33,7 @@ class BriefingRows(Repository):
         row = self.db.query_one(
             f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE session_id = ?", (session_id,)
         )
-        return cast(SessionOutcome, row) if row else None
+        return cast("SessionOutcome", row) if row else None
 
     def latest_outcome(self, project: str | None, *, besides: str | None) -> SessionOutcome | None:
         """The most recently active session of ``project`` (None: of any) that recorded an outcome or next
@@ -68,7 +45,7 @@ class BriefingRows(Repository):
             "ORDER BY last_activity_at DESC LIMIT 1",
             (*params, besides),
         )
-        return cast(SessionOutcome, row) if row else None
+        return cast("SessionOutcome", row) if row else None
 
     def current_observations(self, project: str | None, *, limit: int) -> list[BriefCandidate]:
         """The newest ``limit`` observations of ``project`` (None: of every project) that no newer memory
@@ -90,4 +67,4 @@ class BriefingRows(Repository):
                     row[field] = json.loads(row[field] or "[]")
                 except ValueError:
                     row[field] = []
-        return cast(list[BriefCandidate], rows)
+        return cast("list[BriefCandidate]", rows)

@@ -17,12 +17,15 @@ mark commits with the observation it marks or not at all.
 from __future__ import annotations
 
 import json
-from typing import Any, NamedTuple, TypedDict
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from cmem_cli.core.db import Database
 from cmem_cli.core.ids import new_uid
 from cmem_cli.core.migrations import Migrations
 from cmem_cli.core.timeutil import now_ms
+
+if TYPE_CHECKING:
+    from cmem_cli.store.row_types import TranscriptOffset
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS agent_captures (
@@ -61,15 +64,6 @@ def ensure_tables(db: Database) -> None:
 class Claim(NamedTuple):
     uid: str
     fresh: bool  # True when this call made the claim; False when it was already there
-
-
-class TranscriptOffset(TypedDict):
-    """Where the import of a transcript file resumes."""
-
-    offset: int  # bytes already imported
-    head: str  # fingerprint of the file's first line: another file at the same path starts over
-    counts: dict[str, int]  # prompt occurrences up to ``offset`` (prompt keys count from them)
-    session: str | None
 
 
 class CaptureLog:
@@ -161,7 +155,7 @@ class CaptureLog:
             counts = json.loads(row["counts"])
         except ValueError:
             counts = {}
-        return TranscriptOffset(offset=row["offset"], head=row["head"], counts=counts, session=row["session"])
+        return {"offset": row["offset"], "head": row["head"], "counts": counts, "session": row["session"]}
 
     def set_offset(
         self, path: str, offset: int, head: str, counts: dict[str, int], session: str | None

@@ -3,11 +3,14 @@ memory this store does not hold yet (it arrives later by sync)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from cmem_cli.core.errors import InvalidInput
 from cmem_cli.core.timeutil import now_ms
 from cmem_cli.store.rows import Repository
+
+if TYPE_CHECKING:
+    from cmem_cli.store.row_types import LinkedRow, PendingLinkRow
 
 
 class LinkRepository(Repository):
@@ -33,29 +36,32 @@ class LinkRepository(Repository):
         self.db.execute(sql, params)
         return self.db.conn.changes()
 
-    def outgoing(self, obs_id: int) -> list[dict[str, Any]]:
+    def outgoing(self, obs_id: int) -> list[LinkedRow]:
         """Outgoing links with the target's id, uid, title and export path (for files and `get --links`)."""
-        return self.db.query(
+        return self._linked(
             "SELECT l.type, o.id, o.uid, o.title, o.path FROM observation_links l "
             "JOIN observations o ON o.id = l.to_id WHERE l.from_id = ? ORDER BY l.created_at, o.id",
             (obs_id,),
         )
 
-    def incoming(self, obs_id: int) -> list[dict[str, Any]]:
-        return self.db.query(
+    def incoming(self, obs_id: int) -> list[LinkedRow]:
+        return self._linked(
             "SELECT l.type, o.id, o.uid, o.title, o.path FROM observation_links l "
             "JOIN observations o ON o.id = l.from_id WHERE l.to_id = ? ORDER BY l.created_at, o.id",
             (obs_id,),
         )
 
-    def all_outgoing(self) -> dict[int, list[dict[str, Any]]]:
+    def _linked(self, sql: str, params: tuple[int]) -> list[LinkedRow]:
+        return cast("list[LinkedRow]", self.db.query(sql, params))
+
+    def all_outgoing(self) -> dict[int, list[LinkedRow]]:
         """:meth:`outgoing` of every observation that has links, in one query."""
-        found: dict[int, list[dict[str, Any]]] = {}
+        found: dict[int, list[LinkedRow]] = {}
         for row in self.db.query(
             "SELECT l.from_id, l.type, o.id, o.uid, o.title, o.path FROM observation_links l "
             "JOIN observations o ON o.id = l.to_id ORDER BY l.from_id, l.created_at, o.id"
         ):
-            found.setdefault(row.pop("from_id"), []).append(row)
+            found.setdefault(row.pop("from_id"), []).append(cast("LinkedRow", row))
         return found
 
     def add_pending(
@@ -68,19 +74,20 @@ class LinkRepository(Repository):
             (from_id, uid, link_type, title, href),
         )
 
-    def pending_from(self, obs_id: int) -> list[dict[str, Any]]:
-        return self.db.query(
+    def pending_from(self, obs_id: int) -> list[PendingLinkRow]:
+        rows = self.db.query(
             "SELECT type, to_uid AS uid, title, href FROM pending_links WHERE from_id = ? ORDER BY rowid",
             (obs_id,),
         )
+        return cast("list[PendingLinkRow]", rows)
 
-    def all_pending(self) -> dict[int, list[dict[str, Any]]]:
+    def all_pending(self) -> dict[int, list[PendingLinkRow]]:
         """:meth:`pending_from` of every observation at once (a whole-store pass)."""
-        found: dict[int, list[dict[str, Any]]] = {}
+        found: dict[int, list[PendingLinkRow]] = {}
         for row in self.db.query(
             "SELECT from_id, type, to_uid AS uid, title, href FROM pending_links ORDER BY rowid"
         ):
-            found.setdefault(row.pop("from_id"), []).append(row)
+            found.setdefault(row.pop("from_id"), []).append(cast("PendingLinkRow", row))
         return found
 
     def clear_pending_from(self, obs_id: int) -> None:

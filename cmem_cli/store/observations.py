@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from cmem_cli.core.errors import NotFound
 from cmem_cli.core.fts import search_terms
@@ -19,11 +19,16 @@ from cmem_cli.store.rows import (
     OBS_COLUMNS,
     OBSERVATION,
     Repository,
-    decode,
     decoded,
     id_free,
+    observation,
     observations_by_id,
 )
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+    from cmem_cli.store.row_types import ObservationRow
 
 
 class ObservationRepository(Repository):
@@ -97,7 +102,7 @@ class ObservationRepository(Repository):
                 row[column] = list(record.get(column) or [])
         return rows
 
-    def new_values(self, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def new_values(self, records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         """The column values of new observations (:meth:`insert_new`'s records), ids not yet given: pure
         computing (the keyword terms are most of it), done by a bulk import before it takes the lock."""
         rows = []
@@ -117,7 +122,7 @@ class ObservationRepository(Repository):
         tokens: int = 0,
         updated_at: int | None = None,
         edited: tuple[str | None, str | None] | None = None,
-    ) -> dict[str, Any]:
+    ) -> ObservationRow:
         """Replace the content fields of an observation, keeping id, uid, creation time and who wrote it.
 
         ``updated_at`` keeps the time another machine gave the edit (git sync); by default it is now.
@@ -152,31 +157,31 @@ class ObservationRepository(Repository):
             "UPDATE observations SET path = ?, tokens = ? WHERE id = ?", (relpath, tokens, obs_id)
         )
 
-    def get(self, obs_id: int) -> dict[str, Any]:
-        row = decode(self.db.query_one("SELECT * FROM observations WHERE id = ?", (obs_id,)))
+    def get(self, obs_id: int) -> ObservationRow:
+        row = observation(self.db.query_one("SELECT * FROM observations WHERE id = ?", (obs_id,)))
         if row is None:
             raise NotFound(f"no observation with id {obs_id}")
         return row
 
-    def find(self, obs_id: int) -> dict[str, Any] | None:
-        return decode(self.db.query_one("SELECT * FROM observations WHERE id = ?", (obs_id,)))
+    def find(self, obs_id: int) -> ObservationRow | None:
+        return observation(self.db.query_one("SELECT * FROM observations WHERE id = ?", (obs_id,)))
 
-    def by_uid(self, uid: str) -> dict[str, Any] | None:
-        return decode(self.db.query_one("SELECT * FROM observations WHERE uid = ?", (uid,)))
+    def by_uid(self, uid: str) -> ObservationRow | None:
+        return observation(self.db.query_one("SELECT * FROM observations WHERE uid = ?", (uid,)))
 
-    def by_uids(self, uids: list[str]) -> dict[str, dict[str, Any]]:
+    def by_uids(self, uids: list[str]) -> dict[str, ObservationRow]:
         if not uids:
             return {}
         marks = ", ".join("?" * len(uids))
         rows = self.db.query(f"SELECT * FROM observations WHERE uid IN ({marks})", uids)
-        return {row["uid"]: decoded(row) for row in rows}
+        return {row["uid"]: cast("ObservationRow", decoded(row)) for row in rows}
 
-    def by_key(self, project: str, key: str) -> dict[str, Any] | None:
-        return decode(
+    def by_key(self, project: str, key: str) -> ObservationRow | None:
+        return observation(
             self.db.query_one("SELECT * FROM observations WHERE project = ? AND key = ?", (project, key))
         )
 
-    def key_holder(self, project: str, key: str | None, *, besides: int | None) -> dict[str, Any] | None:
+    def key_holder(self, project: str, key: str | None, *, besides: int | None) -> ObservationRow | None:
         """The observation of ``project`` other than ``besides`` that holds ``key`` (None: nobody else)."""
         if not key:
             return None
@@ -196,13 +201,13 @@ class ObservationRepository(Repository):
         value = self.db.scalar("SELECT forgotten_at FROM forgotten WHERE uid = ?", (uid,))
         return int(value) if value is not None else None
 
-    def iter_all(self, page: int = 2_000, *, after: int = 0) -> Iterator[dict[str, Any]]:
+    def iter_all(self, page: int = 2_000, *, after: int = 0) -> Iterator[ObservationRow]:
         """Every observation (with an id above ``after``), decoded, in id order, a page at a time (whole-store
         passes: doctor, rebuild); each page is read completely, so the caller may write between pages."""
         while True:
             rows = self.db.query("SELECT * FROM observations WHERE id > ? ORDER BY id LIMIT ?", (after, page))
             for row in rows:
-                decoded = decode(row)
+                decoded = observation(row)
                 if decoded is not None:
                     yield decoded
             if len(rows) < page:
@@ -225,10 +230,11 @@ class ObservationRepository(Repository):
                 [(now_ms(), i) for i in obs_ids],
             )
 
-    def oldest_first(self, ids: Iterable[int]) -> list[dict[str, Any]]:
+    def oldest_first(self, ids: Iterable[int]) -> list[ObservationRow]:
         """The stored observations among ``ids``, oldest first (ids that do not exist are left out)."""
         found = observations_by_id(self.db, list(dict.fromkeys(ids)))
-        return sorted(found.values(), key=lambda row: (row["created_at"], row["id"]))
+        rows = cast("Iterable[ObservationRow]", found.values())
+        return sorted(rows, key=lambda row: (row["created_at"], row["id"]))
 
     def uid_matches(self, text: str, limit: int = 4) -> list[tuple[str, int, str]]:
         """(kind, id, uid) of the observations and session summaries whose uid is ``text`` or starts with
@@ -253,7 +259,7 @@ class ObservationRepository(Repository):
         return int(self.db.scalar("SELECT count(*) FROM observations WHERE session = ?", (session_id,)) or 0)
 
     @staticmethod
-    def _row_values(record: dict[str, Any], *, tokens: int, created_at: int) -> dict[str, Any]:
+    def _row_values(record: Mapping[str, Any], *, tokens: int, created_at: int) -> dict[str, Any]:
         row = {c: record.get(c) for c in OBS_COLUMNS}
         for column in LIST_COLUMNS:
             row[column] = json.dumps(record.get(column) or [], ensure_ascii=False)

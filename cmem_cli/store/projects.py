@@ -15,10 +15,13 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from cmem_cli.core.repo_identity import RepoIdentity, identity_of_key, key_of_remote, repository_identity
 from cmem_cli.store.rows import Repository
+
+if TYPE_CHECKING:
+    from cmem_cli.store.row_types import ProjectActivity, ProjectKey
 
 V10_PROJECT_KEYS = """
 CREATE TABLE project_keys (
@@ -135,16 +138,17 @@ class Projects(Repository):
         )
         return tuple(str(row["name"]) for row in rows)
 
-    def mapping(self) -> dict[str, dict[str, Any]]:
+    def mapping(self) -> dict[str, ProjectKey]:
         """Every mapped name: its repository ``key``, whether it is the key's ``main`` name, and ``source``."""
         return {
             row["name"]: {"key": row["key"], "main": bool(row["main"]), "source": row["source"]}
             for row in self.db.query("SELECT name, key, main, source FROM project_keys ORDER BY name")
         }
 
-    def activity(self) -> list[dict[str, Any]]:
+    def activity(self) -> list[ProjectActivity]:
         """Each project with observations: its name, how many, and the time of the latest; most recent first."""
-        return self.db.query(
+        rows = self.db.query(
             "SELECT project, count(*) AS observations, max(created_at) AS last FROM observations "
             "GROUP BY project ORDER BY last DESC, project"
         )
+        return cast("list[ProjectActivity]", rows)

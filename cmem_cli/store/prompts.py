@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, cast
 
 from cmem_cli.core.batches import batches
 from cmem_cli.core.errors import NotFound
@@ -10,15 +10,19 @@ from cmem_cli.core.ids import new_uid
 from cmem_cli.core.timeutil import now_ms
 from cmem_cli.store.rows import Repository
 
+if TYPE_CHECKING:
+    from cmem_cli.store.row_types import PromptRow
+
 
 class PromptRepository(Repository):
     """Prompts: a session's user prompts."""
 
-    def of_session(self, session_id: str) -> list[dict[str, Any]]:
+    def of_session(self, session_id: str) -> list[PromptRow]:
         """The prompts of session ``session_id`` (exactly), in their order."""
-        return self.db.query(
+        rows = self.db.query(
             "SELECT * FROM user_prompts WHERE session = ? ORDER BY prompt_number", (session_id,)
         )
+        return cast("list[PromptRow]", rows)
 
     def latest_text(self, session_id: str) -> str | None:
         """The text of the latest prompt of session ``session_id``, None if it has none."""
@@ -40,7 +44,7 @@ class PromptRepository(Repository):
         uid: str | None = None,
         machine: str | None = None,
         author: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> PromptRow:
         """A prompt; ``machine`` and ``author``: whose it is when it arrives from elsewhere (else this home's)."""
         when = created_at or now_ms()
         who = self._store.authorship({} if machine is None else {"machine": machine, "author": author})
@@ -61,11 +65,11 @@ class PromptRepository(Repository):
         )
         return self.get(self.db.conn.last_insert_rowid())
 
-    def by_uids(self, uids: list[str]) -> dict[str, dict[str, Any]]:
-        found: dict[str, dict[str, Any]] = {}
+    def by_uids(self, uids: list[str]) -> dict[str, PromptRow]:
+        found: dict[str, PromptRow] = {}
         for chunk, marks in batches(uids):
             for row in self.db.query(f"SELECT * FROM user_prompts WHERE uid IN ({marks})", chunk):
-                found[row["uid"]] = row
+                found[row["uid"]] = cast("PromptRow", row)
         return found
 
     def free_number(self, session_id: str, number: int) -> int:
@@ -81,8 +85,8 @@ class PromptRepository(Repository):
         )
         return int(last or 0) + 1
 
-    def get(self, prompt_id: int) -> dict[str, Any]:
+    def get(self, prompt_id: int) -> PromptRow:
         row = self.db.query_one("SELECT * FROM user_prompts WHERE id = ?", (prompt_id,))
         if row is None:
             raise NotFound(f"no prompt P{prompt_id}")
-        return row
+        return cast("PromptRow", row)

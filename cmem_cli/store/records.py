@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cmem_cli.core.errors import InvalidInput
 from cmem_cli.core.fields import LINK_TYPES, OBSERVATION_TYPES
 from cmem_cli.core.text import is_valid_text
 from cmem_cli.core.timeutil import parse_time
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 # Sane limits: large enough for real notes, small enough that a runaway script cannot bloat the store.
 MAX_TITLE = 500
@@ -77,7 +80,7 @@ def _check_text(field: str, value: Any, limit: int) -> str:
     return value
 
 
-def _optional_text(record: dict[str, Any], field: str, limit: int) -> str | None:
+def _optional_text(record: Mapping[str, Any], field: str, limit: int) -> str | None:
     value = record.get(field)
     if value is None:
         return None
@@ -85,7 +88,7 @@ def _optional_text(record: dict[str, Any], field: str, limit: int) -> str | None
     return text or None
 
 
-def _text_list(record: dict[str, Any], field: str) -> list[str]:
+def _text_list(record: Mapping[str, Any], field: str) -> list[str]:
     value = record.get(field)
     if value is None:
         return []
@@ -129,7 +132,7 @@ def parse_link(value: Any) -> dict[str, Any]:
     raise InvalidInput("a link needs an integer 'id' or a 'uid'")
 
 
-def normalize_observation(record: Any, *, defaults: dict[str, Any] | None = None) -> dict[str, Any]:
+def normalize_observation(record: Any, *, defaults: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Check and clean one input record; raise InvalidInput naming the first problem."""
     if not isinstance(record, dict):
         raise InvalidInput(f"an observation must be a JSON object, got {type(record).__name__}")

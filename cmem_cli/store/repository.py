@@ -43,6 +43,8 @@ from cmem_cli.core.db import busy_timeout_ms as configured_busy_timeout_ms
 from cmem_cli.store.schema import MIGRATIONS
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from cmem_cli.store.anchors import AnchorStore
     from cmem_cli.store.briefing import BriefingRows
     from cmem_cli.store.capture_log import CaptureLog
@@ -131,7 +133,7 @@ class Store:
             self._writer = (machine_name(self.team_outbox.settings().get("machine"), machine), person(author))
         return self._writer
 
-    def authorship(self, record: dict[str, Any]) -> dict[str, Any]:
+    def authorship(self, record: Mapping[str, Any]) -> dict[str, Any]:
         """``machine`` and ``author`` for a new row: the record's own when it has a ``machine`` key (a
         memory arriving from elsewhere says whose it is; None: it does not say, and it stays unknown rather
         than become this machine's), else this home's."""

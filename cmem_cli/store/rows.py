@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from cmem_cli.core.batches import batches
 from cmem_cli.core.db import Database
 
 if TYPE_CHECKING:
     from cmem_cli.store.repository import Store
+    from cmem_cli.store.row_types import ObservationRow
 
 LIST_COLUMNS = ("facts", "concepts", "files_read", "files_modified", "tools_used")
 OBS_COLUMNS = (
@@ -43,6 +44,11 @@ def decoded(row: dict[str, Any]) -> dict[str, Any]:
             row[column] = json.loads(row[column])
     row.pop("search_terms", None)
     return row
+
+
+def observation(row: dict[str, Any] | None) -> ObservationRow | None:
+    """A whole row of the observations table (``SELECT *``), decoded: the store's observation row."""
+    return None if row is None else cast("ObservationRow", decoded(row))
 
 
 def id_free(db: Database, kind: str, wanted: int) -> bool:

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from cmem_cli.core.batches import batches
 from cmem_cli.core.errors import InvalidInput, NotFound
 from cmem_cli.core.timeutil import now_ms
 from cmem_cli.store.rows import Repository
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from cmem_cli.store.row_types import ListedSession, SessionRow
 
 # The machine a session ran on: the one that wrote its first prompt, else its first memory (a session row
 # itself records none; NULL for sessions from before cmem recorded machines).
@@ -30,7 +35,7 @@ class SessionRepository(Repository):
         label: str | None = None,
         goal: str | None = None,
         at: int | None = None,
-    ) -> dict[str, Any]:
+    ) -> SessionRow:
         """Create the session if new, else mark activity; inside the caller's transaction."""
         when = at or now_ms()
         self.db.execute(
@@ -58,9 +63,7 @@ class SessionRepository(Repository):
             "UPDATE sessions SET label = ? WHERE session_id = ? AND label IS NULL", (label, session_id)
         )
 
-    def end(
-        self, session_id: str, *, status: str, outcome: str | None, next_steps: str | None
-    ) -> dict[str, Any]:
+    def end(self, session_id: str, *, status: str, outcome: str | None, next_steps: str | None) -> SessionRow:
         self.get(session_id)  # NotFound for an unknown id
         now = now_ms()
         self.db.execute(
@@ -70,12 +73,12 @@ class SessionRepository(Repository):
         )
         return self.get(session_id)
 
-    def get(self, session_id: str) -> dict[str, Any]:
+    def get(self, session_id: str) -> SessionRow:
         """The session with exactly this id (a person's prefix goes through :meth:`resolve` first)."""
         row = self.db.query_one("SELECT * FROM sessions WHERE session_id = ?", (session_id,))
         if row is None:
             raise NotFound(f"no session {session_id!r}")
-        return row
+        return cast("SessionRow", row)
 
     def machine(self, session_id: str) -> str | None:
         """The machine the session ran on (None: not recorded)."""
@@ -102,17 +105,20 @@ class SessionRepository(Repository):
             raise InvalidInput(f"session prefix {text!r} is ambiguous: {shown}")
         return matches[0] if matches else None
 
-    def find(self, session_id: str) -> dict[str, Any] | None:
-        return self.db.query_one("SELECT * FROM sessions WHERE session_id = ?", (session_id,))
+    def find(self, session_id: str) -> SessionRow | None:
+        return cast(
+            "SessionRow | None",
+            self.db.query_one("SELECT * FROM sessions WHERE session_id = ?", (session_id,)),
+        )
 
-    def by_ids(self, session_ids: list[str]) -> dict[str, dict[str, Any]]:
-        found: dict[str, dict[str, Any]] = {}
+    def by_ids(self, session_ids: list[str]) -> dict[str, SessionRow]:
+        found: dict[str, SessionRow] = {}
         for chunk, marks in batches(session_ids):
             for row in self.db.query(f"SELECT * FROM sessions WHERE session_id IN ({marks})", chunk):
-                found[row["session_id"]] = row
+                found[row["session_id"]] = cast("SessionRow", row)
         return found
 
-    def put(self, values: dict[str, Any]) -> None:
+    def put(self, values: Mapping[str, Any]) -> None:
         """Write a whole session row (one that arrived from another machine, merged with this one's)."""
         columns = (
             "session_id", "agent", "project", "label", "status", "prompt_counter", "started_at",
@@ -136,7 +142,7 @@ class SessionRepository(Repository):
         status: str | None = None,
         machine: str | None = None,
         limit: int = 20,
-    ) -> list[dict[str, Any]]:
+    ) -> list[ListedSession]:
         """The most recently active sessions; ``machine``: only those that ran on it (its first prompt's
         machine, else its first memory's)."""
         clauses, params = [], []
@@ -154,7 +160,8 @@ class SessionRepository(Repository):
         if machine is not None:
             sql = f"SELECT * FROM ({sql}) WHERE machine = ?"
             params.append(machine)
-        return self.db.query(f"{sql} ORDER BY last_activity_at DESC LIMIT ?", [*params, limit])
+        rows = self.db.query(f"{sql} ORDER BY last_activity_at DESC LIMIT ?", [*params, limit])
+        return cast("list[ListedSession]", rows)
 
     def next_prompt_number(self, session_id: str) -> int:
         self.db.execute(

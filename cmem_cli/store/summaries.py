@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from cmem_cli.core.errors import NotFound
 from cmem_cli.core.fields import SUMMARY_FIELDS
@@ -10,11 +10,16 @@ from cmem_cli.core.ids import new_uid
 from cmem_cli.core.timeutil import now_ms
 from cmem_cli.store.rows import MAX_ROWID, NEXT_ID, SUMMARY, Repository, id_free
 
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from cmem_cli.store.row_types import SummaryRow
+
 
 class SummaryRepository(Repository):
     """Session summaries."""
 
-    def insert(self, record: dict[str, Any], *, summary_id: int | None = None) -> dict[str, Any]:
+    def insert(self, record: Mapping[str, Any], *, summary_id: int | None = None) -> SummaryRow:
         """Insert a summary; ``summary_id`` (one read back from its file) is kept when it is free."""
         when = record.get("created_at") or now_ms()
         values = {f: record.get(f) for f in SUMMARY_FIELDS}
@@ -43,7 +48,7 @@ class SummaryRepository(Repository):
         )
         return self.get(self.db.conn.last_insert_rowid())
 
-    def update(self, summary_id: int, values: dict[str, Any]) -> dict[str, Any]:
+    def update(self, summary_id: int, values: Mapping[str, Any]) -> SummaryRow:
         """Replace a summary's text fields (and project/agent when given), keeping id, uid and creation; its
         ``updated_at`` is ``values``' (the time of the edit, when known) or now."""
         current = self.get(summary_id)
@@ -64,25 +69,28 @@ class SummaryRepository(Repository):
         )
         return self.get(summary_id)
 
-    def by_uid(self, uid: str) -> dict[str, Any] | None:
-        return self.db.query_one("SELECT * FROM session_summaries WHERE uid = ?", (uid,))
+    def by_uid(self, uid: str) -> SummaryRow | None:
+        return cast(
+            "SummaryRow | None", self.db.query_one("SELECT * FROM session_summaries WHERE uid = ?", (uid,))
+        )
 
-    def by_path(self, relpath: str) -> dict[str, Any] | None:
+    def by_path(self, relpath: str) -> SummaryRow | None:
         """The summary whose export file is ``relpath`` (what the index found), or None."""
-        return self.db.query_one("SELECT * FROM session_summaries WHERE path = ?", (relpath,))
+        row = self.db.query_one("SELECT * FROM session_summaries WHERE path = ?", (relpath,))
+        return cast("SummaryRow | None", row)
 
     def set_path(self, summary_id: int, relpath: str) -> None:
         self.db.execute("UPDATE session_summaries SET path = ? WHERE id = ?", (relpath, summary_id))
 
-    def get(self, summary_id: int) -> dict[str, Any]:
+    def get(self, summary_id: int) -> SummaryRow:
         row = self.db.query_one("SELECT * FROM session_summaries WHERE id = ?", (summary_id,))
         if row is None:
             raise NotFound(f"no summary S{summary_id}")
-        return row
+        return cast("SummaryRow", row)
 
     def recent(
         self, *, session: str | None = None, project: str | None = None, limit: int = 100
-    ) -> list[dict[str, Any]]:
+    ) -> list[SummaryRow]:
         clauses, params = [], []
         if session:
             clauses.append("session = ?")
@@ -91,19 +99,21 @@ class SummaryRepository(Repository):
             clauses.append("project = ?")
             params.append(project)
         where = " AND ".join(clauses) or "1"
-        return self.db.query(
+        rows = self.db.query(
             f"SELECT * FROM session_summaries WHERE {where} ORDER BY created_at DESC, id DESC LIMIT ?",
             [*params, limit],
         )
+        return cast("list[SummaryRow]", rows)
 
     def all_ids(self) -> list[int]:
         return [r[0] for r in self.db.execute("SELECT id FROM session_summaries ORDER BY id")]
 
-    def page(self, after: int, size: int) -> list[dict[str, Any]]:
+    def page(self, after: int, size: int) -> list[SummaryRow]:
         """Up to ``size`` summaries with ids above ``after``, in id order (a whole-store pass, a page at a time)."""
-        return self.db.query(
+        rows = self.db.query(
             "SELECT * FROM session_summaries WHERE id > ? ORDER BY id LIMIT ?", (after, size)
         )
+        return cast("list[SummaryRow]", rows)
 
     def ids_without_path(self) -> list[int]:
         return [

@@ -20,11 +20,14 @@ as git sync (docs/team.md).
 from __future__ import annotations
 
 import json
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from cmem_cli.core.batches import batches
 from cmem_cli.core.migrations import Migrations
 from cmem_cli.store.rows import Repository
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 OBSERVATION = "observation"
 SUMMARY = "summary"
@@ -323,7 +326,7 @@ class TeamOutbox(Repository):
         )
         return {r["uid"]: int(r["rev"]) for r in rows}
 
-    def set_rev(self, kind: str, uid: str, rev: int | None, base: dict[str, Any] | None = None) -> None:
+    def set_rev(self, kind: str, uid: str, rev: int | None, base: Mapping[str, Any] | None = None) -> None:
         """Remember the server's revision of ``uid`` this home has now seen, and its row there (``base``,
         a JSON-able server row: what the next concurrent edit is merged against; None keeps none)."""
         if rev is None:

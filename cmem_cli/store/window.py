@@ -9,12 +9,15 @@ builder as keyword search.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from cmem_cli.core.batches import batches
 from cmem_cli.core.fts import fts_query
 from cmem_cli.store.filters import Filters
 from cmem_cli.store.rows import Repository
+
+if TYPE_CHECKING:
+    from cmem_cli.store.row_types import LinkRow, ObservationHead, PromptRow, SessionRow, SummaryRow
 
 
 class Window(Repository):
@@ -46,13 +49,14 @@ class Window(Repository):
             inner = f"SELECT 1 FROM observations o WHERE {where} LIMIT ?"
         return int(self.db.scalar(f"SELECT count(*) FROM ({inner})", [*params, bound]))
 
-    def prompts(self, filters: Filters, query: str | None, *, limit: int) -> list[dict[str, Any]]:
+    def prompts(self, filters: Filters, query: str | None, *, limit: int) -> list[PromptRow]:
         """User prompts in the window, newest first (none when the filters name observation-only fields)."""
-        return self._side_rows(filters, query, limit, "user_prompts", "prompts_fts")
+        return cast("list[PromptRow]", self._side_rows(filters, query, limit, "user_prompts", "prompts_fts"))
 
-    def summaries(self, filters: Filters, query: str | None, *, limit: int) -> list[dict[str, Any]]:
+    def summaries(self, filters: Filters, query: str | None, *, limit: int) -> list[SummaryRow]:
         """Session summaries in the window, newest first (none when the filters are observation-only)."""
-        return self._side_rows(filters, query, limit, "session_summaries", "summaries_fts")
+        rows = self._side_rows(filters, query, limit, "session_summaries", "summaries_fts")
+        return cast("list[SummaryRow]", rows)
 
     def _side_rows(
         self, filters: Filters, query: str | None, limit: int, table: str, fts: str
@@ -74,10 +78,10 @@ class Window(Repository):
             [*params, limit],
         )
 
-    def links_touching(self, ids: Iterable[int]) -> list[dict[str, Any]]:
+    def links_touching(self, ids: Iterable[int]) -> list[LinkRow]:
         """Every link from or to one of ``ids``: ``from_id``, ``to_id``, ``type``, oldest link first."""
         wanted = sorted(set(ids))
-        found: dict[tuple[int, int, str], dict[str, Any]] = {}
+        found: dict[tuple[int, int, str], LinkRow] = {}
         for chunk, marks in batches(wanted):
             for row in self.db.query(
                 "SELECT from_id, to_id, type, created_at FROM observation_links "
@@ -86,10 +90,10 @@ class Window(Repository):
                 f"WHERE to_id IN ({marks})",
                 [*chunk, *chunk],
             ):
-                found[(row["from_id"], row["to_id"], row["type"])] = row
+                found[(row["from_id"], row["to_id"], row["type"])] = cast("LinkRow", row)
         return sorted(found.values(), key=lambda r: (r["created_at"], r["from_id"], r["to_id"]))
 
-    def observation_heads(self, ids: Iterable[int]) -> list[dict[str, Any]]:
+    def observation_heads(self, ids: Iterable[int]) -> list[ObservationHead]:
         """Id, uid, type, title and creation time of observations ``ids`` (the far ends of links)."""
         rows: list[dict[str, Any]] = []
         for chunk, marks in batches(sorted(set(ids))):
@@ -97,11 +101,11 @@ class Window(Repository):
                 f"SELECT id, uid, type, title, project, created_at FROM observations WHERE id IN ({marks})",
                 chunk,
             )
-        return rows
+        return cast("list[ObservationHead]", rows)
 
-    def sessions(self, session_ids: Iterable[str]) -> list[dict[str, Any]]:
+    def sessions(self, session_ids: Iterable[str]) -> list[SessionRow]:
         """The session rows of ``session_ids`` (those that exist)."""
         rows: list[dict[str, Any]] = []
         for chunk, marks in batches(sorted(set(session_ids))):
             rows += self.db.query(f"SELECT * FROM sessions WHERE session_id IN ({marks})", chunk)
-        return rows
+        return cast("list[SessionRow]", rows)

@@ -9,7 +9,7 @@ conflict copy a push made is on the server already).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cmem_cli.core.errors import CmemError
 from cmem_cli.core.fields import SUMMARY_FIELDS
@@ -22,8 +22,11 @@ from cmem_cli.team.records import anchor_of, observation_in
 from cmem_cli.team.sessions import merged, same_session
 from cmem_export import layout
 
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
-def travelled_name(row: dict[str, Any]) -> str | None:
+
+def travelled_name(row: Mapping[str, Any]) -> str | None:
     """The one rule for a pulled memory's file name: the name its writer's home gave it (it travels with
     the row, as a file's name travels through git), when that is a name cmem gives this memory (a
     ``.md`` file in a project and a group folder, ending in the memory's uid tail, inside the tree);
@@ -67,7 +70,7 @@ class Applier:
         self.store.team_outbox.enqueue(outbox.OBSERVATION, self.store.observations.get(obs_id)["uid"])
 
     # -- observations ---------------------------------------------------------------------------------
-    def observation(self, row: dict[str, Any]) -> int | None:
+    def observation(self, row: Mapping[str, Any]) -> int | None:
         """Store ``row`` (a server row with ``links``) under its uid; None when it is refused (noted)."""
         try:
             record = self.memory.records.prepare(observation_in(row))
@@ -96,7 +99,7 @@ class Applier:
         return self.writer.forget(outbox.SUMMARY if kind == outbox.SUMMARY else "observation", uid)
 
     # -- summaries ------------------------------------------------------------------------------------
-    def summary(self, row: dict[str, Any]) -> int | None:
+    def summary(self, row: Mapping[str, Any]) -> int | None:
         try:
             values = self.memory.sessions.prepare_summary(
                 {f: row.get(f) for f in SUMMARY_FIELDS if row.get(f)}
@@ -118,7 +121,7 @@ class Applier:
         return self.writer.summary(record)
 
     # -- sessions and prompts ------------------------------------------------------------------------
-    def session(self, row: dict[str, Any]) -> bool:
+    def session(self, row: Mapping[str, Any]) -> bool:
         """Merge another machine's version of a session into this one's (one row per session id)."""
         try:
             values = self.memory.sessions.prepare_session(row)
@@ -136,7 +139,7 @@ class Applier:
                 put_session(self.store, result)
         return True
 
-    def prompt(self, row: dict[str, Any]) -> bool:
+    def prompt(self, row: Mapping[str, Any]) -> bool:
         """Store a prompt under its uid (once: prompts never change); its number stays unless this machine
         gave it to another prompt of the session, which a note says."""
         if self.store.prompts.by_uids([row["uid"]]):

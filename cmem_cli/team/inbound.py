@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cmem_cli.core.errors import CmemError
 from cmem_cli.core.fields import LINK_TYPES, SESSION_STATUSES, SUMMARY_FIELDS
@@ -31,6 +31,9 @@ from cmem_cli.services.write.sessions import SUMMARY_LIMIT
 from cmem_cli.store.records import LIST_FIELDS, MAX_SHORT, normalize_observation
 from cmem_export.reading import MAX_FILE_BYTES
 
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
 # What a file holds besides the row's own text (front matter keys, headings, a link line's markup) is
 # bounded by these: a row whose text comes near the limit is refused rather than written as a file that
 # no later sync could read back (docs/team.md).
@@ -39,7 +42,7 @@ MAX_PATH = 1_024  # the file name a memory's writer gave it, relative to the exp
 LINK_LINE = 2_600  # a link's line: its type, the target's title (500 characters) and relative path
 
 
-def label(row: dict[str, Any], key: str = "uid") -> str:
+def label(row: Mapping[str, Any], key: str = "uid") -> str:
     """The row's uid as a note can show it (a uid of the wrong shape is shown as a short repr)."""
     value = row.get(key)
     if isinstance(value, str) and 0 < len(value) <= MAX_UID and value.isprintable():
@@ -47,7 +50,7 @@ def label(row: dict[str, Any], key: str = "uid") -> str:
     return _short(value)
 
 
-def machine_of(row: dict[str, Any]) -> str:
+def machine_of(row: Mapping[str, Any]) -> str:
     value = row.get("machine")
     if isinstance(value, str) and 0 < len(value) <= MAX_SHORT and value.isprintable():
         return value
@@ -55,7 +58,7 @@ def machine_of(row: dict[str, Any]) -> str:
 
 
 # -- one check per table ------------------------------------------------------------------------------
-def observation(row: dict[str, Any]) -> None:
+def observation(row: Mapping[str, Any]) -> None:
     """A ``cmem_observations`` row with its ``links`` [(type, uid)]."""
     _uid(row.get("uid"), "uid")
     _machine(row)
@@ -90,7 +93,7 @@ def observation(row: dict[str, Any]) -> None:
     _fits(size)
 
 
-def summary(row: dict[str, Any]) -> None:
+def summary(row: Mapping[str, Any]) -> None:
     _uid(row.get("uid"), "uid")
     _machine(row)
     for name in ("session", "project", "agent"):
@@ -106,7 +109,7 @@ def summary(row: dict[str, Any]) -> None:
     _fits(_bytes(*texts, row.get("session"), row.get("project"), row.get("agent")))
 
 
-def session(row: dict[str, Any]) -> None:
+def session(row: Mapping[str, Any]) -> None:
     _text(row.get("session_id"), "session_id", MAX_SHORT)
     _machine(row)
     for name in ("agent", "project"):
@@ -126,7 +129,7 @@ def session(row: dict[str, Any]) -> None:
             _text(row.get(name), name, limit, empty=True)
 
 
-def prompt(row: dict[str, Any]) -> None:
+def prompt(row: Mapping[str, Any]) -> None:
     _uid(row.get("uid"), "uid")
     _machine(row)
     for name in ("session", "project", "agent"):
@@ -138,14 +141,14 @@ def prompt(row: dict[str, Any]) -> None:
     _time(row.get("created_at"), "created_at")
 
 
-def tombstone(row: dict[str, Any]) -> None:
+def tombstone(row: Mapping[str, Any]) -> None:
     _uid(row.get("uid"), "uid")
 
 
 CHECKS = {"observation": observation, "summary": summary, "session": session, "prompt": prompt}
 
 
-def problem(kind: str, row: dict[str, Any]) -> str | None:
+def problem(kind: str, row: Mapping[str, Any]) -> str | None:
     """Why ``row`` (of ``kind``) cannot be taken, or None."""
     try:
         CHECKS[kind](row)
@@ -155,7 +158,7 @@ def problem(kind: str, row: dict[str, Any]) -> str | None:
 
 
 def skip(
-    report: dict[str, Any], kind: str, row: dict[str, Any], reason: str, key: str = "uid"
+    report: Mapping[str, Any], kind: str, row: Mapping[str, Any], reason: str, key: str = "uid"
 ) -> dict[str, Any]:
     """Say in ``report`` that ``row`` was skipped (``skipped``, and a note for stderr); returns the item."""
     item = {"kind": kind, "uid": label(row, key), "machine": machine_of(row), "reason": reason}
@@ -164,7 +167,7 @@ def skip(
 
 
 # -- the pieces ----------------------------------------------------------------------------------------
-def _machine(row: dict[str, Any]) -> None:
+def _machine(row: Mapping[str, Any]) -> None:
     """Whose it is: the machine and, where known, the person (a text, or none)."""
     _text(row.get("machine"), "machine", MAX_SHORT)
     for name in ("author", "edited_on", "edited_by"):  # the person, and who changed it last, where known

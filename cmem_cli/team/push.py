@@ -25,7 +25,7 @@ the two only repeats work: pushing the same content again finds it there and cha
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -74,10 +74,10 @@ class RecordKind:
 
     table: str  # the server's table
     columns: tuple[str, ...]  # the server's columns of it
-    same_content: Callable[[dict[str, Any], dict[str, Any]], bool]  # the fields a person edits
+    same_content: Callable[[Mapping[str, Any], Mapping[str, Any]], bool]  # the fields a person edits
     links: bool  # links and a code anchor travel with it (links replaced as a set on each write)
 
-    def same(self, mine: dict[str, Any], theirs: dict[str, Any]) -> bool:
+    def same(self, mine: Mapping[str, Any], theirs: Mapping[str, Any]) -> bool:
         """Nothing to send: the same fields and, for a kind with links, the same code anchor."""
         return self.same_content(mine, theirs) and (not self.links or same_anchor(mine, theirs))
 
@@ -199,7 +199,7 @@ class Pusher:
         self,
         kind: str,
         entries: list[outbox.Entry],
-        local: dict[str, dict[str, Any]],
+        local: Mapping[str, Mapping[str, Any]],
         bases: dict[str, int],
         plan: _Plan,
     ) -> None:
@@ -262,8 +262,8 @@ class Pusher:
         self,
         kind: str,
         entry: outbox.Entry,
-        mine: dict[str, Any] | None,
-        theirs: dict[str, Any] | None,
+        mine: Mapping[str, Any] | None,
+        theirs: Mapping[str, Any] | None,
         tombs: dict[str, int],
         plan: _Plan,
     ) -> bool:
@@ -301,7 +301,7 @@ class Pusher:
         return True
 
     def _foreign(
-        self, kind: str, theirs: dict[str, Any] | None, mine: dict[str, Any] | None, plan: _Plan
+        self, kind: str, theirs: Mapping[str, Any] | None, mine: Mapping[str, Any] | None, plan: _Plan
     ) -> bool:
         """Is the server's row one cmem never writes (cmem_cli.team.inbound)? Then this home's version
         replaces it (a forget here deletes it there), and the report says so; True when settled so."""
@@ -325,7 +325,9 @@ class Pusher:
             self._write_summary(mine, plan, insert=False)
         return True
 
-    def _write_observation(self, row: dict[str, Any], plan: _Plan, *, insert: bool, own: bool = True) -> int:
+    def _write_observation(
+        self, row: Mapping[str, Any], plan: _Plan, *, insert: bool, own: bool = True
+    ) -> int:
         """Insert or update one observation and replace its links; ``own`` False: a conflict copy (no
         vector of this home's is stored for it). Returns its new revision."""
         rev = self._rev()
@@ -339,9 +341,9 @@ class Pusher:
     def _merge(
         self,
         kind: str,
-        mine: dict[str, Any],
-        theirs: dict[str, Any],
-        base: dict[str, Any] | None,
+        mine: Mapping[str, Any],
+        theirs: Mapping[str, Any],
+        base: Mapping[str, Any] | None,
         plan: _Plan,
     ) -> None:
         """Both homes changed this memory since the base: merged field by field by the one rule
@@ -398,7 +400,7 @@ class Pusher:
         plan.tombstoned.append((kind, uid))
         plan.last_rev = max(plan.last_rev, rev)
 
-    def _write_summary(self, row: dict[str, Any], plan: _Plan, *, insert: bool, own: bool = True) -> int:
+    def _write_summary(self, row: Mapping[str, Any], plan: _Plan, *, insert: bool, own: bool = True) -> int:
         rev = self._rev()
         params = {**server_params(row, SUMMARY_COLUMNS), "rev": rev}
         columns = [*server.present(self.conn, SUMMARY_COLUMNS), "rev"]
@@ -409,7 +411,7 @@ class Pusher:
     def _sessions(
         self,
         entries: list[outbox.Entry],
-        local: dict[str, dict[str, Any]],
+        local: Mapping[str, Mapping[str, Any]],
         bases: dict[str, int],
         plan: _Plan,
     ) -> None:
@@ -438,13 +440,15 @@ class Pusher:
             if not same_session(result, mine):
                 plan.sessions_here.append(result)
 
-    def _write_session(self, row: dict[str, Any], plan: _Plan, *, insert: bool) -> None:
+    def _write_session(self, row: Mapping[str, Any], plan: _Plan, *, insert: bool) -> None:
         rev = self._rev()
         params = {**{c: row.get(c) for c in SESSION_COLUMNS}, "rev": rev, "machine": self.machine}
         repository.write_session(self.conn, [*SESSION_COLUMNS, "rev"], params, insert=insert)
         plan.pushed(outbox.SESSION, row["session_id"], rev, True, None)
 
-    def _prompts(self, entries: list[outbox.Entry], local: dict[str, dict[str, Any]], plan: _Plan) -> None:
+    def _prompts(
+        self, entries: list[outbox.Entry], local: Mapping[str, Mapping[str, Any]], plan: _Plan
+    ) -> None:
         """Prompts never change: one the server has already is acknowledged, the others inserted."""
         if not entries:
             return
@@ -511,33 +515,33 @@ class _Plan:
 
     def reset(self) -> None:
         self.revs: dict[tuple[str, str], int | None] = {}
-        self.bases: dict[tuple[str, str], dict[str, Any]] = {}  # the server's row at that revision
-        self.brought: list[tuple[str, dict[str, Any]]] = []
+        self.bases: dict[tuple[str, str], Mapping[str, Any]] = {}  # the server's row at that revision
+        self.brought: list[tuple[str, Mapping[str, Any]]] = []
         self.forgotten: list[tuple[str, str]] = []
         self.logged: list[tuple[str, Conflict, str]] = []  # conflicts every other home is told of
         self.sessions_here: list[dict[str, Any]] = []  # merged sessions this home takes
         self.conflicts: list[dict[str, Any]] = []
         self.pushed_keys: set[tuple[str, str]] = set()
         self.pushed_uids: set[tuple[str, str]] = set()  # own rows pushed: their vectors go with them
-        self.texts: list[tuple[str, dict[str, Any]]] = []  # merges and copies made here: vectors to make
-        self.skipped: list[tuple[str, dict[str, Any], str, str]] = []  # server rows cmem never writes
+        self.texts: list[tuple[str, Mapping[str, Any]]] = []  # merges and copies made here: vectors to make
+        self.skipped: list[tuple[str, Mapping[str, Any], str, str]] = []  # server rows cmem never writes
         self.tombstoned: list[tuple[str, str]] = []  # this home's forgets, now on the server
         self.forgotten_there = 0
         self.last_rev = 0
 
-    def rev(self, kind: str, uid: str, rev: int | None, base: dict[str, Any] | None = None) -> None:
+    def rev(self, kind: str, uid: str, rev: int | None, base: Mapping[str, Any] | None = None) -> None:
         self.revs[(kind, uid)] = rev
         if base is not None:
             self.bases[(kind, uid)] = base
 
-    def pushed(self, kind: str, uid: str, rev: int, own: bool, row: dict[str, Any] | None) -> None:
+    def pushed(self, kind: str, uid: str, rev: int, own: bool, row: Mapping[str, Any] | None) -> None:
         if own:
             self.rev(kind, uid, rev, row)
             self.pushed_keys.add((kind, uid))
             self.pushed_uids.add((kind, uid))
         self.last_rev = max(self.last_rev, rev)
 
-    def bring(self, kind: str, row: dict[str, Any]) -> None:
+    def bring(self, kind: str, row: Mapping[str, Any]) -> None:
         """This home takes the server's row (an edit that beat a forget, a merge, a conflict copy)."""
         self.brought.append((kind, row))
         self.rev(kind, row["uid"], row["rev"], row)
@@ -553,12 +557,12 @@ class _Plan:
             self.logged.append((kind, item, project))
 
 
-def _later(mine: dict[str, Any], theirs: dict[str, Any]) -> bool:
+def _later(mine: Mapping[str, Any], theirs: Mapping[str, Any]) -> bool:
     """Is this home's edit the later one? Ties go the same way on every machine (by content, then machine)."""
     return (mine["updated_at"], _canonical(mine)) > (theirs["updated_at"], _canonical(theirs))
 
 
-def _canonical(row: dict[str, Any]) -> str:
+def _canonical(row: Mapping[str, Any]) -> str:
     """The row as the same text on every machine, whether read from this store or from the server."""
     values = {k: v for k, v in row.items() if k != "rev"}
     if "anchor" in values:

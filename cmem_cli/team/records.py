@@ -8,11 +8,14 @@ arrive are validated and scrubbed again before they are written here, like any i
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cmem_cli.core.fields import SUMMARY_FIELDS
 from cmem_cli.services.inbound.reconcile.rule import Side
 from cmem_cli.store.records import AUTHORSHIP_FIELDS, EDITOR_FIELDS, LIST_FIELDS
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
 
 OBS_FIELDS = (
     "type", "title", "subtitle", "narrative", *LIST_FIELDS, "project", "session", "agent", "prompt_number",
@@ -33,7 +36,10 @@ SUMMARY_COLUMNS = (
 
 
 def observation_out(
-    row: dict[str, Any], links: list[dict[str, Any]], machine: str, anchor: dict[str, Any] | None = None
+    row: Mapping[str, Any],
+    links: Sequence[Mapping[str, Any]],
+    machine: str,
+    anchor: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A stored observation (and its links by uid) as the server's row, with the machine that wrote it (this
     one, ``machine``, when not recorded); ``anchor``: its code anchor as its
@@ -54,7 +60,7 @@ def observation_out(
     return out
 
 
-def summary_out(row: dict[str, Any], machine: str) -> dict[str, Any]:
+def summary_out(row: Mapping[str, Any], machine: str) -> dict[str, Any]:
     out = {name: row.get(name) for name in ("uid", "session", "project", "agent", *SUMMARY_FIELDS)}
     out.update(
         created_at=row["created_at"],
@@ -65,7 +71,7 @@ def summary_out(row: dict[str, Any], machine: str) -> dict[str, Any]:
     return out
 
 
-def server_params(row: dict[str, Any], columns: tuple[str, ...]) -> dict[str, Any]:
+def server_params(row: Mapping[str, Any], columns: tuple[str, ...]) -> dict[str, Any]:
     """Query parameters for one row: list fields as JSON text (the columns are jsonb)."""
     params = {name: row.get(name) for name in columns}
     for name in LIST_FIELDS:
@@ -76,7 +82,7 @@ def server_params(row: dict[str, Any], columns: tuple[str, ...]) -> dict[str, An
     return params
 
 
-def observation_in(row: dict[str, Any]) -> dict[str, Any]:
+def observation_in(row: Mapping[str, Any]) -> dict[str, Any]:
     """A server row as an input record for the write service (which validates and scrubs it)."""
     record = {name: row.get(name) for name in OBS_FIELDS}
     record["uid"] = row["uid"]
@@ -90,21 +96,21 @@ def observation_in(row: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in record.items() if v is not None}
 
 
-def same_observation(a: dict[str, Any], b: dict[str, Any]) -> bool:
+def same_observation(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
     """Equal content (times of the edit, the machine, the revision and the code anchor aside): no conflict."""
     return _content(a) == _content(b)
 
 
-def anchor_of(row: dict[str, Any]) -> dict[str, Any] | None:
+def anchor_of(row: Mapping[str, Any]) -> dict[str, Any] | None:
     value = row.get("anchor")
     return json.loads(value) if isinstance(value, str) else value
 
 
-def same_anchor(a: dict[str, Any], b: dict[str, Any]) -> bool:
+def same_anchor(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
     return anchor_of(a) == anchor_of(b)
 
 
-def newer_anchor(mine: dict[str, Any], theirs: dict[str, Any]) -> bool:
+def newer_anchor(mine: Mapping[str, Any], theirs: Mapping[str, Any]) -> bool:
     """Is this home's code anchor the later one (verified or anchored later)? A missing anchor never
     replaces one; ties go the same way on every machine (by content)."""
     a, b = anchor_of(mine), anchor_of(theirs)
@@ -113,14 +119,14 @@ def newer_anchor(mine: dict[str, Any], theirs: dict[str, Any]) -> bool:
     return _anchor_order(a) > _anchor_order(b)
 
 
-def _anchor_order(anchor: dict[str, Any]) -> tuple[str, str]:
+def _anchor_order(anchor: Mapping[str, Any]) -> tuple[str, str]:
     return (
         str(anchor.get("verified_at") or anchor.get("anchored_at") or ""),
         json.dumps(anchor, sort_keys=True),
     )
 
 
-def _content(row: dict[str, Any]) -> tuple[Any, ...]:
+def _content(row: Mapping[str, Any]) -> tuple[Any, ...]:
     values = []
     for name in OBS_FIELDS:
         value = row.get(name)
@@ -135,12 +141,12 @@ def _content(row: dict[str, Any]) -> tuple[Any, ...]:
     return tuple(values)
 
 
-def same_summary(a: dict[str, Any], b: dict[str, Any]) -> bool:
+def same_summary(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
     names = ("session", "project", "agent", *SUMMARY_FIELDS)
     return all((a.get(n) or None) == (b.get(n) or None) for n in names)
 
 
-def side(kind: str, row: dict[str, Any]) -> Side:
+def side(kind: str, row: Mapping[str, Any]) -> Side:
     """A server-shaped row (this home's, the server's, or the base) in the terms of the merge rule."""
     if kind == "summary":
         names: tuple[str, ...] = (

@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 # Who the server is (``restore.identity``): its cluster, timeline, database, table and cmem's epoch.
 IDENTITY = (
@@ -245,7 +248,7 @@ def write_observations(
             cur.executemany("INSERT INTO cmem_links (from_uid, to_uid, type) VALUES (%s, %s, %s)", links)
 
 
-def write_summary(conn: Any, columns: Sequence[str], params: dict[str, Any], *, insert: bool) -> None:
+def write_summary(conn: Any, columns: Sequence[str], params: Mapping[str, Any], *, insert: bool) -> None:
     if insert:
         names = ", ".join(columns)
         marks = ", ".join(f"%({c})s" for c in columns)
@@ -265,7 +268,7 @@ def sessions_for_update(conn: Any, columns: Sequence[str], ids: Sequence[str]) -
     )
 
 
-def write_session(conn: Any, columns: Sequence[str], params: dict[str, Any], *, insert: bool) -> None:
+def write_session(conn: Any, columns: Sequence[str], params: Mapping[str, Any], *, insert: bool) -> None:
     if insert:
         names, marks = ", ".join(columns), ", ".join(f"%({c})s" for c in columns)
         conn.execute(f"INSERT INTO cmem_sessions ({names}) VALUES ({marks})", params)
@@ -350,7 +353,7 @@ SUMMARY_SELECT = (
 )
 
 
-def listing(conn: Any, where: str, direction: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+def listing(conn: Any, where: str, direction: str, params: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Observations the filters keep, by time (``direction`` ASC or DESC), ``limit`` and ``offset`` in params."""
     sql = (
         f"{OBS_SELECT} FROM cmem_observations o WHERE {where} "
@@ -359,7 +362,7 @@ def listing(conn: Any, where: str, direction: str, params: dict[str, Any]) -> li
     return _dicts(conn.execute(sql, params))
 
 
-def replies(conn: Any, where: str, params: dict[str, Any]) -> list[tuple[str, str | None]]:
+def replies(conn: Any, where: str, params: Mapping[str, Any]) -> list[tuple[str, str | None]]:
     """(question, reply): for each of the ``uids`` that asks a bare question, the session's next row kept."""
     sql = (
         "SELECT q.uid AS question, (SELECT o.uid FROM cmem_observations o WHERE o.session = q.session "
@@ -382,7 +385,7 @@ def supersedes_links(conn: Any, uids: Sequence[str]) -> list[tuple[str, str]]:
     )
 
 
-def kept_of(conn: Any, where: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+def kept_of(conn: Any, where: str, params: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The observations among ``uids`` (in params) that the filters keep."""
     return _dicts(
         conn.execute(f"{OBS_SELECT} FROM cmem_observations o WHERE o.uid = ANY(%(uids)s) AND {where}", params)
@@ -429,7 +432,7 @@ def document_frequencies(conn: Any, terms: Sequence[str], cap: int) -> list[tupl
 
 
 def keyword_hits(
-    conn: Any, observations: str, summaries: str | None, params: dict[str, Any]
+    conn: Any, observations: str, summaries: str | None, params: Mapping[str, Any]
 ) -> list[dict[str, Any]]:
     """Rows matching ``q`` (a tsquery in params) that the WHERE clauses keep (summaries: None leaves them
     out), best ``ts_rank`` first, ``depth`` of each at most; ``matched`` says which of ``terms`` each holds."""
@@ -448,7 +451,7 @@ def keyword_hits(
 
 
 def nearest(
-    conn: Any, fingerprint: str, dim: int, observations: str, summaries: str | None, params: dict[str, Any]
+    conn: Any, fingerprint: str, dim: int, observations: str, summaries: str | None, params: Mapping[str, Any]
 ) -> list[dict[str, Any]]:
     """The rows nearest the query vector ``qv`` (in params) among one model's vectors (``fingerprint``
     checked by the caller: it is SQL text), ``depth`` of each at most, with their cosine ``distance``."""
@@ -479,7 +482,7 @@ def has_model(conn: Any, fingerprint: str) -> bool:
     )
 
 
-def any_word_in(conn: Any, where: str, params: dict[str, Any]) -> bool:
+def any_word_in(conn: Any, where: str, params: Mapping[str, Any]) -> bool:
     """Does any word of ``q`` (in params) occur in an observation the WHERE clause keeps?"""
     row = conn.execute(
         "SELECT EXISTS (SELECT 1 FROM cmem_observations o WHERE o.search @@ plainto_tsquery('english', %(q)s) "

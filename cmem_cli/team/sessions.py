@@ -15,7 +15,10 @@ the next free number here, with a note.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 ENDED = ("completed", "failed", "abandoned")
 ACTIVITY = ("started_at", "last_activity_at", "prompt_counter")
@@ -30,21 +33,21 @@ PROMPT_COLUMNS = (
 _TEXTS = ("label", "goal", "outcome", "next_steps")
 
 
-def session_out(row: dict[str, Any], machine: str) -> dict[str, Any]:
+def session_out(row: Mapping[str, Any], machine: str) -> dict[str, Any]:
     """A stored session as the server's row."""
     out = {name: row.get(name) for name in SESSION_COLUMNS}
     out["machine"] = machine
     return out
 
 
-def prompt_out(row: dict[str, Any], machine: str) -> dict[str, Any]:
+def prompt_out(row: Mapping[str, Any], machine: str) -> dict[str, Any]:
     """A stored prompt as the server's row: the machine that wrote it (this one, when not recorded)."""
     out = {name: row.get(name) for name in PROMPT_COLUMNS}
     out["machine"] = row.get("machine") or machine
     return out
 
 
-def merged(newer: dict[str, Any], older: dict[str, Any], *, concurrent: bool) -> dict[str, Any]:
+def merged(newer: Mapping[str, Any], older: Mapping[str, Any], *, concurrent: bool) -> dict[str, Any]:
     """One session from two versions of it. ``newer`` changed after ``older`` was shared (not
     ``concurrent``: its state stands), or both changed since (``concurrent``: an end beats going on,
     the later of two ends stays). Texts a version lacks come from the other; activity from both."""
@@ -64,7 +67,7 @@ def merged(newer: dict[str, Any], older: dict[str, Any], *, concurrent: bool) ->
     return out
 
 
-def _later_state(a: dict[str, Any], b: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+def _later_state(a: Mapping[str, Any], b: Mapping[str, Any]) -> tuple[Mapping[str, Any], Mapping[str, Any]]:
     a_ended, b_ended = a["status"] in ENDED, b["status"] in ENDED
     if a_ended != b_ended:
         return (a, b) if a_ended else (b, a)
@@ -73,6 +76,6 @@ def _later_state(a: dict[str, Any], b: dict[str, Any]) -> tuple[dict[str, Any], 
     return (a, b) if a["last_activity_at"] >= b["last_activity_at"] else (b, a)
 
 
-def same_session(a: dict[str, Any], b: dict[str, Any]) -> bool:
+def same_session(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
     """Equal in everything that travels (which machine pushed it aside)."""
     return all(a.get(n) == b.get(n) for n in SESSION_COLUMNS if n != "machine")

@@ -32,6 +32,8 @@ from cmem_cli.core.timeutil import to_iso
 from cmem_cli.team import repository, server
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from cmem_cli.core.query import Query
     from cmem_cli.services.read.search_pipeline import Filters, Reader, Retrieved
     from cmem_cli.services.truth.anchor_files import Anchor
@@ -186,7 +188,7 @@ class TeamSource:
         uids |= {r[k] for r in rows for k in ("superseded_by", "possibly_superseded_by") if r.get(k)}
         local = store.observations.by_uids(sorted(uids))
         for row in rows:
-            mine = (
+            mine: Mapping[str, Any] | None = (
                 local.get(row["uid"]) if row["kind"] == "observation" else store.summaries.by_uid(row["uid"])
             )
             if mine is not None:
@@ -335,7 +337,7 @@ def _valid(conn: Any) -> str:
 
 
 # -- rows -------------------------------------------------------------------------------------------------
-def _row(row: dict[str, Any]) -> dict[str, Any]:
+def _row(row: Mapping[str, Any]) -> dict[str, Any]:
     """A team row as a search row (keyed by its uid until the page is shown), with ``machine``."""
     return {
         "id": row["uid"],

@@ -14,7 +14,7 @@ import json
 import os
 import socket
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cmem_cli.core.errors import UsageError
 from cmem_cli.core.synclock import sync_lock
@@ -27,6 +27,9 @@ from cmem_cli.team.pull import PULLED, Puller
 from cmem_cli.team.push import Pusher
 from cmem_cli.team.url import split_password
 from cmem_cli.team.vectors import VectorMaker
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 URL = outbox.URL_KEY
 MACHINE = "machine"
@@ -51,7 +54,7 @@ def remote(memory: Reader) -> dict[str, Any] | None:
     }
 
 
-def new_report(settings: dict[str, Any]) -> dict[str, Any]:
+def new_report(settings: Mapping[str, Any]) -> dict[str, Any]:
     return {
         "kind": "team",
         "remote": settings["url"],
@@ -236,7 +239,11 @@ def default_machine(configured: str | None = None) -> str:
 
 
 def push_only(
-    memory: WriteService, conn: Any, settings: dict[str, Any], report: dict[str, Any], vectors: VectorMaker
+    memory: WriteService,
+    conn: Any,
+    settings: dict[str, Any],
+    report: dict[str, Any],
+    vectors: VectorMaker,
 ) -> None:
     """Push what is queued (`cmem watch` does this within seconds of a local write), once the server is
     known not to have gone back in time."""
@@ -250,7 +257,7 @@ def push_only(
     remote_state.pushed(memory.store)
 
 
-def pull_only(memory: WriteService, conn: Any, settings: dict[str, Any], report: dict[str, Any]) -> None:
+def pull_only(memory: WriteService, conn: Any, settings: Mapping[str, Any], report: dict[str, Any]) -> None:
     with server.translated(settings["url"], None, conn):
         Puller(memory, conn, settings["projects"], report).run()
     remote_state.pulled(memory.store)

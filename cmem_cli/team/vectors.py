@@ -11,23 +11,26 @@ push that stores one of its vectors.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cmem_cli.core.config import Config
 from cmem_cli.core.fields import SUMMARY_FIELDS
 from cmem_cli.store import team_outbox as outbox
 from cmem_cli.team import repository
 
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
 _FINGERPRINT = re.compile(r"[0-9a-f]{8,64}")
 
 
-def observation_text(row: dict[str, Any]) -> tuple[str, str]:
+def observation_text(row: Mapping[str, Any]) -> tuple[str, str]:
     """(title, text) of an observation as embedded: subtitle, narrative and facts under its title."""
     parts = [row.get("subtitle") or "", row.get("narrative") or "", *(row.get("facts") or [])]
     return row["title"], "\n".join(p for p in parts if p)
 
 
-def summary_text(row: dict[str, Any]) -> tuple[str, str]:
+def summary_text(row: Mapping[str, Any]) -> tuple[str, str]:
     return row.get("request") or "", "\n".join(row.get(f) or "" for f in SUMMARY_FIELDS if row.get(f))
 
 
@@ -64,7 +67,7 @@ class VectorMaker:
         return self._embedder
 
     def embed(
-        self, observations: list[dict[str, Any]], summaries: list[dict[str, Any]]
+        self, observations: Sequence[Mapping[str, Any]], summaries: Sequence[Mapping[str, Any]]
     ) -> dict[tuple[str, str], Any]:
         """(kind, uid) -> vector for the rows given (nothing when there is no model)."""
         if not observations and not summaries:

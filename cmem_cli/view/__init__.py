@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from cmem_cli.view.scope import Scope, resolve
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from cmem_cli.api import Memory
 
 __all__ = ["Page", "Scope", "build", "page_for", "resolve"]
@@ -31,7 +33,7 @@ def build(memory: Memory, scope: Scope) -> Page:
     return page_for(memory.window(scope.query, limit=scope.limit), scope)
 
 
-def page_for(window: dict[str, Any], scope: Scope) -> Page:
+def page_for(window: Mapping[str, Any], scope: Scope) -> Page:
     """The page for a window :meth:`cmem_cli.api.Memory.window` returned, described by ``scope``."""
     from cmem_cli.core.results import URI_PREFIX
     from cmem_cli.core.text import TYPE_ICONS
@@ -75,7 +77,7 @@ def page_for(window: dict[str, Any], scope: Scope) -> Page:
     return Page(render(window, meta), summary, note)
 
 
-def cap_note(counts: dict[str, Any], since: str | None, limit: int) -> str | None:
+def cap_note(counts: Mapping[str, Any], since: str | None, limit: int) -> str | None:
     """The sentence that says the page does not show everything, and how to see the rest; None if it does."""
     if not counts["capped"]:
         return None

@@ -17,7 +17,10 @@ import json
 import re
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 _SLOT = re.compile(r"\{\{(\w+)\}\}")
 # What a record on the page never needs: the search layer's score, and fields with nothing in them.
@@ -50,14 +53,14 @@ def content_security_policy(script: str, style: str) -> str:
     )
 
 
-def compact(record: dict[str, Any]) -> dict[str, Any]:
+def compact(record: Mapping[str, Any]) -> dict[str, Any]:
     """A record without empty fields (None, "", [], False): a page of thousands of records is a third smaller."""
     return {
         k: v for k, v in record.items() if k not in _DROPPED and v is not False and v not in (None, "", [])
     }
 
 
-def render(window: dict[str, Any], meta: dict[str, Any]) -> str:
+def render(window: Mapping[str, Any], meta: Mapping[str, Any]) -> str:
     """The page for ``window`` (what :meth:`cmem_cli.api.Memory.window` returns), described by ``meta``
     (``title``, ``scope``, ``note``, ``empty``, ``version``, ``generated_at`` and what else the script reads)."""
     script, style = asset("view.js"), asset("view.css")

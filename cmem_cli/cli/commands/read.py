@@ -7,6 +7,7 @@ The retrieval layers' options are declared in ``cmem_cli.cli.options`` and their
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 
 import typer
 
@@ -47,7 +48,7 @@ PROJECT_COLUMNS = [
 ]
 
 
-def _mapped(row: dict[str, object]) -> str:
+def _mapped(row: Mapping[str, object]) -> str:
     if row.get("same_as"):
         return f"older name of {row['same_as']}"
     return str(row.get("mapped") or "-")

@@ -23,7 +23,7 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cmem_cli.core.errors import CmemError, InvalidInput
 from cmem_cli.core.fields import LINK_TYPES, SUMMARY_FIELDS
@@ -47,6 +47,9 @@ from cmem_export.reading import (
     front_matter_edits,
     parse_file,
 )
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 RACY_NS = atomic.RACY_NS  # a file cmem wrote this recently is read even when its stat matches
 
@@ -250,7 +253,7 @@ class _Adopter:
         return found
 
     # -- reading and validating ------------------------------------------------------------------------
-    def _stage(self, relpath: str) -> tuple[str, ParsedFile, dict[str, Any] | None] | None:
+    def _stage(self, relpath: str) -> tuple[str, ParsedFile, Mapping[str, Any] | None] | None:
         """Parse and validate one file; None when it is unchanged, invalid or a conflict."""
         if self._as_written(relpath):
             return None  # same size and modification time as when cmem wrote it: not read again
@@ -336,7 +339,7 @@ class _Adopter:
 
     def _row_for(
         self, relpath: str, parsed: ParsedFile, known: tuple[str, int] | None
-    ) -> dict[str, Any] | None:
+    ) -> Mapping[str, Any] | None:
         store = self.store
         if parsed.kind == "summary":
             if parsed.uid:
@@ -347,14 +350,14 @@ class _Adopter:
                 return {**store.summaries.get(known[1]), "kind": "summary"}
             return None
         if parsed.uid:
-            found = store.observations.by_uid(parsed.uid)
-            if found is not None:
-                return found
+            stored = store.observations.by_uid(parsed.uid)
+            if stored is not None:
+                return stored
         if known and known[0] == "observation" and not (parsed.uid and parsed.has_front_matter):
             return store.observations.get(known[1])
         return None
 
-    def _validate(self, parsed: ParsedFile, row: dict[str, Any] | None) -> dict[str, Any]:
+    def _validate(self, parsed: ParsedFile, row: Mapping[str, Any] | None) -> dict[str, Any]:
         if parsed.kind == "summary":
             record = parsed.record
             values = self.memory.sessions.prepare_summary({k: record.get(k) for k in SUMMARY_FIELDS})
@@ -379,13 +382,13 @@ class _Adopter:
         prepared["links"] = links if "links" in parsed.stated else None
         return prepared
 
-    def _waiting(self, row: dict[str, Any] | None) -> set[tuple[str, str]]:
+    def _waiting(self, row: Mapping[str, Any] | None) -> set[tuple[str, str]]:
         """(uid, type) of the row's links to observations this store does not hold yet (git sync)."""
         if row is None or row.get("kind") == "summary":
             return set()
         return {(link["uid"], link["type"]) for link in self.store.links.pending_from(row["id"])}
 
-    def _links_valid(self, relpath: str, parsed: ParsedFile, row: dict[str, Any] | None) -> bool:
+    def _links_valid(self, relpath: str, parsed: ParsedFile, row: Mapping[str, Any] | None) -> bool:
         """Every link a file names needs a known type and a target in the store or adopted in this run
         (or one the store keeps waiting for, as it arrived from another machine)."""
         links = (parsed.record.get("links") or []) if parsed.kind == "observation" else []
@@ -404,7 +407,9 @@ class _Adopter:
         return True
 
     # -- writing -----------------------------------------------------------------------------------------
-    def _apply(self, writer: Inbound, relpath: str, parsed: ParsedFile, row: dict[str, Any] | None) -> None:
+    def _apply(
+        self, writer: Inbound, relpath: str, parsed: ParsedFile, row: Mapping[str, Any] | None
+    ) -> None:
         """Hand one validated file to the inbound writer (its links and its file come at ``finish``)."""
         # A file cmem wrote (it names its uid) that has no row here (a rebuilt store, another machine's
         # file) keeps its name; a person's new file gets the standard name, once.
@@ -465,7 +470,7 @@ class _Adopter:
             writer.forget(*uids[relpath])
 
 
-def _edited_at(parsed: ParsedFile, row: dict[str, Any] | None) -> int:
+def _edited_at(parsed: ParsedFile, row: Mapping[str, Any] | None) -> int:
     """When a person made the edit: the file's mtime, not the time it is adopted (so "the later edit wins"
     means later, across machines too). Never in the future, and after the row's last update, so a file
     restored with an old mtime still counts as a change here."""
@@ -474,7 +479,7 @@ def _edited_at(parsed: ParsedFile, row: dict[str, Any] | None) -> int:
     return stamp if row is None else max(stamp, int(row["updated_at"]) + 1)
 
 
-def _stale_front_matter(parsed: ParsedFile, row: dict[str, Any]) -> bool:
+def _stale_front_matter(parsed: ParsedFile, row: Mapping[str, Any]) -> bool:
     """Is the file's front matter older than cmem's last rewrite of it? An editor that never re-read the
     file saves its old front matter again: its ``title:`` is the one before the person's own retitle in
     the body, which cmem has since copied into the front matter. Taking that as a front-matter-only edit

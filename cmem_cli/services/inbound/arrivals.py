@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cmem_cli.core.errors import CmemError, InvalidInput
 from cmem_cli.core.fields import LINKS_MARKER, SUMMARY_FIELDS
@@ -35,6 +35,9 @@ from cmem_cli.services.inbound.sync_repo import REGULAR_MODES, Git
 from cmem_cli.services.write.service import FileTransaction, WriteService
 from cmem_cli.store.records import parse_link
 from cmem_export import digest, reading
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 LAST_ADOPTED = "sync.last_adopted"  # state key: the last commit whose changes are in the store
 REJECTED = "sync.rejected"  # state key: {path: reason} of arrived files that cannot be adopted
@@ -379,7 +382,7 @@ def adopt_pending(
 TRAILER = "Cmem-Conflict: "  # a merge commit's line naming one conflict it settled (JSON)
 
 
-def conflict_trailer(item: dict[str, Any]) -> str:
+def conflict_trailer(item: Mapping[str, Any]) -> str:
     return TRAILER + json.dumps(item, ensure_ascii=True, sort_keys=True)
 
 

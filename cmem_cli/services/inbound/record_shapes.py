@@ -17,11 +17,14 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cmem_cli.core.errors import CmemError
 from cmem_cli.core.fields import LINK_TYPES
 from cmem_cli.store.records import LIST_FIELDS, MAX_LIST_ITEMS, MAX_SHORT, MAX_TITLE, normalize_observation
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 MAX_UID = 64
 MAX_LINKS = MAX_LIST_ITEMS
@@ -109,7 +112,7 @@ def _scalar_text(value: Any, name: str, limit: int) -> None:
     text(value, name, limit, empty=True)
 
 
-def observation_front_matter(meta: dict[str, Any]) -> None:
+def observation_front_matter(meta: Mapping[str, Any]) -> None:
     """What an observation's front matter states (an absent or null field states nothing)."""
     _stated_uid(meta)
     for name, limit in OBSERVATION_TEXTS.items():
@@ -129,21 +132,21 @@ def observation_front_matter(meta: dict[str, Any]) -> None:
     # (``services.truth.anchor_files.from_exported``), the memory taken without it and the store's own kept.
 
 
-def summary_front_matter(meta: dict[str, Any]) -> None:
+def summary_front_matter(meta: Mapping[str, Any]) -> None:
     _stated_uid(meta)
     for name, limit in SUMMARY_TEXTS.items():
         if meta.get(name) is not None:
             _scalar_text(meta[name], name, limit)
 
 
-def _stated_uid(meta: dict[str, Any]) -> None:
+def _stated_uid(meta: Mapping[str, Any]) -> None:
     value = meta.get("uid")
     if value is None or value == "":
         return
     uid(str(value) if isinstance(value, int) and not isinstance(value, bool) else value, "uid")
 
 
-def front_matter_problem(kind: str, meta: dict[str, Any]) -> str | None:
+def front_matter_problem(kind: str, meta: Mapping[str, Any]) -> str | None:
     """Why a file of ``kind`` whose front matter says ``meta`` cannot be taken, or None."""
     try:
         (summary_front_matter if kind == "summary" else observation_front_matter)(meta)

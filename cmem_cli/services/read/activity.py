@@ -14,7 +14,10 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 # Which hook-captured tool calls fold, and into what.
 FOLDS = {
@@ -60,7 +63,7 @@ _FAILED_TEST = re.compile(
 _TEST_TARGET = re.compile(r"(?:^|\s)((?:[\w.-]+/)*[\w.-]*test[\w.-]*\.\w+)(?:::\S+)?(?=\s|$)")
 
 
-def command_of(row: dict[str, Any]) -> str | None:
+def command_of(row: Mapping[str, Any]) -> str | None:
     """The command of a hook-captured Bash call, from its title (None for anything else)."""
     if (row.get("tools_used") or []) != ["Bash"]:
         return None
@@ -79,7 +82,7 @@ def command_kind(command: str) -> str:
     return "other"
 
 
-def fold_kind(row: dict[str, Any]) -> str | None:
+def fold_kind(row: Mapping[str, Any]) -> str | None:
     """``read``, ``search``, ``edit``, ``test`` or ``command`` for a hook-captured call that folds; None for
     anything else (recorded on purpose, a failed call that is not a test run)."""
     tools = row.get("tools_used") or []
@@ -118,7 +121,7 @@ def fold(
 
 
 def _line(
-    session: str, kind: str, members: list[dict[str, Any]], output_of: Callable[[int], str] | None
+    session: str, kind: str, members: Sequence[Mapping[str, Any]], output_of: Callable[[int], str] | None
 ) -> dict[str, Any]:
     ids = sorted(r["id"] for r in members)
     entry: dict[str, Any] = {"session": session or None, "kind": kind, "count": len(members), "ids": ids,
@@ -147,7 +150,7 @@ def _line(
     return entry
 
 
-def _tests(members: list[dict[str, Any]], output_of: Callable[[int], str] | None) -> dict[str, Any]:
+def _tests(members: Sequence[Mapping[str, Any]], output_of: Callable[[int], str] | None) -> dict[str, Any]:
     """``ran the tests 8 times, 3 failed, last run failed: tests/test_reset.py``"""
     ordered = sorted(members, key=lambda r: (r["created_at"], r["id"]))
     failed = [r for r in ordered if r.get("type") == "error"]
@@ -181,7 +184,7 @@ def failed_tests(command: str, output: str) -> list[str]:
     return shown
 
 
-def _commands(members: list[dict[str, Any]]) -> dict[str, Any]:
+def _commands(members: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """``3 commits, 4 scratch commands, 2 other commands (`npm install`, `make build`)``"""
     kinds: dict[str, list[str]] = {"commit": [], "scratch": [], "other": []}
     for row in sorted(members, key=lambda r: (r["created_at"], r["id"])):

@@ -9,12 +9,25 @@ agent's context the way unbounded injection does.
 from __future__ import annotations
 
 import re
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from cmem_cli.core.text import TYPE_ICONS, escape_control, estimate_tokens
 from cmem_cli.core.timeutil import now_ms, to_date, to_iso
 from cmem_cli.services.read.activity import fold
 from cmem_cli.store.repository import Store
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import TypedDict
+
+    from cmem_cli.store.row_types import SessionOutcome, SummaryRow
+
+    class LastSession(TypedDict):
+        """The briefing's "Last session": the newest summary of another session, and how that session ended."""
+
+        summary: SummaryRow | None
+        session: SessionOutcome | None
+
 
 DEFAULT_BUDGET = 1_500
 CANDIDATES = 200  # recent observations considered; ranking picks the useful ones among them
@@ -77,7 +90,7 @@ def _line(text: str | None, limit: int) -> str:
     return flat if len(flat) <= limit else flat[: max(0, limit - 1)].rstrip() + "…"
 
 
-def usefulness(row: dict[str, Any], now: int) -> float:
+def usefulness(row: Mapping[str, Any], now: int) -> float:
     """Type weight times a recency decay; tool-captured reads/searches count half.
 
     How often a memory was fetched (``retrieval_count``) is left out: nothing in bench/ shows it picks
@@ -91,7 +104,7 @@ def usefulness(row: dict[str, Any], now: int) -> float:
     return float(weight * (0.25 + 0.75 * recency))
 
 
-def _last_session(store: Store, project: str | None, exclude_session: str | None) -> dict[str, Any] | None:
+def _last_session(store: Store, project: str | None, exclude_session: str | None) -> LastSession | None:
     """The newest summary (and its session's next steps) from a session other than the current one (of the
     project or of its repository's older names)."""
     summaries = store.summaries.recent(project=project, limit=20)
@@ -123,7 +136,7 @@ def _ranked(rows: list[dict[str, Any]], now: int) -> list[dict[str, Any]]:
     return sorted(distinct, key=lambda r: usefulness(r, now), reverse=True)
 
 
-def _summary_lines(last: dict[str, Any], char_budget: int) -> list[str]:
+def _summary_lines(last: Mapping[str, Any], char_budget: int) -> list[str]:
     summary, session = last.get("summary") or {}, last.get("session") or {}
     when = summary.get("created_at") or session.get("last_activity_at")
     sid = summary.get("session") or session.get("session_id") or ""
@@ -159,7 +172,7 @@ def _output(store: Store, obs_id: int) -> str:
     return str(row.get("narrative") or "") if row else ""
 
 
-def _activity_line(entry: dict[str, Any]) -> str:
+def _activity_line(entry: Mapping[str, Any]) -> str:
     """``- 2026-11-25 4f1c2d3e: read 25 files under src/orders/ (#12..#40)``"""
     ids = entry["ids"]
     span = f"#{ids[0]}" if len(ids) == 1 else f"#{ids[0]}..#{ids[-1]}"
@@ -167,13 +180,13 @@ def _activity_line(entry: dict[str, Any]) -> str:
     return f"- {to_date(entry['last_at'])}{who}: {_line(entry['text'], 140)} ({span})"
 
 
-def _activity_json(entry: dict[str, Any]) -> dict[str, Any]:
+def _activity_json(entry: Mapping[str, Any]) -> dict[str, Any]:
     out = {k: v for k, v in entry.items() if k not in ("first_at", "last_at")}
     out["first_at"], out["last_at"] = to_iso(entry["first_at"]), to_iso(entry["last_at"])
     return out
 
 
-def _observation_line(row: dict[str, Any]) -> str:
+def _observation_line(row: Mapping[str, Any]) -> str:
     icon = TYPE_ICONS.get(row.get("type") or "", "•")
     # what may no longer hold in the memory's files (docs/truth.md)
     stale = next((f" [{mark}]" for mark in ("stale", "behind", "drifted") if row.get(mark)), "")
@@ -222,8 +235,8 @@ def build_context(
         summary_lines = _summary_lines(last, min(share, char_budget - used([reminder]) - 1))
         if summary_lines:
             lines += summary_lines
-            summary = last.get("summary") or {}
-            session = last.get("session") or {}
+            summary: Mapping[str, Any] = last.get("summary") or {}
+            session: Mapping[str, Any] = last.get("session") or {}
             result.last_session = {
                 "session": summary.get("session") or session.get("session_id"),
                 "status": session.get("status"),

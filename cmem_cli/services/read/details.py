@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cmem_cli.core.config import Config
 from cmem_cli.core.errors import InvalidInput
@@ -15,8 +15,11 @@ from cmem_cli.services.read.search_pipeline import Reader, prompt_row, resolve_r
 from cmem_cli.services.truth import supersession
 from cmem_export import markdown
 
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
-def observation_record(memory: Reader, row: dict[str, Any], *, anchored: bool = True) -> dict[str, Any]:
+
+def observation_record(memory: Reader, row: Mapping[str, Any], *, anchored: bool = True) -> dict[str, Any]:
     """One observation's full record; ``anchored`` False leaves its anchor's fields to the caller (who
     checks many records' anchors at once: :func:`cmem_cli.services.truth.anchor_notes.anchors_fields`)."""
     record = {k: v for k, v in row.items()}
@@ -60,6 +63,7 @@ def fetch_details(memory: Reader, refs: list[str], *, follow_links: bool = False
         if (kind, number) in seen:
             continue
         seen.add((kind, number))
+        row: Mapping[str, Any]
         if kind == "observation":
             row = store.observations.get(number)
             records.append(observation_record(memory, row, anchored=False))
@@ -111,7 +115,7 @@ def with_absolute_paths(config: Config, record: dict[str, Any]) -> dict[str, Any
     return record
 
 
-def render_details(record: dict[str, Any]) -> str:
+def render_details(record: Mapping[str, Any]) -> str:
     """Markdown for one record: the same front matter and body as its export file. A record with an
     absolute ``path`` (see :func:`with_absolute_paths`) shows that path instead of repeating the title."""
     if record["kind"] == "observation":

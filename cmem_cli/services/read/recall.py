@@ -17,13 +17,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from cmem_cli.core.marks import title_marks
 from cmem_cli.core.recall_settings import RecallSettings
 from cmem_cli.core.text import escape_control, estimate_tokens
 from cmem_cli.core.timeutil import to_date, to_iso
 from cmem_cli.store.repository import Store
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 CANDIDATES = 12  # notes weighed for a prompt
 HITS = 40  # keyword hits read for them (the hooks' records among them are left out)
@@ -116,7 +119,7 @@ class Recall(NamedTuple):
         }  # fmt: skip
 
 
-def line(row: dict[str, Any], *, fresh: bool = False) -> str:
+def line(row: Mapping[str, Any], *, fresh: bool = False) -> str:
     """One memory as the injection shows it: id, date, type, marks, title, tokens to `cmem get` it."""
     marks = title_marks(row)
     if fresh and not marks and row.get("stale") is not None:
@@ -241,7 +244,7 @@ def names_in_file(path: str, cwd: str | None) -> set[str]:
     return names
 
 
-def _names_one_of(row: dict[str, Any], names: set[str]) -> bool:
+def _names_one_of(row: Mapping[str, Any], names: set[str]) -> bool:
     """Whether a note's title or narrative names one of ``names`` (a name of the file it was written near)."""
     text = f"{row.get('title') or ''} {row.get('narrative') or ''}"
     return bool(names) and any(w.lower() in names for w in _WORDS.findall(text))
@@ -321,7 +324,9 @@ def _with_changed(store: Store, found: Recall, session: str, given: Collection[s
     log = store.capture_log
     uids = [key[len(CHANGED) :] for key in log.keys_with_prefix(session, CHANGED)]
     uids = [uid for uid in uids if TOLD + uid not in given and not log.seen(session, TOLD + uid)]
-    rows = list(store.observations.by_uids(uids).values()) if uids else []
+    rows: list[dict[str, Any]] = (
+        [{**row} for row in store.observations.by_uids(uids).values()] if uids else []
+    )  # annotate adds fields
     if not rows:
         return found
     from cmem_cli.services.truth.anchor_notes import annotate

@@ -51,7 +51,7 @@ _REF = r"^(?P<prefix>[SsPp]?)(?P<num>\d+)$"
 _DOCID = r"^(?:#|doc:)(?P<docid>[0-9a-fA-F]{6})$"
 
 
-def observation_row(row: dict[str, Any], score: float | None = None) -> dict[str, Any]:
+def observation_row(row: Mapping[str, Any], score: float | None = None) -> dict[str, Any]:
     """The compact, JSON-ready row of the search and timeline layers."""
     return {
         "id": row["id"],
@@ -73,11 +73,11 @@ def observation_row(row: dict[str, Any], score: float | None = None) -> dict[str
     }
 
 
-def summary_tokens(row: dict[str, Any]) -> int:
+def summary_tokens(row: Mapping[str, Any]) -> int:
     return estimate_tokens("".join(row.get(f) or "" for f in SUMMARY_FIELDS))
 
 
-def summary_row(row: dict[str, Any], score: float | None = None) -> dict[str, Any]:
+def summary_row(row: Mapping[str, Any], score: float | None = None) -> dict[str, Any]:
     return {
         "id": f"S{row['id']}", "uid": row["uid"], "kind": "summary", "type": "summary",
         "title": summary_title(row), "subtitle": None, "project": row["project"], "session": row["session"],
@@ -87,7 +87,7 @@ def summary_row(row: dict[str, Any], score: float | None = None) -> dict[str, An
     }  # fmt: skip
 
 
-def prompt_row(row: dict[str, Any], score: float | None = None) -> dict[str, Any]:
+def prompt_row(row: Mapping[str, Any], score: float | None = None) -> dict[str, Any]:
     return {
         "id": f"P{row['id']}", "uid": row["uid"], "kind": "prompt", "type": "prompt",
         "title": " ".join(row["text"].split())[:200], "subtitle": None, "project": row["project"],
@@ -273,6 +273,7 @@ def timeline(
     if re.match(_DOCID, ref.strip()):
         raise InvalidInput(f"{ref} is a document: documents have no timeline (`cmem get {ref}` shows it)")
     kind, number = resolve_ref(store, ref, TIMELINE_FORMS)
+    anchor: Mapping[str, Any]
     if kind == "observation":
         anchor = store.observations.get(number)
     elif kind == "summary":
@@ -324,7 +325,7 @@ def check_collections(config: Config, names: list[str]) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def signals_json(signals: dict[str, Any]) -> dict[str, Any]:
+def signals_json(signals: Mapping[str, Any]) -> dict[str, Any]:
     out = {}
     for name, s in signals.items():
         out[name] = {"rank": s.rank, "score": round(s.raw, 6), "norm": round(s.norm, 4)}
@@ -479,7 +480,7 @@ def valid(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [row for row in rows if row.get("invalidated") is None]
 
 
-def _observation_ids(rows: list[dict[str, Any]]) -> list[Any]:
+def _observation_ids(rows: Sequence[Mapping[str, Any]]) -> list[Any]:
     return [r["id"] for r in rows if r.get("kind") == "observation"]
 
 

@@ -8,13 +8,18 @@ starts at the oldest one kept, so that prompts and summaries cover the same span
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cmem_cli.core.fields import SUMMARY_FIELDS
 from cmem_cli.core.timeutil import to_iso
 from cmem_cli.services.read.search_pipeline import observation_row, prompt_row, summary_row
 from cmem_cli.store.filters import Filters
 from cmem_cli.store.repository import Store
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+    from cmem_cli.store.row_types import LinkRow
 
 COUNT_BOUND = 100_000  # count matches up to here; past it the page says "more than 100,000"
 OBSERVATION_DETAIL = (
@@ -90,14 +95,16 @@ KIND_ORDER = {
 }  # at one instant: the prompt, its work, the summary
 
 
-def _newest_first(item: dict[str, Any]) -> tuple[str, int, int]:
+def _newest_first(item: Mapping[str, Any]) -> tuple[str, int, int]:
     """Time, then kind, then number, to be sorted in reverse: newest first, a summary above the work of
     the same instant and the work above its prompt."""
     return (item["created_at"], KIND_ORDER[item["kind"]], int(str(item["id"]).lstrip("SP")))
 
 
 def _mark_replaced(
-    observations: list[dict[str, Any]], links: list[dict[str, Any]], others: dict[int, dict[str, Any]]
+    observations: list[dict[str, Any]],
+    links: Sequence[LinkRow],
+    others: Mapping[int, Mapping[str, Any]],
 ) -> None:
     """Give each observation ``superseded_by``: the newest observation linked to it as ``supersedes``
     (`cmem link NEW supersedes OLD`), else None. The links were read for the page anyway; the rule is the
@@ -138,7 +145,7 @@ def _mark_possibly_replaced(
         )
 
 
-def _observation(row: dict[str, Any], export_dir: Any) -> dict[str, Any]:
+def _observation(row: Mapping[str, Any], export_dir: Any) -> dict[str, Any]:
     """The observation in full: its search row (whatever fields that carries) and every detail."""
     item = observation_row(row)
     for name in OBSERVATION_DETAIL:
@@ -151,7 +158,7 @@ def _observation(row: dict[str, Any], export_dir: Any) -> dict[str, Any]:
     return item
 
 
-def _summary(row: dict[str, Any], export_dir: Any) -> dict[str, Any]:
+def _summary(row: Mapping[str, Any], export_dir: Any) -> dict[str, Any]:
     item = {
         **summary_row(row),
         **{name: row.get(name) for name in SUMMARY_FIELDS},
@@ -162,7 +169,7 @@ def _summary(row: dict[str, Any], export_dir: Any) -> dict[str, Any]:
     return item
 
 
-def _session(row: dict[str, Any]) -> dict[str, Any]:
+def _session(row: Mapping[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {name: row.get(name) for name in SESSION_FIELDS}
     out["started_at"] = to_iso(row.get("started_at"))
     out["completed_at"] = to_iso(row.get("completed_at"))

@@ -20,6 +20,7 @@ from cmem_cli.services.truth.branches import is_observation
 from cmem_cli.store.anchors import Anchor
 
 if TYPE_CHECKING:  # the shapes, for the type checker: at run time they are plain dicts (no class to make)
+    from collections.abc import Mapping
     from typing import NotRequired, TypedDict
 
     from cmem_cli.store.repository import Store
@@ -157,7 +158,7 @@ def _fields(state: Checked | None) -> AnchorFields:
     }
 
 
-def stale_note(record: dict[str, Any]) -> str:
+def stale_note(record: Mapping[str, Any]) -> str:
     """The line `cmem get` puts above a stale memory: which files changed or vanished, and since when."""
     anchor = record.get("anchor") or {}
     parts = []
@@ -180,7 +181,7 @@ def stale_note(record: dict[str, Any]) -> str:
     )
 
 
-def drifted_note(record: dict[str, Any]) -> str:
+def drifted_note(record: Mapping[str, Any]) -> str:
     """The line `cmem get` puts above a drifted memory: some of the lines it is about changed in these
     files (most still hold), and since when it was anchored."""
     anchor = record.get("anchor") or {}
@@ -197,7 +198,7 @@ def drifted_note(record: dict[str, Any]) -> str:
     )
 
 
-def behind_note(record: dict[str, Any]) -> str:
+def behind_note(record: Mapping[str, Any]) -> str:
     """The line `cmem get` puts above a memory this checkout is behind on (not stale: the clone lacks the
     commit it was recorded at, and what it is about)."""
     anchor = record.get("anchor") or {}

@@ -18,6 +18,7 @@ from cmem_cli.core.timeutil import now_ms, to_iso
 from cmem_cli.store.anchors import Anchor, CachedBlob
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from typing import NotRequired, TypedDict
 
     from cmem_cli.services.write.home import WriteHome
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
         reason: NotRequired[str]
 
 
-def cited_files(record: dict[str, Any]) -> list[str]:
+def cited_files(record: Mapping[str, Any]) -> list[str]:
     return list(dict.fromkeys([*(record.get("files_read") or []), *(record.get("files_modified") or [])]))
 
 
@@ -62,7 +63,7 @@ class Hints:
     @classmethod
     def of(
         cls,
-        record: dict[str, Any],
+        record: Mapping[str, Any],
         written: dict[str, str] | None = None,
         diffs: dict[tuple[str, str], list[tuple[int, int]] | None] | None = None,
     ) -> Hints:

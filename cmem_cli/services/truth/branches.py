@@ -13,6 +13,8 @@ from cmem_cli.core import worktree
 from cmem_cli.store.anchors import Anchor, Reach
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from cmem_cli.store.repository import Store
 
 ALL_BRANCHES = "all"
@@ -67,7 +69,7 @@ def weigh_unmerged(rows: list[dict[str, Any]], unmerged: set[int]) -> list[dict[
     out: list[dict[str, Any]] = []
     waiting: list[dict[str, Any]] = []  # moved rows not placed yet, in their order
 
-    def weighed(row: dict[str, Any]) -> float:
+    def weighed(row: Mapping[str, Any]) -> float:
         return UNMERGED_WEIGHT * float(row.get("score") or 0.0)
 
     for row in rows:
@@ -170,7 +172,7 @@ def _unreachable(store: Store, repo: worktree.Repo, head: str, commits: list[str
     return gone | unmerged
 
 
-def is_observation(row: dict[str, Any]) -> bool:
+def is_observation(row: Mapping[str, Any]) -> bool:
     """An observation's row: its id is this home's (an integer) or, in a team search, its uid."""
     ident = row.get("id")
     return row.get("kind", "observation") == "observation" and isinstance(ident, int | str) and ident != ""

@@ -27,11 +27,14 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from cmem_cli.core.fts import fts_query
 from cmem_cli.services.truth import updates
 from cmem_cli.store.repository import Store
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 REPORTED = 3  # candidates reported to the writer
 POOL = 20  # older memories of the project compared
@@ -281,7 +284,7 @@ def _comparable(one: str, other: str) -> bool:
     )
 
 
-def _stated(row: dict[str, Any]) -> str:
+def _stated(row: Mapping[str, Any]) -> str:
     facts = row.get("facts") or []
     if isinstance(facts, str):
         import json
@@ -290,7 +293,7 @@ def _stated(row: dict[str, Any]) -> str:
     return "\n".join(p for p in (row.get("title"), row.get("subtitle"), row.get("narrative"), *facts) if p)
 
 
-def find(store: Store, row: dict[str, Any], *, infer: bool = True) -> list[Candidate]:
+def find(store: Store, row: Mapping[str, Any], *, infer: bool = True) -> list[Candidate]:
     """The memories the stored observation ``row`` may replace, best first (at most :data:`REPORTED`); with
     ``infer``, the confident ones are recorded as inferred replacements (in the caller's transaction)."""
     text = _stated(row)
@@ -482,7 +485,7 @@ def _asked(text: str) -> bool:
     )
 
 
-def _updated(row: dict[str, Any], text: str, olds: list[Any]) -> set[int]:
+def _updated(row: Mapping[str, Any], text: str, olds: list[Any]) -> set[int]:
     """The candidates the new memory states an update of, by the rule search infers with
     (:func:`cmem_cli.services.truth.updates.infer`), the new memory's words standing for the question. Recorded
     seconds apart counts: the writer states a change now (search's rule leaves out one write's records)."""

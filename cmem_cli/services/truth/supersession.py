@@ -14,12 +14,17 @@ lives in :mod:`cmem_cli.services.truth.updates`; its rows carry ``possibly_super
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from cmem_cli.store.filters import Filters
 from cmem_cli.store.repository import Store
 from cmem_cli.store.supersession import SUPERSEDES as SUPERSEDES  # the services' callers name it from here
 from cmem_cli.store.supersession import ObservationText
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from cmem_cli.store.row_types import ObservationRow
 
 MAX_CHAIN = 20  # successors followed from one row (a chain of replacements; cycles stop earlier)
 
@@ -63,7 +68,9 @@ class StoreLinks:
 
     def passing(self, ids: set[Any], filters: Filters) -> dict[Any, dict[str, Any]]:
         stored = _passing(self.store, ids, filters)
-        return {i: self.make_row(row) for i, row in stored.items()} if self.make_row else stored
+        if self.make_row:
+            return {i: self.make_row(row) for i, row in stored.items()}
+        return cast("dict[Any, dict[str, Any]]", stored)  # the stored rows, which a search's stages extend
 
     def stated_texts(self, ids: list[Any]) -> list[ObservationText]:
         return self.store.supersession.stated_texts(ids)
@@ -275,7 +282,7 @@ def successor_first(
     return out
 
 
-def _passing(store: Store, obs_ids: set[int], filters: Filters) -> dict[int, dict[str, Any]]:
+def _passing(store: Store, obs_ids: set[int], filters: Filters) -> dict[int, ObservationRow]:
     """The stored rows of ``obs_ids`` that match ``filters`` (type, project, dates...)."""
     if not obs_ids:
         return {}
@@ -432,7 +439,7 @@ def inherit_retrievals(store: Store, new_id: int, old_id: int) -> None:
     store.supersession.inherit_retrievals(new_id, old_id)
 
 
-def notice(record: dict[str, Any]) -> str:
+def notice(record: Mapping[str, Any]) -> str:
     """The line `cmem get` puts above a replaced memory: which one replaced it, and its title."""
     successor = record["superseded_by"]
     title = next(

@@ -10,11 +10,16 @@ import itertools
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cmem_cli.core.files import read_regular
 from cmem_cli.services.write.service import WriteService
 from cmem_export import atomic, digest, layout, markdown
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+    from cmem_cli.store.row_types import LinkedRow, ObservationRow, PendingLinkRow
 
 EXPECTED_PAGE = 500  # observations whose anchors a whole-store pass reads at once
 PAGE_GAP = 0.1  # seconds between two pages of a rebuild (a page holds the write lock about as long)
@@ -37,7 +42,7 @@ def expected_files_of(
     """The files of these observations and summaries only, as :func:`iter_expected_files` renders them (a
     quick doctor renders just the files whose stat says they changed)."""
 
-    def rows() -> Iterator[dict[str, Any]]:
+    def rows() -> Iterator[ObservationRow]:
         for start in range(0, len(observation_ids), EXPECTED_PAGE):
             yield from memory.store.observations.oldest_first(observation_ids[start : start + EXPECTED_PAGE])
 
@@ -45,11 +50,11 @@ def expected_files_of(
 
 
 def _rendered(
-    memory: WriteService, observations: Iterable[dict[str, Any]], summary_ids: Iterable[int]
+    memory: WriteService, observations: Iterable[ObservationRow], summary_ids: Iterable[int]
 ) -> Iterator[tuple[str, str]]:
     links = memory.store.links.all_outgoing()
     pending = memory.store.links.all_pending()
-    page: list[dict[str, Any]] = []
+    page: list[ObservationRow] = []
     for row in itertools.chain(observations, [None]):
         if row is not None:
             page.append(row)
@@ -58,15 +63,15 @@ def _rendered(
         yield from _page_files(memory, page, links, pending)
         page = []
     for summary_id in summary_ids:
-        row = memory.store.summaries.get(summary_id)
-        yield row["path"] or layout.summary_relpath(row), markdown.render_summary(row)
+        summary = memory.store.summaries.get(summary_id)
+        yield summary["path"] or layout.summary_relpath(summary), markdown.render_summary(summary)
 
 
 def _page_files(
     memory: WriteService,
-    page: list[dict[str, Any]],
-    links: dict[int, list[dict[str, Any]]],
-    pending: dict[int, list[dict[str, Any]]],
+    page: Sequence[Mapping[str, Any]],
+    links: dict[int, list[LinkedRow]],
+    pending: dict[int, list[PendingLinkRow]],
 ) -> Iterator[tuple[str, str]]:
     """The files of a page of observations: (relative path, text)."""
     anchored = memory.store.anchors.for_ids([r["id"] for r in page])  # the page's anchors, in one query
@@ -100,9 +105,9 @@ def rebuild_export(memory: WriteService) -> dict[str, Any]:
             row = store.observations.get(obs_id)  # names are kept; only a row without one gets it
             store.observations.set_export(obs_id, layout.observation_relpath(row), row["tokens"])
         for summary_id in store.summaries.all_ids():
-            row = store.summaries.get(summary_id)
-            if not row["path"]:
-                store.summaries.set_path(summary_id, layout.summary_relpath(row))
+            summary = store.summaries.get(summary_id)
+            if not summary["path"]:
+                store.summaries.set_path(summary_id, layout.summary_relpath(summary))
     records = store.export_files.records()  # as read now: a page checks a file it finds changed again
     tally = {"written": 0, "unchanged": 0}
     after = 0

@@ -28,7 +28,7 @@ from cmem_cli.core.timeutil import now_ms
 from cmem_export import atomic, digest, layout, markdown
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping, Sequence
 
     from cmem_cli.store.anchors import Anchor, CachedBlob
     from cmem_cli.store.repository import Store
@@ -70,7 +70,7 @@ class Staging:
         self._made: set[Path] = set()
         self._count = 0
 
-    def stage(self, records: list[dict[str, Any]]) -> StagedBatch:
+    def stage(self, records: Sequence[Mapping[str, Any]]) -> StagedBatch:
         """Render new observations (no uid, key or links) and write their files into the staging folder
         (not yet flushed: :meth:`flush`). Reads the store (authorship, anchors' previous blobs) but never
         writes to it."""

@@ -7,15 +7,17 @@ through this one renderer, so that what git or a remote brought is written exact
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from cmem_cli.core.text import estimate_tokens
 from cmem_export import layout, markdown
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
     from pathlib import Path
 
     from cmem_cli.store.repository import Store
+    from cmem_cli.store.row_types import ObservationRow, SummaryRow
 
 STORED: Any = object()  # "the observation's anchor as the store holds it" (read when needed)
 
@@ -43,10 +45,10 @@ class Exporter:
 
     def link_entries(
         self,
-        row: dict[str, Any],
+        row: Mapping[str, Any],
         relpath: str,
-        links: list[dict[str, Any]] | None = None,
-        pending: list[dict[str, Any]] | None = None,
+        links: Sequence[Mapping[str, Any]] | None = None,
+        pending: Sequence[Mapping[str, Any]] | None = None,
     ) -> list[dict[str, Any]]:
         """The row's outgoing links as its file lists them (``links``, ``pending``: already read, else asked
         for; :func:`cmem_export.markdown.link_entries`). A link to a uid this store does not hold yet (git
@@ -63,7 +65,7 @@ class Exporter:
 
     def export_observation(
         self,
-        row: dict[str, Any],
+        row: ObservationRow | dict[str, Any],
         files: FileWriter,
         *,
         relpath: str | None = None,
@@ -88,7 +90,7 @@ class Exporter:
         if relpath != row.get("path") or tokens != row.get("tokens"):
             self.store.observations.set_export(row["id"], relpath, tokens)
             row["path"], row["tokens"] = relpath, tokens
-        return row
+        return cast("dict[str, Any]", row)  # the same dict, changed in place
 
     def anchor_front(self, obs_id: int, anchor: Any = STORED) -> dict[str, Any] | None:
         """What the observation's file says of its code anchor (``cmem_cli.services.truth.anchor_files.exported``)."""
@@ -99,7 +101,7 @@ class Exporter:
         return exported(anchor, self.scrub)
 
     def export_summary(
-        self, row: dict[str, Any], files: FileWriter, *, relpath: str | None = None
+        self, row: SummaryRow | dict[str, Any], files: FileWriter, *, relpath: str | None = None
     ) -> dict[str, Any]:
         """Write a summary's file at the name its row holds (fixed at creation, like an observation's)
         and record it; ``relpath`` names a new summary's file, or moves it there."""
@@ -110,7 +112,7 @@ class Exporter:
         if row.get("path") != relpath:
             self.store.summaries.set_path(row["id"], relpath)
         row["path"] = relpath
-        return row
+        return cast("dict[str, Any]", row)  # the same dict, changed in place
 
     def render_record(self, kind: str, record_id: int) -> str:
         """The exact text cmem writes for one observation or summary (at its current path)."""

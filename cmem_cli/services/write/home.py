@@ -9,6 +9,7 @@ import contextlib
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from pathlib import Path
 
     from cmem_cli.services.write.exporter import Exporter, FileWriter
@@ -32,4 +33,4 @@ class WriteHome(Protocol):
 
     def scrub_text(self, text: str | None) -> str | None: ...
 
-    def scrub_record(self, record: dict[str, Any]) -> dict[str, Any]: ...
+    def scrub_record(self, record: Mapping[str, Any]) -> dict[str, Any]: ...

@@ -20,6 +20,8 @@ from cmem_cli.store.rows import EDITOR
 from cmem_export import layout
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from cmem_cli.services.write.exporter import FileWriter
     from cmem_cli.services.write.home import WriteHome
 
@@ -42,7 +44,7 @@ class RecordWrites:
         self.store = home.store
         self.export = home.export
 
-    def prepare(self, record: Any, defaults: dict[str, Any] | None = None) -> dict[str, Any]:
+    def prepare(self, record: Any, defaults: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """Validate (and scrub) one input record without writing anything."""
         if isinstance(record, dict):
             record = self.home.scrub_record(record)
@@ -51,7 +53,7 @@ class RecordWrites:
     def add_observation(
         self,
         record: Any,
-        defaults: dict[str, Any] | None = None,
+        defaults: Mapping[str, Any] | None = None,
         *,
         cwd: str | None = None,
         written: dict[str, str] | None = None,
@@ -72,11 +74,13 @@ class RecordWrites:
                 row["candidates"] = self.replacement_candidates(row, prepared)
             return row
 
-    def _key_holder(self, record: dict[str, Any]) -> Any:
+    def _key_holder(self, record: Mapping[str, Any]) -> Any:
         """The observation a keyed record rewrites in place (None without a key or holder)."""
         return self.store.observations.by_key(record["project"], record["key"]) if record.get("key") else None
 
-    def replacement_candidates(self, row: dict[str, Any], record: dict[str, Any]) -> list[dict[str, Any]]:
+    def replacement_candidates(
+        self, row: Mapping[str, Any], record: Mapping[str, Any]
+    ) -> list[dict[str, Any]]:
         """What the new observation ``row`` may replace, as the writer is told (ids it names as
         ``supersedes`` left out: it said so already); confident ones recorded as inferred."""
         from cmem_cli.services.truth import candidates
@@ -255,7 +259,7 @@ class RecordWrites:
         no_links = existing is None and not record.get("links")
         return self.export.export_observation(row, files, relpath=relpath, no_links=no_links, anchor=made)
 
-    def check_key(self, record: dict[str, Any], obs_id: int | None) -> None:
+    def check_key(self, record: Mapping[str, Any], obs_id: int | None) -> None:
         """The one key rule of every write that names its observation (an edit, a uid, a file): a project's
         key belongs to one observation, so giving observation ``obs_id`` (None: a new one) a key another
         holds is :class:`InvalidInput`. (A new record without a uid replaces the key's holder instead.)"""
@@ -263,7 +267,7 @@ class RecordWrites:
         if holder is not None:
             raise InvalidInput(f"key {record['key']!r} is already used by observation {holder['id']}")
 
-    def _resolve_link_target(self, link: dict[str, Any]) -> int:
+    def _resolve_link_target(self, link: Mapping[str, Any]) -> int:
         if "id" in link:
             if self.store.observations.find(link["id"]) is None:
                 raise NotFound(f"link target {link['id']} does not exist")
@@ -274,7 +278,7 @@ class RecordWrites:
         return int(target["id"])
 
     def edit_observation(
-        self, obs_id: int, changes: dict[str, Any], *, cwd: str | None = None
+        self, obs_id: int, changes: Mapping[str, Any], *, cwd: str | None = None
     ) -> dict[str, Any]:
         """Apply field changes (same names as the JSON record) and re-export. With ``cwd`` (where the
         caller works), files the edit adds are anchored and those it drops leave the anchor."""
@@ -316,8 +320,8 @@ class RecordWrites:
             else:
                 self._add_link(from_id, to_id, link_type)
             self.store.observations.mark_edited(from_id)  # a link is an edit of the memory it leaves
-            row = {**row, **dict(zip(EDITOR, self.store.writer(), strict=True))}
-            return self.export.export_observation(row, files)
+            edited: dict[str, Any] = {**row, **dict(zip(EDITOR, self.store.writer(), strict=True))}
+            return self.export.export_observation(edited, files)
 
     def _add_link(self, from_id: int, to_id: int, link_type: str) -> None:
         """One link, inside the caller's transaction. A ``supersedes`` link that would make two memories

@@ -29,6 +29,8 @@ from cmem_export import atomic, digest, layout
 from cmem_export.journal import JOURNAL_DIR, Journal
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from cmem_cli.services.write.exporter import Exporter
     from cmem_cli.services.write.records import RecordWrites
     from cmem_cli.services.write.sessions import SessionWrites
@@ -265,7 +267,7 @@ class WriteService:
                 self._joined = None
 
     # -- privacy ----------------------------------------------------------------------------------------
-    def scrub_record(self, record: dict[str, Any]) -> dict[str, Any]:
+    def scrub_record(self, record: Mapping[str, Any]) -> dict[str, Any]:
         """``record`` with this home's privacy rules applied to each of its texts."""
         scrubbed: dict[str, Any] = self.privacy.scrub_record(record, config=self.config)
         return scrubbed

@@ -14,8 +14,11 @@ from cmem_cli.core.text import is_valid_text
 from cmem_cli.core.timeutil import MAX_MS, now_ms
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from cmem_cli.services.write.exporter import FileWriter
     from cmem_cli.services.write.home import WriteHome
+    from cmem_cli.store.row_types import PromptRow, SessionRow
 
 SUMMARY_LIMIT = 50_000
 
@@ -38,7 +41,7 @@ class SessionWrites:
         goal: str | None = None,
         resume: bool = False,
         at: int | None = None,
-    ) -> dict[str, Any]:
+    ) -> SessionRow:
         """Create the session if new; ``resume`` also reopens it if it had ended (`cmem session start ID`).
         ``at``: when it began (an imported transcript's time; an earlier one moves the start back)."""
         session_id = _required_text("session id", session_id)
@@ -68,7 +71,7 @@ class SessionWrites:
         status: str = "completed",
         outcome: str | None = None,
         next_steps: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> SessionRow:
         if status not in SESSION_STATUSES:
             raise InvalidInput(f"unknown status {status!r} (expected one of: {', '.join(SESSION_STATUSES)})")
         with self.store.transaction():
@@ -87,7 +90,7 @@ class SessionWrites:
         project: str | None = None,
         agent: str | None = None,
         created_at: int | None = None,
-    ) -> dict[str, Any]:
+    ) -> PromptRow:
         text = self.prepare_prompt(text)
         with self.store.transaction():
             session = self.store.sessions.ensure(
@@ -109,7 +112,7 @@ class SessionWrites:
             raise InvalidInput("prompt must be a string")
         return _required_text("prompt", self.home.scrub_text(text) or "", limit=SUMMARY_LIMIT)
 
-    def prepare_prompt_row(self, row: dict[str, Any]) -> dict[str, Any]:
+    def prepare_prompt_row(self, row: Mapping[str, Any]) -> dict[str, Any]:
         """A prompt from elsewhere (a team database), checked and scrubbed as `cmem prompt add` would."""
         number, created = row.get("prompt_number"), row.get("created_at")
         if isinstance(number, bool) or not isinstance(number, int) or not 1 <= number <= 2**31:
@@ -126,7 +129,7 @@ class SessionWrites:
             "created_at": created,
         }
 
-    def prepare_session(self, row: dict[str, Any]) -> dict[str, Any]:
+    def prepare_session(self, row: Mapping[str, Any]) -> dict[str, Any]:
         """A session row from elsewhere (a team database), checked and scrubbed as a local write would be."""
         values: dict[str, Any] = {
             "session_id": _required_text("session id", row.get("session_id")),
@@ -155,7 +158,12 @@ class SessionWrites:
         return values
 
     def add_summary(
-        self, session_id: str, fields: dict[str, Any], *, project: str | None = None, agent: str | None = None
+        self,
+        session_id: str,
+        fields: Mapping[str, Any],
+        *,
+        project: str | None = None,
+        agent: str | None = None,
     ) -> dict[str, Any]:
         values = self.prepare_summary(fields)
         with self.home.write_transaction() as files:
@@ -173,7 +181,7 @@ class SessionWrites:
             )
             return self.export.export_summary(row, files)
 
-    def prepare_summary(self, fields: dict[str, Any]) -> dict[str, Any]:
+    def prepare_summary(self, fields: Mapping[str, Any]) -> dict[str, Any]:
         """Validate and scrub a summary's text fields (the checks `cmem summary add` applies)."""
         from cmem_cli.core.fields import SUMMARY_FIELDS
 

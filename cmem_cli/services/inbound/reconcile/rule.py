@@ -205,7 +205,7 @@ def _same(a: Any, b: Any) -> bool:
     return bool(a == b) and (_empty(a) == _empty(b))
 
 
-def tell(report: dict[str, Any], item: dict[str, Any]) -> None:
+def tell(report: Mapping[str, Any], item: Mapping[str, Any]) -> None:
     """Add a conflict (:meth:`Conflict.to_json`) to a sync's report once: the home that settles a conflict
     and the log it then reads back name it alike."""
     key = (item.get("uid"), item.get("copy_uid"), item.get("other_uid"), item.get("resolution"))

@@ -17,7 +17,10 @@ from cmem_cli.core.timeutil import now_ms
 from cmem_cli.store.repository import Store
 
 if TYPE_CHECKING:  # the rule (dataclasses) is loaded only for a clash: `cmem add` writes through here
+    from collections.abc import Mapping
+
     from cmem_cli.services.inbound.reconcile.rule import Conflict
+    from cmem_cli.store.row_types import ObservationRow, SummaryRow
 
 
 class Put:
@@ -26,13 +29,15 @@ class Put:
 
     __slots__ = ("row", "clash", "unkeyed")
 
-    def __init__(self, row: dict[str, Any], clash: Conflict | None = None, unkeyed: int | None = None):
+    def __init__(
+        self, row: ObservationRow | dict[str, Any], clash: Conflict | None = None, unkeyed: int | None = None
+    ):
         self.row = row
         self.clash = clash
         self.unkeyed = unkeyed
 
 
-def ensure_session(store: Store, record: dict[str, Any]) -> None:
+def ensure_session(store: Store, record: Mapping[str, Any]) -> None:
     """The record's session exists and was active at the record's time."""
     if record.get("session"):
         store.sessions.ensure(
@@ -69,7 +74,7 @@ def put_observation(
     if holder is not None and arrived:
         from cmem_cli.services.inbound.reconcile.rule import KEY_CLASH, Conflict
 
-        created = record.get("created_at") or (existing or {}).get("created_at") or now_ms()
+        created = record.get("created_at") or (existing["created_at"] if existing else None) or now_ms()
         if (holder["created_at"], holder["uid"]) <= (created, record.get("uid") or ""):
             clash = Conflict(holder["uid"], KEY_CLASH.format(key=record["key"]), other_uid=record.get("uid"))
             record["key"] = None
@@ -77,6 +82,7 @@ def put_observation(
             clash = Conflict(record["uid"], KEY_CLASH.format(key=record["key"]), other_uid=holder["uid"])
             store.observations.update(holder["id"], {**holder, "key": None}, updated_at=holder["updated_at"])
             unkeyed = int(holder["id"])
+    row: ObservationRow | dict[str, Any]  # read back after an update; built from the values after an insert
     if existing is not None:
         # who made this edit: the machine it arrived from says (None: it does not), else this home
         edited = (record.get("edited_on"), record.get("edited_by")) if arrived else store.writer()
@@ -90,8 +96,8 @@ def put_observation(
 
 
 def put_summary(
-    store: Store, record: dict[str, Any], *, arrived: bool = True, summary_id: int | None = None
-) -> dict[str, Any]:
+    store: Store, record: Mapping[str, Any], *, arrived: bool = True, summary_id: int | None = None
+) -> SummaryRow:
     """Insert or update a summary under its uid, in the caller's transaction; returns the stored row.
     ``arrived``: from another machine (one that does not say whose it is stays unknown); ``summary_id``:
     a new summary's id as its file recorded it (local adoption of a rebuilt store)."""
@@ -104,12 +110,12 @@ def put_summary(
     return store.summaries.insert({"machine": None, **record} if arrived else record, summary_id=summary_id)
 
 
-def put_session(store: Store, values: dict[str, Any]) -> None:
+def put_session(store: Store, values: Mapping[str, Any]) -> None:
     """Write a session as another machine's version, already merged with this one's, says it."""
     store.sessions.put(values)
 
 
-def put_prompt(store: Store, prompt: dict[str, Any]) -> int:
+def put_prompt(store: Store, prompt: Mapping[str, Any]) -> int:
     """Store a prompt from another machine under its uid (prompts never change); returns the number it
     has here: its own, unless this home gave that number to another prompt of the session."""
     session = prompt["session"]

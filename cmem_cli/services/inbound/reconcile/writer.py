@@ -26,6 +26,8 @@ from cmem_cli.services.truth import supersession
 from cmem_export import layout
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
     from cmem_cli.services.write.exporter import Exporter, FileWriter
 
 
@@ -148,7 +150,7 @@ class Inbound:
     # -- summaries --------------------------------------------------------------------------------------
     def summary(
         self,
-        record: dict[str, Any],
+        record: Mapping[str, Any],
         *,
         relpath: str | None = None,
         arrived_at: str | None = None,
@@ -157,8 +159,8 @@ class Inbound:
         """Store a summary under its uid and write its file (``relpath``: where it lives; ``arrived_at``:
         where its file arrived, if elsewhere, removed when it is not where it lives; ``summary_id``: a
         new summary's id as its file recorded it)."""
-        row = put_summary(self.store, record, arrived=not self.local, summary_id=summary_id)
-        row = self.export.export_summary(self.store.summaries.get(row["id"]), self.files, relpath=relpath)
+        stored = put_summary(self.store, record, arrived=not self.local, summary_id=summary_id)
+        row = self.export.export_summary(self.store.summaries.get(stored["id"]), self.files, relpath=relpath)
         came = arrived_at or relpath
         if came and came != row["path"]:
             self.files.delete_after_commit(came)
@@ -201,7 +203,7 @@ class Inbound:
             if referrer is not None:
                 self.export.export_observation(referrer, self.files)
 
-    def _settle_links(self, obs_id: int, links: list[dict[str, Any]]) -> None:
+    def _settle_links(self, obs_id: int, links: Sequence[Mapping[str, Any]]) -> None:
         """Make ``obs_id``'s links (and links waiting for a uid not here) those an arrival names, touching
         only those that differ."""
         store = self.store
