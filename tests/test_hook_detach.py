@@ -165,6 +165,36 @@ def test_a_detached_child_killed_before_its_commit_loses_nothing(home, project, 
     assert db_rows(home, "SELECT count(*) FROM observations WHERE session = 's-k'") == [(1,)]
 
 
+KEY_SECRETS = ("AKIAIOSFODNN7EXAMPLE", "ghp_" + "1234567890" * 3 + "123456", "kept-private-key")
+
+
+def test_secrets_and_private_text_in_a_payloads_keys_never_reach_the_spool(home, project):
+    aws, token, private = KEY_SECRETS
+    data = tool_payload(
+        "s-keys",
+        project,
+        "mcp__deploy__run",
+        {"env": {aws: "set", f"<private>{private}</private>": 1}, "args": [{token: True}]},
+        {f"<private>{private}</private>": "done"},
+    )
+    result = subprocess.run(
+        [sys.executable, "-m", "cmem_cli", "hook", "PostToolUse"],
+        input=json.dumps(data),
+        env={**os.environ, "CMEM_HOOK_DETACH": "on", DIE: "before-claim"},
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (result.returncode, result.stderr) == (0, "")
+    deadline = time.monotonic() + 10
+    while not spool_files(home) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    [kept] = spool_files(home)  # the child died before replaying: the event waits on disk
+    text = kept.read_text(encoding="utf-8")
+    assert [s for s in KEY_SECRETS if s in text] == []
+
+
 def test_hooks_racing_to_replay_the_spool_store_each_event_once(home, project):
     from cmem_cli.capture.hooks import spool
 
