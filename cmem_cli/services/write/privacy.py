@@ -298,7 +298,8 @@ def scrub(text: str, rules: Iterable[Rule] | None = None, *, config: Any = None)
 def scrub_record(
     record: Mapping[str, Any], rules: Iterable[Rule] | None = None, *, config: Any = None
 ) -> dict[str, Any]:
-    """A copy of ``record`` with every string, in lists and nested objects too, scrubbed."""
+    """A copy of ``record`` with every string, in lists and nested objects too, scrubbed: the objects' keys
+    as well (a payload's ``tool_input`` may name a secret in a key, and a spooled event keeps it whole)."""
     if rules is None and config is not None:
         rules = rules_for(config)
     rules = tuple(DEFAULT_RULES if rules is None else rules)
@@ -307,7 +308,7 @@ def scrub_record(
     joined = "\n".join(_strings(record))
     lowered = joined.lower()
     rules = tuple(rule for rule in rules if rule.may_match(joined, lowered))
-    return {key: _scrub_value(value, rules) for key, value in record.items()}
+    return {scrub(key, rules): _scrub_value(value, rules) for key, value in record.items()}
 
 
 def _strings(value: Any) -> Iterable[str]:
@@ -317,7 +318,9 @@ def _strings(value: Any) -> Iterable[str]:
         for item in value:
             yield from _strings(item)
     elif isinstance(value, Mapping):
-        for item in value.values():
+        for key, item in value.items():
+            if isinstance(key, str):
+                yield key
             yield from _strings(item)
 
 
@@ -327,7 +330,10 @@ def _scrub_value(value: Any, rules: tuple[Rule, ...]) -> Any:
     if isinstance(value, list | tuple):
         return [_scrub_value(item, rules) for item in value]
     if isinstance(value, Mapping):
-        return {key: _scrub_value(item, rules) for key, item in value.items()}
+        return {
+            scrub(key, rules) if isinstance(key, str) else key: _scrub_value(item, rules)
+            for key, item in value.items()
+        }
     return value
 
 
