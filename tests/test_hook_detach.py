@@ -165,6 +165,33 @@ def test_a_detached_child_killed_before_its_commit_loses_nothing(home, project, 
     assert db_rows(home, "SELECT count(*) FROM observations WHERE session = 's-k'") == [(1,)]
 
 
+def test_the_replay_of_a_child_killed_mid_write_leaves_one_file_and_a_clean_doctor(home, project):
+    data = tool_payload("s-half", project, "Bash", {"command": "make release"}, {"stdout": "released"})
+    result = subprocess.run(
+        [sys.executable, "-m", "cmem_cli", "hook", "PostToolUse"],
+        input=json.dumps(data),
+        env={**os.environ, "CMEM_HOOK_DETACH": "on", DIE: "in-transaction"},
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0
+    deadline = time.monotonic() + 10  # the child dies after writing the file, before its commit
+    while not list((home / "spool").glob(".*.claimed")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.5)
+    other = tool_payload("s-after", project, "Bash", {"command": "pytest -q"}, {"stdout": "3 passed"})
+    assert hook(project, "PostToolUse", data=other).returncode == 0  # replays the dead child's event
+    wait_for(home, "SELECT 1 FROM observations WHERE session = 's-after'", 1)
+    wait_until_spool_empty(home)
+    files = [p.name for p in (home / "export").rglob("*.md") if "s-half" in p.parts]
+    assert len(files) == 1, files  # the dead child's half-written file is gone, not left beside the replay's
+    doctor = subprocess.run([sys.executable, "-m", "cmem_cli", "doctor"], cwd=project, capture_output=True,
+                            text=True, timeout=60)  # fmt: skip
+    assert doctor.returncode == 0, doctor.stdout
+
+
 KEY_SECRETS = ("AKIAIOSFODNN7EXAMPLE", "ghp_" + "1234567890" * 3 + "123456", "kept-private-key")
 
 
