@@ -392,6 +392,10 @@ def _replay_spooled(
 
     with Memory(config=config) as mem:
         _tune_connection(mem, rules_from_config(config.section("hooks")))
+        if any(abandoned for _, _, abandoned in work):
+            # a child died replaying: the export file it wrote before its commit is undone first
+            with contextlib.suppress(DatabaseBusy):
+                mem.recorder.roll_back_interrupted()
         state = mem.recorder.capture_log
         for source, original, abandoned in work[: limit + (own is not None)]:
             mine = own is not None and source == own
