@@ -192,6 +192,20 @@ def test_the_replay_of_a_child_killed_mid_write_leaves_one_file_and_a_clean_doct
     assert doctor.returncode == 0, doctor.stdout
 
 
+def test_a_spool_file_half_written_by_a_killed_hook_is_cleared_by_the_next(home, project):
+    (home / "spool").mkdir(mode=0o700, exist_ok=True)
+    dead = 4_194_304 + 7  # above any pid_max: no process has this pid
+    debris = home / "spool" / f".{time.time_ns():020d}-{dead}.tmp"
+    debris.write_text('{"event": "PostToolUse", "payload": {"prompt": "half')  # killed mid-write
+    other = tool_payload("s-after", project, "Bash", {"command": "pytest -q"}, {"stdout": "3 passed"})
+    assert hook(project, "PostToolUse", data=other).returncode == 0
+    wait_for(home, "SELECT 1 FROM observations WHERE session = 's-after'", 1)
+    deadline = time.monotonic() + 10
+    while debris.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not debris.exists()
+
+
 KEY_SECRETS = ("AKIAIOSFODNN7EXAMPLE", "ghp_" + "1234567890" * 3 + "123456", "kept-private-key")
 
 
