@@ -122,12 +122,15 @@ STALE_CLAIM_SECONDS = 600  # a replay takes milliseconds: a claim this old belon
 
 def abandoned_claims(home: Path) -> list[tuple[Path, Path]]:
     """Claims (``.<name>.<pid>.claimed``) whose process is gone: a hook killed while replaying. Returns
-    (claim, original path) pairs, oldest event first; the original name is what a re-claim restores."""
+    (claim, original path) pairs, oldest event first; the original name is what a re-claim restores.
+    A killed hook's half-written temporary file is removed on the way (:func:`_clear_half_written`)."""
     directory = spool_dir(home)
     try:
-        names = [n for n in os.listdir(directory) if n.startswith(".") and n.endswith(".claimed")]
+        hidden = [n for n in os.listdir(directory) if n.startswith(".")]
     except FileNotFoundError:
         return []
+    _clear_half_written(directory, [n for n in hidden if n.endswith(".tmp")])
+    names = [n for n in hidden if n.endswith(".claimed")]
     found = []
     for name in sorted(names):
         original, _, pid_text = name[1 : -len(".claimed")].rpartition(".")
@@ -138,6 +141,18 @@ def abandoned_claims(home: Path) -> list[tuple[Path, Path]]:
             continue
         found.append((path, directory / original))
     return found
+
+
+def _clear_half_written(directory: Path, names: list[str]) -> None:
+    """Remove the temporary files (``.<time>-<pid>.tmp``) of hooks killed while spooling: their event was
+    never answered, so it is no one's to replay, and the file would stay for ever."""
+    for name in names:
+        pid_text = name[1 : -len(".tmp")].rpartition("-")[2]
+        path = directory / name
+        if pid_text.isdigit() and is_running(int(pid_text)) and not _older_than(path, STALE_CLAIM_SECONDS):
+            continue
+        with contextlib.suppress(OSError):
+            path.unlink()
 
 
 def reclaim(claimed: Path, original: Path) -> Path | None:
