@@ -147,3 +147,10 @@ def test_the_session_start_hook_makes_a_loose_sessions_folder_private(sh, home, 
     (home / process_session.FOLDER).chmod(0o755)
     agent(project, "gem-5555-session", None)
     assert oct((home / process_session.FOLDER).stat().st_mode & 0o777) == "0o700"
+
+
+def test_private_text_in_a_session_id_never_reaches_the_sessions_file(sh, home, project):
+    note = agent(project, "gem-6666 <private>hidden-part</private>", "Orders ship on Mondays")
+    [data] = [p.read_text() for p in (home / process_session.FOLDER).iterdir()]
+    assert "hidden-part" not in data
+    assert note_row(sh, note)[0] == json.loads(data)["session"]  # the session the store keeps
