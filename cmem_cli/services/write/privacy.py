@@ -178,6 +178,10 @@ def _rule(kind: str, pattern: str, flags: int = 0, keep: Callable[[str], bool] |
     return Rule(kind, pattern, keep, _HINTS.get(kind, ()), flags, _GATES.get(kind))
 
 
+# A token ends where its letters and digits end: ``_`` joins it to a name (``key_AKIA...``, an MCP tool
+# ``mcp__server AKIA...__get``) without making it less of a secret, so it is no boundary here.
+_ALONE = r"(?<![A-Za-z0-9])"
+
 # Order matters: specific provider formats first, generic assignments last, so a key gets its precise kind.
 DEFAULT_RULES: tuple[Rule, ...] = (
     _rule(
@@ -188,10 +192,10 @@ DEFAULT_RULES: tuple[Rule, ...] = (
     ),
     _rule("anthropic-key", r"\bsk-ant-[A-Za-z0-9_-]{20,}"),
     _rule("openai-key", r"\bsk-(?:proj-|svcacct-|admin-)?(?=[A-Za-z0-9_-]*\d)[A-Za-z0-9_-]{20,}"),
-    _rule("github-token", r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,}\b"),
+    _rule("github-token", _ALONE + r"(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,}(?![A-Za-z0-9])"),
     _rule("github-token", r"\bgithub_pat_[A-Za-z0-9_]{22,}"),
     _rule("gitlab-token", r"\bglpat-[A-Za-z0-9_-]{20,}"),
-    _rule("aws-access-key", r"\b(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}\b"),
+    _rule("aws-access-key", _ALONE + r"(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}(?![A-Za-z0-9])"),
     _rule(
         "aws-secret-key",
         r"(?i:aws)[A-Za-z0-9_.-]{0,20}?(?i:secret)[A-Za-z0-9_.-]{0,20}"
@@ -204,8 +208,8 @@ DEFAULT_RULES: tuple[Rule, ...] = (
     _rule("stripe-webhook-secret", r"\bwhsec_[A-Za-z0-9]{24,}"),
     _rule("google-api-key", r"\bAIza[0-9A-Za-z_-]{35}"),
     _rule("google-oauth-token", r"\bya29\.[0-9A-Za-z_-]{20,}"),
-    _rule("npm-token", r"\bnpm_[A-Za-z0-9]{36}\b"),
-    _rule("huggingface-token", r"\bhf_[A-Za-z0-9]{30,}\b"),
+    _rule("npm-token", _ALONE + r"npm_[A-Za-z0-9]{36}(?![A-Za-z0-9])"),
+    _rule("huggingface-token", _ALONE + r"hf_[A-Za-z0-9]{30,}(?![A-Za-z0-9])"),
     _rule("sendgrid-key", r"\bSG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}"),
     _rule("jwt", r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
     _rule(
