@@ -154,3 +154,14 @@ def test_private_text_in_a_session_id_never_reaches_the_sessions_file(sh, home, 
     [data] = [p.read_text() for p in (home / process_session.FOLDER).iterdir()]
     assert "hidden-part" not in data
     assert note_row(sh, note)[0] == json.loads(data)["session"]  # the session the store keeps
+
+
+def test_private_text_in_a_cline_agent_id_never_reaches_the_sessions_file(sh, home, project):
+    start = json.loads((Path(__file__).parent / "fixtures/agents/cline/TaskStart.json").read_text())
+    start.update(taskId="cline-7777", workspaceRoots=[str(project)], parent_agent_id="agent_0")
+    start.update(agent_id="agent_1 <private>hidden-id</private>")  # a subagent: its agent is named by it
+    env = {**os.environ, "CMEM_HOOK_DETACH": "on"}
+    subprocess.run(["sh", "-c", f"{CMEM} hook --agent cline TaskStart"], input=json.dumps(start), text=True,
+                   check=True, env=env, cwd=project, capture_output=True)  # fmt: skip
+    [data] = [p.read_text() for p in (home / process_session.FOLDER).iterdir()]
+    assert "hidden-id" not in data
