@@ -590,13 +590,13 @@ def _hand_session_to_shell(payload: HookPayload, config: Config) -> None:
     never the hook's."""
     from cmem_cli.capture.hooks.shell_env import env_file, hand_to_shell
 
-    session = payload.session_id
-    if session:  # scrubbed like the session the store keeps: no private text or secret on disk
+    session, agent = payload.session_id, payload.agent
+    if session:  # scrubbed like the session and agent the store keeps: no private text or secret on disk
         from cmem_cli.api import scrub
 
-        session = scrub(session, config).strip()
+        session, agent = scrub(session, config).strip(), scrub(agent, config).strip()
     try:
-        hand_to_shell(session, payload.agent, home=config.home)
+        hand_to_shell(session, agent, home=config.home)
     except OSError as exc:
         name = (env_file(agent=payload.agent) or ("the env file",))[0]
         log_line(config.log_dir, f"error SessionStart: cannot write {name}: {exc.strerror or exc}")
