@@ -206,6 +206,23 @@ def test_a_spool_file_half_written_by_a_killed_hook_is_cleared_by_the_next(home,
     assert not debris.exists()
 
 
+def test_a_fifo_in_the_spool_never_hangs_a_hook_or_its_replay(home, project):
+    (home / "spool").mkdir(mode=0o700, exist_ok=True)
+    os.mkfifo(home / "spool" / f"{1:020d}-1.json", 0o600)  # where a spooled event would be
+    data = payload("UserPromptSubmit", "s-fifo", project, prompt="Why do retries back off?")
+    result = subprocess.run(
+        [sys.executable, "-m", "cmem_cli", "hook", "UserPromptSubmit"],
+        input=json.dumps(data),
+        env={**os.environ, "CMEM_HOOK_DETACH": "on"},
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=30,  # the agent waits for this answer
+    )
+    assert result.returncode == 0
+    assert wait_for(home, "SELECT 1 FROM user_prompts WHERE session = 's-fifo'", 1) == [(1,)]
+
+
 KEY_SECRETS = ("AKIAIOSFODNN7EXAMPLE", "ghp_" + "1234567890" * 3 + "123456", "kept-private-key")
 
 
