@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import stat
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -80,7 +81,7 @@ def marks_in_flight(home: Path, session: str) -> frozenset[str]:
         moved = False
         for name in names:
             try:
-                data = json.loads((directory / name).read_text(encoding="utf-8"))
+                data = json.loads(_read_regular(directory / name))
             except FileNotFoundError:
                 moved = True  # claimed (renamed) or replayed (then its marks are in the store)
                 continue
@@ -182,7 +183,7 @@ def release(claimed: Path, original: Path) -> None:
 
 def load(claimed: Path) -> dict[str, Any] | None:
     try:
-        data = json.loads(claimed.read_text(encoding="utf-8"))
+        data = json.loads(_read_regular(claimed))
     except (OSError, ValueError):
         return None
     if (
@@ -192,3 +193,19 @@ def load(claimed: Path) -> dict[str, Any] | None:
     ):
         return None
     return data
+
+
+def _read_regular(path: Path) -> str:
+    """A spool file's text, read only from a regular file: a link is not followed and a FIFO is not
+    waited on (opened without blocking, checked, then read), so nothing put in the folder hangs a hook."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ValueError(f"{path.name}: not a regular file")
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+    return b"".join(chunks).decode("utf-8")
