@@ -165,6 +165,94 @@ def test_a_detached_child_killed_before_its_commit_loses_nothing(home, project, 
     assert db_rows(home, "SELECT count(*) FROM observations WHERE session = 's-k'") == [(1,)]
 
 
+def test_the_replay_of_a_child_killed_mid_write_leaves_one_file_and_a_clean_doctor(home, project):
+    data = tool_payload("s-half", project, "Bash", {"command": "make release"}, {"stdout": "released"})
+    result = subprocess.run(
+        [sys.executable, "-m", "cmem_cli", "hook", "PostToolUse"],
+        input=json.dumps(data),
+        env={**os.environ, "CMEM_HOOK_DETACH": "on", DIE: "in-transaction"},
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0
+    deadline = time.monotonic() + 10  # the child dies after writing the file, before its commit
+    while not list((home / "spool").glob(".*.claimed")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.5)
+    other = tool_payload("s-after", project, "Bash", {"command": "pytest -q"}, {"stdout": "3 passed"})
+    assert hook(project, "PostToolUse", data=other).returncode == 0  # replays the dead child's event
+    wait_for(home, "SELECT 1 FROM observations WHERE session = 's-after'", 1)
+    wait_until_spool_empty(home)
+    files = [p.name for p in (home / "export").rglob("*.md") if "s-half" in p.parts]
+    assert len(files) == 1, files  # the dead child's half-written file is gone, not left beside the replay's
+    doctor = subprocess.run([sys.executable, "-m", "cmem_cli", "doctor"], cwd=project, capture_output=True,
+                            text=True, timeout=60)  # fmt: skip
+    assert doctor.returncode == 0, doctor.stdout
+
+
+def test_a_spool_file_half_written_by_a_killed_hook_is_cleared_by_the_next(home, project):
+    (home / "spool").mkdir(mode=0o700, exist_ok=True)
+    dead = 4_194_304 + 7  # above any pid_max: no process has this pid
+    debris = home / "spool" / f".{time.time_ns():020d}-{dead}.tmp"
+    debris.write_text('{"event": "PostToolUse", "payload": {"prompt": "half')  # killed mid-write
+    other = tool_payload("s-after", project, "Bash", {"command": "pytest -q"}, {"stdout": "3 passed"})
+    assert hook(project, "PostToolUse", data=other).returncode == 0
+    wait_for(home, "SELECT 1 FROM observations WHERE session = 's-after'", 1)
+    deadline = time.monotonic() + 10
+    while debris.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not debris.exists()
+
+
+def test_a_fifo_in_the_spool_never_hangs_a_hook_or_its_replay(home, project):
+    (home / "spool").mkdir(mode=0o700, exist_ok=True)
+    os.mkfifo(home / "spool" / f"{1:020d}-1.json", 0o600)  # where a spooled event would be
+    data = payload("UserPromptSubmit", "s-fifo", project, prompt="Why do retries back off?")
+    result = subprocess.run(
+        [sys.executable, "-m", "cmem_cli", "hook", "UserPromptSubmit"],
+        input=json.dumps(data),
+        env={**os.environ, "CMEM_HOOK_DETACH": "on"},
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=30,  # the agent waits for this answer
+    )
+    assert result.returncode == 0
+    assert wait_for(home, "SELECT 1 FROM user_prompts WHERE session = 's-fifo'", 1) == [(1,)]
+
+
+KEY_SECRETS = ("AKIAIOSFODNN7EXAMPLE", "ghp_" + "1234567890" * 3 + "123456", "kept-private-key")
+
+
+def test_secrets_and_private_text_in_a_payloads_keys_never_reach_the_spool(home, project):
+    aws, token, private = KEY_SECRETS
+    data = tool_payload(
+        "s-keys",
+        project,
+        "mcp__deploy__run",
+        {"env": {aws: "set", f"<private>{private}</private>": 1}, "args": [{token: True}]},
+        {f"<private>{private}</private>": "done"},
+    )
+    result = subprocess.run(
+        [sys.executable, "-m", "cmem_cli", "hook", "PostToolUse"],
+        input=json.dumps(data),
+        env={**os.environ, "CMEM_HOOK_DETACH": "on", DIE: "before-claim"},
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (result.returncode, result.stderr) == (0, "")
+    deadline = time.monotonic() + 10
+    while not spool_files(home) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    [kept] = spool_files(home)  # the child died before replaying: the event waits on disk
+    text = kept.read_text(encoding="utf-8")
+    assert [s for s in KEY_SECRETS if s in text] == []
+
+
 def test_hooks_racing_to_replay_the_spool_store_each_event_once(home, project):
     from cmem_cli.capture.hooks import spool
 

@@ -249,3 +249,19 @@ def test_every_default_rule_compiles() -> None:
     from cmem_cli.services.write.privacy import DEFAULT_RULES
 
     assert all(rule.pattern.pattern for rule in DEFAULT_RULES)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "mcp__github AKIAIOSFODNN7EXAMPLE__get_issue",
+        "key_AKIAIOSFODNN7EXAMPLE",
+        "token ghp_123456789012345678901234567890123456_old",
+        "npm_123456789012345678901234567890123456_ci",
+    ],
+)
+def test_a_secret_joined_to_a_name_by_an_underscore_never_reaches_the_store(sh, text: str) -> None:
+    """An agent's adapter joins an MCP server's and tool's names with `__`: a key next to `_` is a key."""
+    note = sh("add", "-t", f"Deploy with {text}").stdout.strip()
+    shown = sh("get", note, "--json").stdout
+    assert [s for s in ("AKIAIOSFODNN7EXAMPLE", "ghp_1234567890", "npm_1234567890") if s in shown] == []

@@ -93,3 +93,75 @@ def test_cmem_session_in_the_environment_still_wins(sh, home, project, monkeypat
     out = subprocess.run(["bash", "-c", f"{CMEM} add -t 'Named by hand'"], text=True, env=env, cwd=project,
                          capture_output=True, check=True)  # fmt: skip
     assert note_row(sh, out.stdout.strip())[:2] == ("named-by-hand", "cli")
+
+
+def planted(home: Path, mode: int, folder_mode: int = 0o700, fifo: bool = False) -> Path:
+    """A sessions file for this test's own process (the parent of the `cmem add` it starts)."""
+    folder = home / process_session.FOLDER
+    folder.mkdir(parents=True, exist_ok=True)
+    folder.chmod(folder_mode)
+    key = process_session._key(os.getpid())
+    assert key is not None
+    path = folder / key
+    if fifo:
+        os.mkfifo(path, mode)
+    else:
+        path.write_text(json.dumps({"session": "planted-session", "agent": "gemini"}))
+    path.chmod(mode)
+    return path
+
+
+def note_session(sh: Any, project: Path) -> Any:
+    env = {k: v for k, v in os.environ.items() if k not in ("CMEM_SESSION", "CMEM_AGENT", "CODEX_SESSION_ID")}
+    out = subprocess.run([sys.executable, "-m", "cmem_cli", "add", "-t", "Planted or not"], cwd=project, env=env,
+                         capture_output=True, text=True, timeout=30)  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    return note_row(sh, out.stdout.strip())[0]
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(
+    ("mode", "folder_mode"), [(0o666, 0o700), (0o600, 0o777), (0o620, 0o700)], ids=["file", "folder", "group"]
+)
+def test_a_sessions_file_others_could_have_written_is_never_trusted(sh, home, project, mode, folder_mode):
+    planted(home, mode, folder_mode)
+    assert note_session(sh, project) is None
+
+
+@pytest.mark.integration
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root can plant another user's file")
+def test_a_sessions_file_owned_by_another_user_is_never_trusted(sh, home, project):
+    path = planted(home, 0o600)
+    os.chown(path, 4242, 4242)
+    assert note_session(sh, project) is None
+
+
+@pytest.mark.integration
+def test_a_fifo_where_the_sessions_file_is_never_blocks_a_note(sh, home, project):
+    planted(home, 0o600, fifo=True)
+    assert note_session(sh, project) is None  # returns (timeout 30 s), with no session
+
+
+def test_the_session_start_hook_makes_a_loose_sessions_folder_private(sh, home, project):
+    (home / process_session.FOLDER).mkdir(parents=True, mode=0o755)
+    (home / process_session.FOLDER).chmod(0o755)
+    agent(project, "gem-5555-session", None)
+    assert oct((home / process_session.FOLDER).stat().st_mode & 0o777) == "0o700"
+
+
+def test_private_text_in_a_session_id_never_reaches_the_sessions_file(sh, home, project):
+    note = agent(project, "gem-6666 <private>hidden-part</private>", "Orders ship on Mondays")
+    [data] = [p.read_text() for p in (home / process_session.FOLDER).iterdir()]
+    assert "hidden-part" not in data
+    assert note_row(sh, note)[0] == json.loads(data)["session"]  # the session the store keeps
+
+
+def test_private_text_in_a_cline_agent_id_never_reaches_the_sessions_file(sh, home, project):
+    start = json.loads((Path(__file__).parent / "fixtures/agents/cline/TaskStart.json").read_text())
+    start.update(taskId="cline-7777", workspaceRoots=[str(project)], parent_agent_id="agent_0")
+    start.update(agent_id="agent_1 <private>hidden-id</private>")  # a subagent: its agent is named by it
+    env = {**os.environ, "CMEM_HOOK_DETACH": "on"}
+    subprocess.run(["sh", "-c", f"{CMEM} hook --agent cline TaskStart"], input=json.dumps(start), text=True,
+                   check=True, env=env, cwd=project, capture_output=True)  # fmt: skip
+    [data] = [p.read_text() for p in (home / process_session.FOLDER).iterdir()]
+    assert "hidden-id" not in data

@@ -41,6 +41,20 @@ class Recorder:
         with self._memory.service.transaction():
             yield
 
+    def roll_back_interrupted(self) -> int:
+        """Undo the export files of write transactions whose process died before its commit (a hook's
+        detached child killed mid-write), as a sync or ``doctor --fix`` would; returns how many files were
+        put back. One folder listing when nothing was interrupted."""
+        from cmem_export.journal import pending
+
+        service = self._memory.service
+        if not pending(service.journal_dir):
+            return 0
+        from cmem_cli.services.upkeep.recovery import recover
+
+        with service.write_transaction(fsync=False):
+            return len(recover(service))
+
     @property
     def capture_log(self) -> CaptureLog:
         """What capture already recorded (claims and marks of tool calls, prompts and replayed events,

@@ -17,6 +17,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import stat
+from collections.abc import Callable
 from pathlib import Path
 
 FOLDER = "shell-sessions"
@@ -69,6 +71,7 @@ def remember(home: Path, session_id: str, agent: str, pid: int | None = None) ->
         return False
     folder = home / FOLDER
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    os.chmod(folder, 0o700)  # a folder made loose by hand (or by an old umask) is made private again
     _forget_the_gone(folder)
     data = json.dumps({"session": session_id, "agent": agent}).encode("utf-8")
     temporary = folder / f".{key}.{os.getpid()}"
@@ -97,15 +100,15 @@ def _forget_the_gone(folder: Path) -> None:
 def find(home: Path) -> tuple[str, str] | None:
     """(session, agent) handed to this process's shell by the agent it runs under, if any."""
     folder = home / FOLDER
-    if not folder.is_dir():
-        return None
+    if not _private(folder, stat.S_ISDIR):
+        return None  # a folder another user could write to names no session
     pid = os.getppid()
     for _ in range(MAX_DEPTH):
         found = _stat(pid)
         if found is None or pid <= 1:
             return None
         try:
-            data = json.loads((folder / f"{pid}-{found[2]}").read_bytes())
+            data = json.loads(_read_private(folder / f"{pid}-{found[2]}"))
         except (OSError, ValueError):
             pid = found[1]
             continue
@@ -114,3 +117,30 @@ def find(home: Path) -> tuple[str, str] | None:
             return session, agent
         return None
     return None
+
+
+def _private(path: Path, kind: Callable[[int], bool]) -> bool:
+    """Whether ``path`` (not followed) is of ``kind``, this user's own, and writable by no one else."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return False
+    return _owned_alone(info) and kind(info.st_mode)
+
+
+def _owned_alone(info: os.stat_result) -> bool:
+    return info.st_uid == os.geteuid() and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+
+
+def _read_private(path: Path) -> bytes:
+    """A sessions file's bytes, only when it is a regular file of this user that no one else may write:
+    never a link followed, and never a FIFO waited on (opened without blocking, checked, then read)."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or not _owned_alone(info):
+            raise OSError(f"{path.name}: not a private regular file")
+        return os.read(fd, 4096)
+    finally:
+        os.close(fd)

@@ -125,6 +125,7 @@ def run(
             adapter = None
             return 0
         try:
+            payload = _scrubbed(payload, config)
             output = _dispatch(payload, config)
         except DatabaseBusy:
             # Not an error: waiting longer would slow the agent, and the event is kept, not lost.
@@ -165,6 +166,17 @@ def run(
     if elapsed_ms > SLOW_MS:
         _log(log_dir, home, f"slow {event} session={session or '-'}: {elapsed_ms:.0f} ms")
     return 0
+
+
+def _scrubbed(payload: HookPayload, config: Config) -> HookPayload:
+    """The event as a replay of its spooled copy sees it: every string scrubbed, its session id too (a
+    ``<private>`` span or a secret there would otherwise name the session's rows and export folder)."""
+    if payload.event in PASSIVE_EVENTS:
+        return payload  # nothing is recorded
+    from cmem_cli.api import scrub_record
+    from cmem_cli.capture.hooks.payload import payload_from
+
+    return payload_from(scrub_record(payload.raw, config), payload.event)
 
 
 def _recalls(payload: HookPayload, config: Config) -> bool:
@@ -392,6 +404,10 @@ def _replay_spooled(
 
     with Memory(config=config) as mem:
         _tune_connection(mem, rules_from_config(config.section("hooks")))
+        if any(abandoned for _, _, abandoned in work):
+            # a child died replaying: the export file it wrote before its commit is undone first
+            with contextlib.suppress(DatabaseBusy):
+                mem.recorder.roll_back_interrupted()
         state = mem.recorder.capture_log
         for source, original, abandoned in work[: limit + (own is not None)]:
             mine = own is not None and source == own
@@ -574,8 +590,13 @@ def _hand_session_to_shell(payload: HookPayload, config: Config) -> None:
     never the hook's."""
     from cmem_cli.capture.hooks.shell_env import env_file, hand_to_shell
 
+    session, agent = payload.session_id, payload.agent
+    if session:  # scrubbed like the session and agent the store keeps: no private text or secret on disk
+        from cmem_cli.api import scrub
+
+        session, agent = scrub(session, config).strip(), scrub(agent, config).strip()
     try:
-        hand_to_shell(payload.session_id, payload.agent, home=config.home)
+        hand_to_shell(session, agent, home=config.home)
     except OSError as exc:
         name = (env_file(agent=payload.agent) or ("the env file",))[0]
         log_line(config.log_dir, f"error SessionStart: cannot write {name}: {exc.strerror or exc}")

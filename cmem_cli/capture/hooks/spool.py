@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import stat
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -80,7 +81,7 @@ def marks_in_flight(home: Path, session: str) -> frozenset[str]:
         moved = False
         for name in names:
             try:
-                data = json.loads((directory / name).read_text(encoding="utf-8"))
+                data = json.loads(_read_regular(directory / name))
             except FileNotFoundError:
                 moved = True  # claimed (renamed) or replayed (then its marks are in the store)
                 continue
@@ -122,12 +123,15 @@ STALE_CLAIM_SECONDS = 600  # a replay takes milliseconds: a claim this old belon
 
 def abandoned_claims(home: Path) -> list[tuple[Path, Path]]:
     """Claims (``.<name>.<pid>.claimed``) whose process is gone: a hook killed while replaying. Returns
-    (claim, original path) pairs, oldest event first; the original name is what a re-claim restores."""
+    (claim, original path) pairs, oldest event first; the original name is what a re-claim restores.
+    A killed hook's half-written temporary file is removed on the way (:func:`_clear_half_written`)."""
     directory = spool_dir(home)
     try:
-        names = [n for n in os.listdir(directory) if n.startswith(".") and n.endswith(".claimed")]
+        hidden = [n for n in os.listdir(directory) if n.startswith(".")]
     except FileNotFoundError:
         return []
+    _clear_half_written(directory, [n for n in hidden if n.endswith(".tmp")])
+    names = [n for n in hidden if n.endswith(".claimed")]
     found = []
     for name in sorted(names):
         original, _, pid_text = name[1 : -len(".claimed")].rpartition(".")
@@ -138,6 +142,18 @@ def abandoned_claims(home: Path) -> list[tuple[Path, Path]]:
             continue
         found.append((path, directory / original))
     return found
+
+
+def _clear_half_written(directory: Path, names: list[str]) -> None:
+    """Remove the temporary files (``.<time>-<pid>.tmp``) of hooks killed while spooling: their event was
+    never answered, so it is no one's to replay, and the file would stay for ever."""
+    for name in names:
+        pid_text = name[1 : -len(".tmp")].rpartition("-")[2]
+        path = directory / name
+        if pid_text.isdigit() and is_running(int(pid_text)) and not _older_than(path, STALE_CLAIM_SECONDS):
+            continue
+        with contextlib.suppress(OSError):
+            path.unlink()
 
 
 def reclaim(claimed: Path, original: Path) -> Path | None:
@@ -167,7 +183,7 @@ def release(claimed: Path, original: Path) -> None:
 
 def load(claimed: Path) -> dict[str, Any] | None:
     try:
-        data = json.loads(claimed.read_text(encoding="utf-8"))
+        data = json.loads(_read_regular(claimed))
     except (OSError, ValueError):
         return None
     if (
@@ -177,3 +193,19 @@ def load(claimed: Path) -> dict[str, Any] | None:
     ):
         return None
     return data
+
+
+def _read_regular(path: Path) -> str:
+    """A spool file's text, read only from a regular file: a link is not followed and a FIFO is not
+    waited on (opened without blocking, checked, then read), so nothing put in the folder hangs a hook."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ValueError(f"{path.name}: not a regular file")
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+    return b"".join(chunks).decode("utf-8")

@@ -178,6 +178,10 @@ def _rule(kind: str, pattern: str, flags: int = 0, keep: Callable[[str], bool] |
     return Rule(kind, pattern, keep, _HINTS.get(kind, ()), flags, _GATES.get(kind))
 
 
+# A token ends where its letters and digits end: ``_`` joins it to a name (``key_AKIA...``, an MCP tool
+# ``mcp__server AKIA...__get``) without making it less of a secret, so it is no boundary here.
+_ALONE = r"(?<![A-Za-z0-9])"
+
 # Order matters: specific provider formats first, generic assignments last, so a key gets its precise kind.
 DEFAULT_RULES: tuple[Rule, ...] = (
     _rule(
@@ -188,10 +192,10 @@ DEFAULT_RULES: tuple[Rule, ...] = (
     ),
     _rule("anthropic-key", r"\bsk-ant-[A-Za-z0-9_-]{20,}"),
     _rule("openai-key", r"\bsk-(?:proj-|svcacct-|admin-)?(?=[A-Za-z0-9_-]*\d)[A-Za-z0-9_-]{20,}"),
-    _rule("github-token", r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,}\b"),
+    _rule("github-token", _ALONE + r"(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,}(?![A-Za-z0-9])"),
     _rule("github-token", r"\bgithub_pat_[A-Za-z0-9_]{22,}"),
     _rule("gitlab-token", r"\bglpat-[A-Za-z0-9_-]{20,}"),
-    _rule("aws-access-key", r"\b(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}\b"),
+    _rule("aws-access-key", _ALONE + r"(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}(?![A-Za-z0-9])"),
     _rule(
         "aws-secret-key",
         r"(?i:aws)[A-Za-z0-9_.-]{0,20}?(?i:secret)[A-Za-z0-9_.-]{0,20}"
@@ -204,8 +208,8 @@ DEFAULT_RULES: tuple[Rule, ...] = (
     _rule("stripe-webhook-secret", r"\bwhsec_[A-Za-z0-9]{24,}"),
     _rule("google-api-key", r"\bAIza[0-9A-Za-z_-]{35}"),
     _rule("google-oauth-token", r"\bya29\.[0-9A-Za-z_-]{20,}"),
-    _rule("npm-token", r"\bnpm_[A-Za-z0-9]{36}\b"),
-    _rule("huggingface-token", r"\bhf_[A-Za-z0-9]{30,}\b"),
+    _rule("npm-token", _ALONE + r"npm_[A-Za-z0-9]{36}(?![A-Za-z0-9])"),
+    _rule("huggingface-token", _ALONE + r"hf_[A-Za-z0-9]{30,}(?![A-Za-z0-9])"),
     _rule("sendgrid-key", r"\bSG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}"),
     _rule("jwt", r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
     _rule(
@@ -298,7 +302,8 @@ def scrub(text: str, rules: Iterable[Rule] | None = None, *, config: Any = None)
 def scrub_record(
     record: Mapping[str, Any], rules: Iterable[Rule] | None = None, *, config: Any = None
 ) -> dict[str, Any]:
-    """A copy of ``record`` with every string, in lists and nested objects too, scrubbed."""
+    """A copy of ``record`` with every string, in lists and nested objects too, scrubbed: the objects' keys
+    as well (a payload's ``tool_input`` may name a secret in a key, and a spooled event keeps it whole)."""
     if rules is None and config is not None:
         rules = rules_for(config)
     rules = tuple(DEFAULT_RULES if rules is None else rules)
@@ -307,7 +312,7 @@ def scrub_record(
     joined = "\n".join(_strings(record))
     lowered = joined.lower()
     rules = tuple(rule for rule in rules if rule.may_match(joined, lowered))
-    return {key: _scrub_value(value, rules) for key, value in record.items()}
+    return {scrub(key, rules): _scrub_value(value, rules) for key, value in record.items()}
 
 
 def _strings(value: Any) -> Iterable[str]:
@@ -317,7 +322,9 @@ def _strings(value: Any) -> Iterable[str]:
         for item in value:
             yield from _strings(item)
     elif isinstance(value, Mapping):
-        for item in value.values():
+        for key, item in value.items():
+            if isinstance(key, str):
+                yield key
             yield from _strings(item)
 
 
@@ -327,7 +334,10 @@ def _scrub_value(value: Any, rules: tuple[Rule, ...]) -> Any:
     if isinstance(value, list | tuple):
         return [_scrub_value(item, rules) for item in value]
     if isinstance(value, Mapping):
-        return {key: _scrub_value(item, rules) for key, item in value.items()}
+        return {
+            scrub(key, rules) if isinstance(key, str) else key: _scrub_value(item, rules)
+            for key, item in value.items()
+        }
     return value
 
 
