@@ -360,3 +360,26 @@ def test_a_sessions_tool_records_are_evidence_for_its_notes(repo: Path) -> None:
     shown = json.loads(run("recall", "--prompt", "rerun the Zeelandia backfill", "--json", cwd=repo))
     [weighed] = [p for p in shown["weighed"] if p["id"] == obs]
     assert weighed["score"] > 0
+
+
+def test_the_second_session_of_a_fresh_home_is_recalled_the_firsts_note_before_its_prompt_is_recorded(
+    home: Path, tmp_path: Path
+) -> None:
+    """The real-client harness's two sessions in a fresh home: one earlier prompt, tool records and the
+    agent's note, all holding "batches". The hook answers before it records the prompt (detached, as an
+    agent runs it): the prompts table holds one row, where a word it lacks ("decide") once outweighed every
+    word it holds (issue 44; opencode, Kilo and Claude Code's harness runs injected nothing)."""
+    repo = tmp_path / "orders-api"
+    (repo / "src").mkdir(parents=True)
+    (repo / "src" / "batches.py").write_text("BATCH_SIZE = 42\n")
+    subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], check=True)
+    hook(repo, "SessionStart", payload("SessionStart", OLD, repo, source="startup"))
+    hook(repo, "UserPromptSubmit", payload("UserPromptSubmit", OLD, repo, prompt="Make orders ship in batches of 42 and check the build"))  # fmt: skip
+    source = str(repo / "src" / "batches.py")
+    hook(repo, "PostToolUse", tool_payload(OLD, repo, "Read", {"file_path": source}, {"type": "text"}))
+    hook(repo, "PostToolUse", tool_payload(OLD, repo, "Edit", {"file_path": source, "old_string": "10", "new_string": "42"}))  # fmt: skip
+    obs = int(run("add", "--type", "decision", "-t", "Orders ship in batches of 42", "--fact", "BATCH_SIZE is 42",
+                  cwd=repo, env={"CMEM_SESSION": OLD, "CMEM_AGENT": "claude-code"}).strip())  # fmt: skip
+    asked = payload("UserPromptSubmit", NEW, repo, prompt="What did we decide about batches?")
+    out = run("hook", "UserPromptSubmit", cwd=repo, stdin=json.dumps(asked), env={"CMEM_HOOK_DETACH": "on"})
+    assert f"#{obs} " in context(json.loads(out) if out.strip() else None), out
