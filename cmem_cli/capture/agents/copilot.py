@@ -202,13 +202,18 @@ def _view_lines(tool_input: dict[str, Any]) -> dict[str, Any]:
 
 
 # The events whose ``additionalContext`` Copilot CLI gives the model (changelog: postToolUse 1.0.49,
-# userPromptSubmitted 1.0.65): recall's answers, in the VS Code-compatible (Claude Code's) shape.
+# userPromptSubmitted 1.0.65): recall's answers. A top-level field, as its SDK's hook outputs have it
+# (copilot-sdk/types.d.ts): 1.0.102 gave the model none of Claude Code's ``hookSpecificOutput`` one.
 RECALL_EVENTS = frozenset({"UserPromptSubmit", "PostToolUse"})
 
 
 def reply(event: str, answer: dict[str, Any] | None) -> dict[str, Any] | None:
-    """What recall injects on a prompt or after a file tool, as Claude Code's answer; nothing else."""
-    return answer if event in RECALL_EVENTS and answer else None
+    """What recall injects on a prompt or after a file tool, as a top-level ``additionalContext`` (its
+    hook output's field; Claude Code's ``hookSpecificOutput`` shape reached no model request); nothing else."""
+    from cmem_cli.capture.hooks.adapters import briefing
+
+    context = briefing(answer) if event in RECALL_EVENTS else None
+    return {"additionalContext": context} if context else None
 
 
 SPEC = AgentSpec(
