@@ -54,7 +54,6 @@ class TestCopilot(AgentContract):
     instructions = True  # ~/.copilot/copilot-instructions.md
     cannot = {
         "turn summary": "its Stop hook carries no answer text and there is no transcript cmem reads",
-        "briefing": "it does not read SessionStart's output (its hooks reference: not processed)",
     }
 
 
