@@ -70,6 +70,13 @@ class QueryTerms(NamedTuple):
         return idf_sum(self.rows, self.counts, set(self.terms.values()))
 
 
+def all_held_at_floor(query: QueryTerms) -> bool:
+    """Whether the table holds some of ``query``'s terms and gives each of them the IDF floor."""
+    held = [term for term in set(query.terms.values()) if term in query.counts]
+    rows = max([query.rows, *query.counts.values()])
+    return bool(held) and all(bm25_idf(rows, query.counts[term]) <= IDF_FLOOR for term in held)
+
+
 def with_row_of_its_own(query: QueryTerms) -> QueryTerms:
     """``query``'s terms as the table holds them once the query itself is one of its rows (a prompt read
     against the prompts table before it is recorded): one more row, holding each of its terms."""

@@ -95,9 +95,10 @@ class KeywordSearch(Repository):
         self, query: str, filters: Filters, *, limit: int, pending: bool = False
     ) -> list[dict[str, Any]]:
         """Keyword hits among the prompts. ``pending``: ``query`` is a prompt not recorded yet (a hook
-        answers before it records), counted as a row of the table, as it is once recorded: in a fresh home
-        the one earlier prompt holds every word it shares with it, and a word only the new one has would
-        otherwise outweigh them all (FTS5's IDF floor against a full IDF)."""
+        answers before it records). Where the table gives every word it shares with it FTS5's IDF floor
+        (a fresh home's one earlier prompt holds them all), a word only the new prompt has would outweigh
+        them all: there the prompt is counted as a row, as it is once recorded. Elsewhere the statistics
+        are kept as they are (what the recall bar was tuned on, bench/recall_week.py)."""
         return self._search_side_table(
             query, filters, limit, "prompt", "prompts_fts", "user_prompts", pending=pending
         )
@@ -169,7 +170,7 @@ class KeywordSearch(Repository):
             [match, *params, limit],
         )
         terms = self._query_terms(query, fts) if rows else None
-        if terms is not None and pending:
+        if terms is not None and pending and bm25.all_held_at_floor(terms):
             terms = bm25.with_row_of_its_own(terms)
         scale = terms.idf_sum() if terms is not None else 0.0
         for row in rows:
