@@ -196,9 +196,16 @@ def assert_copilot_session(home: Path, sid: str) -> None:
 
 
 def test_a_copilot_session_is_captured_through_its_own_hooks(sh, home, project) -> None:
+    """Only SessionStart answers in a project with no notes: the briefing, as a top-level additionalContext
+    (the field Copilot CLI 1.0.102 gives its model)."""
     sid = "copilot-6d0b-session"
     for name in COPILOT_SESSION:
-        assert run(sh, "copilot", name, project, sid).stdout == ""
+        out = run(sh, "copilot", name, project, sid).stdout
+        if name == "SessionStart":
+            assert list(json.loads(out)) == ["additionalContext"], out
+            assert json.loads(out)["additionalContext"].startswith("# cmem memory for"), out
+        else:
+            assert out == "", (name, out)
     assert_copilot_session(home, sid)
 
 

@@ -172,7 +172,9 @@ class Recorder:
         store = self._memory.service.store if record else self._memory.reader.store
         store.tune(busy_timeout_ms=wait_ms, checkpoint_on_close=False)
         if point == "prompt":
-            found = prompt_recall(store, project, subject, settings, session=session, cwd=cwd, given=given)
+            found = prompt_recall(  # a hook that records writes the prompt first (capture/hooks/runner.py)
+                store, project, subject, settings, session=session, cwd=cwd, given=given, recorded=record
+            )
         else:
             found = file_recall(
                 store, project, subject, settings, session=session, cwd=cwd, lines=lines, given=given

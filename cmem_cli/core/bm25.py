@@ -70,6 +70,22 @@ class QueryTerms(NamedTuple):
         return idf_sum(self.rows, self.counts, set(self.terms.values()))
 
 
+def all_held_at_floor(query: QueryTerms) -> bool:
+    """Whether the table holds some of ``query``'s terms and gives each of them the IDF floor."""
+    held = [term for term in set(query.terms.values()) if term in query.counts]
+    rows = max([query.rows, *query.counts.values()])
+    return bool(held) and all(bm25_idf(rows, query.counts[term]) <= IDF_FLOOR for term in held)
+
+
+def with_row_of_its_own(query: QueryTerms) -> QueryTerms:
+    """``query``'s terms as the table holds them once the query itself is one of its rows (a prompt read
+    against the prompts table before it is recorded): one more row, holding each of its terms."""
+    counts = dict(query.counts)
+    for term in set(query.terms.values()):
+        counts[term] = counts.get(term, 0) + 1
+    return query._replace(counts=counts, rows=query.rows + 1)
+
+
 def query_terms(conn: Any, table: str, tokenizer: str, tokens: Sequence[str]) -> QueryTerms:
     """``tokens`` as FTS5 table ``table`` (with ``tokenizer``: its ``tokenize=`` text) holds them, with the
     rows that hold each term. ``conn`` is an apsw connection."""

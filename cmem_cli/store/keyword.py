@@ -91,8 +91,17 @@ class KeywordSearch(Repository):
     def summaries(self, query: str, filters: Filters, *, limit: int) -> list[dict[str, Any]]:
         return self._search_side_table(query, filters, limit, "summary", "summaries_fts", "session_summaries")
 
-    def prompts(self, query: str, filters: Filters, *, limit: int) -> list[dict[str, Any]]:
-        return self._search_side_table(query, filters, limit, "prompt", "prompts_fts", "user_prompts")
+    def prompts(
+        self, query: str, filters: Filters, *, limit: int, pending: bool = False
+    ) -> list[dict[str, Any]]:
+        """Keyword hits among the prompts. ``pending``: ``query`` is a prompt not recorded yet (a hook
+        answers before it records). Where the table gives every word it shares with it FTS5's IDF floor
+        (a fresh home's one earlier prompt holds them all), a word only the new prompt has would outweigh
+        them all: there the prompt is counted as a row, as it is once recorded. Elsewhere the statistics
+        are kept as they are (what the recall bar was tuned on, bench/recall_week.py)."""
+        return self._search_side_table(
+            query, filters, limit, "prompt", "prompts_fts", "user_prompts", pending=pending
+        )
 
     def holding_phrase(self, phrase: str, obs_ids: list[int]) -> set[int]:
         """Which of ``obs_ids`` hold ``phrase`` (an FTS5 phrase, :func:`cmem_cli.core.fts.exact_phrase`),
@@ -140,7 +149,15 @@ class KeywordSearch(Repository):
         return bm25.query_terms(self.db.conn, fts, FTS_TOKENIZER, query_tokens(query))
 
     def _search_side_table(
-        self, query: str, filters: Filters, limit: int, kind: str, fts: str, table: str
+        self,
+        query: str,
+        filters: Filters,
+        limit: int,
+        kind: str,
+        fts: str,
+        table: str,
+        *,
+        pending: bool = False,
     ) -> list[dict[str, Any]]:
         """Keyword hits among summaries or prompts (their filters have no observation-only fields)."""
         match = fts_query(query)
@@ -152,7 +169,10 @@ class KeywordSearch(Repository):
             f"ON t.id = {fts}.rowid WHERE {fts} MATCH ? AND {where} ORDER BY rank LIMIT ?",
             [match, *params, limit],
         )
-        scale = self._query_terms(query, fts).idf_sum() if rows else 0.0
+        terms = self._query_terms(query, fts) if rows else None
+        if terms is not None and pending and bm25.all_held_at_floor(terms):
+            terms = bm25.with_row_of_its_own(terms)
+        scale = terms.idf_sum() if terms is not None else 0.0
         for row in rows:
             row["kind"] = kind
             row["bm25"] = -row.pop("rank")  # FTS5 ranks lower-is-better; keep the positive strength

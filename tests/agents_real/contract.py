@@ -117,7 +117,9 @@ class AgentContract:
         second = run.sessions[1]
         main = [r for r in second.requests if r.body.get("tools")]
         assert main, "the second session made no request with tools"
-        assert (h.NOTE_TITLE in request_text(main[0])) is self.gives("briefing")
+        # the note's line in prompt recall ("#ID DATE decision TITLE") is not the briefing's (a type icon)
+        briefed = request_text(main[0]).replace(f"decision {h.NOTE_TITLE}", "")
+        assert (h.NOTE_TITLE in briefed) is self.gives("briefing")
 
     def test_the_prompt_recalls_the_note_inside_the_models_request(self, run: h.Run) -> None:
         """The second prompt asks about what the first session's note decided: recall's line for that note

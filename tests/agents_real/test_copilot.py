@@ -53,9 +53,7 @@ class TestCopilot(AgentContract):
     imports = False  # no `cmem import copilot`
     instructions = True  # ~/.copilot/copilot-instructions.md
     cannot = {
-        "prompt recall": "cmem's Copilot adapter gives no prompt recall yet (issue 44)",
         "turn summary": "its Stop hook carries no answer text and there is no transcript cmem reads",
-        "briefing": "it does not read SessionStart's output (its hooks reference: not processed)",
     }
 
 

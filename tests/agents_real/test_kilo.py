@@ -71,6 +71,3 @@ class TestKilo(AgentContract):
     agent = "kilo"
     imports = False  # no `cmem import kilo`
     instructions = True  # ~/.config/kilo/AGENTS.md
-    cannot = {
-        "prompt recall": "cmem's Kilo Code adapter gives no prompt recall yet (issue 44)",
-    }

@@ -65,6 +65,3 @@ class TestOpencode(AgentContract):
     agent = "opencode"
     # opencode has no env file: the session is handed on by process (cmem_cli/core/process_session.py)
     imports = False  # cmem import opencode reads `opencode export` files, not the client's own store
-    cannot = {
-        "prompt recall": "cmem's opencode adapter gives no prompt recall yet (issue 44)",
-    }

@@ -11,8 +11,9 @@ which carries no answer text. MCP servers are in ``mcp-config.json`` (user) or `
 Copilot CLI may also run the hooks of a repository's ``.claude/settings.json``, cmem's project-scope Claude
 Code hooks among them, with this same payload and no ``--agent``: :func:`is_copilot` tells it from Claude
 Code's (which never sends ``timestamp`` or ``tool_result``), so those calls are recorded as ``copilot``. (In a
-headless 1.0.102 run in a git repository they did not fire.) Copilot CLI takes no context from SessionStart
-(its hooks reference: output not processed), so it gets no briefing; the MCP ``context`` tool gives it.
+headless 1.0.102 run in a git repository they did not fire.) Copilot CLI gives the model a top-level
+``additionalContext`` from SessionStart (the briefing), UserPromptSubmit and PostToolUse (recall), though its
+hooks reference says SessionStart's output is not processed.
 Recorded from @github/copilot 1.0.102 (npm), run headless with BYOK against a scripted model server, and
 its hooks reference (github/docs 927566b).
 """
@@ -201,14 +202,21 @@ def _view_lines(tool_input: dict[str, Any]) -> dict[str, Any]:
     return tool_input
 
 
-# The events whose ``additionalContext`` Copilot CLI gives the model (changelog: postToolUse 1.0.49,
-# userPromptSubmitted 1.0.65): recall's answers, in the VS Code-compatible (Claude Code's) shape.
-RECALL_EVENTS = frozenset({"UserPromptSubmit", "PostToolUse"})
+# The events whose ``additionalContext`` Copilot CLI gives the model (changelog: sessionStart 1.0.11,
+# postToolUse 1.0.49, userPromptSubmitted 1.0.65): the briefing and recall's answers. A top-level field, as
+# its SDK's hook outputs have it (copilot-sdk/types.d.ts): 1.0.102 gave the model none of Claude Code's
+# ``hookSpecificOutput`` one, and put the top-level one in the first user message (the briefing) or after
+# the prompt (recall), as the real-client harness shows (tests/agents_real/test_copilot.py).
+ANSWERED = frozenset({"SessionStart", "UserPromptSubmit", "PostToolUse"})
 
 
 def reply(event: str, answer: dict[str, Any] | None) -> dict[str, Any] | None:
-    """What recall injects on a prompt or after a file tool, as Claude Code's answer; nothing else."""
-    return answer if event in RECALL_EVENTS and answer else None
+    """The briefing, or what recall injects on a prompt or after a file tool, as a top-level
+    ``additionalContext``; nothing else."""
+    from cmem_cli.capture.hooks.adapters import briefing
+
+    context = briefing(answer) if event in ANSWERED else None
+    return {"additionalContext": context} if context else None
 
 
 SPEC = AgentSpec(
@@ -224,5 +232,5 @@ SPEC = AgentSpec(
     installed=installed,
     mcp_registered=json_server(),
     reference="@github/copilot 1.0.102 (npm), docs.github.com Copilot CLI hooks reference (github/docs 927566b)",
-    briefing="",
+    briefing="SessionStart additionalContext (top level)",
 )

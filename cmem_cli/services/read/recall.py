@@ -138,10 +138,13 @@ def prompt_recall(
     session: str | None = None,
     cwd: str | None = None,
     given: Collection[str] = (),
+    recorded: bool = False,
 ) -> Recall:
     """The notes of ``project`` whose keyword evidence for ``prompt`` clears ``settings.bar``, best first,
     at most ``max_items`` and ``max_tokens``; never one replaced or (with ``session``) given already (as the
-    store's capture log says, or ``given``: keys of events the hooks have not recorded yet)."""
+    store's capture log says, or ``given``: keys of events the hooks have not recorded yet). ``recorded``:
+    the store holds ``prompt`` already (a hook that records before it answers); else the prompts' keyword
+    statistics count it, as they will once it is."""
     from cmem_cli.store.filters import Filters
 
     filters = Filters(project=project, folded=store.projects.older_names(project))
@@ -151,7 +154,7 @@ def prompt_recall(
     # The session a note was written in is found by its request: the prompt and the summary restate it.
     asked: dict[str, float] = {}
     for row in [*store.search.summaries(prompt, filters, limit=CANDIDATES),
-                *store.search.prompts(prompt, filters, limit=CANDIDATES)]:  # fmt: skip
+                *store.search.prompts(prompt, filters, limit=CANDIDATES, pending=not recorded)]:  # fmt: skip
         if row.get("session") and row["session"] != session:  # this session's own prompt is no evidence
             asked[row["session"]] = max(asked.get(row["session"], 0.0), row["strength"])
     for row in hits:  # and the session's tool records (reads, edits, test runs) say what it worked on
