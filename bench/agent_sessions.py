@@ -26,6 +26,11 @@ MODULES = {
     "codex": "tests.agents_real.test_codex",
     "gemini": "tests.agents_real.test_gemini",
     "opencode": "tests.agents_real.test_opencode",
+    "qwen": "tests.agents_real.test_qwen",
+    "droid": "tests.agents_real.test_droid",
+    "copilot": "tests.agents_real.test_copilot",
+    "kilo": "tests.agents_real.test_kilo",
+    "cline": "tests.agents_real.test_cline",
 }
 
 
