@@ -63,8 +63,12 @@ def _rendered(
         yield from _page_files(memory, page, links, pending)
         page = []
     for summary_id in summary_ids:
-        summary = memory.store.summaries.get(summary_id)
-        yield summary["path"] or layout.summary_relpath(summary), markdown.render_summary(summary)
+        yield _summary_file(memory.store.summaries.get(summary_id))
+
+
+def _summary_file(summary: Mapping[str, Any]) -> tuple[str, str]:
+    """A summary's file: (relative path, text), the name it has or the one its fields give it."""
+    return summary["path"] or layout.summary_relpath(summary), markdown.render_summary(summary)
 
 
 def _page_files(
@@ -129,11 +133,7 @@ def rebuild_export(memory: WriteService) -> dict[str, Any]:
             summaries = store.summaries.page(after, EXPECTED_PAGE)
             if not summaries:
                 break
-            rendered = (
-                (row["path"] or layout.summary_relpath(row), markdown.render_summary(row))
-                for row in summaries
-            )
-            _write_page(memory, files, rendered, records, tally)
+            _write_page(memory, files, map(_summary_file, summaries), records, tally)
             after = summaries[-1]["id"]
     with memory.write_transaction(fsync=False):  # records of files no row implies any longer
         implied = store.export_files.record_paths()
