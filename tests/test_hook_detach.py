@@ -30,12 +30,12 @@ def project(home: Path, tmp_path: Path) -> Path:
     return repo
 
 
-def hook(cwd: Path, *args: str, data: dict) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "CMEM_HOOK_DETACH": "on"}
+def hook(cwd: Path, *args: str, data: dict, **env: str) -> subprocess.CompletedProcess[str]:
+    """``cmem hook ARGS`` as an agent runs it, its write detached; ``env`` adds to the environment."""
     return subprocess.run(
         [sys.executable, "-m", "cmem_cli", "hook", *args],
         input=json.dumps(data),
-        env=env,
+        env={**os.environ, "CMEM_HOOK_DETACH": "on", **env},
         cwd=cwd,
         capture_output=True,  # returns when the pipes close: the detached write must not hold them
         text=True,
@@ -142,15 +142,7 @@ def wait_until_spool_empty(home: Path) -> None:
 @pytest.mark.parametrize("point", ["before-claim", "in-transaction"])
 def test_a_detached_child_killed_before_its_commit_loses_nothing(home, project, point):
     data = tool_payload("s-k", project, "Bash", {"command": "make deploy"}, {"stdout": "deployed"})
-    result = subprocess.run(
-        [sys.executable, "-m", "cmem_cli", "hook", "PostToolUse"],
-        input=json.dumps(data),
-        env={**os.environ, "CMEM_HOOK_DETACH": "on", DIE: point},
-        cwd=project,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    result = hook(project, "PostToolUse", data=data, **{DIE: point})
     assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
     deadline = time.monotonic() + 10  # the child dies at its test point, leaving its event in the spool
     while not spool_files(home) and time.monotonic() < deadline:
@@ -167,15 +159,7 @@ def test_a_detached_child_killed_before_its_commit_loses_nothing(home, project, 
 
 def test_the_replay_of_a_child_killed_mid_write_leaves_one_file_and_a_clean_doctor(home, project):
     data = tool_payload("s-half", project, "Bash", {"command": "make release"}, {"stdout": "released"})
-    result = subprocess.run(
-        [sys.executable, "-m", "cmem_cli", "hook", "PostToolUse"],
-        input=json.dumps(data),
-        env={**os.environ, "CMEM_HOOK_DETACH": "on", DIE: "in-transaction"},
-        cwd=project,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    result = hook(project, "PostToolUse", data=data, **{DIE: "in-transaction"})
     assert result.returncode == 0
     deadline = time.monotonic() + 10  # the child dies after writing the file, before its commit
     while not list((home / "spool").glob(".*.claimed")) and time.monotonic() < deadline:
@@ -235,15 +219,7 @@ def test_secrets_and_private_text_in_a_payloads_keys_never_reach_the_spool(home,
         {"env": {aws: "set", f"<private>{private}</private>": 1}, "args": [{token: True}]},
         {f"<private>{private}</private>": "done"},
     )
-    result = subprocess.run(
-        [sys.executable, "-m", "cmem_cli", "hook", "PostToolUse"],
-        input=json.dumps(data),
-        env={**os.environ, "CMEM_HOOK_DETACH": "on", DIE: "before-claim"},
-        cwd=project,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    result = hook(project, "PostToolUse", data=data, **{DIE: "before-claim"})
     assert (result.returncode, result.stderr) == (0, "")
     deadline = time.monotonic() + 10
     while not spool_files(home) and time.monotonic() < deadline:
@@ -309,14 +285,8 @@ def prompt_hook(repo: Path, session: str, prompt: str, **env: str) -> tuple[str,
     from tests.test_recall import context
 
     started = time.monotonic()
-    result = subprocess.run(
-        [sys.executable, "-m", "cmem_cli", "hook", "UserPromptSubmit"],
-        input=json.dumps(payload("UserPromptSubmit", session, repo, prompt=prompt)),
-        env={**os.environ, "CMEM_HOOK_DETACH": "on", **env},
-        cwd=repo,
-        capture_output=True,
-        text=True,
-        timeout=60,
+    result = hook(
+        repo, "UserPromptSubmit", data=payload("UserPromptSubmit", session, repo, prompt=prompt), **env
     )
     waited = time.monotonic() - started
     assert (result.returncode, result.stderr) == (0, "")
@@ -372,15 +342,7 @@ def test_a_file_read_whose_record_is_not_written_yet_is_not_offered_again(home, 
         data = tool_payload(
             "s-read", recall_repo, "Read", {"file_path": schedule}, {"type": "text"}, tool_use_id
         )
-        result = subprocess.run(
-            [sys.executable, "-m", "cmem_cli", "hook", "PostToolUse"],
-            input=json.dumps(data),
-            env={**os.environ, "CMEM_HOOK_DETACH": "on", **env},
-            cwd=recall_repo,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+        result = hook(recall_repo, "PostToolUse", data=data, **env)
         assert (result.returncode, result.stderr) == (0, "")
         return context(json.loads(result.stdout) if result.stdout.strip() else None)
 
@@ -404,15 +366,7 @@ def test_before_an_edit_recall_answers_from_a_read_and_its_child_records_what_it
 
     def call(event: str, tool: str, tool_input: dict, tool_use_id: str, **env: str) -> str:
         data = tool_payload("s-edit", recall_repo, tool, tool_input, None, tool_use_id, event=event)
-        result = subprocess.run(
-            [sys.executable, "-m", "cmem_cli", "hook", event],
-            input=json.dumps(data),
-            env={**os.environ, "CMEM_HOOK_DETACH": "on", **env},
-            cwd=recall_repo,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+        result = hook(recall_repo, event, data=data, **env)
         assert (result.returncode, result.stderr) == (0, "")
         return context(json.loads(result.stdout) if result.stdout.strip() else None)
 
