@@ -25,6 +25,8 @@ from cmem_export import layout
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    from cmem_cli.core.sync_report import ConflictItem
+
 
 def travelled_name(row: Mapping[str, Any]) -> str | None:
     """The one rule for a pulled memory's file name: the name its writer's home gave it (it travels with
@@ -54,7 +56,7 @@ class Applier:
         memory: WriteService,
         files: FileTransaction,
         notes: list[str],
-        conflicts: list[dict[str, Any]] | None = None,
+        conflicts: list[ConflictItem] | None = None,
     ):
         self.memory = memory
         self.store = memory.store

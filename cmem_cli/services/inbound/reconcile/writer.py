@@ -28,6 +28,7 @@ from cmem_export import layout
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
+    from cmem_cli.core.sync_report import ConflictItem
     from cmem_cli.services.write.exporter import Exporter, FileWriter
 
 
@@ -42,7 +43,7 @@ class Inbound:
         export: Exporter,
         files: FileWriter,
         notes: list[str],
-        conflicts: list[dict[str, Any]],
+        conflicts: list[ConflictItem],
         *,
         pending: bool = False,
         local: bool = False,
@@ -254,6 +255,6 @@ class Inbound:
     def _note(self, label: str, what: str) -> None:
         self.notes.append(f"{label}: {what}")
 
-    def _tell(self, item: dict[str, Any]) -> None:
+    def _tell(self, item: ConflictItem) -> None:
         if item not in self.conflicts:
             self.conflicts.append(item)
