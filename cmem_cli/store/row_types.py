@@ -176,6 +176,16 @@ if TYPE_CHECKING:
         main: bool
         source: str | None
 
+    class StoreCounts(TypedDict):
+        """How much the store holds: rows per table, observations per type and project (most first), and
+        the creation times of the oldest and newest observation (None: there are none)."""
+
+        counts: dict[str, int]
+        by_type: dict[str, int]
+        by_project: dict[str, int]
+        first: int | None
+        last: int | None
+
     class ProjectActivity(TypedDict):
         """A project with observations: how many, and when the latest was made."""
 

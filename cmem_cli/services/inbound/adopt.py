@@ -51,6 +51,8 @@ from cmem_export.reading import (
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    from cmem_cli.core.json_types import AdoptJson
+
 RACY_NS = atomic.RACY_NS  # a file cmem wrote this recently is read even when its stat matches
 
 
@@ -71,7 +73,7 @@ class AdoptReport:
     def changed(self) -> bool:
         return bool(self.adopted or self.created or self.forgotten or self.rolled_back or self.debris)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> AdoptJson:
         return {
             "adopted": self.adopted,
             "created": self.created,

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from collections.abc import Set as AbstractSet
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
 from cmem_cli.core.errors import CmemError, DatabaseCorrupt
 from cmem_cli.core.files import read_regular
@@ -31,13 +31,35 @@ from cmem_export.reading import MAX_FILE_BYTES
 if TYPE_CHECKING:
     from cmem_cli.services.write.service import WriteService
 
+
+class Check(TypedDict):
+    """One line of `cmem doctor`: what was checked, how it went (``ok``, ``fail``, ``fixed`` or ``warn``),
+    and what it found; some checks name what they found for scripts."""
+
+    name: str
+    status: str
+    detail: str
+    paths: NotRequired[list[str]]  # the export tree's and git's checks: the files concerned
+    reasons: NotRequired[list[str | None]]  # files not adopted: why, one per path
+    uids: NotRequired[list[str]]  # team rows not taken
+    queued: NotRequired[int]  # team writes queued
+
+
+class DoctorReport(TypedDict):
+    """`cmem doctor --json`: whether every check passed, whether the export tree was compared in full."""
+
+    ok: bool
+    full: NotRequired[bool]  # left out when doctor stopped before the export tree
+    checks: list[Check]
+
+
 DAMAGED_ADVICE = (
     "restore cmem.db from a backup, or move it aside (mv cmem.db cmem.db.damaged) and rebuild it from the "
     "export with `cmem doctor --fix`"
 )
 
 
-def diagnose(config: Any, *, fix: bool = False, full: bool = True) -> dict[str, Any]:
+def diagnose(config: Any, *, fix: bool = False, full: bool = True) -> DoctorReport:
     """The whole doctor run for one home: the store's presence, opening it, then :func:`run_checks`
     (``full``: every memory rendered and compared with its file; ``fix`` always checks in full)."""
     from cmem_cli.services.write.service import WriteService
@@ -59,7 +81,7 @@ def diagnose(config: Any, *, fix: bool = False, full: bool = True) -> dict[str, 
         memory.close()
 
 
-def _rebuild_lost_store(config: Any, problem: str) -> dict[str, Any]:
+def _rebuild_lost_store(config: Any, problem: str) -> DoctorReport:
     """`doctor --fix` on a lost store: a new store, then every file of the export adopted into it."""
     from cmem_cli.services.write.service import WriteService
     from cmem_cli.store.repository import Store
@@ -76,7 +98,7 @@ def _rebuild_lost_store(config: Any, problem: str) -> dict[str, Any]:
     return report
 
 
-def _failed(name: str, detail: str) -> dict[str, Any]:
+def _failed(name: str, detail: str) -> DoctorReport:
     return {"ok": False, "checks": [{"name": name, "status": "fail", "detail": detail}]}
 
 
@@ -86,7 +108,7 @@ def _without_pointer(message: str) -> str:
     return message.rstrip(";")
 
 
-def _guarded(checks: list[dict[str, Any]], name: str, check: Callable[[], tuple[bool, str]]) -> bool:
+def _guarded(checks: list[Check], name: str, check: Callable[[], tuple[bool, str]]) -> bool:
     """Run one check; a store error while running it is that check failing, not doctor crashing (the
     store's health checks raise only cmem errors)."""
     try:
@@ -97,13 +119,13 @@ def _guarded(checks: list[dict[str, Any]], name: str, check: Callable[[], tuple[
     return ok
 
 
-def run_checks(memory: WriteService, *, fix: bool = False, full: bool = True) -> dict[str, Any]:
+def run_checks(memory: WriteService, *, fix: bool = False, full: bool = True) -> DoctorReport:
     """Every check, in the order doctor shows them. Without ``full`` the export tree is checked by stat: a
     file whose size and modification time are still those cmem recorded when it wrote the file is taken as
     written, and only the others are rendered and compared (a million memories: seconds, not minutes)."""
 
     store = memory.store
-    checks: list[dict[str, Any]] = []
+    checks: list[Check] = []
 
     def integrity() -> tuple[bool, str]:
         problems = store.health.integrity_problems()
@@ -157,7 +179,7 @@ def run_checks(memory: WriteService, *, fix: bool = False, full: bool = True) ->
         shown = items if items else (was if status == "fixed" else [])
         described = [f"{path}: {why}" if why else path for path, why in shown]
         separator = "; " if name == NOT_ADOPTED else ", "
-        check: dict[str, Any] = {
+        check: Check = {
             "name": name,
             "status": status,
             "detail": f"{len(shown)}" + (": " + separator.join(described[:5]) if shown else ""),
@@ -171,7 +193,7 @@ def run_checks(memory: WriteService, *, fix: bool = False, full: bool = True) ->
     return {"ok": ok, "full": full, "checks": checks}
 
 
-def bytecode_check(*, fix: bool = False) -> dict[str, Any]:
+def bytecode_check(*, fix: bool = False) -> Check:
     """Whether every start-up pays for compiling cmem: Python never writes bytecode where
     ``PYTHONDONTWRITEBYTECODE`` is set, so an editable install then compiles its modules on every run. A
     warning, not a failure (nothing is wrong with the memory); ``--fix`` compiles them."""
@@ -195,7 +217,7 @@ def bytecode_check(*, fix: bool = False) -> dict[str, Any]:
     }
 
 
-def team_checks(memory: WriteService) -> list[dict[str, Any]]:
+def team_checks(memory: WriteService) -> list[Check]:
     """A member of a team database: the rows of it this home refused (cmem_cli.team.inbound) and has not
     taken since. Only the server's side can repair them (or a later edit of them by cmem)."""
 
@@ -217,7 +239,7 @@ def team_checks(memory: WriteService) -> list[dict[str, Any]]:
     ]
 
 
-def _queued_writes(memory: WriteService) -> dict[str, Any]:
+def _queued_writes(memory: WriteService) -> Check:
     """Local writes waiting for the team database: an ordinary queue goes at the next sync; one a read-only
     role's push was refused can never go until the role's grants change (each sync says so, once)."""
     from cmem_cli.services.inbound.remote_state import last_refusal
@@ -241,7 +263,7 @@ def _queued_writes(memory: WriteService) -> dict[str, Any]:
     return {"name": "team writes queued", "status": "ok", "detail": detail, "queued": queued}
 
 
-def _supersedes_loops(memory: WriteService, *, fix: bool) -> dict[str, Any]:
+def _supersedes_loops(memory: WriteService, *, fix: bool) -> Check:
     """Loops of ``supersedes`` links the store took before arrivals broke them (every memory of one counts
     as replaced and is left out of the briefing); ``--fix`` breaks them as arrivals do, files included."""
     from cmem_cli.services.truth import supersession
