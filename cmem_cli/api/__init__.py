@@ -39,7 +39,7 @@ from cmem_cli.core.query import Query
 if TYPE_CHECKING:
     from cmem_cli.api.index import Index, Models
     from cmem_cli.api.recorder import Recorder
-    from cmem_cli.core.json_types import ProjectJson, RebuildJson, SessionJson, StatsJson
+    from cmem_cli.core.json_types import CandidateJson, ProjectJson, RebuildJson, SessionJson, StatsJson
     from cmem_cli.core.pages import Row, Rows, SearchPage, Timeline
     from cmem_cli.core.results import (
         Briefing,
@@ -323,7 +323,7 @@ class Memory:
         session: str | None = None,
         cwd: str | Path | None = None,
         progress: Callable[[str, int, int], None] | None = None,
-        report: list[list[dict[str, Any]]] | None = None,
+        report: list[list[CandidateJson]] | None = None,
     ) -> list[int]:
         """Record several observations (dicts in the JSON record format) in one transaction: all or none.
 

@@ -61,6 +61,16 @@ if TYPE_CHECKING:
         export_dir: str
         database_bytes: int
 
+    class CandidateJson(TypedDict):
+        """An older memory a new one may replace, as `cmem add --format json` tells the writer."""
+
+        id: int
+        title: str
+        score: float
+        inferred: bool  # confident: recorded as maybe replaced at once
+        why: str
+        confirm: str  # the command that confirms it
+
     class PathReason(TypedDict):
         """A file left untouched, and why."""
 

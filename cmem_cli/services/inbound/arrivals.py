@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from cmem_cli.core.sync_report import ConflictItem
+    from cmem_cli.store.row_types import LinkTarget, ObservationInput
 
 LAST_ADOPTED = "sync.last_adopted"  # state key: the last commit whose changes are in the store
 REJECTED = "sync.rejected"  # state key: {path: reason} of arrived files that cannot be adopted
@@ -53,10 +54,10 @@ class Incoming:
     def __init__(
         self,
         kind: str,
-        record: dict[str, Any],
+        record: Mapping[str, Any],
         *,
         relpath: str | None = None,
-        links: list[dict[str, Any]] | None = None,
+        links: list[LinkTarget] | None = None,
         updated_at: int | None = None,
         anchor: dict[str, Any] | None = None,
     ):
@@ -101,7 +102,7 @@ def parse_file(memory: WriteService, relpath: str, data: bytes, *, keep_times: b
     shown = _shown_links(data)
     for link, (link_type, title, href) in zip(links, shown, strict=False):
         if link_type == link["type"]:  # what the file shows for a target this store may not hold yet
-            link.update(title=title, href=href)
+            link["title"], link["href"] = title, href
     prepared = memory.records.prepare({k: v for k, v in record.items() if v is not None})
     return Incoming(
         "observation", prepared, relpath=relpath, links=links, updated_at=updated, anchor=parsed.anchor
@@ -143,7 +144,7 @@ def apply(
             writer.summary(item.record, relpath=item.relpath)
         else:
             writer.observation(
-                item.record,
+                cast("ObservationInput", item.record),  # prepared (parse_file) or the merge of two that were
                 item.links,
                 updated_at=item.updated_at,
                 anchor=item.anchor,

@@ -65,13 +65,13 @@ class Exporter:
 
     def export_observation(
         self,
-        row: ObservationRow | dict[str, Any],
+        row: ObservationRow,
         files: FileWriter,
         *,
         relpath: str | None = None,
         no_links: bool = False,
         anchor: Any = STORED,
-    ) -> dict[str, Any]:
+    ) -> ObservationRow:
         """Write the row's file at the name the row holds and record path and token cost, in the caller's
         write transaction (``files``); returns the row with its path and tokens.
 
@@ -90,7 +90,7 @@ class Exporter:
         if relpath != row.get("path") or tokens != row.get("tokens"):
             self.store.observations.set_export(row["id"], relpath, tokens)
             row["path"], row["tokens"] = relpath, tokens
-        return cast("dict[str, Any]", row)  # the same dict, changed in place
+        return row  # the same dict, changed in place
 
     def anchor_front(self, obs_id: int, anchor: Any = STORED) -> dict[str, Any] | None:
         """What the observation's file says of its code anchor (``cmem_cli.services.truth.anchor_files.exported``)."""
