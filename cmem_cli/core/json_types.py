@@ -71,6 +71,22 @@ if TYPE_CHECKING:
         why: str
         confirm: str  # the command that confirms it
 
+    class ModelJson(TypedDict):
+        """A configured model as `cmem models list --json` prints it."""
+
+        role: str  # ``embed`` or ``rerank``
+        spec: str | None
+        path: str | None  # its local file (None: no spec, or one that cannot be read)
+        present: bool  # a GGUF file is there
+        size: int | None
+        error: NotRequired[str]  # why the spec cannot be read
+
+    class ModelFileJson(TypedDict):
+        """A GGUF file in the models directory."""
+
+        path: str
+        size: int
+
     class PathReason(TypedDict):
         """A file left untouched, and why."""
 

@@ -206,6 +206,43 @@ if TYPE_CHECKING:
         machine: str | None
         author: str | None
 
+    class PromptInput(TypedDict):
+        """A prompt from elsewhere (a team database), checked and scrubbed for writing."""
+
+        uid: str
+        session: str
+        prompt_number: int
+        text: str
+        project: str
+        agent: str
+        created_at: int
+
+    class SessionValues(TypedDict):
+        """A whole session row from elsewhere (a team database), checked and scrubbed for writing."""
+
+        session_id: str
+        agent: str
+        project: str
+        status: str
+        started_at: int
+        last_activity_at: int
+        completed_at: int | None
+        prompt_counter: int
+        label: str | None
+        goal: str | None
+        outcome: str | None
+        next_steps: str | None
+
+    class SummaryText(TypedDict):
+        """A summary's text fields, checked and scrubbed (None: not given)."""
+
+        request: str | None
+        investigated: str | None
+        learned: str | None
+        completed: str | None
+        next_steps: str | None
+        notes: str | None
+
     class LinkTarget(TypedDict):
         """A link a record asks for (``records.parse_link``): its type and its target's id or uid; a link
         read from a file also has the title and href the file showed."""

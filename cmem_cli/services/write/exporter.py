@@ -7,7 +7,7 @@ through this one renderer, so that what git or a remote brought is written exact
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol
 
 from cmem_cli.core.text import estimate_tokens
 from cmem_export import layout, markdown
@@ -100,9 +100,7 @@ class Exporter:
             anchor = self.store.anchors.for_ids([obs_id]).get(obs_id)
         return exported(anchor, self.scrub)
 
-    def export_summary(
-        self, row: SummaryRow | dict[str, Any], files: FileWriter, *, relpath: str | None = None
-    ) -> dict[str, Any]:
+    def export_summary(self, row: SummaryRow, files: FileWriter, *, relpath: str | None = None) -> SummaryRow:
         """Write a summary's file at the name its row holds (fixed at creation, like an observation's)
         and record it; ``relpath`` names a new summary's file, or moves it there."""
         relpath = relpath or row.get("path") or layout.summary_relpath(row)
@@ -112,7 +110,7 @@ class Exporter:
         if row.get("path") != relpath:
             self.store.summaries.set_path(row["id"], relpath)
         row["path"] = relpath
-        return cast("dict[str, Any]", row)  # the same dict, changed in place
+        return row  # the same dict, changed in place
 
     def render_record(self, kind: str, record_id: int) -> str:
         """The exact text cmem writes for one observation or summary (at its current path)."""
