@@ -62,7 +62,7 @@ if TYPE_CHECKING:
     from cmem_cli.services.read.recall import Recall
     from cmem_cli.services.read.search_pipeline import Reader
     from cmem_cli.services.truth.anchor_record import Verified
-    from cmem_cli.services.upkeep.doctor import DoctorReport
+    from cmem_cli.services.upkeep.doctor_report import DoctorReport
     from cmem_cli.services.write.service import WriteService
     from cmem_cli.store.repository import Store
     from cmem_cli.store.row_types import SessionRow
@@ -90,7 +90,7 @@ _INDEX_TYPES = {
     "SyncReport": "cmem_cli.core.sync_report",
     "RemoteStatus": "cmem_cli.core.sync_report",
     "Remote": "cmem_cli.remote",
-    "DoctorReport": "cmem_cli.services.upkeep.doctor",
+    "DoctorReport": "cmem_cli.services.upkeep.doctor_report",
 }
 
 

@@ -15,13 +15,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from collections.abc import Set as AbstractSet
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
+from typing import TYPE_CHECKING, Any
 
 from cmem_cli.core.errors import CmemError, DatabaseCorrupt
 from cmem_cli.core.files import read_regular
 from cmem_cli.services.inbound.sync_repo import GIT_DIR_NAME
 from cmem_cli.services.upkeep.debris import find_debris
 from cmem_cli.services.upkeep.debris import remove as remove_debris
+from cmem_cli.services.upkeep.doctor_report import Check, DoctorReport
 from cmem_cli.services.upkeep.git_checks import git_checks
 from cmem_cli.store.presence import REPAIR_ADVICE, lost_store_problem
 from cmem_export import atomic, digest, layout
@@ -30,27 +31,6 @@ from cmem_export.reading import MAX_FILE_BYTES
 
 if TYPE_CHECKING:
     from cmem_cli.services.write.service import WriteService
-
-
-class Check(TypedDict):
-    """One line of `cmem doctor`: what was checked, how it went (``ok``, ``fail``, ``fixed`` or ``warn``),
-    and what it found; some checks name what they found for scripts."""
-
-    name: str
-    status: str
-    detail: str
-    paths: NotRequired[list[str]]  # the export tree's and git's checks: the files concerned
-    reasons: NotRequired[list[str | None]]  # files not adopted: why, one per path
-    uids: NotRequired[list[str]]  # team rows not taken
-    queued: NotRequired[int]  # team writes queued
-
-
-class DoctorReport(TypedDict):
-    """`cmem doctor --json`: whether every check passed, whether the export tree was compared in full."""
-
-    ok: bool
-    full: NotRequired[bool]  # left out when doctor stopped before the export tree
-    checks: list[Check]
 
 
 DAMAGED_ADVICE = (

@@ -21,7 +21,7 @@ from cmem_cli.services.inbound import arrivals
 from cmem_cli.services.inbound.sync_repo import Git, clear_git_debris, connected_git_dir, find_git_debris
 
 if TYPE_CHECKING:
-    from cmem_cli.services.upkeep.doctor import Check
+    from cmem_cli.services.upkeep.doctor_report import Check
     from cmem_cli.services.write.service import WriteService
 
 
