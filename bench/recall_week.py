@@ -1,10 +1,13 @@
 """Recall at the moment of need, judged on a labelled week: how often what the hooks inject on a prompt or a
 file read is the memory that would help, how often it is noise, and what it costs.
 
-The week is bench/agent_week.py's (three small git repositories made in a temporary folder, nine Claude
+Week 1 is bench/agent_week.py's (three small git repositories made in a temporary folder, nine Claude
 Code sessions sent to `cmem hook EVENT` one process per event, the agent's own `cmem add` notes). Then the
 labelled items of bench/data/recall-week/labels.json, written before any recall code existed: prompts as
-developers write them, and file reads, each naming the memories that would help, or none. Each item runs in
+developers write them, and file reads, each naming the memories that would help, or none. Week 2
+(bench/data/recall-week-2/week.json) holds its repositories, sessions and labels in one file: a
+TypeScript shop, a Go consumer and a Rust log shipper, written before the rule's second tuning and judged
+only (every item is ``held``). Each item runs in
 a new session, through the real hooks (SessionStart, then UserPromptSubmit or PostToolUse Read), and what
 the hook answered (``additionalContext``) is read back.
 
@@ -20,7 +23,7 @@ Figures, for the prompts and the file reads, on the ``tune`` half (looked at whi
 ``--latency`` times the UserPromptSubmit hook with recall against the same hook with ``[recall] prompt =
 false``, paired (A B A B ...), on a home of ``--memories`` notes: p50 and p95 of each, and the ratio.
 
-    python -m bench.recall_week [--split tune|held|all] [--bar 0.45] [--json]
+    python -m bench.recall_week [--week 1|2] [--split tune|held|all] [--bar 0.45] [--json]
     python -m bench.recall_week --latency [--memories 10000] [--runs 40]
 """
 
@@ -42,6 +45,7 @@ from bench.agent_week import Replay, environment
 from bench.hooks import command
 
 LABELS = Path(__file__).parent / "data" / "recall-week" / "labels.json"
+WEEKS = {"1": LABELS, "2": Path(__file__).parent / "data" / "recall-week-2" / "week.json"}
 # Files the labelled reads name that the week's repositories do not hold: made before the reads.
 EXTRA_FILES = {
     ("invoices", "README.md"): "# invoices\n\nInvoice totals, VAT and numbering.\n",
@@ -51,9 +55,33 @@ EXTRA_FILES = {
 _ID = re.compile(r"^#(\d+) ", re.MULTILINE)
 
 
-def load_labels() -> dict[str, Any]:
-    data: dict[str, Any] = json.loads(LABELS.read_text(encoding="utf-8"))
+def load_labels(week: str = "1") -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(WEEKS[week].read_text(encoding="utf-8"))
     return data
+
+
+class WeekReplay(Replay):
+    """A week whose repositories and sessions come from its data file (week 2), not bench/agent_week.py."""
+
+    def __init__(self, root: Path, env: dict[str, str], week: dict[str, Any]) -> None:
+        super().__init__(root, env, "none")
+        self.week = week
+
+    def setup(self) -> None:
+        for project, files in self.week["projects"].items():
+            repo = self.repo(project)
+            for rel, text in files.items():
+                (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+                (repo / rel).write_text(text, encoding="utf-8")
+            self.git(repo, "init", "-q", "-b", "main")
+            self.git(repo, "remote", "add", "origin", f"git@example.com:acme/{project}.git")
+            self.git(repo, "add", "-A")
+            self.git(repo, "commit", "-q", "-m", "Initial import")
+
+    def replay(self) -> None:
+        self.setup()
+        for number, (project, steps) in enumerate(self.week["sessions"]):
+            self.session(number, project, steps)
 
 
 def hook(replay: Replay, event: str, data: dict[str, Any]) -> dict[str, Any] | None:
@@ -156,19 +184,20 @@ def score(
     }
 
 
-def week(root: Path, split: str, bar: float | None) -> dict[str, Any]:
+def week(root: Path, split: str, bar: float | None, which: str = "1") -> dict[str, Any]:
     env = environment(root, "none", background=False)
     if bar is not None:
         config = root / "config" / "cmem" / "config.toml"
         config.parent.mkdir(parents=True, exist_ok=True)
         config.write_text(f"[recall]\nbar = {bar}\n", encoding="utf-8")
-    replay = Replay(root, env, "none")
+    labels = load_labels(which)
+    replay = Replay(root, env, "none") if which == "1" else WeekReplay(root, env, labels)
     replay.replay()
-    for (project, rel), text in EXTRA_FILES.items():
+    extra = EXTRA_FILES if which == "1" else {}
+    for (project, rel), text in extra.items():
         (replay.repo(project) / rel).write_text(text, encoding="utf-8")
-    labels = load_labels()
     ids = memory_ids(replay, labels["memories"])
-    report: dict[str, Any] = {"split": split, "bar": bar}
+    report: dict[str, Any] = {"week": which, "split": split, "bar": bar}
     for kind in ("prompts", "files"):
         items = [i for i in labels[kind] if split == "all" or i["split"] == split]
         results = [ask(replay, item, n + (0 if kind == "prompts" else 500)) for n, item in enumerate(items)]
@@ -255,6 +284,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    parser.add_argument("--week", choices=sorted(WEEKS), default="1", help="which labelled week")
     parser.add_argument("--split", choices=("tune", "held", "all"), default="held")
     parser.add_argument("--bar", type=float, help="[recall] bar for this run (default: cmem's)")
     parser.add_argument("--latency", action="store_true", help="time the prompt hook with and without recall")
@@ -267,7 +297,7 @@ def main() -> None:
         report = (
             latency(Path(tmp), args.memories, args.runs)
             if args.latency
-            else week(Path(tmp), args.split, args.bar)
+            else week(Path(tmp), args.split, args.bar, args.week)
         )
     if args.json:
         print(json.dumps(report, indent=2))
@@ -278,7 +308,9 @@ def main() -> None:
             print(f"  {case:7} p50 {report[case]['p50_ms']:7.1f} ms   p95 {report[case]['p95_ms']:7.1f} ms")
         print(f"  p95 ratio {report['p95_ratio']}   p50 ratio {report['p50_ratio']}")
         return
-    print(f"split: {report['split']}   bar: {report['bar'] if report['bar'] is not None else 'default'}")
+    print(
+        f"week: {report['week']}   split: {report['split']}   bar: {report['bar'] if report['bar'] is not None else 'default'}"
+    )
     print(
         f"{'':8}{'items':>6}{'precision':>11}{'recall':>8}{'false':>7}{'tokens':>8}{'first':>7}{'hook ms':>9}"
     )
