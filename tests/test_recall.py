@@ -385,3 +385,22 @@ def test_the_second_session_of_a_fresh_home_is_recalled_the_firsts_note_before_i
     asked = payload("UserPromptSubmit", NEW, repo, prompt="What did we decide about batches?")
     out = run("hook", "UserPromptSubmit", cwd=repo, stdin=json.dumps(asked), env={"CMEM_HOOK_DETACH": "on"})
     assert f"#{obs} " in context(json.loads(out) if out.strip() else None), out
+
+
+def test_a_code_name_in_a_prompt_is_evidence_for_a_note_naming_it_not_one_using_its_words_in_prose(
+    repo: Path,
+) -> None:
+    """ "rename nightly_job() to run_nightly" asks about names in the code: a note and a session saying
+    "the nightly job ran" in prose are not about them (bench/recall_week.py's tune half injected such a
+    note for "rename total() to invoice_total everywhere"); a note that names ``nightly_job()`` is."""
+    obs = timezone_note(repo)
+    prompt = "rename nightly_job() to run_nightly everywhere"
+    shown = json.loads(run("recall", "--prompt", prompt, "--json", cwd=repo))
+    assert shown["injected"] == [] and shown["text"] is None, shown["weighed"]
+    # the same words in prose still reach it
+    asked = json.loads(run("recall", "--prompt", "the nightly job ran late again", "--json", cwd=repo))
+    assert asked["injected"] == [obs], asked["weighed"]
+    # and a note naming the function keeps the evidence of its words
+    named = note(repo, "decision", "nightly_job() takes the run time from the schedule", "Never from cron.")
+    shown = json.loads(run("recall", "--prompt", prompt, "--json", cwd=repo))
+    assert [p["id"] for p in shown["weighed"]][:1] == [named] and obs not in shown["injected"], shown

@@ -6,7 +6,9 @@ tool records or session summaries, which restate the request), only what is curr
 never), only once a session, and only what clears the bar: nothing is better than noise. Prompt recall is
 keyword retrieval over the store's full-text index (no model is loaded in a hook); a note's evidence is its
 BM25 *strength*, how much of the prompt it matched (:mod:`cmem_cli.core.bm25`), plus its session's (its
-request's, or a tool record's, at a fifth). File recall takes the notes tied to the file (citing it, written
+request's, or a tool record's, at a fifth). A code name in the prompt (``invoice_total``, ``total()``) is
+evidence only for the notes that name it: "rename total() to invoice_total" is not about a note on "the
+invoice's net total". File recall takes the notes tied to the file (citing it, written
 in a session that changed it, or in one that read it and naming something the file holds), decisions and
 bug causes first, with their freshness.
 
@@ -27,6 +29,8 @@ from cmem_cli.store.repository import Store
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
+
+    from cmem_cli.store.filters import Filters
 
 CANDIDATES = 12  # notes weighed for a prompt
 HITS = 40  # keyword hits read for them (the hooks' records among them are left out)
@@ -148,6 +152,23 @@ def prompt_recall(
     from cmem_cli.store.filters import Filters
 
     filters = Filters(project=project, folded=store.projects.older_names(project))
+    notes = _weigh(store, prompt, filters, session=session, recorded=recorded)
+    names = code_names(prompt)
+    if names:  # a code name is evidence for the notes that name it, not for those using its words in prose
+        plain = _weigh(store, _without(prompt, names), filters, session=session, recorded=recorded)
+        notes = {k: r for k, r in notes.items() if _names_code(r, names)} | {
+            k: r for k, r in plain.items() if not _names_code(notes.get(k, r), names)
+        }
+    ranked = sorted(notes.values(), key=lambda r: -r["strength"])
+    found = _choose(store, "prompt", prompt, project, ranked, settings, session=session, cwd=cwd, given=given)
+    return _with_changed(store, found, session, given) if session is not None else found
+
+
+def _weigh(
+    store: Store, prompt: str, filters: Filters, *, session: str | None, recorded: bool
+) -> dict[int, dict[str, Any]]:
+    """The notes that ``prompt``'s keywords reach, each with its evidence (``strength``): its own match
+    times NOTE_WEIGHT plus its session's (module docstring). The prompting session's own notes are left out."""
     words = store.recall.telling_words(prompt)
     hits = store.search.observations(words, filters, limit=HITS) if words else []  # tool records are left out
     notes = {h["id"]: h for h in hits if not h.get("tools_used")}
@@ -166,9 +187,42 @@ def prompt_recall(
     notes = {k: r for k, r in notes.items() if session is None or r.get("session") != session}
     for row in notes.values():  # what the session wrote itself is in the agent's context already
         row["strength"] = NOTE_WEIGHT * row["strength"] + asked.get(row.get("session") or "", 0.0)
-    ranked = sorted(notes.values(), key=lambda r: -r["strength"])
-    found = _choose(store, "prompt", prompt, project, ranked, settings, session=session, cwd=cwd, given=given)
-    return _with_changed(store, found, session, given) if session is not None else found
+    return notes
+
+
+_CHUNK = re.compile(r"[^\s,;:!?'\"`()\[\]{}<>]+(?:\(\))?")
+
+
+def code_names(prompt: str) -> list[str]:
+    """The identifiers ``prompt`` names (``invoice_total``, ``total()``, ``os.path``, ``parseArgs``); an
+    acronym (``PDF``, ``HS256``) is a word."""
+    from cmem_cli.core.fts import symbol
+
+    names = [symbol(chunk.rstrip(".")) for chunk in _CHUNK.findall(prompt)]
+    return [
+        n
+        for n in names
+        if n is not None and not (n.isupper() and n.isalnum()) and max(map(len, re.split(r"\W+|_", n))) >= 3
+    ]
+
+
+def _without(prompt: str, names: list[str]) -> str:
+    """``prompt`` with ``names`` taken out: its prose words alone."""
+    for name in names:
+        prompt = prompt.replace(name, " ")
+    return prompt
+
+
+def _names_code(row: Mapping[str, Any], names: list[str]) -> bool:
+    """Whether a note names one of ``names`` as code: ``invoice_total`` as such, a call ``total()`` with its
+    parenthesis (``total(`` ), not the words ``invoice`` and ``total`` in prose."""
+    text = " ".join(str(row.get(f) or "") for f in ("title", "subtitle", "narrative", "facts", "concepts"))
+    for name in names:
+        bare = name[:-2] if name.endswith("()") else name
+        after = r"\s*\(" if name.endswith("()") else r"(?![\w.])"
+        if re.search(r"(?<![\w.])" + re.escape(bare) + after, text, re.IGNORECASE):
+            return True
+    return False
 
 
 def file_recall(
