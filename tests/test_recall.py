@@ -404,3 +404,25 @@ def test_a_code_name_in_a_prompt_is_evidence_for_a_note_naming_it_not_one_using_
     named = note(repo, "decision", "nightly_job() takes the run time from the schedule", "Never from cron.")
     shown = json.loads(run("recall", "--prompt", prompt, "--json", cwd=repo))
     assert [p["id"] for p in shown["weighed"]][:1] == [named] and obs not in shown["injected"], shown
+
+
+def test_a_note_holding_two_of_the_prompts_words_is_recalled_on_weaker_evidence_than_one_holding_one(
+    sh,
+) -> None:
+    """ "format amounts with a thousands separator" meets the cents note in two words (amounts, format),
+    weakly (prose, no session): that is its topic. "clear the cache" meets the CI note in one word, more
+    strongly: a coincidence, left out."""
+    for title, text in OTHER_NOTES:
+        sh("add", "--type", "discovery", "-t", title, "--narrative", text, "--project", "shop")
+    ids = {
+        r["title"]: r["id"] for r in json.loads(sh("search", "--all", "--project", "shop", "--json").stdout)
+    }
+    cents, ci = ids["Amounts are integer cents"], ids["The CI cache key includes the lock file's hash"]
+    shown = json.loads(sh("recall", "--prompt", "format amounts with a thousands separator in the PDF",
+                          "--project", "shop", "--json").stdout)  # fmt: skip
+    [two] = [p for p in shown["weighed"] if p["id"] == cents]
+    assert two["score"] < shown["bar"] and shown["injected"] == [cents], shown["weighed"]
+    shown = json.loads(sh("recall", "--prompt", "clear the cache before the demo", "--project", "shop",
+                          "--json").stdout)  # fmt: skip
+    [one] = [p for p in shown["weighed"] if p["id"] == ci]
+    assert two["score"] < one["score"] < shown["bar"] and shown["injected"] == [], shown["weighed"]

@@ -28,7 +28,7 @@ from cmem_cli.core.timeutil import to_date, to_iso
 from cmem_cli.store.repository import Store
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Iterable, Mapping
 
     from cmem_cli.store.filters import Filters
 
@@ -44,6 +44,9 @@ NOTE_WEIGHT = 5.0
 # request: it weighs its own strength, a fifth of what the same match weighs in a note (NOTE_WEIGHT).
 TOOL_WEIGHT = 1.0
 RELATIVE = 0.7  # and a note below this share of the best note's evidence is left out
+# A note whose own text holds two distinct words of the prompt or more is about it, not a coincidence of one
+# shared word: it needs only this share of the bar (weak evidence is still evidence where the words meet).
+TWO_WORDS_SHARE = 0.3
 FILE_CANDIDATES = 12  # notes tied to a file weighed
 GIVEN = "recall:"  # capture-log key of a memory given in a session: recall:<uid>
 FILE_GIVEN = "recall-file:"  # and of a file whose memories were offered: recall-file:<path>
@@ -159,6 +162,15 @@ def prompt_recall(
         notes = {k: r for k, r in notes.items() if _names_code(r, names)} | {
             k: r for k, r in plain.items() if not _names_code(notes.get(k, r), names)
         }
+    low = TWO_WORDS_SHARE * settings.bar
+    weak = [r for r in notes.values() if low <= r["strength"] < settings.bar]
+    if weak:  # how many of the prompt's words each holds (those it was weighed on: code names apart)
+        stems = _stemmer(store)
+        words = stems(prompt)
+        plain_words = stems(_without(prompt, names)) if names else words
+        for row in weak:
+            asked = words if _names_code(row, names) else plain_words
+            row["words"] = len(asked & stems(_note_text(row)))
     ranked = sorted(notes.values(), key=lambda r: -r["strength"])
     found = _choose(store, "prompt", prompt, project, ranked, settings, session=session, cwd=cwd, given=given)
     return _with_changed(store, found, session, given) if session is not None else found
@@ -213,10 +225,33 @@ def _without(prompt: str, names: list[str]) -> str:
     return prompt
 
 
+def _note_text(row: Mapping[str, Any]) -> str:
+    return " ".join(str(row.get(f) or "") for f in ("title", "subtitle", "narrative", "facts", "concepts"))
+
+
+def _stemmer(store: Store) -> Callable[[str], set[str]]:
+    """A text's distinct search words as the full-text index stems them (``numbered`` and ``numbers``
+    are one), stopwords and fragments of fewer than three letters (``today's`` gives ``s``) left out."""
+    import apsw
+
+    from cmem_cli.core.fts import query_tokens
+    from cmem_cli.store.schema import FTS_TOKENIZER
+
+    name, *args = FTS_TOKENIZER.split()
+    tokenize = store.db.conn.fts5_tokenizer(name, args)
+
+    def stems(text: str) -> set[str]:
+        raw = " ".join(query_tokens(text)).encode("utf-8")
+        pieces: Iterable[Any] = tokenize(raw, apsw.FTS5_TOKENIZE_QUERY, None)  # (start, end, term, ...)
+        return {piece[2] for piece in pieces if len(piece[2]) >= 3}
+
+    return stems
+
+
 def _names_code(row: Mapping[str, Any], names: list[str]) -> bool:
     """Whether a note names one of ``names`` as code: ``invoice_total`` as such, a call ``total()`` with its
     parenthesis (``total(`` ), not the words ``invoice`` and ``total`` in prose."""
-    text = " ".join(str(row.get(f) or "") for f in ("title", "subtitle", "narrative", "facts", "concepts"))
+    text = _note_text(row)
     for name in names:
         bare = name[:-2] if name.endswith("()") else name
         after = r"\s*\(" if name.endswith("()") else r"(?![\w.])"
@@ -340,7 +375,7 @@ def _choose(
         why = "injected"
         if row.get("superseded_by") is not None:
             why = "replaced"
-        elif bar is not None and (score or 0.0) < bar:
+        elif bar is not None and (score or 0.0) < bar and row.get("words", 0) < 2:
             why = "below the bar"
         elif bar is not None and (score or 0.0) < RELATIVE * (rows[0].get("strength") or 0.0):
             why = "far below the best"
