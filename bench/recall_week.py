@@ -7,7 +7,9 @@ labelled items of bench/data/recall-week/labels.json, written before any recall 
 developers write them, and file reads, each naming the memories that would help, or none. Week 2
 (bench/data/recall-week-2/week.json) holds its repositories, sessions and labels in one file: a
 TypeScript shop, a Go consumer and a Rust log shipper, written before the rule's second tuning and judged
-only (every item is ``held``). Each item runs in
+only (every item is ``held``). Week 3 (bench/data/recall-week-3/week.json, the same form: Terraform and
+Kubernetes, an Android app, dbt models) was written after week 2's one blind run, before weeks 1 and 2
+were tuned on item by item. Each item runs in
 a new session, through the real hooks (SessionStart, then UserPromptSubmit or PostToolUse Read), and what
 the hook answered (``additionalContext``) is read back.
 
@@ -18,12 +20,14 @@ Figures, for the prompts and the file reads, on the ``tune`` half (looked at whi
 - recall: items with a helpful memory that got one;
 - false injections: items labelled none that got anything;
 - tokens: the median injected text's size over the items that got one;
-- first: items whose first injected memory is a helpful one, over those that got a helpful one.
+- first: items whose first injected memory is a helpful one, over those that got a helpful one;
+- search: for the prompts, whether `cmem search PROMPT --mode keyword` ranks the helpful note above its
+  own session's prompt, summary and tool records (issue 44 item 6).
 
 ``--latency`` times the UserPromptSubmit hook with recall against the same hook with ``[recall] prompt =
 false``, paired (A B A B ...), on a home of ``--memories`` notes: p50 and p95 of each, and the ratio.
 
-    python -m bench.recall_week [--week 1|2] [--split tune|held|all] [--bar 0.45] [--json]
+    python -m bench.recall_week [--week 1|2|3] [--split tune|held|all] [--bar 0.45] [--json]
     python -m bench.recall_week --latency [--memories 10000] [--runs 40]
 """
 
@@ -45,7 +49,7 @@ from bench.agent_week import Replay, environment
 from bench.hooks import command
 
 LABELS = Path(__file__).parent / "data" / "recall-week" / "labels.json"
-WEEKS = {"1": LABELS, "2": Path(__file__).parent / "data" / "recall-week-2" / "week.json"}
+WEEKS = {"1": LABELS, **{n: Path(__file__).parent / "data" / f"recall-week-{n}" / "week.json" for n in "23"}}
 # Files the labelled reads name that the week's repositories do not hold: made before the reads.
 EXTRA_FILES = {
     ("invoices", "README.md"): "# invoices\n\nInvoice totals, VAT and numbering.\n",
@@ -146,6 +150,29 @@ def ask(replay: Replay, item: dict[str, Any], number: int) -> dict[str, Any]:
             "weighed": weighed}  # fmt: skip
 
 
+def note_first_in_search(
+    replay: Replay, items: list[dict[str, Any]], ids: dict[str, set[int]]
+) -> dict[str, Any]:
+    """Issue 44 item 6 in search: for each prompt with a helpful note, `cmem search PROMPT --mode keyword`
+    from its project; of the rows of that note's session (its prompt, summary, tool records, notes), is a
+    helpful note the first? Counted over the prompts whose helpful note is in the first 20 rows."""
+    shown = first = 0
+    for item in items:
+        if not item["helpful"]:
+            continue
+        helpful = set().union(*(ids[name] for name in item["helpful"]))
+        proc = replay.cmem("search", item["text"], "--mode", "keyword", "--json", "-n", "20",
+                           cwd=replay.repo(item["project"]))  # fmt: skip
+        rows = json.loads(proc.stdout or "[]")
+        notes = [r for r in rows if r.get("kind") == "observation" and r["id"] in helpful]
+        if not notes:
+            continue
+        shown += 1
+        own = [r for r in rows if r.get("session") == notes[0].get("session")]
+        first += own[0]["id"] == notes[0]["id"] and own[0].get("kind") == "observation"
+    return {"note_first": round(first / shown, 3) if shown else None, "found": shown, "first": first}
+
+
 def score(
     items: list[dict[str, Any]], results: list[dict[str, Any]], ids: dict[str, set[int]]
 ) -> dict[str, Any]:
@@ -203,6 +230,8 @@ def week(root: Path, split: str, bar: float | None, which: str = "1") -> dict[st
         results = [ask(replay, item, n + (0 if kind == "prompts" else 500)) for n, item in enumerate(items)]
         report[kind] = score(items, results, ids)
         report[kind]["hook_ms_median"] = statistics.median(r["ms"] for r in results)
+        if kind == "prompts":
+            report[kind]["search"] = note_first_in_search(replay, items, ids)
         report[kind]["detail"] = [
             {
                 "item": item.get("text") or item.get("path"),
@@ -330,6 +359,9 @@ def main() -> None:
                 f"{'-' if c is None else c:>{w}}" for c, w in zip(cells, (11, 8, 7, 8, 7, 9), strict=True)
             )
         )
+    found = report["prompts"]["search"]
+    print(f"search (keyword): a helpful note first among its session's rows for {found['first']} of "
+          f"{found['found']} prompts whose note it shows")  # fmt: skip
     if args.detail:
         for kind in ("prompts", "files"):
             for row in report[kind]["detail"]:
