@@ -426,3 +426,44 @@ def test_a_note_holding_two_of_the_prompts_words_is_recalled_on_weaker_evidence_
                           "--json").stdout)  # fmt: skip
     [one] = [p for p in shown["weighed"] if p["id"] == ci]
     assert two["score"] < one["score"] < shown["bar"] and shown["injected"] == [], shown["weighed"]
+
+
+def test_one_word_of_the_prompt_is_not_enough_over_the_bar_unless_the_evidence_is_strong(
+    sh,
+    tmp_path: Path,
+) -> None:
+    """ "a counter of processed events" shares one word with "Event times were parsed in the pod's local
+    zone": enough evidence to clear the bar (set to 0.2 here), not to make the note about counters; two
+    words of the prompt ("event times") are."""
+    config = tmp_path / "recall.toml"
+    config.write_text("[recall]\nbar = 0.2\n")
+    env = {"CMEM_CONFIG": str(config)}
+    for title, text in OTHER_NOTES:
+        sh("add", "--type", "discovery", "-t", title, "--narrative", text, "--project", "shop")
+    event = int(sh("add", "--type", "bugfix", "-t", "Event times were parsed in the pod's local zone",
+                   "--narrative", "Producers send RFC 3339 with an offset; stored as timestamptz.",
+                   "--project", "shop").stdout.strip())  # fmt: skip
+    shown = json.loads(sh("recall", "--prompt", "a counter of processed events", "--project", "shop", "--json",
+                          env=env).stdout)  # fmt: skip
+    [one] = [p for p in shown["weighed"] if p["id"] == event]
+    assert shown["bar"] == 0.2 and one["score"] >= 0.2 and shown["injected"] == [], shown["weighed"]
+    assert one["why"] == "one word of the prompt"
+    shown = json.loads(sh("recall", "--prompt", "event times look off in the processed counter", "--project",
+                          "shop", "--json", env=env).stdout)  # fmt: skip
+    assert shown["injected"] == [event], shown["weighed"]
+
+
+def test_two_words_that_most_records_hold_do_not_make_a_note_about_the_prompt(sh) -> None:  # type: ignore[no-untyped-def]
+    """ "how to run the tests" meets the migration note in "run" and "test", words a coding store's records
+    say all the time: no evidence that the note is what the prompt needs."""
+    for title, text in OTHER_NOTES:
+        sh("add", "--type", "discovery", "-t", title, "--narrative", text, "--project", "shop")
+    for n in range(2):
+        sh("add", "--type", "change", "-t", f"Ran the tests of module {n}", "--narrative", f"run {n}: passed",
+           "--project", "shop")  # fmt: skip
+    migrate = int(sh("add", "--type", "bugfix", "-t", "The test database was never migrated",
+                     "--narrative", "The fixture now runs migrate() first.", "--project", "shop").stdout.strip())  # fmt: skip
+    shown = json.loads(sh("recall", "--prompt", "document how to run the tests", "--project",
+                          "shop", "--json").stdout)  # fmt: skip
+    [weighed] = [p for p in shown["weighed"] if p["id"] == migrate]
+    assert 0.3 * shown["bar"] <= weighed["score"] < shown["bar"] and shown["injected"] == [], shown["weighed"]

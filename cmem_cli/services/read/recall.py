@@ -47,6 +47,12 @@ RELATIVE = 0.7  # and a note below this share of the best note's evidence is lef
 # A note whose own text holds two distinct words of the prompt or more is about it, not a coincidence of one
 # shared word: it needs only this share of the bar (weak evidence is still evidence where the words meet).
 TWO_WORDS_SHARE = 0.3
+# And above the bar, a note whose evidence is below this multiple of it needs those two words too (with its
+# session's request): one shared word ("events") that the note's title happens to hold is not enough.
+STRONG = 1.3
+# A word counts there only if it tells notes apart: held by at most this share of the store's records ("run",
+# "test", "line" are in every other tool record and note of a coding store).
+RARE_WORD = 0.2
 FILE_CANDIDATES = 12  # notes tied to a file weighed
 GIVEN = "recall:"  # capture-log key of a memory given in a session: recall:<uid>
 FILE_GIVEN = "recall-file:"  # and of a file whose memories were offered: recall-file:<path>
@@ -162,15 +168,20 @@ def prompt_recall(
         notes = {k: r for k, r in notes.items() if _names_code(r, names)} | {
             k: r for k, r in plain.items() if not _names_code(notes.get(k, r), names)
         }
-    low = TWO_WORDS_SHARE * settings.bar
-    weak = [r for r in notes.values() if low <= r["strength"] < settings.bar]
+    low, strong = TWO_WORDS_SHARE * settings.bar, STRONG * settings.bar
+    weak = [r for r in notes.values() if low <= r["strength"] < strong]
     if weak:  # how many of the prompt's words each holds (those it was weighed on: code names apart)
         stems = _stemmer(store)
-        words = stems(prompt)
-        plain_words = stems(_without(prompt, names)) if names else words
+        words = _rare(store, stems(prompt))
+        plain_words = _rare(store, stems(_without(prompt, names))) if names else words
         for row in weak:
             asked = words if _names_code(row, names) else plain_words
-            row["words"] = len(asked & stems(_note_text(row)))
+            said = (
+                _note_text(row)
+                + " "
+                + (row.get("asked_text") or "" if row["strength"] >= settings.bar else "")
+            )
+            row["words"] = len(asked & stems(said))
     ranked = sorted(notes.values(), key=lambda r: -r["strength"])
     found = _choose(store, "prompt", prompt, project, ranked, settings, session=session, cwd=cwd, given=given)
     return _with_changed(store, found, session, given) if session is not None else found
@@ -186,10 +197,14 @@ def _weigh(
     notes = {h["id"]: h for h in hits if not h.get("tools_used")}
     # The session a note was written in is found by its request: the prompt and the summary restate it.
     asked: dict[str, float] = {}
+    said: dict[str, str] = {}  # and the words of its request that matched
     for row in [*store.search.summaries(prompt, filters, limit=CANDIDATES),
                 *store.search.prompts(prompt, filters, limit=CANDIDATES, pending=not recorded)]:  # fmt: skip
         if row.get("session") and row["session"] != session:  # this session's own prompt is no evidence
             asked[row["session"]] = max(asked.get(row["session"], 0.0), row["strength"])
+            said[row["session"]] = (
+                f"{said.get(row['session'], '')} {row.get('text') or row.get('request') or ''}"
+            )
     for row in hits:  # and the session's tool records (reads, edits, test runs) say what it worked on
         if row.get("tools_used") and row.get("session") and row["session"] != session:
             asked[row["session"]] = max(asked.get(row["session"], 0.0), TOOL_WEIGHT * row["strength"])
@@ -199,6 +214,7 @@ def _weigh(
     notes = {k: r for k, r in notes.items() if session is None or r.get("session") != session}
     for row in notes.values():  # what the session wrote itself is in the agent's context already
         row["strength"] = NOTE_WEIGHT * row["strength"] + asked.get(row.get("session") or "", 0.0)
+        row["asked_text"] = said.get(row.get("session") or "", "")
     return notes
 
 
@@ -227,6 +243,15 @@ def _without(prompt: str, names: list[str]) -> str:
 
 def _note_text(row: Mapping[str, Any]) -> str:
     return " ".join(str(row.get(f) or "") for f in ("title", "subtitle", "narrative", "facts", "concepts"))
+
+
+def _rare(store: Store, words: set[str]) -> set[str]:
+    """Those of ``words`` (stems) that at most RARE_WORD of the store's records hold."""
+    from cmem_cli.core import bm25
+
+    counts = bm25.term_counts(store.db.conn, "observations_fts", words)
+    rows = max([bm25.table_rows(store.db.conn, "observations_fts"), *counts.values()])
+    return {w for w in words if counts.get(w, 0) <= RARE_WORD * rows}
 
 
 def _stemmer(store: Store) -> Callable[[str], set[str]]:
@@ -377,6 +402,8 @@ def _choose(
             why = "replaced"
         elif bar is not None and (score or 0.0) < bar and row.get("words", 0) < 2:
             why = "below the bar"
+        elif bar is not None and (score or 0.0) < STRONG * bar and row.get("words", 2) < 2:
+            why = "one word of the prompt"
         elif bar is not None and (score or 0.0) < RELATIVE * (rows[0].get("strength") or 0.0):
             why = "far below the best"
         elif session is not None and _seen(store, session, GIVEN + row["uid"], given):
