@@ -385,3 +385,85 @@ def test_the_second_session_of_a_fresh_home_is_recalled_the_firsts_note_before_i
     asked = payload("UserPromptSubmit", NEW, repo, prompt="What did we decide about batches?")
     out = run("hook", "UserPromptSubmit", cwd=repo, stdin=json.dumps(asked), env={"CMEM_HOOK_DETACH": "on"})
     assert f"#{obs} " in context(json.loads(out) if out.strip() else None), out
+
+
+def test_a_code_name_in_a_prompt_is_evidence_for_a_note_naming_it_not_one_using_its_words_in_prose(
+    repo: Path,
+) -> None:
+    """ "rename nightly_job() to run_nightly" asks about names in the code: a note and a session saying
+    "the nightly job ran" in prose are not about them (bench/recall_week.py's tune half injected such a
+    note for "rename total() to invoice_total everywhere"); a note that names ``nightly_job()`` is."""
+    obs = timezone_note(repo)
+    prompt = "rename nightly_job() to run_nightly everywhere"
+    shown = json.loads(run("recall", "--prompt", prompt, "--json", cwd=repo))
+    assert shown["injected"] == [] and shown["text"] is None, shown["weighed"]
+    # the same words in prose still reach it
+    asked = json.loads(run("recall", "--prompt", "the nightly job ran late again", "--json", cwd=repo))
+    assert asked["injected"] == [obs], asked["weighed"]
+    # and a note naming the function keeps the evidence of its words
+    named = note(repo, "decision", "nightly_job() takes the run time from the schedule", "Never from cron.")
+    shown = json.loads(run("recall", "--prompt", prompt, "--json", cwd=repo))
+    assert [p["id"] for p in shown["weighed"]][:1] == [named] and obs not in shown["injected"], shown
+
+
+def test_a_note_holding_two_of_the_prompts_words_is_recalled_on_weaker_evidence_than_one_holding_one(
+    sh,
+) -> None:
+    """ "format amounts with a thousands separator" meets the cents note in two words (amounts, format),
+    weakly (prose, no session): that is its topic. "clear the cache" meets the CI note in one word, more
+    strongly: a coincidence, left out."""
+    for title, text in OTHER_NOTES:
+        sh("add", "--type", "discovery", "-t", title, "--narrative", text, "--project", "shop")
+    ids = {
+        r["title"]: r["id"] for r in json.loads(sh("search", "--all", "--project", "shop", "--json").stdout)
+    }
+    cents, ci = ids["Amounts are integer cents"], ids["The CI cache key includes the lock file's hash"]
+    shown = json.loads(sh("recall", "--prompt", "format amounts with a thousands separator in the PDF",
+                          "--project", "shop", "--json").stdout)  # fmt: skip
+    [two] = [p for p in shown["weighed"] if p["id"] == cents]
+    assert two["score"] < shown["bar"] and shown["injected"] == [cents], shown["weighed"]
+    shown = json.loads(sh("recall", "--prompt", "clear the cache before the demo", "--project", "shop",
+                          "--json").stdout)  # fmt: skip
+    [one] = [p for p in shown["weighed"] if p["id"] == ci]
+    assert two["score"] < one["score"] < shown["bar"] and shown["injected"] == [], shown["weighed"]
+
+
+def test_one_word_of_the_prompt_is_not_enough_over_the_bar_unless_the_evidence_is_strong(
+    sh,
+    tmp_path: Path,
+) -> None:
+    """ "a counter of processed events" shares one word with "Event times were parsed in the pod's local
+    zone": enough evidence to clear the bar (set to 0.2 here), not to make the note about counters; two
+    words of the prompt ("event times") are."""
+    config = tmp_path / "recall.toml"
+    config.write_text("[recall]\nbar = 0.2\n")
+    env = {"CMEM_CONFIG": str(config)}
+    for title, text in OTHER_NOTES:
+        sh("add", "--type", "discovery", "-t", title, "--narrative", text, "--project", "shop")
+    event = int(sh("add", "--type", "bugfix", "-t", "Event times were parsed in the pod's local zone",
+                   "--narrative", "Producers send RFC 3339 with an offset; stored as timestamptz.",
+                   "--project", "shop").stdout.strip())  # fmt: skip
+    shown = json.loads(sh("recall", "--prompt", "a counter of processed events", "--project", "shop", "--json",
+                          env=env).stdout)  # fmt: skip
+    [one] = [p for p in shown["weighed"] if p["id"] == event]
+    assert shown["bar"] == 0.2 and one["score"] >= 0.2 and shown["injected"] == [], shown["weighed"]
+    assert one["why"] == "one word of the prompt"
+    shown = json.loads(sh("recall", "--prompt", "event times look off in the processed counter", "--project",
+                          "shop", "--json", env=env).stdout)  # fmt: skip
+    assert shown["injected"] == [event], shown["weighed"]
+
+
+def test_two_words_that_most_records_hold_do_not_make_a_note_about_the_prompt(sh) -> None:  # type: ignore[no-untyped-def]
+    """ "how to run the tests" meets the migration note in "run" and "test", words a coding store's records
+    say all the time: no evidence that the note is what the prompt needs."""
+    for title, text in OTHER_NOTES:
+        sh("add", "--type", "discovery", "-t", title, "--narrative", text, "--project", "shop")
+    for n in range(2):
+        sh("add", "--type", "change", "-t", f"Ran the tests of module {n}", "--narrative", f"run {n}: passed",
+           "--project", "shop")  # fmt: skip
+    migrate = int(sh("add", "--type", "bugfix", "-t", "The test database was never migrated",
+                     "--narrative", "The fixture now runs migrate() first.", "--project", "shop").stdout.strip())  # fmt: skip
+    shown = json.loads(sh("recall", "--prompt", "document how to run the tests", "--project",
+                          "shop", "--json").stdout)  # fmt: skip
+    [weighed] = [p for p in shown["weighed"] if p["id"] == migrate]
+    assert 0.3 * shown["bar"] <= weighed["score"] < shown["bar"] and shown["injected"] == [], shown["weighed"]

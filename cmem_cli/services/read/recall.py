@@ -6,7 +6,9 @@ tool records or session summaries, which restate the request), only what is curr
 never), only once a session, and only what clears the bar: nothing is better than noise. Prompt recall is
 keyword retrieval over the store's full-text index (no model is loaded in a hook); a note's evidence is its
 BM25 *strength*, how much of the prompt it matched (:mod:`cmem_cli.core.bm25`), plus its session's (its
-request's, or a tool record's, at a fifth). File recall takes the notes tied to the file (citing it, written
+request's, or a tool record's, at a fifth). A code name in the prompt (``invoice_total``, ``total()``) is
+evidence only for the notes that name it: "rename total() to invoice_total" is not about a note on "the
+invoice's net total". File recall takes the notes tied to the file (citing it, written
 in a session that changed it, or in one that read it and naming something the file holds), decisions and
 bug causes first, with their freshness.
 
@@ -26,7 +28,9 @@ from cmem_cli.core.timeutil import to_date, to_iso
 from cmem_cli.store.repository import Store
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Iterable, Mapping
+
+    from cmem_cli.store.filters import Filters
 
 CANDIDATES = 12  # notes weighed for a prompt
 HITS = 40  # keyword hits read for them (the hooks' records among them are left out)
@@ -40,6 +44,15 @@ NOTE_WEIGHT = 5.0
 # request: it weighs its own strength, a fifth of what the same match weighs in a note (NOTE_WEIGHT).
 TOOL_WEIGHT = 1.0
 RELATIVE = 0.7  # and a note below this share of the best note's evidence is left out
+# A note whose own text holds two distinct words of the prompt or more is about it, not a coincidence of one
+# shared word: it needs only this share of the bar (weak evidence is still evidence where the words meet).
+TWO_WORDS_SHARE = 0.3
+# And above the bar, a note whose evidence is below this multiple of it needs those two words too (with its
+# session's request): one shared word ("events") that the note's title happens to hold is not enough.
+STRONG = 1.3
+# A word counts there only if it tells notes apart: held by at most this share of the store's records ("run",
+# "test", "line" are in every other tool record and note of a coding store).
+RARE_WORD = 0.2
 FILE_CANDIDATES = 12  # notes tied to a file weighed
 GIVEN = "recall:"  # capture-log key of a memory given in a session: recall:<uid>
 FILE_GIVEN = "recall-file:"  # and of a file whose memories were offered: recall-file:<path>
@@ -148,15 +161,50 @@ def prompt_recall(
     from cmem_cli.store.filters import Filters
 
     filters = Filters(project=project, folded=store.projects.older_names(project))
+    notes = _weigh(store, prompt, filters, session=session, recorded=recorded)
+    names = code_names(prompt)
+    if names:  # a code name is evidence for the notes that name it, not for those using its words in prose
+        plain = _weigh(store, _without(prompt, names), filters, session=session, recorded=recorded)
+        notes = {k: r for k, r in notes.items() if _names_code(r, names)} | {
+            k: r for k, r in plain.items() if not _names_code(notes.get(k, r), names)
+        }
+    low, strong = TWO_WORDS_SHARE * settings.bar, STRONG * settings.bar
+    weak = [r for r in notes.values() if low <= r["strength"] < strong]
+    if weak:  # how many of the prompt's words each holds (those it was weighed on: code names apart)
+        stems = _stemmer(store)
+        words = _rare(store, stems(prompt))
+        plain_words = _rare(store, stems(_without(prompt, names))) if names else words
+        for row in weak:
+            asked = words if _names_code(row, names) else plain_words
+            said = (
+                _note_text(row)
+                + " "
+                + (row.get("asked_text") or "" if row["strength"] >= settings.bar else "")
+            )
+            row["words"] = len(asked & stems(said))
+    ranked = sorted(notes.values(), key=lambda r: -r["strength"])
+    found = _choose(store, "prompt", prompt, project, ranked, settings, session=session, cwd=cwd, given=given)
+    return _with_changed(store, found, session, given) if session is not None else found
+
+
+def _weigh(
+    store: Store, prompt: str, filters: Filters, *, session: str | None, recorded: bool
+) -> dict[int, dict[str, Any]]:
+    """The notes that ``prompt``'s keywords reach, each with its evidence (``strength``): its own match
+    times NOTE_WEIGHT plus its session's (module docstring). The prompting session's own notes are left out."""
     words = store.recall.telling_words(prompt)
     hits = store.search.observations(words, filters, limit=HITS) if words else []  # tool records are left out
     notes = {h["id"]: h for h in hits if not h.get("tools_used")}
     # The session a note was written in is found by its request: the prompt and the summary restate it.
     asked: dict[str, float] = {}
+    said: dict[str, str] = {}  # and the words of its request that matched
     for row in [*store.search.summaries(prompt, filters, limit=CANDIDATES),
                 *store.search.prompts(prompt, filters, limit=CANDIDATES, pending=not recorded)]:  # fmt: skip
         if row.get("session") and row["session"] != session:  # this session's own prompt is no evidence
             asked[row["session"]] = max(asked.get(row["session"], 0.0), row["strength"])
+            said[row["session"]] = (
+                f"{said.get(row['session'], '')} {row.get('text') or row.get('request') or ''}"
+            )
     for row in hits:  # and the session's tool records (reads, edits, test runs) say what it worked on
         if row.get("tools_used") and row.get("session") and row["session"] != session:
             asked[row["session"]] = max(asked.get(row["session"], 0.0), TOOL_WEIGHT * row["strength"])
@@ -166,9 +214,75 @@ def prompt_recall(
     notes = {k: r for k, r in notes.items() if session is None or r.get("session") != session}
     for row in notes.values():  # what the session wrote itself is in the agent's context already
         row["strength"] = NOTE_WEIGHT * row["strength"] + asked.get(row.get("session") or "", 0.0)
-    ranked = sorted(notes.values(), key=lambda r: -r["strength"])
-    found = _choose(store, "prompt", prompt, project, ranked, settings, session=session, cwd=cwd, given=given)
-    return _with_changed(store, found, session, given) if session is not None else found
+        row["asked_text"] = said.get(row.get("session") or "", "")
+    return notes
+
+
+_CHUNK = re.compile(r"[^\s,;:!?'\"`()\[\]{}<>]+(?:\(\))?")
+
+
+def code_names(prompt: str) -> list[str]:
+    """The identifiers ``prompt`` names (``invoice_total``, ``total()``, ``os.path``, ``parseArgs``); an
+    acronym (``PDF``, ``HS256``) is a word."""
+    from cmem_cli.core.fts import symbol
+
+    names = [symbol(chunk.rstrip(".")) for chunk in _CHUNK.findall(prompt)]
+    return [
+        n
+        for n in names
+        if n is not None and not (n.isupper() and n.isalnum()) and max(map(len, re.split(r"\W+|_", n))) >= 3
+    ]
+
+
+def _without(prompt: str, names: list[str]) -> str:
+    """``prompt`` with ``names`` taken out: its prose words alone."""
+    for name in names:
+        prompt = prompt.replace(name, " ")
+    return prompt
+
+
+def _note_text(row: Mapping[str, Any]) -> str:
+    return " ".join(str(row.get(f) or "") for f in ("title", "subtitle", "narrative", "facts", "concepts"))
+
+
+def _rare(store: Store, words: set[str]) -> set[str]:
+    """Those of ``words`` (stems) that at most RARE_WORD of the store's records hold."""
+    from cmem_cli.core import bm25
+
+    counts = bm25.term_counts(store.db.conn, "observations_fts", words)
+    rows = max([bm25.table_rows(store.db.conn, "observations_fts"), *counts.values()])
+    return {w for w in words if counts.get(w, 0) <= RARE_WORD * rows}
+
+
+def _stemmer(store: Store) -> Callable[[str], set[str]]:
+    """A text's distinct search words as the full-text index stems them (``numbered`` and ``numbers``
+    are one), stopwords and fragments of fewer than three letters (``today's`` gives ``s``) left out."""
+    import apsw
+
+    from cmem_cli.core.fts import query_tokens
+    from cmem_cli.store.schema import FTS_TOKENIZER
+
+    name, *args = FTS_TOKENIZER.split()
+    tokenize = store.db.conn.fts5_tokenizer(name, args)
+
+    def stems(text: str) -> set[str]:
+        raw = " ".join(query_tokens(text)).encode("utf-8")
+        pieces: Iterable[Any] = tokenize(raw, apsw.FTS5_TOKENIZE_QUERY, None)  # (start, end, term, ...)
+        return {piece[2] for piece in pieces if len(piece[2]) >= 3}
+
+    return stems
+
+
+def _names_code(row: Mapping[str, Any], names: list[str]) -> bool:
+    """Whether a note names one of ``names`` as code: ``invoice_total`` as such, a call ``total()`` with its
+    parenthesis (``total(`` ), not the words ``invoice`` and ``total`` in prose."""
+    text = _note_text(row)
+    for name in names:
+        bare = name[:-2] if name.endswith("()") else name
+        after = r"\s*\(" if name.endswith("()") else r"(?![\w.])"
+        if re.search(r"(?<![\w.])" + re.escape(bare) + after, text, re.IGNORECASE):
+            return True
+    return False
 
 
 def file_recall(
@@ -286,8 +400,10 @@ def _choose(
         why = "injected"
         if row.get("superseded_by") is not None:
             why = "replaced"
-        elif bar is not None and (score or 0.0) < bar:
+        elif bar is not None and (score or 0.0) < bar and row.get("words", 0) < 2:
             why = "below the bar"
+        elif bar is not None and (score or 0.0) < STRONG * bar and row.get("words", 2) < 2:
+            why = "one word of the prompt"
         elif bar is not None and (score or 0.0) < RELATIVE * (rows[0].get("strength") or 0.0):
             why = "far below the best"
         elif session is not None and _seen(store, session, GIVEN + row["uid"], given):
