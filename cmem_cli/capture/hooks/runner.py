@@ -568,18 +568,20 @@ def _briefing_first(payload: HookPayload, config: Config) -> dict[str, Any] | No
     briefing read from the store alone (no write service, no exporter); the caller records the session
     after the agent stopped waiting. None where the project is excluded, or with neither a briefing nor
     files to watch."""
-    from cmem_cli.api import Memory, excluded_project
     from cmem_cli.capture.hooks.rules import rules_from_config
     from cmem_cli.core.config import default_project
+    from cmem_cli.services.write.privacy import is_excluded_project  # the API only past a kept briefing
 
     project = default_project(payload.cwd)
-    if excluded_project(project, config):
+    if is_excluded_project(project, config.section("privacy")):
         return None
     rules = rules_from_config(config.section("hooks"))
     _hand_session_to_shell(payload, config)
     ready = _kept_briefing_answer(payload, config, rules)
     if ready is not None:
         return ready
+    from cmem_cli.api import Memory, excluded_project
+
     with Memory(config=config) as mem:
         _tune_reads(mem)
         keyed = mem.project_here(payload.cwd)
@@ -671,9 +673,9 @@ def _hand_session_to_shell(payload: HookPayload, config: Config) -> None:
 
     session, agent = payload.session_id, payload.agent
     if session:  # scrubbed like the session and agent the store keeps: no private text or secret on disk
-        from cmem_cli.api import scrub
+        from cmem_cli.services.write.privacy import scrub  # alone: the API costs a kept briefing ~5 ms
 
-        session, agent = scrub(session, config).strip(), scrub(agent, config).strip()
+        session, agent = scrub(session, config=config).strip(), scrub(agent, config=config).strip()
     try:
         hand_to_shell(session, agent, home=config.home)
     except OSError as exc:
