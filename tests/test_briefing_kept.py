@@ -199,3 +199,13 @@ def test_a_file_changed_within_the_clock_tick_is_not_trusted(tmp_path):
     os.utime(old, (OLD, OLD))
     assert briefing_cache.files_stamp([str(old), str(tmp_path / "gone.py")]) is not None
     assert briefing_cache.files_stamp([str(old), str(fresh)]) is None
+
+
+@PROCESS
+def test_a_forgotten_memory_leaves_no_kept_briefing_that_names_it(home, repo):
+    secret = cmem(repo, "add", "Staging password rotates on Fridays", "--type", "decision").stdout.strip()
+    end_turn(repo, home)
+    assert any("Staging password" in p.read_text() for p in kept_files(home))
+    cmem(repo, "forget", secret, "--yes")
+    assert not any("Staging password" in p.read_text() for p in kept_files(home))
+    assert "Staging password" not in briefing(session_start(repo, "s-2")[0])

@@ -17,6 +17,7 @@ Kept as ``<home>/cache/briefings/<crc>.json`` (0600, folders 0700), written whol
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -117,10 +118,24 @@ def save(home: Path, key: list[Any], store: list[Any], entry: dict[str, Any], bu
         raise
 
 
-def load(home: Path, key: list[Any], db_path: str | os.PathLike[str], now_ms: int) -> dict[str, Any] | None:
-    """The kept entry for ``key`` when nothing it was built from has changed since; else None."""
+def drop(home: Path) -> None:
+    """Delete every kept briefing (a memory was forgotten: its title must not stay on disk)."""
+    folder = home.joinpath(*FOLDER)
     try:
-        with open(_file(home, key), encoding="utf-8") as fh:
+        names = os.listdir(folder)
+    except OSError:
+        return
+    for name in names:
+        with contextlib.suppress(OSError):
+            os.unlink(folder / name)
+
+
+def load(home: Path, key: list[Any], db_path: str | os.PathLike[str], now_ms: int) -> dict[str, Any] | None:
+    """The kept entry for ``key`` when nothing it was built from has changed since; else None (and an
+    entry the store moved past is deleted: what it shows may since have been forgotten)."""
+    path = _file(home, key)
+    try:
+        with open(path, encoding="utf-8") as fh:
             data = json.load(fh)
     except (OSError, ValueError):
         return None
@@ -129,7 +144,11 @@ def load(home: Path, key: list[Any], db_path: str | os.PathLike[str], now_ms: in
     built = data.get("built_at")
     if not isinstance(built, int) or not 0 <= now_ms - built <= MAX_AGE_MS:
         return None
-    if data.get("store") != store_stamp(db_path):
+    stamp = store_stamp(db_path)
+    if data.get("store") != stamp:
+        if stamp is not None:
+            with contextlib.suppress(OSError):
+                path.unlink()
         return None
     files = data.get("files")
     if not isinstance(files, dict) or not all(_holds(path, kept) for path, kept in files.items()):
