@@ -197,3 +197,21 @@ def test_a_hook_that_answers_from_the_store_opens_no_write_path_before_it_exits(
     modules = imported_before_exit(tmp_path, project, "hook", event, stdin=json.dumps(data(project)))
     assert "cmem_cli.store.repository" in modules  # it read the store
     assert {"cmem_cli.services.write.service", "cmem_export"} & modules == set()
+
+
+def test_a_session_start_with_a_kept_briefing_loads_neither_sqlite_nor_the_store(tmp_path, project, home):
+    """The briefing the last turn's detached child kept is read as a file (core/briefing_cache.py)."""
+    import time
+
+    from cmem_cli.core import briefing_cache
+
+    stop = payload("Stop", "s-1", project, stop_hook_active=False)
+    imported_before_exit(tmp_path, project, "hook", "Stop", stdin=json.dumps(stop))
+    kept = home.joinpath(*briefing_cache.FOLDER)
+    deadline = time.monotonic() + 20
+    while not any(kept.glob("*.json")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    start = payload("SessionStart", "s-2", project, source="startup")
+    modules = imported_before_exit(tmp_path, project, "hook", "SessionStart", stdin=json.dumps(start))
+    assert "cmem_cli.core.briefing_cache" in modules  # it read the kept briefing
+    assert (WRITE_PATH | {"cmem_cli.core.db", "cmem_cli.services.read.briefing"}) & modules == set()

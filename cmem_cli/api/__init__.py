@@ -386,7 +386,11 @@ class Memory:
         re-exported without the link."""
         if not ids:
             raise InvalidInput("no observation ids given")
-        return self.service.records.forget([self._write_id(i) for i in ids])
+        from cmem_cli.core.briefing_cache import drop
+
+        forgotten = self.service.records.forget([self._write_id(i) for i in ids])
+        drop(self.config.home)  # the SessionStart briefing kept may show one of them
+        return forgotten
 
     def invalidate(self, id: int | str, *, reason: str | None = None) -> Observation:
         """Say an observation no longer holds (``cmem invalidate``): it is kept, and its file and the team

@@ -147,6 +147,14 @@ class Recorder:
             self._memory.reader.store, project, budget=budget, exclude_session=exclude_session
         ).text
 
+    def kept_briefing(self, project: str, *, budget: int, top: str | None) -> dict[str, Any] | None:
+        """The briefing of ``project`` with what it was built from, for the SessionStart hook to keep and
+        print while all of that holds (:mod:`cmem_cli.core.briefing_cache`); None when it cannot be kept."""
+        from cmem_cli.services.read.briefing import keep
+
+        store = self._memory.reader.store
+        return keep(store, project, budget=budget, top=top, db_path=str(self._memory.config.db_path))
+
     def recall(
         self,
         point: str,
