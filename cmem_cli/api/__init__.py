@@ -39,6 +39,7 @@ from cmem_cli.core.query import Query
 if TYPE_CHECKING:
     from cmem_cli.api.index import Index, Models
     from cmem_cli.api.recorder import Recorder
+    from cmem_cli.core.hit_types import ObservationHit
     from cmem_cli.core.pages import Rows, SearchPage, Timeline
     from cmem_cli.core.results import (
         Briefing,
@@ -551,7 +552,7 @@ class Memory:
             raise InvalidInput("no observation ids given")
         return verify(self.service, [self._write_id(i) for i in ids], cwd=_cwd(cwd))
 
-    def stale(self, *, project: str | None = None) -> list[dict[str, Any]]:
+    def stale(self, *, project: str | None = None) -> list[ObservationHit]:
         """Observations whose cited files changed or vanished since they were anchored (`cmem verify
         --stale`), oldest first: search rows with ``stale`` and ``branch``."""
         from cmem_cli.services.truth.stale import stale_rows

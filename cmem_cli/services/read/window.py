@@ -8,7 +8,7 @@ starts at the oldest one kept, so that prompts and summaries cover the same span
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from cmem_cli.core.fields import SUMMARY_FIELDS
 from cmem_cli.core.timeutil import to_iso
@@ -147,7 +147,7 @@ def _mark_possibly_replaced(
 
 def _observation(row: Mapping[str, Any], export_dir: Any) -> dict[str, Any]:
     """The observation in full: its search row (whatever fields that carries) and every detail."""
-    item = observation_row(row)
+    item = cast("dict[str, Any]", observation_row(row))  # a search row widened with the details
     for name in OBSERVATION_DETAIL:
         item[name] = row.get(name)
     item["author"] = row.get("author")  # the person, where known: the details panel shows it
