@@ -38,6 +38,7 @@ if TYPE_CHECKING:  # for the type checker only: at run time a document's fields 
         type: str | None
         created_at: int | None
 
+
 # The names of a document's fields a hit carries, in the order :meth:`Retrieval.document_fields` reads them
 DOCUMENT_FIELDS = ("id", "collection", "path", "docid", "title", "kind", "uid", "obs_id", "project", "type",
                    "created_at")  # fmt: skip
