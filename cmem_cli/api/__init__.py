@@ -61,6 +61,7 @@ if TYPE_CHECKING:
     from cmem_cli.services.inbound.adopt import AdoptReport
     from cmem_cli.services.read.recall import Recall
     from cmem_cli.services.read.search_pipeline import Reader
+    from cmem_cli.services.read.window import WindowJson
     from cmem_cli.services.truth.anchor_record import Verified
     from cmem_cli.services.write.service import WriteService
     from cmem_cli.store.repository import Store
@@ -478,7 +479,7 @@ class Memory:
 
     def window(
         self, query: Query | str | None = None, *, limit: int = 2000, cwd: str | Path | None = None
-    ) -> dict[str, Any]:
+    ) -> WindowJson:
         """Everything recorded in a span of time, in full, newest first: what `cmem view` draws.
 
         The words and filters are ``query``'s (a :class:`Query`; words match as keyword search matches them,
