@@ -81,13 +81,14 @@ class KeywordSearch(Repository):
         scale = terms.idf_sum() * max(OBS_WEIGHTS) if terms is not None else 0.0
         rows: list[ObservationMatch] = []
         for obs_id, rank in ranked:
-            row = found.get(obs_id)
-            if row is None:
+            stored = found.get(obs_id)
+            if stored is None:
                 continue
+            row = cast("dict[str, object]", stored)  # the stored row, extended with what matched
             row["kind"] = "observation"
-            row["bm25"] = -rank  # FTS5 ranks lower-is-better; keep the positive strength
+            row["bm25"] = bm25_strength = -rank  # FTS5 ranks lower-is-better; keep the positive strength
             row["score"] = bm25_to_score(rank)
-            row["strength"] = row["bm25"] / scale if scale else 0.0
+            row["strength"] = bm25_strength / scale if scale else 0.0
             rows.append(cast("ObservationMatch", row))
         return rows
 
