@@ -9,7 +9,7 @@ reason.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, cast, overload
 
 if TYPE_CHECKING:
@@ -107,9 +107,10 @@ class Timeline:
         return self._json
 
 
-def records(rows: list[Row]) -> Rows[Record]:
-    """Full records (``cmem get``): observations, summaries, prompts and documents, by their ``kind``."""
-    return Rows(rows, _record)
+def records(rows: Sequence[Mapping[str, Any]]) -> Rows[Record]:
+    """Full records (``cmem get``): observations, summaries, prompts and documents, by their ``kind``; the
+    typed records of the read service are the JSON they print."""
+    return Rows(cast("list[Row]", rows), _record)
 
 
 def sessions(rows: list[Row]) -> Rows[Session]:

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import MutableMapping
 from typing import TYPE_CHECKING, Any, cast
 
-from cmem_cli.core.fields import SUMMARY_FIELDS
 from cmem_cli.core.timeutil import to_iso
-from cmem_cli.services.read.search_pipeline import observation_row, prompt_row, summary_row
+from cmem_cli.services.read.details import prompt_record, summary_record
+from cmem_cli.services.read.search_pipeline import observation_row
 from cmem_cli.store.filters import Filters
 from cmem_cli.store.repository import Store
 
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
     from typing import Literal, TypeAlias, TypedDict
 
-    from cmem_cli.core.hit_types import PromptHit, SummaryHit
+    from cmem_cli.services.read.record_types import PromptRecord, SummaryRecord
     from cmem_cli.store.row_types import LinkRow
 
     class WindowObservation(TypedDict):
@@ -64,24 +64,7 @@ if TYPE_CHECKING:
         superseded_by: int | None
         possibly_superseded_by: int | None
 
-    class WindowPrompt(PromptHit):
-        """A prompt in full: its search row, its text and its author."""
-
-        text: str
-        author: str | None
-
-    class WindowSummary(SummaryHit):
-        """A session summary in full: its search row, its fields and its author."""
-
-        request: str | None
-        investigated: str | None
-        learned: str | None
-        completed: str | None
-        next_steps: str | None
-        notes: str | None
-        author: str | None
-
-    WindowItem: TypeAlias = WindowObservation | WindowPrompt | WindowSummary
+    WindowItem: TypeAlias = WindowObservation | PromptRecord | SummaryRecord
 
     class WindowSession(TypedDict):
         """A session the window's items belong to (times as ISO strings)."""
@@ -163,7 +146,7 @@ def window(
     for observation in observations:
         observation["unmerged"] = observation["id"] in behind
     items: list[WindowItem] = [*observations]
-    items += [_prompt(row) for row in prompts]
+    items += [prompt_record(row) for row in prompts]
     items += [_summary(row, export_dir) for row in summaries]
     items.sort(key=_newest_first, reverse=True)
 
@@ -269,15 +252,8 @@ def _observation(row: Mapping[str, Any], export_dir: Any) -> WindowObservation:
     return item
 
 
-def _prompt(row: Mapping[str, Any]) -> WindowPrompt:
-    return {**prompt_row(row), "text": row["text"], "author": row.get("author")}
-
-
-def _summary(row: Mapping[str, Any], export_dir: Any) -> WindowSummary:
-    item = cast(
-        "WindowSummary",
-        {**summary_row(row), **{name: row.get(name) for name in SUMMARY_FIELDS}, "author": row.get("author")},
-    )
+def _summary(row: Mapping[str, Any], export_dir: Any) -> SummaryRecord:
+    item = summary_record(row)
     if item.get("path"):
         item["path"] = str(export_dir / item["path"])
     return item
