@@ -18,15 +18,85 @@ from cmem_cli.store.repository import Store
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
-    from typing import TypedDict
+    from typing import NotRequired, TypedDict
 
-    from cmem_cli.store.row_types import SessionOutcome, SummaryRow
+    from cmem_cli.services.read.activity import ActivityLine
+    from cmem_cli.store.row_types import BriefCandidate, SessionOutcome, SummaryRow
 
     class LastSession(TypedDict):
         """The briefing's "Last session": the newest summary of another session, and how that session ended."""
 
         summary: SummaryRow | None
         session: SessionOutcome | None
+
+    class Briefed(BriefCandidate):
+        """A candidate line, with what its anchor says now and whether its branch is merged."""
+
+        stale: list[str] | None
+        drifted: list[str] | None
+        behind: list[str] | None
+        branch: str | None
+        unmerged: bool
+
+    class LastSessionJson(TypedDict):
+        """The last session as `cmem context --json` shows it."""
+
+        session: str | None
+        status: str | None
+        summary_id: int | None
+        created_at: str | None
+        request: str | None
+        completed: str | None
+        learned: str | None
+        outcome: str | None
+        next_steps: str | None
+
+    class BriefedJson(TypedDict):
+        """An observation line as `cmem context --json` shows it."""
+
+        id: int
+        uid: str
+        type: str
+        title: str
+        created_at: str | None
+        tokens: int | None
+        session: str | None
+        stale: list[str] | None
+        behind: list[str] | None
+        drifted: list[str] | None
+        branch: str | None
+        unmerged: bool
+
+    class ActivityJson(TypedDict):
+        """A folded line as `cmem context --json` shows it (:class:`ActivityLine`, times as ISO strings,
+        last)."""
+
+        session: str | None
+        kind: str
+        count: int
+        ids: list[int]
+        failed: NotRequired[int]
+        last_failed: NotRequired[bool]
+        failing: NotRequired[list[str]]
+        commits: NotRequired[int]
+        scratch: NotRequired[int]
+        other: NotRequired[int]
+        queries: NotRequired[list[str]]
+        files: NotRequired[int]
+        text: NotRequired[str]
+        first_at: str | None
+        last_at: str | None
+
+    class BriefingJson(TypedDict):
+        """What `cmem context --json` prints."""
+
+        project: str | None
+        budget: int
+        tokens: int
+        last_session: LastSessionJson | None
+        observations: list[BriefedJson]
+        activity: list[ActivityJson]
+        text: str
 
 
 DEFAULT_BUDGET = 1_500
@@ -64,15 +134,15 @@ class SessionContext:
         self.project = project
         self.budget = budget
         self.text = ""
-        self.last_session: dict[str, Any] | None = None
-        self.observations: list[dict[str, Any]] = []
-        self.activity: list[dict[str, Any]] = []
+        self.last_session: LastSessionJson | None = None
+        self.observations: list[BriefedJson] = []
+        self.activity: list[ActivityJson] = []
 
     @property
     def tokens(self) -> int:
         return estimate_tokens(self.text)
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> BriefingJson:
         return {
             "project": self.project,
             "budget": self.budget,
@@ -118,13 +188,14 @@ def _last_session(store: Store, project: str | None, exclude_session: str | None
     return {"summary": None, "session": session} if session else None
 
 
-def _candidates(store: Store, project: str | None) -> list[dict[str, Any]]:
+def _candidates(store: Store, project: str | None) -> list[Briefed]:
     """The newest observations of ``project``, only the columns ranking and the index need (narratives can be
-    large; a SessionStart hook must not read 200 of them); a memory a newer one replaced is left out."""
-    return cast(list[dict[str, Any]], store.briefing.current_observations(project, limit=CANDIDATES))
+    large; a SessionStart hook must not read 200 of them); a memory a newer one replaced is left out. The
+    lines kept get what their anchors say and ``unmerged`` before they are shown."""
+    return cast("list[Briefed]", store.briefing.current_observations(project, limit=CANDIDATES))
 
 
-def _ranked(rows: list[dict[str, Any]], now: int) -> list[dict[str, Any]]:
+def _ranked(rows: list[Briefed], now: int) -> list[Briefed]:
     """One row per distinct title (the newest), most useful first."""
     seen: set[str] = set()
     distinct = []
@@ -180,10 +251,10 @@ def _activity_line(entry: Mapping[str, Any]) -> str:
     return f"- {to_date(entry['last_at'])}{who}: {_line(entry['text'], 140)} ({span})"
 
 
-def _activity_json(entry: Mapping[str, Any]) -> dict[str, Any]:
+def _activity_json(entry: ActivityLine) -> ActivityJson:
     out = {k: v for k, v in entry.items() if k not in ("first_at", "last_at")}
     out["first_at"], out["last_at"] = to_iso(entry["first_at"]), to_iso(entry["last_at"])
-    return out
+    return cast("ActivityJson", out)
 
 
 def _observation_line(row: Mapping[str, Any]) -> str:
@@ -266,11 +337,11 @@ def build_context(
         (ACTIVITY_HEADING, [(_activity_line(a), None, a) for a in activity]
          + [(_observation_line(r), r, None) for r in _ranked(captured, now)]),
     )  # fmt: skip
-    chosen: list[dict[str, Any]] = []
+    chosen: list[Briefed] = []
     for heading, candidates in sections:
         texts: list[str] = []
-        shown: list[tuple[str, dict[str, Any]]] = []  # observation lines, shown newest first
-        folded: list[tuple[str, dict[str, Any]]] = []  # activity lines, shown first, newest session first
+        shown: list[tuple[str, Briefed]] = []  # observation lines, shown newest first
+        folded: list[tuple[str, ActivityLine]] = []  # activity lines, shown first, newest session first
         for line, row, entry in candidates:
             if used([heading, *texts, line, reminder]) > char_budget:
                 continue  # a shorter line further down may still fit
