@@ -25,7 +25,7 @@ SOURCES = [
     ROOT / "core" / "hit_types.py",
     ROOT / "services" / "read" / "record_types.py",
     ROOT / "services" / "read" / "window.py",
-    ROOT / "services" / "read" / "briefing.py",
+    ROOT / "services" / "read" / "briefing_types.py",
 ]
 
 

@@ -19,44 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 R = TypeVar("R", bound=Mapping[str, Any])  # the observations folded (the briefing's candidates)
 
 if TYPE_CHECKING:
-    from typing import NotRequired, TypedDict
-
-    class TestsFold(TypedDict):
-        """What a session's test runs folded say: how many failed, how the last one ended, what failed."""
-
-        failed: int
-        last_failed: bool
-        failing: list[str]
-        text: str
-
-    class CommandsFold(TypedDict):
-        """What a session's other commands folded say: commits, scratch commands and the rest."""
-
-        commits: int
-        scratch: int
-        other: int
-        text: str
-
-    class ActivityLine(TypedDict):
-        """One folded line: a session's calls of one ``kind`` (``ids``, times in epoch ms) and its ``text``;
-        the keys of its kind (:class:`TestsFold`, :class:`CommandsFold`, a search's ``queries``, the
-        number of ``files`` read or edited)."""
-
-        session: str | None
-        kind: str
-        count: int
-        ids: list[int]
-        first_at: int
-        last_at: int
-        failed: NotRequired[int]
-        last_failed: NotRequired[bool]
-        failing: NotRequired[list[str]]
-        commits: NotRequired[int]
-        scratch: NotRequired[int]
-        other: NotRequired[int]
-        queries: NotRequired[list[str]]
-        files: NotRequired[int]
-        text: NotRequired[str]
+    from cmem_cli.services.read.briefing_types import ActivityLine, CommandsFold, TestsFold
 
 
 # Which hook-captured tool calls fold, and into what.

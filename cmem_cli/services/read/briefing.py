@@ -18,85 +18,23 @@ from cmem_cli.store.repository import Store
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
-    from typing import NotRequired, TypedDict
+    from typing import TypedDict
 
-    from cmem_cli.services.read.activity import ActivityLine
-    from cmem_cli.store.row_types import BriefCandidate, SessionOutcome, SummaryRow
+    from cmem_cli.services.read.briefing_types import (
+        ActivityJson,
+        ActivityLine,
+        Briefed,
+        BriefedJson,
+        BriefingJson,
+        LastSessionJson,
+    )
+    from cmem_cli.store.row_types import SessionOutcome, SummaryRow
 
     class LastSession(TypedDict):
         """The briefing's "Last session": the newest summary of another session, and how that session ended."""
 
         summary: SummaryRow | None
         session: SessionOutcome | None
-
-    class Briefed(BriefCandidate):
-        """A candidate line, with what its anchor says now and whether its branch is merged."""
-
-        stale: list[str] | None
-        drifted: list[str] | None
-        behind: list[str] | None
-        branch: str | None
-        unmerged: bool
-
-    class LastSessionJson(TypedDict):
-        """The last session as `cmem context --json` shows it."""
-
-        session: str | None
-        status: str | None
-        summary_id: int | None
-        created_at: str | None
-        request: str | None
-        completed: str | None
-        learned: str | None
-        outcome: str | None
-        next_steps: str | None
-
-    class BriefedJson(TypedDict):
-        """An observation line as `cmem context --json` shows it."""
-
-        id: int
-        uid: str
-        type: str
-        title: str
-        created_at: str | None
-        tokens: int | None
-        session: str | None
-        stale: list[str] | None
-        behind: list[str] | None
-        drifted: list[str] | None
-        branch: str | None
-        unmerged: bool
-
-    class ActivityJson(TypedDict):
-        """A folded line as `cmem context --json` shows it (:class:`ActivityLine`, times as ISO strings,
-        last)."""
-
-        session: str | None
-        kind: str
-        count: int
-        ids: list[int]
-        failed: NotRequired[int]
-        last_failed: NotRequired[bool]
-        failing: NotRequired[list[str]]
-        commits: NotRequired[int]
-        scratch: NotRequired[int]
-        other: NotRequired[int]
-        queries: NotRequired[list[str]]
-        files: NotRequired[int]
-        text: NotRequired[str]
-        first_at: str | None
-        last_at: str | None
-
-    class BriefingJson(TypedDict):
-        """What `cmem context --json` prints."""
-
-        project: str | None
-        budget: int
-        tokens: int
-        last_session: LastSessionJson | None
-        observations: list[BriefedJson]
-        activity: list[ActivityJson]
-        text: str
 
 
 DEFAULT_BUDGET = 1_500
