@@ -109,20 +109,26 @@ def filled(sh, home, tmp_path):
     ],
 )
 def test_a_search_rows_keys_are_its_kinds_type(filled, args):
+    from cmem_cli.core.results import Hit
+
     rows = filled(*args).json()
     assert {row["kind"] for row in rows} >= ({"observation"} if "sync retry" not in args else set(HIT_TYPE))
     for row in rows:
         assert_typed(row, HIT_TYPE[row["kind"]])
+        assert_typed(Hit.from_json(row).to_json(), HIT_TYPE[row["kind"]])  # the API's typed hit, as JSON
         for signal in row.get("signals", {}).values():
             assert_typed(signal, "SignalJson")
 
 
 def test_a_timelines_keys_are_its_types(filled):
+    from cmem_cli.core.results import TimelineItem
+
     data = filled("timeline", "2", "--json").json()
     assert_typed(data, "TimelineJson")
     assert {item["kind"] for item in data["items"]} == {"observation", "prompt", "summary"}
     for item in data["items"]:
         assert_typed(item, "TimelineRow")
+        assert_typed(TimelineItem.from_json(item).to_json(), "TimelineRow")
 
 
 def test_a_records_keys_are_its_kinds_type(filled):

@@ -46,11 +46,11 @@ if TYPE_CHECKING:
         path: str | None
         # what one kind has: an observation's invalidation, a prompt's number, a document's line
         invalidated: NotRequired[str | None]
-        prompt_number: NotRequired[int]
+        prompt_number: NotRequired[int | None]
         line: NotRequired[int | None]
-        # what the stages add
-        signals: NotRequired[dict[str, SignalJson]]
-        stages: NotRequired[dict[str, int]]
+        # what the stages add (None in an API Hit's JSON where the stage did not run)
+        signals: NotRequired[dict[str, SignalJson] | None]
+        stages: NotRequired[dict[str, int] | None]
         evidence: NotRequired[float]
         superseded_by: NotRequired[int | str | None]
         possibly_superseded_by: NotRequired[int | str | None]

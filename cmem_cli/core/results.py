@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from cmem_cli.core.hit_types import SignalJson
+    from cmem_cli.core.hit_types import HitRow, SignalJson, TimelineRow
 
 _T = TypeVar("_T")
 
@@ -204,7 +204,8 @@ class Hit(NamedTuple):
     def from_json(cls, row: Mapping[str, Any]) -> Hit:
         return _pick(cls, row)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> HitRow:
+        """The search row of this hit (what `cmem search --json` prints of it)."""
         return as_dict(self)  # type: ignore[no-any-return]
 
 
@@ -232,7 +233,7 @@ class TimelineItem(NamedTuple):
     def from_json(cls, row: Mapping[str, Any]) -> TimelineItem:
         return _pick(cls, row)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> TimelineRow:
         return as_dict(self)  # type: ignore[no-any-return]
 
 

@@ -790,7 +790,7 @@ def with_replies(
             if row["kind"] == nxt["kind"] == "observation" and question_of.get(row["id"]) == nxt["id"]:
                 mark: SignalJson = {"rank": rank + 1, "score": nxt["score"], "norm": nxt["score"]}
                 marked = row.copy()
-                marked["signals"] = {**row.get("signals", {}), "reply": mark}
+                marked["signals"] = {**(row.get("signals") or {}), "reply": mark}
                 out[rank - 1] = marked
     return out
 
