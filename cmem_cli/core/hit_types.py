@@ -5,8 +5,8 @@ stage after retrieval takes and returns them, and the page hands them out as its
 --json`` prints them as they are). At run time a row is a plain dict: modules import this file under
 ``TYPE_CHECKING``, so a search makes no class (the start-up test pins that).
 
-Every kind has the keys of :class:`HitFields`, in the order the JSON prints them. The stages add the
-``NotRequired`` ones: ``score`` places, ``signals`` and ``stages`` with ``--explain``, ``superseded_by`` and
+Every kind has the keys of :class:`HitFields` (in the order the JSON prints them) and :class:`Marks`. The
+stages add the ``NotRequired`` ones: ``score`` places, ``signals`` and ``stages`` with ``--explain``, ``superseded_by`` and
 ``possibly_superseded_by`` (supersession), ``stale``, ``drifted``, ``behind`` and ``branch`` (anchors).
 """
 
@@ -26,7 +26,18 @@ if TYPE_CHECKING:
         norm: float | None
         whole: NotRequired[float]
 
-    class HitFields(TypedDict):
+    class Marks(TypedDict):
+        """What the truth stages mark on a row: what replaced it (:mod:`cmem_cli.services.truth.supersession`)
+        and what its anchor says now (:mod:`cmem_cli.services.truth.anchor_notes`)."""
+
+        superseded_by: NotRequired[int | str | None]
+        possibly_superseded_by: NotRequired[int | str | None]
+        stale: NotRequired[list[str] | None]
+        drifted: NotRequired[list[str] | None]
+        behind: NotRequired[list[str] | None]
+        branch: NotRequired[str | None]
+
+    class HitFields(Marks):
         """The keys of every search row (``id``: an observation's number, ``S<n>``, ``P<n>``,
         ``doc:<docid>``; a team search's rows carry uids until the page is shown)."""
 
@@ -52,12 +63,6 @@ if TYPE_CHECKING:
         signals: NotRequired[dict[str, SignalJson] | None]
         stages: NotRequired[dict[str, int] | None]
         evidence: NotRequired[float]
-        superseded_by: NotRequired[int | str | None]
-        possibly_superseded_by: NotRequired[int | str | None]
-        stale: NotRequired[list[str] | None]
-        drifted: NotRequired[list[str] | None]
-        behind: NotRequired[list[str] | None]
-        branch: NotRequired[str | None]
 
     class ObservationHit(HitFields):
         """An observation found (``invalidated`` always present)."""
@@ -81,7 +86,7 @@ if TYPE_CHECKING:
 
     HitRow: TypeAlias = ObservationHit | SummaryHit | PromptHit | DocumentHit
 
-    class TimelineRow(TypedDict):
+    class TimelineRow(Marks):
         """One item of `cmem timeline --json`, oldest first; ``anchor`` marks the item asked about."""
 
         id: int | str
@@ -97,12 +102,6 @@ if TYPE_CHECKING:
         tokens: int
         anchor: bool
         invalidated: str | None
-        superseded_by: NotRequired[int | str | None]
-        possibly_superseded_by: NotRequired[int | str | None]
-        stale: NotRequired[list[str] | None]
-        drifted: NotRequired[list[str] | None]
-        behind: NotRequired[list[str] | None]
-        branch: NotRequired[str | None]
 
     class TimelineJson(TypedDict):
         """What `cmem timeline --json` prints."""

@@ -29,17 +29,15 @@ if TYPE_CHECKING:
         other: int
         text: str
 
-    class ActivityLine(TypedDict):
-        """One folded line: a session's calls of one ``kind`` (``ids``, times in epoch ms) and its ``text``;
-        the keys of its kind (:class:`TestsFold`, :class:`CommandsFold`, a search's ``queries``, the
-        number of ``files`` read or edited)."""
+    class Folded(TypedDict):
+        """One folded line's keys but its times: a session's calls of one ``kind`` (``ids``) and its
+        ``text``; the keys of its kind (:class:`TestsFold`, :class:`CommandsFold`, a search's ``queries``,
+        the number of ``files`` read or edited)."""
 
         session: str | None
         kind: str
         count: int
         ids: list[int]
-        first_at: int
-        last_at: int
         failed: NotRequired[int]
         last_failed: NotRequired[bool]
         failing: NotRequired[list[str]]
@@ -49,6 +47,12 @@ if TYPE_CHECKING:
         queries: NotRequired[list[str]]
         files: NotRequired[int]
         text: NotRequired[str]
+
+    class ActivityLine(Folded):
+        """A folded line as the briefing builds it (times in epoch ms)."""
+
+        first_at: int
+        last_at: int
 
     class Briefed(BriefCandidate):
         """A candidate line, with what its anchor says now and whether its branch is merged."""
@@ -88,23 +92,9 @@ if TYPE_CHECKING:
         branch: str | None
         unmerged: bool
 
-    class ActivityJson(TypedDict):
-        """A folded line as `cmem context --json` shows it (:class:`ActivityLine`, times as ISO strings,
-        last)."""
+    class ActivityJson(Folded):
+        """A folded line as `cmem context --json` shows it (times as ISO strings, last)."""
 
-        session: str | None
-        kind: str
-        count: int
-        ids: list[int]
-        failed: NotRequired[int]
-        last_failed: NotRequired[bool]
-        failing: NotRequired[list[str]]
-        commits: NotRequired[int]
-        scratch: NotRequired[int]
-        other: NotRequired[int]
-        queries: NotRequired[list[str]]
-        files: NotRequired[int]
-        text: NotRequired[str]
         first_at: str | None
         last_at: str | None
 
