@@ -43,8 +43,14 @@ NOT_WRITTEN = {
 }
 # What only the full CLI, a search, an index pass or a model needs.
 HEAVY = {"typer", "click", "numpy", "llama_cpp", "watchdog", "cmem_index.indexer", "cmem_index.embedder"}
-# The typed rows exist for the type checker only: no command makes their classes (a search would pay ~1 ms).
-TYPES_ONLY = {"cmem_cli.store.row_types"}
+# The typed rows (the store's, a search's, the full records and the briefing's) exist for the type checker
+# only: no command makes their classes (a search would pay ~1 ms) or unmarshals their bodies.
+TYPES_ONLY = {
+    "cmem_cli.store.row_types",
+    "cmem_cli.core.hit_types",
+    "cmem_cli.services.read.record_types",
+    "cmem_cli.services.read.briefing_types",
+}
 SEARCH_ONLY = {
     "cmem_cli.core.query_fields",  # the Query's option table: `cmem search`'s parser and MCP's schema
     "cmem_cli.services.read.search_pipeline",

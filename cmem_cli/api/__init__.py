@@ -39,6 +39,7 @@ from cmem_cli.core.query import Query
 if TYPE_CHECKING:
     from cmem_cli.api.index import Index, Models
     from cmem_cli.api.recorder import Recorder
+    from cmem_cli.core.hit_types import ObservationHit
     from cmem_cli.core.json_types import CandidateJson, ProjectJson, RebuildJson, SessionJson, StatsJson
     from cmem_cli.core.pages import Row, Rows, SearchPage, Timeline
     from cmem_cli.core.results import (
@@ -61,6 +62,7 @@ if TYPE_CHECKING:
     from cmem_cli.services.inbound.adopt import AdoptReport
     from cmem_cli.services.read.recall import Recall
     from cmem_cli.services.read.search_pipeline import Reader
+    from cmem_cli.services.read.window import WindowJson
     from cmem_cli.services.truth.anchor_record import Verified
     from cmem_cli.services.upkeep.doctor_report import DoctorReport
     from cmem_cli.services.write.service import WriteService
@@ -486,7 +488,7 @@ class Memory:
 
     def window(
         self, query: Query | str | None = None, *, limit: int = 2000, cwd: str | Path | None = None
-    ) -> dict[str, Any]:
+    ) -> WindowJson:
         """Everything recorded in a span of time, in full, newest first: what `cmem view` draws.
 
         The words and filters are ``query``'s (a :class:`Query`; words match as keyword search matches them,
@@ -560,7 +562,7 @@ class Memory:
             raise InvalidInput("no observation ids given")
         return verify(self.service, [self._write_id(i) for i in ids], cwd=_cwd(cwd))
 
-    def stale(self, *, project: str | None = None) -> list[dict[str, Any]]:
+    def stale(self, *, project: str | None = None) -> list[ObservationHit]:
         """Observations whose cited files changed or vanished since they were anchored (`cmem verify
         --stale`), oldest first: search rows with ``stale`` and ``branch``."""
         from cmem_cli.services.truth.stale import stale_rows

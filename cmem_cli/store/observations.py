@@ -233,8 +233,7 @@ class ObservationRepository(Repository):
     def oldest_first(self, ids: Iterable[int]) -> list[ObservationRow]:
         """The stored observations among ``ids``, oldest first (ids that do not exist are left out)."""
         found = observations_by_id(self.db, list(dict.fromkeys(ids)))
-        rows = cast("Iterable[ObservationRow]", found.values())
-        return sorted(rows, key=lambda row: (row["created_at"], row["id"]))
+        return sorted(found.values(), key=lambda row: (row["created_at"], row["id"]))
 
     def uid_matches(self, text: str, limit: int = 4) -> list[tuple[str, int, str]]:
         """(kind, id, uid) of the observations and session summaries whose uid is ``text`` or starts with

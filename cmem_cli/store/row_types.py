@@ -284,3 +284,50 @@ if TYPE_CHECKING:
         tokens: NotRequired[int]  # a bulk import's staged record: its file's token cost,
         updated_at: NotRequired[int]  # time
         path: NotRequired[str | None]  # and file name
+
+    class ObservationMatch(ObservationRow):
+        """An observation the keyword search matched: FTS5's BM25 (positive), its 0..1 ``score`` and its
+        ``strength`` (the BM25 over the query's IDF sum, comparable between tables)."""
+
+        kind: str
+        bm25: float
+        score: float
+        strength: float
+
+    class SummaryMatch(SummaryRow):
+        """A session summary the keyword search matched (the keys of :class:`ObservationMatch`)."""
+
+        kind: str
+        bm25: float
+        score: float
+        strength: float
+
+    class PromptMatch(PromptRow):
+        """A prompt the keyword search matched (the keys of :class:`ObservationMatch`)."""
+
+        kind: str
+        bm25: float
+        score: float
+        strength: float
+
+    class ListedObservation(ObservationRow):
+        """An observation listed without words (no score)."""
+
+        kind: str
+        score: None
+
+    class TimelineItemRow(TypedDict):
+        """An observation, prompt or summary around a timeline's anchor (a prompt's text and a summary's
+        first field as ``title``; ``type`` None but for observations)."""
+
+        kind: str
+        id: int
+        created_at: int
+        type: str | None
+        title: str | None
+        session: str | None
+        agent: str
+        tokens: int | None
+        uid: str
+        machine: str | None
+        invalidated: str | None

@@ -20,6 +20,14 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import TypedDict
 
+    from cmem_cli.services.read.briefing_types import (
+        ActivityJson,
+        ActivityLine,
+        Briefed,
+        BriefedJson,
+        BriefingJson,
+        LastSessionJson,
+    )
     from cmem_cli.store.anchors import Anchor
     from cmem_cli.store.row_types import SessionOutcome, SummaryRow
 
@@ -65,9 +73,9 @@ class SessionContext:
         self.project = project
         self.budget = budget
         self.text = ""
-        self.last_session: dict[str, Any] | None = None
-        self.observations: list[dict[str, Any]] = []
-        self.activity: list[dict[str, Any]] = []
+        self.last_session: LastSessionJson | None = None
+        self.observations: list[BriefedJson] = []
+        self.activity: list[ActivityJson] = []
         # what a kept briefing is checked against (core.briefing_cache): the session whose summary or
         # outcome leads it, and the anchors its marks were read from
         self.pivot: str | None = None
@@ -77,7 +85,7 @@ class SessionContext:
     def tokens(self) -> int:
         return estimate_tokens(self.text)
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> BriefingJson:
         return {
             "project": self.project,
             "budget": self.budget,
@@ -123,13 +131,14 @@ def _last_session(store: Store, project: str | None, exclude_session: str | None
     return {"summary": None, "session": session} if session else None
 
 
-def _candidates(store: Store, project: str | None) -> list[dict[str, Any]]:
+def _candidates(store: Store, project: str | None) -> list[Briefed]:
     """The newest observations of ``project``, only the columns ranking and the index need (narratives can be
-    large; a SessionStart hook must not read 200 of them); a memory a newer one replaced is left out."""
-    return cast(list[dict[str, Any]], store.briefing.current_observations(project, limit=CANDIDATES))
+    large; a SessionStart hook must not read 200 of them); a memory a newer one replaced is left out. The
+    lines kept get what their anchors say and ``unmerged`` before they are shown."""
+    return cast("list[Briefed]", store.briefing.current_observations(project, limit=CANDIDATES))
 
 
-def _ranked(rows: list[dict[str, Any]], now: int) -> list[dict[str, Any]]:
+def _ranked(rows: list[Briefed], now: int) -> list[Briefed]:
     """One row per distinct title (the newest), most useful first."""
     seen: set[str] = set()
     distinct = []
@@ -185,10 +194,10 @@ def _activity_line(entry: Mapping[str, Any]) -> str:
     return f"- {to_date(entry['last_at'])}{who}: {_line(entry['text'], 140)} ({span})"
 
 
-def _activity_json(entry: Mapping[str, Any]) -> dict[str, Any]:
+def _activity_json(entry: ActivityLine) -> ActivityJson:
     out = {k: v for k, v in entry.items() if k not in ("first_at", "last_at")}
     out["first_at"], out["last_at"] = to_iso(entry["first_at"]), to_iso(entry["last_at"])
-    return out
+    return cast("ActivityJson", out)
 
 
 def _observation_line(row: Mapping[str, Any]) -> str:
@@ -274,11 +283,11 @@ def build_context(
         (ACTIVITY_HEADING, [(_activity_line(a), None, a) for a in activity]
          + [(_observation_line(r), r, None) for r in _ranked(captured, now)]),
     )  # fmt: skip
-    chosen: list[dict[str, Any]] = []
+    chosen: list[Briefed] = []
     for heading, candidates in sections:
         texts: list[str] = []
-        shown: list[tuple[str, dict[str, Any]]] = []  # observation lines, shown newest first
-        folded: list[tuple[str, dict[str, Any]]] = []  # activity lines, shown first, newest session first
+        shown: list[tuple[str, Briefed]] = []  # observation lines, shown newest first
+        folded: list[tuple[str, ActivityLine]] = []  # activity lines, shown first, newest session first
         for line, row, entry in candidates:
             if used([heading, *texts, line, reminder]) > char_budget:
                 continue  # a shorter line further down may still fit

@@ -194,7 +194,8 @@ def _weigh(
     times NOTE_WEIGHT plus its session's (module docstring). The prompting session's own notes are left out."""
     words = store.recall.telling_words(prompt)
     hits = store.search.observations(words, filters, limit=HITS) if words else []  # tool records are left out
-    notes = {h["id"]: h for h in hits if not h.get("tools_used")}
+    row: Any  # the loops below read keyword hits of three tables and stored notes, and weigh them alike
+    notes: dict[int, Any] = {h["id"]: h for h in hits if not h.get("tools_used")}
     # The session a note was written in is found by its request: the prompt and the summary restate it.
     asked: dict[str, float] = {}
     said: dict[str, str] = {}  # and the words of its request that matched
