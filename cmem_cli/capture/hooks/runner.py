@@ -548,6 +548,13 @@ def _dispatch(
             if payload.raw.get("cmem_session_ends") is True:  # an adapter knows the turn is the last
                 capture.end_session(where)
         elif payload.event == "SessionEnd":
+            if payload.agent == "claude-code" and payload.transcript_path and rules.summary_on_stop:
+                # Claude Code's Stop hook runs in the background, and `claude -p` kills it when it exits
+                # right after the turn: the last answer is read from the transcript (once a prompt, so
+                # a Stop that did run leaves nothing to add; none when a prompt came after the answer)
+                from cmem_cli.capture.transcripts import last_assistant_text
+
+                capture.turn_summary(where, last_assistant_text(Path(payload.transcript_path)), created_at=at)
             capture.end_session(where)
         else:  # SubagentStop and events added to Claude Code later: the session is alive
             capture.start_session(where)
