@@ -1,5 +1,6 @@
 """Recall at the moment of need, through the real CLI: the hooks as Claude Code (and Gemini CLI) run them, a
-new process per event, and `cmem recall` showing what they would inject and why."""
+new process per event, and `cmem recall` showing what they would inject and why. What a test only stores
+first (its notes, the earlier session of the ``repo`` fixture) is written in this process (tests/runner.py)."""
 
 from __future__ import annotations
 
@@ -13,13 +14,20 @@ import pytest
 
 from tests.agent_fixtures import payload, recorded_payload, tool_payload
 from tests.hook_log import hook_log
+from tests.runner import invoke
 
 OLD = "11111111-1111-4111-8111-111111111111"  # the session that recorded the memories
 NEW = "22222222-2222-4222-8222-222222222222"  # a later session that asks
 OTHER = "33333333-3333-4333-8333-333333333333"  # and another
 
 
-def run(*args: str, cwd: Path, stdin: str | None = None, env: dict[str, str] | None = None) -> str:
+def run(
+    *args: str, cwd: Path, stdin: str | None = None, env: dict[str, str] | None = None, process: bool = True
+) -> str:
+    if not process:  # a write the test only stores, made in this process
+        result = invoke(*args, cwd=cwd, input=stdin, env=env)
+        assert result.exit_code == 0, result.stderr
+        return result.stdout
     proc = subprocess.run(
         [sys.executable, "-m", "cmem_cli", *args],
         input=stdin,
@@ -33,8 +41,8 @@ def run(*args: str, cwd: Path, stdin: str | None = None, env: dict[str, str] | N
     return proc.stdout
 
 
-def hook(repo: Path, event: str, data: dict, *args: str) -> dict | None:
-    out = run("hook", *args, event, cwd=repo, stdin=json.dumps(data)).strip()
+def hook(repo: Path, event: str, data: dict, *args: str, process: bool = True) -> dict | None:
+    out = run("hook", *args, event, cwd=repo, stdin=json.dumps(data), process=process).strip()
     return json.loads(out) if out else None
 
 
@@ -44,7 +52,7 @@ def context(answer: dict | None) -> str:
 
 def note(repo: Path, obs_type: str, title: str, narrative: str, *extra: str) -> int:
     out = run("add", "--type", obs_type, "-t", title, "--narrative", narrative, *extra, cwd=repo,
-              env={"CMEM_SESSION": OLD, "CMEM_AGENT": "claude-code"})  # fmt: skip
+              env={"CMEM_SESSION": OLD, "CMEM_AGENT": "claude-code"}, process=False)  # fmt: skip
     return int(out.strip())
 
 
@@ -78,10 +86,11 @@ def repo(home: Path, tmp_path: Path) -> Path:
     subprocess.run([*git, "commit", "-qm", "init"], cwd=repo, check=True)
     for title, text in OTHER_NOTES:  # a store of one memory has no keyword statistics worth the name
         run(
-            "add", "--type", "discovery", "-t", title, "--narrative", text, "--project", "elsewhere", cwd=repo
-        )
-    hook(repo, "SessionStart", payload("SessionStart", OLD, repo, source="startup"))
-    hook(repo, "UserPromptSubmit", payload("UserPromptSubmit", OLD, repo, prompt="The nightly job ran at 3 am after the clocks changed"))  # fmt: skip
+            "add", "--type", "discovery", "-t", title, "--narrative", text, "--project", "elsewhere", cwd=repo,
+            process=False,
+        )  # fmt: skip
+    hook(repo, "SessionStart", payload("SessionStart", OLD, repo, source="startup"), process=False)
+    hook(repo, "UserPromptSubmit", payload("UserPromptSubmit", OLD, repo, prompt="The nightly job ran at 3 am after the clocks changed"), process=False)  # fmt: skip
     return repo
 
 

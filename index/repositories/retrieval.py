@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any, cast
 from cmem_cli.core import bm25
 from cmem_cli.core.batches import batches
 from cmem_cli.core.filters import FILTER_FIELDS, Filter, FilterFields, SqlDialect
-from cmem_index.repositories import Repository
-from cmem_index.store import FTS_TOKENIZER, IndexStore
+from cmem_index.repositories import IndexHandle, Repository
+from cmem_index.store import FTS_TOKENIZER
 
 Weights = tuple[float, float, float]
 
@@ -130,7 +130,7 @@ def _as_list(value: Any) -> list[str]:
 class Retrieval(Repository):
     """The rankings and lookups a search runs; the query's terms are read once per search."""
 
-    def __init__(self, store: IndexStore) -> None:
+    def __init__(self, store: IndexHandle) -> None:
         super().__init__(store)
         self._terms: dict[tuple[str, ...], bm25.QueryTerms] = {}  # of the queries since _terms_as_of
         self._terms_as_of: tuple[int, int] | None = None
