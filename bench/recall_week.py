@@ -9,7 +9,8 @@ developers write them, and file reads, each naming the memories that would help,
 TypeScript shop, a Go consumer and a Rust log shipper, written before the rule's second tuning and judged
 only (every item is ``held``). Week 3 (bench/data/recall-week-3/week.json, the same form: Terraform and
 Kubernetes, an Android app, dbt models) was written after week 2's one blind run, before weeks 1 and 2
-were tuned on item by item. Each item runs in
+were tuned on item by item. Week 4 (bench/data/recall-week-4/week.json: a pandas and LightGBM notebook
+repository, a Laravel shop, STM32 firmware in C) was written before the fourth round's rules. Each item runs in
 a new session, through the real hooks (SessionStart, then UserPromptSubmit or PostToolUse Read), and what
 the hook answered (``additionalContext``) is read back.
 
@@ -27,7 +28,7 @@ Figures, for the prompts and the file reads, on the ``tune`` half (looked at whi
 ``--latency`` times the UserPromptSubmit hook with recall against the same hook with ``[recall] prompt =
 false``, paired (A B A B ...), on a home of ``--memories`` notes: p50 and p95 of each, and the ratio.
 
-    python -m bench.recall_week [--week 1|2|3] [--split tune|held|all] [--bar 0.45] [--json]
+    python -m bench.recall_week [--week 1|2|3|4] [--split tune|held|all] [--bar 0.45] [--json]
     python -m bench.recall_week --latency [--memories 10000] [--runs 40]
 """
 
@@ -49,7 +50,7 @@ from bench.agent_week import Replay, environment
 from bench.hooks import command
 
 LABELS = Path(__file__).parent / "data" / "recall-week" / "labels.json"
-WEEKS = {"1": LABELS, **{n: Path(__file__).parent / "data" / f"recall-week-{n}" / "week.json" for n in "23"}}
+WEEKS = {"1": LABELS, **{n: Path(__file__).parent / "data" / f"recall-week-{n}" / "week.json" for n in "234"}}
 # Files the labelled reads name that the week's repositories do not hold: made before the reads.
 EXTRA_FILES = {
     ("invoices", "README.md"): "# invoices\n\nInvoice totals, VAT and numbering.\n",

@@ -7,8 +7,8 @@ never), only once a session, and only what clears the bar: nothing is better tha
 keyword retrieval over the store's full-text index (no model is loaded in a hook); a note's evidence is its
 BM25 *strength*, how much of the prompt it matched (:mod:`cmem_cli.core.bm25`), plus its session's (its
 request's, or a tool record's, at a fifth). A code name in the prompt (``invoice_total``, ``total()``) is
-evidence only for the notes that name it: "rename total() to invoice_total" is not about a note on "the
-invoice's net total". File recall takes the notes tied to the file (citing it, written
+evidence only for the notes that name it, or whose session's request did: "rename total() to invoice_total"
+is not about a note on "the invoice's net total". File recall takes the notes tied to the file (citing it, written
 in a session that changed it, or in one that read it and naming something the file holds), decisions and
 bug causes first, with their freshness.
 
@@ -44,11 +44,12 @@ NOTE_WEIGHT = 5.0
 # request: it weighs its own strength, a fifth of what the same match weighs in a note (NOTE_WEIGHT).
 TOOL_WEIGHT = 1.0
 RELATIVE = 0.7  # and a note below this share of the best note's evidence is left out
-# A note whose own text holds two distinct words of the prompt or more is about it, not a coincidence of one
-# shared word: it needs only this share of the bar (weak evidence is still evidence where the words meet).
+# A note one clause of which (its title, a sentence) holds two distinct words of the prompt or more is about
+# it, not a coincidence of one shared word: it needs only this share of the bar (weak evidence is still
+# evidence where the words meet). Two words in different sentences are said of different things.
 TWO_WORDS_SHARE = 0.3
-# And above the bar, a note whose evidence is below this multiple of it needs those two words too (with its
-# session's request): one shared word ("events") that the note's title happens to hold is not enough.
+# And above the bar, a note whose evidence is below this multiple of it needs those two words too (in one
+# clause of it or of its session's request): one shared word ("events") in its title is not enough.
 STRONG = 1.3
 # A word counts there only if it tells notes apart: held by at most this share of the store's records ("run",
 # "test", "line" are in every other tool record and note of a coding store).
@@ -176,12 +177,8 @@ def prompt_recall(
         plain_words = _rare(store, stems(_without(prompt, names))) if names else words
         for row in weak:
             asked = words if _names_code(row, names) else plain_words
-            said = (
-                _note_text(row)
-                + " "
-                + (row.get("asked_text") or "" if row["strength"] >= settings.bar else "")
-            )
-            row["words"] = len(asked & stems(said))
+            said = _clauses(row, request=row["strength"] >= settings.bar)
+            row["words"] = max((len(asked & stems(clause)) for clause in said), default=0)
     ranked = sorted(notes.values(), key=lambda r: -r["strength"])
     found = _choose(store, "prompt", prompt, project, ranked, settings, session=session, cwd=cwd, given=given)
     return _with_changed(store, found, session, given) if session is not None else found
@@ -198,13 +195,13 @@ def _weigh(
     notes: dict[int, Any] = {h["id"]: h for h in hits if not h.get("tools_used")}
     # The session a note was written in is found by its request: the prompt and the summary restate it.
     asked: dict[str, float] = {}
-    said: dict[str, str] = {}  # and the words of its request that matched
+    said: dict[str, str] = {}  # and the texts of its request that matched, one a line
     for row in [*store.search.summaries(prompt, filters, limit=CANDIDATES),
                 *store.search.prompts(prompt, filters, limit=CANDIDATES, pending=not recorded)]:  # fmt: skip
         if row.get("session") and row["session"] != session:  # this session's own prompt is no evidence
             asked[row["session"]] = max(asked.get(row["session"], 0.0), row["strength"])
             said[row["session"]] = (
-                f"{said.get(row['session'], '')} {row.get('text') or row.get('request') or ''}"
+                f"{said.get(row['session'], '')}\n{row.get('text') or row.get('request') or ''}"
             )
     for row in hits:  # and the session's tool records (reads, edits, test runs) say what it worked on
         if row.get("tools_used") and row.get("session") and row["session"] != session:
@@ -246,6 +243,19 @@ def _note_text(row: Mapping[str, Any]) -> str:
     return " ".join(str(row.get(f) or "") for f in ("title", "subtitle", "narrative", "facts", "concepts"))
 
 
+_CLAUSE = re.compile(r"[.;!?]+(?:\s+|$)|:\s+|\n+")
+
+
+def _clauses(row: Mapping[str, Any], *, request: bool) -> list[str]:
+    """A note's clauses (its title, each sentence or clause of its other fields) and, with ``request``,
+    those of its session's request: two words of a prompt in one clause are said of one thing, while two
+    in different sentences ("the login form ..."; "... the password is not saved") are a coincidence."""
+    fields = [str(row.get(f) or "") for f in ("title", "subtitle", "narrative", "facts", "concepts")]
+    if request:
+        fields.append(str(row.get("asked_text") or ""))
+    return [clause for text in fields for clause in _CLAUSE.split(text) if clause.strip()]
+
+
 def _rare(store: Store, words: set[str]) -> set[str]:
     """Those of ``words`` (stems) that at most RARE_WORD of the store's records hold."""
     from cmem_cli.core import bm25
@@ -275,9 +285,11 @@ def _stemmer(store: Store) -> Callable[[str], set[str]]:
 
 
 def _names_code(row: Mapping[str, Any], names: list[str]) -> bool:
-    """Whether a note names one of ``names`` as code: ``invoice_total`` as such, a call ``total()`` with its
-    parenthesis (``total(`` ), not the words ``invoice`` and ``total`` in prose."""
-    text = _note_text(row)
+    """Whether a note, or the request of the session it was written in, names one of ``names`` as code:
+    ``invoice_total`` as such, a call ``total()`` with its parenthesis (``total(`` ), not the words
+    ``invoice`` and ``total`` in prose. A note on the crash a session was asked about is about the
+    exception its request named, even when the note says it in other words."""
+    text = _note_text(row) + " " + str(row.get("asked_text") or "")
     for name in names:
         bare = name[:-2] if name.endswith("()") else name
         after = r"\s*\(" if name.endswith("()") else r"(?![\w.])"
