@@ -7,7 +7,7 @@ prompt and file read, so each is one indexed lookup bounded by a limit.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from cmem_cli.core.batches import batches
@@ -55,6 +55,32 @@ class RecallRows(Repository):
         half = terms.rows / 2
         kept = [t for t in tokens if t not in terms.terms or terms.counts.get(terms.terms[t], 0) <= half]
         return " ".join(kept)
+
+    def rare(self, words: set[str], share: float) -> set[str]:
+        """Those of ``words`` (stems, as :meth:`stemmer` gives them) that at most ``share`` of the
+        observations hold."""
+        from cmem_cli.core import bm25
+
+        counts = bm25.term_counts(self.db.conn, "observations_fts", words)
+        rows = max([bm25.table_rows(self.db.conn, "observations_fts"), *counts.values()])
+        return {w for w in words if counts.get(w, 0) <= share * rows}
+
+    def stemmer(self) -> Callable[[str], set[str]]:
+        """A text's distinct search words as the full-text index stems them (``numbered`` and ``numbers``
+        are one), stopwords and fragments of fewer than three letters (``today's`` gives ``s``) left out."""
+        import apsw
+
+        from cmem_cli.core.fts import query_tokens
+
+        name, *args = FTS_TOKENIZER.split()
+        tokenize = self.db.conn.fts5_tokenizer(name, args)
+
+        def stems(text: str) -> set[str]:
+            raw = " ".join(query_tokens(text)).encode("utf-8")
+            pieces: Iterable[Any] = tokenize(raw, apsw.FTS5_TOKENIZE_QUERY, None)  # (start, end, term, ...)
+            return {piece[2] for piece in pieces if len(piece[2]) >= 3}
+
+        return stems
 
     def notes_on_file(self, project: str, path: str, *, limit: int) -> list[dict[str, Any]]:
         """Notes (not hook records) of ``project`` that are current (no memory replaced them) and are tied

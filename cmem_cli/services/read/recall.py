@@ -28,7 +28,7 @@ from cmem_cli.core.timeutil import to_date, to_iso
 from cmem_cli.store.repository import Store
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Mapping
+    from collections.abc import Mapping
 
     from cmem_cli.store.filters import Filters
 
@@ -172,9 +172,9 @@ def prompt_recall(
     low, strong = TWO_WORDS_SHARE * settings.bar, STRONG * settings.bar
     weak = [r for r in notes.values() if low <= r["strength"] < strong]
     if weak:  # how many of the prompt's words each holds (those it was weighed on: code names apart)
-        stems = _stemmer(store)
-        words = _rare(store, stems(prompt))
-        plain_words = _rare(store, stems(_without(prompt, names))) if names else words
+        stems = store.recall.stemmer()
+        words = store.recall.rare(stems(prompt), RARE_WORD)
+        plain_words = store.recall.rare(stems(_without(prompt, names)), RARE_WORD) if names else words
         for row in weak:
             asked = words if _names_code(row, names) else plain_words
             said = _clauses(row, request=row["strength"] >= settings.bar)
@@ -254,34 +254,6 @@ def _clauses(row: Mapping[str, Any], *, request: bool) -> list[str]:
     if request:
         fields.append(str(row.get("asked_text") or ""))
     return [clause for text in fields for clause in _CLAUSE.split(text) if clause.strip()]
-
-
-def _rare(store: Store, words: set[str]) -> set[str]:
-    """Those of ``words`` (stems) that at most RARE_WORD of the store's records hold."""
-    from cmem_cli.core import bm25
-
-    counts = bm25.term_counts(store.db.conn, "observations_fts", words)
-    rows = max([bm25.table_rows(store.db.conn, "observations_fts"), *counts.values()])
-    return {w for w in words if counts.get(w, 0) <= RARE_WORD * rows}
-
-
-def _stemmer(store: Store) -> Callable[[str], set[str]]:
-    """A text's distinct search words as the full-text index stems them (``numbered`` and ``numbers``
-    are one), stopwords and fragments of fewer than three letters (``today's`` gives ``s``) left out."""
-    import apsw
-
-    from cmem_cli.core.fts import query_tokens
-    from cmem_cli.store.schema import FTS_TOKENIZER
-
-    name, *args = FTS_TOKENIZER.split()
-    tokenize = store.db.conn.fts5_tokenizer(name, args)
-
-    def stems(text: str) -> set[str]:
-        raw = " ".join(query_tokens(text)).encode("utf-8")
-        pieces: Iterable[Any] = tokenize(raw, apsw.FTS5_TOKENIZE_QUERY, None)  # (start, end, term, ...)
-        return {piece[2] for piece in pieces if len(piece[2]) >= 3}
-
-    return stems
 
 
 def _names_code(row: Mapping[str, Any], names: list[str]) -> bool:
