@@ -108,7 +108,12 @@ def main() -> None:
     for agent in args.agents.split(","):
         spec: h.Client = importlib.import_module(MODULES[agent]).CLIENT
         with tempfile.TemporaryDirectory() as tmp:
-            rows.append(timings(spec, args.runs, Path(tmp), mcp=not args.no_mcp, interleave=args.interleave))
+            try:
+                rows.append(
+                    timings(spec, args.runs, Path(tmp), mcp=not args.no_mcp, interleave=args.interleave)
+                )
+            finally:  # what a client leaves running (Cline's hub daemon), as the harness stops it
+                h.stop_left_over(Path(tmp))
     if args.json:
         print(json.dumps(rows, indent=2))
         return
