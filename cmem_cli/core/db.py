@@ -34,6 +34,8 @@ def busy_timeout_ms() -> int:
 def classify_error(exc: apsw.Error, path: Path, label: str, repair_hint: str) -> Exception:
     if isinstance(exc, apsw.BusyError | apsw.LockedError):
         return DatabaseBusy(f"{label} {path} is locked by another process; try again")
+    if isinstance(exc, apsw.InterruptError):  # a read past its deadline (Store.give_up_at)
+        return DatabaseBusy(f"{label} {path} did not answer in time")
     if isinstance(exc, apsw.NotADBError | apsw.CorruptError):
         return DatabaseCorrupt(f"{path} is not a usable cmem {label} ({exc}); {repair_hint}")
     if isinstance(exc, apsw.SQLError) and str(exc).startswith(("no such table", "no such column")):

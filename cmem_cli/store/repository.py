@@ -189,6 +189,17 @@ class Store:
         with contextlib.suppress(AttributeError, apsw.Error):
             conn.set_busy_timeout(busy_timeout_ms)
 
+    def give_up_at(self, deadline: float) -> None:
+        """Abandon any statement still running at ``deadline`` (``time.perf_counter()``'s clock): it fails as
+        :class:`DatabaseBusy`. For a read the agent waits for (a hook's recall), which must end in time
+        with nothing rather than late with something."""
+        import time
+
+        def late() -> bool:
+            return time.perf_counter() > deadline
+
+        self.db.conn.set_progress_handler(late, 1000)
+
     @property
     def anchors(self) -> AnchorStore:
         """The anchors of observations to the git files they cite (:mod:`cmem_cli.store.anchors`)."""

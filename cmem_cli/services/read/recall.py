@@ -145,16 +145,18 @@ def prompt_recall(
     store's capture log says, or ``given``: keys of events the hooks have not recorded yet). ``recorded``:
     the store holds ``prompt`` already (a hook that records before it answers); else the prompts' keyword
     statistics count it, as they will once it is."""
-    from cmem_cli.store.filters import Filters
-
-    filters = Filters(project=project, folded=store.projects.older_names(project))
-    words = store.recall.telling_words(prompt)
-    hits = store.search.observations(words, filters, limit=HITS) if words else []  # tool records are left out
-    notes = {h["id"]: h for h in hits if not h.get("tools_used")}
+    # The keyword hits of the prompt's telling words, and its matches among the summaries and the prompts.
+    hits, requests = store.recall.keyword_evidence(
+        prompt,
+        (project, *store.projects.older_names(project)),
+        hits=HITS,
+        sides=CANDIDATES,
+        pending=not recorded,
+    )
+    notes = {h["id"]: h for h in hits if not h.get("tools_used")}  # tool records are left out
     # The session a note was written in is found by its request: the prompt and the summary restate it.
     asked: dict[str, float] = {}
-    for row in [*store.search.summaries(prompt, filters, limit=CANDIDATES),
-                *store.search.prompts(prompt, filters, limit=CANDIDATES, pending=not recorded)]:  # fmt: skip
+    for row in requests:
         if row.get("session") and row["session"] != session:  # this session's own prompt is no evidence
             asked[row["session"]] = max(asked.get(row["session"], 0.0), row["strength"])
     for row in hits:  # and the session's tool records (reads, edits, test runs) say what it worked on
@@ -167,6 +169,7 @@ def prompt_recall(
     for row in notes.values():  # what the session wrote itself is in the agent's context already
         row["strength"] = NOTE_WEIGHT * row["strength"] + asked.get(row.get("session") or "", 0.0)
     ranked = sorted(notes.values(), key=lambda r: -r["strength"])
+    given = _known(store, session, given) if session is not None else given
     found = _choose(store, "prompt", prompt, project, ranked, settings, session=session, cwd=cwd, given=given)
     return _with_changed(store, found, session, given) if session is not None else found
 
@@ -187,6 +190,7 @@ def file_recall(
     uses; decisions and bug causes first, newest first within each. ``lines``: the
     part of the file that was read (first and last line); a note about another part of it (its anchor's
     region, as recorded) waits for a read of that part. Only a whole read marks the file as offered."""
+    given = _known(store, session, given) if session is not None else given
     if session is not None and _seen(store, session, FILE_GIVEN + path, given):
         return Recall("file", path, project, None, [], None, note="offered already in this session")
     rows = store.recall.notes_on_file(project, path, limit=FILE_CANDIDATES)
@@ -211,16 +215,31 @@ def file_recall(
     return found._replace(lines=lines)
 
 
+class _Known(frozenset[str]):
+    """Keys a session was given: those still in the spool and every recall key its capture log holds
+    (``recorded``, oldest first), read at once: a key it lacks was not given."""
+
+    recorded: list[str]
+
+
+def _known(store: Store, session: str, given: Collection[str]) -> _Known:
+    recorded = store.recall.recall_keys(session)
+    known = _Known([*given, *recorded])
+    known.recorded = recorded
+    return known
+
+
 def _seen(store: Store, session: str, key: str, given: Collection[str]) -> bool:
     """Whether the session was given ``key``: as its capture log says, or ``given`` (still in the spool)."""
+    if isinstance(given, _Known):
+        return key in given
     return key in given or store.capture_log.seen(session, key)
 
 
-_DEFINED = re.compile(
-    r"\b(?:def|class|function|func|fn|struct|interface|type|(?i:create)\s+(?i:table)(?:\s+IF\s+NOT\s+EXISTS)?)\s+([A-Za-z_]\w{4,})"
-)
-_COMPOUND = re.compile(r"\b[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+\b|\b[a-z]+[A-Z][A-Za-z0-9]+\b")
-_WORDS = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# What a file defines, its compound names, and a note's words (compiled on first use: a prompt needs none).
+_DEFINED = r"\b(?:def|class|function|func|fn|struct|interface|type|(?i:create)\s+(?i:table)(?:\s+IF\s+NOT\s+EXISTS)?)\s+([A-Za-z_]\w{4,})"
+_COMPOUND = r"\b[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+\b|\b[a-z]+[A-Z][A-Za-z0-9]+\b"
+_WORDS = r"[A-Za-z_][A-Za-z0-9_]*"
 FILE_BYTES = 256 * 1024  # of a file read for its names
 
 
@@ -242,15 +261,15 @@ def names_in_file(path: str, cwd: str | None) -> set[str]:
             text = fh.read(FILE_BYTES).decode("utf-8", "replace")
     except OSError:
         return names
-    names.update(m.lower() for m in _DEFINED.findall(text))
-    names.update(m.lower() for m in _COMPOUND.findall(text))
+    names.update(m.lower() for m in re.findall(_DEFINED, text))
+    names.update(m.lower() for m in re.findall(_COMPOUND, text))
     return names
 
 
 def _names_one_of(row: Mapping[str, Any], names: set[str]) -> bool:
     """Whether a note's title or narrative names one of ``names`` (a name of the file it was written near)."""
     text = f"{row.get('title') or ''} {row.get('narrative') or ''}"
-    return bool(names) and any(w.lower() in names for w in _WORDS.findall(text))
+    return bool(names) and any(w.lower() in names for w in re.findall(_WORDS, text))
 
 
 def _in_read(anchor: Any, path: str, lines: tuple[int, int]) -> bool:
@@ -299,9 +318,7 @@ def _choose(
         if why == "injected":
             chosen.append(row)
     if chosen:
-        from cmem_cli.services.truth.anchor_notes import annotate
-
-        annotate(store, chosen, cwd=cwd)  # freshness, for the few that are shown only
+        _freshness(store, chosen, cwd)  # for the few that are shown only
     lines: dict[int, str] = {}
     for row in chosen:
         text = line(row, fresh=point == "file")
@@ -324,17 +341,17 @@ def _choose(
 def _with_changed(store: Store, found: Recall, session: str, given: Collection[str] = ()) -> Recall:
     """``found`` followed by the memories whose cited files changed during the session (a ``FileChanged``
     hook re-checked them) that the session was not told of yet, with their marks."""
-    log = store.capture_log
-    uids = [key[len(CHANGED) :] for key in log.keys_with_prefix(session, CHANGED)]
-    uids = [uid for uid in uids if TOLD + uid not in given and not log.seen(session, TOLD + uid)]
+    if isinstance(given, _Known):
+        uids = [key[len(CHANGED) :] for key in given.recorded if key.startswith(CHANGED)]
+    else:
+        uids = [key[len(CHANGED) :] for key in store.capture_log.keys_with_prefix(session, CHANGED)]
+    uids = [uid for uid in uids if not _seen(store, session, TOLD + uid, given)]
     rows: list[dict[str, Any]] = (
         [{**row} for row in store.observations.by_uids(uids).values()] if uids else []
     )  # annotate adds fields
     if not rows:
         return found
-    from cmem_cli.services.truth.anchor_notes import annotate
-
-    annotate(store, rows)
+    _freshness(store, rows, None)
     lines = [line(row) for row in rows[:MAX_CHANGED]]
     picks = [
         Pick(r["id"], r["uid"], r["type"], r["title"], r["created_at"], int(r.get("tokens") or 0), None,
@@ -346,6 +363,19 @@ def _with_changed(store: Store, found: Recall, session: str, given: Collection[s
 
 
 MAX_CHANGED = 3
+
+
+def _freshness(store: Store, rows: list[dict[str, Any]], cwd: str | None) -> None:
+    """Give the rows ``stale``, ``drifted``, ``behind`` and ``branch``
+    (:func:`cmem_cli.services.truth.anchor_notes.annotate`), whose checks are loaded only when one of the
+    rows is anchored: none of the others has any."""
+    if store.recall.anchored([r["id"] for r in rows]):
+        from cmem_cli.services.truth.anchor_notes import annotate
+
+        annotate(store, rows, cwd=cwd)
+        return
+    for row in rows:
+        row.update(stale=None, drifted=None, behind=None, branch=None)
 
 
 def recheck(store: Store, project: str, path: str, session: str, *, cwd: str | None) -> list[int]:

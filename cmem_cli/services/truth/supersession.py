@@ -16,7 +16,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
-from cmem_cli.store.filters import Filters
 from cmem_cli.store.repository import Store
 from cmem_cli.store.supersession import SUPERSEDES as SUPERSEDES  # the services' callers name it from here
 from cmem_cli.store.supersession import ObservationText
@@ -24,6 +23,7 @@ from cmem_cli.store.supersession import ObservationText
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    from cmem_cli.store.filters import Filters
     from cmem_cli.store.row_types import ObservationRow
 
 MAX_CHAIN = 20  # successors followed from one row (a chain of replacements; cycles stop earlier)
