@@ -158,7 +158,9 @@ def _log_hold(conn: apsw.Connection, log: str, started: tuple[float, float], how
 class Database:
     """A connection with cmem's pragmas and small helpers; one per process is enough."""
 
-    def __init__(self, path: Path, *, readonly: bool = False):
+    def __init__(self, path: Path, *, readonly: bool = False, wait_ms: int | None = None):
+        """``wait_ms``: how long a statement waits for another process's lock, from the first one on
+        (default :func:`busy_timeout_ms`)."""
         self.path = path
         flags = (
             apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
@@ -169,7 +171,7 @@ class Database:
             if new_file and not readonly:
                 with contextlib.suppress(OSError):
                     os.chmod(path, 0o600)
-            wait_for_locks(self.conn, busy_timeout_ms())
+            wait_for_locks(self.conn, busy_timeout_ms() if wait_ms is None else wait_ms)
             # A corrupt or foreign file fails here, with a clear message, not deep inside a command.
             self.conn.execute("PRAGMA foreign_keys=ON")
             if not readonly:

@@ -225,6 +225,22 @@ class RecallRows(Repository):
             raise
         return [row[0] for row in rows]
 
+    def replacements(self, obs_ids: Iterable[int]) -> dict[int, tuple[int | None, int | None]]:
+        """Each of ``obs_ids`` -> (the newest memory a ``supersedes`` link says replaced it, the newest one
+        inferred to have, marked when it was recorded): what :func:`cmem_cli.services.truth.supersession.annotate`
+        reads (``newest_successors``, ``newest_inferred``), in one statement."""
+        newest = "ORDER BY n.created_at DESC, n.id DESC LIMIT 1"
+        found: dict[int, tuple[int | None, int | None]] = {}
+        for batch, marks in batches(sorted({int(i) for i in obs_ids})):
+            sql = (
+                "SELECT o.id, (SELECT l.from_id FROM observation_links l JOIN observations n ON n.id = l.from_id "
+                f"WHERE l.type = 'supersedes' AND l.to_id = o.id {newest}), (SELECT i.from_id FROM "
+                "inferred_supersessions i JOIN observations n ON n.id = i.from_id WHERE i.to_id = o.id AND "
+                f"i.marked = 1 {newest}) FROM observations o WHERE o.id IN ({marks})"
+            )
+            found.update((row[0], (row[1], row[2])) for row in self.db.rows(sql, tuple(batch)))
+        return found
+
     def anchored(self, obs_ids: Iterable[int]) -> set[int]:
         """Which of ``obs_ids`` are anchored to files in git (have a row in ``observation_anchors``)."""
         found: set[int] = set()

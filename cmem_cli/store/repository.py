@@ -143,14 +143,15 @@ class Store:
         return {"machine": machine, "author": record.get("author") or author}
 
     @classmethod
-    def open(cls, path: Path, export_dir: Path | None = None) -> Store:
+    def open(cls, path: Path, export_dir: Path | None = None, *, wait_ms: int | None = None) -> Store:
         """Open (creating on first use) the store; with ``export_dir``, refuse to create a new empty store
-        where one was lost while its export survives (see :mod:`cmem_cli.store.presence`)."""
+        where one was lost while its export survives (see :mod:`cmem_cli.store.presence`). ``wait_ms``: how
+        long a statement waits for a lock, opening included (default ``CMEM_BUSY_TIMEOUT_MS``)."""
         if export_dir is not None and _missing_or_empty(path):
             from cmem_cli.store.presence import check_store_presence
 
             check_store_presence(path, export_dir)
-        db = Database(path)
+        db = Database(path, wait_ms=wait_ms)
         db.migrate(MIGRATIONS)
         return cls(db)
 

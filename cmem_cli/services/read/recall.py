@@ -293,9 +293,7 @@ def _choose(
     bar = settings.bar if point == "prompt" else None
     if not rows:  # the common case of a file read: nothing to weigh, nothing more to load
         return Recall(point, subject, project, bar, [], None)
-    from cmem_cli.services.truth import supersession
-
-    supersession.annotate(store, rows)
+    _replaced(store, rows)
     header = HEADER[point].format(path=subject)
     used = estimate_tokens(header)
     picks: list[Pick] = []
@@ -363,6 +361,16 @@ def _with_changed(store: Store, found: Recall, session: str, given: Collection[s
 
 
 MAX_CHANGED = 3
+
+
+def _replaced(store: Store, rows: list[dict[str, Any]]) -> None:
+    """Give the rows ``superseded_by`` and ``possibly_superseded_by``, as
+    :func:`cmem_cli.services.truth.supersession.annotate` does for observations, in one read."""
+    found = store.recall.replacements(r["id"] for r in rows)
+    for row in rows:
+        explicit, inferred = found.get(row["id"], (None, None))
+        row["superseded_by"] = explicit
+        row["possibly_superseded_by"] = inferred if explicit is None else None
 
 
 def _freshness(store: Store, rows: list[dict[str, Any]], cwd: str | None) -> None:

@@ -48,7 +48,7 @@ def read_recall(
     from cmem_cli.store.repository import Store
 
     config.ensure_home()
-    store = Store.open(config.db_path, config.export_dir)
+    store = Store.open(config.db_path, config.export_dir, wait_ms=WAIT_MS)
     try:
         store.tune(busy_timeout_ms=WAIT_MS, checkpoint_on_close=False)
         if deadline is not None:
