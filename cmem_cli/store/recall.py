@@ -61,21 +61,18 @@ class RecallRows(Repository):
         self, prompt: str, projects: Sequence[str], *, hits: int, sides: int, pending: bool = False
     ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """The prompt's keyword evidence in ``projects`` (a project and its older names): the observations
-        matching its telling words (:meth:`telling_words`), best first, at most ``hits`` (``HIT_COLUMNS``
+        matching its telling words (:meth:`_telling`), best first, at most ``hits`` (``HIT_COLUMNS``
         and ``strength``); and the summaries and the prompts matching its words, at most ``sides`` of each
         (``kind``, ``session``, ``strength``). The hits, their order and strengths are those
         ``store.search.observations``, ``.summaries`` and ``.prompts`` give with the project's filter
-        (``pending`` as there); the terms are counted once for the three tables, and the summaries and
-        prompts are read in one statement."""
+        (``pending`` as there); the summaries and prompts are read in one statement, then the terms are
+        counted once for the observations and the tables that matched."""
         from cmem_cli.core import bm25
         from cmem_cli.core.fts import fts_query, query_tokens
 
         tokens = query_tokens(prompt)
         if not tokens:
             return [], []
-        terms = self._terms(tokens, (OBS_FTS, *(fts for _, fts, _ in SIDE_TABLES)))
-        words = self._telling(tokens, terms[OBS_FTS])
-        found = self._observation_hits(query_tokens(" ".join(words)), terms[OBS_FTS], projects, hits)
         in_project = "= ?" if len(projects) == 1 else f"IN ({', '.join('?' * len(projects))})"
         statement = " UNION ALL ".join(
             f"SELECT * FROM (SELECT {n} AS side, t.session, bm25({fts}) AS rank FROM {fts} CROSS JOIN {table} t "
@@ -85,12 +82,16 @@ class RecallRows(Repository):
         rows = self.db.rows(
             statement, [v for _ in SIDE_TABLES for v in (fts_query(prompt), *projects, sides)]
         )
+        matched = [fts for n, (_, fts, _) in enumerate(SIDE_TABLES) if any(row[0] == n for row in rows)]
+        terms = self._terms(tokens, (OBS_FTS, *matched))  # a table without a hit needs no statistics
+        words = self._telling(tokens, terms[OBS_FTS])
+        found = self._observation_hits(query_tokens(" ".join(words)), terms[OBS_FTS], projects, hits)
         scales: list[float] = []
         for kind, fts, _ in SIDE_TABLES:
-            held = terms[fts]
-            if kind == "prompt" and pending and bm25.all_held_at_floor(held):
+            held = terms.get(fts)
+            if held is not None and kind == "prompt" and pending and bm25.all_held_at_floor(held):
                 held = bm25.with_row_of_its_own(held)  # as its table will once the prompt is recorded
-            scales.append(held.idf_sum())
+            scales.append(held.idf_sum() if held is not None else 0.0)
         side = [
             {
                 "kind": SIDE_TABLES[n][0],
@@ -111,7 +112,7 @@ class RecallRows(Repository):
 
         conn = self.db.conn
         name, *args = FTS_TOKENIZER.split()
-        tokenize = conn.fts5_tokenizer(name, args)
+        tokenize: Any = conn.fts5_tokenizer(name, args)  # as cmem_cli.core.bm25.query_terms uses it
         mapped: dict[str, str] = {}
         phrases = False
         for token in tokens:
@@ -144,7 +145,10 @@ class RecallRows(Repository):
 
     @staticmethod
     def _telling(tokens: list[str], terms: QueryTerms) -> list[str]:
-        """:meth:`telling_words` of ``tokens``, whose counts are read already."""
+        """``tokens`` less those more than half the observations hold (``terms``: their counts): BM25 gives
+        such a word no weight (its IDF is FTS5's floor), yet matching it ranks every row that holds it (all
+        of them, for a word every memory of a store says). The scores of what is left are the same. A store
+        of fewer than ``SMALL_STORE`` observations keeps every word: there, most words are in half the rows."""
         if terms.rows < SMALL_STORE:
             return tokens
         half = terms.rows / 2
@@ -200,28 +204,12 @@ class RecallRows(Repository):
         scale = terms.idf_sum() * max(OBS_WEIGHTS)
         found = []
         for obs_id, rank in ranked:
-            row = rows.get(obs_id)
-            if row is not None:
-                row["kind"] = "observation"
-                row["strength"] = -rank / scale if scale else 0.0
-                found.append(row)
+            hit = rows.get(obs_id)
+            if hit is not None:
+                hit["kind"] = "observation"
+                hit["strength"] = -rank / scale if scale else 0.0
+                found.append(hit)
         return found
-
-    def telling_words(self, text: str) -> str:
-        """``text``'s search words less those more than half the observations hold: BM25 gives such a word
-        no weight (its IDF is FTS5's floor), yet matching it ranks every row that holds it (all of them,
-        for a word every memory of a store says). The scores of what is left are the same. A store of fewer
-        than ``SMALL_STORE`` observations keeps every word: there, most words are in half the rows."""
-        from cmem_cli.core import bm25
-        from cmem_cli.core.fts import query_tokens
-
-        tokens = query_tokens(text)
-        terms = bm25.query_terms(self.db.conn, "observations_fts", FTS_TOKENIZER, tokens)
-        if terms.rows < SMALL_STORE:
-            return " ".join(tokens)
-        half = terms.rows / 2
-        kept = [t for t in tokens if t not in terms.terms or terms.counts.get(terms.terms[t], 0) <= half]
-        return " ".join(kept)
 
     def recall_keys(self, session: str) -> list[str]:
         """The capture-log keys recall left in ``session`` (``recall:``, ``recall-file:``, ``recall-changed:``,
@@ -275,13 +263,18 @@ class RecallRows(Repository):
             "SELECT t.session FROM observation_files f JOIN observations t ON t.id = f.observation_id "
             "WHERE f.path = :path AND t.session IS NOT NULL"
         )
+        # The rows tied to the file are found from the file (its citations, its sessions' rows), not by
+        # reading every row of the project: a project of 10,000 memories is some 1,700 pages.
+        tied = (
+            "SELECT observation_id FROM observation_files WHERE path = :path UNION "
+            f"SELECT s.id FROM observations s WHERE s.session IN ({sessions})"
+        )
         rows = self.db.query(
             f"SELECT {_NOTE_COLUMNS}, o.narrative, EXISTS (SELECT 1 FROM observation_files f "
             "WHERE f.observation_id = o.id AND f.path = :path) AS cites, "
             f"o.session IN ({sessions} AND f.kind = 'modified') AS changed FROM observations o "
-            f"WHERE o.project {FOLDED_SQL.replace('?', ':project')} AND o.{_AUTHORED} AND {_NOT_REPLACED} AND ("
-            f"o.id IN (SELECT observation_id FROM observation_files WHERE path = :path) OR o.session IN ({sessions})) "
-            "ORDER BY o.created_at DESC, o.id DESC LIMIT :limit",
+            f"WHERE o.id IN ({tied}) AND +o.project {FOLDED_SQL.replace('?', ':project')} AND o.{_AUTHORED} "
+            f"AND {_NOT_REPLACED} ORDER BY o.created_at DESC, o.id DESC LIMIT :limit",
             {"project": project, "path": path, "limit": limit},
         )
         return [decoded(row) for row in rows]
