@@ -33,9 +33,6 @@ HIT_COLUMNS = f"{_NOTE_COLUMNS}, o.invalidated, o.tools_used"
 OBS_WEIGHTS = (10.0, 4.0, 1.0, 2.0, 3.0, 1.0)
 OBS_BM25 = f"bm25(observations_fts, {', '.join(map(str, OBS_WEIGHTS))})"
 OBS_FTS = "observations_fts"
-# The page's project filter reads the project's ids from its index when the terms' rows summed are more
-# than a tenth of the store (building that list costs about a twentieth of looking up one match's row).
-LISTED_FROM = 10
 SIDE_TABLES = (("summary", "summaries_fts", "session_summaries"), ("prompt", "prompts_fts", "user_prompts"))
 # Below this many observations a word held by most of them is still evidence: it is all a small store has
 # (one note's words are in every row of a store of one), and a prompt word the store lacks keeps the match weak.
@@ -171,24 +168,13 @@ class RecallRows(Repository):
         match = " OR ".join('"' + t.replace('"', '""') + '"' for t in words)
         in_project = "= ?" if len(projects) == 1 else f"IN ({', '.join('?' * len(projects))})"
 
-        # Where the terms are held by a good part of the store, the project's ids are read from its index
-        # at once rather than each match's row looked up (thousands of pages read); else row by row.
-        listed = sum(terms.counts.values()) * LISTED_FROM > terms.rows
-
         def page(narrow: bm25.Head | None) -> bm25.Ranked:
             also, more = (f" AND {narrow.where}", narrow.params) if narrow else ("", [])
-            if listed:
-                sql = (
-                    f"SELECT {OBS_FTS}.rowid, {OBS_BM25} AS rank FROM {OBS_FTS} WHERE {OBS_FTS} MATCH ?{also} "
-                    f"AND +{OBS_FTS}.rowid IN (SELECT id FROM observations WHERE project {in_project}) "
-                    f"AND {OBS_FTS}.rowid BETWEEN 0 AND {MAX_ROWID} ORDER BY rank LIMIT ? OFFSET 0"
-                )
-            else:
-                sql = (
-                    f"SELECT o.id, {OBS_BM25} AS rank FROM {OBS_FTS} CROSS JOIN observations o "
-                    f"ON o.id = {OBS_FTS}.rowid WHERE {OBS_FTS} MATCH ?{also} AND o.project {in_project} "
-                    f"AND {OBS_FTS}.rowid BETWEEN 0 AND {MAX_ROWID} ORDER BY rank LIMIT ? OFFSET 0"
-                )
+            sql = (
+                f"SELECT o.id, {OBS_BM25} AS rank FROM {OBS_FTS} CROSS JOIN observations o "
+                f"ON o.id = {OBS_FTS}.rowid WHERE {OBS_FTS} MATCH ?{also} AND o.project {in_project} "
+                f"AND {OBS_FTS}.rowid BETWEEN 0 AND {MAX_ROWID} ORDER BY rank LIMIT ? OFFSET 0"
+            )
             return self.db.rows(sql, [match, *more, *projects, limit])
 
         ranked = bm25.ranked_head(page, limit, bm25.head(OBS_FTS, terms))
