@@ -5,7 +5,7 @@ read a file, edit it, run a command that passes and one that fails, record a not
 Not a test: it prints the median of ``--runs`` sessions each way (the same machine, the same script; the
 file the session edits is put back between runs) and what cmem adds. Usage, from the checkout's root:
 
-    python -m bench.agent_sessions [--agents claude-code,codex] [--runs 10] [--no-mcp] [--json]
+    python -m bench.agent_sessions [--agents claude-code,codex] [--runs 10] [--no-mcp] [--interleave] [--json]
 """
 
 from __future__ import annotations
@@ -13,7 +13,9 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
 import statistics
+import subprocess
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -34,25 +36,35 @@ MODULES = {
 }
 
 
-def timings(spec: h.Client, runs: int, root: Path, mcp: bool = True) -> dict[str, Any]:
-    """Session wall times without cmem, then with `cmem install AGENT` done, in one repository and HOME."""
+def timings(
+    spec: h.Client, runs: int, root: Path, mcp: bool = True, interleave: bool = False
+) -> dict[str, Any]:
+    """Session wall times without cmem, then with `cmem install AGENT` done, in one repository and HOME; or,
+    ``interleave``, in two (one with cmem installed), a session of each in turn, the pair's order swapped
+    every time, so that a shared machine's changing load weighs on both alike (each pair's ratio is kept)."""
     server = ModelServer().start()
     try:
-        run, _ = h.prepare(spec, root, server)
-        source = run.repo / "src" / "batches.py"
-        original = source.read_text()
         cmem = h.cmem_executable()
         seconds: dict[str, list[float]] = {"without": [], "with": []}
-        for phase in ("without", "with"):
-            if phase == "with":
-                run.cmem("install", spec.agent, *([] if mcp else ["--no-mcp"]))
-            for _ in range(runs):
-                source.write_text(original)
-                done = h.session(spec, run, server, h.FIRST_PROMPT, h.first_script(run.repo, cmem))
-                seconds[phase].append(done.seconds)
-            h.wait_for_hooks(run)
+        load = [os.getloadavg()[0]]
+        if interleave:
+            homes = {phase: h.prepare(spec, root / phase, server)[0] for phase in ("without", "with")}
+            homes["with"].cmem("install", spec.agent, *([] if mcp else ["--no-mcp"]))
+            for n in range(runs):
+                for phase in ("without", "with") if n % 2 == 0 else ("with", "without"):
+                    seconds[phase].append(_session(spec, homes[phase], server, cmem))
+            h.wait_for_hooks(homes["with"])
+        else:
+            run, _ = h.prepare(spec, root, server)
+            for phase in ("without", "with"):
+                if phase == "with":
+                    run.cmem("install", spec.agent, *([] if mcp else ["--no-mcp"]))
+                for _ in range(runs):
+                    seconds[phase].append(_session(spec, run, server, cmem))
+                h.wait_for_hooks(run)
+        load.append(os.getloadavg()[0])
         without, with_cmem = statistics.median(seconds["without"]), statistics.median(seconds["with"])
-        return {
+        row = {
             "agent": spec.agent,
             "client": f"{spec.package} {h.pinned(spec.package)}",
             "runs": runs,
@@ -61,9 +73,21 @@ def timings(spec: h.Client, runs: int, root: Path, mcp: bool = True) -> dict[str
             "median_with_s": round(with_cmem, 3),
             "added_s": round(with_cmem - without, 3),
             "added_pct": round(100 * (with_cmem - without) / without, 1),
+            "load_1min": [round(x, 2) for x in load],  # at the start and at the end
         }
+        if interleave:
+            ratios = [w / o for w, o in zip(seconds["with"], seconds["without"], strict=True)]
+            row["pair_ratio_median"] = round(statistics.median(ratios), 3)
+            row["pair_ratios"] = [round(r, 3) for r in ratios]
+        return row
     finally:
         server.stop()
+
+
+def _session(spec: h.Client, run: h.Run, server: ModelServer, cmem: str) -> float:
+    """One scripted session's wall time, the file it edits put back first (as git has it)."""
+    subprocess.run(["git", "-C", str(run.repo), "checkout", "-q", "--", "src/batches.py"], check=True)
+    return h.session(spec, run, server, h.FIRST_PROMPT, h.first_script(run.repo, cmem)).seconds
 
 
 def main() -> None:
@@ -74,12 +98,22 @@ def main() -> None:
     parser.add_argument(
         "--no-mcp", action="store_true", help="install the hooks alone (no `cmem mcp` server)"
     )
+    parser.add_argument(
+        "--interleave",
+        action="store_true",
+        help="alternate sessions with and without cmem (a shared machine)",
+    )
     args = parser.parse_args()
     rows = []
     for agent in args.agents.split(","):
         spec: h.Client = importlib.import_module(MODULES[agent]).CLIENT
         with tempfile.TemporaryDirectory() as tmp:
-            rows.append(timings(spec, args.runs, Path(tmp), mcp=not args.no_mcp))
+            try:
+                rows.append(
+                    timings(spec, args.runs, Path(tmp), mcp=not args.no_mcp, interleave=args.interleave)
+                )
+            finally:  # what a client leaves running (Cline's hub daemon), as the harness stops it
+                h.stop_left_over(Path(tmp))
     if args.json:
         print(json.dumps(rows, indent=2))
         return

@@ -1,10 +1,16 @@
 """Recall at the moment of need, judged on a labelled week: how often what the hooks inject on a prompt or a
 file read is the memory that would help, how often it is noise, and what it costs.
 
-The week is bench/agent_week.py's (three small git repositories made in a temporary folder, nine Claude
+Week 1 is bench/agent_week.py's (three small git repositories made in a temporary folder, nine Claude
 Code sessions sent to `cmem hook EVENT` one process per event, the agent's own `cmem add` notes). Then the
 labelled items of bench/data/recall-week/labels.json, written before any recall code existed: prompts as
-developers write them, and file reads, each naming the memories that would help, or none. Each item runs in
+developers write them, and file reads, each naming the memories that would help, or none. Week 2
+(bench/data/recall-week-2/week.json) holds its repositories, sessions and labels in one file: a
+TypeScript shop, a Go consumer and a Rust log shipper, written before the rule's second tuning and judged
+only (every item is ``held``). Week 3 (bench/data/recall-week-3/week.json, the same form: Terraform and
+Kubernetes, an Android app, dbt models) was written after week 2's one blind run, before weeks 1 and 2
+were tuned on item by item. Week 4 (bench/data/recall-week-4/week.json: a pandas and LightGBM notebook
+repository, a Laravel shop, STM32 firmware in C) was written before the fourth round's rules. Each item runs in
 a new session, through the real hooks (SessionStart, then UserPromptSubmit or PostToolUse Read), and what
 the hook answered (``additionalContext``) is read back.
 
@@ -15,12 +21,14 @@ Figures, for the prompts and the file reads, on the ``tune`` half (looked at whi
 - recall: items with a helpful memory that got one;
 - false injections: items labelled none that got anything;
 - tokens: the median injected text's size over the items that got one;
-- first: items whose first injected memory is a helpful one, over those that got a helpful one.
+- first: items whose first injected memory is a helpful one, over those that got a helpful one;
+- search: for the prompts, whether `cmem search PROMPT --mode keyword` ranks the helpful note above its
+  own session's prompt, summary and tool records (issue 44 item 6).
 
 ``--latency`` times the UserPromptSubmit hook with recall against the same hook with ``[recall] prompt =
 false``, paired (A B A B ...), on a home of ``--memories`` notes: p50 and p95 of each, and the ratio.
 
-    python -m bench.recall_week [--split tune|held|all] [--bar 0.45] [--json]
+    python -m bench.recall_week [--week 1|2|3|4] [--split tune|held|all] [--bar 0.45] [--json]
     python -m bench.recall_week --latency [--memories 10000] [--runs 40]
 """
 
@@ -42,6 +50,7 @@ from bench.agent_week import Replay, environment
 from bench.hooks import command
 
 LABELS = Path(__file__).parent / "data" / "recall-week" / "labels.json"
+WEEKS = {"1": LABELS, **{n: Path(__file__).parent / "data" / f"recall-week-{n}" / "week.json" for n in "234"}}
 # Files the labelled reads name that the week's repositories do not hold: made before the reads.
 EXTRA_FILES = {
     ("invoices", "README.md"): "# invoices\n\nInvoice totals, VAT and numbering.\n",
@@ -51,9 +60,33 @@ EXTRA_FILES = {
 _ID = re.compile(r"^#(\d+) ", re.MULTILINE)
 
 
-def load_labels() -> dict[str, Any]:
-    data: dict[str, Any] = json.loads(LABELS.read_text(encoding="utf-8"))
+def load_labels(week: str = "1") -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(WEEKS[week].read_text(encoding="utf-8"))
     return data
+
+
+class WeekReplay(Replay):
+    """A week whose repositories and sessions come from its data file (week 2), not bench/agent_week.py."""
+
+    def __init__(self, root: Path, env: dict[str, str], week: dict[str, Any]) -> None:
+        super().__init__(root, env, "none")
+        self.week = week
+
+    def setup(self) -> None:
+        for project, files in self.week["projects"].items():
+            repo = self.repo(project)
+            for rel, text in files.items():
+                (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+                (repo / rel).write_text(text, encoding="utf-8")
+            self.git(repo, "init", "-q", "-b", "main")
+            self.git(repo, "remote", "add", "origin", f"git@example.com:acme/{project}.git")
+            self.git(repo, "add", "-A")
+            self.git(repo, "commit", "-q", "-m", "Initial import")
+
+    def replay(self) -> None:
+        self.setup()
+        for number, (project, steps) in enumerate(self.week["sessions"]):
+            self.session(number, project, steps)
 
 
 def hook(replay: Replay, event: str, data: dict[str, Any]) -> dict[str, Any] | None:
@@ -118,6 +151,29 @@ def ask(replay: Replay, item: dict[str, Any], number: int) -> dict[str, Any]:
             "weighed": weighed}  # fmt: skip
 
 
+def note_first_in_search(
+    replay: Replay, items: list[dict[str, Any]], ids: dict[str, set[int]]
+) -> dict[str, Any]:
+    """Issue 44 item 6 in search: for each prompt with a helpful note, `cmem search PROMPT --mode keyword`
+    from its project; of the rows of that note's session (its prompt, summary, tool records, notes), is a
+    helpful note the first? Counted over the prompts whose helpful note is in the first 20 rows."""
+    shown = first = 0
+    for item in items:
+        if not item["helpful"]:
+            continue
+        helpful = set().union(*(ids[name] for name in item["helpful"]))
+        proc = replay.cmem("search", item["text"], "--mode", "keyword", "--json", "-n", "20",
+                           cwd=replay.repo(item["project"]))  # fmt: skip
+        rows = json.loads(proc.stdout or "[]")
+        notes = [r for r in rows if r.get("kind") == "observation" and r["id"] in helpful]
+        if not notes:
+            continue
+        shown += 1
+        own = [r for r in rows if r.get("session") == notes[0].get("session")]
+        first += own[0]["id"] == notes[0]["id"] and own[0].get("kind") == "observation"
+    return {"note_first": round(first / shown, 3) if shown else None, "found": shown, "first": first}
+
+
 def score(
     items: list[dict[str, Any]], results: list[dict[str, Any]], ids: dict[str, set[int]]
 ) -> dict[str, Any]:
@@ -156,24 +212,27 @@ def score(
     }
 
 
-def week(root: Path, split: str, bar: float | None) -> dict[str, Any]:
+def week(root: Path, split: str, bar: float | None, which: str = "1") -> dict[str, Any]:
     env = environment(root, "none", background=False)
     if bar is not None:
         config = root / "config" / "cmem" / "config.toml"
         config.parent.mkdir(parents=True, exist_ok=True)
         config.write_text(f"[recall]\nbar = {bar}\n", encoding="utf-8")
-    replay = Replay(root, env, "none")
+    labels = load_labels(which)
+    replay = Replay(root, env, "none") if which == "1" else WeekReplay(root, env, labels)
     replay.replay()
-    for (project, rel), text in EXTRA_FILES.items():
+    extra = EXTRA_FILES if which == "1" else {}
+    for (project, rel), text in extra.items():
         (replay.repo(project) / rel).write_text(text, encoding="utf-8")
-    labels = load_labels()
     ids = memory_ids(replay, labels["memories"])
-    report: dict[str, Any] = {"split": split, "bar": bar}
+    report: dict[str, Any] = {"week": which, "split": split, "bar": bar}
     for kind in ("prompts", "files"):
         items = [i for i in labels[kind] if split == "all" or i["split"] == split]
         results = [ask(replay, item, n + (0 if kind == "prompts" else 500)) for n, item in enumerate(items)]
         report[kind] = score(items, results, ids)
         report[kind]["hook_ms_median"] = statistics.median(r["ms"] for r in results)
+        if kind == "prompts":
+            report[kind]["search"] = note_first_in_search(replay, items, ids)
         report[kind]["detail"] = [
             {
                 "item": item.get("text") or item.get("path"),
@@ -255,6 +314,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    parser.add_argument("--week", choices=sorted(WEEKS), default="1", help="which labelled week")
     parser.add_argument("--split", choices=("tune", "held", "all"), default="held")
     parser.add_argument("--bar", type=float, help="[recall] bar for this run (default: cmem's)")
     parser.add_argument("--latency", action="store_true", help="time the prompt hook with and without recall")
@@ -267,7 +327,7 @@ def main() -> None:
         report = (
             latency(Path(tmp), args.memories, args.runs)
             if args.latency
-            else week(Path(tmp), args.split, args.bar)
+            else week(Path(tmp), args.split, args.bar, args.week)
         )
     if args.json:
         print(json.dumps(report, indent=2))
@@ -278,7 +338,9 @@ def main() -> None:
             print(f"  {case:7} p50 {report[case]['p50_ms']:7.1f} ms   p95 {report[case]['p95_ms']:7.1f} ms")
         print(f"  p95 ratio {report['p95_ratio']}   p50 ratio {report['p50_ratio']}")
         return
-    print(f"split: {report['split']}   bar: {report['bar'] if report['bar'] is not None else 'default'}")
+    print(
+        f"week: {report['week']}   split: {report['split']}   bar: {report['bar'] if report['bar'] is not None else 'default'}"
+    )
     print(
         f"{'':8}{'items':>6}{'precision':>11}{'recall':>8}{'false':>7}{'tokens':>8}{'first':>7}{'hook ms':>9}"
     )
@@ -298,6 +360,9 @@ def main() -> None:
                 f"{'-' if c is None else c:>{w}}" for c, w in zip(cells, (11, 8, 7, 8, 7, 9), strict=True)
             )
         )
+    found = report["prompts"]["search"]
+    print(f"search (keyword): a helpful note first among its session's rows for {found['first']} of "
+          f"{found['found']} prompts whose note it shows")  # fmt: skip
     if args.detail:
         for kind in ("prompts", "files"):
             for row in report[kind]["detail"]:

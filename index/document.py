@@ -14,9 +14,12 @@ import re
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cmem_cli.core.timeutil import date_words
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 CMEM_KINDS = ("observation", "summary")
 _FRONT_MATTER = re.compile(
@@ -111,7 +114,7 @@ def _lenient(block: str) -> dict[str, Any]:
     return meta
 
 
-def _title(meta: dict[str, Any], body: str, relpath: str) -> str:
+def _title(meta: Mapping[str, Any], body: str, relpath: str) -> str:
     value = meta.get("title")
     if isinstance(value, str | int | float) and str(value).strip():
         return _one_line(str(value))
@@ -125,7 +128,7 @@ def _title(meta: dict[str, Any], body: str, relpath: str) -> str:
     return PurePosixPath(relpath).stem
 
 
-def _context(meta: dict[str, Any], title: str, *, with_filters: bool = True) -> str:
+def _context(meta: Mapping[str, Any], title: str, *, with_filters: bool = True) -> str:
     """``title (type, project, 27 June 2023; concept, concept)`` for observations (without type, project
     and date unless ``with_filters``), the title alone otherwise (and its date, with ``with_filters``)."""
     when = _date_words(meta) if with_filters else None
@@ -141,7 +144,7 @@ def _context(meta: dict[str, Any], title: str, *, with_filters: bool = True) -> 
     return f"{title} ({inner})" if inner else title
 
 
-def _date_words(meta: dict[str, Any]) -> str | None:
+def _date_words(meta: Mapping[str, Any]) -> str | None:
     """The document's date (``created_at``, else ``date``) as words (``27 June 2023``), or None.
 
     The date is the one the file states, not converted to another time zone (see

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cmem_cli.core.background import Background
 from cmem_cli.core.config import Config
@@ -35,6 +35,9 @@ from cmem_index.retrieve import DocFilters, DocHit
 from cmem_index.store import IndexStore
 from cmem_index.trace import Trace
 from cmem_index.unindexed import FreshList
+
+if TYPE_CHECKING:
+    from cmem_index.repositories.retrieval import DocumentFields
 
 ExtraLists = Mapping[str, Sequence[tuple[str, float]]]
 RERANK_CANDIDATES = 20
@@ -259,7 +262,7 @@ class Candidates:
     def __init__(self) -> None:
         self.lists: dict[str, list[tuple[str, float]]] = {}
         self.signals: dict[str, Signal] = {}
-        self.rows: dict[str, tuple[DocHit, dict[str, Any]]] = {}
+        self.rows: dict[str, tuple[DocHit, DocumentFields]] = {}
         self.keyword_hits: list[DocHit] = []
         self.capped = False
         self.vector_tail: str | None = None
@@ -524,7 +527,7 @@ def _whole_query_cosines(
     store: IndexStore,
     whole_vector: bytes | None,
     hits: Sequence[DocHit],
-    rows: Mapping[str, tuple[DocHit, dict[str, Any]]],
+    rows: Mapping[str, tuple[DocHit, DocumentFields]],
 ) -> dict[str, float] | None:
     """Each vector hit's cosine to the whole query (its best chunk's), when the search embedded less of it;
     keyed as in the lists (``rows``: the documents :func:`_keyed` already looked up)."""
@@ -638,7 +641,7 @@ def query_vector_scale(vector: bytes) -> float:
 
 
 def _keyed(
-    store: IndexStore, hits: list[DocHit], rows: dict[str, tuple[DocHit, dict[str, Any]]]
+    store: IndexStore, hits: list[DocHit], rows: dict[str, tuple[DocHit, DocumentFields]]
 ) -> list[tuple[str, float]]:
     """(key, score) pairs for fusion; remembers each key's best chunk and document row (first list wins)."""
     if not hits:
@@ -662,14 +665,14 @@ def doc_key(info: Mapping[str, Any]) -> str:
     return f"doc:{info['collection']}:{info['path']}"
 
 
-def _doc_meta(store: IndexStore, doc_ids: Sequence[int]) -> dict[int, dict[str, Any]]:
+def _doc_meta(store: IndexStore, doc_ids: Sequence[int]) -> dict[int, DocumentFields]:
     return store.retrieval.document_fields(doc_ids)
 
 
 def _to_hit(
     store: IndexStore | None,
     fused: FusedHit,
-    rows: dict[str, tuple[DocHit, dict[str, Any]]],
+    rows: dict[str, tuple[DocHit, DocumentFields]],
     texts: dict[str, str],
 ) -> IndexHit:
     found = rows.get(fused.key)

@@ -9,7 +9,10 @@ after them, so a row's way to its place can be read stage by stage.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from cmem_index.fusion import Signal
 
 
 class Trace:
@@ -24,7 +27,7 @@ class Trace:
         self.stages: list[dict[str, Any]] = []
         self.places: dict[str, dict[str, int]] = {}
         self.lists: dict[str, list[tuple[str, float]]] = {}
-        self.signals: dict[str, Any] = {}
+        self.signals: dict[str, Signal] = {}
 
     def record(self, stage: str, **facts: Any) -> None:
         """What ``stage`` did to the query or the rows (JSON-ready values)."""
@@ -36,7 +39,7 @@ class Trace:
             self.places.setdefault(key, {}).setdefault(stage, place)
 
     def fusion_input(
-        self, lists: Mapping[str, Sequence[tuple[str, float]]], signals: Mapping[str, Any]
+        self, lists: Mapping[str, Sequence[tuple[str, float]]], signals: Mapping[str, Signal]
     ) -> None:
         self.lists = {name: list(items) for name, items in lists.items()}
         self.signals = dict(signals)

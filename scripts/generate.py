@@ -88,9 +88,9 @@ def tested_agents_table(results: dict[str, Any]) -> str:
     What a client does not give headless is named in the last column; the harness checks that cmem stored
     none of it in its place."""
     lines = [
-        "| agent | client (npm) | events captured | the agent's own notes | briefing | prompt recall | import "
-        "| not given headless, and why |",
-        "|---|---|---|---|---|---|---|---|",
+        "| agent | client (npm) | events captured | the agent's own notes | briefing | prompt recall | file recall "
+        "| import | not given headless, and why |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for agent, found in sorted(results.items()):
         checks = found["checks"]
@@ -113,6 +113,13 @@ def tested_agents_table(results: dict[str, Any]) -> str:
             if _given(found, "test_the_prompt_recalls_the_note_inside_the_models_request", "prompt recall")
             else "-"
         )
+        file_recall = (
+            "in the model's next request"
+            if _given(
+                found, "test_reading_a_file_recalls_its_note_inside_the_models_next_request", "file recall"
+            )
+            else "-"
+        )
         imports = checks.get("test_import_finds_what_the_hooks_stored_once_with_real_dates")
         import_text = (
             f"`cmem import {agent}`: same records, real dates" if found["imports"] and imports else "-"
@@ -120,7 +127,8 @@ def tested_agents_table(results: dict[str, Any]) -> str:
         missing = "; ".join(f"{what}: {why}" for what, why in cannot.items()) or "-"
         client = f"`{found['package']}` {found['version']}"
         lines.append(
-            f"| `{agent}` | {client} | {captured or '-'} | {notes_text} | {briefing} | {recall} | {import_text} "
+            f"| `{agent}` | {client} | {captured or '-'} | {notes_text} | {briefing} | {recall} | {file_recall} "
+            f"| {import_text} "
             f"| {missing} |"
         )
     return "\n".join(lines)

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import shutil
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from cmem_cli.services.inbound.sync_repo import Git
 from tests.runner import invoke
@@ -106,3 +111,30 @@ def git_in(machine: Machine, *args: str) -> str:
     """A plain git command in a machine's export tree, as a person would run it there."""
     proc = subprocess.run(["git", *args], cwd=machine.export, capture_output=True, text=True, check=True)
     return proc.stdout
+
+
+# -- a module's machines, made once and copied into each test's folder ----------------------------------
+@contextlib.contextmanager
+def a_test_s_environment(root: Path) -> Iterator[None]:
+    """The environment the ``home`` fixture gives a test (tests/conftest.py), with its folders under
+    ``root``: for a module-scoped fixture that makes machines once, where ``home`` (per test) is not at hand."""
+    from tests.conftest import USER_SETTINGS, private_env
+
+    with pytest.MonkeyPatch.context() as patch:
+        for name in USER_SETTINGS:
+            patch.delenv(name, raising=False)
+        for name, value in private_env(root).items():
+            patch.setenv(name, value)
+        patch.chdir(root)
+        yield
+
+
+def copy_machines(template: Path, dest: Path) -> None:
+    """Copy the machines and bare repositories made under ``template`` into ``dest``, with each machine's
+    remote pointed at the copy of its repository: what making them again there (a git process per step,
+    about half a second of syncs) would give. Only a machine's git configuration and FETCH_HEAD name a
+    path; the store and the files name none."""
+    shutil.copytree(template, dest, symlinks=True, dirs_exist_ok=True)
+    for name in ("config", "FETCH_HEAD"):
+        for path in dest.glob(f"*/sync.git/{name}"):
+            path.write_text(path.read_text().replace(str(template), str(dest)))

@@ -19,12 +19,14 @@ from tests.hook_log import hook_log
 # A secret at the very end of a 5 MB output: where the Bash narrative keeps the tail.
 TOKEN = "ghp_" + "Zq7" * 12
 HUGE = "rate 0.0123 EUR\n" * 320_000 + f"export GITHUB_TOKEN={TOKEN}\n"
+HUGE_IN_JSON = json.dumps(HUGE)[1:-1]  # encoded once, not once a payload
 
 
 def fixture(agent: str, name: str, project: Path, session: str) -> dict:
     """A documented payload with this test's folders and session filled in, and @HUGE@ as HUGE."""
     data = recorded_payload(agent, name, project, session)
-    return json.loads(json.dumps(data).replace("@HUGE@", json.dumps(HUGE)[1:-1]))
+    text = json.dumps(data)
+    return json.loads(text.replace("@HUGE@", HUGE_IN_JSON)) if "@HUGE@" in text else data
 
 
 def run(sh, agent: str, name: str, project: Path, session: str):
@@ -328,8 +330,12 @@ def test_every_documented_event_of_every_agent_is_answered_without_a_problem(
     sh, home, project, agent
 ) -> None:
     """Each fixture alone, in a fresh session, leaves hooks.log empty: no event of an agent is unknown to
-    its adapter or breaks the runner."""
+    its adapter or breaks the runner. Not the 5 MB outputs (``.huge``): each is its event's payload with a
+    longer output, and the agent's session test above takes it through with hooks.log checked empty (here
+    it would cost about 4 s of scrubbing a run, for the event its sibling fixture already answers)."""
     for path in sorted((FIXTURES / agent).glob("*.json")):
+        if path.name.endswith(".huge.json"):
+            continue
         run(sh, agent, path.name.removesuffix(".json"), project, f"alone-{path.stem}")
     assert log_text(home) == ""
 

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Result, private_env
+from tests.runner import invoke
 
 SEEDS = [
     ("Rate limiter uses a token bucket per client", "Each API key gets a bucket refilled every second."),
@@ -63,15 +64,16 @@ def runner(root: Path, env: dict[str, str]) -> Callable[..., Result]:
 
 
 def seeded(root: Path, env: dict[str, str]) -> Callable[..., Result]:
-    run = runner(root, env)
+    """A home holding the seeds, indexed (made in this process: tests/runner.py); what the test runs after
+    goes through real processes."""
     records = "".join(
         json.dumps({"title": t, "narrative": n, "type": "discovery", "project": "webapp"}) + "\n"
         for t, n in SEEDS
     )
-    assert run("add", "--json", "-", stdin=records).exit_code == 0
-    indexed = run("index")
+    assert invoke("add", "--json", "-", input=records, env=env, replace_env=True, cwd=root).exit_code == 0
+    indexed = invoke("index", env=env, replace_env=True, cwd=root)
     assert indexed.exit_code == 0, indexed.stderr
-    return run
+    return runner(root, env)
 
 
 def ranking(run: Callable[..., Result], query: str) -> tuple[list[str], str]:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.sync_helpers import Machine, bare_repo, git_in
+from tests.sync_helpers import Machine, a_test_s_environment, bare_repo, copy_machines, git_in
 
 
 def push_ignore_rules(url: str, tmp_path: Path, files: dict[str, str]) -> None:
@@ -30,6 +30,20 @@ def push_ignore_rules(url: str, tmp_path: Path, files: dict[str, str]) -> None:
         )  # fmt: skip
 
 
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Homes ``a`` (one memory) and ``b`` synced through one bare repository, made once a module; each test
+    copies them."""
+    root = tmp_path_factory.mktemp("pair")
+    with a_test_s_environment(root):
+        url = bare_repo(root / "team.git")
+        a, b = Machine(root / "a", None), Machine(root / "b", None)
+        a.add("Before the rules")
+        a.sync(url)
+        b.sync(url)
+    return root
+
+
 @pytest.mark.parametrize(
     "rules",
     [
@@ -39,12 +53,10 @@ def push_ignore_rules(url: str, tmp_path: Path, files: dict[str, str]) -> None:
         {".gitignore": "web/\n"},
     ],
 )
-def test_new_memories_are_shared_whatever_a_pulled_gitignore_says(tmp_path, home, capsys, rules):
-    url = bare_repo(tmp_path / "team.git")
+def test_new_memories_are_shared_whatever_a_pulled_gitignore_says(tmp_path, home, capsys, rules, pair):
+    copy_machines(pair, tmp_path)
+    url = str(tmp_path / "team.git")
     a, b = Machine(tmp_path / "a", capsys), Machine(tmp_path / "b", capsys)
-    a.add("Before the rules")
-    a.sync(url)
-    b.sync(url)
     push_ignore_rules(url, tmp_path, rules)
     a.sync()
     b.sync()

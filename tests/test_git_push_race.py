@@ -55,8 +55,10 @@ def test_a_push_meeting_a_held_ref_lock_is_retried_and_goes_through(pair):
     assert "Written while another machine pushes" in {r["title"] for r in b.by_uid().values()}
 
 
-def test_a_ref_lock_that_never_goes_is_a_sync_error_not_a_refusal(pair):
+def test_a_ref_lock_that_never_goes_is_a_sync_error_not_a_refusal(pair, monkeypatch):
     url, a, _ = pair
+    # every attempt meets the lock; the back-offs between them (3 s on average) are not what is checked
+    monkeypatch.setattr("cmem_cli.sync.gitsync.BACK_OFF_S", 0.001)
     a.add("Never pushed while the lock stays")
     lock = hold_ref_lock(url, None)
     try:

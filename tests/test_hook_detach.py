@@ -229,6 +229,30 @@ def test_secrets_and_private_text_in_a_payloads_keys_never_reach_the_spool(home,
     assert [s for s in KEY_SECRETS if s in text] == []
 
 
+def test_a_huge_tool_output_is_spooled_cut_with_the_secret_in_its_kept_tail_redacted(home, project):
+    """Scrubbing a 5 MB output whole cost the waiting agent seconds; the spool keeps what capture can keep
+    (both ends of it, far past the stored tail) and scrubs only that, so no kept secret is cut."""
+    aws, token, _private = KEY_SECRETS
+    middle = "log line without secrets\n" * 200_000  # about 5 MB
+    output = f"{aws} at the start\n{middle}<private>the tail is private</private>\ntoken {token} at the end\n"
+    data = tool_payload("s-huge", project, "Bash", {"command": "make logs"}, {"stdout": output})
+    result = hook(project, "PostToolUse", data=data, **{DIE: "before-claim"})
+    assert (result.returncode, result.stderr) == (0, "")
+    deadline = time.monotonic() + 10
+    while not spool_files(home) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    [kept] = spool_files(home)
+    text = kept.read_text(encoding="utf-8")
+    assert len(text) < 100_000
+    assert (aws in text, token in text, "the tail is private" in text) == (False, False, False)
+    assert "at the end" in text  # the tail capture keeps is there, scrubbed
+    other = tool_payload("s-next", project, "Bash", {"command": "pytest -q"}, {"stdout": "3 passed"})
+    assert hook(project, "PostToolUse", data=other).returncode == 0  # replays the huge event
+    wait_for(home, "SELECT 1 FROM observations WHERE session = 's-huge'", 1)
+    [(narrative,)] = db_rows(home, "SELECT narrative FROM observations WHERE session = 's-huge'")
+    assert ("at the end" in narrative, token in narrative) == (True, False)
+
+
 def test_hooks_racing_to_replay_the_spool_store_each_event_once(home, project):
     from cmem_cli.capture.hooks import spool
 

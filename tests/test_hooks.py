@@ -547,6 +547,48 @@ def test_stop_without_the_final_message_reads_it_from_the_transcript_tail(
     assert db_rows(home, "SELECT count(*) FROM session_summaries") == [(1,)]
 
 
+def test_session_end_records_the_last_turn_s_summary_when_its_stop_hook_never_ran(
+    sh, home, project, tmp_path
+) -> None:
+    """Claude Code runs cmem's Stop hook in the background, and `claude -p` kills background hooks when it
+    exits right after the turn: SessionEnd (which outlives the client) takes the answer from the
+    transcript. Once a prompt: a Stop that did run leaves it nothing to add."""
+    from tests.agent_fixtures import Transcript
+
+    sid = "s-end-tail"
+    transcript = Transcript(sid, project).prompt("Why is CI red?")
+    transcript.say("CI is red because ruff flags an unused import in api.py.")
+    path = transcript.write(tmp_path / "t" / f"{sid}.jsonl")
+    hook(sh, "UserPromptSubmit", payload("UserPromptSubmit", sid, project, prompt="Why is CI red?"))
+    end = {**payload("SessionEnd", sid, project, reason="other"), "transcript_path": str(path)}
+    assert hook(sh, "SessionEnd", end).exit_code == 0
+    assert db_rows(home, "SELECT request, completed FROM session_summaries") == [
+        ("Why is CI red?", "CI is red because ruff flags an unused import in api.py.")
+    ]
+    assert db_rows(home, "SELECT status FROM sessions WHERE session_id = ?", (sid,)) == [("completed",)]
+
+    other = "s-end-after-stop"
+    hook(sh, "UserPromptSubmit", payload("UserPromptSubmit", other, project, prompt="And now?"))
+    hook(sh, "Stop", payload("Stop", other, project, last_assistant_message="Green again."))
+    hook(sh, "SessionEnd", {**payload("SessionEnd", other, project), "transcript_path": str(path)})
+    assert db_rows(home, "SELECT completed FROM session_summaries WHERE session = ?", (other,)) == [
+        ("Green again.",)
+    ]
+
+
+def test_session_end_gives_no_summary_to_a_turn_that_never_answered(sh, home, project, tmp_path) -> None:
+    """The person asked again and quit before the answer: the previous answer is not this prompt's."""
+    from tests.agent_fixtures import Transcript
+
+    sid = "s-end-unanswered"
+    transcript = Transcript(sid, project).prompt("Why is CI red?").say("An unused import.")
+    path = transcript.prompt("Fix it").write(tmp_path / "t" / f"{sid}.jsonl")
+    for prompt in ("Why is CI red?", "Fix it"):
+        hook(sh, "UserPromptSubmit", payload("UserPromptSubmit", sid, project, prompt=prompt))
+    hook(sh, "SessionEnd", {**payload("SessionEnd", sid, project), "transcript_path": str(path)})
+    assert db_rows(home, "SELECT count(*) FROM session_summaries") == [(0,)]
+
+
 def test_a_locked_database_spools_the_event_and_the_next_hook_replays_it(sh, home, project, tmp_path) -> None:
     import apsw
 

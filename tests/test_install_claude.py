@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from cmem_cli.capture.agents.claude_code import HOOKS
 from cmem_cli.capture.install_claude import HOOK_EVENTS, is_cmem_command, merge_instructions, merge_settings
 from tests.agent_fixtures import db_rows
 
@@ -65,8 +66,8 @@ def test_install_adds_every_hook_and_keeps_all_other_settings(sh, claude_dir) ->
     assert after["hooks"]["PostToolUse"][0] == EXISTING["hooks"]["PostToolUse"][0]
     for event in HOOK_EVENTS:
         commands = [h["command"] for g in after["hooks"][event] for h in g["hooks"]]
-        ours = [c for c in commands if is_cmem_command(c)]
-        assert len(ours) == 1 and ours[0].endswith(f" hook {event}")
+        mine = [c for c in commands if is_cmem_command(c)]
+        assert len(mine) == len(HOOKS[event]) and all(c.endswith(f" hook {event}") for c in mine)
     assert len(backups(claude_dir)) == 1
     assert json.loads(backups(claude_dir)[0].read_text()) == EXISTING
 
@@ -210,3 +211,122 @@ def test_installed_command_runs_a_hook(sh, claude_dir, tmp_path) -> None:
     assert db_rows(Path(os.environ["CMEM_HOME"]), "SELECT text FROM user_prompts") == [
         ("hello from the installed hook",)
     ]
+
+
+# What `cmem install claude-code` wrote before Claude Code ran its recording hooks in the background: one
+# group an event, each waited for, PostToolUse on every tool.
+OLD_SHAPE = {
+    "SessionStart": (None, 15),
+    "UserPromptSubmit": (None, 10),
+    "PreToolUse": ("Edit|MultiEdit|Write|NotebookEdit", 10),
+    "PostToolUse": ("*", 10),
+    "PostToolUseFailure": ("*", 10),
+    "Stop": (None, 10),
+    "SessionEnd": (None, 10),
+    "FileChanged": (None, 10),
+}
+
+
+def with_old_install(settings: dict, executable: str) -> dict:
+    """``settings`` with cmem's entries as an older cmem added them (after the person's own)."""
+    result = json.loads(json.dumps(settings))
+    hooks = result.setdefault("hooks", {})
+    for event, (matcher, timeout) in OLD_SHAPE.items():
+        entry = {"type": "command", "command": f"{executable} hook {event}", "timeout": timeout}
+        hooks.setdefault(event, []).append({**({"matcher": matcher} if matcher else {}), "hooks": [entry]})
+    return result
+
+
+def ours(after: dict) -> dict[str, list[tuple[str | None, bool]]]:
+    """event -> (matcher, runs in the background) of each of cmem's entries."""
+    return {
+        event: [
+            (group.get("matcher"), hook.get("async") is True)
+            for group in groups
+            for hook in group["hooks"]
+            if is_cmem_command(hook["command"])
+        ]
+        for event, groups in after["hooks"].items()
+        if any(is_cmem_command(h["command"]) for g in groups for h in g["hooks"])
+    }
+
+
+def test_claude_code_waits_only_for_the_hooks_that_answer_with_context(sh, claude_dir) -> None:
+    """The briefing, prompt recall, the notes before an edit and after a Read are waited for; recording a
+    tool call, a failure, the turn's or the session's end or a watched file's change runs in the
+    background ("async": true)."""
+    assert sh("install", "claude-code").exit_code == 0
+    assert ours(settings(claude_dir)) == {
+        "SessionStart": [(None, False)],
+        "UserPromptSubmit": [(None, False)],
+        "PreToolUse": [("Edit|MultiEdit|Write|NotebookEdit", False)],
+        "PostToolUse": [("Read", False), ("^(?!Read$).*", True)],
+        "PostToolUseFailure": [("*", True)],
+        "Stop": [(None, True)],
+        "SessionEnd": [(None, True)],
+        "FileChanged": [(None, True)],
+    }
+
+
+def test_the_background_matcher_takes_every_tool_but_read() -> None:
+    """Claude Code reads a matcher that is not a plain list of names as a JavaScript regular expression,
+    tested against the tool's name; Python's `re.search` reads this one the same way."""
+    import re
+
+    from cmem_cli.capture.agents.claude_code import NOT_READ
+
+    for tool in ("Edit", "Bash", "Write", "Reader", "ReadX", "mcp__cmem__search", "NotebookRead"):
+        assert re.search(NOT_READ, tool), tool
+    assert not re.search(NOT_READ, "Read")
+
+
+def test_an_install_of_the_old_shape_is_upgraded_in_place_and_uninstalls_byte_for_byte(
+    sh, claude_dir
+) -> None:
+    original = json.dumps(EXISTING, indent=2)
+    path = claude_dir / "settings.json"
+    path.write_text(original)
+    sh("install", "claude-code", "--no-instructions")  # the backup of the person's file, as then
+    executable = next(
+        h["command"].rsplit(" hook ", 1)[0]
+        for h in settings(claude_dir)["hooks"]["Stop"][0]["hooks"]
+        if is_cmem_command(h["command"])
+    )
+    path.write_text(json.dumps(with_old_install(EXISTING, executable), indent=2) + "\n")
+    detected = sh("install", "--detect", "--json").json()
+    [row] = [r for r in detected if r["agent"] == "claude-code" and r["scope"] == "user"]
+    assert [p for p in row["problems"] if "older cmem" in p], row
+    doctor = {c["name"]: c for c in sh("doctor", "--json").json()["checks"]}["agent claude-code (user)"]
+    assert doctor["status"] == "fail" and "older cmem" in doctor["detail"], doctor
+
+    upgraded = sh("install", "claude-code", "--no-instructions")
+    assert upgraded.exit_code == 0, upgraded.stderr
+    after = settings(claude_dir)
+    assert ours(after)["PostToolUse"] == [("Read", False), ("^(?!Read$).*", True)]
+    assert after["hooks"]["PostToolUse"][0] == EXISTING["hooks"]["PostToolUse"][0]  # the person's, first
+    assert len(backups(claude_dir)) == 1  # only cmem's entries changed: no second backup
+    doctor = {c["name"]: c for c in sh("doctor", "--json").json()["checks"]}["agent claude-code (user)"]
+    assert doctor["status"] == "ok", doctor
+
+    assert sh("install", "claude-code", "--uninstall", "--no-instructions").exit_code == 0
+    assert path.read_text() == original
+    assert backups(claude_dir) == []
+
+
+def test_uninstall_never_restores_a_backup_that_holds_cmem_s_entries(sh, claude_dir) -> None:
+    """An older cmem backed the file up when it replaced its own entries (a moved cmem, a new shape): that
+    backup holds the person's settings and cmem's old entries, and is not what uninstall brings back."""
+    original = json.dumps(EXISTING, indent=2)
+    path = claude_dir / "settings.json"
+    path.write_text(original)
+    (claude_dir / "CLAUDE.md").write_text("# My rules\n")
+    sh("install", "claude-code")
+    old_file = json.dumps(with_old_install(EXISTING, "/old/venv/bin/cmem"), indent=2) + "\n"
+    old_md = merge_instructions("# My rules\n", uninstall=False, command="/old/venv/bin/cmem")
+    for name, text in (("settings.json", old_file), ("CLAUDE.md", old_md)):
+        (claude_dir / f"{name}.cmem-backup-29991231-235959").write_text(text)  # the newest backup
+        (claude_dir / name).write_text(text)
+    assert sh("install", "claude-code").exit_code == 0  # the upgrade
+    assert sh("install", "claude-code", "--uninstall").exit_code == 0
+    assert path.read_text() == original
+    assert (claude_dir / "CLAUDE.md").read_text() == "# My rules\n"

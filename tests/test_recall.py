@@ -1,5 +1,6 @@
 """Recall at the moment of need, through the real CLI: the hooks as Claude Code (and Gemini CLI) run them, a
-new process per event, and `cmem recall` showing what they would inject and why."""
+new process per event, and `cmem recall` showing what they would inject and why. What a test only stores
+first (its notes, the earlier session of the ``repo`` fixture) is written in this process (tests/runner.py)."""
 
 from __future__ import annotations
 
@@ -13,13 +14,20 @@ import pytest
 
 from tests.agent_fixtures import payload, recorded_payload, tool_payload
 from tests.hook_log import hook_log
+from tests.runner import invoke
 
 OLD = "11111111-1111-4111-8111-111111111111"  # the session that recorded the memories
 NEW = "22222222-2222-4222-8222-222222222222"  # a later session that asks
 OTHER = "33333333-3333-4333-8333-333333333333"  # and another
 
 
-def run(*args: str, cwd: Path, stdin: str | None = None, env: dict[str, str] | None = None) -> str:
+def run(
+    *args: str, cwd: Path, stdin: str | None = None, env: dict[str, str] | None = None, process: bool = True
+) -> str:
+    if not process:  # a write the test only stores, made in this process
+        result = invoke(*args, cwd=cwd, input=stdin, env=env)
+        assert result.exit_code == 0, result.stderr
+        return result.stdout
     proc = subprocess.run(
         [sys.executable, "-m", "cmem_cli", *args],
         input=stdin,
@@ -33,8 +41,8 @@ def run(*args: str, cwd: Path, stdin: str | None = None, env: dict[str, str] | N
     return proc.stdout
 
 
-def hook(repo: Path, event: str, data: dict, *args: str) -> dict | None:
-    out = run("hook", *args, event, cwd=repo, stdin=json.dumps(data)).strip()
+def hook(repo: Path, event: str, data: dict, *args: str, process: bool = True) -> dict | None:
+    out = run("hook", *args, event, cwd=repo, stdin=json.dumps(data), process=process).strip()
     return json.loads(out) if out else None
 
 
@@ -44,7 +52,7 @@ def context(answer: dict | None) -> str:
 
 def note(repo: Path, obs_type: str, title: str, narrative: str, *extra: str) -> int:
     out = run("add", "--type", obs_type, "-t", title, "--narrative", narrative, *extra, cwd=repo,
-              env={"CMEM_SESSION": OLD, "CMEM_AGENT": "claude-code"})  # fmt: skip
+              env={"CMEM_SESSION": OLD, "CMEM_AGENT": "claude-code"}, process=False)  # fmt: skip
     return int(out.strip())
 
 
@@ -78,10 +86,11 @@ def repo(home: Path, tmp_path: Path) -> Path:
     subprocess.run([*git, "commit", "-qm", "init"], cwd=repo, check=True)
     for title, text in OTHER_NOTES:  # a store of one memory has no keyword statistics worth the name
         run(
-            "add", "--type", "discovery", "-t", title, "--narrative", text, "--project", "elsewhere", cwd=repo
-        )
-    hook(repo, "SessionStart", payload("SessionStart", OLD, repo, source="startup"))
-    hook(repo, "UserPromptSubmit", payload("UserPromptSubmit", OLD, repo, prompt="The nightly job ran at 3 am after the clocks changed"))  # fmt: skip
+            "add", "--type", "discovery", "-t", title, "--narrative", text, "--project", "elsewhere", cwd=repo,
+            process=False,
+        )  # fmt: skip
+    hook(repo, "SessionStart", payload("SessionStart", OLD, repo, source="startup"), process=False)
+    hook(repo, "UserPromptSubmit", payload("UserPromptSubmit", OLD, repo, prompt="The nightly job ran at 3 am after the clocks changed"), process=False)  # fmt: skip
     return repo
 
 
@@ -385,3 +394,119 @@ def test_the_second_session_of_a_fresh_home_is_recalled_the_firsts_note_before_i
     asked = payload("UserPromptSubmit", NEW, repo, prompt="What did we decide about batches?")
     out = run("hook", "UserPromptSubmit", cwd=repo, stdin=json.dumps(asked), env={"CMEM_HOOK_DETACH": "on"})
     assert f"#{obs} " in context(json.loads(out) if out.strip() else None), out
+
+
+def test_a_code_name_in_a_prompt_is_evidence_for_a_note_naming_it_not_one_using_its_words_in_prose(
+    repo: Path,
+) -> None:
+    """ "rename nightly_job() to run_nightly" asks about names in the code: a note and a session saying
+    "the nightly job ran" in prose are not about them (bench/recall_week.py's tune half injected such a
+    note for "rename total() to invoice_total everywhere"); a note that names ``nightly_job()`` is."""
+    obs = timezone_note(repo)
+    prompt = "rename nightly_job() to run_nightly everywhere"
+    shown = json.loads(run("recall", "--prompt", prompt, "--json", cwd=repo))
+    assert shown["injected"] == [] and shown["text"] is None, shown["weighed"]
+    # the same words in prose still reach it
+    asked = json.loads(run("recall", "--prompt", "the nightly job ran late again", "--json", cwd=repo))
+    assert asked["injected"] == [obs], asked["weighed"]
+    # and a note naming the function keeps the evidence of its words
+    named = note(repo, "decision", "nightly_job() takes the run time from the schedule", "Never from cron.")
+    shown = json.loads(run("recall", "--prompt", prompt, "--json", cwd=repo))
+    assert [p["id"] for p in shown["weighed"]][:1] == [named] and obs not in shown["injected"], shown
+
+
+def test_a_note_holding_two_of_the_prompts_words_is_recalled_on_weaker_evidence_than_one_holding_one(
+    sh,
+) -> None:
+    """ "a comma for the decimal point" meets the cents note in two words one clause of it says (decimal
+    point), weakly (prose, no session): that is its topic. "clear the cache" meets the CI note
+    in one word, more strongly: a coincidence, left out."""
+    for title, text in OTHER_NOTES:
+        sh("add", "--type", "discovery", "-t", title, "--narrative", text, "--project", "shop")
+    ids = {
+        r["title"]: r["id"] for r in json.loads(sh("search", "--all", "--project", "shop", "--json").stdout)
+    }
+    cents, ci = ids["Amounts are integer cents"], ids["The CI cache key includes the lock file's hash"]
+    shown = json.loads(sh("recall", "--prompt", "use a comma for the decimal point in the PDF",
+                          "--project", "shop", "--json").stdout)  # fmt: skip
+    [two] = [p for p in shown["weighed"] if p["id"] == cents]
+    assert two["score"] < shown["bar"] and shown["injected"] == [cents], shown["weighed"]
+    shown = json.loads(sh("recall", "--prompt", "clear the cache before the demo", "--project", "shop",
+                          "--json").stdout)  # fmt: skip
+    [one] = [p for p in shown["weighed"] if p["id"] == ci]
+    assert two["score"] < one["score"] < shown["bar"] and shown["injected"] == [], shown["weighed"]
+
+
+def test_one_word_of_the_prompt_is_not_enough_over_the_bar_unless_the_evidence_is_strong(
+    sh,
+    tmp_path: Path,
+) -> None:
+    """ "a counter of processed events" shares one word with "Event times were parsed in the pod's local
+    zone": enough evidence to clear the bar (set to 0.2 here), not to make the note about counters; two
+    words of the prompt ("event times") are."""
+    config = tmp_path / "recall.toml"
+    config.write_text("[recall]\nbar = 0.2\n")
+    env = {"CMEM_CONFIG": str(config)}
+    for title, text in OTHER_NOTES:
+        sh("add", "--type", "discovery", "-t", title, "--narrative", text, "--project", "shop")
+    event = int(sh("add", "--type", "bugfix", "-t", "Event times were parsed in the pod's local zone",
+                   "--narrative", "Producers send RFC 3339 with an offset; stored as timestamptz.",
+                   "--project", "shop").stdout.strip())  # fmt: skip
+    shown = json.loads(sh("recall", "--prompt", "a counter of processed events", "--project", "shop", "--json",
+                          env=env).stdout)  # fmt: skip
+    [one] = [p for p in shown["weighed"] if p["id"] == event]
+    assert shown["bar"] == 0.2 and one["score"] >= 0.2 and shown["injected"] == [], shown["weighed"]
+    assert one["why"] == "one word of the prompt"
+    shown = json.loads(sh("recall", "--prompt", "event times look off in the processed counter", "--project",
+                          "shop", "--json", env=env).stdout)  # fmt: skip
+    assert shown["injected"] == [event], shown["weighed"]
+
+
+def test_two_words_that_most_records_hold_do_not_make_a_note_about_the_prompt(sh) -> None:  # type: ignore[no-untyped-def]
+    """ "how to run the tests" meets the migration note in "run" and "test", words a coding store's records
+    say all the time: no evidence that the note is what the prompt needs."""
+    for title, text in OTHER_NOTES:
+        sh("add", "--type", "discovery", "-t", title, "--narrative", text, "--project", "shop")
+    for n in range(2):
+        sh("add", "--type", "change", "-t", f"Ran the tests of module {n}", "--narrative", f"run {n}: passed",
+           "--project", "shop")  # fmt: skip
+    migrate = int(sh("add", "--type", "bugfix", "-t", "The test database was never migrated",
+                     "--narrative", "The fixture now runs migrate() first.", "--project", "shop").stdout.strip())  # fmt: skip
+    shown = json.loads(sh("recall", "--prompt", "document how to run the tests", "--project",
+                          "shop", "--json").stdout)  # fmt: skip
+    [weighed] = [p for p in shown["weighed"] if p["id"] == migrate]
+    assert 0.3 * shown["bar"] <= weighed["score"] < shown["bar"] and shown["injected"] == [], shown["weighed"]
+
+
+def test_a_code_name_the_notes_session_was_asked_about_is_evidence_for_the_note(repo: Path) -> None:
+    """A session asked about ``MissingForegroundServiceTypeException`` and its note says what fixed the crash
+    in other words: a later prompt naming the exception is about that note (bench/recall_week.py's week 3
+    missed it when only the note's own text could name the code)."""
+    hook(repo, "SessionStart", payload("SessionStart", OTHER, repo, source="startup"))
+    hook(repo, "UserPromptSubmit", payload("UserPromptSubmit", OTHER, repo, prompt="crash on Android 14 devices when the sync starts in background. MissingForegroundServiceTypeException"))  # fmt: skip
+    crash = int(run("add", "--type", "bugfix", "-t", "SyncWorker crashed on Android 14: its foreground service needs the dataSync type",
+                    "--narrative", "From targetSdk 34 a foreground service must declare its type in the manifest.",
+                    cwd=repo, env={"CMEM_SESSION": OTHER, "CMEM_AGENT": "claude-code"}).strip())  # fmt: skip
+    prompt = "MissingForegroundServiceTypeException in crashlytics again, new worker this time"
+    shown = json.loads(run("recall", "--prompt", prompt, "--json", cwd=repo))
+    assert shown["injected"] == [crash], shown["weighed"]
+
+
+def test_two_words_of_the_prompt_count_only_when_one_sentence_of_the_note_says_them(sh) -> None:  # type: ignore[no-untyped-def]
+    """ "a show password toggle on login" meets the login note in "login" (its title) and "password" (an
+    aside in another sentence): two words said of different things, a coincidence, left out (week 3 of
+    bench/recall_week.py injected it). "keep the password out of the saved state" meets the note where one
+    clause says two of its words ("the password is deliberately not saved"): recalled."""
+    for title, text in OTHER_NOTES:
+        sh("add", "--type", "discovery", "-t", title, "--narrative", text, "--project", "shop")
+    login = int(sh("add", "--type", "bugfix", "-t", "The login form lost its input on rotation",
+                   "--narrative", "The form kept the email in a plain variable of the view model, rebuilt on "
+                   "rotation. It now lives in the saved state. Secrets stay out of it: the password is "
+                   "deliberately not saved.", "--project", "shop").stdout.strip())  # fmt: skip
+    shown = json.loads(sh("recall", "--prompt", "add a show password toggle to login", "--project", "shop",
+                          "--json").stdout)  # fmt: skip
+    [apart] = [p for p in shown["weighed"] if p["id"] == login]
+    assert apart["score"] < 1.3 * shown["bar"] and shown["injected"] == [], shown["weighed"]
+    shown = json.loads(sh("recall", "--prompt", "keep the password out of the saved state", "--project",
+                          "shop", "--json").stdout)  # fmt: skip
+    assert shown["injected"] == [login], shown["weighed"]

@@ -1,17 +1,16 @@
-"""Ranking that respects evidence, through the real CLI on a home indexed with all-MiniLM-L6-v2: keyword
-evidence counts by how much of the query it covers, so one common word does not beat a strong meaning match;
-an exact phrase (an error message, a symbol) puts the record that holds it first."""
+"""Ranking that respects evidence, through the real CLI (in this process, tests/runner.py) on a home indexed
+with all-MiniLM-L6-v2: keyword evidence counts by how much of the query it covers, so one common word does not
+beat a strong meaning match; an exact phrase (an error message, a symbol) puts the record that holds it first."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import Result, private_env
+from tests.runner import invoke
 
 # An agent's week on a small web app: what it recorded on purpose and what it noted along the way.
 MEMORIES = [
@@ -40,12 +39,10 @@ def cmem(tmp_path_factory: pytest.TempPathFactory, minilm_gguf: Path) -> Callabl
     root = tmp_path_factory.mktemp("evidence")
     env = private_env(root, embed_model=str(minilm_gguf))
 
-    def run(*args: str) -> Result:
-        proc = subprocess.run(
-            [sys.executable, "-m", "cmem_cli", *args], capture_output=True, text=True, env=env, cwd=root,
-            timeout=300,
-        )  # fmt: skip
-        return Result(proc.returncode, proc.stdout, proc.stderr)
+    def run(
+        *args: str,
+    ) -> Result:  # in this process (tests/runner.py): the model is loaded once, not per search
+        return invoke(*args, env=env, replace_env=True, cwd=root)
 
     for kind, title, narrative in MEMORIES:
         added = run("add", "--type", kind, "--title", title, "--narrative", narrative, "--project", "app")

@@ -1,7 +1,7 @@
 """`cmem search` admits "no match": only hits with evidence, a count of what was left out, exit 10 when empty.
 
-Everything runs through the real CLI (``python -m cmem_cli``) over a home indexed with all-MiniLM-L6-v2, as a
-user's shell or script would run it.
+Everything runs through the real CLI over a home indexed with all-MiniLM-L6-v2: in this process
+(tests/runner.py), and a printed docid through bash and ``python -m cmem_cli``, as a user's shell runs it.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Result, private_env
+from tests.runner import invoke
 
 MEMORIES = [
     ("Fix JWT expiry check", "Tokens expired one hour early because exp is in seconds, not ms.", "billing"),
@@ -51,8 +52,13 @@ def cmem(tmp_path_factory: pytest.TempPathFactory, minilm_gguf: Path) -> Callabl
     env = private_env(root, embed_model=str(minilm_gguf))
 
     def run(*args: str, shell: str | None = None) -> Result:
-        command = ["bash", "-c", shell] if shell else [sys.executable, "-m", "cmem_cli", *args]
-        proc = subprocess.run(command, capture_output=True, text=True, env=env, cwd=root, timeout=300)
+        """``cmem ARGS`` in this process (tests/runner.py: the model is loaded once, not per search), or a
+        ``shell`` command line run by bash."""
+        if not shell:
+            return invoke(*args, env=env, replace_env=True, cwd=root)
+        proc = subprocess.run(
+            ["bash", "-c", shell], capture_output=True, text=True, env=env, cwd=root, timeout=300
+        )
         return Result(proc.returncode, proc.stdout, proc.stderr)
 
     for title, narrative, project in MEMORIES:

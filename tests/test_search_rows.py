@@ -2,19 +2,18 @@
 match is not listed below a weak vector neighbour, a stored prompt is found by its own words, and
 "showing N of M" counts only what a page left out.
 
-Through the real CLI over a home indexed with all-MiniLM-L6-v2, as a user's shell runs it.
+Through the real CLI over a home indexed with all-MiniLM-L6-v2, run in this process (tests/runner.py).
 """
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import Result, private_env
+from tests.runner import invoke
 
 MEMORIES = [
     (
@@ -36,11 +35,10 @@ def cmem(tmp_path_factory: pytest.TempPathFactory, minilm_gguf: Path) -> Callabl
     root = tmp_path_factory.mktemp("rows")
     env = private_env(root, embed_model=str(minilm_gguf))
 
-    def run(*args: str) -> Result:
-        proc = subprocess.run(
-            [sys.executable, "-m", "cmem_cli", *args], capture_output=True, text=True, env=env, cwd=root
-        )
-        return Result(proc.returncode, proc.stdout, proc.stderr)
+    def run(
+        *args: str,
+    ) -> Result:  # in this process (tests/runner.py): the model is loaded once, not per search
+        return invoke(*args, env=env, replace_env=True, cwd=root)
 
     for title, narrative in MEMORIES:
         assert run("add", title, "--narrative", narrative, "--project", "web").exit_code == 0

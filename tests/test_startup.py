@@ -43,8 +43,14 @@ NOT_WRITTEN = {
 }
 # What only the full CLI, a search, an index pass or a model needs.
 HEAVY = {"typer", "click", "numpy", "llama_cpp", "watchdog", "cmem_index.indexer", "cmem_index.embedder"}
-# The typed rows exist for the type checker only: no command makes their classes (a search would pay ~1 ms).
-TYPES_ONLY = {"cmem_cli.store.row_types"}
+# The typed rows (the store's, a search's, the full records and the briefing's) exist for the type checker
+# only: no command makes their classes (a search would pay ~1 ms) or unmarshals their bodies.
+TYPES_ONLY = {
+    "cmem_cli.store.row_types",
+    "cmem_cli.core.hit_types",
+    "cmem_cli.services.read.record_types",
+    "cmem_cli.services.read.briefing_types",
+}
 SEARCH_ONLY = {
     "cmem_cli.core.query_fields",  # the Query's option table: `cmem search`'s parser and MCP's schema
     "cmem_cli.services.read.search_pipeline",
@@ -199,13 +205,29 @@ def test_a_hook_that_answers_from_the_store_opens_no_write_path_before_it_exits(
     assert {"cmem_cli.services.write.service", "cmem_export"} & modules == set()
 
 
+def test_a_session_start_with_a_kept_briefing_loads_neither_sqlite_nor_the_store(tmp_path, project, home):
+    """The briefing the last turn's detached child kept is read as a file (core/briefing_cache.py)."""
+    import time
+
+    from cmem_cli.core import briefing_cache
+
+    stop = payload("Stop", "s-1", project, stop_hook_active=False)
+    imported_before_exit(tmp_path, project, "hook", "Stop", stdin=json.dumps(stop))
+    kept = home.joinpath(*briefing_cache.FOLDER)
+    deadline = time.monotonic() + 20
+    while not any(kept.glob("*.json")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    start = payload("SessionStart", "s-2", project, source="startup")
+    modules = imported_before_exit(tmp_path, project, "hook", "SessionStart", stdin=json.dumps(start))
+    assert "cmem_cli.core.briefing_cache" in modules  # it read the kept briefing
+    assert (WRITE_PATH | {"cmem_cli.core.db", "cmem_cli.services.read.briefing"}) & modules == set()
+
+
 # What a hook that injects (prompt or file recall, answered before the event is recorded) must not load:
-# it reads the store on its own, through recall's own queries (services/read/recall_read.py).
+# it reads the store on its own (services/read/recall_read.py), not through the API.
 NOT_FOR_RECALL = {
     "cmem_cli.api",
     "cmem_cli.core.query",
-    "cmem_cli.store.keyword",
-    "cmem_cli.store.filters",
     "cmem_cli.store.capture_log",
     "cmem_cli.services.truth.supersession",
     "cmem_cli.services.read.search_pipeline",
@@ -225,9 +247,7 @@ NOT_FOR_RECALL = {
         ),
     ],
 )
-def test_a_hook_that_recalls_loads_neither_the_api_nor_search_nor_the_write_path(
-    tmp_path, project, event, data
-):
+def test_a_hook_that_recalls_loads_neither_the_api_nor_the_write_path(tmp_path, project, event, data):
     modules = imported_before_exit(tmp_path, project, "hook", event, stdin=json.dumps(data(project)))
     assert {"cmem_cli.services.read.recall_read", "cmem_cli.store.recall"} <= modules  # it recalled
     unexpected = (NOT_FOR_RECALL | WRITE_PATH - {"apsw", "cmem_cli.store.repository"} | HEAVY) & modules

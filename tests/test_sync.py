@@ -7,14 +7,17 @@ import json
 import os
 import subprocess
 import sys
+from copy import deepcopy
 from pathlib import Path
 
 import pytest
 
 from tests.sync_helpers import (
     Machine,
+    a_test_s_environment,
     all_text,
     bare_repo,
+    copy_machines,
     refuse_pushes,
     remote_blobs,
     remote_head,
@@ -22,17 +25,28 @@ from tests.sync_helpers import (
 )
 
 
+@pytest.fixture(scope="module")
+def team_template(tmp_path_factory: pytest.TempPathFactory):
+    """Machines ``a`` and ``b`` (each with one note) connected to one bare repository, made once a module."""
+    root = tmp_path_factory.mktemp("team")
+    with a_test_s_environment(root):
+        url = bare_repo(root / "team.git")
+        a, b = Machine(root / "a", None), Machine(root / "b", None)
+        first = a.add("Login uses JWT", "--narrative", "tokens expire after an hour")
+        a.sync(url)
+        second = b.add("Cache lives in redis")
+        b.sync(url)
+        a.sync()
+    return root, first, second
+
+
 @pytest.fixture
-def team(home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]):
-    """Machines ``a`` and ``b`` (each with one note) connected to one bare repository."""
-    url = bare_repo(tmp_path / "team.git")
+def team(home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], team_template):
+    """Machines ``a`` and ``b`` (each with one note) connected to one bare repository: this test's copy."""
+    root, first, second = team_template
+    copy_machines(root, tmp_path)
     a, b = Machine(tmp_path / "a", capsys), Machine(tmp_path / "b", capsys)
-    first = a.add("Login uses JWT", "--narrative", "tokens expire after an hour")
-    a.sync(url)
-    second = b.add("Cache lives in redis")
-    b.sync(url)
-    a.sync()
-    return a, b, url, first, second
+    return a, b, str(tmp_path / "team.git"), deepcopy(first), deepcopy(second)
 
 
 def test_init_pushes_to_an_empty_remote_and_brings_in_a_remote_with_history(team):

@@ -7,17 +7,36 @@ from pathlib import Path
 
 import pytest
 
-from tests.sync_helpers import Machine, all_text, bare_repo, remote_blobs
+from tests.sync_helpers import (
+    Machine,
+    a_test_s_environment,
+    all_text,
+    bare_repo,
+    copy_machines,
+    remote_blobs,
+)
+
+
+@pytest.fixture(scope="module")
+def team_template(tmp_path_factory: pytest.TempPathFactory):
+    """Machine ``a`` with one note and machine ``b`` connected to one bare repository, made once a module."""
+    root = tmp_path_factory.mktemp("team")
+    with a_test_s_environment(root):
+        url = bare_repo(root / "team.git")
+        a, b = Machine(root / "a", None), Machine(root / "b", None)
+        note = a.add("Login uses JWT", "--narrative", "tokens expire after an hour", "--fact", "HS256")
+        a.sync(url)
+        b.sync(url)
+    return root, note["uid"]
 
 
 @pytest.fixture
-def team(home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]):
-    url = bare_repo(tmp_path / "team.git")
+def team(home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], team_template):
+    """This test's copy of the module's two machines and their repository."""
+    root, uid = team_template
+    copy_machines(root, tmp_path)
     a, b = Machine(tmp_path / "a", capsys), Machine(tmp_path / "b", capsys)
-    note = a.add("Login uses JWT", "--narrative", "tokens expire after an hour", "--fact", "HS256")
-    a.sync(url)
-    b.sync(url)
-    return a, b, url, note["uid"]
+    return a, b, str(tmp_path / "team.git"), uid
 
 
 def _id(machine: Machine, uid: str) -> str:

@@ -8,23 +8,44 @@ import json
 import os
 import subprocess
 import time
+from copy import deepcopy
 from pathlib import Path
 
 import pytest
 
-from tests.sync_helpers import Machine, bare_repo, git_in, refuse_pushes, remote_head
+from tests.sync_helpers import (
+    Machine,
+    a_test_s_environment,
+    bare_repo,
+    copy_machines,
+    git_in,
+    refuse_pushes,
+    remote_head,
+)
 
 PLAIN_GIT = ["git", "-c", "user.name=teammate", "-c", "user.email=t@x", "-c", "core.hooksPath=/dev/null"]
 
 
+@pytest.fixture(scope="module")
+def team_template(tmp_path_factory: pytest.TempPathFactory):
+    """Machine ``a`` with one note and machine ``b`` connected to one bare repository, made once a module."""
+    root = tmp_path_factory.mktemp("team")
+    with a_test_s_environment(root):
+        url = bare_repo(root / "team.git")
+        a, b = Machine(root / "a", None), Machine(root / "b", None)
+        first = a.add("Login uses JWT", "--narrative", "tokens expire after an hour")
+        a.sync(url)
+        b.sync(url)
+    return root, first
+
+
 @pytest.fixture
-def team(home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]):
-    url = bare_repo(tmp_path / "team.git")
+def team(home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], team_template):
+    """This test's copy of the module's two machines and their repository."""
+    root, first = team_template
+    copy_machines(root, tmp_path)
     a, b = Machine(tmp_path / "a", capsys), Machine(tmp_path / "b", capsys)
-    first = a.add("Login uses JWT", "--narrative", "tokens expire after an hour")
-    a.sync(url)
-    b.sync(url)
-    return a, b, url, first
+    return a, b, str(tmp_path / "team.git"), deepcopy(first)
 
 
 def _teammate_commits(tmp_path: Path, url: str, files: dict[str, str | None]) -> Path:

@@ -321,6 +321,9 @@ def test_counts_say_what_happened(homes: dict[str, Home], team_db: str):
 
 INTERRUPTED = """
 import signal, sys
+# Ctrl-C reaches a terminal's foreground process with Python's handler in place; a run started in the
+# background (`pytest &`, nohup) hands its children SIGINT ignored, and raise_signal would then do nothing
+signal.signal(signal.SIGINT, signal.default_int_handler)
 from cmem_cli.team import push
 def interrupted(self):
     # Ctrl-C in the middle of the server's transaction. raise_signal delivers it to this thread and runs

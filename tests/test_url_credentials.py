@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.sync_helpers import Machine, bare_repo
+from tests.sync_helpers import Machine, a_test_s_environment, bare_repo, copy_machines
 
 # Each holds the marker S3CR in its secret part; 127.0.0.1:1 refuses at once, so a sync fails fast.
 SECRET_URLS = [
@@ -34,12 +34,24 @@ SECRET_URLS = [
 ]
 
 
+@pytest.fixture(scope="module")
+def connected(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A home with one memory, connected to a bare repository, made once a module (in its folder's
+    ``cmem-home``, where the ``home`` fixture puts a test's home)."""
+    root = tmp_path_factory.mktemp("connected")
+    with a_test_s_environment(root):
+        one = Machine(root / "cmem-home", None)
+        one.add("Shared through git")
+        one.sync(bare_repo(root / "remote.git"))
+    return root
+
+
 @pytest.fixture
-def machine(tmp_path: Path, home: Path, capsys: pytest.CaptureFixture[str]) -> Machine:
-    one = Machine(home, capsys)
-    one.add("Shared through git")
-    one.sync(bare_repo(tmp_path / "remote.git"))
-    return one
+def machine(tmp_path: Path, home: Path, capsys: pytest.CaptureFixture[str], connected: Path) -> Machine:
+    """This test's copy of the connected home, as its ``home``."""
+    copy_machines(connected, tmp_path)
+    assert home == tmp_path / "cmem-home"
+    return Machine(home, capsys)
 
 
 def set_url(machine: Machine, url: str) -> None:

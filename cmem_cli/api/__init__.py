@@ -20,7 +20,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar, cast
 
 from cmem_cli.core.config import Config, default_agent, default_session, load_config
 from cmem_cli.core.errors import (
@@ -39,7 +39,9 @@ from cmem_cli.core.query import Query
 if TYPE_CHECKING:
     from cmem_cli.api.index import Index, Models
     from cmem_cli.api.recorder import Recorder
-    from cmem_cli.core.pages import Rows, SearchPage, Timeline
+    from cmem_cli.core.hit_types import ObservationHit
+    from cmem_cli.core.json_types import CandidateJson, ProjectJson, RebuildJson, SessionJson, StatsJson
+    from cmem_cli.core.pages import Row, Rows, SearchPage, Timeline
     from cmem_cli.core.results import (
         Briefing,
         Document,
@@ -60,9 +62,12 @@ if TYPE_CHECKING:
     from cmem_cli.services.inbound.adopt import AdoptReport
     from cmem_cli.services.read.recall import Recall
     from cmem_cli.services.read.search_pipeline import Reader
+    from cmem_cli.services.read.window import WindowJson
     from cmem_cli.services.truth.anchor_record import Verified
+    from cmem_cli.services.upkeep.doctor_report import DoctorReport
     from cmem_cli.services.write.service import WriteService
     from cmem_cli.store.repository import Store
+    from cmem_cli.store.row_types import SessionRow
     from cmem_index.collections import Collection
     from cmem_index.importer import ImportResult
     from cmem_index.indexer import IndexReport
@@ -87,6 +92,7 @@ _INDEX_TYPES = {
     "SyncReport": "cmem_cli.core.sync_report",
     "RemoteStatus": "cmem_cli.core.sync_report",
     "Remote": "cmem_cli.remote",
+    "DoctorReport": "cmem_cli.services.upkeep.doctor_report",
 }
 
 
@@ -112,7 +118,7 @@ __all__ = [
     "scrub", "scrub_record", "strip_private", "excluded_project", "CmemError", "InvalidRecord", "NotFound",
     "InvalidInput", "UsageError", "DatabaseBusy", "DatabaseCorrupt", "StorageError", "ModelError",
     "Index", "Models", "IndexReport", "Collection", "Watcher", "ImportResult", "SyncReport", "Remote",
-    "RemoteStatus",
+    "RemoteStatus", "DoctorReport",
 ]  # fmt: skip
 
 _P = ParamSpec("_P")
@@ -140,21 +146,22 @@ def _taking(
 _asks = _taking(Query)
 
 
-def _session(row: Mapping[str, Any]) -> Session:
+def _session(row: SessionRow) -> Session:
     from cmem_cli.core.results import Session
 
     return Session.from_json(_session_json(row))
 
 
-def _session_json(row: Mapping[str, Any]) -> dict[str, Any]:
-    """A session row as JSON: times in ISO-8601, without the internal row id."""
+def _session_json(row: SessionRow) -> SessionJson:
+    """A session row as JSON: times in ISO-8601, without the internal row id (its other keys, a listing's
+    counts among them, kept in their order)."""
     from cmem_cli.core.timeutil import to_iso
 
-    out = dict(row)
+    out: dict[str, Any] = dict(row)
     out.pop("id", None)
     for key in ("started_at", "completed_at", "last_activity_at"):
         out[key] = to_iso(out.get(key))
-    return out
+    return cast("SessionJson", out)
 
 
 def _strings(name: str, values: object) -> list[str]:
@@ -318,7 +325,7 @@ class Memory:
         session: str | None = None,
         cwd: str | Path | None = None,
         progress: Callable[[str, int, int], None] | None = None,
-        report: list[list[dict[str, Any]]] | None = None,
+        report: list[list[CandidateJson]] | None = None,
     ) -> list[int]:
         """Record several observations (dicts in the JSON record format) in one transaction: all or none.
 
@@ -381,7 +388,11 @@ class Memory:
         re-exported without the link."""
         if not ids:
             raise InvalidInput("no observation ids given")
-        return self.service.records.forget([self._write_id(i) for i in ids])
+        from cmem_cli.core.briefing_cache import drop
+
+        forgotten = self.service.records.forget([self._write_id(i) for i in ids])
+        drop(self.config.home)  # the SessionStart briefing kept may show one of them
+        return forgotten
 
     def invalidate(self, id: int | str, *, reason: str | None = None) -> Observation:
         """Say an observation no longer holds (``cmem invalidate``): it is kept, and its file and the team
@@ -477,7 +488,7 @@ class Memory:
 
     def window(
         self, query: Query | str | None = None, *, limit: int = 2000, cwd: str | Path | None = None
-    ) -> dict[str, Any]:
+    ) -> WindowJson:
         """Everything recorded in a span of time, in full, newest first: what `cmem view` draws.
 
         The words and filters are ``query``'s (a :class:`Query`; words match as keyword search matches them,
@@ -551,7 +562,7 @@ class Memory:
             raise InvalidInput("no observation ids given")
         return verify(self.service, [self._write_id(i) for i in ids], cwd=_cwd(cwd))
 
-    def stale(self, *, project: str | None = None) -> list[dict[str, Any]]:
+    def stale(self, *, project: str | None = None) -> list[ObservationHit]:
         """Observations whose cited files changed or vanished since they were anchored (`cmem verify
         --stale`), oldest first: search rows with ``stale`` and ``branch``."""
         from cmem_cli.services.truth.stale import stale_rows
@@ -667,20 +678,25 @@ class Memory:
         path = _repo_relative(subject, where)
         return file_recall(store, project, path, settings, session=session, cwd=where, lines=lines)
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> StatsJson:
         """Counts of what is stored, by type and project, where it lives and its size: the JSON-ready dict
         `cmem stats --json` prints (times ISO-8601)."""
         from cmem_cli.core.timeutil import to_iso
 
         config = self.config
         data = self.reader.store.stats.counts()
-        data["database"] = str(config.db_path)
-        data["export_dir"] = str(config.export_dir)
-        data["database_bytes"] = config.db_path.stat().st_size
-        data["first"], data["last"] = to_iso(data.get("first")), to_iso(data.get("last"))
-        return data
+        return {
+            "counts": data["counts"],
+            "by_type": data["by_type"],
+            "by_project": data["by_project"],
+            "first": to_iso(data["first"]),
+            "last": to_iso(data["last"]),
+            "database": str(config.db_path),
+            "export_dir": str(config.export_dir),
+            "database_bytes": config.db_path.stat().st_size,
+        }
 
-    def projects(self) -> list[dict[str, Any]]:
+    def projects(self) -> list[ProjectJson]:
         """The projects memory holds, most recently active first: ``project``, ``observations`` (a count),
         ``last`` (ISO-8601 time of the latest observation), ``repository`` (the key of the git repository
         it stands for, None for a folder outside git or a name the store could not tie to one), ``mapped``
@@ -692,13 +708,14 @@ class Memory:
         store = self.reader.store
         keys = store.projects.mapping()
         main = {row["key"]: name for name, row in keys.items() if row["main"]}
-        out = []
+        out: list[ProjectJson] = []
         for row in store.projects.activity():
             known = keys.get(row["project"])
             same_as = main.get(known["key"]) if known and not known["main"] else None
             out.append(
                 {
-                    **row,
+                    "project": row["project"],
+                    "observations": row["observations"],
                     "last": to_iso(row["last"]),
                     "repository": known["key"] if known else None,
                     "mapped": known["source"] if known else None,
@@ -712,7 +729,7 @@ class Memory:
         """The folder of the markdown export (the home and its database are created if missing)."""
         return Path(self.reader.config.export_dir)
 
-    def rebuild_export(self) -> dict[str, Any]:
+    def rebuild_export(self) -> RebuildJson:
         """Adopt hand edits and new files in the export tree, then regenerate every file from the database
         (never deletes a file): counts as `cmem export --rebuild --json` prints them."""
         from cmem_cli.services.upkeep.export_upkeep import rebuild_export
@@ -796,7 +813,8 @@ class Memory:
         from cmem_cli.core.pages import sessions
 
         rows = self.reader.store.sessions.recent(project=project, status=status, machine=machine, limit=limit)
-        return sessions([_session_json(row) for row in rows])
+        listed = [_session_json(row) for row in rows]
+        return sessions(cast("list[Row]", listed))  # the page's edge: JSON rows, typed items on access
 
     def add_prompt(
         self, text: str, *, session: str, project: str | None = None, agent: str | None = None
@@ -897,7 +915,7 @@ class Memory:
         """Open the write service now, so that the reads before a write share its connection."""
         self.service  # noqa: B018 - opened on first use
 
-    def doctor(self, *, fix: bool = False, full: bool = False) -> dict[str, Any]:
+    def doctor(self, *, fix: bool = False, full: bool = False) -> DoctorReport:
         """Check the database's integrity and the export tree (`cmem doctor --json`); ``fix`` repairs what it
         safely can. Opens the home itself, so it also reports a store that cannot be opened. The export
         tree is checked by stat unless ``full`` (or ``fix``) renders every memory and compares its file."""

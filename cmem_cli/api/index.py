@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from cmem_cli.core.config import Config
 
 if TYPE_CHECKING:
+    from cmem_cli.core.json_types import ModelFileJson, ModelJson
     from cmem_index.collections import Collection
     from cmem_index.importer import ImportResult
     from cmem_index.indexer import IndexReport, Progress
@@ -134,13 +135,13 @@ class Models:
     def directory(self) -> Path:
         return self.config.models_dir
 
-    def configured(self) -> list[dict[str, Any]]:
+    def configured(self) -> list[ModelJson]:
         """The embedder's and the reranker's spec, path, presence and size (`cmem models list --json`)."""
         from cmem_cli.services.upkeep.model_files import describe
 
         return [describe(self.config, "embed"), describe(self.config, "rerank")]
 
-    def files(self) -> list[dict[str, Any]]:
+    def files(self) -> list[ModelFileJson]:
         """Every GGUF file in the models directory, with its size."""
         from cmem_cli.services.upkeep.model_files import files
 

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from cmem_cli.api import Memory
+    from cmem_cli.core.json_types import CandidateJson
     from cmem_cli.core.recall_settings import RecallSettings
     from cmem_cli.services.read.recall import Recall
     from cmem_cli.store.capture_log import CaptureLog
@@ -102,7 +103,7 @@ class Recorder:
         *,
         defaults: dict[str, str | None] | None = None,
         cwd: str | None = None,
-    ) -> tuple[int, list[dict[str, Any]]]:
+    ) -> tuple[int, list[CandidateJson]]:
         """:meth:`add_record`, and what the new memory may replace (:mod:`cmem_cli.services.truth.candidates`:
         id, title, score, ``inferred``, why, the ``confirm`` command), best first; a confident match is
         marked maybe replaced at once. A keyed record that rewrites its note has none."""
@@ -116,12 +117,12 @@ class Recorder:
         defaults: dict[str, str | None] | None = None,
         progress: Any = None,
         every: bool = False,
-    ) -> list[tuple[int, list[dict[str, Any]]]]:
+    ) -> list[tuple[int, list[CandidateJson]]]:
         """:meth:`Memory.add_many` with each new record's candidates (:meth:`add_reporting`), in order:
         with ``every``, of an import of any size (up to 5,000 records), else of one of at most 50."""
         memory = self._memory
         defaults = defaults or {}
-        found: list[list[dict[str, Any]]] = []
+        found: list[list[CandidateJson]] = []
         ids = memory.add_many(
             records,
             project=defaults.get("project"),
@@ -145,6 +146,14 @@ class Recorder:
         return build_context(
             self._memory.reader.store, project, budget=budget, exclude_session=exclude_session
         ).text
+
+    def kept_briefing(self, project: str, *, budget: int, top: str | None) -> dict[str, Any] | None:
+        """The briefing of ``project`` with what it was built from, for the SessionStart hook to keep and
+        print while all of that holds (:mod:`cmem_cli.core.briefing_cache`); None when it cannot be kept."""
+        from cmem_cli.services.read.briefing import keep
+
+        store = self._memory.reader.store
+        return keep(store, project, budget=budget, top=top, db_path=str(self._memory.config.db_path))
 
     def recall(
         self,

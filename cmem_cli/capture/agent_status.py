@@ -11,7 +11,7 @@ import os
 import shlex
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from cmem_cli.capture.agents import AgentSpec, Where, spec, specs
 
@@ -66,10 +66,23 @@ def on_machine(agent_spec: AgentSpec) -> bool:
     return shutil.which(agent_spec.program) is not None or agent_spec.user_dir().is_dir()
 
 
-def agent_status(cwd: Path | None = None) -> list[dict[str, Any]]:
+class AgentStatus(TypedDict):
+    """An agent in one scope (``user`` or ``project``), as `cmem agents --json` prints it."""
+
+    agent: str
+    found: bool  # the agent is on this machine
+    scope: str
+    hooks: list[str]  # the events cmem's hooks are installed for
+    hooks_file: str
+    mcp: bool  # cmem's MCP server is registered
+    mcp_file: str
+    problems: list[str]  # what is broken or stale in the installed entries
+
+
+def agent_status(cwd: Path | None = None) -> list[AgentStatus]:
     """One row per agent and scope: whether the agent is on this machine, cmem's hooks and MCP server."""
     cwd = cwd or Path.cwd()
-    rows = []
+    rows: list[AgentStatus] = []
     for agent_spec in specs():
         found = on_machine(agent_spec)
         for scope in ("user", "project"):

@@ -19,12 +19,13 @@ from pathlib import Path
 from typing import Any
 
 from cmem_cli.capture.agent_dirs import claude_dir
-from cmem_cli.capture.agents.claude_code import EVENTS
+from cmem_cli.capture.agents.claude_code import EVENTS, HOOKS
 from cmem_cli.capture.install_files import (
     Change,
+    HookEntries,
     apply,
     default_executable,
-    hook_entries,
+    hook_command,
     is_cmem_command,
     merge_hook_groups,
     plan_hooks,
@@ -44,6 +45,27 @@ __all__ = [
 ]
 
 HOOK_EVENTS = EVENTS  # the events cmem hooks (cmem_cli.capture.agents.claude_code)
+
+
+def hook_entries(executable: str | None = None) -> HookEntries:
+    """cmem's entries for settings.json, one group a matcher: ``{"type", "command", "timeout"}`` and
+    ``"async": true`` on those Claude Code need not wait for."""
+    return {
+        event: [
+            (
+                hook.matcher,
+                {
+                    "type": "command",
+                    "command": hook_command(event, executable),
+                    "timeout": hook.timeout,
+                    **({} if hook.waits else {"async": True}),
+                },
+            )
+            for hook in hooks
+        ]
+        for event, hooks in HOOKS.items()
+    }
+
 
 BEGIN = "<!-- cmem:begin (added by `cmem install claude-code`; `cmem install claude-code --uninstall` removes it) -->"
 END = "<!-- cmem:end -->"
@@ -97,7 +119,7 @@ def merge_settings(
     settings: dict[str, Any], *, uninstall: bool, executable: str | None = None
 ) -> dict[str, Any]:
     """A new settings object: cmem's hook entries added (or removed); everything else identical."""
-    return merge_hook_groups(settings, hook_entries(HOOK_EVENTS, executable), uninstall=uninstall)
+    return merge_hook_groups(settings, hook_entries(executable), uninstall=uninstall)
 
 
 def merge_instructions(text: str | None, *, uninstall: bool, command: str = "cmem") -> str | None:
@@ -122,7 +144,7 @@ def plan(
 ) -> list[Change]:
     settings_path, claude_md = settings_paths(scope, cwd or Path.cwd())
 
-    changes = [plan_hooks(settings_path, hook_entries(HOOK_EVENTS, executable), uninstall=uninstall)]
+    changes = [plan_hooks(settings_path, hook_entries(executable), uninstall=uninstall)]
     if instructions:
         old_md = read_text(claude_md)
         new_md = merge_instructions(old_md, uninstall=uninstall, command=instruction_command(executable))
@@ -132,8 +154,12 @@ def plan(
         def md_without_cmem(text: str | None) -> object:
             return (merge_instructions(text, uninstall=True) or "").rstrip("\n")
 
+        def md_pristine(text: str) -> bool:
+            return not _BLOCK.search(text)
+
         if uninstall and new_md != old_md:
-            new_md = restored(claude_md, new_md, md_without_cmem)
+            new_md = restored(claude_md, new_md, md_without_cmem, md_pristine)
+        upgrade = not uninstall and old_md is not None and not md_pristine(old_md)
 
         changes.append(
             Change(
@@ -142,6 +168,7 @@ def plan(
                 new_md,
                 "instructions removed" if uninstall else "instructions added",
                 without_cmem=md_without_cmem if uninstall else None,
+                backup=not upgrade,  # only cmem's section changes
             )  # fmt: skip
         )
     return changes

@@ -16,7 +16,7 @@ import shlex
 import shutil
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,6 +37,9 @@ class Change:
     # uninstall: what a text of this file holds besides cmem's entries; a backup holding no more than the
     # file's new content is not kept (nor made)
     without_cmem: Callable[[str | None], object] | None = None
+    # False: only cmem's own entries change (an older cmem's upgraded): the file needs no backup, and one
+    # holding cmem's entries must never be what an uninstall restores
+    backup: bool = True
 
     @property
     def changed(self) -> bool:
@@ -135,11 +138,14 @@ def _without_ours(groups: list[Any]) -> list[Any]:
     return kept
 
 
-def merge_hook_groups(
-    settings: dict[str, Any], entries: Mapping[str, tuple[str | None, dict[str, Any]]], *, uninstall: bool
-) -> dict[str, Any]:
+# event -> its groups of cmem's entries: (matcher or None, the hook object), one group a matcher
+HookEntries = Mapping[str, Sequence[tuple[str | None, dict[str, Any]]]]
+
+
+def merge_hook_groups(settings: dict[str, Any], entries: HookEntries, *, uninstall: bool) -> dict[str, Any]:
     """A copy of ``settings`` with cmem's hook entries removed from every event, then (unless ``uninstall``)
-    ``entries`` added: event -> (matcher or None, the hook object). Everything else stays identical."""
+    ``entries`` added: event -> its (matcher or None, the hook object) groups. Everything else stays
+    identical."""
     result: dict[str, Any] = json.loads(json.dumps(settings))  # deep copy, same key order
     hooks: dict[str, Any] = result.get("hooks") or {}
     for event in list(hooks):
@@ -149,10 +155,11 @@ def merge_hook_groups(
         else:
             del hooks[event]
     if not uninstall:
-        for event, (matcher, hook) in entries.items():
-            group: dict[str, Any] = {"matcher": matcher} if matcher is not None else {}
-            group["hooks"] = [hook]
-            hooks.setdefault(event, []).append(group)
+        for event, groups in entries.items():
+            for matcher, hook in groups:
+                group: dict[str, Any] = {"matcher": matcher} if matcher is not None else {}
+                group["hooks"] = [hook]
+                hooks.setdefault(event, []).append(group)
     if hooks:
         result["hooks"] = hooks
     else:
@@ -165,27 +172,29 @@ def hook_entries(
     executable: str | None = None,
     agent: str | None = None,
     **fields: str,
-) -> dict[str, tuple[str | None, dict[str, Any]]]:
+) -> dict[str, list[tuple[str | None, dict[str, Any]]]]:
     """cmem's hook entry for each of ``events`` (event -> (matcher or None, timeout)) in Claude Code's layout,
     which Codex CLI and Gemini CLI share: ``{"type": "command", "command": ..., "timeout": ...}``, after
     the agent's own ``fields`` (Gemini's ``name``)."""
     return {
-        event: (
-            matcher,
-            {
-                **fields,
-                "type": "command",
-                "command": hook_command(event, executable, agent),
-                **({"timeout": timeout} if timeout is not None else {}),
-            },
-        )
+        event: [
+            (
+                matcher,
+                {
+                    **fields,
+                    "type": "command",
+                    "command": hook_command(event, executable, agent),
+                    **({"timeout": timeout} if timeout is not None else {}),
+                },
+            )
+        ]
         for event, (matcher, timeout) in events.items()
     }
 
 
 def plan_hooks(
     path: Path,
-    entries: Mapping[str, tuple[str | None, dict[str, Any]]],
+    entries: HookEntries,
     *,
     uninstall: bool,
     also: Callable[[dict[str, Any], bool], dict[str, Any]] | None = None,
@@ -222,6 +231,10 @@ def plan_json(
     def without_cmem(text: str | None) -> object:
         return merge(load(text), True)
 
+    def pristine(text: str) -> bool:  # holds none of cmem's entries: a state from before any install
+        data = load(text)
+        return merge(data, True) == data
+
     old = read_text(path)
     data = load(old)
     merged = merge(data, uninstall)
@@ -233,10 +246,19 @@ def plan_json(
     else:
         new = dump_json(merged)
     if uninstall and new != old:
-        new = restored(path, new, without_cmem)
+        new = restored(path, new, without_cmem, pristine)
+    upgrade = (
+        not uninstall and old is not None and not pristine(old) and merge(merged, True) == merge(data, True)
+    )
     verb = "removed" if uninstall else "installed"
     return Change(
-        path, old, new, f"{what} {verb}", mode=mode, without_cmem=without_cmem if uninstall else None
+        path,
+        old,
+        new,
+        f"{what} {verb}",
+        mode=mode,
+        without_cmem=without_cmem if uninstall else None,
+        backup=not upgrade,
     )
 
 
@@ -247,14 +269,21 @@ def backups_of(path: Path) -> list[Path]:
     return sorted(path.parent.glob(f"{path.name}{BACKUP_MARK}*"))
 
 
-def restored(path: Path, new: str | None, without_cmem: Callable[[str | None], object]) -> str | None:
+def restored(
+    path: Path,
+    new: str | None,
+    without_cmem: Callable[[str | None], object],
+    pristine: Callable[[str], bool] | None = None,
+) -> str | None:
     """Uninstalling: the newest backup's text when it holds exactly what ``new`` holds besides cmem's
-    entries, so the file comes back byte for byte as it was before install; else ``new`` (None: delete)."""
+    entries, so the file comes back byte for byte as it was before install; else ``new`` (None: delete).
+    ``pristine`` tells a backup holding none of cmem's entries (one an older cmem made when it replaced its
+    own entries holds them, and must not bring them back)."""
     target = without_cmem(new)
     for backup in reversed(backups_of(path)):
         try:
             text = read_text(backup)
-            if text is not None and without_cmem(text) == target:
+            if text is not None and without_cmem(text) == target and (pristine is None or pristine(text)):
                 return text
         except (InvalidInput, StorageError):
             continue
@@ -308,7 +337,9 @@ def apply(changes: list[Change]) -> list[str]:
             only_ours = change.without_cmem is not None and change.without_cmem(
                 change.old
             ) == change.without_cmem(change.new)
-            backup = _backup(change.path) if change.old is not None and not only_ours else None
+            backup = (
+                _backup(change.path) if change.old is not None and change.backup and not only_ours else None
+            )
             if change.new is None:
                 change.path.unlink()
             else:

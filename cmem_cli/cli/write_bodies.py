@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from cmem_cli.cli.input import check_cli_text, parse_json_records, read_json_input
 from cmem_cli.cli.invocation import open_api
@@ -22,9 +22,10 @@ from cmem_cli.core.text import escape_control
 TOLD = 10  # an import of more records reports its candidates in --format json only, not on stderr
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Sequence
 
     from cmem_cli.api import Memory
+    from cmem_cli.core.json_types import CandidateJson
 
 
 def add(
@@ -100,7 +101,7 @@ def add(
         print(obs_id)
 
 
-def _tell_candidates(obs_id: int, found: Sequence[Mapping[str, Any]]) -> None:
+def _tell_candidates(obs_id: int, found: Sequence[CandidateJson]) -> None:
     """Say on stderr which memories the new one may replace, and the command that confirms each."""
     for candidate in found:
         title = escape_control(" ".join(str(candidate["title"]).split()))

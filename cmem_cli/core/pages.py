@@ -9,10 +9,11 @@ reason.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar, cast, overload
 
 if TYPE_CHECKING:
+    from cmem_cli.core.hit_types import HitRow, TimelineJson
     from cmem_cli.core.results import Hit, Record, Session, TimelineItem
 
 T = TypeVar("T")
@@ -76,8 +77,8 @@ class SearchPage(Rows["Hit"]):
 
     __slots__ = ("mode", "notes", "total", "capped")
 
-    def __init__(self, rows: list[Row], mode: str, notes: Sequence[str], total: int, capped: bool = False):
-        super().__init__(rows, _hit)
+    def __init__(self, rows: list[HitRow], mode: str, notes: Sequence[str], total: int, capped: bool = False):
+        super().__init__(cast("list[Row]", rows), _hit)  # the typed rows are the page's JSON as they are
         self.mode = mode
         self.notes = list(notes)
         self.total = total
@@ -93,11 +94,11 @@ class Timeline:
 
     __slots__ = ("anchor", "project", "items", "_json")
 
-    def __init__(self, data: Row):
-        self._json = data
+    def __init__(self, data: TimelineJson):
+        self._json = cast("Row", data)  # the typed items are the JSON as they are
         self.anchor: str = data["anchor"]
         self.project: str = data["project"]
-        self.items: Rows[TimelineItem] = Rows(data["items"], _timeline_item)
+        self.items: Rows[TimelineItem] = Rows(cast("list[Row]", data["items"]), _timeline_item)
 
     def __repr__(self) -> str:
         return f"Timeline(anchor={self.anchor!r}, project={self.project!r}, items={len(self.items)})"
@@ -106,9 +107,10 @@ class Timeline:
         return self._json
 
 
-def records(rows: list[Row]) -> Rows[Record]:
-    """Full records (``cmem get``): observations, summaries, prompts and documents, by their ``kind``."""
-    return Rows(rows, _record)
+def records(rows: Sequence[Mapping[str, Any]]) -> Rows[Record]:
+    """Full records (``cmem get``): observations, summaries, prompts and documents, by their ``kind``; the
+    typed records of the read service are the JSON they print."""
+    return Rows(cast("list[Row]", rows), _record)
 
 
 def sessions(rows: list[Row]) -> Rows[Session]:

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    from cmem_cli.core.hit_types import HitRow, SignalJson, TimelineRow
+
 _T = TypeVar("_T")
 
 
@@ -187,7 +189,7 @@ class Hit(NamedTuple):
     path: str | None = None
     line: int | None = None
     prompt_number: int | None = None
-    signals: dict[str, Any] | None = None
+    signals: dict[str, SignalJson] | None = None  # with explain: each ranked list's view of the hit
     stages: dict[str, int] | None = None  # with explain: the row's place after each stage of the search
     stale: list[str] | None = None  # cited files changed or vanished since; None: nothing anchored
     branch: str | None = None  # the git branch the memory was recorded on
@@ -202,7 +204,8 @@ class Hit(NamedTuple):
     def from_json(cls, row: Mapping[str, Any]) -> Hit:
         return _pick(cls, row)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> HitRow:
+        """The search row of this hit (what `cmem search --json` prints of it)."""
         return as_dict(self)  # type: ignore[no-any-return]
 
 
@@ -230,7 +233,7 @@ class TimelineItem(NamedTuple):
     def from_json(cls, row: Mapping[str, Any]) -> TimelineItem:
         return _pick(cls, row)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> TimelineRow:
         return as_dict(self)  # type: ignore[no-any-return]
 
 

@@ -1,21 +1,19 @@
 """What one exchange with a remote did: the typed result every remote returns and one printer prints.
 
 A git remote and a team database share most of it (``kind`` .. ``queued``, docs/sync.md); each adds its
-own counts. The remotes fill a plain dict as they go (a sync that fails half-way still says what it did),
-and :meth:`SyncReport.from_tally` types it once at the face. :meth:`SyncReport.to_json` gives the keys
-back in the order `cmem sync --json` has always printed them, so scripts and docs keep their shape.
+own counts. A remote fills its report as it goes and hands it to the face as soon as it exists, so a sync
+that fails half-way still says what it did. :meth:`SyncReport.to_json` gives the keys back in the order
+`cmem sync --json` has always printed them, so scripts and docs keep their shape.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Literal, NotRequired, Required, TypedDict
 
-if TYPE_CHECKING:
-    from collections.abc import Mapping
+Direction = Literal["pushed", "pulled"]
 
-# The keys of each kind's `--json` object, in their printed order; a key a remote adds later that is not
-# named here is kept in ``extra`` and printed after these.
+# The keys of each kind's `--json` object, in their printed order.
 GIT_KEYS = (
     "kind", "remote", "adopted", "pulled", "forgotten", "conflicts", "rejected", "notes", "queued",
     "committed", "pushed",
@@ -24,6 +22,43 @@ TEAM_KEYS = (
     "kind", "remote", "machine", "projects", "adopted", "pushed", "pulled", "sessions", "prompts",
     "forgotten", "forgotten_there", "conflicts", "rejected", "restored", "skipped", "notes", "queued",
 )  # fmt: skip
+
+
+class Flow(TypedDict):
+    """A team's sessions or prompts: how many went each way."""
+
+    pushed: int
+    pulled: int
+
+
+class ConflictItem(TypedDict, total=False):
+    """A conflict a sync settled, as `--json` and a git commit's trailer carry it (:meth:`Conflict.to_json`
+    of ``cmem_cli.services.inbound.reconcile.rule``; a file git could not merge names only its path)."""
+
+    uid: str
+    resolution: Required[str]
+    copy_uid: str  # the losing side, kept as a linked copy
+    other_uid: str  # the other memory of a key clash
+    path: str
+    fields: list[str]  # the fields both sides changed
+
+
+class Rejected(TypedDict):
+    """A file or memory not adopted, and why (git names the memory and machine its front matter names)."""
+
+    path: str
+    reason: str
+    uid: NotRequired[str | None]
+    machine: NotRequired[str | None]
+
+
+class Skipped(TypedDict):
+    """A row of the team database refused (``cmem_cli.team.inbound``)."""
+
+    kind: str
+    uid: str
+    machine: str
+    reason: str
 
 
 @dataclass
@@ -35,28 +70,19 @@ class SyncReport:
     adopted: int = 0  # files and memories taken into the store (hand edits and arrivals)
     pulled: int = 0  # memories that arrived from the remote
     forgotten: int = 0
-    conflicts: list[dict[str, Any]] = field(default_factory=list)  # {uid, copy_uid | other_uid, ...}
-    rejected: list[dict[str, Any]] = field(default_factory=list)  # {path, reason, ...}: not adopted
+    conflicts: list[ConflictItem] = field(default_factory=list)
+    rejected: list[Rejected] = field(default_factory=list)  # not adopted
     notes: list[str] = field(default_factory=list)
     queued: int = 0  # what waits for the next sync
     pushed: int | bool = 0  # git: whether it pushed; a team: memories pushed
     committed: int = 0  # git: files committed
     machine: str = ""  # a team: this home's name there
     projects: list[str] = field(default_factory=list)  # a team: the projects pulled (empty: all)
-    sessions: dict[str, int] = field(default_factory=dict)  # a team: {pushed, pulled}
-    prompts: dict[str, int] = field(default_factory=dict)  # a team: {pushed, pulled}
+    sessions: Flow = field(default_factory=lambda: Flow(pushed=0, pulled=0))  # a team
+    prompts: Flow = field(default_factory=lambda: Flow(pushed=0, pulled=0))  # a team
     forgotten_there: int = 0  # a team: forgets pushed
     restored: bool = False  # a team: the server went back in time and was pulled again
-    skipped: list[dict[str, Any]] = field(default_factory=list)  # a team: rows refused {kind, uid, ...}
-    extra: dict[str, Any] = field(default_factory=dict)  # keys a remote adds beyond these
-
-    @classmethod
-    def from_tally(cls, tally: Mapping[str, Any]) -> SyncReport:
-        """The report a remote's working dict describes (its keys as :meth:`to_json` prints them)."""
-        known = set(GIT_KEYS) | set(TEAM_KEYS)
-        values = {key: value for key, value in tally.items() if key in known}
-        extra = {key: value for key, value in tally.items() if key not in known}
-        return cls(**values, extra=extra)
+    skipped: list[Skipped] = field(default_factory=list)  # a team: rows refused
 
     @property
     def failed_files(self) -> bool:
@@ -66,7 +92,7 @@ class SyncReport:
     def to_json(self) -> dict[str, Any]:
         """The `--json` object, keys in the order of this kind's documented shape."""
         keys = GIT_KEYS if self.kind == "git" else TEAM_KEYS
-        return {**{key: getattr(self, key) for key in keys}, **self.extra}
+        return {key: getattr(self, key) for key in keys}
 
     def summary(self) -> str:
         """The one line `cmem sync` says on stderr when it is done."""

@@ -11,7 +11,7 @@ failure as ``exc.sync_report`` (None when it did nothing), so a front end can st
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from cmem_cli.core.errors import UsageError
 
@@ -93,7 +93,7 @@ def at_url(memory: WriteService, url: str) -> Remote:
 
 class RemoteBase:
     """What the git and team remotes share: the home's write service, the URL (for ``init``), the local
-    status, and how an exchange's working dict becomes its report."""
+    status, and how an exchange's report reaches the caller even when the exchange fails."""
 
     kind = ""
 
@@ -107,14 +107,12 @@ class RemoteBase:
         return remote_status(self.memory)
 
     @staticmethod
-    def exchange(action: Callable[[dict[str, Any]], object]) -> SyncReport:
-        """Run ``action`` on a fresh working dict and type it; a failure carries it as ``sync_report``."""
-        from cmem_cli.core.sync_report import SyncReport
-
-        tally: dict[str, Any] = {}
+    def exchange(action: Callable[[Callable[[SyncReport], object]], SyncReport]) -> SyncReport:
+        """Run ``action``, which hands its report to the callback it is given as soon as the report exists;
+        a failure carries that report (None: the exchange had not started) as ``sync_report``."""
+        started: list[SyncReport] = []
         try:
-            action(tally)
+            return action(started.append)
         except BaseException as exc:
-            exc.sync_report = SyncReport.from_tally(tally) if tally else None  # type: ignore[attr-defined]
+            exc.sync_report = started[-1] if started else None  # type: ignore[attr-defined]
             raise
-        return SyncReport.from_tally(tally)

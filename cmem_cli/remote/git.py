@@ -41,4 +41,6 @@ class GitRemote(RemoteBase):
     def _run(self, url: str | None, progress: Progress | None) -> SyncReport:
         from cmem_cli.sync.gitsync import run_sync
 
-        return self.exchange(lambda tally: run_sync(self.memory, url, report=tally, progress=progress))
+        return self.exchange(
+            lambda on_start: run_sync(self.memory, url, on_start=on_start, progress=progress)
+        )

@@ -17,19 +17,19 @@ class TeamRemote(RemoteBase):
     ) -> SyncReport:
         url = self.url or ""
         return self.exchange(
-            lambda tally: teamsync.init(
-                self.memory, url, projects=list(projects), machine=machine, report=tally
+            lambda on_start: teamsync.init(
+                self.memory, url, projects=list(projects), machine=machine, on_start=on_start
             )
         )
 
     def sync(self, *, progress: Progress | None = None) -> SyncReport:
-        return self.exchange(lambda tally: teamsync.sync(self.memory, tally))
+        return self.exchange(lambda on_start: teamsync.sync(self.memory, on_start))
 
     def pull(self, *, progress: Progress | None = None) -> SyncReport:
-        return self.exchange(lambda tally: teamsync.pull(self.memory, tally))
+        return self.exchange(lambda on_start: teamsync.pull(self.memory, on_start))
 
     def push(self, *, progress: Progress | None = None) -> SyncReport:
-        return self.exchange(lambda tally: teamsync.push(self.memory, tally))
+        return self.exchange(lambda on_start: teamsync.push(self.memory, on_start))
 
     def live(self, *, on_report: Callable[[str], None], on_error: Callable[[str], None]) -> Live | None:
         from cmem_cli.team.live import TeamLive

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, cast
 
 from cmem_cli.core import bm25
 from cmem_cli.core.batches import batches
@@ -10,6 +10,9 @@ from cmem_cli.core.fts import fts_query, query_tokens
 from cmem_cli.store.filters import Filters
 from cmem_cli.store.rows import MAX_ROWID, Repository, observations_by_id
 from cmem_cli.store.schema import FTS_TOKENIZER
+
+if TYPE_CHECKING:
+    from cmem_cli.store.row_types import ObservationMatch, PromptMatch, SummaryMatch
 
 WINDOW_IDS = 50_000  # a time window with more rows than this is not turned into a range of ids
 # BM25 column weights for observations_fts: title, subtitle, narrative, facts, concepts, search_terms.
@@ -28,7 +31,7 @@ class KeywordSearch(Repository):
 
     def observations(
         self, query: str, filters: Filters, *, limit: int, offset: int = 0, order: str = "relevance"
-    ) -> list[dict[str, Any]]:
+    ) -> list[ObservationMatch]:
         """Keyword search over observations; each row gets ``score`` (0..1) and ``kind``.
 
         Two steps: the page's ids and ranks, then their rows. Ranking carries only (id, rank) through the
@@ -76,32 +79,35 @@ class KeywordSearch(Repository):
         if ranked and terms is None:
             terms = self._query_terms(query, "observations_fts")
         scale = terms.idf_sum() * max(OBS_WEIGHTS) if terms is not None else 0.0
-        rows = []
+        rows: list[ObservationMatch] = []
         for obs_id, rank in ranked:
-            row = found.get(obs_id)
-            if row is None:
+            stored = found.get(obs_id)
+            if stored is None:
                 continue
+            row = cast("dict[str, object]", stored)  # the stored row, extended with what matched
             row["kind"] = "observation"
-            row["bm25"] = -rank  # FTS5 ranks lower-is-better; keep the positive strength
+            row["bm25"] = bm25_strength = -rank  # FTS5 ranks lower-is-better; keep the positive strength
             row["score"] = bm25_to_score(rank)
-            row["strength"] = row["bm25"] / scale if scale else 0.0
-            rows.append(row)
+            row["strength"] = bm25_strength / scale if scale else 0.0
+            rows.append(cast("ObservationMatch", row))
         return rows
 
-    def summaries(self, query: str, filters: Filters, *, limit: int) -> list[dict[str, Any]]:
-        return self._search_side_table(query, filters, limit, "summary", "summaries_fts", "session_summaries")
+    def summaries(self, query: str, filters: Filters, *, limit: int) -> list[SummaryMatch]:
+        rows = self._search_side_table(query, filters, limit, "summary", "summaries_fts", "session_summaries")
+        return cast("list[SummaryMatch]", rows)
 
     def prompts(
         self, query: str, filters: Filters, *, limit: int, pending: bool = False
-    ) -> list[dict[str, Any]]:
+    ) -> list[PromptMatch]:
         """Keyword hits among the prompts. ``pending``: ``query`` is a prompt not recorded yet (a hook
         answers before it records). Where the table gives every word it shares with it FTS5's IDF floor
         (a fresh home's one earlier prompt holds them all), a word only the new prompt has would outweigh
         them all: there the prompt is counted as a row, as it is once recorded. Elsewhere the statistics
         are kept as they are (what the recall bar was tuned on, bench/recall_week.py)."""
-        return self._search_side_table(
+        rows = self._search_side_table(
             query, filters, limit, "prompt", "prompts_fts", "user_prompts", pending=pending
         )
+        return cast("list[PromptMatch]", rows)
 
     def holding_phrase(self, phrase: str, obs_ids: list[int]) -> set[int]:
         """Which of ``obs_ids`` hold ``phrase`` (an FTS5 phrase, :func:`cmem_cli.core.fts.exact_phrase`),
@@ -158,7 +164,7 @@ class KeywordSearch(Repository):
         table: str,
         *,
         pending: bool = False,
-    ) -> list[dict[str, Any]]:
+    ) -> list[dict[str, object]]:
         """Keyword hits among summaries or prompts (their filters have no observation-only fields)."""
         match = fts_query(query)
         if match is None or filters.observation_only:

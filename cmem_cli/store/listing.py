@@ -3,10 +3,13 @@ observation that answers a bare question."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, cast
 
 from cmem_cli.store.filters import Filters
 from cmem_cli.store.rows import Repository, decode
+
+if TYPE_CHECKING:
+    from cmem_cli.store.row_types import ListedObservation, TimelineItemRow
 
 
 class Listing(Repository):
@@ -14,7 +17,7 @@ class Listing(Repository):
 
     def observations(
         self, filters: Filters, *, limit: int, offset: int = 0, order: str = "newest"
-    ) -> list[dict[str, Any]]:
+    ) -> list[ListedObservation]:
         where, params = filters.sql("o")
         order_sql = "o.created_at, o.id" if order == "oldest" else "o.created_at DESC, o.id DESC"
         rows = self.db.query(
@@ -25,7 +28,7 @@ class Listing(Repository):
             decode(row)
             row["kind"] = "observation"
             row["score"] = None
-        return rows
+        return cast("list[ListedObservation]", rows)
 
     def timeline_around(
         self,
@@ -36,7 +39,7 @@ class Listing(Repository):
         before: int,
         after: int,
         filters: Filters | None = None,
-    ) -> list[dict[str, Any]]:
+    ) -> list[TimelineItemRow]:
         """Observations, prompts and summaries of ``project`` around ``anchor_time``, oldest first;
         ``filters``: only what they keep (prompts and summaries none when they are observation-only), and
         the anchor."""
@@ -75,7 +78,7 @@ class Listing(Repository):
             f"ORDER BY created_at, {kind_order}, id LIMIT ?",
             [*union_params, anchor_time, kind, ident, *whose_params, after + 1],
         )
-        return list(reversed(earlier)) + later
+        return cast("list[TimelineItemRow]", list(reversed(earlier)) + later)
 
     def replies(self, obs_ids: list[int], filters: Filters) -> dict[int, int]:
         """For each of these observations that is a bare question (its title asks, nothing more is written)

@@ -28,7 +28,7 @@ from cmem_cli.store.rows import (
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
-    from cmem_cli.store.row_types import ObservationRow
+    from cmem_cli.store.row_types import ObservationInput, ObservationRow
 
 
 class ObservationRepository(Repository):
@@ -36,12 +36,12 @@ class ObservationRepository(Repository):
 
     def insert(
         self,
-        record: dict[str, Any],
+        record: ObservationInput,
         *,
         path: str | None = None,
-        restore: dict[str, Any] | None = None,
+        restore: Mapping[str, Any] | None = None,
         updated_at: int | None = None,
-    ) -> dict[str, Any]:
+    ) -> ObservationRow:
         """Insert a normalised record (see records.normalize_observation) inside the caller's transaction.
 
         ``record`` may carry ``uid`` and ``created_at``; missing ones are generated. ``restore`` (an
@@ -73,13 +73,12 @@ class ObservationRepository(Repository):
         self._write_side_tables(obs_id, record)
         row.pop("search_terms")
         row.update(id=obs_id, retrieval_count=0, last_retrieved_at=None)
-        for column in LIST_COLUMNS:
-            row[column] = list(record.get(column) or [])
-        return row
+        row.update(_lists(record))
+        return cast("ObservationRow", row)  # its columns' values, as a read would give them
 
     def insert_new(
-        self, records: list[dict[str, Any]], values: list[dict[str, Any]] | None = None
-    ) -> list[dict[str, Any]]:
+        self, records: Sequence[ObservationInput], values: list[dict[str, Any]] | None = None
+    ) -> list[ObservationRow]:
         """Insert new observations in the caller's transaction, one statement per table (a bulk import's
         batch). Each record is normalised and carries its ``uid``, ``created_at``, ``updated_at``, ``path``
         and ``tokens``. ``values``: their :meth:`new_values`, computed before the write lock was taken.
@@ -98,16 +97,17 @@ class ObservationRepository(Repository):
         for row, record in zip(rows, records, strict=True):
             row.pop("search_terms")
             row.update(retrieval_count=0, last_retrieved_at=None)
-            for column in LIST_COLUMNS:
-                row[column] = list(record.get(column) or [])
-        return rows
+            row.update(_lists(record))
+        return cast("list[ObservationRow]", rows)  # their columns' values, as a read would give them
 
-    def new_values(self, records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    def new_values(self, records: Sequence[ObservationInput]) -> list[dict[str, Any]]:
         """The column values of new observations (:meth:`insert_new`'s records), ids not yet given: pure
         computing (the keyword terms are most of it), done by a bulk import before it takes the lock."""
         rows = []
         for record in records:
-            row = self._row_values(record, tokens=record["tokens"], created_at=record["created_at"])
+            created = record["created_at"]
+            assert created is not None  # staged (bulk_stage): every record has its time
+            row = self._row_values(record, tokens=record["tokens"], created_at=created)
             row.update(uid=record["uid"], updated_at=record["updated_at"], path=record["path"])
             row.update(self._store.authorship(record))
             row.update({name: record.get(name) for name in EDITOR})
@@ -117,7 +117,7 @@ class ObservationRepository(Repository):
     def update(
         self,
         obs_id: int,
-        record: dict[str, Any],
+        record: ObservationInput | ObservationRow,
         *,
         tokens: int = 0,
         updated_at: int | None = None,
@@ -233,8 +233,7 @@ class ObservationRepository(Repository):
     def oldest_first(self, ids: Iterable[int]) -> list[ObservationRow]:
         """The stored observations among ``ids``, oldest first (ids that do not exist are left out)."""
         found = observations_by_id(self.db, list(dict.fromkeys(ids)))
-        rows = cast("Iterable[ObservationRow]", found.values())
-        return sorted(rows, key=lambda row: (row["created_at"], row["id"]))
+        return sorted(found.values(), key=lambda row: (row["created_at"], row["id"]))
 
     def uid_matches(self, text: str, limit: int = 4) -> list[tuple[str, int, str]]:
         """(kind, id, uid) of the observations and session summaries whose uid is ``text`` or starts with
@@ -284,15 +283,15 @@ class ObservationRepository(Repository):
         )
         return row
 
-    def _write_side_tables(self, obs_id: int, record: dict[str, Any]) -> None:
+    def _write_side_tables(self, obs_id: int, record: ObservationInput | ObservationRow) -> None:
         self._write_side_tables_many([(obs_id, record)])
 
-    def _write_side_tables_many(self, items: list[tuple[int, dict[str, Any]]]) -> None:
+    def _write_side_tables_many(self, items: Sequence[tuple[int, ObservationInput | ObservationRow]]) -> None:
         files = [
             (obs_id, kind, path)
             for obs_id, record in items
-            for kind, column in (("read", "files_read"), ("modified", "files_modified"))
-            for path in record.get(column) or []
+            for kind, paths in (("read", record["files_read"]), ("modified", record["files_modified"]))
+            for path in paths or []
         ]
         if files:
             self.db.conn.executemany(
@@ -303,3 +302,14 @@ class ObservationRepository(Repository):
             self.db.conn.executemany(
                 "INSERT OR IGNORE INTO observation_concepts (observation_id, concept) VALUES (?, ?)", concepts
             )
+
+
+def _lists(record: ObservationInput | ObservationRow) -> dict[str, list[str]]:
+    """The record's list fields, each a list of its own (a row hands them out as lists)."""
+    return {
+        "facts": list(record["facts"] or []),
+        "concepts": list(record["concepts"] or []),
+        "files_read": list(record["files_read"] or []),
+        "files_modified": list(record["files_modified"] or []),
+        "tools_used": list(record["tools_used"] or []),
+    }

@@ -19,6 +19,8 @@ from cmem_cli.core.timeutil import parse_time
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    from cmem_cli.store.row_types import LinkTarget, ObservationInput
+
 # Sane limits: large enough for real notes, small enough that a runaway script cannot bloat the store.
 MAX_TITLE = 500
 MAX_SHORT = 2_000  # subtitle, each fact/concept/file path/tool, key, project, session, agent
@@ -106,7 +108,7 @@ def _text_list(record: Mapping[str, Any], field: str) -> list[str]:
     return items
 
 
-def parse_link(value: Any) -> dict[str, Any]:
+def parse_link(value: Any) -> LinkTarget:
     """``"related:12"``, ``{"type": "related", "id": 12}`` or ``{"type": ..., "uid": ...}``."""
     if isinstance(value, str):
         link_type, sep, target = value.partition(":")
@@ -132,7 +134,7 @@ def parse_link(value: Any) -> dict[str, Any]:
     raise InvalidInput("a link needs an integer 'id' or a 'uid'")
 
 
-def normalize_observation(record: Any, *, defaults: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def normalize_observation(record: Any, *, defaults: Mapping[str, Any] | None = None) -> ObservationInput:
     """Check and clean one input record; raise InvalidInput naming the first problem."""
     if not isinstance(record, dict):
         raise InvalidInput(f"an observation must be a JSON object, got {type(record).__name__}")
@@ -151,24 +153,18 @@ def normalize_observation(record: Any, *, defaults: Mapping[str, Any] | None = N
     project = _optional_text(merged, "project", MAX_SHORT)
     if not project:
         raise InvalidInput("missing project")
-    out: dict[str, Any] = {
-        "type": obs_type,
-        "title": title,
-        "subtitle": _optional_text(merged, "subtitle", MAX_SHORT),
-        "narrative": _optional_text(merged, "narrative", MAX_NARRATIVE),
-        "project": project,
-        "session": _optional_text(merged, "session", MAX_SHORT),
-        "agent": _optional_text(merged, "agent", MAX_SHORT) or "cli",
-        "key": _optional_text(merged, "key", MAX_SHORT),
+    texts = {
+        field: _optional_text(merged, field, MAX_NARRATIVE if field == "narrative" else MAX_SHORT)
+        for field in ("subtitle", "narrative", "session", "agent", "key")
     }
-    for field in (*AUTHORSHIP_FIELDS, *EDITOR_FIELDS):
-        if merged.get(field) is not None:
-            out[field] = _optional_text(merged, field, MAX_SHORT)
-    for field in LIST_FIELDS:
-        out[field] = _text_list(merged, field)
-    spans = _cited_spans(out)
-    if spans:
-        out["_spans"] = spans  # what the memory is about in those files: its anchor's regions
+    # whose it is and who changed it last: only when a memory arriving from elsewhere states it
+    stated = {
+        field: _optional_text(merged, field, MAX_SHORT)
+        for field in (*AUTHORSHIP_FIELDS, *EDITOR_FIELDS)
+        if merged.get(field) is not None
+    }
+    lists = {field: _text_list(merged, field) for field in LIST_FIELDS}
+    spans = _cited_spans(lists)
 
     prompt_number = merged.get("prompt_number")
     if prompt_number is not None and (
@@ -177,7 +173,6 @@ def normalize_observation(record: Any, *, defaults: Mapping[str, Any] | None = N
         or not 0 <= prompt_number <= MAX_SQL_INT
     ):
         raise InvalidInput("field 'prompt_number' must be a non-negative integer")
-    out["prompt_number"] = prompt_number
 
     confidence = merged.get("confidence")
     if confidence is not None:
@@ -189,12 +184,11 @@ def normalize_observation(record: Any, *, defaults: Mapping[str, Any] | None = N
         ):
             raise InvalidInput("field 'confidence' must be a number from 0 to 1")
         confidence = float(confidence)
-    out["confidence"] = confidence
     # invalidated (`cmem invalidate`): the reason it no longer holds; None while it is valid
-    out["invalidated"] = _optional_text(merged, "invalidated", MAX_SHORT) or None
+    invalidated = _optional_text(merged, "invalidated", MAX_SHORT) or None
 
     created = merged.get("created_at")
-    out["created_at"] = parse_time(created) if created is not None and created != "" else None
+    created_at = parse_time(created) if created is not None and created != "" else None
     uid = merged.get("uid")
     if uid is not None:
         uid = _check_text("uid", uid, 64).strip()
@@ -202,12 +196,41 @@ def normalize_observation(record: Any, *, defaults: Mapping[str, Any] | None = N
             raise InvalidInput(
                 "field 'uid' must be 1-64 letters, digits, '.', '_', ':' or '-' (no '..', no slashes)"
             )
-    out["uid"] = uid
 
     links = merged.get("links") or []
     if not isinstance(links, list):
         raise InvalidInput("field 'links' must be a list")
-    out["links"] = [parse_link(link) for link in links] + superseded_links(merged.get("supersedes"))
+    out: ObservationInput = {
+        "type": obs_type,
+        "title": title,
+        "subtitle": texts["subtitle"],
+        "narrative": texts["narrative"],
+        "project": project,
+        "session": texts["session"],
+        "agent": texts["agent"] or "cli",
+        "key": texts["key"],
+        "facts": lists["facts"],
+        "concepts": lists["concepts"],
+        "files_read": lists["files_read"],
+        "files_modified": lists["files_modified"],
+        "tools_used": lists["tools_used"],
+        "prompt_number": prompt_number,
+        "confidence": confidence,
+        "invalidated": invalidated,
+        "created_at": created_at,
+        "uid": uid,
+        "links": [parse_link(link) for link in links] + superseded_links(merged.get("supersedes")),
+    }
+    if "machine" in stated:
+        out["machine"] = stated["machine"]
+    if "author" in stated:
+        out["author"] = stated["author"]
+    if "edited_on" in stated:
+        out["edited_on"] = stated["edited_on"]
+    if "edited_by" in stated:
+        out["edited_by"] = stated["edited_by"]
+    if spans:
+        out["_spans"] = spans  # what the memory is about in those files: its anchor's regions
     return out
 
 
@@ -215,7 +238,7 @@ def normalize_observation(record: Any, *, defaults: Mapping[str, Any] | None = N
 _SPAN = r"^(.*[^:\s]):([0-9]{1,9})(?:-([0-9]{1,9}))?$"  # compiled where used (re caches it): most calls never need it
 
 
-def _cited_spans(out: dict[str, Any]) -> dict[str, tuple[int, int]]:
+def _cited_spans(out: dict[str, list[str]]) -> dict[str, tuple[int, int]]:
     """Take ``PATH:START-END`` apart in the cited files: the path is what is cited, the range goes to the
     anchor. A range that is not START <= END from line 1 is refused."""
     spans: dict[str, tuple[int, int]] = {}
@@ -238,7 +261,7 @@ def _cited_spans(out: dict[str, Any]) -> dict[str, tuple[int, int]]:
     return spans
 
 
-def superseded_links(value: Any) -> list[dict[str, Any]]:
+def superseded_links(value: Any) -> list[LinkTarget]:
     """``supersedes``: the id (or uid) of the memory this one replaces, or a list of them, as links."""
     if value is None:
         return []

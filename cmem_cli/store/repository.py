@@ -57,6 +57,7 @@ if TYPE_CHECKING:
     from cmem_cli.store.projects import Projects
     from cmem_cli.store.prompts import PromptRepository
     from cmem_cli.store.recall import RecallRows
+    from cmem_cli.store.row_types import Authorship
     from cmem_cli.store.sessions import SessionRepository
     from cmem_cli.store.state import StateRepository
     from cmem_cli.store.stats import Statistics
@@ -133,7 +134,7 @@ class Store:
             self._writer = (machine_name(self.team_outbox.settings().get("machine"), machine), person(author))
         return self._writer
 
-    def authorship(self, record: Mapping[str, Any]) -> dict[str, Any]:
+    def authorship(self, record: Mapping[str, Any]) -> Authorship:
         """``machine`` and ``author`` for a new row: the record's own when it has a ``machine`` key (a
         memory arriving from elsewhere says whose it is; None: it does not say, and it stays unknown rather
         than become this machine's), else this home's."""

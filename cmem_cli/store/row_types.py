@@ -10,7 +10,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from typing import TypedDict
+    from typing import NotRequired, TypedDict
+
+    from cmem_cli.core.json_types import CandidateJson
 
     class ObservationRow(TypedDict):
         """A row of the observations table, its list columns decoded (``search_terms`` left out)."""
@@ -176,9 +178,156 @@ if TYPE_CHECKING:
         main: bool
         source: str | None
 
+    class StoreCounts(TypedDict):
+        """How much the store holds: rows per table, observations per type and project (most first), and
+        the creation times of the oldest and newest observation (None: there are none)."""
+
+        counts: dict[str, int]
+        by_type: dict[str, int]
+        by_project: dict[str, int]
+        first: int | None
+        last: int | None
+
     class ProjectActivity(TypedDict):
         """A project with observations: how many, and when the latest was made."""
 
         project: str
         observations: int
         last: int
+
+    class AddedObservation(ObservationRow):
+        """The row an add stored, with the older memories it may replace when the add compared them."""
+
+        candidates: NotRequired[list[CandidateJson]]
+
+    class Authorship(TypedDict):
+        """Whose a new row is: the machine and person that wrote it (None: not known)."""
+
+        machine: str | None
+        author: str | None
+
+    class PromptInput(TypedDict):
+        """A prompt from elsewhere (a team database), checked and scrubbed for writing."""
+
+        uid: str
+        session: str
+        prompt_number: int
+        text: str
+        project: str
+        agent: str
+        created_at: int
+
+    class SessionValues(TypedDict):
+        """A whole session row from elsewhere (a team database), checked and scrubbed for writing."""
+
+        session_id: str
+        agent: str
+        project: str
+        status: str
+        started_at: int
+        last_activity_at: int
+        completed_at: int | None
+        prompt_counter: int
+        label: str | None
+        goal: str | None
+        outcome: str | None
+        next_steps: str | None
+
+    class SummaryText(TypedDict):
+        """A summary's text fields, checked and scrubbed (None: not given)."""
+
+        request: str | None
+        investigated: str | None
+        learned: str | None
+        completed: str | None
+        next_steps: str | None
+        notes: str | None
+
+    class LinkTarget(TypedDict):
+        """A link a record asks for (``records.parse_link``): its type and its target's id or uid; a link
+        read from a file also has the title and href the file showed."""
+
+        type: str
+        id: NotRequired[int]
+        uid: NotRequired[str]
+        title: NotRequired[str | None]
+        href: NotRequired[str | None]
+
+    class ObservationInput(TypedDict):
+        """A record checked and cleaned for writing (``records.normalize_observation``): the row's content
+        fields, plus what the write still decides (uid and time, when not given) and the links it adds."""
+
+        type: str
+        title: str
+        subtitle: str | None
+        narrative: str | None
+        project: str
+        session: str | None
+        agent: str
+        key: str | None
+        facts: list[str]
+        concepts: list[str]
+        files_read: list[str]
+        files_modified: list[str]
+        tools_used: list[str]
+        prompt_number: int | None
+        confidence: float | None
+        invalidated: str | None
+        created_at: int | None
+        uid: str | None
+        links: list[LinkTarget]
+        machine: NotRequired[str | None]  # whose it is: stated by a memory that arrives
+        author: NotRequired[str | None]
+        edited_on: NotRequired[str | None]  # who changed it last: stated by a memory that arrives
+        edited_by: NotRequired[str | None]
+        _spans: NotRequired[dict[str, tuple[int, int]]]  # cited line ranges, by path: the anchor's regions
+        tokens: NotRequired[int]  # a bulk import's staged record: its file's token cost,
+        updated_at: NotRequired[int]  # time
+        path: NotRequired[str | None]  # and file name
+
+    class ObservationMatch(ObservationRow):
+        """An observation the keyword search matched: FTS5's BM25 (positive), its 0..1 ``score`` and its
+        ``strength`` (the BM25 over the query's IDF sum, comparable between tables)."""
+
+        kind: str
+        bm25: float
+        score: float
+        strength: float
+
+    class SummaryMatch(SummaryRow):
+        """A session summary the keyword search matched (the keys of :class:`ObservationMatch`)."""
+
+        kind: str
+        bm25: float
+        score: float
+        strength: float
+
+    class PromptMatch(PromptRow):
+        """A prompt the keyword search matched (the keys of :class:`ObservationMatch`)."""
+
+        kind: str
+        bm25: float
+        score: float
+        strength: float
+
+    class ListedObservation(ObservationRow):
+        """An observation listed without words (no score)."""
+
+        kind: str
+        score: None
+
+    class TimelineItemRow(TypedDict):
+        """An observation, prompt or summary around a timeline's anchor (a prompt's text and a summary's
+        first field as ``title``; ``type`` None but for observations)."""
+
+        kind: str
+        id: int
+        created_at: int
+        type: str | None
+        title: str | None
+        session: str | None
+        agent: str
+        tokens: int | None
+        uid: str
+        machine: str | None
+        invalidated: str | None

@@ -64,12 +64,12 @@ def id_free(db: Database, kind: str, wanted: int) -> bool:
     )
 
 
-def observations_by_id(db: Database, ids: list[int]) -> dict[int, dict[str, Any]]:
+def observations_by_id(db: Database, ids: list[int]) -> dict[int, ObservationRow]:
     """The stored observations among ``ids``, decoded, by id (ids that do not exist are left out)."""
-    found: dict[int, dict[str, Any]] = {}
+    found: dict[int, ObservationRow] = {}
     for chunk, marks in batches(ids):
         for row in db.query(f"SELECT * FROM observations WHERE id IN ({marks})", chunk):
-            found[row["id"]] = decoded(row)
+            found[row["id"]] = cast("ObservationRow", decoded(row))
     return found
 
 

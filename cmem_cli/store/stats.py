@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from cmem_cli.store.rows import Repository
+
+if TYPE_CHECKING:
+    from cmem_cli.store.row_types import StoreCounts
 
 
 class Statistics(Repository):
     """Counts over the whole store: totals per table, type and project, and machines."""
 
-    def counts(self) -> dict[str, Any]:
+    def counts(self) -> StoreCounts:
         counts = {
             table: int(self.db.scalar(f"SELECT count(*) FROM {table}"))
             for table in (
@@ -34,7 +37,8 @@ class Statistics(Repository):
             )
         }
         span = self.db.query_one("SELECT min(created_at) AS first, max(created_at) AS last FROM observations")
-        return {"counts": counts, "by_type": by_type, "by_project": by_project, **(span or {})}
+        first, last = (span["first"], span["last"]) if span else (None, None)
+        return {"counts": counts, "by_type": by_type, "by_project": by_project, "first": first, "last": last}
 
     def several_machines(self) -> bool:
         """Does this store hold memories written on more than one machine? (Two index lookups.)"""

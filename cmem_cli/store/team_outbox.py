@@ -29,6 +29,8 @@ from cmem_cli.store.rows import Repository
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    from cmem_cli.core.sync_report import Direction, SyncReport
+
 OBSERVATION = "observation"
 SUMMARY = "summary"
 SESSION = "session"  # its uid in the outbox and team_revs: the session id
@@ -193,14 +195,16 @@ class Entry(NamedTuple):
     )
 
 
-def count(report: dict[str, Any], kind: str, direction: str) -> None:
+def count(report: SyncReport, kind: str, direction: Direction) -> None:
     """One row of ``kind`` pushed or pulled: memories count at the top, sessions and prompts apart."""
     if kind == SESSION:
-        report["sessions"][direction] += 1
+        report.sessions[direction] += 1
     elif kind == PROMPT:
-        report["prompts"][direction] += 1
+        report.prompts[direction] += 1
+    elif direction == "pushed":
+        report.pushed += 1
     else:
-        report[direction] += 1
+        report.pulled += 1
 
 
 def _enqueue_all_sql(kind: str, table: str, column: str) -> str:

@@ -17,21 +17,33 @@ from cmem_cli.store.filters import Filters
 from cmem_cli.store.rows import Repository
 
 if TYPE_CHECKING:
-    from cmem_cli.store.row_types import LinkRow, ObservationHead, PromptRow, SessionRow, SummaryRow
+    from cmem_cli.store.row_types import (
+        LinkRow,
+        ObservationHead,
+        ObservationRow,
+        PromptRow,
+        SessionRow,
+        SummaryRow,
+    )
 
 
 class Window(Repository):
     """The rows of a time window, newest first, bounded (``store.window``)."""
 
-    def observations(self, filters: Filters, query: str | None, *, limit: int) -> list[dict[str, Any]]:
+    def observations(self, filters: Filters, query: str | None, *, limit: int) -> list[ObservationRow]:
         """Observations matching ``filters`` (and the words of ``query``), newest first, at most ``limit``."""
         if query and query.strip():
-            rows = self._store.search.observations(query, filters, limit=limit, order="newest")
+            rows = cast(
+                "list[dict[str, object]]",
+                self._store.search.observations(query, filters, limit=limit, order="newest"),
+            )
             for row in rows:
                 for key in ("bm25", "score"):
                     row.pop(key, None)
-            return rows
-        return self._store.listing.observations(filters, limit=limit, order="newest")
+            return cast("list[ObservationRow]", rows)
+        return cast(
+            "list[ObservationRow]", self._store.listing.observations(filters, limit=limit, order="newest")
+        )
 
     def count_observations(self, filters: Filters, query: str | None, *, bound: int) -> int:
         """How many observations match, counting at most ``bound`` (a count past it says only "more")."""

@@ -28,10 +28,11 @@ import hashlib
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cmem_cli.core.errors import InvalidInput, SyncError, UsageError
 from cmem_cli.core.files import NotRegularFile, read_in_tree
+from cmem_cli.core.sync_report import SyncReport
 from cmem_cli.core.synclock import sync_lock
 from cmem_cli.services.inbound import arrivals, remote_state
 from cmem_cli.services.inbound.reconcile.rule import tell
@@ -51,6 +52,9 @@ from cmem_cli.services.inbound.sync_repo import (
 from cmem_cli.services.write.service import WriteService
 from cmem_cli.sync.merge import Resolution, merge_versions, read_blobs
 from cmem_export import atomic, digest
+
+if TYPE_CHECKING:
+    from cmem_cli.core.sync_report import ConflictItem
 
 GITIGNORE = """\
 # cmem sync: only observations and summaries travel; everything else stays on this machine.
@@ -95,27 +99,21 @@ class Syncer:
         self.root = memory.export_root
         self.git = Git(self.root, connected_git_dir(self.home, self.root))
         known = self.git.git_dir
-        self.report: dict[str, Any] = {
-            "kind": "git",  # the keys from here to "queued" are a team sync's too (docs/sync.md)
-            "remote": remote_state.shown_url((remote_url(known) if known else None) or ""),
-            "adopted": 0,
-            "pulled": 0,  # memories that arrived from the remote and were adopted
-            "forgotten": 0,
-            "conflicts": [],
-            "rejected": [],
-            "notes": [],
-            "queued": 0,  # files saved while this sync ran, left for the next one
-            "committed": 0,
-            "pushed": False,
-        }
+        # pulled: memories that arrived from the remote and were adopted; queued: files saved while this
+        # sync ran, left for the next one
+        self.report = SyncReport(
+            kind="git",
+            remote=remote_state.shown_url((remote_url(known) if known else None) or ""),
+            pushed=False,
+        )
         self.head: str | None = None  # this branch's commit, kept current through the run
         self.remote_head: str | None = None
         self.write_gitignore = False
         self._raced = False  # the last push met another machine's push holding the branch's lock
-        self._untold: list[dict[str, Any]] = []  # conflicts adoption settled, for the next commit to carry
+        self._untold: list[ConflictItem] = []  # conflicts adoption settled, for the next commit to carry
 
     # -- set-up -----------------------------------------------------------------------------------------
-    def init(self, url: str) -> dict[str, Any]:
+    def init(self, url: str) -> SyncReport:
         """Connect the tree to ``url``: start from its history (adopting every file), or push to an empty one."""
         if not url.strip() or url.startswith("-"):
             raise UsageError(f"not a git URL: {url!r}")
@@ -135,7 +133,7 @@ class Syncer:
         else:
             self.git.run("remote", "add", REMOTE, url, what="git remote add")
         self.git.run("config", MARKER, "true", what="git config")
-        self.report["remote"] = remote_state.shown_url(url)
+        self.report.remote = remote_state.shown_url(url)
         self._write_gitignore()
         return self.sync()
 
@@ -156,7 +154,7 @@ class Syncer:
         atomic.atomic_write(ignore, (current.rstrip("\n") + "\n\n" if current.strip() else "") + GITIGNORE)
 
     # -- one sync ---------------------------------------------------------------------------------------
-    def sync(self) -> dict[str, Any]:
+    def sync(self) -> SyncReport:
         git_dir = move_into_home(self.home, self.root) if self.git.git_dir else None
         if git_dir is None:
             raise UsageError("the export tree is not connected to a remote; run `cmem sync init URL` first")
@@ -186,7 +184,7 @@ class Syncer:
                     "run `cmem sync` again"
                 )
             raise SyncError("git push kept being overtaken by other machines; run `cmem sync` again")
-        self.report["queued"] = len(unstaged)
+        self.report.queued = len(unstaged)
         self._report_rejected()
         return self.report
 
@@ -203,7 +201,7 @@ class Syncer:
         debris = find_git_debris(self.git.git_dir, self.root, wait=True)
         if debris:
             clear_git_debris(self.git, debris)
-            self.report["notes"].append(
+            self.report.notes.append(
                 "cleared what a killed git left: " + ", ".join(debris.describe(self.git.git_dir))
             )
         self._undo_half_merge()
@@ -353,8 +351,8 @@ class Syncer:
             self.progress("adopt", 0, len(local))
             result = sync_local(self.memory, [self.root / p for p in local])
             self.progress("adopt", len(local), len(local))
-            self.report["adopted"] += len(result.adopted) + len(result.created)
-            self.report["forgotten"] += len(result.forgotten)
+            self.report.adopted += len(result.adopted) + len(result.created)
+            self.report.forgotten += len(result.forgotten)
             for relpath, reason in result.invalid + result.conflicts:
                 self._reject(relpath, reason)
             candidates.update(local, result.written, result.removed)
@@ -385,14 +383,14 @@ class Syncer:
             )
 
     def _count(self, result: arrivals.Adoption) -> None:
-        self.report["adopted"] += result.adopted
-        self.report["pulled"] += result.adopted
-        self.report["forgotten"] += result.forgotten
+        self.report.adopted += result.adopted
+        self.report.pulled += result.adopted
+        self.report.forgotten += result.forgotten
         for item in result.conflicts:
-            tell(self.report, item)
+            tell(self.report.conflicts, item)
             if item.get("uid"):
                 self._untold.append(item)
-        self.report["notes"] += result.notes
+        self.report.notes += result.notes
         for relpath, reason in result.rejected:
             self._reject(relpath, reason)
 
@@ -400,15 +398,13 @@ class Syncer:
         """The conflicts other machines settled in the merges this sync adopted: told here too."""
         if todo.last and not todo.whole_tree:
             for item in arrivals.told(self.git, todo.last, todo.head):
-                tell(self.report, item)
+                tell(self.report.conflicts, item)
 
     def _reject(self, relpath: str, reason: str) -> None:
         """A file not taken, with the memory and the machine its front matter names (None: not stated)."""
-        if all(item["path"] != relpath for item in self.report["rejected"]):
+        if all(item["path"] != relpath for item in self.report.rejected):
             uid, machine = arrivals.named(self.memory, relpath)
-            self.report["rejected"].append(
-                {"path": relpath, "uid": uid, "machine": machine, "reason": reason}
-            )
+            self.report.rejected.append({"path": relpath, "uid": uid, "machine": machine, "reason": reason})
 
     def _report_rejected(self) -> None:
         """Arrived files that still cannot be adopted are reported on every sync until fixed or removed."""
@@ -485,7 +481,7 @@ class Syncer:
             message += "\n\n" + "\n".join(arrivals.conflict_trailer(item) for item in self._untold)
             self._untold = []
         self.git.run("commit", "-q", "--allow-empty", "-m", message, what="git commit")
-        self.report["committed"] += len(names)
+        self.report.committed += len(names)
         self._moved()
         self._advance_last(head)
         return set(names)
@@ -542,7 +538,7 @@ class Syncer:
             raise SyncError(f"git merge failed: {_last(merged)}")
         both = self._changed_on_both_sides(base) | unmerged
         conflicts = 0
-        settled: list[dict[str, Any]] = []
+        settled: list[ConflictItem] = []
         if both:
             specs = [
                 f"{rev}:{p}" for p in sorted(both) for rev in ((base,) if base else ()) + ("HEAD", TARGET)
@@ -565,7 +561,7 @@ class Syncer:
                     else:
                         add[path] = data
                 if resolution.conflict is not None:
-                    tell(self.report, resolution.conflict)
+                    tell(self.report.conflicts, resolution.conflict)
                     settled.append(resolution.conflict)
                     conflicts += 1
             self._stage(add, remove)
@@ -611,7 +607,7 @@ class Syncer:
         self.progress("push", 0, 0)
         proc = self.git.run("push", "-q", REMOTE, f"HEAD:refs/heads/{BRANCH}", check=False)
         if proc.returncode == 0:
-            self.report["pushed"] = True
+            self.report.pushed = True
             self.remote_head = head
             return True
         message = proc.stderr.decode("utf-8", "replace")
@@ -655,16 +651,16 @@ def run_sync(
     memory: WriteService,
     url: str | None = None,
     *,
-    report: dict[str, Any] | None = None,
+    on_start: Callable[[SyncReport], object] | None = None,
     progress: Progress | None = None,
-) -> dict[str, Any]:
-    """`cmem sync [init URL]` under the sync lock. ``report``: a dict the run fills in as it goes, so a
-    caller can still say what was done when the sync fails half-way; ``progress``: told each phase."""
+) -> SyncReport:
+    """`cmem sync [init URL]` under the sync lock. ``on_start``: handed the report the run fills in as it
+    goes, so a caller can still say what was done when the sync fails half-way; ``progress``: told each
+    phase."""
     with sync_lock(memory.config.home):
         syncer = Syncer(memory, progress)
-        if report is not None:
-            report.update(syncer.report)
-            syncer.report = report
+        if on_start is not None:
+            on_start(syncer.report)
         done = syncer.init(url) if url is not None else syncer.sync()
         remote_state.synced(memory.store)
         return done

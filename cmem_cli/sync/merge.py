@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING
 
 from cmem_cli.core.errors import CmemError
 from cmem_cli.services.inbound.arrivals import Incoming, incoming_of, parse_file, side_of
@@ -31,6 +31,9 @@ from cmem_cli.services.inbound.sync_repo import Git
 from cmem_cli.services.write.service import WriteService
 from cmem_export import layout, markdown
 
+if TYPE_CHECKING:
+    from cmem_cli.core.sync_report import ConflictItem
+
 
 @dataclass
 class Resolution:
@@ -40,7 +43,7 @@ class Resolution:
     relpath: str
     data: bytes | None
     copies: list[tuple[str, bytes]] = field(default_factory=list)
-    conflict: dict[str, Any] | None = None
+    conflict: ConflictItem | None = None
 
 
 def read_blobs(git: Git, specs: list[str]) -> dict[str, bytes | None]:

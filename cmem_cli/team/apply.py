@@ -25,6 +25,9 @@ from cmem_export import layout
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    from cmem_cli.core.sync_report import ConflictItem
+    from cmem_cli.store.row_types import LinkTarget
+
 
 def travelled_name(row: Mapping[str, Any]) -> str | None:
     """The one rule for a pulled memory's file name: the name its writer's home gave it (it travels with
@@ -54,7 +57,7 @@ class Applier:
         memory: WriteService,
         files: FileTransaction,
         notes: list[str],
-        conflicts: list[dict[str, Any]] | None = None,
+        conflicts: list[ConflictItem] | None = None,
     ):
         self.memory = memory
         self.store = memory.store
@@ -77,10 +80,12 @@ class Applier:
         except CmemError as exc:
             self.notes.append(f"{row.get('uid')}: not taken from the team database: {exc.message}")
             return None
-        links = [{"type": link_type, "uid": uid} for link_type, uid in row.get("links") or []]
+        links: list[LinkTarget] = [
+            {"type": link_type, "uid": uid} for link_type, uid in row.get("links") or []
+        ]
         # the repository by name: a clone here, wherever, is found by it
         anchor = anchor_of(row) if row.get("anchor") is not None else None
-        new = self.store.observations.by_uid(record["uid"]) is None
+        new = self.store.observations.by_uid(record["uid"] or "") is None
         obs_id = self.writer.observation(
             record,
             links,

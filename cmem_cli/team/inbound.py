@@ -34,6 +34,8 @@ from cmem_export.reading import MAX_FILE_BYTES
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    from cmem_cli.core.sync_report import Skipped, SyncReport
+
 # What a file holds besides the row's own text (front matter keys, headings, a link line's markup) is
 # bounded by these: a row whose text comes near the limit is refused rather than written as a file that
 # no later sync could read back (docs/team.md).
@@ -157,12 +159,10 @@ def problem(kind: str, row: Mapping[str, Any]) -> str | None:
     return None
 
 
-def skip(
-    report: Mapping[str, Any], kind: str, row: Mapping[str, Any], reason: str, key: str = "uid"
-) -> dict[str, Any]:
+def skip(report: SyncReport, kind: str, row: Mapping[str, Any], reason: str, key: str = "uid") -> Skipped:
     """Say in ``report`` that ``row`` was skipped (``skipped``, and a note for stderr); returns the item."""
-    item = {"kind": kind, "uid": label(row, key), "machine": machine_of(row), "reason": reason}
-    report["skipped"].append(item)
+    item: Skipped = {"kind": kind, "uid": label(row, key), "machine": machine_of(row), "reason": reason}
+    report.skipped.append(item)
     return item
 
 

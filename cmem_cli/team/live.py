@@ -12,11 +12,14 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cmem_cli.core.config import Config
 from cmem_cli.core.errors import CmemError, DatabaseBusy
 from cmem_cli.core.synclock import sync_lock
+
+if TYPE_CHECKING:
+    from cmem_cli.team.teamsync import TeamSettings
 
 CHECK_SECONDS = 1.0
 POLL_SECONDS = 30.0
@@ -98,7 +101,7 @@ class TeamLive:
         with server.translated(url):
             return any(True for _ in conn.notifies(timeout=CHECK_SECONDS, stop_after=1))
 
-    def _cycle(self, memory: Any, conn: Any, settings: dict[str, Any], vectors: Any, *, pull: bool) -> None:
+    def _cycle(self, memory: Any, conn: Any, settings: TeamSettings, vectors: Any, *, pull: bool) -> None:
         """Push what is queued, then pull when asked. A push the server refuses (a read-only role) is said
         once, leaves the queue as it is and is tried again only with the next pull; the pull goes on."""
         from cmem_cli.team import server, teamsync
@@ -114,21 +117,21 @@ class TeamLive:
                         if self._refused != exc.message:
                             self.on_error(exc.message)
                         self._refused = exc.message
-                if pull or report["restored"]:  # a server that went back in time is pulled at once
+                if pull or report.restored:  # a server that went back in time is pulled at once
                     teamsync.pull_only(memory, conn, settings, report)
         except DatabaseBusy:
             return  # a `cmem sync` is running: it does the same work
-        for item in report["conflicts"]:
+        for item in report.conflicts:
             self.on_error(f"conflict on {item['uid']}: {item['resolution']}")
-        for item in report["skipped"]:
+        for skipped in report.skipped:
             self.on_error(
-                f"skipped {item['kind']} {item['uid']} from the team database (written by {item['machine']}): "
-                f"{item['reason']}"
+                f"skipped {skipped['kind']} {skipped['uid']} from the team database "
+                f"(written by {skipped['machine']}): {skipped['reason']}"
             )
-        for note in report["notes"]:
+        for note in report.notes:
             self.on_error(note)
-        if report["pushed"] or report["pulled"] or report["forgotten"] or report["forgotten_there"]:
+        if report.pushed or report.pulled or report.forgotten or report.forgotten_there:
             self.on_report(
-                f"team: pushed {report['pushed']}, pulled {report['pulled']}, "
-                f"forgotten {report['forgotten'] + report['forgotten_there']}"
+                f"team: pushed {report.pushed}, pulled {report.pulled}, "
+                f"forgotten {report.forgotten + report.forgotten_there}"
             )

@@ -10,7 +10,7 @@ at that revision (its own push) is skipped.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cmem_cli.core.fields import LINK_TYPES
 from cmem_cli.core.timeutil import now_ms
@@ -21,6 +21,9 @@ from cmem_cli.team import inbound, repository, server
 from cmem_cli.team.apply import Applier
 from cmem_cli.team.records import OBS_COLUMNS, SUMMARY_COLUMNS
 from cmem_cli.team.sessions import PROMPT_COLUMNS, SESSION_COLUMNS
+
+if TYPE_CHECKING:
+    from cmem_cli.core.sync_report import SyncReport
 
 PAGE = 1000
 PULLED = "pulled"  # team_state key: the last revision applied here
@@ -55,7 +58,7 @@ def top_revision(conn: Any, log: bool | None = None) -> int:
 
 
 class Puller:
-    def __init__(self, memory: WriteService, conn: Any, projects: list[str], report: dict[str, Any]):
+    def __init__(self, memory: WriteService, conn: Any, projects: list[str], report: SyncReport):
         self.memory = memory
         self.local = memory.store  # this home's store: the outbox and base revisions
         self.pg = conn  # the team database's connection (its SQL: cmem_cli.team.repository)
@@ -89,7 +92,7 @@ class Puller:
             item = Conflict(
                 uid, resolution, copy_uid=copy_uid, other_uid=other_uid, fields=list(fields or [])
             )
-            tell(self.report, item.to_json())
+            tell(self.report.conflicts, item.to_json())
 
     def _page(self, cursor: int, horizon: int) -> int:
         fetched = {
@@ -121,7 +124,7 @@ class Puller:
         local = self.local
         with self.memory.write_transaction(fsync=False) as files:
             local.team_outbox.queue_on(False)
-            applier = Applier(self.memory, files, self.report["notes"], self.report["conflicts"])
+            applier = Applier(self.memory, files, self.report.notes, self.report.conflicts)
             for kind in (outbox.SESSION, outbox.PROMPT, outbox.OBSERVATION, outbox.SUMMARY):
                 rows = fetched[kind]
                 key = "session_id" if kind == outbox.SESSION else "uid"
@@ -175,7 +178,7 @@ class Puller:
                     if tomb["uid"] in waiting:
                         continue
                     if applier.forget(kind, tomb["uid"]):
-                        self.report["forgotten"] += 1
+                        self.report.forgotten += 1
                     local.team_outbox.set_rev(kind, tomb["uid"], None)
                     gone.append(tomb["uid"])
                 local.team_outbox.remember_forgotten(kind, gone, now_ms())

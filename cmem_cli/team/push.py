@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cmem_cli.core.timeutil import now_ms
 from cmem_cli.services.inbound.reconcile.rule import (
@@ -63,6 +63,9 @@ from cmem_cli.team.sessions import (
 )
 from cmem_cli.team.vectors import VectorMaker
 
+if TYPE_CHECKING:
+    from cmem_cli.core.sync_report import ConflictItem, SyncReport
+
 BATCH = 500
 MAX_ROUNDS = 10_000  # a runaway guard: each round acknowledges at least one entry
 FORGOTTEN_BEFORE_JOINING = "forgotten on another machine before this one joined: forgotten"
@@ -92,7 +95,7 @@ class Pusher:
     """Push everything queued; results go to ``report`` (pushed, forgotten, conflicts, notes)."""
 
     def __init__(
-        self, memory: WriteService, conn: Any, machine: str, report: dict[str, Any], vectors: VectorMaker
+        self, memory: WriteService, conn: Any, machine: str, report: SyncReport, vectors: VectorMaker
     ):
         self.memory = memory
         self.local = memory.store  # this home's store: the outbox and base revisions
@@ -476,7 +479,7 @@ class Pusher:
             still = local.team_outbox.present([e.seq for e in entries])
             requeued = {e.uid for e in entries if e.seq not in still}
             local.team_outbox.queue_on(False)
-            applier = Applier(self.memory, files, self.report["notes"], self.report["conflicts"])
+            applier = Applier(self.memory, files, self.report.notes, self.report.conflicts)
             for kind, row, reason, key in plan.skipped:  # replaced by this home's version: said, not kept
                 inbound.skip(self.report, kind, row, reason, key)
             for (kind, uid), rev in plan.revs.items():
@@ -488,7 +491,7 @@ class Pusher:
                 (applier.observation if kind == outbox.OBSERVATION else applier.summary)(row)
             for kind, uid in plan.forgotten:
                 if uid not in requeued and applier.forget(kind, uid):
-                    self.report["forgotten"] += 1
+                    self.report.forgotten += 1
             for row in plan.sessions_here:
                 if row["session_id"] not in requeued:
                     applier.session(row)
@@ -502,9 +505,9 @@ class Pusher:
             local.team_outbox.queue_on(True)
         for kind, _ in plan.pushed_keys:
             outbox.count(self.report, kind, "pushed")
-        self.report["forgotten_there"] += plan.forgotten_there
+        self.report.forgotten_there += plan.forgotten_there
         for item in plan.conflicts:
-            tell(self.report, item)
+            tell(self.report.conflicts, item)
 
 
 class _Plan:
@@ -520,7 +523,7 @@ class _Plan:
         self.forgotten: list[tuple[str, str]] = []
         self.logged: list[tuple[str, Conflict, str]] = []  # conflicts every other home is told of
         self.sessions_here: list[dict[str, Any]] = []  # merged sessions this home takes
-        self.conflicts: list[dict[str, Any]] = []
+        self.conflicts: list[ConflictItem] = []
         self.pushed_keys: set[tuple[str, str]] = set()
         self.pushed_uids: set[tuple[str, str]] = set()  # own rows pushed: their vectors go with them
         self.texts: list[tuple[str, Mapping[str, Any]]] = []  # merges and copies made here: vectors to make

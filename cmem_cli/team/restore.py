@@ -21,11 +21,14 @@ starts again too (one that had not pulled past the backup could not tell otherwi
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cmem_cli.services.write.service import WriteService
 from cmem_cli.team import repository, server
 from cmem_cli.team.pull import PULLED, RESTORING, top_revision
+
+if TYPE_CHECKING:
+    from cmem_cli.core.sync_report import SyncReport
 
 SERVER = "server"  # team_state key: the server's identity as this home last saw it
 
@@ -35,9 +38,9 @@ def identity(conn: Any) -> str:
     return ":".join(repository.identity_parts(conn))
 
 
-def check(memory: WriteService, conn: Any, report: dict[str, Any]) -> bool:
+def check(memory: WriteService, conn: Any, report: SyncReport) -> bool:
     """Compare the server with what this home remembers of it; start again when it went back in time.
-    True when this sync started again (``report["restored"]``, and a note)."""
+    True when this sync started again (``report.restored``, and a note)."""
     local = memory.store
     values = local.team_outbox.settings()
     now = identity(conn)
@@ -60,8 +63,8 @@ def check(memory: WriteService, conn: Any, report: dict[str, Any]) -> bool:
     with local.transaction():
         queued = local.team_outbox.start_again()
         local.team_outbox.put(**{PULLED: "0", SERVER: now, RESTORING: "1"})
-    report["restored"] = True
-    report["notes"].append(
+    report.restored = True
+    report.notes.append(
         f"the team database went back in time ({why}): pulling it again from the start and pushing "
         f"what it lacks ({queued} queued)"
     )

@@ -34,6 +34,7 @@ from cmem_cli.team import repository, server
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    from cmem_cli.core.hit_types import HitRow
     from cmem_cli.core.query import Query
     from cmem_cli.services.read.search_pipeline import Filters, Reader, Retrieved
     from cmem_cli.services.truth.anchor_files import Anchor
@@ -80,7 +81,7 @@ class TeamSource:
                 "--rerank does not combine with --team (the team database is searched as it ranks)"
             )
 
-    def listing(self, filters: Filters, *, limit: int, offset: int, order: str) -> list[dict[str, Any]]:
+    def listing(self, filters: Filters, *, limit: int, offset: int, order: str) -> list[HitRow]:
         scope = _Scope(filters)
         direction = "ASC" if order == "oldest" else "DESC"
         params = {"limit": min(limit, ALL + 1), "offset": offset, **scope.params}
@@ -96,7 +97,7 @@ class TeamSource:
         depth = min(depth, ALL)
         scope = _Scope(filters)
         notes: list[str] = []
-        found: dict[str, dict[str, Any]] = {}
+        found: dict[str, Mapping[str, Any]] = {}
         candidates = Candidates()
         vector, count_pieces = _query_vector(self.reader, conn, query, mode, notes)
         if mode != "vector":
@@ -113,9 +114,10 @@ class TeamSource:
         if trace is not None:
             trace.record("candidates", depth=depth, **{k: len(v) for k, v in candidates.lists.items()})
         kept, _ = cut_off(fusion(candidates, trace), candidates, query, ask.min_score, count_pieces, trace)
-        rows = []
+        rows: list[HitRow] = []
         for hit in kept:
-            row = {**_row(found[hit.key]), "score": round(hit.score, 4)}
+            row = _row(found[hit.key])
+            row["score"] = round(hit.score, 4)
             if ask.explain:
                 row["signals"] = signals_json(hit.signals)
                 row["stages"] = dict(trace.places.get(hit.key, {})) if trace is not None else {}
@@ -158,7 +160,7 @@ class TeamSource:
         """Unmarked likely replacements order this home's own rows only."""
         return {}
 
-    def passing(self, ids: set[Any], filters: Filters) -> dict[Any, dict[str, Any]]:
+    def passing(self, ids: set[Any], filters: Filters) -> dict[Any, HitRow]:
         scope = _Scope(filters)
         where = f"{scope.observations}{_valid(self.conn)}"
         rows = repository.kept_of(self.conn, where, {"uids": sorted(str(i) for i in ids), **scope.params})
@@ -181,24 +183,27 @@ class TeamSource:
         read = {uid: from_exported(anchor) for uid, anchor in rows}
         return {uid: anchor for uid, anchor in read.items() if anchor is not None}
 
-    def shown(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def shown(self, rows: list[HitRow]) -> list[HitRow]:
         """This home's ids where it holds the memory (rows and the ids they point to), else uids."""
         store = self.reader.store
-        uids = {r["uid"] for r in rows if r["kind"] == "observation"}
-        uids |= {r[k] for r in rows for k in ("superseded_by", "possibly_superseded_by") if r.get(k)}
+        uids = {str(r["uid"]) for r in rows if r["kind"] == "observation"}  # a team row's uid is its key
+        for r in rows:
+            uids |= {str(to) for to in (r.get("superseded_by"), r.get("possibly_superseded_by")) if to}
         local = store.observations.by_uids(sorted(uids))
         for row in rows:
+            uid = str(row["uid"])
             mine: Mapping[str, Any] | None = (
-                local.get(row["uid"]) if row["kind"] == "observation" else store.summaries.by_uid(row["uid"])
+                local.get(uid) if row["kind"] == "observation" else store.summaries.by_uid(uid)
             )
             if mine is not None:
                 row["id"] = mine["id"] if row["kind"] == "observation" else f"S{mine['id']}"
                 row["path"] = mine.get("path")
                 if mine.get("tokens"):  # what `get` prints here (the server's is a rough estimate)
                     row["tokens"] = mine["tokens"]
-            for field in ("superseded_by", "possibly_superseded_by"):
-                if row.get(field) in local:
-                    row[field] = local[row[field]]["id"]
+            if (to := row.get("superseded_by")) in local:
+                row["superseded_by"] = local[str(to)]["id"]
+            if (to := row.get("possibly_superseded_by")) in local:
+                row["possibly_superseded_by"] = local[str(to)]["id"]
         return rows
 
 
@@ -250,7 +255,7 @@ class _TeamSql(SqlDialect):
 
 # -- the two lists ---------------------------------------------------------------------------------------
 def _keyword(
-    conn: Any, query: str, scope: _Scope, depth: int, found: dict[str, dict[str, Any]]
+    conn: Any, query: str, scope: _Scope, depth: int, found: dict[str, Mapping[str, Any]]
 ) -> tuple[list[tuple[str, float]], float]:
     lexemes = repository.lexemes(conn, query)
     if not lexemes:
@@ -277,7 +282,7 @@ def _vector(
     vector: tuple[str, int, list[float], float],
     scope: _Scope,
     depth: int,
-    found: dict[str, dict[str, Any]],
+    found: dict[str, Mapping[str, Any]],
 ) -> list[tuple[str, float]]:
     fingerprint, dim, values, scale = vector
     params = {"qv": "[" + ",".join(repr(float(x)) for x in values) + "]", "depth": depth, **scope.params}
@@ -337,9 +342,9 @@ def _valid(conn: Any) -> str:
 
 
 # -- rows -------------------------------------------------------------------------------------------------
-def _row(row: Mapping[str, Any]) -> dict[str, Any]:
+def _row(row: Mapping[str, Any]) -> HitRow:
     """A team row as a search row (keyed by its uid until the page is shown), with ``machine``."""
-    return {
+    out: HitRow = {
         "id": row["uid"],
         "uid": row["uid"],
         "kind": row["kind"],
@@ -357,6 +362,7 @@ def _row(row: Mapping[str, Any]) -> dict[str, Any]:
         "path": None,
         "invalidated": None,  # the team search leaves invalidated memories out (:func:`_valid`)
     }
+    return out
 
 
 def _tsquery_term(lexeme: str) -> str:

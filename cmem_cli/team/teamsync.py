@@ -13,10 +13,11 @@ import contextlib
 import json
 import os
 import socket
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterator
+from typing import Any, TypedDict
 
 from cmem_cli.core.errors import UsageError
+from cmem_cli.core.sync_report import Flow, SyncReport
 from cmem_cli.core.synclock import sync_lock
 from cmem_cli.services.inbound import remote_state
 from cmem_cli.services.read.search_pipeline import Reader
@@ -28,8 +29,7 @@ from cmem_cli.team.push import Pusher
 from cmem_cli.team.url import split_password
 from cmem_cli.team.vectors import VectorMaker
 
-if TYPE_CHECKING:
-    from collections.abc import Mapping
+Started = Callable[[SyncReport], object]  # told the report as soon as it exists (see cmem_cli.remote)
 
 URL = outbox.URL_KEY
 MACHINE = "machine"
@@ -40,13 +40,24 @@ PASSWORD_NOTE = (
 )
 
 
-def remote(memory: Reader) -> dict[str, Any] | None:
+class TeamSettings(TypedDict):
+    """The team database this home joined, as its local settings say."""
+
+    url: str  # without its password
+    machine: str  # this home's name there
+    projects: list[str]  # the projects pulled (empty: all)
+    pulled: int  # the server's revision pulled up to
+    queued: int  # local writes waiting to be pushed
+
+
+def remote(memory: Reader) -> TeamSettings | None:
     """This home's team remote (URL without password, machine name, pulled projects), or None."""
     values = memory.store.team_outbox.settings()
-    if not values.get(URL):
+    url = values.get(URL)
+    if not url:
         return None
     return {
-        "url": values[URL],
+        "url": url,
         "machine": values.get(MACHINE) or "",
         "projects": json.loads(values.get(PROJECTS) or "[]"),
         "pulled": int(values.get(PULLED) or 0),
@@ -54,26 +65,18 @@ def remote(memory: Reader) -> dict[str, Any] | None:
     }
 
 
-def new_report(settings: Mapping[str, Any]) -> dict[str, Any]:
-    return {
-        "kind": "team",
-        "remote": settings["url"],
-        "machine": settings["machine"],
-        "projects": settings["projects"],
-        "adopted": 0,
-        "pushed": 0,  # memories: observations and summaries
-        "pulled": 0,
-        "sessions": {"pushed": 0, "pulled": 0},
-        "prompts": {"pushed": 0, "pulled": 0},
-        "forgotten": 0,
-        "forgotten_there": 0,
-        "conflicts": [],
-        "rejected": [],
-        "restored": False,  # the server went back in time: this sync pulled it again (cmem_cli.team.restore)
-        "skipped": [],  # rows of the team database refused (cmem_cli.team.inbound): kind, uid, machine, reason
-        "notes": [],
-        "queued": 0,
-    }
+def new_report(settings: TeamSettings) -> SyncReport:
+    """An empty report of an exchange with the team database ``settings`` name. ``pushed`` and ``pulled``
+    count memories (observations and summaries); ``restored``: the server went back in time and this
+    sync pulled it again (:mod:`cmem_cli.team.restore`)."""
+    return SyncReport(
+        kind="team",
+        remote=settings["url"],
+        machine=settings["machine"],
+        projects=settings["projects"],
+        sessions=Flow(pushed=0, pulled=0),
+        prompts=Flow(pushed=0, pulled=0),
+    )
 
 
 def init(
@@ -82,10 +85,11 @@ def init(
     *,
     projects: list[str],
     machine: str | None,
-    report: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    """Join the team database at ``url_text`` (creating its schema if needed) and sync. ``report`` is
-    filled as the sync goes (a caller that catches a failure prints what was done before it)."""
+    on_start: Started | None = None,
+) -> SyncReport:
+    """Join the team database at ``url_text`` (creating its schema if needed) and sync. ``on_start`` is
+    handed the report once the sync starts; it is filled as the sync goes (a caller that catches a failure
+    prints what was done before it)."""
     given = split_password(url_text)
     for project in projects:
         if not project.strip():
@@ -105,7 +109,7 @@ def init(
                 values: dict[str, str | None] = {
                     URL: given.url,
                     MACHINE: machine
-                    or (current or {}).get("machine")
+                    or (current["machine"] if current else None)
                     or default_machine(memory.config.machine),
                     PROJECTS: json.dumps(wanted),
                 }
@@ -117,11 +121,11 @@ def init(
                 local.team_outbox.queue_on(True)
                 if first:
                     local.team_outbox.enqueue_all()
-            report = _run(memory, conn, given.url, given.password, report)
+            report = _run(memory, conn, given.url, given.password, on_start)
         finally:
             conn.close()
     if given.password:
-        report["notes"].append(PASSWORD_NOTE)
+        report.notes.append(PASSWORD_NOTE)
     return report
 
 
@@ -141,14 +145,14 @@ def _widened(before: list[str], after: list[str]) -> bool:
     return not after or bool(set(after) - set(before))
 
 
-def sync(memory: WriteService, report: dict[str, Any] | None = None) -> dict[str, Any]:
-    """One `cmem sync` with the team database this home joined (``report``: as for :func:`init`)."""
+def sync(memory: WriteService, on_start: Started | None = None) -> SyncReport:
+    """One `cmem sync` with the team database this home joined (``on_start``: as for :func:`init`)."""
     with _connected(memory) as (conn, current):
-        return _run(memory, conn, current["url"], None, report)
+        return _run(memory, conn, current["url"], None, on_start)
 
 
 @contextlib.contextmanager
-def _connected(memory: WriteService) -> Iterator[tuple[Any, dict[str, Any]]]:
+def _connected(memory: WriteService) -> Iterator[tuple[Any, TeamSettings]]:
     """The joined team database's connection and settings, under the sync lock, this home's tables
     up to date."""
     current = remote(memory)
@@ -164,18 +168,18 @@ def _connected(memory: WriteService) -> Iterator[tuple[Any, dict[str, Any]]]:
 
 
 def _run(
-    memory: WriteService, conn: Any, url: str, password: str | None, report: dict[str, Any] | None
-) -> dict[str, Any]:
+    memory: WriteService, conn: Any, url: str, password: str | None, on_start: Started | None
+) -> SyncReport:
     """Adopt, push, pull. A push the server refuses (a read-only role) leaves the queue as it is and the
     pull goes on; the refusal is raised once the pull is done, with the report filled."""
     settings = remote(memory)
     assert settings is not None
-    report = _fill(report, new_report(settings))
+    report = _started(new_report(settings), on_start)
     _adopt_local(memory, report)
     refused: server.ReadOnly | None = None
-    up_to_date(conn, url, password, report["notes"])  # a newer cmem joined with more migrations
+    up_to_date(conn, url, password, report.notes)  # a newer cmem joined with more migrations
     with server.translated(url, password, conn):
-        vectors = VectorMaker(memory.config, report["notes"])
+        vectors = VectorMaker(memory.config, report.notes)
         restore.check(memory, conn, report)
     try:
         with server.translated(url, password, conn):
@@ -184,9 +188,9 @@ def _run(
         refused = exc
     with server.translated(url, password, conn):
         Puller(memory, conn, settings["projects"], report).run()
-        if report["restored"] and refused is None and memory.store.team_outbox.pending_count():
+        if report.restored and refused is None and memory.store.team_outbox.pending_count():
             Pusher(memory, conn, settings["machine"], report, vectors).run()  # forgets the re-pull found
-    report["queued"] = memory.store.team_outbox.pending_count()
+    report.queued = memory.store.team_outbox.pending_count()
     if refused is not None:
         remote_state.pulled(memory.store)
         remote_state.refused(memory.store, refused.message, read_only=refused.read_only)
@@ -214,23 +218,22 @@ def up_to_date(conn: Any, url: str, password: str | None, notes: list[str]) -> N
         notes.append(OLD_SCHEMA_NOTE)
 
 
-def _fill(report: dict[str, Any] | None, values: dict[str, Any]) -> dict[str, Any]:
-    if report is None:
-        return values
-    report.update(values)
+def _started(report: SyncReport, on_start: Started | None) -> SyncReport:
+    if on_start is not None:
+        on_start(report)
     return report
 
 
-def _adopt_local(memory: WriteService, report: dict[str, Any]) -> None:
+def _adopt_local(memory: WriteService, report: SyncReport) -> None:
     """Hand edits of the export tree first: adopting them writes the store, which queues them."""
     from cmem_cli.services.inbound.sync_local import sync_local
 
     result = sync_local(memory)
     # a deleted file is adopted as a forget, which the push then counts (forgotten_there): counting it
     # here too said "forgotten 3" for two forgets
-    report["adopted"] += len(result.adopted) + len(result.created) + len(result.forgotten)
+    report.adopted += len(result.adopted) + len(result.created) + len(result.forgotten)
     for relpath, why in result.invalid + result.conflicts:
-        report["rejected"].append({"path": relpath, "reason": why})
+        report.rejected.append({"path": relpath, "reason": why})
 
 
 def default_machine(configured: str | None = None) -> str:
@@ -241,8 +244,8 @@ def default_machine(configured: str | None = None) -> str:
 def push_only(
     memory: WriteService,
     conn: Any,
-    settings: dict[str, Any],
-    report: dict[str, Any],
+    settings: TeamSettings,
+    report: SyncReport,
     vectors: VectorMaker,
 ) -> None:
     """Push what is queued (`cmem watch` does this within seconds of a local write), once the server is
@@ -257,29 +260,29 @@ def push_only(
     remote_state.pushed(memory.store)
 
 
-def pull_only(memory: WriteService, conn: Any, settings: Mapping[str, Any], report: dict[str, Any]) -> None:
+def pull_only(memory: WriteService, conn: Any, settings: TeamSettings, report: SyncReport) -> None:
     with server.translated(settings["url"], None, conn):
         Puller(memory, conn, settings["projects"], report).run()
     remote_state.pulled(memory.store)
 
 
-def push(memory: WriteService, report: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Push what is queued here, pulling nothing (``report``: as for :func:`init`)."""
-    return _one_way(memory, report, pulling=False)
+def push(memory: WriteService, on_start: Started | None = None) -> SyncReport:
+    """Push what is queued here, pulling nothing (``on_start``: as for :func:`init`)."""
+    return _one_way(memory, on_start, pulling=False)
 
 
-def pull(memory: WriteService, report: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Pull what others pushed, pushing nothing (``report``: as for :func:`init`)."""
-    return _one_way(memory, report, pulling=True)
+def pull(memory: WriteService, on_start: Started | None = None) -> SyncReport:
+    """Pull what others pushed, pushing nothing (``on_start``: as for :func:`init`)."""
+    return _one_way(memory, on_start, pulling=True)
 
 
-def _one_way(memory: WriteService, report: dict[str, Any] | None, *, pulling: bool) -> dict[str, Any]:
+def _one_way(memory: WriteService, on_start: Started | None, *, pulling: bool) -> SyncReport:
     with _connected(memory) as (conn, current):
-        report = _fill(report, new_report(current))
-        up_to_date(conn, current["url"], None, report["notes"])
+        report = _started(new_report(current), on_start)
+        up_to_date(conn, current["url"], None, report.notes)
         if pulling:
             pull_only(memory, conn, current, report)
         else:
-            push_only(memory, conn, current, report, VectorMaker(memory.config, report["notes"]))
-        report["queued"] = memory.store.team_outbox.pending_count()
+            push_only(memory, conn, current, report, VectorMaker(memory.config, report.notes))
+        report.queued = memory.store.team_outbox.pending_count()
         return report

@@ -8,8 +8,7 @@ from typing import NamedTuple
 
 from cmem_cli.core.batches import batches
 from cmem_cli.core.fts import search_terms
-from cmem_index.repositories import Repository
-from cmem_index.store import IndexStore
+from cmem_index.repositories import IndexHandle, Repository
 
 # A chunk without a vector of model ?1, in terms the chunks_pending index answers (`!=` would read every chunk)
 _PENDING = "c.embedded_with IS NULL OR c.embedded_with < ?1 OR c.embedded_with > ?1"
@@ -35,7 +34,7 @@ class PendingChunk(NamedTuple):
 class Chunks(Repository):
     """The ``chunks`` table with its keyword index ``chunks_fts``; a chunk's vector rows go with it."""
 
-    def __init__(self, store: IndexStore) -> None:
+    def __init__(self, store: IndexHandle) -> None:
         super().__init__(store)
         self.dropped_hashes: set[str] = set()  # of chunks deleted through this connection (cache pruning)
 

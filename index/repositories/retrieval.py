@@ -9,15 +9,35 @@ the BM25 weights of the keyword columns (context, text, camelCase parts), tuned 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from cmem_cli.core import bm25
 from cmem_cli.core.batches import batches
 from cmem_cli.core.filters import FILTER_FIELDS, Filter, FilterFields, SqlDialect
-from cmem_index.repositories import Repository
-from cmem_index.store import FTS_TOKENIZER, IndexStore
+from cmem_index.repositories import IndexHandle, Repository
+from cmem_index.store import FTS_TOKENIZER
 
 Weights = tuple[float, float, float]
+
+if TYPE_CHECKING:  # for the type checker only: at run time a document's fields are a plain dict
+    from typing import TypedDict
+
+    class DocumentFields(TypedDict):
+        """What a hit carries of its document (:data:`DOCUMENT_FIELDS`): a memory's ``kind``, ``uid``,
+        ``obs_id``, ``project`` and ``type``; a collection document's none of those."""
+
+        id: int
+        collection: str
+        path: str
+        docid: str | None
+        title: str | None
+        kind: str | None
+        uid: str | None
+        obs_id: int | None
+        project: str | None
+        type: str | None
+        created_at: int | None
+
 
 # The names of a document's fields a hit carries, in the order :meth:`Retrieval.document_fields` reads them
 DOCUMENT_FIELDS = ("id", "collection", "path", "docid", "title", "kind", "uid", "obs_id", "project", "type",
@@ -110,7 +130,7 @@ def _as_list(value: Any) -> list[str]:
 class Retrieval(Repository):
     """The rankings and lookups a search runs; the query's terms are read once per search."""
 
-    def __init__(self, store: IndexStore) -> None:
+    def __init__(self, store: IndexHandle) -> None:
         super().__init__(store)
         self._terms: dict[tuple[str, ...], bm25.QueryTerms] = {}  # of the queries since _terms_as_of
         self._terms_as_of: tuple[int, int] | None = None
@@ -291,9 +311,9 @@ class Retrieval(Repository):
                 found[uid] = doc_id
         return found
 
-    def document_fields(self, doc_ids: Sequence[int]) -> dict[int, dict[str, Any]]:
+    def document_fields(self, doc_ids: Sequence[int]) -> dict[int, DocumentFields]:
         """Document id -> its :data:`DOCUMENT_FIELDS` by name."""
-        out: dict[int, dict[str, Any]] = {}
+        out: dict[int, DocumentFields] = {}
         ids = list(dict.fromkeys(doc_ids))
         for part, marks in batches(ids):
             for row in self._all(
@@ -301,7 +321,7 @@ class Retrieval(Repository):
                     FROM documents WHERE id IN ({marks})""",
                 part,
             ):
-                out[row[0]] = dict(zip(DOCUMENT_FIELDS, row, strict=True))
+                out[row[0]] = cast("DocumentFields", dict(zip(DOCUMENT_FIELDS, row, strict=True)))
         return out
 
     def chunk_line_and_text(self, chunk_id: int) -> tuple[int | None, str]:

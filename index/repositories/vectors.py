@@ -11,8 +11,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from cmem_cli.core.batches import batches
-from cmem_index.repositories import Repository
-from cmem_index.store import IndexStore
+from cmem_index.repositories import IndexHandle, Repository
 
 # A float32 vector as bits: the signs of the vector less the centre (the second parameter)
 _QUANTIZED = "vec_quantize_binary(vec_sub(?, ?))"
@@ -21,7 +20,7 @@ _QUANTIZED = "vec_quantize_binary(vec_sub(?, ?))"
 class Vectors(Repository):
     """One model's vectors of the chunks, their bits and the embedding cache."""
 
-    def __init__(self, store: IndexStore) -> None:
+    def __init__(self, store: IndexHandle) -> None:
         super().__init__(store)
         self._bits: bytes | None = None  # bits_center, read once per connection (b"": no chunk_bits)
 

@@ -10,11 +10,14 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from tests.agents_real import harness as h
-from tests.agents_real.model_server import request_text
+from tests.agents_real.model_server import request_text, tool_results
 
 # What a client may not do headless (AgentContract.cannot's keys)
-CANNOT = ("prompts", "failed commands", "turn summary", "session end", "briefing", "prompt recall")
+CANNOT = (
+    "prompts", "failed commands", "turn summary", "session end", "briefing", "prompt recall", "file recall",
+)  # fmt: skip
 RECALL_HEADER = "cmem recalls (memories of this project that match the prompt"
+FILE_RECALL_HEADER = f"cmem recalls notes on {h.FILE} ("
 
 
 def sessions(run: h.Run) -> list[tuple[str, str, str, str]]:
@@ -136,6 +139,24 @@ class AgentContract:
         assert f"#{note} " in block and f"decision {h.NOTE_TITLE}" in block, block
         # and the prompt itself is still the person's words, not the recall (Gemini CLI prepends context)
         assert any(h.SECOND_PROMPT in t for t in texts)
+
+    def test_reading_a_file_recalls_its_note_inside_the_models_next_request(self, run: h.Run) -> None:
+        """The second session reads the file the first one changed: file recall's line for the note on that
+        file (``#ID DATE decision [fresh] TITLE``, issue 44 item 2) is in the model's request after the read,
+        next to the tool's result."""
+        [(note,)] = run.rows("SELECT id FROM observations WHERE title = ?", (h.FILE_NOTE_TITLE,))
+        requests = [r for r in run.sessions[1].requests if r.body.get("tools")]
+        before = [request_text(r) for r in requests if not tool_results(r)]
+        after = [request_text(r) for r in requests if tool_results(r)]
+        assert after, "the second session made no request after its read"
+        assert not [t for t in before if FILE_RECALL_HEADER in t]  # the read's, not the prompt's
+        recalled = [t[t.index(FILE_RECALL_HEADER) :] for t in after if FILE_RECALL_HEADER in t]
+        if not self.gives("file recall"):
+            assert recalled == [], recalled[0][:400]
+            return
+        assert recalled, "no file recall in the requests after the read"
+        block = recalled[0][:600]
+        assert f"#{note} " in block and h.FILE_NOTE_TITLE in block, block
 
     def test_uninstall_puts_every_config_byte_back(self, run: h.Run) -> None:
         assert run.after_uninstall == run.before_install

@@ -30,6 +30,11 @@ NOTE_TITLE = "Orders ship in batches of 42"
 FIRST_PROMPT = "Make orders ship in batches of 42 and check the build"
 SECOND_PROMPT = "What did we decide about batches?"
 ANSWER = "Batches of 42 are in place; the build passes."
+# A person's note on the file the first session changed, written between the sessions; the second session
+# reads the file, and file recall gives this note (none of its words is the second prompt's, so prompt recall
+# leaves it to the read; session 1's note is the prompt's, and a memory is given once a session).
+FILE = "src/batches.py"
+FILE_NOTE_TITLE = "Workers load the size once at start: restart them after changing it"
 
 
 def prefix() -> Path:
@@ -165,8 +170,28 @@ def first_script(repo: Path, cmem: str) -> list[ms.Step]:
     ]
 
 
-def second_script() -> list[ms.Step]:
-    return [ms.answer("We decided on batches of 42.")]
+def second_script(repo: Path) -> list[ms.Step]:
+    """Session two: read the file the first session changed (file recall's point), then answer."""
+    return [ms.read(str(repo / FILE)), ms.answer("We decided on batches of 42.")]
+
+
+def add_file_note(run: Run) -> None:
+    """What a person notes about the file between the sessions (``cmem add`` in the repository)."""
+    run.cmem("add", "--type", "decision", "--title", FILE_NOTE_TITLE, "--modified", FILE)
+
+
+def plugin_package_installed(folder: Path, package: str, version: str) -> None:
+    """An opencode-like client's config folder (opencode's, Kilo's) as the client leaves it once it has
+    installed its plugin package there. With a plugin file in ``plugins/`` (cmem's) each start runs npm's
+    installer in that folder for ``package`` at the client's own version, unless ``node_modules`` is there
+    and ``package-lock.json`` lists what ``package.json`` does: a person pays that once, the harness would
+    at every start (a registry round trip and, for opencode, 64 MB and about 12 s of CPU). cmem's plugin
+    imports nothing from the package."""
+    dependency = {package: version}
+    (folder / "node_modules").mkdir()
+    (folder / "package.json").write_text(json.dumps({"dependencies": dependency}, indent=2) + "\n")
+    lock = {"lockfileVersion": 3, "requires": True, "packages": {"": {"dependencies": dependency}}}
+    (folder / "package-lock.json").write_text(json.dumps(lock, indent=2) + "\n")
 
 
 def snapshot(paths: list[Path]) -> dict[str, bytes | None]:
@@ -217,10 +242,11 @@ def run_agent(spec: Client, root: Path, server: ms.ModelServer) -> Run:
     run, watched = prepare(spec, root, server)
     run.before_install = snapshot(watched)
     run.install_out = run.cmem("install", spec.agent)
-    cmem = cmem_executable()
-    for prompt, script in ((FIRST_PROMPT, first_script(run.repo, cmem)), (SECOND_PROMPT, second_script())):
-        run.sessions.append(session(spec, run, server, prompt, script))
-        wait_for_hooks(run)
+    run.sessions.append(session(spec, run, server, FIRST_PROMPT, first_script(run.repo, cmem_executable())))
+    wait_for_hooks(run)
+    add_file_note(run)
+    run.sessions.append(session(spec, run, server, SECOND_PROMPT, second_script(run.repo)))
+    wait_for_hooks(run)
     run.cmem("install", spec.agent, "--uninstall")
     run.after_uninstall = snapshot(watched)
     return run
@@ -235,25 +261,32 @@ def module_run(spec: Client, tmp_path_factory: Any) -> Iterator[Run]:
         yield run_agent(spec, root, server)
     finally:
         server.stop()
-        stop_left_over(root / "home")
+        stop_left_over(root)
 
 
-def stop_left_over(home: Path, seconds: float = 5) -> list[int]:
-    """Stop what a client left running after it exited (Cline's hub daemon): the processes whose HOME is this
-    run's, which only the run's own processes have. Returns their ids."""
-    import signal
-
-    mark = f"HOME={home}".encode()
+def _processes_of(variable: str, root: Path) -> list[tuple[int, bytes]]:
+    """The processes (id, command line) whose ``variable`` names ``root`` or a folder in it: a run's
+    private HOME or cmem home, which only the run's own processes have."""
+    mark, inside = f"{variable}={root}".encode(), f"{variable}={root}/".encode()
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
             continue
         try:
             variables = (entry / "environ").read_bytes().split(b"\0")
-        except OSError:
+            if any(v == mark or v.startswith(inside) for v in variables):
+                found.append((int(entry.name), (entry / "cmdline").read_bytes()))
+        except OSError:  # gone meanwhile
             continue
-        if mark in variables:
-            found.append(int(entry.name))
+    return found
+
+
+def stop_left_over(root: Path, seconds: float = 5) -> list[int]:
+    """Stop what a client left running after it exited (Cline's hub daemon): the processes whose HOME is in
+    ``root`` (a run's folder, or its HOME). Returns their ids."""
+    import signal
+
+    found = [pid for pid, _ in _processes_of("HOME", root)]
     for pid in found:
         with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGTERM)
@@ -267,17 +300,25 @@ def stop_left_over(home: Path, seconds: float = 5) -> list[int]:
 
 
 def wait_for_hooks(run: Run, seconds: float = 10) -> None:
-    """Hooks an agent starts without waiting (opencode's plugin) finish shortly after the client exits."""
+    """Hooks an agent starts without waiting (opencode's plugin, Claude Code's async hooks) and the children
+    that record a hook's event after it answered finish shortly after the client exits: wait until no cmem
+    hook of this run is running and its spool holds no event (``capture/hooks/spool.py``)."""
     deadline = time.monotonic() + seconds
-    last = None
-    while time.monotonic() < deadline:
-        db = run.cmem_home / "cmem.db"
-        count = run.rows("SELECT (SELECT count(*) FROM observations) + (SELECT count(*) FROM user_prompts) + "
-                         "(SELECT count(*) FROM session_summaries)") if db.exists() else None  # fmt: skip
-        if count is not None and count == last:
-            return
-        last = count
-        time.sleep(0.5)
+    while time.monotonic() < deadline and (hooks_running(run) or spooled(run)):
+        time.sleep(0.05)
+
+
+def hooks_running(run: Run) -> list[int]:
+    """The run's cmem hook processes (a hook, the child replaying its event), by their cmem home."""
+    return [pid for pid, argv in _processes_of("CMEM_HOME", run.cmem_home) if b"hook" in argv.split(b"\0")]
+
+
+def spooled(run: Run) -> list[str]:
+    """Events in the run's spool: written by a hook, not yet recorded (or being recorded)."""
+    try:
+        return os.listdir(run.cmem_home / "spool")
+    except FileNotFoundError:
+        return []
 
 
 def which(program: str) -> str:

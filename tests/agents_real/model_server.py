@@ -153,7 +153,7 @@ class ModelServer:
         """The script's step for a request with tools (None for a side request)."""
         if not _tools(record):
             return None
-        done = _tool_results(record)
+        done = tool_results(record)
         return self.steps[done] if done < len(self.steps) else answer("Done.")
 
 
@@ -176,7 +176,7 @@ def _tools(record: Recorded) -> list[str]:
     return names
 
 
-def _tool_results(record: Recorded) -> int:
+def tool_results(record: Recorded) -> int:
     body = record.body
     if record.api == "anthropic":
         return sum(

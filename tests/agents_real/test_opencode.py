@@ -37,6 +37,7 @@ def configure(run: h.Run, server: ModelServer) -> list[Path]:
         "snapshot": False,  # its git snapshot of the work tree took minutes on a loaded machine
         "provider": {"scripted": provider},
     }, indent=2) + "\n")  # fmt: skip
+    h.plugin_package_installed(folder, "@opencode-ai/plugin", h.pinned(PACKAGE))
     return [config, folder / "plugins" / "cmem.js"]
 
 

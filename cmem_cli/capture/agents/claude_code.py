@@ -4,7 +4,7 @@ hooks, CLAUDE.md the instructions, and its transcripts are what ``cmem import cl
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from cmem_cli.capture import agent_dirs
 from cmem_cli.capture.agents import AgentSpec, Importer, Where, json_hooks
@@ -12,19 +12,40 @@ from cmem_cli.capture.agents import AgentSpec, Importer, Where, json_hooks
 if TYPE_CHECKING:
     from cmem_cli.capture.install_files import Change
 
-# Event -> (matcher or None, timeout in seconds). PostToolUseFailure is where Claude Code reports failed
-# tool calls (a failing command, an edit that no longer matched): the most useful errors to remember.
-EVENTS: dict[str, tuple[str | None, int]] = {
-    "SessionStart": (None, 15),
-    "UserPromptSubmit": (None, 10),
-    # before a file is changed: the notes on it (file recall, once a file a session, with the reads)
-    "PreToolUse": ("Edit|MultiEdit|Write|NotebookEdit", 10),
-    "PostToolUse": ("*", 10),
-    "PostToolUseFailure": ("*", 10),
-    "Stop": (None, 10),
-    "SessionEnd": (None, 10),
+
+class Hook(NamedTuple):
+    """One of cmem's entries in settings.json: the tools it matches (None: every call), its timeout in
+    seconds, and whether Claude Code waits for it. An entry whose answer the model does not read runs with
+    ``"async": true``: the session goes on while its process starts, spools the event and exits."""
+
+    matcher: str | None
+    timeout: int
+    waits: bool = True
+
+
+# Every tool but Read (a JavaScript regular expression): their PostToolUse only records.
+NOT_READ = "^(?!Read$).*"
+
+# Event -> cmem's entries for it. Claude Code waits for the four that may answer with context: the
+# briefing, prompt recall, the notes on a file before an edit and after a Read (file recall, once a file
+# a session). PostToolUseFailure is where Claude Code reports failed tool calls (a failing command, an
+# edit that no longer matched): the most useful errors to remember. `claude -p` kills the background
+# hooks still running when it exits, right after Stop: SessionEnd's, which outlives the client, then
+# takes the turn's summary from the transcript (capture/hooks/runner.py).
+HOOKS: dict[str, tuple[Hook, ...]] = {
+    "SessionStart": (Hook(None, 15),),
+    "UserPromptSubmit": (Hook(None, 10),),
+    "PreToolUse": (Hook("Edit|MultiEdit|Write|NotebookEdit", 10),),
+    "PostToolUse": (Hook("Read", 10), Hook(NOT_READ, 10, waits=False)),
+    "PostToolUseFailure": (Hook("*", 10, waits=False),),
+    "Stop": (Hook(None, 10, waits=False),),
+    "SessionEnd": (Hook(None, 10, waits=False),),
     # fires for the files SessionStart's watchPaths named: the memories citing one are re-checked at once
-    "FileChanged": (None, 10),
+    "FileChanged": (Hook(None, 10, waits=False),),
+}
+# Event -> (what its entries match together, timeout): the registry's view (doctor, docs, detection).
+EVENTS: dict[str, tuple[str | None, int]] = {
+    event: (hooks[0].matcher if len(hooks) == 1 else "*", hooks[0].timeout) for event, hooks in HOOKS.items()
 }
 
 
@@ -45,6 +66,32 @@ def plan(where: Where, **options: Any) -> list[Change]:
     from cmem_cli.capture.install_agents import plan_claude
 
     return plan_claude(where, **options)
+
+
+def older_shape(where: Where, commands: list[tuple[str, str]]) -> list[str]:
+    """Events whose cmem entries are not the ones this cmem writes (an older cmem's: each one waited for,
+    PostToolUse on every tool). They still record, but Claude Code waits for hooks it need not wait for."""
+    from cmem_cli.capture.agents import read_json
+    from cmem_cli.capture.install_files import is_cmem_command
+
+    hooks = read_json(where.hooks).get("hooks")
+    if not isinstance(hooks, dict):
+        return []
+    differ = []
+    for event, wanted in HOOKS.items():
+        groups = hooks.get(event)
+        found = [
+            (group.get("matcher") or None, hook.get("async") is True)
+            for group in (groups if isinstance(groups, list) else [])
+            if isinstance(group, dict) and isinstance(group.get("hooks"), list)
+            for hook in group["hooks"]
+            if isinstance(hook, dict) and is_cmem_command(hook.get("command"))
+        ]
+        if found and sorted(found, key=repr) != sorted(((h.matcher, not h.waits) for h in wanted), key=repr):
+            differ.append(event)
+    if not differ:
+        return []
+    return [f"stale: {', '.join(differ)} as an older cmem installed them (waited for where they need not be)"]
 
 
 def mcp_registered(path: Path) -> bool:
@@ -75,4 +122,5 @@ SPEC = AgentSpec(
     ),
     instructions=instructions,
     names_agent=False,
+    checks=older_shape,
 )

@@ -109,8 +109,9 @@ def shell_output(response: Any) -> Any:
 
 
 def reply(event: str, answer: dict[str, Any] | None) -> dict[str, Any] | None:
-    """Droid reads SessionStart's ``hookSpecificOutput.additionalContext`` as Claude Code does."""
-    return answer if event == "SessionStart" else None
+    """Droid reads SessionStart's and PostToolUse's ``hookSpecificOutput.additionalContext`` as Claude Code
+    does (the briefing; file recall, in the model's next request, as the real-client harness shows)."""
+    return answer if event in ("SessionStart", "PostToolUse") else None
 
 
 SPEC = AgentSpec(

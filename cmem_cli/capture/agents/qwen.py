@@ -85,9 +85,10 @@ def tool_fields(data: dict[str, Any], *, failed: bool) -> dict[str, Any]:
 
 
 def reply(event: str, answer: dict[str, Any] | None) -> dict[str, Any] | None:
-    """Qwen Code reads SessionStart's and UserPromptSubmit's ``hookSpecificOutput.additionalContext`` as
-    Claude Code does (the briefing; prompt recall, added after the prompt)."""
-    return answer if event in ("SessionStart", "UserPromptSubmit") else None
+    """Qwen Code reads SessionStart's, UserPromptSubmit's and PostToolUse's
+    ``hookSpecificOutput.additionalContext`` as Claude Code does (the briefing; prompt recall, added after
+    the prompt; file recall, in the model's next request, as the real-client harness shows)."""
+    return answer if event in ("SessionStart", "UserPromptSubmit", "PostToolUse") else None
 
 
 SPEC = AgentSpec(

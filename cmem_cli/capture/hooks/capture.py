@@ -8,15 +8,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from cmem_cli.api import Memory, strip_private
+from cmem_cli.capture.hooks.bounds import MAX_PROMPT_CHARS, MAX_SUMMARY_CHARS, bounded, output_half
 from cmem_cli.capture.hooks.rules import HookRules
 from cmem_cli.capture.hooks.state import fingerprint, prompt_prefix
 from cmem_cli.capture.hooks.tools import ToolCall, build_observation, clip
-
-MAX_PROMPT_CHARS = 20_000
-MAX_SUMMARY_CHARS = 4_000
 
 
 class Where(NamedTuple):
@@ -165,9 +163,8 @@ class Capture:
     def scrubbed_call(self, call: ToolCall) -> ToolCall:
         """The call with private spans and secrets removed *before* its output is clipped: clipping first
         could cut a ``<private>`` opening tag or a key's BEGIN line off and keep what they guarded."""
-        half = 2 * max(self.rules.max_output_chars, 2_000) + 8_000
         raw = {"input": call.input, "response": call.response, "error": call.error}
-        clean = self.rec.scrub_record(_bounded(raw, half))
+        clean = self.rec.scrub_record(bounded(raw, output_half(self.rules.max_output_chars), strip_private))
         return ToolCall(
             name=call.name,
             input=clean["input"],
@@ -214,24 +211,3 @@ class Capture:
             )
             self.state.mark(where.session, key)
         return summary_id
-
-
-def _bounded(value: Any, half: int) -> Any:
-    """``value`` with every string longer than ``2 * half`` cut to its first and last ``half`` characters,
-    so that scrubbing a tool's output costs the same for a 5 MB file as for a 50 KB one.
-
-    Private spans are stripped from the whole string first (cheap, and a span opened in the dropped middle
-    must still hide the tail); what the rules then see reaches well past anything the builder keeps (at
-    most ``max_output_chars`` or 2,000 characters from either end), so no secret is cut where it is kept,
-    and a key whose BEGIN line was dropped is caught as a fragment."""
-    if isinstance(value, str):
-        if len(value) > 2 * half:
-            value = strip_private(value)
-        if len(value) > 2 * half:
-            value = value[:half] + "\n…\n" + value[-half:]
-        return value
-    if isinstance(value, list):
-        return [_bounded(item, half) for item in value]
-    if isinstance(value, dict):
-        return {key: _bounded(item, half) for key, item in value.items()}
-    return value

@@ -46,6 +46,8 @@ STARTED: list[float | None] = [None]  # when this hook call began: recall inject
 # Events whose answer comes from the store: the agent waits for them. Every other event answers "go on"
 # and is recorded after the hook's process has exited (see :func:`_detach`).
 ANSWERING_EVENTS = frozenset({"SessionStart"})
+# Events whose detached child builds the next SessionStart's briefing after recording (core.briefing_cache)
+BRIEFED_AFTER = frozenset({"SessionStart", "Stop", "SessionEnd"})
 DETACH_SWITCH = "CMEM_HOOK_DETACH"
 TEST_DIE = "CMEM_HOOK_TEST_DIE"  # tests only: a detached child kills itself at this point
 
@@ -173,10 +175,12 @@ def _scrubbed(payload: HookPayload, config: Config) -> HookPayload:
     ``<private>`` span or a secret there would otherwise name the session's rows and export folder)."""
     if payload.event in PASSIVE_EVENTS:
         return payload  # nothing is recorded
-    from cmem_cli.api import scrub_record
+    from cmem_cli.api import scrub_record, strip_private
+    from cmem_cli.capture.hooks.bounds import bounded_event
     from cmem_cli.capture.hooks.payload import payload_from
 
-    return payload_from(scrub_record(payload.raw, config), payload.event)
+    raw = bounded_event(payload.raw, config.section("hooks"), strip_private)  # what capture can keep
+    return payload_from(scrub_record(raw, config), payload.event)
 
 
 def _recalls(payload: HookPayload, config: Config) -> bool:
@@ -330,6 +334,8 @@ def _answer_then_record(
             _replay_spooled(config, log_dir, own=kept)
         except DatabaseCorrupt as exc:  # a lost or damaged store: the event waits in the spool
             raise DatabaseCorrupt(f"{exc.message} (event spooled until the store is usable)") from None
+        if payload.event in BRIEFED_AFTER:
+            _keep_briefing(payload, config)
     if payload.event in TURN_ENDS:
         from cmem_cli.api.index import Index
 
@@ -537,6 +543,13 @@ def _dispatch(
             if payload.raw.get("cmem_session_ends") is True:  # an adapter knows the turn is the last
                 capture.end_session(where)
         elif payload.event == "SessionEnd":
+            if payload.agent == "claude-code" and payload.transcript_path and rules.summary_on_stop:
+                # Claude Code's Stop hook runs in the background, and `claude -p` kills it when it exits
+                # right after the turn: the last answer is read from the transcript (once a prompt, so
+                # a Stop that did run leaves nothing to add; none when a prompt came after the answer)
+                from cmem_cli.capture.transcripts import last_assistant_text
+
+                capture.turn_summary(where, last_assistant_text(Path(payload.transcript_path)), created_at=at)
             capture.end_session(where)
         else:  # SubagentStop and events added to Claude Code later: the session is alive
             capture.start_session(where)
@@ -557,15 +570,20 @@ def _briefing_first(payload: HookPayload, config: Config) -> dict[str, Any] | No
     briefing read from the store alone (no write service, no exporter); the caller records the session
     after the agent stopped waiting. None where the project is excluded, or with neither a briefing nor
     files to watch."""
-    from cmem_cli.api import Memory, excluded_project
     from cmem_cli.capture.hooks.rules import rules_from_config
     from cmem_cli.core.config import default_project
+    from cmem_cli.services.write.privacy import is_excluded_project  # the API only past a kept briefing
 
     project = default_project(payload.cwd)
-    if excluded_project(project, config):
+    if is_excluded_project(project, config.section("privacy")):
         return None
     rules = rules_from_config(config.section("hooks"))
     _hand_session_to_shell(payload, config)
+    ready = _kept_briefing_answer(payload, config, rules)
+    if ready is not None:
+        return ready
+    from cmem_cli.api import Memory, excluded_project
+
     with Memory(config=config) as mem:
         _tune_reads(mem)
         keyed = mem.project_here(payload.cwd)
@@ -577,6 +595,78 @@ def _briefing_first(payload: HookPayload, config: Config) -> dict[str, Any] | No
         return with_watch_paths(mem, payload, keyed, config, answer)
 
 
+def _briefing_key(payload: HookPayload, config: Config, rules: HookRules) -> list[Any] | None:
+    """What a kept briefing is for: the work tree, the current folder (where its branch marks are read),
+    and the settings that shape it (budget, watched files, excluded projects, the project's name)."""
+    import os
+
+    from cmem_cli.core.recall_settings import recall_settings
+
+    if not rules.context_on_start or not payload.cwd:
+        return None
+    try:
+        here = os.getcwd()
+    except OSError:
+        return None
+    watch = (
+        payload.agent.startswith("claude-code")
+        and recall_settings(config.section("recall"), payload.agent).file
+    )
+    privacy = str(config.section("privacy"))
+    return [payload.cwd, here, rules.context_budget, watch, privacy, os.environ.get("CMEM_PROJECT")]
+
+
+def _kept_briefing_answer(payload: HookPayload, config: Config, rules: HookRules) -> dict[str, Any] | None:
+    """SessionStart's answer from the briefing the last writing hook's child kept, when nothing it was
+    built from has changed (:mod:`cmem_cli.core.briefing_cache`); None: build it now."""
+    import os
+
+    from cmem_cli.core import briefing_cache
+    from cmem_cli.core.timeutil import now_ms
+
+    key = _briefing_key(payload, config, rules)
+    entry = briefing_cache.load(config.home, key, config.db_path, now_ms()) if key is not None else None
+    if entry is None or not isinstance(entry.get("text"), str):
+        return None
+    current = payload.session_id if payload.source in (None, "startup", "clear") else None
+    if current is not None and current == entry.get("pivot"):
+        return None  # the kept briefing leads with this session's own summary: build it without
+    specific: dict[str, Any] = {"hookEventName": "SessionStart", "additionalContext": entry["text"]}
+    watched = [p for p in entry.get("watch") or () if isinstance(p, str) and os.path.isfile(p)]
+    if watched:
+        specific["watchPaths"] = watched
+    return {"hookSpecificOutput": specific}
+
+
+def _keep_briefing(payload: HookPayload, config: Config) -> None:
+    """In a detached child, after its event was recorded: build the next SessionStart's briefing for this
+    work tree and keep it (:mod:`cmem_cli.core.briefing_cache`). Any failure just leaves none kept."""
+    from cmem_cli.api import Memory, excluded_project
+    from cmem_cli.capture.hooks.rules import rules_from_config
+    from cmem_cli.core import briefing_cache
+    from cmem_cli.core.config import default_project
+    from cmem_cli.core.timeutil import now_ms
+
+    rules = rules_from_config(config.section("hooks"))
+    key = _briefing_key(payload, config, rules)
+    if key is None or excluded_project(default_project(payload.cwd), config):
+        return
+    built_at = now_ms()
+    try:
+        with Memory(config=config) as mem:
+            _tune_reads(mem)
+            keyed = mem.project_here(payload.cwd)
+            if excluded_project(keyed, config):
+                return
+            entry = mem.recorder.kept_briefing(
+                keyed, budget=rules.context_budget, top=payload.cwd if key[3] else None
+            )
+        if entry is not None:
+            briefing_cache.save(config.home, key, entry.pop("store"), entry, built_at)
+    except (CmemError, OSError) as exc:
+        log_line(config.log_dir, f"error keeping the briefing: {getattr(exc, 'message', exc)}")
+
+
 def _hand_session_to_shell(payload: HookPayload, config: Config) -> None:
     """Export the session and agent to the agent's shell commands (``CLAUDE_ENV_FILE``, Codex's
     ``CODEX_ENV_FILE``, else a file named after the agent's process), so the notes it records with `cmem add` join this session; a failure is logged,
@@ -585,9 +675,9 @@ def _hand_session_to_shell(payload: HookPayload, config: Config) -> None:
 
     session, agent = payload.session_id, payload.agent
     if session:  # scrubbed like the session and agent the store keeps: no private text or secret on disk
-        from cmem_cli.api import scrub
+        from cmem_cli.services.write.privacy import scrub  # alone: the API costs a kept briefing ~5 ms
 
-        session, agent = scrub(session, config).strip(), scrub(agent, config).strip()
+        session, agent = scrub(session, config=config).strip(), scrub(agent, config=config).strip()
     try:
         hand_to_shell(session, agent, home=config.home)
     except OSError as exc:

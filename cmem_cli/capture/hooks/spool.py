@@ -40,12 +40,14 @@ def keep(config: Config, payload: HookPayload, at_ms: int, marks: Sequence[str] 
     """Spool one hook event, scrubbed, with the ``marks`` its replay records; None (nothing written) for
     an event of a project ``[privacy] exclude_projects`` names. The privacy filter is loaded on its own:
     the API behind it would cost a hook that answers at once several milliseconds."""
+    from cmem_cli.capture.hooks.bounds import bounded_event
     from cmem_cli.core.config import default_project
-    from cmem_cli.services.write.privacy import is_excluded_project, scrub_record
+    from cmem_cli.services.write.privacy import is_excluded_project, scrub_record, strip_private
 
     if is_excluded_project(default_project(payload.cwd), config.section("privacy")):
         return None
-    return save(config.home, payload.event, scrub_record(payload.raw, config=config), at_ms, marks)
+    raw = bounded_event(payload.raw, config.section("hooks"), strip_private)  # what capture can keep
+    return save(config.home, payload.event, scrub_record(raw, config=config), at_ms, marks)
 
 
 def save(home: Path, event: str, payload: dict[str, Any], at_ms: int, marks: Sequence[str] = ()) -> Path:

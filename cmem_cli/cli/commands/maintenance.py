@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -12,6 +12,9 @@ from cmem_cli.cli.commands.common import JsonOpt
 from cmem_cli.cli.exits import EXIT_INVALID
 from cmem_cli.cli.invocation import open_api
 from cmem_cli.cli.render import write
+
+if TYPE_CHECKING:
+    from cmem_cli.api import DoctorReport
 
 
 def export_cmd(
@@ -91,7 +94,7 @@ def doctor(
         raise typer.Exit(EXIT_INVALID if failed == {_NOT_ADOPTED} else 1)
 
 
-def _agent_checks(report: dict[str, Any]) -> None:
+def _agent_checks(report: DoctorReport) -> None:
     """One check per agent and scope cmem is installed for: a hook entry whose cmem cannot be run, or that
     misses an event cmem needs, fails (`cmem install AGENT` puts it right)."""
     from cmem_cli.capture.agent_status import agent_status

@@ -20,6 +20,7 @@ from cmem_cli.cli.render import Column, dumps, emit_rows, escape_control, resolv
 
 if TYPE_CHECKING:
     from cmem_cli.api.index import Models
+    from cmem_cli.core.json_types import ModelJson
 
 models_app = typer.Typer(
     name="models",
@@ -45,7 +46,7 @@ def _models() -> Models:
     return Memory(config=current_config()).index.models
 
 
-def _state(row: dict[str, Any]) -> str:
+def _state(row: ModelJson) -> str:
     if row["present"]:
         return "present"
     return f"error: {row['error']}" if "error" in row else "missing"

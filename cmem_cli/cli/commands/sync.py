@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -24,6 +24,7 @@ from cmem_cli.cli.render import dumps, escape_control, write
 
 if TYPE_CHECKING:
     from cmem_cli.api import Memory, SyncReport
+    from cmem_cli.core.sync_report import ConflictItem, Skipped
 
 Progress = Callable[[str, int, int], None]
 
@@ -56,12 +57,14 @@ def print_report(report: SyncReport, as_json: bool, *, failed: bool = False) -> 
     code = EXIT_INVALID if report.failed_files else 0
     if as_json:
         _write_result(report, code, None)
-    for item in report.rejected:
-        print(f"cmem: {escape_control(item['path'])}: {escape_control(item['reason'])}", file=sys.stderr)
-    for item in report.conflicts:
-        print(f"cmem: {conflict_line(item)}", file=sys.stderr)
-    for item in report.skipped:
-        print(f"cmem: {escape_control(skipped_line(item))}", file=sys.stderr)
+    for rejected in report.rejected:
+        print(
+            f"cmem: {escape_control(rejected['path'])}: {escape_control(rejected['reason'])}", file=sys.stderr
+        )
+    for conflict in report.conflicts:
+        print(f"cmem: {conflict_line(conflict)}", file=sys.stderr)
+    for skipped in report.skipped:
+        print(f"cmem: {escape_control(skipped_line(skipped))}", file=sys.stderr)
     for note in report.notes:
         print(f"cmem: {escape_control(unsecret(note))}", file=sys.stderr)
     if not as_json:
@@ -119,7 +122,7 @@ def sync(ctx: typer.Context, as_json: JsonOpt = False) -> None:
         _exchange(lambda progress: remote.sync(progress=progress), as_json)
 
 
-def conflict_line(item: dict[str, Any]) -> str:
+def conflict_line(item: ConflictItem) -> str:
     """One conflict a sync settled, as stderr says it: the memory kept, its copy (or the other memory of
     a key clash), and how; the same words for a git remote and a team database."""
     named = item.get("uid") or item.get("path") or "?"
@@ -131,7 +134,7 @@ def conflict_line(item: dict[str, Any]) -> str:
     return escape_control(f"conflict on {named}{where}: {item['resolution']}")
 
 
-def skipped_line(item: dict[str, Any]) -> str:
+def skipped_line(item: Skipped) -> str:
     """One row of the team database that was not taken, as stderr says it."""
     return (
         f"skipped {item['kind']} {item['uid']} from the team database (written by {item['machine']}): "

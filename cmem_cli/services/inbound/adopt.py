@@ -23,7 +23,7 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from cmem_cli.core.errors import CmemError, InvalidInput
 from cmem_cli.core.fields import LINK_TYPES, SUMMARY_FIELDS
@@ -51,6 +51,9 @@ from cmem_export.reading import (
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    from cmem_cli.core.json_types import AdoptJson
+    from cmem_cli.store.row_types import ObservationInput
+
 RACY_NS = atomic.RACY_NS  # a file cmem wrote this recently is read even when its stat matches
 
 
@@ -71,7 +74,7 @@ class AdoptReport:
     def changed(self) -> bool:
         return bool(self.adopted or self.created or self.forgotten or self.rolled_back or self.debris)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> AdoptJson:
         return {
             "adopted": self.adopted,
             "created": self.created,
@@ -379,8 +382,8 @@ class _Adopter:
         if not prepared.get("uid"):
             prepared["created_at"] = prepared.get("created_at") or _edited_at(parsed, None)
             prepared["uid"] = new_uid(prepared["created_at"])
-        prepared["links"] = links if "links" in parsed.stated else None
-        return prepared
+        # links: None when the file names none (those it had stay; the inbound writer's rule)
+        return {**prepared, "links": links if "links" in parsed.stated else None}
 
     def _waiting(self, row: Mapping[str, Any] | None) -> set[tuple[str, str]]:
         """(uid, type) of the row's links to observations this store does not hold yet (git sync)."""
@@ -429,7 +432,7 @@ class _Adopter:
             ident = writer.summary(values, relpath=kept_name, arrived_at=relpath, summary_id=summary_id)
         else:
             ident = writer.observation(
-                record,
+                cast("ObservationInput", record),  # prepared by _validate
                 record.get("links"),  # None: the file names no links, and those it had stay
                 updated_at=None if row is None else _edited_at(parsed, row),
                 anchor=parsed.anchor,

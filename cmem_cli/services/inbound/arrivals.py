@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from cmem_cli.core.errors import CmemError, InvalidInput
 from cmem_cli.core.fields import LINKS_MARKER, SUMMARY_FIELDS
@@ -39,6 +39,9 @@ from cmem_export import digest, reading
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    from cmem_cli.core.sync_report import ConflictItem
+    from cmem_cli.store.row_types import LinkTarget, ObservationInput
+
 LAST_ADOPTED = "sync.last_adopted"  # state key: the last commit whose changes are in the store
 REJECTED = "sync.rejected"  # state key: {path: reason} of arrived files that cannot be adopted
 LINK_REFUSED = "a symbolic link (or submodule) in the repository: refused, never followed or adopted"
@@ -51,10 +54,10 @@ class Incoming:
     def __init__(
         self,
         kind: str,
-        record: dict[str, Any],
+        record: Mapping[str, Any],
         *,
         relpath: str | None = None,
-        links: list[dict[str, Any]] | None = None,
+        links: list[LinkTarget] | None = None,
         updated_at: int | None = None,
         anchor: dict[str, Any] | None = None,
     ):
@@ -99,7 +102,7 @@ def parse_file(memory: WriteService, relpath: str, data: bytes, *, keep_times: b
     shown = _shown_links(data)
     for link, (link_type, title, href) in zip(links, shown, strict=False):
         if link_type == link["type"]:  # what the file shows for a target this store may not hold yet
-            link.update(title=title, href=href)
+            link["title"], link["href"] = title, href
     prepared = memory.records.prepare({k: v for k, v in record.items() if v is not None})
     return Incoming(
         "observation", prepared, relpath=relpath, links=links, updated_at=updated, anchor=parsed.anchor
@@ -117,7 +120,7 @@ def _shown_links(data: bytes) -> list[tuple[str, str, str]]:
 
 def apply(
     memory: WriteService, files: FileTransaction, incoming: list[Incoming], deleted: list[str]
-) -> dict[str, Any]:
+) -> Adoption:
     """Write ``incoming`` and forget what was at the ``deleted`` paths, inside the caller's transaction,
     through the inbound writer (:class:`cmem_cli.services.inbound.reconcile.writer.Inbound`, as team pulls do).
 
@@ -129,7 +132,7 @@ def apply(
     from cmem_cli.services.inbound.reconcile.writer import Inbound
 
     notes: list[str] = []
-    conflicts: list[dict[str, Any]] = []
+    conflicts: list[ConflictItem] = []
     writer = Inbound(memory.export, files, notes, conflicts, pending=True)
     arriving = {item.uid for item in incoming if item.uid}
     adopted = 0
@@ -141,7 +144,7 @@ def apply(
             writer.summary(item.record, relpath=item.relpath)
         else:
             writer.observation(
-                item.record,
+                cast("ObservationInput", item.record),  # prepared (parse_file) or the merge of two that were
                 item.links,
                 updated_at=item.updated_at,
                 anchor=item.anchor,
@@ -154,7 +157,7 @@ def apply(
         if uid not in arriving and writer.forget(kind, uid, file_gone=True):
             forgotten += 1
     writer.finish()
-    return {"adopted": adopted, "forgotten": forgotten, "notes": notes, "conflicts": conflicts}
+    return Adoption(adopted=adopted, forgotten=forgotten, conflicts=conflicts, notes=notes)
 
 
 # -- the merge rule's terms, and files that arrive twice --------------------------------------------------
@@ -213,7 +216,7 @@ def _named_for(item: Incoming) -> bool:
     return bool(item.uid) and stem.endswith(str(item.uid)[-UID_TAIL:].lower())
 
 
-def split_duplicates(incoming: list[Incoming]) -> tuple[list[Incoming], list[dict[str, Any]]]:
+def split_duplicates(incoming: list[Incoming]) -> tuple[list[Incoming], list[ConflictItem]]:
     """Two files with one uid (one moved or copied with plain git, the other edited): keep the later edit,
     turn the other into a conflict copy with a derived uid (none when both say the same). On a tie the
     file cmem named for the uid keeps it, then the later path: every machine decides alike."""
@@ -224,7 +227,7 @@ def split_duplicates(incoming: list[Incoming]) -> tuple[list[Incoming], list[dic
             by_uid.setdefault(item.uid, []).append(item)
         else:
             out.append(item)
-    conflicts = []
+    conflicts: list[ConflictItem] = []
     for uid, items in by_uid.items():
         items.sort(key=lambda i: (i.updated_at or 0, _named_for(i), i.relpath or ""), reverse=True)
         winner = items[0]
@@ -304,7 +307,7 @@ class Adoption:
     adopted: int = 0
     forgotten: int = 0
     rejected: list[tuple[str, str]] = field(default_factory=list)
-    conflicts: list[dict[str, Any]] = field(default_factory=list)
+    conflicts: list[ConflictItem] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
 
@@ -368,12 +371,8 @@ def adopt_pending(
     incoming += _held_elsewhere(memory, incoming, deleted)
     incoming, result.conflicts = split_duplicates(incoming)
     applied = apply(memory, files, incoming, deleted)
-    result.adopted, result.forgotten, result.notes = (
-        applied["adopted"],
-        applied["forgotten"],
-        applied["notes"],
-    )
-    result.conflicts += applied["conflicts"]
+    result.adopted, result.forgotten, result.notes = applied.adopted, applied.forgotten, applied.notes
+    result.conflicts += applied.conflicts
     remember_rejected(memory, result.rejected, settled=[i.relpath for i in incoming if i.relpath] + deleted)
     store.state.set(LAST_ADOPTED, todo.head)
     return result
@@ -386,10 +385,10 @@ def conflict_trailer(item: Mapping[str, Any]) -> str:
     return TRAILER + json.dumps(item, ensure_ascii=True, sort_keys=True)
 
 
-def told(git: Git, last: str, head: str) -> list[dict[str, Any]]:
+def told(git: Git, last: str, head: str) -> list[ConflictItem]:
     """The conflicts the commits of ``last..head`` settled (on any machine), oldest first."""
     proc = git.run("log", "--reverse", "--format=%B", f"--grep=^{TRAILER}", f"{last}..{head}", check=False)
-    found = []
+    found: list[ConflictItem] = []
     for line in proc.stdout.decode("utf-8", "replace").splitlines():
         if line.startswith(TRAILER):
             try:
@@ -397,7 +396,7 @@ def told(git: Git, last: str, head: str) -> list[dict[str, Any]]:
             except ValueError:
                 continue
             if isinstance(item, dict) and isinstance(item.get("resolution"), str):
-                found.append(item)
+                found.append(cast("ConflictItem", item))  # another machine's cmem wrote it
     return found
 
 

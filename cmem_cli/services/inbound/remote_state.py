@@ -9,7 +9,7 @@ A read-only team member's sync pulls and then has its push refused, every time: 
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict, cast
 
 from cmem_cli.core.timeutil import now_ms, to_iso
 
@@ -53,7 +53,15 @@ def refused(store: Store, reason: str, *, read_only: bool) -> None:
         store.state.set(REFUSED, value)
 
 
-def last_refusal(store: Store) -> dict[str, Any] | None:
+class RefusalRecord(TypedDict, total=False):
+    """The last refused push as :func:`refused` records it (read back with distrust: any key may lack)."""
+
+    at: int  # epoch ms
+    reason: str
+    read_only: bool
+
+
+def last_refusal(store: Store) -> RefusalRecord | None:
     """The last refused push, as :func:`refused` recorded it, or None once a push went through."""
     text = store.state.get(REFUSED)
     if text is None:
@@ -62,7 +70,7 @@ def last_refusal(store: Store) -> dict[str, Any] | None:
         value = json.loads(text)
     except ValueError:
         return None
-    return value if isinstance(value, dict) else None
+    return cast("RefusalRecord", value) if isinstance(value, dict) else None
 
 
 def shown_url(url: str) -> str:

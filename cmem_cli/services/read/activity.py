@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar, cast
+
+R = TypeVar("R", bound=Mapping[str, Any])  # the observations folded (the briefing's candidates)
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from cmem_cli.services.read.briefing_types import ActivityLine, CommandsFold, TestsFold
+
 
 # Which hook-captured tool calls fold, and into what.
 FOLDS = {
@@ -99,18 +102,18 @@ def fold_kind(row: Mapping[str, Any]) -> str | None:
 
 
 def fold(
-    rows: Sequence[dict[str, Any]], output_of: Callable[[int], str] | None = None
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    rows: Sequence[R], output_of: Callable[[int], str] | None = None
+) -> tuple[list[ActivityLine], list[R]]:
     """``rows`` (newest first) split into folded lines, one per session and kind with at least
     ``MIN_FOLD`` calls (newest session first), and the rows left single. ``output_of(id)``: the stored
     narrative of a call (read only for the last test run of a session that failed, to say what failed)."""
-    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    groups: dict[tuple[str, str], list[R]] = {}
     for row in rows:
         kind = fold_kind(row)
         if kind is not None:
             groups.setdefault((row.get("session") or "", kind), []).append(row)
     folded_ids: set[int] = set()
-    lines: list[dict[str, Any]] = []
+    lines: list[ActivityLine] = []
     for (session, kind), members in groups.items():
         if len(members) < MIN_FOLD:
             continue
@@ -122,15 +125,15 @@ def fold(
 
 def _line(
     session: str, kind: str, members: Sequence[Mapping[str, Any]], output_of: Callable[[int], str] | None
-) -> dict[str, Any]:
+) -> ActivityLine:
     ids = sorted(r["id"] for r in members)
-    entry: dict[str, Any] = {"session": session or None, "kind": kind, "count": len(members), "ids": ids,
+    entry: ActivityLine = {"session": session or None, "kind": kind, "count": len(members), "ids": ids,
                              "first_at": min(r["created_at"] for r in members),
                              "last_at": max(r["created_at"] for r in members)}  # fmt: skip
     if kind == "test":
-        entry.update(_tests(members, output_of))
+        cast("dict[str, object]", entry).update(_tests(members, output_of))  # its keys, in their order
     elif kind == "command":
-        entry.update(_commands(members))
+        cast("dict[str, object]", entry).update(_commands(members))
     elif kind == "search":
         queries = list(dict.fromkeys(_query(r.get("title") or "") for r in reversed(members)))
         entry["queries"] = queries
@@ -150,7 +153,7 @@ def _line(
     return entry
 
 
-def _tests(members: Sequence[Mapping[str, Any]], output_of: Callable[[int], str] | None) -> dict[str, Any]:
+def _tests(members: Sequence[Mapping[str, Any]], output_of: Callable[[int], str] | None) -> TestsFold:
     """``ran the tests 8 times, 3 failed, last run failed: tests/test_reset.py``"""
     ordered = sorted(members, key=lambda r: (r["created_at"], r["id"]))
     failed = [r for r in ordered if r.get("type") == "error"]
@@ -184,7 +187,7 @@ def failed_tests(command: str, output: str) -> list[str]:
     return shown
 
 
-def _commands(members: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def _commands(members: Sequence[Mapping[str, Any]]) -> CommandsFold:
     """``3 commits, 4 scratch commands, 2 other commands (`npm install`, `make build`)``"""
     kinds: dict[str, list[str]] = {"commit": [], "scratch": [], "other": []}
     for row in sorted(members, key=lambda r: (r["created_at"], r["id"])):

@@ -20,6 +20,15 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import TypedDict
 
+    from cmem_cli.services.read.briefing_types import (
+        ActivityJson,
+        ActivityLine,
+        Briefed,
+        BriefedJson,
+        BriefingJson,
+        LastSessionJson,
+    )
+    from cmem_cli.store.anchors import Anchor
     from cmem_cli.store.row_types import SessionOutcome, SummaryRow
 
     class LastSession(TypedDict):
@@ -64,15 +73,19 @@ class SessionContext:
         self.project = project
         self.budget = budget
         self.text = ""
-        self.last_session: dict[str, Any] | None = None
-        self.observations: list[dict[str, Any]] = []
-        self.activity: list[dict[str, Any]] = []
+        self.last_session: LastSessionJson | None = None
+        self.observations: list[BriefedJson] = []
+        self.activity: list[ActivityJson] = []
+        # what a kept briefing is checked against (core.briefing_cache): the session whose summary or
+        # outcome leads it, and the anchors its marks were read from
+        self.pivot: str | None = None
+        self.anchors: dict[int, Anchor] = {}
 
     @property
     def tokens(self) -> int:
         return estimate_tokens(self.text)
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> BriefingJson:
         return {
             "project": self.project,
             "budget": self.budget,
@@ -118,13 +131,14 @@ def _last_session(store: Store, project: str | None, exclude_session: str | None
     return {"summary": None, "session": session} if session else None
 
 
-def _candidates(store: Store, project: str | None) -> list[dict[str, Any]]:
+def _candidates(store: Store, project: str | None) -> list[Briefed]:
     """The newest observations of ``project``, only the columns ranking and the index need (narratives can be
-    large; a SessionStart hook must not read 200 of them); a memory a newer one replaced is left out."""
-    return cast(list[dict[str, Any]], store.briefing.current_observations(project, limit=CANDIDATES))
+    large; a SessionStart hook must not read 200 of them); a memory a newer one replaced is left out. The
+    lines kept get what their anchors say and ``unmerged`` before they are shown."""
+    return cast("list[Briefed]", store.briefing.current_observations(project, limit=CANDIDATES))
 
 
-def _ranked(rows: list[dict[str, Any]], now: int) -> list[dict[str, Any]]:
+def _ranked(rows: list[Briefed], now: int) -> list[Briefed]:
     """One row per distinct title (the newest), most useful first."""
     seen: set[str] = set()
     distinct = []
@@ -180,10 +194,10 @@ def _activity_line(entry: Mapping[str, Any]) -> str:
     return f"- {to_date(entry['last_at'])}{who}: {_line(entry['text'], 140)} ({span})"
 
 
-def _activity_json(entry: Mapping[str, Any]) -> dict[str, Any]:
+def _activity_json(entry: ActivityLine) -> ActivityJson:
     out = {k: v for k, v in entry.items() if k not in ("first_at", "last_at")}
     out["first_at"], out["last_at"] = to_iso(entry["first_at"]), to_iso(entry["last_at"])
-    return out
+    return cast("ActivityJson", out)
 
 
 def _observation_line(row: Mapping[str, Any]) -> str:
@@ -231,6 +245,8 @@ def build_context(
 
     last = _last_session(store, project, exclude_session)
     if last:
+        led, outcome = last["summary"], last["session"]
+        result.pivot = led["session"] if led else outcome["session_id"] if outcome else None
         share = int(char_budget * SUMMARY_SHARE)
         summary_lines = _summary_lines(last, min(share, char_budget - used([reminder]) - 1))
         if summary_lines:
@@ -254,7 +270,8 @@ def build_context(
     from cmem_cli.services.truth.anchor_notes import annotate
     from cmem_cli.services.truth.branches import unmerged
 
-    annotate(store, singles)  # stale and branch, for the lines a session will read
+    result.anchors = store.anchors.for_ids([r["id"] for r in singles])
+    annotate(store, singles, anchors=result.anchors)  # stale and branch, for the lines a session will read
     other = unmerged(store, [r["id"] for r in singles if r.get("branch")])
     for single in singles:
         single["unmerged"] = single["id"] in other
@@ -266,11 +283,11 @@ def build_context(
         (ACTIVITY_HEADING, [(_activity_line(a), None, a) for a in activity]
          + [(_observation_line(r), r, None) for r in _ranked(captured, now)]),
     )  # fmt: skip
-    chosen: list[dict[str, Any]] = []
+    chosen: list[Briefed] = []
     for heading, candidates in sections:
         texts: list[str] = []
-        shown: list[tuple[str, dict[str, Any]]] = []  # observation lines, shown newest first
-        folded: list[tuple[str, dict[str, Any]]] = []  # activity lines, shown first, newest session first
+        shown: list[tuple[str, Briefed]] = []  # observation lines, shown newest first
+        folded: list[tuple[str, ActivityLine]] = []  # activity lines, shown first, newest session first
         for line, row, entry in candidates:
             if used([heading, *texts, line, reminder]) > char_budget:
                 continue  # a shorter line further down may still fit
@@ -314,3 +331,94 @@ def build_context(
     lines.append(reminder)
     result.text = "\n".join(lines)
     return result
+
+
+def keep(store: Store, project: str, *, budget: int, top: str | None, db_path: str) -> dict[str, Any] | None:
+    """The briefing of ``project`` as :mod:`cmem_cli.core.briefing_cache` keeps it, with the stamps it is
+    checked against; None when the store, a cited file or git moved while it was built (or a cited file
+    changed too recently to tell).
+
+    Built twice: the first build names what the marks read (cited files, git facts); those are stamped;
+    the second build reads them after their stamps, and is kept only if it read the same ones and the
+    store did not move (the first may have cached file hashes in it)."""
+    from cmem_cli.core import briefing_cache as cache
+
+    first = _kept(store, project, budget=budget, top=top)
+    stamp = cache.store_stamp(db_path)
+    files = cache.files_stamp(first["paths"], first["present"])
+    facts = [[root, kind, arg, cache.git_fact(root, kind, arg)] for root, kind, arg in first["facts"]]
+    if stamp is None or files is None:
+        return None
+    second = _kept(store, project, budget=budget, top=top)
+    if any(second[part] != first[part] for part in ("paths", "present", "facts")):
+        return None
+    if cache.store_stamp(db_path) != stamp or not cache.git_unchanged(facts):
+        return None
+    return {
+        "store": stamp,
+        "project": project,
+        "text": second["text"],
+        "pivot": second["pivot"],
+        "watch": second["watch"],
+        "files": files,
+        "git": facts,
+    }
+
+
+def _kept(store: Store, project: str, *, budget: int, top: str | None) -> dict[str, Any]:
+    """One build of the kept briefing: its text (no session excluded), the session it leads with
+    (``pivot``: a session asking that is this one needs its own), the files a session in ``top`` may watch
+    (their existence is checked when read), and what its marks read: ``paths`` (every cited file, git's
+    index where a cited file is gone), whether what may appear is ``present`` (the loose objects of the
+    anchors' commits, the ``.git`` of a work tree not found), and git ``facts``."""
+    import os
+
+    from cmem_cli.core import worktree
+    from cmem_cli.services.read.recall import WATCHED
+    from cmem_cli.services.truth.anchor_record import locate
+
+    context = build_context(store, project, budget=budget)
+    anchors = list(context.anchors.values())
+    roots = locate(store, anchors)
+    paths: dict[str, None] = {}
+    present: dict[str, None] = {}
+    facts: dict[tuple[str, str, str | None], None] = {}
+    here = worktree.find_repo(os.getcwd())
+    if here is not None:  # which branches HEAD has merged (the [branch ..., not merged] marks)
+        facts[(here.root, "head", None)] = facts[(here.root, "remote", None)] = None
+        for anchor in anchors:
+            if anchor.branch is not None:
+                facts[(here.root, "tip", anchor.branch)] = facts[(here.root, "fork", anchor.branch)] = None
+    unplaced: list[str] = []
+    for anchor in anchors:
+        root = roots.get((anchor.repo, anchor.root))
+        if root is None:  # not on this machine: where it would be found once it is
+            if anchor.root:
+                present[os.path.join(anchor.root, ".git")] = None
+            if anchor.repo:
+                unplaced.append(anchor.repo)
+            continue
+        facts[(root, "top", None)] = facts[(root, "head", None)] = facts[(root, "packs", None)] = None
+        repo = worktree.find_repo(root)
+        cited = [os.path.join(root, path) for path in anchor.files]
+        paths.update(dict.fromkeys(cited))
+        if repo is not None:
+            if not all(os.path.lexists(path) for path in cited):  # git's renames, asked per index state
+                paths[os.path.join(repo.git_dir, "index")] = None
+            if anchor.commit:
+                present[os.path.join(repo.common_dir, "objects", anchor.commit[:2], anchor.commit[2:])] = None
+    for folders in store.anchors.roots(unplaced).values():
+        for folder in folders:
+            present[os.path.join(folder, ".git")] = None
+    watch = None
+    if top:
+        watch = [os.path.join(top, p) for p in store.recall.cited_paths(project, limit=WATCHED)
+                 if not os.path.isabs(p)]  # fmt: skip
+    return {
+        "text": context.text,
+        "pivot": context.pivot,
+        "watch": watch,
+        "paths": list(paths),
+        "present": list(present),
+        "facts": [list(fact) for fact in facts],
+    }

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from cmem_cli.core.config import Config
 from cmem_cli.core.errors import InvalidInput
@@ -16,16 +16,25 @@ from cmem_cli.services.truth import supersession
 from cmem_export import markdown
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Mapping, MutableMapping
+
+    from cmem_cli.services.read.record_types import (
+        DocumentRecord,
+        ObservationRecord,
+        PromptRecord,
+        RecordJson,
+        SummaryRecord,
+    )
 
 
-def observation_record(memory: Reader, row: Mapping[str, Any], *, anchored: bool = True) -> dict[str, Any]:
+def observation_record(memory: Reader, row: Mapping[str, Any], *, anchored: bool = True) -> ObservationRecord:
     """One observation's full record; ``anchored`` False leaves its anchor's fields to the caller (who
     checks many records' anchors at once: :func:`cmem_cli.services.truth.anchor_notes.anchors_fields`)."""
-    record = {k: v for k, v in row.items()}
+    record = cast("ObservationRecord", {k: v for k, v in row.items()})  # the stored row, its times made ISO
     record["kind"] = "observation"
-    for key in ("created_at", "updated_at", "last_retrieved_at"):
-        record[key] = to_iso(record.get(key))
+    record["created_at"] = to_iso(row.get("created_at"))
+    record["updated_at"] = to_iso(row.get("updated_at"))
+    record["last_retrieved_at"] = to_iso(row.get("last_retrieved_at"))
     record["links"] = [
         {"type": link["type"], "id": link["id"], "uid": link["uid"], "title": link["title"]}
         for link in memory.store.links.outgoing(row["id"])
@@ -37,7 +46,7 @@ def observation_record(memory: Reader, row: Mapping[str, Any], *, anchored: bool
     if anchored:
         from cmem_cli.services.truth.anchor_notes import anchor_fields
 
-        record.update(anchor_fields(memory.store, row["id"]))
+        cast("MutableMapping[str, Any]", record).update(anchor_fields(memory.store, row["id"]))
     record["superseded_by"] = supersession.successors(memory.store, [row["id"]]).get(row["id"])
     record["possibly_superseded_by"] = (
         memory.store.supersession.newest_inferred([row["id"]]).get(row["id"])
@@ -47,10 +56,10 @@ def observation_record(memory: Reader, row: Mapping[str, Any], *, anchored: bool
     return record
 
 
-def fetch_details(memory: Reader, refs: list[str], *, follow_links: bool = False) -> list[dict[str, Any]]:
+def fetch_details(memory: Reader, refs: list[str], *, follow_links: bool = False) -> list[RecordJson]:
     """Full records for ``refs`` (and, with ``follow_links``, their one-hop neighbours); counts retrievals."""
     store = memory.store
-    records: list[dict[str, Any]] = []
+    records: list[RecordJson] = []
     seen: set[tuple[str, int]] = set()
     observation_ids: list[int] = []
     for ref in refs:
@@ -70,12 +79,10 @@ def fetch_details(memory: Reader, refs: list[str], *, follow_links: bool = False
             observation_ids.append(number)
         elif kind == "summary":
             row = store.summaries.get(number)
-            records.append(
-                {**summary_row(row), **{f: row.get(f) for f in SUMMARY_FIELDS}, "author": row["author"]}
-            )
+            records.append(summary_record(row))
         else:
             row = store.prompts.get(number)
-            records.append({**prompt_row(row), "text": row["text"], "author": row["author"]})
+            records.append(prompt_record(row))
     if follow_links:
         for record in list(records):
             if record["kind"] != "observation":
@@ -93,7 +100,7 @@ def fetch_details(memory: Reader, refs: list[str], *, follow_links: bool = False
     fields = anchors_fields(store, observation_ids)  # one check for all: files read once, git asked once
     for record in records:
         if record["kind"] == "observation":
-            record.update(fields[record["id"]])
+            cast("MutableMapping[str, Any]", record).update(fields[record["id"]])
     store.observations.record_retrieval(observation_ids)
     now = to_iso(now_ms())
     for record in records:  # show the counts as they are after this retrieval
@@ -103,15 +110,30 @@ def fetch_details(memory: Reader, refs: list[str], *, follow_links: bool = False
     return records
 
 
-def with_absolute_paths(config: Config, record: dict[str, Any]) -> dict[str, Any]:
+def summary_record(row: Mapping[str, Any]) -> SummaryRecord:
+    """A session summary's full record: its search row, its fields and its author."""
+    fields = {f: row.get(f) for f in SUMMARY_FIELDS}
+    return cast("SummaryRecord", {**summary_row(row), **fields, "author": row.get("author")})
+
+
+def prompt_record(row: Mapping[str, Any]) -> PromptRecord:
+    """A prompt's full record: its search row, its text and its author."""
+    return {**prompt_row(row), "text": row["text"], "author": row.get("author")}
+
+
+def with_absolute_paths(config: Config, record: RecordJson) -> RecordJson:
     """``record`` as the CLI shows it: ``path`` is a file that exists on this machine (memories are stored
     relative to the export folder; a document's collection-relative path moves to ``relpath``)."""
     if record["kind"] == "document":
-        out = {**record, "path": record["file"], "relpath": record["path"]}
-        out.pop("file")
-        return out
+        document: DocumentRecord = record.copy()
+        document["path"] = record["file"]
+        document["relpath"] = record["path"]
+        del document["file"]
+        return document
     if record.get("path"):
-        return {**record, "path": str(config.export_dir / record["path"])}
+        out = record.copy()
+        out["path"] = str(config.export_dir / str(record["path"]))
+        return out
     return record
 
 

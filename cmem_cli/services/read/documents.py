@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cmem_cli.core.config import Config
 from cmem_cli.core.errors import InvalidInput, NotFound
+
+if TYPE_CHECKING:
+    from cmem_cli.services.read.record_types import DocumentRecord
 
 _DOCID = re.compile(r"^(?:#|doc:)(?P<docid>[0-9a-fA-F]{6})$")
 _SLICE = re.compile(r"^(?P<path>.+?)(?::(?P<line>\d+)(?::(?P<count>\d+))?)?$")
@@ -97,7 +100,7 @@ def _read_indexed(config: Config, collection: Any, relpath: str) -> tuple[str, P
     return scrub(text, config=config), path
 
 
-def fetch_document(config: Config, ref: str) -> dict[str, Any]:
+def fetch_document(config: Config, ref: str) -> DocumentRecord:
     """The document's text (or the requested line slice) with where it came from."""
     ref = ref.strip()
     line = count = None

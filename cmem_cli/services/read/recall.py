@@ -6,7 +6,9 @@ tool records or session summaries, which restate the request), only what is curr
 never), only once a session, and only what clears the bar: nothing is better than noise. Prompt recall is
 keyword retrieval over the store's full-text index (no model is loaded in a hook); a note's evidence is its
 BM25 *strength*, how much of the prompt it matched (:mod:`cmem_cli.core.bm25`), plus its session's (its
-request's, or a tool record's, at a fifth). File recall takes the notes tied to the file (citing it, written
+request's, or a tool record's, at a fifth). A code name in the prompt (``invoice_total``, ``total()``) is
+evidence only for the notes that name it, or whose session's request did: "rename total() to invoice_total"
+is not about a note on "the invoice's net total". File recall takes the notes tied to the file (citing it, written
 in a session that changed it, or in one that read it and naming something the file holds), decisions and
 bug causes first, with their freshness.
 
@@ -28,6 +30,8 @@ from cmem_cli.store.repository import Store
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    from cmem_cli.store.filters import Filters
+
 CANDIDATES = 12  # notes weighed for a prompt
 HITS = 40  # keyword hits read for them (the hooks' records among them are left out)
 SESSIONS = 4  # sessions whose request matched best, whose notes are weighed too
@@ -40,6 +44,16 @@ NOTE_WEIGHT = 5.0
 # request: it weighs its own strength, a fifth of what the same match weighs in a note (NOTE_WEIGHT).
 TOOL_WEIGHT = 1.0
 RELATIVE = 0.7  # and a note below this share of the best note's evidence is left out
+# A note one clause of which (its title, a sentence) holds two distinct words of the prompt or more is about
+# it, not a coincidence of one shared word: it needs only this share of the bar (weak evidence is still
+# evidence where the words meet). Two words in different sentences are said of different things.
+TWO_WORDS_SHARE = 0.3
+# And above the bar, a note whose evidence is below this multiple of it needs those two words too (in one
+# clause of it or of its session's request): one shared word ("events") in its title is not enough.
+STRONG = 1.3
+# A word counts there only if it tells notes apart: held by at most this share of the store's records ("run",
+# "test", "line" are in every other tool record and note of a coding store).
+RARE_WORD = 0.2
 FILE_CANDIDATES = 12  # notes tied to a file weighed
 GIVEN = "recall:"  # capture-log key of a memory given in a session: recall:<uid>
 FILE_GIVEN = "recall-file:"  # and of a file whose memories were offered: recall-file:<path>
@@ -145,20 +159,51 @@ def prompt_recall(
     store's capture log says, or ``given``: keys of events the hooks have not recorded yet). ``recorded``:
     the store holds ``prompt`` already (a hook that records before it answers); else the prompts' keyword
     statistics count it, as they will once it is."""
-    # The keyword hits of the prompt's telling words, and its matches among the summaries and the prompts.
-    hits, requests = store.recall.keyword_evidence(
-        prompt,
-        (project, *store.projects.older_names(project)),
-        hits=HITS,
-        sides=CANDIDATES,
-        pending=not recorded,
-    )
-    notes = {h["id"]: h for h in hits if not h.get("tools_used")}  # tool records are left out
+    from cmem_cli.store.filters import Filters
+
+    filters = Filters(project=project, folded=store.projects.older_names(project))
+    notes = _weigh(store, prompt, filters, session=session, recorded=recorded)
+    names = code_names(prompt)
+    if names:  # a code name is evidence for the notes that name it, not for those using its words in prose
+        plain = _weigh(store, _without(prompt, names), filters, session=session, recorded=recorded)
+        notes = {k: r for k, r in notes.items() if _names_code(r, names)} | {
+            k: r for k, r in plain.items() if not _names_code(notes.get(k, r), names)
+        }
+    low, strong = TWO_WORDS_SHARE * settings.bar, STRONG * settings.bar
+    weak = [r for r in notes.values() if low <= r["strength"] < strong]
+    if weak:  # how many of the prompt's words each holds (those it was weighed on: code names apart)
+        stems = store.recall.stemmer()
+        words = store.recall.rare(stems(prompt), RARE_WORD)
+        plain_words = store.recall.rare(stems(_without(prompt, names)), RARE_WORD) if names else words
+        for row in weak:
+            asked = words if _names_code(row, names) else plain_words
+            said = _clauses(row, request=row["strength"] >= settings.bar)
+            row["words"] = max((len(asked & stems(clause)) for clause in said), default=0)
+    ranked = sorted(notes.values(), key=lambda r: -r["strength"])
+    given = _known(store, session, given) if session is not None else given
+    found = _choose(store, "prompt", prompt, project, ranked, settings, session=session, cwd=cwd, given=given)
+    return _with_changed(store, found, session, given) if session is not None else found
+
+
+def _weigh(
+    store: Store, prompt: str, filters: Filters, *, session: str | None, recorded: bool
+) -> dict[int, dict[str, Any]]:
+    """The notes that ``prompt``'s keywords reach, each with its evidence (``strength``): its own match
+    times NOTE_WEIGHT plus its session's (module docstring). The prompting session's own notes are left out."""
+    words = store.recall.telling_words(prompt)
+    hits = store.search.observations(words, filters, limit=HITS) if words else []  # tool records are left out
+    row: Any  # the loops below read keyword hits of three tables and stored notes, and weigh them alike
+    notes: dict[int, Any] = {h["id"]: h for h in hits if not h.get("tools_used")}
     # The session a note was written in is found by its request: the prompt and the summary restate it.
     asked: dict[str, float] = {}
-    for row in requests:
+    said: dict[str, str] = {}  # and the texts of its request that matched, one a line
+    for row in [*store.search.summaries(prompt, filters, limit=CANDIDATES),
+                *store.search.prompts(prompt, filters, limit=CANDIDATES, pending=not recorded)]:  # fmt: skip
         if row.get("session") and row["session"] != session:  # this session's own prompt is no evidence
             asked[row["session"]] = max(asked.get(row["session"], 0.0), row["strength"])
+            said[row["session"]] = (
+                f"{said.get(row['session'], '')}\n{row.get('text') or row.get('request') or ''}"
+            )
     for row in hits:  # and the session's tool records (reads, edits, test runs) say what it worked on
         if row.get("tools_used") and row.get("session") and row["session"] != session:
             asked[row["session"]] = max(asked.get(row["session"], 0.0), TOOL_WEIGHT * row["strength"])
@@ -168,10 +213,62 @@ def prompt_recall(
     notes = {k: r for k, r in notes.items() if session is None or r.get("session") != session}
     for row in notes.values():  # what the session wrote itself is in the agent's context already
         row["strength"] = NOTE_WEIGHT * row["strength"] + asked.get(row.get("session") or "", 0.0)
-    ranked = sorted(notes.values(), key=lambda r: -r["strength"])
-    given = _known(store, session, given) if session is not None else given
-    found = _choose(store, "prompt", prompt, project, ranked, settings, session=session, cwd=cwd, given=given)
-    return _with_changed(store, found, session, given) if session is not None else found
+        row["asked_text"] = said.get(row.get("session") or "", "")
+    return notes
+
+
+_CHUNK = re.compile(r"[^\s,;:!?'\"`()\[\]{}<>]+(?:\(\))?")
+
+
+def code_names(prompt: str) -> list[str]:
+    """The identifiers ``prompt`` names (``invoice_total``, ``total()``, ``os.path``, ``parseArgs``); an
+    acronym (``PDF``, ``HS256``) is a word."""
+    from cmem_cli.core.fts import symbol
+
+    names = [symbol(chunk.rstrip(".")) for chunk in _CHUNK.findall(prompt)]
+    return [
+        n
+        for n in names
+        if n is not None and not (n.isupper() and n.isalnum()) and max(map(len, re.split(r"\W+|_", n))) >= 3
+    ]
+
+
+def _without(prompt: str, names: list[str]) -> str:
+    """``prompt`` with ``names`` taken out: its prose words alone."""
+    for name in names:
+        prompt = prompt.replace(name, " ")
+    return prompt
+
+
+def _note_text(row: Mapping[str, Any]) -> str:
+    return " ".join(str(row.get(f) or "") for f in ("title", "subtitle", "narrative", "facts", "concepts"))
+
+
+_CLAUSE = re.compile(r"[.;!?]+(?:\s+|$)|:\s+|\n+")
+
+
+def _clauses(row: Mapping[str, Any], *, request: bool) -> list[str]:
+    """A note's clauses (its title, each sentence or clause of its other fields) and, with ``request``,
+    those of its session's request: two words of a prompt in one clause are said of one thing, while two
+    in different sentences ("the login form ..."; "... the password is not saved") are a coincidence."""
+    fields = [str(row.get(f) or "") for f in ("title", "subtitle", "narrative", "facts", "concepts")]
+    if request:
+        fields.append(str(row.get("asked_text") or ""))
+    return [clause for text in fields for clause in _CLAUSE.split(text) if clause.strip()]
+
+
+def _names_code(row: Mapping[str, Any], names: list[str]) -> bool:
+    """Whether a note, or the request of the session it was written in, names one of ``names`` as code:
+    ``invoice_total`` as such, a call ``total()`` with its parenthesis (``total(`` ), not the words
+    ``invoice`` and ``total`` in prose. A note on the crash a session was asked about is about the
+    exception its request named, even when the note says it in other words."""
+    text = _note_text(row) + " " + str(row.get("asked_text") or "")
+    for name in names:
+        bare = name[:-2] if name.endswith("()") else name
+        after = r"\s*\(" if name.endswith("()") else r"(?![\w.])"
+        if re.search(r"(?<![\w.])" + re.escape(bare) + after, text, re.IGNORECASE):
+            return True
+    return False
 
 
 def file_recall(
@@ -236,10 +333,11 @@ def _seen(store: Store, session: str, key: str, given: Collection[str]) -> bool:
     return key in given or store.capture_log.seen(session, key)
 
 
-# What a file defines, its compound names, and a note's words (compiled on first use: a prompt needs none).
-_DEFINED = r"\b(?:def|class|function|func|fn|struct|interface|type|(?i:create)\s+(?i:table)(?:\s+IF\s+NOT\s+EXISTS)?)\s+([A-Za-z_]\w{4,})"
-_COMPOUND = r"\b[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+\b|\b[a-z]+[A-Z][A-Za-z0-9]+\b"
-_WORDS = r"[A-Za-z_][A-Za-z0-9_]*"
+_DEFINED = re.compile(
+    r"\b(?:def|class|function|func|fn|struct|interface|type|(?i:create)\s+(?i:table)(?:\s+IF\s+NOT\s+EXISTS)?)\s+([A-Za-z_]\w{4,})"
+)
+_COMPOUND = re.compile(r"\b[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+\b|\b[a-z]+[A-Z][A-Za-z0-9]+\b")
+_WORDS = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 FILE_BYTES = 256 * 1024  # of a file read for its names
 
 
@@ -261,15 +359,15 @@ def names_in_file(path: str, cwd: str | None) -> set[str]:
             text = fh.read(FILE_BYTES).decode("utf-8", "replace")
     except OSError:
         return names
-    names.update(m.lower() for m in re.findall(_DEFINED, text))
-    names.update(m.lower() for m in re.findall(_COMPOUND, text))
+    names.update(m.lower() for m in _DEFINED.findall(text))
+    names.update(m.lower() for m in _COMPOUND.findall(text))
     return names
 
 
 def _names_one_of(row: Mapping[str, Any], names: set[str]) -> bool:
     """Whether a note's title or narrative names one of ``names`` (a name of the file it was written near)."""
     text = f"{row.get('title') or ''} {row.get('narrative') or ''}"
-    return bool(names) and any(w.lower() in names for w in re.findall(_WORDS, text))
+    return bool(names) and any(w.lower() in names for w in _WORDS.findall(text))
 
 
 def _in_read(anchor: Any, path: str, lines: tuple[int, int]) -> bool:
@@ -303,8 +401,10 @@ def _choose(
         why = "injected"
         if row.get("superseded_by") is not None:
             why = "replaced"
-        elif bar is not None and (score or 0.0) < bar:
+        elif bar is not None and (score or 0.0) < bar and row.get("words", 0) < 2:
             why = "below the bar"
+        elif bar is not None and (score or 0.0) < STRONG * bar and row.get("words", 2) < 2:
+            why = "one word of the prompt"
         elif bar is not None and (score or 0.0) < RELATIVE * (rows[0].get("strength") or 0.0):
             why = "far below the best"
         elif session is not None and _seen(store, session, GIVEN + row["uid"], given):

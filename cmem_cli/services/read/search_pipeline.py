@@ -1,6 +1,7 @@
 """The three read layers — search (cheap index), timeline (context), get (full details) — as functions.
 
-Commands render what these return; tests call them directly. Rows are JSON-ready dicts.
+Commands render what these return; tests call them directly. Rows are typed per kind
+(:mod:`cmem_cli.core.hit_types`), plain dicts at run time that the page prints as its JSON.
 """
 
 from __future__ import annotations
@@ -26,7 +27,18 @@ from cmem_cli.store.repository import Store
 from cmem_cli.store.supersession import ObservationText
 
 if TYPE_CHECKING:
+    from cmem_cli.core.hit_types import (
+        DocumentHit,
+        HitRow,
+        ObservationHit,
+        PromptHit,
+        SignalJson,
+        SummaryHit,
+        TimelineJson,
+        TimelineRow,
+    )
     from cmem_cli.store.anchors import Anchor
+    from cmem_index.fusion import SignalScore
     from cmem_index.hybrid import IndexHit
 
 K = TypeVar("K", bound=Hashable)
@@ -51,7 +63,7 @@ _REF = r"^(?P<prefix>[SsPp]?)(?P<num>\d+)$"
 _DOCID = r"^(?:#|doc:)(?P<docid>[0-9a-fA-F]{6})$"
 
 
-def observation_row(row: Mapping[str, Any], score: float | None = None) -> dict[str, Any]:
+def observation_row(row: Mapping[str, Any], score: float | None = None) -> ObservationHit:
     """The compact, JSON-ready row of the search and timeline layers."""
     return {
         "id": row["id"],
@@ -77,7 +89,7 @@ def summary_tokens(row: Mapping[str, Any]) -> int:
     return estimate_tokens("".join(row.get(f) or "" for f in SUMMARY_FIELDS))
 
 
-def summary_row(row: Mapping[str, Any], score: float | None = None) -> dict[str, Any]:
+def summary_row(row: Mapping[str, Any], score: float | None = None) -> SummaryHit:
     return {
         "id": f"S{row['id']}", "uid": row["uid"], "kind": "summary", "type": "summary",
         "title": summary_title(row), "subtitle": None, "project": row["project"], "session": row["session"],
@@ -87,7 +99,7 @@ def summary_row(row: Mapping[str, Any], score: float | None = None) -> dict[str,
     }  # fmt: skip
 
 
-def prompt_row(row: Mapping[str, Any], score: float | None = None) -> dict[str, Any]:
+def prompt_row(row: Mapping[str, Any], score: float | None = None) -> PromptHit:
     return {
         "id": f"P{row['id']}", "uid": row["uid"], "kind": "prompt", "type": "prompt",
         "title": " ".join(row["text"].split())[:200], "subtitle": None, "project": row["project"],
@@ -123,20 +135,20 @@ def keyword_search(
     limit: int = 20,
     offset: int = 0,
     order: str = "relevance",
-) -> list[dict[str, Any]]:
+) -> list[HitRow]:
     """Keyword layer: observations, summaries and prompts matching ``query``; listing when no query."""
     check_paging(order, limit, offset)
     if not query or not query.strip():
         rows = store.listing.observations(
             filters, limit=limit, offset=offset, order="oldest" if order == "oldest" else "newest"
         )
-        listed = [observation_row(r) for r in rows]
+        listed: list[HitRow] = [observation_row(r) for r in rows]
         supersession.annotate(store, listed)
         return listed
     window = limit + offset
     # Summaries and prompts are searched by relevance: ordered by date, every match must be read.
     depth = window if order == "relevance" else ALL
-    hits = [
+    hits: list[HitRow] = [
         observation_row(r, r["score"])
         for r in store.search.observations(query, filters, limit=window, order=order)
     ]
@@ -145,7 +157,7 @@ def keyword_search(
     if order == "relevance":
         hits.sort(key=lambda h: -(h["score"] or 0))
     else:
-        hits.sort(key=lambda h: h["created_at"], reverse=order == "newest")
+        hits.sort(key=lambda h: h["created_at"] or "", reverse=order == "newest")
     page = hits[offset:window]
     for hit in page:  # full precision was needed to order; rows show four decimals
         hit["score"] = round(hit["score"], 4) if hit["score"] is not None else None
@@ -265,7 +277,7 @@ def parse_ref(ref: str, forms: str = GET_FORMS) -> tuple[str, int]:
 
 def timeline(
     store: Store, ref: str, *, before: int = 5, after: int = 5, filters: Filters | None = None
-) -> dict[str, Any]:
+) -> TimelineJson:
     """Items around an anchor in the anchor's project, oldest first, the anchor marked (``filters``: only
     what they keep, besides the anchor; their project is the anchor's)."""
     if before < 0 or after < 0:
@@ -283,7 +295,7 @@ def timeline(
     items = store.listing.timeline_around(
         anchor["project"], anchor["created_at"], (kind, number), before=before, after=after, filters=filters
     )
-    rows = []
+    rows: list[TimelineRow] = []
     for item in items:
         ident: int | str = (
             item["id"]
@@ -325,16 +337,16 @@ def check_collections(config: Config, names: list[str]) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def signals_json(signals: Mapping[str, Any]) -> dict[str, Any]:
-    out = {}
+def signals_json(signals: Mapping[str, SignalScore]) -> dict[str, SignalJson]:
+    out: dict[str, SignalJson] = {}
     for name, s in signals.items():
         out[name] = {"rank": s.rank, "score": round(s.raw, 6), "norm": round(s.norm, 4)}
-        if getattr(s, "whole", None) is not None:  # the vector list was searched with words left out
+        if s.whole is not None:  # the vector list was searched with words left out
             out[name]["whole"] = round(s.whole, 6)
     return out
 
 
-def document_row(hit: IndexHit) -> dict[str, Any]:
+def document_row(hit: IndexHit) -> DocumentHit:
     """A row for a collection document (a user's notes or docs) found by the index."""
     return {
         "id": f"doc:{hit.docid}" if hit.docid else hit.key, "uid": None, "kind": "document", "type": "document",
@@ -350,7 +362,7 @@ class Retrieved(NamedTuple):
     came from (a hit whose row is gone is left out), ``mode`` the search actually run, ``notes`` for
     stderr, ``total`` the hits above the cut-off, ``capped`` a list was cut at its depth."""
 
-    rows: list[dict[str, Any]]
+    rows: list[HitRow]
     hits: int
     mode: str
     notes: list[str]
@@ -374,7 +386,7 @@ class Source(Links, Protocol):
         """Refuse (UsageError, NotFound) what this source cannot search, before anything runs."""
         ...
 
-    def listing(self, filters: Filters, *, limit: int, offset: int, order: str) -> list[dict[str, Any]]:
+    def listing(self, filters: Filters, *, limit: int, offset: int, order: str) -> list[HitRow]:
         """No words: the observations ``filters`` keep, by date (``order`` oldest, else newest)."""
         ...
 
@@ -390,7 +402,7 @@ class Source(Links, Protocol):
         """The code anchors of these observations (those without one left out)."""
         ...
 
-    def shown(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def shown(self, rows: list[HitRow]) -> list[HitRow]:
         """The page as it is handed out: ids (and the ids rows point to) this home's commands take."""
         ...
 
@@ -475,7 +487,7 @@ def search(
     return SearchPage(source.shown(page), found.mode, notes, total, found.capped)
 
 
-def valid(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def valid(rows: list[HitRow]) -> list[HitRow]:
     """``rows`` less the memories someone invalidated (`cmem invalidate`): kept, but no search shows them."""
     return [row for row in rows if row.get("invalidated") is None]
 
@@ -501,7 +513,7 @@ class HomeSource(StoreLinks):
         if ask.collections:
             self.collections = check_collections(self.memory.config, list(ask.collections))
 
-    def listing(self, filters: Filters, *, limit: int, offset: int, order: str) -> list[dict[str, Any]]:
+    def listing(self, filters: Filters, *, limit: int, offset: int, order: str) -> list[HitRow]:
         if self.collections and MEMORIES not in self.collections:
             return []
         rows = self.store.listing.observations(
@@ -515,7 +527,7 @@ class HomeSource(StoreLinks):
     def anchors(self, obs_ids: list[Any]) -> dict[Any, Anchor]:
         return self.store.anchors.for_ids(obs_ids) if obs_ids else {}
 
-    def shown(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def shown(self, rows: list[HitRow]) -> list[HitRow]:
         return rows
 
     def retrieve(self, ask: Query, filters: Filters, depth: int, trace: Any) -> Retrieved:
@@ -555,7 +567,7 @@ class HomeSource(StoreLinks):
             h.uid for h in results if h.kind == "observation" and h.uid and f"obs:{h.uid}" not in by_key
         ]
         found = store.observations.by_uids(missing)
-        rows: list[dict[str, Any]] = []
+        rows: list[HitRow] = []
         for hit in results:
             row = by_key.get(hit.key)
             if row is None and hit.kind == "observation" and hit.uid in found:
@@ -570,7 +582,8 @@ class HomeSource(StoreLinks):
                 continue  # an index built before it kept machines filters on none: its hits are kept by their rows
             if filters.misses(row):
                 continue  # a filter the index keeps no column for (core/filters.py): checked on the row
-            row = {**row, "score": round(hit.score, 4)}
+            row = row.copy()
+            row["score"] = round(hit.score, 4)
             if hit.line is not None and row["kind"] == "document":
                 row["line"] = hit.line
             if explain:
@@ -600,7 +613,7 @@ class StoreHits(NamedTuple):
     """The store's keyword hits for a search: each key's row, the keys by strength, and whether a list was
     cut at the search's depth."""
 
-    by_key: dict[str, dict[str, Any]]
+    by_key: dict[str, HitRow]
     ranked: list[tuple[str, float]]
     capped: bool
 
@@ -613,24 +626,24 @@ def _store_hits(
     observations = store.search.observations(query, filters, limit=depth) if memories else []
     summaries = store.search.summaries(query, filters, limit=depth) if memories else []
     prompts = store.search.prompts(query, filters, limit=depth) if prompts_too else []
-    by_key: dict[str, dict[str, Any]] = {}
+    by_key: dict[str, HitRow] = {}
     ranked: list[tuple[str, float]] = []
-    for row in observations:
-        by_key[f"obs:{row['uid']}"] = observation_row(row)
-        ranked.append((f"obs:{row['uid']}", row["strength"]))
-    for row in summaries:
-        key = f"doc:memories:{row['path']}" if row.get("path") else f"summary:{row['id']}"
-        by_key[key] = summary_row(row)
-        ranked.append((key, row["strength"]))
-    for row in prompts:
-        by_key[f"prompt:{row['id']}"] = prompt_row(row)
-        ranked.append((f"prompt:{row['id']}", row["strength"]))
+    for observation in observations:
+        by_key[f"obs:{observation['uid']}"] = observation_row(observation)
+        ranked.append((f"obs:{observation['uid']}", observation["strength"]))
+    for summary in summaries:
+        key = f"doc:memories:{summary['path']}" if summary.get("path") else f"summary:{summary['id']}"
+        by_key[key] = summary_row(summary)
+        ranked.append((key, summary["strength"]))
+    for prompt in prompts:
+        by_key[f"prompt:{prompt['id']}"] = prompt_row(prompt)
+        ranked.append((f"prompt:{prompt['id']}", prompt["strength"]))
     ranked.sort(key=lambda item: -item[1])
     capped = any(len(found) >= depth for found in (observations, summaries, prompts))
     return StoreHits(by_key, ranked, capped)
 
 
-def _placed(rows: list[dict[str, Any]], stage: str, trace: Any, explain: bool) -> None:
+def _placed(rows: list[HitRow], stage: str, trace: Any, explain: bool) -> None:
     """A stage of the service (replies, branches, successors) in the trace: how many rows it moved, and
     with ``explain`` each row's place after it (a row it brought in has no earlier place)."""
     if trace is None:
@@ -644,7 +657,7 @@ def _placed(rows: list[dict[str, Any]], stage: str, trace: Any, explain: bool) -
     trace.record(stage, rows=len(rows), **({"moved": moved} if explain else {}))
 
 
-def scored_in_order(rows: list[dict[str, Any]], *, explain: bool = False) -> None:
+def scored_in_order(rows: list[HitRow], *, explain: bool = False) -> None:
     """Make each row's printed score the one that put it where it is: no row shows more than the row above.
 
     What ranks hybrid hits is each list's standardised scores (``cmem_index.fusion``), then a question's
@@ -660,11 +673,11 @@ def scored_in_order(rows: list[dict[str, Any]], *, explain: bool = False) -> Non
             continue
         if explain:
             row["evidence"] = score
-        row["score"] = min(score, ceiling)
-        ceiling = row["score"]
+        ceiling = min(score, ceiling)
+        row["score"] = ceiling
 
 
-def phrase_first(store: Store, rows: list[dict[str, Any]], query: str) -> list[dict[str, Any]]:
+def phrase_first(store: Store, rows: list[HitRow], query: str) -> list[HitRow]:
     """The observations that hold the query verbatim first, in their order, when the query is said exactly
     (an error message, a symbol, words in quotes: :func:`cmem_cli.core.fts.exact_phrase`).
 
@@ -678,7 +691,7 @@ def phrase_first(store: Store, rows: list[dict[str, Any]], query: str) -> list[d
     phrase = exact_phrase(query)
     if phrase is None:
         return rows
-    held = store.search.holding_phrase(phrase, [r["id"] for r in rows if r["kind"] == "observation"])
+    held = store.search.holding_phrase(phrase, _home_observation_ids(rows))
     named = symbol(query)
     if named is not None and held:
         written = {t.id for t in store.supersession.stated_texts(held) if named in "\n".join(_stated(t))}
@@ -689,6 +702,12 @@ def phrase_first(store: Store, rows: list[dict[str, Any]], query: str) -> list[d
     return first + [r for r in rows if not (r["kind"] == "observation" and r["id"] in held)]
 
 
+def _home_observation_ids(rows: list[HitRow]) -> list[int]:
+    """The observations' ids among ``rows``: this home's integers (a team search's rows carry uids, and the
+    stages that read this home's full-text index skip them)."""
+    return [r["id"] for r in rows if r["kind"] == "observation" and isinstance(r["id"], int)]
+
+
 def _stated(text: ObservationText) -> list[str]:
     return [text.title, text.subtitle, text.narrative, *text.facts]
 
@@ -696,7 +715,7 @@ def _stated(text: ObservationText) -> list[str]:
 NOTES_HEAD = 100  # the rows whose sessions' notes are weighed against their automatic records
 
 
-def notes_first(store: Store, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def notes_first(store: Store, rows: list[HitRow]) -> list[HitRow]:
     """What the agent or a person wrote ranks above what the hooks recorded about the same session.
 
     A session's automatic rows (its summary, its prompts, the hooks' tool records but failures, which hold
@@ -707,7 +726,9 @@ def notes_first(store: Store, rows: list[dict[str, Any]]) -> list[dict[str, Any]
     it; the others keep their order, one place down. Rows of other sessions keep their places. Only the first
     :data:`NOTES_HEAD` rows are weighed."""
     head = rows[:NOTES_HEAD]
-    observed = [r["id"] for r in head if r["kind"] == "observation" and r.get("session")]
+    observed = [
+        r["id"] for r in head if r["kind"] == "observation" and isinstance(r["id"], int) and r.get("session")
+    ]
     captured = store.recall.captured(observed) if observed else set()
     automatic = {
         id(r)
@@ -732,7 +753,9 @@ def notes_first(store: Store, rows: list[dict[str, Any]]) -> list[dict[str, Any]
         )
         if above is not None:  # standing in for its session, it shows the evidence of the row it passed
             score = max(row.get("score") or 0.0, out[above].get("score") or 0.0)
-            out.insert(above, {**out.pop(at), "score": score})
+            moved = out.pop(at).copy()
+            moved["score"] = score
+            out.insert(above, moved)
     return out + rows[NOTES_HEAD:]
 
 
@@ -740,8 +763,8 @@ REPLY_HEAD = 100  # the rows whose questions bring their replies along
 
 
 def with_replies(
-    source: Source, rows: list[dict[str, Any]], filters: Filters, *, head: int, explain: bool = False
-) -> list[dict[str, Any]]:
+    source: Source, rows: list[HitRow], filters: Filters, *, head: int, explain: bool = False
+) -> list[HitRow]:
     """Each bare question among the first ``head`` rows preceded by its reply, when the reply is a hit too.
 
     In a conversation kept turn by turn, the turn that matches a question best is often the same question
@@ -765,8 +788,10 @@ def with_replies(
         question_of = {reply: question for question, reply in replies.items()}
         for rank, (row, nxt) in enumerate(zip(out, out[1:], strict=False), 1):
             if row["kind"] == nxt["kind"] == "observation" and question_of.get(row["id"]) == nxt["id"]:
-                mark = {"rank": rank + 1, "score": nxt["score"], "norm": nxt["score"]}
-                out[rank - 1] = {**row, "signals": {**row.get("signals", {}), "reply": mark}}
+                mark: SignalJson = {"rank": rank + 1, "score": nxt["score"], "norm": nxt["score"]}
+                marked = row.copy()
+                marked["signals"] = {**(row.get("signals") or {}), "reply": mark}
+                out[rank - 1] = marked
     return out
 
 
@@ -788,6 +813,6 @@ def replies_first(keys: Sequence[K], replies: Mapping[K, K]) -> list[K]:
     return out
 
 
-def _summary_by_path(store: Store, path: str) -> dict[str, Any] | None:
+def _summary_by_path(store: Store, path: str) -> SummaryHit | None:
     row = store.summaries.by_path(path)
     return summary_row(row) if row else None

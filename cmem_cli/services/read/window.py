@@ -8,18 +8,109 @@ starts at the oldest one kept, so that prompts and summaries cover the same span
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import MutableMapping
+from typing import TYPE_CHECKING, Any, cast
 
-from cmem_cli.core.fields import SUMMARY_FIELDS
 from cmem_cli.core.timeutil import to_iso
-from cmem_cli.services.read.search_pipeline import observation_row, prompt_row, summary_row
+from cmem_cli.services.read.details import prompt_record, summary_record
+from cmem_cli.services.read.search_pipeline import observation_row
 from cmem_cli.store.filters import Filters
 from cmem_cli.store.repository import Store
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
+    from typing import Literal, TypeAlias, TypedDict
 
+    from cmem_cli.services.read.record_types import PromptRecord, SummaryRecord
     from cmem_cli.store.row_types import LinkRow
+
+    class WindowObservation(TypedDict):
+        """An observation in full: its search row's keys, every detail (times as ISO strings), what the
+        stages mark and ``unmerged``."""
+
+        id: int
+        uid: str
+        kind: Literal["observation"]
+        type: str
+        title: str
+        subtitle: str | None
+        project: str
+        session: str | None
+        agent: str
+        machine: str | None
+        key: str | None
+        created_at: str | None
+        score: None
+        tokens: int
+        path: str | None
+        invalidated: str | None
+        narrative: str | None
+        facts: list[str]
+        concepts: list[str]
+        files_read: list[str]
+        files_modified: list[str]
+        tools_used: list[str]
+        prompt_number: int | None
+        confidence: float | None
+        updated_at: str | None
+        retrieval_count: int
+        last_retrieved_at: str | None
+        author: str | None
+        stale: list[str] | None
+        drifted: list[str] | None
+        behind: list[str] | None
+        branch: str | None
+        unmerged: bool
+        superseded_by: int | None
+        possibly_superseded_by: int | None
+
+    WindowItem: TypeAlias = WindowObservation | PromptRecord | SummaryRecord
+
+    class WindowSession(TypedDict):
+        """A session the window's items belong to (times as ISO strings)."""
+
+        agent: str | None
+        project: str | None
+        label: str | None
+        status: str | None
+        goal: str | None
+        outcome: str | None
+        next_steps: str | None
+        started_at: str | None
+        completed_at: str | None
+
+    WindowLink = TypedDict("WindowLink", {"from": int, "to": int, "type": str})
+
+    class WindowHead(TypedDict):
+        """An observation at a link's far end, outside the window."""
+
+        id: int
+        uid: str
+        type: str
+        title: str
+        project: str
+        created_at: str | None
+
+    class WindowCounts(TypedDict):
+        """How many observations the window shows and how many match (``total``: a lower bound when
+        ``total_bounded``)."""
+
+        shown: int
+        total: int
+        total_bounded: bool
+        capped: bool
+
+    class WindowJson(TypedDict):
+        """What `cmem view` draws (:func:`window`)."""
+
+        items: list[WindowItem]
+        sessions: dict[str, WindowSession]
+        links: list[WindowLink]
+        others: dict[int, WindowHead]
+        observations: WindowCounts
+        since: str | None
+        until: str | None
+
 
 COUNT_BOUND = 100_000  # count matches up to here; past it the page says "more than 100,000"
 OBSERVATION_DETAIL = (
@@ -31,7 +122,7 @@ SESSION_FIELDS = ("agent", "project", "label", "status", "goal", "outcome", "nex
 
 def window(
     store: Store, export_dir: Any, filters: Filters, query: str | None, *, limit: int, cwd: str | None = None
-) -> dict[str, Any]:
+) -> WindowJson:
     """The records of the window, newest first, at most ``limit`` observations (and as many prompts and
     summaries), with ``sessions``, ``links`` among and from them, ``others`` (the far ends of links that
     are not in the window) and ``observations``: how many are shown, how many match (``total``, a lower
@@ -50,25 +141,26 @@ def window(
     prompts = store.window.prompts(span, query, limit=limit)
     summaries = store.window.summaries(span, query, limit=limit)
 
-    items = anchor_notes.annotate(store, [_observation(row, export_dir) for row in found], cwd=cwd)
-    behind = branches.unmerged(store, [item["id"] for item in items if item["branch"]], cwd=cwd)
-    for item in items:
-        item["unmerged"] = item["id"] in behind
-    items += [{**prompt_row(row), "text": row["text"], "author": row.get("author")} for row in prompts]
+    observations = anchor_notes.annotate(store, [_observation(row, export_dir) for row in found], cwd=cwd)
+    behind = branches.unmerged(store, [o["id"] for o in observations if o["branch"]], cwd=cwd)
+    for observation in observations:
+        observation["unmerged"] = observation["id"] in behind
+    items: list[WindowItem] = [*observations]
+    items += [prompt_record(row) for row in prompts]
     items += [_summary(row, export_dir) for row in summaries]
     items.sort(key=_newest_first, reverse=True)
 
     shown = {row["id"] for row in found}
     links = store.window.links_touching(shown)
-    others = {
+    others: dict[int, WindowHead] = {
         row["id"]: {**row, "created_at": to_iso(row["created_at"])}
         for row in store.window.observation_heads(
             {end for link in links for end in (link["from_id"], link["to_id"])} - shown
         )
     }
-    _mark_replaced([item for item in items if item["kind"] == "observation"], links, others)
-    _mark_possibly_replaced(store, [item for item in items if item["kind"] == "observation"], filters, query)
-    session_ids = {item["session"] for item in items if item.get("session")}
+    _mark_replaced(observations, links, others)
+    _mark_possibly_replaced(store, observations, filters, query)
+    session_ids = {session for item in items if (session := item.get("session"))}
     total = len(found)
     if capped:
         total = store.window.count_observations(filters, query, bound=COUNT_BOUND)
@@ -102,7 +194,7 @@ def _newest_first(item: Mapping[str, Any]) -> tuple[str, int, int]:
 
 
 def _mark_replaced(
-    observations: list[dict[str, Any]],
+    observations: list[WindowObservation],
     links: Sequence[LinkRow],
     others: Mapping[int, Mapping[str, Any]],
 ) -> None:
@@ -123,7 +215,7 @@ def _mark_replaced(
 
 
 def _mark_possibly_replaced(
-    store: Store, observations: list[dict[str, Any]], filters: Filters, query: str | None
+    store: Store, observations: list[WindowObservation], filters: Filters, query: str | None
 ) -> None:
     """Give each observation ``possibly_superseded_by``: a newer memory that probably replaced it, as
     inferred when that one was recorded (:mod:`cmem_cli.services.truth.candidates`); else, with a ``query``, what
@@ -145,32 +237,30 @@ def _mark_possibly_replaced(
         )
 
 
-def _observation(row: Mapping[str, Any], export_dir: Any) -> dict[str, Any]:
+def _observation(row: Mapping[str, Any], export_dir: Any) -> WindowObservation:
     """The observation in full: its search row (whatever fields that carries) and every detail."""
-    item = observation_row(row)
+    hit = observation_row(row)
+    widened = cast("MutableMapping[str, Any]", hit)  # the search row widened with the details, in their order
     for name in OBSERVATION_DETAIL:
-        item[name] = row.get(name)
+        widened[name] = row.get(name)
+    item = cast("WindowObservation", hit)
     item["author"] = row.get("author")  # the person, where known: the details panel shows it
-    item["updated_at"] = to_iso(item["updated_at"]) if item["updated_at"] != row["created_at"] else None
-    item["last_retrieved_at"] = to_iso(item["last_retrieved_at"])
+    item["updated_at"] = to_iso(row.get("updated_at")) if row.get("updated_at") != row["created_at"] else None
+    item["last_retrieved_at"] = to_iso(row.get("last_retrieved_at"))
     if item.get("path"):
         item["path"] = str(export_dir / item["path"])
     return item
 
 
-def _summary(row: Mapping[str, Any], export_dir: Any) -> dict[str, Any]:
-    item = {
-        **summary_row(row),
-        **{name: row.get(name) for name in SUMMARY_FIELDS},
-        "author": row.get("author"),
-    }
+def _summary(row: Mapping[str, Any], export_dir: Any) -> SummaryRecord:
+    item = summary_record(row)
     if item.get("path"):
         item["path"] = str(export_dir / item["path"])
     return item
 
 
-def _session(row: Mapping[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {name: row.get(name) for name in SESSION_FIELDS}
+def _session(row: Mapping[str, Any]) -> WindowSession:
+    out = {name: row.get(name) for name in SESSION_FIELDS}
     out["started_at"] = to_iso(row.get("started_at"))
     out["completed_at"] = to_iso(row.get("completed_at"))
-    return out
+    return cast("WindowSession", out)

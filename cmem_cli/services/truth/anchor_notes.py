@@ -4,7 +4,8 @@ row, the anchor's detail in `cmem get --json`, and the note `cmem get` puts abov
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, MutableMapping
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from cmem_cli.core.timeutil import to_iso
 from cmem_cli.services.truth.anchor_check import (
@@ -19,8 +20,11 @@ from cmem_cli.services.truth.anchor_check import (
 from cmem_cli.services.truth.branches import is_observation
 from cmem_cli.store.anchors import Anchor
 
+R = TypeVar(
+    "R", bound=Mapping[str, Any]
+)  # a search's hits, a window's items, recall's rows: given back as given
+
 if TYPE_CHECKING:  # the shapes, for the type checker: at run time they are plain dicts (no class to make)
-    from collections.abc import Mapping
     from typing import NotRequired, TypedDict
 
     from cmem_cli.store.repository import Store
@@ -65,11 +69,11 @@ if TYPE_CHECKING:  # the shapes, for the type checker: at run time they are plai
 
 def annotate(
     store: Store,
-    rows: list[dict[str, Any]],
+    rows: list[R],
     *,
     cwd: str | None = None,
-    anchors: dict[int, Anchor] | None = None,
-) -> list[dict[str, Any]]:
+    anchors: dict[Any, Anchor] | None = None,
+) -> list[R]:
     """Give every row ``stale``, ``drifted``, ``behind`` and ``branch`` (None for rows that are not
     observations or not anchored)."""
     ids = [row["id"] for row in rows if is_observation(row)]
@@ -77,10 +81,11 @@ def annotate(
     checked = check_anchors(store, anchors, cwd=cwd)
     for row in rows:
         state = checked.get(row["id"]) if is_observation(row) else None
-        row["stale"] = state.stale if state is not None else None
-        row["drifted"] = state.drifted if state is not None else None
-        row["behind"] = state.behind if state is not None else None
-        row["branch"] = state.anchor.branch if state is not None else None
+        marked = cast("MutableMapping[str, Any]", row)  # a dict at run time
+        marked["stale"] = state.stale if state is not None else None
+        marked["drifted"] = state.drifted if state is not None else None
+        marked["behind"] = state.behind if state is not None else None
+        marked["branch"] = state.anchor.branch if state is not None else None
     return rows
 
 

@@ -6,29 +6,30 @@ line's (search) or marked (`cmem view`, the briefing). Git is asked (and its ans
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from cmem_cli.core import worktree
 from cmem_cli.store.anchors import Anchor, Reach
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
-
     from cmem_cli.store.repository import Store
 
 ALL_BRANCHES = "all"
+R = TypeVar(
+    "R", bound=Mapping[str, Any]
+)  # a search's hits, a window's or a briefing's items: given back as given
 
 
 def by_branch(
     store: Store,
-    rows: list[dict[str, Any]],
+    rows: list[R],
     branch: str | None,
     *,
     demote: bool = True,
     cwd: str | None = None,
     read: Callable[[list[Any]], dict[Any, Anchor]] | None = None,
-) -> tuple[list[dict[str, Any]], dict[Any, Anchor]]:
+) -> tuple[list[R], dict[Any, Anchor]]:
     """``rows`` by the branch each was recorded on, and the anchors read on the way (for :func:`annotate`).
     ``read`` reads the rows' anchors by their ids (default: this home's store; a team search reads the
     team database's).
@@ -58,7 +59,7 @@ def by_branch(
 UNMERGED_WEIGHT = 0.7
 
 
-def weigh_unmerged(rows: list[dict[str, Any]], unmerged: set[int]) -> list[dict[str, Any]]:
+def weigh_unmerged(rows: list[R], unmerged: set[Any]) -> list[R]:
     """``rows`` (best first) with each observation of ``unmerged`` moved down past the rows after it that
     have at least ``UNMERGED_WEIGHT`` of its evidence (``score``), and no further: work that HEAD does not
     contain may not hold here, so the current line's memory of the same strength wins, but it is still a
@@ -66,8 +67,8 @@ def weigh_unmerged(rows: list[dict[str, Any]], unmerged: set[int]) -> list[dict[
     order; so do the moved rows among rows of their own weight."""
     if not unmerged:
         return rows
-    out: list[dict[str, Any]] = []
-    waiting: list[dict[str, Any]] = []  # moved rows not placed yet, in their order
+    out: list[R] = []
+    waiting: list[R] = []  # moved rows not placed yet, in their order
 
     def weighed(row: Mapping[str, Any]) -> float:
         return UNMERGED_WEIGHT * float(row.get("score") or 0.0)

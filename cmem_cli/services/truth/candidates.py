@@ -36,6 +36,8 @@ from cmem_cli.store.repository import Store
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    from cmem_cli.core.json_types import CandidateJson
+
 REPORTED = 3  # candidates reported to the writer
 POOL = 20  # older memories of the project compared
 QUERY_WORDS = 40  # the new memory's words given to the keyword search (a long narrative is cut)
@@ -127,7 +129,7 @@ class Candidate(NamedTuple):
     confident: bool
     why: str
 
-    def as_dict(self, new_id: int) -> dict[str, Any]:
+    def as_dict(self, new_id: int) -> CandidateJson:
         return {"id": self.id, "title": self.title, "score": round(self.score, 3), "inferred": self.confident,
                 "why": self.why, "confirm": confirm_command(new_id, self.id)}  # fmt: skip
 

@@ -13,20 +13,27 @@ lives in :mod:`cmem_cli.services.truth.updates`; its rows carry ``possibly_super
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from collections.abc import Iterable, Mapping, MutableMapping
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 from cmem_cli.store.repository import Store
 from cmem_cli.store.supersession import SUPERSEDES as SUPERSEDES  # the services' callers name it from here
 from cmem_cli.store.supersession import ObservationText
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
-
+    from cmem_cli.core.hit_types import HitRow
     from cmem_cli.store.filters import Filters
     from cmem_cli.store.row_types import ObservationRow
 
 MAX_CHAIN = 20  # successors followed from one row (a chain of replacements; cycles stop earlier)
+# The rows the stages read and mark: a search's hits (cmem_cli.core.hit_types), a window's or a briefing's
+# items. Each stage hands back the rows it was given, of the same type.
+R = TypeVar("R", bound=Mapping[str, Any])
+
+
+def _marked(row: Mapping[str, Any]) -> MutableMapping[str, Any]:
+    """``row`` to write the stages' keys into (every row a stage takes is a dict at run time)."""
+    return cast("MutableMapping[str, Any]", row)
 
 
 class Links(Protocol):
@@ -38,7 +45,7 @@ class Links(Protocol):
         """Each of ``ids`` a newer memory superseded -> that successor (the newest one when several did)."""
         ...
 
-    def passing(self, ids: set[Any], filters: Filters) -> dict[Any, dict[str, Any]]:
+    def passing(self, ids: set[Any], filters: Filters) -> dict[Any, HitRow]:
         """The search rows of those of ``ids`` that ``filters`` keep (a successor brought into a search)."""
         ...
 
@@ -66,11 +73,11 @@ class StoreLinks:
     def successors(self, ids: Iterable[Any]) -> dict[Any, Any]:
         return self.store.supersession.newest_successors(ids)
 
-    def passing(self, ids: set[Any], filters: Filters) -> dict[Any, dict[str, Any]]:
+    def passing(self, ids: set[Any], filters: Filters) -> dict[Any, HitRow]:
         stored = _passing(self.store, ids, filters)
         if self.make_row:
             return {i: self.make_row(row) for i, row in stored.items()}
-        return cast("dict[Any, dict[str, Any]]", stored)  # the stored rows, which a search's stages extend
+        return cast("dict[Any, HitRow]", stored)  # the stored rows, which a search's stages extend
 
     def stated_texts(self, ids: list[Any]) -> list[ObservationText]:
         return self.store.supersession.stated_texts(ids)
@@ -92,27 +99,27 @@ def successors(store: Store | Links, obs_ids: Iterable[Any]) -> dict[Any, Any]:
     return _links(store).successors(obs_ids)
 
 
-def annotate(store: Store | Links, rows: list[dict[str, Any]]) -> dict[Any, Any]:
+def annotate(store: Store | Links, rows: list[R]) -> dict[Any, Any]:
     """Give every row ``superseded_by`` (None unless it is an observation a newer one replaced) and
     ``possibly_superseded_by`` (:func:`annotate_inferred`); returns the replaced ids -> successor ids it
     found."""
     found = successors(store, (r["id"] for r in rows if r.get("kind", "observation") == "observation"))
     for row in rows:
         is_observation = row.get("kind", "observation") == "observation"
-        row["superseded_by"] = found.get(row["id"]) if is_observation else None
+        _marked(row)["superseded_by"] = found.get(row["id"]) if is_observation else None
     annotate_inferred(store, rows)
     return found
 
 
 def current_first(
     store: Links,
-    rows: list[dict[str, Any]],
+    rows: list[R],
     filters: Filters,
     *,
     query: str | None,
     explain: bool = False,
     bring_in: bool = True,
-) -> list[dict[str, Any]]:
+) -> list[R]:
     """Search rows as the read paths show them: each marked ``superseded_by``; with ``query`` (a search
     in relevance order) each replaced memory's successor ranked just above it (``bring_in``: also when the
     query did not find it). ``store``: where the rows came from (:class:`Links`)."""
@@ -130,7 +137,7 @@ def current_first(
     return newer_above(rows, likely) if likely else rows
 
 
-def annotate_inferred(store: Store | Links, rows: list[dict[str, Any]]) -> dict[Any, Any]:
+def annotate_inferred(store: Store | Links, rows: list[R]) -> dict[Any, Any]:
     """Give every row ``possibly_superseded_by``: the newer memory that probably replaced it, as inferred
     when that one was recorded (:mod:`cmem_cli.services.truth.candidates`); None for a row an explicit link
     replaced (``superseded_by`` says more) and for the rest. Returns the replaced ids -> successors."""
@@ -142,24 +149,24 @@ def annotate_inferred(store: Store | Links, rows: list[dict[str, Any]]) -> dict[
     found = _links(store).inferred_successors(ids) if ids else {}
     for row in rows:
         is_observation = row.get("kind", "observation") == "observation"
-        row["possibly_superseded_by"] = (
+        _marked(row)["possibly_superseded_by"] = (
             found.get(row["id"]) if is_observation and row.get("superseded_by") is None else None
         )
     return found
 
 
-def _inferred_first(store: Links, rows: list[dict[str, Any]], query: str) -> list[dict[str, Any]]:
+def _inferred_first(store: Links, rows: list[R], query: str) -> list[R]:
     """Mark rows a newer hit seems to update (:mod:`cmem_cli.services.truth.updates`) and rank that hit first."""
     found = inferred(store, rows, query)
     if not found:
         return rows
     for row in rows:
         if row.get("kind") == "observation" and row["id"] in found:
-            row["possibly_superseded_by"] = found[row["id"]]
+            _marked(row)["possibly_superseded_by"] = found[row["id"]]
     return newer_above(rows, found)
 
 
-def inferred(store: Store | Links, rows: list[dict[str, Any]], query: str) -> dict[Any, Any]:
+def inferred(store: Store | Links, rows: list[R], query: str) -> dict[Any, Any]:
     """Older observation id -> the newer one that seems to update it, among the first rows (relevance
     order) of a search for ``query`` that no explicit link replaced (:func:`cmem_cli.services.truth.updates.infer`)."""
     from cmem_cli.services.truth import updates
@@ -181,7 +188,7 @@ def _text_parts(row: ObservationText) -> list[str]:
     return [p for p in (*parts, row.subtitle, *row.facts) if p]
 
 
-def newer_above(rows: list[dict[str, Any]], pairs: dict[int, int]) -> list[dict[str, Any]]:
+def newer_above(rows: list[R], pairs: dict[Any, Any]) -> list[R]:
     """``rows`` with each newer row (``pairs``: older id -> newer id) moved just above its older row when it
     ranked below it; every row once, the rest in order."""
     position = {r["id"]: i for i, r in enumerate(rows) if r.get("kind") == "observation"}
@@ -193,7 +200,7 @@ def newer_above(rows: list[dict[str, Any]], pairs: dict[int, int]) -> list[dict[
         return rows
     moved = {new for news in lead.values() for new in news}
     by_id = {r["id"]: r for r in rows if r.get("kind") == "observation"}
-    out: list[dict[str, Any]] = []
+    out: list[R] = []
     placed: set[int] = set()
     for row in rows:
         obs_id = row["id"] if row.get("kind") == "observation" else None
@@ -213,13 +220,13 @@ def newer_above(rows: list[dict[str, Any]], pairs: dict[int, int]) -> list[dict[
 
 def successor_first(
     store: Links,
-    rows: list[dict[str, Any]],
+    rows: list[R],
     filters: Filters,
     *,
     explain: bool = False,
     bring_in: bool = True,
     hinted: dict[Any, Any] | None = None,
-) -> list[dict[str, Any]]:
+) -> list[R]:
     """``rows`` (best first, annotated) with each replaced observation's successor just above it
     (``hinted``: replacements inferred when recorded, old id -> new id, ranked the same way).
 
@@ -253,7 +260,7 @@ def successor_first(
         chains[old] = chain
     wanted = {i for chain in chains.values() for i in chain} - set(by_id)
     fetched = store.passing(wanted, filters) if bring_in and wanted else {}
-    out: list[dict[str, Any]] = []
+    out: list[R] = []
     placed: set[int] = set()
     for row in rows:
         obs_id = row["id"] if row.get("kind", "observation") == "observation" else None
@@ -265,14 +272,14 @@ def successor_first(
             if successor in by_id:
                 out.append(by_id[successor])
             elif successor in fetched:
-                brought = dict(fetched[successor])
+                brought = fetched[successor].copy()
                 brought["score"] = row.get("score")
                 brought["superseded_by"] = known.get(successor)
                 brought.setdefault("possibly_superseded_by", None)
                 if explain:
                     brought["signals"] = {"successor": {"rank": len(out) + 2, "score": row.get("score"),
                                                         "norm": row.get("score")}}  # fmt: skip
-                out.append(brought)
+                out.append(cast("R", brought))  # an observation's row, as the source makes its rows
             else:
                 continue
             placed.add(successor)

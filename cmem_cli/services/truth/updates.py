@@ -40,7 +40,7 @@ related-but-valid memories none of which may be marked.
 
 import functools
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from cmem_cli.core.fts import STOPWORDS
@@ -692,7 +692,7 @@ def _differ(theirs: str | None, ours: str, older_words: frozenset[str], newer_wo
     return theirs.lstrip("#") not in newer_words and ours.lstrip("#") not in older_words
 
 
-def infer(rows: Sequence[dict[str, Any]], texts: dict[int, str], when: dict[int, int], query: str
+def infer(rows: Sequence[Mapping[str, Any]], texts: dict[int, str], when: dict[int, int], query: str
           ) -> dict[int, int]:  # fmt: skip
     """Older row id -> the newer row id whose update statement it seems to be replaced by.
 

@@ -22,6 +22,7 @@ from cmem_cli.core.files import read_regular
 from cmem_cli.services.inbound.sync_repo import GIT_DIR_NAME
 from cmem_cli.services.upkeep.debris import find_debris
 from cmem_cli.services.upkeep.debris import remove as remove_debris
+from cmem_cli.services.upkeep.doctor_report import Check, DoctorReport
 from cmem_cli.services.upkeep.git_checks import git_checks
 from cmem_cli.store.presence import REPAIR_ADVICE, lost_store_problem
 from cmem_export import atomic, digest, layout
@@ -31,13 +32,14 @@ from cmem_export.reading import MAX_FILE_BYTES
 if TYPE_CHECKING:
     from cmem_cli.services.write.service import WriteService
 
+
 DAMAGED_ADVICE = (
     "restore cmem.db from a backup, or move it aside (mv cmem.db cmem.db.damaged) and rebuild it from the "
     "export with `cmem doctor --fix`"
 )
 
 
-def diagnose(config: Any, *, fix: bool = False, full: bool = True) -> dict[str, Any]:
+def diagnose(config: Any, *, fix: bool = False, full: bool = True) -> DoctorReport:
     """The whole doctor run for one home: the store's presence, opening it, then :func:`run_checks`
     (``full``: every memory rendered and compared with its file; ``fix`` always checks in full)."""
     from cmem_cli.services.write.service import WriteService
@@ -59,7 +61,7 @@ def diagnose(config: Any, *, fix: bool = False, full: bool = True) -> dict[str, 
         memory.close()
 
 
-def _rebuild_lost_store(config: Any, problem: str) -> dict[str, Any]:
+def _rebuild_lost_store(config: Any, problem: str) -> DoctorReport:
     """`doctor --fix` on a lost store: a new store, then every file of the export adopted into it."""
     from cmem_cli.services.write.service import WriteService
     from cmem_cli.store.repository import Store
@@ -76,7 +78,7 @@ def _rebuild_lost_store(config: Any, problem: str) -> dict[str, Any]:
     return report
 
 
-def _failed(name: str, detail: str) -> dict[str, Any]:
+def _failed(name: str, detail: str) -> DoctorReport:
     return {"ok": False, "checks": [{"name": name, "status": "fail", "detail": detail}]}
 
 
@@ -86,7 +88,7 @@ def _without_pointer(message: str) -> str:
     return message.rstrip(";")
 
 
-def _guarded(checks: list[dict[str, Any]], name: str, check: Callable[[], tuple[bool, str]]) -> bool:
+def _guarded(checks: list[Check], name: str, check: Callable[[], tuple[bool, str]]) -> bool:
     """Run one check; a store error while running it is that check failing, not doctor crashing (the
     store's health checks raise only cmem errors)."""
     try:
@@ -97,13 +99,13 @@ def _guarded(checks: list[dict[str, Any]], name: str, check: Callable[[], tuple[
     return ok
 
 
-def run_checks(memory: WriteService, *, fix: bool = False, full: bool = True) -> dict[str, Any]:
+def run_checks(memory: WriteService, *, fix: bool = False, full: bool = True) -> DoctorReport:
     """Every check, in the order doctor shows them. Without ``full`` the export tree is checked by stat: a
     file whose size and modification time are still those cmem recorded when it wrote the file is taken as
     written, and only the others are rendered and compared (a million memories: seconds, not minutes)."""
 
     store = memory.store
-    checks: list[dict[str, Any]] = []
+    checks: list[Check] = []
 
     def integrity() -> tuple[bool, str]:
         problems = store.health.integrity_problems()
@@ -157,7 +159,7 @@ def run_checks(memory: WriteService, *, fix: bool = False, full: bool = True) ->
         shown = items if items else (was if status == "fixed" else [])
         described = [f"{path}: {why}" if why else path for path, why in shown]
         separator = "; " if name == NOT_ADOPTED else ", "
-        check: dict[str, Any] = {
+        check: Check = {
             "name": name,
             "status": status,
             "detail": f"{len(shown)}" + (": " + separator.join(described[:5]) if shown else ""),
@@ -171,7 +173,7 @@ def run_checks(memory: WriteService, *, fix: bool = False, full: bool = True) ->
     return {"ok": ok, "full": full, "checks": checks}
 
 
-def bytecode_check(*, fix: bool = False) -> dict[str, Any]:
+def bytecode_check(*, fix: bool = False) -> Check:
     """Whether every start-up pays for compiling cmem: Python never writes bytecode where
     ``PYTHONDONTWRITEBYTECODE`` is set, so an editable install then compiles its modules on every run. A
     warning, not a failure (nothing is wrong with the memory); ``--fix`` compiles them."""
@@ -195,7 +197,7 @@ def bytecode_check(*, fix: bool = False) -> dict[str, Any]:
     }
 
 
-def team_checks(memory: WriteService) -> list[dict[str, Any]]:
+def team_checks(memory: WriteService) -> list[Check]:
     """A member of a team database: the rows of it this home refused (cmem_cli.team.inbound) and has not
     taken since. Only the server's side can repair them (or a later edit of them by cmem)."""
 
@@ -217,7 +219,7 @@ def team_checks(memory: WriteService) -> list[dict[str, Any]]:
     ]
 
 
-def _queued_writes(memory: WriteService) -> dict[str, Any]:
+def _queued_writes(memory: WriteService) -> Check:
     """Local writes waiting for the team database: an ordinary queue goes at the next sync; one a read-only
     role's push was refused can never go until the role's grants change (each sync says so, once)."""
     from cmem_cli.services.inbound.remote_state import last_refusal
@@ -241,7 +243,7 @@ def _queued_writes(memory: WriteService) -> dict[str, Any]:
     return {"name": "team writes queued", "status": "ok", "detail": detail, "queued": queued}
 
 
-def _supersedes_loops(memory: WriteService, *, fix: bool) -> dict[str, Any]:
+def _supersedes_loops(memory: WriteService, *, fix: bool) -> Check:
     """Loops of ``supersedes`` links the store took before arrivals broke them (every memory of one counts
     as replaced and is left out of the briefing); ``--fix`` breaks them as arrivals do, files included."""
     from cmem_cli.services.truth import supersession

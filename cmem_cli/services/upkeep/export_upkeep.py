@@ -19,6 +19,7 @@ from cmem_export import atomic, digest, layout, markdown
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
+    from cmem_cli.core.json_types import RebuildJson
     from cmem_cli.store.row_types import LinkedRow, ObservationRow, PendingLinkRow
 
 EXPECTED_PAGE = 500  # observations whose anchors a whole-store pass reads at once
@@ -88,7 +89,7 @@ def _page_files(
         yield relpath, markdown.render_observation(done, entries, front)
 
 
-def rebuild_export(memory: WriteService) -> dict[str, Any]:
+def rebuild_export(memory: WriteService) -> RebuildJson:
     """Adopt what people changed or added in the tree, then regenerate every file the store implies.
 
     Never deletes a file: one without a store row is adopted (or reported when it cannot be), except
@@ -140,7 +141,8 @@ def rebuild_export(memory: WriteService) -> dict[str, Any]:
         for relpath in set(store.export_files.records()) - set(implied):
             store.export_files.forget(relpath)
     return {
-        **tally,
+        "written": tally["written"],
+        "unchanged": tally["unchanged"],
         "adopted": len(adoption.adopted),
         "created": len(adoption.created),
         "rolled_back": len(adoption.rolled_back),

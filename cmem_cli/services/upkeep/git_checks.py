@@ -13,7 +13,7 @@ only reports.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from cmem_cli.core.errors import CmemError, DatabaseBusy
 from cmem_cli.core.synclock import sync_lock
@@ -21,10 +21,11 @@ from cmem_cli.services.inbound import arrivals
 from cmem_cli.services.inbound.sync_repo import Git, clear_git_debris, connected_git_dir, find_git_debris
 
 if TYPE_CHECKING:
+    from cmem_cli.services.upkeep.doctor_report import Check
     from cmem_cli.services.write.service import WriteService
 
 
-def git_checks(memory: WriteService, *, fix: bool) -> list[dict[str, Any]]:
+def git_checks(memory: WriteService, *, fix: bool) -> list[Check]:
     """The checks of a tree connected with `cmem sync init` (none for any other tree)."""
     git_dir = connected_git_dir(memory.config.home, memory.export_root)
     if git_dir is None:
@@ -35,18 +36,20 @@ def git_checks(memory: WriteService, *, fix: bool) -> list[dict[str, Any]]:
         debris = find_git_debris(git_dir, memory.export_root)
     except CmemError as exc:
         return [{"name": "git arrivals", "status": "fail", "detail": exc.message}]
-    arrivals_check: dict[str, Any] = {"name": "git arrivals", "status": "ok", "detail": "adopted"}
-    debris_check: dict[str, Any] = {"name": "git debris", "status": "ok", "detail": "0", "paths": []}
+    arrivals_check: Check = {"name": "git arrivals", "status": "ok", "detail": "adopted"}
+    debris_check: Check = {"name": "git debris", "status": "ok", "detail": "0", "paths": []}
     if todo is not None:
         count = len(todo.changed) + len(todo.deleted)
-        arrivals_check.update(
-            status="fail",
-            detail=f"{count} file(s) git brought are not adopted (a sync stopped half-way); "
-            "`cmem sync` or `cmem doctor --fix` adopts them",
+        arrivals_check["status"] = "fail"
+        arrivals_check["detail"] = (
+            f"{count} file(s) git brought are not adopted (a sync stopped half-way); "
+            "`cmem sync` or `cmem doctor --fix` adopts them"
         )
     if debris:
         names = debris.describe(git_dir)
-        debris_check.update(status="fail", detail=f"{len(names)}: " + ", ".join(names[:5]), paths=names)
+        debris_check["status"] = "fail"
+        debris_check["detail"] = f"{len(names)}: " + ", ".join(names[:5])
+        debris_check["paths"] = names
     if fix and (todo is not None or debris):
         try:
             with sync_lock(memory.config.home):
@@ -55,7 +58,8 @@ def git_checks(memory: WriteService, *, fix: bool) -> list[dict[str, Any]]:
                     debris_check["status"] = "fixed"
                 if todo is not None:
                     _adopt(memory, git)
-                    arrivals_check.update(status="fixed", detail=f"adopted {count} file(s) git brought")
+                    arrivals_check["status"] = "fixed"
+                    arrivals_check["detail"] = f"adopted {count} file(s) git brought"
         except DatabaseBusy:
             note = "; a cmem sync is running (it does this itself)"
             for check in (arrivals_check, debris_check):

@@ -11,12 +11,13 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from cmem_cli.core.config import Config, config_file_path
 from cmem_cli.core.errors import CmemError, ModelError
 
 if TYPE_CHECKING:
+    from cmem_cli.core.json_types import ModelFileJson, ModelJson
     from cmem_index.importer import ImportResult
 
 ROLES = {  # role -> (what it is called, its environment variable, its key under [models])
@@ -34,13 +35,13 @@ def configured_spec(config: Config, role: str) -> str:
     return spec
 
 
-def describe(config: Config, role: str) -> dict[str, Any]:
+def describe(config: Config, role: str) -> ModelJson:
     """The configured model of ``role``: its spec, local path, whether that file is a GGUF on disk, its
     size (or ``error`` when the spec cannot be read). JSON-ready."""
     from cmem_index.model_specs import is_gguf, parse_spec
 
     spec = config.rerank_model if role == "rerank" else config.embed_model
-    row: dict[str, Any] = {"role": role, "spec": spec, "path": None, "present": False, "size": None}
+    row: ModelJson = {"role": role, "spec": spec, "path": None, "present": False, "size": None}
     if spec is None:
         return row
     try:
@@ -55,7 +56,7 @@ def describe(config: Config, role: str) -> dict[str, Any]:
     return row
 
 
-def files(config: Config) -> list[dict[str, Any]]:
+def files(config: Config) -> list[ModelFileJson]:
     """Every GGUF file in the models directory, with its size."""
     models_dir = config.models_dir
     if not models_dir.is_dir():

@@ -28,10 +28,11 @@ from cmem_cli.core.timeutil import now_ms
 from cmem_export import atomic, digest, layout, markdown
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping, Sequence
+    from collections.abc import Callable, Sequence
 
     from cmem_cli.store.anchors import Anchor, CachedBlob
     from cmem_cli.store.repository import Store
+    from cmem_cli.store.row_types import ObservationInput
 
 STAGING_DIR = ".cmem-staging"  # under the export root; one folder per importing process
 
@@ -41,8 +42,8 @@ class StagedBatch:
     """New observations ready to be made visible: their records, column values, staged files and
     anchors, in the import's order."""
 
-    records: list[dict[str, Any]]
-    values: list[dict[str, Any]]
+    records: list[ObservationInput]  # each with its uid, times, authorship, file name and token cost
+    values: list[dict[str, Any]]  # their columns' values (ObservationRepository.new_values)
     # (relpath, its path in the tree, staged path, text hash, stat key)
     files: list[tuple[str, Path, str, str, tuple[int, int]]]
     anchors: list[Anchor | None]
@@ -70,7 +71,7 @@ class Staging:
         self._made: set[Path] = set()
         self._count = 0
 
-    def stage(self, records: Sequence[Mapping[str, Any]]) -> StagedBatch:
+    def stage(self, records: Sequence[ObservationInput]) -> StagedBatch:
         """Render new observations (no uid, key or links) and write their files into the staging folder
         (not yet flushed: :meth:`flush`). Reads the store (authorship, anchors' previous blobs) but never
         writes to it."""
@@ -78,15 +79,21 @@ class Staging:
 
         store = self.store
         now = now_ms()
-        made: list[dict[str, Any]] = []
+        made: list[ObservationInput] = []
         files: list[tuple[str, Path, str, str, tuple[int, int]]] = []
         anchors: list[Anchor | None] = []
         blobs: dict[str, CachedBlob] = {}
         for record in records:
-            created = record.get("created_at") or now
-            row = {**record, "created_at": created, "uid": new_uid(created), "updated_at": max(now, created)}
-            row.update(store.authorship(record))  # the file says whose it is, as the row does
-            row["path"] = layout.observation_relpath(row)
+            created = record["created_at"] or now
+            row: ObservationInput = {
+                **record,
+                "created_at": created,
+                "uid": new_uid(created),
+                "updated_at": max(now, created),
+            }
+            who = store.authorship(record)  # the file says whose it is, as the row does
+            row["machine"], row["author"] = who["machine"], who["author"]
+            row["path"] = relpath = layout.observation_relpath(row)
             anchor = None
             if self.cwd is not None:  # anchored before the file is written: the file carries the anchor
                 hints = Hints.of(record, diffs=self.diffs)
@@ -97,8 +104,8 @@ class Staging:
             text = markdown.render_observation(row, [], self.anchor_front(0, anchor))
             row["tokens"] = estimate_tokens(text)  # what `cmem get` prints for it
             made.append(row)
-            target = layout.resolve_inside(self.root, row["path"])  # refused here, not under the lock
-            files.append((row["path"], target, *self._write(text)))
+            target = layout.resolve_inside(self.root, relpath)  # refused here, not under the lock
+            files.append((relpath, target, *self._write(text)))
             anchors.append(anchor)
         return StagedBatch(made, store.observations.new_values(made), files, anchors, blobs)
 

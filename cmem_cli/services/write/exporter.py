@@ -7,7 +7,7 @@ through this one renderer, so that what git or a remote brought is written exact
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol
 
 from cmem_cli.core.text import estimate_tokens
 from cmem_export import layout, markdown
@@ -65,13 +65,13 @@ class Exporter:
 
     def export_observation(
         self,
-        row: ObservationRow | dict[str, Any],
+        row: ObservationRow,
         files: FileWriter,
         *,
         relpath: str | None = None,
         no_links: bool = False,
         anchor: Any = STORED,
-    ) -> dict[str, Any]:
+    ) -> ObservationRow:
         """Write the row's file at the name the row holds and record path and token cost, in the caller's
         write transaction (``files``); returns the row with its path and tokens.
 
@@ -90,7 +90,7 @@ class Exporter:
         if relpath != row.get("path") or tokens != row.get("tokens"):
             self.store.observations.set_export(row["id"], relpath, tokens)
             row["path"], row["tokens"] = relpath, tokens
-        return cast("dict[str, Any]", row)  # the same dict, changed in place
+        return row  # the same dict, changed in place
 
     def anchor_front(self, obs_id: int, anchor: Any = STORED) -> dict[str, Any] | None:
         """What the observation's file says of its code anchor (``cmem_cli.services.truth.anchor_files.exported``)."""
@@ -100,9 +100,7 @@ class Exporter:
             anchor = self.store.anchors.for_ids([obs_id]).get(obs_id)
         return exported(anchor, self.scrub)
 
-    def export_summary(
-        self, row: SummaryRow | dict[str, Any], files: FileWriter, *, relpath: str | None = None
-    ) -> dict[str, Any]:
+    def export_summary(self, row: SummaryRow, files: FileWriter, *, relpath: str | None = None) -> SummaryRow:
         """Write a summary's file at the name its row holds (fixed at creation, like an observation's)
         and record it; ``relpath`` names a new summary's file, or moves it there."""
         relpath = relpath or row.get("path") or layout.summary_relpath(row)
@@ -112,7 +110,7 @@ class Exporter:
         if row.get("path") != relpath:
             self.store.summaries.set_path(row["id"], relpath)
         row["path"] = relpath
-        return cast("dict[str, Any]", row)  # the same dict, changed in place
+        return row  # the same dict, changed in place
 
     def render_record(self, kind: str, record_id: int) -> str:
         """The exact text cmem writes for one observation or summary (at its current path)."""

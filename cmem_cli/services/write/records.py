@@ -8,7 +8,7 @@ are written by the export service (:mod:`cmem_cli.services.write.exporter`).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from cmem_cli.core.errors import InvalidInput, InvalidRecord, NotFound
 from cmem_cli.core.fields import LINK_TYPES
@@ -16,14 +16,16 @@ from cmem_cli.core.ids import new_uid
 from cmem_cli.core.timeutil import now_ms
 from cmem_cli.services.write.exporter import STORED
 from cmem_cli.store.records import EDITABLE_FIELDS, normalize_observation
-from cmem_cli.store.rows import EDITOR
 from cmem_export import layout
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    from cmem_cli.core.json_types import CandidateJson
+    from cmem_cli.services.write.bulk_stage import StagedBatch
     from cmem_cli.services.write.exporter import FileWriter
     from cmem_cli.services.write.home import WriteHome
+    from cmem_cli.store.row_types import AddedObservation, ObservationInput, ObservationRow
 
 BULK_CANDIDATES = 5_000  # an import up to this size is compared with what it may replace, record by record
 SMALL_IMPORT = 50  # unless asked, only an import this small is (a larger one is history brought in)
@@ -44,7 +46,7 @@ class RecordWrites:
         self.store = home.store
         self.export = home.export
 
-    def prepare(self, record: Any, defaults: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    def prepare(self, record: Any, defaults: Mapping[str, Any] | None = None) -> ObservationInput:
         """Validate (and scrub) one input record without writing anything."""
         if isinstance(record, dict):
             record = self.home.scrub_record(record)
@@ -58,7 +60,7 @@ class RecordWrites:
         cwd: str | None = None,
         written: dict[str, str] | None = None,
         candidates: bool = False,
-    ) -> dict[str, Any]:
+    ) -> AddedObservation:
         """Validate and store one observation; returns the stored row (with id, uid, path). With ``cwd``
         (where the caller works; relative file paths are resolved against it) the observation is anchored
         to its files and branch in git (see :mod:`cmem_cli.services.truth.anchor_record`); ``written``: the text a
@@ -69,7 +71,7 @@ class RecordWrites:
         self._ready_to_store(anchored=cwd is not None)
         with self.home.write_transaction() as files:
             new = not prepared.get("uid") and self._key_holder(prepared) is None
-            row = self.store_observation(prepared, files, cwd=cwd, written=written)
+            row = _added(self.store_observation(prepared, files, cwd=cwd, written=written))
             if candidates and new:
                 row["candidates"] = self.replacement_candidates(row, prepared)
             return row
@@ -78,9 +80,7 @@ class RecordWrites:
         """The observation a keyed record rewrites in place (None without a key or holder)."""
         return self.store.observations.by_key(record["project"], record["key"]) if record.get("key") else None
 
-    def replacement_candidates(
-        self, row: Mapping[str, Any], record: Mapping[str, Any]
-    ) -> list[dict[str, Any]]:
+    def replacement_candidates(self, row: ObservationRow, record: ObservationInput) -> list[CandidateJson]:
         """What the new observation ``row`` may replace, as the writer is told (ids it names as
         ``supersedes`` left out: it said so already); confident ones recorded as inferred."""
         from cmem_cli.services.truth import candidates
@@ -109,12 +109,12 @@ class RecordWrites:
 
     def add_observations(
         self,
-        records: list[dict[str, Any]],
+        records: list[ObservationInput],
         *,
         cwd: str | None = None,
         progress: Callable[[str, int, int], None] | None = None,
         candidates: bool | None = None,
-    ) -> list[dict[str, Any]]:
+    ) -> list[AddedObservation]:
         """Store already-prepared records in one transaction (bulk import): all or none. Each new record is
         compared with what it may replace (:meth:`replacement_candidates`, its row's ``candidates``) when
         ``candidates`` says so; None: in an import of at most ``SMALL_IMPORT`` records (a larger one is
@@ -126,12 +126,12 @@ class RecordWrites:
         place in the order, go one at a time."""
         from cmem_cli.services.write.bulk_stage import Staging
 
-        rows: list[dict[str, Any]] = []
+        rows: list[AddedObservation] = []
         self.store.prepare_bulk_write(BULK_CACHE_KIB)
         staging = Staging(self.store, self.home.export_root, self.export.anchor_front, cwd=cwd)
         try:
             steps: list[Any] = []  # in the import's order: a StagedBatch, or (index, record) stored alone
-            batch: list[dict[str, Any]] = []
+            batch: list[ObservationInput] = []
             for index, record in enumerate(records):
                 if not (record.get("uid") or record.get("key") or record.get("links")):
                     batch.append(record)
@@ -153,11 +153,13 @@ class RecordWrites:
                 self._ensure_sessions(records)
                 for step in steps:
                     if not isinstance(step, tuple):
-                        rows += self._place_new(step, files)
+                        rows += map(_added, self._place_new(step, files))
                         continue
                     index, record = step
                     try:
-                        rows.append(self.store_observation(record, files, session_ready=True, cwd=cwd))
+                        rows.append(
+                            _added(self.store_observation(record, files, session_ready=True, cwd=cwd))
+                        )
                     except InvalidRecord:
                         raise
                     except InvalidInput as exc:  # a clash with what is stored: which record, for the caller
@@ -172,7 +174,7 @@ class RecordWrites:
             staging.discard()
         return rows
 
-    def _place_new(self, staged: Any, files: FileWriter) -> list[dict[str, Any]]:
+    def _place_new(self, staged: StagedBatch, files: FileWriter) -> list[ObservationRow]:
         """Make a staged batch of new observations (:class:`~cmem_cli.services.write.bulk_stage.StagedBatch`)
         part of the caller's transaction: files renamed into place, rows inserted, anchors put."""
         files.place_many(staged.files)
@@ -184,32 +186,33 @@ class RecordWrites:
         store.cache_blobs(staged.blobs)
         return rows
 
-    def _ensure_sessions(self, records: list[dict[str, Any]]) -> None:
+    def _ensure_sessions(self, records: list[ObservationInput]) -> None:
         """Create each session a batch mentions once, spanning its first and last record's time."""
-        spans: dict[str, tuple[dict[str, Any], int, int]] = {}
+        spans: dict[str, tuple[ObservationInput, int, int]] = {}
         now = now_ms()
         for record in records:
-            if record.get("session"):
-                at = record.get("created_at") or now
-                first, low, high = spans.get(record["session"], (record, at, at))
-                spans[record["session"]] = (first, min(low, at), max(high, at))
+            session = record["session"]
+            if session:
+                at = record["created_at"] or now
+                first, low, high = spans.get(session, (record, at, at))
+                spans[session] = (first, min(low, at), max(high, at))
         for session, (first, low, high) in spans.items():
             for at in (low, high):
                 self.store.sessions.ensure(session, agent=first["agent"], project=first["project"], at=at)
 
     def store_observation(
         self,
-        record: dict[str, Any],
+        record: ObservationInput,
         files: FileWriter,
         *,
         session_ready: bool = False,
-        restore: dict[str, Any] | None = None,
+        restore: Mapping[str, Any] | None = None,
         relpath: str | None = None,
         cwd: str | None = None,
         updated_at: int | None = None,
-        anchor: dict[str, Any] | None = None,
+        anchor: Mapping[str, Any] | None = None,
         written: dict[str, str] | None = None,
-    ) -> dict[str, Any]:
+    ) -> ObservationRow:
         """Insert or update one prepared record (:meth:`prepare`) and write its file, in the caller's
         :meth:`write_transaction` (``files``); returns the stored row. A new row's file name is fixed here,
         for good: ``relpath`` (a file adopted with a uid keeps the name it has), else the standard name
@@ -217,9 +220,10 @@ class RecordWrites:
         an update was made, if not now (a hand edit adopted later is dated by its file). ``cwd``: anchor
         it in git from there; else ``anchor``, the code anchor an adopted file states, is taken."""
         store = self.store
-        existing = store.observations.by_uid(record["uid"]) if record.get("uid") else None
-        if existing is None and record.get("key"):
-            existing = store.observations.by_key(record["project"], record["key"])  # a key replaces
+        uid, key = record["uid"], record["key"]
+        existing = store.observations.by_uid(uid) if uid else None
+        if existing is None and key:
+            existing = store.observations.by_key(record["project"], key)  # a key replaces
         elif existing is not None:
             self.check_key(record, existing["id"])
         if existing is not None:
@@ -279,12 +283,12 @@ class RecordWrites:
 
     def edit_observation(
         self, obs_id: int, changes: Mapping[str, Any], *, cwd: str | None = None
-    ) -> dict[str, Any]:
+    ) -> ObservationRow:
         """Apply field changes (same names as the JSON record) and re-export. With ``cwd`` (where the
         caller works), files the edit adds are anchored and those it drops leave the anchor."""
         with self.home.write_transaction() as files:
             current = self.store.observations.get(obs_id)
-            merged = {k: current.get(k) for k in EDITABLE_FIELDS}
+            merged: dict[str, object] = {k: current.get(k) for k in EDITABLE_FIELDS}
             merged.update(changes)
             prepared = normalize_observation(self.home.scrub_record(merged))
             self.check_key(prepared, obs_id)
@@ -300,16 +304,16 @@ class RecordWrites:
                 self.export.refresh_referrers(obs_id, files)
             return self.export.export_observation(row, files)
 
-    def invalidate(self, obs_id: int, reason: str | None = None) -> dict[str, Any]:
+    def invalidate(self, obs_id: int, reason: str | None = None) -> ObservationRow:
         """Mark an observation as no longer true, for ``reason``: kept whole (its file says so, so git and
         team sync carry it), left out of search, context and the briefing until :meth:`restore`."""
         return self.edit_observation(obs_id, {"invalidated": (reason or "").strip() or NO_REASON})
 
-    def restore(self, obs_id: int) -> dict[str, Any]:
+    def restore(self, obs_id: int) -> ObservationRow:
         """Undo :meth:`invalidate`: the observation is current again, as it was."""
         return self.edit_observation(obs_id, {"invalidated": None})
 
-    def link(self, from_id: int, to_id: int, link_type: str, *, remove: bool = False) -> dict[str, Any]:
+    def link(self, from_id: int, to_id: int, link_type: str, *, remove: bool = False) -> ObservationRow:
         if link_type not in LINK_TYPES:
             raise InvalidInput(f"unknown link type {link_type!r} (expected one of: {', '.join(LINK_TYPES)})")
         with self.home.write_transaction() as files:
@@ -320,7 +324,8 @@ class RecordWrites:
             else:
                 self._add_link(from_id, to_id, link_type)
             self.store.observations.mark_edited(from_id)  # a link is an edit of the memory it leaves
-            edited: dict[str, Any] = {**row, **dict(zip(EDITOR, self.store.writer(), strict=True))}
+            machine, person = self.store.writer()
+            edited: ObservationRow = {**row, "edited_on": machine, "edited_by": person}
             return self.export.export_observation(edited, files)
 
     def _add_link(self, from_id: int, to_id: int, link_type: str) -> None:
@@ -349,3 +354,8 @@ class RecordWrites:
             files.delete_after_commit(row["path"])
         for referrer in sorted(referrers):
             self.export.export_observation(self.store.observations.get(referrer), files)
+
+
+def _added(row: ObservationRow) -> AddedObservation:
+    """A stored row as an add returns it: the same dict, which gets ``candidates`` when they are asked for."""
+    return cast("AddedObservation", row)

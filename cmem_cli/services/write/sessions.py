@@ -18,7 +18,14 @@ if TYPE_CHECKING:
 
     from cmem_cli.services.write.exporter import FileWriter
     from cmem_cli.services.write.home import WriteHome
-    from cmem_cli.store.row_types import PromptRow, SessionRow
+    from cmem_cli.store.row_types import (
+        PromptInput,
+        PromptRow,
+        SessionRow,
+        SessionValues,
+        SummaryRow,
+        SummaryText,
+    )
 
 SUMMARY_LIMIT = 50_000
 
@@ -112,7 +119,7 @@ class SessionWrites:
             raise InvalidInput("prompt must be a string")
         return _required_text("prompt", self.home.scrub_text(text) or "", limit=SUMMARY_LIMIT)
 
-    def prepare_prompt_row(self, row: Mapping[str, Any]) -> dict[str, Any]:
+    def prepare_prompt_row(self, row: Mapping[str, Any]) -> PromptInput:
         """A prompt from elsewhere (a team database), checked and scrubbed as `cmem prompt add` would."""
         number, created = row.get("prompt_number"), row.get("created_at")
         if isinstance(number, bool) or not isinstance(number, int) or not 1 <= number <= 2**31:
@@ -129,24 +136,23 @@ class SessionWrites:
             "created_at": created,
         }
 
-    def prepare_session(self, row: Mapping[str, Any]) -> dict[str, Any]:
+    def prepare_session(self, row: Mapping[str, Any]) -> SessionValues:
         """A session row from elsewhere (a team database), checked and scrubbed as a local write would be."""
-        values: dict[str, Any] = {
-            "session_id": _required_text("session id", row.get("session_id")),
-            "agent": _required_text("agent", row.get("agent")),
-            "project": _required_text("project", row.get("project")),
-        }
+        session_id = _required_text("session id", row.get("session_id"))
+        agent = _required_text("agent", row.get("agent"))
+        project = _required_text("project", row.get("project"))
         if row.get("status") not in SESSION_STATUSES:
             raise InvalidInput(f"unknown session status {row.get('status')!r}")
-        values["status"] = row["status"]
+        times: dict[str, int | None] = {}
         for name in ("started_at", "last_activity_at", "completed_at", "prompt_counter"):
             value = row.get(name)
             if value is None and name in ("completed_at",):
-                values[name] = None
+                times[name] = None
                 continue
             if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_MS:
                 raise InvalidInput(f"session {name} must be a whole number from 0")
-            values[name] = value
+            times[name] = value
+        texts: dict[str, str | None] = {}
         for name, limit in (("label", 500), ("goal", SUMMARY_LIMIT), ("outcome", SUMMARY_LIMIT),
                             ("next_steps", SUMMARY_LIMIT)):  # fmt: skip
             value = row.get(name)
@@ -154,8 +160,23 @@ class SessionWrites:
                 value = (
                     self.home.scrub_text(_required_text(name, value, limit=limit, allow_empty=True)) or None
                 )
-            values[name] = value
-        return values
+            texts[name] = value
+        started, active, counter = times["started_at"], times["last_activity_at"], times["prompt_counter"]
+        assert started is not None and active is not None and counter is not None  # checked above
+        return {
+            "session_id": session_id,
+            "agent": agent,
+            "project": project,
+            "status": row["status"],
+            "started_at": started,
+            "last_activity_at": active,
+            "completed_at": times["completed_at"],
+            "prompt_counter": counter,
+            "label": texts["label"],
+            "goal": texts["goal"],
+            "outcome": texts["outcome"],
+            "next_steps": texts["next_steps"],
+        }
 
     def add_summary(
         self,
@@ -164,7 +185,7 @@ class SessionWrites:
         *,
         project: str | None = None,
         agent: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> SummaryRow:
         values = self.prepare_summary(fields)
         with self.home.write_transaction() as files:
             session = self.store.sessions.ensure(
@@ -181,15 +202,15 @@ class SessionWrites:
             )
             return self.export.export_summary(row, files)
 
-    def prepare_summary(self, fields: Mapping[str, Any]) -> dict[str, Any]:
+    def prepare_summary(self, fields: Mapping[str, Any]) -> SummaryText:
         """Validate and scrub a summary's text fields (the checks `cmem summary add` applies)."""
         from cmem_cli.core.fields import SUMMARY_FIELDS
 
         unknown = set(fields) - set(SUMMARY_FIELDS) - {"created_at"}
         if unknown:
             raise InvalidInput(f"unknown summary field '{sorted(unknown)[0]}'")
-        values: dict[str, Any] = {}
-        for name in SUMMARY_FIELDS:
+
+        def text(name: str) -> str | None:
             value = fields.get(name)
             if value is not None:
                 if not isinstance(value, str):
@@ -197,7 +218,16 @@ class SessionWrites:
                 value = self.home.scrub_text(
                     _required_text(name, value, limit=SUMMARY_LIMIT, allow_empty=True)
                 )
-            values[name] = value or None
+            return value or None
+
+        values: SummaryText = {
+            "request": text("request"),
+            "investigated": text("investigated"),
+            "learned": text("learned"),
+            "completed": text("completed"),
+            "next_steps": text("next_steps"),
+            "notes": text("notes"),
+        }
         if not any(values.values()):
             raise InvalidInput("a summary needs at least one of: " + ", ".join(SUMMARY_FIELDS))
         return values

@@ -154,6 +154,7 @@ def shell_output(text: Any) -> dict[str, Any] | None:
 
 
 def reply(event: str, answer: dict[str, Any] | None) -> dict[str, Any] | None:
-    """Codex reads Claude Code's SessionStart and UserPromptSubmit answers as they are
-    (``hookSpecificOutput.additionalContext``: the briefing, what prompt recall injects)."""
-    return answer if event in ("SessionStart", "UserPromptSubmit") else None
+    """Codex reads Claude Code's SessionStart, UserPromptSubmit and PostToolUse answers as they are
+    (``hookSpecificOutput.additionalContext``: the briefing, what prompt recall injects, and what file recall
+    injects after a command that shows a file, which Codex 0.171 puts in the model's next request)."""
+    return answer if event in ("SessionStart", "UserPromptSubmit", "PostToolUse") else None

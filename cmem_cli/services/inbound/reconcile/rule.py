@@ -24,10 +24,13 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cmem_cli.core.ids import derived_uid
 from cmem_cli.store.records import MAX_TITLE
+
+if TYPE_CHECKING:
+    from cmem_cli.core.sync_report import ConflictItem
 
 COPY_SUFFIX = " (conflict copy)"
 QUIET_FIELDS = frozenset(
@@ -86,11 +89,14 @@ class Conflict:
     fields: list[str] = field(default_factory=list)
     path: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"uid": self.uid, "resolution": self.resolution}
-        for name in ("copy_uid", "other_uid", "path"):
-            if getattr(self, name):
-                out[name] = getattr(self, name)
+    def to_json(self) -> ConflictItem:
+        out: ConflictItem = {"uid": self.uid, "resolution": self.resolution}
+        if self.copy_uid:
+            out["copy_uid"] = self.copy_uid
+        if self.other_uid:
+            out["other_uid"] = self.other_uid
+        if self.path:
+            out["path"] = self.path
         if self.fields:
             out["fields"] = self.fields
         return out
@@ -205,13 +211,10 @@ def _same(a: Any, b: Any) -> bool:
     return bool(a == b) and (_empty(a) == _empty(b))
 
 
-def tell(report: Mapping[str, Any], item: Mapping[str, Any]) -> None:
-    """Add a conflict (:meth:`Conflict.to_json`) to a sync's report once: the home that settles a conflict
-    and the log it then reads back name it alike."""
+def tell(conflicts: list[ConflictItem], item: ConflictItem) -> None:
+    """Add a conflict (:meth:`Conflict.to_json`) to a sync report's ``conflicts`` once: the home that
+    settles a conflict and the log it then reads back name it alike."""
     key = (item.get("uid"), item.get("copy_uid"), item.get("other_uid"), item.get("resolution"))
-    known = {
-        (c.get("uid"), c.get("copy_uid"), c.get("other_uid"), c.get("resolution"))
-        for c in report["conflicts"]
-    }
+    known = {(c.get("uid"), c.get("copy_uid"), c.get("other_uid"), c.get("resolution")) for c in conflicts}
     if key not in known:
-        report["conflicts"].append(item)
+        conflicts.append(item)

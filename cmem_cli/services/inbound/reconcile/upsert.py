@@ -20,7 +20,7 @@ if TYPE_CHECKING:  # the rule (dataclasses) is loaded only for a clash: `cmem ad
     from collections.abc import Mapping
 
     from cmem_cli.services.inbound.reconcile.rule import Conflict
-    from cmem_cli.store.row_types import ObservationRow, SummaryRow
+    from cmem_cli.store.row_types import ObservationInput, ObservationRow, SummaryRow
 
 
 class Put:
@@ -29,9 +29,7 @@ class Put:
 
     __slots__ = ("row", "clash", "unkeyed")
 
-    def __init__(
-        self, row: ObservationRow | dict[str, Any], clash: Conflict | None = None, unkeyed: int | None = None
-    ):
+    def __init__(self, row: ObservationRow, clash: Conflict | None = None, unkeyed: int | None = None):
         self.row = row
         self.clash = clash
         self.unkeyed = unkeyed
@@ -50,23 +48,23 @@ def ensure_session(store: Store, record: Mapping[str, Any]) -> None:
 
 def put_observation(
     store: Store,
-    record: dict[str, Any],
+    record: ObservationInput,
     *,
     updated_at: int | None = None,
     arrived: bool = True,
     session_ready: bool = False,
     path: str | None = None,
-    restore: dict[str, Any] | None = None,
+    restore: Mapping[str, Any] | None = None,
 ) -> Put:
     """Insert or update the prepared ``record`` under its uid, in the caller's transaction. ``arrived``:
     it came from another machine (the key rule above; a local write has checked its key already);
     ``updated_at``: the time of its edit there; ``session_ready``: its session is made already (a bulk
     import); ``path`` and ``restore``: a new row's file name and the id its file recorded."""
-    record = dict(record)
-    record.pop("links", None)
+    record = {**record, "links": []}  # the caller adds them, once the row exists
     if not session_ready:
         ensure_session(store, record)
-    existing = store.observations.by_uid(record["uid"]) if record.get("uid") else None
+    uid = record["uid"] or ""  # a local write's is given by now; an arrival's always is
+    existing = store.observations.by_uid(uid) if uid else None
     clash, unkeyed = None, None
     holder = store.observations.key_holder(
         record["project"], record.get("key"), besides=existing["id"] if existing else None
@@ -75,14 +73,15 @@ def put_observation(
         from cmem_cli.services.inbound.reconcile.rule import KEY_CLASH, Conflict
 
         created = record.get("created_at") or (existing["created_at"] if existing else None) or now_ms()
-        if (holder["created_at"], holder["uid"]) <= (created, record.get("uid") or ""):
-            clash = Conflict(holder["uid"], KEY_CLASH.format(key=record["key"]), other_uid=record.get("uid"))
+        if (holder["created_at"], holder["uid"]) <= (created, uid):
+            clash = Conflict(holder["uid"], KEY_CLASH.format(key=record["key"]), other_uid=record["uid"])
             record["key"] = None
         else:
-            clash = Conflict(record["uid"], KEY_CLASH.format(key=record["key"]), other_uid=holder["uid"])
-            store.observations.update(holder["id"], {**holder, "key": None}, updated_at=holder["updated_at"])
+            clash = Conflict(uid, KEY_CLASH.format(key=record["key"]), other_uid=holder["uid"])
+            unkeyed_row: ObservationRow = {**holder, "key": None}
+            store.observations.update(holder["id"], unkeyed_row, updated_at=holder["updated_at"])
             unkeyed = int(holder["id"])
-    row: ObservationRow | dict[str, Any]  # read back after an update; built from the values after an insert
+    row: ObservationRow  # read back after an update; built from the values after an insert
     if existing is not None:
         # who made this edit: the machine it arrived from says (None: it does not), else this home
         edited = (record.get("edited_on"), record.get("edited_by")) if arrived else store.writer()

@@ -28,7 +28,9 @@ from cmem_export import layout
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
+    from cmem_cli.core.sync_report import ConflictItem
     from cmem_cli.services.write.exporter import Exporter, FileWriter
+    from cmem_cli.store.row_types import LinkTarget, ObservationInput
 
 
 class Inbound:
@@ -42,7 +44,7 @@ class Inbound:
         export: Exporter,
         files: FileWriter,
         notes: list[str],
-        conflicts: list[dict[str, Any]],
+        conflicts: list[ConflictItem],
         *,
         pending: bool = False,
         local: bool = False,
@@ -58,7 +60,7 @@ class Inbound:
         self.local = local  # a person's edits of this home's files (adoption; the module's docstring)
         self.on_loop = on_loop  # told the id of the memory whose link a broken supersedes loop lost
         self.tell = tell or self._note  # told (label, what) of a link dropped or a supersedes loop broken
-        self._links: dict[int, list[dict[str, Any]]] = {}  # local id -> its links (type, uid, title, href)
+        self._links: dict[int, list[LinkTarget]] = {}  # local id -> its links (type, uid, title, href)
         self._names: dict[int, str | None] = {}  # arrivals to write: local id -> the file name to keep
         self._arrived_at: dict[int, str] = {}  # local id -> the path its file arrived at (git)
         self._labels: dict[int, str] = {}  # local id -> how notes name it
@@ -69,14 +71,14 @@ class Inbound:
     # -- observations -----------------------------------------------------------------------------------
     def observation(
         self,
-        record: dict[str, Any],
-        links: list[dict[str, Any]] | None,
+        record: ObservationInput,
+        links: Sequence[LinkTarget] | None,
         *,
         updated_at: int | None,
-        anchor: dict[str, Any] | None = None,
+        anchor: Mapping[str, Any] | None = None,
         relpath: str | None = None,
         arrived_at: str | None = None,
-        restore: dict[str, Any] | None = None,
+        restore: Mapping[str, Any] | None = None,
     ) -> int:
         """Store a prepared ``record`` (``RecordWrites.prepare``) under its uid; returns its local id. ``links``:
         its links by uid, all of them (None: a hand-edited file that names none, whose links stay);
@@ -85,7 +87,7 @@ class Inbound:
         (removed when the memory's file is elsewhere); ``restore``: a new row's id as its file recorded
         it (adoption into a rebuilt store)."""
         store = self.store
-        before = store.observations.by_uid(record["uid"])
+        before = store.observations.by_uid(record["uid"] or "")
         put = put_observation(store, record, updated_at=updated_at, arrived=not self.local, restore=restore)
         row = put.row
         if put.clash is not None:
@@ -254,6 +256,6 @@ class Inbound:
     def _note(self, label: str, what: str) -> None:
         self.notes.append(f"{label}: {what}")
 
-    def _tell(self, item: dict[str, Any]) -> None:
+    def _tell(self, item: ConflictItem) -> None:
         if item not in self.conflicts:
             self.conflicts.append(item)
