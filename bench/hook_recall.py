@@ -8,7 +8,10 @@ pairs' ratios (and the ratio of the two p95s). CPU is user + system of the proce
 (the detached child that records the event afterwards is not waited for, so it is not counted; it runs
 between the pairs, as it does between an agent's calls). Usage (from the checkout's root):
 
-    python -m bench.hook_recall [--memories 10000] [--runs 40] [--home DIR] [--json]
+    python -m bench.hook_recall [--memories 10000] [--runs 40] [--home DIR] [--recall-only] [--json]
+
+``--recall-only`` times the injecting hooks alone: the prompt (UserPromptSubmit) and a file read
+(PostToolUse on Read of a file three notes cite), each against itself with that recall point off.
 
 ``--home DIR`` keeps the seeded home there and reuses it on the next run (seeding 10,000 memories takes
 a minute or two).
@@ -38,6 +41,7 @@ PROMPTS = [
 ]
 EVENTS = ("PostToolUse", "UserPromptSubmit", "SessionStart", "Stop")
 RUN = f"{os.getpid()}-{int(time.time())}"  # a kept home's sessions are new each run (recall gives once)
+CITED = "src/cache.py"  # the file the read recalls: three notes cite it
 
 
 def seeded(root: Path, memories: int) -> tuple[dict[str, str], Path]:
@@ -47,11 +51,26 @@ def seeded(root: Path, memories: int) -> tuple[dict[str, str], Path]:
 
     done = root / f"seeded-{memories}"
     if done.exists():
-        return environment(root, "none", background=False), root / "work" / "shop"
-    env, repo = seed(root, memories)
-    answers(env, repo)
-    done.write_text("ok\n")
+        env, repo = environment(root, "none", background=False), root / "work" / "shop"
+    else:
+        env, repo = seed(root, memories)
+        answers(env, repo)
+        done.write_text("ok\n")
+    if not (root / "cited").exists():  # homes seeded before the file read was timed
+        cited(env, repo)
+        (root / "cited").write_text("ok\n")
     return env, repo
+
+
+def cited(env: dict[str, str], repo: Path) -> None:
+    """The file a timed read recalls, and three notes citing it (a decision, a bug cause, a gotcha)."""
+    (repo / CITED).parent.mkdir(parents=True, exist_ok=True)
+    (repo / CITED).write_text("def cached_total(invoice):\n    return invoice.total\n", encoding="utf-8")
+    for kind, title in (("decision", "Cache totals per invoice, never per customer"),
+                        ("bugfix", "Stale totals came from a cache key without the currency"),
+                        ("discovery", "cached_total is read by the PDF renderer too")):  # fmt: skip
+        subprocess.run([*command(), "add", "--type", kind, "-t", title, "--read", CITED], text=True, cwd=repo,
+                       env={**env, "CMEM_HOOK_DETACH": "off"}, check=True, capture_output=True, timeout=120)  # fmt: skip
 
 
 def answers(env: dict[str, str], repo: Path) -> None:
@@ -76,6 +95,9 @@ def payload(event: str, n: int, repo: Path) -> dict[str, Any]:
         return {**base, "prompt": PROMPTS[n % len(PROMPTS)]}
     if event == "SessionStart":
         return {**base, "source": "startup"}
+    if event == "Read":
+        return {**base, "hook_event_name": "PostToolUse", "tool_name": "Read", "tool_use_id": f"toolu_r{n}",
+                "tool_input": {"file_path": str(repo / CITED)}, "tool_response": {"type": "text"}}  # fmt: skip
     if event == "Stop":
         return {**base, "stop_hook_active": False, "last_assistant_message": f"Done with step {n}."}
     return {**base, "tool_name": "Bash", "tool_use_id": f"toolu_{n}",
@@ -150,16 +172,23 @@ def main() -> None:
         off_config = root / "recall-off.toml"
         off_config.write_text("[recall]\nprompt = false\n", encoding="utf-8")
         off = {**env, "CMEM_CONFIG": str(off_config)}
+        file_off_config = root / "file-recall-off.toml"
+        file_off_config.write_text("[recall]\nfile = false\n", encoding="utf-8")
+        file_off = {**env, "CMEM_CONFIG": str(file_off_config)}
         if args.config:
             env = {**env, "CMEM_CONFIG": str(args.config.resolve())}
         hook = [*command(), "hook"]
         prompt = lambda n: payload("UserPromptSubmit", n, repo)  # noqa: E731
+        read = lambda n: payload("Read", n, repo)  # noqa: E731
         report: dict[str, Any] = {
             "memories": args.memories,
             "load_average_before": round(os.getloadavg()[0], 2),
             "recall vs recall off": paired(
                 ([*hook, "UserPromptSubmit"], prompt, env), ([*hook, "UserPromptSubmit"], prompt, off),
                 args.runs, repo,
+            ),
+            "file recall vs file recall off": paired(
+                ([*hook, "PostToolUse"], read, env), ([*hook, "PostToolUse"], read, file_off), args.runs, repo,
             ),
         }  # fmt: skip
         floor = ([sys.executable, "-c", "pass"], None, env)
@@ -183,8 +212,9 @@ def main() -> None:
             a, b = row["a"], row["b"]
             print(f"| {name} | {a['wall_p50_ms']} / {a['wall_p95_ms']} | {b['wall_p50_ms']} / {b['wall_p95_ms']}"
                   f" | {row['wall_ratio_p50']} | {row['wall_ratio_p95']} | {row['cpu_ratio_p50']} |")  # fmt: skip
-    recall = report["recall vs recall off"]
-    print(f"(recall injected on {recall['injected']} of {recall['runs']} prompts)")
+    recall, file = report["recall vs recall off"], report["file recall vs file recall off"]
+    print(f"(recall injected on {recall['injected']} of {recall['runs']} prompts, {file['injected']} of"
+          f" {file['runs']} reads)")  # fmt: skip
 
 
 if __name__ == "__main__":

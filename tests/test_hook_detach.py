@@ -402,3 +402,44 @@ def test_before_an_edit_recall_answers_from_a_read_and_its_child_records_what_it
     keys = {key for (key,) in db_rows(home, "SELECT key FROM agent_captures WHERE session = 's-edit'")}
     assert "recall-file:etl/schedule.py" in keys
     assert sum(key.startswith("recall:") for key in keys) == 1
+
+
+def test_a_prompt_hook_injects_nothing_while_the_store_cannot_be_read_and_its_prompt_follows(
+    home, recall_repo, tmp_path
+):
+    """A store no reader can open (another process holds it exclusively) costs the agent recall's short
+    wait, not the 60 s a command would wait: nothing is injected, hooks.log says why, and the prompt is
+    recorded once the store is free (the child waits for it, or the next hook replays it)."""
+    from tests.hook_log import hook_log
+
+    locker = apsw.Connection(str(home / "cmem.db"))
+    locker.execute("PRAGMA locking_mode = EXCLUSIVE")
+    locker.execute("BEGIN EXCLUSIVE")
+    locker.execute("DELETE FROM user_prompts WHERE 0")  # a write: now no other connection may even read
+    try:
+        text, waited = prompt_hook(recall_repo, "s-busy", ASK)
+        assert text == ""
+        assert waited < 20  # recall gave up after its short wait (the default busy wait is 60 s)
+    finally:
+        locker.execute("ROLLBACK")
+        locker.close()
+    assert "recall prompt session=s-busy: skipped" in hook_log(home)
+    prompt_hook(recall_repo, "s-next", "write a Dockerfile")  # replays what a locked-out child spooled
+    assert wait_for(home, "SELECT text FROM user_prompts WHERE session = 's-busy'", 1) == [(ASK,)]
+
+
+def test_a_prompt_hook_past_its_recall_budget_injects_nothing_and_records_the_prompt(
+    home, recall_repo, tmp_path
+):
+    """``[recall] budget_ms`` (here 1 ms, which the hook has spent before recall begins, or, at the latest,
+    by its first statement, which is then abandoned): nothing is injected, and the prompt is recorded."""
+    from tests.hook_log import hook_log
+
+    write_config(tmp_path, "[recall]\nbar = 0.3\nbudget_ms = 1\n")
+    text, _ = prompt_hook(recall_repo, "s-slow", ASK)
+    assert text == ""
+    assert "recall prompt session=s-slow: skipped" in hook_log(home)
+    assert wait_for(home, "SELECT text FROM user_prompts WHERE session = 's-slow'", 1) == [(ASK,)]
+    write_config(tmp_path, "[recall]\nbar = 0.3\n")
+    again, _ = prompt_hook(recall_repo, "s-slow", ASK_AGAIN)  # nothing was given: the note is still news
+    assert "Job times are Berlin wall-clock times" in again

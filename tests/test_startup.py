@@ -221,3 +221,34 @@ def test_a_session_start_with_a_kept_briefing_loads_neither_sqlite_nor_the_store
     modules = imported_before_exit(tmp_path, project, "hook", "SessionStart", stdin=json.dumps(start))
     assert "cmem_cli.core.briefing_cache" in modules  # it read the kept briefing
     assert (WRITE_PATH | {"cmem_cli.core.db", "cmem_cli.services.read.briefing"}) & modules == set()
+
+
+# What a hook that injects (prompt or file recall, answered before the event is recorded) must not load:
+# it reads the store on its own (services/read/recall_read.py), not through the API.
+NOT_FOR_RECALL = {
+    "cmem_cli.api",
+    "cmem_cli.core.query",
+    "cmem_cli.store.capture_log",
+    "cmem_cli.services.truth.supersession",
+    "cmem_cli.services.read.search_pipeline",
+}
+
+
+@pytest.mark.parametrize(
+    ("event", "data"),
+    [
+        (
+            "UserPromptSubmit",
+            lambda cwd: payload("UserPromptSubmit", "s-3", cwd, prompt="Why do retries back off?"),
+        ),
+        (
+            "PostToolUse",
+            lambda cwd: tool_payload("s-3", cwd, "Read", {"file_path": f"{cwd}/README.md"}, {"type": "text"}),
+        ),
+    ],
+)
+def test_a_hook_that_recalls_loads_neither_the_api_nor_the_write_path(tmp_path, project, event, data):
+    modules = imported_before_exit(tmp_path, project, "hook", event, stdin=json.dumps(data(project)))
+    assert {"cmem_cli.services.read.recall_read", "cmem_cli.store.recall"} <= modules  # it recalled
+    unexpected = (NOT_FOR_RECALL | WRITE_PATH - {"apsw", "cmem_cli.store.repository"} | HEAVY) & modules
+    assert unexpected == set()

@@ -42,7 +42,12 @@ def table_rows(conn: Any, table: str) -> int:
     """The rows FTS5 table ``table`` holds, from its own averages record (what its bm25() divides by): no
     scan, where ``count(*)`` of a million rows takes 7 ms."""
     found = conn.execute(f"SELECT block FROM {table}_data WHERE id = 1").fetchall()
-    return _varint(found[0][0]) if found and found[0][0] else 0
+    return rows_of_averages(found[0][0] if found else None)
+
+
+def rows_of_averages(block: bytes | None) -> int:
+    """The row count an FTS5 table's averages record (``block`` of its ``_data`` row 1) starts with."""
+    return _varint(block) if block else 0
 
 
 def _varint(blob: bytes) -> int:

@@ -34,6 +34,8 @@ def busy_timeout_ms() -> int:
 def classify_error(exc: apsw.Error, path: Path, label: str, repair_hint: str) -> Exception:
     if isinstance(exc, apsw.BusyError | apsw.LockedError):
         return DatabaseBusy(f"{label} {path} is locked by another process; try again")
+    if isinstance(exc, apsw.InterruptError):  # a read past its deadline (Store.give_up_at)
+        return DatabaseBusy(f"{label} {path} did not answer in time")
     if isinstance(exc, apsw.NotADBError | apsw.CorruptError):
         return DatabaseCorrupt(f"{path} is not a usable cmem {label} ({exc}); {repair_hint}")
     if isinstance(exc, apsw.SQLError) and str(exc).startswith(("no such table", "no such column")):
@@ -156,7 +158,9 @@ def _log_hold(conn: apsw.Connection, log: str, started: tuple[float, float], how
 class Database:
     """A connection with cmem's pragmas and small helpers; one per process is enough."""
 
-    def __init__(self, path: Path, *, readonly: bool = False):
+    def __init__(self, path: Path, *, readonly: bool = False, wait_ms: int | None = None):
+        """``wait_ms``: how long a statement waits for another process's lock, from the first one on
+        (default :func:`busy_timeout_ms`)."""
         self.path = path
         flags = (
             apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
@@ -167,7 +171,7 @@ class Database:
             if new_file and not readonly:
                 with contextlib.suppress(OSError):
                     os.chmod(path, 0o600)
-            wait_for_locks(self.conn, busy_timeout_ms())
+            wait_for_locks(self.conn, busy_timeout_ms() if wait_ms is None else wait_ms)
             # A corrupt or foreign file fails here, with a clear message, not deep inside a command.
             self.conn.execute("PRAGMA foreign_keys=ON")
             if not readonly:

@@ -82,6 +82,46 @@ class RecallRows(Repository):
 
         return stems
 
+    def recall_keys(self, session: str) -> list[str]:
+        """The capture-log keys recall left in ``session`` (``recall:``, ``recall-file:``, ``recall-changed:``,
+        ``recall-told:``), oldest first; none before capture made its table."""
+        from cmem_cli.core.errors import DatabaseCorrupt
+
+        try:
+            rows = self.db.rows(
+                "SELECT key FROM agent_captures WHERE session = ? AND key >= ? AND key < ? ORDER BY created_at, key",
+                (session, "recall", "recall\U0010ffff"),
+            )
+        except DatabaseCorrupt as exc:
+            if "no such table: agent_captures" in exc.message:
+                return []
+            raise
+        return [row[0] for row in rows]
+
+    def replacements(self, obs_ids: Iterable[int]) -> dict[int, tuple[int | None, int | None]]:
+        """Each of ``obs_ids`` -> (the newest memory a ``supersedes`` link says replaced it, the newest one
+        inferred to have, marked when it was recorded): what :func:`cmem_cli.services.truth.supersession.annotate`
+        reads (``newest_successors``, ``newest_inferred``), in one statement."""
+        newest = "ORDER BY n.created_at DESC, n.id DESC LIMIT 1"
+        found: dict[int, tuple[int | None, int | None]] = {}
+        for batch, marks in batches(sorted({int(i) for i in obs_ids})):
+            sql = (
+                "SELECT o.id, (SELECT l.from_id FROM observation_links l JOIN observations n ON n.id = l.from_id "
+                f"WHERE l.type = 'supersedes' AND l.to_id = o.id {newest}), (SELECT i.from_id FROM "
+                "inferred_supersessions i JOIN observations n ON n.id = i.from_id WHERE i.to_id = o.id AND "
+                f"i.marked = 1 {newest}) FROM observations o WHERE o.id IN ({marks})"
+            )
+            found.update((row[0], (row[1], row[2])) for row in self.db.rows(sql, tuple(batch)))
+        return found
+
+    def anchored(self, obs_ids: Iterable[int]) -> set[int]:
+        """Which of ``obs_ids`` are anchored to files in git (have a row in ``observation_anchors``)."""
+        found: set[int] = set()
+        for batch, marks in batches(list(obs_ids)):
+            sql = f"SELECT observation_id FROM observation_anchors WHERE observation_id IN ({marks})"
+            found.update(row[0] for row in self.db.rows(sql, tuple(batch)))
+        return found
+
     def notes_on_file(self, project: str, path: str, *, limit: int) -> list[dict[str, Any]]:
         """Notes (not hook records) of ``project`` that are current (no memory replaced them) and are tied
         to ``path`` (repository-relative): they cite it, their session changed it, or their session read
@@ -92,13 +132,18 @@ class RecallRows(Repository):
             "SELECT t.session FROM observation_files f JOIN observations t ON t.id = f.observation_id "
             "WHERE f.path = :path AND t.session IS NOT NULL"
         )
+        # The rows tied to the file are found from the file (its citations, its sessions' rows), not by
+        # reading every row of the project: a project of 10,000 memories is some 1,700 pages.
+        tied = (
+            "SELECT observation_id FROM observation_files WHERE path = :path UNION "
+            f"SELECT s.id FROM observations s WHERE s.session IN ({sessions})"
+        )
         rows = self.db.query(
             f"SELECT {_NOTE_COLUMNS}, o.narrative, EXISTS (SELECT 1 FROM observation_files f "
             "WHERE f.observation_id = o.id AND f.path = :path) AS cites, "
             f"o.session IN ({sessions} AND f.kind = 'modified') AS changed FROM observations o "
-            f"WHERE o.project {FOLDED_SQL.replace('?', ':project')} AND o.{_AUTHORED} AND {_NOT_REPLACED} AND ("
-            f"o.id IN (SELECT observation_id FROM observation_files WHERE path = :path) OR o.session IN ({sessions})) "
-            "ORDER BY o.created_at DESC, o.id DESC LIMIT :limit",
+            f"WHERE o.id IN ({tied}) AND +o.project {FOLDED_SQL.replace('?', ':project')} AND o.{_AUTHORED} "
+            f"AND {_NOT_REPLACED} ORDER BY o.created_at DESC, o.id DESC LIMIT :limit",
             {"project": project, "path": path, "limit": limit},
         )
         return [decoded(row) for row in rows]

@@ -144,14 +144,15 @@ class Store:
         return {"machine": machine, "author": record.get("author") or author}
 
     @classmethod
-    def open(cls, path: Path, export_dir: Path | None = None) -> Store:
+    def open(cls, path: Path, export_dir: Path | None = None, *, wait_ms: int | None = None) -> Store:
         """Open (creating on first use) the store; with ``export_dir``, refuse to create a new empty store
-        where one was lost while its export survives (see :mod:`cmem_cli.store.presence`)."""
+        where one was lost while its export survives (see :mod:`cmem_cli.store.presence`). ``wait_ms``: how
+        long a statement waits for a lock, opening included (default ``CMEM_BUSY_TIMEOUT_MS``)."""
         if export_dir is not None and _missing_or_empty(path):
             from cmem_cli.store.presence import check_store_presence
 
             check_store_presence(path, export_dir)
-        db = Database(path)
+        db = Database(path, wait_ms=wait_ms)
         db.migrate(MIGRATIONS)
         return cls(db)
 
@@ -189,6 +190,17 @@ class Store:
                 conn.config(apsw.SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1)
         with contextlib.suppress(AttributeError, apsw.Error):
             conn.set_busy_timeout(busy_timeout_ms)
+
+    def give_up_at(self, deadline: float) -> None:
+        """Abandon any statement still running at ``deadline`` (``time.perf_counter()``'s clock): it fails as
+        :class:`DatabaseBusy`. For a read the agent waits for (a hook's recall), which must end in time
+        with nothing rather than late with something."""
+        import time
+
+        def late() -> bool:
+            return time.perf_counter() > deadline
+
+        self.db.conn.set_progress_handler(late, 1000)
 
     @property
     def anchors(self) -> AnchorStore:

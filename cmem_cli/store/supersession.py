@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from cmem_cli.core.batches import batches
-from cmem_cli.store.filters import Filters
 from cmem_cli.store.rows import Repository
+
+if TYPE_CHECKING:
+    from cmem_cli.store.filters import Filters
 
 SUPERSEDES = "supersedes"
 

@@ -5,7 +5,8 @@ Write, NotebookEdit), the memories that clear the bar go back to the agent as ``
 session's capture log remembers them so none is given twice (a file's notes once a session, read or edit).
 
 Loaded only by an event that may inject. A hook that has already spent ``[recall] budget_ms`` injects
-nothing (the agent must not wait for a memory); a busy database is skipped the same way. Each injection is
+nothing (the agent must not wait for a memory); a busy database is skipped the same way, and a hook that
+answers before it records gives up the read itself at that budget (:func:`answer_first`). Each injection is
 counted in hooks.log (``recall prompt|file session=… injected=N tokens=T ms=M``).
 """
 
@@ -21,6 +22,8 @@ if TYPE_CHECKING:
     from cmem_cli.api import Memory
     from cmem_cli.capture.hooks.payload import HookPayload
     from cmem_cli.core.config import Config
+    from cmem_cli.core.recall_settings import RecallSettings
+    from cmem_cli.services.read.recall import Recall
 
 # Claude Code's tools (and what the adapters rename others' to) that read or change one file.
 FILE_TOOLS = {"Read": "file_path", "Edit": "file_path", "MultiEdit": "file_path", "Write": "file_path",
@@ -43,6 +46,62 @@ def answer(
     ``given``: capture-log keys the session was given by events not recorded yet (the spool's). With
     ``marks`` the store is only read: the keys of what was given are added to it for the caller to record
     with the event; without, they are recorded here before the answer."""
+    asked = _asked(payload, config, started)
+    if asked is None:
+        return None
+    point, subject, settings, begun = asked
+    try:
+        recall = mem.recorder.recall(
+            point,
+            subject,
+            project=project,
+            session=payload.session_id or "",
+            cwd=payload.cwd,
+            settings=settings,
+            lines=_lines_read(payload) if point == "file" else None,
+            given=given,
+            record=marks is None,
+        )
+    except DatabaseBusy:
+        return None
+    return _answered(payload, config, recall, begun, marks)
+
+
+def answer_first(
+    payload: HookPayload, config: Config, started: float | None, *, given: Collection[str], marks: list[str]
+) -> dict[str, Any] | None:
+    """:func:`answer` for a hook that answers before it records: the store is opened for this read alone
+    (:mod:`cmem_cli.services.read.recall_read`: no API, no write service), and what it does not finish by
+    the hook's ``budget_ms`` it gives up (nothing is injected, the event is recorded all the same)."""
+    asked = _asked(payload, config, started)
+    if asked is None:
+        return None
+    point, subject, settings, begun = asked
+    from cmem_cli.services.read.recall_read import read_recall
+
+    try:
+        recall = read_recall(
+            config,
+            point,
+            subject,
+            cwd=payload.cwd,
+            session=payload.session_id or "",
+            settings=settings,
+            lines=_lines_read(payload) if point == "file" else None,
+            given=given,
+            deadline=(started if started is not None else begun) + settings.budget_ms / 1000,
+        )
+    except DatabaseBusy as exc:
+        _log(config, f"recall {point} session={_short(payload.session_id or '')}: skipped, {exc.message}")
+        return None
+    return _answered(payload, config, recall, begun, marks)
+
+
+def _asked(
+    payload: HookPayload, config: Config, started: float | None
+) -> tuple[str, str, RecallSettings, float] | None:
+    """What this event asks recall (the point, the prompt or the file, the settings) and when recall began;
+    None when nothing is to be asked: no subject or session, recall off, or the hook over its budget."""
     point = "prompt" if payload.event == "UserPromptSubmit" else "file"
     subject = payload.prompt if point == "prompt" else _file_of(payload)
     if not subject or not subject.strip() or not payload.session_id:
@@ -56,20 +115,13 @@ def answer(
     if started is not None and (begun - started) * 1000 > settings.budget_ms:
         _log(config, f"recall {point} session={_short(payload.session_id)}: skipped, the hook is over budget")
         return None
-    try:
-        recall = mem.recorder.recall(
-            point,
-            subject,
-            project=project,
-            session=payload.session_id,
-            cwd=payload.cwd,
-            settings=settings,
-            lines=_lines_read(payload) if point == "file" else None,
-            given=given,
-            record=marks is None,
-        )
-    except DatabaseBusy:
-        return None
+    return point, subject, settings, begun
+
+
+def _answered(
+    payload: HookPayload, config: Config, recall: Recall | None, begun: float, marks: list[str] | None
+) -> dict[str, Any] | None:
+    """The hook's answer for what recall found (logged in hooks.log), its given keys added to ``marks``."""
     if marks is not None and recall is not None:
         marks.extend(recall.given_keys)
     if recall is None or not recall.text:
@@ -77,7 +129,7 @@ def answer(
     ms = (time.perf_counter() - begun) * 1000
     _log(
         config,
-        f"recall {point} session={_short(payload.session_id)} injected={len(recall.injected)} "
+        f"recall {recall.point} session={_short(payload.session_id or '')} injected={len(recall.injected)} "
         f"tokens={recall.tokens} ms={ms:.0f}",
     )
     return {"hookSpecificOutput": {"hookEventName": payload.event, "additionalContext": recall.text}}

@@ -343,25 +343,18 @@ def _answer_then_record(
 
 
 def _recall_first(payload: HookPayload, config: Config) -> tuple[dict[str, Any] | None, tuple[str, ...]]:
-    """Recall's answer for a prompt or a file, read from the store alone (a busy or damaged store: none),
-    and the capture-log keys of what it gave, for the event's replay to record. What the session was given
-    by events not recorded yet is read from the spool first (:func:`spool.marks_in_flight`)."""
-    from cmem_cli.api import Memory, excluded_project
+    """Recall's answer for a prompt or a file, read from the store alone (a busy, damaged or slow store:
+    none), and the capture-log keys of what it gave, for the event's replay to record. What the session was
+    given by events not recorded yet is read from the spool first (:func:`spool.marks_in_flight`)."""
     from cmem_cli.capture.hooks import spool
-    from cmem_cli.capture.hooks.recall import answer
-    from cmem_cli.core.config import default_project
+    from cmem_cli.capture.hooks.recall import answer_first
 
-    if not payload.session_id or excluded_project(default_project(payload.cwd), config):
+    if not payload.session_id:
         return None, ()
     given = spool.marks_in_flight(config.home, payload.session_id)
     marks: list[str] = []
     try:
-        with Memory(config=config) as mem:
-            _tune_reads(mem)
-            project = mem.project_here(payload.cwd)
-            if excluded_project(project, config):
-                return None, ()
-            output = answer(mem, payload, project, config, STARTED[0], given=given, marks=marks)
+        output = answer_first(payload, config, STARTED[0], given=given, marks=marks)
     except (DatabaseBusy, DatabaseCorrupt):
         return None, ()  # the event is recorded (or kept) by the child all the same
     return output, tuple(marks)

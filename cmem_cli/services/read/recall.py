@@ -180,6 +180,7 @@ def prompt_recall(
             said = _clauses(row, request=row["strength"] >= settings.bar)
             row["words"] = max((len(asked & stems(clause)) for clause in said), default=0)
     ranked = sorted(notes.values(), key=lambda r: -r["strength"])
+    given = _known(store, session, given) if session is not None else given
     found = _choose(store, "prompt", prompt, project, ranked, settings, session=session, cwd=cwd, given=given)
     return _with_changed(store, found, session, given) if session is not None else found
 
@@ -286,6 +287,7 @@ def file_recall(
     uses; decisions and bug causes first, newest first within each. ``lines``: the
     part of the file that was read (first and last line); a note about another part of it (its anchor's
     region, as recorded) waits for a read of that part. Only a whole read marks the file as offered."""
+    given = _known(store, session, given) if session is not None else given
     if session is not None and _seen(store, session, FILE_GIVEN + path, given):
         return Recall("file", path, project, None, [], None, note="offered already in this session")
     rows = store.recall.notes_on_file(project, path, limit=FILE_CANDIDATES)
@@ -310,8 +312,24 @@ def file_recall(
     return found._replace(lines=lines)
 
 
+class _Known(frozenset[str]):
+    """Keys a session was given: those still in the spool and every recall key its capture log holds
+    (``recorded``, oldest first), read at once: a key it lacks was not given."""
+
+    recorded: list[str]
+
+
+def _known(store: Store, session: str, given: Collection[str]) -> _Known:
+    recorded = store.recall.recall_keys(session)
+    known = _Known([*given, *recorded])
+    known.recorded = recorded
+    return known
+
+
 def _seen(store: Store, session: str, key: str, given: Collection[str]) -> bool:
     """Whether the session was given ``key``: as its capture log says, or ``given`` (still in the spool)."""
+    if isinstance(given, _Known):
+        return key in given
     return key in given or store.capture_log.seen(session, key)
 
 
@@ -373,9 +391,7 @@ def _choose(
     bar = settings.bar if point == "prompt" else None
     if not rows:  # the common case of a file read: nothing to weigh, nothing more to load
         return Recall(point, subject, project, bar, [], None)
-    from cmem_cli.services.truth import supersession
-
-    supersession.annotate(store, rows)
+    _replaced(store, rows)
     header = HEADER[point].format(path=subject)
     used = estimate_tokens(header)
     picks: list[Pick] = []
@@ -400,9 +416,7 @@ def _choose(
         if why == "injected":
             chosen.append(row)
     if chosen:
-        from cmem_cli.services.truth.anchor_notes import annotate
-
-        annotate(store, chosen, cwd=cwd)  # freshness, for the few that are shown only
+        _freshness(store, chosen, cwd)  # for the few that are shown only
     lines: dict[int, str] = {}
     for row in chosen:
         text = line(row, fresh=point == "file")
@@ -425,17 +439,17 @@ def _choose(
 def _with_changed(store: Store, found: Recall, session: str, given: Collection[str] = ()) -> Recall:
     """``found`` followed by the memories whose cited files changed during the session (a ``FileChanged``
     hook re-checked them) that the session was not told of yet, with their marks."""
-    log = store.capture_log
-    uids = [key[len(CHANGED) :] for key in log.keys_with_prefix(session, CHANGED)]
-    uids = [uid for uid in uids if TOLD + uid not in given and not log.seen(session, TOLD + uid)]
+    if isinstance(given, _Known):
+        uids = [key[len(CHANGED) :] for key in given.recorded if key.startswith(CHANGED)]
+    else:
+        uids = [key[len(CHANGED) :] for key in store.capture_log.keys_with_prefix(session, CHANGED)]
+    uids = [uid for uid in uids if not _seen(store, session, TOLD + uid, given)]
     rows: list[dict[str, Any]] = (
         [{**row} for row in store.observations.by_uids(uids).values()] if uids else []
     )  # annotate adds fields
     if not rows:
         return found
-    from cmem_cli.services.truth.anchor_notes import annotate
-
-    annotate(store, rows)
+    _freshness(store, rows, None)
     lines = [line(row) for row in rows[:MAX_CHANGED]]
     picks = [
         Pick(r["id"], r["uid"], r["type"], r["title"], r["created_at"], int(r.get("tokens") or 0), None,
@@ -447,6 +461,29 @@ def _with_changed(store: Store, found: Recall, session: str, given: Collection[s
 
 
 MAX_CHANGED = 3
+
+
+def _replaced(store: Store, rows: list[dict[str, Any]]) -> None:
+    """Give the rows ``superseded_by`` and ``possibly_superseded_by``, as
+    :func:`cmem_cli.services.truth.supersession.annotate` does for observations, in one read."""
+    found = store.recall.replacements(r["id"] for r in rows)
+    for row in rows:
+        explicit, inferred = found.get(row["id"], (None, None))
+        row["superseded_by"] = explicit
+        row["possibly_superseded_by"] = inferred if explicit is None else None
+
+
+def _freshness(store: Store, rows: list[dict[str, Any]], cwd: str | None) -> None:
+    """Give the rows ``stale``, ``drifted``, ``behind`` and ``branch``
+    (:func:`cmem_cli.services.truth.anchor_notes.annotate`), whose checks are loaded only when one of the
+    rows is anchored: none of the others has any."""
+    if store.recall.anchored([r["id"] for r in rows]):
+        from cmem_cli.services.truth.anchor_notes import annotate
+
+        annotate(store, rows, cwd=cwd)
+        return
+    for row in rows:
+        row.update(stale=None, drifted=None, behind=None, branch=None)
 
 
 def recheck(store: Store, project: str, path: str, session: str, *, cwd: str | None) -> list[int]:

@@ -16,13 +16,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, MutableMapping
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
-from cmem_cli.store.filters import Filters
 from cmem_cli.store.repository import Store
 from cmem_cli.store.supersession import SUPERSEDES as SUPERSEDES  # the services' callers name it from here
 from cmem_cli.store.supersession import ObservationText
 
 if TYPE_CHECKING:
     from cmem_cli.core.hit_types import HitRow
+    from cmem_cli.store.filters import Filters
     from cmem_cli.store.row_types import ObservationRow
 
 MAX_CHAIN = 20  # successors followed from one row (a chain of replacements; cycles stop earlier)
