@@ -8,6 +8,7 @@ import pytest
 from cmem_cli.core.db import Database
 from cmem_cli.core.errors import DatabaseCorrupt
 from cmem_cli.core.migrations import TABLE, Migrations
+from cmem_cli.store.records import normalize_observation
 from cmem_cli.store.repository import Store
 from cmem_cli.store.schema import MIGRATIONS
 from tests.terminal import run_in_terminal
@@ -139,14 +140,9 @@ def test_observations_from_before_dates_were_search_terms_get_theirs(tmp_path):
     path = tmp_path / "cmem.db"
     store = Store.open(path)
     with store.transaction():
-        store.observations.insert(
-            {
-                "title": "Went camping",
-                "type": "discovery",
-                "project": "p",
-                "agent": "a",
-                "created_at": 1687860000000,
-            }
+        record = {"title": "Went camping", "type": "discovery", "project": "p", "agent": "a"}
+        store.observations.insert(  # the store inserts a checked record, as every writer hands it
+            {**normalize_observation(record), "created_at": 1687860000000}
         )  # 27 June 2023
     # as a store written before m003: no date among the search terms, m003 not recorded
     store.db.execute("UPDATE observations SET search_terms = ''")
