@@ -79,10 +79,16 @@ def _best_of_ranked_chunks(
     def page(want: int, head: bm25.Head | None) -> bm25.Ranked:
         return retrieval.ranked_chunks(WEIGHTS, match, where, params, head, want)
 
+    def documents(ranked: bm25.Ranked) -> dict[int, int]:
+        return retrieval.documents_of_chunks([chunk_id for chunk_id, _ in ranked])
+
+    def enough(ranked: bm25.Ranked) -> bool:  # the head's proven chunks hold the page's documents
+        return len(set(documents(ranked).values())) >= limit
+
     want = limit * 4
     while True:
-        ranked = bm25.ranked_head(functools.partial(page, want), want, narrow)
-        docs = retrieval.documents_of_chunks([chunk_id for chunk_id, _ in ranked])
+        ranked = bm25.ranked_head(functools.partial(page, want), want, narrow, enough)
+        docs = documents(ranked)
         best: dict[int, DocHit] = {}
         for chunk_id, rank in ranked:
             doc_id = docs.get(chunk_id)

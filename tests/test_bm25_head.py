@@ -42,9 +42,9 @@ def terms(conn: apsw.Connection, query: str) -> bm25.QueryTerms:
 def ranker(conn: apsw.Connection, match: str, want: int, calls: list[bm25.Head | None]):
     def page(narrow: bm25.Head | None) -> bm25.Ranked:
         calls.append(narrow)
-        also, more = (f" AND {narrow.where}", narrow.params) if narrow else ("", [])
+        matching, also, more = bm25.narrowed(match, narrow)
         sql = f"SELECT rowid, {WEIGHTS} AS rank FROM t WHERE t MATCH ?{also} ORDER BY rank, rowid LIMIT ?"
-        return list(conn.execute(sql, [match, *more, want]))
+        return list(conn.execute(sql, [matching, *more, want]))
 
     return page
 
@@ -96,9 +96,9 @@ def test_no_head_where_narrowing_cannot_help(table, monkeypatch):
     assert head("token", "absent") is None  # one term is in the table
 
 
-def test_no_head_when_most_matches_hold_two_terms_or_more(monkeypatch):
+def test_no_pairs_head_when_most_matches_hold_two_terms_or_more(monkeypatch):
     """Words in most rows (a 100-word vocabulary): the pairs keep nearly every match, and matching them
-    cost more than ranking every match (bm25.HEAD_SHARE)."""
+    cost more than ranking every match (bm25.HEAD_SHARE); the rows holding every term are the head."""
     conn = apsw.Connection(":memory:")
     conn.execute(f"CREATE VIRTUAL TABLE t USING fts5(title, body, tokenize='{TOKENIZER}')")
     rng = random.Random(5)
@@ -113,7 +113,78 @@ def test_no_head_when_most_matches_hold_two_terms_or_more(monkeypatch):
     some = conn.execute("SELECT count(*) FROM t WHERE t MATCH ?", [fts_query("token refresh race")])
     assert abs(share - both / some.fetchall()[0][0]) < 0.05  # the estimate is near the real share
     monkeypatch.setattr(bm25, "HEAD_FROM", 0)
-    assert share >= bm25.HEAD_SHARE and bm25.head("t", query) is None
+    narrow = bm25.head("t", query)
+    assert share >= bm25.HEAD_SHARE and narrow is not None
+    assert (narrow.where, narrow.match) == ("", '"token" AND "refresh" AND "race"')
+
+
+@pytest.fixture(scope="module")
+def dense() -> apsw.Connection:
+    """2,000 rows over a 12-word vocabulary: each word in about half the rows, as `bench/core.py`'s."""
+    conn = apsw.Connection(":memory:")
+    conn.execute(f"CREATE VIRTUAL TABLE t USING fts5(title, body, tokenize='{TOKENIZER}')")
+    rng = random.Random(45)
+    vocabulary = COMMON + RARE[:4]
+    with conn:
+        for _ in range(2_000):
+            title = " ".join(rng.sample(vocabulary, 3))
+            conn.execute("INSERT INTO t VALUES (?, ?)", (title, " ".join(rng.choices(vocabulary, k=9))))
+    return conn
+
+
+@pytest.mark.parametrize("query", ["token refresh race", "deadlock worker pool retry", "retry bala token"])
+@pytest.mark.parametrize("want", [1, 10, 60])
+def test_the_every_term_head_gives_the_page_of_every_match(dense, monkeypatch, query, want):
+    monkeypatch.setattr(bm25, "HEAD_FROM", 0)
+    page = ranker(dense, fts_query(query), want, calls := [])
+    narrow = bm25.head("t", terms(dense, query))
+    assert narrow is not None and narrow.match == fts_query(query, require_all=True)
+    assert bm25.ranked_head(page, want, narrow) == page(None)
+    assert calls[0] is narrow
+
+
+def test_the_every_term_head_proves_its_page_alone(dense, monkeypatch):
+    monkeypatch.setattr(bm25, "HEAD_FROM", 0)
+    page = ranker(dense, fts_query("token refresh race"), 10, calls := [])
+    narrow = bm25.head("t", terms(dense, "token refresh race"))
+    assert bm25.ranked_head(page, 10, narrow) == page(None)
+    assert calls[0] is narrow and calls[1] is None and len(calls) == 2  # ranked once, then the check
+
+
+def test_rows_lacking_a_term_that_outscore_the_every_term_head_are_ranked(monkeypatch):
+    """A rarer word twice weighted in a title outscores the rows holding every word in their bodies: the
+    head cannot prove its page, and every match is ranked."""
+    conn = apsw.Connection(":memory:")
+    conn.execute(f"CREATE VIRTUAL TABLE t USING fts5(title, body, tokenize='{TOKENIZER}')")
+    bodies = ["token refresh bala"] * 600 + ["token race bale"] * 300 + ["token refresh race"] * 100
+    with conn:
+        for body in bodies:
+            conn.execute("INSERT INTO t VALUES (?, ?)", ("", body))
+        for _ in range(5):
+            conn.execute("INSERT INTO t VALUES (?, ?)", ("race refresh", "bali"))
+    monkeypatch.setattr(bm25, "HEAD_FROM", 0)
+    query = "token refresh race"
+    page = ranker(conn, fts_query(query), 10, calls := [])
+    narrow = bm25.head("t", terms(conn, query))
+    assert narrow is not None and narrow.match is not None
+    every_match = page(None)
+    assert bm25.ranked_head(page, 10, narrow) == every_match
+    assert calls == [None, narrow, None]
+    assert every_match[0][0] > 1_000  # a row without "token" ranks first
+
+
+def test_a_caller_needing_fewer_rows_takes_the_rows_the_head_proves(dense, monkeypatch):
+    """A page of 400 the head cannot prove whole: a caller that needs 10 of them (documents of several
+    chunks) takes the first rows no row left out can outscore, the first rows of every match's ranking."""
+    monkeypatch.setattr(bm25, "HEAD_FROM", 0)
+    query = "token refresh race"
+    page = ranker(dense, fts_query(query), 400, calls := [])
+    narrow = bm25.head("t", terms(dense, query))
+    ranked = bm25.ranked_head(page, 400, narrow, lambda first: len(first) >= 10)
+    assert calls == [narrow]
+    assert 10 <= len(ranked) < 400
+    assert ranked == page(None)[: len(ranked)]
+    assert bm25.ranked_head(page, 400, narrow, lambda first: len(first) >= 400) == page(None)
 
 
 def test_table_rows_reads_what_fts5_counts(table):
@@ -149,3 +220,33 @@ def test_the_store_and_the_index_rank_the_same_with_the_head(home: Path, monkeyp
     for query in queries:
         assert results(query) == every_match[query]
     assert sum(h is not None for h in heads) >= 4  # the store's and the index's head for the common queries
+
+
+def test_the_store_and_the_index_rank_the_same_with_the_every_term_head(home: Path, monkeypatch, cli):
+    """Through the real search, words in most memories (`bench/core.py`'s corpus): each query's rows and
+    scores as ranking every match gives them, the store's and the index's head holding every term."""
+    rng = random.Random(45)
+    vocabulary = COMMON + RARE[:4]
+    lines = []
+    for i in range(300):
+        title, words = " ".join(rng.sample(vocabulary, 3)), " ".join(rng.choices(vocabulary, k=9))
+        lines.append(f'{{"type": "change", "title": "{title} {i}", "narrative": "{words}"}}')
+    assert cli("add", "--json", "-", input="\n".join(lines) + "\n").exit_code == 0
+    assert cli("index").exit_code == 0
+
+    def results(query: str) -> str:
+        out = cli("search", query, "--mode", "keyword", "--json", "-n", "30")
+        assert out.exit_code == 0, out.stderr
+        assert out.json()  # the page is not empty
+        return out.stdout
+
+    queries = ["token refresh race", "deadlock worker pool retry", "retry bala token"]
+    real_head = bm25.head
+    monkeypatch.setattr(bm25, "head", lambda *a: None)
+    every_match = {q: results(q) for q in queries}
+    heads: list[bm25.Head | None] = []
+    monkeypatch.setattr(bm25, "HEAD_FROM", 0)
+    monkeypatch.setattr(bm25, "head", lambda *a: heads.append(real_head(*a)) or heads[-1])
+    for query in queries:
+        assert results(query) == every_match[query]
+    assert sum(h is not None and h.match is not None for h in heads) >= 6  # the store's and the index's

@@ -159,3 +159,38 @@ def test_the_python_api_gives_the_candidates(home):
         found = memory.candidates(new.id)
     assert found[0].id == old.id and found[0].inferred
     assert found[0].confirm == f"cmem link {new.id} supersedes {old.id}"
+
+
+def test_the_pool_a_new_memory_is_compared_with_is_ranked_as_fts5s_rank_ties_included(tmp_path):
+    """The older memories of the project that share the new one's words, ranked by ``bm25()`` inside the
+    project (not by FTS5's ``rank`` over every match of the store): the same rows in the same order,
+    including the many ties of memories stated alike, at every depth."""
+    import random
+
+    from cmem_cli.store.records import normalize_observation
+    from cmem_cli.store.repository import Store
+
+    rng = random.Random(41)
+    store = Store.open(tmp_path / "cmem.db")
+    try:
+        with store.transaction():
+            for i in range(600):
+                words = rng.choice(["cache deploy", "cache stampede", "deploy cache", "stampede", "cache"])
+                title = words if i % 3 else f"{words} {rng.choice(['api', 'worker', 'queue'])}"
+                obs = {"title": title, "project": rng.choice(["p", "q", "r"]), "created_at": 1_700_000 + i}
+                store.observations.insert(normalize_observation(obs))
+        match = '"cache" OR "stampede" OR "deploy"'
+        ranked_by_rank = (
+            "SELECT o.id, -bm25(observations_fts, 10.0, 4.0, 1.0, 2.0, 3.0, 1.0), o.session "
+            "FROM observations_fts CROSS JOIN observations o ON o.id = observations_fts.rowid "
+            "WHERE observations_fts MATCH ? AND o.project = ? AND o.id != ? AND o.created_at <= ? "
+            "ORDER BY rank LIMIT ?"
+        )
+        for project in "pqr":
+            for limit in (1, 5, 20, 200, 1_000):
+                pool = store.supersession.replacement_pool(match, 7, project, None, 1_700_550, limit=limit)
+                expected = store.db.rows(ranked_by_rank, (match, project, 7, 1_700_550, limit))
+                assert [(i, s) for i, s, _ in pool] == [(i, s) for i, s, _ in expected]
+                assert len(pool) == min(limit, len(expected))
+    finally:
+        store.close()

@@ -70,6 +70,7 @@ class QueryTerms(NamedTuple):
     phrases: bool  # some token is a phrase of several terms
     counts: dict[str, int]  # rows holding each term (terms no row holds are left out)
     rows: int  # rows of the table
+    tokens: tuple[str, ...] = ()  # the tokens asked for, in order: the phrases of the query's MATCH
 
     def idf_sum(self) -> float:
         return idf_sum(self.rows, self.counts, set(self.terms.values()))
@@ -106,16 +107,22 @@ def query_terms(conn: Any, table: str, tokenizer: str, tokens: Sequence[str]) ->
             terms[token] = pieces[0][2]
             phrases = phrases or len(pieces) > 1
     found = term_counts(conn, table, set(terms.values()))
-    return QueryTerms(terms, phrases, {t: n for t, n in found.items() if n}, table_rows(conn, table))
+    counts = {t: n for t, n in found.items() if n}
+    return QueryTerms(terms, phrases, counts, table_rows(conn, table), tuple(tokens))
+
+
+Ranked = list[tuple[int, float]]
 
 
 class Head(NamedTuple):
     """A narrower match to rank first. ``where`` (with ``params``) keeps the rows of the full-text table that
-    hold two or more of the query's terms; a row it leaves out holds one term and scores at most ``bound``."""
+    hold two or more of the query's terms, or ``match`` replaces the query's MATCH with one that keeps the
+    rows holding every term; a row either leaves out scores at most ``bound``."""
 
     where: str
     params: list[Any]
     bound: float
+    match: str | None = None  # the same phrases in the same order AND-ed: each row's bm25() is unchanged
 
 
 def head(table: str, query: QueryTerms) -> Head | None:
@@ -138,13 +145,48 @@ def head(table: str, query: QueryTerms) -> Head | None:
         return None
     rows = max([query.rows, *query.counts.values()])
     if several_share([query.counts[t] / rows for t in present]) >= HEAD_SHARE:
-        return None
+        return every_term(query, shared, present, rows)
     bound = max(shared[t] * bm25_idf(rows, query.counts[t]) * (K1 + 1) for t in present)
     pairs = " OR ".join(
         f"({_quoted(spelled[a])} AND {_quoted(spelled[b])})" for a, b in itertools.combinations(present, 2)
     )
     where = f"+{table}.rowid IN (SELECT rowid FROM {table} WHERE {table} MATCH ?)"
     return Head(where, [pairs], bound * 1.001)  # a hair above: FTS5 sums in another order
+
+
+def every_term(query: QueryTerms, shared: Counter[str], present: list[str], rows: int) -> Head | None:
+    """The rows holding every term of the query, as a head of their own, or None where they are most of
+    the matches too (or a token is missing from the table: the AND would match nothing).
+
+    Where most matches hold two terms (three words each in 70% of the rows), the pairs head is nearly
+    every match, but a third of them hold all three. The head's MATCH AND-s the query's own phrases in
+    their order, so FTS5 scores each row as the OR-ed query does; a row it leaves out lacks some term
+    and scores at most the others' bounds summed."""
+    if len(present) < 3 or len(query.tokens) != len(query.terms) or len(present) != len(shared):
+        return None
+    shares = [query.counts[t] / rows for t in present]
+    if math.prod(shares) / (1 - math.prod(1 - p for p in shares)) >= HEAD_SHARE:
+        return None
+    bounds = {t: shared[t] * bm25_idf(rows, query.counts[t]) * (K1 + 1) for t in present}
+    bound = math.fsum(bounds.values()) - min(bounds.values())
+    match = " AND ".join(_quoted(token) for token in query.tokens)
+    return Head("", [], bound * 1.001, match)  # a hair above: FTS5 sums in another order
+
+
+def narrowed(match: str, narrow: Head | None) -> tuple[str, str, list[Any]]:
+    """The MATCH expression, the clause to add (`` AND ...``) and its parameters that rank ``narrow``'s rows
+    of the query ``match`` (every match when None)."""
+    if narrow is None:
+        return match, "", []
+    if narrow.match is not None:
+        return narrow.match, "", []
+    return match, f" AND {narrow.where}", narrow.params
+
+
+def proven(ranked: Ranked, narrow: Head) -> Ranked:
+    """The best rows of ``narrow``'s ranking (best first) that no row outside it can outscore: the first
+    rows of the ranking of every match, in its order."""
+    return list(itertools.takewhile(lambda row: -row[1] > narrow.bound, ranked))
 
 
 def several_share(shares: Sequence[float]) -> float:
@@ -159,17 +201,23 @@ def _quoted(term: str) -> str:
     return '"' + term.replace('"', '""') + '"'
 
 
-Ranked = list[tuple[int, float]]
-
-
-def ranked_head(rank: Callable[[Head | None], Ranked], want: int, narrow: Head | None) -> Ranked:
+def ranked_head(
+    rank: Callable[[Head | None], Ranked],
+    want: int,
+    narrow: Head | None,
+    enough: Callable[[Ranked], bool] | None = None,
+) -> Ranked:
     """``rank`` (the caller's query: (rowid, FTS5 rank) pairs best first, at most ``want``, within ``narrow``
     when given) run on the narrow head first, and again over every match when the head cannot prove its
-    page: fewer than ``want`` rows, or a last row that a single-term row could outscore."""
+    page: fewer than ``want`` rows, or a last row that a row left out could outscore. ``enough``: a caller
+    that may need fewer rows than it asks for (a document's several chunks) takes the head's first rows
+    it does prove (:func:`proven`) when they are enough for it."""
     if narrow is not None:
         ranked = rank(narrow)
         if len(ranked) >= want and -ranked[want - 1][1] > narrow.bound:
             return ranked
+        if enough is not None and enough(first := proven(ranked, narrow)):
+            return first
     return rank(None)
 
 

@@ -55,7 +55,7 @@ class KeywordSearch(Repository):
         }
 
         def page(narrow: bm25.Head | None) -> bm25.Ranked:
-            also, more = (f" AND {narrow.where}", narrow.params) if narrow else ("", [])
+            matching, also, more = bm25.narrowed(match, narrow)
             if plain:
                 sql = (
                     f"SELECT rowid, {OBS_BM25} AS rank FROM observations_fts "
@@ -67,7 +67,7 @@ class KeywordSearch(Repository):
                     f"ON o.id = observations_fts.rowid WHERE observations_fts MATCH ?{also} AND {where} "
                     f"ORDER BY {order_sql[order]} LIMIT ? OFFSET ?"
                 )
-            return list(self.db.execute(sql, [match, *more, *params, limit, offset]))
+            return list(self.db.execute(sql, [matching, *more, *params, limit, offset]))
 
         terms = None
         if order == "relevance" and (low, high) == (0, MAX_ROWID):  # a time window's range is narrow already

@@ -178,14 +178,18 @@ class Supersession(Repository):
     ) -> list[tuple[int, float, bool]]:
         """What an observation just recorded may replace: (id, BM25 strength, same session) of the older
         observations of its project that share its words (``match``, an FTS5 expression), best first, and
-        the last few of its session whatever their words (a correction rarely repeats its subject)."""
+        the last few of its session whatever their words (a correction rarely repeats its subject).
+
+        Ordered by ``bm25()``, the value of FTS5's ``rank`` column: ``ORDER BY rank`` had FTS5 rank every
+        match of the whole store before the project's filter (19 ms for an `add` at 10,000 memories, 4 ms
+        so), in the same order, ties included."""
         found: dict[int, tuple[int, float, bool]] = {}
         if match:
             rows = self.db.rows(
                 "SELECT o.id, -bm25(observations_fts, 10.0, 4.0, 1.0, 2.0, 3.0, 1.0), o.session "
                 "FROM observations_fts CROSS JOIN observations o ON o.id = observations_fts.rowid "
                 "WHERE observations_fts MATCH ? AND o.project = ? AND o.id != ? AND o.created_at <= ? "
-                "ORDER BY rank LIMIT ?",
+                "ORDER BY bm25(observations_fts) LIMIT ?",
                 (match, project, obs_id, before, limit),
             )
             for found_id, strength, their_session in rows:

@@ -187,11 +187,11 @@ class Retrieval(Repository):
         within = ""
         if where != "1":
             within = f" AND +rowid IN (SELECT c.id FROM documents d JOIN chunks c ON c.doc_id = d.id WHERE {where})"
-        also, more = (f" AND {head.where}", head.params) if head else ("", [])
+        matching, also, more = bm25.narrowed(match, head)
         return self._all(
             f"SELECT rowid, bm25(chunks_fts, ?, ?, ?) AS rank FROM chunks_fts "
             f"WHERE chunks_fts MATCH ?{also}{within} ORDER BY rank LIMIT ?",
-            [*weights, match, *more, *params, want],
+            [*weights, matching, *more, *params, want],
         )
 
     def documents_of_chunks(self, chunk_ids: Sequence[int]) -> dict[int, int]:
