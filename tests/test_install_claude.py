@@ -252,8 +252,8 @@ def ours(after: dict) -> dict[str, list[tuple[str | None, bool]]]:
 
 
 def test_claude_code_waits_only_for_the_hooks_that_answer_with_context(sh, claude_dir) -> None:
-    """The briefing, prompt recall, the notes before an edit and after a Read are waited for; recording a
-    tool call, a failure, the turn's or the session's end or a watched file's change runs in the
+    """The briefing, prompt recall, the notes before an edit and after a Read, and the turn's end are waited
+    for; recording a tool call, a failure, the session's end or a watched file's change runs in the
     background ("async": true)."""
     assert sh("install", "claude-code").exit_code == 0
     assert ours(settings(claude_dir)) == {
@@ -262,7 +262,7 @@ def test_claude_code_waits_only_for_the_hooks_that_answer_with_context(sh, claud
         "PreToolUse": [("Edit|MultiEdit|Write|NotebookEdit", False)],
         "PostToolUse": [("Read", False), ("^(?!Read$).*", True)],
         "PostToolUseFailure": [("*", True)],
-        "Stop": [(None, True)],
+        "Stop": [(None, False)],
         "SessionEnd": [(None, True)],
         "FileChanged": [(None, True)],
     }

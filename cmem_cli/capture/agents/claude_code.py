@@ -26,19 +26,21 @@ class Hook(NamedTuple):
 # Every tool but Read (a JavaScript regular expression): their PostToolUse only records.
 NOT_READ = "^(?!Read$).*"
 
-# Event -> cmem's entries for it. Claude Code waits for the four that may answer with context: the
-# briefing, prompt recall, the notes on a file before an edit and after a Read (file recall, once a file
-# a session). PostToolUseFailure is where Claude Code reports failed tool calls (a failing command, an
-# edit that no longer matched): the most useful errors to remember. `claude -p` kills the background
-# hooks still running when it exits, right after Stop: SessionEnd's, which outlives the client, then
-# takes the turn's summary from the transcript (capture/hooks/runner.py).
+# Event -> cmem's entries for it. Claude Code waits for the four that may answer with context (the
+# briefing, prompt recall, the notes on a file before an edit and after a Read: file recall, once a file a
+# session) and for Stop. PostToolUseFailure is where Claude Code reports failed tool calls (a failing
+# command, an edit that no longer matched): the most useful errors to remember. Stop is waited for because
+# `claude -p` cancels the background hooks still running when it exits, right after Stop, and then waits
+# about 1.5 s before SessionEnd (measured with 2.1.332's --debug-file): a waited Stop (~60 ms) lets the last
+# tool call's hook finish first. SessionEnd's hook outlives the client; it takes a turn's summary from the
+# transcript when Stop's did not record it (capture/hooks/runner.py).
 HOOKS: dict[str, tuple[Hook, ...]] = {
     "SessionStart": (Hook(None, 15),),
     "UserPromptSubmit": (Hook(None, 10),),
     "PreToolUse": (Hook("Edit|MultiEdit|Write|NotebookEdit", 10),),
     "PostToolUse": (Hook("Read", 10), Hook(NOT_READ, 10, waits=False)),
     "PostToolUseFailure": (Hook("*", 10, waits=False),),
-    "Stop": (Hook(None, 10, waits=False),),
+    "Stop": (Hook(None, 10),),
     "SessionEnd": (Hook(None, 10, waits=False),),
     # fires for the files SessionStart's watchPaths named: the memories citing one are re-checked at once
     "FileChanged": (Hook(None, 10, waits=False),),
