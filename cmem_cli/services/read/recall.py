@@ -30,7 +30,6 @@ from cmem_cli.store.repository import Store
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from cmem_cli.store.filters import Filters
 
 CANDIDATES = 12  # notes weighed for a prompt
 HITS = 40  # keyword hits read for them (the hooks' records among them are left out)
@@ -159,13 +158,11 @@ def prompt_recall(
     store's capture log says, or ``given``: keys of events the hooks have not recorded yet). ``recorded``:
     the store holds ``prompt`` already (a hook that records before it answers); else the prompts' keyword
     statistics count it, as they will once it is."""
-    from cmem_cli.store.filters import Filters
-
-    filters = Filters(project=project, folded=store.projects.older_names(project))
-    notes = _weigh(store, prompt, filters, session=session, recorded=recorded)
+    projects = (project, *store.projects.older_names(project))
+    notes = _weigh(store, prompt, projects, session=session, recorded=recorded)
     names = code_names(prompt)
     if names:  # a code name is evidence for the notes that name it, not for those using its words in prose
-        plain = _weigh(store, _without(prompt, names), filters, session=session, recorded=recorded)
+        plain = _weigh(store, _without(prompt, names), projects, session=session, recorded=recorded)
         notes = {k: r for k, r in notes.items() if _names_code(r, names)} | {
             k: r for k, r in plain.items() if not _names_code(notes.get(k, r), names)
         }
@@ -186,19 +183,21 @@ def prompt_recall(
 
 
 def _weigh(
-    store: Store, prompt: str, filters: Filters, *, session: str | None, recorded: bool
+    store: Store, prompt: str, projects: tuple[str, ...], *, session: str | None, recorded: bool
 ) -> dict[int, dict[str, Any]]:
-    """The notes that ``prompt``'s keywords reach, each with its evidence (``strength``): its own match
-    times NOTE_WEIGHT plus its session's (module docstring). The prompting session's own notes are left out."""
-    words = store.recall.telling_words(prompt)
-    hits = store.search.observations(words, filters, limit=HITS) if words else []  # tool records are left out
+    """The notes that ``prompt``'s keywords reach in ``projects`` (a project and its older names), each with
+    its evidence (``strength``): its own match times NOTE_WEIGHT plus its session's (module docstring). The
+    prompting session's own notes are left out."""
+    # The keyword hits of the prompt's telling words, and its matches among the summaries and the prompts.
+    hits, requests = store.recall.keyword_evidence(
+        prompt, projects, hits=HITS, sides=CANDIDATES, pending=not recorded
+    )
     row: Any  # the loops below read keyword hits of three tables and stored notes, and weigh them alike
-    notes: dict[int, Any] = {h["id"]: h for h in hits if not h.get("tools_used")}
+    notes: dict[int, Any] = {h["id"]: h for h in hits if not h.get("tools_used")}  # tool records left out
     # The session a note was written in is found by its request: the prompt and the summary restate it.
     asked: dict[str, float] = {}
     said: dict[str, str] = {}  # and the texts of its request that matched, one a line
-    for row in [*store.search.summaries(prompt, filters, limit=CANDIDATES),
-                *store.search.prompts(prompt, filters, limit=CANDIDATES, pending=not recorded)]:  # fmt: skip
+    for row in requests:
         if row.get("session") and row["session"] != session:  # this session's own prompt is no evidence
             asked[row["session"]] = max(asked.get(row["session"], 0.0), row["strength"])
             said[row["session"]] = (
