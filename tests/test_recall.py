@@ -510,3 +510,61 @@ def test_two_words_of_the_prompt_count_only_when_one_sentence_of_the_note_says_t
     shown = json.loads(sh("recall", "--prompt", "keep the password out of the saved state", "--project",
                           "shop", "--json").stdout)  # fmt: skip
     assert shown["injected"] == [login], shown["weighed"]
+
+
+def test_the_prompt_hooks_one_read_gives_what_keyword_search_gives(sh, home: Path) -> None:  # type: ignore[no-untyped-def]
+    """Prompt recall reads its keyword evidence in one pass (``store.recall.keyword_evidence``): the hits of
+    the prompt's telling words (a word more than half the records hold left out), the summaries and the
+    prompts, with the same order and strengths as keyword search gives them, so the bar means what it did."""
+    from cmem_cli.core.config import load_config
+    from cmem_cli.store.filters import Filters
+    from cmem_cli.store.repository import Store
+
+    for title, text in OTHER_NOTES:
+        sh("add", "--type", "discovery", "-t", title, "--narrative", text, "--project", "shop", "--fact", title)  # fmt: skip
+    for n in range(20):  # "run", "tests" and "module" in more than half of the records
+        sh("add", "--type", "change", "-t", f"Ran the tests of module {n}", "--narrative", f"run {n}: passed",
+           "--project", "shop", "--concept", "tests")  # fmt: skip
+    sh("add", "--type", "bugfix", "-t", "Invoice totals cached per customer", "--project", "elsewhere")
+    store = Store.open(load_config().db_path)
+    try:
+        for n, (session, project, text) in enumerate([("s1", "shop", "why are invoice totals stale"),
+                                                      ("s2", "shop", "run the tests of the invoice module"),
+                                                      ("s3", "elsewhere", "invoice totals again")]):  # fmt: skip
+            store.db.execute(
+                "INSERT INTO user_prompts (uid, session, prompt_number, text, project, agent, created_at) "
+                "VALUES (?, ?, 1, ?, ?, 'claude-code', ?)",
+                (f"p{n}", session, text, project, n),
+            )
+            store.db.execute(
+                "INSERT INTO session_summaries (uid, session, project, agent, request, created_at) "
+                "VALUES (?, ?, ?, 'claude-code', ?, ?)",
+                (f"u{n}", session, project, f"Asked: {text}", n),
+            )
+        shop = Filters(project="shop")
+        for prompt, telling, asked in [("why are invoice totals stale", "why are invoice totals stale", True),
+                                       ("run the tests of the invoice module", "invoice", True),
+                                       ("token expiry", "token expiry", False)]:  # fmt: skip
+            for pending in (False, True):
+                hits, sides = store.recall.keyword_evidence(
+                    prompt, ("shop",), hits=40, sides=12, pending=pending
+                )
+                searched = store.search.observations(telling, shop, limit=40)
+                assert [(h["id"], h["strength"]) for h in hits] == [
+                    (r["id"], r["strength"]) for r in searched
+                ]
+                for hit, row in zip(hits, searched, strict=True):
+                    assert {k: v for k, v in row.items() if k in hit and k != "kind"} == {
+                        k: v for k, v in hit.items() if k != "kind"
+                    }
+                expected = [
+                    (r["kind"], r["session"], r["strength"], r.get("request") or r.get("text"))
+                    for r in [*store.search.summaries(prompt, shop, limit=12),
+                              *store.search.prompts(prompt, shop, limit=12, pending=pending)]
+                ]  # fmt: skip
+                got = [
+                    (r["kind"], r["session"], r["strength"], r.get("request") or r.get("text")) for r in sides
+                ]
+                assert got == expected and bool(got) == asked, prompt
+    finally:
+        store.close()

@@ -231,6 +231,8 @@ NOT_FOR_RECALL = {
     "cmem_cli.store.capture_log",
     "cmem_cli.services.truth.supersession",
     "cmem_cli.services.read.search_pipeline",
+    "cmem_cli.store.keyword",  # prompt recall's keyword evidence is store.recall's own read
+    "cmem_cli.store.filters",
 }
 
 

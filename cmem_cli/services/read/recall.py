@@ -18,7 +18,7 @@ bug causes first, with their freshness.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from cmem_cli.core.marks import title_marks
@@ -30,7 +30,6 @@ from cmem_cli.store.repository import Store
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from cmem_cli.store.filters import Filters
 
 CANDIDATES = 12  # notes weighed for a prompt
 HITS = 40  # keyword hits read for them (the hooks' records among them are left out)
@@ -159,13 +158,11 @@ def prompt_recall(
     store's capture log says, or ``given``: keys of events the hooks have not recorded yet). ``recorded``:
     the store holds ``prompt`` already (a hook that records before it answers); else the prompts' keyword
     statistics count it, as they will once it is."""
-    from cmem_cli.store.filters import Filters
-
-    filters = Filters(project=project, folded=store.projects.older_names(project))
-    notes = _weigh(store, prompt, filters, session=session, recorded=recorded)
+    projects = (project, *store.projects.older_names(project))
+    notes = _weigh(store, prompt, projects, session=session, recorded=recorded)
     names = code_names(prompt)
     if names:  # a code name is evidence for the notes that name it, not for those using its words in prose
-        plain = _weigh(store, _without(prompt, names), filters, session=session, recorded=recorded)
+        plain = _weigh(store, _without(prompt, names), projects, session=session, recorded=recorded)
         notes = {k: r for k, r in notes.items() if _names_code(r, names)} | {
             k: r for k, r in plain.items() if not _names_code(notes.get(k, r), names)
         }
@@ -175,30 +172,42 @@ def prompt_recall(
         stems = store.recall.stemmer()
         words = store.recall.rare(stems(prompt), RARE_WORD)
         plain_words = store.recall.rare(stems(_without(prompt, names)), RARE_WORD) if names else words
+        # A clause's stems, read once: a session's request is a clause of each of its notes.
+        stemmed: dict[str, set[str]] = {}
         for row in weak:
             asked = words if _names_code(row, names) else plain_words
-            said = _clauses(row, request=row["strength"] >= settings.bar)
-            row["words"] = max((len(asked & stems(clause)) for clause in said), default=0)
+            said = _clauses(row, request=row["strength"] >= settings.bar) if asked else []
+            row["words"] = max((len(asked & _stems_of(clause, stems, stemmed)) for clause in said), default=0)
     ranked = sorted(notes.values(), key=lambda r: -r["strength"])
     given = _known(store, session, given) if session is not None else given
     found = _choose(store, "prompt", prompt, project, ranked, settings, session=session, cwd=cwd, given=given)
     return _with_changed(store, found, session, given) if session is not None else found
 
 
+def _stems_of(clause: str, stems: Callable[[str], set[str]], known: dict[str, set[str]]) -> set[str]:
+    """``stems(clause)``, kept in ``known``: the same clause recurs among the weighed notes."""
+    found = known.get(clause)
+    if found is None:
+        found = known[clause] = stems(clause)
+    return found
+
+
 def _weigh(
-    store: Store, prompt: str, filters: Filters, *, session: str | None, recorded: bool
+    store: Store, prompt: str, projects: tuple[str, ...], *, session: str | None, recorded: bool
 ) -> dict[int, dict[str, Any]]:
-    """The notes that ``prompt``'s keywords reach, each with its evidence (``strength``): its own match
-    times NOTE_WEIGHT plus its session's (module docstring). The prompting session's own notes are left out."""
-    words = store.recall.telling_words(prompt)
-    hits = store.search.observations(words, filters, limit=HITS) if words else []  # tool records are left out
+    """The notes that ``prompt``'s keywords reach in ``projects`` (a project and its older names), each with
+    its evidence (``strength``): its own match times NOTE_WEIGHT plus its session's (module docstring). The
+    prompting session's own notes are left out."""
+    # The keyword hits of the prompt's telling words, and its matches among the summaries and the prompts.
+    hits, requests = store.recall.keyword_evidence(
+        prompt, projects, hits=HITS, sides=CANDIDATES, pending=not recorded
+    )
     row: Any  # the loops below read keyword hits of three tables and stored notes, and weigh them alike
-    notes: dict[int, Any] = {h["id"]: h for h in hits if not h.get("tools_used")}
+    notes: dict[int, Any] = {h["id"]: h for h in hits if not h.get("tools_used")}  # tool records left out
     # The session a note was written in is found by its request: the prompt and the summary restate it.
     asked: dict[str, float] = {}
     said: dict[str, str] = {}  # and the texts of its request that matched, one a line
-    for row in [*store.search.summaries(prompt, filters, limit=CANDIDATES),
-                *store.search.prompts(prompt, filters, limit=CANDIDATES, pending=not recorded)]:  # fmt: skip
+    for row in requests:
         if row.get("session") and row["session"] != session:  # this session's own prompt is no evidence
             asked[row["session"]] = max(asked.get(row["session"], 0.0), row["strength"])
             said[row["session"]] = (
@@ -333,11 +342,11 @@ def _seen(store: Store, session: str, key: str, given: Collection[str]) -> bool:
     return key in given or store.capture_log.seen(session, key)
 
 
-_DEFINED = re.compile(
-    r"\b(?:def|class|function|func|fn|struct|interface|type|(?i:create)\s+(?i:table)(?:\s+IF\s+NOT\s+EXISTS)?)\s+([A-Za-z_]\w{4,})"
-)
-_COMPOUND = re.compile(r"\b[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+\b|\b[a-z]+[A-Z][A-Za-z0-9]+\b")
-_WORDS = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# What a file defines, its compound names, and a note's words: compiled on first use (by re's cache), as a
+# prompt's recall needs none of them.
+_DEFINED = r"\b(?:def|class|function|func|fn|struct|interface|type|(?i:create)\s+(?i:table)(?:\s+IF\s+NOT\s+EXISTS)?)\s+([A-Za-z_]\w{4,})"
+_COMPOUND = r"\b[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+\b|\b[a-z]+[A-Z][A-Za-z0-9]+\b"
+_WORDS = r"[A-Za-z_][A-Za-z0-9_]*"
 FILE_BYTES = 256 * 1024  # of a file read for its names
 
 
@@ -359,15 +368,15 @@ def names_in_file(path: str, cwd: str | None) -> set[str]:
             text = fh.read(FILE_BYTES).decode("utf-8", "replace")
     except OSError:
         return names
-    names.update(m.lower() for m in _DEFINED.findall(text))
-    names.update(m.lower() for m in _COMPOUND.findall(text))
+    names.update(m.lower() for m in re.findall(_DEFINED, text))
+    names.update(m.lower() for m in re.findall(_COMPOUND, text))
     return names
 
 
 def _names_one_of(row: Mapping[str, Any], names: set[str]) -> bool:
     """Whether a note's title or narrative names one of ``names`` (a name of the file it was written near)."""
     text = f"{row.get('title') or ''} {row.get('narrative') or ''}"
-    return bool(names) and any(w.lower() in names for w in _WORDS.findall(text))
+    return bool(names) and any(w.lower() in names for w in re.findall(_WORDS, text))
 
 
 def _in_read(anchor: Any, path: str, lines: tuple[int, int]) -> bool:
