@@ -449,8 +449,12 @@ class Replay:
         if proc.returncode != 0:
             raise SystemExit(f"hook {event} exited {proc.returncode}: {proc.stderr[-2000:]}")
 
+    def projects(self) -> dict[str, dict[str, str]]:
+        """The week's repositories: path -> text, per project."""
+        return PROJECTS
+
     def setup(self) -> None:
-        for project, files in PROJECTS.items():
+        for project, files in self.projects().items():
             repo = self.repo(project)
             for rel, text in files.items():
                 (repo / rel).parent.mkdir(parents=True, exist_ok=True)

@@ -72,16 +72,8 @@ class WeekReplay(Replay):
         super().__init__(root, env, "none")
         self.week = week
 
-    def setup(self) -> None:
-        for project, files in self.week["projects"].items():
-            repo = self.repo(project)
-            for rel, text in files.items():
-                (repo / rel).parent.mkdir(parents=True, exist_ok=True)
-                (repo / rel).write_text(text, encoding="utf-8")
-            self.git(repo, "init", "-q", "-b", "main")
-            self.git(repo, "remote", "add", "origin", f"git@example.com:acme/{project}.git")
-            self.git(repo, "add", "-A")
-            self.git(repo, "commit", "-q", "-m", "Initial import")
+    def projects(self) -> dict[str, dict[str, str]]:
+        return self.week["projects"]
 
     def replay(self) -> None:
         self.setup()
