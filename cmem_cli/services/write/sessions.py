@@ -16,7 +16,6 @@ from cmem_cli.core.timeutil import MAX_MS, now_ms
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from cmem_cli.services.write.exporter import FileWriter
     from cmem_cli.services.write.home import WriteHome
     from cmem_cli.store.row_types import (
         PromptInput,
@@ -232,11 +231,6 @@ class SessionWrites:
             raise InvalidInput("a summary needs at least one of: " + ", ".join(SUMMARY_FIELDS))
         return values
 
-    def forget_summary(self, summary_id: int, files: FileWriter) -> None:
-        """Forget a summary (its file is deleted after the commit) inside the caller's write transaction."""
-        row = self.store.summaries.get(summary_id)
-        self.store.summaries.delete(summary_id)
-        files.delete_after_commit(row.get("path"))
 
 
 def _required_text(name: str, value: Any, *, limit: int = 2_000, allow_empty: bool = False) -> str:
