@@ -175,12 +175,10 @@ def _scrubbed(payload: HookPayload, config: Config) -> HookPayload:
     ``<private>`` span or a secret there would otherwise name the session's rows and export folder)."""
     if payload.event in PASSIVE_EVENTS:
         return payload  # nothing is recorded
-    from cmem_cli.api import scrub_record, strip_private
-    from cmem_cli.capture.hooks.bounds import bounded_event
     from cmem_cli.capture.hooks.payload import payload_from
+    from cmem_cli.capture.hooks.spool import scrubbed
 
-    raw = bounded_event(payload.raw, config.section("hooks"), strip_private)  # what capture can keep
-    return payload_from(scrub_record(raw, config), payload.event)
+    return payload_from(scrubbed(payload.raw, config), payload.event)
 
 
 def _recalls(payload: HookPayload, config: Config) -> bool:

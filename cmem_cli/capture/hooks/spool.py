@@ -18,7 +18,7 @@ import json
 import os
 import stat
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -40,14 +40,21 @@ def keep(config: Config, payload: HookPayload, at_ms: int, marks: Sequence[str] 
     """Spool one hook event, scrubbed, with the ``marks`` its replay records; None (nothing written) for
     an event of a project ``[privacy] exclude_projects`` names. The privacy filter is loaded on its own:
     the API behind it would cost a hook that answers at once several milliseconds."""
-    from cmem_cli.capture.hooks.bounds import bounded_event
     from cmem_cli.core.config import default_project
-    from cmem_cli.services.write.privacy import is_excluded_project, scrub_record, strip_private
+    from cmem_cli.services.write.privacy import is_excluded_project
 
     if is_excluded_project(default_project(payload.cwd), config.section("privacy")):
         return None
-    raw = bounded_event(payload.raw, config.section("hooks"), strip_private)  # what capture can keep
-    return save(config.home, payload.event, scrub_record(raw, config=config), at_ms, marks)
+    return save(config.home, payload.event, scrubbed(payload.raw, config), at_ms, marks)
+
+
+def scrubbed(raw: Mapping[str, Any], config: Config) -> dict[str, Any]:
+    """A hook's payload as it may touch the disk or the store: cut to what capture can keep, then every
+    string scrubbed (a spooled event and a foreground hook's record see the same)."""
+    from cmem_cli.capture.hooks.bounds import bounded_event
+    from cmem_cli.services.write.privacy import scrub_record, strip_private
+
+    return scrub_record(bounded_event(raw, config.section("hooks"), strip_private), config=config)
 
 
 def save(home: Path, event: str, payload: dict[str, Any], at_ms: int, marks: Sequence[str] = ()) -> Path:
