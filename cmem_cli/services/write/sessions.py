@@ -232,7 +232,6 @@ class SessionWrites:
         return values
 
 
-
 def _required_text(name: str, value: Any, *, limit: int = 2_000, allow_empty: bool = False) -> str:
     if not isinstance(value, str):
         raise InvalidInput(f"{name} must be a string")
